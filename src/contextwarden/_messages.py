@@ -1,0 +1,281 @@
+"""The canonical message model: immutable values, tagged by role and by block type.
+
+Every provider format (OpenAI Chat Completions, Anthropic Messages) converts to and from these
+values without loss (see :mod:`contextwarden.formats`). Layers and strategies only ever see these
+values and return new ones; nothing here is mutated after construction.
+
+Roles:
+    ``system``     instructions (OpenAI ``system``/``developer`` messages, Anthropic ``system``).
+    ``user``       the human's turns (text, images).
+    ``assistant``  the model's turns: text, thinking, tool calls.
+    ``tool``       tool results. An OpenAI ``role: tool`` message holds one
+                   :class:`ToolResultBlock`; an Anthropic ``user`` message that carries
+                   ``tool_result`` blocks becomes one ``tool`` message holding all of them
+                   (and any text that rides along), so a unit "assistant call(s) -> result(s)"
+                   looks the same whatever the provider.
+
+Provider-specific fields that the model does not name (``cache_control``, ``refusal``,
+recorder extras...) are kept in ``extra`` mappings so that ``to_x(from_x(d)) == d``.
+``hints`` records how the provider spelled a message (string or list content, ...); it is
+adapter bookkeeping, not content, and takes no part in fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Block",
+    "ImageBlock",
+    "Message",
+    "Role",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "assistant",
+    "freeze",
+    "system",
+    "tool_result",
+    "user",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+#: ``<Pin>...</Pin>`` marks content that must never be dropped or masked (seed 003).
+PIN_RE = re.compile(r"<Pin>(.*?)</Pin>", re.DOTALL | re.IGNORECASE)
+
+
+def freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only view of a shallow copy of ``mapping`` (the shared empty mapping for none)."""
+    if not mapping:
+        return EMPTY
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    extra: Mapping[str, Any] = field(default=EMPTY, compare=True)
+    type: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """Model reasoning. ``signature`` must go back to Anthropic unchanged; a redacted block
+    carries its opaque payload in ``data`` and no readable text."""
+
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+    data: str | None = None
+    extra: Mapping[str, Any] = EMPTY
+    type: Literal["thinking"] = field(default="thinking", init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallBlock:
+    """A tool call. ``arguments`` is the JSON text exactly as the model wrote it (it may be
+    invalid JSON: models do that, and the text is kept as is)."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    extra: Mapping[str, Any] = EMPTY
+    type: Literal["tool_call"] = field(default="tool_call", init=False)
+
+    @cached_property
+    def input(self) -> Any:
+        """The parsed arguments, or ``{"_raw": text}`` when they are not valid JSON."""
+        try:
+            return json.loads(self.arguments) if self.arguments.strip() else {}
+        except ValueError:
+            return {"_raw": self.arguments}
+
+
+@dataclass(frozen=True)
+class ImageBlock:
+    """An image, opaque to us: ``source`` is the provider's own description of it."""
+
+    source: Mapping[str, Any]
+    token_cost: int = 765  # OpenAI's cost of one 1024x1024 high-detail image; Claude's is ~1,600 max
+    extra: Mapping[str, Any] = EMPTY
+    type: Literal["image"] = field(default="image", init=False)
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    """The result of the tool call ``tool_call_id``: text, or a tuple of text/image blocks."""
+
+    tool_call_id: str
+    content: str | tuple[TextBlock | ImageBlock, ...] = ""
+    is_error: bool = False
+    extra: Mapping[str, Any] = EMPTY
+    type: Literal["tool_result"] = field(default="tool_result", init=False)
+
+    @property
+    def text(self) -> str:
+        """The textual part of the result (images are left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a conversation. Immutable; build changed copies with :meth:`replace`.
+
+    ``id``, ``timestamp`` and ``usage`` are metadata carried through untouched; ``pinned``
+    (or ``<Pin>...</Pin>`` in the text) protects the message from every lossy step.
+    """
+
+    role: Role
+    content: tuple[Block, ...] = ()
+    name: str | None = None
+    pinned: bool = False
+    id: str | None = None
+    timestamp: Any = None
+    usage: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = EMPTY
+    hints: Mapping[str, Any] = field(default=EMPTY, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if not isinstance(self.content, tuple):
+            object.__setattr__(self, "content", tuple(self.content))
+
+    # -- derived views -------------------------------------------------------------------
+    @cached_property
+    def text(self) -> str:
+        """All text blocks joined by newlines (thinking, calls and results left out)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+    @property
+    def thinking(self) -> tuple[ThinkingBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ThinkingBlock))
+
+    @cached_property
+    def is_pinned(self) -> bool:
+        """Pinned by flag or by a ``<Pin>`` tag anywhere in its text or tool results."""
+        if self.pinned:
+            return True
+        return any(PIN_RE.search(t) for t in _texts(self.content))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A stable content hash (role, name, pin and blocks; not metadata or hints).
+
+        Two messages with the same fingerprint count the same tokens and transform the same
+        way, so caches key on it. Computed once per value.
+        """
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{self.role}\x00{self.name}\x00{self.pinned}\x00".encode())
+        for block in self.content:
+            _hash_block(h, block)
+        return h.hexdigest()
+
+    @cached_property
+    def char_count(self) -> int:
+        """Characters of text, thinking, call arguments and results (a cheap size measure)."""
+        return sum(len(t) for t in _texts(self.content, with_thinking=True, with_calls=True))
+
+    def replace(self, **changes: Any) -> Message:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+
+def _texts(
+    blocks: Iterable[Block], *, with_thinking: bool = False, with_calls: bool = False
+) -> Iterator[str]:
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            yield b.text
+        elif isinstance(b, ToolResultBlock):
+            if isinstance(b.content, str):
+                yield b.content
+            else:
+                yield from (x.text for x in b.content if isinstance(x, TextBlock))
+        elif with_thinking and isinstance(b, ThinkingBlock):
+            yield b.thinking
+        elif with_calls and isinstance(b, ToolCallBlock):
+            yield b.name
+            yield b.arguments
+
+
+def _hash_block(h: Any, b: Block) -> None:
+    if isinstance(b, TextBlock):
+        h.update(b"T\x00" + b.text.encode("utf-8", "surrogatepass") + b"\x00")
+    elif isinstance(b, ThinkingBlock):
+        h.update(f"K\x00{b.redacted}\x00{len(b.data or '')}\x00".encode())
+        h.update(b.thinking.encode("utf-8", "surrogatepass") + b"\x00")
+    elif isinstance(b, ToolCallBlock):
+        h.update(f"C\x00{b.id}\x00{b.name}\x00".encode("utf-8", "surrogatepass"))
+        h.update(b.arguments.encode("utf-8", "surrogatepass") + b"\x00")
+    elif isinstance(b, ToolResultBlock):
+        h.update(f"R\x00{b.tool_call_id}\x00{b.is_error}\x00".encode("utf-8", "surrogatepass"))
+        if isinstance(b.content, str):
+            h.update(b.content.encode("utf-8", "surrogatepass") + b"\x00")
+        else:
+            for x in b.content:
+                _hash_block(h, x)
+        h.update(b"\x01")
+    else:  # ImageBlock
+        h.update(f"I\x00{b.token_cost}\x00".encode())
+        h.update(json.dumps(dict(b.source), sort_keys=True, default=str).encode())
+
+
+# -- builders ----------------------------------------------------------------------------------
+def system(text: str, **meta: Any) -> Message:
+    """A system message."""
+    return Message("system", (TextBlock(text),), **meta)
+
+
+def user(text: str, **meta: Any) -> Message:
+    """A user message with one text block."""
+    return Message("user", (TextBlock(text),), **meta)
+
+
+def assistant(
+    text: str = "",
+    *,
+    tool_calls: Sequence[ToolCallBlock] = (),
+    thinking: str | None = None,
+    **meta: Any,
+) -> Message:
+    """An assistant message: optional thinking, then text, then tool calls."""
+    blocks: list[Block] = []
+    if thinking is not None:
+        blocks.append(ThinkingBlock(thinking))
+    if text:
+        blocks.append(TextBlock(text))
+    blocks.extend(tool_calls)
+    return Message("assistant", tuple(blocks), **meta)
+
+
+def tool_result(tool_call_id: str, text: str, *, is_error: bool = False, **meta: Any) -> Message:
+    """A tool message holding one result."""
+    return Message("tool", (ToolResultBlock(tool_call_id, text, is_error=is_error),), **meta)
