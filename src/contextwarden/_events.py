@@ -1,0 +1,100 @@
+"""What the warden did, as values: one :class:`Event` per truncation, mask, strip, drop or
+compaction, and :class:`CompactResult` for a compaction (seed 001).
+
+Every event is also logged at warning level through the ``contextwarden`` stdlib logger by the
+code that emits it (see :func:`emit`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._messages import Message
+
+__all__ = ["CompactResult", "Event", "EventKind", "emit", "logger"]
+
+logger = logging.getLogger("contextwarden")
+logger.addHandler(logging.NullHandler())  # silent unless the application configures logging
+
+EventKind = Literal[
+    "truncated",  # a tool result cut to head + tail (seed 004 L1)
+    "masked",  # an old tool result reduced to head/tail lines (seed 000 L1)
+    "thinking_stripped",  # old thinking removed (seed 000 L2)
+    "dropped",  # a unit dropped by the sliding window (seed 000 L3 / seed 004 L2)
+    "newest_truncated",  # the newest unit alone was over budget and was cut
+    "context_compacted",  # a lossy compaction replaced a span with a summary (seed 001)
+    "summary_rejected",  # a summary failed its checks; the next strategy ran
+    "summarizer_failed",  # the summarizer raised or returned garbage; fell back
+    "compaction_refused",  # the confirmation callback said no
+    "warning",  # context nearing the window (seed 002 "warn")
+]
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """The outcome of one compaction (seed 001, plus the strategy that produced it)."""
+
+    new_messages: tuple[Message, ...]
+    summary: str
+    original_token_count: int
+    new_token_count: int
+    compacted_count: int
+    strategy: str
+    refs: tuple[str, ...] = ()
+
+    @property
+    def saved_ratio(self) -> float:
+        """Share of tokens saved: ``1 - new/original`` (0 when nothing was there)."""
+        if self.original_token_count <= 0:
+            return 0.0
+        return 1.0 - self.new_token_count / self.original_token_count
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a layer or strategy did to the working copy of the history."""
+
+    kind: EventKind
+    layer: str
+    index: int | None = None
+    tool_name: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    chars_before: int | None = None
+    chars_after: int | None = None
+    detail: str = ""
+    compaction: CompactResult | None = field(default=None, repr=False)
+    data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def describe(self) -> str:
+        """A one-line human description, as logged."""
+        parts = [f"{self.layer}: {self.kind.replace('_', ' ')}"]
+        if self.index is not None:
+            parts.append(f"message {self.index}")
+        if self.tool_name:
+            parts.append(f"tool {self.tool_name!r}")
+        if self.chars_before is not None and self.chars_after is not None:
+            parts.append(f"{self.chars_before} -> {self.chars_after} chars")
+        if self.tokens_before is not None and self.tokens_after is not None:
+            parts.append(f"{self.tokens_before} -> {self.tokens_after} tokens")
+        if self.detail:
+            parts.append(self.detail)
+        return "contextwarden " + ", ".join(parts)
+
+
+def emit(events: list[Event], event: Event) -> None:
+    """Record ``event`` and log it at warning level (seed 004 L3)."""
+    events.append(event)
+    logger.warning(event.describe())
+
+
+def total_saved(events: Sequence[Event]) -> int:
+    """Tokens saved by ``events`` (those that report both counts)."""
+    return sum(
+        (e.tokens_before or 0) - (e.tokens_after or 0)
+        for e in events
+        if e.tokens_before is not None and e.tokens_after is not None
+    )
