@@ -52,6 +52,10 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+
+def _empty() -> Mapping[str, Any]:
+    return EMPTY
+
 #: ``<Pin>...</Pin>`` marks content that must never be dropped or masked (seed 003).
 PIN_RE = re.compile(r"<Pin>(.*?)</Pin>", re.DOTALL | re.IGNORECASE)
 
@@ -68,7 +72,7 @@ class TextBlock:
     """Plain text."""
 
     text: str
-    extra: Mapping[str, Any] = field(default=EMPTY, compare=True)
+    extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["text"] = field(default="text", init=False)
 
 
@@ -81,7 +85,7 @@ class ThinkingBlock:
     signature: str | None = None
     redacted: bool = False
     data: str | None = None
-    extra: Mapping[str, Any] = EMPTY
+    extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["thinking"] = field(default="thinking", init=False)
 
 
@@ -93,7 +97,7 @@ class ToolCallBlock:
     id: str
     name: str
     arguments: str = "{}"
-    extra: Mapping[str, Any] = EMPTY
+    extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["tool_call"] = field(default="tool_call", init=False)
 
     @cached_property
@@ -111,7 +115,7 @@ class ImageBlock:
 
     source: Mapping[str, Any]
     token_cost: int = 765  # OpenAI's cost of one 1024x1024 high-detail image; Claude's is ~1,600 max
-    extra: Mapping[str, Any] = EMPTY
+    extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["image"] = field(default="image", init=False)
 
 
@@ -122,7 +126,7 @@ class ToolResultBlock:
     tool_call_id: str
     content: str | tuple[TextBlock | ImageBlock, ...] = ""
     is_error: bool = False
-    extra: Mapping[str, Any] = EMPTY
+    extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["tool_result"] = field(default="tool_result", init=False)
 
     @property
@@ -151,8 +155,8 @@ class Message:
     id: str | None = None
     timestamp: Any = None
     usage: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = EMPTY
-    hints: Mapping[str, Any] = field(default=EMPTY, compare=False, repr=False)
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    hints: Mapping[str, Any] = field(default_factory=_empty, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
