@@ -26,6 +26,7 @@ from .layers.window import WindowConfig
 
 __all__ = [
     "CONFIG_FILENAME",
+    "ENV_CONFIG_PATH",
     "ENV_PREFIX",
     "SEED_KEYS",
     "CompactionConfig",
