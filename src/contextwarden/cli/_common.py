@@ -1,0 +1,117 @@
+"""What the commands share: consoles, the error boundary, loading files and config.
+
+The boundary turns every :class:`ContextWardenError` (a bad config, a malformed file, an unknown
+model) into one red line per problem on stderr and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .._config import WardenConfig, load_config
+from .._exceptions import ContextWardenError
+
+__all__ = [
+    "ConfigOption",
+    "EXIT_BAD_INPUT",
+    "EXIT_USAGE",
+    "FileArgument",
+    "ModelOption",
+    "WindowOption",
+    "config_for",
+    "err",
+    "fail",
+    "guarded",
+    "out",
+    "require_file",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Exit status for a bad config, a malformed file or an unknown model.
+EXIT_BAD_INPUT = 1
+#: Exit status for a usage problem (a missing file), as click uses for bad options.
+EXIT_USAGE = 2
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+FileArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="A recorded session: OpenAI JSON/JSONL, mini-swe-agent .traj.json, pi or Claude Code "
+        "session JSONL, OpenHands output.jsonl.",
+        show_default=False,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Model name: picks the tokenizer, window and price."),
+]
+WindowOption = Annotated[
+    int | None,
+    typer.Option("--window", "-w", min=1, help="Context window in tokens (overrides the model's)."),
+]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="A contextwarden.yaml (default: $CONTEXTWARDEN_CONFIG, else ./contextwarden.yaml).",
+    ),
+]
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    """Print ``message`` as red lines on stderr; return the Exit to raise."""
+    for line in message.splitlines() or [message]:
+        err.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
+    """Run ``command`` behind the error boundary: contextwarden errors become red lines and
+    exit status 1; an interrupt exits 130 quietly."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except ContextWardenError as exc:
+            raise fail(str(exc)) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def require_file(path: Path) -> Path:
+    """``path`` if it is a readable file; else a one-line usage error (exit status 2)."""
+    if not path.exists():
+        raise fail(f"{path}: no such file", EXIT_USAGE)
+    if not path.is_file():
+        raise fail(f"{path}: not a file", EXIT_USAGE)
+    return path
+
+
+def config_for(
+    config: Path | None, *, model: str | None = None, window: int | None = None
+) -> WardenConfig:
+    """The effective config: the file (or the default lookup), the environment, then the
+    command-line ``--model``/``--window``, which win."""
+    overrides: dict[str, Any] = {}
+    if model is not None:
+        overrides["model"] = model
+    if window is not None:
+        overrides["context_window"] = window
+    if config is not None:
+        require_file(config)
+    return load_config(config, **overrides)

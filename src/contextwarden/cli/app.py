@@ -1,0 +1,26 @@
+"""The typer app: one command per module, registered here and nowhere else."""
+
+from __future__ import annotations
+
+import typer
+
+from .config_cmd import config_app
+from .proxy_cmd import proxy
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="contextwarden",
+    help="Keep an LLM agent's history inside the context window: count, inspect, replay and "
+    "compact recorded sessions.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a message list in a traceback is unreadable
+    add_completion=False,
+)
+
+app.add_typer(config_app, name="config")
+app.command(
+    "proxy",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)(proxy)
