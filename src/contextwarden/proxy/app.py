@@ -1,0 +1,242 @@
+"""The proxy as a Starlette ASGI app: ``create_app(config)``; run it with uvicorn.
+
+Routes:
+
+* ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and
+  ``POST /v1/messages/count_tokens`` (Anthropic): the warden reduces ``messages`` (and ``system``),
+  everything else in the body is forwarded as sent; the reply streams back untouched with
+  ``X-Contextwarden-Tokens-Before``, ``-Tokens-After`` and ``-Compacted`` (messages a compaction
+  replaced, 0 if none) headers, or ``X-Contextwarden-Skipped: <reason>: <detail>`` when the body was
+  forwarded unchanged (see :mod:`contextwarden.proxy.transform` for when and why).
+* ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
+* anything else, any method: forwarded as is.
+
+Auth headers (``Authorization``, ``x-api-key``, ``api-key``, ...) are forwarded and never logged or
+stored. With ``config.token`` set, every request (``/stats`` too) must carry
+``X-Contextwarden-Token: <token>`` (or ``Bearer <token>``), else 401; that header is not forwarded.
+One JSON line per request goes to the ``contextwarden.proxy`` logger at INFO.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .config import ProxyConfig
+from .errors import Provider, provider_for_path
+from .forward import error_response, forward, request_headers
+from .stats import ProxyStats, RequestRecord
+from .stats import Route as RouteName
+from .transform import Api, BodyWarden, transform_body
+from .warden import build_cache, build_warden
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger("contextwarden.proxy")
+
+_CHAT_PATHS: dict[str, RouteName] = {
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/v1/messages/count_tokens": "count_tokens",
+}
+
+
+class _Proxy:
+    """The app's state: config, warden, counters and the pooled upstream client."""
+
+    def __init__(
+        self, config: ProxyConfig, warden: BodyWarden, cache: MutableMapping[str, str] | None
+    ) -> None:
+        self.config = config
+        self.warden = warden
+        self.cache = cache
+        self.stats = ProxyStats()
+        self._client: httpx.AsyncClient | None = None
+        self._token = config.token.encode("utf-8") if config.token else None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        # Made on first use so it belongs to the serving event loop.
+        if self._client is None:
+            cfg = self.config
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
+                limits=httpx.Limits(
+                    max_connections=cfg.max_connections,
+                    max_keepalive_connections=cfg.max_connections,
+                ),
+                follow_redirects=False,  # a redirect is the client's to follow, as without us
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        close = getattr(self.cache, "close", None)
+        if callable(close):
+            close()
+
+    def authorized(self, request: Request) -> bool:
+        if self._token is None:
+            return True
+        given = request.headers.get("x-contextwarden-token", "")
+        if given[:7].lower() == "bearer ":
+            given = given[7:]
+        return hmac.compare_digest(given.strip().encode("utf-8"), self._token)
+
+    async def finish(self, record: RequestRecord) -> None:
+        self.stats.record(record)
+        logger.info(json.dumps(record.as_log(), separators=(",", ":")))
+
+    async def deny(self, record: RequestRecord, provider: Provider, started: float) -> Response:
+        record.status, record.error = 401, "bad_proxy_token"
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        return error_response(
+            provider, "unauthorized", "contextwarden proxy: missing or wrong X-Contextwarden-Token"
+        )
+
+    async def stats_endpoint(self, request: Request) -> Response:
+        if not self.authorized(request):
+            return error_response("openai", "unauthorized", "missing or wrong X-Contextwarden-Token")
+        return JSONResponse(self.stats.snapshot())
+
+    async def chat(self, request: Request) -> Response:
+        started = time.perf_counter()
+        path = request.url.path
+        route = _CHAT_PATHS[path]
+        provider = provider_for_path(path)
+        record = RequestRecord(request.method, path, route)
+        if not self.authorized(request):
+            return await self.deny(record, provider, started)
+        raw = await request.body()
+        api: Api = "openai" if route == "openai" else "anthropic"
+        extra: dict[str, str] = {}
+        if request.headers.get("content-encoding", "identity").lower() != "identity":
+            body, extra["X-Contextwarden-Skipped"] = raw, "encoded_body"
+            record.skipped = "encoded_body"
+        else:
+            try:
+                outcome = await run_in_threadpool(
+                    transform_body,
+                    self.warden,
+                    api,
+                    raw,
+                    window_cap=self.config.window,
+                    window_override=self.config.warden.context_window,
+                )
+            except Exception as exc:  # a bug of ours: say so in the client's format, log it
+                logger.exception("contextwarden proxy: transform failed on %s", path)
+                record.status, record.error = 500, f"transform_failed:{type(exc).__name__}"
+                record.latency_ms = (time.perf_counter() - started) * 1000
+                await self.finish(record)
+                return error_response(
+                    provider, "internal", f"contextwarden proxy: transform failed ({type(exc).__name__})"
+                )
+            body = outcome.body
+            record.model, record.stream = outcome.model, outcome.stream
+            record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
+            record.compacted, record.skipped = outcome.compacted, outcome.skipped
+            record.transform_ms = (time.perf_counter() - started) * 1000
+            if outcome.skipped:
+                extra["X-Contextwarden-Skipped"] = _header_text(
+                    f"{outcome.skipped}: {outcome.detail}" if outcome.detail else outcome.skipped
+                )
+            else:
+                extra["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
+                extra["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
+                extra["X-Contextwarden-Compacted"] = str(outcome.compacted)
+        return await forward(
+            self.client,
+            method=request.method,
+            url=self.config.upstream_url(path, request.url.query),
+            headers=request_headers(request.headers.raw),
+            content=body,
+            provider=provider,
+            record=record,
+            started=started,
+            extra_headers=extra,
+            finish=self.finish,
+        )
+
+    async def passthrough(self, request: Request) -> Response:
+        started = time.perf_counter()
+        path = request.url.path
+        provider = provider_for_path(path)
+        record = RequestRecord(request.method, path, "passthrough")
+        if not self.authorized(request):
+            return await self.deny(record, provider, started)
+        has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
+        content: AsyncIterator[bytes] | None = request.stream() if has_body else None
+        return await forward(
+            self.client,
+            method=request.method,
+            url=self.config.upstream_url(path, request.url.query),
+            headers=request_headers(request.headers.raw, keep_length=True),
+            content=content,
+            provider=provider,
+            record=record,
+            started=started,
+            extra_headers={},
+            finish=self.finish,
+        )
+
+
+def _header_text(text: str, limit: int = 300) -> str:
+    """One line of printable ASCII, at most ``limit`` characters (a header value must be)."""
+    clean = "".join(c if 32 <= ord(c) < 127 else " " for c in text)
+    return clean[:limit]
+
+
+def create_app(
+    config: ProxyConfig,
+    *,
+    warden: BodyWarden | None = None,
+    cache: MutableMapping[str, str] | None = None,
+) -> Starlette:
+    """The proxy app for ``config``.
+
+    By default it builds a :class:`~contextwarden.Warden` from ``config.warden`` whose compactor
+    caches summaries in ``cache``, itself built from ``config`` (SQLite file by default, Redis when
+    ``config.cache == "redis"``). Pass ``warden`` to use your own (``cache`` is then only closed at
+    shutdown). The upstream client and the cache are closed when the app shuts down.
+    """
+    if warden is None:
+        if cache is None:
+            cache = build_cache(config)
+        warden = build_warden(config, cache)
+    proxy = _Proxy(config, warden, cache)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await proxy.aclose()
+
+    routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
+    routes += [Route(p, proxy.chat, methods=["POST"]) for p in _CHAT_PATHS]
+    routes.append(Route("/{path:path}", proxy.passthrough))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.proxy = proxy
+    return app
+
+
+def app_stats(app: Any) -> ProxyStats:
+    """The :class:`ProxyStats` of an app made by :func:`create_app`."""
+    proxy: _Proxy = app.state.proxy
+    return proxy.stats

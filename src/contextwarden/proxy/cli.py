@@ -1,0 +1,149 @@
+"""``contextwarden proxy``: the typer command (mounted by the CLI app). Thin: builds a
+:class:`ProxyConfig` and runs :func:`create_app` on uvicorn. Starlette and uvicorn are imported
+only when the command runs, so ``contextwarden --help`` stays fast without the proxy extra."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from pydantic import ValidationError
+
+from .._config import load_config
+from .._exceptions import ContextWardenError
+from .config import ProxyConfig
+
+__all__ = ["proxy"]
+
+CacheName = Literal["sqlite", "redis", "memory"]
+
+
+def proxy(
+    upstream: Annotated[
+        str,
+        typer.Option(help="Base URL of the real API, e.g. https://api.openai.com (required)."),
+    ],
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; loopback by default (use --token if you widen it).")
+    ] = "127.0.0.1",
+    window: Annotated[
+        int | None,
+        typer.Option(help="Cap the context window at N tokens whatever the model.", min=1),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).", exists=True, dir_okay=False),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Require this token in the X-Contextwarden-Token header of every request.",
+            envvar="CONTEXTWARDEN_PROXY_TOKEN",
+            show_default=False,
+        ),
+    ] = None,
+    cache: Annotated[
+        CacheName, typer.Option(help="Summary cache: sqlite (file), redis (shared), memory.")
+    ] = "sqlite",
+    redis_url: Annotated[
+        str | None, typer.Option(help="Redis URL for --cache redis, e.g. redis://localhost:6379/0.")
+    ] = None,
+    cache_path: Annotated[
+        Path | None,
+        typer.Option(help="SQLite cache file (default: <data dir>/summary-cache.sqlite3)."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait on the upstream before answering 504.", min=0.001)
+    ] = 600.0,
+) -> None:
+    """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
+
+    Point the agent's base URL at http://HOST:PORT/v1 (OpenAI) or http://HOST:PORT (Anthropic).
+    """
+    try:
+        settings = ProxyConfig.model_validate(
+            {
+                "upstream": upstream,
+                "host": host,
+                "port": port,
+                "window": window,
+                # YAML file (or $CONTEXTWARDEN_CONFIG / ./contextwarden.yaml), then CONTEXTWARDEN_*
+                "warden": load_config(config),
+                "token": token or None,
+                "cache": cache,
+                "redis_url": redis_url,
+                "cache_path": cache_path,
+                "timeout": timeout,
+            }
+        )
+    except (ValidationError, ContextWardenError) as exc:
+        typer.echo(f"contextwarden proxy: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    serve(settings)
+
+
+def serve(settings: ProxyConfig) -> None:
+    """Run the proxy in the foreground until interrupted."""
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as exc:
+        typer.echo(
+            "contextwarden proxy needs starlette and uvicorn: pip install 'contextwarden[proxy]'",
+            err=True,
+        )
+        raise typer.Exit(1) from exc
+    if settings.token is None and not _is_loopback(settings.host):
+        typer.echo(
+            f"warning: listening on {settings.host} without --token; anyone who can reach it can "
+            "use it (and the upstream keys its clients send)",
+            err=True,
+        )
+    _configure_logging()
+    try:
+        app = create_app(settings)
+    except ContextWardenError as exc:
+        typer.echo(f"contextwarden proxy: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(
+        f"contextwarden proxy on http://{settings.host}:{settings.port} -> {settings.upstream}",
+        err=True,
+    )
+    # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
+    # the upstream's, which pass through.
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_level="warning",
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _configure_logging() -> None:
+    """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
+    application configured logging itself."""
+    log = logging.getLogger("contextwarden.proxy")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False

@@ -1,0 +1,98 @@
+"""ProxyConfig: everything the proxy needs, validated once at construction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .._config import WardenConfig
+
+__all__ = ["ProxyConfig"]
+
+
+class ProxyConfig(BaseModel):
+    """How the proxy listens, where it forwards, and what the warden does on the way.
+
+    The proxy token, when set, must arrive in the ``X-Contextwarden-Token`` header of every request
+    (``Bearer <token>`` or the bare token); the ``Authorization`` / ``x-api-key`` headers stay the
+    upstream's and are forwarded untouched.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    upstream: str = Field(
+        description="Base URL of the real API, e.g. https://api.openai.com or "
+        "https://api.anthropic.com. A trailing /v1 is not doubled with the request's /v1. Required."
+    )
+    host: str = Field("127.0.0.1", description="Interface to bind. Default: 127.0.0.1 (loopback).")
+    port: int = Field(8787, ge=0, le=65535, description="Port to bind. Default: 8787.")
+    window: int | None = Field(
+        None,
+        ge=1,
+        description="Cap on the context window whatever the model: min(model window, this). With "
+        "it, unknown models are handled too. Default: none (the model's window).",
+    )
+    warden: WardenConfig = Field(
+        default_factory=lambda: WardenConfig.model_validate({}),
+        description="The warden's configuration. Default: WardenConfig's defaults.",
+    )
+    token: str | None = Field(
+        None,
+        min_length=1,
+        description="Token protecting the proxy (X-Contextwarden-Token header). Default: none.",
+    )
+    cache: Literal["sqlite", "redis", "memory"] = Field(
+        "sqlite",
+        description="Summary cache backend: sqlite (one file, shared by processes on one machine), "
+        "redis (shared by every process), memory (this process only). Default: sqlite.",
+    )
+    cache_path: Path | None = Field(
+        None,
+        description="SQLite summary cache file. Default: <data dir>/summary-cache.sqlite3.",
+    )
+    redis_url: str | None = Field(
+        None, description="Redis URL, required when cache is redis. Default: none."
+    )
+    timeout: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds to wait for the upstream (to read each chunk); past it the client gets "
+        "a 504. Default: 600 (long generations are slow).",
+    )
+    connect_timeout: float = Field(
+        10.0, gt=0, description="Seconds to connect to the upstream; past it, 502. Default: 10."
+    )
+    max_connections: int = Field(
+        512, ge=1, description="Pooled connections to the upstream. Default: 512."
+    )
+
+    @field_validator("upstream")
+    @classmethod
+    def _check_upstream(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"upstream must be an http(s) URL like https://api.openai.com, got {value!r}")
+        if parts.query or parts.fragment:
+            raise ValueError(f"upstream must not carry a query or fragment, got {value!r}")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_cache(self) -> ProxyConfig:
+        if self.cache == "redis" and not self.redis_url:
+            raise ValueError("cache 'redis' needs redis_url (e.g. redis://localhost:6379/0)")
+        return self
+
+    def upstream_url(self, path: str, query: str = "") -> str:
+        """The upstream URL for an incoming ``path`` (``/v1/...``) and query string.
+
+        ``https://openrouter.ai/api/v1`` + ``/v1/chat/completions`` gives
+        ``https://openrouter.ai/api/v1/chat/completions``: a base ending in ``/v1`` is not doubled.
+        """
+        base = self.upstream
+        if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
+            path = path[3:]
+        url = base + path
+        return f"{url}?{query}" if query else url

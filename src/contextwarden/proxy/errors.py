@@ -1,0 +1,62 @@
+"""Errors the proxy itself produces, in the wire format of the API the client speaks.
+
+Upstream errors are never rewritten (status, headers and body pass through); these bodies are only
+for what happens at the proxy: a bad proxy token (401), an upstream that does not answer in time
+(504) or cannot be reached (502), a proxy bug (500). The SDKs parse them like the provider's own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+__all__ = ["ErrorKind", "Provider", "error_body", "error_sse", "provider_for_path", "status_for"]
+
+Provider = Literal["openai", "anthropic"]
+ErrorKind = Literal["unauthorized", "timeout", "unreachable", "internal"]
+
+_STATUS: dict[ErrorKind, int] = {"unauthorized": 401, "timeout": 504, "unreachable": 502, "internal": 500}
+# Anthropic's documented error types; OpenAI's: the ``type`` + ``code`` pair its SDK shows.
+_ANTHROPIC_TYPE: dict[ErrorKind, str] = {
+    "unauthorized": "authentication_error",
+    "timeout": "timeout_error",
+    "unreachable": "api_error",
+    "internal": "api_error",
+}
+_OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
+    "unauthorized": ("authentication_error", "invalid_proxy_token"),
+    "timeout": ("server_error", "upstream_timeout"),
+    "unreachable": ("server_error", "upstream_unreachable"),
+    "internal": ("server_error", "proxy_error"),
+}
+
+
+def provider_for_path(path: str) -> Provider:
+    """Anthropic for ``/v1/messages`` and below (and ``/v1/complete``), else OpenAI."""
+    p = path.rstrip("/")
+    if p.endswith("/v1/messages") or "/v1/messages/" in p or p.endswith("/v1/complete"):
+        return "anthropic"
+    return "openai"
+
+
+def status_for(kind: ErrorKind) -> int:
+    """401, 504, 502 or 500."""
+    return _STATUS[kind]
+
+
+def error_body(provider: Provider, kind: ErrorKind, message: str) -> dict[str, Any]:
+    """The JSON error object the provider's SDK expects, e.g. for Anthropic
+    ``{"type": "error", "error": {"type": "timeout_error", "message": ...}}``."""
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": _ANTHROPIC_TYPE[kind], "message": message}}
+    etype, code = _OPENAI_TYPE[kind]
+    return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+
+
+def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:
+    """The same error as one server-sent event, for failures after a stream has started (the status
+    line is already sent): Anthropic's ``event: error``, OpenAI's ``data: {"error": ...}``."""
+    data = json.dumps(error_body(provider, kind, message), separators=(",", ":"))
+    if provider == "anthropic":
+        return f"event: error\ndata: {data}\n\n".encode()
+    return f"data: {data}\n\n".encode()

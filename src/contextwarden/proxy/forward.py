@@ -1,0 +1,157 @@
+"""Forwarding one request to the upstream and streaming its answer back, byte for byte.
+
+The upstream's status, headers (minus hop-by-hop ones) and body reach the client unchanged; the
+body is relayed as raw bytes the moment each chunk arrives (no buffering, no decompression), so a
+server-sent-event stream keeps its chunking and a gzip body stays gzip. Failures at the proxy become
+errors in the client's provider format: timeout 504, connection failure 502; a failure after the
+status line went out (the stream broke) ends the stream, with a provider error event first when
+the body is an event stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+import httpx
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from .errors import ErrorKind, Provider, error_body, error_sse, status_for
+from .stats import RequestRecord
+
+__all__ = ["HOP_BY_HOP", "error_response", "forward", "request_headers"]
+
+#: RFC 9110 7.6.1 connection-specific headers, never forwarded in either direction.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+#: Request headers the proxy sets or owns: host/content-length are recomputed for the new body, and
+#: the proxy's own token never leaves the proxy.
+_DROP_REQUEST = HOP_BY_HOP | {"host", "content-length", "x-contextwarden-token"}
+
+Finish = Callable[[RequestRecord], Awaitable[None]]
+
+
+def request_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool = False) -> list[
+    tuple[bytes, bytes]
+]:
+    """The client's headers to send upstream: all of them (auth included, in order, repeated ones
+    kept) except hop-by-hop ones, ``Host``, ``X-Contextwarden-Token`` and, unless ``keep_length``,
+    ``Content-Length``."""
+    drop = _DROP_REQUEST - {"content-length"} if keep_length else _DROP_REQUEST
+    return [(k, v) for k, v in raw if k.lower().decode("latin-1") not in drop]
+
+
+def error_response(
+    provider: Provider, kind: ErrorKind, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    """A proxy-made error (401/502/504/500) in the provider's JSON error format."""
+    return JSONResponse(error_body(provider, kind, message), status_code=status_for(kind), headers=headers)
+
+
+class _UpstreamResponse(StreamingResponse):
+    """Relays an open httpx response; always closes it and calls ``finish`` once, even when the
+    client goes away mid-stream."""
+
+    def __init__(
+        self,
+        upstream: httpx.Response,
+        body: AsyncIterator[bytes],
+        raw_headers: list[tuple[bytes, bytes]],
+        finish: Callable[[], Awaitable[None]],
+    ) -> None:
+        super().__init__(body, status_code=upstream.status_code)
+        self.raw_headers = raw_headers
+        self._upstream = upstream
+        self._finish = finish
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._upstream.aclose()
+            await self._finish()
+
+
+async def forward(
+    client: httpx.AsyncClient,
+    *,
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes | AsyncIterator[bytes] | None,
+    provider: Provider,
+    record: RequestRecord,
+    started: float,
+    extra_headers: dict[str, str],
+    finish: Finish,
+) -> Response:
+    """Send the request upstream and return a response that streams the answer back.
+
+    ``record`` is filled in (status, timings, error) and handed to ``finish`` exactly once, when
+    the response is over (or failed before it began).
+    """
+    request = client.build_request(method, url, headers=headers, content=content)
+    try:
+        upstream = await client.send(request, stream=True)
+    except httpx.TimeoutException as exc:
+        return await _failed(record, started, finish, provider, "timeout", exc, extra_headers)
+    except httpx.TransportError as exc:
+        return await _failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+    record.status = upstream.status_code
+    record.headers_ms = (time.perf_counter() - started) * 1000
+
+    out_headers = [
+        (k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in HOP_BY_HOP
+    ]
+    out_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()]
+    is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in upstream.aiter_raw():
+                yield chunk
+        except httpx.TimeoutException:
+            record.error = "upstream_timeout"
+            if is_sse:
+                yield error_sse(provider, "timeout", "the upstream stopped sending (timed out)")
+        except httpx.TransportError as exc:
+            record.error = "upstream_broken"
+            if is_sse:
+                yield error_sse(provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}")
+
+    async def done() -> None:
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await finish(record)
+
+    return _UpstreamResponse(upstream, body(), out_headers, done)
+
+
+async def _failed(
+    record: RequestRecord,
+    started: float,
+    finish: Finish,
+    provider: Provider,
+    kind: ErrorKind,
+    exc: Exception,
+    extra_headers: dict[str, str],
+) -> Response:
+    record.status = status_for(kind)
+    record.error = "upstream_timeout" if kind == "timeout" else "upstream_unreachable"
+    what = "did not answer in time" if kind == "timeout" else "could not be reached"
+    # The exception names the failure class only: its text can carry the upstream URL.
+    message = f"contextwarden proxy: the upstream {what} ({type(exc).__name__})"
+    record.latency_ms = record.headers_ms = (time.perf_counter() - started) * 1000
+    await finish(record)
+    return error_response(provider, kind, message, extra_headers)

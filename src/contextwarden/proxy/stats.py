@@ -1,0 +1,125 @@
+"""Counters behind ``GET /stats``: per process, in memory, reset when the process restarts.
+
+Several proxy processes share the summary cache, not these counters: scrape each process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ProxyStats", "RequestRecord", "Route"]
+
+#: Which handler served a request: the two chat APIs, Anthropic's token counting, or plain forwarding.
+Route = Literal["openai", "anthropic", "count_tokens", "passthrough"]
+
+
+@dataclass
+class RequestRecord:
+    """What the proxy knows about one request once it is over; also the structured log line.
+
+    Never holds headers or bodies (auth headers and prompts stay out of logs and stats).
+    """
+
+    method: str
+    path: str
+    route: Route
+    model: str | None = None
+    stream: bool = False
+    status: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    compacted: int = 0
+    skipped: str | None = None
+    error: str | None = None
+    transform_ms: float = 0.0
+    headers_ms: float = 0.0
+    latency_ms: float = 0.0
+
+    def as_log(self) -> dict[str, Any]:
+        """The JSON object logged for this request (only fields that carry information)."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "path": self.path,
+            "route": self.route,
+            "status": self.status,
+            "latency_ms": round(self.latency_ms, 2),
+        }
+        if self.model is not None:
+            out["model"] = self.model
+        if self.route != "passthrough":
+            out["stream"] = self.stream
+            out["tokens_before"] = self.tokens_before
+            out["tokens_after"] = self.tokens_after
+            out["compacted"] = self.compacted
+            out["transform_ms"] = round(self.transform_ms, 2)
+        out["headers_ms"] = round(self.headers_ms, 2)
+        if self.skipped:
+            out["skipped"] = self.skipped
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class ProxyStats:
+    """Running totals. :meth:`record` is called once per finished request (thread-safe)."""
+
+    started_at: float = field(default_factory=time.time)
+    requests: int = 0
+    transformed: int = 0
+    skipped: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    compactions: int = 0
+    errors: int = 0
+    upstream_timeouts: int = 0
+    upstream_unreachable: int = 0
+    by_route: dict[str, int] = field(default_factory=dict)
+    by_status: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, rec: RequestRecord) -> None:
+        """Add one finished request. ``errors`` counts every status >= 400 the client received,
+        whether the upstream or the proxy produced it."""
+        with self._lock:
+            self.requests += 1
+            self.by_route[rec.route] = self.by_route.get(rec.route, 0) + 1
+            key = str(rec.status)
+            self.by_status[key] = self.by_status.get(key, 0) + 1
+            if rec.tokens_before is not None and rec.tokens_after is not None:
+                self.transformed += 1
+                self.tokens_before += rec.tokens_before
+                self.tokens_after += rec.tokens_after
+            if rec.skipped:
+                self.skipped += 1
+            if rec.compacted:
+                self.compactions += 1
+            if rec.status >= 400 or rec.error:
+                self.errors += 1
+            if rec.error == "upstream_timeout":
+                self.upstream_timeouts += 1
+            elif rec.error == "upstream_unreachable":
+                self.upstream_unreachable += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``/stats`` JSON: totals, tokens saved, and uptime in seconds."""
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "transformed": self.transformed,
+                "skipped": self.skipped,
+                "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after,
+                "tokens_saved": self.tokens_before - self.tokens_after,
+                "compactions": self.compactions,
+                "errors": self.errors,
+                "upstream_timeouts": self.upstream_timeouts,
+                "upstream_unreachable": self.upstream_unreachable,
+                "by_route": dict(sorted(self.by_route.items())),
+                "by_status": dict(sorted(self.by_status.items())),
+                "started_at": self.started_at,
+                "uptime_s": round(time.time() - self.started_at, 3),
+            }

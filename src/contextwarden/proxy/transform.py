@@ -1,0 +1,163 @@
+"""The request-body step of the proxy: parse a chat request, run the warden on its messages, and
+re-serialize it with everything but ``messages`` (and Anthropic's ``system``) left as sent.
+
+Pure apart from the warden call (which may consult the summary cache); no web framework here, so
+it is tested on its own and reused by any server.
+
+Policy when the warden cannot run (documented in the proxy's README section): the request is
+forwarded **unchanged** and the reason rides back in the ``X-Contextwarden-Skipped`` header. A
+drop-in proxy must not make a call fail that would have worked without it, and the upstream is the
+authority on its own models and wire format. The cases:
+
+* ``unknown_model``: no window is known for the model and no ``--window`` cap was given;
+* ``invalid_request``: the messages do not parse (the upstream will answer with its own 400);
+* ``not_json`` / ``no_messages``: not a JSON object, or no ``messages`` list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .._exceptions import ContextWardenError, FormatError, UnknownModelError
+
+__all__ = ["Api", "BodyOutcome", "BodyWarden", "effective_window", "transform_body"]
+
+Api = Literal["openai", "anthropic"]
+
+
+class TransformResultLike(Protocol):
+    """The fields of the warden's TransformResult the proxy reads."""
+
+    @property
+    def tokens_before(self) -> int: ...
+
+    @property
+    def tokens_after(self) -> int: ...
+
+    @property
+    def compaction(self) -> Any: ...
+
+
+class BodyWarden(Protocol):
+    """What the proxy needs from a warden (``contextwarden.Warden`` fits)."""
+
+    def transform_openai(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], TransformResultLike]: ...
+
+    def transform_anthropic(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: Any = None,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> tuple[Any, list[dict[str, Any]], TransformResultLike]: ...
+
+
+@dataclass(frozen=True)
+class BodyOutcome:
+    """The body to forward and what happened to it.
+
+    ``body`` is the original bytes when nothing changed (so the upstream sees exactly what the
+    client sent), else the re-serialized JSON. Token counts are ``None`` when the warden did not run.
+    """
+
+    body: bytes
+    changed: bool
+    model: str | None = None
+    stream: bool = False
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    compacted: int = 0
+    skipped: str | None = None
+    detail: str | None = None
+
+
+def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
+    """The window to give the warden: ``None`` without a cap (the warden asks the model registry),
+    else ``min(model's window, cap)``, or the cap alone when the model is unknown."""
+    if cap is None:
+        return None
+    from .._models import context_window  # the registry; imported on first use only
+
+    known: int | None
+    try:
+        known = context_window(model, override) if (model or override) else None
+    except UnknownModelError:
+        known = None
+    return min(known, cap) if known else cap
+
+
+def transform_body(
+    warden: BodyWarden,
+    api: Api,
+    raw: bytes,
+    *,
+    window_cap: int | None = None,
+    window_override: int | None = None,
+) -> BodyOutcome:
+    """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
+    messages / count_tokens body). Never raises for bad input: see the module docstring."""
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return BodyOutcome(raw, False, skipped="not_json", detail="request body is not JSON")
+    if not isinstance(body, dict):
+        return BodyOutcome(raw, False, skipped="not_json", detail="request body is not a JSON object")
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    stream = body.get("stream") is True
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return BodyOutcome(
+            raw, False, model, stream, skipped="no_messages", detail="no 'messages' list in the body"
+        )
+    tools = body.get("tools") if isinstance(body.get("tools"), list) else None
+    try:
+        window = effective_window(model, window_cap, window_override)
+        if api == "openai":
+            new_messages, result = warden.transform_openai(
+                messages, model=model, window=window, tools=tools
+            )
+            new_system = body.get("system")
+        else:
+            new_system, new_messages, result = warden.transform_anthropic(
+                messages, system=body.get("system"), model=model, window=window, tools=tools
+            )
+    except UnknownModelError as exc:
+        return BodyOutcome(raw, False, model, stream, skipped="unknown_model", detail=str(exc))
+    except FormatError as exc:
+        return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
+    except ContextWardenError as exc:
+        return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
+
+    compaction = result.compaction
+    compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
+    changed = new_messages != messages or (api == "anthropic" and new_system != body.get("system"))
+    if changed:
+        out = dict(body)  # key order kept: only the values of messages/system change
+        out["messages"] = new_messages
+        if api == "anthropic":
+            if new_system is None:
+                out.pop("system", None)
+            else:
+                out["system"] = new_system
+        raw = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return BodyOutcome(
+        raw,
+        changed,
+        model,
+        stream,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        compacted=compacted,
+    )

@@ -1,0 +1,242 @@
+"""A fake OpenAI + Anthropic API for the proxy tests and the load bench, served on loopback.
+
+It records every request it receives (method, path, headers, body) and answers in either wire
+format, streamed (server-sent events, one chunk per write) or not. Scripted behaviours let a test
+make the next reply fail (429, 500), stall (to provoke the proxy's timeout) or break mid-stream.
+
+``serve(app)`` runs any ASGI app on uvicorn in a background thread on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+__all__ = ["Behaviour", "FakeUpstream", "Recorded", "serve"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the upstream received it."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]  # lower-cased names; repeated headers joined with ", "
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Behaviour:
+    """How to answer one request (the next one that arrives).
+
+    ``status``/``body``/``headers`` give a canned reply (e.g. a 429 with a provider error body);
+    ``delay`` sleeps before the status line (longer than the proxy's timeout gives a 504);
+    ``break_after`` closes a stream after that many chunks without finishing it.
+    """
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    break_after: int | None = None
+
+
+class FakeUpstream:
+    """The fake API. ``app`` is its ASGI app; ``requests`` what it received, oldest first;
+    ``sent`` the exact body bytes of each reply, in order (streamed replies as their chunks)."""
+
+    def __init__(self, *, chunks: int = 5, chunk_delay: float = 0.0) -> None:
+        self.requests: list[Recorded] = []
+        self.sent: list[list[bytes]] = []
+        self.script: deque[Behaviour] = deque()
+        self.chunks = chunks
+        self.chunk_delay = chunk_delay
+        self._lock = threading.Lock()
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._openai, methods=["POST"]),
+                Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/{path:path}", self._echo, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+            ]
+        )
+
+    def then(self, behaviour: Behaviour) -> FakeUpstream:
+        """Queue a behaviour for the next request."""
+        self.script.append(behaviour)
+        return self
+
+    @property
+    def last(self) -> Recorded:
+        return self.requests[-1]
+
+    async def _record(self, request: Request) -> tuple[Recorded, Behaviour]:
+        body = await request.body()
+        headers: dict[str, str] = {}
+        for k, v in request.headers.items():
+            headers[k] = f"{headers[k]}, {v}" if k in headers else v
+        rec = Recorded(request.method, request.url.path, request.url.query, headers, body)
+        with self._lock:
+            self.requests.append(rec)
+            behaviour = self.script.popleft() if self.script else Behaviour()
+        if behaviour.delay:
+            await asyncio.sleep(behaviour.delay)
+        return rec, behaviour
+
+    def _canned(self, b: Behaviour) -> Response | None:
+        if b.status == 200 and b.body is None:
+            return None
+        raw = b.body if isinstance(b.body, bytes) else json.dumps(b.body).encode()
+        self.sent.append([raw])
+        return Response(raw, status_code=b.status, headers=b.headers, media_type="application/json")
+
+    def _stream(self, events: list[bytes], b: Behaviour, headers: dict[str, str]) -> Response:
+        record: list[bytes] = []
+        self.sent.append(record)
+        delay = b.chunk_delay or self.chunk_delay
+
+        async def gen() -> AsyncIterator[bytes]:
+            for i, event in enumerate(events):
+                if b.break_after is not None and i >= b.break_after:
+                    raise RuntimeError("fake upstream: stream broken on purpose")
+                record.append(event)
+                yield event
+                if delay:
+                    await asyncio.sleep(delay)
+
+        return StreamingResponse(gen(), media_type="text/event-stream", headers=headers)
+
+    async def _openai(self, request: Request) -> Response:
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        body = rec.json
+        n = len(body.get("messages", []))
+        words = [f"w{i} " for i in range(self.chunks)]
+        headers = {"x-request-id": f"req_{len(self.requests)}", **b.headers}
+        if body.get("stream"):
+            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+                    "model": body.get("model", "?")}
+            events = [
+                b"data: " + json.dumps({**base, "choices": [{"index": 0, "delta": (
+                    {"role": "assistant", "content": w} if i == 0 else {"content": w}),
+                    "finish_reason": None}]}).encode() + b"\n\n"
+                for i, w in enumerate(words)
+            ]
+            events.append(b"data: " + json.dumps({**base, "choices": [
+                {"index": 0, "delta": {}, "finish_reason": "stop"}]}).encode() + b"\n\n")
+            events.append(b"data: [DONE]\n\n")
+            return self._stream(events, b, headers)
+        reply = {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
+            "model": body.get("model", "?"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": f"received {n} messages: " + "".join(words)}}],
+            "usage": {"prompt_tokens": len(rec.body) // 4, "completion_tokens": self.chunks,
+                      "total_tokens": len(rec.body) // 4 + self.chunks},
+        }
+        raw = json.dumps(reply).encode()
+        self.sent.append([raw])
+        return Response(raw, media_type="application/json", headers=headers)
+
+    async def _anthropic(self, request: Request) -> Response:
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        body = rec.json
+        n = len(body.get("messages", []))
+        words = [f"w{i} " for i in range(self.chunks)]
+        headers = {"request-id": f"req_{len(self.requests)}", **b.headers}
+        message = {"id": "msg_fake", "type": "message", "role": "assistant",
+                   "model": body.get("model", "?"), "content": [], "stop_reason": None,
+                   "stop_sequence": None, "usage": {"input_tokens": len(rec.body) // 4,
+                                                    "output_tokens": 0}}
+        if body.get("stream"):
+            def ev(name: str, data: dict[str, Any]) -> bytes:
+                return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+            events = [ev("message_start", {"type": "message_start", "message": message}),
+                      ev("content_block_start", {"type": "content_block_start", "index": 0,
+                                                 "content_block": {"type": "text", "text": ""}})]
+            events += [ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                  "delta": {"type": "text_delta", "text": w}})
+                       for w in words]
+            events += [ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                       ev("message_delta", {"type": "message_delta", "delta": {
+                           "stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": self.chunks}}),
+                       ev("message_stop", {"type": "message_stop"})]
+            return self._stream(events, b, headers)
+        reply = {**message, "content": [{"type": "text", "text": f"received {n} messages: "
+                                         + "".join(words)}], "stop_reason": "end_turn",
+                 "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": self.chunks}}
+        raw = json.dumps(reply).encode()
+        self.sent.append([raw])
+        return Response(raw, media_type="application/json", headers=headers)
+
+    async def _count_tokens(self, request: Request) -> Response:
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        return JSONResponse({"input_tokens": len(rec.body) // 4})
+
+    async def _echo(self, request: Request) -> Response:
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        return JSONResponse(
+            {"method": rec.method, "path": rec.path, "query": rec.query, "body_len": len(rec.body)},
+            headers={"x-echo": "1", **b.headers},
+        )
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
+    stops the server (lifespan shutdown included) on exit."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False, date_header=False,
+        lifespan="on" if isinstance(app, Starlette) else "auto", timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
