@@ -1,0 +1,272 @@
+"""Recorded sessions in and out: :func:`load_transcript` and :func:`save_transcript`.
+
+Formats read (detected from the content, not the file name; see
+:data:`~contextwarden.transcripts.FORMATS`):
+
+    ``openai``          a JSON list of OpenAI chat messages, or ``{"messages", "tools"?, ...}``
+    ``openai-jsonl``    one OpenAI chat message per line
+    ``anthropic``       ``{"system"?, "messages", "tools"?, ...}`` in Anthropic's form
+    ``mini-swe-agent``  ``.traj.json``: ``{"info", "messages", ...}`` (the final ``exit`` record
+                        is not a message)
+    ``pi``              pi coding-agent session JSONL
+    ``claude-code``     Claude Code session JSONL
+    ``openhands``       OpenHands evaluation ``output.jsonl`` (the first run)
+
+Each reader lives in :mod:`contextwarden.transcripts`. A malformed file raises exactly one
+:class:`~contextwarden.TranscriptError` naming the file, the line (JSONL) or message index
+(JSON), and the field: ``bad.jsonl, line 7, field 'message.content[1].type': unknown block
+type 'foo' ...``; invalid JSON names the line and column; an unrecognised file lists the formats
+tried. Loading never guesses silently past bad data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ._exceptions import TranscriptError
+from ._messages import Message, freeze
+from .transcripts._common import (
+    FORMATS,
+    Record,
+    Transcript,
+    TranscriptFormat,
+    iter_lines,
+    parse_json,
+    read_records,
+    read_text,
+)
+from .transcripts.claude_code import is_claude_code, parse_claude_code
+from .transcripts.openhands import is_openhands, parse_openhands
+from .transcripts.pi import is_pi, parse_pi
+from .transcripts.provider import (
+    looks_anthropic,
+    parse_anthropic,
+    parse_mini_swe_agent,
+    parse_openai,
+    parse_openai_jsonl,
+)
+
+__all__ = ["Transcript", "TranscriptFormat", "load_transcript", "save_transcript"]
+
+_JSON_READERS: dict[str, Callable[[Any, Path, str], Transcript]] = {
+    "openai": parse_openai,
+    "anthropic": parse_anthropic,
+    "mini-swe-agent": parse_mini_swe_agent,
+}
+_JSONL_READERS: dict[str, Callable[[Sequence[Record], Path, str], Transcript]] = {
+    "openai-jsonl": parse_openai_jsonl,
+    "pi": parse_pi,
+    "claude-code": parse_claude_code,
+    "openhands": parse_openhands,
+}
+#: Message ``extra`` keys the agent-log readers add (what model answered, which tool ran).
+#: They describe the recording, not the request, so they are not written to provider files.
+_ANNOTATIONS = frozenset(
+    {"model", "provider", "api", "stopReason", "errorMessage", "responseId", "toolName"}
+)
+_LOG_FORMATS = frozenset({"pi", "claude-code", "openhands"})
+#: What ``save_transcript`` writes when no format is given.
+_DEFAULT_OUT: dict[str, TranscriptFormat] = {
+    "openai": "openai",
+    "openai-jsonl": "openai-jsonl",
+    "anthropic": "anthropic",
+    "mini-swe-agent": "mini-swe-agent",
+    "claude-code": "anthropic",
+    "pi": "anthropic",
+    "openhands": "openai",
+}
+
+
+def load_transcript(
+    path: str | os.PathLike[str], *, format: TranscriptFormat | None = None
+) -> Transcript:
+    """Read a recorded session into a :class:`Transcript`, detecting its format.
+
+    ``format`` skips detection and reads the file as that format. Raises
+    :class:`~contextwarden.TranscriptError` (one, located) for a file that cannot be read, is
+    not valid JSON / JSONL, is in no known format, or holds a malformed record.
+    """
+    p = Path(path)
+    shown = os.fspath(path)
+    text = read_text(p, shown)
+    if format is not None:
+        if format in _JSON_READERS:
+            return _JSON_READERS[format](parse_json(text, shown), p, shown)
+        if format in _JSONL_READERS:
+            return _read_jsonl(format, read_records(text, shown), p, shown)
+        raise TranscriptError(shown, f"unknown format {format!r}; known: {', '.join(FORMATS)}")
+    kind, value = _sniff(text, shown)
+    if kind == "json":
+        if is_openhands(value):  # one run, pretty-printed
+            return parse_openhands([Record(1, value)], p, shown)
+        return _JSON_READERS[_json_format(value, shown)](value, p, shown)
+    return _read_jsonl(_jsonl_format(value, shown), value, p, shown)
+
+
+def _read_jsonl(fmt: str, records: list[Record], p: Path, shown: str) -> Transcript:
+    if not records:
+        raise TranscriptError(shown, "no records (the file is empty)")
+    return _JSONL_READERS[fmt](records, p, shown)
+
+
+def _sniff(text: str, shown: str) -> tuple[str, Any]:
+    """``("json", document)`` or ``("jsonl", records)``.
+
+    A file whose first non-blank line is a complete JSON object on its own is JSONL (unless it
+    is the only line and holds a message list); anything else is one JSON document.
+    """
+    lines = iter_lines(text)
+    first = next(lines, None)
+    if first is None:
+        raise TranscriptError(shown, "the file is empty")
+    number, line = first
+    if line.lstrip().startswith("{"):
+        try:
+            head = json.loads(line)
+        except (ValueError, RecursionError):
+            head = None
+        if isinstance(head, dict):
+            rest = [Record(n, parse_json(s, shown, line_offset=n - 1)) for n, s in lines]
+            if rest or not isinstance(head.get("messages"), list):
+                return "jsonl", [Record(number, head), *rest]
+            return "json", head
+    return "json", parse_json(text, shown)
+
+
+def _json_format(doc: Any, shown: str) -> str:
+    if isinstance(doc, list):
+        return "openai"
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        if "info" in doc:
+            return "mini-swe-agent"
+        return "anthropic" if looks_anthropic(doc) else "openai"
+    _unrecognised(shown, "a JSON document", doc)
+
+
+def _jsonl_format(records: list[Record], shown: str) -> str:
+    for rec in records:
+        if is_pi(rec.value):
+            return "pi"
+        if is_claude_code(rec.value):
+            return "claude-code"
+        if is_openhands(rec.value):
+            return "openhands"
+        if isinstance(rec.value, dict) and "role" in rec.value:
+            return "openai-jsonl"
+    what = "JSON lines" if len(records) > 1 else "a one-line JSON document"
+    _unrecognised(shown, what, records[0].value)
+
+
+def _unrecognised(shown: str, what: str, sample: Any) -> NoReturn:
+    if isinstance(sample, dict):
+        got = f"an object with keys {sorted(sample)[:8]}"
+    else:
+        got = type(sample).__name__
+    tried = "; ".join(f"{name} ({shape})" for name, shape in FORMATS.items())
+    raise TranscriptError(shown, f"unrecognised transcript format ({what}, {got}); tried: {tried}")
+
+
+# -- writing -----------------------------------------------------------------------------------
+def save_transcript(
+    transcript: Transcript | Sequence[Message],
+    path: str | os.PathLike[str],
+    *,
+    format: TranscriptFormat | None = None,
+) -> Path:
+    """Write messages to ``path`` in a provider format; returns the path.
+
+    ``format``: ``"openai"`` (a JSON list, or ``{..., "messages", "tools"}`` when there are tool
+    definitions or the file read was an object), ``"openai-jsonl"`` (one message per line; tool
+    definitions are not written), ``"anthropic"`` (``{"system", "messages", "tools"?}``) or
+    ``"mini-swe-agent"`` (``{"info", "messages", ...}`` with the original ``info`` and ``exit``
+    record when the transcript came from such a file). Default: the format the transcript was
+    read from, Anthropic for pi and Claude Code sessions, OpenAI for OpenHands runs and for a
+    bare message list. Messages read from agent logs lose the reader's annotations (``model``,
+    ``toolName``... in ``extra``) on the way out: the written messages are a valid request.
+    """
+    if not isinstance(transcript, Transcript):
+        transcript = Transcript(tuple(transcript), "openai")
+    fmt = format or _DEFAULT_OUT[transcript.format]
+    doc = _render(transcript, fmt)
+    out = Path(path)
+    if fmt == "openai-jsonl":
+        text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in doc)
+    else:
+        text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _render(t: Transcript, fmt: str) -> Any:
+    from .formats import to_anthropic, to_openai
+
+    messages: Sequence[Message] = t.messages
+    if t.format in _LOG_FORMATS:
+        messages = [_plain(m) for m in messages]
+    fields: dict[str, Any] = dict(t.meta.get("fields") or {})
+    same = t.format == fmt
+    if not same:  # request options of another format do not carry over
+        fields = {k: v for k, v in fields.items() if k == "model"}
+    if t.model is not None and fmt == "anthropic" and not same:
+        fields.setdefault("model", t.model)
+    if fmt in ("openai", "openai-jsonl"):
+        body = to_openai(messages)
+        if fmt == "openai-jsonl":
+            return body
+        if not (t.tools or fields or t.meta.get("container") == "object"):
+            return body
+        doc = {**fields, "messages": body}
+        if t.tools:
+            doc["tools"] = [_openai_tool(x) for x in t.tools]
+        return doc
+    if fmt == "anthropic":
+        system, body = to_anthropic(messages)
+        doc = {"system": system} if system is not None else {}
+        doc.update(fields)
+        doc["messages"] = body
+        if t.tools:
+            doc["tools"] = [_anthropic_tool(x) for x in t.tools]
+        return doc
+    if fmt == "mini-swe-agent":
+        body = to_openai(messages)
+        exit_record = t.meta.get("exit")
+        if exit_record is not None:
+            body = [*body, exit_record]
+        extra = dict(t.meta.get("fields") or {}) if same else {}
+        return {"info": t.meta.get("info") or {}, "messages": body, **extra}
+    raise TranscriptError(
+        str(t.path),
+        f"cannot write format {fmt!r}; writable: openai, openai-jsonl, anthropic, mini-swe-agent",
+    )
+
+
+def _plain(m: Message) -> Message:
+    if not any(k in _ANNOTATIONS for k in m.extra):
+        return m
+    return m.replace(extra=freeze({k: v for k, v in m.extra.items() if k not in _ANNOTATIONS}))
+
+
+def _openai_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool definition in OpenAI's form (Anthropic's ``input_schema`` form converted)."""
+    if "input_schema" not in tool:
+        return tool
+    fn = {"name": tool.get("name"), "parameters": tool["input_schema"]}
+    if "description" in tool:
+        fn = {"name": tool.get("name"), "description": tool["description"], **fn}
+    return {"type": "function", "function": fn}
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool definition in Anthropic's form (OpenAI's ``function`` form converted)."""
+    fn = tool.get("function")
+    if not isinstance(fn, Mapping):
+        return tool
+    out: dict[str, Any] = {"name": fn.get("name")}
+    if "description" in fn:
+        out["description"] = fn["description"]
+    out["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
+    return out

@@ -1,0 +1,221 @@
+"""What every transcript reader shares: the :class:`Transcript` value, located errors, typed
+field access and reading JSON / JSONL text with line and column numbers.
+
+A reader never raises anything but :class:`~contextwarden.TranscriptError` for bad input, and
+it raises exactly one, naming the file, the line (JSONL) or message index (JSON) and the
+offending field path (``message.content[1].type``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
+
+from .._exceptions import FormatError, TranscriptError
+from .._messages import EMPTY, Message, TextBlock
+
+__all__ = [
+    "FORMATS",
+    "Loc",
+    "Record",
+    "Transcript",
+    "TranscriptFormat",
+    "dumps_arguments",
+    "read_records",
+]
+
+TranscriptFormat: TypeAlias = Literal[
+    "openai", "openai-jsonl", "anthropic", "mini-swe-agent", "pi", "claude-code", "openhands"
+]
+
+#: Every format :func:`~contextwarden._transcripts.load_transcript` knows, in detection order,
+#: with the shape it looks for (quoted in the "unrecognised format" error).
+FORMATS: Mapping[TranscriptFormat, str] = {
+    "mini-swe-agent": 'JSON object with "info" and "messages"',
+    "anthropic": 'JSON object {"system"?, "messages": [Anthropic messages]}',
+    "openai": 'JSON list of OpenAI chat messages, or {"messages": [...], "tools"?: [...]}',
+    "openai-jsonl": "JSONL, one OpenAI chat message per line",
+    "pi": "pi session JSONL (type session/message/model_change/...)",
+    "claude-code": "Claude Code session JSONL (type user/assistant with an Anthropic message)",
+    "openhands": 'OpenHands output.jsonl (one run per line with "history")',
+}
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A recorded session, read into canonical messages.
+
+    ``messages`` is the history as the agent would send it next: a valid request sequence
+    (every tool result follows its call), with the system prompt, when the recording has one,
+    as a leading ``system`` message. ``format`` names the format the file was read as; ``path``
+    the file (``None`` for a transcript built in memory); ``model`` the model that produced the
+    last turn, when the recording says; ``tools`` the tool definitions as the recording spelled
+    them (often absent: agents rarely record them); ``meta`` whatever else the recording tells
+    (task id, session id, original ``info``, counts of records skipped and why).
+    """
+
+    messages: tuple[Message, ...]
+    format: TranscriptFormat
+    path: str | None = None
+    model: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+
+    @property
+    def system(self) -> str | None:
+        """The text of the leading system message(s), or ``None`` when there is none."""
+        parts: list[str] = []
+        for m in self.messages:
+            if m.role != "system":
+                break
+            parts.append("\n".join(b.text for b in m.content if isinstance(b, TextBlock)))
+        return "\n\n".join(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where in a file a value sits: the file, and the 1-based line (JSONL) or the message
+    index (JSON). :meth:`fail` raises the one located error."""
+
+    path: str
+    line: int | None = None
+    index: int | None = None
+
+    def at(self, *, line: int | None = None, index: int | None = None) -> Loc:
+        return Loc(self.path, line if line is not None else self.line, index)
+
+    def fail(self, field: str | None, message: str) -> NoReturn:
+        raise TranscriptError(self.path, message, line=self.line, index=self.index, field=field)
+
+    def reraise(self, exc: FormatError, prefix: str = "", index: int | None = None) -> NoReturn:
+        """Re-raise a provider-format error (from :mod:`contextwarden.formats`) located in this
+        file; ``prefix`` is the field path of the provider value inside the record."""
+        fld = exc.field
+        if prefix:
+            fld = f"{prefix}.{fld}" if fld and not fld.startswith("[") else f"{prefix}{fld or ''}"
+        raise TranscriptError(
+            self.path,
+            exc.reason,
+            line=self.line,
+            index=index if index is not None else self.index,
+            field=fld or None,
+        ) from exc
+
+    # -- typed access ------------------------------------------------------------------------
+    def get(self, obj: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
+        """``obj[key]``, which must exist and be a ``kind``; ``where`` is ``obj``'s path."""
+        name = f"{where}.{key}" if where else key
+        if key not in obj:
+            self.fail(name, "missing")
+        return self.check(obj[key], kind, name)
+
+    def opt(self, obj: Mapping[str, Any], key: str, kind: type[T], where: str) -> T | None:
+        """``obj[key]`` when present and not null (then it must be a ``kind``), else ``None``."""
+        value = obj.get(key)
+        if value is None:
+            return None
+        return self.check(value, kind, f"{where}.{key}" if where else key)
+
+    def check(self, value: Any, kind: type[T], name: str) -> T:
+        if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+            self.fail(name, f"expected {_KIND_NAMES.get(kind, kind.__name__)}, got {_kind(value)}")
+        return value
+
+
+T = TypeVar("T")
+
+_KIND_NAMES: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {_short(value)}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{type(value).__name__} {value!r}"
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One JSONL line: its 1-based line number and its parsed value."""
+
+    line: int
+    value: Any
+
+
+def read_text(path: Path, shown: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(shown, f"cannot read the file: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TranscriptError(
+            shown, f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})", line=line
+        ) from exc
+
+
+def parse_json(text: str, shown: str, *, line_offset: int = 0) -> Any:
+    """``json.loads`` with a located error (line and column of the bad character)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(
+            shown, f"invalid JSON at column {exc.colno}: {exc.msg}", line=exc.lineno + line_offset
+        ) from exc
+    except RecursionError as exc:  # pathologically deep nesting
+        raise TranscriptError(
+            shown, "invalid JSON: nested too deeply", line=line_offset + 1
+        ) from exc
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Non-blank lines with their 1-based numbers."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            yield number, line
+
+
+def read_records(text: str, shown: str) -> list[Record]:
+    """Every non-blank line parsed as one JSON value (a located error on the first bad one)."""
+    return [Record(n, parse_json(line, shown, line_offset=n - 1)) for n, line in iter_lines(text)]
+
+
+def dumps_arguments(value: Any) -> str:
+    """Tool-call arguments recorded as an object (pi, Anthropic ``input``), as JSON text.
+
+    Compact separators and real Unicode: the form a model most often writes, so token counts
+    of converted calls match what the provider saw as closely as we can tell.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def skipped(meta: dict[str, Any], reason: str) -> None:
+    """Count a record the reader left out, by reason, in ``meta["skipped"]``."""
+    counts: dict[str, int] = meta.setdefault("skipped", {})
+    counts[reason] = counts.get(reason, 0) + 1
+
+
+def first_text_of(blocks: Sequence[Any]) -> str:
+    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))

@@ -1,0 +1,320 @@
+"""OpenHands evaluation ``output.jsonl``: one run per line (``instance_id``, ``instruction``,
+``metadata``, ``history``, ``metrics``, ``test_result``, ``error``).
+
+``history`` is a list of events, each an *action* (``action`` key) or an *observation*
+(``observation`` key, ``cause`` = the id of the action it answers). They become canonical
+messages the way OpenHands' own conversation memory builds its requests:
+
+    action ``system``                 -> ``system`` message (``args.content``; ``args.tools``
+                                         become the transcript's tools)
+    action ``message`` from the user  -> ``user`` message (``args.content``, image URLs)
+    action ``message`` from the agent -> ``assistant`` text
+    action with ``tool_call_metadata`` -> an ``assistant`` message built from the recorded
+                                         ``model_response``: its text, its reasoning, and the
+                                         tool call exactly as the model wrote it. Several
+                                         actions of one response share one message.
+    other actions (no native tool calling) -> an ``assistant`` message with the action as a tool
+                                         call whose id is synthesised from the event id
+                                         (``oh-<id>``), so the ids are stable across loads
+    observation answering a call      -> ``tool`` message (``content``; ``is_error`` for
+                                         ``error`` observations)
+    ``error`` observation answering nothing -> ``user`` message (OpenHands reports it so)
+    ``finish``                        -> ``assistant`` text (its thought, the model's text or,
+                                         when both are empty, the event's message), no call
+
+Observations that answer nothing and are not errors (state changes, recalls) carry nothing for
+the model and are skipped; calls no observation ever answered (the run stopped first) are
+removed so the history stays a valid request. Both are counted in ``meta["skipped"]``.
+A file with several runs yields the first; ``meta["runs"]`` says how many there are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._messages import (
+    Block,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    freeze,
+)
+from ._common import Loc, Record, Transcript, skipped
+
+__all__ = ["is_openhands", "parse_openhands"]
+
+#: ``args`` keys that are OpenHands bookkeeping, not tool arguments (left out of synthesised
+#: calls).
+_BOOKKEEPING = frozenset(
+    {"thought", "hidden", "confirmation_state", "security_risk", "is_confirmed", "blocking"}
+)
+_META_KEYS = ("instance_id", "metadata", "error", "test_result", "metrics", "instance")
+
+
+def is_openhands(value: Any) -> bool:
+    """Whether one JSONL record (or a JSON object) looks like an OpenHands run."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("history"), list)
+        and ("instance_id" in value or "instruction" in value or "metadata" in value)
+    )
+
+
+@dataclass(frozen=True)
+class _Meta:
+    """An event's id and timestamp, carried to the message made from it."""
+
+    id: str | None
+    timestamp: Any
+
+
+@dataclass
+class _Turn:
+    """An assistant message being built (its calls arrive one action at a time)."""
+
+    response_id: str | None
+    text: list[Block] = field(default_factory=list)
+    calls: list[ToolCallBlock] = field(default_factory=list)
+    id: str | None = None
+    timestamp: Any = None
+    usage: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> Transcript:
+    """Read the first run of an OpenHands ``output.jsonl``."""
+    rec = records[0]
+    loc = Loc(shown, line=rec.line)
+    run = loc.check(rec.value, dict, "run")
+    history = loc.get(run, "history", list, "")
+    meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
+    if len(records) > 1:
+        meta["runs"] = len(records)
+    builder = _Builder(loc, meta)
+    for i, event in enumerate(history):
+        builder.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
+    model = builder.model
+    if model is None:
+        llm = (run.get("metadata") or {}).get("llm_config") or {}
+        model = llm.get("model") if isinstance(llm.get("model"), str) else None
+    return Transcript(
+        builder.finish(), "openhands", str(path), model, tuple(builder.tools), freeze(meta)
+    )
+
+
+class _Builder:
+    def __init__(self, loc: Loc, meta: dict[str, Any]) -> None:
+        self.loc = loc
+        self.meta = meta
+        self.slots: list[Message | _Turn] = []
+        self.turns: dict[str, _Turn] = {}  # model_response id -> its message
+        self.synthetic: dict[Any, str] = {}  # action event id -> synthesised call id
+        self.called: set[str] = set()
+        self.model: str | None = None
+        self.tools: list[dict[str, Any]] = []
+        self.answered: set[str] = set()
+
+    # -- events ----------------------------------------------------------------------------
+    def event(self, ev: dict[str, Any], where: str) -> None:
+        loc = self.loc
+        if "action" in ev:
+            action = loc.get(ev, "action", str, where)
+            args = loc.opt(ev, "args", dict, where) or {}
+            self.action(ev, action, args, where)
+        elif "observation" in ev:
+            self.observation(ev, loc.get(ev, "observation", str, where), where)
+        else:
+            loc.fail(where, "an event needs an 'action' or an 'observation'")
+
+    def action(self, ev: dict[str, Any], action: str, args: dict[str, Any], where: str) -> None:
+        loc = self.loc
+        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
+        tcm = loc.opt(ev, "tool_call_metadata", dict, where)
+        if action == "system":
+            text = loc.get(args, "content", str, f"{where}.args")
+            self.slots.append(
+                Message("system", (TextBlock(text),), id=meta.id, timestamp=meta.timestamp)
+            )
+            tools = loc.opt(args, "tools", list, f"{where}.args")
+            if tools:
+                self.tools = [loc.check(t, dict, f"{where}.args.tools") for t in tools]
+        elif action == "message" and tcm is None:
+            text = loc.get(args, "content", str, f"{where}.args")
+            if ev.get("source") == "user":
+                blocks: list[Block] = [TextBlock(text)]
+                for url in loc.opt(args, "image_urls", list, f"{where}.args") or ():
+                    blocks.append(ImageBlock({"type": "url", "url": url}))
+                self.slots.append(
+                    Message("user", tuple(blocks), id=meta.id, timestamp=meta.timestamp)
+                )
+            elif text:
+                self.slots.append(
+                    Message("assistant", (TextBlock(text),), id=meta.id, timestamp=meta.timestamp)
+                )
+        elif action == "finish":
+            self.finish_action(ev, args, tcm, where, meta)
+        elif tcm is not None:
+            self.tool_action(ev, action, args, tcm, where, meta)
+        elif action in ("recall", "condensation", "change_agent_state", "null"):
+            skipped(self.meta, f"action {action!r}")
+        else:
+            call_id = f"oh-{_str_id(ev.get('id'))}"
+            self.synthetic[ev.get("id")] = call_id
+            self.called.add(call_id)
+            arguments = {k: v for k, v in args.items() if k not in _BOOKKEEPING}
+            turn = _Turn(None, id=meta.id, timestamp=meta.timestamp)
+            if isinstance(args.get("thought"), str) and args["thought"]:
+                turn.text.append(TextBlock(args["thought"]))
+            turn.calls.append(
+                ToolCallBlock(call_id, action, json.dumps(arguments, ensure_ascii=False))
+            )
+            self.slots.append(turn)
+
+    def tool_action(
+        self,
+        ev: dict[str, Any],
+        action: str,
+        args: dict[str, Any],
+        tcm: dict[str, Any],
+        where: str,
+        meta: _Meta,
+    ) -> None:
+        loc = self.loc
+        at = f"{where}.tool_call_metadata"
+        call_id = loc.get(tcm, "tool_call_id", str, at)
+        name = loc.opt(tcm, "function_name", str, at) or action
+        response = loc.opt(tcm, "model_response", dict, at) or {}
+        rid = response.get("id") if isinstance(response.get("id"), str) else None
+        turn = self.turns.get(rid) if rid is not None else None
+        recorded = _response_message(response)
+        if turn is None:
+            turn = _Turn(rid, id=meta.id, timestamp=meta.timestamp)
+            if recorded is not None:
+                reasoning = recorded.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:
+                    turn.text.append(ThinkingBlock(reasoning))
+                content = recorded.get("content")
+                if isinstance(content, str) and content:
+                    turn.text.append(TextBlock(content))
+            elif isinstance(args.get("thought"), str) and args["thought"]:
+                turn.text.append(TextBlock(args["thought"]))
+            if isinstance(response.get("usage"), dict):
+                turn.usage = response["usage"]
+            if isinstance(response.get("model"), str):
+                self.model = turn.extra["model"] = response["model"]
+            if rid is not None:
+                self.turns[rid] = turn
+            self.slots.append(turn)
+        arguments = _recorded_arguments(recorded, call_id)
+        if arguments is None:
+            arguments = json.dumps(
+                {k: v for k, v in args.items() if k not in _BOOKKEEPING}, ensure_ascii=False
+            )
+        turn.calls.append(ToolCallBlock(call_id, name, arguments))
+        self.called.add(call_id)
+
+    def finish_action(
+        self,
+        ev: dict[str, Any],
+        args: dict[str, Any],
+        tcm: dict[str, Any] | None,
+        where: str,
+        meta: _Meta,
+    ) -> None:
+        parts: list[str] = []
+        for key in ("final_thought", "thought"):
+            if isinstance(args.get(key), str) and args[key]:
+                parts.append(args[key])
+        recorded = _response_message((tcm or {}).get("model_response") or {})
+        content = recorded.get("content") if recorded is not None else None
+        if isinstance(content, str) and content and content not in parts:
+            parts.append(content)
+        if not parts and isinstance(ev.get("message"), str) and ev["message"]:
+            parts.append(ev["message"])
+        if parts:
+            self.slots.append(
+                Message(
+                    "assistant",
+                    (TextBlock("\n".join(parts)),),
+                    id=meta.id,
+                    timestamp=meta.timestamp,
+                )
+            )
+
+    def observation(self, ev: dict[str, Any], kind: str, where: str) -> None:
+        loc = self.loc
+        tcm = loc.opt(ev, "tool_call_metadata", dict, where)
+        call_id: str | None = None
+        if tcm is not None:
+            call_id = loc.get(tcm, "tool_call_id", str, f"{where}.tool_call_metadata")
+        elif ev.get("cause") in self.synthetic:
+            call_id = self.synthetic[ev["cause"]]
+        content = loc.opt(ev, "content", str, where) or ""
+        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
+        if call_id is not None and call_id in self.called and call_id not in self.answered:
+            result = ToolResultBlock(call_id, content, is_error=kind == "error")
+            self.slots.append(Message("tool", (result,), id=meta.id, timestamp=meta.timestamp))
+            self.answered.add(call_id)
+        elif call_id is not None:
+            skipped(self.meta, f"observation {kind!r} answering an unknown or answered call")
+        elif kind == "error" and content:
+            self.slots.append(
+                Message("user", (TextBlock(content),), id=meta.id, timestamp=meta.timestamp)
+            )
+        else:
+            skipped(self.meta, f"observation {kind!r} answering no call")
+
+    # -- result ----------------------------------------------------------------------------
+    def finish(self) -> tuple[Message, ...]:
+        out: list[Message] = []
+        for slot in self.slots:
+            if isinstance(slot, Message):
+                out.append(slot)
+                continue
+            calls = [c for c in slot.calls if c.id in self.answered]
+            for _ in range(len(slot.calls) - len(calls)):
+                skipped(self.meta, "tool call never answered")
+            blocks = (*slot.text, *calls)
+            if blocks:
+                out.append(
+                    Message(
+                        "assistant",
+                        blocks,
+                        id=slot.id,
+                        timestamp=slot.timestamp,
+                        usage=slot.usage,
+                        extra=freeze(slot.extra),
+                    )
+                )
+        return tuple(out)
+
+
+def _str_id(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _response_message(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The assistant message of a recorded chat-completion response, if it has one."""
+    choices = response.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        if isinstance(message, dict):
+            return message
+    return None
+
+
+def _recorded_arguments(message: dict[str, Any] | None, call_id: str) -> str | None:
+    """The arguments text the model wrote for ``call_id``, as recorded in its response."""
+    for call in (message or {}).get("tool_calls") or ():
+        if isinstance(call, dict) and call.get("id") == call_id:
+            fn = call.get("function")
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                return str(fn["arguments"])
+    return None

@@ -1,0 +1,190 @@
+"""pi session JSONL (badlogic/pi-mono ``coding-agent``): one entry a line.
+
+Entries: ``session`` (id, cwd, provider, modelId, thinkingLevel), ``message`` (an agent message
+with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``.
+Newer files give entries ``id``/``parentId`` (a tree: the active branch is the path from the
+last entry to the root) and add entry types this reader skips, counting them in
+``meta["skipped"]``.
+
+Conversion (pi -> canonical):
+    user        -> ``user``: ``text`` / ``image`` blocks (a string content is one text block)
+    assistant   -> ``assistant``: ``text``, ``thinking`` (``thinkingSignature`` kept as the
+                   signature, ``redacted`` kept), ``toolCall{id,name,arguments}`` (the arguments
+                   object as compact JSON text); the real provider ``usage`` goes to
+                   :attr:`Message.usage`, ``model`` / ``provider`` / ``api`` / ``stopReason``
+                   to :attr:`Message.extra`
+    toolResult  -> ``tool`` with one result (``isError`` kept; one text block becomes a string)
+
+Like pi itself when it builds a request, assistant turns that ended in ``error`` or
+``aborted`` are left out (their partial tool calls never ran), together with any result
+answering one of their calls; the count is in ``meta["skipped"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._messages import (
+    Block,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    freeze,
+)
+from ._common import Loc, Record, Transcript, dumps_arguments, skipped
+
+__all__ = ["ENTRY_TYPES", "is_pi", "parse_pi"]
+
+#: The entry types that identify a pi session file.
+ENTRY_TYPES = frozenset({"session", "message", "model_change", "thinking_level_change"})
+_FAILED_STOPS = frozenset({"error", "aborted"})
+_ASSISTANT_EXTRA = ("model", "provider", "api", "stopReason", "errorMessage", "responseId")
+
+
+def is_pi(value: Any) -> bool:
+    """Whether one JSONL record looks like a pi session entry."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") in ENTRY_TYPES
+        and (value["type"] != "message" or isinstance(value.get("message"), dict))
+    )
+
+
+def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
+    """Read a pi session (records already parsed from its lines)."""
+    base = Loc(shown)
+    meta: dict[str, Any] = {}
+    model: str | None = None
+    messages: list[Message] = []
+    failed_calls: set[str] = set()
+    for rec in _active_branch(records, base):
+        loc = base.at(line=rec.line)
+        entry = loc.check(rec.value, dict, "entry")
+        kind = loc.get(entry, "type", str, "")
+        if kind == "session":
+            meta["session"] = {k: v for k, v in entry.items() if k != "type"}
+            model = loc.opt(entry, "modelId", str, "") or model
+        elif kind == "model_change":
+            model = loc.opt(entry, "modelId", str, "") or model
+        elif kind == "thinking_level_change":
+            meta["thinking_level"] = entry.get("thinkingLevel")
+        elif kind == "message":
+            raw = loc.get(entry, "message", dict, "")
+            role = loc.get(raw, "role", str, "message")
+            if role == "assistant" and raw.get("stopReason") in _FAILED_STOPS:
+                # pi drops these when it builds the next request; so do we.
+                for block in raw.get("content") or ():
+                    if isinstance(block, dict) and block.get("type") == "toolCall":
+                        failed_calls.add(str(block.get("id")))
+                skipped(meta, f"assistant turn with stopReason {raw['stopReason']!r}")
+                continue
+            if role == "toolResult" and raw.get("toolCallId") in failed_calls:
+                skipped(meta, "result of a call in a failed assistant turn")
+                continue
+            msg = _message(raw, role, loc)
+            if msg is None:
+                skipped(meta, f"message with role {role!r}")
+                continue
+            if role == "assistant" and isinstance(raw.get("model"), str):
+                model = raw["model"]
+            messages.append(msg)
+        else:  # compaction, label, custom...: later pi versions' entries
+            skipped(meta, f"entry type {kind!r}")
+    return Transcript(tuple(messages), "pi", str(path), model, (), freeze(meta))
+
+
+def _active_branch(records: Sequence[Record], loc: Loc) -> Sequence[Record]:
+    """The records on the path from the last entry to the root, when entries form a tree
+    (``id``/``parentId``); all records in order otherwise. Entries outside the tree (the
+    session header) stay in front."""
+    tree = [r for r in records if isinstance(r.value, dict) and "parentId" in r.value]
+    if not tree:
+        return records
+    by_id = {r.value.get("id"): r for r in tree}
+    chain: list[Record] = []
+    node: Record | None = tree[-1]
+    while node is not None and len(chain) <= len(tree):  # the bound stops a cycle
+        chain.append(node)
+        parent = node.value.get("parentId")
+        if parent is not None and parent not in by_id:
+            loc.at(line=node.line).fail("parentId", f"no entry has the id {parent!r}")
+        node = by_id.get(parent) if parent is not None else None
+    head = [r for r in records if not (isinstance(r.value, dict) and "parentId" in r.value)]
+    return head + chain[::-1]
+
+
+def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
+    ts = raw.get("timestamp")
+    if role == "user":
+        return Message("user", _user_blocks(raw, loc), timestamp=ts)
+    if role == "assistant":
+        content = loc.get(raw, "content", list, "message")
+        blocks = tuple(
+            _assistant_block(b, f"message.content[{i}]", loc) for i, b in enumerate(content)
+        )
+        usage = loc.opt(raw, "usage", dict, "message")
+        extra = {k: raw[k] for k in _ASSISTANT_EXTRA if k in raw}
+        return Message("assistant", blocks, timestamp=ts, usage=usage, extra=freeze(extra))
+    if role == "toolResult":
+        call_id = loc.get(raw, "toolCallId", str, "message")
+        content = loc.get(raw, "content", list, "message")
+        parts = tuple(_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(content))
+        body: str | tuple[TextBlock | ImageBlock, ...] = parts
+        if len(parts) == 1 and isinstance(parts[0], TextBlock):
+            body = parts[0].text
+        is_error = loc.opt(raw, "isError", bool, "message") or False
+        result = ToolResultBlock(call_id, body, is_error=is_error)
+        extra = {"toolName": raw["toolName"]} if "toolName" in raw else {}
+        return Message("tool", (result,), timestamp=ts, extra=freeze(extra))
+    return None  # bashExecution, custom, ...: pi-internal roles with no provider form
+
+
+def _user_blocks(raw: dict[str, Any], loc: Loc) -> tuple[Block, ...]:
+    content = raw.get("content")
+    if isinstance(content, str):
+        return (TextBlock(content),)
+    items = loc.get(raw, "content", list, "message")
+    return tuple(_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(items))
+
+
+def _media_block(block: Any, where: str, loc: Loc) -> TextBlock | ImageBlock:
+    block = loc.check(block, dict, where)
+    kind = loc.get(block, "type", str, where)
+    if kind == "text":
+        return TextBlock(loc.get(block, "text", str, where))
+    if kind == "image":
+        data = loc.get(block, "data", str, where)
+        mime = loc.get(block, "mimeType", str, where)
+        return ImageBlock({"type": "base64", "media_type": mime, "data": data})
+    loc.fail(f"{where}.type", f"unknown block type {kind!r} (expected 'text' or 'image')")
+
+
+def _assistant_block(block: Any, where: str, loc: Loc) -> Block:
+    block = loc.check(block, dict, where)
+    kind = loc.get(block, "type", str, where)
+    if kind == "text":
+        return TextBlock(loc.get(block, "text", str, where))
+    if kind == "thinking":
+        return ThinkingBlock(
+            loc.get(block, "thinking", str, where),
+            signature=loc.opt(block, "thinkingSignature", str, where),
+            redacted=loc.opt(block, "redacted", bool, where) or False,
+        )
+    if kind == "toolCall":
+        args = block.get("arguments")
+        if args is None:
+            args = {}
+        return ToolCallBlock(
+            loc.get(block, "id", str, where),
+            loc.get(block, "name", str, where),
+            dumps_arguments(loc.check(args, dict, f"{where}.arguments")),
+        )
+    loc.fail(
+        f"{where}.type",
+        f"unknown block type {kind!r} (expected 'text', 'thinking' or 'toolCall')",
+    )

@@ -1,0 +1,152 @@
+"""Files that hold provider message lists: OpenAI chat JSON / JSONL, an Anthropic
+``{"system", "messages"}`` object, and mini-swe-agent's ``.traj.json``.
+
+The messages go through :mod:`contextwarden.formats` unchanged, so ``to_x(from_x(d)) == d``
+holds for the file's own list and :func:`~contextwarden._transcripts.save_transcript` writes the
+same messages back. Keys beside ``messages`` / ``tools`` (``model``, request options, a
+trajectory's ``info``...) are kept in ``meta["fields"]`` and written back in their order.
+
+mini-swe-agent (``{"info", "messages", "trajectory_format", "instance_id"}``): the messages are
+OpenAI chat messages, except the last, ``role: "exit"``, which records how the run ended; it is
+not a message and goes to ``meta["exit"]``. The model is ``info.config.model.model_name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import FormatError
+from .._messages import Message, freeze
+from ._common import Loc, Record, Transcript
+
+__all__ = [
+    "looks_anthropic",
+    "parse_anthropic",
+    "parse_mini_swe_agent",
+    "parse_openai",
+    "parse_openai_jsonl",
+]
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+_OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
+
+
+def looks_anthropic(doc: Mapping[str, Any]) -> bool:
+    """Whether a ``{"messages": [...]}`` object is in Anthropic's form rather than OpenAI's.
+
+    Anthropic puts the system prompt beside the messages and spells tool traffic as content
+    blocks; OpenAI has ``system``/``tool`` roles and ``tool_calls``. Plain user/assistant text
+    reads the same in both, and is taken as OpenAI.
+    """
+    if "system" in doc:
+        return True
+    tools = doc.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    for msg in doc.get("messages") or ():
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("role") in _OPENAI_ROLES or "tool_calls" in msg or "function_call" in msg:
+            return False
+        content = msg.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, dict)
+            and (b.get("type") in _ANTHROPIC_BLOCKS or (b.get("type") == "image" and "source" in b))
+            for b in content
+        ):
+            return True
+    return False
+
+
+def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
+    """A JSON list of OpenAI chat messages, or ``{"messages": [...], "tools"?: [...], ...}``."""
+    from ..formats import from_openai
+
+    loc = Loc(shown)
+    meta: dict[str, Any] = {}
+    tools: tuple[Mapping[str, Any], ...] = ()
+    if isinstance(doc, dict):
+        raw = loc.get(doc, "messages", list, "")
+        tools = _tools(doc, loc)
+        meta["container"] = "object"
+        meta["fields"] = {k: v for k, v in doc.items() if k not in ("messages", "tools")}
+    else:
+        raw = loc.check(doc, list, "document")
+    messages = _convert(from_openai, raw, loc)
+    model = meta.get("fields", {}).get("model")
+    return Transcript(messages, "openai", str(path), _str(model), tools, freeze(meta))
+
+
+def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Transcript:
+    """One OpenAI chat message per line."""
+    from ..formats import from_openai
+
+    loc = Loc(shown)
+    try:
+        messages = tuple(from_openai([r.value for r in records]))
+    except FormatError as exc:
+        if exc.index is not None and 0 <= exc.index < len(records):
+            Loc(shown, line=records[exc.index].line).reraise(exc)
+        loc.reraise(exc)
+    return Transcript(messages, "openai-jsonl", str(path))
+
+
+def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
+    """``{"system"?: str | blocks, "messages": [...], "tools"?: [...], ...}``."""
+    from ..formats import from_anthropic
+
+    loc = Loc(shown)
+    doc = loc.check(doc, dict, "document")
+    raw = loc.get(doc, "messages", list, "")
+    system = doc.get("system")
+    try:
+        messages = tuple(from_anthropic(raw, system))
+    except FormatError as exc:
+        loc.reraise(exc)
+    fields = {k: v for k, v in doc.items() if k not in ("system", "messages", "tools")}
+    meta = {"fields": fields}
+    return Transcript(
+        messages, "anthropic", str(path), _str(fields.get("model")), _tools(doc, loc), freeze(meta)
+    )
+
+
+def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
+    """A mini-swe-agent trajectory: ``info`` + OpenAI messages ending in an ``exit`` record."""
+    from ..formats import from_openai
+
+    loc = Loc(shown)
+    doc = loc.check(doc, dict, "document")
+    raw = loc.get(doc, "messages", list, "")
+    info = loc.opt(doc, "info", dict, "") or {}
+    meta: dict[str, Any] = {
+        "info": info,
+        "fields": {k: v for k, v in doc.items() if k not in ("info", "messages")},
+    }
+    if raw and isinstance(raw[-1], dict) and raw[-1].get("role") == "exit":
+        meta["exit"] = raw[-1]
+        raw = raw[:-1]
+    if "instance_id" in doc:
+        meta["instance_id"] = doc["instance_id"]
+    config = info.get("config")
+    model_cfg = config.get("model") if isinstance(config, dict) else None
+    model = _str(model_cfg.get("model_name")) if isinstance(model_cfg, dict) else None
+    messages = _convert(from_openai, raw, loc)
+    return Transcript(messages, "mini-swe-agent", str(path), model, (), freeze(meta))
+
+
+def _convert(convert: Any, raw: list[Any], loc: Loc) -> tuple[Message, ...]:
+    try:
+        return tuple(convert(raw))
+    except FormatError as exc:
+        loc.reraise(exc)
+
+
+def _tools(doc: Mapping[str, Any], loc: Loc) -> tuple[Mapping[str, Any], ...]:
+    tools = loc.opt(doc, "tools", list, "")
+    return tuple(loc.check(t, dict, f"tools[{i}]") for i, t in enumerate(tools or ()))
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
