@@ -1,10 +1,39 @@
-"""Layer: truncate oversized tool output, head + tail (seed 004, L1)."""
+"""Layer: truncate oversized tool output, head + tail (seed 004, L1).
+
+A tool result whose text is longer than ``max_chars`` keeps its first ``head_chars`` and last
+``tail_chars`` characters, joined by ``\\n\\n... [N characters truncated] ...\\n\\n`` where N is
+the number of characters left out. A text of exactly ``max_chars`` is left alone; one of
+``max_chars + 1`` is cut. Results made of blocks are cut block by block (images are kept).
+Only tool results are touched; calls, their arguments, and pinned messages never are.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
+from dataclasses import replace
 
-__all__ = ["TruncateConfig"]
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .._events import Event
+from .._messages import Message, TextBlock, ToolResultBlock
+from .base import (
+    Applied,
+    LayerContext,
+    LayerResult,
+    apply_memoized,
+    check_messages,
+    cut_middle,
+    place_events,
+)
+from .units import HistoryIndex
+
+__all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
+
+LAYER = "truncate"
+
+#: Room the marker takes (framing plus up to 20 digits); a config must leave room for it so
+#: that a truncated text is never truncated again (idempotence).
+MARKER_ROOM = 64
 
 
 class TruncateConfig(BaseModel):
@@ -12,9 +41,131 @@ class TruncateConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = Field(True, description="Truncate oversized tool output. Default: true.")
-    max_chars: int = Field(
-        50_000, ge=1, description="A tool result longer than this is truncated. Default: 50000."
+    enabled: bool = Field(
+        default=True, description="Truncate oversized tool output. Default: true."
     )
-    head_chars: int = Field(2_000, ge=0, description="Characters kept from the start. Default: 2000.")
-    tail_chars: int = Field(2_000, ge=0, description="Characters kept from the end. Default: 2000.")
+    max_chars: int = Field(
+        default=50_000,
+        ge=1,
+        description="A tool result longer than this is truncated. Default: 50000.",
+    )
+    head_chars: int = Field(
+        default=2_000, ge=0, description="Characters kept from the start. Default: 2000."
+    )
+    tail_chars: int = Field(
+        default=2_000, ge=0, description="Characters kept from the end. Default: 2000."
+    )
+
+    @model_validator(mode="after")
+    def _room_for_marker(self) -> TruncateConfig:
+        if self.head_chars + self.tail_chars + MARKER_ROOM > self.max_chars:
+            raise ValueError(
+                f"head_chars + tail_chars + {MARKER_ROOM} must not exceed max_chars "
+                f"(got {self.head_chars} + {self.tail_chars} + {MARKER_ROOM} > {self.max_chars}); "
+                "otherwise a truncated result would be longer than the limit"
+            )
+        return self
+
+
+def truncate_text(text: str, config: TruncateConfig | None = None) -> str:
+    """``text`` cut to head + marker + tail when longer than ``config.max_chars``, else itself."""
+    cfg = config or TruncateConfig()
+    if len(text) <= cfg.max_chars:
+        return text
+    return cut_middle(text, cfg.head_chars, cfg.tail_chars)
+
+
+def needs_truncation(message: Message, cfg: TruncateConfig) -> bool:
+    """True when some tool result text of ``message`` is over the limit (cheap: lengths only)."""
+    if message.role != "tool" or not cfg.enabled:
+        return False
+    limit = cfg.max_chars
+    for b in message.content:
+        if isinstance(b, ToolResultBlock):
+            if isinstance(b.content, str):
+                if len(b.content) > limit:
+                    return True
+            elif any(isinstance(x, TextBlock) and len(x.text) > limit for x in b.content):
+                return True
+        elif isinstance(b, TextBlock) and len(b.text) > limit:
+            return True
+    return False
+
+
+def truncate_message(message: Message, names: tuple[str, ...], ctx: LayerContext) -> Applied:
+    """Truncate every oversized tool result (and riding text) of one tool message."""
+    cfg = ctx.config.truncate
+    blocks = []
+    cut_names: list[str] = []
+    before = after = 0
+    k = 0
+    for b in message.content:
+        if isinstance(b, ToolResultBlock):
+            name = names[k] if k < len(names) else ""
+            k += 1
+            if isinstance(b.content, str):
+                new = truncate_text(b.content, cfg)
+                if new is not b.content:
+                    before += len(b.content)
+                    after += len(new)
+                    cut_names.append(name)
+                    b = replace(b, content=new)
+            else:
+                parts = []
+                changed = False
+                for x in b.content:
+                    if isinstance(x, TextBlock):
+                        new = truncate_text(x.text, cfg)
+                        if new is not x.text:
+                            before += len(x.text)
+                            after += len(new)
+                            changed = True
+                            x = replace(x, text=new)
+                    parts.append(x)
+                if changed:
+                    cut_names.append(name)
+                    b = replace(b, content=tuple(parts))
+        elif isinstance(b, TextBlock):
+            new = truncate_text(b.text, cfg)
+            if new is not b.text:
+                before += len(b.text)
+                after += len(new)
+                b = replace(b, text=new)
+        blocks.append(b)
+    out = message.replace(content=tuple(blocks))
+    event = Event(
+        "truncated",
+        LAYER,
+        None,
+        ", ".join(dict.fromkeys(n for n in cut_names if n)) or None,
+        ctx.counter.count_message(message),
+        ctx.counter.count_message(out),
+        before,
+        after,
+        f"{len(cut_names)} results" if len(cut_names) > 1 else "",
+    )
+    return out, (event,)
+
+
+def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+    """Seed 004 L1: cut every tool result text longer than ``ctx.config.truncate.max_chars`` to
+    head + marker + tail. Pure: returns new messages (unchanged ones are the same objects) and
+    one ``truncated`` event per message changed; the input is never mutated."""
+    cfg = ctx.config.truncate
+    check_messages(messages)
+    if not cfg.enabled:
+        return LayerResult(tuple(messages))
+    index = HistoryIndex(keep_results=0, keep_thinking=0)
+    index.extend(messages, 0)
+    out: list[Message] = []
+    events: list[Event] = []
+    for i, m in enumerate(messages):
+        if m.is_pinned or not needs_truncation(m, cfg):
+            out.append(m)
+            continue
+        (new, templates), fresh = apply_memoized(
+            LAYER, m, index.names[i], lambda msg, d: truncate_message(msg, d, ctx), ctx.memo
+        )
+        out.append(new)
+        place_events(templates, i, events, log=fresh)
+    return LayerResult(tuple(out), tuple(events))

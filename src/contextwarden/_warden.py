@@ -1,0 +1,365 @@
+"""The Warden: the per-call pipeline run on a copy of the history before every LLM call
+(seeds 000 and 004; compaction from seeds 001-003 plugs in through :class:`CompactionHook`).
+
+One call of :meth:`Warden.transform`:
+
+1. the lossless layers, every call: truncate oversized tool output, mask old tool results,
+   strip old thinking (:mod:`contextwarden.layers`), then any lossless layers you registered;
+2. if the request is still over the budget's trigger and a compactor is set, the compactor
+   (lossy: summaries); its ``new_messages`` replace the history for this call;
+3. your registered guard layers, then the sliding window as the final guard: oldest units are
+   dropped until the request fits, never the system prompt, the task, pinned content or the
+   newest unit (cut instead, and ``newest_truncated`` says so).
+
+The input is never mutated, the output is deterministic, and transforming the output again
+changes nothing. A warm call (same history plus a few appended messages) costs about the new
+messages only: the warden remembers the last call (see :mod:`contextwarden.layers.pipeline`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._config import WardenConfig
+from ._events import CompactResult, Event, emit
+from ._messages import Message, TextBlock
+from .layers import get_layer, layer_names
+from .layers.base import LayerContext, LayerResult, check_messages
+from .layers.pipeline import Pipeline
+from .layers.window import sliding_window
+
+if TYPE_CHECKING:
+    from ._budget import Budget
+    from ._tokens import TokenCounter
+
+__all__ = ["CompactionHook", "TransformResult", "Warden"]
+
+
+@runtime_checkable
+class CompactionHook(Protocol):
+    """What the warden calls when the lossless layers are not enough (the issue-4
+    :class:`~contextwarden._compaction.Compactor` is one). Return ``None`` to decline (the
+    sliding window then does the job alone)."""
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        budget: Budget,
+        counter: TokenCounter,
+        tools: Sequence[Mapping[str, Any]] | None,
+        focus: str | None,
+    ) -> CompactResult | None: ...
+
+
+@dataclass(frozen=True)
+class TransformResult:
+    """What one :meth:`Warden.transform` produced.
+
+    ``messages`` is the working copy to send; ``tokens_before``/``tokens_after`` are the whole
+    request's tokens (tool definitions included) before and after; ``events`` lists every
+    truncation, mask, strip, drop and compaction, in pipeline order; ``compaction`` is set when
+    a compactor ran; ``newest_truncated`` is true when the newest unit alone was over the budget
+    and had to be cut; ``budget`` is ``None`` when no window was known (lossless layers only).
+    """
+
+    messages: tuple[Message, ...]
+    tokens_before: int
+    tokens_after: int
+    events: tuple[Event, ...] = ()
+    compaction: CompactResult | None = None
+    newest_truncated: bool = False
+    budget: Budget | None = None
+
+    @property
+    def saved_tokens(self) -> int:
+        """``tokens_before - tokens_after``."""
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def within_budget(self) -> bool:
+        """True when no budget is known or the result is at or under its trigger."""
+        return self.budget is None or self.tokens_after <= self.budget.trigger
+
+
+class Warden:
+    """Keeps a history inside the model's window. Configure once, call before every LLM call.
+
+    ``config`` defaults to :class:`WardenConfig()` (the seeds' defaults); ``counter`` defaults
+    to ``get_counter(model, kind=config.counter)`` for each model used; ``compactor`` is
+    optional (without it, the sliding window is the only lossy step). Thread-safe: calls are
+    serialised. The window for a call is ``window=`` if given, else ``config.context_window``,
+    else the model registry's figure for ``model=`` / ``config.model``; with none of them only the
+    lossless layers run.
+    """
+
+    def __init__(
+        self,
+        config: WardenConfig | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        compactor: CompactionHook | None = None,
+    ) -> None:
+        # model_validate: mypy does not see pydantic's positional Field defaults
+        self.config = config if config is not None else WardenConfig.model_validate({})
+        if not isinstance(self.config, WardenConfig):
+            raise TypeError(f"config must be a WardenConfig, got {type(self.config).__name__}")
+        self.counter = counter
+        self.compactor = compactor
+        self._pipeline = Pipeline()
+        self._lock = threading.Lock()
+        self._counters: dict[str | None, TokenCounter] = {}
+        self._budgets: dict[int, Budget] = {}
+        self._systems: dict[str, Message] = {}
+        self._overheads: dict[tuple[str, str], int] = {}
+        self._last_tools: tuple[object, str, int] | None = None
+
+    # -- resolution --------------------------------------------------------------------------
+    def counter_for(self, model: str | None = None) -> TokenCounter:
+        """The counter used for ``model`` (the one given at construction, if any)."""
+        if self.counter is not None:
+            return self.counter
+        model = model or self.config.model
+        counter = self._counters.get(model)
+        if counter is None:
+            from ._tokens import get_counter
+
+            counter = self._counters[model] = get_counter(model, kind=self.config.counter)
+        return counter
+
+    def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
+        """The budget for a call, or ``None`` when no window is known (see the class doc).
+        Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks."""
+        if window is None:
+            window = self.config.context_window
+        if window is None:
+            model = model or self.config.model
+            if model is None:
+                return None
+            from ._models import context_window
+
+            window = context_window(model)
+        budget = self._budgets.get(window)
+        if budget is None:
+            from ._budget import Budget
+
+            cfg = self.config
+            budget = self._budgets[window] = Budget(
+                window,
+                reserve=cfg.reserve_tokens,
+                trigger_ratio=cfg.trigger_ratio,
+                target_ratio=cfg.target_ratio,
+            )
+        return budget
+
+    def _with_system(self, messages: Sequence[Message], system: str | None) -> Sequence[Message]:
+        """``messages`` with ``system`` prepended unless they already open with that system
+        text. The prepended message is the same object every call (so warm calls stay warm)."""
+        if system is None:
+            return messages
+        if messages and messages[0].role == "system" and messages[0].text == system:
+            return messages
+        msg = self._systems.get(system)
+        if msg is None:
+            if len(self._systems) > 32:
+                self._systems.clear()
+            msg = self._systems[system] = Message("system", (TextBlock(system),))
+        return [msg, *messages]
+
+    def _overhead(self, counter: TokenCounter, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """Tokens of the tool definitions and reply priming, cached by the tools' content."""
+        last = self._last_tools
+        if last is not None and last[0] is tools and last[1] == counter.name:
+            return last[2]
+        key = json.dumps(list(tools), sort_keys=True, default=str) if tools else ""
+        cached = self._overheads.get((counter.name, key))
+        if cached is None:
+            if len(self._overheads) > 64:
+                self._overheads.clear()
+            cached = counter.count_messages([], tools=list(tools) if tools else None)
+            self._overheads[(counter.name, key)] = cached
+        self._last_tools = (tools, counter.name, cached)
+        return cached
+
+    # -- the pipeline ------------------------------------------------------------------------
+    def transform(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TransformResult:
+        """The working copy of ``messages`` to send now (see the module docstring).
+
+        ``system`` is prepended as a system message unless the history already opens with it;
+        ``tools`` (provider tool definitions) count against the budget. ``messages`` is only
+        read. Raises :class:`~contextwarden.FormatError` naming the index of an item that is not
+        a :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
+        without a window.
+        """
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise TypeError(
+                f"messages must be a sequence of Message, got {type(messages).__name__}"
+            )
+        with self._lock:
+            return self._transform(messages, model, window, system, tools)
+
+    def _transform(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        window: int | None,
+        system: str | None,
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> TransformResult:
+        counter = self.counter_for(model)
+        budget = self.budget_for(model, window)
+        msgs = self._with_system(messages, system)
+        tools_list = list(tools) if tools else None
+        ctx = LayerContext(
+            counter, self.config, budget, tools_list, memo=self._pipeline.memo(counter.name)
+        )
+        overhead = self._overhead(counter, tools)
+        view = self._pipeline.lossless(msgs, ctx)
+        tokens_before = view.input_tokens + overhead
+        user_lossless = [get_layer(n).function for n in layer_names("lossless", builtin=False)]
+        user_guard = [get_layer(n).function for n in layer_names("guard", builtin=False)]
+        over = budget is not None and view.output_tokens + overhead > budget.trigger
+        compactor = self.compactor if self.config.compaction.enabled else None
+
+        if not user_lossless and not user_guard and not (over and compactor is not None):
+            result, tokens_after = self._pipeline.window(view, ctx, overhead)
+            return TransformResult(
+                result.messages,
+                tokens_before,
+                tokens_after,
+                result.events,
+                None,
+                result.newest_truncated,
+                budget,
+            )
+
+        # the general path: your layers and/or compaction, then the window on whole lists
+        events: list[Event] = list(view.events)
+        current: tuple[Message, ...] = tuple(view.outputs)
+        for layer in user_lossless:
+            current = self._run_user_layer(layer, current, ctx, events)
+        compaction: CompactResult | None = None
+        if budget is not None and compactor is not None:
+            tokens_now = ctx.request_tokens(current)
+            if tokens_now > budget.trigger:
+                compaction = compactor.compact(
+                    current, budget=budget, counter=counter, tools=tools_list, focus=None
+                )
+                if compaction is not None:
+                    current = tuple(compaction.new_messages)
+                    check_messages(current)
+                    emit(
+                        events,
+                        Event(
+                            "context_compacted",
+                            "compaction",
+                            None,
+                            None,
+                            compaction.original_token_count,
+                            compaction.new_token_count,
+                            detail=f"{compaction.strategy}: {compaction.compacted_count} messages "
+                            f"summarised, {compaction.saved_ratio:.0%} saved",
+                            compaction=compaction,
+                        ),
+                    )
+        for layer in user_guard:
+            current = self._run_user_layer(layer, current, ctx, events)
+        final = sliding_window(current, ctx)
+        events.extend(final.events)
+        return TransformResult(
+            final.messages,
+            tokens_before,
+            ctx.request_tokens(final.messages),
+            tuple(events),
+            compaction,
+            final.newest_truncated,
+            budget,
+        )
+
+    @staticmethod
+    def _run_user_layer(
+        layer: Any, messages: tuple[Message, ...], ctx: LayerContext, events: list[Event]
+    ) -> tuple[Message, ...]:
+        result = layer(messages, ctx)
+        if not isinstance(result, LayerResult):
+            raise TypeError(f"layer {layer!r} returned {type(result).__name__}, not LayerResult")
+        check_messages(result.messages)
+        events.extend(result.events)
+        return tuple(result.messages)
+
+    async def atransform(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TransformResult:
+        """:meth:`transform` for async code. Without a compactor the work is CPU-only and short,
+        so it runs inline; with one (which may call an LLM) it runs in a worker thread."""
+        if self.compactor is None:
+            return self.transform(messages, model=model, window=window, system=system, tools=tools)
+        return await asyncio.to_thread(
+            self.transform, messages, model=model, window=window, system=system, tools=tools
+        )
+
+    async def transform_context(
+        self, messages: Sequence[Message], signal: Any = None
+    ) -> list[Message]:
+        """A pi-agent-core style ``transformContext(messages, signal) -> messages`` hook: the
+        working copy for the configured model/window. ``signal`` may be an abort signal (an
+        object with a true ``aborted`` attribute, or a set ``asyncio.Event`` /
+        ``threading.Event``): the call is then cancelled before any work."""
+        if signal is not None and (
+            getattr(signal, "aborted", False) or (hasattr(signal, "is_set") and signal.is_set())
+        ):
+            raise asyncio.CancelledError("transform_context aborted by its signal")
+        result = await self.atransform(messages)
+        return list(result.messages)
+
+    # -- provider dicts ----------------------------------------------------------------------
+    def transform_openai(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[list[dict[str, Any]], TransformResult]:
+        """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
+        from .formats import from_openai, to_openai
+
+        result = self.transform(from_openai(messages), model=model, window=window, tools=tools)
+        return to_openai(list(result.messages)), result
+
+    def transform_anthropic(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: Any = None,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
+        """Anthropic Messages in (``system`` as the API takes it: a string or blocks), the
+        same out: ``(system, messages, result)``."""
+        from .formats import from_anthropic, to_anthropic
+
+        canonical = from_anthropic(messages, system=system)
+        result = self.transform(canonical, model=model, window=window, tools=tools)
+        system_out, out = to_anthropic(list(result.messages))
+        return system_out, out, result

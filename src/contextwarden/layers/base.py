@@ -1,0 +1,174 @@
+"""What every layer shares: the context it is given, the result it returns, and the memo that
+lets the warden skip work it has already done.
+
+A layer is a pure function ``(messages, ctx) -> LayerResult``. It returns new messages and the
+events describing what it changed; it never mutates its input (messages are immutable values and
+the input sequence is only read). Messages a layer does not change come back as the *same
+objects*, so token counts cached on them stay valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._events import Event, emit
+from .._exceptions import FormatError
+from .._messages import Message
+
+if TYPE_CHECKING:
+    from .._budget import Budget
+    from .._config import WardenConfig
+    from .._tokens import TokenCounter
+
+__all__ = [
+    "Layer",
+    "LayerContext",
+    "LayerMemo",
+    "LayerResult",
+    "cut_middle",
+    "truncation_marker",
+    "check_messages",
+]
+
+
+@dataclass(frozen=True)
+class LayerContext:
+    """What a layer may use besides the messages.
+
+    ``counter`` counts tokens (cached per message); ``budget`` is ``None`` when no window is
+    known, in which case budget-driven layers (the sliding window) leave the messages alone;
+    ``config`` holds every layer's settings; ``tools`` are the request's tool definitions, which
+    count against the budget. ``memo`` is an optional cache shared across calls (see
+    :class:`LayerMemo`); layers give the same answer with or without it.
+    """
+
+    counter: TokenCounter
+    config: WardenConfig
+    budget: Budget | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    memo: LayerMemo | None = None
+
+    def overhead_tokens(self) -> int:
+        """Tokens a request costs besides its messages: tool definitions and reply priming."""
+        return self.counter.count_messages([], tools=self.tools or None)
+
+    def request_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of a whole request made of ``messages`` (and :attr:`tools`)."""
+        return self.counter.count_messages(messages, tools=self.tools or None)
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """A layer's output: the new messages, the events (in message order) and, for the
+    sliding window, whether the newest unit had to be cut (it is never dropped)."""
+
+    messages: tuple[Message, ...]
+    events: tuple[Event, ...] = ()
+    newest_truncated: bool = False
+
+
+class Layer(Protocol):
+    """The shape of a layer function (built-in or your own)."""
+
+    def __call__(self, messages: Sequence[Message], ctx: LayerContext, /) -> LayerResult: ...
+
+
+#: What applying a layer to one message produced: the new message and the event templates
+#: (events without a message index; the index is filled in per position).
+Applied = tuple[Message, tuple[Event, ...]]
+
+
+@dataclass
+class LayerMemo:
+    """Per-message results keyed by ``(layer, message fingerprint, decision)``.
+
+    The decision is everything besides the message's own content that the layer's output
+    depends on (is it old? which tool produced it?), so a hit is exactly the output a fresh
+    computation would give. A hit returns the same output object, whose token count is then
+    already cached by the counter, and its events are *not* logged again: each action is logged
+    once, when it is first computed. Bounded: cleared when it grows past ``max_entries``.
+    """
+
+    max_entries: int = 200_000
+    _store: dict[tuple[str, str, Hashable], Applied] = field(default_factory=dict)
+
+    def get(self, key: tuple[str, str, Hashable]) -> Applied | None:
+        return self._store.get(key)
+
+    def put(self, key: tuple[str, str, Hashable], value: Applied) -> None:
+        if len(self._store) >= self.max_entries:
+            self._store.clear()  # simple and safe: a miss only costs a recomputation
+        self._store[key] = value
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+
+def apply_memoized(
+    layer: str,
+    message: Message,
+    decision: Hashable,
+    compute: Callable[[Message, Any], Applied],
+    memo: LayerMemo | None,
+) -> tuple[Applied, bool]:
+    """``compute(message, decision)`` through ``memo``; also tells whether it was computed now
+    (so the caller logs the events only then)."""
+    if memo is None:
+        return compute(message, decision), True
+    key = (layer, message.fingerprint, decision)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit, False
+    value = compute(message, decision)
+    memo.put(key, value)
+    return value, True
+
+
+def place_events(templates: tuple[Event, ...], index: int, out: list[Event], *, log: bool) -> None:
+    """Append ``templates`` to ``out`` with their message ``index`` set; log them if ``log``."""
+    for t in templates:
+        e = Event(
+            t.kind,
+            t.layer,
+            index,
+            t.tool_name,
+            t.tokens_before,
+            t.tokens_after,
+            t.chars_before,
+            t.chars_after,
+            t.detail,
+            t.compaction,
+            t.data,
+        )
+        if log:
+            emit(out, e)
+        else:
+            out.append(e)
+
+
+def truncation_marker(omitted: int) -> str:
+    """The marker put where characters were cut (seed 004): ``... [N characters truncated] ...``
+    framed by blank lines."""
+    return f"\n\n... [{omitted} characters truncated] ...\n\n"
+
+
+def cut_middle(text: str, head: int, tail: int) -> str:
+    """``text`` with its middle replaced by :func:`truncation_marker`, keeping ``head`` characters
+    from the start and ``tail`` from the end. The caller checks that this is worth it."""
+    omitted = len(text) - head - tail
+    end = text[len(text) - tail :] if tail else ""
+    return text[:head] + truncation_marker(omitted) + end
+
+
+def check_messages(messages: Sequence[object], start: int = 0) -> None:
+    """Raise :class:`FormatError` naming the index of the first item that is not a Message."""
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if not isinstance(m, Message):
+            raise FormatError(
+                f"expected a contextwarden Message, got {type(m).__name__} (convert provider "
+                "dicts with contextwarden.formats.from_openai / from_anthropic)",
+                index=i,
+            )

@@ -1,0 +1,212 @@
+"""The built-in layers composed, incrementally: what makes a warm call cheap.
+
+:class:`Pipeline` gives exactly the output of running :func:`truncate_tool_output`,
+:func:`mask_tool_results`, :func:`strip_thinking` and then :func:`sliding_window` one after the
+other (the tests check this on generated and real histories), but it remembers the last call:
+
+* when the new input starts with the same message *objects* as the last input (an agent loop
+  appends to its history), only the appended messages and the few older ones whose decisions
+  can change (the results that just left the "newest 6", the thinking that just stopped being
+  the newest, the turn that just ended) are recomputed; everything else (outputs, token counts,
+  events, the window's per-unit sums) is reused;
+* otherwise it starts over, still helped by the per-message memo (same content and decision,
+  same output object, already counted).
+
+The three lossless layers never add, drop or reorder messages, so the combined lossless output
+is a per-message map, which is why a prefix of it can be reused as is.
+"""
+
+from __future__ import annotations
+
+import operator
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .._events import Event, emit
+from .._messages import Message
+from .base import LayerContext, LayerMemo, LayerResult, apply_memoized, check_messages, place_events
+from .mask import mask_decision, mask_message
+from .thinking import strip_decision, strip_message
+from .truncate import needs_truncation, truncate_message
+from .units import HistoryIndex
+from .window import cumulative, drop_event, drops_needed, finish_window
+
+__all__ = ["LosslessView", "Pipeline"]
+
+
+@dataclass
+class LosslessView:
+    """The lossless layers' output for one call, plus what the window needs."""
+
+    inputs: list[Message]
+    outputs: list[Message]
+    index: HistoryIndex
+    #: tokens of the inputs (messages only)
+    input_tokens: int
+    #: prefix sums of the outputs' tokens: ``prefix[i]`` = tokens of ``outputs[:i]``
+    prefix: list[int]
+    #: lossless events in message order; ``event_pos[i]`` = where message i's events start
+    events: list[Event]
+    event_pos: list[int]
+    counter_name: str
+    #: window cache: droppable units (oldest first), cumulative tokens, their drop events
+    drop_units: list[int] = field(default_factory=list)
+    drop_cum: list[int] = field(default_factory=lambda: [0])
+    drop_events: list[Event] = field(default_factory=list)
+    #: first unit whose window data must be recomputed
+    stale_unit: int = 0
+    warned_at: int = -1
+
+    @property
+    def output_tokens(self) -> int:
+        return self.prefix[-1]
+
+
+class Pipeline:
+    """Lossless layers then the sliding window, remembering the last call (see module doc)."""
+
+    def __init__(self) -> None:
+        self._view: LosslessView | None = None
+        self._memos: dict[str, LayerMemo] = {}
+
+    def memo(self, counter_name: str) -> LayerMemo:
+        """The memo for one counter (event token counts depend on it)."""
+        memo = self._memos.get(counter_name)
+        if memo is None:
+            memo = self._memos[counter_name] = LayerMemo()
+        return memo
+
+    def reset(self) -> None:
+        """Forget the last call (the memo stays)."""
+        self._view = None
+
+    # -- lossless stage ----------------------------------------------------------------------
+    def lossless(self, messages: Sequence[Message], ctx: LayerContext) -> LosslessView:
+        """Run truncate, mask and strip-thinking over ``messages``, reusing the last call's work
+        for an unchanged prefix. ``ctx.memo`` should be :meth:`memo` of the counter."""
+        cfg = ctx.config
+        counter = ctx.counter
+        view = self._view
+        n = len(messages)
+        start = 0
+        if (
+            view is not None
+            and view.counter_name == counter.name
+            and n >= len(view.inputs)
+            and all(map(operator.is_, view.inputs, messages))
+        ):
+            start = len(view.inputs)
+        else:
+            view = LosslessView(
+                inputs=[],
+                outputs=[],
+                index=HistoryIndex(
+                    keep_results=cfg.mask.keep_recent, keep_thinking=cfg.thinking.keep_recent
+                ),
+                input_tokens=0,
+                prefix=[0],
+                events=[],
+                event_pos=[0],
+                counter_name=counter.name,
+            )
+        check_messages(messages, start)
+        appended = messages[start:]
+        view.inputs.extend(appended)
+        dirty, first_unit = view.index.extend(view.inputs, start)
+        count = counter.count_message
+        view.input_tokens += sum(count(m) for m in appended)
+
+        # recompute outputs from `dirty` on
+        del view.outputs[dirty:]
+        del view.prefix[dirty + 1 :]
+        del view.events[view.event_pos[dirty] :]
+        del view.event_pos[dirty + 1 :]
+        index = view.index
+        memo = ctx.memo
+        tcfg, mcfg, kcfg = cfg.truncate, cfg.mask, cfg.thinking
+        outputs, prefix, events, event_pos = view.outputs, view.prefix, view.events, view.event_pos
+        inputs = view.inputs
+        running = prefix[-1]
+        for i in range(dirty, n):
+            m = inputs[i]
+            if not m.is_pinned:
+                if tcfg.enabled and needs_truncation(m, tcfg):
+                    (m, templates), fresh = apply_memoized(
+                        "truncate",
+                        m,
+                        index.names[i],
+                        lambda msg, d: truncate_message(msg, d, ctx),
+                        memo,
+                    )
+                    place_events(templates, i, events, log=fresh)
+                if mcfg.enabled:
+                    d = mask_decision(m, i, index)
+                    if d is not None:
+                        (m, templates), fresh = apply_memoized(
+                            "mask", m, d, lambda msg, dec: mask_message(msg, dec, ctx), memo
+                        )
+                        place_events(templates, i, events, log=fresh)
+                if kcfg.enabled and strip_decision(m, i, index, kcfg.keep_current_turn):
+                    (m, templates), fresh = apply_memoized(
+                        "thinking", m, True, lambda msg, _d: strip_message(msg, ctx), memo
+                    )
+                    place_events(templates, i, events, log=fresh)
+            outputs.append(m)
+            running += count(m)
+            prefix.append(running)
+            event_pos.append(len(events))
+        unit = index.unit_of(dirty) if dirty < n else first_unit
+        view.stale_unit = min(view.stale_unit, first_unit, max(unit, 0))
+        self._view = view
+        return view
+
+    # -- window stage ------------------------------------------------------------------------
+    def window(
+        self, view: LosslessView, ctx: LayerContext, overhead: int
+    ) -> tuple[LayerResult, int]:
+        """The sliding window over ``view.outputs`` using the cached per-unit sums. Returns the
+        result (lossless events included) and the request's final tokens."""
+        total = view.output_tokens + overhead
+        budget = ctx.budget
+        lossless_events = tuple(view.events)
+        if budget is None or not ctx.config.window.enabled or total <= budget.trigger:
+            return LayerResult(tuple(view.outputs), lossless_events), total
+        self._refresh_units(view)
+        k = drops_needed(view.drop_cum, total, budget.trigger)
+        while len(view.drop_events) < k:  # drop events are made (and logged) once per unit
+            u = view.drop_units[len(view.drop_events)]
+            start, end = view.index.unit_span(u)
+            e = drop_event(view.outputs, start, end, view.prefix[end] - view.prefix[start])
+            emit(view.drop_events, e)
+        warn_key = view.index.unit_span(view.drop_units[k - 1])[1] if k else -1
+        result, final = finish_window(
+            view.outputs,
+            view.index,
+            view.drop_units[:k],
+            view.prefix,
+            total - view.drop_cum[k],
+            ctx,
+            log=False,
+            drop_events=view.drop_events[:k],
+            log_warning=warn_key != view.warned_at,
+        )
+        view.warned_at = warn_key
+        events = lossless_events + result.events
+        return LayerResult(result.messages, events, result.newest_truncated), final
+
+    def _refresh_units(self, view: LosslessView) -> None:
+        """Recompute droppable units and their cumulative tokens from ``view.stale_unit`` on."""
+        index = view.index
+        u0 = view.stale_unit
+        j = bisect_left(view.drop_units, u0)
+        del view.drop_units[j:]
+        del view.drop_cum[j + 1 :]
+        del view.drop_events[j:]
+        keep = index.unit_keep
+        new_units = [u for u in range(u0, len(keep) - 1) if not keep[u]]
+        cum = cumulative(index, new_units, view.prefix)
+        base = view.drop_cum[-1]
+        view.drop_units.extend(new_units)
+        view.drop_cum.extend(base + c for c in cum[1:])
+        view.stale_unit = max(len(keep) - 1, 0)

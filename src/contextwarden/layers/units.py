@@ -1,0 +1,161 @@
+"""The structure of a history, built by appending: units, the task, tool names, and which tool
+results and thinking blocks are recent.
+
+Every layer decides by *position from the end*, never by user turns (seed 000): an agent run is
+usually one user message followed by hundreds of tool calls. :class:`HistoryIndex` records what
+those decisions need and can be extended when messages are appended, reporting the earliest
+message whose decision may have changed; that is what makes a warm call cheap.
+
+A **unit** is what the sliding window drops as a whole: an assistant message together with every
+tool message answering its calls (parallel calls stay together), or a lone user message. A tool
+message never starts a unit unless it is the very first message, so a cut never lands on a tool
+result. When a tool message answers a call made in an earlier unit (out-of-order results), the
+units in between are merged, so a call and its result are always kept or dropped together.
+A unit is **kept** (never dropped) when it holds a system message, the task (the first user
+message) or pinned content.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Sequence
+
+from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+
+__all__ = ["HistoryIndex"]
+
+
+class HistoryIndex:
+    """Positional facts about ``messages[:n]``.
+
+    ``keep_results`` is how many of the newest tool results (blocks, newest first) count as
+    recent; ``keep_thinking`` how many of the newest assistant messages with thinking keep it.
+    """
+
+    def __init__(self, *, keep_results: int = 6, keep_thinking: int = 1) -> None:
+        self.keep_results = keep_results
+        self.keep_thinking = keep_thinking
+        self.n = 0
+        #: index of the task (the first user message), or None
+        self.task: int | None = None
+        #: index of the last user message, or -1
+        self.last_user = -1
+        #: per message: the tool name of each of its tool results ("" when the call is unknown)
+        self.names: list[tuple[str, ...]] = []
+        #: per message: True when it is a tool message holding results
+        self._call_names: dict[str, str] = {}
+        self._call_owner: dict[str, int] = {}
+        #: (message index, ordinal among that message's results) of the newest results
+        self.results: deque[tuple[int, int]] = deque(maxlen=keep_results)
+        #: indices of the newest assistant messages that carry thinking
+        self.thinking: deque[int] = deque(maxlen=keep_thinking)
+        self.unit_starts: list[int] = []
+        self.unit_keep: list[bool] = []
+
+    # -- building ----------------------------------------------------------------------------
+    def extend(self, messages: Sequence[Message], start: int) -> tuple[int, int]:
+        """Index ``messages[start:]``; ``messages[:start]`` must be exactly what was indexed.
+
+        Returns ``(dirty, unit)``: the first message index whose layer decisions may differ from
+        before, and the first unit whose extent or kept flag may differ.
+        """
+        if start != self.n:
+            raise ValueError(f"index holds {self.n} messages, cannot extend from {start}")
+        dirty = start
+        first_unit = max(len(self.unit_starts) - 1, 0)
+        old_results_head = self.results[0][0] if self.results else None
+        old_thinking_head = min(self.thinking) if self.thinking else None
+        old_last_user = self.last_user
+        new_result = new_thinking = False
+        for i in range(start, len(messages)):
+            m = messages[i]
+            role = m.role
+            names: tuple[str, ...] = ()
+            if role == "tool":
+                results = [b for b in m.content if isinstance(b, ToolResultBlock)]
+                if results:
+                    new_result = True
+                    names = tuple(self._call_names.get(b.tool_call_id, "") for b in results)
+                    for k in range(len(results)):
+                        self.results.append((i, k))
+                first_unit = min(first_unit, self._attach_tool(i, results))
+            else:
+                self.unit_starts.append(i)
+                self.unit_keep.append(False)
+                if role == "assistant":
+                    for b in m.content:
+                        if isinstance(b, ToolCallBlock):
+                            self._call_names[b.id] = b.name
+                            self._call_owner[b.id] = i
+                    if any(isinstance(b, ThinkingBlock) for b in m.content):
+                        new_thinking = True
+                        self.thinking.append(i)
+                elif role == "user":
+                    if self.task is None:
+                        self.task = i
+                        self.unit_keep[-1] = True
+                    self.last_user = i
+            if role == "system" or m.is_pinned:
+                self.unit_keep[-1] = True
+            self.names.append(names)
+        self.n = len(messages)
+        if new_result:
+            dirty = min(dirty, old_results_head if old_results_head is not None else start)
+        if new_thinking and old_thinking_head is not None:
+            dirty = min(dirty, old_thinking_head)
+        if self.last_user != old_last_user:
+            dirty = min(dirty, old_last_user + 1)
+        return dirty, first_unit
+
+    def _attach_tool(self, i: int, results: list[ToolResultBlock]) -> int:
+        """Put tool message ``i`` in a unit; returns the first unit changed."""
+        if not self.unit_starts:  # a history opening with a tool message: its own unit
+            self.unit_starts.append(i)
+            self.unit_keep.append(False)
+            return 0
+        last = len(self.unit_starts) - 1
+        owners = [
+            self._call_owner[b.tool_call_id] for b in results if b.tool_call_id in self._call_owner
+        ]
+        if owners:
+            u = self.unit_of(min(owners))
+            if u < last:  # answers a call from an earlier unit: merge everything in between
+                keep = any(self.unit_keep[u:])
+                del self.unit_starts[u + 1 :]
+                del self.unit_keep[u + 1 :]
+                self.unit_keep[u] = keep
+                return u
+        return last
+
+    # -- questions ---------------------------------------------------------------------------
+    def unit_of(self, i: int) -> int:
+        """The unit holding message ``i``."""
+        return bisect_right(self.unit_starts, i) - 1
+
+    def unit_span(self, u: int) -> tuple[int, int]:
+        """``(start, end)`` message indices of unit ``u`` (end exclusive)."""
+        end = self.unit_starts[u + 1] if u + 1 < len(self.unit_starts) else self.n
+        return self.unit_starts[u], end
+
+    def old_results(self, i: int, count: int) -> int:
+        """How many of message ``i``'s ``count`` tool results (leading ones) are *not* among the
+        ``keep_results`` newest."""
+        if self.keep_results == 0:
+            return count
+        if len(self.results) < self.keep_results:
+            return 0
+        b_msg, b_ord = self.results[0]
+        if i < b_msg:
+            return count
+        if i == b_msg:
+            return b_ord
+        return 0
+
+    def thinking_is_old(self, i: int, *, keep_current_turn: bool) -> bool:
+        """True when assistant message ``i``'s thinking may go: it is not among the
+        ``keep_thinking`` newest with thinking, and (if ``keep_current_turn``) it comes before the
+        last user message, i.e. it is not part of the tool loop in progress."""
+        if keep_current_turn and i > self.last_user:
+            return False
+        return i not in self.thinking
