@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .config_cmd import config_app
+from .count import count
 from .proxy_cmd import proxy
 
 __all__ = ["app"]
@@ -18,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
+app.command("count")(count)
 app.add_typer(config_app, name="config")
 app.command(
     "proxy",
