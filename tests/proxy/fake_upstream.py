@@ -49,8 +49,11 @@ class Behaviour:
     """How to answer one request (the next one that arrives).
 
     ``status``/``body``/``headers`` give a canned reply (e.g. a 429 with a provider error body);
-    ``delay`` sleeps before the status line (longer than the proxy's timeout gives a 504);
-    ``break_after`` closes a stream after that many chunks without finishing it.
+    ``delay`` waits before the status line (longer than the proxy's timeout gives a 504), or until
+    ``gate`` is set;
+    ``break_after`` closes a stream after that many chunks without finishing it; ``hold_after``
+    stops a stream after that many chunks until ``gate`` is set (or 30 s pass), so a test can
+    see the first chunks arrive through the proxy while the upstream is still mid-stream.
     """
 
     status: int = 200
@@ -59,6 +62,8 @@ class Behaviour:
     delay: float = 0.0
     chunk_delay: float = 0.0
     break_after: int | None = None
+    hold_after: int | None = None
+    gate: threading.Event = field(default_factory=threading.Event)
 
 
 class FakeUpstream:
@@ -99,8 +104,8 @@ class FakeUpstream:
         with self._lock:
             self.requests.append(rec)
             behaviour = self.script.popleft() if self.script else Behaviour()
-        if behaviour.delay:
-            await asyncio.sleep(behaviour.delay)
+        if behaviour.delay:  # cut short when the test opens the gate (quick teardown)
+            await asyncio.to_thread(behaviour.gate.wait, behaviour.delay)
         return rec, behaviour
 
     def _canned(self, b: Behaviour) -> Response | None:
@@ -119,6 +124,8 @@ class FakeUpstream:
             for i, event in enumerate(events):
                 if b.break_after is not None and i >= b.break_after:
                     raise RuntimeError("fake upstream: stream broken on purpose")
+                if b.hold_after is not None and i == b.hold_after:
+                    await asyncio.to_thread(b.gate.wait, 30)
                 record.append(event)
                 yield event
                 if delay:
@@ -215,7 +222,7 @@ class FakeUpstream:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
+def serve(app: Any, *, log_level: str = "warning") -> Iterator[str]:
     """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
     stops the server (lifespan shutdown included) on exit."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -223,7 +230,7 @@ def serve(app: Any) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, server_header=False, date_header=False,
+        app, log_level=log_level, access_log=False, server_header=False, date_header=False,
         lifespan="on" if isinstance(app, Starlette) else "auto", timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)

@@ -23,7 +23,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -33,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from .config import ProxyConfig
 from .errors import Provider, provider_for_path
@@ -196,6 +197,18 @@ class _Proxy:
         )
 
 
+class _AnyMethod:
+    """An ASGI endpoint for a request handler: Starlette routes a plain ASGI app for every method
+    (a function endpoint would default to GET only)."""
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handler(Request(scope, receive))
+        await response(scope, receive, send)
+
+
 def _header_text(text: str, limit: int = 300) -> str:
     """One line of printable ASCII, at most ``limit`` characters (a header value must be)."""
     clean = "".join(c if 32 <= ord(c) < 127 else " " for c in text)
@@ -230,7 +243,7 @@ def create_app(
 
     routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
     routes += [Route(p, proxy.chat, methods=["POST"]) for p in _CHAT_PATHS]
-    routes.append(Route("/{path:path}", proxy.passthrough))
+    routes.append(Route("/{path:path}", _AnyMethod(proxy.passthrough)))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.proxy = proxy
     return app

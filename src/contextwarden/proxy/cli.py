@@ -17,7 +17,7 @@ from .._config import load_config
 from .._exceptions import ContextWardenError
 from .config import ProxyConfig
 
-__all__ = ["proxy"]
+__all__ = ["app", "main", "proxy", "serve"]
 
 CacheName = Literal["sqlite", "redis", "memory"]
 
@@ -147,3 +147,18 @@ def _configure_logging() -> None:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         log.propagate = False
+
+
+#: A one-command typer app, so ``contextwarden proxy --upstream ...`` (mounted by the main CLI)
+#: and ``python -m contextwarden.proxy.cli`` parse the same options.
+app = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+app.command(name="proxy")(proxy)
+
+
+def main(args: list[str] | None = None) -> None:
+    """Run the proxy command with ``args`` (default: ``sys.argv[1:]``)."""
+    app(args=args, prog_name="contextwarden proxy")
+
+
+if __name__ == "__main__":
+    main()

@@ -61,8 +61,9 @@ def error_response(
 
 
 class _UpstreamResponse(StreamingResponse):
-    """Relays an open httpx response; always closes it and calls ``finish`` once, even when the
-    client goes away mid-stream."""
+    """Relays an open httpx response. Closes it and calls ``finish`` exactly once: before the end
+    of the body goes out (so a client that read the whole reply finds it in ``/stats`` and the
+    log), or when the client goes away mid-stream."""
 
     def __init__(
         self,
@@ -75,13 +76,26 @@ class _UpstreamResponse(StreamingResponse):
         self.raw_headers = raw_headers
         self._upstream = upstream
         self._finish = finish
+        self._finished = False
+
+    async def _complete(self) -> None:
+        if not self._finished:
+            self._finished = True
+            await self._upstream.aclose()
+            await self._finish()
+
+    async def stream_response(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await self._complete()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await self._upstream.aclose()
-            await self._finish()
+            await self._complete()
 
 
 async def forward(
