@@ -1,0 +1,31 @@
+"""Provider formats: lossless adapters between provider message dicts and :class:`Message`.
+
+* OpenAI Chat Completions: :func:`from_openai`, :func:`to_openai` (:mod:`.openai`).
+* Anthropic Messages: :func:`from_anthropic`, :func:`to_anthropic` (:mod:`.anthropic`).
+* Validity checks: :func:`validate_openai`, :func:`validate_anthropic` on provider dicts and
+  :func:`check_messages` on canonical messages (:mod:`.validate`).
+
+For every valid provider list ``d``: ``to_x(from_x(d)) == d``. Converting across providers
+(``to_anthropic(from_openai(d))``) yields a valid request for the target API. How spelling,
+provider-only keys and blocks the model has no type for are kept is described in
+:mod:`._common`; :func:`opaque_payload` tells whether a block is such an opaque block.
+"""
+
+from __future__ import annotations
+
+from ._common import opaque_payload
+from .anthropic import LEADING_USER_TEXT, from_anthropic, to_anthropic
+from .openai import from_openai, to_openai
+from .validate import check_messages, validate_anthropic, validate_openai
+
+__all__ = [
+    "LEADING_USER_TEXT",
+    "check_messages",
+    "from_anthropic",
+    "from_openai",
+    "opaque_payload",
+    "to_anthropic",
+    "to_openai",
+    "validate_anthropic",
+    "validate_openai",
+]

@@ -1,0 +1,515 @@
+"""Anthropic Messages <-> canonical :class:`Message` values, without loss.
+
+``to_anthropic(*from_anthropic(d, system=s)) == (s, d)`` for every valid ``(s, d)`` (see
+:mod:`._common` for how spelling is kept). The mapping:
+
+=================================================  ============================================
+Anthropic                                          canonical
+=================================================  ============================================
+``system`` (string or list of text blocks)         one leading ``system`` message
+``user`` / ``assistant``                           ``user`` / ``assistant``
+``user`` carrying ``tool_result`` blocks           ``tool``, holding every block in order
+string / list ``content``                          blocks (``hints["content"]`` keeps the form)
+``text`` (``cache_control``, ``citations``...)     :class:`TextBlock` (the keys in ``extra``)
+``image``                                          :class:`ImageBlock` (``source`` kept, cost
+                                                   estimated)
+``thinking`` / ``redacted_thinking``               :class:`ThinkingBlock` with ``signature`` /
+                                                   ``redacted=True, data``
+``tool_use`` (``input`` object)                    :class:`ToolCallBlock` (``arguments`` is
+                                                   the JSON text of ``input``)
+``tool_result``                                    :class:`ToolResultBlock`
+``document``; ``server_tool_use``,                 opaque blocks (see :mod:`._common`)
+``web_search_tool_result`` and any other type
+other message keys (``id``, ``model``, ``usage``)  ``Message.extra`` verbatim (``usage`` is
+                                                   also exposed as ``Message.usage``)
+=================================================  ============================================
+
+Messages from OpenAI (or built in code) are converted into a valid request: every ``system``
+message goes into the system prompt, ``tool`` messages become ``user`` messages of
+``tool_result`` blocks, consecutive messages of the same role are merged (tool results first),
+empty messages are dropped, a request that would start with the assistant gets a short user
+turn (:data:`LEADING_USER_TEXT`) before it, unsigned thinking is dropped (the API refuses it),
+tool ids are made to match ``[a-zA-Z0-9_-]+`` and OpenAI-only keys are dropped (a
+``cache_control`` on a content part is kept). Two adjacent messages that both came from
+Anthropic are never merged: the input had them apart, and the API accepts that.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from .._exceptions import FormatError
+from .._messages import (
+    Block,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from ._common import (
+    FORMAT,
+    deep_copy,
+    fail,
+    fill,
+    frozen,
+    hints_for,
+    opaque_media,
+    opaque_payload,
+    opaque_text,
+    reserved_check,
+    tname,
+)
+from ._media import anthropic_image_cost, anthropic_source_from_openai, media_cost, parse_data_url
+
+__all__ = ["LEADING_USER_TEXT", "from_anthropic", "to_anthropic"]
+
+#: The user turn put before a converted conversation that would start with the assistant.
+LEADING_USER_TEXT = "(continued)"
+
+SystemPrompt = str | list[dict[str, Any]] | None
+
+_MEDIA_BLOCKS = frozenset({"document"})
+_ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
+_ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
+_PORTABLE_KEYS = ("cache_control",)  # part keys from OpenAI-style requests Anthropic accepts
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def from_anthropic(
+    messages: Sequence[Mapping[str, Any]], system: str | Sequence[Mapping[str, Any]] | None = None
+) -> list[Message]:
+    """Canonical messages for an Anthropic Messages request's ``messages`` and ``system``.
+
+    A ``system`` string or list of blocks becomes one leading ``system`` message. The input is
+    never mutated nor aliased. Raises :class:`FormatError` naming the message index (none for
+    the system prompt) and field path for malformed input.
+    """
+    if not isinstance(messages, list | tuple):
+        raise FormatError(f"expected a list of messages, got {tname(messages)}")
+    out: list[Message] = []
+    if system is not None:
+        out.append(_system(system))
+    for i, m in enumerate(messages):
+        if type(m) is not dict and not isinstance(m, Mapping):
+            raise FormatError(f"expected a message object, got {tname(m)}", index=i)
+        role = m.get("role")
+        if role != "user" and role != "assistant":
+            if "role" not in m:
+                raise FormatError("missing", index=i, field="role")
+            raise FormatError(
+                f"unknown role {role!r} (expected 'user' or 'assistant')", index=i, field="role"
+            )
+        consumed = "content" in m
+        kind = "absent"
+        blocks: tuple[Block, ...] = ()
+        if consumed:
+            c = m["content"]
+            if type(c) is str:
+                blocks, kind = ((TextBlock(c),) if c else ()), "str"
+            elif type(c) is list:
+                blocks = tuple(_block(i, f"content[{j}]", b) for j, b in enumerate(c))
+                kind = "list"
+            elif c is None:
+                kind = "null"
+            else:
+                raise fail(i, "content", "a string or a list of blocks", c)
+        canon: Role = role
+        if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
+            canon = "tool"
+        extra = {
+            k: deep_copy(v)
+            for k, v in m.items()
+            if k != "role" and not (consumed and k == "content")
+        }
+        usage = extra.get("usage")
+        out.append(
+            Message(
+                canon,
+                blocks,
+                extra=frozen(extra),
+                usage=MappingProxyType(usage) if type(usage) is dict else None,
+                hints=hints_for("anthropic", kind),
+            )
+        )
+    return out
+
+
+def _system(system: Any) -> Message:
+    if type(system) is str:
+        return Message(
+            "system", (TextBlock(system),) if system else (), hints=hints_for("anthropic", "str")
+        )
+    if not isinstance(system, list | tuple):
+        raise fail(None, "system", "a string or a list of text blocks", system)
+    blocks = tuple(_block(None, f"system[{j}]", b) for j, b in enumerate(system))
+    return Message("system", blocks, hints=hints_for("anthropic", "list"))
+
+
+def _rest(b: Mapping[str, Any], known: tuple[str, ...], i: int | None, path: str) -> dict[str, Any]:
+    rest = {k: deep_copy(v) for k, v in b.items() if k not in known}
+    if rest:
+        reserved_check(rest, i, path)
+    return rest
+
+
+def _block(i: int | None, path: str, b: Any) -> Block:
+    """One content block (``i`` is None inside the system prompt)."""
+    if type(b) is not dict and not isinstance(b, Mapping):
+        raise fail(i, path, "a content block object", b)
+    t = b.get("type")
+    if t == "text":
+        text = b.get("text")
+        if type(text) is not str:
+            raise fail(i, f"{path}.text", "a string", text)
+        if len(b) == 2:
+            return TextBlock(text)
+        return TextBlock(text, extra=frozen(_rest(b, ("type", "text"), i, path)))
+    if t == "tool_use":
+        return _tool_use(i, path, b)
+    if t == "tool_result":
+        return _tool_result(i, path, b)
+    if t == "thinking":
+        text = b.get("thinking")
+        if type(text) is not str:
+            raise fail(i, f"{path}.thinking", "a string", text)
+        sig = b.get("signature")
+        if sig is not None and type(sig) is not str:
+            raise fail(i, f"{path}.signature", "a string", sig)
+        known = ("type", "thinking", "signature") if sig is not None else ("type", "thinking")
+        return ThinkingBlock(text, signature=sig, extra=frozen(_rest(b, known, i, path)))
+    if t == "redacted_thinking":
+        data = b.get("data")
+        if type(data) is not str:
+            raise fail(i, f"{path}.data", "a string", data)
+        rest = _rest(b, ("type", "data"), i, path)
+        return ThinkingBlock("", redacted=True, data=data, extra=frozen(rest))
+    if t == "image":
+        source = b.get("source")
+        if type(source) is not dict and not isinstance(source, Mapping):
+            raise fail(i, f"{path}.source", "an object", source)
+        rest = _rest(b, ("type", "source"), i, path)
+        rest[FORMAT] = "anthropic"
+        return ImageBlock(
+            MappingProxyType(deep_copy(source)),
+            token_cost=anthropic_image_cost(source),
+            extra=MappingProxyType(rest),
+        )
+    if type(t) is not str:
+        raise fail(i, f"{path}.type", "a string", t)
+    block = deep_copy(b)
+    if t in _MEDIA_BLOCKS:
+        return opaque_media(block, "anthropic", media_cost(block))
+    return opaque_text(block, "anthropic")
+
+
+def _tool_use(i: int | None, path: str, b: Mapping[str, Any]) -> ToolCallBlock:
+    cid = b.get("id")
+    if type(cid) is not str:
+        raise fail(i, f"{path}.id", "a string", cid)
+    name = b.get("name")
+    if type(name) is not str:
+        raise fail(i, f"{path}.name", "a string", name)
+    data = b.get("input")
+    if type(data) is not dict and not isinstance(data, Mapping):
+        raise fail(i, f"{path}.input", "an object", data)
+    try:
+        arguments = json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"not JSON-serialisable: {exc}", index=i, field=f"{path}.input") from exc
+    rest = _rest(b, ("type", "id", "name", "input"), i, path) if len(b) > 4 else {}
+    return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
+
+
+def _tool_result(i: int | None, path: str, b: Mapping[str, Any]) -> ToolResultBlock:
+    cid = b.get("tool_use_id")
+    if type(cid) is not str:
+        raise fail(i, f"{path}.tool_use_id", "a string", cid)
+    known = ["type", "tool_use_id"]
+    content: str | tuple[TextBlock | ImageBlock, ...] = ""
+    c = b.get("content", "")
+    if type(c) is str:
+        if c:  # "" stays in extra, so that it differs from an absent content
+            content = c
+            known.append("content")
+    elif type(c) is list:
+        content = tuple(_inner(i, f"{path}.content[{j}]", x) for j, x in enumerate(c))
+        known.append("content")
+    else:
+        raise fail(i, f"{path}.content", "a string or a list of blocks", c)
+    is_error = b.get("is_error", False)
+    if is_error is True:
+        known.append("is_error")
+    elif is_error is not False:
+        raise fail(i, f"{path}.is_error", "a bool", is_error)
+    rest = _rest(b, tuple(known), i, path) if len(b) > len(known) else {}
+    return ToolResultBlock(cid, content, is_error=is_error, extra=frozen(rest))
+
+
+def _inner(i: int | None, path: str, x: Any) -> TextBlock | ImageBlock:
+    """A block inside a tool result: text and images; anything else is kept opaque."""
+    block = _block(i, path, x)
+    if type(block) is TextBlock or type(block) is ImageBlock:
+        return block
+    return opaque_text(deep_copy(x), "anthropic")
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def to_anthropic(messages: Sequence[Message]) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+    """``(system, messages)`` of an Anthropic Messages request for canonical ``messages``.
+
+    ``system`` is None when there is no system message, else the string or list of blocks
+    :func:`from_anthropic` was given. Exact inverse of :func:`from_anthropic`; messages from
+    OpenAI or built in code are converted into a valid request (see the module notes). The
+    output shares no mutable value with the messages. Raises :class:`FormatError` for content
+    Anthropic cannot carry (audio, an image in the system prompt, an uploaded OpenAI file).
+    """
+    system_msgs: list[tuple[int, Message]] = []
+    out: list[dict[str, Any]] = []
+    exact_out: list[bool] = []  # per output message: written as an Anthropic original
+    for i, msg in enumerate(messages):
+        if msg.role == "system":
+            system_msgs.append((i, msg))
+            continue
+        origin = msg.hints.get("format")
+        exact = origin == "anthropic"
+        role = "assistant" if msg.role == "assistant" else "user"
+        blocks = [
+            b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b
+        ]
+        if not exact and msg.role != "assistant":
+            # Anthropic wants tool results first in a user message
+            blocks.sort(key=lambda b: b.get("type") != "tool_result")
+        if exact:
+            d: dict[str, Any] = {"role": role}
+            _content_exact(d, msg, blocks)
+            if msg.extra:
+                fill(d, msg.extra)
+        else:
+            if not blocks:
+                continue  # the API refuses empty messages
+            d = {"role": role}
+            if (
+                msg.role == "user"
+                and _all_plain_text(blocks)
+                and msg.hints.get("content") != "list"
+            ):
+                d["content"] = "\n".join(b["text"] for b in blocks)
+            else:
+                d["content"] = blocks
+            if origin is None and msg.extra:
+                fill(d, msg.extra)
+        if out and out[-1]["role"] == role and not (exact and exact_out[-1]):
+            _merge(out[-1], d)
+            exact_out[-1] = False
+            continue
+        out.append(d)
+        exact_out.append(exact)
+    if out and out[0]["role"] == "assistant" and not exact_out[0]:
+        out.insert(0, {"role": "user", "content": LEADING_USER_TEXT})
+    return _system_out(system_msgs), out
+
+
+def _all_plain_text(blocks: list[dict[str, Any]]) -> bool:
+    return all(len(b) == 2 and b.get("type") == "text" for b in blocks)
+
+
+def _content_exact(d: dict[str, Any], msg: Message, blocks: list[dict[str, Any]]) -> None:
+    """``content`` in the spelling the message was read with."""
+    kind = msg.hints.get("content")
+    if kind == "str" and _all_plain_text(blocks):
+        d["content"] = (
+            blocks[0]["text"] if len(blocks) == 1 else "\n".join(b["text"] for b in blocks)
+        )
+    elif kind == "null" and not blocks:
+        d["content"] = None
+    elif kind != "absent" or blocks:
+        d["content"] = blocks
+
+
+def _merge(prev: dict[str, Any], new: dict[str, Any]) -> None:
+    """Append ``new``'s content to ``prev`` (same role), tool results first."""
+    a = _as_list(prev.get("content"))
+    b = _as_list(new.get("content"))
+    merged = a + b
+    if any(x.get("type") == "tool_result" for x in b):
+        merged.sort(key=lambda x: x.get("type") != "tool_result")
+    prev["content"] = merged
+
+
+def _as_list(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if content else []
+
+
+def _system_out(system_msgs: list[tuple[int, Message]]) -> SystemPrompt:
+    if not system_msgs:
+        return None
+    if len(system_msgs) == 1 and system_msgs[0][1].hints.get("format") == "anthropic":
+        i, msg = system_msgs[0]
+        blocks = [_system_block(i, j, b, "anthropic") for j, b in enumerate(msg.content)]
+        if msg.hints.get("content") == "str" and _all_plain_text(blocks):
+            return "\n".join(b["text"] for b in blocks)
+        return blocks
+    blocks = []
+    for i, msg in system_msgs:
+        origin = msg.hints.get("format")
+        blocks.extend(_system_block(i, j, b, origin) for j, b in enumerate(msg.content))
+    blocks = [b for b in blocks if b.get("type") != "text" or b.get("text")]
+    if not blocks:
+        return None
+    if _all_plain_text(blocks):
+        return "\n\n".join(b["text"] for b in blocks)
+    return blocks
+
+
+def _system_block(i: int, j: int, b: Block, origin: Any) -> dict[str, Any]:
+    if type(b) is not TextBlock:
+        raise FormatError(
+            f"an Anthropic system prompt holds text only, not a {b.type} block",
+            index=i,
+            field=f"content[{j}]",
+        )
+    out = _block_out(i, j, b, origin)
+    assert out is not None
+    return out
+
+
+def _safe_id(cid: str) -> str:
+    if _ID_OK.fullmatch(cid):
+        return cid
+    return _ID_BAD.sub("_", cid) or "_"
+
+
+def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
+    """The Anthropic block for ``b``; None when a converted block has no place in a request
+    (unsigned thinking, empty text)."""
+    exact = origin == "anthropic"
+    t = type(b)
+    if t is TextBlock:
+        assert isinstance(b, TextBlock)
+        payload = opaque_payload(b)
+        if payload is not None and payload[0] == "anthropic":
+            return dict(deep_copy(payload[1]))
+        if not exact and not b.text:
+            return None
+        d: dict[str, Any] = {"type": "text", "text": b.text}
+        if b.extra and payload is None:
+            if origin is None or exact:
+                fill(d, b.extra)
+            else:
+                for k in _PORTABLE_KEYS:
+                    if k in b.extra:
+                        d[k] = deep_copy(b.extra[k])
+        return d
+    if t is ToolCallBlock:
+        assert isinstance(b, ToolCallBlock)
+        d = {"type": "tool_use", "id": b.id if exact else _safe_id(b.id), "name": b.name}
+        d["input"] = _input(b.arguments)
+        return fill(d, b.extra) if b.extra and origin != "openai" else d
+    if t is ToolResultBlock:
+        assert isinstance(b, ToolResultBlock)
+        return _result_out(i, j, b, origin)
+    if t is ThinkingBlock:
+        assert isinstance(b, ThinkingBlock)
+        if b.redacted:
+            if not exact and b.data is None:
+                return None
+            d = {"type": "redacted_thinking", "data": b.data or ""}
+        else:
+            if not exact and not b.signature:
+                return None
+            d = {"type": "thinking", "thinking": b.thinking}
+            if b.signature is not None:
+                d["signature"] = b.signature
+        return fill(d, b.extra) if b.extra and origin != "openai" else d
+    assert isinstance(b, ImageBlock)
+    return _image_out(i, j, b)
+
+
+def _input(arguments: str) -> Any:
+    """``input`` for a tool call's JSON text: an object; invalid or non-object JSON (models
+    write it) is wrapped as ``{"_raw": text}``."""
+    if not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {"_raw": arguments}
+    return value if type(value) is dict else {"_raw": arguments}
+
+
+def _result_out(i: int, j: int, b: ToolResultBlock, origin: Any) -> dict[str, Any]:
+    exact = origin == "anthropic"
+    d: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": b.tool_call_id if exact else _safe_id(b.tool_call_id),
+    }
+    c = b.content
+    if isinstance(c, str):
+        if c:
+            d["content"] = c
+    else:
+        inner = [_block_out(i, j, x, origin) for x in c]
+        d["content"] = [x for x in inner if x is not None]
+    if b.is_error:
+        d["is_error"] = True
+    if b.extra and origin != "openai":
+        fill(d, b.extra)
+    return d
+
+
+def _image_out(i: int, j: int, b: ImageBlock) -> dict[str, Any]:
+    payload = opaque_payload(b)
+    if payload is not None:
+        fmt, original = payload
+        if fmt == "anthropic":
+            return dict(deep_copy(original))
+        converted = _file_to_document(original)
+        if converted is None:
+            raise FormatError(
+                f"an OpenAI {original.get('type')!r} part has no Anthropic equivalent",
+                index=i,
+                field=f"content[{j}]",
+            )
+        return converted
+    fmt = b.extra.get(FORMAT) or ("anthropic" if "type" in b.source else "openai")
+    if fmt == "anthropic":
+        return fill({"type": "image", "source": deep_copy(b.source)}, b.extra)
+    source = anthropic_source_from_openai(b.source)
+    if source is None:
+        raise FormatError("an image without a url", index=i, field=f"content[{j}]")
+    d: dict[str, Any] = {"type": "image", "source": source}
+    for k in _PORTABLE_KEYS:
+        if k in b.extra:
+            d[k] = deep_copy(b.extra[k])
+    return d
+
+
+def _file_to_document(part: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An Anthropic ``document`` for an OpenAI ``file`` part with inline data, else None."""
+    file = part.get("file")
+    if part.get("type") != "file" or not isinstance(file, Mapping):
+        return None
+    data = file.get("file_data")
+    parsed = parse_data_url(data) if isinstance(data, str) else None
+    if parsed is None:
+        return None
+    d: dict[str, Any] = {
+        "type": "document",
+        "source": {
+            "type": "base64",
+            "media_type": parsed[0] or "application/pdf",
+            "data": parsed[1],
+        },
+    }
+    if isinstance(file.get("filename"), str):
+        d["title"] = file["filename"]
+    return d

@@ -1,0 +1,636 @@
+"""OpenAI Chat Completions messages <-> canonical :class:`Message` values, without loss.
+
+``to_openai(from_openai(d)) == d`` for every valid list ``d`` (see :mod:`._common` for how
+spelling is kept). The mapping:
+
+==========================================  ===================================================
+OpenAI                                      canonical
+==========================================  ===================================================
+``system`` / ``developer``                  ``system`` (``hints["role"] = "developer"``)
+``user``                                    ``user``
+``assistant``                               ``assistant``: thinking, then text, then calls
+``content`` string / list / null / absent   text blocks (``hints["content"]`` keeps the form)
+text part / ``image_url`` part              :class:`TextBlock` / :class:`ImageBlock` (cost
+                                            estimated); ``input_audio`` / ``file`` and any
+                                            other part are opaque (see :mod:`._common`)
+``reasoning_content`` / ``reasoning``       :class:`ThinkingBlock` (``extra["_cw_field"]``
+                                            names the field when it is not reasoning_content)
+``thinking_blocks`` (litellm)               signed :class:`ThinkingBlock` values
+``tool_calls[]``                            :class:`ToolCallBlock` (``type``, ``index``... in
+                                            its ``extra``)
+legacy ``function_call``                    :class:`ToolCallBlock` with the synthetic id
+                                            ``function_call_<index>``
+``tool`` (``tool_call_id``)                 ``tool`` with one :class:`ToolResultBlock`
+legacy ``function`` (``name``)              ``tool`` answering the last ``function_call``
+``name``                                    ``Message.name``
+anything else (``refusal``, ``extra``...)   ``Message.extra``, verbatim; ``usage`` is also
+                                            exposed as ``Message.usage``
+==========================================  ===================================================
+
+Messages that came from Anthropic are converted, not copied: one ``tool`` message per tool
+result (text and images riding along follow in a ``user`` message), thinking becomes
+``reasoning_content`` (redacted thinking is dropped), Anthropic-only keys are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from .._exceptions import FormatError
+from .._messages import (
+    EMPTY,
+    Block,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from ._common import (
+    FIELD,
+    FORMAT,
+    FUNCTION_EXTRA,
+    LEGACY,
+    deep_copy,
+    fail,
+    fill,
+    frozen,
+    hints_for,
+    opaque_media,
+    opaque_payload,
+    opaque_text,
+    reserved_check,
+    tname,
+)
+from ._media import media_cost, openai_image_cost, openai_image_url_from_anthropic
+
+__all__ = ["from_openai", "to_openai"]
+
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_MEDIA_PARTS = frozenset({"input_audio", "file"})
+_THINKING_FIELDS = ("reasoning_content", "reasoning", "thinking_blocks")
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """Canonical messages for a list of OpenAI Chat Completions messages.
+
+    The input is never mutated nor aliased. Raises :class:`FormatError` naming the message
+    index and field path for malformed input, including an unknown role (a mini-swe-agent
+    ``exit`` record, for instance: drop it before calling).
+    """
+    if not isinstance(messages, list | tuple):
+        raise FormatError(f"expected a list of messages, got {tname(messages)}")
+    out: list[Message] = []
+    legacy_call: str | None = None  # id given to the last unanswered legacy function_call
+    for i, m in enumerate(messages):
+        if type(m) is not dict and not isinstance(m, Mapping):
+            raise FormatError(f"expected a message object, got {tname(m)}", index=i)
+        role = m.get("role")
+        canon = _ROLES.get(role) if isinstance(role, str) else None
+        if canon is None:
+            if "role" not in m:
+                raise FormatError("missing", index=i, field="role")
+            raise FormatError(
+                f"unknown role {role!r} (expected one of {', '.join(_ROLES)})",
+                index=i,
+                field="role",
+            )
+        if canon == "tool":
+            msg = _tool(i, m, str(role), legacy_call)
+            if role == "function":
+                legacy_call = None
+        elif canon == "assistant":
+            msg = _assistant(i, m)
+            if "function_call" in m and isinstance(m["function_call"], Mapping):
+                legacy_call = f"function_call_{i}"
+        else:
+            consumed, content, kind = _content(i, m)
+            name = _name(i, m)
+            extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
+            msg = Message(
+                canon,
+                content,
+                name=name,
+                extra=frozen(extra),
+                usage=_usage(extra),
+                hints=hints_for("openai", kind, role if role == "developer" else None),
+            )
+        out.append(msg)
+    return out
+
+
+def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str]:
+    """(consumed?, blocks, spelling) of a message's ``content``."""
+    if "content" not in m:
+        return False, (), "absent"
+    c = m["content"]
+    if type(c) is str:
+        return True, ((TextBlock(c),) if c else ()), "str"
+    if type(c) is list:
+        return True, tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c)), "list"
+    if c is None:
+        return True, (), "null"
+    raise fail(i, "content", "a string, a list of parts or null", c)
+
+
+def _name(i: int, m: Mapping[str, Any]) -> str | None:
+    name = m.get("name")
+    if name is None or type(name) is str:
+        return name
+    raise fail(i, "name", "a string", name)
+
+
+def _extra(m: Mapping[str, Any], known: tuple[str, ...], content_consumed: bool) -> dict[str, Any]:
+    """Copies of the keys of ``m`` not consumed into canonical fields."""
+    if content_consumed:
+        known = (*known, "content")
+    return {k: deep_copy(v) for k, v in m.items() if k not in known}
+
+
+def _usage(extra: dict[str, Any]) -> Mapping[str, Any] | None:
+    usage = extra.get("usage")
+    return MappingProxyType(usage) if type(usage) is dict else None
+
+
+def _part(i: int, path: str, p: Any) -> TextBlock | ImageBlock:
+    """One content part: text, image_url, or an opaque part kept whole."""
+    if type(p) is not dict and not isinstance(p, Mapping):
+        raise fail(i, path, "a content part object", p)
+    t = p.get("type")
+    if t == "text":
+        text = p.get("text")
+        if type(text) is not str:
+            raise fail(i, f"{path}.text", "a string", text)
+        if len(p) == 2:
+            return TextBlock(text)
+        rest = {k: deep_copy(v) for k, v in p.items() if k != "type" and k != "text"}
+        reserved_check(rest, i, path)
+        return TextBlock(text, extra=MappingProxyType(rest))
+    if t == "image_url":
+        url = p.get("image_url")
+        if not isinstance(url, Mapping):
+            raise fail(i, f"{path}.image_url", "an object", url)
+        if type(url.get("url")) is not str:
+            raise fail(i, f"{path}.image_url.url", "a string", url.get("url"))
+        rest = {k: deep_copy(v) for k, v in p.items() if k != "type" and k != "image_url"}
+        reserved_check(rest, i, path)
+        rest[FORMAT] = "openai"
+        return ImageBlock(
+            MappingProxyType(deep_copy(url)),
+            token_cost=openai_image_cost(url),
+            extra=MappingProxyType(rest),
+        )
+    if type(t) is not str:
+        raise fail(i, f"{path}.type", "a string", t)
+    block = deep_copy(p)
+    if t in _MEDIA_PARTS:
+        return opaque_media(block, "openai", media_cost(block))
+    return opaque_text(block, "openai")
+
+
+def _assistant(i: int, m: Mapping[str, Any]) -> Message:
+    consumed: list[str] = ["role"]
+    blocks: list[Block] = []
+    for fld in _THINKING_FIELDS:
+        if fld in m:
+            found = _thinking(i, fld, m[fld])
+            if found:
+                blocks.extend(found)
+                consumed.append(fld)
+    content_consumed, content, kind = _content(i, m)
+    blocks.extend(content)
+    calls = m.get("tool_calls")
+    if calls:  # null and [] stay in extra
+        if type(calls) is not list:
+            raise fail(i, "tool_calls", "a list", calls)
+        blocks.extend(_tool_call(i, j, c) for j, c in enumerate(calls))
+        consumed.append("tool_calls")
+    elif calls is not None and type(calls) is not list:
+        raise fail(i, "tool_calls", "a list", calls)
+    fc = m.get("function_call")
+    if fc is not None:
+        if not isinstance(fc, Mapping):
+            raise fail(i, "function_call", "an object or null", fc)
+        blocks.append(_function_call(i, fc))
+        consumed.append("function_call")
+    name = _name(i, m)
+    if name is not None:
+        consumed.append("name")
+    extra = _extra(m, tuple(consumed), content_consumed)
+    return Message(
+        "assistant",
+        tuple(blocks),
+        name=name,
+        extra=frozen(extra),
+        usage=_usage(extra),
+        hints=hints_for("openai", kind),
+    )
+
+
+def _thinking(i: int, fld: str, value: Any) -> list[ThinkingBlock]:
+    """Thinking blocks for one thinking-ish field; empty when the value carries none (then the
+    field stays in ``extra`` verbatim)."""
+    if fld == "reasoning_content":
+        if value is None or value == "":
+            return []
+        if type(value) is not str:
+            raise fail(i, fld, "a string or null", value)
+        return [ThinkingBlock(value)]
+    if fld == "reasoning":
+        # Other providers use ``reasoning`` for objects too; only a string is thinking text.
+        return (
+            [ThinkingBlock(value, extra=_FIELD_REASONING)] if type(value) is str and value else []
+        )
+    if type(value) is not list or not value:
+        return []
+    out: list[ThinkingBlock] = []
+    for b in value:  # litellm's thinking_blocks: Anthropic blocks; any other shape stays extra
+        if type(b) is not dict:
+            return []
+        t = b.get("type")
+        if t == "thinking" and type(b.get("thinking")) is str:
+            sig = b.get("signature")
+            if sig is not None and type(sig) is not str:
+                return []
+            known: tuple[str, ...] = (
+                ("type", "thinking", "signature") if sig else ("type", "thinking")
+            )
+            block = ThinkingBlock(
+                b["thinking"], signature=sig or None, extra=_thinking_extra(b, known)
+            )
+        elif t == "redacted_thinking" and type(b.get("data")) is str:
+            block = ThinkingBlock(
+                "", redacted=True, data=b["data"], extra=_thinking_extra(b, ("type", "data"))
+            )
+        else:
+            return []
+        out.append(block)
+    return out
+
+
+_FIELD_REASONING: Mapping[str, Any] = MappingProxyType({FIELD: "reasoning"})
+
+
+def _thinking_extra(b: Mapping[str, Any], known: tuple[str, ...]) -> Mapping[str, Any]:
+    rest = {k: deep_copy(v) for k, v in b.items() if k not in known}
+    if any(k.startswith("_cw_") for k in rest):
+        raise FormatError("reserved key in a thinking block", field="thinking_blocks")
+    rest[FIELD] = "thinking_blocks"
+    return MappingProxyType(rest)
+
+
+def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
+    path = f"tool_calls[{j}]"
+    if type(c) is not dict and not isinstance(c, Mapping):
+        raise fail(i, path, "an object", c)
+    cid = c.get("id")
+    if type(cid) is not str:
+        raise fail(i, f"{path}.id", "a string", cid)
+    fn = c.get("function")
+    if type(fn) is not dict and not isinstance(fn, Mapping):
+        raise fail(i, f"{path}.function", "an object", fn)
+    name, arguments = _function(i, f"{path}.function", fn)
+    rest = {k: deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
+    if len(fn) > 2:
+        rest[FUNCTION_EXTRA] = {
+            k: deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
+        }
+    reserved_check({k: v for k, v in rest.items() if k != FUNCTION_EXTRA}, i, path)
+    return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
+
+
+def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
+    name = fn.get("name")
+    if type(name) is not str:
+        raise fail(i, f"{path}.name", "a string", name)
+    arguments = fn.get("arguments")
+    if type(arguments) is not str:
+        raise fail(i, f"{path}.arguments", "a string", arguments)
+    return name, arguments
+
+
+def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
+    name, arguments = _function(i, "function_call", fc)
+    rest: dict[str, Any] = {LEGACY: True}
+    if len(fc) > 2:
+        rest[FUNCTION_EXTRA] = {
+            k: deep_copy(v) for k, v in fc.items() if k != "name" and k != "arguments"
+        }
+    return ToolCallBlock(f"function_call_{i}", name, arguments, extra=MappingProxyType(rest))
+
+
+def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> Message:
+    name = _name(i, m)
+    if role == "function":
+        if name is None:
+            raise fail(i, "name", "a string (a function message names its function)", None)
+        call_id = legacy_call or f"function_{i}"
+        known: tuple[str, ...] = ("role", "name")
+    else:
+        given = m.get("tool_call_id")
+        if type(given) is not str:
+            if "tool_call_id" not in m:
+                raise FormatError("missing", index=i, field="tool_call_id")
+            raise fail(i, "tool_call_id", "a string", given)
+        call_id = given
+        known = ("role", "tool_call_id", "name") if name is not None else ("role", "tool_call_id")
+    kind = "absent"
+    result: str | tuple[TextBlock | ImageBlock, ...] = ""
+    consumed = "content" in m
+    if consumed:
+        c = m["content"]
+        if type(c) is str:
+            result, kind = c, "str"
+        elif type(c) is list:
+            result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c))
+            kind = "list"
+        elif c is None:
+            kind = "null"
+        else:
+            raise fail(i, "content", "a string, a list of parts or null", c)
+    extra = _extra(m, known, consumed)
+    return Message(
+        "tool",
+        (ToolResultBlock(call_id, result),),
+        name=name,
+        extra=frozen(extra),
+        usage=_usage(extra),
+        hints=hints_for("openai", kind, "function" if role == "function" else None),
+    )
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """OpenAI Chat Completions messages for canonical ``messages``.
+
+    Exact inverse of :func:`from_openai` for messages that came from it; messages from
+    Anthropic are converted (see the module notes); messages built in code get the usual
+    spelling (string content when all text, ``type: "function"`` on tool calls). The output
+    shares no mutable value with the messages. Raises :class:`FormatError` for content
+    OpenAI cannot carry (an Anthropic document other than a PDF, an image given as an
+    uploaded file id).
+    """
+    out: list[dict[str, Any]] = []
+    merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
+    for i, msg in enumerate(messages):
+        origin = msg.hints.get("format")
+        d: dict[str, Any]
+        if msg.role == "tool" or (
+            msg.role == "user" and any(type(b) is ToolResultBlock for b in msg.content)
+        ):
+            _emit_tool(out, i, msg, origin)
+        elif msg.role == "assistant":
+            d = _assistant_out(i, msg, origin)
+            if origin == "anthropic" and out and merge_into is out[-1]:
+                _merge_assistant(merge_into, d)  # Anthropic splits a turn; OpenAI must not
+                continue
+            out.append(d)
+            merge_into = d if origin == "anthropic" else None
+            continue
+        else:
+            role = msg.role
+            if origin == "openai":
+                role = msg.hints.get("role", role)
+            d = {"role": role}
+            _set_content(d, i, msg.content, kind=_kind(msg, origin), role=role, origin=origin)
+            _finish(d, msg, origin)
+            out.append(d)
+    return out
+
+
+def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
+    """Fold a converted assistant message into the previous one (text, thinking, calls)."""
+    for key in ("content", "reasoning_content"):
+        a, b = prev.get(key), new.get(key)
+        if b:
+            prev[key] = f"{a}\n{b}" if a else b
+    if new.get("tool_calls"):
+        prev["tool_calls"] = [*prev.get("tool_calls", ()), *new["tool_calls"]]
+
+
+def _finish(d: dict[str, Any], msg: Message, origin: Any) -> None:
+    if msg.name is not None:
+        d["name"] = msg.name
+    if origin != "anthropic" and msg.extra:
+        fill(d, msg.extra)
+
+
+def _plain_text(blocks: Sequence[Block]) -> bool:
+    return all(type(b) is TextBlock and not b.extra for b in blocks)
+
+
+def _set_content(
+    d: dict[str, Any],
+    i: int,
+    blocks: Sequence[Block],
+    *,
+    kind: Any,
+    role: str,
+    origin: Any,
+) -> None:
+    """Write ``content`` for ``blocks``: the recorded spelling ``kind`` when there is one, else
+    a string when every block is text (text only from a converted message), else parts."""
+    if kind == "list":
+        d["content"] = [_part_out(i, j, b, origin) for j, b in enumerate(blocks)]
+        return
+    if not blocks:
+        if kind == "absent":
+            return
+        d["content"] = None if kind == "null" or (kind is None and role == "assistant") else ""
+        return
+    if _plain_text(blocks) or (origin == "anthropic" and all(type(b) is TextBlock for b in blocks)):
+        texts = [b.text for b in blocks if isinstance(b, TextBlock)]
+        d["content"] = texts[0] if len(texts) == 1 else "\n".join(texts)
+        return
+    d["content"] = [_part_out(i, j, b, origin) for j, b in enumerate(blocks)]
+
+
+def _kind(msg: Message, origin: Any) -> Any:
+    """The recorded spelling of ``content``; only honoured for messages from OpenAI."""
+    return msg.hints.get("content") if origin == "openai" else None
+
+
+def _part_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any]:
+    if type(b) is TextBlock:
+        payload = opaque_payload(b)
+        if payload is not None and payload[0] == "openai":
+            return dict(deep_copy(payload[1]))
+        d: dict[str, Any] = {"type": "text", "text": b.text}
+        if origin != "anthropic" and b.extra and payload is None:
+            fill(d, b.extra)
+        return d
+    if type(b) is ImageBlock:
+        return _image_out(i, j, b)
+    raise FormatError(f"a {b.type} block cannot be a content part", index=i, field=f"content[{j}]")
+
+
+def _image_out(i: int, j: int, b: ImageBlock) -> dict[str, Any]:
+    payload = opaque_payload(b)
+    if payload is not None:
+        fmt, original = payload
+        if fmt == "openai":
+            return dict(deep_copy(original))
+        converted = _document_to_file(original)
+        if converted is None:
+            raise FormatError(
+                f"an Anthropic {original.get('type')!r} block has no OpenAI equivalent",
+                index=i,
+                field=f"content[{j}]",
+            )
+        return converted
+    fmt = b.extra.get(FORMAT) or ("anthropic" if "type" in b.source else "openai")
+    if fmt == "openai":
+        return fill({"type": "image_url", "image_url": deep_copy(b.source)}, b.extra)
+    url = openai_image_url_from_anthropic(b.source)
+    if url is None:
+        raise FormatError(
+            f"an image with a {b.source.get('type')!r} source has no OpenAI equivalent",
+            index=i,
+            field=f"content[{j}]",
+        )
+    return {"type": "image_url", "image_url": url}
+
+
+def _document_to_file(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An OpenAI part for an Anthropic document: a ``file`` part for an inline PDF, a text
+    part for a plain-text document; None when OpenAI has no equivalent."""
+    source = block.get("source")
+    if block.get("type") != "document" or not isinstance(source, Mapping):
+        return None
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        return {"type": "text", "text": source["data"]}
+    if source.get("type") == "base64" and isinstance(source.get("data"), str):
+        media = source.get("media_type", "application/pdf")
+        title = block.get("title")
+        return {
+            "type": "file",
+            "file": {
+                "filename": title if isinstance(title, str) else "document.pdf",
+                "file_data": f"data:{media};base64,{source['data']}",
+            },
+        }
+    return None
+
+
+def _assistant_out(i: int, msg: Message, origin: Any) -> dict[str, Any]:
+    thinking: list[ThinkingBlock] = []
+    content: list[Block] = []
+    calls: list[ToolCallBlock] = []
+    for b in msg.content:
+        if type(b) is ThinkingBlock:
+            thinking.append(b)
+        elif type(b) is ToolCallBlock:
+            calls.append(b)
+        elif type(b) is ToolResultBlock:
+            raise FormatError(
+                "an assistant message cannot carry a tool result", index=i, field="content"
+            )
+        else:
+            content.append(b)
+    d: dict[str, Any] = {"role": "assistant"}
+    _set_content(d, i, content, kind=_kind(msg, origin), role="assistant", origin=origin)
+    if thinking:
+        _thinking_out(d, thinking, origin)
+    legacy = [c for c in calls if c.extra.get(LEGACY)] if origin != "anthropic" else []
+    if legacy:
+        if len(legacy) > 1:
+            raise FormatError("more than one legacy function_call", index=i, field="function_call")
+        calls = [c for c in calls if not c.extra.get(LEGACY)]
+    if calls:
+        d["tool_calls"] = [_call_out(c, origin) for c in calls]
+    if legacy:
+        fc = {"name": legacy[0].name, "arguments": legacy[0].arguments}
+        d["function_call"] = fill(fc, legacy[0].extra.get(FUNCTION_EXTRA) or EMPTY)
+    _finish(d, msg, origin)
+    return d
+
+
+def _thinking_out(d: dict[str, Any], blocks: list[ThinkingBlock], origin: Any) -> None:
+    if origin == "anthropic":
+        texts = [b.thinking for b in blocks if not b.redacted]
+        if texts:
+            d["reasoning_content"] = "\n".join(texts)
+        return
+    by_field: dict[str, list[ThinkingBlock]] = {}
+    for b in blocks:
+        by_field.setdefault(str(b.extra.get(FIELD, "reasoning_content")), []).append(b)
+    for fld, group in by_field.items():
+        if fld == "thinking_blocks":
+            d[fld] = [_thinking_block_out(b) for b in group]
+        else:
+            texts = [b.thinking for b in group if not b.redacted]
+            if texts:
+                d[fld] = texts[0] if len(texts) == 1 else "\n".join(texts)
+
+
+def _thinking_block_out(b: ThinkingBlock) -> dict[str, Any]:
+    if b.redacted:
+        return fill({"type": "redacted_thinking", "data": b.data or ""}, b.extra)
+    d: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
+    if b.signature is not None:
+        d["signature"] = b.signature
+    return fill(d, b.extra)
+
+
+def _call_out(c: ToolCallBlock, origin: Any) -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": c.name, "arguments": c.arguments}
+    if origin == "openai":
+        if c.extra:
+            extra_fn = c.extra.get(FUNCTION_EXTRA)
+            if extra_fn:
+                fill(fn, extra_fn)
+            return fill({"id": c.id, "function": fn}, c.extra)
+        return {"id": c.id, "function": fn}
+    d = {"id": c.id, "type": "function", "function": fn}
+    if origin is None and c.extra:
+        fill(d, c.extra)
+    return d
+
+
+def _emit_tool(out: list[dict[str, Any]], i: int, msg: Message, origin: Any) -> None:
+    """One ``tool`` message per result; other blocks (and images OpenAI cannot put in a tool
+    message, for converted messages) follow in one ``user`` message."""
+    rest: list[Block] = []
+    first = True
+    for b in msg.content:
+        if type(b) is not ToolResultBlock:
+            rest.append(b)
+            continue
+        if origin == "openai" and msg.hints.get("role") == "function":
+            d: dict[str, Any] = {"role": "function"}
+        else:
+            d = {"role": "tool", "tool_call_id": b.tool_call_id}
+        content = b.content
+        if isinstance(content, str):
+            kind = _kind(msg, origin)
+            if content or kind not in ("null", "absent"):
+                d["content"] = content
+            elif kind == "null":
+                d["content"] = None
+        elif origin == "openai":
+            d["content"] = [_part_out(i, j, x, origin) for j, x in enumerate(content)]
+        else:  # OpenAI tool messages carry text only: images move to the user message after
+            d["content"] = "\n".join(x.text for x in content if type(x) is TextBlock)
+            rest.extend(x for x in content if type(x) is not TextBlock)
+        if first:
+            _finish(d, msg, origin)
+            first = False
+        elif msg.name is not None:
+            d["name"] = msg.name
+        out.append(d)
+    if rest:
+        d = {"role": "user"}
+        _set_content(d, i, rest, kind=None, role="user", origin=origin)
+        out.append(d)

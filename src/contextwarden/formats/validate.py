@@ -1,0 +1,448 @@
+"""Is this request valid? Checks for provider message lists and for canonical messages.
+
+Each function returns human-readable problems, one string each, naming the message index;
+an empty list means valid. They never raise on bad input (that is the point) and run in one
+pass, linear in the number of messages and blocks.
+
+* :func:`validate_openai`: the rules the Chat Completions API enforces on ``messages``.
+* :func:`validate_anthropic`: the rules the Messages API enforces on ``system`` + ``messages``.
+* :func:`check_messages`: the provider-neutral part, on canonical messages: every tool call
+  answered before the next non-tool message, every result answering an earlier call, ids
+  unique, no empty message. Layers and the replay run it on their outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._common import tname
+
+__all__ = ["check_messages", "validate_anthropic", "validate_openai"]
+
+_OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+# -- canonical -------------------------------------------------------------------------------------
+def check_messages(messages: Sequence[Message], *, allow_pending: bool = False) -> list[str]:
+    """Problems of a canonical conversation (empty list when there are none).
+
+    * every tool call is answered by a result in the ``tool`` messages that directly follow
+      its assistant message (before the next user, assistant or system message);
+    * every tool result answers a call of the last assistant message, once;
+    * tool call ids are unique;
+    * no message is empty (no blocks, or only empty text), except a final assistant message
+      (a prefill) that is simply empty.
+
+    ``allow_pending=True`` accepts unanswered calls at the very end (a history cut before the
+    tools ran).
+    """
+    problems: list[str] = []
+    pending: dict[str, tuple[int, str]] = {}  # call id -> (assistant index, tool name)
+    seen_calls: dict[str, int] = {}
+    answered: set[str] = set()
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        role = m.role
+        if role != "tool" and pending:
+            _unanswered(problems, pending, i)
+        if not _has_content(m) and not (i == last and role == "assistant"):
+            problems.append(f"message {i} ({role}): empty content")
+        for b in m.content:
+            if type(b) is ToolCallBlock:
+                if role != "assistant":
+                    problems.append(
+                        f"message {i} ({role}): tool call {b.id!r} outside an assistant message"
+                    )
+                if b.id in seen_calls:
+                    problems.append(
+                        f"message {i}: tool call id {b.id!r} already used by message {seen_calls[b.id]}"
+                    )
+                else:
+                    seen_calls[b.id] = i
+                    pending[b.id] = (i, b.name)
+            elif type(b) is ToolResultBlock:
+                cid = b.tool_call_id
+                if role == "assistant":
+                    problems.append(
+                        f"message {i} (assistant): tool result {cid!r} in an assistant message"
+                    )
+                if cid in pending:
+                    del pending[cid]
+                    answered.add(cid)
+                elif cid in answered:
+                    problems.append(f"message {i}: tool call {cid!r} is answered twice")
+                elif cid in seen_calls:
+                    problems.append(
+                        f"message {i}: tool result {cid!r} answers a call of message "
+                        f"{seen_calls[cid]} after other messages came between"
+                    )
+                else:
+                    problems.append(f"message {i}: tool result {cid!r} has no tool call before it")
+    if pending and not allow_pending:
+        _unanswered(problems, pending, None)
+    return problems
+
+
+def _has_content(m: Message) -> bool:
+    for b in m.content:
+        if type(b) is TextBlock:
+            if b.text:
+                return True
+        elif type(b) is ThinkingBlock:
+            if b.thinking or b.data:
+                return True
+        else:
+            return True
+    return False
+
+
+def _unanswered(problems: list[str], pending: dict[str, tuple[int, str]], at: int | None) -> None:
+    where = f"before message {at}" if at is not None else "by the end"
+    for cid, (i, name) in pending.items():
+        problems.append(f"message {i}: tool call {cid!r} ({name}) is not answered {where}")
+    pending.clear()
+
+
+# -- OpenAI ----------------------------------------------------------------------------------------
+def validate_openai(
+    messages: Sequence[Any], *, tools: Sequence[Mapping[str, Any]] | None = None
+) -> list[str]:
+    """Problems of an OpenAI Chat Completions ``messages`` list (empty list = valid).
+
+    Checks roles; content types; that user, system and tool messages are not empty and an
+    assistant message has content or calls; tool call shapes; that every assistant
+    ``tool_calls`` message is followed by one ``tool`` message per call id before any other
+    message, and every ``tool`` message answers such a call; ids unique; a legacy
+    ``function`` message follows a ``function_call``. With ``tools`` (the request's tool or
+    function definitions), that every called name is defined.
+    """
+    if not isinstance(messages, list | tuple):
+        return [f"messages: expected a list, got {tname(messages)}"]
+    problems: list[str] = []
+    if not messages:
+        problems.append("messages: the list is empty")
+    names = _tool_names(tools)
+    pending: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    legacy_pending: int | None = None
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            problems.append(f"message {i}: expected an object, got {tname(m)}")
+            continue
+        role = m.get("role")
+        if role not in _OPENAI_ROLES:
+            problems.append(f"message {i}: unknown role {role!r}")
+            continue
+        if role != "tool" and pending:
+            for cid, at in pending.items():
+                problems.append(
+                    f"message {at}: tool call {cid!r} has no tool message before message {i}"
+                )
+            pending.clear()
+        if role != "function":
+            legacy_pending = None  # an assistant function_call below sets it again
+        content = m.get("content")
+        if role == "assistant":
+            calls = m.get("tool_calls")
+            fc = m.get("function_call")
+            if not _openai_has_content(content) and not calls and not fc and not m.get("refusal"):
+                problems.append(f"message {i} (assistant): no content and no tool calls")
+            _check_openai_content(problems, i, role, content, allow_null=True)
+            if calls is not None and not isinstance(calls, list):
+                problems.append(f"message {i}: 'tool_calls' must be a list, got {tname(calls)}")
+            elif calls:
+                for j, c in enumerate(calls):
+                    call_id = _check_openai_call(problems, i, j, c, names)
+                    if call_id is None:
+                        continue
+                    if call_id in seen:
+                        problems.append(
+                            f"message {i}: tool call id {call_id!r} already used by message "
+                            f"{seen[call_id]}"
+                        )
+                    seen[call_id] = i
+                    pending[call_id] = i
+            if fc is not None:
+                if not isinstance(fc, Mapping) or not isinstance(fc.get("name"), str):
+                    problems.append(f"message {i}: 'function_call' needs a string 'name'")
+                else:
+                    legacy_pending = i
+                    if not isinstance(fc.get("arguments"), str):
+                        problems.append(f"message {i}: 'function_call.arguments' must be a string")
+                    if names is not None and fc["name"] not in names:
+                        problems.append(
+                            f"message {i}: calls {fc['name']!r}, which is not among the tools"
+                        )
+        elif role == "tool":
+            answer = m.get("tool_call_id")
+            if not isinstance(answer, str):
+                problems.append(
+                    f"message {i} (tool): 'tool_call_id' must be a string, got {tname(answer)}"
+                )
+            elif answer in pending:
+                del pending[answer]
+            elif answer in seen:
+                problems.append(
+                    f"message {i} (tool): {answer!r} does not answer a call of the assistant "
+                    f"message right before it (answered twice, or messages came between)"
+                )
+            else:
+                problems.append(f"message {i} (tool): {answer!r} answers no tool call")
+            _check_openai_content(problems, i, role, content, allow_null=False)
+        elif role == "function":
+            if not isinstance(m.get("name"), str):
+                problems.append(f"message {i} (function): 'name' must be a string")
+            if legacy_pending is None:
+                problems.append(f"message {i} (function): no function_call before it")
+            legacy_pending = None
+        else:
+            _check_openai_content(problems, i, role, content, allow_null=False)
+        name = m.get("name")
+        if name is not None and not isinstance(name, str):
+            problems.append(f"message {i}: 'name' must be a string, got {tname(name)}")
+    for cid, at in pending.items():
+        problems.append(f"message {at}: tool call {cid!r} has no tool message after it")
+    return problems
+
+
+def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> set[str] | None:
+    if tools is None:
+        return None
+    names: set[str] = set()
+    for t in tools:
+        if not isinstance(t, Mapping):
+            continue
+        fn = t.get("function")
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            names.add(fn["name"])
+        elif isinstance(t.get("name"), str):  # legacy ``functions`` and Anthropic tool shapes
+            names.add(t["name"])
+    return names
+
+
+def _openai_has_content(content: Any) -> bool:
+    if isinstance(content, str):
+        return bool(content)
+    if isinstance(content, list):
+        return bool(content)
+    return False
+
+
+def _check_openai_content(
+    problems: list[str], i: int, role: str, content: Any, *, allow_null: bool
+) -> None:
+    if content is None:
+        if not allow_null:
+            problems.append(f"message {i} ({role}): content is missing or null")
+        return
+    if isinstance(content, str):
+        if not content and not allow_null:
+            problems.append(f"message {i} ({role}): empty content")
+        return
+    if not isinstance(content, list):
+        problems.append(
+            f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
+        )
+        return
+    if not content and not allow_null:
+        problems.append(f"message {i} ({role}): empty content list")
+    for j, p in enumerate(content):
+        if not isinstance(p, Mapping) or not isinstance(p.get("type"), str):
+            problems.append(f"message {i}: content[{j}] must be an object with a string 'type'")
+        elif p["type"] == "text" and not isinstance(p.get("text"), str):
+            problems.append(f"message {i}: content[{j}].text must be a string")
+        elif p["type"] == "image_url" and role not in ("user",):
+            problems.append(
+                f"message {i} ({role}): content[{j}] is an image; only user messages take images"
+            )
+
+
+def _check_openai_call(
+    problems: list[str], i: int, j: int, c: Any, names: set[str] | None
+) -> str | None:
+    path = f"message {i}: tool_calls[{j}]"
+    if not isinstance(c, Mapping):
+        problems.append(f"{path} must be an object, got {tname(c)}")
+        return None
+    cid = c.get("id")
+    if not isinstance(cid, str) or not cid:
+        problems.append(f"{path}.id must be a non-empty string")
+        cid = None
+    if c.get("type", "function") != "function":
+        problems.append(f"{path}.type must be 'function', got {c.get('type')!r}")
+    fn = c.get("function")
+    if not isinstance(fn, Mapping):
+        problems.append(f"{path}.function must be an object")
+        return cid
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(f"{path}.function.name must be a non-empty string")
+    elif names is not None and name not in names:
+        problems.append(f"{path} calls {name!r}, which is not among the tools")
+    if not isinstance(fn.get("arguments"), str):
+        problems.append(
+            f"{path}.function.arguments must be a string, got {tname(fn.get('arguments'))}"
+        )
+    return cid
+
+
+# -- Anthropic -------------------------------------------------------------------------------------
+def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
+    """Problems of an Anthropic Messages request (empty list = valid).
+
+    Checks the system prompt (a string or a list of text blocks); that messages are user /
+    assistant, start with the user and alternate; that no content is empty (the final
+    assistant message, a prefill, may be); block shapes; that ``tool_result`` blocks sit only
+    in user messages, come first there, and answer a ``tool_use`` of the assistant message
+    right before; that every ``tool_use`` is answered in the next user message; that tool
+    ids are unique and well-formed; that thinking blocks keep their signature (and redacted
+    ones their data) and appear only in assistant messages.
+    """
+    problems: list[str] = []
+    if system is not None and not isinstance(system, str):
+        if not isinstance(system, list):
+            problems.append(
+                f"system: expected a string or a list of text blocks, got {tname(system)}"
+            )
+        else:
+            for j, b in enumerate(system):
+                if (
+                    not isinstance(b, Mapping)
+                    or b.get("type") != "text"
+                    or not isinstance(b.get("text"), str)
+                ):
+                    problems.append(f"system[{j}]: expected a text block")
+                elif not b["text"]:
+                    problems.append(f"system[{j}]: empty text")
+    if not isinstance(messages, list | tuple):
+        return [*problems, f"messages: expected a list, got {tname(messages)}"]
+    if not messages:
+        problems.append("messages: the list is empty")
+    pending: dict[str, int] = {}  # tool_use id -> assistant index, for the next user message
+    seen: dict[str, int] = {}
+    prev_role: Any = None
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            problems.append(f"message {i}: expected an object, got {tname(m)}")
+            continue
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            problems.append(f"message {i}: role must be 'user' or 'assistant', got {role!r}")
+            continue
+        if i == 0 and role != "user":
+            problems.append("message 0: the first message must have role 'user'")
+        if role == prev_role:
+            problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
+        if role == "assistant" and pending:
+            _anthropic_unanswered(problems, pending, i)
+        content = m.get("content")
+        prefill = role == "assistant" and i == last
+        if isinstance(content, str):
+            if not content and not prefill:
+                problems.append(f"message {i} ({role}): empty content")
+            if role == "user" and pending:
+                _anthropic_unanswered(problems, pending, i)
+        elif isinstance(content, list):
+            if not content and not prefill:
+                problems.append(f"message {i} ({role}): empty content")
+            _check_blocks(problems, i, role, content, pending, seen)
+        else:
+            problems.append(
+                f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
+            )
+        prev_role = role
+    for cid, at in pending.items():
+        problems.append(
+            f"message {at}: tool_use {cid!r} is not answered by a following user message"
+        )
+    return problems
+
+
+def _anthropic_unanswered(problems: list[str], pending: dict[str, int], at: int) -> None:
+    for cid, a in pending.items():
+        problems.append(f"message {a}: tool_use {cid!r} is not answered in message {at}")
+    pending.clear()
+
+
+def _check_blocks(
+    problems: list[str],
+    i: int,
+    role: str,
+    content: list[Any],
+    pending: dict[str, int],
+    seen: dict[str, int],
+) -> None:
+    answering = dict(pending) if role == "user" else {}
+    if role == "user":
+        pending.clear()
+    after_other = False
+    for j, b in enumerate(content):
+        where = f"message {i}: content[{j}]"
+        if not isinstance(b, Mapping) or not isinstance(b.get("type"), str):
+            problems.append(f"{where} must be an object with a string 'type'")
+            continue
+        t = b["type"]
+        if t == "text":
+            if not isinstance(b.get("text"), str):
+                problems.append(f"{where}.text must be a string")
+            elif not b["text"]:
+                problems.append(f"{where}: empty text block")
+        elif t == "tool_use":
+            cid = b.get("id")
+            if role != "assistant":
+                problems.append(f"{where}: tool_use outside an assistant message")
+            if not isinstance(cid, str) or not _ANTHROPIC_ID.fullmatch(cid):
+                problems.append(f"{where}.id must match [a-zA-Z0-9_-]+, got {cid!r}")
+            elif cid in seen:
+                problems.append(f"{where}: tool_use id {cid!r} already used by message {seen[cid]}")
+            else:
+                seen[cid] = i
+                if role == "assistant":
+                    pending[cid] = i
+            if not isinstance(b.get("name"), str) or not b.get("name"):
+                problems.append(f"{where}.name must be a non-empty string")
+            if not isinstance(b.get("input"), Mapping):
+                problems.append(f"{where}.input must be an object, got {tname(b.get('input'))}")
+        elif t == "tool_result":
+            cid = b.get("tool_use_id")
+            if role != "user":
+                problems.append(f"{where}: tool_result outside a user message")
+            elif after_other:
+                problems.append(
+                    f"{where}: tool_result after other content (tool results come first)"
+                )
+            if cid in answering:
+                del answering[cid]
+            else:
+                problems.append(
+                    f"{where}: tool_result {cid!r} answers no tool_use of the previous assistant message"
+                )
+            inner = b.get("content")
+            if inner is not None and not isinstance(inner, str | list):
+                problems.append(f"{where}.content must be a string or a list, got {tname(inner)}")
+            if "is_error" in b and not isinstance(b["is_error"], bool):
+                problems.append(f"{where}.is_error must be a bool")
+        elif t == "thinking":
+            if role != "assistant":
+                problems.append(f"{where}: thinking outside an assistant message")
+            if not isinstance(b.get("signature"), str) or not b.get("signature"):
+                problems.append(f"{where}: thinking block without its signature")
+            if not isinstance(b.get("thinking"), str):
+                problems.append(f"{where}.thinking must be a string")
+        elif t == "redacted_thinking":
+            if role != "assistant":
+                problems.append(f"{where}: redacted_thinking outside an assistant message")
+            if not isinstance(b.get("data"), str) or not b.get("data"):
+                problems.append(f"{where}: redacted_thinking without its data")
+        elif t == "image":
+            if not isinstance(b.get("source"), Mapping):
+                problems.append(f"{where}.source must be an object")
+        if t != "tool_result":
+            after_other = True
+    for cid, a in answering.items():
+        problems.append(f"message {a}: tool_use {cid!r} is not answered in message {i}")
