@@ -1,0 +1,45 @@
+"""Summarizers: turn a span of agent history into seed 002's four-part summary.
+
+- :class:`ExtractiveSummarizer`: the embedded default, no LLM, deterministic.
+- :class:`LLMSummarizer`: any OpenAI-compatible endpoint or the Anthropic Messages API.
+- :class:`Summarizer`: the protocol both follow (``summarize`` / ``asummarize``), with
+  :class:`SummaryRequest` as input.
+- :func:`check_summary`: why a summary is unfit to replace what it summarises (empty list: fit);
+  :func:`summary_cache_key`: the key a summary is cached under.
+- :func:`extract_facts` / :class:`Facts`: what a history says (task, commands, files, errors,
+  plan, pins, findings), without an LLM.
+"""
+
+from __future__ import annotations
+
+from ._sections import SummarySections, parse_summary
+from .base import (
+    Summarizer,
+    SummaryRequest,
+    check_summary,
+    effective_cap,
+    request_facts,
+    summary_cache_key,
+)
+from .extractive import ExtractiveSummarizer
+from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
+from .llm import LLMSummarizer
+
+__all__ = [
+    "CommandRun",
+    "ErrorSeen",
+    "ExtractiveSummarizer",
+    "Facts",
+    "FileTouch",
+    "LLMSummarizer",
+    "Summarizer",
+    "SummaryRequest",
+    "SummarySections",
+    "TodoItem",
+    "check_summary",
+    "effective_cap",
+    "extract_facts",
+    "parse_summary",
+    "request_facts",
+    "summary_cache_key",
+]

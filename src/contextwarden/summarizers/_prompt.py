@@ -1,0 +1,149 @@
+"""The LLM summarizer's prompt text and the rendering of a history into its input.
+
+Pure functions: a span of messages becomes a compact transcript (thinking left out, tool
+outputs and call arguments clipped to head + tail), and the transcript, the previous summary,
+the task, pins and focus become the user turn of a summarisation call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+
+__all__ = [
+    "PROMPT_VERSION",
+    "SYSTEM_PROMPT",
+    "clip_middle",
+    "merge_prompt",
+    "render_message",
+    "render_transcript",
+    "summary_prompt",
+]
+
+#: Bumped whenever the prompt text changes, so cached summaries of the old prompt are not reused.
+PROMPT_VERSION = "1"
+
+SYSTEM_PROMPT = """\
+You condense the working history of an autonomous agent so that it can carry on with its task \
+from a fresh, short context. Write a summary that lets the agent continue without redoing work \
+and without losing anything it still needs.
+
+Answer with exactly these four sections, in this order, each inside its tag, and nothing else:
+
+<completed>
+What has been done, one item a line: commands run and how they ended, edits made, answers found.
+</completed>
+<remaining>
+The original task in a sentence or two, then what is still to do, most urgent first.
+</remaining>
+<current_state>
+Every file created, modified or deleted, with its path written exactly as in the history; the \
+most recent error that is still unresolved, its error line quoted verbatim; test status, key \
+values, environment facts.
+</current_state>
+<notes>
+Pitfalls already met and how to avoid them, constraints, decisions and why; any pinned text, \
+copied verbatim.
+</notes>
+
+Rules: be dense and specific. Prefer exact names, paths, commands and error messages to \
+descriptions. Drop the detail of finished steps that no longer matter. Never invent facts. \
+Keep the whole answer under {max_chars} characters."""
+
+_MERGE_INSTRUCTIONS = """\
+The parts below summarise consecutive stretches of one agent history, oldest first. Merge them \
+into a single summary in the same four-section format. When parts disagree, the later part \
+holds. Keep every modified file path, the latest unresolved error and all pinned text."""
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: the head (60%) and the tail (40%) with a
+    marker saying how much was left out between them. Errors and results tend to sit at the
+    end of an output, headers at its start: both survive."""
+    if len(text) <= limit:
+        return text
+    head = max(limit * 3 // 5, 1)
+    tail = max(limit - head, 0)
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:]}"
+
+
+def render_message(message: Message, call_names: dict[str, str], clip_chars: int) -> str:
+    """One message as transcript text. ``call_names`` maps tool-call ids to tool names (filled
+    as assistant messages are rendered); tool results and call arguments are clipped to
+    ``clip_chars``; thinking is left out (it is the costliest and least reusable part)."""
+    lines: list[str] = []
+    if message.role == "tool":
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                name = call_names.get(block.tool_call_id, "tool")
+                flag = ", error" if block.is_error else ""
+                lines.append(f"[result of {name}{flag}]")
+                lines.append(clip_middle(block.text, clip_chars))
+            elif isinstance(block, TextBlock) and block.text.strip():
+                lines.append(f"[user]\n{block.text}")
+        return "\n".join(lines)
+    lines.append(f"[{message.role}]")
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.append(clip_middle(block.text, max(clip_chars * 2, 200))
+                         if message.role != "user" else block.text)
+        elif isinstance(block, ToolCallBlock):
+            call_names[block.id] = block.name
+            lines.append(f"[call {block.name}] {clip_middle(block.arguments, clip_chars)}")
+        elif isinstance(block, ImageBlock):
+            lines.append("[image]")
+    return "\n".join(lines)
+
+
+def render_transcript(messages: Sequence[Message], clip_chars: int) -> list[str]:
+    """Each message rendered by :func:`render_message`, in order."""
+    names: dict[str, str] = {}
+    return [render_message(m, names, clip_chars) for m in messages]
+
+
+def _tagged(tag: str, body: str | None) -> str:
+    return f"<{tag}>\n{body.strip()}\n</{tag}>\n\n" if body and body.strip() else ""
+
+
+def summary_prompt(
+    transcript: str,
+    *,
+    task: str | None,
+    previous_summary: str | None,
+    pinned: Sequence[str],
+    focus: str | None,
+) -> str:
+    """The user turn asking for a summary of ``transcript``."""
+    parts = [
+        _tagged("task", task),
+        _tagged("pinned", "\n".join(pinned) if pinned else None),
+    ]
+    if previous_summary and previous_summary.strip():
+        parts.append(
+            "An earlier stretch of this history was already summarised. Update that summary "
+            "with the new history: keep what still holds, drop what is obsolete.\n\n"
+        )
+        parts.append(_tagged("previous_summary", previous_summary))
+    if focus and focus.strip():
+        parts.append("Give priority to everything about this focus:\n\n" + _tagged("focus", focus))
+    parts.append(_tagged("history", transcript))
+    parts.append("Write the four-section summary now.")
+    return "".join(parts)
+
+
+def merge_prompt(
+    parts: Sequence[str], *, task: str | None, pinned: Sequence[str], focus: str | None
+) -> str:
+    """The user turn asking to merge partial summaries (the reduce step)."""
+    body = "".join(f'<part n="{i}">\n{p.strip()}\n</part>\n' for i, p in enumerate(parts, 1))
+    out = [
+        _tagged("task", task),
+        _tagged("pinned", "\n".join(pinned) if pinned else None),
+        _tagged("focus", focus) if focus else "",
+        _MERGE_INSTRUCTIONS + "\n\n",
+        body,
+        "\nWrite the merged four-section summary now.",
+    ]
+    return "".join(out)

@@ -1,0 +1,204 @@
+"""The four-part summary of seed 002 as a value, and a renderer that fits it under a length cap.
+
+A summary is four XML-tagged sections, always in this order::
+
+    <completed>      what was done (one item a line)
+    <remaining>      what is left: the original task, open todo items
+    <current_state>  files changed, the last unresolved error, environment facts
+    <notes>          pinned content, pitfalls met, findings
+
+:func:`parse_summary` reads one (an LLM's reply, or an earlier summary); :func:`fit` renders a
+list of prioritised :class:`Entry` values into the four sections, adding the most important
+entries first until the character cap is reached. Both are pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .._exceptions import SummarizerError
+
+__all__ = [
+    "SECTIONS",
+    "Entry",
+    "SummarySections",
+    "clip",
+    "fit",
+    "looks_like_summary",
+    "parse_summary",
+]
+
+#: The tags, in the order they are written.
+SECTIONS: tuple[str, ...] = ("completed", "remaining", "current_state", "notes")
+
+_SECTION_RE = {
+    name: re.compile(rf"<{name}>\s*(.*?)\s*</{name}>", re.DOTALL | re.IGNORECASE)
+    for name in SECTIONS
+}
+
+
+@dataclass(frozen=True)
+class SummarySections:
+    """The four sections' bodies (plain text, without tags)."""
+
+    completed: str = ""
+    remaining: str = ""
+    current_state: str = ""
+    notes: str = ""
+
+    def get(self, name: str) -> str:
+        return str(getattr(self, name))
+
+    def is_empty(self) -> bool:
+        return not any(self.get(n).strip() for n in SECTIONS)
+
+    def render(self) -> str:
+        """The sections as tagged text, each body on its own lines."""
+        parts = []
+        for name in SECTIONS:
+            body = self.get(name).strip("\n")
+            parts.append(f"<{name}>\n{body}\n</{name}>" if body else f"<{name}>\n</{name}>")
+        return "\n".join(parts)
+
+
+def looks_like_summary(text: str) -> bool:
+    """Whether ``text`` holds a four-part summary (at least the first and last tags)."""
+    lowered = text.lower()
+    return "<completed>" in lowered and "</notes>" in lowered
+
+
+def parse_summary(text: str, *, strict: bool = True) -> SummarySections:
+    """Read the four tagged sections from ``text`` (text outside the tags is ignored).
+
+    With ``strict`` (the default), raise :class:`SummarizerError` naming the missing tags when
+    any of the four is absent, or when all four are empty. Without it, missing sections are
+    empty and nothing is raised.
+    """
+    bodies: dict[str, str] = {}
+    missing: list[str] = []
+    for name in SECTIONS:
+        m = _SECTION_RE[name].search(text)
+        if m is None:
+            missing.append(f"<{name}>")
+            bodies[name] = ""
+        else:
+            bodies[name] = m.group(1).strip()
+    sections = SummarySections(**bodies)
+    if strict:
+        if missing:
+            excerpt = " ".join(text.split())[:120]
+            raise SummarizerError(
+                f"summary is missing {', '.join(missing)} (expected the four tagged sections "
+                f"completed/remaining/current_state/notes); got {excerpt!r}"
+            )
+        if sections.is_empty():
+            raise SummarizerError("summary has the four tags but every section is empty")
+    return sections
+
+
+def clip(text: str, limit: int, marker: str = " [...]") -> str:
+    """``text`` cut to at most ``limit`` characters, ending with ``marker`` when cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= len(marker):
+        return text[: max(limit, 0)]
+    return text[: limit - len(marker)].rstrip() + marker
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line (or block) of a summary.
+
+    ``section``: which of the four sections it goes to. ``group``: a heading the entry is listed
+    under (entries of one group are written together under ``group:``); ``None`` writes the
+    text on its own. ``tier``: importance, 0 first; entries are admitted tier by tier, and within
+    a tier by descending ``recency`` (larger = more recent). ``order``: where it is written
+    inside its section (groups keep the order of their first entry). ``bullet``: prefix with
+    ``"- "``. ``min_chars``: when the full text does not fit, it may be clipped down to this many
+    characters (0: all or nothing).
+    """
+
+    section: str
+    text: str
+    tier: int
+    order: tuple[int, ...]
+    group: str | None = None
+    recency: int = 0
+    bullet: bool = True
+    min_chars: int = 0
+
+
+def _line(entry: Entry, text: str) -> str:
+    return f"- {text}\n" if entry.bullet else f"{text}\n"
+
+
+def _group_cost(group: str | None) -> int:
+    return len(group) + 2 if group else 0  # "group:\n"
+
+
+def fit(entries: Iterable[Entry], cap: int) -> str:
+    """Render ``entries`` into the four sections, admitting the most important first, so the
+    result has at most ``cap`` characters.
+
+    Admission is greedy and deterministic: entries sorted by (tier, -recency, order); each is
+    added if it fits, clipped to what is left when it allows clipping (``min_chars``), or skipped
+    (a smaller entry after it may still fit). The empty scaffold of four tag pairs always
+    counts; when ``cap`` is smaller than the scaffold, the scaffold alone is returned.
+    """
+    items = list(entries)
+    for e in items:
+        if e.section not in SECTIONS:
+            raise ValueError(f"unknown section {e.section!r}; expected one of {SECTIONS}")
+    used = sum(len(f"<{n}>\n</{n}>\n") for n in SECTIONS) - 1  # no newline after the last
+    admitted: dict[int, str] = {}
+    open_groups: set[tuple[str, str]] = set()
+    ranked = sorted(range(len(items)), key=lambda i: (items[i].tier, -items[i].recency,
+                                                      items[i].order, i))
+    for i in ranked:
+        e = items[i]
+        key = (e.section, e.group) if e.group else None
+        overhead = _group_cost(e.group) if key and key not in open_groups else 0
+        cost = overhead + len(_line(e, e.text))
+        text = e.text
+        if used + cost > cap:
+            room = cap - used - overhead - len(_line(e, ""))
+            if e.min_chars and room >= e.min_chars:
+                text = clip(e.text, room)
+                cost = overhead + len(_line(e, text))
+            else:
+                continue
+        used += cost
+        admitted[i] = text
+        if key:
+            open_groups.add(key)
+    return _render(items, admitted)
+
+
+def _render(items: Sequence[Entry], admitted: dict[int, str]) -> str:
+    bodies: dict[str, list[str]] = {n: [] for n in SECTIONS}
+    for name in SECTIONS:
+        chosen = sorted(
+            (i for i in admitted if items[i].section == name), key=lambda i: (items[i].order, i)
+        )
+        # Entries of one group are written together, at the place of the group's first entry.
+        first_of_group: dict[str, tuple[int, ...]] = {}
+        for i in chosen:
+            g = items[i].group
+            if g and g not in first_of_group:
+                first_of_group[g] = items[i].order
+        chosen.sort(key=lambda i: (first_of_group.get(items[i].group or "", items[i].order),
+                                   items[i].group or "", items[i].order, i))
+        current: str | None = None
+        for i in chosen:
+            e = items[i]
+            if e.group != current:
+                current = e.group
+                if e.group:
+                    bodies[name].append(f"{e.group}:\n")
+            bodies[name].append(_line(e, admitted[i]))
+    out = []
+    for name in SECTIONS:
+        out.append(f"<{name}>\n{''.join(bodies[name])}</{name}>")
+    return "\n".join(out)

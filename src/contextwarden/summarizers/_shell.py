@@ -1,0 +1,409 @@
+"""What a shell command does to files, read from its text alone (no execution, no I/O).
+
+Agents edit files through bash as often as through editor tools: ``sed -i``, ``cat > f << EOF``,
+``tee``, ``cp``/``mv``, ``patch < x.patch``, ``git checkout -- f`` and Python one-off scripts
+that ``open(path, "w")``. :func:`analyze_command` turns one command string into a
+:class:`ShellEffects` value listing the paths it reads, writes, deletes and reverts, whether it
+is read-only (a search or a listing), and the heredoc bodies it carries (so a script written
+now and run later can be scanned when it runs).
+
+The analysis over-approximates on purpose: listing a file as modified that was not costs a few
+characters in a summary; missing one loses a must-keep fact.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
+
+#: Programs whose only effect is to print (a failing exit of 1 from these means "no match").
+READ_ONLY_PROGRAMS = frozenset(
+    {
+        "cat", "head", "tail", "less", "more", "nl", "bat", "grep", "egrep", "fgrep", "rg", "ag",
+        "ack", "find", "fd", "ls", "ll", "tree", "wc", "pwd", "echo", "printf", "which", "whereis",
+        "type", "file", "stat", "diff", "cmp", "sort", "uniq", "cut", "tr", "awk", "du", "df",
+        "env", "printenv", "date", "whoami", "uname", "id", "true", "false", "test", "[", "xargs",
+        "realpath", "dirname", "basename", "readlink", "column", "jq", "od", "hexdump", "strings",
+        "sed", "cd", "git", "man", "help", "history", "locate",
+    }
+)
+#: ``git`` subcommands that change nothing.
+_GIT_READ_ONLY = frozenset(
+    {"status", "diff", "log", "show", "grep", "blame", "branch", "ls-files", "rev-parse",
+     "describe", "remote", "config", "shortlog", "reflog", "tag"}
+)
+#: Programs that print a file's content when given it as an argument.
+_READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "view"})
+#: Wrappers that run the next word as the program.
+_WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdbuf"})
+
+_HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
+_OPEN_WRITE_RE = re.compile(
+    r"""open\(\s*(?:(?P<q>['"])(?P<lit>[^'"\n]+)(?P=q)|(?P<var>[A-Za-z_]\w*))\s*,\s*"""
+    r"""(?:mode\s*=\s*)?['"](?P<mode>[rwaxb+t]+)['"]"""
+)
+_WRITE_TEXT_RE = re.compile(
+    r"""Path\(\s*(?P<q>['"])(?P<lit>[^'"\n]+)(?P=q)\s*\)\s*\.write_(?:text|bytes)\("""
+)
+_ASSIGN_RE = r"""(?m)^\s*{name}\s*=\s*(?:r|f)?(['"])([^'"\n]+)\1"""
+_OPEN_READ_RE = re.compile(r"""open\(\s*(['"])([^'"\n]+)\1\s*(?:,\s*['"]r['"])?\s*\)""")
+_DIFF_TARGET_RE = re.compile(r"(?m)^\+\+\+ (?:b/)?(?P<path>[^\s]+)")
+_APPLY_PATCH_RE = re.compile(r"(?m)^\*\*\* (?:Add|Update|Delete) File: (?P<path>.+?)\s*$")
+_MOVE_TO_RE = re.compile(r"(?m)^\*\*\* Move to: (?P<path>.+?)\s*$")
+_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<<", "<>", ">&", "<&"})
+
+
+@dataclass
+class ShellEffects:
+    """What one command does, as far as its text tells.
+
+    ``reads``/``writes``/``deletes``/``reverts`` are paths as written in the command;
+    ``writes`` maps a path to how it was written (``sed -i``, ``redirect``, ``python``, ...).
+    ``heredocs`` maps a file written from a heredoc to that heredoc's body, and ``scripts``
+    lists the scripts the command runs (``python fix.py``), so callers can scan bodies they saw
+    earlier. ``patch_inputs`` names patch files applied (``patch -p1 < fix.patch``).
+    """
+
+    reads: list[str] = field(default_factory=list)
+    writes: dict[str, str] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
+    reverts: list[str] = field(default_factory=list)
+    heredocs: dict[str, str] = field(default_factory=dict)
+    scripts: list[str] = field(default_factory=list)
+    patch_inputs: list[str] = field(default_factory=list)
+    read_only: bool = True
+    runs_git_diff: bool = False
+    last_program: str = ""
+
+    def write(self, path: str, how: str) -> None:
+        if _is_real_path(path):
+            self.writes.setdefault(path, how)
+            self.read_only = False
+
+
+def _is_real_path(path: str) -> bool:
+    return bool(path) and not path.startswith(("/dev/", "&", "-")) and path not in {"/dev/null"}
+
+
+def command_key(command: str) -> str:
+    """A normalised form of ``command`` for "is this the same command again?".
+
+    Drops leading ``cd DIR &&`` and ``timeout N``, stderr plumbing (``2>&1``, ``2>/dev/null``),
+    heredoc bodies, ``|| true`` and trailing ``| head``/``| tail``/``| grep`` filters, and collapses whitespace:
+    ``cd /testbed && python t.py 2>&1 | tail -20`` and ``python t.py`` share a key.
+    """
+    text = _split_heredocs(command)[0] if "<<" in command else command
+    text = " ".join(text.split())
+    previous = None
+    while previous != text:
+        previous = text
+        text = re.sub(r"^cd\s+\S+\s*(&&|;)\s*", "", text)
+        text = re.sub(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+", "", text)
+        text = re.sub(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null", "", text)
+        text = re.sub(r"\s*\|\|\s*true$", "", text)
+        text = re.sub(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$", "", text)
+    return text.strip()
+
+
+def python_writes(code: str) -> tuple[list[str], bool]:
+    """Paths a Python snippet writes (``open(p, "w")``, ``Path(p).write_text``), and whether it
+    also writes to a path it does not spell out (a variable we could not resolve).
+
+    When the target is unresolved, callers treat the files the snippet opens for reading as
+    modified too: the common agent script reads a file, edits the text and writes it back.
+    """
+    found: list[str] = []
+    unresolved = False
+    for m in _OPEN_WRITE_RE.finditer(code):
+        mode = m.group("mode")
+        if not any(c in mode for c in "wax+"):
+            continue
+        if m.group("lit"):
+            found.append(m.group("lit"))
+            continue
+        var = m.group("var")
+        assigned = re.findall(_ASSIGN_RE.format(name=re.escape(var)), code)
+        if assigned:
+            found.extend(value for _, value in assigned)
+        else:
+            unresolved = True
+    found.extend(m.group("lit") for m in _WRITE_TEXT_RE.finditer(code))
+    if unresolved:
+        found.extend(m.group(2) for m in _OPEN_READ_RE.finditer(code))
+    return _dedupe(found), unresolved
+
+
+def patch_targets(text: str) -> list[str]:
+    """Files a unified diff or an ``apply_patch`` envelope changes."""
+    paths = [m.group("path") for m in _DIFF_TARGET_RE.finditer(text)]
+    paths += [m.group("path") for m in _APPLY_PATCH_RE.finditer(text)]
+    paths += [m.group("path") for m in _MOVE_TO_RE.finditer(text)]
+    return _dedupe(p for p in paths if p != "/dev/null")
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
+    """The command with heredoc bodies removed, and each body with the position of its ``<<``.
+
+    A body runs from the line after the ``<<WORD`` to the line that is exactly ``WORD`` (leading
+    tabs allowed with ``<<-``), or to the end of the text when the terminator is missing.
+    """
+    bodies: list[tuple[int, str]] = []
+    out: list[str] = []
+    lines = command.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        i += 1
+        for m in _HEREDOC_RE.finditer(line):
+            word, strip_tabs = m.group(3), m.group(1) == "-"
+            body: list[str] = []
+            while i < len(lines):
+                candidate = lines[i].lstrip("\t") if strip_tabs else lines[i]
+                i += 1
+                if candidate.strip() == word:
+                    break
+                body.append(lines[i - 1])
+            bodies.append((len("\n".join(out)) - len(line) + m.start(), "\n".join(body)))
+    return "\n".join(out), bodies
+
+
+def _unquoted_newlines_to_semicolons(text: str) -> str:
+    out: list[str] = []
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if escaped:
+            out.append(ch)
+            escaped = False
+            continue
+        if ch == "\\" and quote != "'":
+            escaped = True
+            out.append(ch)
+            continue
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            out.append(" ; ")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def _tokens(text: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to whitespace words
+        return text.split()
+
+
+def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]]:
+    """Split tokens into simple commands: (argv, [(redirect operator, target), ...])."""
+    result: list[tuple[list[str], list[tuple[str, str]]]] = []
+    argv: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in _OPERATORS:
+            if argv or redirects:
+                result.append((argv, redirects))
+            argv, redirects = [], []
+        elif tok in _REDIRECTS or (set(tok) <= set("<>&|") and tok):
+            target = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if argv and argv[-1].isdigit() and tok.startswith(">"):
+                argv.pop()  # the fd number of "2>" belongs to the operator
+            redirects.append((tok, target))
+            i += 1
+        else:
+            argv.append(tok)
+        i += 1
+    if argv or redirects:
+        result.append((argv, redirects))
+    return result
+
+
+def _strip_prefixes(argv: list[str]) -> list[str]:
+    args = list(argv)
+    while args:
+        head = args[0]
+        if re.fullmatch(r"\w+=.*", head):
+            args.pop(0)
+        elif head in _WRAPPERS:
+            args.pop(0)
+        elif head == "timeout" and len(args) > 1:
+            args = args[2:]
+        elif head == "env":
+            args.pop(0)
+        else:
+            break
+    return args
+
+
+def _non_options(args: list[str]) -> list[str]:
+    return [a for a in args if not a.startswith("-")]
+
+
+def _sed_files(args: list[str]) -> tuple[list[str], bool]:
+    """The files ``sed`` is given and whether it edits them in place (``-i``, ``-i.bak``,
+    ``-ni``, ``--in-place``)."""
+    in_place = False
+    script_given = False
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-e", "--expression", "-f", "--file"):
+            script_given = True
+            i += 2
+            continue
+        if a.startswith("--"):
+            in_place = in_place or a.startswith("--in-place")
+        elif a.startswith("-") and len(a) > 1:
+            in_place = in_place or "i" in a[1:].split(".", 1)[0]
+        elif not script_given:
+            script_given = True
+        else:
+            files.append(a)
+        i += 1
+    return files, in_place
+
+
+def analyze_command(command: str) -> ShellEffects:
+    """Parse one shell command (possibly several joined by ``&&``/``;``/newlines, with heredocs)
+    and return its :class:`ShellEffects`. Never raises on odd input: unparsable parts are
+    skipped."""
+    effects = ShellEffects()
+    text, bodies = _split_heredocs(command)
+    body_iter = iter(bodies)
+    tokens = _tokens(_unquoted_newlines_to_semicolons(text))
+    pending_bodies = [body for _, body in body_iter]
+    for argv_raw, redirects in _segments(tokens):
+        body: str | None = None
+        if any(op == "<<" for op, _ in redirects) and pending_bodies:
+            body = pending_bodies.pop(0)
+        argv = _strip_prefixes(argv_raw)
+        for op, target in redirects:
+            if op in (">", ">>", ">|", "&>", "&>>") and _is_real_path(target):
+                effects.write(target, "redirect" if op != ">>" else "append")
+                if body is not None:
+                    effects.heredocs[target] = body
+            elif op == "<" and target and argv and argv[0] in ("patch", "git"):
+                effects.patch_inputs.append(target)
+        if not argv:
+            continue
+        prog = argv[0].rsplit("/", 1)[-1]
+        args = argv[1:]
+        effects.last_program = prog
+        _apply_program(effects, prog, args, body)
+    return effects
+
+
+def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:
+    if prog not in READ_ONLY_PROGRAMS:
+        effects.read_only = False
+    if prog in _READERS:
+        effects.reads.extend(p for p in _non_options(args) if _is_real_path(p))
+    elif prog == "sed":
+        files, in_place = _sed_files(args)
+        if in_place:
+            for f in files:
+                effects.write(f, "sed -i")
+        else:
+            effects.reads.extend(files)
+    elif prog == "perl" and any(a.startswith("-") and "i" in a for a in args):
+        non_opts = _non_options(args)
+        for f in non_opts[1:]:
+            effects.write(f, "perl -i")
+    elif prog == "tee":
+        for f in _non_options(args):
+            effects.write(f, "tee")
+    elif prog in ("cp", "install", "ln") and len(_non_options(args)) >= 2:
+        effects.write(_non_options(args)[-1], prog)
+    elif prog == "mv" and len(_non_options(args)) >= 2:
+        paths = _non_options(args)
+        effects.write(paths[-1], "mv")
+        effects.deletes.extend(paths[:-1])
+    elif prog in ("rm", "unlink"):
+        effects.read_only = False
+        effects.deletes.extend(p for p in _non_options(args) if _is_real_path(p))
+    elif prog == "touch":
+        for f in _non_options(args):
+            effects.write(f, "touch")
+    elif prog == "patch":
+        effects.read_only = False
+        if body is not None:
+            for p in patch_targets(body):
+                effects.write(p, "patch")
+        non_opts = [a for a in _non_options(args) if not a.startswith("<")]
+        if non_opts:
+            effects.write(non_opts[0], "patch")
+        for i, a in enumerate(args):
+            if a in ("-i", "--input") and i + 1 < len(args):
+                effects.patch_inputs.append(args[i + 1])
+    elif prog == "git":
+        _apply_git(effects, args, body)
+    elif prog.startswith("python"):
+        _apply_python(effects, args, body)
+    elif prog in ("bash", "sh", "zsh", "source", "."):
+        scripts = [a for a in _non_options(args) if not a.startswith("-")]
+        effects.scripts.extend(scripts[:1])
+
+
+def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None:
+    sub_args = [a for a in args if not a.startswith("-")]
+    if not sub_args:
+        return
+    sub = sub_args[0]
+    if sub not in _GIT_READ_ONLY:
+        effects.read_only = False
+    if sub == "diff":
+        effects.runs_git_diff = True
+    rest = sub_args[1:]
+    if sub in ("checkout", "restore"):
+        # "git checkout -- f" / "git restore f" put files back; "git checkout branch" does not
+        # name files, so only arguments that look like paths count.
+        after_dashes = args[args.index("--") + 1 :] if "--" in args else rest
+        effects.reverts.extend(p for p in after_dashes if "/" in p or "." in p)
+    elif sub == "apply" or sub == "am":
+        if body is not None:
+            for p in patch_targets(body):
+                effects.write(p, "git apply")
+        effects.patch_inputs.extend(rest)
+    elif sub == "mv" and len(rest) >= 2:
+        effects.write(rest[-1], "git mv")
+        effects.deletes.extend(rest[:-1])
+    elif sub == "rm":
+        effects.deletes.extend(rest)
+
+
+def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> None:
+    code: str | None = None
+    if "-c" in args:
+        i = args.index("-c")
+        code = args[i + 1] if i + 1 < len(args) else None
+    elif body is not None and not _non_options(args):
+        code = body  # python3 << 'EOF' ... EOF
+    elif "-m" not in args:
+        scripts = _non_options(args)
+        if scripts:
+            effects.scripts.append(scripts[0])
+    if code:
+        written, _ = python_writes(code)
+        for p in written:
+            effects.write(p, "python")

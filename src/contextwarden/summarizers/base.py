@@ -1,0 +1,191 @@
+"""The summarizer contract: what a summarizer is given, what it returns, and how a summary is
+judged before it replaces anything.
+
+A compaction strategy hands a :class:`SummaryRequest` (the span being replaced, the original
+task, the previous summary, a focus, a length cap, pinned texts) to a :class:`Summarizer` and
+gets back the four-part text of seed 002 (``<completed>``, ``<remaining>``,
+``<current_state>``, ``<notes>``). Before using it, the engine calls :func:`check_summary`: a
+summary that is not clearly smaller than what it replaces, or that lost a must-keep fact (the
+task, pinned text, a modified file path, the last unresolved error), is rejected and the next
+strategy runs. :func:`summary_cache_key` keys a cache so the same span is summarised once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .._messages import Message
+from ._sections import SECTIONS, SummarySections, parse_summary
+from .facts import Facts, extract_facts
+
+__all__ = [
+    "MAX_SUMMARY_RATIO",
+    "SECTIONS",
+    "Summarizer",
+    "SummaryRequest",
+    "SummarySections",
+    "check_summary",
+    "effective_cap",
+    "parse_summary",
+    "replaced_chars",
+    "request_facts",
+    "summary_cache_key",
+    "task_key",
+]
+
+#: A summary longer than this share of the characters it replaces is "not clearly smaller" and
+#: is rejected (issue 4). Summarizers aim at :data:`TARGET_SUMMARY_RATIO` to stay well clear.
+MAX_SUMMARY_RATIO = 0.6
+TARGET_SUMMARY_RATIO = 0.5
+#: How much of the task's opening a summary must quote: enough to identify it, short enough
+#: that a long task (an issue text plus instructions) can be clipped.
+TASK_KEY_CHARS = 120
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What to summarise.
+
+    ``messages``: the span being replaced. ``task``: the original task (the first user
+    message's text); ``None`` lets summarizers take the first user message of the span.
+    ``previous_summary``: the summary an earlier compaction wrote, for an incremental update.
+    ``focus``: what the user asked to keep (``/compact focus``). ``max_chars``: the summary's
+    length cap (default 4000, the config's ``summary_max_chars``). ``pinned``: texts that must
+    appear verbatim.
+    """
+
+    messages: tuple[Message, ...]
+    task: str | None = None
+    previous_summary: str | None = None
+    focus: str | None = None
+    max_chars: int = 4000
+    pinned: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, tuple):
+            object.__setattr__(self, "messages", tuple(self.messages))
+        if not isinstance(self.pinned, tuple):
+            object.__setattr__(self, "pinned", tuple(self.pinned))
+        if self.max_chars <= 0:
+            raise ValueError(f"SummaryRequest.max_chars must be positive, got {self.max_chars}")
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a :class:`SummaryRequest` into a four-part summary.
+
+    Implementations raise :class:`~contextwarden.SummarizerError` when they cannot produce one
+    (the engine then falls back to the extractive summarizer and emits an event); they never
+    return an empty or untagged text. ``name`` identifies the summarizer in events and cache
+    keys.
+    """
+
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> str: ...
+
+    async def asummarize(self, request: SummaryRequest) -> str: ...
+
+
+def replaced_chars(request: SummaryRequest) -> int:
+    """Characters of the span being replaced (text, thinking, tool calls and results)."""
+    return sum(m.char_count for m in request.messages)
+
+
+def effective_cap(request: SummaryRequest) -> int:
+    """The length a summary may have: ``max_chars``, and at most half of what it replaces (so
+    it is clearly smaller; :func:`check_summary` rejects above 60%)."""
+    return min(request.max_chars, int(replaced_chars(request) * TARGET_SUMMARY_RATIO))
+
+
+def request_facts(request: SummaryRequest) -> Facts:
+    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request."""
+    return extract_facts(
+        request.messages, task=request.task, previous_summary=request.previous_summary
+    )
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def task_key(task: str) -> str:
+    """The opening of ``task`` (whitespace collapsed) that a summary must contain."""
+    return _norm(task)[:TASK_KEY_CHARS].rstrip()
+
+
+def check_summary(
+    summary: str,
+    request: SummaryRequest,
+    facts: Facts | None = None,
+    *,
+    max_ratio: float = MAX_SUMMARY_RATIO,
+) -> list[str]:
+    """Problems that make ``summary`` unfit to replace ``request.messages`` (empty when fit).
+
+    Checked: not empty and tagged as four sections; at most ``request.max_chars`` characters
+    and at most ``max_ratio`` (default 0.6) of the characters it replaces; contains the opening
+    of the task (:func:`task_key`), every pinned text (the request's and those pinned inside the
+    span), every file path written in the span (created, modified, deleted, reverted) and the
+    signature line of the last unresolved error. Containment ignores differences in
+    whitespace. ``facts`` defaults to :func:`request_facts` (pass it when already computed).
+    """
+    problems: list[str] = []
+    if not summary.strip():
+        return ["summary is empty"]
+    facts = facts if facts is not None else request_facts(request)
+    try:
+        parse_summary(summary)
+    except Exception as exc:  # the parse error names the missing tags
+        problems.append(str(exc))
+    size, replaced = len(summary), replaced_chars(request)
+    if size > request.max_chars:
+        problems.append(f"summary has {size} chars, over max_chars={request.max_chars}")
+    if size > max_ratio * replaced:
+        problems.append(
+            f"summary has {size} chars, not clearly smaller than the {replaced} chars it "
+            f"replaces (limit {max_ratio:.0%} = {int(max_ratio * replaced)})"
+        )
+    flat = _norm(summary)
+    task = request.task or facts.task
+    if task and task_key(task) not in flat:
+        problems.append(f"missing the original task (its opening {task_key(task)[:60]!r}...)")
+    for pin in dict.fromkeys((*request.pinned, *facts.pins)):
+        if _norm(pin) and _norm(pin) not in flat:
+            problems.append(f"missing pinned text {_norm(pin)[:60]!r}")
+    for path in facts.changed_files:
+        if path not in summary:
+            problems.append(f"missing modified file path {path!r}")
+    error = facts.last_unresolved_error
+    if error is not None and _norm(error.key) not in flat:
+        problems.append(f"missing the last unresolved error {error.key[:80]!r}")
+    return problems
+
+
+def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | None = None) -> str:
+    """A hex digest identifying this summary: the replaced messages' fingerprints, the previous
+    summary, task, focus, cap and pins, and the summarizer (its ``config_id`` when it has one,
+    else its ``name``; or a string). Equal keys mean the same summary can be reused."""
+    if summarizer is None:
+        ident = ""
+    elif isinstance(summarizer, str):
+        ident = summarizer
+    else:
+        ident = str(getattr(summarizer, "config_id", None) or summarizer.name)
+    h = hashlib.blake2b(digest_size=20)
+    for part in (
+        "contextwarden-summary-v1",
+        ident,
+        request.task or "",
+        request.previous_summary or "",
+        request.focus or "",
+        str(request.max_chars),
+        *request.pinned,
+    ):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    h.update(b"\x01")
+    for m in request.messages:
+        h.update(m.fingerprint.encode() + b"\x00")
+    return h.hexdigest()

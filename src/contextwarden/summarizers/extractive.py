@@ -1,0 +1,241 @@
+"""The embedded summarizer: no LLM, deterministic, built from the history itself.
+
+:class:`ExtractiveSummarizer` extracts the span's :class:`~.facts.Facts` and writes seed 002's
+four sections from them, most important first until the length cap is reached:
+
+1. the original task (its opening at least) and the ``/compact`` focus,
+2. pinned content, verbatim,
+3. every file created, modified, deleted or reverted,
+4. the last unresolved error (its signature line and where it came from),
+5. open todo items or the latest plan,
+6. the latest ``git diff --stat``, other unresolved errors, the last command,
+7. commands run with their exit status, completed todo items,
+8. findings (the last 10 "memories"), errors that were fixed,
+9. files only read, and what an earlier summary said.
+
+The cap is ``min(request.max_chars, half the replaced characters)``, so the result is always
+clearly smaller than what it replaces. The same request gives the same text, byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .._exceptions import SummarizerError
+from ._sections import SECTIONS, Entry, SummarySections, clip, fit
+from .base import SummaryRequest, effective_cap, request_facts
+from .facts import CommandRun, Facts
+
+__all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
+
+#: Below this cap there is no room for a useful four-part summary; summarising is refused.
+MIN_SUMMARY_CHARS = 200
+#: Share of the cap the task may take before it is clipped (it is also kept verbatim in the
+#: original first message, which compaction never drops).
+TASK_SHARE = 0.3
+
+_EARLIER_SKIP = {"original task", "files changed", "focus"}
+
+
+def _focus_words(focus: str | None) -> frozenset[str]:
+    if not focus:
+        return frozenset()
+    return frozenset(w for w in re.findall(r"[\w./-]+", focus.lower()) if len(w) >= 4)
+
+
+def _command_line(run: CommandRun, count: int) -> str:
+    cmd = clip(run.key or run.command, 120)
+    if run.ok is None:
+        status = "no result seen"
+    elif run.exit_code is not None:
+        status = f"exit {run.exit_code}" + ("" if run.ok else " (failed)")
+    else:
+        status = "ok" if run.ok else "failed"
+    runs = f", {count} runs" if count > 1 else ""
+    return f"`{cmd}` -> {status}{runs}"
+
+
+def facts_entries(
+    facts: Facts,
+    *,
+    task: str | None,
+    pinned: tuple[str, ...] = (),
+    focus: str | None = None,
+    cap: int = 4000,
+) -> list[Entry]:
+    """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
+    the tiers). Shared with the LLM summarizer, which adds the must-keep ones to its output."""
+    entries = list(_entries(facts, task=task, pinned=pinned, focus=focus, cap=cap))
+    words = _focus_words(focus)
+    if words:
+        # what the user asked to keep moves up two tiers (never above the must-keep ones)
+        entries = [
+            Entry(e.section, e.text, max(2, e.tier - 2), e.order, e.group, e.recency, e.bullet,
+                  e.min_chars)
+            if e.tier > 2 and any(w in e.text.lower() for w in words) else e
+            for e in entries
+        ]
+    return entries
+
+
+def _entries(
+    facts: Facts, *, task: str | None, pinned: tuple[str, ...], focus: str | None, cap: int
+) -> Iterator[Entry]:
+    # remaining: the task, the focus, the open plan --------------------------------------------
+    task_text = task or facts.task
+    if task_text:
+        limit = max(240, int(cap * TASK_SHARE))
+        yield Entry("remaining", clip(task_text.strip(), limit), 0, (0,), "Original task",
+                    bullet=False, min_chars=160)
+    if focus:
+        yield Entry("remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,),
+                    bullet=False)
+    open_items = [t for t in facts.plan if t.status != "completed"]
+    if facts.plan:
+        label = ("Open todo items" if facts.plan_source not in ("", "text")
+                 else f"Latest plan (message {facts.plan_index})")
+        for i, item in enumerate(open_items):
+            mark = " (in progress)" if item.status == "in_progress" else ""
+            yield Entry("remaining", clip(item.text, 200) + mark, 4, (2, i), label,
+                        recency=-i)
+    # completed: done items, commands, fixed errors -----------------------------------------
+    for i, item in enumerate(t for t in facts.plan if t.status == "completed"):
+        yield Entry("completed", clip(item.text, 200), 6, (0, i), "Done", recency=i)
+    by_key: dict[str, list[CommandRun]] = {}
+    for run in facts.commands:
+        if run.read_only or run.key.startswith(("file:", "tool:")) or not run.key:
+            continue
+        by_key.setdefault(run.key, []).append(run)
+    for runs in by_key.values():
+        latest = runs[-1]
+        yield Entry("completed", _command_line(latest, len(runs)), 6, (1, latest.index),
+                    "Commands run", recency=latest.index)
+    reads = sum(1 for r in facts.commands if r.read_only)
+    if reads:
+        yield Entry("completed", f"{reads} read-only commands or file views (searches, "
+                    "listings, reads)", 8, (2,), bullet=False)
+    for err in facts.errors:
+        if err.fixed:
+            yield Entry("completed", f"{clip(err.key, 160)} (from {clip(err.source, 80)}; "
+                        f"fixed by message {err.fixed_at})", 7, (3, err.index), "Errors fixed",
+                        recency=err.index)
+    # current state: files, last error, diff stat -------------------------------------------
+    status = facts.file_status()
+    for i, path in enumerate(facts.changed_files):
+        note = status[path]
+        suffix = "" if note == "modified" else f" ({note})"
+        yield Entry("current_state", path + suffix, 2, (0, i), "Files changed")
+    last = facts.last_unresolved_error
+    if last is not None:
+        yield Entry("current_state", last.key, 3, (1, 0), "Last unresolved error",
+                    bullet=False)
+        yield Entry("current_state", f"(from {clip(last.source, 160)}, message {last.index})",
+                    3, (1, 1), "Last unresolved error", bullet=False)
+        excerpt = "\n".join("  > " + ln for ln in last.excerpt.splitlines() if ln.strip())
+        if excerpt and excerpt.strip("> ") != last.key:
+            yield Entry("current_state", excerpt, 6, (1, 2), "Last unresolved error",
+                        bullet=False, min_chars=80)
+    for i, line in enumerate(facts.diff_stat):
+        yield Entry("current_state", line, 5, (2, i), "Latest git diff --stat", recency=-i)
+    if facts.commands:
+        final = facts.commands[-1]
+        yield Entry("current_state", f"Last command: {_command_line(final, 1)}", 5, (3,),
+                    bullet=False)
+    for i, path in enumerate(facts.read_files):
+        yield Entry("current_state", path, 8, (4, i), "Files read", recency=i)
+    # notes: pins, other errors, findings, what an earlier summary said -----------------------
+    pins = list(dict.fromkeys((*pinned, *facts.pins, *_earlier_pins(facts))))
+    for i, pin in enumerate(pins):
+        yield Entry("notes", pin, 1, (0, i), "Pinned (verbatim)", bullet=False, min_chars=80)
+    others = [e for e in facts.unresolved_errors if e is not last][-4:]
+    for err in others:
+        yield Entry("notes", f"{clip(err.key, 200)} (from {clip(err.source, 80)}, message "
+                    f"{err.index})", 5, (1, err.index), "Other unresolved errors",
+                    recency=err.index)
+    for i, memory in enumerate(facts.memories):
+        yield Entry("notes", clip(memory, 240), 7, (2, i), "Findings", recency=i)
+    yield from _earlier_entries(facts.earlier)
+
+
+def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
+    """(section, heading, line) for each content line of an earlier summary."""
+    if earlier is None:
+        return
+    for name in SECTIONS:
+        heading = ""
+        for raw in earlier.get(name).splitlines():
+            line = raw.strip()
+            if not line:
+                continue
+            if line.endswith(":") and not line.startswith("- ") and len(line) < 60:
+                heading = line[:-1].strip()
+                continue
+            yield name, heading, line
+
+
+def _earlier_pins(facts: Facts) -> list[str]:
+    return [line for _, heading, line in _earlier_lines(facts.earlier)
+            if heading.lower() == "pinned (verbatim)"]
+
+
+def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
+    for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
+        h = heading.lower()
+        if h in _EARLIER_SKIP or h == "pinned (verbatim)":
+            continue  # the task, files and pins are carried by their own entries
+        if h.startswith("earlier"):
+            group = heading
+        else:
+            group = f"Earlier ({heading})" if heading else "Earlier"
+        text = line[2:] if line.startswith("- ") else line
+        yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
+
+
+class ExtractiveSummarizer:
+    """The embedded, deterministic summarizer (no LLM). See the module docstring.
+
+    ``max_chars``, when given, caps every summary below the request's own ``max_chars``.
+    Raises :class:`~contextwarden.SummarizerError` when the span is empty or too small to
+    summarise (cap under :data:`MIN_SUMMARY_CHARS`).
+    """
+
+    name = "extractive"
+
+    def __init__(self, *, max_chars: int | None = None) -> None:
+        if max_chars is not None and max_chars < MIN_SUMMARY_CHARS:
+            raise ValueError(
+                f"ExtractiveSummarizer max_chars must be at least {MIN_SUMMARY_CHARS}, "
+                f"got {max_chars}"
+            )
+        self.max_chars = max_chars
+
+    @property
+    def config_id(self) -> str:
+        """Identifies this summarizer and its settings in cache keys."""
+        return f"extractive:v1:max_chars={self.max_chars}"
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """The four-part summary of ``request.messages``."""
+        if not request.messages:
+            raise SummarizerError("nothing to summarise: the request has no messages")
+        cap = effective_cap(request)
+        if self.max_chars is not None:
+            cap = min(cap, self.max_chars)
+        if cap < MIN_SUMMARY_CHARS:
+            raise SummarizerError(
+                f"span too small to summarise: {cap} chars allowed (max_chars="
+                f"{request.max_chars}, half of the replaced text), need {MIN_SUMMARY_CHARS}"
+            )
+        facts = request_facts(request)
+        entries = facts_entries(
+            facts, task=request.task, pinned=request.pinned, focus=request.focus, cap=cap
+        )
+        return fit(entries, cap)
+
+    async def asummarize(self, request: SummaryRequest) -> str:
+        """Same as :meth:`summarize` (CPU only, fast: no thread hop)."""
+        return self.summarize(request)
+
+    def __repr__(self) -> str:
+        return f"ExtractiveSummarizer(max_chars={self.max_chars!r})"

@@ -1,0 +1,527 @@
+"""Summaries written by an LLM: any OpenAI-compatible Chat Completions endpoint, or the Anthropic
+Messages API, over httpx (sync and async).
+
+:class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
+clipped to head + tail), asks for seed 002's four sections, passes the previous summary for an
+incremental update, and validates the reply. When the transcript does not fit its own input
+budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
+(recursively when even those do not fit), so compaction works when the agent's context is full.
+
+Failures are :class:`~contextwarden.SummarizerError`: HTTP errors after retries (429, 408, 409
+and 5xx, timeouts and connection errors are retried with exponential backoff, honouring
+``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty. The
+engine then falls back to the extractive summary. A reply that left out a must-keep fact (task
+opening, pinned text, a changed file, the last unresolved error) gets it added from the
+history's own facts, and the whole is fitted under the length cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from .._exceptions import ConfigError, SummarizerError
+from .._tokens import TokenCounter
+from ._prompt import (
+    PROMPT_VERSION,
+    SYSTEM_PROMPT,
+    clip_middle,
+    merge_prompt,
+    render_transcript,
+    summary_prompt,
+)
+from ._sections import SECTIONS, Entry, clip, fit, parse_summary
+from .base import SummaryRequest, effective_cap, request_facts, task_key
+from .extractive import MIN_SUMMARY_CHARS, facts_entries
+from .facts import Facts
+
+__all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider"]
+
+Provider = Literal["openai", "anthropic"]
+
+#: The ``anthropic-version`` header sent with every Anthropic request.
+ANTHROPIC_VERSION = "2023-06-01"
+_DEFAULT_BASE_URL: Mapping[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+_DEFAULT_KEY_ENV: Mapping[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+#: Phrases providers use when the input is over the model's window (then we split finer).
+_TOO_LONG = ("context_length_exceeded", "maximum context length", "prompt is too long",
+             "too many tokens", "context window", "input is too long", "reduce the length")
+#: Default token estimate when no counter is given: characters / 3 errs high for English and
+#: code (real ratios are ~3.5-4.5), so chunks stay inside the summarizer's window.
+_CHARS_PER_TOKEN_ESTIMATE = 3
+#: How many times a "context length exceeded" reply halves the budget before giving up.
+_MAX_SHRINKS = 3
+
+
+class _InputTooLarge(Exception):
+    """The provider said the input is over the model's window."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One completion to make: the user turn and the length cap to ask for."""
+
+    user: str
+    max_chars: int
+
+
+class LLMSummarizer:
+    """Summaries from an LLM endpoint. See the module docstring for the behaviour.
+
+    ``base_url``: the API root; for ``provider="openai"`` requests go to
+    ``{base_url}/chat/completions`` (default ``https://api.openai.com/v1``; any compatible
+    server: vLLM, Ollama, OpenRouter...), for ``"anthropic"`` to ``{base_url}/v1/messages``
+    (default ``https://api.anthropic.com``). ``model``: the model name sent.
+    ``api_key_env``: the environment variable holding the key (default ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY``), read at each call; when unset no key is sent (local servers).
+    ``timeout``: seconds per HTTP request (default 60). ``max_retries``: retries after the
+    first attempt (default 3), waiting ``backoff * 2**attempt`` seconds (default 0.5, capped at
+    ``max_backoff``, default 30) or what ``Retry-After`` asks, capped the same way.
+    ``max_chars``: the summary's cap (default 4000; the request's own cap applies too).
+    ``input_token_budget``: tokens of history one call may carry (default 48,000; the prompt
+    and the reply come on top), measured with ``counter`` or characters/3.
+    ``max_output_tokens``: the reply's limit (default 2048). ``tool_output_chars``: each tool
+    output and call argument is clipped to this in the input (default 2000).
+    ``ensure_facts``: add must-keep facts the reply left out (default true).
+    ``temperature``: sent when not ``None`` (default 0). ``max_tokens_param``: the name of the
+    output-limit field for OpenAI-style servers (``max_completion_tokens`` for o-series).
+    ``headers`` / ``extra_body``: merged into every request. ``transport`` /
+    ``async_transport``: httpx transports (tests, proxies). ``sleep`` / ``asleep``: how to
+    wait between retries (tests pass recorders). ``max_concurrency``: parallel chunk calls in
+    the async map step (default 4).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str = "",
+        *,
+        provider: Provider = "openai",
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        max_chars: int = 4000,
+        input_token_budget: int = 48_000,
+        max_output_tokens: int = 2048,
+        tool_output_chars: int = 2000,
+        ensure_facts: bool = True,
+        temperature: float | None = 0.0,
+        max_tokens_param: str = "max_tokens",
+        counter: TokenCounter | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_concurrency: int = 4,
+    ) -> None:
+        if provider not in _DEFAULT_BASE_URL:
+            raise ConfigError(f"LLMSummarizer provider must be 'openai' or 'anthropic', "
+                              f"got {provider!r}")
+        if not model or not isinstance(model, str):
+            raise ConfigError("LLMSummarizer model must be a non-empty string")
+        checks = {
+            "timeout": (timeout, 0), "max_retries": (max_retries, -1), "backoff": (backoff, -1),
+            "max_backoff": (max_backoff, -1), "max_chars": (max_chars, MIN_SUMMARY_CHARS - 1),
+            "input_token_budget": (input_token_budget, 999),
+            "max_output_tokens": (max_output_tokens, 0),
+            "tool_output_chars": (tool_output_chars, 99), "max_concurrency": (max_concurrency, 0),
+        }
+        for field_name, (value, above) in checks.items():
+            if not value > above:
+                raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
+        self.provider: Provider = provider
+        self.base_url = (base_url or _DEFAULT_BASE_URL[provider]).rstrip("/")
+        self.model = model
+        self.api_key_env = api_key_env or _DEFAULT_KEY_ENV[provider]
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_chars = max_chars
+        self.input_token_budget = input_token_budget
+        self.max_output_tokens = max_output_tokens
+        self.tool_output_chars = tool_output_chars
+        self.ensure_facts = ensure_facts
+        self.temperature = temperature
+        self.max_tokens_param = max_tokens_param
+        self.counter = counter
+        self.headers = dict(headers or {})
+        self.extra_body = dict(extra_body or {})
+        self.transport = transport
+        self.async_transport = async_transport
+        self.sleep = sleep
+        self.asleep = asleep
+        self.max_concurrency = max_concurrency
+        self.name = f"llm:{provider}:{model}"
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def config_id(self) -> str:
+        """Everything that changes the output, for cache keys."""
+        return (f"llm:v{PROMPT_VERSION}:{self.provider}:{self.base_url}:{self.model}:"
+                f"max_chars={self.max_chars}:budget={self.input_token_budget}:"
+                f"clip={self.tool_output_chars}:facts={self.ensure_facts}:"
+                f"temperature={self.temperature}")
+
+    @property
+    def url(self) -> str:
+        """Where requests go."""
+        if self.provider == "anthropic":
+            return f"{self.base_url}/v1/messages"
+        return f"{self.base_url}/chat/completions"
+
+    def __repr__(self) -> str:
+        return (f"LLMSummarizer(base_url={self.base_url!r}, model={self.model!r}, "
+                f"provider={self.provider!r})")
+
+    # -- public API -----------------------------------------------------------------------------
+    def summarize(self, request: SummaryRequest) -> str:
+        """The summary of ``request`` (blocking). Raises :class:`SummarizerError`."""
+        cap, facts = self._prepare(request)
+        with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
+            budget = self.input_token_budget
+            for _ in range(_MAX_SHRINKS + 1):
+                plan = self._plan(request, facts, cap, budget)
+                try:
+                    batch = next(plan)
+                    while True:
+                        batch = plan.send([self._complete(client, call) for call in batch])
+                except StopIteration as done:
+                    return self._finish(str(done.value), request, facts, cap)
+                except _InputTooLarge:
+                    budget //= 2
+        raise SummarizerError(f"{self.name}: input still too long for the model after "
+                              f"shrinking the chunk budget to {budget} tokens")
+
+    async def asummarize(self, request: SummaryRequest) -> str:
+        """The summary of ``request``; chunk calls of the map step run concurrently."""
+        cap, facts = self._prepare(request)
+        limit = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(client: httpx.AsyncClient, call: _Call) -> str:
+            async with limit:
+                return await self._acomplete(client, call)
+
+        async with httpx.AsyncClient(timeout=self.timeout, transport=self.async_transport) as client:
+            budget = self.input_token_budget
+            for _ in range(_MAX_SHRINKS + 1):
+                plan = self._plan(request, facts, cap, budget)
+                try:
+                    batch = next(plan)
+                    while True:
+                        results = await asyncio.gather(*(one(client, c) for c in batch))
+                        batch = plan.send(list(results))
+                except StopIteration as done:
+                    return self._finish(str(done.value), request, facts, cap)
+                except _InputTooLarge:
+                    budget //= 2
+        raise SummarizerError(f"{self.name}: input still too long for the model after "
+                              f"shrinking the chunk budget to {budget} tokens")
+
+    # -- the plan: single call or map-reduce (sans I/O) ----------------------------------------
+    def _prepare(self, request: SummaryRequest) -> tuple[int, Facts]:
+        if not request.messages:
+            raise SummarizerError("nothing to summarise: the request has no messages")
+        cap = min(effective_cap(request), self.max_chars)
+        if cap < MIN_SUMMARY_CHARS:
+            raise SummarizerError(
+                f"span too small to summarise: {cap} chars allowed, need {MIN_SUMMARY_CHARS}"
+            )
+        return cap, request_facts(request)
+
+    def _tokens(self, text: str) -> int:
+        if self.counter is not None:
+            return self.counter.count_text(text)
+        return math.ceil(len(text) / _CHARS_PER_TOKEN_ESTIMATE)
+
+    def _fit_tokens(self, text: str, budget: int) -> str:
+        """``text`` clipped (head + tail) until it is at most ``budget`` tokens."""
+        tokens = self._tokens(text)
+        while tokens > budget and len(text) > 200:
+            text = clip_middle(text, max(200, int(len(text) * budget / tokens * 0.9)))
+            tokens = self._tokens(text)
+        return text
+
+    def _task_text(self, request: SummaryRequest, facts: Facts) -> str | None:
+        task = request.task or facts.task
+        return clip_middle(task, self.tool_output_chars * 2) if task else None
+
+    def _plan(
+        self, request: SummaryRequest, facts: Facts, cap: int, budget: int
+    ) -> Generator[list[_Call], list[str], str]:
+        """Yields batches of calls and receives their replies; returns the final summary text.
+
+        One call when the transcript fits ``budget``; otherwise chunk summaries, then merges of
+        at most what fits ``budget``, until one summary is left.
+        """
+        task = self._task_text(request, facts)
+        pinned = tuple(dict.fromkeys((*request.pinned, *facts.pins)))
+        rendered = render_transcript(request.messages, self.tool_output_chars)
+        overhead = self._tokens(SYSTEM_PROMPT) + self._tokens(
+            summary_prompt("", task=task, previous_summary=request.previous_summary,
+                           pinned=pinned, focus=request.focus)
+        )
+        room = budget - overhead
+        if room < 500:
+            raise SummarizerError(
+                f"{self.name}: input_token_budget {budget} leaves {room} tokens for history "
+                f"after the prompt, task, pins and previous summary ({overhead} tokens)"
+            )
+        transcript = "\n\n".join(rendered)
+        if self._tokens(transcript) <= room:
+            replies = yield [_Call(summary_prompt(transcript, task=task,
+                                                  previous_summary=request.previous_summary,
+                                                  pinned=pinned, focus=request.focus), cap)]
+            return replies[0]
+        # map: consecutive chunks of whole messages, each under the room left
+        chunks: list[list[str]] = [[]]
+        used = 0
+        for text in rendered:
+            text = self._fit_tokens(text, room)
+            cost = self._tokens(text) + 1
+            if chunks[-1] and used + cost > room:
+                chunks.append([])
+                used = 0
+            chunks[-1].append(text)
+            used += cost
+        calls = [
+            _Call(summary_prompt("\n\n".join(chunk), task=task, previous_summary=None,
+                                 pinned=pinned, focus=request.focus), cap)
+            for chunk in chunks
+        ]
+        parts: list[str] = yield calls
+        if request.previous_summary and request.previous_summary.strip():
+            parts = [request.previous_summary, *parts]
+        # reduce: merge as many parts as fit, until one is left
+        while len(parts) > 1:
+            groups: list[list[str]] = [[]]
+            used = 0
+            for part in parts:
+                cost = self._tokens(part) + 10
+                if groups[-1] and used + cost > room:
+                    groups.append([])
+                    used = 0
+                groups[-1].append(part)
+                used += cost
+            if len(groups) == len(parts):  # no two parts fit together: merge in pairs anyway
+                groups = [parts[i : i + 2] for i in range(0, len(parts), 2)]
+            merged: list[str] = yield [
+                _Call(merge_prompt(g, task=task, pinned=pinned, focus=request.focus), cap)
+                if len(g) > 1 else _Call("", 0)
+                for g in groups
+            ]
+            parts = [m if len(g) > 1 else g[0] for m, g in zip(merged, groups, strict=True)]
+        return parts[0]
+
+    # -- the final text ----------------------------------------------------------------------
+    def _finish(self, reply: str, request: SummaryRequest, facts: Facts, cap: int) -> str:
+        sections = parse_summary(reply)
+        flat = " ".join(reply.split())
+        entries: list[Entry] = []
+        for name in SECTIONS:
+            # over the cap, the reply's lines go from the end: completed first, then notes,
+            # then current state; the remaining work is kept longest
+            rank = _KEEP_RANK[name]
+            for i, line in enumerate(sections.get(name).splitlines()):
+                if line.strip():
+                    entries.append(Entry(name, line.rstrip(), 5, (1, i), bullet=False,
+                                         recency=-(rank * 100_000 + i)))
+        if self.ensure_facts:
+            task = request.task or facts.task
+            if task and task_key(task) not in flat:
+                entries.append(Entry("remaining", clip(" ".join(task.split()), 300), 0, (0,),
+                                     "Original task", bullet=False, min_chars=160))
+            for e in facts_entries(facts, task=None, pinned=request.pinned, cap=cap):
+                if e.tier > 3 or _present(e, flat, facts):
+                    continue
+                order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
+                entries.append(Entry(e.section, e.text, e.tier, order, e.group, e.recency,
+                                     e.bullet, e.min_chars))
+        return fit(entries, cap)
+
+    # -- HTTP -------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.api_key_env, "")
+        headers = {"content-type": "application/json"}
+        if self.provider == "anthropic":
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            if key:
+                headers["x-api-key"] = key
+        elif key:
+            headers["authorization"] = f"Bearer {key}"
+        headers.update(self.headers)
+        return headers
+
+    def _payload(self, call: _Call) -> dict[str, Any]:
+        system = SYSTEM_PROMPT.format(max_chars=call.max_chars)
+        payload: dict[str, Any] = {"model": self.model}
+        if self.provider == "anthropic":
+            payload["max_tokens"] = self.max_output_tokens
+            payload["system"] = system
+            payload["messages"] = [{"role": "user", "content": call.user}]
+        else:
+            payload[self.max_tokens_param] = self.max_output_tokens
+            payload["messages"] = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": call.user},
+            ]
+        if self.temperature is not None:
+            payload["temperature"] = self.temperature
+        payload.update(self.extra_body)
+        return payload
+
+    def _reply_text(self, response: httpx.Response) -> str:
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise SummarizerError(
+                f"{self.name}: response body is not JSON: {response.text[:200]!r}"
+            ) from exc
+        try:
+            if self.provider == "anthropic":
+                text = "".join(b.get("text", "") for b in data["content"]
+                               if isinstance(b, dict) and b.get("type") == "text")
+            else:
+                content = data["choices"][0]["message"]["content"]
+                if isinstance(content, list):
+                    content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+                text = content or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise SummarizerError(
+                f"{self.name}: response is not a {self.provider} completion "
+                f"(missing {exc!s}): {str(data)[:200]!r}"
+            ) from exc
+        if not isinstance(text, str) or not text.strip():
+            raise SummarizerError(f"{self.name}: the model returned an empty summary")
+        return text
+
+    def _classify(self, response: httpx.Response) -> float | None:
+        """``None`` when ``response`` is a success; else the delay before retrying. Raises for
+        responses that retrying cannot fix."""
+        status = response.status_code
+        if 200 <= status < 300:
+            return None
+        body = response.text[:300]
+        if status in (400, 413) and any(p in body.lower() for p in _TOO_LONG):
+            raise _InputTooLarge(body)
+        if status in RETRY_STATUSES:
+            return _retry_after(response)
+        hint = ""
+        if status in (401, 403):
+            hint = (f" (key read from ${self.api_key_env}"
+                    f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})")
+        raise SummarizerError(f"{self.name}: {self.url} answered {status}{hint}: {body!r}")
+
+    def _delay(self, attempt: int, asked: float | None) -> float:
+        if asked is not None and asked >= 0:
+            return min(asked, self.max_backoff)
+        return float(min(self.backoff * 2.0**attempt, self.max_backoff))
+
+    def _complete(self, client: httpx.Client, call: _Call) -> str:
+        if not call.user:
+            return ""
+        last = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            asked: float | None = None
+            try:
+                response = client.post(self.url, json=self._payload(call),
+                                        headers=self._headers())
+            except httpx.TimeoutException as exc:
+                last = f"timed out after {self.timeout}s ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                last = f"transport error: {exc!s}"
+            else:
+                wait = self._classify(response)
+                if wait is None:
+                    return self._checked(self._reply_text(response))
+                asked = wait if wait >= 0 else None
+                last = f"HTTP {response.status_code}: {response.text[:200]!r}"
+            if attempt < self.max_retries:
+                self.sleep(self._delay(attempt, asked))
+        raise SummarizerError(
+            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
+        )
+
+    async def _acomplete(self, client: httpx.AsyncClient, call: _Call) -> str:
+        if not call.user:
+            return ""
+        last = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            asked: float | None = None
+            try:
+                response = await client.post(self.url, json=self._payload(call),
+                                              headers=self._headers())
+            except httpx.TimeoutException as exc:
+                last = f"timed out after {self.timeout}s ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                last = f"transport error: {exc!s}"
+            else:
+                wait = self._classify(response)
+                if wait is None:
+                    return self._checked(self._reply_text(response))
+                asked = wait if wait >= 0 else None
+                last = f"HTTP {response.status_code}: {response.text[:200]!r}"
+            if attempt < self.max_retries:
+                await self.asleep(self._delay(attempt, asked))
+        raise SummarizerError(
+            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
+        )
+
+    def _checked(self, text: str) -> str:
+        """The reply's four sections, re-rendered canonically (raises when malformed)."""
+        return parse_summary(text).render()
+
+
+_KEEP_RANK: Mapping[str, int] = {"remaining": 0, "current_state": 1, "notes": 2, "completed": 3}
+
+
+def _present(entry: Entry, flat: str, facts: Facts) -> bool:
+    """Whether the must-keep fact ``entry`` carries is already in the reply."""
+    if entry.group == "Last unresolved error":
+        error = facts.last_unresolved_error
+        return error is not None and " ".join(error.key.split()) in flat
+    if entry.group == "Files changed":
+        path = entry.text.rsplit(" (", 1)[0] if entry.text.endswith(")") else entry.text
+        return path in flat
+    return " ".join(entry.text.split()) in flat
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """Seconds the server asks us to wait (``retry-after-ms``, ``Retry-After`` as seconds or an
+    HTTP date), or -1 when it does not say."""
+    ms = response.headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = response.headers.get("retry-after")
+    if not value:
+        return -1.0
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return -1.0
+    return max(float(when.timestamp()) - time.time(), 0.0)
+
