@@ -1,0 +1,144 @@
+"""Budget: how many tokens a request may use in a model's window, and when to act.
+
+Three thresholds, from the seeds:
+
+``limit = window - reserve``
+    The hard limit (seed 004: "budget = window - reserve", reserve 8,192). A request over it
+    either is rejected by the provider or leaves the reply less room than reserved.
+``trigger = min(limit, floor(window * trigger_ratio))``
+    Where lossy compaction starts (seed 000: ``contextWindow * 0.75``). Capped at the limit,
+    so a large reserve on a small window still triggers before the hard limit.
+``target = min(trigger, floor(window * target_ratio))``
+    Where compaction aims to land (default half the window), so that it is not needed
+    again on the very next call.
+
+All three are in the counter's tokens (see :mod:`contextwarden._tokens`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._exceptions import ConfigError
+from ._models import _find, context_window
+
+__all__ = ["Budget"]
+
+#: Tokens kept free for the reply by default (seed 004).
+DEFAULT_RESERVE = 8_192
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"Budget.{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_ratio(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ConfigError(f"Budget.{name} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A model's token budget.
+
+    Args:
+        window: the context window in tokens (must be > 0).
+        reserve: tokens kept free for the reply; default 8,192 (seed 004). Must be smaller
+            than ``window``.
+        trigger_ratio: lossy compaction starts above ``window * trigger_ratio`` (capped at
+            the hard limit); default 0.75 (seed 000). In (0, 1].
+        target_ratio: compaction aims for ``window * target_ratio``; default 0.5. In (0, 1]
+            and at most ``trigger_ratio``.
+
+    Raises :class:`ConfigError` naming the field when a value is out of range.
+    """
+
+    window: int
+    reserve: int = DEFAULT_RESERVE
+    trigger_ratio: float = 0.75
+    target_ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check_int("window", self.window, 1)
+        _check_int("reserve", self.reserve, 0)
+        if self.reserve >= self.window:
+            raise ConfigError(
+                f"Budget.reserve ({self.reserve:,}) must be smaller than window "
+                f"({self.window:,}): nothing would be left for the request"
+            )
+        trigger = _check_ratio("trigger_ratio", self.trigger_ratio)
+        target = _check_ratio("target_ratio", self.target_ratio)
+        if target > trigger:
+            raise ConfigError(
+                f"Budget.target_ratio ({target}) must not exceed trigger_ratio ({trigger}): "
+                "compaction would end above the point that starts it"
+            )
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str | None,
+        window: int | None = None,
+        *,
+        reserve: int | None = None,
+        trigger_ratio: float = 0.75,
+        target_ratio: float = 0.5,
+    ) -> Budget:
+        """The budget for ``model``, its window from the registry unless ``window`` is given.
+
+        ``reserve`` defaults to the smallest of 8,192, the model's max output tokens (when
+        the registry knows the model: no reply can be longer) and a quarter of the window
+        (so a small window such as gpt-4's 8,192 keeps room for the request). Raises
+        :class:`UnknownModelError` for an unknown model without ``window``.
+        """
+        size = context_window(model, window)
+        if reserve is None:
+            reserve = min(DEFAULT_RESERVE, size // 4)
+            info = _find(model) if model is not None else None
+            if info is not None:
+                reserve = min(reserve, info.max_output_tokens)
+        return cls(size, reserve, trigger_ratio, target_ratio)
+
+    @property
+    def limit(self) -> int:
+        """The hard limit: ``window - reserve``."""
+        return self.window - self.reserve
+
+    @property
+    def trigger(self) -> int:
+        """Compaction starts above this: ``min(limit, floor(window * trigger_ratio))``."""
+        return min(self.limit, int(self.window * self.trigger_ratio))
+
+    @property
+    def target(self) -> int:
+        """Compaction aims at or below this: ``min(trigger, floor(window * target_ratio))``."""
+        return min(self.trigger, int(self.window * self.target_ratio))
+
+    def used(self, tokens: int) -> float:
+        """The fraction of the window ``tokens`` fill (may exceed 1.0)."""
+        return _tokens(tokens) / self.window
+
+    def remaining(self, tokens: int) -> int:
+        """Tokens left under the hard limit; negative by as much as ``tokens`` is over it."""
+        return self.limit - _tokens(tokens)
+
+    def over(self, tokens: int) -> bool:
+        """Whether ``tokens`` is above the trigger (time to compact)."""
+        return _tokens(tokens) > self.trigger
+
+    def over_limit(self, tokens: int) -> bool:
+        """Whether ``tokens`` is above the hard limit (the request must shrink)."""
+        return _tokens(tokens) > self.limit
+
+    def excess(self, tokens: int) -> int:
+        """Tokens to remove to reach the target (0 when already at or below it)."""
+        return max(0, _tokens(tokens) - self.target)
+
+
+def _tokens(tokens: int) -> int:
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ValueError(f"tokens must be an int >= 0, got {tokens!r}")
+    return tokens
