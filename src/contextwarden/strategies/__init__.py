@@ -1,0 +1,36 @@
+"""Compaction strategies (seed 003), one file each, behind one registry.
+
+``sliding_window``, ``importance``, ``key_events``, ``incremental`` and ``full_summary`` are pure
+functions ``(messages, ctx) -> StrategyOutcome | None``; :func:`detect_task_type` picks their
+order. The :class:`~contextwarden._compaction.Compactor` runs them.
+"""
+
+from __future__ import annotations
+
+from .base import Strategy, StrategyContext, StrategyOutcome, make_ref
+from .full_summary import full_summary
+from .importance import importance
+from .incremental import incremental
+from .key_events import key_events
+from .registry import get_strategy, register_strategy, strategy_names, unregister_strategy
+from .sliding_window import sliding_window
+from .task_type import TASK_TYPES, TaskType, detect_task_type
+
+__all__ = [
+    "TASK_TYPES",
+    "Strategy",
+    "StrategyContext",
+    "StrategyOutcome",
+    "TaskType",
+    "detect_task_type",
+    "full_summary",
+    "get_strategy",
+    "importance",
+    "incremental",
+    "key_events",
+    "make_ref",
+    "register_strategy",
+    "sliding_window",
+    "strategy_names",
+    "unregister_strategy",
+]

@@ -1,0 +1,259 @@
+"""What a message *is*, read from its content: the signals the strategies and the task-type
+detector share (file edits, test runs, errors, completion, decisions, read-only listings).
+
+Everything here is a pure function of one message (or one tool call), so the answers are cached
+by nothing but the immutable value itself and are the same on every run.
+
+The tables are heuristics over tool names and shell commands as real agents write them
+(mini-swe-agent runs everything through ``bash``; Claude Code has ``Edit``/``Write``/``Read``/
+``Grep``; OpenHands has ``str_replace_editor``). They err towards *keeping*: a message that
+looks like an edit or an error is treated as one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from .._messages import Message, ToolCallBlock
+
+__all__ = [
+    "CallKind",
+    "call_command",
+    "call_kinds",
+    "is_completion",
+    "is_decision",
+    "is_error_result",
+    "is_readonly_listing",
+    "message_call_kinds",
+]
+
+CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
+
+# Tool *names* (lower-cased, split on non-letters) -> kind. A name may carry several words
+# ("str_replace_editor" -> str, replace, editor); the first table that matches wins.
+_NAME_WORDS: tuple[tuple[CallKind, frozenset[str]], ...] = (
+    ("todo", frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})),
+    ("memory", frozenset({"memory", "remember", "memorize", "note", "notes"})),
+    (
+        "edit",
+        frozenset(
+            {
+                "edit",
+                "multiedit",
+                "write",
+                "str",
+                "replace",
+                "apply",
+                "patch",
+                "create",
+                "insert",
+                "editor",
+                "notebookedit",
+                "delete",
+                "move",
+                "rename",
+            }
+        ),
+    ),
+    (
+        "research",
+        frozenset(
+            {
+                "web",
+                "websearch",
+                "webfetch",
+                "fetch",
+                "browse",
+                "browser",
+                "http",
+                "url",
+                "sql",
+                "query",
+                "database",
+                "db",
+                "api",
+                "docs",
+                "lookup",
+            }
+        ),
+    ),
+    (
+        "inspect",
+        frozenset({"read", "view", "grep", "glob", "search", "find", "ls", "list", "cat", "open"}),
+    ),
+    (
+        "exec",
+        frozenset(
+            {
+                "bash",
+                "shell",
+                "sh",
+                "terminal",
+                "run",
+                "exec",
+                "execute",
+                "command",
+                "cmd",
+                "python",
+                "ipython",
+                "jupyter",
+                "git",
+                "code",
+                "interpreter",
+            }
+        ),
+    ),
+    ("complete", frozenset({"finish", "submit", "complete", "done", "attempt_completion"})),
+)
+
+# Shell fragments that change files. Err towards yes: ``> file`` counts, ``2>&1`` does not.
+_EDIT_CMD = re.compile(
+    r"\bsed\s+(?:-[a-zA-Z]*\s+)*-i|\bperl\s+-[a-z]*i|(?<![0-9&>])>{1,2}\s*(?!&|/dev/null)[\w./~\"'-]"
+    r"|\btee\b|\bpatch\b|\bgit\s+(?:apply|am|commit|checkout\s+--|restore|mv|rm)\b|\bmv\s|\bcp\s"
+    r"|\brm\s|\bmkdir\b|\btouch\b|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]\+?['\"]"
+)
+_TEST_CMD = re.compile(
+    r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
+    r"|yarn\s+test|pnpm\s+test|jest|vitest|mocha|cargo\s+test|go\s+test|mvn\s+test|gradle\s+test"
+    r"|ctest|make\s+(?:test|check)|rspec|phpunit)\b|\btest_\w+\.py\b"
+)
+_RESEARCH_CMD = re.compile(r"\b(?:curl|wget|psql|mysql|sqlite3|bq|duckdb|http)\b")
+_COMPLETE_CMD = re.compile(r"COMPLETE_TASK|SUBMIT|submit_final|task_complete", re.IGNORECASE)
+_READONLY_CMD = re.compile(
+    r"^\s*(?:cd\s+\S+\s*&&\s*)?(?:ls|cat|head|tail|find|pwd|tree|wc|nl|less|more|echo|which|file|"
+    r"stat|du|env|printenv)\b(?:(?!&&|;|\||>|\bsed\s+-i).)*$",
+    re.DOTALL,
+)
+
+# An error in a tool result: the flag, a non-zero exit code, or the usual phrasing of one.
+_ERROR_TEXT = re.compile(
+    r"Traceback \(most recent call last\)|^\s*\w*(?:Error|Exception)\b[:(]|\berror:|\bERROR\b|"
+    r"\bFAILED\b|\bfailed\b|command not found|No such file or directory|Permission denied|"
+    r"SyntaxError|segmentation fault|panicked at",
+    re.MULTILINE,
+)
+_EXIT_CODE = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit (?:code|status):?\s*(-?\d+)", re.I
+)
+
+_DECISION = re.compile(
+    r"\b(?:I(?:'ll| will) (?:now )?(?:fix|change|implement|modify|use|add|remove|replace|rewrite)|"
+    r"decided?|decision|the (?:root )?cause|the (?:issue|problem|bug) is|conclusion|plan:|"
+    r"approach|solution|fixed|resolved|instead)\b",
+    re.IGNORECASE,
+)
+_COMPLETION = re.compile(
+    r"\b(?:task (?:is )?(?:complete|completed|done|finished)|all tests pass(?:ed)?|"
+    r"successfully (?:implemented|fixed|completed)|the fix (?:works|is complete))\b|"
+    r"COMPLETE_TASK_AND_SUBMIT",
+    re.IGNORECASE,
+)
+
+
+def _name_words(name: str) -> set[str]:
+    low = name.lower()
+    words = set(re.split(r"[^a-z0-9]+", low)) | {low}
+    # CamelCase names (Claude Code's "TodoWrite", "NotebookEdit") split too
+    words |= {w.lower() for w in re.findall(r"[A-Z][a-z]+|[a-z]+", name)}
+    return {w for w in words if w}
+
+
+def call_command(call: ToolCallBlock) -> str:
+    """The shell command (or the whole argument text) a call carries, for pattern matching."""
+    args = call.input
+    if isinstance(args, dict):
+        for key in ("command", "cmd", "script", "code", "input", "_raw"):
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    return call.arguments
+
+
+def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
+    """The kinds of one tool call: by its name first, then, for shells and generic runners, by
+    the command it carries (``sed -i`` is an edit, ``pytest`` a test run, ``curl`` research)."""
+    words = _name_words(call.name)
+    kinds: set[CallKind] = set()
+    for kind, table in _NAME_WORDS:
+        if words & table:
+            kinds.add(kind)
+            break
+    command = call_command(call)
+    if not kinds or "exec" in kinds:
+        if _EDIT_CMD.search(command):
+            kinds.add("edit")
+        if _TEST_CMD.search(command):
+            kinds.add("test")
+        if _RESEARCH_CMD.search(command):
+            kinds.add("research")
+        if _COMPLETE_CMD.search(command):
+            kinds.add("complete")
+        if not kinds:
+            kinds.add("exec")
+    elif _TEST_CMD.search(command):
+        kinds.add("test")
+    return frozenset(kinds)
+
+
+def message_call_kinds(message: Message) -> frozenset[CallKind]:
+    """The union of :func:`call_kinds` over a message's tool calls (empty for none)."""
+    out: set[CallKind] = set()
+    for call in message.tool_calls:
+        out |= call_kinds(call)
+    return frozenset(out)
+
+
+def is_error_result(message: Message) -> bool:
+    """A tool message reporting failure: ``is_error``, a non-zero exit code, or error text
+    (a traceback, ``Error:``, ``FAILED``...). Non-tool messages are never error results."""
+    if message.role != "tool":
+        return False
+    for result in message.tool_results:
+        if result.is_error:
+            return True
+        text = result.text
+        code = _EXIT_CODE.search(text)
+        if code is not None:
+            value = code.group(1) or code.group(2)
+            if value is not None and int(value) != 0:
+                return True
+            # an explicit zero exit code: only a traceback still counts as an error
+            if "Traceback (most recent call last)" in text:
+                return True
+            continue
+        if _ERROR_TEXT.search(text[:4000]) or _ERROR_TEXT.search(text[-2000:]):
+            return True
+    return False
+
+
+def is_readonly_listing(calls: Iterable[ToolCallBlock]) -> bool:
+    """True when every call only looks around (``ls``, ``cat``, ``find``, ``Read``, ``Glob``):
+    the low-value outputs importance scoring drops first. False for no calls."""
+    seen = False
+    for call in calls:
+        seen = True
+        kinds = call_kinds(call)
+        if kinds == {"inspect"}:
+            continue
+        if kinds == {"exec"} and _READONLY_CMD.match(call_command(call)):
+            continue
+        return False
+    return seen
+
+
+def is_decision(message: Message) -> bool:
+    """An assistant message stating a decision, a cause, a plan or a fix."""
+    return message.role == "assistant" and bool(_DECISION.search(message.text))
+
+
+def is_completion(message: Message) -> bool:
+    """An assistant message (or its call) declaring the task done."""
+    if message.role != "assistant":
+        return False
+    if _COMPLETION.search(message.text):
+        return True
+    return any("complete" in call_kinds(c) for c in message.tool_calls)

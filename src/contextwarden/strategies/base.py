@@ -1,0 +1,326 @@
+"""The shared vocabulary of compaction strategies: what a strategy gets (:class:`StrategyContext`),
+what it returns (:class:`StrategyOutcome`), and the layout helpers every strategy uses so that
+every output stays a valid request.
+
+A strategy is a pure function ``(messages, ctx) -> StrategyOutcome | None``. It does not call
+the summarizer itself (though it may, through ``ctx.summarizer``, and hand back a ready
+``summary``): it says *which* messages it elides and *what* to summarize, and the
+:class:`~contextwarden._compaction.Compactor` runs the summarizer (sync or async, cached, with
+fallback), validates the summary and assembles the new history with :func:`assemble`. So the
+same strategy serves ``compact`` and ``acompact``, and is tested without any summarizer.
+
+Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the helpers):
+
+* the history is cut only at *unit* boundaries: a unit is a non-tool message plus the ``tool``
+  messages that follow it, so an assistant's tool calls (parallel ones included) and their
+  results are elided or kept together, and no cut lands on a tool result;
+* system messages, everything up to and including the first user message (the task), and
+  pinned units are never elided;
+* a previous compaction's summary message, when elided, is passed on as ``previous_summary``
+  (an incremental update) instead of being summarized as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._config import CompactionConfig, TaskType
+from .._messages import Message, TextBlock
+from ..summarizers.base import Summarizer, SummaryRequest
+
+if TYPE_CHECKING:
+    from .._budget import Budget
+    from .._tokens import TokenCounter
+
+__all__ = [
+    "HINT_RE",
+    "SUMMARY_PREFIX",
+    "Layout",
+    "Section",
+    "Strategy",
+    "StrategyContext",
+    "StrategyOutcome",
+    "assemble",
+    "check_outcome",
+    "compaction_target",
+    "is_summary_message",
+    "make_ref",
+    "pinned_texts",
+    "summary_header",
+    "summary_request",
+]
+
+#: Every summary message starts with this, so a later compaction recognises it.
+SUMMARY_PREFIX = "[Context summary: "
+_SUMMARY_RE = re.compile(r"^\[Context summary: [^\]]*\]\n?")
+#: The hint the full summary folds into the system message (seed 002), recognised on re-compaction.
+HINT_RE = re.compile(
+    r"\n*\[contextwarden: the earlier history of this session was compacted[^\]]*\]\s*$"
+)
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a strategy may read. ``cache`` maps :func:`summary_cache_key` to summaries (shared
+    with the compactor); ``task_type`` is the detected type of the history being compacted."""
+
+    budget: Budget
+    counter: TokenCounter
+    summarizer: Summarizer
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig.model_validate({}))
+    tools: Sequence[Mapping[str, Any]] | None = None
+    focus: str | None = None
+    cache: MutableMapping[str, str] = field(default_factory=dict)
+    task_type: TaskType = "unknown"
+
+
+#: A titled list of lines the summary message carries verbatim (see ``StrategyOutcome.appendix``).
+Section = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class StrategyOutcome:
+    """A strategy's plan: elide the input messages at ``elided`` (sorted indices; whole units)
+    into ONE summary message, placed where the first of them was.
+
+    ``requests`` are summarized in order; each one after the first gets the previous result as
+    its ``previous_summary`` (incremental chunk summaries); the last result is the summary.
+    ``summary`` (when set) is a summary the strategy already wrote: no summarizer runs.
+    ``rebuild`` (the full summary, seed 002) folds a hint into the first system message and
+    puts the summary message right after the task. ``appendix``: titled sections of lines the
+    summary message carries verbatim after the summary (memories, task list, diff stats); a
+    line the summary already holds is not repeated.
+    ``reset_turns`` tells the caller to reset its turn counter (seed 003, full summary).
+    """
+
+    strategy: str
+    elided: tuple[int, ...]
+    requests: tuple[SummaryRequest, ...] = ()
+    summary: str | None = None
+    rebuild: bool = False
+    appendix: tuple[Section, ...] = ()
+    reset_turns: bool = False
+    detail: str = ""
+
+
+#: The signature of a strategy (built-in or your own; see :mod:`.registry`).
+Strategy = Callable[[Sequence[Message], StrategyContext], "StrategyOutcome | None"]
+
+
+def compaction_target(budget: Budget) -> int:
+    """Where a compaction stops: ``budget.target``, capped at ``trigger * target_ratio /
+    trigger_ratio`` (two thirds of the trigger with the defaults) so there is always room
+    between the end of one compaction and the start of the next."""
+    ratio = budget.target_ratio / budget.trigger_ratio if budget.trigger_ratio else 1.0
+    return min(budget.target, int(budget.trigger * ratio))
+
+
+# -- layout ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Layout:
+    """The structure of one history: its units, the task, and what must never be elided."""
+
+    messages: tuple[Message, ...]
+    units: tuple[tuple[int, int], ...]  # (start, end) half-open, in order, covering everything
+    task: int | None  # index of the first user message
+    protected: frozenset[int]  # unit starts that are never elided
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> Layout:
+        msgs = tuple(messages)
+        starts = [i for i, m in enumerate(msgs) if m.role != "tool" or i == 0]
+        units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
+        task = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
+        protected: set[int] = set()
+        for start, end in units:
+            span = msgs[start:end]
+            if (
+                (task is not None and start <= task)
+                or msgs[start].role == "system"
+                or any(m.is_pinned for m in span)
+            ):
+                protected.add(start)
+        return cls(msgs, units, task, frozenset(protected))
+
+    def body(
+        self, tail_start: int | None = None, *, keep_last: bool = True
+    ) -> list[tuple[int, int]]:
+        """Elidable units before ``tail_start`` (a unit boundary; default: the end). The last
+        unit (the newest message and its partners) is never elidable unless ``keep_last`` is
+        false: the model must see what it is answering."""
+        stop = len(self.messages) if tail_start is None else tail_start
+        if keep_last and self.units:
+            stop = min(stop, self.units[-1][0])
+        return [(s, e) for s, e in self.units if e <= stop and s not in self.protected]
+
+    def unit_start(self, index: int) -> int:
+        """The start of the unit holding message ``index`` (a safe cut at or before it)."""
+        for start, end in self.units:
+            if start <= index < end:
+                return start
+        return len(self.messages)
+
+    def tail_from_end(self, n_assistant: int, n_other: int) -> int:
+        """The boundary that keeps the fewest whole final units holding at least ``n_assistant``
+        assistant messages and ``n_other`` user/tool messages (or everything there is)."""
+        got_a = got_o = 0
+        for start, end in reversed(self.units):
+            for m in self.messages[start:end]:
+                if m.role == "assistant":
+                    got_a += 1
+                elif m.role in ("user", "tool"):
+                    got_o += 1
+            if got_a >= n_assistant and got_o >= n_other:
+                return start
+        return 0
+
+    def indices(self, units: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+        return tuple(i for s, e in units for i in range(s, e))
+
+
+def is_summary_message(message: Message) -> bool:
+    """A summary message written by an earlier compaction."""
+    return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
+
+
+def make_ref(messages: Sequence[Message]) -> str:
+    """The stable reference of an elided span: ``cw:`` + a hash of its messages' fingerprints.
+    The same span always gets the same reference, on any machine."""
+    h = hashlib.blake2b(digest_size=8)
+    for m in messages:
+        h.update(m.fingerprint.encode())
+        h.update(b"\x00")
+    return "cw:" + h.hexdigest()
+
+
+def summary_header(count: int, ref: str) -> str:
+    noun = "message was" if count == 1 else "messages were"
+    return f"{SUMMARY_PREFIX}{count} earlier {noun} compacted; ref {ref}]"
+
+
+def summary_body(message: Message) -> str:
+    """The text of an earlier summary message without its header."""
+    return _SUMMARY_RE.sub("", message.text, count=1)
+
+
+def pinned_texts(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The pinned content of ``messages``: ``<Pin>`` contents, or the whole text of a message
+    pinned by flag. In order, without repeats."""
+    from .._messages import PIN_RE
+
+    out: dict[str, None] = {}
+    for m in messages:
+        if not m.is_pinned:
+            continue
+        texts = [m.text, *(r.text for r in m.tool_results)]
+        found = [p.strip() for t in texts for p in PIN_RE.findall(t)]
+        if m.pinned or not found:
+            found = [t for t in texts if t.strip()] or found
+        for p in found:
+            out.setdefault(p, None)
+    return tuple(out)
+
+
+def summary_request(
+    messages: Sequence[Message],
+    elided: Sequence[int],
+    ctx: StrategyContext,
+    *,
+    previous_summary: str | None = None,
+    max_chars: int | None = None,
+) -> SummaryRequest:
+    """The request summarizing ``messages[elided]``: earlier summary messages among them become
+    ``previous_summary`` (incremental update) and the task rides along. ``pinned`` stays empty:
+    pinned units are never elided, so their text is in the history verbatim already."""
+    layout_task = next((m for m in messages if m.role == "user"), None)
+    span: list[Message] = []
+    previous = [previous_summary] if previous_summary else []
+    for i in elided:
+        m = messages[i]
+        if is_summary_message(m):
+            previous.append(summary_body(m))
+        else:
+            span.append(m)
+    return SummaryRequest(
+        messages=tuple(span),
+        task=layout_task.text if layout_task is not None else "",
+        previous_summary="\n\n".join(previous) if previous else None,
+        focus=ctx.focus,
+        max_chars=max_chars or ctx.config.summary_max_chars,
+    )
+
+
+# -- assembly ----------------------------------------------------------------------------------
+def hint_text(ref: str) -> str:
+    """The hint the full summary folds into the system prompt (seed 002's rebuild)."""
+    return (
+        "[contextwarden: the earlier history of this session was compacted into the summary "
+        f"message after the task ({ref}). Continue the original task from that summary; do not "
+        "repeat steps it lists as completed.]"
+    )
+
+
+def _with_hint(message: Message, hint: str) -> Message:
+    blocks = list(message.content)
+    for k in range(len(blocks) - 1, -1, -1):
+        block = blocks[k]
+        if isinstance(block, TextBlock):
+            base = HINT_RE.sub("", block.text)
+            blocks[k] = TextBlock(f"{base}\n\n{hint}" if base else hint, extra=block.extra)
+            return message.replace(content=tuple(blocks))
+    return message.replace(content=(*blocks, TextBlock(hint)))
+
+
+def assemble(
+    messages: Sequence[Message], outcome: StrategyOutcome, summary: str, ref: str
+) -> tuple[Message, ...]:
+    """The new history: ``messages`` without ``outcome.elided``, plus one summary message (a
+    ``user`` message headed by :func:`summary_header`) where the first elided message was; for
+    a ``rebuild``, the hint is folded into the first system message as well."""
+    elided = set(outcome.elided)
+    text = summary_header(len(elided), ref) + "\n" + summary.strip()
+    flat = " ".join(summary.split())
+    for title, lines in outcome.appendix:
+        fresh = [ln for ln in lines if " ".join(ln.split()) not in flat]
+        if fresh:
+            text += f"\n\n{title}:\n" + "\n".join(f"- {ln}" for ln in fresh)
+    note = Message("user", (TextBlock(text),))
+    first = min(elided)
+    out: list[Message] = []
+    hinted = False
+    for i, m in enumerate(messages):
+        if i == first:
+            out.append(note)
+        if i in elided:
+            continue
+        if outcome.rebuild and not hinted and m.role == "system":
+            m = _with_hint(m, hint_text(ref))
+            hinted = True
+        out.append(m)
+    return tuple(out)
+
+
+def check_outcome(messages: Sequence[Message], outcome: StrategyOutcome) -> str | None:
+    """Why ``outcome`` would break the layout rules (None when it is fine). The compactor calls
+    this on every outcome, built-in or not, and skips a strategy that fails it."""
+    if not outcome.elided:
+        return "elides nothing"
+    if list(outcome.elided) != sorted(set(outcome.elided)):
+        return "elided indices are not sorted and unique"
+    if outcome.elided[0] < 0 or outcome.elided[-1] >= len(messages):
+        return "elided index out of range"
+    if not outcome.requests and outcome.summary is None:
+        return "neither a summary nor a request to write one"
+    layout = Layout.of(messages)
+    elided = set(outcome.elided)
+    for start, end in layout.units:
+        inside = [i in elided for i in range(start, end)]
+        if any(inside) and not all(inside):
+            return f"cuts the unit of messages {start}..{end - 1} (a tool call and its results)"
+        if inside and inside[0] and start in layout.protected:
+            return f"elides protected message {start} (system, task or pinned)"
+    return None
