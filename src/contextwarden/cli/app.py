@@ -6,7 +6,9 @@ import typer
 
 from .config_cmd import config_app
 from .count import count
+from .inspect import inspect
 from .proxy_cmd import proxy
+from .replay import replay_command
 
 __all__ = ["app"]
 
@@ -20,6 +22,8 @@ app = typer.Typer(
 )
 
 app.command("count")(count)
+app.command("inspect")(inspect)
+app.command("replay")(replay_command)
 app.add_typer(config_app, name="config")
 app.command(
     "proxy",

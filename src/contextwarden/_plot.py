@@ -1,0 +1,103 @@
+"""A picture of a replay: context size per call, without and with contextwarden, against the
+window. matplotlib is imported only here, only when a plot is asked for (the ``plot`` extra)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ._exceptions import ContextWardenError
+from ._replay import ReplayReport
+
+__all__ = ["plot_replay"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ContextWardenError(
+            "plotting needs matplotlib: pip install 'contextwarden[plot]'"
+        ) from exc
+    matplotlib.use("Agg")  # files only: no display needed, works on a headless machine
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_replay(
+    report: ReplayReport, path: str | os.PathLike[str], *, title: str | None = None
+) -> Path:
+    """Draw ``report`` as a PNG at ``path`` (parent folders are created); returns the path.
+
+    Lines: tokens sent per call without contextwarden (grey) and with it (blue); the window
+    (red), the limit (window minus the output reserve, dashed) and the trigger (dotted);
+    calls where a compaction ran are marked. The legend gives the cumulative saving.
+    """
+    plt = _pyplot()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    calls = [c.call for c in report.calls]
+    without = [c.tokens_without for c in report.calls]
+    with_ = [c.tokens_with for c in report.calls]
+    t = report.totals
+
+    fig, ax = plt.subplots(figsize=(10, 5.2), dpi=120)
+    ax.fill_between(calls, without, color="#9e9e9e", alpha=0.15, linewidth=0)
+    ax.plot(calls, without, color="#757575", linewidth=1.8, label="without contextwarden")
+    ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
+    ax.plot(calls, with_, color="#1f77b4", linewidth=2.2, label="with contextwarden")
+    ax.axhline(report.window, color="#d62728", linewidth=1.6, label=f"window ({report.window:,})")
+    ax.axhline(
+        report.limit,
+        color="#d62728",
+        linewidth=1,
+        linestyle="--",
+        alpha=0.7,
+        label=f"limit: window - output reserve ({report.limit:,})",
+    )
+    ax.axhline(
+        report.trigger,
+        color="#ff7f0e",
+        linewidth=1,
+        linestyle=":",
+        label=f"compaction trigger ({report.trigger:,})",
+    )
+    marks = [(c.call, c.tokens_with) for c in report.calls if c.summaries_written]
+    if marks:
+        xs, ys = zip(*marks, strict=True)
+        ax.scatter(
+            xs, ys, marker="v", color="#2ca02c", s=46, zorder=5, label=f"compaction ({len(marks)})"
+        )
+    bad = [(c.call, c.tokens_with) for c in report.calls if not c.valid]
+    if bad:
+        xs, ys = zip(*bad, strict=True)
+        ax.scatter(
+            xs,
+            ys,
+            marker="x",
+            color="#d62728",
+            s=60,
+            zorder=6,
+            label=f"invalid request ({len(bad)})",
+        )
+
+    ax.set_xlabel("LLM call")
+    ax.set_ylabel(f"input tokens per call ({report.model})")
+    ax.set_xlim(left=min(calls, default=0), right=max(calls, default=1))
+    ax.set_ylim(bottom=0, top=max([report.window, *without, *with_]) * 1.08)
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _pos: f"{v / 1000:.0f}k"))
+    ax.grid(True, alpha=0.25)
+    saved = f"{t.saved_ratio:.0%}"
+    ax.set_title(
+        title
+        or f"Context per call: {t.input_tokens_without:,} -> {t.input_tokens_with:,} input "
+        f"tokens in total ({saved} saved)",
+        fontsize=11,
+    )
+    ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
+    fig.tight_layout()
+    fig.savefig(target)
+    plt.close(fig)
+    return target
