@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._budget import Budget
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
 from ._messages import Message, TextBlock
@@ -34,7 +35,6 @@ from .layers.pipeline import Pipeline
 from .layers.window import sliding_window
 
 if TYPE_CHECKING:
-    from ._budget import Budget
     from ._tokens import TokenCounter
 
 __all__ = ["CompactionHook", "TransformResult", "Warden"]
@@ -114,7 +114,7 @@ class Warden:
         self._pipeline = Pipeline()
         self._lock = threading.Lock()
         self._counters: dict[str | None, TokenCounter] = {}
-        self._budgets: dict[int, Budget] = {}
+        self._budgets: dict[tuple[str | None, int | None], Budget] = {}
         self._systems: dict[str, Message] = {}
         self._overheads: dict[tuple[str, str], int] = {}
         self._last_tools: tuple[object, str, int] | None = None
@@ -134,27 +134,33 @@ class Warden:
 
     def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
         """The budget for a call, or ``None`` when no window is known (see the class doc).
-        Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks."""
+
+        The reserve is ``config.reserve_tokens`` when you set it; left at its default it is
+        :meth:`Budget.for_model`'s choice (8,192, but no more than a quarter of the window or the
+        model's max output), so an 8k window still has room for a request. Raises
+        :class:`~contextwarden.UnknownModelError` for a model the registry lacks and
+        :class:`~contextwarden.ConfigError` for a reserve that leaves no room.
+        """
+        model = model or self.config.model
         if window is None:
             window = self.config.context_window
-        if window is None:
-            model = model or self.config.model
-            if model is None:
-                return None
-            from ._models import context_window
-
-            window = context_window(model)
-        budget = self._budgets.get(window)
+        if window is None and model is None:
+            return None
+        key = (model, window)
+        budget = self._budgets.get(key)
         if budget is None:
-            from ._budget import Budget
-
             cfg = self.config
-            budget = self._budgets[window] = Budget(
+            explicit = "reserve_tokens" in cfg.model_fields_set
+            budget = Budget.for_model(
+                model,
                 window,
-                reserve=cfg.reserve_tokens,
+                reserve=cfg.reserve_tokens if explicit else None,
                 trigger_ratio=cfg.trigger_ratio,
                 target_ratio=cfg.target_ratio,
             )
+            if len(self._budgets) > 64:
+                self._budgets.clear()
+            self._budgets[key] = budget
         return budget
 
     def _with_system(self, messages: Sequence[Message], system: str | None) -> Sequence[Message]:

@@ -1,0 +1,120 @@
+"""Seed 000 L1: old tool results shrink to their first 3 and last 2 lines."""
+
+from __future__ import annotations
+
+import re
+
+from histories import agent_run, call, config, ctx, lines
+
+from contextwarden._messages import Message, ToolResultBlock, assistant, tool_result, user
+from contextwarden.layers import MaskConfig, mask_text, mask_tool_results
+
+MARKER = re.compile(r"^\[\.\.\. (\d+) lines, (\d+) characters omitted \.\.\.\]$")
+
+
+def test_mask_text_keeps_three_head_and_two_tail_lines() -> None:
+    text = lines(50)
+    out = mask_text(text)
+    got = out.split("\n")
+    src = text.split("\n")
+    assert got[:3] == src[:3] and got[-2:] == src[-2:]
+    m = MARKER.match(got[3])
+    assert m is not None and len(got) == 6
+    assert int(m.group(1)) == 45
+    # characters omitted: everything but the five kept lines and the four newlines between them
+    kept = sum(len(x) for x in src[:3] + src[-2:]) + 4
+    assert int(m.group(2)) == len(text) - kept
+
+
+def test_short_results_and_already_masked_ones_are_left_alone() -> None:
+    short = lines(12, width=40)  # 491 characters: not over 500
+    assert len(short) <= 500 and mask_text(short) is short
+    masked = mask_text(lines(200))
+    assert mask_text(masked) is masked
+    few_short_lines = "\n".join(["y" * 120] * 5)  # nothing to gain
+    assert mask_text(few_short_lines) is few_short_lines
+
+
+def test_one_long_line_is_shortened_too() -> None:
+    blob = '{"data": "' + "z" * 20_000 + '"}'
+    out = mask_text(blob)
+    assert len(out) < 400 and out.startswith(blob[:200]) and "[...]" in out
+    assert MARKER.match(out.split("\n")[-1])
+
+
+def test_last_six_results_stay_whole_older_long_ones_are_masked() -> None:
+    msgs = agent_run(10, result_chars=2000)  # system, task, 10 x (assistant, tool)
+    result = mask_tool_results(msgs, ctx())
+    out = result.messages
+    tool_idx = [i for i, m in enumerate(msgs) if m.role == "tool"]
+    for i in tool_idx[-6:]:
+        assert out[i] is msgs[i]
+    for i in tool_idx[:-6]:
+        assert out[i].tool_results[0].tool_call_id == msgs[i].tool_results[0].tool_call_id
+        assert len(out[i].tool_results[0].text) < 400
+    for i, m in enumerate(msgs):  # calls, their arguments and other roles untouched
+        if m.role != "tool":
+            assert out[i] is m
+    assert [e.index for e in result.events] == tool_idx[:-6]
+    assert all(e.kind == "masked" and e.tool_name == "bash" for e in result.events)
+
+
+def test_counts_result_blocks_not_messages() -> None:
+    """Anthropic puts parallel results in one message: 8 results there, the 2 oldest masked."""
+    calls = [call(f"c{i}") for i in range(8)]
+    results = tuple(ToolResultBlock(f"c{i}", lines(30, tag=f"r{i}")) for i in range(8))
+    msgs = [user("task"), assistant("", tool_calls=calls), Message("tool", results)]
+    out = mask_tool_results(msgs, ctx()).messages[2].tool_results
+    assert [len(r.text) < 400 for r in out] == [True, True] + [False] * 6
+    assert out[2:] == results[2:]
+
+
+def test_exclude_tools_by_the_name_of_the_matching_call() -> None:
+    msgs = [user("task")]
+    for i in range(10):
+        name = "read_file" if i % 2 else "bash"
+        msgs += [assistant("", tool_calls=[call(f"c{i}", name)]), tool_result(f"c{i}", lines(40))]
+    cfg = config(mask={"exclude_tools": ["read_file"]})
+    result = mask_tool_results(msgs, ctx(cfg=cfg))
+    masked = {e.index for e in result.events}
+    assert masked == {2, 6}  # bash results 0 and 2; read_file results 1 and 3 stay whole
+    assert all(e.tool_name == "bash" for e in result.events)
+
+
+def test_pinned_results_are_never_masked() -> None:
+    msgs = agent_run(10)
+    msgs[3] = msgs[3].replace(pinned=True)
+    msgs[5] = tool_result("c1", "<Pin>the API key lives in env X</Pin>\n" + lines(40))
+    out = mask_tool_results(msgs, ctx()).messages
+    assert out[3] is msgs[3] and out[5] is msgs[5]
+    assert out[7] is not msgs[7]
+
+
+def test_keep_recent_zero_and_custom_lines() -> None:
+    msgs = agent_run(2)
+    cfg = config(mask={"keep_recent": 0, "head_lines": 1, "tail_lines": 0})
+    out = mask_tool_results(msgs, ctx(cfg=cfg)).messages
+    for i in (3, 5):
+        got = out[i].tool_results[0].text.split("\n")
+        assert len(got) == 2 and got[0] == msgs[i].tool_results[0].text.split("\n")[0]
+        assert MARKER.match(got[1])
+
+
+def test_idempotent_and_pure() -> None:
+    msgs = agent_run(12)
+    snapshot = list(msgs)
+    once = mask_tool_results(msgs, ctx()).messages
+    assert msgs == snapshot
+    again = mask_tool_results(once, ctx())
+    assert again.messages == once and again.events == ()
+
+
+def test_disabled() -> None:
+    msgs = agent_run(12)
+    out = mask_tool_results(msgs, ctx(cfg=config(mask={"enabled": False})))
+    assert out.messages == tuple(msgs) and out.events == ()
+
+
+def test_default_config_matches_the_seed() -> None:
+    cfg = MaskConfig()
+    assert (cfg.keep_recent, cfg.min_chars, cfg.head_lines, cfg.tail_lines) == (6, 500, 3, 2)

@@ -1,0 +1,114 @@
+"""HistoryIndex: units, positions from the end, and what an append can change."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from histories import call, histories
+
+from contextwarden._messages import (
+    Message,
+    ToolResultBlock,
+    assistant,
+    system,
+    tool_result,
+    user,
+)
+from contextwarden.layers.units import HistoryIndex
+
+
+def spans(index: HistoryIndex) -> list[tuple[int, int]]:
+    return [index.unit_span(u) for u in range(len(index.unit_starts))]
+
+
+def test_units_of_a_small_history() -> None:
+    msgs = [
+        system("s"),
+        user("task"),
+        assistant("", tool_calls=[call("a"), call("b")]),
+        tool_result("a", "1"),
+        tool_result("b", "2"),
+        user("more"),
+        assistant("done"),
+    ]
+    index = HistoryIndex()
+    index.extend(msgs, 0)
+    assert spans(index) == [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)]
+    assert index.unit_keep == [True, True, False, False, False]
+    assert index.task == 1 and index.last_user == 5
+    assert index.names == [(), (), (), ("bash",), ("bash",), (), ()]
+
+
+def test_a_late_result_merges_the_units_in_between() -> None:
+    msgs = [
+        user("task"),
+        assistant("", tool_calls=[call("x")]),
+        user("meanwhile"),
+        tool_result("x", "late"),
+        assistant("ok"),
+    ]
+    index = HistoryIndex()
+    index.extend(msgs[:3], 0)
+    assert spans(index) == [(0, 1), (1, 2), (2, 3)]
+    _, unit = index.extend(msgs, 3)
+    assert unit == 1
+    assert spans(index) == [(0, 1), (1, 4), (4, 5)]
+
+
+def test_pins_keep_their_unit_and_leading_tool_message_is_its_own_unit() -> None:
+    msgs = [
+        tool_result("ghost", "x"),
+        user("task"),
+        assistant("", tool_calls=[call("a")]),
+        tool_result("a", "<Pin>keep</Pin>"),
+    ]
+    index = HistoryIndex()
+    index.extend(msgs, 0)
+    assert spans(index) == [(0, 1), (1, 2), (2, 4)]
+    assert index.unit_keep == [False, True, True]
+
+
+def test_old_results_counts_blocks_from_the_end() -> None:
+    results = tuple(ToolResultBlock(f"c{i}", "r") for i in range(4))
+    msgs = [
+        user("t"),
+        assistant("", tool_calls=[call(f"c{i}") for i in range(4)]),
+        Message("tool", results),
+        assistant("", tool_calls=[call("d")]),
+        tool_result("d", "r"),
+    ]
+    index = HistoryIndex(keep_results=3)
+    index.extend(msgs, 0)
+    assert index.old_results(2, 4) == 2 and index.old_results(4, 1) == 0
+    assert HistoryIndex(keep_results=0).old_results(2, 4) == 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), st.data())
+def test_extending_equals_building_fresh_and_dirty_is_safe(msgs: list[Message], data: st.DataObject) -> None:
+    keep_results = data.draw(st.integers(0, 8))
+    keep_thinking = data.draw(st.integers(0, 3))
+    cut = data.draw(st.integers(0, len(msgs)))
+    fresh = HistoryIndex(keep_results=keep_results, keep_thinking=keep_thinking)
+    fresh.extend(msgs, 0)
+    inc = HistoryIndex(keep_results=keep_results, keep_thinking=keep_thinking)
+    inc.extend(msgs[:cut], 0)
+    before = copy.deepcopy(inc)
+    dirty, unit = inc.extend(msgs, cut)
+    for attr in ("unit_starts", "unit_keep", "names", "task", "last_user", "n"):
+        assert getattr(inc, attr) == getattr(fresh, attr), attr
+    assert list(inc.results) == list(fresh.results) and list(inc.thinking) == list(fresh.thinking)
+    # every decision before `dirty` is what it was before the append
+    for i in range(min(dirty, cut)):
+        count = len(fresh.names[i])
+        assert before.old_results(i, count) == inc.old_results(i, count)
+        for turn in (True, False):
+            assert before.thinking_is_old(i, keep_current_turn=turn) == inc.thinking_is_old(
+                i, keep_current_turn=turn
+            )
+    # units before `unit` are unchanged
+    old_spans = spans(before)
+    for u in range(min(unit, len(old_spans) - 1)):
+        assert spans(inc)[u] == old_spans[u] and inc.unit_keep[u] == before.unit_keep[u]
