@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
+from histories import call, histories
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from histories import call, histories
 
 from contextwarden._messages import (
     Message,
