@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from ._exceptions import TranscriptError
 from ._messages import Message, freeze
+from .formats import to_anthropic, to_openai
 from .transcripts._common import (
     FORMATS,
     Record,
@@ -202,7 +203,6 @@ def save_transcript(
 
 
 def _render(t: Transcript, fmt: str) -> Any:
-    from .formats import to_anthropic, to_openai
 
     messages: Sequence[Message] = t.messages
     if t.format in _LOG_FORMATS:

@@ -90,18 +90,16 @@ class Loc:
     def fail(self, field: str | None, message: str) -> NoReturn:
         raise TranscriptError(self.path, message, line=self.line, index=self.index, field=field)
 
-    def reraise(self, exc: FormatError, prefix: str = "", index: int | None = None) -> NoReturn:
+    def reraise(self, exc: FormatError, prefix: str = "", *, by_line: bool = False) -> NoReturn:
         """Re-raise a provider-format error (from :mod:`contextwarden.formats`) located in this
-        file; ``prefix`` is the field path of the provider value inside the record."""
+        file. ``prefix`` is the field path of the provider value inside the record; the error's
+        message index is kept unless ``by_line`` (a JSONL record: the line says where)."""
         fld = exc.field
         if prefix:
-            fld = f"{prefix}.{fld}" if fld and not fld.startswith("[") else f"{prefix}{fld or ''}"
+            fld = f"{prefix}.{fld}" if fld else prefix
+        index = self.index if by_line or exc.index is None else exc.index
         raise TranscriptError(
-            self.path,
-            exc.reason,
-            line=self.line,
-            index=index if index is not None else self.index,
-            field=fld or None,
+            self.path, exc.reason, line=self.line, index=index, field=fld or None
         ) from exc
 
     # -- typed access ------------------------------------------------------------------------

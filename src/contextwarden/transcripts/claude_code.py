@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 from .._exceptions import FormatError
 from .._messages import Message, freeze
+from ..formats import from_anthropic
 from ._common import Loc, Record, Transcript, skipped
 
 __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
@@ -63,7 +64,6 @@ class _Merged:
 
 def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """Read a Claude Code session (records already parsed from its lines)."""
-    from ..formats import from_anthropic  # the provider adapter; imported late (no cycle)
 
     base = Loc(shown)
     meta: dict[str, Any] = {}
@@ -147,7 +147,7 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
     """Raise ``exc`` (about a merged API message) at the line and block it came from."""
     index = exc.index if exc.index is not None and 0 <= exc.index < len(merged) else None
     if index is None:
-        base.reraise(exc, "message")
+        base.reraise(exc, "message", by_line=True)
     src = merged[index]
     line, fld = src.first_line, exc.field or ""
     match = _FIELD_RE.match(fld)
@@ -159,4 +159,4 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
         fld = f"content[{local}]{match.group(2)}"
     elif match:
         fld = f"content{match.group(2)}"
-    base.at(line=line).reraise(FormatError(exc.reason, field=fld or None), "message")
+    base.at(line=line).reraise(FormatError(exc.reason, field=fld or None), "message", by_line=True)

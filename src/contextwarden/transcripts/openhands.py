@@ -46,6 +46,7 @@ from .._messages import (
     ToolResultBlock,
     freeze,
 )
+from ..formats._media import anthropic_image_cost
 from ._common import Loc, Record, Transcript, skipped
 
 __all__ = ["is_openhands", "parse_openhands"]
@@ -150,7 +151,8 @@ class _Builder:
             if ev.get("source") == "user":
                 blocks: list[Block] = [TextBlock(text)]
                 for url in loc.opt(args, "image_urls", list, f"{where}.args") or ():
-                    blocks.append(ImageBlock({"type": "url", "url": url}))
+                    source = {"type": "url", "url": url}
+                    blocks.append(ImageBlock(source, token_cost=anthropic_image_cost(source)))
                 self.slots.append(
                     Message("user", tuple(blocks), id=meta.id, timestamp=meta.timestamp)
                 )

@@ -36,6 +36,7 @@ from .._messages import (
     ToolResultBlock,
     freeze,
 )
+from ..formats._media import anthropic_image_cost
 from ._common import Loc, Record, Transcript, dumps_arguments, skipped
 
 __all__ = ["ENTRY_TYPES", "is_pi", "parse_pi"]
@@ -160,7 +161,8 @@ def _media_block(block: Any, where: str, loc: Loc) -> TextBlock | ImageBlock:
     if kind == "image":
         data = loc.get(block, "data", str, where)
         mime = loc.get(block, "mimeType", str, where)
-        return ImageBlock({"type": "base64", "media_type": mime, "data": data})
+        source = {"type": "base64", "media_type": mime, "data": data}
+        return ImageBlock(source, token_cost=anthropic_image_cost(source))
     loc.fail(f"{where}.type", f"unknown block type {kind!r} (expected 'text' or 'image')")
 
 

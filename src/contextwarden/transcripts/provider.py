@@ -19,6 +19,7 @@ from typing import Any
 
 from .._exceptions import FormatError
 from .._messages import Message, freeze
+from ..formats import from_anthropic, from_openai
 from ._common import Loc, Record, Transcript
 
 __all__ = [
@@ -62,7 +63,6 @@ def looks_anthropic(doc: Mapping[str, Any]) -> bool:
 
 def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
     """A JSON list of OpenAI chat messages, or ``{"messages": [...], "tools"?: [...], ...}``."""
-    from ..formats import from_openai
 
     loc = Loc(shown)
     meta: dict[str, Any] = {}
@@ -81,21 +81,19 @@ def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
 
 def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """One OpenAI chat message per line."""
-    from ..formats import from_openai
 
     loc = Loc(shown)
     try:
         messages = tuple(from_openai([r.value for r in records]))
     except FormatError as exc:
         if exc.index is not None and 0 <= exc.index < len(records):
-            Loc(shown, line=records[exc.index].line).reraise(exc)
+            Loc(shown, line=records[exc.index].line).reraise(exc, by_line=True)
         loc.reraise(exc)
     return Transcript(messages, "openai-jsonl", str(path))
 
 
 def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     """``{"system"?: str | blocks, "messages": [...], "tools"?: [...], ...}``."""
-    from ..formats import from_anthropic
 
     loc = Loc(shown)
     doc = loc.check(doc, dict, "document")
@@ -114,7 +112,6 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
 
 def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
     """A mini-swe-agent trajectory: ``info`` + OpenAI messages ending in an ``exit`` record."""
-    from ..formats import from_openai
 
     loc = Loc(shown)
     doc = loc.check(doc, dict, "document")
