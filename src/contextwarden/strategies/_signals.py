@@ -1,5 +1,7 @@
 """What a message *is*, read from its content: the signals the strategies and the task-type
-detector share (file edits, test runs, errors, completion, decisions, read-only listings).
+detector share (kinds of tool calls, test runs, completion, decisions, read-only listings,
+tool observations). Errors and file writes are read by
+:func:`~contextwarden.summarizers.facts.extract_facts`, which follows commands to their results.
 
 Everything here is a pure function of one message (or one tool call), so the answers are cached
 by nothing but the immutable value itself and are the same on every run.
@@ -24,7 +26,7 @@ __all__ = [
     "call_kinds",
     "is_completion",
     "is_decision",
-    "is_error_result",
+    "is_observation",
     "is_readonly_listing",
     "message_call_kinds",
 ]
@@ -127,17 +129,6 @@ _READONLY_CMD = re.compile(
     re.DOTALL,
 )
 
-# An error in a tool result: the flag, a non-zero exit code, or the usual phrasing of one.
-_ERROR_TEXT = re.compile(
-    r"Traceback \(most recent call last\)|^\s*\w*(?:Error|Exception)\b[:(]|\berror:|\bERROR\b|"
-    r"\bFAILED\b|\bfailed\b|command not found|No such file or directory|Permission denied|"
-    r"SyntaxError|segmentation fault|panicked at",
-    re.MULTILINE,
-)
-_EXIT_CODE = re.compile(
-    r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit (?:code|status):?\s*(-?\d+)", re.I
-)
-
 _DECISION = re.compile(
     r"\b(?:I(?:'ll| will) (?:now )?(?:fix|change|implement|modify|use|add|remove|replace|rewrite)|"
     r"decided?|decision|the (?:root )?cause|the (?:issue|problem|bug) is|conclusion|plan:|"
@@ -207,27 +198,13 @@ def message_call_kinds(message: Message) -> frozenset[CallKind]:
     return frozenset(out)
 
 
-def is_error_result(message: Message) -> bool:
-    """A tool message reporting failure: ``is_error``, a non-zero exit code, or error text
-    (a traceback, ``Error:``, ``FAILED``...). Non-tool messages are never error results."""
-    if message.role != "tool":
+def is_observation(message: Message) -> bool:
+    """A user message that carries a tool's output rather than a human's words
+    (mini-swe-agent's text protocol: ``<returncode>N</returncode>`` then ``<output>``)."""
+    if message.role != "user":
         return False
-    for result in message.tool_results:
-        if result.is_error:
-            return True
-        text = result.text
-        code = _EXIT_CODE.search(text)
-        if code is not None:
-            value = code.group(1) or code.group(2)
-            if value is not None and int(value) != 0:
-                return True
-            # an explicit zero exit code: only a traceback still counts as an error
-            if "Traceback (most recent call last)" in text:
-                return True
-            continue
-        if _ERROR_TEXT.search(text[:4000]) or _ERROR_TEXT.search(text[-2000:]):
-            return True
-    return False
+    head = message.text.lstrip()[:200]
+    return head.startswith(("<returncode>", "<output>", "Observation:", "OBSERVATION:"))
 
 
 def is_readonly_listing(calls: Iterable[ToolCallBlock]) -> bool:

@@ -10,16 +10,21 @@ message                                     score
 system, the task, pinned                    kept always (never scored)
 user message                                2.0
 assistant message                           1.0
-tool result                                 0.5
+tool result (or a user message carrying     0.5
+one, mini-swe-agent's text protocol)
 + the result reports an error               +3.0  (errors and what fixed them steer the work)
 + the assistant edits a file                +2.5
 + the assistant runs tests                  +2.0
 + the assistant states a decision / cause   +2.0
 + the assistant declares the task done      +2.0
 + a user message with a requirement         +1.0  ("must", "should", "don't", "please"...)
-only ls / cat / find / read-only calls      -1.0  (to the call and its output)
+only ls / cat / find / read-only calls      -1.0  (to the call and its output, unless it failed)
 an earlier summary message                  0     (folded into the new summary)
 ==========================================  =====
+
+Errors and file edits come from :func:`~contextwarden.summarizers.facts.extract_facts` (which
+knows that ``grep`` exiting 1 found nothing rather than failed, and that ``cat > f << EOF``
+writes ``f``); the other signals from :mod:`._signals`.
 
 Low-scoring units are summarized, except the last ``config.keep_recent_low`` low messages
 (default 5, widened to whole units) kept as recent context; the newest unit is always kept.
@@ -31,16 +36,17 @@ import re
 from collections.abc import Sequence
 
 from .._messages import Message
+from ..summarizers.facts import extract_facts
 from ._signals import (
     is_completion,
     is_decision,
-    is_error_result,
+    is_observation,
     is_readonly_listing,
     message_call_kinds,
 )
 from .base import Layout, StrategyContext, StrategyOutcome, is_summary_message, summary_request
 
-__all__ = ["BASE_SCORES", "importance", "score_message", "score_unit"]
+__all__ = ["BASE_SCORES", "importance", "score_message", "score_messages", "score_unit"]
 
 BASE_SCORES = {"system": 10.0, "user": 2.0, "assistant": 1.0, "tool": 0.5}
 ERROR_BONUS = 3.0
@@ -55,37 +61,47 @@ _REQUIREMENT = re.compile(
     r"\b(?:must|should|shouldn't|don't|do not|never|always|please|need|make sure|instead)\b",
     re.IGNORECASE,
 )
+_WRITES = frozenset({"created", "modified", "deleted", "reverted"})
 
 
-def score_message(message: Message) -> float:
-    """The score of one message on its own (see the module table)."""
+def score_message(message: Message, *, error: bool = False, edit: bool = False) -> float:
+    """The score of one message (see the module table); ``error`` and ``edit`` say whether the
+    history's facts found an error in it or a file written by it."""
     if is_summary_message(message):
         return 0.0
-    score = BASE_SCORES[message.role]
-    if message.role == "tool" and is_error_result(message):
+    role = "tool" if is_observation(message) else message.role
+    score = BASE_SCORES[role]
+    if error:
         score += ERROR_BONUS
-    elif message.role == "assistant":
-        kinds = message_call_kinds(message)
-        if "edit" in kinds:
+    if role == "assistant":
+        if edit:
             score += EDIT_BONUS
-        if "test" in kinds:
+        if "test" in message_call_kinds(message):
             score += TEST_BONUS
         if is_decision(message):
             score += DECISION_BONUS
         if is_completion(message):
             score += COMPLETION_BONUS
-    elif message.role == "user" and _REQUIREMENT.search(message.text):
+    elif role == "user" and _REQUIREMENT.search(message.text):
         score += REQUIREMENT_BONUS
     return score
 
 
-def score_unit(unit: Sequence[Message]) -> float:
+def score_messages(messages: Sequence[Message]) -> list[float]:
+    """Every message's score, the history's facts read once."""
+    facts = extract_facts(messages)
+    errors = {e.index for e in facts.errors}
+    edits = {t.index for t in facts.files if t.action in _WRITES}
+    return [score_message(m, error=i in errors, edit=i in edits) for i, m in enumerate(messages)]
+
+
+def score_unit(unit: Sequence[Message], scores: Sequence[float]) -> float:
     """A unit's score: its best message, minus the read-only penalty when its only calls look
-    around (``ls``, ``cat``...) and found no error."""
-    best = max(score_message(m) for m in unit)
+    around (``ls``, ``cat``...) and nothing in it failed."""
+    best = max(scores)
     head = unit[0]
     if head.role == "assistant" and is_readonly_listing(head.tool_calls):
-        if not any(is_error_result(m) for m in unit):
+        if best < BASE_SCORES["assistant"] + ERROR_BONUS:
             best += READONLY_PENALTY
     return best
 
@@ -94,8 +110,9 @@ def importance(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     """Elide the low-scoring units except the last ``keep_recent_low`` low messages."""
     layout = Layout.of(messages)
     body = layout.body()
+    scores = score_messages(messages)
     threshold = ctx.config.importance_threshold
-    low = [(s, e) for s, e in body if score_unit(messages[s:e]) < threshold]
+    low = [(s, e) for s, e in body if score_unit(messages[s:e], scores[s:e]) < threshold]
     kept_low = 0
     while low and kept_low < ctx.config.keep_recent_low:
         s, e = low.pop()

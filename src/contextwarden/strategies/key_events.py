@@ -3,16 +3,17 @@ except the most recent few.
 
 A unit is a key event when it holds:
 
-* a user instruction after the task (the human steering);
-* a file edit (``edit``/``write``/``str_replace``/``apply_patch``, ``sed -i``, ``> file``...);
+* a user instruction after the task (the human steering; not a tool observation);
+* a file edit (``edit``/``write``/``str_replace``/``apply_patch``, ``sed -i``, ``cat > f``...);
 * a test run (``pytest``, ``npm test``, ``cargo test``...);
 * the task's completion (the assistant saying so, or a submit call);
-* an error followed by its fix: an error result and the next editing unit within
-  :data:`FIX_WINDOW` units after it are both key;
-* the last error of the history (it may still be unresolved).
+* an error and what showed it fixed (the later success of the same command or of an edit of the
+  same file): both are key;
+* the last unresolved error of the history.
 
-Non-key units are summarized, except the last ``config.keep_recent_low`` non-key messages
-(default 5, widened to whole units); the newest unit is always kept.
+Edits and errors come from :func:`~contextwarden.summarizers.facts.extract_facts`. Non-key units
+are summarized, except the last ``config.keep_recent_low`` non-key messages (default 5, widened
+to whole units); the newest unit is always kept.
 """
 
 from __future__ import annotations
@@ -20,37 +21,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._messages import Message
-from ._signals import is_completion, is_error_result, message_call_kinds
+from ..summarizers.facts import extract_facts
+from ._signals import is_completion, is_observation, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, is_summary_message, summary_request
 
-__all__ = ["FIX_WINDOW", "key_events", "key_units"]
+__all__ = ["key_events", "key_indices"]
 
-#: An edit this many units after an error counts as its fix.
-FIX_WINDOW = 4
+_WRITES = frozenset({"created", "modified", "deleted", "reverted"})
 
 
-def key_units(messages: Sequence[Message], units: Sequence[tuple[int, int]]) -> set[int]:
-    """Positions (in ``units``) of the key events among ``units``."""
-    key: set[int] = set()
-    errors: list[int] = []
-    edits: list[int] = []
-    for k, (s, e) in enumerate(units):
-        head = messages[s]
-        if is_summary_message(head):
+def key_indices(messages: Sequence[Message]) -> set[int]:
+    """Indices of the messages that make their unit a key event."""
+    facts = extract_facts(messages)
+    key = {t.index for t in facts.files if t.action in _WRITES}
+    for err in facts.errors:
+        if err.fixed_at is not None:
+            key.update((err.index, err.fixed_at))
+    last = facts.last_unresolved_error
+    if last is not None:
+        key.add(last.index)
+    for i, m in enumerate(messages):
+        if is_summary_message(m):
             continue
-        kinds = message_call_kinds(head)
-        if head.role == "user" or kinds & {"edit", "test"} or is_completion(head):
-            key.add(k)
-        if "edit" in kinds:
-            edits.append(k)
-        if any(is_error_result(m) for m in messages[s:e]):
-            errors.append(k)
-    for k in errors:
-        fix = next((j for j in edits if k <= j <= k + FIX_WINDOW), None)
-        if fix is not None:
-            key.update((k, fix))
-    if errors:
-        key.add(errors[-1])
+        if m.role == "user" and not is_observation(m):
+            key.add(i)
+        elif m.role == "assistant" and ("test" in message_call_kinds(m) or is_completion(m)):
+            key.add(i)
     return key
 
 
@@ -58,8 +54,8 @@ def key_events(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     """Elide the non-key units except the last ``keep_recent_low`` non-key messages."""
     layout = Layout.of(messages)
     body = layout.body()
-    key = key_units(messages, body)
-    rest = [u for k, u in enumerate(body) if k not in key]
+    key = key_indices(messages)
+    rest = [(s, e) for s, e in body if key.isdisjoint(range(s, e))]
     kept = 0
     while rest and kept < ctx.config.keep_recent_low:
         s, e = rest.pop()
@@ -71,5 +67,5 @@ def key_events(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
         "key_events",
         elided,
         (summary_request(messages, elided, ctx),),
-        detail=f"kept {len(key)} key events of {len(body)} units",
+        detail=f"kept {len(body) - len(rest)} key or recent units of {len(body)}",
     )
