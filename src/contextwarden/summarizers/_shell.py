@@ -17,6 +17,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
 
@@ -43,9 +44,10 @@ _WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdb
 
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _OPEN_WRITE_RE = re.compile(
-    r"""open\(\s*(?:(?P<q>['"])(?P<lit>[^'"\n]+)(?P=q)|(?P<var>[A-Za-z_]\w*))\s*,\s*"""
-    r"""(?:mode\s*=\s*)?['"](?P<mode>[rwaxb+t]+)['"]"""
+    r"""\bopen\(\s*(?P<arg>[^,\n]+?)\s*,\s*(?:mode\s*=\s*)?['"](?P<mode>[rwaxbt+]+)['"]"""
 )
+_STRING_LITERAL = re.compile(r"""[rbuRBU]?(['"])(?P<value>[^'"\n]+)\1""")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _WRITE_TEXT_RE = re.compile(
     r"""Path\(\s*(?P<q>['"])(?P<lit>[^'"\n]+)(?P=q)\s*\)\s*\.write_(?:text|bytes)\("""
 )
@@ -90,6 +92,7 @@ def _is_real_path(path: str) -> bool:
     return bool(path) and not path.startswith(("/dev/", "&", "-")) and path not in {"/dev/null"}
 
 
+@lru_cache(maxsize=8192)
 def command_key(command: str) -> str:
     """A normalised form of ``command`` for "is this the same command again?".
 
@@ -120,18 +123,18 @@ def python_writes(code: str) -> tuple[list[str], bool]:
     found: list[str] = []
     unresolved = False
     for m in _OPEN_WRITE_RE.finditer(code):
-        mode = m.group("mode")
-        if not any(c in mode for c in "wax+"):
+        if not any(c in m.group("mode") for c in "wax+"):
             continue
-        if m.group("lit"):
-            found.append(m.group("lit"))
-            continue
-        var = m.group("var")
-        assigned = re.findall(_ASSIGN_RE.format(name=re.escape(var)), code)
-        if assigned:
+        arg = m.group("arg").strip()
+        literal = _STRING_LITERAL.fullmatch(arg)
+        if literal:
+            found.append(literal.group("value"))
+        elif _IDENTIFIER.fullmatch(arg):
+            assigned = re.findall(_ASSIGN_RE.format(name=re.escape(arg)), code)
             found.extend(value for _, value in assigned)
+            unresolved = unresolved or not assigned
         else:
-            unresolved = True
+            unresolved = True  # sys.argv[1], os.path.join(...), an f-string...
     found.extend(m.group("lit") for m in _WRITE_TEXT_RE.finditer(code))
     if unresolved:
         found.extend(m.group(2) for m in _OPEN_READ_RE.finditer(code))
@@ -276,6 +279,8 @@ def _sed_files(args: list[str]) -> tuple[list[str], bool]:
             in_place = in_place or a.startswith("--in-place")
         elif a.startswith("-") and len(a) > 1:
             in_place = in_place or "i" in a[1:].split(".", 1)[0]
+            if a == "-i" and i + 1 < len(args) and args[i + 1] in ("", "''"):
+                i += 1  # BSD sed: "-i ''" (no backup suffix)
         elif not script_given:
             script_given = True
         else:
@@ -284,10 +289,11 @@ def _sed_files(args: list[str]) -> tuple[list[str], bool]:
     return files, in_place
 
 
+@lru_cache(maxsize=4096)
 def analyze_command(command: str) -> ShellEffects:
     """Parse one shell command (possibly several joined by ``&&``/``;``/newlines, with heredocs)
     and return its :class:`ShellEffects`. Never raises on odd input: unparsable parts are
-    skipped."""
+    skipped. Results are cached by command text: treat them as read-only."""
     effects = ShellEffects()
     text, bodies = _split_heredocs(command)
     body_iter = iter(bodies)

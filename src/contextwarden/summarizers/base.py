@@ -13,6 +13,8 @@ strategy runs. :func:`summary_cache_key` keys a cache so the same span is summar
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -100,11 +102,32 @@ def effective_cap(request: SummaryRequest) -> int:
     return min(request.max_chars, int(replaced_chars(request) * TARGET_SUMMARY_RATIO))
 
 
+#: Facts of recent requests, by content key: a compaction extracts them for the summary and
+#: again for :func:`check_summary`; :class:`Facts` values are immutable, so sharing is safe.
+_FACTS_CACHE: OrderedDict[str, Facts] = OrderedDict()
+_FACTS_CACHE_SIZE = 16
+_FACTS_LOCK = threading.Lock()
+
+
 def request_facts(request: SummaryRequest) -> Facts:
-    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request."""
-    return extract_facts(
+    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request (memoised for the
+    last few requests by the content of their messages, task and previous summary)."""
+    key = summary_cache_key(
+        SummaryRequest(request.messages, request.task, request.previous_summary), "facts"
+    )
+    with _FACTS_LOCK:
+        cached = _FACTS_CACHE.get(key)
+        if cached is not None:
+            _FACTS_CACHE.move_to_end(key)
+            return cached
+    facts = extract_facts(
         request.messages, task=request.task, previous_summary=request.previous_summary
     )
+    with _FACTS_LOCK:
+        _FACTS_CACHE[key] = facts
+        if len(_FACTS_CACHE) > _FACTS_CACHE_SIZE:
+            _FACTS_CACHE.popitem(last=False)
+    return facts
 
 
 def _norm(text: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -310,6 +311,7 @@ def _exit_code(text: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def _error_key(text: str) -> str | None:
     """The line that names an error in ``text``, or ``None`` when none stands out."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
@@ -349,7 +351,8 @@ _INTENT = re.compile(r"(?i)^(let me|now let me|let's|i'll|i will|i need to|next,
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _plan_from_text(text: str) -> list[TodoItem] | None:
+@lru_cache(maxsize=8192)
+def _plan_from_text(text: str) -> tuple[TodoItem, ...] | None:
     items: list[TodoItem] = []
     for line in text.splitlines():
         cb = _CHECKBOX.match(line)
@@ -360,10 +363,11 @@ def _plan_from_text(text: str) -> list[TodoItem] | None:
         m = _NUMBERED.match(line)
         if m:
             items.append(TodoItem(clip(" ".join(m.group(1).split()), 200), "pending"))
-    return items if len(items) >= 2 else None
+    return tuple(items) if len(items) >= 2 else None
 
 
-def _findings(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def _findings(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for sentence in _SENTENCE_SPLIT.split(text):
         s = " ".join(sentence.split()).strip("#*- ")
@@ -371,7 +375,7 @@ def _findings(text: str) -> list[str]:
             continue
         if _FINDING_WORDS.search(s):
             out.append(s)
-    return out
+    return tuple(out)
 
 
 # -- the walk ----------------------------------------------------------------------------------
@@ -397,6 +401,7 @@ class _Walker:
         self.diff_stat: tuple[str, ...] = ()
         self.earlier: SummarySections | None = None
         self.earlier_files: list[FileTouch] = []
+        self.seen_paths: set[str] = set()
         self.pending: dict[str, _Pending] = {}
         self.scripts: dict[str, str] = {}  # file -> heredoc body written to it
         self.patches: dict[str, list[str]] = {}  # patch file -> targets
@@ -408,9 +413,9 @@ class _Walker:
         path = path.strip()
         if not path:
             return
-        if action == "created" and any(t.path == path for t in (*self.earlier_files,
-                                                                   *self.files)):
+        if action == "created" and path in self.seen_paths:
             action = "modified"
+        self.seen_paths.add(path)
         self.files.append(FileTouch(path, action, index, via))
 
     # messages ------------------------------------------------------------------------------
@@ -422,12 +427,14 @@ class _Walker:
                 self.merge_earlier(text, index)
             elif self.task is None and text.strip() and not text.lstrip().startswith("<returncode>"):
                 self.task = text.strip()
-            if self.last_text_command and "<returncode>" in text:
-                # mini-swe-agent's text protocol: the command was in a ```bash block
+            if self.last_text_command and "<returncode>" in text[:200]:
+                # mini-swe-agent's text protocol: the command was in a ```bash block, and the
+                # reply with its return code shows it really ran
                 command, at = self.last_text_command
+                self.shell_effects(command, at)
                 self.finish_command(command, "bash", at, index, text, is_error=False,
                                     read_only=analyze_command(command).read_only)
-                self.last_text_command = None
+            self.last_text_command = None
         elif msg.role == "assistant":
             self.assistant(index, msg)
         elif msg.role == "tool":
@@ -458,19 +465,19 @@ class _Walker:
             )
         for path, action in _files_from_summary(sections.current_state):
             self.earlier_files.append(FileTouch(path, action, index, "earlier summary"))
+            self.seen_paths.add(path)
 
     def assistant(self, index: int, msg: Message) -> None:
         text = msg.text
         if text.strip():
             plan = _plan_from_text(text)
             if plan:
-                self.plan, self.plan_index, self.plan_source = tuple(plan), index, "text"
+                self.plan, self.plan_index, self.plan_source = plan, index, "text"
             self.memories.extend(_findings(text))
             if not msg.tool_calls:
                 blocks = re.findall(r"```(?:bash|sh|shell)\s*\n(.*?)```", text, re.DOTALL)
                 if len(blocks) == 1:
                     self.last_text_command = (blocks[0].strip(), index)
-                    self.shell_effects(blocks[0].strip(), index)
         for call in msg.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {"_raw": call.arguments}
             self.call(index, call, args)
