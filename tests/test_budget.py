@@ -1,0 +1,100 @@
+"""Budget: thresholds, validation, and construction from the registry."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from contextwarden._budget import DEFAULT_RESERVE, Budget
+from contextwarden._exceptions import ConfigError, UnknownModelError
+
+
+def test_defaults_follow_the_seeds() -> None:
+    b = Budget(200_000)
+    assert (b.reserve, b.trigger_ratio, b.target_ratio) == (8_192, 0.75, 0.5)
+    assert b.limit == 200_000 - 8_192  # seed 004: budget = window - reserve
+    assert b.trigger == 150_000  # seed 000: window * 0.75
+    assert b.target == 100_000
+
+
+def test_trigger_is_capped_at_the_hard_limit() -> None:
+    b = Budget(16_000, reserve=8_192)  # window * 0.75 = 12,000 > limit 7,808
+    assert b.limit == 7_808
+    assert b.trigger == 7_808
+    assert b.target == 7_808  # and the target never exceeds the trigger
+
+
+def test_used_remaining_over() -> None:
+    b = Budget(100_000, reserve=10_000, trigger_ratio=0.8, target_ratio=0.4)
+    assert b.used(25_000) == 0.25
+    assert b.used(150_000) == 1.5
+    assert b.remaining(30_000) == 60_000
+    assert b.remaining(95_000) == -5_000
+    assert not b.over(80_000) and b.over(80_001)
+    assert not b.over_limit(90_000) and b.over_limit(90_001)
+    assert b.excess(30_000) == 0
+    assert b.excess(85_000) == 45_000
+    with pytest.raises(ValueError, match="tokens must be an int >= 0"):
+        b.used(-1)
+
+
+@given(
+    window=st.integers(min_value=1, max_value=10_000_000),
+    reserve=st.integers(min_value=0, max_value=10_000_000),
+    trigger=st.floats(min_value=0.01, max_value=1.0),
+    target=st.floats(min_value=0.01, max_value=1.0),
+    tokens=st.integers(min_value=0, max_value=20_000_000),
+)
+def test_thresholds_are_ordered(
+    window: int, reserve: int, trigger: float, target: float, tokens: int
+) -> None:
+    assume(reserve < window and target <= trigger)
+    b = Budget(window, reserve, trigger, target)
+    assert 0 <= b.target <= b.trigger <= b.limit <= b.window
+    assert b.over_limit(tokens) <= b.over(tokens)  # over the limit implies over the trigger
+    assert b.remaining(tokens) + tokens == b.limit
+    assert b.excess(tokens) == max(0, tokens - b.target)
+    assert math.isclose(b.used(tokens), tokens / window)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"window": 0}, "window must be an int >= 1"),
+        ({"window": 1.5}, "window must be an int"),
+        ({"window": True}, "window must be an int"),
+        ({"window": 8_000}, r"reserve \(8,192\) must be smaller than window \(8,000\)"),
+        ({"window": 10_000, "reserve": -1}, "reserve must be an int >= 0"),
+        ({"window": 10_000, "reserve": 10_000}, "must be smaller than window"),
+        ({"window": 100_000, "trigger_ratio": 0}, r"trigger_ratio must be a number in \(0, 1\]"),
+        ({"window": 100_000, "trigger_ratio": 1.2}, "trigger_ratio"),
+        ({"window": 100_000, "target_ratio": -0.1}, "target_ratio"),
+        ({"window": 100_000, "target_ratio": 0.8}, "must not exceed trigger_ratio"),
+    ],
+)
+def test_bad_budgets_are_refused_with_the_field(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Budget(**kwargs)  # type: ignore[arg-type]
+
+
+def test_budget_is_immutable() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Budget(100_000).window = 5  # type: ignore[misc]
+
+
+def test_for_model_uses_the_registry() -> None:
+    b = Budget.for_model("claude-sonnet-4-5-20250929")
+    assert (b.window, b.reserve) == (200_000, DEFAULT_RESERVE)
+    assert Budget.for_model("claude-3-haiku").reserve == 4_096  # its max output is 4,096
+    assert Budget.for_model("gpt-4").reserve == 2_048  # a quarter of an 8,192 window
+    assert Budget.for_model("gpt-4o", 50_000).window == 50_000
+    assert Budget.for_model("unknown-model", 64_000).reserve == DEFAULT_RESERVE
+    assert Budget.for_model(None, 20_000).reserve == 5_000
+    custom = Budget.for_model("gpt-4o", reserve=1_000, trigger_ratio=0.9, target_ratio=0.6)
+    assert (custom.reserve, custom.trigger_ratio, custom.target_ratio) == (1_000, 0.9, 0.6)
+    with pytest.raises(UnknownModelError, match="pass window="):
+        Budget.for_model("unknown-model")
