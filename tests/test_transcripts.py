@@ -5,12 +5,12 @@ raises one error that names the file, the line or message, and the field."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_DATA, trajectory_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +38,15 @@ from contextwarden.formats import (
 from contextwarden.formats._media import anthropic_image_cost
 
 DATA = Path(__file__).parent / "data" / "transcripts"
+# The same place tests/conftest.py's ``shared_data`` fixture points at; named here because
+# parametrising by file happens at collection, before fixtures (and ``from conftest import``
+# is ambiguous once sub-folders have their own conftest.py).
+SHARED_DATA = Path(
+    os.environ.get(
+        "CONTEXTWARDEN_SHARED_DATA",
+        Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories",
+    )
+)
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo-session.traj.json"
 FOLDER_FORMAT = {
     "mini-swe-agent": "mini-swe-agent",
@@ -45,6 +54,13 @@ FOLDER_FORMAT = {
     "claude-code": "claude-code",
     "openhands": "openhands",
 }
+
+
+def trajectory_files() -> list[Path]:
+    """Every recorded trajectory file (none when the shared data is absent)."""
+    if not SHARED_DATA.is_dir():
+        return []
+    return sorted(p for p in SHARED_DATA.rglob("*") if p.is_file())
 
 
 def file_id(p: Path) -> str:
@@ -314,6 +330,22 @@ def test_claude_code_merges_the_parts_of_one_api_message(shared_data: Path) -> N
     first = t.messages[0]
     assert (
         first.role == "user" and first.id == turns[0]["uuid"] and first.text.startswith("Port this")
+    )
+
+
+def test_claude_code_round_trips_through_its_provider_format(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    t = load_transcript(shared_data / "claude-code/python-to-rust-port.jsonl")
+    out = save_transcript(t, tmp_path / "cc.json")  # Anthropic, the format the lines hold
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert set(doc) == {"model", "messages"} and doc["model"] == t.model
+    assert validate_anthropic(None, doc["messages"]) == []
+    again = load_transcript(out)
+    assert again.format == "anthropic" and again.model == t.model
+    # Exactly the same messages, less what only the session log knows (ids, times, usage).
+    assert again.messages == tuple(
+        m.replace(id=None, timestamp=None, usage=None, extra={}) for m in t.messages
     )
 
 
