@@ -101,3 +101,36 @@ def start_proxy() -> Iterator[StartProxy]:
             return stack.enter_context(serve(create_app(settings, warden=warden)))
 
         yield start
+
+
+def _cut_after_last(messages: list[dict[str, Any]], roles: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The history up to its last message with one of ``roles``: what an agent sends on a call."""
+    end = max(i for i, m in enumerate(messages) if m["role"] in roles)
+    return messages[: end + 1]
+
+
+@pytest.fixture(scope="session")
+def openai_recording(shared_data: Any) -> tuple[str, list[dict[str, Any]]]:
+    """The longest real mini-swe-agent recording as OpenAI messages ending on a tool result (a
+    request an agent really sent), and its model."""
+    from contextwarden._transcripts import load_transcript
+    from contextwarden.formats import to_openai
+
+    files = sorted((shared_data / "mini-swe-agent").glob("*.traj.json"), key=lambda p: p.stat().st_size)
+    if not files:
+        pytest.skip("no mini-swe-agent recordings in the shared data")
+    transcript = load_transcript(files[-1])
+    return str(transcript.model), _cut_after_last(to_openai(list(transcript.messages)), ("tool",))
+
+
+@pytest.fixture(scope="session")
+def anthropic_recording(shared_data: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The real Claude Code recording as Anthropic (system, messages) ending on a user turn."""
+    from contextwarden._transcripts import load_transcript
+    from contextwarden.formats import to_anthropic
+
+    path = shared_data / "claude-code" / "python-to-rust-port.jsonl"
+    if not path.is_file():
+        pytest.skip("no claude-code recording in the shared data")
+    system, messages = to_anthropic(list(load_transcript(path).messages))
+    return system, _cut_after_last(messages, ("user",))

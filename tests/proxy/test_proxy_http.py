@@ -284,19 +284,36 @@ def test_one_json_log_line_per_request_without_secrets(
     assert KEY not in caplog.text and "PROMPT-CONTENT-MARKER" not in caplog.text
 
 
-def test_unknown_model_or_bad_messages_forwarded_unchanged(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_unknown_model_runs_lossless_only_with_a_warning(upstream: Upstream, start_proxy: StartProxy) -> None:
+    fake, url = upstream
+    warden = StubWarden(keep=2)
+    proxy = start_proxy(url, warden=warden)
+    r = httpx.post(f"{proxy}/v1/chat/completions", json=_chat(6, model="unknown-model"))
+    assert r.status_code == 200
+    assert r.headers["x-contextwarden-warning"].startswith("unknown_model: no context window")
+    assert "x-contextwarden-skipped" not in r.headers
+    # the retry ran without model or window: the warden's lossless-only mode
+    assert [(c["model"], c["window"]) for c in warden.calls] == [("unknown-model", None), (None, None)]
+    assert r.headers["x-contextwarden-tokens-after"] == str(len(json.dumps(fake.last.json["messages"])) // 4)
+    assert fake.last.json["model"] == "unknown-model"
+    assert httpx.get(f"{proxy}/stats").json()["unbounded"] == 1
+
+
+def test_unreadable_requests_are_forwarded_unchanged(upstream: Upstream, start_proxy: StartProxy) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
     cases = [
-        (json.dumps(_chat(6, model="unknown-model")).encode(), "unknown_model: no context window"),
         (json.dumps({"model": "gpt-4o", "messages": [{"role": "user"}, 3]}).encode(),
          "invalid_request: message 1"),
         (b'{"model": "gpt-4o", "messages": "not a list"}', "no_messages"),
+        (b"[1, 2]", "not_json"),
         (b"not json at all", "not_json"),
     ]
     for raw, reason in cases:
+        fake.then(Behaviour(status=400, body={"error": {"message": "upstream says no"}}))
         r = httpx.post(f"{proxy}/v1/chat/completions", content=raw)
         assert fake.last.body == raw
+        assert r.status_code == 400 and r.json() == {"error": {"message": "upstream says no"}}
         assert r.headers["x-contextwarden-skipped"].startswith(reason)
         assert "x-contextwarden-tokens-before" not in r.headers
     assert httpx.get(f"{proxy}/stats").json()["skipped"] == len(cases)

@@ -3,12 +3,9 @@ loopback when the binary is installed) behave as MutableMapping[str, str] and ar
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
@@ -16,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_server import free_port, redis_server
 
 from contextwarden import ConfigError, StoreError
 from contextwarden.store.cache import RedisCache, SqliteCache, default_cache_path
@@ -24,44 +22,13 @@ fakeredis = pytest.importorskip("fakeredis")
 redis = pytest.importorskip("redis")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on loopback (no persistence), or skip when it is not installed."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server not installed (apt-get install redis-server); fakeredis covers the API")
-    port = _free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.skip("redis-server did not start")
-            time.sleep(0.05)
-    client.close()
-    try:
+    """A real redis-server on loopback, or skip when it is not installed."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        if url is None:
+            pytest.skip("redis-server not installed or not starting; fakeredis covers the API")
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 Factory = Callable[[], MutableMapping[str, str]]
@@ -227,7 +194,7 @@ def test_redis_ttl_is_set() -> None:
 
 
 def test_redis_unreachable_is_a_store_error() -> None:
-    cache = RedisCache(f"redis://127.0.0.1:{_free_port()}/0")
+    cache = RedisCache(f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(StoreError, match="redis"):
         cache["k"] = "v"
     with pytest.raises(StoreError):

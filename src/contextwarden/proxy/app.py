@@ -6,8 +6,9 @@ Routes:
   ``POST /v1/messages/count_tokens`` (Anthropic): the warden reduces ``messages`` (and ``system``),
   everything else in the body is forwarded as sent; the reply streams back untouched with
   ``X-Contextwarden-Tokens-Before``, ``-Tokens-After`` and ``-Compacted`` (messages a compaction
-  replaced, 0 if none) headers, or ``X-Contextwarden-Skipped: <reason>: <detail>`` when the body was
-  forwarded unchanged (see :mod:`contextwarden.proxy.transform` for when and why).
+  replaced, 0 if none) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
+  window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
+  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
 * anything else, any method: forwarded as is.
 
@@ -153,6 +154,9 @@ class _Proxy:
             record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
             record.compacted, record.skipped = outcome.compacted, outcome.skipped
             record.transform_ms = (time.perf_counter() - started) * 1000
+            if outcome.warning:
+                record.warning = outcome.warning.split(":", 1)[0]
+                extra["X-Contextwarden-Warning"] = _header_text(outcome.warning)
             if outcome.skipped:
                 extra["X-Contextwarden-Skipped"] = _header_text(
                     f"{outcome.skipped}: {outcome.detail}" if outcome.detail else outcome.skipped

@@ -33,6 +33,7 @@ class RequestRecord:
     tokens_after: int | None = None
     compacted: int = 0
     skipped: str | None = None
+    warning: str | None = None
     error: str | None = None
     transform_ms: float = 0.0
     headers_ms: float = 0.0
@@ -58,6 +59,8 @@ class RequestRecord:
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
             out["skipped"] = self.skipped
+        if self.warning:
+            out["warning"] = self.warning
         if self.error:
             out["error"] = self.error
         return out
@@ -71,6 +74,7 @@ class ProxyStats:
     requests: int = 0
     transformed: int = 0
     skipped: int = 0
+    unbounded: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
     compactions: int = 0
@@ -95,6 +99,8 @@ class ProxyStats:
                 self.tokens_after += rec.tokens_after
             if rec.skipped:
                 self.skipped += 1
+            if rec.warning == "unknown_model":
+                self.unbounded += 1
             if rec.compacted:
                 self.compactions += 1
             if rec.status >= 400 or rec.error:
@@ -111,6 +117,7 @@ class ProxyStats:
                 "requests": self.requests,
                 "transformed": self.transformed,
                 "skipped": self.skipped,
+                "unbounded": self.unbounded,
                 "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,

@@ -4,14 +4,16 @@ re-serialize it with everything but ``messages`` (and Anthropic's ``system``) le
 Pure apart from the warden call (which may consult the summary cache); no web framework here, so
 it is tested on its own and reused by any server.
 
-Policy when the warden cannot run (documented in the proxy's README section): the request is
-forwarded **unchanged** and the reason rides back in the ``X-Contextwarden-Skipped`` header. A
-drop-in proxy must not make a call fail that would have worked without it, and the upstream is the
-authority on its own models and wire format. The cases:
+Policy for what the warden cannot bound (documented in the proxy's README section):
 
-* ``unknown_model``: no window is known for the model and no ``--window`` cap was given;
-* ``invalid_request``: the messages do not parse (the upstream will answer with its own 400);
-* ``not_json`` / ``no_messages``: not a JSON object, or no ``messages`` list.
+* **unknown model, no ``--window``**: the lossless layers still run (they need no window: truncate
+  huge tool output, mask old tool results, strip old thinking), nothing is dropped, and
+  ``X-Contextwarden-Warning: unknown_model: ...`` says the request was not bounded. A drop-in
+  proxy must not make a call fail that would have worked without it; the upstream is the
+  authority on its own models (a local vLLM name, a new release).
+* **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
+  rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the messages do not parse;
+  the upstream answers with its own 400), ``not_json`` / ``no_messages``.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ class BodyOutcome:
     """The body to forward and what happened to it.
 
     ``body`` is the original bytes when nothing changed (so the upstream sees exactly what the
-    client sent), else the re-serialized JSON. Token counts are ``None`` when the warden did not run.
+    client sent), else the re-serialized JSON. Token counts are ``None`` when the warden did not run
+    (``skipped`` says why, ``detail`` in words); ``warning`` is set when it ran unbounded.
     """
 
     body: bytes
@@ -81,6 +84,7 @@ class BodyOutcome:
     compacted: int = 0
     skipped: str | None = None
     detail: str | None = None
+    warning: str | None = None
 
 
 def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
@@ -122,19 +126,25 @@ def transform_body(
             raw, False, model, stream, skipped="no_messages", detail="no 'messages' list in the body"
         )
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
+    system = body.get("system")
+    warning: str | None = None
+
+    def run(model: str | None, window: int | None) -> tuple[Any, list[dict[str, Any]], Any]:
+        if api == "openai":
+            out, result = warden.transform_openai(messages, model=model, window=window, tools=tools)
+            return system, out, result
+        return warden.transform_anthropic(
+            messages, system=system, model=model, window=window, tools=tools
+        )
+
     try:
         window = effective_window(model, window_cap, window_override)
-        if api == "openai":
-            new_messages, result = warden.transform_openai(
-                messages, model=model, window=window, tools=tools
-            )
-            new_system = body.get("system")
-        else:
-            new_system, new_messages, result = warden.transform_anthropic(
-                messages, system=body.get("system"), model=model, window=window, tools=tools
-            )
-    except UnknownModelError as exc:
-        return BodyOutcome(raw, False, model, stream, skipped="unknown_model", detail=str(exc))
+        try:
+            new_system, new_messages, result = run(model, window)
+        except UnknownModelError as exc:
+            # Only reached without a cap or override: lossless layers only (no window, no model).
+            warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
+            new_system, new_messages, result = run(None, None)
     except FormatError as exc:
         return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
     except ContextWardenError as exc:
@@ -142,7 +152,7 @@ def transform_body(
 
     compaction = result.compaction
     compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
-    changed = new_messages != messages or (api == "anthropic" and new_system != body.get("system"))
+    changed = new_messages != messages or new_system != system
     if changed:
         out = dict(body)  # key order kept: only the values of messages/system change
         out["messages"] = new_messages
@@ -160,4 +170,5 @@ def transform_body(
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
         compacted=compacted,
+        warning=warning,
     )

@@ -30,5 +30,7 @@ def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWa
     from .._compaction import Compactor
     from .._warden import Warden
 
-    return Warden(config.warden, compactor=Compactor(cache=cache))
+    settings = config.warden
+    compactor = Compactor(settings.compaction, cache=cache) if settings.compaction.enabled else None
+    return Warden(settings, compactor=compactor)
 
