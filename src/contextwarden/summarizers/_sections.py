@@ -138,14 +138,21 @@ def _group_cost(group: str | None) -> int:
     return len(group) + 2 if group else 0  # "group:\n"
 
 
+#: Entries of tiers up to this one are the must-keep facts: a clippable one among them is
+#: clipped only after every whole must-keep entry has had its chance to fit.
+MUST_KEEP_TIER = 3
+
+
 def fit(entries: Iterable[Entry], cap: int) -> str:
     """Render ``entries`` into the four sections, admitting the most important first, so the
     result has at most ``cap`` characters.
 
     Admission is greedy and deterministic: entries sorted by (tier, -recency, order); each is
-    added if it fits, clipped to what is left when it allows clipping (``min_chars``), or skipped
-    (a smaller entry after it may still fit). The empty scaffold of four tag pairs always
-    counts; when ``cap`` is smaller than the scaffold, the scaffold alone is returned.
+    added whole if it fits, else skipped (a smaller entry after it may still fit). An entry
+    that allows clipping (``min_chars``) and does not fit whole is clipped to the room left once
+    the entries of its tier have been placed (for the must-keep tiers 0-3: once all of them
+    have), so one long pinned text cannot crowd out the file list. The empty scaffold of four
+    tag pairs always counts; when ``cap`` is smaller than it, the scaffold alone is returned.
     """
     items = list(entries)
     for e in items:
@@ -154,25 +161,39 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
     used = sum(len(f"<{n}>\n</{n}>\n") for n in SECTIONS) - 1  # no newline after the last
     admitted: dict[int, str] = {}
     open_groups: set[tuple[str, str]] = set()
+    deferred: list[int] = []
+
+    def overhead(e: Entry) -> int:
+        key = (e.section, e.group) if e.group else None
+        return _group_cost(e.group) if key and key not in open_groups else 0
+
+    def admit(i: int, text: str) -> None:
+        nonlocal used
+        e = items[i]
+        used += overhead(e) + len(_line(e, text))
+        admitted[i] = text
+        if e.group:
+            open_groups.add((e.section, e.group))
+
+    def flush(up_to_tier: int | None) -> None:
+        for i in [d for d in deferred if up_to_tier is None
+                  or max(items[d].tier, MUST_KEEP_TIER) < up_to_tier]:
+            deferred.remove(i)
+            e = items[i]
+            room = cap - used - overhead(e) - len(_line(e, ""))
+            if room >= e.min_chars:
+                admit(i, clip(e.text, room))
+
     ranked = sorted(range(len(items)), key=lambda i: (items[i].tier, -items[i].recency,
                                                       items[i].order, i))
     for i in ranked:
         e = items[i]
-        key = (e.section, e.group) if e.group else None
-        overhead = _group_cost(e.group) if key and key not in open_groups else 0
-        cost = overhead + len(_line(e, e.text))
-        text = e.text
-        if used + cost > cap:
-            room = cap - used - overhead - len(_line(e, ""))
-            if e.min_chars and room >= e.min_chars:
-                text = clip(e.text, room)
-                cost = overhead + len(_line(e, text))
-            else:
-                continue
-        used += cost
-        admitted[i] = text
-        if key:
-            open_groups.add(key)
+        flush(e.tier)
+        if used + overhead(e) + len(_line(e, e.text)) <= cap:
+            admit(i, e.text)
+        elif e.min_chars:
+            deferred.append(i)
+    flush(None)
     return _render(items, admitted)
 
 

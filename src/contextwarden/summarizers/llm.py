@@ -67,7 +67,12 @@ _MAX_SHRINKS = 3
 
 
 class _InputTooLarge(Exception):
-    """The provider said the input is over the model's window."""
+    """The provider said the input is over the model's window; ``tokens`` is our estimate of
+    the refused call's size."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__(tokens)
+        self.tokens = tokens
 
 
 @dataclass(frozen=True)
@@ -205,8 +210,8 @@ class LLMSummarizer:
                         batch = plan.send([self._complete(client, call) for call in batch])
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
-                except _InputTooLarge:
-                    budget //= 2
+                except _InputTooLarge as refused:
+                    budget = min(budget, refused.tokens) // 2
         raise SummarizerError(f"{self.name}: input still too long for the model after "
                               f"shrinking the chunk budget to {budget} tokens")
 
@@ -230,8 +235,8 @@ class LLMSummarizer:
                         batch = plan.send(list(results))
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
-                except _InputTooLarge:
-                    budget //= 2
+                except _InputTooLarge as refused:
+                    budget = min(budget, refused.tokens) // 2
         raise SummarizerError(f"{self.name}: input still too long for the model after "
                               f"shrinking the chunk budget to {budget} tokens")
 
@@ -412,7 +417,7 @@ class LLMSummarizer:
             raise SummarizerError(f"{self.name}: the model returned an empty summary")
         return text
 
-    def _classify(self, response: httpx.Response) -> float | None:
+    def _classify(self, response: httpx.Response, call: _Call) -> float | None:
         """``None`` when ``response`` is a success; else the delay before retrying. Raises for
         responses that retrying cannot fix."""
         status = response.status_code
@@ -420,7 +425,7 @@ class LLMSummarizer:
             return None
         body = response.text[:300]
         if status in (400, 413) and any(p in body.lower() for p in _TOO_LONG):
-            raise _InputTooLarge(body)
+            raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)
         hint = ""
@@ -448,7 +453,7 @@ class LLMSummarizer:
             except httpx.TransportError as exc:
                 last = f"transport error: {exc!s}"
             else:
-                wait = self._classify(response)
+                wait = self._classify(response, call)
                 if wait is None:
                     return self._checked(self._reply_text(response))
                 asked = wait if wait >= 0 else None
@@ -473,7 +478,7 @@ class LLMSummarizer:
             except httpx.TransportError as exc:
                 last = f"transport error: {exc!s}"
             else:
-                wait = self._classify(response)
+                wait = self._classify(response, call)
                 if wait is None:
                     return self._checked(self._reply_text(response))
                 asked = wait if wait >= 0 else None

@@ -1,0 +1,316 @@
+"""A fake LLM provider: a real HTTP server on 127.0.0.1 speaking the OpenAI Chat Completions
+(``POST /v1/chat/completions``) and Anthropic Messages (``POST /v1/messages``) wire formats.
+
+Reusable by any test that needs an upstream model (the summarizer tests here, the proxy's
+tests)::
+
+    from tests.summarizers.fake_provider import FakeProvider, Reply
+
+    with FakeProvider() as fake:                       # starts on a free port, in a thread
+        fake.queue(Reply(status=429, headers={"retry-after": "0"}))   # first call: rate limited
+        ...  # point a client at fake.openai_base_url ("http://127.0.0.1:PORT/v1")
+             # or fake.anthropic_base_url ("http://127.0.0.1:PORT")
+        assert len(fake.requests) == 2                 # every request is recorded
+        fake.requests[-1].json["messages"]             # ... with its headers and JSON body
+
+Behaviour:
+- Scripted replies (:meth:`FakeProvider.queue`) are used first, in order; then ``responder``
+  (a callable ``RecordedRequest -> Reply``) if given, else a success.
+- A success is a well-formed completion in the request's format (chosen by path) whose text is
+  ``Reply.summary`` or, by default, a valid four-part summary echoing the first line of the
+  request's ``<task>`` and a call number (see :func:`default_summary`).
+- ``Reply.json`` / ``Reply.text`` send a raw body instead (errors, malformed bodies);
+  ``Reply.delay`` waits before answering (client timeouts); ``Reply.headers`` adds headers
+  (``retry-after``).
+- A request with ``"stream": true`` gets a server-sent-event stream in that provider's format
+  (OpenAI ``chat.completion.chunk`` lines ending ``data: [DONE]``; Anthropic
+  ``message_start`` ... ``message_stop`` events).
+- Other paths answer 404 with a JSON error.
+
+Run from the repository root (``python -m pytest``), where ``tests`` is importable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "FakeProvider",
+    "RecordedRequest",
+    "Reply",
+    "anthropic_completion",
+    "default_summary",
+    "openai_completion",
+]
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. With neither ``json`` nor ``text``, a success in the request's
+    wire format carrying ``summary`` (or the default summary)."""
+
+    status: int = 200
+    json: Any = None
+    text: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """A request the fake received: headers (names lower-cased), raw body and parsed JSON."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+    json: Any
+
+    @property
+    def provider(self) -> str:
+        """``"openai"``, ``"anthropic"`` or ``""`` (another path), from the path."""
+        if self.path.endswith("/chat/completions"):
+            return "openai"
+        if self.path.endswith("/messages"):
+            return "anthropic"
+        return ""
+
+    @property
+    def user_text(self) -> str:
+        """The text of the last user message in the body (either format)."""
+        messages = (self.json or {}).get("messages") or []
+        for m in reversed(messages):
+            if m.get("role") == "user":
+                c = m.get("content")
+                if isinstance(c, str):
+                    return c
+                return "".join(p.get("text", "") for p in c or [] if isinstance(p, dict))
+        return ""
+
+
+def default_summary(request: RecordedRequest, call_number: int) -> str:
+    """A valid four-part summary mentioning the first line of the request's ``<task>``."""
+    m = re.search(r"<task>\s*(.*?)\s*</task>", request.user_text, re.DOTALL)
+    task = m.group(1).splitlines()[0] if m and m.group(1).strip() else "(no task given)"
+    return (
+        f"<completed>\nFake summary #{call_number} of {len(request.user_text)} characters.\n"
+        f"</completed>\n<remaining>\n{task}\n</remaining>\n"
+        f"<current_state>\nNothing notable.\n</current_state>\n<notes>\n</notes>"
+    )
+
+
+def openai_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
+    """A Chat Completions response body whose reply is ``text``."""
+    return {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": len(text) // 4,
+                  "total_tokens": 10 + len(text) // 4},
+    }
+
+
+def anthropic_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
+    """A Messages API response body whose reply is ``text``."""
+    return {
+        "id": f"msg_fake_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": len(text) // 4},
+    }
+
+
+def _sse_openai(text: str, model: str, n: int) -> Iterator[str]:
+    base = {"id": f"chatcmpl-fake-{n}", "object": "chat.completion.chunk",
+            "created": 1700000000, "model": model}
+    pieces = [text[i : i + 40] for i in range(0, len(text), 40)] or [""]
+    first = True
+    for piece in pieces:
+        delta: dict[str, Any] = {"content": piece}
+        if first:
+            delta["role"] = "assistant"
+            first = False
+        yield "data: " + json.dumps({**base, "choices": [
+            {"index": 0, "delta": delta, "finish_reason": None}]}) + "\n\n"
+    yield "data: " + json.dumps({**base, "choices": [
+        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _sse_anthropic(text: str, model: str, n: int) -> Iterator[str]:
+    def event(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+    message = {**anthropic_completion("", model, n), "content": [], "stop_reason": None}
+    yield event("message_start", {"type": "message_start", "message": message})
+    yield event("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": ""}})
+    for i in range(0, len(text), 40):
+        yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                            "delta": {"type": "text_delta",
+                                                      "text": text[i : i + 40]}})
+    yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
+    yield event("message_delta", {"type": "message_delta",
+                                  "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                  "usage": {"output_tokens": len(text) // 4}})
+    yield event("message_stop", {"type": "message_stop"})
+
+
+class FakeProvider:
+    """The fake server. Use as a context manager, or call :meth:`start` / :meth:`stop`."""
+
+    def __init__(self, responder: Callable[[RecordedRequest], Reply] | None = None) -> None:
+        self.responder = responder
+        self.requests: list[RecordedRequest] = []
+        self._queue: list[Reply] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle ------------------------------------------------------------------------------
+    def start(self) -> FakeProvider:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers that are sleeping on a delay
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # addresses ------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        if self._server is None:
+            raise RuntimeError("FakeProvider is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The base URL an OpenAI client wants (``.../v1``)."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The base URL an Anthropic client wants (the root)."""
+        return self.url
+
+    # scripting ------------------------------------------------------------------------------
+    def queue(self, *replies: Reply) -> FakeProvider:
+        """Answer the next requests with ``replies``, in order."""
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
+    def _next_reply(self, request: RecordedRequest) -> tuple[Reply, int]:
+        with self._lock:
+            self.requests.append(request)
+            number = len(self.requests)
+            if self._queue:
+                return self._queue.pop(0), number
+        if self.responder is not None:
+            return self.responder(request), number
+        return Reply(), number
+
+
+def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+        def _send(self, status: int, body: bytes, headers: Mapping[str, str],
+                  content_type: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode(),
+                       {})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            try:
+                parsed = json.loads(body) if body else None
+            except ValueError:
+                parsed = None
+            request = RecordedRequest(
+                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, parsed
+            )
+            reply, number = fake._next_reply(request)
+            if reply.delay and fake._stopping.wait(reply.delay):
+                return
+            try:
+                self._answer(request, reply, number)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                pass
+
+        def _answer(self, request: RecordedRequest, reply: Reply, number: int) -> None:
+            headers = dict(reply.headers)
+            if reply.text is not None:
+                self._send(reply.status, reply.text.encode(), headers, "text/plain")
+                return
+            if reply.json is not None:
+                self._send(reply.status, json.dumps(reply.json).encode(), headers)
+                return
+            if request.provider == "":
+                self._send(404, json.dumps(
+                    {"error": {"message": f"no route {request.path}"}}).encode(), headers)
+                return
+            text = reply.summary if reply.summary is not None else default_summary(request,
+                                                                                   number)
+            model = str((request.json or {}).get("model", "fake-model"))
+            if (request.json or {}).get("stream"):
+                events = (_sse_openai if request.provider == "openai" else _sse_anthropic)(
+                    text, model, number)
+                self._send(reply.status, "".join(events).encode(), headers,
+                           "text/event-stream")
+                return
+            payload = (openai_completion if request.provider == "openai"
+                       else anthropic_completion)(text, model, number)
+            self._send(reply.status, json.dumps(payload).encode(), headers)
+
+    return Handler
