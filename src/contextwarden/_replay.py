@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._config import WardenConfig
@@ -32,6 +32,7 @@ __all__ = [
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
+    "compact_history",
     "count_calls",
     "iter_replay",
     "make_warden",
@@ -304,3 +305,43 @@ def replay(
         provider=provider,
         input_price_per_mtok=price,
     )
+
+
+def compact_history(
+    messages: Sequence[Message],
+    *,
+    model: str,
+    window: int | None = None,
+    config: WardenConfig | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    force: bool = False,
+) -> TransformResult:
+    """The history an agent would send next, compacted: the warden's working copy of the
+    whole of ``messages`` (lossless layers; compaction when over the trigger; the window).
+
+    ``force`` compacts even under the trigger (the API trigger of seed 003), with the
+    embedded summarizer, before the warden runs. ``messages`` is never mutated.
+    """
+    config = config or WardenConfig.model_validate({})
+    warden = make_warden(config)
+    budget = warden.budget_for(model, window)
+    if budget is None:
+        raise ConfigError("compaction needs a context window: give a model or a window")
+    if force:
+        from ._compaction import Compactor
+
+        compactor = Compactor(config.compaction)
+        done = compactor.compact(
+            messages,
+            budget=budget,
+            counter=warden.counter_for(model),
+            tools=tools,
+            force=True,
+        )
+        if done is not None:
+            before = warden.counter_for(model).count_messages(messages, tools=tools)
+            result = warden.transform(
+                done.new_messages, model=model, window=budget.window, tools=tools
+            )
+            return replace(result, tokens_before=before, compaction=result.compaction or done)
+    return warden.transform(messages, model=model, window=budget.window, tools=tools)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from .compact import compact
 from .config_cmd import config_app
 from .count import count
 from .inspect import inspect
@@ -24,6 +25,7 @@ app = typer.Typer(
 app.command("count")(count)
 app.command("inspect")(inspect)
 app.command("replay")(replay_command)
+app.command("compact")(compact)
 app.add_typer(config_app, name="config")
 app.command(
     "proxy",

@@ -1,0 +1,90 @@
+"""``contextwarden compact FILE --model M [--window N] -o OUT``: write the compacted history in
+the input's format (OpenAI JSON list in, OpenAI JSON list out)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .._replay import compact_history, provider_for
+from .._transcripts import load_transcript, save_transcript
+from ._common import (
+    EXIT_USAGE,
+    ConfigOption,
+    FileArgument,
+    ModelOption,
+    WindowOption,
+    config_for,
+    fail,
+    guarded,
+    out,
+    require_file,
+)
+from ._tables import pct
+
+__all__ = ["compact"]
+
+#: Formats save_transcript writes as plain provider messages (agent logs are read-only).
+REWRITTEN = frozenset({"pi", "claude-code", "openhands"})
+
+
+@guarded
+def compact(
+    file: FileArgument,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Where to write the compacted history.", show_default=False
+        ),
+    ],
+    model: ModelOption = None,
+    window: WindowOption = None,
+    config: ConfigOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compact even when the history is under the trigger.")
+    ] = False,
+) -> None:
+    """Compact a recorded history into the window and write it in the input's format.
+
+    Runs the warden as before the next LLM call: lossless layers, then compaction with the
+    embedded extractive summarizer (no LLM, no network) when over the trigger, then the window.
+    """
+    require_file(file)
+    if output.resolve() == file.resolve():
+        raise fail(f"{output}: would overwrite the input; choose another -o", EXIT_USAGE)
+    transcript = load_transcript(file)
+    cfg = config_for(config, model=model, window=window)
+    name = cfg.model or transcript.model
+    if name is None:
+        raise fail(f"{file}: the recording names no model; give --model")
+    result = compact_history(
+        transcript.messages,
+        model=name,
+        window=cfg.context_window,
+        config=cfg,
+        tools=transcript.tools or None,
+        force=force,
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    written = save_transcript(dataclasses.replace(transcript, messages=result.messages), output)
+    before, after = result.tokens_before, result.tokens_after
+    how = (
+        f"compacted by {result.compaction.strategy}, {result.compaction.compacted_count} "
+        "messages summarised"
+        if result.compaction is not None
+        else "no compaction needed (lossless layers only)"
+    )
+    out.print(
+        f"{len(transcript.messages):,} messages, {before:,} tokens -> "
+        f"{len(result.messages):,} messages, {after:,} tokens "
+        f"({pct(before - after, before)} saved); {how}"
+    )
+    if result.newest_truncated:
+        out.print("[yellow]the newest message alone was over the budget and was cut[/yellow]")
+    fmt: str = transcript.format
+    if fmt in REWRITTEN:  # agent logs are written as the provider request they amount to
+        fmt = f"{provider_for(fmt)} messages; {fmt} logs are not written back"
+    out.print(f"written to {written} ({fmt})")
