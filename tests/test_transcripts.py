@@ -380,6 +380,16 @@ def test_claude_code_skips_bookkeeping_and_sidechains(tmp_path: Path) -> None:
                 "a2",
             ),
             claude_line("user", {"role": "user", "content": "side"}, "s1", isSidechain=True),
+            claude_line(
+                "assistant",
+                {
+                    "role": "assistant",
+                    "id": "e1",
+                    "model": "<synthetic>",
+                    "content": [{"type": "text", "text": "API Error: overloaded"}],
+                },
+                "e1",
+            ),
             {"type": "file-history-snapshot", "snapshot": {}},
             claude_line(
                 "user", {"role": "user", "content": [{"type": "text", "text": "thanks"}]}, "u2"
@@ -393,6 +403,7 @@ def test_claude_code_skips_bookkeeping_and_sidechains(tmp_path: Path) -> None:
     assert t.meta["skipped"] == {
         "line type 'summary'": 1,
         "sub-agent (sidechain) line": 1,
+        "synthetic assistant line (an API error shown to the user)": 1,
         "line type 'file-history-snapshot'": 1,
     }
 

@@ -14,9 +14,12 @@ Formats read (detected from the content, not the file name; see
 
 Each reader lives in :mod:`contextwarden.transcripts`. A malformed file raises exactly one
 :class:`~contextwarden.TranscriptError` naming the file, the line (JSONL) or message index
-(JSON), and the field: ``bad.jsonl, line 7, field 'message.content[1].type': unknown block
-type 'foo' ...``; invalid JSON names the line and column; an unrecognised file lists the formats
-tried. Loading never guesses silently past bad data.
+(JSON), and the field (``session.jsonl, line 4, field 'message.content[1].type': unknown block
+type 'foo' (expected 'text', 'thinking' or 'toolCall')``; ``run.traj.json, message 3, field
+'content[0]': expected a content part object, got string``); invalid JSON names the line and
+column; an unrecognised file lists the formats tried. Records that carry nothing for the model
+(bookkeeping lines, failed turns) are skipped on purpose and counted in ``meta["skipped"]``;
+malformed ones are never skipped.
 """
 
 from __future__ import annotations

@@ -9,13 +9,14 @@ offending field path (``message.content[1].type``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from .._exceptions import FormatError, TranscriptError
 from .._messages import EMPTY, Message, TextBlock
+from ..formats._common import tname
 
 __all__ = [
     "FORMATS",
@@ -135,17 +136,12 @@ _KIND_NAMES: dict[type, str] = {
 
 
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
+    """The JSON type of ``value`` (as the provider adapters name it), with short scalars shown."""
     if isinstance(value, str):
-        return f"the string {_short(value)}"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{type(value).__name__} {value!r}"
+        return f"string {_short(value)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{tname(value)} {value!r}"
+    return tname(value)
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -213,7 +209,3 @@ def skipped(meta: dict[str, Any], reason: str) -> None:
     """Count a record the reader left out, by reason, in ``meta["skipped"]``."""
     counts: dict[str, int] = meta.setdefault("skipped", {})
     counts[reason] = counts.get(reason, 0) + 1
-
-
-def first_text_of(blocks: Sequence[Any]) -> str:
-    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))

@@ -3,7 +3,11 @@
 Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; every
 other line type (``summary``, ``system``, ``file-history-snapshot``, ``queue-operation``...)
 is bookkeeping and skipped. Sub-agent lines (``isSidechain: true``) belong to another
-conversation and are skipped too; all skips are counted in ``meta["skipped"]``.
+conversation, and assistant lines Claude Code made up itself (``model: "<synthetic>"``, an
+API error shown to the user) were never sent: both are skipped too; all skips are counted in ``meta["skipped"]``. Lines are
+read in file order (not along ``parentUuid``: the results of parallel tool calls hang off
+different parents), and a ``compact_boundary`` does not cut the history: a compacted session
+reads as its full original history.
 
 Claude Code writes one line per content block as a response streams in, so consecutive
 assistant lines sharing one ``message.id`` are parts of one API message: their content blocks
@@ -82,6 +86,9 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             if key in line and key not in meta:
                 meta[key] = line[key]
         message = loc.get(line, "message", dict, "")
+        if message.get("model") == "<synthetic>":  # an error Claude Code showed, never sent
+            skipped(meta, "synthetic assistant line (an API error shown to the user)")
+            continue
         role = loc.get(message, "role", str, "message")
         if role != kind:
             loc.fail("message.role", f"expected {kind!r} (the line's type), got {role!r}")

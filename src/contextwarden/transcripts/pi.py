@@ -4,7 +4,8 @@ Entries: ``session`` (id, cwd, provider, modelId, thinkingLevel), ``message`` (a
 with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``.
 Newer files give entries ``id``/``parentId`` (a tree: the active branch is the path from the
 last entry to the root) and add entry types this reader skips, counting them in
-``meta["skipped"]``.
+``meta["skipped"]``; a ``compaction`` entry is one of them, so a compacted session reads as its
+full original history.
 
 Conversion (pi -> canonical):
     user        -> ``user``: ``text`` / ``image`` blocks (a string content is one text block)
