@@ -159,6 +159,15 @@ def test_chunked_counting_is_exact_at_any_chunk_size(text: str, chunk: int) -> N
         assert _bpe_count(tok, text, chunk_chars=chunk) == tok.count(text)
 
 
+def test_a_mere_pre_token_boundary_is_not_a_safe_cut() -> None:
+    """Why the chunker needs its narrow rule: whitespace before a cut changes the pieces."""
+    for encoding in ENCODINGS:
+        tok = _tokenizer(encoding)
+        assert tok.pretokenize("x   1") == ["x", "  ", " ", "1"]
+        assert tok.count("x   ") + tok.count("1") != tok.count("x   1")
+        assert _bpe_count(tok, "x   1" * 50, chunk_chars=7) == tok.count("x   1" * 50)
+
+
 def test_chunked_counting_is_exact_on_real_text(shared_data: Path) -> None:
     path = shared_data / "pi" / "large-session.jsonl"
     text = path.read_text(encoding="utf-8")[:400_000]
@@ -187,6 +196,14 @@ def test_counting_needs_no_network() -> None:
         len(offline_encoding("o200k_base").encode_ordinary("offline, always")),
         len(offline_encoding("cl100k_base").encode_ordinary("offline")),
     ]
+
+
+def test_the_examples_in_the_docs_run() -> None:
+    doc = Path(__file__).resolve().parents[1] / "docs" / "token-counting.md"
+    blocks = doc.read_text(encoding="utf-8").split("```python\n")[1:]
+    assert blocks
+    for block in blocks:
+        exec(compile(block.split("```")[0], str(doc), "exec"), {})
 
 
 # -- errors ----------------------------------------------------------------------------------------
