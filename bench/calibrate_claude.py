@@ -25,7 +25,7 @@ count of the visible messages (framing, tool calls, ids for Claude).
   that up. The anchored slope describes growth from a known start instead.
 
 Failed calls (``stopReason`` error/aborted, zero usage) are not points, and their partial
-messages are not part of later context (pi drops them when it builds the next request;
+messages are not part of later context (the data say pi leaves them out of the next request:
 keeping them makes the fit clearly worse).
 
 The script also reports how the chars/4 heuristic errs against o200k, per message and per
