@@ -376,7 +376,8 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """OpenAI Chat Completions messages for canonical ``messages``.
 
     Exact inverse of :func:`from_openai` for messages that came from it; messages from
-    Anthropic are converted (see the module notes); messages built in code get the usual
+    Anthropic are converted (see the module notes: consecutive assistant messages are
+    merged, and one left with neither text nor tool calls is dropped); messages built in code get the usual
     spelling (string content when all text, ``type: "function"`` on tool calls). The output
     shares no mutable value with the messages. Raises :class:`FormatError` for content
     OpenAI cannot carry (an Anthropic document other than a PDF, an image given as an
@@ -384,6 +385,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
+    converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
     for i, msg in enumerate(messages):
         origin = msg.hints.get("format")
         d: dict[str, Any]
@@ -398,7 +400,8 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 continue
             out.append(d)
             merge_into = d if origin == "anthropic" else None
-            continue
+            if merge_into is not None:
+                converted.append(d)
         else:
             role = msg.role
             if origin == "openai":
@@ -407,6 +410,10 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             _set_content(d, i, msg.content, kind=_kind(msg, origin), role=role, origin=origin)
             _finish(d, msg, origin)
             out.append(d)
+    empty = [id(d) for d in converted if not d.get("content") and not d.get("tool_calls")]
+    if empty:  # a converted turn of only (redacted) thinking, or an empty prefill
+        drop = set(empty)
+        out = [d for d in out if id(d) not in drop]
     return out
 
 

@@ -31,7 +31,10 @@ def check_messages(messages: Sequence[Message], *, allow_pending: bool = False) 
     """Problems of a canonical conversation (empty list when there are none).
 
     * every tool call is answered by a result in the ``tool`` messages that directly follow
-      its assistant message (before the next user, assistant or system message);
+      its assistant turn (before the next user or system message, or an assistant message
+      that follows a tool message). Consecutive assistant messages count as one turn:
+      Anthropic combines them, Claude Code records one per block, and
+      :func:`~contextwarden.formats.to_openai` merges them when they came from Anthropic;
     * every tool result answers a call of the last assistant message, once;
     * tool call ids are unique;
     * no message is empty (no blocks, or only empty text), except a final assistant message
@@ -45,10 +48,12 @@ def check_messages(messages: Sequence[Message], *, allow_pending: bool = False) 
     seen_calls: dict[str, int] = {}
     answered: set[str] = set()
     last = len(messages) - 1
+    prev_role = None
     for i, m in enumerate(messages):
         role = m.role
-        if role != "tool" and pending:
+        if role != "tool" and pending and not (role == "assistant" == prev_role):
             _unanswered(problems, pending, i)
+        prev_role = role
         if not _has_content(m) and not (i == last and role == "assistant"):
             problems.append(f"message {i} ({role}): empty content")
         for b in m.content:
@@ -113,7 +118,8 @@ def validate_openai(
 ) -> list[str]:
     """Problems of an OpenAI Chat Completions ``messages`` list (empty list = valid).
 
-    Checks roles; content types; that user, system and tool messages are not empty and an
+    Checks roles; content types; that user and system messages are not empty, a tool
+    message has content (an empty string is fine: a tool may print nothing) and an
     assistant message has content or calls; tool call shapes; that every assistant
     ``tool_calls`` message is followed by one ``tool`` message per call id before any other
     message, and every ``tool`` message answers such a call; ids unique; a legacy
@@ -192,7 +198,8 @@ def validate_openai(
                 )
             else:
                 problems.append(f"message {i} (tool): {answer!r} answers no tool call")
-            _check_openai_content(problems, i, role, content, allow_null=False)
+            if content != "":  # a tool may print nothing: an empty result is fine
+                _check_openai_content(problems, i, role, content, allow_null=False)
         elif role == "function":
             if not isinstance(m.get("name"), str):
                 problems.append(f"message {i} (function): 'name' must be a string")
@@ -338,7 +345,7 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
             problems.append("message 0: the first message must have role 'user'")
         if role == prev_role:
             problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
-        if role == "assistant" and pending:
+        if role == "assistant" and pending and prev_role != "assistant":
             _anthropic_unanswered(problems, pending, i)
         content = m.get("content")
         prefill = role == "assistant" and i == last
