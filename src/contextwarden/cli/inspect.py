@@ -82,6 +82,13 @@ def inspect(
     name = cfg.model or transcript.model
     if name is None and cfg.context_window is None:
         raise fail(f"{file}: the recording names no model; give --model (or --window)")
+    size = context_window(name, cfg.context_window)  # before any output: fail early
+    budget = Budget(
+        size,
+        reserve=cfg.reserve_tokens,
+        trigger_ratio=cfg.trigger_ratio,
+        target_ratio=cfg.target_ratio,
+    )
     counter = get_counter(name, kind=cfg.counter)
     b = token_breakdown(transcript.messages, counter, tools=transcript.tools or None)
     out.print(header(transcript, counter.name))
@@ -102,13 +109,6 @@ def inspect(
         largest.add_row(str(i), m.role, f"{tokens:,}", pct(tokens, b.total), preview)
     out.print(largest)
 
-    size = context_window(name, cfg.context_window)
-    budget = Budget(
-        size,
-        reserve=cfg.reserve_tokens,
-        trigger_ratio=cfg.trigger_ratio,
-        target_ratio=cfg.target_ratio,
-    )
     out.print(f"[bold]Budget[/bold] ({name or 'given window'}, window {size:,} tokens)")
     out.print(budget_bar(b.total, budget))
     out.print(
