@@ -280,3 +280,23 @@ def test_other_agent_formats_yield_facts(shared_data: Path) -> None:
         # nothing that is obviously not a path (sed scripts, shell words) is listed as a file
         assert not any(p.startswith(("s/", "/undefined")) or p == "echo"
                        for p in facts.changed_files), name
+
+
+def test_a_failed_read_is_fixed_by_a_later_successful_read() -> None:
+    b = ConversationBuilder().user("t")
+    b.tool_loop("str_replace_editor", {"command": "view", "path": "/r/src/x.py"},
+                "ERROR:\nInvalid `path` parameter: /r/src/x.py does not exist.", is_error=True)
+    b.bash("cat wrong.txt", "cat: wrong.txt: No such file or directory", returncode=1)
+    facts = _facts(b)
+    assert facts.errors[0].key.startswith("ERROR: Invalid `path` parameter")  # not just "ERROR:"
+    assert [e.fixed for e in facts.errors] == [False, False]
+    b.tool_loop("str_replace_editor", {"command": "view", "path": "/r/core/x.py"}, "1 code")
+    b.bash("cat right.txt", "content")
+    assert [e.fixed for e in _facts(b).errors] == [True, True]
+
+
+def test_exceptions_logged_mid_output_of_a_passing_run_are_not_errors() -> None:
+    log = ("Running tests\ncom.acme.ParseException: illegal number (expected by the test)\n"
+           + "ok\n" * 10 + "Tests run: 12, Failures: 0")
+    b = ConversationBuilder().user("t").bash("mvn test", log)
+    assert _facts(b).errors == ()

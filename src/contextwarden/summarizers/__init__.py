@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._sections import SummarySections, parse_summary
 from .base import (
     Summarizer,
@@ -23,7 +25,9 @@ from .base import (
 )
 from .extractive import ExtractiveSummarizer
 from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
-from .llm import LLMSummarizer
+
+if TYPE_CHECKING:
+    from .llm import LLMSummarizer
 
 __all__ = [
     "CommandRun",
@@ -43,3 +47,13 @@ __all__ = [
     "request_facts",
     "summary_cache_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # LLMSummarizer pulls in httpx; import it only when asked for, so that using the
+    # extractive summarizer (the default) keeps ``import contextwarden`` light.
+    if name == "LLMSummarizer":
+        from .llm import LLMSummarizer
+
+        return LLMSummarizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -85,7 +85,10 @@ class ErrorSeen:
     key: str
     excerpt: str
     fixed_at: int | None = None
-    match_key: str = field(default="", repr=False, compare=False)
+    #: what a later success must match to fix it: the command's key, ``file:PATH`` for an edit,
+    #: ``read:PROGRAM`` for a failed read (any later successful read by the same program fixes
+    #: an exploratory miss such as a wrong path)
+    match_keys: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def fixed(self) -> bool:
@@ -325,10 +328,24 @@ def _error_key(text: str) -> str | None:
         m = _EXC_LINE.match(ln)
         if m and ":" in m.group(1):
             return m.group(1).strip()
-    for ln in lines:
+    for i, ln in enumerate(lines):
         if _ERROR_LINE.match(ln) and not _EXIT_LINE.match(ln):
-            return ln.strip()
+            line = ln.strip()
+            if len(line) < 20 and line.endswith(":") and i + 1 < len(lines):
+                line = f"{line} {lines[i + 1].strip()}"  # "ERROR:" alone says nothing
+            return line
     return None
+
+
+#: A successful run's output counts as an error only when its last lines show one (a script
+#: that ends printing the exception it reproduced), not when a passing test suite logs an
+#: expected exception on the way.
+_SUCCESS_TAIL_LINES = 6
+
+
+def _tail(text: str, lines: int) -> str:
+    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)
 
 
 def _output_body(text: str) -> str:
@@ -557,9 +574,12 @@ class _Walker:
         if failed:
             key = _error_key(text) or clip(" ".join(text.split()), ERROR_KEY_CHARS) or (
                 f"{name} failed")
-            self.add_error(index, described, key, text, match_key)
+            keys = (match_key, f"read:{n}") if action == "read" else (match_key,)
+            self.add_error(index, described, key, text, keys)
             return
-        if action != "read":
+        if action == "read":
+            self.resolve(f"read:{n}", index)
+        else:
             for p in _all_paths(args) or [""]:
                 self.resolve(f"file:{p}" if p else match_key, index)
         if n in _PATCH_TOOLS or "patch" in n:
@@ -582,11 +602,12 @@ class _Walker:
         search_miss = code == 1 and prog in _SEARCH_PROGRAMS
         failed = bool((code not in (None, 0) and not search_miss) or (is_error and code is None))
         signature = None
-        if failed or (not read_only and code in (None, 0)):
+        if failed:
             signature = _error_key(body)
-            if not failed and signature and _TRACEBACK not in body and not _EXC_LINE.match(
-                signature
-            ):
+        elif not read_only:
+            tail = _tail(body, _SUCCESS_TAIL_LINES)
+            signature = _error_key(tail)
+            if signature and not _EXC_LINE.match(signature):
                 signature = None  # a stray "error" word in a successful run's output
         ok = not failed and signature is None
         if command:
@@ -599,27 +620,31 @@ class _Walker:
                     f"`{clip(key, 80)}` exited with code {code}" if code is not None
                     else f"{tool} reported an error")
             source = f"`{clip(key or command, 120)}`" if command else tool
-            self.add_error(index, source, signature, body, key or f"result:{index}")
+            keys = (key or f"result:{index}",) + ((f"read:{prog}",) if read_only and prog else ())
+            self.add_error(index, source, signature, body, keys)
         elif key:
             self.resolve(key, index)
+            if read_only and prog:
+                self.resolve(f"read:{prog}", index)
 
     def record_run(self, command: str, key: str, tool: str, index: int, code: int | None,
                    ok: bool | None, read_only: bool) -> None:
         self.commands.append(CommandRun(clip(" ".join(command.split()), COMMAND_CHARS), key, tool,
                                         index, code, ok, read_only))
 
-    def add_error(self, index: int, source: str, key: str, text: str, match_key: str) -> None:
+    def add_error(self, index: int, source: str, key: str, text: str,
+                  match_keys: tuple[str, ...]) -> None:
         key = clip(" ".join(key.split()), ERROR_KEY_CHARS)
         excerpt = _error_excerpt(text, key)
-        self.errors.append(ErrorSeen(index, source, key, excerpt, None, match_key))
+        self.errors.append(ErrorSeen(index, source, key, excerpt, None, match_keys))
 
     def resolve(self, match_key: str, index: int) -> None:
         """A success of ``match_key`` (the same command, or a write of the same file) fixes the
         earlier unresolved errors it caused."""
         for i, err in enumerate(self.errors):
-            if err.fixed_at is None and err.match_key == match_key:
+            if err.fixed_at is None and match_key in err.match_keys:
                 self.errors[i] = ErrorSeen(err.index, err.source, err.key, err.excerpt, index,
-                                           err.match_key)
+                                           err.match_keys)
 
     def git_output(self, text: str, index: int) -> None:
         for m in _DIFF_HEADER.finditer(text):
