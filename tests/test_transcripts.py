@@ -36,6 +36,7 @@ from contextwarden.formats import (
     validate_openai,
 )
 from contextwarden.formats._media import anthropic_image_cost
+from contextwarden.transcripts._common import pair_calls
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 # The same place tests/conftest.py's ``shared_data`` fixture points at; named here because
@@ -732,3 +733,45 @@ def test_demo_recording_is_faithful_to_its_source(shared_data: Path) -> None:
     for m in original["messages"]:
         m.get("extra", {}).pop("response", None)
     assert demo == original and list(demo) == list(original)
+
+
+# -- pairing calls and results in agent logs -----------------------------------------------------
+@st.composite
+def broken_logs(draw: st.DrawFn) -> tuple[Message, ...]:
+    """Histories as a crash leaves them: calls without results, results without calls (or
+    answering an older turn), results given twice, text riding along with results."""
+    made: list[str] = ["ghost"]  # every call id so far, and one never called
+    out: list[Message] = [user("go")]
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["user", "assistant", "tool"]))
+        if kind == "user":
+            out.append(user(draw(_text)))
+        elif kind == "assistant":
+            calls = [
+                ToolCallBlock(f"c{len(made) + k}", "bash") for k in range(draw(st.integers(0, 3)))
+            ]
+            made.extend(c.id for c in calls)
+            text = draw(st.one_of(st.just(""), _text))
+            if text or calls:
+                out.append(assistant(text, tool_calls=calls))
+        else:
+            picks = draw(st.lists(st.sampled_from(made[-4:]), min_size=1, max_size=3))
+            results: list[Any] = [ToolResultBlock(c, "out") for c in picks]
+            if draw(st.booleans()):
+                results.append(TextBlock(draw(_text)))
+            out.append(Message("tool", tuple(results)))
+    return tuple(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(broken_logs())
+def test_pair_calls_always_yields_a_valid_request(messages: tuple[Message, ...]) -> None:
+    meta: dict[str, Any] = {}
+    fixed = pair_calls(messages, meta)
+    assert check_messages(fixed) == []
+    removed = sum(len(m.content) for m in messages) - sum(len(m.content) for m in fixed)
+    assert sum(meta.get("skipped", {}).values()) == removed
+    if not check_messages(messages):
+        assert fixed == messages and meta == {}
+    # Nothing is invented: every text kept was in the input.
+    assert {m.text for m in fixed if m.text} <= {m.text for m in messages if m.text}

@@ -9,13 +9,13 @@ offending field path (``message.content[1].type``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from .._exceptions import FormatError, TranscriptError
-from .._messages import EMPTY, Message, TextBlock
+from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Transcript",
     "TranscriptFormat",
     "dumps_arguments",
+    "pair_calls",
     "read_records",
 ]
 
@@ -209,3 +210,67 @@ def skipped(meta: dict[str, Any], reason: str) -> None:
     """Count a record the reader left out, by reason, in ``meta["skipped"]``."""
     counts: dict[str, int] = meta.setdefault("skipped", {})
     counts[reason] = counts.get(reason, 0) + 1
+
+
+def pair_calls(messages: Sequence[Message], meta: dict[str, Any]) -> tuple[Message, ...]:
+    """``messages`` with every tool call answered and every result answering a call.
+
+    Agent logs record what happened, and a killed process, a crash or an aborted turn leaves a
+    call with no result or a result with no call; a request must not. A *turn* is a run of
+    assistant messages (Anthropic may split one reply in several); each tool result is kept
+    when it answers a call of the turn right before its run of ``tool`` messages (once), and
+    each call is kept when a result in that run answers it (the rule of
+    :func:`contextwarden.formats.check_messages`). What is removed is counted in
+    ``meta["skipped"]``; a message left empty goes too, and text that rode along with removed
+    results stays as a user message. Returns the input's own values when it is already valid,
+    which is the usual case.
+    """
+    out: list[Message] = []
+    turn: list[int] = []  # indices in ``out`` of the open turn's assistant messages
+    calls: set[str] = set()  # the open turn's call ids
+    answered: set[str] = set()
+    for m in (*messages, None):
+        if m is not None and m.role == "tool":
+            keep: list[Block] = []
+            for b in m.content:
+                if isinstance(b, ToolResultBlock):
+                    if b.tool_call_id not in calls or b.tool_call_id in answered:
+                        skipped(meta, "tool result answering no open call")
+                        continue
+                    answered.add(b.tool_call_id)
+                keep.append(b)
+            if len(keep) == len(m.content):
+                out.append(m)
+                continue
+            if any(isinstance(b, ToolResultBlock) for b in keep):
+                out.append(m.replace(content=tuple(keep)))
+                continue
+            if not keep:
+                continue
+            m = m.replace(role="user", content=tuple(keep))  # ends the turn, as a user turn
+        if m is not None and m.role == "assistant" and turn and turn[-1] == len(out) - 1:
+            turn.append(len(out))  # the same turn goes on
+            calls.update(b.id for b in m.tool_calls)
+            out.append(m)
+            continue
+        if calls - answered:  # close the open turn
+            for at in reversed(turn):
+                msg = out[at]
+                kept = tuple(
+                    b for b in msg.content if not isinstance(b, ToolCallBlock) or b.id in answered
+                )
+                for _ in range(len(msg.content) - len(kept)):
+                    skipped(meta, "tool call never answered")
+                if kept:
+                    out[at] = msg.replace(content=kept)
+                else:
+                    del out[at]
+        if m is None:
+            break
+        turn = [len(out)] if m.role == "assistant" else []
+        calls = {b.id for b in m.tool_calls} if m.role == "assistant" else set()
+        answered = set()
+        out.append(m)
+    if len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True)):
+        return tuple(messages)
+    return tuple(out)

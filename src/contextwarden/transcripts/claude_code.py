@@ -3,20 +3,23 @@
 Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; every
 other line type (``summary``, ``system``, ``file-history-snapshot``, ``queue-operation``...)
 is bookkeeping and skipped. Sub-agent lines (``isSidechain: true``) belong to another
-conversation, and assistant lines Claude Code made up itself (``model: "<synthetic>"``, an
-API error shown to the user) were never sent: both are skipped too; all skips are counted in ``meta["skipped"]``. Lines are
-read in file order (not along ``parentUuid``: the results of parallel tool calls hang off
-different parents), and a ``compact_boundary`` does not cut the history: a compacted session
-reads as its full original history.
+conversation, and assistant lines Claude Code made up itself (``model: "<synthetic>"``, an API
+error shown to the user) were never sent: both are skipped too. Lines are read in file order
+(not along ``parentUuid``: the results of parallel tool calls hang off different parents), and
+a ``compact_boundary`` does not cut the history: a compacted session reads as its full
+original history.
 
 Claude Code writes one line per content block as a response streams in, so consecutive
 assistant lines sharing one ``message.id`` are parts of one API message: their content blocks
-are merged in order (the last part's ``usage`` and ``stop_reason`` are kept: they are the most
-complete). Consecutive user lines (the results of parallel tool calls, a hook's feedback) are
-merged the same way, as the API request Claude Code sends merges them. The merged messages go
-through :func:`contextwarden.formats.from_anthropic`; each canonical message then gets the
-line's ``uuid`` (user) or the API message ``id`` (assistant) as :attr:`Message.id`, the line's
+are merged in order (the last part's ``usage`` is kept: it is the most complete). Consecutive
+user lines (the results of parallel tool calls, a hook's feedback) are merged the same way, as
+the API request Claude Code sends merges them. The merged messages go through
+:func:`contextwarden.formats.from_anthropic`; each canonical message then gets the line's
+``uuid`` (user) or the API message ``id`` (assistant) as :attr:`Message.id`, the line's
 ``timestamp``, and for assistants the real provider ``usage`` and ``model`` (in ``extra``).
+A call an interrupted session never answered is removed
+(:func:`~contextwarden.transcripts._common.pair_calls`). Every skip is counted in
+``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any, NoReturn
 from .._exceptions import FormatError
 from .._messages import Message, freeze
 from ..formats import from_anthropic
-from ._common import Loc, Record, Transcript, skipped
+from ._common import Loc, Record, Transcript, pair_calls, skipped
 
 __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
 
@@ -147,7 +150,8 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
                 model = src.model
                 changes["extra"] = freeze({**msg.extra, "model": src.model})
         out.append(msg.replace(**changes))
-    return Transcript(tuple(out), "claude-code", str(path), model, (), freeze(meta))
+    messages = pair_calls(out, meta)  # an interrupted session can end mid-tool
+    return Transcript(messages, "claude-code", str(path), model, (), freeze(meta))
 
 
 def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:

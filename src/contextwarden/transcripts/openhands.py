@@ -23,8 +23,10 @@ messages the way OpenHands' own conversation memory builds its requests:
                                          when both are empty, the event's message), no call
 
 Observations that answer nothing and are not errors (state changes, recalls) carry nothing for
-the model and are skipped; calls no observation ever answered (the run stopped first) are
-removed so the history stays a valid request. Both are counted in ``meta["skipped"]``.
+the model and are skipped; calls no observation ever answered (the run stopped first) and
+results of calls never made are removed so the history stays a valid request
+(:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
+``meta["skipped"]``.
 A file with several runs yields the first; ``meta["runs"]`` says how many there are.
 """
 
@@ -47,7 +49,7 @@ from .._messages import (
     freeze,
 )
 from ..formats._media import anthropic_image_cost
-from ._common import Loc, Record, Transcript, skipped
+from ._common import Loc, Record, Transcript, pair_calls, skipped
 
 __all__ = ["is_openhands", "parse_openhands"]
 
@@ -117,10 +119,8 @@ class _Builder:
         self.slots: list[Message | _Turn] = []
         self.turns: dict[str, _Turn] = {}  # model_response id -> its message
         self.synthetic: dict[Any, str] = {}  # action event id -> synthesised call id
-        self.called: set[str] = set()
         self.model: str | None = None
         self.tools: list[dict[str, Any]] = []
-        self.answered: set[str] = set()
 
     # -- events ----------------------------------------------------------------------------
     def event(self, ev: dict[str, Any], where: str) -> None:
@@ -169,7 +169,6 @@ class _Builder:
         else:
             call_id = f"oh-{_str_id(ev.get('id'))}"
             self.synthetic[ev.get("id")] = call_id
-            self.called.add(call_id)
             arguments = {k: v for k, v in args.items() if k not in _BOOKKEEPING}
             turn = _Turn(None, id=meta.id, timestamp=meta.timestamp)
             if isinstance(args.get("thought"), str) and args["thought"]:
@@ -220,7 +219,6 @@ class _Builder:
                 {k: v for k, v in args.items() if k not in _BOOKKEEPING}, ensure_ascii=False
             )
         turn.calls.append(ToolCallBlock(call_id, name, arguments))
-        self.called.add(call_id)
 
     def finish_action(
         self,
@@ -260,12 +258,9 @@ class _Builder:
             call_id = self.synthetic[ev["cause"]]
         content = loc.opt(ev, "content", str, where) or ""
         meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
-        if call_id is not None and call_id in self.called and call_id not in self.answered:
+        if call_id is not None:
             result = ToolResultBlock(call_id, content, is_error=kind == "error")
             self.slots.append(Message("tool", (result,), id=meta.id, timestamp=meta.timestamp))
-            self.answered.add(call_id)
-        elif call_id is not None:
-            skipped(self.meta, f"observation {kind!r} answering an unknown or answered call")
         elif kind == "error" and content:
             self.slots.append(
                 Message("user", (TextBlock(content),), id=meta.id, timestamp=meta.timestamp)
@@ -279,23 +274,12 @@ class _Builder:
         for slot in self.slots:
             if isinstance(slot, Message):
                 out.append(slot)
-                continue
-            calls = [c for c in slot.calls if c.id in self.answered]
-            for _ in range(len(slot.calls) - len(calls)):
-                skipped(self.meta, "tool call never answered")
-            blocks = (*slot.text, *calls)
-            if blocks:
-                out.append(
-                    Message(
-                        "assistant",
-                        blocks,
-                        id=slot.id,
-                        timestamp=slot.timestamp,
-                        usage=slot.usage,
-                        extra=freeze(slot.extra),
-                    )
-                )
-        return tuple(out)
+            elif slot.text or slot.calls:
+                extra = freeze(slot.extra)
+                blocks = (*slot.text, *slot.calls)
+                turn = Message("assistant", blocks, id=slot.id, timestamp=slot.timestamp)
+                out.append(turn.replace(usage=slot.usage, extra=extra))
+        return pair_calls(out, self.meta)
 
 
 def _str_id(value: Any) -> str | None:

@@ -18,7 +18,9 @@ Conversion (pi -> canonical):
 
 Like pi itself when it builds a request, assistant turns that ended in ``error`` or
 ``aborted`` are left out (their partial tool calls never ran), together with any result
-answering one of their calls; the count is in ``meta["skipped"]``.
+answering one of their calls; any other call left unanswered (the process died mid-tool) is
+removed as well (:func:`~contextwarden.transcripts._common.pair_calls`). The counts are in
+``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from .._messages import (
     freeze,
 )
 from ..formats._media import anthropic_image_cost
-from ._common import Loc, Record, Transcript, dumps_arguments, skipped
+from ._common import Loc, Record, Transcript, dumps_arguments, pair_calls, skipped
 
 __all__ = ["ENTRY_TYPES", "is_pi", "parse_pi"]
 
@@ -97,7 +99,8 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
             messages.append(msg)
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
-    return Transcript(tuple(messages), "pi", str(path), model, (), freeze(meta))
+    kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
+    return Transcript(kept, "pi", str(path), model, (), freeze(meta))
 
 
 def _active_branch(records: Sequence[Record], loc: Loc) -> Sequence[Record]:
