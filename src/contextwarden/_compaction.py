@@ -11,7 +11,8 @@ validation with fallback, references to what was elided, and the triggers.
    trigger_ratio`` of ``budget.trigger``): well below the trigger (hysteresis), so the next call
    does not compact again, even when a small window with a large reserve puts ``budget.target``
    on the trigger;
-2. falls back to ``full_summary`` when the history is still over the target;
+2. falls back to ``full_summary`` of the input when the history is still over the target (it
+   replaces what the progressive strategies did when it ends up smaller);
 3. validates every summary before using it: a summary that is not clearly smaller than what it
    replaces (:data:`SHRINK_RATIO`), or that lacks a must-keep fact (the task, pinned content,
    modified file paths, the last unresolved error; see
@@ -58,10 +59,12 @@ from .summarizers.base import (
     Summarizer,
     SummaryRequest,
     check_summary,
+    effective_cap,
     parse_summary,
     summary_cache_key,
 )
-from .summarizers.extractive import ExtractiveSummarizer
+from .summarizers.extractive import MIN_SUMMARY_CHARS, ExtractiveSummarizer
+from .summarizers.facts import extract_facts
 
 if TYPE_CHECKING:
     from ._budget import Budget
@@ -75,6 +78,8 @@ __all__ = [
     "Trigger",
     "TriggerReason",
     "compaction_target",
+    "flatten",
+    "must_keep",
     "should_compact",
 ]
 
@@ -88,12 +93,39 @@ LAST_RESORT = "full_summary"
 
 TriggerReason = Literal["tokens", "turns", "marker", "command", "api"]
 
+_CLIP_MARK = " [...]"  # what summarizers append to a clipped error line
 _COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>\S.*?))?\s*$", re.DOTALL)
 
 
 def _default_config() -> CompactionConfig:
     # model_validate rather than CompactionConfig(): mypy sees pydantic's required fields
     return CompactionConfig.model_validate({})
+
+
+def flatten(messages: Sequence[Message]) -> str:
+    """The words of ``messages`` (text, tool results, call arguments), whitespace collapsed:
+    what :func:`must_keep` facts are looked up in."""
+    parts: list[str] = []
+    for m in messages:
+        parts.append(m.text)
+        parts.extend(r.text for r in m.tool_results)
+        parts.extend(c.arguments for c in m.tool_calls)
+    return " ".join(" ".join(parts).split())
+
+
+def must_keep(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
+    message or a summary): each modified file path and the signature of the last unresolved
+    error (issue 4), as found by :func:`extract_facts`, limited to those spelled out in
+    ``messages`` themselves (whitespace collapsed)."""
+    facts = extract_facts(messages)
+    wanted = list(facts.changed_files)
+    error = facts.last_unresolved_error
+    if error is not None:
+        wanted.append(error.key.removesuffix(_CLIP_MARK).strip())
+    flat = flatten(messages)
+    out = (" ".join(w.split()) for w in wanted)
+    return tuple(dict.fromkeys(w for w in out if w and w in flat))
 
 
 # -- triggers ----------------------------------------------------------------------------------
@@ -330,6 +362,7 @@ class Compactor:
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
         aim = compaction_target(budget)
+        keep = must_keep(original)
         ctx = StrategyContext(
             budget=budget,
             counter=counter,
@@ -360,7 +393,15 @@ class Compactor:
         for name in order:
             if applied and tokens <= aim:
                 break
-            step = yield from self._step(name, current, ctx, tokens, tools, events)
+            if name == LAST_RESORT:
+                # the full summary reads the input itself, not a summary of summaries; it
+                # replaces what the progressive strategies did only when it ends up smaller
+                step = yield from self._step(name, original, ctx, before, tools, events, keep)
+                if step is None or step.tokens >= tokens:
+                    continue
+                applied, summaries, refs, created, compacted = [], [], {}, set(), 0
+            else:
+                step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
             if step is None:
                 continue
             compacted += sum(1 for m in step.span if id(m) not in created)
@@ -415,6 +456,7 @@ class Compactor:
         tokens: int,
         tools: Sequence[Mapping[str, Any]] | None,
         events: list[Event],
+        keep: Sequence[str],
     ) -> Generator[_Ask, _Summary, _Step | None]:
         """Run one strategy; the new history and its cost, or None when it did nothing useful.
 
@@ -431,6 +473,10 @@ class Compactor:
         if problem is not None:
             emit(events, Event("warning", "compaction", detail=f"strategy {name}: {problem}"))
             return None
+        if outcome.summary is None and any(
+            effective_cap(r) < MIN_SUMMARY_CHARS for r in outcome.requests
+        ):
+            return None  # a span this small has no room for a useful summary: nothing to gain
         tries = (
             [False, True]
             if name == LAST_RESORT and self._summarizers()[0] is not self.fallback
@@ -442,7 +488,7 @@ class Compactor:
                 summary = yield from self._write(name, outcome, fallback_only, events)
             if summary is None:
                 return None
-            step = self._judge(name, current, ctx, tokens, tools, outcome, summary, events)
+            step = self._judge(name, current, ctx, tokens, tools, outcome, summary, events, keep)
             if step is not None:
                 return step
             if outcome.summary is not None:
@@ -485,8 +531,13 @@ class Compactor:
         outcome: StrategyOutcome,
         summary: str,
         events: list[Event],
+        keep: Sequence[str],
     ) -> _Step | None:
-        """The new history when ``summary`` passes the checks; else None and an event."""
+        """The new history when ``summary`` passes the checks; else None and an event.
+
+        Two checks: :func:`check_summary` of the summary against what it replaces, and
+        :func:`must_keep` of the whole input against the whole new history (a fact an earlier
+        summary carried must survive the next summary too)."""
         span = tuple(current[i] for i in outcome.elided)
         ref = make_ref(span)
         new = assemble(current, outcome, summary, ref)
@@ -498,6 +549,9 @@ class Compactor:
             problems.append(
                 f"not clearly smaller than what it replaces ({cost} tokens for {replaced})"
             )
+        if keep:
+            flat = flatten(new)
+            problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in flat)
         new_tokens = ctx.counter.count_messages(new, tools=tools)
         if new_tokens >= tokens:
             problems.append(f"the history does not shrink ({tokens} -> {new_tokens} tokens)")
