@@ -14,8 +14,9 @@ Conventions every adapter follows (they are what makes ``to_x(from_x(d)) == d`` 
 * **Message spelling goes in ``hints``**: ``format`` (which provider the message came from),
   ``content`` (``str`` / ``list`` / ``null`` / ``absent``) and ``role`` (``developer`` or
   ``function`` when the provider spelled the role that way).
-* **Block bookkeeping goes in reserved ``extra`` keys** named ``_cw_*`` (blocks have no hints).
-  A provider block that itself carries a ``_cw_*`` key is rejected with :class:`FormatError`.
+* **Block bookkeeping goes in reserved ``extra`` keys** (:data:`RESERVED`: ``_cw_opaque``,
+  ``_cw_format``, ``_cw_field``, ``_cw_legacy``, ``_cw_function``; blocks have no hints). A
+  provider block that itself carries one of these keys is rejected with :class:`FormatError`.
 * **Opaque blocks.** A provider block the model has no type for (an OpenAI ``input_audio`` or
   ``file`` part, an Anthropic ``document``, ``server_tool_use``, ``web_search_tool_result``...)
   is kept whole under ``extra["_cw_opaque"]``, with ``extra["_cw_format"]`` naming its provider:
@@ -46,6 +47,7 @@ __all__ = [
     "FUNCTION_EXTRA",
     "LEGACY",
     "OPAQUE",
+    "RESERVED",
     "Provider",
     "deep_copy",
     "fail",
@@ -69,7 +71,7 @@ FORMAT = "_cw_format"  # "openai" / "anthropic": whose block an image or opaque 
 FIELD = "_cw_field"  # OpenAI thinking: the message field it came from (default reasoning_content)
 LEGACY = "_cw_legacy"  # OpenAI tool call spelled as the legacy ``function_call``
 FUNCTION_EXTRA = "_cw_function"  # OpenAI tool call: unknown keys inside ``function``
-_RESERVED_PREFIX = "_cw_"
+RESERVED = frozenset({OPAQUE, FORMAT, FIELD, LEGACY, FUNCTION_EXTRA})
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -142,18 +144,18 @@ def fail(index: int | None, field: str, expected: str, got: Any) -> FormatError:
 
 
 def reserved_check(rest: Mapping[str, Any], index: int | None, path: str) -> None:
-    """Reject a provider block that carries one of our reserved ``_cw_*`` keys."""
-    for k in rest:
-        if k.startswith(_RESERVED_PREFIX):
-            raise FormatError(
-                f"key {k!r} is reserved by contextwarden", index=index, field=f"{path}.{k}"
-            )
+    """Reject a provider block that carries one of our reserved keys (:data:`RESERVED`)."""
+    if not RESERVED.isdisjoint(rest):
+        k = min(RESERVED.intersection(rest))
+        raise FormatError(
+            f"key {k!r} is reserved by contextwarden", index=index, field=f"{path}.{k}"
+        )
 
 
 def fill(out: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     """Add copies of ``extra``'s entries whose keys ``out`` lacks (reserved keys skipped)."""
     for k, v in extra.items():
-        if k not in out and not k.startswith(_RESERVED_PREFIX):
+        if k not in out and k not in RESERVED:
             out[k] = deep_copy(v)
     return out
 

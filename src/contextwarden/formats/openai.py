@@ -153,14 +153,19 @@ def _name(i: int, m: Mapping[str, Any]) -> str | None:
 
 
 def _extra(m: Mapping[str, Any], known: tuple[str, ...], content_consumed: bool) -> dict[str, Any]:
-    """Copies of the keys of ``m`` not consumed into canonical fields."""
+    """Copies of the keys of ``m`` not consumed into canonical fields (every key of ``known``
+    is present in ``m``)."""
     if content_consumed:
         known = (*known, "content")
+    if len(m) == len(known):
+        return {}
     return {k: deep_copy(v) for k, v in m.items() if k not in known}
 
 
 def _usage(extra: dict[str, Any]) -> Mapping[str, Any] | None:
-    usage = extra.get("usage")
+    if not extra or "usage" not in extra:
+        return None
+    usage = extra["usage"]
     return MappingProxyType(usage) if type(usage) is dict else None
 
 
@@ -285,8 +290,7 @@ _FIELD_REASONING: Mapping[str, Any] = MappingProxyType({FIELD: "reasoning"})
 
 def _thinking_extra(b: Mapping[str, Any], known: tuple[str, ...]) -> Mapping[str, Any]:
     rest = {k: deep_copy(v) for k, v in b.items() if k not in known}
-    if any(k.startswith("_cw_") for k in rest):
-        raise FormatError("reserved key in a thinking block", field="thinking_blocks")
+    reserved_check(rest, None, "thinking_blocks[]")
     rest[FIELD] = "thinking_blocks"
     return MappingProxyType(rest)
 
@@ -302,13 +306,18 @@ def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
     if type(fn) is not dict and not isinstance(fn, Mapping):
         raise fail(i, f"{path}.function", "an object", fn)
     name, arguments = _function(i, f"{path}.function", fn)
+    if len(c) == 3 and len(fn) == 2 and c.get("type") == "function":
+        return ToolCallBlock(cid, name, arguments, extra=_TYPE_FUNCTION)  # the common shape
     rest = {k: deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
+    reserved_check(rest, i, path)
     if len(fn) > 2:
         rest[FUNCTION_EXTRA] = {
             k: deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
         }
-    reserved_check({k: v for k, v in rest.items() if k != FUNCTION_EXTRA}, i, path)
     return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
+
+
+_TYPE_FUNCTION: Mapping[str, Any] = MappingProxyType({"type": "function"})
 
 
 def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
