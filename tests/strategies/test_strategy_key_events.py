@@ -36,11 +36,14 @@ def build() -> list[Message]:
 def test_key_indices_cover_every_kind_of_event() -> None:
     msgs = build()
     key = key_indices(msgs)
-    find = lambda text: next(
-        i
-        for i, m in enumerate(msgs)
-        if text in m.text or any(text in c.arguments for c in m.tool_calls)
-    )  # noqa: E731
+
+    def find(text: str) -> int:
+        return next(
+            i
+            for i, m in enumerate(msgs)
+            if text in m.text or any(text in c.arguments for c in m.tool_calls)
+        )
+
     error = find("repro.py") + 1
     edit = find("src/parse.py")
     fixed = (

@@ -166,7 +166,8 @@ class Layout:
 
     def tail_from_end(self, n_assistant: int, n_other: int) -> int:
         """The boundary that keeps the fewest whole final units holding at least ``n_assistant``
-        assistant messages and ``n_other`` user/tool messages (or everything there is)."""
+        assistant messages and ``n_other`` user/tool messages, or more than ``n_assistant +
+        n_other`` messages of any mix (a run of one role, parallel calls), or everything."""
         got_a = got_o = 0
         for start, end in reversed(self.units):
             for m in self.messages[start:end]:
@@ -175,6 +176,8 @@ class Layout:
                 elif m.role in ("user", "tool"):
                     got_o += 1
             if got_a >= n_assistant and got_o >= n_other:
+                return start
+            if got_a + got_o > n_assistant + n_other:
                 return start
         return 0
 
