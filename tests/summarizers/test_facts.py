@@ -300,3 +300,11 @@ def test_exceptions_logged_mid_output_of_a_passing_run_are_not_errors() -> None:
            + "ok\n" * 10 + "Tests run: 12, Failures: 0")
     b = ConversationBuilder().user("t").bash("mvn test", log)
     assert _facts(b).errors == ()
+
+
+def test_an_analysis_written_as_a_numbered_list_is_not_a_plan() -> None:
+    b = ConversationBuilder().user("t")
+    b.assistant("The call chain is:\n1. load() reads the file\n2. parse() drops the header")
+    assert _facts(b).plan == ()
+    b.assistant("Next steps:\n1. Patch parse()\n2. Re-run the tests")
+    assert [t.text for t in _facts(b).plan] == ["Patch parse()", "Re-run the tests"]

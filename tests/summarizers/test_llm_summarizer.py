@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider, RecordedRequest, Reply
+from summarizer_loaders import final_diff_files, load_messages
 
 from contextwarden import ConfigError, Message, SummarizerError
 from contextwarden.summarizers import (
@@ -340,3 +342,21 @@ def test_defaults_and_identity() -> None:
     assert summary_cache_key(request, openai) != summary_cache_key(request, anthropic)
     assert summary_cache_key(request, openai) == summary_cache_key(request,
                                                                    LLMSummarizer(None, "gpt-x"))
+
+
+def test_real_trajectory_through_map_reduce_keeps_must_keep_facts(
+    fake: FakeProvider, shared_data: Path
+) -> None:
+    """A whole mini-swe-agent run, far over a small summarizer budget: chunked, merged, and the
+    facts the fake model never mentions (files, last error, task) are added from the history."""
+    files = sorted((shared_data / "mini-swe-agent").glob("*.traj.json"))
+    if not files:
+        pytest.skip("no mini-swe-agent trajectories in ../shared/data")
+    msgs = [m for m in load_messages(files[0]) if m.role != "system"]
+    request = SummaryRequest(tuple(msgs), task=msgs[0].text)
+    summary = _summarizer(fake, input_token_budget=16_000).summarize(request)
+    assert sum("<history>" in r.user_text for r in fake.requests) >= 2
+    assert "<part n=" in fake.requests[-1].user_text
+    assert check_summary(summary, request) == []
+    for real in final_diff_files(files[0]):
+        assert real in summary

@@ -368,19 +368,36 @@ _INTENT = re.compile(r"(?i)^(let me|now let me|let's|i'll|i will|i need to|next,
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+#: A numbered list is a plan only when the text leading into it says so (an analysis written
+#: as "1. ... 2. ..." is not); checkbox lists always are.
+_PLAN_CUE = re.compile(r"(?i)\b(plan|steps?|todo|to-do|next|need to|will|approach|going to|"
+                       r"let me|tasks?|remaining)\b")
+
+
 @lru_cache(maxsize=8192)
 def _plan_from_text(text: str) -> tuple[TodoItem, ...] | None:
     items: list[TodoItem] = []
-    for line in text.splitlines():
+    lead: str | None = None
+    checkbox = False
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
         cb = _CHECKBOX.match(line)
         if cb:
             status: TodoStatus = "completed" if cb.group(1).lower() == "x" else "pending"
             items.append(TodoItem(clip(" ".join(cb.group(2).split()), 200), status))
-            continue
-        m = _NUMBERED.match(line)
-        if m:
+            checkbox = True
+        else:
+            m = _NUMBERED.match(line)
+            if not m:
+                continue
             items.append(TodoItem(clip(" ".join(m.group(1).split()), 200), "pending"))
-    return tuple(items) if len(items) >= 2 else None
+        if lead is None:
+            lead = "\n".join(lines[max(0, n - 3) : n])[-300:]
+    if len(items) < 2:
+        return None
+    if not checkbox and not _PLAN_CUE.search(lead or ""):
+        return None
+    return tuple(items)
 
 
 @lru_cache(maxsize=8192)
