@@ -775,3 +775,11 @@ def test_pair_calls_always_yields_a_valid_request(messages: tuple[Message, ...])
         assert fixed == messages and meta == {}
     # Nothing is invented: every text kept was in the input.
     assert {m.text for m in fixed if m.text} <= {m.text for m in messages if m.text}
+
+
+def test_a_line_that_is_not_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type": "session", "id": "s"}\n[1, 2]\n')
+    with pytest.raises(TranscriptError) as info:
+        load_transcript(path)
+    assert str(info.value) == f"{path}, line 2: expected an object, got list"

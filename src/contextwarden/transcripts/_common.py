@@ -90,7 +90,9 @@ class Loc:
         return Loc(self.path, line if line is not None else self.line, index)
 
     def fail(self, field: str | None, message: str) -> NoReturn:
-        raise TranscriptError(self.path, message, line=self.line, index=self.index, field=field)
+        raise TranscriptError(
+            self.path, message, line=self.line, index=self.index, field=field or None
+        )
 
     def reraise(self, exc: FormatError, prefix: str = "", *, by_line: bool = False) -> NoReturn:
         """Re-raise a provider-format error (from :mod:`contextwarden.formats`) located in this

@@ -71,13 +71,12 @@ class _Merged:
 
 def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """Read a Claude Code session (records already parsed from its lines)."""
-
     base = Loc(shown)
     meta: dict[str, Any] = {}
     merged: list[_Merged] = []
     for rec in records:
         loc = base.at(line=rec.line)
-        line = loc.check(rec.value, dict, "line")
+        line = loc.check(rec.value, dict, "")
         kind = line.get("type")
         if kind not in ("user", "assistant"):
             skipped(meta, f"line type {kind!r}")

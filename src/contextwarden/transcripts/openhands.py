@@ -95,7 +95,7 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> Transc
     """Read the first run of an OpenHands ``output.jsonl``."""
     rec = records[0]
     loc = Loc(shown, line=rec.line)
-    run = loc.check(rec.value, dict, "run")
+    run = loc.check(rec.value, dict, "")
     history = loc.get(run, "history", list, "")
     meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
     if len(records) > 1:

@@ -68,7 +68,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     failed_calls: set[str] = set()
     for rec in _active_branch(records, base):
         loc = base.at(line=rec.line)
-        entry = loc.check(rec.value, dict, "entry")
+        entry = loc.check(rec.value, dict, "")
         kind = loc.get(entry, "type", str, "")
         if kind == "session":
             meta["session"] = {k: v for k, v in entry.items() if k != "type"}
