@@ -79,6 +79,17 @@ class StubWarden:
         return system, list(out), StubResult(self._size(messages), self._size(out))
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on loopback for the shared-cache tests, or skip."""
+    from redis_server import redis_server
+
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        if url is None:
+            pytest.skip("redis-server not installed or not starting (apt-get install redis-server)")
+        yield url
+
+
 @pytest.fixture
 def upstream() -> Iterator[tuple[FakeUpstream, str]]:
     """A fresh recording fake upstream and its base URL."""

@@ -14,6 +14,7 @@ from conftest import StartProxy
 from fake_upstream import Behaviour, FakeUpstream
 
 from contextwarden._tokens import count_tokens
+from contextwarden._warden import Warden
 from contextwarden.formats import from_openai, validate_openai
 
 openai = pytest.importorskip("openai")
@@ -21,6 +22,14 @@ openai = pytest.importorskip("openai")
 Upstream = tuple[FakeUpstream, str]
 WINDOW = 16_000
 KEY = "sk-test-openai-key"
+
+
+def _bound(model: str) -> int:
+    """What the warden promises for WINDOW: at most its budget's trigger, min(window - reserve,
+    window * trigger ratio)."""
+    budget = Warden().budget_for(model, WINDOW)
+    assert budget is not None and budget.trigger < WINDOW
+    return budget.trigger
 
 
 def _client(proxy: str, **kw: Any) -> Any:
@@ -45,7 +54,7 @@ def test_long_recording_arrives_valid_reduced_within_the_window(
     sent = got["messages"]
     assert validate_openai(sent) == []
     after = count_tokens(from_openai(sent), model)
-    assert after <= WINDOW - 8_192  # within the budget: the window minus the output reserve
+    assert after <= _bound(model)  # within the window, under the budget's trigger
     assert int(raw.headers["x-contextwarden-tokens-after"]) == after
     assert int(raw.headers["x-contextwarden-tokens-before"]) == before
     assert int(raw.headers["x-contextwarden-compacted"]) > 0
@@ -74,7 +83,7 @@ def test_an_agent_loop_replayed_call_by_call(
         client.chat.completions.create(model=model, messages=history[:end])
         sent = fake.last.json["messages"]
         assert validate_openai(sent) == [], end
-        assert count_tokens(from_openai(sent), model) <= WINDOW - 8_192, end
+        assert count_tokens(from_openai(sent), model) <= _bound(model), end
         # the system prompt is kept (a full summary may append its hint to it), so is the task
         assert sent[0]["role"] == "system" and sent[0]["content"].startswith(history[0]["content"])
         assert sent[1] == history[1]

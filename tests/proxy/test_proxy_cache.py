@@ -1,0 +1,104 @@
+"""One compaction serves every later call, across proxy processes: two proxies (two apps, two
+wardens, as two processes behind a load balancer would have) share the summary cache, in Redis
+(a real redis-server on loopback) or in one SQLite file."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import StartProxy
+from fake_upstream import FakeUpstream
+
+from contextwarden.formats import validate_openai
+from contextwarden.store.cache import RedisCache, SqliteCache
+
+Upstream = tuple[FakeUpstream, str]
+
+
+def _call(proxy: str, model: str, history: list[dict[str, Any]]) -> httpx.Response:
+    r = httpx.post(f"{proxy}/v1/chat/completions", json={"model": model, "messages": history},
+                   headers={"Authorization": "Bearer sk-test"}, timeout=60)
+    assert r.status_code == 200
+    return r
+
+
+@pytest.fixture
+def summarizer_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the default (extractive) summarizer's calls, in every proxy of this process."""
+    from contextwarden.summarizers.extractive import ExtractiveSummarizer
+
+    calls: list[int] = []
+    original = ExtractiveSummarizer.summarize
+
+    def counting(self: Any, request: Any) -> Any:
+        calls.append(1)
+        return original(self, request)
+
+    monkeypatch.setattr(ExtractiveSummarizer, "summarize", counting)
+    return calls
+
+
+def _check_shared(
+    fake: FakeUpstream, proxies: list[str], cache: MutableMapping[str, str],
+    recording: tuple[str, list[dict[str, Any]]], calls: list[int],
+) -> None:
+    """Two proxies on one cache: the first compacts and writes its summaries; the second (a fresh
+    warden, as in another process), asked the same, writes nothing, calls no summarizer, and
+    sends the first's exact bytes (deterministic: provider prompt caches stay warm)."""
+    model, history = recording
+    first, second = proxies
+    r = _call(first, model, history)
+    assert int(r.headers["x-contextwarden-compacted"]) > 0
+    reduced = fake.last.body
+    written = dict(cache.items())
+    assert written and calls, "the compaction neither summarised nor cached anything"
+    paid = len(calls)
+    r = _call(second, model, history)
+    assert int(r.headers["x-contextwarden-compacted"]) > 0
+    assert fake.last.body == reduced
+    assert len(calls) == paid  # served from the shared cache
+    assert dict(cache.items()) == written
+    assert validate_openai(fake.last.json["messages"]) == []
+
+
+def test_two_proxies_share_summaries_in_redis(
+    upstream: Upstream, start_proxy: StartProxy, redis_url: str,
+    openai_recording: tuple[str, list[dict[str, Any]]], summarizer_calls: list[int],
+) -> None:
+    fake, url = upstream
+    db = redis_url.rsplit("/", 1)[0] + "/5"  # a database of its own
+    cache = RedisCache(db)
+    for key in list(cache):
+        del cache[key]
+    proxies = [start_proxy(url, window=16_000, cache="redis", redis_url=db) for _ in range(2)]
+    _check_shared(fake, proxies, cache, openai_recording, summarizer_calls)
+    cache.close()
+
+
+def test_two_proxies_share_summaries_in_one_sqlite_file(
+    upstream: Upstream, start_proxy: StartProxy, tmp_path: Path,
+    openai_recording: tuple[str, list[dict[str, Any]]], summarizer_calls: list[int],
+) -> None:
+    fake, url = upstream
+    path = tmp_path / "summaries.sqlite3"
+    proxies = [start_proxy(url, window=16_000, cache="sqlite", cache_path=path) for _ in range(2)]
+    with SqliteCache(path) as cache:
+        _check_shared(fake, proxies, cache, openai_recording, summarizer_calls)
+
+
+def test_redis_down_does_not_fail_requests(
+    upstream: Upstream, start_proxy: StartProxy, openai_recording: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """A cache that cannot be reached is a miss: the request is still reduced and answered."""
+    from redis_server import free_port
+
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000, cache="redis", redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    model, history = openai_recording
+    r = _call(proxy, model, history)
+    assert int(r.headers["x-contextwarden-tokens-after"]) <= 16_000 * 0.75  # the trigger ratio
+    assert validate_openai(fake.last.json["messages"]) == []

@@ -1,0 +1,128 @@
+"""``contextwarden proxy``: options become a ProxyConfig; bad ones exit 2 with a message; the real
+command serves on loopback (a subprocess); importing the package or the CLI stays light."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fake_upstream import FakeUpstream
+from redis_server import free_port
+from typer.testing import CliRunner
+
+from contextwarden.cli import app as main_app
+from contextwarden.proxy import ProxyConfig, cli
+
+Upstream = tuple[FakeUpstream, str]
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[ProxyConfig]:
+    """Replace the server run with a recorder of the config it would have served."""
+    seen: list[ProxyConfig] = []
+    monkeypatch.setattr(cli, "serve", seen.append)
+    monkeypatch.delenv("CONTEXTWARDEN_PROXY_TOKEN", raising=False)
+    return seen
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(main_app, ["proxy", *args], env=env)
+
+
+def test_options_become_the_config(served: list[ProxyConfig], tmp_path: Path) -> None:
+    config = tmp_path / "cw.yaml"
+    config.write_text("reserve_tokens: 4096\nmask:\n  keep_recent: 3\n")
+    result = _run("--upstream", "https://api.example.com/v1/", "--port", "9001", "--window", "32000",
+                  "--config", str(config), "--cache", "redis", "--redis-url", "redis://127.0.0.1:6379/2",
+                  "--timeout", "30")
+    assert result.exit_code == 0, result.output
+    (settings,) = served
+    assert settings.upstream == "https://api.example.com/v1"
+    assert (settings.host, settings.port, settings.window) == ("127.0.0.1", 9001, 32000)
+    assert settings.warden.reserve_tokens == 4096 and settings.warden.mask.keep_recent == 3
+    assert (settings.cache, settings.redis_url, settings.timeout) == ("redis", "redis://127.0.0.1:6379/2", 30)
+    assert settings.token is None
+
+
+def test_token_from_the_environment(served: list[ProxyConfig]) -> None:
+    result = _run("--upstream", "http://localhost:1", env={"CONTEXTWARDEN_PROXY_TOKEN": "from-env"})
+    assert result.exit_code == 0, result.output
+    assert served[0].token == "from-env"
+    assert "from-env" not in result.output  # never echoed
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--upstream", "api.openai.com"], "http(s) URL"),
+        (["--upstream", "http://x", "--cache", "redis"], "redis_url"),
+        (["--upstream", "http://x", "--port", "70000"], "port"),
+        (["--upstream", "http://x", "--cache", "postgres"], "postgres"),
+        (["--port", "1"], "upstream"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_problem(served: list[ProxyConfig], args: list[str], message: str) -> None:
+    result = _run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert served == []
+
+
+def test_bad_config_file_exits_2(served: list[ProxyConfig], tmp_path: Path) -> None:
+    config = tmp_path / "cw.yaml"
+    config.write_text("mask:\n  keep_recnt: 3\n")
+    result = _run("--upstream", "http://x", "--config", str(config))
+    assert result.exit_code == 2 and "keep_recnt" in result.output
+    assert served == []
+
+
+def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Path) -> None:
+    fake, url = upstream
+    port = free_port()
+    env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(tmp_path), "CONTEXTWARDEN_PROXY_TOKEN": "t0k"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextwarden", "proxy", "--upstream", url, "--port", str(port),
+         "--window", "8000"],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:  # wait for it to listen (bounded)
+            try:
+                httpx.get(f"{base}/stats", headers={"X-Contextwarden-Token": "t0k"})
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+                time.sleep(0.1)
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
+        r = httpx.post(f"{base}/v1/chat/completions", json=body,
+                       headers={"X-Contextwarden-Token": "t0k", "Authorization": "Bearer sk-cli"})
+        assert r.status_code == 200 and r.headers["x-contextwarden-tokens-before"]
+        assert fake.last.json == body and fake.last.headers["authorization"] == "Bearer sk-cli"
+        assert httpx.get(f"{base}/stats").status_code == 401
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    # one line per proxied request (/stats is the proxy's own page, not logged)
+    assert [(x["path"], x["status"], x["model"]) for x in lines] == [("/v1/chat/completions", 200, "gpt-4o")]
+    assert "sk-cli" not in err and "t0k" not in err
+    assert (tmp_path / "summary-cache.sqlite3").is_file()  # the default cache, in the data dir
+
+
+def test_importing_stays_light() -> None:
+    code = (
+        "import sys, contextwarden, contextwarden.proxy, contextwarden.proxy.cli, contextwarden.cli\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'redis', 'openai', 'anthropic'})\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
