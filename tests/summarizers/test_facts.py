@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from summarizer_loaders import final_diff_files, load_messages
 
 from contextwarden import Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -308,3 +310,26 @@ def test_an_analysis_written_as_a_numbered_list_is_not_a_plan() -> None:
     assert _facts(b).plan == ()
     b.assistant("Next steps:\n1. Patch parse()\n2. Re-run the tests")
     assert [t.text for t in _facts(b).plan] == ["Patch parse()", "Re-run the tests"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+        st.sampled_from(["command", "path", "file_path", "todos", "content", "status", "input",
+                         "plan", "cmd", "edits", "paths"]), kids, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["bash", "edit", "read", "TodoWrite", "apply_patch",
+                                           "str_replace_editor", "x"]),
+                          _json | st.text(max_size=40), st.text(max_size=120), st.booleans()),
+                max_size=12))
+def test_never_raises_on_odd_tool_calls(calls: list[tuple[str, object, str, bool]]) -> None:
+    b = ConversationBuilder().user("t")
+    for name, args, result, is_error in calls:
+        raw = args if isinstance(args, str) else json.dumps(args)
+        b.tool_loop(name, raw, result, is_error=is_error)
+    facts = extract_facts(b.build())
+    assert all(isinstance(p, str) and p for p in facts.changed_files)
