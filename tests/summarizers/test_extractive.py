@@ -225,3 +225,29 @@ def test_real_trajectories_cut_at_several_points(shared_data: Path) -> None:
             for real in final_diff_files(path):
                 assert real in whole, (path.name, real)
     assert checked >= 10
+
+
+def test_same_bytes_across_processes_and_hash_seeds() -> None:
+    """No set or hash order leaks into the text: two interpreters with different hash seeds
+    write the same summary."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from contextwarden.testing import ConversationBuilder\n"
+        "from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest\n"
+        "b = ConversationBuilder().user('Refactor the storage layer').pin('keep WAL mode')\n"
+        "for i in range(12):\n"
+        "    b.bash(f'sed -i s/a/b/ pkg/m{i}.py && python t{i % 3}.py', f'ValueError: v{i}',"
+        " returncode=i % 2)\n"
+        "    b.assistant(f'I found that module {i} is the cause because of the cache.')\n"
+        "print(ExtractiveSummarizer().summarize(SummaryRequest(b.messages, max_chars=1500)))\n"
+    )
+    outputs = set()
+    for seed in ("1", "2", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, check=True)
+        outputs.add(out.stdout)
+    assert len(outputs) == 1 and "pkg/m11.py" in outputs.pop()
