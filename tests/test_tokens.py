@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from conftest import SHARED_DATA, trajectory_files
+from shared_data import SHARED_DATA, trajectory_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiktoken_offline import offline_encoding
