@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextwarden import CompactionConfig, ConfigError, Message, TextBlock
+from contextwarden import CompactionConfig, ConfigError, Message, TextBlock, ToolResultBlock
 from contextwarden._budget import Budget
 from contextwarden._compaction import (
     CompactionReport,
@@ -370,6 +370,73 @@ def test_recompaction_folds_the_previous_summary_and_keeps_every_span_recoverabl
     assert same_history(expand(working, spans), msgs)
 
 
+# -- stateless callers: the same compaction re-applied ----------------------------------------------
+def test_a_later_call_on_the_same_history_reapplies_the_compaction() -> None:
+    msgs = coding(40)
+    budget = budget_for(msgs)
+    fake = FakeSummarizer()
+    compactor = Compactor(summarizer=fake)
+    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
+    assert first is not None
+    calls = len(fake.calls)
+    grown = ConversationBuilder().extend(msgs).bash("ls", "a").build()
+    events: list[Event] = []
+    again = compactor.compact(grown, budget=budget, counter=COUNTER, events=events)
+    assert again is not None and again.strategy == "reapplied"
+    assert again.compacted_count == 0 and again.refs == first.refs and events == []
+    assert len(fake.calls) == calls  # nothing summarized again
+    # the prefix sent to the provider is byte-identical: its prompt cache stays warm
+    assert again.new_messages[: len(first.new_messages)] == first.new_messages
+    assert again.new_messages[len(first.new_messages) :] == tuple(grown[len(msgs) :])
+
+
+def test_reapplying_survives_lossless_rewrites_of_the_elided_messages() -> None:
+    msgs = coding(40)
+    compactor = Compactor()
+    probe = Compactor().compact(msgs, budget=budget_for(msgs), counter=COUNTER)
+    assert probe is not None
+    span = Compactor().run(msgs, budget=budget_for(msgs), counter=COUNTER).elided[probe.refs[0]]
+    # a later call sees old tool results masked by the lossless layers
+    masked = [
+        m.replace(content=(ToolResultBlock(m.tool_results[0].tool_call_id, "[... masked ...]"),))
+        if m.role == "tool" and any(m is s for s in span)
+        else m
+        for m in msgs
+    ]
+    budget = budget_for(masked)  # both histories are over its trigger
+    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
+    again = compactor.compact(masked, budget=budget, counter=COUNTER)
+    assert first is not None and first.refs == probe.refs
+    assert again is not None and again.strategy == "reapplied"
+    assert again.new_messages == first.new_messages
+
+
+def test_a_changed_history_is_compacted_afresh() -> None:
+    msgs = coding(40)
+    budget = budget_for(msgs)
+    compactor = Compactor()
+    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
+    assert first is not None
+    edited = list(msgs)
+    edited[3] = edited[3].replace(content=(TextBlock("I changed my mind"),))
+    again = compactor.compact(edited, budget=budget, counter=COUNTER)
+    assert again is not None and again.strategy != "reapplied" and again.compacted_count > 0
+    assert again.refs != first.refs
+
+
+def test_forcing_on_a_reapplied_history_compacts_further() -> None:
+    msgs = coding(40)
+    budget = budget_for(msgs)
+    compactor = Compactor()
+    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
+    grown = ConversationBuilder().extend(msgs)
+    for i in range(12):
+        grown.bash(f"echo {i}", "x" * 100)
+    forced = compactor.compact(grown.build(), budget=budget, counter=COUNTER, force=True)
+    assert first is not None and forced is not None
+    assert forced.strategy != "reapplied" and forced.compacted_count > 0
+
+
 # -- triggers ---------------------------------------------------------------------------------------
 def test_should_compact_triggers() -> None:
     msgs = coding(5)
@@ -598,3 +665,49 @@ def test_replay_keeps_every_modified_file(shared_data: Path) -> None:
         # every file written in the whole run is still named in the final working history
         lost = [p for p in extract_facts(messages).changed_files if p not in flatten(working)]
         assert lost == [], path.name
+
+
+def test_stateless_replay_reapplies_and_never_compacts_on_consecutive_calls(
+    shared_data: Path,
+) -> None:
+    """The Session and the proxy hand the compactor the whole history on every call."""
+    from contextwarden._transcripts import load_transcript
+
+    counter = _exact()
+    budget = Budget(16_384)
+    for path in _trajectories(shared_data)[:4]:
+        messages = load_transcript(path).messages
+        compactor = Compactor()
+        last_new = -2
+        previous: tuple[Message, ...] | None = None
+        new_compactions = 0
+        for call, index in enumerate(i for i, m in enumerate(messages) if m.role == "assistant"):
+            context = messages[:index]
+            result = compactor.compact(context, budget=budget, counter=counter)
+            view = tuple(context) if result is None else result.new_messages
+            assert counter.count_messages(view) <= budget.limit, f"{path.name} call {call}"
+            if result is not None and result.strategy != "reapplied":
+                assert call != last_new + 1, (
+                    f"{path.name}: new compactions on calls {last_new}, {call}"
+                )
+                last_new = call
+                new_compactions += 1
+            elif result is not None and previous is not None and last_new != call:
+                # between compactions the prefix does not move
+                assert view[: len(previous)] == previous, f"{path.name} call {call}"
+            previous = view
+        assert new_compactions >= 2, path.name
+
+
+def test_warden_replay_writes_no_summaries_on_consecutive_calls(shared_data: Path) -> None:
+    """End to end through the warden (lossless layers first), as ``contextwarden replay``."""
+    from contextwarden._replay import iter_replay
+    from contextwarden._transcripts import load_transcript
+
+    for path in _trajectories(shared_data)[:2]:
+        messages = load_transcript(path).messages
+        calls = list(iter_replay(messages, model="gpt-4o", window=16_384))
+        wrote = [c.call for c in calls if c.summaries_written]
+        assert wrote, path.name
+        assert all(b - a > 1 for a, b in zip(wrote, wrote[1:], strict=False)), (path.name, wrote)
+        assert all(c.valid for c in calls), path.name

@@ -34,7 +34,9 @@ Every elided span gets a reference (``cw:`` + a hash of its messages, see
 
 from __future__ import annotations
 
+import hashlib
 import re
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +47,7 @@ from ._events import CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._messages import Message
 from .strategies.base import (
+    Section,
     StrategyContext,
     StrategyOutcome,
     assemble,
@@ -87,8 +90,11 @@ __all__ = [
 SHRINK_RATIO = 0.8
 #: A summary longer than this many times its request's ``max_chars`` is garbage, not a summary.
 GARBAGE_LENGTH_FACTOR = 2.0
-#: How many elided spans a compactor remembers for :meth:`Compactor.elided`.
-ELIDED_MEMORY = 256
+#: How many compactions (and their elided spans) a compactor remembers, to re-apply them and
+#: for :meth:`Compactor.elided`.
+MEMORY = 512
+#: The ``strategy`` of a result that only re-applied earlier compactions (no new summary).
+REAPPLIED = "reapplied"
 LAST_RESORT = "full_summary"
 
 TriggerReason = Literal["tokens", "turns", "marker", "command", "api"]
@@ -198,6 +204,63 @@ class CompactionReport:
 
 
 @dataclass(frozen=True)
+class _Entry:
+    """A compaction made earlier: the stable keys of what it elided and what replaced it."""
+
+    keys: tuple[str, ...]
+    summary: str
+    ref: str
+    strategy: str
+    rebuild: bool
+    appendix: tuple[Section, ...]
+
+
+def stable_key(message: Message) -> str:
+    """An identity of ``message`` that the lossless layers do not change: masking a tool
+    result keeps its call id, stripping thinking keeps an assistant's text and calls. Used to
+    find, in a later call's history, the messages an earlier compaction elided."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(message.role.encode())
+    if message.role == "tool" and message.tool_results:
+        for r in message.tool_results:
+            h.update(f"\x00{r.tool_call_id}\x00{r.is_error}".encode("utf-8", "surrogatepass"))
+    elif message.role == "assistant":
+        h.update(message.text.encode("utf-8", "surrogatepass"))
+        for c in message.tool_calls:
+            h.update(f"\x00{c.id}\x00{c.name}\x00{c.arguments}".encode("utf-8", "surrogatepass"))
+    else:
+        h.update(message.fingerprint.encode())
+    return h.hexdigest()
+
+
+def _locate(messages: Sequence[Message], keys: Sequence[str]) -> tuple[int, ...] | None:
+    """Increasing indices of ``keys`` in ``messages`` (first match after the previous one), or
+    None when one is missing."""
+    if not keys:
+        return None
+    where: dict[str, list[int]] = {}
+    wanted = set(keys)
+    for i, m in enumerate(messages):
+        k = stable_key(m)
+        if k in wanted:
+            where.setdefault(k, []).append(i)
+    if keys[0] not in where:
+        return None
+    out: list[int] = []
+    last = -1
+    for k in keys:
+        found = where.get(k)
+        if not found:
+            return None
+        nxt = found[bisect_right(found, last)] if bisect_right(found, last) < len(found) else None
+        if nxt is None:
+            return None
+        out.append(nxt)
+        last = nxt
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class _Ask:
     """A summary the plan needs; ``fallback_only`` skips the configured summarizer."""
 
@@ -247,6 +310,7 @@ class Compactor:
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}
         self._elided: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
         known = set(strategy_names())
         named = {
             f"strategy_order.{t}": names for t, names in self.config.strategy_order.items()
@@ -342,7 +406,7 @@ class Compactor:
 
     def elided(self, result: CompactResult) -> dict[str, tuple[Message, ...]]:
         """The spans ``result`` elided, verbatim, by reference (those this compactor still
-        remembers: the last :data:`ELIDED_MEMORY`)."""
+        remembers: the last :data:`MEMORY`)."""
         return {ref: self._elided[ref] for ref in result.refs if ref in self._elided}
 
     # -- the plan: a generator that yields summary requests and gets answers back ---------------
@@ -382,16 +446,19 @@ class Compactor:
             order.remove(LAST_RESORT)
         order.append(LAST_RESORT)
 
-        current = original
-        tokens = before
-        applied: list[str] = []
-        summaries: list[str] = []
+        # an earlier compaction of this history, re-applied: the same summaries in the same
+        # places, so the prefix stays byte-identical and nothing is summarized twice
+        view, reused = self._reapply(original)
+        tokens = counter.count_messages(view, tools=tools) if reused else before
+        if reused and not force and tokens <= budget.trigger:
+            return self._reapplied(view, reused, before, tokens, task_type)
+
+        current = view
+        steps: list[_Step] = []
         created: set[int] = set()  # ids of summary messages written by this call
-        refs: dict[str, tuple[Message, ...]] = {}
         compacted = 0
-        reset_turns = False
         for name in order:
-            if applied and tokens <= aim:
+            if steps and tokens <= aim:
                 break
             if name == LAST_RESORT:
                 # the full summary reads the input itself, not a summary of summaries; it
@@ -399,7 +466,10 @@ class Compactor:
                 step = yield from self._step(name, original, ctx, before, tools, events, keep)
                 if step is None or step.tokens >= tokens:
                     continue
-                applied, summaries, refs, created, compacted = [], [], {}, set(), 0
+                steps, created, compacted = [], set(), 0
+                for ref in reused:  # superseded: the full summary covers what they elided
+                    self._entries.pop(ref, None)
+                reused = ()
             else:
                 step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
             if step is None:
@@ -407,17 +477,19 @@ class Compactor:
             compacted += sum(1 for m in step.span if id(m) not in created)
             created.add(id(step.messages[step.outcome.elided[0]]))
             current, tokens = step.messages, step.tokens
-            applied.append(name)
-            summaries.append(step.summary)
-            refs[step.ref] = step.span
-            reset_turns = reset_turns or step.outcome.reset_turns
-        if not applied:
+            steps.append(step)
+        if not steps:
+            if reused:  # nothing new could be done; the earlier compactions still help
+                return self._reapplied(view, reused, before, tokens, task_type, events)
             return CompactionReport(None, tuple(events), task_type)
-        for ref, span in refs.items():
-            self._remember(ref, span)
+        applied = [step.outcome.strategy for step in steps]
+        refs = {step.ref: step.span for step in steps}
+        reset_turns = any(step.outcome.reset_turns for step in steps)
+        for step in steps:
+            self._record(step)
         result = CompactResult(
             new_messages=current,
-            summary=summaries[-1],
+            summary=steps[-1].summary,
             original_token_count=before,
             new_token_count=tokens,
             compacted_count=compacted,
@@ -447,6 +519,29 @@ class Compactor:
         return CompactionReport(
             result, tuple(events), task_type, tuple(applied), dict(refs), reset_turns
         )
+
+    def _reapplied(
+        self,
+        view: tuple[Message, ...],
+        reused: tuple[str, ...],
+        before: int,
+        tokens: int,
+        task_type: TaskType,
+        events: Sequence[Event] = (),
+    ) -> CompactionReport:
+        """The report of a call that only re-applied earlier compactions: no new summary, so
+        ``compacted_count`` is 0, ``strategy`` is :data:`REAPPLIED` and no event is emitted."""
+        result = CompactResult(
+            new_messages=view,
+            summary=getattr(self._entries.get(reused[-1]), "summary", ""),
+            original_token_count=before,
+            new_token_count=tokens,
+            compacted_count=0,
+            strategy=REAPPLIED,
+            refs=reused,
+        )
+        elided = {ref: self._elided[ref] for ref in reused if ref in self._elided}
+        return CompactionReport(result, tuple(events), task_type, (REAPPLIED,), elided)
 
     def _step(
         self,
@@ -639,8 +734,46 @@ class Compactor:
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
 
-    def _remember(self, ref: str, span: tuple[Message, ...]) -> None:
-        self._elided[ref] = span
-        self._elided.move_to_end(ref)
-        while len(self._elided) > ELIDED_MEMORY:
+    # -- memory: compactions already made, re-applied to the same history ----------------------
+    def _record(self, step: _Step) -> None:
+        """Remember ``step`` so a later call on the same history re-applies it."""
+        outcome = step.outcome
+        self._entries[step.ref] = _Entry(
+            keys=tuple(stable_key(m) for m in step.span),
+            summary=step.summary,
+            ref=step.ref,
+            strategy=outcome.strategy,
+            rebuild=outcome.rebuild,
+            appendix=outcome.appendix,
+        )
+        self._entries.move_to_end(step.ref)
+        self._elided[step.ref] = step.span
+        self._elided.move_to_end(step.ref)
+        while len(self._entries) > MEMORY:
+            self._entries.popitem(last=False)
+        while len(self._elided) > MEMORY:
             self._elided.popitem(last=False)
+
+    def _reapply(
+        self, messages: tuple[Message, ...]
+    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+        """``messages`` with every remembered compaction whose elided messages are all there (as
+        whole units, in order) re-applied, oldest first; and the references re-applied."""
+        view = messages
+        used: list[str] = []
+        for entry in list(self._entries.values()):  # a snapshot: another call may record
+            where = _locate(view, entry.keys)
+            if where is None:
+                continue
+            outcome = StrategyOutcome(
+                entry.strategy,
+                where,
+                summary=entry.summary,
+                rebuild=entry.rebuild,
+                appendix=entry.appendix,
+            )
+            if check_outcome(view, outcome) is not None:
+                continue
+            view = assemble(view, outcome, entry.summary, entry.ref)
+            used.append(entry.ref)
+        return view, tuple(used)
