@@ -218,7 +218,22 @@ class _Entry:
 def stable_key(message: Message) -> str:
     """An identity of ``message`` that the lossless layers do not change: masking a tool
     result keeps its call id, stripping thinking keeps an assistant's text and calls. Used to
-    find, in a later call's history, the messages an earlier compaction elided."""
+    find, in a later call's history, the messages an earlier compaction elided. Cached by the
+    message's fingerprint."""
+    fp = message.fingerprint
+    key = _STABLE_KEYS.get(fp)
+    if key is None:
+        if len(_STABLE_KEYS) >= _STABLE_KEYS_MAX:
+            _STABLE_KEYS.clear()
+        key = _STABLE_KEYS[fp] = _stable_key(message)
+    return key
+
+
+_STABLE_KEYS: dict[str, str] = {}
+_STABLE_KEYS_MAX = 200_000
+
+
+def _stable_key(message: Message) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(message.role.encode())
     if message.role == "tool" and message.tool_results:
@@ -425,6 +440,14 @@ class Compactor:
         before = counter.count_messages(original, tools=tools)
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
+
+        # an earlier compaction of this history, re-applied: the same summaries in the same
+        # places, so the prefix stays byte-identical and nothing is summarized twice
+        view, reused = self._reapply(original)
+        tokens = counter.count_messages(view, tools=tools) if reused else before
+        if reused and not force and tokens <= budget.trigger:
+            return self._reapplied(view, reused, before, tokens, task_type)
+
         aim = compaction_target(budget)
         keep = must_keep(original)
         ctx = StrategyContext(
@@ -445,13 +468,6 @@ class Compactor:
         if LAST_RESORT in order:
             order.remove(LAST_RESORT)
         order.append(LAST_RESORT)
-
-        # an earlier compaction of this history, re-applied: the same summaries in the same
-        # places, so the prefix stays byte-identical and nothing is summarized twice
-        view, reused = self._reapply(original)
-        tokens = counter.count_messages(view, tools=tools) if reused else before
-        if reused and not force and tokens <= budget.trigger:
-            return self._reapplied(view, reused, before, tokens, task_type)
 
         current = view
         steps: list[_Step] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Literal
 
 from .._messages import Message, ToolCallBlock
@@ -166,7 +167,14 @@ def call_command(call: ToolCallBlock) -> str:
 
 def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     """The kinds of one tool call: by its name first, then, for shells and generic runners, by
-    the command it carries (``sed -i`` is an edit, ``pytest`` a test run, ``curl`` research)."""
+    the command it carries (``sed -i`` is an edit, ``pytest`` a test run, ``curl`` research).
+    Cached by name and arguments: a history is classified again on every call."""
+    return _call_kinds(call.name, call.arguments)
+
+
+@lru_cache(maxsize=65_536)
+def _call_kinds(name: str, arguments: str) -> frozenset[CallKind]:
+    call = ToolCallBlock("", name, arguments)
     words = _name_words(call.name)
     kinds: set[CallKind] = set()
     for kind, table in _NAME_WORDS:
