@@ -145,3 +145,35 @@ def test_mini_swe_agent_recordings_convert_to_valid_anthropic(shared_data: Path)
         assert all("not answered" in p for p in problems)
         blocks = [b for m in a if isinstance(m["content"], list) for b in m["content"]]
         assert not any(b["type"] == "thinking" for b in blocks)  # unsigned: dropped
+
+
+def test_signed_thinking_from_litellm_reaches_anthropic_unsigned_is_dropped() -> None:
+    d: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "a",
+            "reasoning_content": "plain reasoning",
+            "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "SIG"}],
+        },
+    ]
+    _, a = to_anthropic(from_openai(d))
+    assert a[1]["content"] == [
+        {"type": "thinking", "thinking": "t", "signature": "SIG"},
+        {"type": "text", "text": "a"},
+    ]
+
+
+def test_content_without_an_equivalent_is_refused_with_its_place() -> None:
+    doc = {"type": "document", "source": {"type": "url", "url": "https://x/a.pdf"}}
+    messages = from_anthropic([{"role": "user", "content": [{"type": "text", "text": "x"}, doc]}])
+    with pytest.raises(FormatError) as err:
+        to_openai(messages)
+    assert (err.value.index, err.value.field) == (0, "content[1]")
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
+    }
+    o = to_openai(from_anthropic([{"role": "user", "content": [pdf]}]))
+    assert o[0]["content"][0]["type"] == "file"
+    assert to_anthropic(from_openai(o))[1][0]["content"][0]["type"] == "document"
