@@ -68,14 +68,16 @@ class Behaviour:
 
 class FakeUpstream:
     """The fake API. ``app`` is its ASGI app; ``requests`` what it received, oldest first;
-    ``sent`` the exact body bytes of each reply, in order (streamed replies as their chunks)."""
+    ``sent`` the exact body bytes of each reply, in order (streamed replies as their chunks);
+    ``record=False`` keeps neither (for load runs)."""
 
-    def __init__(self, *, chunks: int = 5, chunk_delay: float = 0.0) -> None:
+    def __init__(self, *, chunks: int = 5, chunk_delay: float = 0.0, record: bool = True) -> None:
         self.requests: list[Recorded] = []
         self.sent: list[list[bytes]] = []
         self.script: deque[Behaviour] = deque()
         self.chunks = chunks
         self.chunk_delay = chunk_delay
+        self.record = record  # off for load runs: keeps memory flat
         self._lock = threading.Lock()
         self.app = Starlette(
             routes=[
@@ -91,6 +93,10 @@ class FakeUpstream:
         self.script.append(behaviour)
         return self
 
+    def _sent(self, chunks: list[bytes]) -> None:
+        if self.record:
+            self.sent.append(chunks)
+
     @property
     def last(self) -> Recorded:
         return self.requests[-1]
@@ -102,7 +108,8 @@ class FakeUpstream:
             headers[k] = f"{headers[k]}, {v}" if k in headers else v
         rec = Recorded(request.method, request.url.path, request.url.query, headers, body)
         with self._lock:
-            self.requests.append(rec)
+            if self.record:
+                self.requests.append(rec)
             behaviour = self.script.popleft() if self.script else Behaviour()
         if behaviour.delay:  # cut short when the test opens the gate (quick teardown)
             await asyncio.to_thread(behaviour.gate.wait, behaviour.delay)
@@ -112,12 +119,12 @@ class FakeUpstream:
         if b.status == 200 and b.body is None:
             return None
         raw = b.body if isinstance(b.body, bytes) else json.dumps(b.body).encode()
-        self.sent.append([raw])
+        self._sent([raw])
         return Response(raw, status_code=b.status, headers=b.headers, media_type="application/json")
 
     def _stream(self, events: list[bytes], b: Behaviour, headers: dict[str, str]) -> Response:
         record: list[bytes] = []
-        self.sent.append(record)
+        self._sent(record)
         delay = b.chunk_delay or self.chunk_delay
 
         async def gen() -> AsyncIterator[bytes]:
@@ -164,7 +171,7 @@ class FakeUpstream:
                       "total_tokens": len(rec.body) // 4 + self.chunks},
         }
         raw = json.dumps(reply).encode()
-        self.sent.append([raw])
+        self._sent([raw])
         return Response(raw, media_type="application/json", headers=headers)
 
     async def _anthropic(self, request: Request) -> Response:
@@ -200,7 +207,7 @@ class FakeUpstream:
                                          + "".join(words)}], "stop_reason": "end_turn",
                  "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": self.chunks}}
         raw = json.dumps(reply).encode()
-        self.sent.append([raw])
+        self._sent([raw])
         return Response(raw, media_type="application/json", headers=headers)
 
     async def _count_tokens(self, request: Request) -> Response:

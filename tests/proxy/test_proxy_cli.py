@@ -27,7 +27,7 @@ Upstream = tuple[FakeUpstream, str]
 def served(monkeypatch: pytest.MonkeyPatch) -> list[ProxyConfig]:
     """Replace the server run with a recorder of the config it would have served."""
     seen: list[ProxyConfig] = []
-    monkeypatch.setattr(cli, "serve", seen.append)
+    monkeypatch.setattr(cli, "serve", lambda settings, workers=1: seen.append(settings))
     monkeypatch.delenv("CONTEXTWARDEN_PROXY_TOKEN", raising=False)
     return seen
 
@@ -83,13 +83,14 @@ def test_bad_config_file_exits_2(served: list[ProxyConfig], tmp_path: Path) -> N
     assert served == []
 
 
-def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Path, workers: int) -> None:
     fake, url = upstream
     port = free_port()
     env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(tmp_path), "CONTEXTWARDEN_PROXY_TOKEN": "t0k"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "contextwarden", "proxy", "--upstream", url, "--port", str(port),
-         "--window", "8000"],
+         "--window", "8000", "--workers", str(workers)],
         stderr=subprocess.PIPE, text=True, env=env,
     )
     try:

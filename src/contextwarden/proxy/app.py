@@ -44,7 +44,7 @@ from .stats import Route as RouteName
 from .transform import Api, BodyWarden, transform_body
 from .warden import build_cache, build_warden
 
-__all__ = ["create_app"]
+__all__ = ["CONFIG_ENV", "app_from_env", "app_stats", "configure_logging", "create_app"]
 
 logger = logging.getLogger("contextwarden.proxy")
 
@@ -251,6 +251,35 @@ def create_app(
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.proxy = proxy
     return app
+
+
+#: Environment variable carrying a ProxyConfig (JSON) to worker processes (``--workers``).
+CONFIG_ENV = "CONTEXTWARDEN_PROXY_CONFIG_JSON"
+
+
+def app_from_env() -> Starlette:
+    """The app for a worker process started by uvicorn with ``--workers N``: the config comes as
+    JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON`` (set by ``contextwarden proxy``)."""
+    import os
+
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
+    configure_logging()
+    return create_app(ProxyConfig.model_validate_json(raw))
+
+
+def configure_logging() -> None:
+    """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
+    application configured that logger itself (used by ``contextwarden proxy`` and its workers)."""
+    import sys
+
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def app_stats(app: Any) -> ProxyStats:

@@ -5,10 +5,9 @@ only when the command runs, so ``contextwarden --help`` stays fast without the p
 from __future__ import annotations
 
 import ipaddress
-import logging
-import sys
+import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
@@ -60,6 +59,12 @@ def proxy(
     timeout: Annotated[
         float, typer.Option(help="Seconds to wait on the upstream before answering 504.", min=0.001)
     ] = 600.0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Worker processes (they share the summary cache; /stats is per process).", min=1
+        ),
+    ] = 1,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -84,15 +89,16 @@ def proxy(
     except (ValidationError, ContextWardenError) as exc:
         typer.echo(f"contextwarden proxy: {exc}", err=True)
         raise typer.Exit(2) from exc
-    serve(settings)
+    serve(settings, workers=workers)
 
 
-def serve(settings: ProxyConfig) -> None:
-    """Run the proxy in the foreground until interrupted."""
+def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
+    """Run the proxy in the foreground until interrupted; ``workers`` > 1 runs that many
+    processes on the same port (the transform is CPU-bound: one process uses one core)."""
     try:
         import uvicorn
 
-        from .app import create_app
+        from .app import CONFIG_ENV, configure_logging, create_app
     except ImportError as exc:
         typer.echo(
             "contextwarden proxy needs starlette and uvicorn: pip install 'contextwarden[proxy]'",
@@ -105,20 +111,33 @@ def serve(settings: ProxyConfig) -> None:
             "use it (and the upstream keys its clients send)",
             err=True,
         )
-    _configure_logging()
-    try:
-        app = create_app(settings)
-    except ContextWardenError as exc:
-        typer.echo(f"contextwarden proxy: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    configure_logging()
+    if settings.cache == "redis" and settings.redis_url:
+        _check_redis(settings.redis_url)
+    app: Any
+    factory = workers > 1
+    if factory:
+        # Worker processes import the app by name and rebuild it from the config in the env.
+        app = "contextwarden.proxy.app:app_from_env"
+        # exclude_unset: the warden tells defaults from explicit settings (e.g. reserve_tokens)
+        os.environ[CONFIG_ENV] = settings.model_dump_json(exclude_unset=True)
+    else:
+        try:
+            app = create_app(settings)
+        except ContextWardenError as exc:
+            typer.echo(f"contextwarden proxy: {exc}", err=True)
+            raise typer.Exit(2) from exc
     typer.echo(
-        f"contextwarden proxy on http://{settings.host}:{settings.port} -> {settings.upstream}",
+        f"contextwarden proxy on http://{settings.host}:{settings.port} -> {settings.upstream}"
+        + (f" ({workers} workers)" if workers > 1 else ""),
         err=True,
     )
     # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
     # the upstream's, which pass through.
     uvicorn.run(
         app,
+        factory=factory,
+        workers=workers if workers > 1 else None,
         host=settings.host,
         port=settings.port,
         access_log=False,
@@ -128,6 +147,19 @@ def serve(settings: ProxyConfig) -> None:
     )
 
 
+def _check_redis(url: str) -> None:
+    """Warn (do not fail) when Redis does not answer: a cache miss never fails a request."""
+    from ..store.cache import RedisCache
+
+    cache = RedisCache(url)
+    try:
+        cache.ping()
+    except ContextWardenError as exc:
+        typer.echo(f"warning: {exc}; summaries will not be cached until it answers", err=True)
+    finally:
+        cache.close()
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -135,18 +167,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _configure_logging() -> None:
-    """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
-    application configured logging itself."""
-    log = logging.getLogger("contextwarden.proxy")
-    if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
 
 
 #: A one-command typer app, so ``contextwarden proxy --upstream ...`` (mounted by the main CLI)
