@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal, TypeVar, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -108,6 +108,14 @@ class CompactionConfig(BaseModel):
     )
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _defaults(cls: type[M]) -> Callable[[], M]:
+    """A default factory for a sub-config that mypy can type without the pydantic plugin."""
+    return lambda: cls.model_validate({})
+
+
 class WardenConfig(BaseModel):
     """Everything the warden does, and how much. Validated once, at construction."""
 
@@ -139,11 +147,11 @@ class WardenConfig(BaseModel):
         "exact",
         description="Token counter: exact BPE or the fast chars-based heuristic. Default: exact.",
     )
-    truncate: TruncateConfig = Field(default_factory=TruncateConfig)
-    mask: MaskConfig = Field(default_factory=MaskConfig)
-    thinking: ThinkingConfig = Field(default_factory=ThinkingConfig)
-    window: WindowConfig = Field(default_factory=WindowConfig)
-    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    truncate: TruncateConfig = Field(default_factory=_defaults(TruncateConfig))
+    mask: MaskConfig = Field(default_factory=_defaults(MaskConfig))
+    thinking: ThinkingConfig = Field(default_factory=_defaults(ThinkingConfig))
+    window: WindowConfig = Field(default_factory=_defaults(WindowConfig))
+    compaction: CompactionConfig = Field(default_factory=_defaults(CompactionConfig))
 
 
 # --------------------------------------------------------------------------------------------

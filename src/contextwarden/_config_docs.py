@@ -165,7 +165,7 @@ def _seed_table() -> list[str]:
 
 
 def _yaml_example() -> str:
-    data = WardenConfig().model_dump(mode="json")
+    data = WardenConfig.model_validate({}).model_dump(mode="json")
     text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=88)
     return text
 
