@@ -22,6 +22,14 @@ validation with fallback, references to what was elided, and the triggers.
    embedded :class:`~contextwarden.summarizers.extractive.ExtractiveSummarizer` for that summary
    (``summarizer_failed`` event).
 
+Before any of that, the compactor re-applies the compactions it already made to this history
+(:class:`~contextwarden.strategies.memory.CompactionMemory`): callers hand it the *whole* history
+on every call (the Session, the proxy), and the re-applied view, when under the trigger, is
+returned as is (``strategy="reapplied"``, ``compacted_count=0``, no event): no summary is written
+twice and the prefix does not move until the next real compaction. Every result also keeps the
+task verbatim and, somewhere, each modified file path and the last unresolved error of its input
+(:func:`~contextwarden.strategies.checks.must_keep`); a step that would lose one is rejected.
+
 Summaries are cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what they
 replace (in ``cache``: a dict by default; the session store and the proxy pass a persistent
 mapping), so a compaction is paid once and the compacted prefix stays byte-identical from one
@@ -34,20 +42,15 @@ Every elided span gets a reference (``cw:`` + a hash of its messages, see
 
 from __future__ import annotations
 
-import hashlib
-import re
-from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._config import CompactionConfig, TaskType
 from ._events import CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._messages import Message
 from .strategies.base import (
-    Section,
     StrategyContext,
     StrategyOutcome,
     assemble,
@@ -56,8 +59,11 @@ from .strategies.base import (
     make_ref,
     summary_request,
 )
+from .strategies.checks import flatten, must_keep
+from .strategies.memory import REAPPLIED, CompactionMemory
 from .strategies.registry import get_strategy, strategy_names
 from .strategies.task_type import detect_task_type
+from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
     Summarizer,
     SummaryRequest,
@@ -67,7 +73,6 @@ from .summarizers.base import (
     summary_cache_key,
 )
 from .summarizers.extractive import MIN_SUMMARY_CHARS, ExtractiveSummarizer
-from .summarizers.facts import extract_facts
 
 if TYPE_CHECKING:
     from ._budget import Budget
@@ -76,7 +81,9 @@ if TYPE_CHECKING:
 __all__ = [
     "SHRINK_RATIO",
     "CompactionReport",
+    "REAPPLIED",
     "CompactResult",
+    "CompactionMemory",
     "Compactor",
     "Trigger",
     "TriggerReason",
@@ -90,101 +97,12 @@ __all__ = [
 SHRINK_RATIO = 0.8
 #: A summary longer than this many times its request's ``max_chars`` is garbage, not a summary.
 GARBAGE_LENGTH_FACTOR = 2.0
-#: How many compactions (and their elided spans) a compactor remembers, to re-apply them and
-#: for :meth:`Compactor.elided`.
-MEMORY = 512
-#: The ``strategy`` of a result that only re-applied earlier compactions (no new summary).
-REAPPLIED = "reapplied"
 LAST_RESORT = "full_summary"
-
-TriggerReason = Literal["tokens", "turns", "marker", "command", "api"]
-
-_CLIP_MARK = " [...]"  # what summarizers append to a clipped error line
-_COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>\S.*?))?\s*$", re.DOTALL)
 
 
 def _default_config() -> CompactionConfig:
     # model_validate rather than CompactionConfig(): mypy sees pydantic's required fields
     return CompactionConfig.model_validate({})
-
-
-def flatten(messages: Sequence[Message]) -> str:
-    """The words of ``messages`` (text, tool results, call arguments), whitespace collapsed:
-    what :func:`must_keep` facts are looked up in."""
-    parts: list[str] = []
-    for m in messages:
-        parts.append(m.text)
-        parts.extend(r.text for r in m.tool_results)
-        parts.extend(c.arguments for c in m.tool_calls)
-    return " ".join(" ".join(parts).split())
-
-
-def must_keep(messages: Sequence[Message]) -> tuple[str, ...]:
-    """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
-    message or a summary): each modified file path and the signature of the last unresolved
-    error (issue 4), as found by :func:`extract_facts`, limited to those spelled out in
-    ``messages`` themselves (whitespace collapsed)."""
-    facts = extract_facts(messages)
-    wanted = list(facts.changed_files)
-    error = facts.last_unresolved_error
-    if error is not None:
-        wanted.append(error.key.removesuffix(_CLIP_MARK).strip())
-    flat = flatten(messages)
-    out = (" ".join(w.split()) for w in wanted)
-    return tuple(dict.fromkeys(w for w in out if w and w in flat))
-
-
-# -- triggers ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Trigger:
-    """Why a compaction should run now (seed 003): ``reason``, and the ``focus`` a ``/compact``
-    command asked for."""
-
-    reason: TriggerReason
-    focus: str | None = None
-    detail: str = ""
-
-
-def should_compact(
-    messages: Sequence[Message],
-    *,
-    budget: Budget,
-    counter: TokenCounter,
-    turns: int | None = None,
-    config: CompactionConfig | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-) -> Trigger | None:
-    """The first trigger that fires, or None. Checked in this order:
-
-    * ``command``: the last message is a user ``/compact [focus]`` command (the focus is
-      returned; the caller should not send the command itself to the model);
-    * ``marker``: the model wrote ``config.summary_marker`` (``!!!SUMMARY!!!``) in the last
-      assistant message, and nothing but that message's tool results follows it;
-    * ``turns``: ``turns`` (the caller's count since the last compaction; default: the assistant
-      messages in ``messages``) reached ``config.turn_threshold`` (200);
-    * ``tokens``: the request costs more than ``budget.trigger``.
-
-    The fifth trigger, an API call, is ``Compactor.compact(..., force=True)``.
-    """
-    cfg = config or _default_config()
-    if messages:
-        last = messages[-1]
-        if last.role == "user":
-            match = _COMPACT_CMD.match(last.text)
-            if match is not None:
-                return Trigger("command", match.group("focus"), "user command /compact")
-        k = len(messages) - 1
-        while k > 0 and messages[k].role == "tool":
-            k -= 1
-        if messages[k].role == "assistant" and cfg.summary_marker in messages[k].text:
-            return Trigger("marker", None, f"the model wrote {cfg.summary_marker}")
-    n = turns if turns is not None else sum(1 for m in messages if m.role == "assistant")
-    if n >= cfg.turn_threshold:
-        return Trigger("turns", None, f"{n} turns (threshold {cfg.turn_threshold})")
-    tokens = counter.count_messages(messages, tools=tools)
-    if tokens > budget.trigger:
-        return Trigger("tokens", None, f"{tokens} tokens over the trigger {budget.trigger}")
-    return None
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -201,78 +119,6 @@ class CompactionReport:
     applied: tuple[str, ...] = ()
     elided: Mapping[str, tuple[Message, ...]] = field(default_factory=dict)
     reset_turns: bool = False
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A compaction made earlier: the stable keys of what it elided and what replaced it."""
-
-    keys: tuple[str, ...]
-    summary: str
-    ref: str
-    strategy: str
-    rebuild: bool
-    appendix: tuple[Section, ...]
-
-
-def stable_key(message: Message) -> str:
-    """An identity of ``message`` that the lossless layers do not change: masking a tool
-    result keeps its call id, stripping thinking keeps an assistant's text and calls. Used to
-    find, in a later call's history, the messages an earlier compaction elided. Cached by the
-    message's fingerprint."""
-    fp = message.fingerprint
-    key = _STABLE_KEYS.get(fp)
-    if key is None:
-        if len(_STABLE_KEYS) >= _STABLE_KEYS_MAX:
-            _STABLE_KEYS.clear()
-        key = _STABLE_KEYS[fp] = _stable_key(message)
-    return key
-
-
-_STABLE_KEYS: dict[str, str] = {}
-_STABLE_KEYS_MAX = 200_000
-
-
-def _stable_key(message: Message) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(message.role.encode())
-    if message.role == "tool" and message.tool_results:
-        for r in message.tool_results:
-            h.update(f"\x00{r.tool_call_id}\x00{r.is_error}".encode("utf-8", "surrogatepass"))
-    elif message.role == "assistant":
-        h.update(message.text.encode("utf-8", "surrogatepass"))
-        for c in message.tool_calls:
-            h.update(f"\x00{c.id}\x00{c.name}\x00{c.arguments}".encode("utf-8", "surrogatepass"))
-    else:
-        h.update(message.fingerprint.encode())
-    return h.hexdigest()
-
-
-def _locate(messages: Sequence[Message], keys: Sequence[str]) -> tuple[int, ...] | None:
-    """Increasing indices of ``keys`` in ``messages`` (first match after the previous one), or
-    None when one is missing."""
-    if not keys:
-        return None
-    where: dict[str, list[int]] = {}
-    wanted = set(keys)
-    for i, m in enumerate(messages):
-        k = stable_key(m)
-        if k in wanted:
-            where.setdefault(k, []).append(i)
-    if keys[0] not in where:
-        return None
-    out: list[int] = []
-    last = -1
-    for k in keys:
-        found = where.get(k)
-        if not found:
-            return None
-        nxt = found[bisect_right(found, last)] if bisect_right(found, last) < len(found) else None
-        if nxt is None:
-            return None
-        out.append(nxt)
-        last = nxt
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -324,8 +170,7 @@ class Compactor:
         self.fallback: Summarizer = ExtractiveSummarizer()
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}
-        self._elided: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.memory = CompactionMemory()
         known = set(strategy_names())
         named = {
             f"strategy_order.{t}": names for t, names in self.config.strategy_order.items()
@@ -421,8 +266,8 @@ class Compactor:
 
     def elided(self, result: CompactResult) -> dict[str, tuple[Message, ...]]:
         """The spans ``result`` elided, verbatim, by reference (those this compactor still
-        remembers: the last :data:`MEMORY`)."""
-        return {ref: self._elided[ref] for ref in result.refs if ref in self._elided}
+        remembers: the last :data:`~contextwarden.strategies.memory.MEMORY`)."""
+        return self.memory.spans(result.refs)
 
     # -- the plan: a generator that yields summary requests and gets answers back ---------------
     def _plan(
@@ -443,7 +288,7 @@ class Compactor:
 
         # an earlier compaction of this history, re-applied: the same summaries in the same
         # places, so the prefix stays byte-identical and nothing is summarized twice
-        view, reused = self._reapply(original)
+        view, reused = self.memory.reapply(original)
         tokens = counter.count_messages(view, tools=tools) if reused else before
         if reused and not force and tokens <= budget.trigger:
             return self._reapplied(view, reused, before, tokens, task_type)
@@ -483,8 +328,7 @@ class Compactor:
                 if step is None or step.tokens >= tokens:
                     continue
                 steps, created, compacted = [], set(), 0
-                for ref in reused:  # superseded: the full summary covers what they elided
-                    self._entries.pop(ref, None)
+                self.memory.forget(reused)  # superseded: the full summary covers them
                 reused = ()
             else:
                 step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
@@ -502,7 +346,7 @@ class Compactor:
         refs = {step.ref: step.span for step in steps}
         reset_turns = any(step.outcome.reset_turns for step in steps)
         for step in steps:
-            self._record(step)
+            self.memory.record(step.span, step.outcome, step.summary, step.ref)
         result = CompactResult(
             new_messages=current,
             summary=steps[-1].summary,
@@ -549,14 +393,14 @@ class Compactor:
         ``compacted_count`` is 0, ``strategy`` is :data:`REAPPLIED` and no event is emitted."""
         result = CompactResult(
             new_messages=view,
-            summary=getattr(self._entries.get(reused[-1]), "summary", ""),
+            summary=self.memory.summary(reused[-1]),
             original_token_count=before,
             new_token_count=tokens,
             compacted_count=0,
             strategy=REAPPLIED,
             refs=reused,
         )
-        elided = {ref: self._elided[ref] for ref in reused if ref in self._elided}
+        elided = self.memory.spans(reused)
         return CompactionReport(result, tuple(events), task_type, (REAPPLIED,), elided)
 
     def _step(
@@ -749,47 +593,3 @@ class Compactor:
                 return _Summary(text, failure)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
-
-    # -- memory: compactions already made, re-applied to the same history ----------------------
-    def _record(self, step: _Step) -> None:
-        """Remember ``step`` so a later call on the same history re-applies it."""
-        outcome = step.outcome
-        self._entries[step.ref] = _Entry(
-            keys=tuple(stable_key(m) for m in step.span),
-            summary=step.summary,
-            ref=step.ref,
-            strategy=outcome.strategy,
-            rebuild=outcome.rebuild,
-            appendix=outcome.appendix,
-        )
-        self._entries.move_to_end(step.ref)
-        self._elided[step.ref] = step.span
-        self._elided.move_to_end(step.ref)
-        while len(self._entries) > MEMORY:
-            self._entries.popitem(last=False)
-        while len(self._elided) > MEMORY:
-            self._elided.popitem(last=False)
-
-    def _reapply(
-        self, messages: tuple[Message, ...]
-    ) -> tuple[tuple[Message, ...], tuple[str, ...]]:
-        """``messages`` with every remembered compaction whose elided messages are all there (as
-        whole units, in order) re-applied, oldest first; and the references re-applied."""
-        view = messages
-        used: list[str] = []
-        for entry in list(self._entries.values()):  # a snapshot: another call may record
-            where = _locate(view, entry.keys)
-            if where is None:
-                continue
-            outcome = StrategyOutcome(
-                entry.strategy,
-                where,
-                summary=entry.summary,
-                rebuild=entry.rebuild,
-                appendix=entry.appendix,
-            )
-            if check_outcome(view, outcome) is not None:
-                continue
-            view = assemble(view, outcome, entry.summary, entry.ref)
-            used.append(entry.ref)
-        return view, tuple(used)

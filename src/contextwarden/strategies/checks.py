@@ -1,0 +1,40 @@
+"""The facts every compaction must keep somewhere in the history it returns (issue 4): each
+modified file path and the last unresolved error, checked on the whole history, so that a fact an
+earlier summary carried survives the next summary too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._messages import Message
+from ..summarizers.facts import extract_facts
+
+__all__ = ["flatten", "must_keep"]
+
+_CLIP_MARK = " [...]"  # what summarizers append to a clipped error line
+
+
+def flatten(messages: Sequence[Message]) -> str:
+    """The words of ``messages`` (text, tool results, call arguments), whitespace collapsed:
+    what :func:`must_keep` facts are looked up in."""
+    parts: list[str] = []
+    for m in messages:
+        parts.append(m.text)
+        parts.extend(r.text for r in m.tool_results)
+        parts.extend(c.arguments for c in m.tool_calls)
+    return " ".join(" ".join(parts).split())
+
+
+def must_keep(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
+    message or a summary): each modified file path and the signature of the last unresolved
+    error (issue 4), as found by :func:`extract_facts`, limited to those spelled out in
+    ``messages`` themselves (whitespace collapsed)."""
+    facts = extract_facts(messages)
+    wanted = list(facts.changed_files)
+    error = facts.last_unresolved_error
+    if error is not None:
+        wanted.append(error.key.removesuffix(_CLIP_MARK).strip())
+    flat = flatten(messages)
+    out = (" ".join(w.split()) for w in wanted)
+    return tuple(dict.fromkeys(w for w in out if w and w in flat))

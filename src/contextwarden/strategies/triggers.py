@@ -1,0 +1,75 @@
+"""The triggers of a compaction (seed 003): tokens over the trigger, the turn count, the model
+writing the summary marker, a ``/compact [focus]`` user command; the fifth, an explicit API
+call, is ``Compactor.compact(..., force=True)``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._config import CompactionConfig
+from .._messages import Message
+
+if TYPE_CHECKING:
+    from .._budget import Budget
+    from .._tokens import TokenCounter
+
+__all__ = ["Trigger", "TriggerReason", "should_compact"]
+
+TriggerReason = Literal["tokens", "turns", "marker", "command", "api"]
+
+_COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>\S.*?))?\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why a compaction should run now (seed 003): ``reason``, and the ``focus`` a ``/compact``
+    command asked for."""
+
+    reason: TriggerReason
+    focus: str | None = None
+    detail: str = ""
+
+
+def should_compact(
+    messages: Sequence[Message],
+    *,
+    budget: Budget,
+    counter: TokenCounter,
+    turns: int | None = None,
+    config: CompactionConfig | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> Trigger | None:
+    """The first trigger that fires, or None. Checked in this order:
+
+    * ``command``: the last message is a user ``/compact [focus]`` command (the focus is
+      returned; the caller should not send the command itself to the model);
+    * ``marker``: the model wrote ``config.summary_marker`` (``!!!SUMMARY!!!``) in the last
+      assistant message, and nothing but that message's tool results follows it;
+    * ``turns``: ``turns`` (the caller's count since the last compaction; default: the assistant
+      messages in ``messages``) reached ``config.turn_threshold`` (200);
+    * ``tokens``: the request costs more than ``budget.trigger``.
+
+    The fifth trigger, an API call, is ``Compactor.compact(..., force=True)``.
+    """
+    cfg = config or CompactionConfig.model_validate({})
+    if messages:
+        last = messages[-1]
+        if last.role == "user":
+            match = _COMPACT_CMD.match(last.text)
+            if match is not None:
+                return Trigger("command", match.group("focus"), "user command /compact")
+        k = len(messages) - 1
+        while k > 0 and messages[k].role == "tool":
+            k -= 1
+        if messages[k].role == "assistant" and cfg.summary_marker in messages[k].text:
+            return Trigger("marker", None, f"the model wrote {cfg.summary_marker}")
+    n = turns if turns is not None else sum(1 for m in messages if m.role == "assistant")
+    if n >= cfg.turn_threshold:
+        return Trigger("turns", None, f"{n} turns (threshold {cfg.turn_threshold})")
+    tokens = counter.count_messages(messages, tools=tools)
+    if tokens > budget.trigger:
+        return Trigger("tokens", None, f"{tokens} tokens over the trigger {budget.trigger}")
+    return None
