@@ -75,7 +75,6 @@ def wait_ready(url: str, proc: subprocess.Popen[Any], what: str) -> None:
 def histories(messages: int) -> tuple[list[dict[str, Any]], str]:
     """A long agent history as OpenAI messages, and where it came from."""
     from bench._data import generated_history, have_real_data, real_history
-
     from contextwarden.formats import to_openai
 
     if have_real_data():

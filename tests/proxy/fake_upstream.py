@@ -38,6 +38,7 @@ class Recorded:
     query: str
     headers: dict[str, str]  # lower-cased names; repeated headers joined with ", "
     body: bytes
+    raw_path: str = ""  # as sent, percent-escapes kept
 
     @property
     def json(self) -> Any:
@@ -106,7 +107,9 @@ class FakeUpstream:
         headers: dict[str, str] = {}
         for k, v in request.headers.items():
             headers[k] = f"{headers[k]}, {v}" if k in headers else v
-        rec = Recorded(request.method, request.url.path, request.url.query, headers, body)
+        raw_path = request.scope.get("raw_path") or b""
+        rec = Recorded(request.method, request.url.path, request.url.query, headers, body,
+                       raw_path.decode("latin-1"))
         with self._lock:
             if self.record:
                 self.requests.append(rec)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 
 import httpx
 import pytest
@@ -143,6 +144,38 @@ def test_hop_by_hop_and_proxy_headers_are_not_forwarded(upstream: Upstream, star
     for name in ("x-contextwarden-token", "proxy-authorization", "te", "keep-alive"):
         assert name not in got
     assert got["host"] == url.removeprefix("http://")
+    # a header the Connection header names is hop-by-hop too
+    httpx.get(f"{proxy}/v1/models", headers={
+        "X-Contextwarden-Token": "tok", "Connection": "keep-alive, X-Hop", "X-Hop": "no", "X-End": "yes"})
+    assert "x-hop" not in fake.last.headers and fake.last.headers["x-end"] == "yes"
+
+
+def test_paths_are_forwarded_as_sent(upstream: Upstream, start_proxy: StartProxy) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, warden=StubWarden())
+    r = httpx.get(f"{proxy}/v1/files/a%2Fb%20c/content?x=%26y")
+    assert r.status_code == 200
+    assert fake.last.raw_path == "/v1/files/a%2Fb%20c/content" and fake.last.query == "x=%26y"
+
+
+def test_a_client_leaving_mid_stream_is_recorded_once(upstream: Upstream, start_proxy: StartProxy) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, warden=StubWarden())
+    gate = threading.Event()
+    fake.then(Behaviour(hold_after=2, gate=gate))
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    try:
+        with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=body, timeout=30) as r:
+            next(r.iter_raw())  # then leave without reading the rest
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 20
+    while httpx.get(f"{proxy}/stats").json()["requests"] < 1:  # bounded wait for the proxy to notice
+        assert time.monotonic() < deadline, "the abandoned request was never recorded"
+        time.sleep(0.05)
+    assert httpx.post(f"{proxy}/v1/chat/completions", json=body).status_code == 200  # still serving
+    stats = httpx.get(f"{proxy}/stats").json()
+    assert stats["requests"] == 2 and stats["by_route"] == {"openai": 2}
 
 
 def test_upstream_errors_reach_the_client_unchanged(upstream: Upstream, start_proxy: StartProxy) -> None:
@@ -339,3 +372,19 @@ def test_upstream_base_with_or_without_v1(upstream: Upstream, start_proxy: Start
     proxy = start_proxy(url + suffix, warden=StubWarden())
     assert httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1)).status_code == 200
     assert fake.last.path == "/v1/chat/completions"
+
+
+def test_compressed_replies_are_relayed_as_sent(upstream: Upstream, start_proxy: StartProxy) -> None:
+    import gzip
+
+    fake, url = upstream
+    proxy = start_proxy(url, warden=StubWarden())
+    reply = {"id": "chatcmpl-z", "choices": [{"message": {"role": "assistant", "content": "é" * 500}}]}
+    packed = gzip.compress(json.dumps(reply).encode())
+    fake.then(Behaviour(body=packed, headers={"content-encoding": "gzip"}))
+    with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=_chat(1)) as r:
+        raw = b"".join(r.iter_raw())
+    assert raw == packed  # not decompressed on the way
+    assert r.headers["content-encoding"] == "gzip" and int(r.headers["content-length"]) == len(packed)
+    fake.then(Behaviour(body=packed, headers={"content-encoding": "gzip"}))
+    assert httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1)).json() == reply  # decodes fine

@@ -168,7 +168,7 @@ class _Proxy:
         return await forward(
             self.client,
             method=request.method,
-            url=self.config.upstream_url(path, request.url.query),
+            url=self.config.upstream_url(_raw_path(request), request.url.query),
             headers=request_headers(request.headers.raw),
             content=body,
             provider=provider,
@@ -190,7 +190,7 @@ class _Proxy:
         return await forward(
             self.client,
             method=request.method,
-            url=self.config.upstream_url(path, request.url.query),
+            url=self.config.upstream_url(_raw_path(request), request.url.query),
             headers=request_headers(request.headers.raw, keep_length=True),
             content=content,
             provider=provider,
@@ -211,6 +211,12 @@ class _AnyMethod:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.handler(Request(scope, receive))
         await response(scope, receive, send)
+
+
+def _raw_path(request: Request) -> str:
+    """The path as the client sent it (percent-escapes kept: ``%2F`` must not become ``/``)."""
+    raw = request.scope.get("raw_path")
+    return raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
 
 
 def _header_text(text: str, limit: int = 300) -> str:

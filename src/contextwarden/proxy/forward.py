@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from .errors import ErrorKind, Provider, error_body, error_sse, status_for
 from .stats import RequestRecord
 
-__all__ = ["HOP_BY_HOP", "error_response", "forward", "request_headers"]
+__all__ = ["HOP_BY_HOP", "error_response", "forward", "request_headers", "response_headers"]
 
 #: RFC 9110 7.6.1 connection-specific headers, never forwarded in either direction.
 HOP_BY_HOP = frozenset(
@@ -43,14 +43,34 @@ _DROP_REQUEST = HOP_BY_HOP | {"host", "content-length", "x-contextwarden-token"}
 Finish = Callable[[RequestRecord], Awaitable[None]]
 
 
+def _hop_names(raw: list[tuple[bytes, bytes]]) -> frozenset[str]:
+    """The fixed hop-by-hop names plus those the message's ``Connection`` header lists."""
+    listed = {
+        token.strip().lower()
+        for k, v in raw
+        if k.lower() == b"connection"
+        for token in v.decode("latin-1").split(",")
+    }
+    return HOP_BY_HOP | listed
+
+
 def request_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool = False) -> list[
     tuple[bytes, bytes]
 ]:
     """The client's headers to send upstream: all of them (auth included, in order, repeated ones
-    kept) except hop-by-hop ones, ``Host``, ``X-Contextwarden-Token`` and, unless ``keep_length``,
-    ``Content-Length``."""
-    drop = _DROP_REQUEST - {"content-length"} if keep_length else _DROP_REQUEST
-    return [(k, v) for k, v in raw if k.lower().decode("latin-1") not in drop]
+    kept) except hop-by-hop ones (and any the ``Connection`` header names), ``Host``,
+    ``X-Contextwarden-Token`` and, unless ``keep_length``, ``Content-Length``."""
+    items = list(raw)
+    drop = _hop_names(items) | (_DROP_REQUEST - {"content-length"} if keep_length else _DROP_REQUEST)
+    return [(k, v) for k, v in items if k.lower().decode("latin-1") not in drop]
+
+
+def response_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers to send back: all but hop-by-hop ones (and any ``Connection``
+    names); ``Content-Length`` and ``Content-Encoding`` stay, as the body is relayed raw."""
+    items = list(raw)
+    drop = _hop_names(items)
+    return [(k, v) for k, v in items if k.lower().decode("latin-1") not in drop]
 
 
 def error_response(
@@ -126,9 +146,7 @@ async def forward(
     record.status = upstream.status_code
     record.headers_ms = (time.perf_counter() - started) * 1000
 
-    out_headers = [
-        (k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in HOP_BY_HOP
-    ]
+    out_headers = response_headers(upstream.headers.raw)
     out_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()]
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
