@@ -56,9 +56,10 @@ def test_seed_001_block(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "context_compaction:\n  enabled: true\n  max_context_tokens: 80000\n  trigger_ratio: 0.8\n"
-        "  require_confirmation: true\n  summary_max_length: 1000\n",
+        "  keep_recent_rounds: 3\n  require_confirmation: true\n  summary_max_length: 1000\n",
     )
     config = load_config(path, env={})
+    assert config.compaction.sliding_window_size == 6  # 3 rounds of assistant + tool result
     assert config.context_window == 80_000
     assert config.trigger_ratio == 0.8
     assert config.compaction.require_confirmation is True
@@ -95,13 +96,13 @@ def test_every_problem_is_reported_with_its_path(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "reserve_tokens: -5\nmask:\n  keep_recnt: 3\n  head_lines: many\n"
-        "context_compaction:\n  summary_max_length: 10\n  colour: red\n"
+        "context_compaction:\n  summary_max_length: 10\n  colour: red\n  keep_recent_rounds: x\n"
         "contextGuard:\n  maxToolResultChars: 0\ncompaction:\n  strategy_order: {code: [nope]}\n",
     )
     with pytest.raises(ConfigError) as exc:
         load_config(path, env={})
     lines = problems_of(exc)
-    assert len(lines) == 7, lines
+    assert len(lines) == 8, lines
     assert all(line.startswith(f"{path}: ") for line in lines)
     by_path = {line.split(": ")[1]: line for line in lines}
     assert set(by_path) == {
@@ -110,6 +111,7 @@ def test_every_problem_is_reported_with_its_path(tmp_path: Path) -> None:
         "mask.head_lines",
         "context_compaction.summary_max_length",
         "context_compaction.colour",
+        "context_compaction.keep_recent_rounds",
         "contextGuard.maxToolResultChars",
         "compaction.strategy_order.code[0]",
     }
@@ -258,3 +260,34 @@ def test_committed_reference_is_current() -> None:
         "docs/configuration.md is stale: run python -m contextwarden config docs > "
         "docs/configuration.md"
     )
+
+
+SEED_001_EXAMPLE = """\
+# config.yaml
+context_compaction:
+  enabled: true                    # comments as in the seed
+  max_context_tokens: 80000
+  trigger_ratio: 0.8
+  keep_recent_rounds: 2
+  require_confirmation: true
+  summary_max_length: 1000
+"""
+
+SEED_004_EXAMPLE = """\
+agent:
+  contextGuard:
+    enabled: true
+    maxToolResultChars: 50000
+    reserveTokens: 8192
+    truncateHeadChars: 2000
+    truncateTailChars: 2000
+    contextWindowOverride: null
+"""
+
+
+@pytest.mark.parametrize("text", [SEED_001_EXAMPLE, SEED_004_EXAMPLE], ids=["seed001", "seed004"])
+def test_the_seeds_own_examples_load(tmp_path: Path, text: str) -> None:
+    assert config_problems(write(tmp_path, text)) == []
+    both = write(tmp_path, SEED_001_EXAMPLE + SEED_004_EXAMPLE.replace("# config.yaml\n", ""))
+    config = load_config(both, env={})
+    assert (config.context_window, config.reserve_tokens) == (80_000, 8192)

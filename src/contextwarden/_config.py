@@ -28,6 +28,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "ENV_CONFIG_PATH",
     "ENV_PREFIX",
+    "SEED_CONVERSIONS",
     "SEED_KEYS",
     "CompactionConfig",
     "WardenConfig",
@@ -175,7 +176,7 @@ SEED_KEYS: dict[str, dict[str, tuple[Path_, ...]]] = {
         "enabled": (("compaction", "enabled"),),
         "max_context_tokens": (("context_window",),),
         "trigger_ratio": (("trigger_ratio",),),
-        "keep_recent_rounds": (("compaction", "keep_recent_rounds"),),
+        "keep_recent_rounds": (("compaction", "sliding_window_size"),),  # see SEED_CONVERSIONS
         "require_confirmation": (("compaction", "require_confirmation"),),
         "summary_max_length": (("compaction", "summary_max_chars"),),
     },
@@ -188,6 +189,24 @@ SEED_KEYS: dict[str, dict[str, tuple[Path_, ...]]] = {
         "truncateTailChars": (("truncate", "tail_chars"),),
         "contextWindowOverride": (("context_window",),),
     },
+}
+
+
+def _rounds_to_messages(value: Any) -> Any:
+    """Seed 001 keeps the last N *rounds*; our sliding window counts messages. A round of an
+    agent is an assistant turn and its tool results: two messages. A value that is not an
+    integer passes through unchanged, for validation to report."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return 2 * value
+    return value
+
+
+#: Seed keys whose value is converted on the way in: (block, key) -> (converter, how, said).
+SEED_CONVERSIONS: dict[tuple[str, str], tuple[Callable[[Any], Any], str]] = {
+    ("context_compaction", "keep_recent_rounds"): (
+        _rounds_to_messages,
+        "N rounds keep 2N messages: each an assistant turn and its tool results",
+    ),
 }
 
 
@@ -284,13 +303,15 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
             if targets is None:
                 problems.append(f"{at((*where, str(key)))}: unknown key{_suggest(str(key), table)}")
                 continue
+            convert = SEED_CONVERSIONS.get((where[-1], str(key)))
             for target in targets:
                 holder = _model_at(target)
                 if holder is None or target[-1] not in holder.model_fields:
                     # a seed knob this version has no field for: say so rather than ignore it
                     problems.append(f"{at((*where, str(key)))}: not supported by this version")
                     continue
-                leaves.append(_Leaf(target, value, at((*where, str(key)))))
+                converted = convert[0](value) if convert is not None else value
+                leaves.append(_Leaf(target, converted, at((*where, str(key)))))
 
     # one file may spell a value twice (``context_window`` and ``contextWindowOverride``):
     # allowed when they agree, reported when they do not

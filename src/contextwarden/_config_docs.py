@@ -15,7 +15,14 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ._config import CONFIG_FILENAME, ENV_CONFIG_PATH, ENV_PREFIX, SEED_KEYS, WardenConfig
+from ._config import (
+    CONFIG_FILENAME,
+    ENV_CONFIG_PATH,
+    ENV_PREFIX,
+    SEED_CONVERSIONS,
+    SEED_KEYS,
+    WardenConfig,
+)
 
 __all__ = ["config_reference"]
 
@@ -160,6 +167,8 @@ def _seed_table() -> list[str]:
         for key, targets in table.items():
             sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if _exists(t))
             sets = sets or "not supported yet (reported as an error)"
+            if (block, key) in SEED_CONVERSIONS:
+                sets += f" ({SEED_CONVERSIONS[block, key][1]})"
             rows.append(f"| {where} | `{key}` | {sets} |")
     return rows
 
