@@ -310,6 +310,8 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
                     # a seed knob this version has no field for: say so rather than ignore it
                     problems.append(f"{at((*where, str(key)))}: not supported by this version")
                     continue
+                if value is None and holder.model_fields[target[-1]].default is None:
+                    continue  # null is "not set" there (contextWindowOverride: null)
                 converted = convert[0](value) if convert is not None else value
                 leaves.append(_Leaf(target, converted, at((*where, str(key)))))
 
