@@ -324,10 +324,26 @@ def test_a_summary_is_paid_once() -> None:
     fake = FakeSummarizer()
     first = Compactor(summarizer=fake, cache=cache).compact(msgs, budget=budget, counter=COUNTER)
     calls = len(fake.calls)
-    assert calls >= 1 and len(cache) == calls
+    summaries = [k for k in cache if not k.startswith("cw-memory:")]
+    assert calls >= 1 and len(summaries) == calls
+    # another process sharing the cache: the same summaries, nothing written again
     again = Compactor(summarizer=fake, cache=cache).compact(msgs, budget=budget, counter=COUNTER)
     assert len(fake.calls) == calls
     assert first is not None and again is not None and again.new_messages == first.new_messages
+
+
+def test_processes_sharing_a_cache_reapply_each_others_compactions() -> None:
+    msgs = coding(40)
+    budget = budget_for(msgs)
+    cache: dict[str, str] = {}
+    first = Compactor(cache=cache).compact(msgs, budget=budget, counter=COUNTER)
+    grown = ConversationBuilder().extend(msgs).bash("ls", "a").build()
+    other = Compactor(cache=cache).compact(grown, budget=budget, counter=COUNTER)
+    assert first is not None and other is not None
+    assert other.strategy == "reapplied" and other.refs == first.refs
+    assert other.new_messages[: len(first.new_messages)] == first.new_messages
+    private = Compactor(cache=cache, memory={}).compact(grown, budget=budget, counter=COUNTER)
+    assert private is not None and private.strategy != "reapplied"
 
 
 class BrokenCache(MutableMapping[str, str]):

@@ -60,7 +60,7 @@ from .strategies.base import (
     summary_request,
 )
 from .strategies.checks import flatten, must_keep
-from .strategies.memory import REAPPLIED, CompactionMemory
+from .strategies.memory import REAPPLIED, CompactionMemory, conversation_key
 from .strategies.registry import get_strategy, strategy_names
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
@@ -156,7 +156,9 @@ class Compactor:
     ``config``: the knobs (default :class:`CompactionConfig`); ``summarizer``: writes summaries
     (default: the embedded :class:`ExtractiveSummarizer`, no LLM); ``cache``: summaries by
     request key (default: a new dict; pass a persistent mapping to pay each summary once across
-    processes). Strategy names in the config must be registered (:class:`ConfigError` if not).
+    processes). ``memory``: where the compactions made are shared with other processes, so any of
+    them re-applies them (default: ``cache`` when given, under ``cw-memory:`` keys; else this
+    process only). Strategy names in the config must be registered (:class:`ConfigError` if not).
     """
 
     def __init__(
@@ -165,12 +167,13 @@ class Compactor:
         *,
         summarizer: Summarizer | None = None,
         cache: MutableMapping[str, str] | None = None,
+        memory: MutableMapping[str, str] | None = None,
     ) -> None:
         self.config = config or _default_config()
         self.fallback: Summarizer = ExtractiveSummarizer()
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}
-        self.memory = CompactionMemory()
+        self.memory = CompactionMemory(store=memory if memory is not None else cache)
         known = set(strategy_names())
         named = {
             f"strategy_order.{t}": names for t, names in self.config.strategy_order.items()
@@ -288,10 +291,11 @@ class Compactor:
 
         # an earlier compaction of this history, re-applied: the same summaries in the same
         # places, so the prefix stays byte-identical and nothing is summarized twice
-        view, reused = self.memory.reapply(original)
+        conversation = conversation_key(original) if self.memory.store is not None else None
+        view, reused, texts = self.memory.reapply(original, conversation)
         tokens = counter.count_messages(view, tools=tools) if reused else before
         if reused and not force and tokens <= budget.trigger:
-            return self._reapplied(view, reused, before, tokens, task_type)
+            return self._reapplied(view, reused, texts, before, tokens, task_type)
 
         aim = compaction_target(budget)
         keep = must_keep(original)
@@ -328,7 +332,7 @@ class Compactor:
                 if step is None or step.tokens >= tokens:
                     continue
                 steps, created, compacted = [], set(), 0
-                self.memory.forget(reused)  # superseded: the full summary covers them
+                self.memory.forget(reused, conversation)  # the full summary covers them
                 reused = ()
             else:
                 step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
@@ -340,13 +344,13 @@ class Compactor:
             steps.append(step)
         if not steps:
             if reused:  # nothing new could be done; the earlier compactions still help
-                return self._reapplied(view, reused, before, tokens, task_type, events)
+                return self._reapplied(view, reused, texts, before, tokens, task_type, events)
             return CompactionReport(None, tuple(events), task_type)
         applied = [step.outcome.strategy for step in steps]
         refs = {step.ref: step.span for step in steps}
         reset_turns = any(step.outcome.reset_turns for step in steps)
         for step in steps:
-            self.memory.record(step.span, step.outcome, step.summary, step.ref)
+            self.memory.record(step.span, step.outcome, step.summary, step.ref, conversation)
         result = CompactResult(
             new_messages=current,
             summary=steps[-1].summary,
@@ -384,6 +388,7 @@ class Compactor:
         self,
         view: tuple[Message, ...],
         reused: tuple[str, ...],
+        texts: Mapping[str, str],
         before: int,
         tokens: int,
         task_type: TaskType,
@@ -393,7 +398,7 @@ class Compactor:
         ``compacted_count`` is 0, ``strategy`` is :data:`REAPPLIED` and no event is emitted."""
         result = CompactResult(
             new_messages=view,
-            summary=self.memory.summary(reused[-1]),
+            summary=texts[reused[-1]],
             original_token_count=before,
             new_token_count=tokens,
             compacted_count=0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock
 from contextwarden.strategies import StrategyOutcome
 from contextwarden.strategies.base import assemble, is_summary_message, make_ref
-from contextwarden.strategies.memory import CompactionMemory, stable_key
+from contextwarden.strategies.memory import CompactionMemory, conversation_key, stable_key
 from contextwarden.testing import ConversationBuilder
 
 SUMMARY = "<completed>\nx\n</completed>"
@@ -49,8 +49,8 @@ def test_reapply_reproduces_the_compaction_and_chains() -> None:
     first = record(memory, msgs, tuple(range(2, 10)))
     second = record(memory, list(first), tuple(range(2, 9)))  # folds the first summary
     grown = [*msgs, *ConversationBuilder().bash("ls", "a").build()]
-    view, used = memory.reapply(grown)
-    assert view[: len(second)] == second and len(used) == 2
+    view, used, texts = memory.reapply(grown)
+    assert view[: len(second)] == second and len(used) == 2 and set(texts) == set(used)
     assert sum(is_summary_message(m) for m in view) == 1
     assert memory.spans(used)[used[0]] == tuple(msgs[2:10])
 
@@ -59,10 +59,10 @@ def test_reapply_skips_what_is_not_all_there_and_forgotten_entries() -> None:
     msgs = history(12)
     memory = CompactionMemory()
     record(memory, msgs, tuple(range(2, 10)))
-    view, used = memory.reapply(msgs[:6])  # part of the span is missing
+    view, used, _ = memory.reapply(msgs[:6])  # part of the span is missing
     assert used == () and view == tuple(msgs[:6])
     memory.forget([make_ref(msgs[2:10])])
-    assert memory.reapply(msgs) == (tuple(msgs), ())
+    assert memory.reapply(msgs) == (tuple(msgs), (), {})
     assert memory.summary(make_ref(msgs[2:10])) == ""
 
 
@@ -73,3 +73,31 @@ def test_memory_is_bounded() -> None:
         record(memory, msgs, tuple(range(start, start + 2)))
     assert len(memory) == 2
     assert make_ref(msgs[2:4]) not in memory.spans([make_ref(msgs[2:4])])
+
+
+def test_a_shared_store_carries_the_memory_to_another_process() -> None:
+    msgs = history(12)
+    store: dict[str, str] = {}
+    key = conversation_key(msgs)
+    assert key is not None and key.startswith("cw-memory:")
+    first = CompactionMemory(store=store)
+    span = tuple(msgs[2:10])
+    ref = make_ref(span)
+    outcome = StrategyOutcome("sliding_window", tuple(range(2, 10)), summary=SUMMARY)
+    first.record(span, outcome, SUMMARY, ref, key)
+    other = CompactionMemory(store=store)  # a fresh process sharing the store
+    view, used, _ = other.reapply(msgs, key)
+    assert used == (ref,) and view == assemble(msgs, outcome, SUMMARY, ref)
+    other.forget([ref], key)
+    assert CompactionMemory(store=store).reapply(msgs, key)[1] == ()
+
+
+def test_a_broken_store_leaves_the_local_memory_working() -> None:
+    msgs = history(12)
+    store = {conversation_key(msgs) or "": "not json"}
+    memory = CompactionMemory(store=store)
+    key = conversation_key(msgs)
+    span = tuple(msgs[2:10])
+    outcome = StrategyOutcome("sliding_window", tuple(range(2, 10)), summary=SUMMARY)
+    memory.record(span, outcome, SUMMARY, make_ref(span), key)
+    assert memory.reapply(msgs, key)[1] == (make_ref(span),)

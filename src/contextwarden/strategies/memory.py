@@ -13,26 +13,36 @@ the trigger again does a new compaction run: hysteresis for stateless callers.
 Messages are matched by :func:`stable_key`, an identity the lossless layers do not change
 (masking an old tool result keeps its call id; stripping thinking keeps an assistant's text and
 calls), since an elided message may look different on the next call.
+
+Several processes serving one conversation (the proxy's workers) share what was compacted
+through ``store``, any ``MutableMapping[str, str]`` (the proxy's SQLite or Redis summary cache
+works): the entries of one conversation, keyed by its system prompt and task, live under one
+``cw-memory:`` key as JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, MutableMapping, Sequence
+from dataclasses import asdict, dataclass
 from threading import Lock
+from typing import Any
 
 from .._messages import Message
 from .base import Section, StrategyOutcome, assemble, check_outcome
 
-__all__ = ["MEMORY", "REAPPLIED", "CompactionMemory", "stable_key"]
+__all__ = ["MEMORY", "REAPPLIED", "CompactionMemory", "conversation_key", "stable_key"]
 
 #: How many compactions (and their elided spans) one memory keeps, oldest dropped first.
 MEMORY = 512
 #: The ``strategy`` of a result that only re-applied earlier compactions (no new summary).
 REAPPLIED = "reapplied"
+#: Entries kept per conversation in a shared store.
+STORED_PER_CONVERSATION = 64
+STORE_PREFIX = "cw-memory:"
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,17 @@ class _Entry:
     strategy: str
     rebuild: bool
     appendix: tuple[Section, ...]
+
+    @classmethod
+    def load(cls, data: Any) -> _Entry:
+        return cls(
+            keys=tuple(str(k) for k in data["keys"]),
+            summary=str(data["summary"]),
+            ref=str(data["ref"]),
+            strategy=str(data["strategy"]),
+            rebuild=bool(data["rebuild"]),
+            appendix=tuple((str(t), tuple(str(x) for x in lines)) for t, lines in data["appendix"]),
+        )
 
 
 _KEYS: dict[str, str] = {}
@@ -102,11 +123,28 @@ def _locate(messages: Sequence[Message], keys: Sequence[str]) -> tuple[int, ...]
     return tuple(out)
 
 
-class CompactionMemory:
-    """Compactions made so far, by reference, in the order they were made (thread-safe)."""
+def conversation_key(messages: Sequence[Message]) -> str | None:
+    """The store key of a conversation: its messages up to the task (the first user message),
+    by stable key. None without a user message."""
+    h = hashlib.blake2b(digest_size=16)
+    for m in messages:
+        if m.role == "system":
+            continue  # the full summary folds a hint into the system prompt
+        h.update(stable_key(m).encode())
+        if m.role == "user":
+            return STORE_PREFIX + h.hexdigest()
+    return None
 
-    def __init__(self, size: int = MEMORY) -> None:
+
+class CompactionMemory:
+    """Compactions made so far, by reference, in the order they were made (thread-safe).
+
+    ``store``: a mapping shared with other processes (see the module doc); its failures are
+    ignored (the local memory still works)."""
+
+    def __init__(self, size: int = MEMORY, store: MutableMapping[str, str] | None = None) -> None:
         self.size = size
+        self.store = store
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._spans: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
         self._lock = Lock()
@@ -114,10 +152,36 @@ class CompactionMemory:
     def __len__(self) -> int:
         return len(self._entries)
 
+    # -- the shared store -------------------------------------------------------------------------
+    def _load(self, key: str | None) -> list[_Entry] | None:
+        if self.store is None or key is None:
+            return None
+        try:
+            raw = self.store.get(key)
+            return [_Entry.load(d) for d in json.loads(raw)] if raw else None
+        except Exception:  # a broken or foreign value: the local memory still works
+            return None
+
+    def _save(self, key: str | None, entries: list[_Entry]) -> None:
+        if self.store is None or key is None:
+            return
+        try:
+            data = [asdict(e) for e in entries[-STORED_PER_CONVERSATION:]]
+            self.store[key] = json.dumps(data, separators=(",", ":"))
+        except Exception:
+            pass
+
+    # -- recording --------------------------------------------------------------------------------
     def record(
-        self, span: Sequence[Message], outcome: StrategyOutcome, summary: str, ref: str
+        self,
+        span: Sequence[Message],
+        outcome: StrategyOutcome,
+        summary: str,
+        ref: str,
+        conversation: str | None = None,
     ) -> None:
-        """Remember that ``span`` (elided by ``outcome``) was replaced by ``summary`` as ``ref``."""
+        """Remember that ``span`` (elided by ``outcome``) was replaced by ``summary`` as ``ref``
+        (in the conversation keyed ``conversation``, for the shared store)."""
         entry = _Entry(
             keys=tuple(stable_key(m) for m in span),
             summary=summary,
@@ -135,12 +199,19 @@ class CompactionMemory:
                 self._entries.popitem(last=False)
             while len(self._spans) > self.size:
                 self._spans.popitem(last=False)
+        stored = self._load(conversation)
+        if self.store is not None and conversation is not None:
+            self._save(conversation, [e for e in stored or [] if e.ref != ref] + [entry])
 
-    def forget(self, refs: Iterable[str]) -> None:
+    def forget(self, refs: Iterable[str], conversation: str | None = None) -> None:
         """Stop re-applying ``refs`` (their spans stay available to :meth:`spans`)."""
+        gone = set(refs)
         with self._lock:
-            for ref in refs:
+            for ref in gone:
                 self._entries.pop(ref, None)
+        stored = self._load(conversation)
+        if stored is not None:
+            self._save(conversation, [e for e in stored if e.ref not in gone])
 
     def summary(self, ref: str) -> str:
         """The summary written for ``ref`` (empty when forgotten)."""
@@ -151,14 +222,21 @@ class CompactionMemory:
         """The elided spans of ``refs`` still remembered, verbatim."""
         return {ref: self._spans[ref] for ref in refs if ref in self._spans}
 
-    def reapply(self, messages: Sequence[Message]) -> tuple[tuple[Message, ...], tuple[str, ...]]:
+    # -- re-applying ------------------------------------------------------------------------------
+    def reapply(
+        self, messages: Sequence[Message], conversation: str | None = None
+    ) -> tuple[tuple[Message, ...], tuple[str, ...], dict[str, str]]:
         """``messages`` with every remembered compaction whose elided messages are all there
-        (whole units, in order) re-applied, oldest first; and the references re-applied. The
-        result is what those compactions produced, byte for byte, plus what came after."""
+        (whole units, in order) re-applied, oldest first; the references re-applied; and their
+        summaries. The result is what those compactions produced, byte for byte, plus what came
+        after. With a shared store, the conversation's stored entries come first."""
         view = tuple(messages)
-        used: list[str] = []
+        stored = self._load(conversation) or []
         with self._lock:
-            entries = list(self._entries.values())
+            local = list(self._entries.values())
+        seen = {e.ref for e in stored}
+        entries = stored + [e for e in local if e.ref not in seen]
+        used: dict[str, str] = {}
         for entry in entries:
             where = _locate(view, entry.keys)
             if where is None:
@@ -173,5 +251,5 @@ class CompactionMemory:
             if check_outcome(view, outcome) is not None:
                 continue
             view = assemble(view, outcome, entry.summary, entry.ref)
-            used.append(entry.ref)
-        return view, tuple(used)
+            used[entry.ref] = entry.summary
+        return view, tuple(used), used
