@@ -80,6 +80,7 @@ _ROLES: dict[str, Role] = {
 }
 _MEDIA_PARTS = frozenset({"input_audio", "file"})
 _THINKING_FIELDS = ("reasoning_content", "reasoning", "thinking_blocks")
+_OPENAI_HINTS = {k: hints_for("openai", k) for k in ("str", "list", "null", "absent")}
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -135,13 +136,17 @@ def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str
     """(consumed?, blocks, spelling) of a message's ``content``."""
     if "content" not in m:
         return False, (), "absent"
-    c = m["content"]
+    return (True, *_content_value(i, m["content"]))
+
+
+def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
+    """(blocks, spelling) of a present ``content`` value."""
     if type(c) is str:
-        return True, ((TextBlock(c),) if c else ()), "str"
+        return ((TextBlock(c),) if c else ()), "str"
     if type(c) is list:
-        return True, tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c)), "list"
+        return tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c)), "list"
     if c is None:
-        return True, (), "null"
+        return (), "null"
     raise fail(i, "content", "a string, a list of parts or null", c)
 
 
@@ -206,41 +211,53 @@ def _part(i: int, path: str, p: Any) -> TextBlock | ImageBlock:
 
 
 def _assistant(i: int, m: Mapping[str, Any]) -> Message:
-    consumed: list[str] = ["role"]
+    # One pass over the keys: this is the hottest path of a long agent history.
+    thinking: dict[str, list[ThinkingBlock]] = {}
+    content: tuple[Block, ...] = ()
+    kind = "absent"
+    calls: list[Block] = []
+    legacy: ToolCallBlock | None = None
+    name: str | None = None
+    extra: dict[str, Any] = {}
+    for k, v in m.items():
+        if k == "role":
+            continue
+        if k == "content":
+            content, kind = _content_value(i, v)
+        elif k == "tool_calls":
+            if type(v) is not list and v is not None:
+                raise fail(i, "tool_calls", "a list", v)
+            if not v:  # null and [] stay in extra
+                extra[k] = deep_copy(v)
+            else:
+                calls = [_tool_call(i, j, c) for j, c in enumerate(v)]
+        elif k == "function_call" and v is not None:
+            if not isinstance(v, Mapping):
+                raise fail(i, "function_call", "an object or null", v)
+            legacy = _function_call(i, v)
+        elif k == "name" and v is not None:
+            if type(v) is not str:
+                raise fail(i, "name", "a string", v)
+            name = v
+        elif k in _THINKING_FIELDS and (found := _thinking(i, k, v)):
+            thinking[k] = found
+        else:
+            extra[k] = deep_copy(v)
     blocks: list[Block] = []
-    for fld in _THINKING_FIELDS:
-        if fld in m:
-            found = _thinking(i, fld, m[fld])
-            if found:
-                blocks.extend(found)
-                consumed.append(fld)
-    content_consumed, content, kind = _content(i, m)
+    for fld in _THINKING_FIELDS:  # a fixed order, whatever the key order
+        if fld in thinking:
+            blocks.extend(thinking[fld])
     blocks.extend(content)
-    calls = m.get("tool_calls")
-    if calls:  # null and [] stay in extra
-        if type(calls) is not list:
-            raise fail(i, "tool_calls", "a list", calls)
-        blocks.extend(_tool_call(i, j, c) for j, c in enumerate(calls))
-        consumed.append("tool_calls")
-    elif calls is not None and type(calls) is not list:
-        raise fail(i, "tool_calls", "a list", calls)
-    fc = m.get("function_call")
-    if fc is not None:
-        if not isinstance(fc, Mapping):
-            raise fail(i, "function_call", "an object or null", fc)
-        blocks.append(_function_call(i, fc))
-        consumed.append("function_call")
-    name = _name(i, m)
-    if name is not None:
-        consumed.append("name")
-    extra = _extra(m, tuple(consumed), content_consumed)
+    blocks.extend(calls)
+    if legacy is not None:
+        blocks.append(legacy)
     return Message(
         "assistant",
         tuple(blocks),
         name=name,
         extra=frozen(extra),
         usage=_usage(extra),
-        hints=hints_for("openai", kind),
+        hints=_OPENAI_HINTS[kind],
     )
 
 
@@ -341,42 +358,48 @@ def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
 
 
 def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> Message:
-    name = _name(i, m)
-    if role == "function":
+    call_id: str | None = None
+    name: str | None = None
+    kind = "absent"
+    result: str | tuple[TextBlock | ImageBlock, ...] = ""
+    extra: dict[str, Any] = {}
+    function = role == "function"
+    for k, v in m.items():
+        if k == "role":
+            continue
+        if k == "content":
+            if type(v) is str:
+                result, kind = v, "str"
+            elif type(v) is list:
+                result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(v))
+                kind = "list"
+            elif v is None:
+                kind = "null"
+            else:
+                raise fail(i, "content", "a string, a list of parts or null", v)
+        elif k == "tool_call_id" and not function:
+            if type(v) is not str:
+                raise fail(i, "tool_call_id", "a string", v)
+            call_id = v
+        elif k == "name" and v is not None:
+            if type(v) is not str:
+                raise fail(i, "name", "a string", v)
+            name = v
+        else:
+            extra[k] = deep_copy(v)
+    if function:
         if name is None:
             raise fail(i, "name", "a string (a function message names its function)", None)
         call_id = legacy_call or f"function_{i}"
-        known: tuple[str, ...] = ("role", "name")
-    else:
-        given = m.get("tool_call_id")
-        if type(given) is not str:
-            if "tool_call_id" not in m:
-                raise FormatError("missing", index=i, field="tool_call_id")
-            raise fail(i, "tool_call_id", "a string", given)
-        call_id = given
-        known = ("role", "tool_call_id", "name") if name is not None else ("role", "tool_call_id")
-    kind = "absent"
-    result: str | tuple[TextBlock | ImageBlock, ...] = ""
-    consumed = "content" in m
-    if consumed:
-        c = m["content"]
-        if type(c) is str:
-            result, kind = c, "str"
-        elif type(c) is list:
-            result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c))
-            kind = "list"
-        elif c is None:
-            kind = "null"
-        else:
-            raise fail(i, "content", "a string, a list of parts or null", c)
-    extra = _extra(m, known, consumed)
+    elif call_id is None:
+        raise FormatError("missing", index=i, field="tool_call_id")
     return Message(
         "tool",
         (ToolResultBlock(call_id, result),),
         name=name,
         extra=frozen(extra),
         usage=_usage(extra),
-        hints=hints_for("openai", kind, "function" if role == "function" else None),
+        hints=hints_for("openai", kind, "function") if function else _OPENAI_HINTS[kind],
     )
 
 
