@@ -42,8 +42,8 @@ def _run_script(name: str, opts: Options) -> None:
         print(f"[{name}] {path.name} not present, skipped", flush=True)
         return
     args = [sys.executable, str(path)]
-    if opts.quick and name != "calibrate":
-        args.append("--quick")
+    if name == "proxy_load":  # it writes its own JSON; keep quick runs out of bench/results
+        args += ["--out", str(opts.out / "proxy_load.json")] + (["--quick"] if opts.quick else [])
     proc = subprocess.run(args, capture_output=True, text=True, cwd=HERE.parent, timeout=900)
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / f"{name}.txt").write_text(proc.stdout + proc.stderr)
@@ -61,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help=f"results folder ({RESULTS_DIR})")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default 2)")
+    parser.add_argument(
+        "--lengths", default="", help="history lengths to sweep, e.g. 60,120 (default 100..3000)"
+    )
     parser.add_argument("--no-report", action="store_true", help="do not rewrite the docs")
     args = parser.parse_args(argv)
 
@@ -72,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
     opts = Options.make(quick=args.quick, out=args.out, jobs=args.jobs)
+    if args.lengths:
+        try:
+            opts.lengths = tuple(int(x) for x in args.lengths.split(",") if x.strip())
+        except ValueError:
+            parser.error(f"--lengths: expected comma-separated integers, got {args.lengths!r}")
     started = time.perf_counter()
     for name in names:
         t0 = time.perf_counter()

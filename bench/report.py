@@ -1,0 +1,521 @@
+"""Write ``docs/benchmarks.md`` and its plots (``docs/img/bench-*.png``) from
+``bench/results/*.json``, so the page always shows the last run's figures.
+
+    python -m bench.report [--results bench/results] [--docs docs]
+
+Every number on the page comes from the JSON; a benchmark that was not run says so. The
+targets table compares each figure with its goal and says plainly when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._common import RESULTS_DIR
+
+__all__ = ["main", "render"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+Json = dict[str, Any]
+
+
+def _load(results: Path, name: str) -> Json | None:
+    path = results / f"{name}.json"
+    if not path.exists():
+        return None
+    try:
+        data: Json = json.loads(path.read_text())
+    except ValueError:
+        return None
+    return data
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x >= 1000:
+        return f"{x / 1000:.2f} s"
+    if x >= 10:
+        return f"{x:.0f} ms"
+    if x >= 1:
+        return f"{x:.1f} ms"
+    return f"{x:.2f} ms"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("met" if ok else "**missed**")
+
+
+# -- plots ------------------------------------------------------------------------------------
+def _plot(path: Path, draw: Callable[[Any], None]) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    draw(ax)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path.name
+
+
+def _plot_overhead(data: Json, img: Path) -> str | None:
+    def draw(ax: Any) -> None:
+        styles = {"real": "-", "generated": "--"}
+        colors = {("lossless+window", "cold"): "#1f77b4", ("lossless+window", "warm"): "#2ca02c",
+                  ("full", "cold"): "#9467bd", ("full", "warm"): "#d62728"}
+        for (setup, phase), color in colors.items():
+            for kind, style in styles.items():
+                cells = [r for r in data["rows"] if r["kind"] == kind and r["setup"] == setup]
+                if not cells:
+                    continue
+                ax.plot(
+                    [r["messages"] for r in cells],
+                    [r[phase]["p50_ms"] for r in cells],
+                    style,
+                    marker="o",
+                    color=color,
+                    label=f"{setup}, {phase} ({kind})",
+                )
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("history length (messages)")
+        ax.set_ylabel("Warden.transform p50 (ms)")
+        ax.set_title("Transform latency: cold and warm")
+        ax.legend(fontsize=7)
+
+    return _plot(img / "bench-overhead.png", draw)
+
+
+def _plot_peers(data: Json, img: Path) -> str | None:
+    kind = "real" if any(r["kind"] == "real" for r in data["latency"]) else "generated"
+
+    def draw(ax: Any) -> None:
+        names = list(dict.fromkeys(r["peer"] for r in data["latency"]))
+        for name in names:
+            cells = [r for r in data["latency"] if r["peer"] == name and r["kind"] == kind]
+            ax.plot(
+                [r["messages"] for r in cells],
+                [r["latency"]["p50_ms"] for r in cells],
+                marker="o",
+                label=name,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("history length (messages)")
+        ax.set_ylabel("p50 per call (ms)")
+        ax.set_title(f"Peers, {kind} histories, {data['latency_window'] // 1000}k window")
+        ax.legend(fontsize=7)
+
+    return _plot(img / "bench-peers.png", draw)
+
+
+def _plot_savings(data: Json, img: Path) -> str | None:
+    aggs = [a for a in data["by_source"] if a["source"] == "mini-swe-agent"]
+    if not aggs:
+        return None
+
+    def draw(ax: Any) -> None:
+        configs = list(data["configs"])
+        windows = sorted({a["window"] for a in aggs})
+        width = 0.8 / len(configs)
+        for k, name in enumerate(configs):
+            ys = [
+                next((a["saved_ratio"] * 100 for a in aggs if a["window"] == w and a["config"] == name), 0)
+                for w in windows
+            ]
+            ax.bar([i + k * width for i in range(len(windows))], ys, width, label=name)
+        ax.set_xticks([i + width * (len(configs) - 1) / 2 for i in range(len(windows))])
+        ax.set_xticklabels([f"{w // 1000}k" for w in windows])
+        ax.axhline(60, color="grey", lw=0.8, ls=":")
+        ax.set_ylabel("cumulative input tokens saved (%)")
+        ax.set_xlabel("context window")
+        ax.set_title("Savings on the mini-swe-agent recordings, layer by layer")
+        ax.legend(fontsize=8)
+
+    return _plot(img / "bench-savings.png", draw)
+
+
+def _plot_retention(data: Json, img: Path) -> str | None:
+    rows = [s for s in data["summary"] if s["window"] == "all"]
+    if not rows:
+        return None
+
+    def draw(ax: Any) -> None:
+        facts = data["facts"]
+        width = 0.8 / len(facts)
+        for k, fact in enumerate(facts):
+            ax.bar([i + k * width for i in range(len(rows))], [r[fact] * 100 for r in rows], width, label=fact)
+        ax.set_xticks([i + width * (len(facts) - 1) / 2 for i in range(len(rows))])
+        ax.set_xticklabels([r["who"] for r in rows], rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("facts surviving verbatim (%)")
+        ax.set_title("Retention of planted facts, all recordings and windows")
+        ax.legend(fontsize=8)
+
+    return _plot(img / "bench-retention.png", draw)
+
+
+# -- sections -----------------------------------------------------------------------------------
+def _cell(rows: Sequence[Json], **match: Any) -> Json | None:
+    return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
+
+
+def _targets(ov: Json | None, cnt: Json | None, pe: Json | None, sv: Json | None, rt: Json | None) -> str:
+    rows: list[list[str]] = []
+    if ov:
+        kind = "real" if any(r["kind"] == "real" for r in ov["rows"]) else "generated"
+        c = _cell(ov["rows"], kind=kind, setup="lossless+window", messages=1_000)
+        f = _cell(ov["rows"], kind=kind, setup="full", messages=1_000)
+        if c:
+            p50 = c["warm"]["p50_ms"]
+            rows.append(["warm transform < 1 ms at 1,000 messages (lossless layers + window)",
+                         f"p50 {_ms(p50)}, p95 {_ms(c['warm']['p95_ms'])} ({kind})", _verdict(p50 < 1)])
+        if f:
+            p50 = f["warm"]["p50_ms"]
+            rows.append(["the same with the compaction engine on",
+                         f"p50 {_ms(p50)}, p95 {_ms(f['warm']['p95_ms'])} ({kind})", _verdict(p50 < 1)])
+    if pe:
+        kind = "real" if any(r["kind"] == "real" for r in pe["latency"]) else "generated"
+        for peer in ("trim_messages", "trim_messages (cached counter)"):
+            r = _cell(pe["latency"], kind=kind, messages=1_000, peer=peer)
+            if r:
+                rows.append([f">= 100x faster than `{peer}` at 1,000 messages (warm)",
+                             f"x{r['ratio_vs_warm']:,.0f} ({_ms(r['latency']['p50_ms'])} vs warm)",
+                             _verdict(r["ratio_vs_warm"] >= 100)])
+    if cnt:
+        ratio = cnt["text"]["speed_ratio_vs_tiktoken"]
+        rows.append(["counting at least as fast as tiktoken (same vocabulary, same text)",
+                     f"x{ratio:.2f} ({cnt['text']['contextwarden_tokens_per_s'] / 1e6:.2f} vs "
+                     f"{cnt['text']['tiktoken_tokens_per_s'] / 1e6:.2f} M tokens/s)", _verdict(ratio >= 1)])
+    if sv and sv.get("by_source"):
+        full = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="+summaries")
+        mask = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="mask")
+        if full:
+            rows.append([">= 60% cumulative input tokens cut at 32k (mini-swe-agent)",
+                         _pct(full["saved_ratio"]), _verdict(full["saved_ratio"] >= 0.6)])
+        if mask:
+            rows.append(["observation masking alone about 40% (same)", _pct(mask["saved_ratio"]),
+                         "reference"])
+        guarded = [a for a in sv["by_source"] if a["source"] == "all" and a["config"] in ("+window", "+summaries")]
+        if guarded:
+            calls = sum(a["calls"] for a in guarded)
+            bad = sum(a["structurally_invalid"] + a["over_window_with"] for a in guarded)
+            rows.append(["100% valid requests (every call of every recording, every window; "
+                         "+window and +summaries)", f"{calls - bad:,} / {calls:,}", _verdict(bad == 0)])
+    if rt and rt.get("summary"):
+        for who in ("+window", "+summaries"):
+            s = _cell(rt["summary"], who=who, window="all")
+            if s:
+                ok = s["task"] == 1 and s["pinned"] == 1
+                rows.append([f"100% survival of pinned and task facts ({who})",
+                             f"task {_pct(s['task'])}, pinned {_pct(s['pinned'])}", _verdict(ok)])
+    if not rows:
+        return "No results yet: run `python -m bench`."
+    return _table(["target", "measured", "verdict"], rows)
+
+
+def _overhead_section(ov: Json, img: str | None) -> str:
+    rows = [
+        [r["kind"], r["setup"], f"{r['messages']:,}", _num(r["tokens_before"]), _num(r["tokens_after"]),
+         _ms(r["cold"]["p50_ms"]), _ms(r["cold"]["p95_ms"]), _ms(r["warm"]["p50_ms"]),
+         _ms(r["warm"]["p95_ms"]), _ms(r["warm_user"]["p50_ms"])]
+        for r in ov["rows"]
+    ]
+    slopes = [
+        [s["kind"], s["setup"], "–" if s["cold"] is None else f"{s['cold']:.2f}",
+         "–" if s["warm"] is None else f"{s['warm']:.2f}"]
+        for s in ov["scaling_exponents"]
+    ]
+    out = [
+        "## 1. Overhead: `Warden.transform` per call",
+        "",
+        f"Model `{ov['model']}` ({ov['window'] // 1000}k window, o200k counts). *Cold*: a new warden and counter on "
+        "message objects never seen. *Warm*: the same warden after transforming the history, given the "
+        "history plus the agent's next step (the recorded assistant message and its tool result). "
+        "*+1 user msg*: one user message appended per call. `full` adds the compaction engine.",
+        "",
+        _table(["history", "setup", "messages", "tokens in", "tokens out", "cold p50", "cold p95",
+                "warm p50", "warm p95", "+1 user msg p50"], rows),
+        "",
+        "Scaling exponents (log-log slope of p50 on length; 1.0 = linear):",
+        "",
+        _table(["history", "setup", "cold", "warm"], slopes),
+    ]
+    if img:
+        out += ["", f"![transform latency](img/{img})"]
+    return "\n".join(out)
+
+
+def _counting_section(c: Json) -> str:
+    t, r, load = c["text"], c["recount"], c["vocabulary_load"]
+    rows = [
+        ["contextwarden `ExactCounter.count_text`", f"{t['contextwarden_tokens_per_s'] / 1e6:.2f} M", _num(t["tokens_contextwarden"])],
+        ["tiktoken `encode_ordinary`", f"{t['tiktoken_tokens_per_s'] / 1e6:.2f} M", _num(t["tokens_tiktoken"])],
+        ["chars/4 heuristic (reference)", f"{t['heuristic_tokens_per_s'] / 1e6:,.0f} M", _num(t["tokens_heuristic"])],
+    ]
+    return "\n".join([
+        "## 2. Token counting",
+        "",
+        f"{t['strings']:,} real texts ({t['characters']:,} characters), one string at a time, "
+        f"{c['encoding']}, best of the passes. Totals equal: **{t['equal']}**.",
+        "",
+        _table(["counter", "tokens/s", "tokens"], rows),
+        "",
+        f"Recounting an unchanged {r['messages']:,}-message history ({_num(r['tokens'])} tokens): cold "
+        f"{_ms(r['cold']['p50_ms'])}, unchanged {_ms(r['warm']['p50_ms'])} (x{r['speedup_warm_vs_cold']:,.0f}; "
+        f"tiktoken recounts everything: {_ms(r['tiktoken_each_time']['p50_ms'])}, "
+        f"x{r['speedup_warm_vs_tiktoken']:,.0f}). Vocabulary load in a fresh process: contextwarden "
+        f"{_ms(None if load['contextwarden_s'] is None else load['contextwarden_s'] * 1e3)}, tiktoken "
+        f"{_ms(None if load['tiktoken_s'] is None else load['tiktoken_s'] * 1e3)}.",
+    ])
+
+
+def _peers_section(p: Json, img: str | None) -> str:
+    kind = "real" if any(r["kind"] == "real" for r in p["latency"]) else "generated"
+    lengths = sorted({r["messages"] for r in p["latency"]})
+    names = list(dict.fromkeys(r["peer"] for r in p["latency"]))
+    lat_rows = []
+    for name in names:
+        row = [name]
+        for n in lengths:
+            r = _cell(p["latency"], kind=kind, messages=n, peer=name)
+            row.append("–" if r is None else f"{_ms(r['latency']['p50_ms'])} (x{r['ratio_vs_warm']:,.0f})")
+        lat_rows.append(row)
+    val_rows = [
+        [s["peer"], str(s["cases"]), _pct(s["valid_rate"]), _pct(s["task_kept_rate"]),
+         _pct(s["within_window_rate"]), _num(s["mean_tokens"])]
+        for s in p["validity_summary"]
+    ]
+    out = [
+        "## 3. Peers on the same histories and budgets",
+        "",
+        f"Budget: the warden's trigger for a {p['latency_window'] // 1000}k window "
+        f"({p['budget']['trigger']:,} tokens). Latency p50 per call on {kind} histories, and in brackets the "
+        "ratio to contextwarden's warm call:",
+        "",
+        _table(["peer", *[f"{n:,} msgs" for n in lengths]], lat_rows),
+    ]
+    if img:
+        out += ["", f"![peer latency](img/{img})"]
+    if val_rows:
+        out += [
+            "",
+            "Validity on the last call of every real recording at every window (the request converted to "
+            "OpenAI messages and checked by `validate_openai`; *task kept* = the first user message is "
+            "in the request verbatim; *fits* = within the window by the exact count):",
+            "",
+            _table(["peer", "cases", "valid", "task kept", "fits window", "mean tokens"], val_rows),
+        ]
+    fails = [v for v in p["validity"] if v["peer"].startswith("trim_messages") and v["source"] == "mini-swe-agent"]
+    only_system = sum(1 for v in fails if v["peer"] == "trim_messages" and v["roles_head"] == ["system"])
+    no_start = [v for v in fails if v["peer"] == "trim_messages (no start_on)"]
+    if fails:
+        orphan = sum(1 for v in no_start if v["orphans"])
+        lost = sum(1 for v in no_start if not v["task_kept"])
+        example = next((v["problems"][0] for v in no_start if v["problems"]), None)
+        out += [
+            "",
+            "**`trim_messages` on an agent history.** An agent history has one user message (the task) "
+            "followed by hundreds of assistant/tool turns. With `start_on=\"human\"` (the docs' recipe) "
+            "the trimmed tail must start at a human message, and the only one is the task at the very "
+            f"beginning, so the request is the system message alone in {only_system} of "
+            f"{sum(1 for v in fails if v['peer'] == 'trim_messages')} mini-swe-agent cases: valid, but the "
+            "model is asked nothing. Without `start_on`, the tail starts wherever the budget falls: "
+            f"an orphan tool message in {orphan} of {len(no_start)} cases and the task dropped in {lost}"
+            + (f" (for example: `{example}`)." if example else "."),
+        ]
+    if p.get("skipped"):
+        out += ["", "Skipped: " + "; ".join(f"{k}: {v}" for k, v in p["skipped"].items())]
+    return "\n".join(out)
+
+
+def _savings_section(s: Json, img: str | None) -> str:
+    rows = []
+    for a in s["by_source"]:
+        rows.append([
+            a["source"], f"{a['window'] // 1000}k", a["config"], _num(a["input_without"]), _num(a["input_with"]),
+            _pct(a["saved_ratio"]), _num(a["final_without"]), _num(a["final_with"]),
+            f"${a['cost_without']:.2f} → ${a['cost_with']:.2f}",
+            f"{a['structurally_invalid']}/{a['over_window_with']}",
+        ])
+    per = {}
+    for r in s["rows"]:
+        if r["config"] == "+summaries":
+            per.setdefault(r["trajectory"], {})[r["window"]] = r["saved_ratio"]
+    windows = sorted({r["window"] for r in s["rows"]})
+    per_rows = [[name, *[_pct(v.get(w)) for w in windows]] for name, v in per.items()]
+    out = [
+        "## 4. Savings on every real recording",
+        "",
+        "Each recording replayed call by call (`contextwarden._replay`): call *k* sends everything before "
+        "assistant message *k*. Configurations add one layer each: `mask` (observation masking only), "
+        "`+thinking` (old thinking stripped), `+truncate` (oversized output cut: all lossless layers), "
+        "`+window` (sliding window), `+summaries` (the defaults, compaction engine with the embedded "
+        "extractive summarizer). Tokens are sums over all calls (input) and the last call (final); cost at "
+        "each recording's model's list input price. *invalid* = structurally invalid / over the window "
+        "(the lossless-only configurations do not guard the window).",
+        "",
+        _table(["recordings", "window", "config", "input without", "input with", "saved", "final without",
+                "final with", "input cost", "invalid"], rows),
+        "",
+        "Per recording, `+summaries`, cumulative input saved:",
+        "",
+        _table(["recording", *[f"{w // 1000}k" for w in windows]], per_rows),
+    ]
+    if img:
+        out += ["", f"![savings](img/{img})"]
+    return "\n".join(out)
+
+
+def _retention_section(r: Json, img: str | None) -> str:
+    facts = r["facts"]
+    rows = [
+        [s["who"], *[_pct(s[f]) for f in facts], _pct(s["valid_rate"])]
+        for s in r["summary"]
+        if s["window"] == "all"
+    ]
+    by_window = [
+        [s["who"], str(s["window"] // 1000) + "k", *[_pct(s[f]) for f in facts]]
+        for s in r["summary"]
+        if s["window"] != "all" and s["who"] in ("+window", "+summaries")
+    ]
+    out = [
+        "## 5. Retention of planted facts",
+        "",
+        "Four facts with unique tokens planted in every real recording: a constraint in the task (depth 0), "
+        "a file path edited by a `sed -i` call at 10% of the loop, a pytest `ValueError` at 50%, a "
+        "`<Pin>` user note at 30%. Survival = the token is in the last call's request, verbatim. "
+        "The `SummarizationMiddleware` peer summarises with a fake model (a fixed sentence), so it "
+        "shows only what it keeps verbatim.",
+        "",
+        _table(["config / peer", *facts, "valid"], rows),
+        "",
+        "By window, for the guarded configurations:",
+        "",
+        _table(["config", "window", *facts], by_window),
+    ]
+    if img:
+        out += ["", f"![retention](img/{img})"]
+    return "\n".join(out)
+
+
+def _memory_section(m: Json) -> str:
+    rows = [
+        [r["case"], f"{r.get('peak_rss_mib', 0):.1f}", "–" if "added_peak_rss_mib" not in r else f"{r['added_peak_rss_mib']:+.1f}",
+         "–" if r.get("tracemalloc_peak_mib") is None else f"{r['tracemalloc_peak_mib']:.1f}"]
+        for r in m["rows"]
+        if "error" not in r
+    ]
+    return "\n".join([
+        "## 6. Memory",
+        "",
+        f"Peak RSS (`ru_maxrss`) of a fresh process per case, {m['messages']:,}-message history; the "
+        "added figure is the case's peak over its baseline; tracemalloc counts Python allocations of "
+        "the call only (not the Rust tokenizer's).",
+        "",
+        _table(["case", "peak RSS (MiB)", "added (MiB)", "tracemalloc peak (MiB)"], rows),
+    ])
+
+
+def _proxy_section(p: Json) -> str:
+    rows = []
+    for name, sc in p.get("scenarios", {}).items():
+        added = sc.get("added_ms", {})
+        rows.append([name, _ms(added.get("ttfb_p50")), _ms(added.get("ttfb_p99")),
+                     _ms(added.get("total_p50")), _ms(added.get("total_p99"))])
+    cfg = p.get("config", {})
+    return "\n".join([
+        "## 7. Proxy under load (`bench/proxy_load.py`)",
+        "",
+        f"{cfg.get('clients', '?')} concurrent streaming clients x {cfg.get('requests_per_client', '?')} requests "
+        "on loopback; latency the proxy adds over direct calls to the fake upstream:",
+        "",
+        _table(["scenario", "added TTFB p50", "TTFB p99", "added total p50", "total p99"], rows),
+    ])
+
+
+def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
+    """The page's Markdown (plots written to ``docs/img`` as a side effect)."""
+    img = docs / "img"
+    ov, cnt, pe = _load(results, "overhead"), _load(results, "counting"), _load(results, "peers")
+    sv, rt, mem = _load(results, "savings"), _load(results, "retention"), _load(results, "memory")
+    px = _load(results, "proxy_load")
+    env = next((d["environment"] for d in (ov, cnt, pe, sv, rt, mem) if d and "environment" in d), None)
+    parts = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m bench.report` from bench/results/*.json: do not edit by hand. -->",
+        "",
+        "Reproduce with `make bench` (installs the `bench` extra, then `python -m bench`; about 15 minutes "
+        "on 2 cores) or `python -m bench --only overhead,peers`; `python -m bench --quick` is a smoke run. "
+        "Real data: the recorded trajectories in `../shared/data/trajectories` (see its README); without "
+        "them only the generated histories run.",
+    ]
+    if env:
+        parts += [
+            "",
+            f"Measured on {env['cpu']}, {env['cores']} cores, Python {env['python']}, commit "
+            f"`{env['commit']}`, {env['date']}; load average at the time "
+            f"{', '.join(f'{x:.1f}' for x in env.get('load_average') or [])} (other work on the machine "
+            "inflates the timings, never the token figures). Packages: "
+            + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v) + ".",
+        ]
+    parts += ["", "## Targets", "", _targets(ov, cnt, pe, sv, rt)]
+    if ov:
+        parts += ["", _overhead_section(ov, _plot_overhead(ov, img))]
+    if cnt:
+        parts += ["", _counting_section(cnt)]
+    if pe:
+        parts += ["", _peers_section(pe, _plot_peers(pe, img))]
+    if sv and sv.get("rows"):
+        parts += ["", _savings_section(sv, _plot_savings(sv, img))]
+    if rt and rt.get("rows"):
+        parts += ["", _retention_section(rt, _plot_retention(rt, img))]
+    if mem:
+        parts += ["", _memory_section(mem)]
+    if px:
+        parts += ["", _proxy_section(px)]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.report")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--docs", type=Path, default=DOCS)
+    args = parser.parse_args(argv)
+    text = render(args.results, args.docs)
+    out = args.docs / "benchmarks.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
