@@ -39,7 +39,7 @@ json_values = st.recursive(
     | st.floats(allow_nan=False, allow_infinity=False)
     | _TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEY, inner, max_size=3),
-    max_leaves=8,
+    max_leaves=5,
 )
 _OBJECTS = st.dictionaries(_KEY, json_values, max_size=3)
 

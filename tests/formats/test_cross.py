@@ -36,7 +36,7 @@ def _calls(messages: list[Message]) -> list[tuple[str, Any]]:
     return [(c.name, c.input) for m in messages for c in m.tool_calls]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(openai_conversations(exotic=True))
 def test_openai_to_anthropic_is_valid(d: list[dict[str, Any]]) -> None:
     assume(not validate_openai(d))

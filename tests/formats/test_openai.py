@@ -41,7 +41,7 @@ def _mutate_everything(value: Any) -> None:
 
 
 # -- round trip ------------------------------------------------------------------------------------
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(openai_conversations(exotic=True, lenient=True))
 def test_round_trip_is_exact(d: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(d)

@@ -25,7 +25,7 @@ def _call(cid: str, name: str = "f") -> dict[str, Any]:
 
 
 # -- properties ------------------------------------------------------------------------------------
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(openai_conversations(exotic=True), st.data())
 def test_openai_valid_passes_and_a_dropped_tool_message_is_caught(
     d: list[dict[str, Any]], data: st.DataObject
@@ -41,7 +41,7 @@ def test_openai_valid_passes_and_a_dropped_tool_message_is_caught(
     assert any(repr(cid) in p for p in check_messages(from_openai(broken)))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(anthropic_requests(exotic=True), st.data())
 def test_anthropic_valid_passes_and_a_dropped_result_is_caught(
     req: tuple[Any, list[dict[str, Any]]], data: st.DataObject

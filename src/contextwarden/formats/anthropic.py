@@ -1,6 +1,6 @@
 """Anthropic Messages <-> canonical :class:`Message` values, without loss.
 
-``to_anthropic(*from_anthropic(d, system=s)) == (s, d)`` for every valid ``(s, d)`` (see
+``to_anthropic(from_anthropic(d, system=s)) == (s, d)`` for every valid ``(s, d)`` (see
 :mod:`._common` for how spelling is kept). The mapping:
 
 =================================================  ============================================
