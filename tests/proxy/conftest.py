@@ -3,10 +3,8 @@ by uvicorn on loopback in background threads."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -15,68 +13,9 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from fake_upstream import FakeUpstream, serve  # noqa: E402
+from proxy_doubles import StartProxy  # noqa: E402
 
-from contextwarden import FormatError, UnknownModelError  # noqa: E402
 from contextwarden.proxy import ProxyConfig, create_app  # noqa: E402
-
-
-@dataclass(frozen=True)
-class StubResult:
-    tokens_before: int
-    tokens_after: int
-    compaction: Any = None
-
-
-class StubWarden:
-    """A predictable warden for protocol tests: keeps the first message and the last ``keep``
-    (OpenAI) or the last ``keep`` (Anthropic, so the user turn stays first); "tokens" are JSON
-    characters / 4. ``unknown-model`` without a window raises UnknownModelError; a message that is
-    not an object raises FormatError. Records every call."""
-
-    def __init__(self, keep: int = 2) -> None:
-        self.keep = keep
-        self.calls: list[dict[str, Any]] = []
-
-    @staticmethod
-    def _size(obj: Any) -> int:
-        return len(json.dumps(obj)) // 4
-
-    def _check(self, messages: list[dict[str, Any]], model: str | None, window: int | None) -> None:
-        if model == "unknown-model" and window is None:
-            raise UnknownModelError("no context window known for model 'unknown-model'")
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict):
-                raise FormatError("expected an object", index=i)
-
-    def transform_openai(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        model: str | None = None,
-        window: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> tuple[list[dict[str, Any]], StubResult]:
-        self.calls.append({"api": "openai", "model": model, "window": window, "tools": tools})
-        self._check(messages, model, window)
-        out = messages if len(messages) <= self.keep + 1 else [messages[0], *messages[-self.keep :]]
-        compaction = None if out is messages else type("C", (), {"compacted_count": len(messages) - len(out)})()
-        return list(out), StubResult(self._size(messages), self._size(out), compaction)
-
-    def transform_anthropic(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        system: Any = None,
-        model: str | None = None,
-        window: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> tuple[Any, list[dict[str, Any]], StubResult]:
-        self.calls.append(
-            {"api": "anthropic", "model": model, "window": window, "tools": tools, "system": system}
-        )
-        self._check(messages, model, window)
-        out = messages if len(messages) <= self.keep else messages[-self.keep :]
-        return system, list(out), StubResult(self._size(messages), self._size(out))
 
 
 @pytest.fixture(scope="session")
@@ -96,9 +35,6 @@ def upstream() -> Iterator[tuple[FakeUpstream, str]]:
     fake = FakeUpstream()
     with serve(fake.app, log_level="critical") as url:  # its on-purpose failures are not news
         yield fake, url
-
-
-StartProxy = Callable[..., str]
 
 
 @pytest.fixture

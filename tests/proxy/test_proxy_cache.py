@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import StartProxy
 from fake_upstream import FakeUpstream
+from proxy_doubles import StartProxy
 
 from contextwarden.formats import validate_openai
 from contextwarden.store.cache import RedisCache, SqliteCache
@@ -46,23 +46,28 @@ def _check_shared(
     fake: FakeUpstream, proxies: list[str], cache: MutableMapping[str, str],
     recording: tuple[str, list[dict[str, Any]]], calls: list[int],
 ) -> None:
-    """Two proxies on one cache: the first compacts and writes its summaries; the second (a fresh
-    warden, as in another process), asked the same, writes nothing, calls no summarizer, and
-    sends the first's exact bytes (deterministic: provider prompt caches stay warm)."""
+    """Two proxies on one cache: the first compacts and writes its summary; the second (a fresh
+    warden, as in another process), asked the same, re-applies that compaction from the shared
+    cache: no summarizer call, no new summary, and the first's exact bytes (deterministic, so the
+    provider's prompt cache stays warm)."""
     model, history = recording
     first, second = proxies
     r = _call(first, model, history)
     assert int(r.headers["x-contextwarden-compacted"]) > 0
+    assert r.headers["x-contextwarden-compaction"] != "reapplied"
     reduced = fake.last.body
-    written = dict(cache.items())
-    assert written and calls, "the compaction neither summarised nor cached anything"
+    summaries = {k: v for k, v in cache.items() if "<completed>" in v}
+    assert summaries and calls, "the compaction neither summarised nor cached a summary"
     paid = len(calls)
     r = _call(second, model, history)
-    assert int(r.headers["x-contextwarden-compacted"]) > 0
+    assert r.headers["x-contextwarden-compaction"] == "reapplied"
+    assert r.headers["x-contextwarden-compacted"] == "0"  # nothing new was compacted
     assert fake.last.body == reduced
-    assert len(calls) == paid  # served from the shared cache
-    assert dict(cache.items()) == written
+    assert len(calls) == paid  # no summarizer ran
+    assert {k: v for k, v in cache.items() if "<completed>" in v} == summaries
     assert validate_openai(fake.last.json["messages"]) == []
+    stats = httpx.get(f"{second}/stats").json()
+    assert (stats["compactions"], stats["reapplied"]) == (0, 1)
 
 
 def test_two_proxies_share_summaries_in_redis(

@@ -11,8 +11,8 @@ import time
 
 import httpx
 import pytest
-from conftest import StartProxy, StubWarden
 from fake_upstream import Behaviour, FakeUpstream
+from proxy_doubles import StartProxy, StubWarden
 
 Upstream = tuple[FakeUpstream, str]
 

@@ -10,8 +10,8 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import StartProxy
 from fake_upstream import Behaviour, FakeUpstream
+from proxy_doubles import StartProxy
 
 from contextwarden._tokens import count_tokens
 from contextwarden._warden import Warden

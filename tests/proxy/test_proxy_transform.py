@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 import pytest
-from conftest import StubWarden
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from proxy_doubles import StubWarden
 
 from contextwarden._compaction import Compactor
 from contextwarden._models import context_window

@@ -5,8 +5,9 @@ Routes:
 * ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and
   ``POST /v1/messages/count_tokens`` (Anthropic): the warden reduces ``messages`` (and ``system``),
   everything else in the body is forwarded as sent; the reply streams back untouched with
-  ``X-Contextwarden-Tokens-Before``, ``-Tokens-After`` and ``-Compacted`` (messages a compaction
-  replaced, 0 if none) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
+  ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new compaction
+  replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy, or ``reapplied``)
+  headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
   window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
   when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
@@ -153,6 +154,7 @@ class _Proxy:
             record.model, record.stream = outcome.model, outcome.stream
             record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
             record.compacted, record.skipped = outcome.compacted, outcome.skipped
+            record.strategy = outcome.strategy
             record.transform_ms = (time.perf_counter() - started) * 1000
             if outcome.warning:
                 record.warning = outcome.warning.split(":", 1)[0]
@@ -165,6 +167,8 @@ class _Proxy:
                 extra["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
                 extra["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
                 extra["X-Contextwarden-Compacted"] = str(outcome.compacted)
+                if outcome.strategy:
+                    extra["X-Contextwarden-Compaction"] = _header_text(outcome.strategy)
         return await forward(
             self.client,
             method=request.method,

@@ -32,6 +32,7 @@ class RequestRecord:
     tokens_before: int | None = None
     tokens_after: int | None = None
     compacted: int = 0
+    strategy: str | None = None
     skipped: str | None = None
     warning: str | None = None
     error: str | None = None
@@ -55,6 +56,8 @@ class RequestRecord:
             out["tokens_before"] = self.tokens_before
             out["tokens_after"] = self.tokens_after
             out["compacted"] = self.compacted
+            if self.strategy:
+                out["compaction"] = self.strategy
             out["transform_ms"] = round(self.transform_ms, 2)
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
@@ -78,6 +81,7 @@ class ProxyStats:
     tokens_before: int = 0
     tokens_after: int = 0
     compactions: int = 0
+    reapplied: int = 0
     errors: int = 0
     upstream_timeouts: int = 0
     upstream_unreachable: int = 0
@@ -103,6 +107,8 @@ class ProxyStats:
                 self.unbounded += 1
             if rec.compacted:
                 self.compactions += 1
+            elif rec.strategy == "reapplied":
+                self.reapplied += 1
             if rec.status >= 400 or rec.error:
                 self.errors += 1
             if rec.error == "upstream_timeout":
@@ -122,6 +128,7 @@ class ProxyStats:
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,
                 "compactions": self.compactions,
+                "reapplied": self.reapplied,
                 "errors": self.errors,
                 "upstream_timeouts": self.upstream_timeouts,
                 "upstream_unreachable": self.upstream_unreachable,

@@ -73,6 +73,9 @@ class BodyOutcome:
     ``body`` is the original bytes when nothing changed (so the upstream sees exactly what the
     client sent), else the re-serialized JSON. Token counts are ``None`` when the warden did not run
     (``skipped`` says why, ``detail`` in words); ``warning`` is set when it ran unbounded.
+    ``compacted`` counts the messages a new compaction replaced; ``strategy`` names the compaction
+    applied, if any (``"reapplied"`` when an earlier one, found in the shared summary cache, was
+    re-applied: then ``compacted`` is 0 and no summary was written).
     """
 
     body: bytes
@@ -82,6 +85,7 @@ class BodyOutcome:
     tokens_before: int | None = None
     tokens_after: int | None = None
     compacted: int = 0
+    strategy: str | None = None
     skipped: str | None = None
     detail: str | None = None
     warning: str | None = None
@@ -152,6 +156,7 @@ def transform_body(
 
     compaction = result.compaction
     compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
+    strategy = (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
     changed = new_messages != messages or new_system != system
     if changed:
         out = dict(body)  # key order kept: only the values of messages/system change
@@ -170,5 +175,6 @@ def transform_body(
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
         compacted=compacted,
+        strategy=strategy,
         warning=warning,
     )

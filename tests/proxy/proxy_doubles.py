@@ -1,0 +1,74 @@
+"""Test doubles for the proxy tests (kept out of conftest.py so test modules can import them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextwarden import FormatError, UnknownModelError
+
+__all__ = ["StartProxy", "StubResult", "StubWarden"]
+
+#: ``start_proxy(upstream_url, warden=None, **config) -> proxy URL`` (the fixture's type).
+StartProxy = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class StubResult:
+    tokens_before: int
+    tokens_after: int
+    compaction: Any = None
+
+
+class StubWarden:
+    """A predictable warden for protocol tests: keeps the first message and the last ``keep``
+    (OpenAI) or the last ``keep`` (Anthropic, so the user turn stays first); "tokens" are JSON
+    characters / 4. ``unknown-model`` without a window raises UnknownModelError; a message that is
+    not an object raises FormatError. Records every call."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self.keep = keep
+        self.calls: list[dict[str, Any]] = []
+
+    @staticmethod
+    def _size(obj: Any) -> int:
+        return len(json.dumps(obj)) // 4
+
+    def _check(self, messages: list[dict[str, Any]], model: str | None, window: int | None) -> None:
+        if model == "unknown-model" and window is None:
+            raise UnknownModelError("no context window known for model 'unknown-model'")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict):
+                raise FormatError("expected an object", index=i)
+
+    def transform_openai(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], StubResult]:
+        self.calls.append({"api": "openai", "model": model, "window": window, "tools": tools})
+        self._check(messages, model, window)
+        out = messages if len(messages) <= self.keep + 1 else [messages[0], *messages[-self.keep :]]
+        compaction = None if out is messages else type("C", (), {"compacted_count": len(messages) - len(out)})()
+        return list(out), StubResult(self._size(messages), self._size(out), compaction)
+
+    def transform_anthropic(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        system: Any = None,
+        model: str | None = None,
+        window: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> tuple[Any, list[dict[str, Any]], StubResult]:
+        self.calls.append(
+            {"api": "anthropic", "model": model, "window": window, "tools": tools, "system": system}
+        )
+        self._check(messages, model, window)
+        out = messages if len(messages) <= self.keep else messages[-self.keep :]
+        return system, list(out), StubResult(self._size(messages), self._size(out))
