@@ -253,7 +253,7 @@ class Warden:
             )
 
         # the general path: your layers and/or compaction, then the window on whole lists
-        events: list[Event] = list(view.events)
+        events: list[Event] = [e for layer_events in view.events for e in layer_events]
         current: tuple[Message, ...] = tuple(view.outputs)
         for layer in user_lossless:
             current = self._run_user_layer(layer, current, ctx, events)

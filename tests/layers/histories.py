@@ -161,11 +161,15 @@ def histories(
         if n_calls == 0 or draw(st.booleans()):
             blocks.append(TextBlock(draw(texts(max_lines=4))))
         calls = [
-            ToolCallBlock(f"call_{next(ids)}", draw(st.sampled_from(["bash", "read", "edit"])), "{}")
+            ToolCallBlock(
+                f"call_{next(ids)}", draw(st.sampled_from(["bash", "read", "edit"])), "{}"
+            )
             for _ in range(n_calls)
         ]
         blocks.extend(calls)
-        msgs.append(Message("assistant", tuple(blocks), pinned=pins and draw(st.integers(0, 12)) == 0))
+        msgs.append(
+            Message("assistant", tuple(blocks), pinned=pins and draw(st.integers(0, 12)) == 0)
+        )
         if calls:
             results = [
                 ToolResultBlock(c.id, draw(texts()), is_error=draw(st.integers(0, 9)) == 0)

@@ -29,9 +29,14 @@ def a(i: int, *, calls: bool = True, thinking: bool = True) -> Message:
 
 def test_previous_turns_lose_thinking_newest_keeps_it() -> None:
     msgs = [
-        user("q1"), a(1, calls=False),
-        user("q2"), a(2), tool_result("c2", "ok"), a(3, calls=False),
-        user("q3"), a(4, calls=False),
+        user("q1"),
+        a(1, calls=False),
+        user("q2"),
+        a(2),
+        tool_result("c2", "ok"),
+        a(3, calls=False),
+        user("q3"),
+        a(4, calls=False),
     ]
     result = strip_thinking(msgs, ctx())
     out = result.messages

@@ -63,7 +63,9 @@ def test_only_tool_results_are_cut_and_input_is_untouched() -> None:
     assert msgs == snapshot and all(a is b for a, b in zip(msgs, snapshot, strict=True))
     out = result.messages
     assert out[0] is msgs[0] and out[1] is msgs[1]  # user text and call arguments untouched
-    assert len(out[2].tool_results[0].text) == 4000 + len("\n\n... [56000 characters truncated] ...\n\n")
+    assert len(out[2].tool_results[0].text) == 4000 + len(
+        "\n\n... [56000 characters truncated] ...\n\n"
+    )
     assert msgs[2].tool_results[0].text == big  # the original value is unchanged
 
 
@@ -98,8 +100,15 @@ def test_events_name_the_tool_and_sizes_and_are_logged(caplog: pytest.LogCapture
     with caplog.at_level(logging.WARNING, logger="contextwarden"):
         result = truncate_tool_output(msgs, ctx())
     (event,) = result.events
-    assert (event.kind, event.layer, event.index, event.tool_name) == ("truncated", "truncate", 2, "grep")
-    assert event.chars_before == 60_000 and event.chars_after == len(result.messages[2].tool_results[0].text)
+    assert (event.kind, event.layer, event.index, event.tool_name) == (
+        "truncated",
+        "truncate",
+        2,
+        "grep",
+    )
+    assert event.chars_before == 60_000 and event.chars_after == len(
+        result.messages[2].tool_results[0].text
+    )
     assert event.tokens_before is not None and event.tokens_after is not None
     assert event.tokens_after < event.tokens_before
     assert [r.levelname for r in caplog.records] == ["WARNING"]

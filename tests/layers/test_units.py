@@ -87,7 +87,9 @@ def test_old_results_counts_blocks_from_the_end() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(histories(), st.data())
-def test_extending_equals_building_fresh_and_dirty_is_safe(msgs: list[Message], data: st.DataObject) -> None:
+def test_extending_equals_building_fresh_and_dirty_is_safe(
+    msgs: list[Message], data: st.DataObject
+) -> None:
     keep_results = data.draw(st.integers(0, 8))
     keep_thinking = data.draw(st.integers(0, 3))
     cut = data.draw(st.integers(0, len(msgs)))

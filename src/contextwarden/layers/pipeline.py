@@ -30,7 +30,14 @@ from .mask import mask_decision, mask_message
 from .thinking import strip_decision, strip_message
 from .truncate import needs_truncation, truncate_message
 from .units import HistoryIndex
-from .window import cumulative, drop_event, drops_needed, finish_window
+from .window import (
+    cumulative,
+    drop_event,
+    drops_needed,
+    finish_window,
+    has_pending_calls,
+    sliding_window,
+)
 
 __all__ = ["LosslessView", "Pipeline"]
 
@@ -46,9 +53,10 @@ class LosslessView:
     input_tokens: int
     #: prefix sums of the outputs' tokens: ``prefix[i]`` = tokens of ``outputs[:i]``
     prefix: list[int]
-    #: lossless events in message order; ``event_pos[i]`` = where message i's events start
-    events: list[Event]
-    event_pos: list[int]
+    #: lossless events per layer (truncate, mask, thinking), each in message order;
+    #: ``event_pos[k][i]`` = where message i's events start in ``events[k]``
+    events: tuple[list[Event], list[Event], list[Event]]
+    event_pos: tuple[list[int], list[int], list[int]]
     counter_name: str
     #: window cache: droppable units (oldest first), cumulative tokens, their drop events
     drop_units: list[int] = field(default_factory=list)
@@ -106,8 +114,8 @@ class Pipeline:
                 ),
                 input_tokens=0,
                 prefix=[0],
-                events=[],
-                event_pos=[0],
+                events=([], [], []),
+                event_pos=([0], [0], [0]),
                 counter_name=counter.name,
             )
         check_messages(messages, start)
@@ -120,12 +128,14 @@ class Pipeline:
         # recompute outputs from `dirty` on
         del view.outputs[dirty:]
         del view.prefix[dirty + 1 :]
-        del view.events[view.event_pos[dirty] :]
-        del view.event_pos[dirty + 1 :]
+        for layer_events, pos in zip(view.events, view.event_pos, strict=True):
+            del layer_events[pos[dirty] :]
+            del pos[dirty + 1 :]
         index = view.index
         memo = ctx.memo
         tcfg, mcfg, kcfg = cfg.truncate, cfg.mask, cfg.thinking
-        outputs, prefix, events, event_pos = view.outputs, view.prefix, view.events, view.event_pos
+        outputs, prefix = view.outputs, view.prefix
+        (t_events, m_events, k_events), (t_pos, m_pos, k_pos) = view.events, view.event_pos
         inputs = view.inputs
         running = prefix[-1]
         for i in range(dirty, n):
@@ -139,23 +149,25 @@ class Pipeline:
                         lambda msg, d: truncate_message(msg, d, ctx),
                         memo,
                     )
-                    place_events(templates, i, events, log=fresh)
+                    place_events(templates, i, t_events, log=fresh)
                 if mcfg.enabled:
                     d = mask_decision(m, i, index)
                     if d is not None:
                         (m, templates), fresh = apply_memoized(
                             "mask", m, d, lambda msg, dec: mask_message(msg, dec, ctx), memo
                         )
-                        place_events(templates, i, events, log=fresh)
+                        place_events(templates, i, m_events, log=fresh)
                 if kcfg.enabled and strip_decision(m, i, index, kcfg.keep_current_turn):
                     (m, templates), fresh = apply_memoized(
                         "thinking", m, True, lambda msg, _d: strip_message(msg, ctx), memo
                     )
-                    place_events(templates, i, events, log=fresh)
+                    place_events(templates, i, k_events, log=fresh)
             outputs.append(m)
             running += count(m)
             prefix.append(running)
-            event_pos.append(len(events))
+            t_pos.append(len(t_events))
+            m_pos.append(len(m_events))
+            k_pos.append(len(k_events))
         unit = index.unit_of(dirty) if dirty < n else first_unit
         view.stale_unit = min(view.stale_unit, first_unit, max(unit, 0))
         self._view = view
@@ -166,10 +178,18 @@ class Pipeline:
         self, view: LosslessView, ctx: LayerContext, overhead: int
     ) -> tuple[LayerResult, int]:
         """The sliding window over ``view.outputs`` using the cached per-unit sums. Returns the
-        result (lossless events included) and the request's final tokens."""
+        result (lossless events included, layer by layer as if the layers ran one after the other)
+        and the request's final tokens."""
         total = view.output_tokens + overhead
         budget = ctx.budget
-        lossless_events = tuple(view.events)
+        t_events, m_events, k_events = view.events
+        lossless_events = (*t_events, *m_events, *k_events)
+        if ctx.config.window.enabled and has_pending_calls(view.outputs):
+            # rare (a recording's final state): repair the tail and plan on whole lists
+            result = sliding_window(view.outputs, ctx)
+            events = lossless_events + result.events
+            final = ctx.request_tokens(result.messages)
+            return LayerResult(result.messages, events, result.newest_truncated), final
         if budget is None or not ctx.config.window.enabled or total <= budget.trigger:
             return LayerResult(tuple(view.outputs), lossless_events), total
         self._refresh_units(view)

@@ -10,7 +10,9 @@ thinking, call arguments or pinned content) are cut to head + marker + tail unti
 fits, and the result says so (``newest_truncated``).
 
 Because a cut only ever falls between units, the output keeps every tool call with its result
-(valid for OpenAI and Anthropic) whenever the input did.
+(valid for OpenAI and Anthropic) whenever the input did. As the final guard the layer also
+removes tool calls left unanswered at the very end of the history (a recording cut right after
+the model asked for a tool): both APIs reject a request ending with them.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._events import Event, emit
-from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .base import LayerContext, LayerResult, check_messages, cut_middle
+from .mask import mask_text
 from .pins import is_protected
 from .units import HistoryIndex
 
-__all__ = ["WindowConfig", "sliding_window"]
+__all__ = ["WindowConfig", "drop_pending_calls", "sliding_window"]
 
 LAYER = "window"
 
@@ -133,14 +136,42 @@ def _with_text(message: Message, bi: int, pi: int | None, text: str) -> Message:
     return message.replace(content=tuple(blocks))
 
 
+def _old_result_blocks(
+    messages: Sequence[Message], start: int, ctx: LayerContext
+) -> set[tuple[int, int]]:
+    """``(position, block index)`` of the tool results in ``messages[start:]`` that the mask
+    layer treats as old (not among its ``keep_recent`` newest, tool not excluded)."""
+    cfg = ctx.config.mask
+    if not cfg.enabled:
+        return set()
+    names = {
+        b.id: b.name for m in messages[start:] for b in m.content if isinstance(b, ToolCallBlock)
+    }
+    old: set[tuple[int, int]] = set()
+    seen = 0
+    for pos in range(len(messages) - 1, start - 1, -1):
+        blocks = messages[pos].content
+        for bi in range(len(blocks) - 1, -1, -1):
+            b = blocks[bi]
+            if isinstance(b, ToolResultBlock):
+                seen += 1
+                if seen > cfg.keep_recent and names.get(b.tool_call_id) not in cfg.exclude_tools:
+                    old.add((pos, bi))
+    return old
+
+
 def cut_newest(
     messages: list[Message], start: int, ctx: LayerContext, total: int, trigger: int
 ) -> tuple[int, list[Event]]:
     """Cut texts of ``messages[start:]`` (the newest unit), largest first, until the request
     total is at or under ``trigger``. Changes ``messages`` in place (a list the caller owns) and
-    returns the new total and the events (already logged)."""
+    returns the new total and the events (already logged).
+
+    A cut tool result that the mask layer counts as old is also masked, so that running the
+    layers again on the output changes nothing (idempotence)."""
     counter = ctx.counter
     events: list[Event] = []
+    old_blocks = _old_result_blocks(messages, start, ctx)
     candidates = [
         (len(text), pos, bi, pi)
         for pos in range(start, len(messages))
@@ -157,11 +188,20 @@ def cut_newest(
         text = next(t for b, p, t in _texts_of(original) if b == bi and p == pi)
         before = counter.count_message(original)
         target = before - excess
+        masked = (pos, bi) in old_blocks
 
         def cut(
-            keep: int, _o: Message = original, _t: str = text, _b: int = bi, _p: int | None = pi
+            keep: int,
+            _o: Message = original,
+            _t: str = text,
+            _b: int = bi,
+            _p: int | None = pi,
+            _m: bool = masked,
         ) -> Message:
-            return _with_text(_o, _b, _p, cut_middle(_t, keep // 2, keep - keep // 2))
+            new = cut_middle(_t, keep // 2, keep - keep // 2)
+            if _m:
+                new = mask_text(new, ctx.config.mask)
+            return _with_text(_o, _b, _p, new)
 
         lo, hi = NEWEST_MIN_CHARS, length - _MARKER_ROOM
         best = cut(lo)
@@ -193,16 +233,76 @@ def cut_newest(
     return total, events
 
 
-# -- the pure layer ---------------------------------------------------------------------------
+def _pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
+    """The last assistant message's index and its calls no tool message after it answers."""
+    j = len(messages) - 1
+    while j >= 0 and messages[j].role == "tool":
+        j -= 1
+    if j < 0 or messages[j].role != "assistant":
+        return j, frozenset()
+    calls = [b.id for b in messages[j].content if isinstance(b, ToolCallBlock)]
+    if not calls:
+        return j, frozenset()
+    answered = {r.tool_call_id for t in messages[j + 1 :] for r in t.tool_results}
+    return j, frozenset(c for c in calls if c not in answered)
+
+
+def has_pending_calls(messages: Sequence[Message]) -> bool:
+    """True when the history ends with tool calls nothing answers yet (looks at the tail only)."""
+    return bool(_pending_calls(messages)[1])
+
+
+def drop_pending_calls(
+    messages: Sequence[Message], ctx: LayerContext
+) -> tuple[Sequence[Message], tuple[Event, ...]]:
+    """Remove tool calls at the end of the history that no result answers yet (a recording cut
+    after the model asked for a tool; both APIs reject such a request). The assistant message
+    keeps its other content, or goes when nothing but thinking would remain. Tail only: O(1)
+    for an ordinary history, which is returned as is."""
+    j, pending = _pending_calls(messages)
+    if not pending:
+        return messages, ()
+    m = messages[j]
+    kept = tuple(b for b in m.content if not (isinstance(b, ToolCallBlock) and b.id in pending))
+    out = list(messages)
+    names = dict.fromkeys(
+        b.name for b in m.content if isinstance(b, ToolCallBlock) and b.id in pending
+    )
+    if any(not isinstance(b, ThinkingBlock) for b in kept):
+        out[j] = m.replace(content=kept)
+        after = ctx.counter.count_message(out[j])
+    else:
+        del out[j]
+        after = 0
+    event = Event(
+        "dropped",
+        LAYER,
+        j,
+        ", ".join(names) or None,
+        ctx.counter.count_message(m),
+        after,
+        detail=f"{len(pending)} unanswered tool call(s) at the end of the history: a request "
+        "ending with them is invalid",
+    )
+    events: list[Event] = []
+    emit(events, event)
+    return out, tuple(events)
+
+
 def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
     """Seed 000 L3 / seed 004 L2: when the request is over ``ctx.budget.trigger``, drop the
     oldest droppable units until it is not, then cut the newest unit if still needed (see the
-    module docstring). Leaves the messages alone when disabled or when no budget is known.
-    Pure; one ``dropped`` event per unit dropped, ``newest_truncated`` events for cuts."""
+    module docstring). As the final guard it also removes tool calls left unanswered at the very
+    end (:func:`drop_pending_calls`). Leaves the messages alone when disabled; without a budget
+    only that repair runs. Pure; one ``dropped`` event per unit dropped, ``newest_truncated``
+    events for cuts."""
     check_messages(messages)
     cfg = ctx.config.window
-    if not cfg.enabled or ctx.budget is None or not messages:
+    if not cfg.enabled or not messages:
         return LayerResult(tuple(messages))
+    messages, repaired = drop_pending_calls(messages, ctx)
+    if ctx.budget is None:
+        return LayerResult(tuple(messages), repaired)
     trigger = ctx.budget.trigger
     counter = ctx.counter
     prefix = [0]
@@ -210,13 +310,15 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
         prefix.append(prefix[-1] + counter.count_message(m))
     total = prefix[-1] + ctx.overhead_tokens()
     if total <= trigger:
-        return LayerResult(tuple(messages))
+        return LayerResult(tuple(messages), repaired)
     index = HistoryIndex(keep_results=0, keep_thinking=0)
     index.extend(messages, 0)
     units = droppable_units(index)
     cum = cumulative(index, units, prefix)
     k = drops_needed(cum, total, trigger)
     result, _ = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx, log=True)
+    if repaired:
+        return LayerResult(result.messages, repaired + result.events, result.newest_truncated)
     return result
 
 

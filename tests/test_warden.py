@@ -1,0 +1,502 @@
+"""The Warden: API, invariants on generated and real histories, caching behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent / "layers"))
+from histories import (  # noqa: E402
+    SMALL,
+    CharCounter,
+    agent_run,
+    call,
+    config,
+    histories,
+    lines,
+    validity_problems,
+)
+
+from contextwarden._budget import Budget  # noqa: E402
+from contextwarden._config import WardenConfig  # noqa: E402
+from contextwarden._events import CompactResult  # noqa: E402
+from contextwarden._exceptions import ConfigError, FormatError, UnknownModelError  # noqa: E402
+from contextwarden._messages import (  # noqa: E402
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    assistant,
+    system,
+    tool_result,
+    user,
+)
+from contextwarden._tokens import TokenCounter  # noqa: E402
+from contextwarden._warden import CompactionHook, TransformResult, Warden  # noqa: E402
+from contextwarden.layers import (  # noqa: E402
+    LayerContext,
+    LayerResult,
+    mask_tool_results,
+    register_layer,
+    sliding_window,
+    strip_thinking,
+    truncate_tool_output,
+    unregister_layer,
+)
+from contextwarden.layers.pins import is_protected  # noqa: E402
+from contextwarden.layers.units import HistoryIndex  # noqa: E402
+from contextwarden.layers.window import NEWEST_MIN_CHARS, droppable_units  # noqa: E402
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        },
+    }
+]
+
+
+def warden(cfg: WardenConfig | None = None, **kw: Any) -> Warden:
+    return Warden(cfg or SMALL, counter=CharCounter(), **kw)
+
+
+# -- the API ----------------------------------------------------------------------------------
+def test_result_counts_are_the_counters_own() -> None:
+    msgs = agent_run(60, result_chars=1500)
+    w = warden()
+    r = w.transform(msgs, window=4_000, tools=TOOLS)
+    counter = w.counter_for()
+    assert isinstance(r, TransformResult) and isinstance(r.budget, Budget)
+    assert r.tokens_before == counter.count_messages(msgs, tools=TOOLS)
+    assert r.tokens_after == counter.count_messages(r.messages, tools=TOOLS)
+    assert r.tokens_after <= r.budget.trigger and r.within_budget
+    assert r.saved_tokens == r.tokens_before - r.tokens_after > 0
+    assert r.compaction is None and not r.newest_truncated
+    kinds = {e.kind for e in r.events}
+    assert kinds == {"masked", "dropped"} or kinds == {"masked", "dropped", "warning"}
+
+
+def test_system_prompt_is_prepended_once() -> None:
+    msgs = agent_run(3, with_system=False)
+    w = warden()
+    r = w.transform(msgs, window=50_000, system="Be brief.")
+    assert r.messages[0] == system("Be brief.") and r.messages[1:] == tuple(msgs)
+    again = w.transform(list(r.messages), window=50_000, system="Be brief.")
+    assert again.messages == r.messages  # already present: not added twice
+    # the prepended message is the same object call after call (warm calls stay warm)
+    r2 = w.transform(msgs + [user("more")], window=50_000, system="Be brief.")
+    assert r2.messages[0] is r.messages[0]
+
+
+def test_tools_count_against_the_budget() -> None:
+    msgs = agent_run(40, result_chars=1000)
+    big_tools = [dict(TOOLS[0], function=dict(TOOLS[0]["function"], description="d" * 12_000))]
+    plain = warden().transform(msgs, window=8_000)
+    with_tools = warden().transform(msgs, window=8_000, tools=big_tools)
+    assert len(with_tools.messages) < len(plain.messages)
+    assert with_tools.tokens_after <= with_tools.budget.trigger  # type: ignore[union-attr]
+
+
+def test_without_a_window_only_the_lossless_layers_run() -> None:
+    msgs = agent_run(40)
+    r = warden().transform(msgs)
+    assert r.budget is None and len(r.messages) == len(msgs)
+    assert {e.kind for e in r.events} == {"masked"}
+
+
+def test_window_from_model_registry_and_small_windows() -> None:
+    w = Warden(counter=CharCounter())
+    r = w.transform(agent_run(3), model="gpt-4o")
+    assert r.budget is not None and r.budget.window == 128_000
+    # an 8k window with the default reserve still leaves room (reserve capped at a quarter)
+    b = w.budget_for(window=8_000)
+    assert b is not None and b.limit >= 6_000 and b.trigger <= b.limit
+    with pytest.raises(UnknownModelError):
+        w.transform(agent_run(1), model="no-such-model-xyz")
+    explicit = Warden(WardenConfig(reserve_tokens=9_000), counter=CharCounter())
+    with pytest.raises(ConfigError, match="reserve"):
+        explicit.transform(agent_run(1), window=8_000)
+
+
+def test_bad_input_is_named() -> None:
+    w = warden()
+    with pytest.raises(FormatError, match="message 2"):
+        w.transform([user("a"), assistant("b"), {"role": "user"}], window=9_000)  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        w.transform("hello", window=9_000)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="WardenConfig"):
+        Warden({"mask": {}})  # type: ignore[arg-type]
+
+
+def test_async_entry_points() -> None:
+    msgs = agent_run(30)
+    w = warden(SMALL.model_copy(update={"context_window": 6_000}))
+    r = asyncio.run(w.atransform(msgs))
+    assert r.messages == warden().transform(msgs, window=6_000).messages
+    out = asyncio.run(w.transform_context(msgs))
+    assert isinstance(out, list) and tuple(out) == r.messages
+
+    class Aborted:
+        aborted = True
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(w.transform_context(msgs, Aborted()))
+
+
+def test_provider_dict_helpers() -> None:
+    from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, validate_openai
+
+    msgs = agent_run(50, result_chars=1200)
+    openai_in = to_openai(msgs)
+    snapshot = copy.deepcopy(openai_in)
+    out, r = warden().transform_openai(openai_in, window=6_000)
+    assert openai_in == snapshot
+    assert validate_openai(out) == [] and len(out) == len(r.messages) < len(openai_in)
+    assert out[0] == openai_in[0] and out[1] == openai_in[1]
+
+    sys_prompt, anth_in = to_anthropic(msgs)
+    snapshot = copy.deepcopy(anth_in)
+    sys_out, anth_out, r2 = warden().transform_anthropic(anth_in, system=sys_prompt, window=6_000)
+    assert anth_in == snapshot and sys_out == sys_prompt
+    assert validate_anthropic(sys_out, anth_out) == []
+    assert anth_out[0] == anth_in[0] and r2.tokens_after <= 6_000
+
+
+# -- compaction hook --------------------------------------------------------------------------
+class KeepHeadAndNewest:
+    """A stand-in compactor: the system prompt and task, a summary, then the newest unit."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        budget: Budget,
+        counter: TokenCounter,
+        tools: Sequence[Mapping[str, Any]] | None,
+        focus: str | None,
+    ) -> CompactResult | None:
+        self.calls.append(len(messages))
+        index = HistoryIndex()
+        index.extend(messages, 0)
+        start = index.unit_starts[-1]
+        kept = [m for m in messages[:start] if m.role == "system" or m is messages[index.task or 0]]
+        new = (*kept, user("Summary: the agent ran many commands."), *messages[start:])
+        return CompactResult(
+            new_messages=tuple(new),
+            summary="the agent ran many commands",
+            original_token_count=counter.count_messages(messages, tools=tools),
+            new_token_count=counter.count_messages(new, tools=tools),
+            compacted_count=len(messages) - len(new) + 1,
+            strategy="test",
+        )
+
+
+def test_compactor_runs_only_over_the_trigger_and_its_output_is_used() -> None:
+    compactor = KeepHeadAndNewest()
+    assert isinstance(compactor, CompactionHook)
+    w = warden(compactor=compactor)
+    small = agent_run(2)
+    r = w.transform(small, window=50_000)
+    assert compactor.calls == [] and r.compaction is None
+
+    msgs = agent_run(60, result_chars=1500)
+    r = w.transform(msgs, window=3_000)
+    assert compactor.calls == [len(msgs)]
+    assert r.compaction is not None and r.compaction.strategy == "test"
+    assert r.messages == r.compaction.new_messages
+    assert [e.kind for e in r.events].count("context_compacted") == 1
+    assert validity_problems(r.messages) == []
+
+
+def test_declining_compactor_leaves_the_window_in_charge() -> None:
+    class Declines:
+        def compact(self, messages: Sequence[Message], **kw: Any) -> None:
+            return None
+
+    msgs = agent_run(60, result_chars=1500)
+    r = warden(compactor=Declines()).transform(msgs, window=3_000)
+    assert r.compaction is None and any(e.kind == "dropped" for e in r.events)
+    assert r.messages == warden().transform(msgs, window=3_000).messages
+
+
+def test_compaction_disabled_in_config_skips_the_compactor() -> None:
+    compactor = KeepHeadAndNewest()
+    cfg = SMALL.model_copy(update={"compaction": config(compaction={"enabled": False}).compaction})
+    r = warden(cfg, compactor=compactor).transform(agent_run(60, result_chars=1500), window=3_000)
+    assert compactor.calls == [] and any(e.kind == "dropped" for e in r.events)
+
+
+def test_registered_layers_run_in_their_stage() -> None:
+    seen: list[str] = []
+
+    def tag_lossless(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+        seen.append("lossless")
+        return LayerResult(tuple(messages))
+
+    def guard(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+        seen.append("guard")
+        return LayerResult(tuple(messages))
+
+    register_layer("test-tag", tag_lossless)
+    register_layer("test-guard", guard, stage="guard")
+    try:
+        msgs = agent_run(60, result_chars=1500)
+        r = warden().transform(msgs, window=8_000)
+    finally:
+        unregister_layer("test-tag")
+        unregister_layer("test-guard")
+    assert seen == ["lossless", "guard"]
+    assert r.messages == warden().transform(msgs, window=8_000).messages
+
+
+# -- warm calls and logging -------------------------------------------------------------------
+def test_warm_call_only_counts_what_is_new_and_reuses_outputs() -> None:
+    msgs = agent_run(500, result_chars=1200)
+    w = warden()
+    counter = w.counter_for()
+    assert isinstance(counter, CharCounter)
+    first = w.transform(msgs, window=30_000)
+    cold_calls = counter.calls
+    more = msgs + [assistant("next", tool_calls=[call("n1")]), tool_result("n1", lines(30))]
+    before = counter.calls
+    second = w.transform(more, window=30_000)
+    assert counter.calls - before < 40 < cold_calls
+    # unchanged messages come back as the very same objects
+    same = sum(a is b for a, b in zip(first.messages, second.messages, strict=False))
+    assert same > 0
+    fresh = warden().transform(more, window=30_000)
+    assert second.messages == fresh.messages and second.events == fresh.events
+    assert second.tokens_after == fresh.tokens_after
+
+
+def test_each_action_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    msgs = agent_run(80, result_chars=1500)
+    w = warden()
+    with caplog.at_level(logging.WARNING, logger="contextwarden"):
+        r1 = w.transform(msgs, window=8_000)
+        first = len(caplog.records)
+        r2 = w.transform(msgs, window=8_000)
+        second = len(caplog.records) - first
+    assert first == len(r1.events) > 0
+    assert second == 0 and r2.events == r1.events  # still returned, not re-logged
+
+
+# -- invariants on generated histories ---------------------------------------------------------
+def _cuttable_texts(m: Message) -> list[str]:
+    out: list[str] = []
+    for b in m.content:
+        if isinstance(b, TextBlock):
+            out.append(b.text)
+        elif isinstance(b, ToolResultBlock):
+            if isinstance(b.content, str):
+                out.append(b.content)
+            else:
+                out.extend(x.text for x in b.content if isinstance(x, TextBlock))
+    return out
+
+
+def _fits_whenever_possible(r: TransformResult) -> None:
+    """Over the trigger only when nothing droppable is left and the newest unit's texts are
+    cut to the minimum."""
+    assert r.budget is not None
+    if r.tokens_after <= r.budget.trigger:
+        return
+    index = HistoryIndex()
+    index.extend(r.messages, 0)
+    assert droppable_units(index) == []
+    for m in r.messages[index.unit_starts[-1] :]:
+        if not is_protected(m):
+            assert all(len(t) <= NEWEST_MIN_CHARS + 64 for t in _cuttable_texts(m))
+
+
+def _check_invariants(
+    msgs: list[Message], window: int, tools: list[dict[str, Any]] | None
+) -> TransformResult:
+    snapshot = list(msgs)
+    deep = repr(msgs)
+    w = warden()
+    r = w.transform(msgs, window=window, tools=tools)
+    # input never mutated
+    assert all(a is b for a, b in zip(msgs, snapshot, strict=True)) and repr(msgs) == deep
+    # valid for both APIs
+    assert validity_problems(r.messages) == []
+    # deterministic
+    r_again = warden().transform(msgs, window=window, tools=tools)
+    assert r_again.messages == r.messages and r_again.events == r.events
+    # idempotent, on a fresh warden and on the same one
+    assert warden().transform(list(r.messages), window=window, tools=tools).messages == r.messages
+    assert w.transform(list(r.messages), window=window, tools=tools).messages == r.messages
+    # system, task and pins kept
+    index = HistoryIndex()
+    index.extend(msgs, 0)
+    task = msgs[index.task] if index.task is not None else None
+    newest = set(range(index.unit_starts[-1], len(msgs))) if index.unit_starts else set()
+    for i, m in enumerate(msgs):
+        if m.role == "system" or m.is_pinned:
+            assert m in r.messages, f"message {i} ({m.role}) lost"
+    if task is not None and not (r.newest_truncated and index.task in newest):
+        assert task in r.messages
+    # within the window whenever possible
+    _fits_whenever_possible(r)
+    return r
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    histories(),
+    st.sampled_from([600, 1_500, 3_000, 8_000, 30_000]),
+    st.booleans(),
+)
+def test_invariants_on_generated_histories(
+    msgs: list[Message], window: int, with_tools: bool
+) -> None:
+    _check_invariants(msgs, window, TOOLS if with_tools else None)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(max_units=30), st.data())
+def test_incremental_equals_fresh_equals_layer_composition(
+    msgs: list[Message], data: st.DataObject
+) -> None:
+    window = data.draw(st.sampled_from([800, 2_000, 5_000, 20_000]))
+    cuts = sorted(data.draw(st.lists(st.integers(1, len(msgs)), max_size=4)))
+    w = warden()
+    for c in cuts:  # an agent loop: the same history, growing
+        w.transform(msgs[:c], window=window)
+    warm = w.transform(msgs, window=window)
+    fresh = warden().transform(msgs, window=window)
+    assert warm.messages == fresh.messages
+    assert warm.events == fresh.events
+    assert (warm.tokens_before, warm.tokens_after) == (fresh.tokens_before, fresh.tokens_after)
+    assert warm.newest_truncated == fresh.newest_truncated
+    # the warden is the built-in layers run one after the other
+    ctx = LayerContext(CharCounter(), SMALL, fresh.budget, None)
+    current: Sequence[Message] = msgs
+    events = []
+    for layer in (truncate_tool_output, mask_tool_results, strip_thinking, sliding_window):
+        result = layer(current, ctx)
+        current = result.messages
+        events.extend(result.events)
+    assert tuple(current) == fresh.messages
+    assert tuple(events) == fresh.events
+
+
+def test_one_user_message_and_300_tool_calls_through_the_warden() -> None:
+    msgs = agent_run(300, result_chars=3000)
+    r = _check_invariants(msgs, 16_000, TOOLS)
+    assert r.messages[:2] == tuple(msgs[:2]) and r.messages[-2:] == tuple(msgs[-2:])
+    assert len(r.messages) > 20
+
+
+# -- real trajectories ----------------------------------------------------------------------
+def _real_files(shared: Path) -> list[Path]:
+    return sorted(p for p in shared.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl"})
+
+
+_NUM = re.compile(r"\d+")
+
+
+def _kinds(problems: list[str]) -> set[str]:
+    return {_NUM.sub("#", p) for p in problems}
+
+
+def test_real_trajectories_at_four_windows(shared_data: Path) -> None:
+    from contextwarden._tokens import get_counter
+    from contextwarden._transcripts import load_transcript
+
+    files = _real_files(shared_data)
+    assert files
+    for path in files:
+        t = load_transcript(path)
+        msgs = list(t.messages)
+        deep = repr(msgs)
+        tools = list(t.tools) if t.tools else None
+        for window in (8_000, 16_000, 32_000, 64_000):
+            w = Warden(counter=get_counter(t.model))
+            r = w.transform(msgs, model=t.model, window=window, tools=tools)
+            where = f"{path.name} at {window}"
+            assert validity_problems(r.messages) == [], where
+            assert repr(msgs) == deep, where
+            assert r.budget is not None and r.tokens_after <= r.budget.trigger, where
+            again = Warden(counter=get_counter(t.model)).transform(
+                list(r.messages), model=t.model, window=window, tools=tools
+            )
+            assert again.messages == r.messages, where
+            # system prompt, task and pins kept
+            index = HistoryIndex()
+            index.extend(msgs, 0)
+            for m in msgs:
+                if m.role == "system" or m.is_pinned:
+                    assert m in r.messages, where
+            if index.task is not None:
+                assert msgs[index.task] in r.messages, where
+
+
+def test_openhands_250k_token_output_fits_8k_by_truncation(shared_data: Path) -> None:
+    from contextwarden._tokens import get_counter
+    from contextwarden._transcripts import load_transcript
+
+    path = shared_data / "openhands" / "fastjson2-2775.output.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    t = load_transcript(path)
+    w = Warden(counter=get_counter(t.model))
+    r = w.transform(t.messages, model=t.model, window=8_000)
+    assert r.tokens_before > 200_000
+    assert r.budget is not None and r.tokens_after <= r.budget.trigger
+    truncated = [e for e in r.events if e.kind == "truncated"]
+    assert truncated and max(e.tokens_before or 0 for e in truncated) > 200_000
+    assert validity_problems(r.messages) == []
+
+
+def test_real_warm_calls_equal_fresh(shared_data: Path) -> None:
+    """Replay a real run call by call (each prefix ending before an assistant message) and
+    compare the warm warden with a fresh one at a few points."""
+    from contextwarden._tokens import get_counter
+    from contextwarden._transcripts import load_transcript
+
+    path = next((p for p in _real_files(shared_data) if "reasoner" in p.name), None)
+    if path is None:
+        pytest.skip("no reasoner trajectory present")
+    t = load_transcript(path)
+    msgs = list(t.messages)
+    counter = get_counter(t.model)
+    w = Warden(counter=counter)
+    ends = [i for i, m in enumerate(msgs) if m.role == "assistant" and i > 1]
+    for n, end in enumerate(ends):
+        r = w.transform(msgs[:end], model=t.model, window=16_000)
+        if n % 25 == 0 or end == ends[-1]:
+            fresh = Warden(counter=counter).transform(msgs[:end], model=t.model, window=16_000)
+            assert r.messages == fresh.messages and r.events == fresh.events
+            assert validity_problems(r.messages) == []
+
+
+def test_text_blocks_of_a_cut_newest_unit_keep_head_and_tail() -> None:
+    msgs = [user("task"), assistant("", tool_calls=[call("c")]), tool_result("c", lines(2_000))]
+    r = warden().transform(msgs, window=600)
+    assert r.newest_truncated
+    text = r.messages[-1].tool_results[0].text
+    original = msgs[-1].tool_results[0].text
+    head, tail = text.split("characters truncated] ...")
+    assert original.startswith(head.split("\n\n... [")[0])
+    assert original.endswith(tail.lstrip("\n"))
+    assert isinstance(r.messages[0].content[0], TextBlock)
