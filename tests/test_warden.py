@@ -45,6 +45,7 @@ from contextwarden._warden import CompactionHook, TransformResult, Warden  # noq
 from contextwarden.layers import (  # noqa: E402
     LayerContext,
     LayerResult,
+    drop_pending_calls,
     mask_tool_results,
     register_layer,
     sliding_window,
@@ -392,7 +393,13 @@ def test_incremental_equals_fresh_equals_layer_composition(
     ctx = LayerContext(CharCounter(), SMALL, fresh.budget, None)
     current: Sequence[Message] = msgs
     events = []
-    for layer in (truncate_tool_output, mask_tool_results, strip_thinking, sliding_window):
+    for layer in (
+        drop_pending_calls,
+        truncate_tool_output,
+        mask_tool_results,
+        strip_thinking,
+        sliding_window,
+    ):
         result = layer(current, ctx)
         current = result.messages
         events.extend(result.events)

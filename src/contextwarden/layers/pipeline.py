@@ -27,6 +27,7 @@ from .._events import Event, emit
 from .._messages import Message
 from .base import LayerContext, LayerMemo, LayerResult, apply_memoized, check_messages, place_events
 from .mask import mask_decision, mask_message
+from .pending import has_pending_calls
 from .thinking import strip_decision, strip_message
 from .truncate import needs_truncation, truncate_message
 from .units import HistoryIndex
@@ -35,7 +36,6 @@ from .window import (
     drop_event,
     drops_needed,
     finish_window,
-    has_pending_calls,
     sliding_window,
 )
 

@@ -24,13 +24,14 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._events import Event, emit
-from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .base import LayerContext, LayerResult, check_messages, cut_middle
 from .mask import mask_text
+from .pending import repair_tail
 from .pins import is_protected
 from .units import HistoryIndex
 
-__all__ = ["WindowConfig", "drop_pending_calls", "sliding_window"]
+__all__ = ["WindowConfig", "sliding_window"]
 
 LAYER = "window"
 
@@ -233,74 +234,18 @@ def cut_newest(
     return total, events
 
 
-def _pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
-    """The last assistant message's index and its calls no tool message after it answers."""
-    j = len(messages) - 1
-    while j >= 0 and messages[j].role == "tool":
-        j -= 1
-    if j < 0 or messages[j].role != "assistant":
-        return j, frozenset()
-    calls = [b.id for b in messages[j].content if isinstance(b, ToolCallBlock)]
-    if not calls:
-        return j, frozenset()
-    answered = {r.tool_call_id for t in messages[j + 1 :] for r in t.tool_results}
-    return j, frozenset(c for c in calls if c not in answered)
-
-
-def has_pending_calls(messages: Sequence[Message]) -> bool:
-    """True when the history ends with tool calls nothing answers yet (looks at the tail only)."""
-    return bool(_pending_calls(messages)[1])
-
-
-def drop_pending_calls(
-    messages: Sequence[Message], ctx: LayerContext
-) -> tuple[Sequence[Message], tuple[Event, ...]]:
-    """Remove tool calls at the end of the history that no result answers yet (a recording cut
-    after the model asked for a tool; both APIs reject such a request). The assistant message
-    keeps its other content, or goes when nothing but thinking would remain. Tail only: O(1)
-    for an ordinary history, which is returned as is."""
-    j, pending = _pending_calls(messages)
-    if not pending:
-        return messages, ()
-    m = messages[j]
-    kept = tuple(b for b in m.content if not (isinstance(b, ToolCallBlock) and b.id in pending))
-    out = list(messages)
-    names = dict.fromkeys(
-        b.name for b in m.content if isinstance(b, ToolCallBlock) and b.id in pending
-    )
-    if any(not isinstance(b, ThinkingBlock) for b in kept):
-        out[j] = m.replace(content=kept)
-        after = ctx.counter.count_message(out[j])
-    else:
-        del out[j]
-        after = 0
-    event = Event(
-        "dropped",
-        LAYER,
-        j,
-        ", ".join(names) or None,
-        ctx.counter.count_message(m),
-        after,
-        detail=f"{len(pending)} unanswered tool call(s) at the end of the history: a request "
-        "ending with them is invalid",
-    )
-    events: list[Event] = []
-    emit(events, event)
-    return out, tuple(events)
-
-
 def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
     """Seed 000 L3 / seed 004 L2: when the request is over ``ctx.budget.trigger``, drop the
     oldest droppable units until it is not, then cut the newest unit if still needed (see the
     module docstring). As the final guard it also removes tool calls left unanswered at the very
-    end (:func:`drop_pending_calls`). Leaves the messages alone when disabled; without a budget
+    end (:func:`~contextwarden.layers.pending.drop_pending_calls`; a no-op when that layer ran). Leaves the messages alone when disabled; without a budget
     only that repair runs. Pure; one ``dropped`` event per unit dropped, ``newest_truncated``
     events for cuts."""
     check_messages(messages)
     cfg = ctx.config.window
     if not cfg.enabled or not messages:
         return LayerResult(tuple(messages))
-    messages, repaired = drop_pending_calls(messages, ctx)
+    messages, repaired = repair_tail(messages, ctx)
     if ctx.budget is None:
         return LayerResult(tuple(messages), repaired)
     trigger = ctx.budget.trigger

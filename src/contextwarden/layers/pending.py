@@ -1,0 +1,103 @@
+"""Layer: drop tool calls left unanswered at the end of the history (a validity guard).
+
+A recording cut right after the model asked for a tool (a mini-swe-agent run's final
+``submit``, an interrupted session) ends with tool calls no result answers; OpenAI and
+Anthropic both reject such a request. This layer removes those calls from the working copy:
+the assistant message keeps its other content (text, and its thinking with it), or goes
+entirely when nothing but thinking would remain. It runs first, on every call, and only looks
+at the tail: in a live agent loop (where tools have run before the next call) it never acts.
+Calls answered by a result are never touched, nor is anything earlier in the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._events import Event
+from .._messages import Message, ThinkingBlock, ToolCallBlock
+from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+
+__all__ = ["drop_pending_calls", "has_pending_calls", "repair_tail"]
+
+LAYER = "pending"
+
+
+def _pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
+    """The last assistant message's index and its calls no tool message after it answers."""
+    j = len(messages) - 1
+    while j >= 0 and messages[j].role == "tool":
+        j -= 1
+    if j < 0 or messages[j].role != "assistant":
+        return j, frozenset()
+    calls = [b.id for b in messages[j].content if isinstance(b, ToolCallBlock)]
+    if not calls:
+        return j, frozenset()
+    answered = {r.tool_call_id for t in messages[j + 1 :] for r in t.tool_results}
+    return j, frozenset(c for c in calls if c not in answered)
+
+
+def has_pending_calls(messages: Sequence[Message]) -> bool:
+    """True when the history ends with tool calls nothing answers yet (looks at the tail only)."""
+    return bool(_pending_calls(messages)[1])
+
+
+def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext) -> Applied:
+    """``message`` without the ``pending`` calls, or with empty content when nothing but
+    thinking would remain (the caller then removes it)."""
+    kept = tuple(
+        b for b in message.content if not (isinstance(b, ToolCallBlock) and b.id in pending)
+    )
+    names = dict.fromkeys(
+        b.name for b in message.content if isinstance(b, ToolCallBlock) and b.id in pending
+    )
+    if any(not isinstance(b, ThinkingBlock) for b in kept):
+        out = message.replace(content=kept)
+        after = ctx.counter.count_message(out)
+    else:
+        out = message.replace(content=())
+        after = 0
+    event = Event(
+        "dropped",
+        LAYER,
+        None,
+        ", ".join(names) or None,
+        ctx.counter.count_message(message),
+        after,
+        detail=f"{len(pending)} unanswered tool call(s) at the end of the history: a request "
+        "ending with them is invalid",
+    )
+    return out, (event,)
+
+
+def repair_tail(
+    messages: Sequence[Message], ctx: LayerContext
+) -> tuple[Sequence[Message], tuple[Event, ...]]:
+    """:func:`drop_pending_calls` without the input check: ``messages`` itself (no copy) when
+    the tail is fine, which is the usual case. The repaired message is memoized (same object
+    call after call, its event logged once). Items that are not messages are left for the
+    caller's input check to report."""
+    try:
+        j, pending = _pending_calls(messages)
+    except AttributeError:
+        return messages, ()
+    if not pending:
+        return messages, ()
+    (new, templates), fresh = apply_memoized(
+        LAYER, messages[j], pending, lambda m, d: _without_calls(m, d, ctx), ctx.memo
+    )
+    events: list[Event] = []
+    place_events(templates, j, events, log=fresh)
+    out = list(messages)
+    if new.content:
+        out[j] = new
+    else:
+        del out[j]
+    return out, tuple(events)
+
+
+def drop_pending_calls(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+    """Remove the tool calls at the end of the history that no result answers (see the module
+    docstring). Pure; one ``dropped`` event when it acts."""
+    check_messages(messages)
+    repaired, events = repair_tail(messages, ctx)
+    return LayerResult(tuple(repaired), events)
