@@ -79,17 +79,11 @@ if TYPE_CHECKING:
     from ._tokens import TokenCounter
 
 __all__ = [
-    "SHRINK_RATIO",
-    "CompactionReport",
-    "REAPPLIED",
     "CompactResult",
-    "CompactionMemory",
+    "CompactionReport",
     "Compactor",
     "Trigger",
     "TriggerReason",
-    "compaction_target",
-    "flatten",
-    "must_keep",
     "should_compact",
 ]
 
