@@ -666,12 +666,6 @@ def test_replay_never_compacts_on_two_consecutive_calls(shared_data: Path) -> No
         assert compactions >= 2, path.name
 
 
-@pytest.mark.xfail(
-    reason="summarizers.facts reads only '(reverted)/(deleted)' file lines of an earlier summary, "
-    "so files an earlier compaction listed as '(created)'/'(modified)' are not required later "
-    "(reported to the summarizers' owner)",
-    strict=False,
-)
 def test_replay_keeps_every_modified_file(shared_data: Path) -> None:
     from contextwarden._transcripts import load_transcript
 

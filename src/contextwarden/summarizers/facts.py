@@ -470,7 +470,9 @@ class _Walker:
         )
 
 
-_SUMMARY_FILE_LINE = re.compile(r"^\s*-\s+(\S+?)(?:\s+\((reverted|deleted)\))?\s*$")
+_SUMMARY_FILE_LINE = re.compile(
+    r"^\s*-\s+(\S+?)(?:\s+\((created|modified|reverted|deleted)\))?\s*$"
+)
 
 
 def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
@@ -484,9 +486,11 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
         if heading in ("files changed", "modified files", "created files"):
             m = _SUMMARY_FILE_LINE.match(line)
             if m:
-                action: FileAction = "modified"
-                if m.group(2) in ("reverted", "deleted"):
-                    action = "reverted" if m.group(2) == "reverted" else "deleted"
+                # the extractive summary writes "path" for modified and "path (note)" otherwise
+                note = m.group(2) or "modified"
+                action: FileAction = "created" if note == "created" else (
+                    "reverted" if note == "reverted" else "deleted" if note == "deleted" else "modified"
+                )
                 out.append((m.group(1), action))
     return out
 
