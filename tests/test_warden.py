@@ -45,7 +45,6 @@ from contextwarden._warden import CompactionHook, TransformResult, Warden  # noq
 from contextwarden.layers import (  # noqa: E402
     LayerContext,
     LayerResult,
-    drop_pending_calls,
     mask_tool_results,
     register_layer,
     sliding_window,
@@ -393,13 +392,7 @@ def test_incremental_equals_fresh_equals_layer_composition(
     ctx = LayerContext(CharCounter(), SMALL, fresh.budget, None)
     current: Sequence[Message] = msgs
     events = []
-    for layer in (
-        drop_pending_calls,
-        truncate_tool_output,
-        mask_tool_results,
-        strip_thinking,
-        sliding_window,
-    ):
+    for layer in (truncate_tool_output, mask_tool_results, strip_thinking, sliding_window):
         result = layer(current, ctx)
         current = result.messages
         events.extend(result.events)
@@ -507,3 +500,21 @@ def test_text_blocks_of_a_cut_newest_unit_keep_head_and_tail() -> None:
     assert original.startswith(head.split("\n\n... [")[0])
     assert original.endswith(tail.lstrip("\n"))
     assert isinstance(r.messages[0].content[0], TextBlock)
+
+
+def test_appending_one_message_at_a_time_stays_warm() -> None:
+    """Every prefix, including those ending on an assistant message whose calls have no
+    result yet (repaired in the working copy): warm calls count only what is new."""
+    msgs = agent_run(200, result_chars=1500)
+    w = warden()
+    counter = w.counter_for()
+    assert isinstance(counter, CharCounter)
+    w.transform(msgs[:300], window=12_000)
+    for end in range(301, len(msgs) + 1):
+        before = counter.calls
+        r = w.transform(msgs[:end], window=12_000)
+        assert counter.calls - before < 40, end
+        if end % 37 == 0 or end == len(msgs):
+            fresh = warden().transform(msgs[:end], window=12_000)
+            assert r.messages == fresh.messages and r.events == fresh.events, end
+            assert validity_problems(r.messages) == [], end

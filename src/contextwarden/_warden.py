@@ -31,7 +31,6 @@ from ._events import CompactResult, Event, emit
 from ._messages import Message, TextBlock
 from .layers import get_layer, layer_names
 from .layers.base import LayerContext, LayerResult, check_messages
-from .layers.pending import repair_tail
 from .layers.pipeline import Pipeline
 from .layers.window import sliding_window
 
@@ -234,14 +233,8 @@ class Warden:
             counter, self.config, budget, tools_list, memo=self._pipeline.memo(counter.name)
         )
         overhead = self._overhead(counter, tools)
-        # tail-only validity guard first (the "pending" layer): usually returns msgs itself
-        msgs, pending_events = repair_tail(msgs, ctx)
         view = self._pipeline.lossless(msgs, ctx)
-        tokens_before = (
-            view.input_tokens + overhead
-            if not pending_events
-            else counter.count_messages(self._with_system(messages, system), tools=tools_list)
-        )
+        tokens_before = view.input_tokens + overhead
         user_lossless = [get_layer(n).function for n in layer_names("lossless", builtin=False)]
         user_guard = [get_layer(n).function for n in layer_names("guard", builtin=False)]
         over = budget is not None and view.output_tokens + overhead > budget.trigger
@@ -253,15 +246,14 @@ class Warden:
                 result.messages,
                 tokens_before,
                 tokens_after,
-                pending_events + result.events,
+                result.events,
                 None,
                 result.newest_truncated,
                 budget,
             )
 
         # the general path: your layers and/or compaction, then the window on whole lists
-        events: list[Event] = [*pending_events]
-        events.extend(e for layer_events in view.events for e in layer_events)
+        events: list[Event] = [e for layer_events in view.events for e in layer_events]
         current: tuple[Message, ...] = tuple(view.outputs)
         for layer in user_lossless:
             current = self._run_user_layer(layer, current, ctx, events)

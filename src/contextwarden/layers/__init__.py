@@ -3,16 +3,15 @@
 =============  ==========  ================================================  ============
 name           stage       what                                              seed
 =============  ==========  ================================================  ============
-``pending``    lossless    drop tool calls left unanswered at the very end    (validity)
 ``truncate``   lossless    head + tail of tool output over 50,000 chars       004 L1
 ``mask``       lossless    old tool results -> first 3 + last 2 lines         000 L1
 ``thinking``   lossless    thinking only on the newest assistant with it      000 L2
 ``window``     guard       drop oldest units while over the trigger           000 L3, 004 L2
 =============  ==========  ================================================  ============
 
-Lossless layers run on every call (``pending`` only ever acts on a history that ends with tool
-calls nothing answered, which no API accepts); guard layers only matter over the trigger, after
-compaction.
+Lossless layers run on every call; guard layers only matter over the trigger, after compaction.
+The sliding window, as the final guard, also removes tool calls left unanswered at the very end
+of a history (:func:`drop_pending_calls`), which no API accepts.
 All layers are registered here, in one place, with :func:`register_layer`, the same call you
 use for your own. The :class:`~contextwarden._warden.Warden` runs the registered lossless layers
 in order (built-ins first, through an incremental engine that gives the same output), then
@@ -77,7 +76,7 @@ class LayerSpec:
 _REGISTRY: dict[str, LayerSpec] = {}
 
 #: The built-in layers, in the order they run.
-BUILTIN_LAYERS = ("pending", "truncate", "mask", "thinking", "window")
+BUILTIN_LAYERS = ("truncate", "mask", "thinking", "window")
 
 
 def register_layer(
@@ -130,7 +129,6 @@ def layer_names(stage: Stage | None = None, *, builtin: bool | None = None) -> l
     ]
 
 
-register_layer("pending", drop_pending_calls, stage="lossless", _builtin=True)
 register_layer("truncate", truncate_tool_output, stage="lossless", _builtin=True)
 register_layer("mask", mask_tool_results, stage="lossless", _builtin=True)
 register_layer("thinking", strip_thinking, stage="lossless", _builtin=True)

@@ -1,11 +1,12 @@
-"""Layer: drop tool calls left unanswered at the end of the history (a validity guard).
+"""Drop tool calls left unanswered at the end of the history: the sliding window's validity
+guard (it runs whether or not the window is over budget).
 
 A recording cut right after the model asked for a tool (a mini-swe-agent run's final
 ``submit``, an interrupted session) ends with tool calls no result answers; OpenAI and
 Anthropic both reject such a request. This layer removes those calls from the working copy:
 the assistant message keeps its other content (text, and its thinking with it), or goes
-entirely when nothing but thinking would remain. It runs first, on every call, and only looks
-at the tail: in a live agent loop (where tools have run before the next call) it never acts.
+entirely when nothing but thinking would remain. It only looks at the tail: in a live agent
+loop (where tools have run before the next call) it never acts.
 Calls answered by a result are never touched, nor is anything earlier in the history.
 """
 
@@ -17,12 +18,18 @@ from .._events import Event
 from .._messages import Message, ThinkingBlock, ToolCallBlock
 from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
 
-__all__ = ["drop_pending_calls", "has_pending_calls", "repair_tail"]
+__all__ = [
+    "drop_pending_calls",
+    "has_pending_calls",
+    "pending_calls",
+    "repair_message",
+    "repair_tail",
+]
 
 LAYER = "pending"
 
 
-def _pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
+def pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
     """The last assistant message's index and its calls no tool message after it answers."""
     j = len(messages) - 1
     while j >= 0 and messages[j].role == "tool":
@@ -38,7 +45,7 @@ def _pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
 
 def has_pending_calls(messages: Sequence[Message]) -> bool:
     """True when the history ends with tool calls nothing answers yet (looks at the tail only)."""
-    return bool(_pending_calls(messages)[1])
+    return bool(pending_calls(messages)[1])
 
 
 def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext) -> Applied:
@@ -69,6 +76,19 @@ def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext)
     return out, (event,)
 
 
+def repair_message(
+    messages: Sequence[Message], j: int, pending: frozenset[str], ctx: LayerContext
+) -> tuple[Message, tuple[Event, ...]]:
+    """Message ``j`` without its ``pending`` calls (empty content: remove it) and the event,
+    memoized: the same object call after call, the event logged when first made."""
+    (new, templates), fresh = apply_memoized(
+        LAYER, messages[j], pending, lambda m, d: _without_calls(m, d, ctx), ctx.memo
+    )
+    events: list[Event] = []
+    place_events(templates, j, events, log=fresh)
+    return new, tuple(events)
+
+
 def repair_tail(
     messages: Sequence[Message], ctx: LayerContext
 ) -> tuple[Sequence[Message], tuple[Event, ...]]:
@@ -77,16 +97,12 @@ def repair_tail(
     call after call, its event logged once). Items that are not messages are left for the
     caller's input check to report."""
     try:
-        j, pending = _pending_calls(messages)
+        j, pending = pending_calls(messages)
     except AttributeError:
         return messages, ()
     if not pending:
         return messages, ()
-    (new, templates), fresh = apply_memoized(
-        LAYER, messages[j], pending, lambda m, d: _without_calls(m, d, ctx), ctx.memo
-    )
-    events: list[Event] = []
-    place_events(templates, j, events, log=fresh)
+    new, events = repair_message(messages, j, pending, ctx)
     out = list(messages)
     if new.content:
         out[j] = new

@@ -27,7 +27,7 @@ from .._events import Event, emit
 from .._messages import Message
 from .base import LayerContext, LayerMemo, LayerResult, apply_memoized, check_messages, place_events
 from .mask import mask_decision, mask_message
-from .pending import has_pending_calls
+from .pending import pending_calls, repair_message
 from .thinking import strip_decision, strip_message
 from .truncate import needs_truncation, truncate_message
 from .units import HistoryIndex
@@ -184,25 +184,55 @@ class Pipeline:
         budget = ctx.budget
         t_events, m_events, k_events = view.events
         lossless_events = (*t_events, *m_events, *k_events)
-        if ctx.config.window.enabled and has_pending_calls(view.outputs):
-            # rare (a recording's final state): repair the tail and plan on whole lists
-            result = sliding_window(view.outputs, ctx)
-            events = lossless_events + result.events
-            final = ctx.request_tokens(result.messages)
-            return LayerResult(result.messages, events, result.newest_truncated), final
-        if budget is None or not ctx.config.window.enabled or total <= budget.trigger:
+        if not ctx.config.window.enabled:
             return LayerResult(tuple(view.outputs), lossless_events), total
+        index = view.index
+        outputs: Sequence[Message] = view.outputs
+        repaired: tuple[Event, ...] = ()
+        newest_start: int | None = None
+        droppable_below = len(index.unit_starts) - 1  # units from here on are not droppable
+        j, pending = pending_calls(outputs)
+        if pending:
+            # a recording's final state: the last assistant message's calls have no results.
+            # Repair it as the window layer does, reusing everything else.
+            if j != index.unit_starts[-1] or len(index.unit_starts) < 2:
+                result = sliding_window(outputs, ctx)
+                final = ctx.request_tokens(result.messages)
+                return LayerResult(
+                    result.messages, lossless_events + result.events, result.newest_truncated
+                ), final
+            new, repaired = repair_message(outputs, j, pending, ctx)
+            before = ctx.counter.count_message(outputs[j])
+            fixed = list(outputs)
+            if new.content:
+                fixed[j] = new
+                total += ctx.counter.count_message(new) - before
+            elif j == len(outputs) - 1:
+                del fixed[j]
+                total -= before
+                newest_start = index.unit_starts[-2]
+                droppable_below -= 1
+            else:
+                result = sliding_window(outputs, ctx)
+                final = ctx.request_tokens(result.messages)
+                return LayerResult(
+                    result.messages, lossless_events + result.events, result.newest_truncated
+                ), final
+            outputs = fixed
+        if budget is None or total <= budget.trigger:
+            return LayerResult(tuple(outputs), lossless_events + repaired), total
         self._refresh_units(view)
-        k = drops_needed(view.drop_cum, total, budget.trigger)
+        limit = bisect_left(view.drop_units, droppable_below)
+        k = drops_needed(view.drop_cum[: limit + 1], total, budget.trigger)
         while len(view.drop_events) < k:  # drop events are made (and logged) once per unit
             u = view.drop_units[len(view.drop_events)]
-            start, end = view.index.unit_span(u)
+            start, end = index.unit_span(u)
             e = drop_event(view.outputs, start, end, view.prefix[end] - view.prefix[start])
             emit(view.drop_events, e)
-        warn_key = view.index.unit_span(view.drop_units[k - 1])[1] if k else -1
+        warn_key = index.unit_span(view.drop_units[k - 1])[1] if k else -1
         result, final = finish_window(
-            view.outputs,
-            view.index,
+            outputs,
+            index,
             view.drop_units[:k],
             view.prefix,
             total - view.drop_cum[k],
@@ -210,9 +240,10 @@ class Pipeline:
             log=False,
             drop_events=view.drop_events[:k],
             log_warning=warn_key != view.warned_at,
+            newest_start=newest_start,
         )
         view.warned_at = warn_key
-        events = lossless_events + result.events
+        events = lossless_events + repaired + result.events
         return LayerResult(result.messages, events, result.newest_truncated), final
 
     def _refresh_units(self, view: LosslessView) -> None:

@@ -278,12 +278,14 @@ def finish_window(
     log: bool,
     drop_events: Sequence[Event] | None = None,
     log_warning: bool | None = None,
+    newest_start: int | None = None,
 ) -> tuple[LayerResult, int]:
     """Assemble the output once the units to drop are chosen (``dropped`` must be the first
     ``k`` of :func:`droppable_units`): everything but them, then :func:`cut_newest` when still
     over. ``total`` is the request's tokens after the drops. ``drop_events`` may carry ready-made
     events for the dropped units (the warden caches them); otherwise they are made, and logged if
-    ``log``. Returns the result and the request's final tokens."""
+    ``log``. ``newest_start`` overrides where the newest unit starts (when ``messages`` is the
+    indexed history less its last unit). Returns the result and the request's final tokens."""
     assert ctx.budget is not None
     events: list[Event] = []
     if drop_events is not None:
@@ -325,7 +327,8 @@ def finish_window(
     trigger = ctx.budget.trigger
     if total > trigger:
         # everything droppable is gone: cut the newest unit (it is never dropped)
-        newest_start = index.unit_starts[-1] if index.unit_starts else 0
+        if newest_start is None:
+            newest_start = index.unit_starts[-1] if index.unit_starts else 0
         newest_at = len(out) - (len(messages) - newest_start)
         total, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
