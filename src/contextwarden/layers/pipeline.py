@@ -4,8 +4,8 @@
 :func:`mask_tool_results`, :func:`strip_thinking` and then :func:`sliding_window` one after the
 other (the tests check this on generated and real histories), but it remembers the last call:
 
-* when the new input starts with the same message *objects* as the last input (an agent loop
-  appends to its history), only the appended messages and the few older ones whose decisions
+* when the new input starts with the same messages as the last input (an agent loop appends
+  to its history; the same objects, or equal ones rebuilt from provider dicts), only the appended messages and the few older ones whose decisions
   can change (the results that just left the "newest 6", the thinking that just stopped being
   the newest, the turn that just ended) are recomputed; everything else (outputs, token counts,
   events, the window's per-unit sums) is reused;
@@ -18,7 +18,6 @@ is a per-message map, which is why a prefix of it can be reused as is.
 
 from __future__ import annotations
 
-import operator
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -96,13 +95,18 @@ class Pipeline:
         cfg = ctx.config
         counter = ctx.counter
         view = self._view
+        if not isinstance(messages, list):
+            messages = list(messages)
         n = len(messages)
         start = 0
+        # list equality compares element by element in C, identical objects without calling
+        # __eq__: an agent's growing list costs microseconds; an equal message rebuilt from
+        # provider dicts also matches (same content, same output)
         if (
             view is not None
             and view.counter_name == counter.name
             and n >= len(view.inputs)
-            and all(map(operator.is_, view.inputs, messages))
+            and view.inputs == messages[: len(view.inputs)]
         ):
             start = len(view.inputs)
         else:

@@ -18,6 +18,7 @@ the model asked for a tool): both APIs reject a request ending with them.
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import compress
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -303,10 +304,9 @@ def finish_window(
         last = dropped[-1]
         cut_at = index.unit_span(last)[1]
         out: list[Message] = []
-        for u, keep in enumerate(index.unit_keep[:last]):
-            if keep:
-                start, end = index.unit_span(u)
-                out.extend(messages[start:end])
+        for u in compress(range(last), index.unit_keep):  # the kept units before the cut
+            start, end = index.unit_span(u)
+            out.extend(messages[start:end])
         out.extend(messages[cut_at:])
         recent = ctx.config.window.keep_recent_messages
         if cut_at > len(messages) - recent:
