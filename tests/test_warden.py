@@ -518,3 +518,21 @@ def test_appending_one_message_at_a_time_stays_warm() -> None:
             fresh = warden().transform(msgs[:end], window=12_000)
             assert r.messages == fresh.messages and r.events == fresh.events, end
             assert validity_problems(r.messages) == [], end
+
+
+def test_the_compaction_engine_plugs_in_sync_and_async() -> None:
+    """The issue-4 Compactor through the hook: its events join the result's, and atransform
+    awaits its acompact."""
+    compaction = pytest.importorskip("contextwarden._compaction")
+    msgs = agent_run(80, result_chars=2500)
+    compactor = compaction.Compactor()
+    w = Warden(counter=CharCounter(), compactor=compactor)
+    r = w.transform(msgs, window=8_000)
+    assert r.compaction is not None
+    assert sum(e.kind == "context_compacted" for e in r.events) >= 1
+    assert validity_problems(r.messages) == []
+    assert r.budget is not None and r.tokens_after <= r.budget.trigger
+    ra = asyncio.run(
+        Warden(counter=CharCounter(), compactor=compactor).atransform(msgs, window=8_000)
+    )
+    assert ra.messages == r.messages

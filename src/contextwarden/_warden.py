@@ -19,10 +19,11 @@ messages only: the warden remembers the last call (see :mod:`contextwarden.layer
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._budget import Budget
@@ -85,6 +86,35 @@ class TransformResult:
     def within_budget(self) -> bool:
         """True when no budget is known or the result is at or under its trigger."""
         return self.budget is None or self.tokens_after <= self.budget.trigger
+
+
+@dataclass
+class _Call:
+    """One call's state between its stages (see :meth:`Warden._prepare`)."""
+
+    ctx: LayerContext
+    tokens_before: int
+    user_guard: list[Any]
+    done: TransformResult | None = None
+    current: tuple[Message, ...] = ()
+    events: list[Event] = field(default_factory=list)
+    compactor_events: list[Event] = field(default_factory=list)
+    needs_compaction: bool = False
+
+
+def _check_sequence(messages: object) -> None:
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+
+
+def _accepts_events(compactor: object) -> bool:
+    """Whether ``compactor.compact`` takes an ``events=`` list (the issue-4 Compactor does: its
+    events then join the result's)."""
+    try:
+        params = inspect.signature(compactor.compact).parameters  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "events" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class Warden:
@@ -210,21 +240,52 @@ class Warden:
         a :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-            raise TypeError(
-                f"messages must be a sequence of Message, got {type(messages).__name__}"
-            )
+        _check_sequence(messages)
         with self._lock:
-            return self._transform(messages, model, window, system, tools)
+            call = self._prepare(messages, model, window, system, tools)
+            if call.done is not None:
+                return call.done
+        compaction = None
+        if call.needs_compaction:
+            compaction = self._compact_sync(call)
+        return self._finish(call, compaction)
 
-    def _transform(
+    async def atransform(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TransformResult:
+        """:meth:`transform` for async code. The layers are CPU-only and short, so they run
+        inline; a compaction awaits the compactor's ``acompact`` when it has one (else runs its
+        ``compact`` in a worker thread)."""
+        _check_sequence(messages)
+        with self._lock:
+            call = self._prepare(messages, model, window, system, tools)
+            if call.done is not None:
+                return call.done
+        compaction = None
+        if call.needs_compaction:
+            acompact = getattr(self.compactor, "acompact", None)
+            if acompact is not None and asyncio.iscoroutinefunction(acompact):
+                compaction = await acompact(call.current, **self._compact_kwargs(call))
+            else:
+                compaction = await asyncio.to_thread(self._compact_sync, call)
+        return self._finish(call, compaction)
+
+    def _prepare(
         self,
         messages: Sequence[Message],
         model: str | None,
         window: int | None,
         system: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
-    ) -> TransformResult:
+    ) -> _Call:
+        """Everything up to compaction: the lossless layers (and, when nothing else is
+        needed, the window: then ``done`` is the result)."""
         counter = self.counter_for(model)
         budget = self.budget_for(model, window)
         msgs = self._with_system(messages, system)
@@ -239,10 +300,11 @@ class Warden:
         user_guard = [get_layer(n).function for n in layer_names("guard", builtin=False)]
         over = budget is not None and view.output_tokens + overhead > budget.trigger
         compactor = self.compactor if self.config.compaction.enabled else None
+        call = _Call(ctx, tokens_before, user_guard)
 
         if not user_lossless and not user_guard and not (over and compactor is not None):
             result, tokens_after = self._pipeline.window(view, ctx, overhead)
-            return TransformResult(
+            call.done = TransformResult(
                 result.messages,
                 tokens_before,
                 tokens_after,
@@ -251,48 +313,68 @@ class Warden:
                 result.newest_truncated,
                 budget,
             )
+            return call
 
         # the general path: your layers and/or compaction, then the window on whole lists
-        events: list[Event] = [e for layer_events in view.events for e in layer_events]
-        current: tuple[Message, ...] = tuple(view.outputs)
+        call.events = [e for layer_events in view.events for e in layer_events]
+        call.current = tuple(view.outputs)
         for layer in user_lossless:
-            current = self._run_user_layer(layer, current, ctx, events)
-        compaction: CompactResult | None = None
-        if budget is not None and compactor is not None:
-            tokens_now = ctx.request_tokens(current)
-            if tokens_now > budget.trigger:
-                compaction = compactor.compact(
-                    current, budget=budget, counter=counter, tools=tools_list, focus=None
+            call.current = self._run_user_layer(layer, call.current, ctx, call.events)
+        call.needs_compaction = (
+            budget is not None
+            and compactor is not None
+            and ctx.request_tokens(call.current) > budget.trigger
+        )
+        return call
+
+    def _compact_kwargs(self, call: _Call) -> dict[str, Any]:
+        assert call.ctx.budget is not None
+        kwargs: dict[str, Any] = dict(
+            budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=None
+        )
+        if _accepts_events(self.compactor):
+            kwargs["events"] = call.compactor_events
+        return kwargs
+
+    def _compact_sync(self, call: _Call) -> CompactResult | None:
+        assert self.compactor is not None
+        return self.compactor.compact(call.current, **self._compact_kwargs(call))
+
+    def _finish(self, call: _Call, compaction: CompactResult | None) -> TransformResult:
+        """Compaction's output (if any), your guard layers, then the sliding window."""
+        ctx, events = call.ctx, call.events
+        events.extend(call.compactor_events)
+        current = call.current
+        if compaction is not None:
+            current = tuple(compaction.new_messages)
+            check_messages(current)
+            if not any(e.kind == "context_compacted" for e in call.compactor_events):
+                emit(
+                    events,
+                    Event(
+                        "context_compacted",
+                        "compaction",
+                        None,
+                        None,
+                        compaction.original_token_count,
+                        compaction.new_token_count,
+                        detail=f"{compaction.strategy}: {compaction.compacted_count} messages "
+                        f"summarised, {compaction.saved_ratio:.0%} saved",
+                        compaction=compaction,
+                    ),
                 )
-                if compaction is not None:
-                    current = tuple(compaction.new_messages)
-                    check_messages(current)
-                    emit(
-                        events,
-                        Event(
-                            "context_compacted",
-                            "compaction",
-                            None,
-                            None,
-                            compaction.original_token_count,
-                            compaction.new_token_count,
-                            detail=f"{compaction.strategy}: {compaction.compacted_count} messages "
-                            f"summarised, {compaction.saved_ratio:.0%} saved",
-                            compaction=compaction,
-                        ),
-                    )
-        for layer in user_guard:
+        for layer in call.user_guard:
             current = self._run_user_layer(layer, current, ctx, events)
         final = sliding_window(current, ctx)
         events.extend(final.events)
         return TransformResult(
             final.messages,
-            tokens_before,
+            call.tokens_before,
             ctx.request_tokens(final.messages),
             tuple(events),
             compaction,
             final.newest_truncated,
-            budget,
+            ctx.budget,
         )
 
     @staticmethod
@@ -305,23 +387,6 @@ class Warden:
         check_messages(result.messages)
         events.extend(result.events)
         return tuple(result.messages)
-
-    async def atransform(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str | None = None,
-        window: int | None = None,
-        system: str | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> TransformResult:
-        """:meth:`transform` for async code. Without a compactor the work is CPU-only and short,
-        so it runs inline; with one (which may call an LLM) it runs in a worker thread."""
-        if self.compactor is None:
-            return self.transform(messages, model=model, window=window, system=system, tools=tools)
-        return await asyncio.to_thread(
-            self.transform, messages, model=model, window=window, system=system, tools=tools
-        )
 
     async def transform_context(
         self, messages: Sequence[Message], signal: Any = None
