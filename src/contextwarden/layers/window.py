@@ -18,9 +18,9 @@ the model asked for a tool): both APIs reject a request ending with them.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import compress
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import compress
 
 from pydantic import BaseModel, ConfigDict, Field
 
