@@ -209,11 +209,15 @@ def openai_to_autogen(dicts: Sequence[dict[str, Any]]) -> tuple[str | None, list
                     names[c["id"]] = c["function"]["name"]
                     fcs.append(
                         FunctionCall(
-                            id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
+                            id=c["id"],
+                            name=c["function"]["name"],
+                            arguments=c["function"]["arguments"],
                         )
                     )
                 out.append(
-                    AssistantMessage(content=fcs, thought=text_of(content) or None, source="assistant")
+                    AssistantMessage(
+                        content=fcs, thought=text_of(content) or None, source="assistant"
+                    )
                 )
             else:
                 out.append(AssistantMessage(content=text_of(content), source="assistant"))

@@ -251,7 +251,9 @@ def generated_history(n: int, seed: int = 7) -> tuple[Message, ...]:
         if rng.random() < 0.25:
             blocks.append(ThinkingBlock(_prose(rng, rng.randint(40, 300))))
         blocks.append(TextBlock(_prose(rng, rng.randint(8, 60))))
-        command = f"grep -rn '{rng.choice(_WORDS)}' src/{rng.choice(_WORDS)} | head -{rng.randint(5, 80)}"
+        command = (
+            f"grep -rn '{rng.choice(_WORDS)}' src/{rng.choice(_WORDS)} | head -{rng.randint(5, 80)}"
+        )
         blocks.append(ToolCallBlock(cid, "bash", json.dumps({"command": command})))
         out.append(Message("assistant", tuple(blocks)))
         chars = min(20_000, int(rng.lognormvariate(7.1, 1.0)))

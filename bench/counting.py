@@ -132,7 +132,7 @@ def run(opts: Options) -> dict[str, Any]:
     def rate(total: int, samples: list[float]) -> float:
         return total / min(samples)
 
-    text = {
+    text: dict[str, Any] = {
         "strings": len(texts),
         "characters": chars,
         "tokens_contextwarden": ours_total,
@@ -167,7 +167,7 @@ def run(opts: Options) -> dict[str, Any]:
         cold.append(time_call(counter.count_messages, msgs)[0])
         warm.extend(time_call(counter.count_messages, msgs)[0] for _ in range(20))
         tik.append(time_call(_count_all, list(_texts(msgs)), tik_count)[0])
-    recount = {
+    recount: dict[str, Any] = {
         "messages": n,
         "tokens": ExactCounter("o200k_base").count_messages(history),
         "cold": stats_ms(cold),

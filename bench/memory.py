@@ -1,7 +1,8 @@
 """Memory: peak RSS of transforming the 3,000-message history, each case in a fresh process.
 
-Each case runs ``python -m bench.memory --child CASE`` and reports ``ru_maxrss`` (peak resident
-set size of that process) and tracemalloc's peak of Python allocations during the call:
+Each case runs ``python -m bench.memory --child CASE`` and reports the peak resident set size
+of that process (``VmHWM``; ``ru_maxrss`` where there is no /proc) and tracemalloc's peak of
+Python allocations during the call:
 
 * ``baseline``: build the history and load the tokenizer, transform nothing;
 * ``lossless+window``: the same, then one cold ``Warden.transform`` (a 128k window);
@@ -34,7 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _peak_mib() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes)
+    """This process's peak RSS in MiB. Linux's ``VmHWM`` first: ``ru_maxrss`` survives
+    ``execve``, so a child started by a big parent would report the parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    # ru_maxrss is in KiB on Linux, bytes on macOS
     scale = 1 / 1024 if sys.platform != "darwin" else 1 / 1024 / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 

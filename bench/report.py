@@ -87,8 +87,12 @@ def _plot(path: Path, draw: Callable[[Any], None]) -> str | None:
 def _plot_overhead(data: Json, img: Path) -> str | None:
     def draw(ax: Any) -> None:
         styles = {"real": "-", "generated": "--"}
-        colors = {("lossless+window", "cold"): "#1f77b4", ("lossless+window", "warm"): "#2ca02c",
-                  ("full", "cold"): "#9467bd", ("full", "warm"): "#d62728"}
+        colors = {
+            ("lossless+window", "cold"): "#1f77b4",
+            ("lossless+window", "warm"): "#2ca02c",
+            ("full", "cold"): "#9467bd",
+            ("full", "warm"): "#d62728",
+        }
         for (setup, phase), color in colors.items():
             for kind, style in styles.items():
                 cells = [r for r in data["rows"] if r["kind"] == kind and r["setup"] == setup]
@@ -147,7 +151,14 @@ def _plot_savings(data: Json, img: Path) -> str | None:
         width = 0.8 / len(configs)
         for k, name in enumerate(configs):
             ys = [
-                next((a["saved_ratio"] * 100 for a in aggs if a["window"] == w and a["config"] == name), 0)
+                next(
+                    (
+                        a["saved_ratio"] * 100
+                        for a in aggs
+                        if a["window"] == w and a["config"] == name
+                    ),
+                    0,
+                )
                 for w in windows
             ]
             ax.bar([i + k * width for i in range(len(windows))], ys, width, label=name)
@@ -171,7 +182,12 @@ def _plot_retention(data: Json, img: Path) -> str | None:
         facts = data["facts"]
         width = 0.8 / len(facts)
         for k, fact in enumerate(facts):
-            ax.bar([i + k * width for i in range(len(rows))], [r[fact] * 100 for r in rows], width, label=fact)
+            ax.bar(
+                [i + k * width for i in range(len(rows))],
+                [r[fact] * 100 for r in rows],
+                width,
+                label=fact,
+            )
         ax.set_xticks([i + width * (len(facts) - 1) / 2 for i in range(len(rows))])
         ax.set_xticklabels([r["who"] for r in rows], rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("facts surviving verbatim (%)")
@@ -186,7 +202,9 @@ def _cell(rows: Sequence[Json], **match: Any) -> Json | None:
     return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
 
 
-def _targets(ov: Json | None, cnt: Json | None, pe: Json | None, sv: Json | None, rt: Json | None) -> str:
+def _targets(
+    ov: Json | None, cnt: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
+) -> str:
     rows: list[list[str]] = []
     if ov:
         kind = "real" if any(r["kind"] == "real" for r in ov["rows"]) else "generated"
@@ -194,47 +212,91 @@ def _targets(ov: Json | None, cnt: Json | None, pe: Json | None, sv: Json | None
         f = _cell(ov["rows"], kind=kind, setup="full", messages=1_000)
         if c:
             p50 = c["warm"]["p50_ms"]
-            rows.append(["warm transform < 1 ms at 1,000 messages (lossless layers + window)",
-                         f"p50 {_ms(p50)}, p95 {_ms(c['warm']['p95_ms'])} ({kind})", _verdict(p50 < 1)])
+            rows.append(
+                [
+                    "warm transform < 1 ms at 1,000 messages (lossless layers + window)",
+                    f"p50 {_ms(p50)}, p95 {_ms(c['warm']['p95_ms'])} ({kind})",
+                    _verdict(p50 < 1),
+                ]
+            )
         if f:
             p50 = f["warm"]["p50_ms"]
-            rows.append(["the same with the compaction engine on",
-                         f"p50 {_ms(p50)}, p95 {_ms(f['warm']['p95_ms'])} ({kind})", _verdict(p50 < 1)])
+            rows.append(
+                [
+                    "the same with the compaction engine on",
+                    f"p50 {_ms(p50)}, p95 {_ms(f['warm']['p95_ms'])} ({kind})",
+                    _verdict(p50 < 1),
+                ]
+            )
     if pe:
         kind = "real" if any(r["kind"] == "real" for r in pe["latency"]) else "generated"
         for peer in ("trim_messages", "trim_messages (cached counter)"):
             r = _cell(pe["latency"], kind=kind, messages=1_000, peer=peer)
             if r:
-                rows.append([f">= 100x faster than `{peer}` at 1,000 messages (warm)",
-                             f"x{r['ratio_vs_warm']:,.0f} ({_ms(r['latency']['p50_ms'])} vs warm)",
-                             _verdict(r["ratio_vs_warm"] >= 100)])
+                rows.append(
+                    [
+                        f">= 100x faster than `{peer}` at 1,000 messages (warm)",
+                        f"x{r['ratio_vs_warm']:,.0f} ({_ms(r['latency']['p50_ms'])} vs warm)",
+                        _verdict(r["ratio_vs_warm"] >= 100),
+                    ]
+                )
     if cnt:
         ratio = cnt["text"]["speed_ratio_vs_tiktoken"]
-        rows.append(["counting at least as fast as tiktoken (same vocabulary, same text)",
-                     f"x{ratio:.2f} ({cnt['text']['contextwarden_tokens_per_s'] / 1e6:.2f} vs "
-                     f"{cnt['text']['tiktoken_tokens_per_s'] / 1e6:.2f} M tokens/s)", _verdict(ratio >= 1)])
+        rows.append(
+            [
+                "counting at least as fast as tiktoken (same vocabulary, same text)",
+                f"x{ratio:.2f} ({cnt['text']['contextwarden_tokens_per_s'] / 1e6:.2f} vs "
+                f"{cnt['text']['tiktoken_tokens_per_s'] / 1e6:.2f} M tokens/s)",
+                _verdict(ratio >= 1),
+            ]
+        )
     if sv and sv.get("by_source"):
         full = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="+summaries")
         mask = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="mask")
         if full:
-            rows.append([">= 60% cumulative input tokens cut at 32k (mini-swe-agent)",
-                         _pct(full["saved_ratio"]), _verdict(full["saved_ratio"] >= 0.6)])
+            rows.append(
+                [
+                    ">= 60% cumulative input tokens cut at 32k (mini-swe-agent)",
+                    _pct(full["saved_ratio"]),
+                    _verdict(full["saved_ratio"] >= 0.6),
+                ]
+            )
         if mask:
-            rows.append(["observation masking alone about 40% (same)", _pct(mask["saved_ratio"]),
-                         "reference"])
-        guarded = [a for a in sv["by_source"] if a["source"] == "all" and a["config"] in ("+window", "+summaries")]
+            rows.append(
+                [
+                    "observation masking alone about 40% (same)",
+                    _pct(mask["saved_ratio"]),
+                    "reference",
+                ]
+            )
+        guarded = [
+            a
+            for a in sv["by_source"]
+            if a["source"] == "all" and a["config"] in ("+window", "+summaries")
+        ]
         if guarded:
             calls = sum(a["calls"] for a in guarded)
             bad = sum(a["structurally_invalid"] + a["over_window_with"] for a in guarded)
-            rows.append(["100% valid requests (every call of every recording, every window; "
-                         "+window and +summaries)", f"{calls - bad:,} / {calls:,}", _verdict(bad == 0)])
+            rows.append(
+                [
+                    "100% valid requests (every call of every recording, every window; "
+                    "+window and +summaries)",
+                    f"{calls - bad:,} / {calls:,}",
+                    _verdict(bad == 0),
+                ]
+            )
     if rt and rt.get("summary"):
         for who in ("+window", "+summaries"):
             s = _cell(rt["summary"], who=who, window="all")
             if s:
                 ok = s["task"] == 1 and s["pinned"] == 1
-                rows.append([f"100% survival of pinned and task facts ({who})",
-                             f"task {_pct(s['task'])}, pinned {_pct(s['pinned'])}", _verdict(ok)])
+                rows.append(
+                    [
+                        f"100% survival of pinned and task facts ({who})",
+                        f"task {_pct(s['task'])}, pinned {_pct(s['pinned'])}",
+                        _verdict(ok),
+                    ]
+                )
     if not rows:
         return "No results yet: run `python -m bench`."
     return _table(["target", "measured", "verdict"], rows)
@@ -242,14 +304,27 @@ def _targets(ov: Json | None, cnt: Json | None, pe: Json | None, sv: Json | None
 
 def _overhead_section(ov: Json, img: str | None) -> str:
     rows = [
-        [r["kind"], r["setup"], f"{r['messages']:,}", _num(r["tokens_before"]), _num(r["tokens_after"]),
-         _ms(r["cold"]["p50_ms"]), _ms(r["cold"]["p95_ms"]), _ms(r["warm"]["p50_ms"]),
-         _ms(r["warm"]["p95_ms"]), _ms(r["warm_user"]["p50_ms"])]
+        [
+            r["kind"],
+            r["setup"],
+            f"{r['messages']:,}",
+            _num(r["tokens_before"]),
+            _num(r["tokens_after"]),
+            _ms(r["cold"]["p50_ms"]),
+            _ms(r["cold"]["p95_ms"]),
+            _ms(r["warm"]["p50_ms"]),
+            _ms(r["warm"]["p95_ms"]),
+            _ms(r["warm_user"]["p50_ms"]),
+        ]
         for r in ov["rows"]
     ]
     slopes = [
-        [s["kind"], s["setup"], "–" if s["cold"] is None else f"{s['cold']:.2f}",
-         "–" if s["warm"] is None else f"{s['warm']:.2f}"]
+        [
+            s["kind"],
+            s["setup"],
+            "–" if s["cold"] is None else f"{s['cold']:.2f}",
+            "–" if s["warm"] is None else f"{s['warm']:.2f}",
+        ]
         for s in ov["scaling_exponents"]
     ]
     out = [
@@ -260,8 +335,21 @@ def _overhead_section(ov: Json, img: str | None) -> str:
         "history plus the agent's next step (the recorded assistant message and its tool result). "
         "*+1 user msg*: one user message appended per call. `full` adds the compaction engine.",
         "",
-        _table(["history", "setup", "messages", "tokens in", "tokens out", "cold p50", "cold p95",
-                "warm p50", "warm p95", "+1 user msg p50"], rows),
+        _table(
+            [
+                "history",
+                "setup",
+                "messages",
+                "tokens in",
+                "tokens out",
+                "cold p50",
+                "cold p95",
+                "warm p50",
+                "warm p95",
+                "+1 user msg p50",
+            ],
+            rows,
+        ),
         "",
         "Scaling exponents (log-log slope of p50 on length; 1.0 = linear):",
         "",
@@ -275,25 +363,39 @@ def _overhead_section(ov: Json, img: str | None) -> str:
 def _counting_section(c: Json) -> str:
     t, r, load = c["text"], c["recount"], c["vocabulary_load"]
     rows = [
-        ["contextwarden `ExactCounter.count_text`", f"{t['contextwarden_tokens_per_s'] / 1e6:.2f} M", _num(t["tokens_contextwarden"])],
-        ["tiktoken `encode_ordinary`", f"{t['tiktoken_tokens_per_s'] / 1e6:.2f} M", _num(t["tokens_tiktoken"])],
-        ["chars/4 heuristic (reference)", f"{t['heuristic_tokens_per_s'] / 1e6:,.0f} M", _num(t["tokens_heuristic"])],
+        [
+            "contextwarden `ExactCounter.count_text`",
+            f"{t['contextwarden_tokens_per_s'] / 1e6:.2f} M",
+            _num(t["tokens_contextwarden"]),
+        ],
+        [
+            "tiktoken `encode_ordinary`",
+            f"{t['tiktoken_tokens_per_s'] / 1e6:.2f} M",
+            _num(t["tokens_tiktoken"]),
+        ],
+        [
+            "chars/4 heuristic (reference)",
+            f"{t['heuristic_tokens_per_s'] / 1e6:,.0f} M",
+            _num(t["tokens_heuristic"]),
+        ],
     ]
-    return "\n".join([
-        "## 2. Token counting",
-        "",
-        f"{t['strings']:,} real texts ({t['characters']:,} characters), one string at a time, "
-        f"{c['encoding']}, best of the passes. Totals equal: **{t['equal']}**.",
-        "",
-        _table(["counter", "tokens/s", "tokens"], rows),
-        "",
-        f"Recounting an unchanged {r['messages']:,}-message history ({_num(r['tokens'])} tokens): cold "
-        f"{_ms(r['cold']['p50_ms'])}, unchanged {_ms(r['warm']['p50_ms'])} (x{r['speedup_warm_vs_cold']:,.0f}; "
-        f"tiktoken recounts everything: {_ms(r['tiktoken_each_time']['p50_ms'])}, "
-        f"x{r['speedup_warm_vs_tiktoken']:,.0f}). Vocabulary load in a fresh process: contextwarden "
-        f"{_ms(None if load['contextwarden_s'] is None else load['contextwarden_s'] * 1e3)}, tiktoken "
-        f"{_ms(None if load['tiktoken_s'] is None else load['tiktoken_s'] * 1e3)}.",
-    ])
+    return "\n".join(
+        [
+            "## 2. Token counting",
+            "",
+            f"{t['strings']:,} real texts ({t['characters']:,} characters), one string at a time, "
+            f"{c['encoding']}, best of the passes. Totals equal: **{t['equal']}**.",
+            "",
+            _table(["counter", "tokens/s", "tokens"], rows),
+            "",
+            f"Recounting an unchanged {r['messages']:,}-message history ({_num(r['tokens'])} tokens): cold "
+            f"{_ms(r['cold']['p50_ms'])}, unchanged {_ms(r['warm']['p50_ms'])} (x{r['speedup_warm_vs_cold']:,.0f}; "
+            f"tiktoken recounts everything: {_ms(r['tiktoken_each_time']['p50_ms'])}, "
+            f"x{r['speedup_warm_vs_tiktoken']:,.0f}). Vocabulary load in a fresh process: contextwarden "
+            f"{_ms(None if load['contextwarden_s'] is None else load['contextwarden_s'] * 1e3)}, tiktoken "
+            f"{_ms(None if load['tiktoken_s'] is None else load['tiktoken_s'] * 1e3)}.",
+        ]
+    )
 
 
 def _peers_section(p: Json, img: str | None) -> str:
@@ -305,11 +407,19 @@ def _peers_section(p: Json, img: str | None) -> str:
         row = [name]
         for n in lengths:
             r = _cell(p["latency"], kind=kind, messages=n, peer=name)
-            row.append("–" if r is None else f"{_ms(r['latency']['p50_ms'])} (x{r['ratio_vs_warm']:,.0f})")
+            row.append(
+                "–" if r is None else f"{_ms(r['latency']['p50_ms'])} (x{r['ratio_vs_warm']:,.0f})"
+            )
         lat_rows.append(row)
     val_rows = [
-        [s["peer"], str(s["cases"]), _pct(s["valid_rate"]), _pct(s["task_kept_rate"]),
-         _pct(s["within_window_rate"]), _num(s["mean_tokens"])]
+        [
+            s["peer"],
+            str(s["cases"]),
+            _pct(s["valid_rate"]),
+            _pct(s["task_kept_rate"]),
+            _pct(s["within_window_rate"]),
+            _num(s["mean_tokens"]),
+        ]
         for s in p["validity_summary"]
     ]
     out = [
@@ -332,22 +442,34 @@ def _peers_section(p: Json, img: str | None) -> str:
             "",
             _table(["peer", "cases", "valid", "task kept", "fits window", "mean tokens"], val_rows),
         ]
-    fails = [v for v in p["validity"] if v["peer"].startswith("trim_messages") and v["source"] == "mini-swe-agent"]
-    only_system = sum(1 for v in fails if v["peer"] == "trim_messages" and v["roles_head"] == ["system"])
-    no_start = [v for v in fails if v["peer"] == "trim_messages (no start_on)"]
-    if fails:
+    trim = [
+        v
+        for v in p["validity"]
+        if v["source"] == "mini-swe-agent"
+        and v["peer"] in ("trim_messages", "trim_messages (cached counter)")
+    ]
+    no_start = [
+        v
+        for v in p["validity"]
+        if v["source"] == "mini-swe-agent" and v["peer"] == "trim_messages (no start_on)"
+    ]
+    if trim:
+        only_system = sum(1 for v in trim if v["roles_head"] == ["system"])
         orphan = sum(1 for v in no_start if v["orphans"])
         lost = sum(1 for v in no_start if not v["task_kept"])
         example = next((v["problems"][0] for v in no_start if v["problems"]), None)
         out += [
             "",
+            "`trim_messages` (uncached counter) gives the same output as its cached-counter row (same "
+            "counts), so the validity sweep runs it once; likewise contextwarden cold and warm.",
+            "",
             "**`trim_messages` on an agent history.** An agent history has one user message (the task) "
-            "followed by hundreds of assistant/tool turns. With `start_on=\"human\"` (the docs' recipe) "
+            'followed by hundreds of assistant/tool turns. With `start_on="human"` (the docs\' recipe) '
             "the trimmed tail must start at a human message, and the only one is the task at the very "
-            f"beginning, so the request is the system message alone in {only_system} of "
-            f"{sum(1 for v in fails if v['peer'] == 'trim_messages')} mini-swe-agent cases: valid, but the "
-            "model is asked nothing. Without `start_on`, the tail starts wherever the budget falls: "
-            f"an orphan tool message in {orphan} of {len(no_start)} cases and the task dropped in {lost}"
+            f"beginning, so the request is the system message alone in {only_system} of {len(trim)} "
+            "mini-swe-agent cases: valid, but the model is asked nothing. Without `start_on`, the tail "
+            f"starts wherever the budget falls: an orphan tool message in {orphan} of {len(no_start)} "
+            f"cases and the task dropped in {lost}"
             + (f" (for example: `{example}`)." if example else "."),
         ]
     if p.get("skipped"):
@@ -358,13 +480,21 @@ def _peers_section(p: Json, img: str | None) -> str:
 def _savings_section(s: Json, img: str | None) -> str:
     rows = []
     for a in s["by_source"]:
-        rows.append([
-            a["source"], f"{a['window'] // 1000}k", a["config"], _num(a["input_without"]), _num(a["input_with"]),
-            _pct(a["saved_ratio"]), _num(a["final_without"]), _num(a["final_with"]),
-            f"${a['cost_without']:.2f} → ${a['cost_with']:.2f}",
-            f"{a['structurally_invalid']}/{a['over_window_with']}",
-        ])
-    per = {}
+        rows.append(
+            [
+                a["source"],
+                f"{a['window'] // 1000}k",
+                a["config"],
+                _num(a["input_without"]),
+                _num(a["input_with"]),
+                _pct(a["saved_ratio"]),
+                _num(a["final_without"]),
+                _num(a["final_with"]),
+                f"${a['cost_without']:.2f} → ${a['cost_with']:.2f}",
+                f"{a['structurally_invalid']}/{a['over_window_with']}",
+            ]
+        )
+    per: dict[str, dict[int, float]] = {}
     for r in s["rows"]:
         if r["config"] == "+summaries":
             per.setdefault(r["trajectory"], {})[r["window"]] = r["saved_ratio"]
@@ -381,8 +511,21 @@ def _savings_section(s: Json, img: str | None) -> str:
         "each recording's model's list input price. *invalid* = structurally invalid / over the window "
         "(the lossless-only configurations do not guard the window).",
         "",
-        _table(["recordings", "window", "config", "input without", "input with", "saved", "final without",
-                "final with", "input cost", "invalid"], rows),
+        _table(
+            [
+                "recordings",
+                "window",
+                "config",
+                "input without",
+                "input with",
+                "saved",
+                "final without",
+                "final with",
+                "input cost",
+                "invalid",
+            ],
+            rows,
+        ),
         "",
         "Per recording, `+summaries`, cumulative input saved:",
         "",
@@ -427,37 +570,54 @@ def _retention_section(r: Json, img: str | None) -> str:
 
 def _memory_section(m: Json) -> str:
     rows = [
-        [r["case"], f"{r.get('peak_rss_mib', 0):.1f}", "–" if "added_peak_rss_mib" not in r else f"{r['added_peak_rss_mib']:+.1f}",
-         "–" if r.get("tracemalloc_peak_mib") is None else f"{r['tracemalloc_peak_mib']:.1f}"]
+        [
+            r["case"],
+            f"{r.get('peak_rss_mib', 0):.1f}",
+            "–" if "added_peak_rss_mib" not in r else f"{r['added_peak_rss_mib']:+.1f}",
+            "–" if r.get("tracemalloc_peak_mib") is None else f"{r['tracemalloc_peak_mib']:.1f}",
+        ]
         for r in m["rows"]
         if "error" not in r
     ]
-    return "\n".join([
-        "## 6. Memory",
-        "",
-        f"Peak RSS (`ru_maxrss`) of a fresh process per case, {m['messages']:,}-message history; the "
-        "added figure is the case's peak over its baseline; tracemalloc counts Python allocations of "
-        "the call only (not the Rust tokenizer's).",
-        "",
-        _table(["case", "peak RSS (MiB)", "added (MiB)", "tracemalloc peak (MiB)"], rows),
-    ])
+    return "\n".join(
+        [
+            "## 6. Memory",
+            "",
+            f"Peak RSS (`VmHWM`) of a fresh process per case, {m['messages']:,}-message history; the "
+            "added figure is the case's peak over its baseline; tracemalloc counts Python allocations of "
+            "the call only (not the Rust tokenizer's).",
+            "",
+            _table(["case", "peak RSS (MiB)", "added (MiB)", "tracemalloc peak (MiB)"], rows),
+        ]
+    )
 
 
 def _proxy_section(p: Json) -> str:
     rows = []
     for name, sc in p.get("scenarios", {}).items():
         added = sc.get("added_ms", {})
-        rows.append([name, _ms(added.get("ttfb_p50")), _ms(added.get("ttfb_p99")),
-                     _ms(added.get("total_p50")), _ms(added.get("total_p99"))])
+        rows.append(
+            [
+                name,
+                _ms(added.get("ttfb_p50")),
+                _ms(added.get("ttfb_p99")),
+                _ms(added.get("total_p50")),
+                _ms(added.get("total_p99")),
+            ]
+        )
     cfg = p.get("config", {})
-    return "\n".join([
-        "## 7. Proxy under load (`bench/proxy_load.py`)",
-        "",
-        f"{cfg.get('clients', '?')} concurrent streaming clients x {cfg.get('requests_per_client', '?')} requests "
-        "on loopback; latency the proxy adds over direct calls to the fake upstream:",
-        "",
-        _table(["scenario", "added TTFB p50", "TTFB p99", "added total p50", "total p99"], rows),
-    ])
+    return "\n".join(
+        [
+            "## 7. Proxy under load (`bench/proxy_load.py`)",
+            "",
+            f"{cfg.get('clients', '?')} concurrent streaming clients x {cfg.get('requests_per_client', '?')} requests "
+            "on loopback; latency the proxy adds over direct calls to the fake upstream:",
+            "",
+            _table(
+                ["scenario", "added TTFB p50", "TTFB p99", "added total p50", "total p99"], rows
+            ),
+        ]
+    )
 
 
 def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
@@ -466,7 +626,9 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     ov, cnt, pe = _load(results, "overhead"), _load(results, "counting"), _load(results, "peers")
     sv, rt, mem = _load(results, "savings"), _load(results, "retention"), _load(results, "memory")
     px = _load(results, "proxy_load")
-    env = next((d["environment"] for d in (ov, cnt, pe, sv, rt, mem) if d and "environment" in d), None)
+    env = next(
+        (d["environment"] for d in (ov, cnt, pe, sv, rt, mem) if d and "environment" in d), None
+    )
     parts = [
         "# Benchmarks",
         "",
@@ -484,7 +646,8 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
             f"`{env['commit']}`, {env['date']}; load average at the time "
             f"{', '.join(f'{x:.1f}' for x in env.get('load_average') or [])} (other work on the machine "
             "inflates the timings, never the token figures). Packages: "
-            + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v) + ".",
+            + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v)
+            + ".",
         ]
     parts += ["", "## Targets", "", _targets(ov, cnt, pe, sv, rt)]
     if ov:

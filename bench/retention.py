@@ -94,7 +94,9 @@ def plant(name: str, messages: Sequence[Message]) -> tuple[tuple[Message, ...], 
                         ToolCallBlock(
                             f"{facts['early_edit']}-call",
                             shell,
-                            json.dumps({"command": f"sed -i 's/DEBUG = True/DEBUG = False/' {path}"}),
+                            json.dumps(
+                                {"command": f"sed -i 's/DEBUG = True/DEBUG = False/' {path}"}
+                            ),
                         ),
                     ),
                 ),
@@ -159,9 +161,7 @@ def plant(name: str, messages: Sequence[Message]) -> tuple[tuple[Message, ...], 
         out[at:at] = new
     task_at = next(i for i, m in enumerate(out) if m.role == "user")
     first = out[task_at]
-    constraint = (
-        f"\n\nHard constraint: the public function name {facts['task']} must not change."
-    )
+    constraint = f"\n\nHard constraint: the public function name {facts['task']} must not change."
     out[task_at] = first.replace(content=(*first.content, TextBlock(constraint)))
     return tuple(out), facts
 
@@ -241,7 +241,9 @@ def run(opts: Options) -> dict[str, Any]:
     summary: list[dict[str, Any]] = []
     for who in whos:
         for window in [*opts.windows, None]:
-            cells = [r for r in rows if r["who"] == who and (window is None or r["window"] == window)]
+            cells = [
+                r for r in rows if r["who"] == who and (window is None or r["window"] == window)
+            ]
             if not cells:
                 continue
             summary.append(

@@ -34,7 +34,7 @@ from contextwarden._replay import provider_for, replay
 from ._common import MODEL, Options, write_result
 from ._data import RealTrajectory, have_real_data, real_trajectories
 
-__all__ = ["CONFIGS", "config", "model_for", "run"]
+__all__ = ["ALL_CONFIGS", "CONFIGS", "EXTRA_CONFIGS", "config", "model_for", "run"]
 
 _OFF = {"enabled": False}
 #: The ablation, as WardenConfig overrides (each adds one layer to the one before).
@@ -45,11 +45,23 @@ CONFIGS: Mapping[str, Mapping[str, Any]] = {
     "+window": {"compaction": _OFF},
     "+summaries": {},
 }
+#: Outside the chain: masking plus thinking stripped even inside the current tool loop
+#: (``keep_current_turn=false``). A one-user-message agent run is a single turn, so the
+#: default keeps all its thinking; this shows what the providers' rule costs there.
+EXTRA_CONFIGS: Mapping[str, Mapping[str, Any]] = {
+    "mask+thinking(any turn)": {
+        "truncate": _OFF,
+        "window": _OFF,
+        "compaction": _OFF,
+        "thinking": {"keep_current_turn": False},
+    },
+}
+ALL_CONFIGS: Mapping[str, Mapping[str, Any]] = {**CONFIGS, **EXTRA_CONFIGS}
 
 
 def config(name: str) -> WardenConfig:
     """The :class:`WardenConfig` of ablation step ``name``."""
-    return WardenConfig.model_validate(dict(CONFIGS[name]))
+    return WardenConfig.model_validate(dict(ALL_CONFIGS[name]))
 
 
 def model_for(traj: RealTrajectory) -> str:
@@ -76,9 +88,7 @@ def _one(task: tuple[int, int, str]) -> dict[str, Any]:
         provider=provider_for(traj.format),
     )
     calls = report.calls
-    structural = sum(
-        1 for c in calls if any("window" not in p for p in c.problems)
-    )
+    structural = sum(1 for c in calls if any("window" not in p for p in c.problems))
     totals = report.totals
     return {
         "trajectory": traj.name,
@@ -106,16 +116,12 @@ def _one(task: tuple[int, int, str]) -> dict[str, Any]:
 
 
 def _tasks(opts: Options, trajs: tuple[RealTrajectory, ...]) -> list[tuple[int, int, str]]:
-    tasks = [
-        (i, w, name)
-        for i in range(len(trajs))
-        for w in opts.windows
-        for name in CONFIGS
-    ]
+    tasks = [(i, w, name) for i in range(len(trajs)) for w in opts.windows for name in ALL_CONFIGS]
+
     # the slow cells first (long recordings, summaries, small windows) so workers finish together
     def cost(t: tuple[int, int, str]) -> float:
         heavy = 20.0 if t[2] == "+summaries" else 1.0
-        return len(trajs[t[0]].messages) * heavy * (64_000 / t[1]) ** 0.5
+        return float(len(trajs[t[0]].messages) * heavy * (64_000 / t[1]) ** 0.5)
 
     return sorted(tasks, key=cost, reverse=True)
 
@@ -145,7 +151,7 @@ def _aggregate(rows: list[dict[str, Any]], source: str | None) -> list[dict[str,
     out: list[dict[str, Any]] = []
     windows = sorted({r["window"] for r in rows})
     for window in windows:
-        for name in CONFIGS:
+        for name in ALL_CONFIGS:
             cells = [
                 r
                 for r in rows
@@ -175,7 +181,8 @@ def _aggregate(rows: list[dict[str, Any]], source: str | None) -> list[dict[str,
                     "structurally_invalid": sum(r["structurally_invalid"] for r in cells),
                     "over_window_with": sum(r["over_window_with"] for r in cells),
                     "valid_rate": 1
-                    - sum(r["invalid_requests"] for r in cells) / max(1, sum(r["calls"] for r in cells)),
+                    - sum(r["invalid_requests"] for r in cells)
+                    / max(1, sum(r["calls"] for r in cells)),
                 }
             )
     return out
@@ -192,13 +199,15 @@ def run(opts: Options) -> dict[str, Any]:
         trajs = tuple(t for t in trajs if t.format == "mini-swe-agent")[:2]
         keep = {t.name for t in trajs}
         index = [i for i, t in enumerate(real_trajectories()) if t.name in keep]
-        tasks = [(i, w, n) for i in index for w in opts.windows for n in CONFIGS]
+        tasks = [(i, w, n) for i in index for w in opts.windows for n in ALL_CONFIGS]
     else:
         tasks = _tasks(opts, trajs)
     rows = run_cells(opts, _one, tasks, "savings")
-    rows.sort(key=lambda r: (r["source"], r["trajectory"], r["window"], list(CONFIGS).index(r["config"])))
+    rows.sort(
+        key=lambda r: (r["source"], r["trajectory"], r["window"], list(ALL_CONFIGS).index(r["config"]))
+    )
     payload = {
-        "configs": {k: dict(v) for k, v in CONFIGS.items()},
+        "configs": {k: dict(v) for k, v in ALL_CONFIGS.items()},
         "windows": list(opts.windows),
         "rows": rows,
         "by_source": _aggregate(rows, "mini-swe-agent") + _aggregate(rows, None),
