@@ -296,17 +296,22 @@ def test_stats_count_requests_tokens_and_errors(upstream: Upstream, start_proxy:
 
 
 def test_one_json_log_line_per_request_without_secrets(
-    upstream: Upstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+    upstream: Upstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture,
+    request: pytest.FixtureRequest,
 ) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
     caplog.set_level(logging.INFO, logger="contextwarden.proxy")
+    # Listen on the logger itself: a CLI run earlier in the session may have stopped propagation.
+    log = logging.getLogger("contextwarden.proxy")
+    log.addHandler(caplog.handler)
+    request.addfinalizer(lambda: log.removeHandler(caplog.handler))
     body = _chat(5, stream=True)
     body["messages"][1]["content"] = "PROMPT-CONTENT-MARKER"  # type: ignore[index]
     httpx.post(f"{proxy}/v1/chat/completions", json=body,
                headers={"Authorization": f"Bearer {KEY}", "x-api-key": KEY}).read()
     httpx.get(f"{proxy}/v1/models", headers={"api-key": KEY})
-    records = [r for r in caplog.records if r.name == "contextwarden.proxy"]
+    records = list({id(r): r for r in caplog.records if r.name == "contextwarden.proxy"}.values())
     assert len(records) == 2
     chat, models = (json.loads(r.getMessage()) for r in records)
     assert chat["path"] == "/v1/chat/completions" and chat["model"] == "gpt-4o"

@@ -11,7 +11,7 @@ the body is an event stream.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 
 import httpx
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -81,22 +81,26 @@ def error_response(
 
 
 class _UpstreamResponse(StreamingResponse):
-    """Relays an open httpx response. Closes it and calls ``finish`` exactly once: before the end
-    of the body goes out (so a client that read the whole reply finds it in ``/stats`` and the
-    log), or when the client goes away mid-stream."""
+    """Relays an open httpx response. Closes it and calls ``finish`` exactly once, before the end
+    of the body goes out, so a client that has read the whole reply finds it in ``/stats`` and the
+    log; or when the client goes away mid-stream. With a ``Content-Length`` the end is the chunk
+    that completes it (the client stops reading there), else the terminating empty chunk."""
 
     def __init__(
         self,
         upstream: httpx.Response,
-        body: AsyncIterator[bytes],
+        body: AsyncGenerator[bytes, None],
         raw_headers: list[tuple[bytes, bytes]],
         finish: Callable[[], Awaitable[None]],
     ) -> None:
         super().__init__(body, status_code=upstream.status_code)
         self.raw_headers = raw_headers
+        self._body = body
         self._upstream = upstream
         self._finish = finish
         self._finished = False
+        length = upstream.headers.get("content-length", "")
+        self._length = int(length) if length.isdigit() else None
 
     async def _complete(self) -> None:
         if not self._finished:
@@ -106,7 +110,14 @@ class _UpstreamResponse(StreamingResponse):
 
     async def stream_response(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        async for chunk in self.body_iterator:
+        sent = 0
+        async for chunk in self._body:
+            sent += len(chunk)
+            if self._length is not None and sent >= self._length:
+                await self._complete()
+                await send({"type": "http.response.body", "body": chunk, "more_body": False})
+                await self._body.aclose()
+                return
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await self._complete()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -150,7 +161,7 @@ async def forward(
     out_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()]
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
-    async def body() -> AsyncIterator[bytes]:
+    async def body() -> AsyncGenerator[bytes, None]:
         try:
             async for chunk in upstream.aiter_raw():
                 yield chunk
