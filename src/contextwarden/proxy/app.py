@@ -42,7 +42,7 @@ from .errors import Provider, provider_for_path
 from .forward import error_response, forward, request_headers
 from .stats import ProxyStats, RequestRecord
 from .stats import Route as RouteName
-from .transform import Api, BodyWarden, transform_body
+from .transform import Api, BodyOutcome, BodyWarden, transform_body
 from .warden import build_cache, build_warden
 
 __all__ = ["CONFIG_ENV", "app_from_env", "app_stats", "configure_logging", "create_app"]
@@ -153,22 +153,11 @@ class _Proxy:
             body = outcome.body
             record.model, record.stream = outcome.model, outcome.stream
             record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
-            record.compacted, record.skipped = outcome.compacted, outcome.skipped
-            record.strategy = outcome.strategy
+            record.compacted, record.strategy = outcome.compacted, outcome.strategy
+            record.skipped = outcome.skipped
+            record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
             record.transform_ms = (time.perf_counter() - started) * 1000
-            if outcome.warning:
-                record.warning = outcome.warning.split(":", 1)[0]
-                extra["X-Contextwarden-Warning"] = _header_text(outcome.warning)
-            if outcome.skipped:
-                extra["X-Contextwarden-Skipped"] = _header_text(
-                    f"{outcome.skipped}: {outcome.detail}" if outcome.detail else outcome.skipped
-                )
-            else:
-                extra["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
-                extra["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
-                extra["X-Contextwarden-Compacted"] = str(outcome.compacted)
-                if outcome.strategy:
-                    extra["X-Contextwarden-Compaction"] = _header_text(outcome.strategy)
+            extra = _outcome_headers(outcome)
         return await forward(
             self.client,
             method=request.method,
@@ -215,6 +204,23 @@ class _AnyMethod:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.handler(Request(scope, receive))
         await response(scope, receive, send)
+
+
+def _outcome_headers(outcome: BodyOutcome) -> dict[str, str]:
+    """The ``X-Contextwarden-*`` response headers describing what the warden did."""
+    headers: dict[str, str] = {}
+    if outcome.warning:
+        headers["X-Contextwarden-Warning"] = _header_text(outcome.warning)
+    if outcome.skipped:
+        reason = f"{outcome.skipped}: {outcome.detail}" if outcome.detail else outcome.skipped
+        headers["X-Contextwarden-Skipped"] = _header_text(reason)
+        return headers
+    headers["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
+    headers["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
+    headers["X-Contextwarden-Compacted"] = str(outcome.compacted)
+    if outcome.strategy:
+        headers["X-Contextwarden-Compaction"] = _header_text(outcome.strategy)
+    return headers
 
 
 def _raw_path(request: Request) -> str:
