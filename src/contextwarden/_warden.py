@@ -34,6 +34,7 @@ from .layers import get_layer, layer_names
 from .layers.base import LayerContext, LayerResult, check_messages
 from .layers.pipeline import Pipeline
 from .layers.window import sliding_window
+from .strategies.memory import REAPPLIED
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
@@ -100,6 +101,9 @@ class _Call:
     events: list[Event] = field(default_factory=list)
     compactor_events: list[Event] = field(default_factory=list)
     needs_compaction: bool = False
+    compactor: CompactionHook | None = None
+    focus: str | None = None
+    force: bool = False
 
 
 def _check_sequence(messages: object) -> None:
@@ -107,14 +111,18 @@ def _check_sequence(messages: object) -> None:
         raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
 
 
-def _accepts_events(compactor: object) -> bool:
-    """Whether ``compactor.compact`` takes an ``events=`` list (the issue-4 Compactor does: its
-    events then join the result's)."""
+def _accepts(compactor: object, name: str) -> bool:
+    """Whether ``compactor.compact`` takes the keyword ``name`` (the issue-4 Compactor takes
+    ``events=`` (its events then join the result's) and ``force=``; a user's hook may not)."""
     try:
         params = inspect.signature(compactor.compact).parameters  # type: ignore[attr-defined]
     except (AttributeError, TypeError, ValueError):
         return False
-    return "events" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _accepts_events(compactor: object) -> bool:
+    return _accepts(compactor, "events")
 
 
 class Warden:
@@ -231,24 +239,74 @@ class Warden:
         window: int | None = None,
         system: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        focus: str | None = None,
+        force_compact: bool = False,
+        allow_compaction: bool = True,
     ) -> TransformResult:
         """The working copy of ``messages`` to send now (see the module docstring).
 
         ``system`` is prepended as a system message unless the history already opens with it;
         ``tools`` (provider tool definitions) count against the budget. ``messages`` is only
-        read. Raises :class:`~contextwarden.FormatError` naming the index of an item that is not
-        a :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
-        without a window.
+        read. ``focus`` is passed to the summarizer (``/compact focus``); ``force_compact`` runs
+        the compactor even under the trigger (the explicit triggers: a command, the marker, the
+        turn count, an API call); ``allow_compaction=False`` skips it (lossless layers and the
+        window only). Raises :class:`~contextwarden.FormatError` naming the index of an item
+        that is not a :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown
+        model without a window.
         """
+        compactor = self.compactor if allow_compaction else None
+        return self._run_sync(messages, model, window, system, tools, compactor, focus, force_compact)
+
+    def _run_sync(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        window: int | None,
+        system: str | None,
+        tools: Sequence[Mapping[str, Any]] | None,
+        compactor: CompactionHook | None,
+        focus: str | None,
+        force: bool,
+    ) -> TransformResult:
         _check_sequence(messages)
         with self._lock:
-            call = self._prepare(messages, model, window, system, tools)
+            call = self._prepare(messages, model, window, system, tools, compactor, focus, force)
             if call.done is not None:
                 return call.done
         compaction = None
         if call.needs_compaction:
             compaction = self._compact_sync(call)
         return self._finish(call, compaction)
+
+    def rebuild(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TransformResult:
+        """Seed 002's recovery after a context overflow: the history is rebuilt as the system
+        prompt with a summary hint, plus the original question (the full-summary strategy,
+        forced, with this warden's summarizer and cache). Without a compactor of ours, the
+        lossless layers and the sliding window do what they can."""
+        from ._compaction import Compactor
+
+        base = self.compactor if isinstance(self.compactor, Compactor) else None
+        cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
+        rebuilder = Compactor(
+            cfg,
+            summarizer=base.summarizer if base is not None else None,
+            cache=base.cache if base is not None else None,
+        )
+        return self._run_sync(messages, model, window, system, tools, rebuilder, None, True)
+
+    def elided(self, result: CompactResult) -> dict[str, tuple[Message, ...]]:
+        """The spans ``result`` elided, by reference, as the compactor saw them (after the
+        lossless layers); empty when the compactor does not remember them."""
+        spans = getattr(self.compactor, "elided", None)
+        return dict(spans(result)) if spans is not None else {}
 
     async def atransform(
         self,
@@ -258,18 +316,24 @@ class Warden:
         window: int | None = None,
         system: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        focus: str | None = None,
+        force_compact: bool = False,
+        allow_compaction: bool = True,
     ) -> TransformResult:
         """:meth:`transform` for async code. The layers are CPU-only and short, so they run
         inline; a compaction awaits the compactor's ``acompact`` when it has one (else runs its
         ``compact`` in a worker thread)."""
         _check_sequence(messages)
+        compactor = self.compactor if allow_compaction else None
         with self._lock:
-            call = self._prepare(messages, model, window, system, tools)
+            call = self._prepare(
+                messages, model, window, system, tools, compactor, focus, force_compact
+            )
             if call.done is not None:
                 return call.done
         compaction = None
         if call.needs_compaction:
-            acompact = getattr(self.compactor, "acompact", None)
+            acompact = getattr(call.compactor, "acompact", None)
             if acompact is not None and asyncio.iscoroutinefunction(acompact):
                 compaction = await acompact(call.current, **self._compact_kwargs(call))
             else:
@@ -283,6 +347,9 @@ class Warden:
         window: int | None,
         system: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
+        compactor: CompactionHook | None = None,
+        focus: str | None = None,
+        force: bool = False,
     ) -> _Call:
         """Everything up to compaction: the lossless layers (and, when nothing else is
         needed, the window: then ``done`` is the result)."""
@@ -299,10 +366,12 @@ class Warden:
         user_lossless = [get_layer(n).function for n in layer_names("lossless", builtin=False)]
         user_guard = [get_layer(n).function for n in layer_names("guard", builtin=False)]
         over = budget is not None and view.output_tokens + overhead > budget.trigger
-        compactor = self.compactor if self.config.compaction.enabled else None
-        call = _Call(ctx, tokens_before, user_guard)
+        if not self.config.compaction.enabled:
+            compactor = None
+        call = _Call(ctx, tokens_before, user_guard, compactor=compactor, focus=focus, force=force)
+        wants_compaction = compactor is not None and budget is not None and (over or force)
 
-        if not user_lossless and not user_guard and not (over and compactor is not None):
+        if not user_lossless and not user_guard and not wants_compaction:
             result, tokens_after = self._pipeline.window(view, ctx, overhead)
             call.done = TransformResult(
                 result.messages,
@@ -323,22 +392,24 @@ class Warden:
         call.needs_compaction = (
             budget is not None
             and compactor is not None
-            and ctx.request_tokens(call.current) > budget.trigger
+            and (force or ctx.request_tokens(call.current) > budget.trigger)
         )
         return call
 
     def _compact_kwargs(self, call: _Call) -> dict[str, Any]:
         assert call.ctx.budget is not None
         kwargs: dict[str, Any] = dict(
-            budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=None
+            budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
         )
-        if _accepts_events(self.compactor):
+        if _accepts_events(call.compactor):
             kwargs["events"] = call.compactor_events
+        if call.force and _accepts(call.compactor, "force"):
+            kwargs["force"] = True
         return kwargs
 
     def _compact_sync(self, call: _Call) -> CompactResult | None:
-        assert self.compactor is not None
-        return self.compactor.compact(call.current, **self._compact_kwargs(call))
+        assert call.compactor is not None
+        return call.compactor.compact(call.current, **self._compact_kwargs(call))
 
     def _finish(self, call: _Call, compaction: CompactResult | None) -> TransformResult:
         """Compaction's output (if any), your guard layers, then the sliding window."""
@@ -348,7 +419,10 @@ class Warden:
         if compaction is not None:
             current = tuple(compaction.new_messages)
             check_messages(current)
-            if not any(e.kind == "context_compacted" for e in call.compactor_events):
+            reapplied = compaction.strategy == REAPPLIED  # an earlier compaction, not a new one
+            if not reapplied and not any(
+                e.kind == "context_compacted" for e in call.compactor_events
+            ):
                 emit(
                     events,
                     Event(

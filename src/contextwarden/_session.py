@@ -1,0 +1,356 @@
+"""Session: the I/O edge around the pure warden (seeds 001, 002, 003).
+
+A session keeps the *original* history append-only in a :class:`SessionStore` (SQLite, WAL) and
+hands the model a *working view* built by the :class:`Warden` before each call. The working view
+may be lossy; the originals never are: every span a compaction elided is stored under its
+reference, ``session.recall(ref)`` returns it verbatim, and :attr:`Session.recall_tool` lets the
+model ask for it.
+
+Triggers (seed 003): tokens over the trigger ratio (inside the warden), the turn count since the
+last compaction (default 200), the model writing ``!!!SUMMARY!!!``, a ``/compact [focus]`` user
+command, and :meth:`Session.compact`. Before a lossy compaction an optional confirmation callback
+is asked (seed 001); on refusal the session drops oldest units, starts fresh, or raises, as
+configured. :meth:`Session.call` implements seed 002's overflow flow: a context-overflow error
+from the provider (or our own check) -> compact -> rebuild as system + summary hint + original
+question -> retry once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ._config import WardenConfig
+from ._events import CompactResult, Event, emit
+from ._exceptions import CompactionRefused, ContextOverflowError
+from ._messages import Message, ToolCallBlock, ToolResultBlock
+from .store.sqlite import SessionStore
+from .strategies.memory import REAPPLIED, stable_key
+
+__all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
+
+T = TypeVar("T")
+
+_COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>.+?))?\s*$", re.DOTALL)
+
+#: Phrases providers use when a request does not fit (OpenAI ``context_length_exceeded``,
+#: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
+_OVERFLOW_RE = re.compile(
+    r"context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|"
+    r"context window|too many tokens|exceeds the (?:maximum|context)|input is too long",
+    re.IGNORECASE,
+)
+
+RECALL_TOOL_NAME = "contextwarden_recall"
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether ``exc`` says the request did not fit the model's context window.
+
+    Recognises our own :class:`ContextOverflowError` and the provider SDKs' 400 errors by their
+    code or message (duck-typed: no SDK import).
+    """
+    if isinstance(exc, ContextOverflowError):
+        return True
+    code = getattr(exc, "code", None)
+    if code == "context_length_exceeded":
+        return True
+    body = getattr(exc, "body", None)
+    text = f"{exc} {json.dumps(body, default=str) if body is not None else ''}"
+    return bool(_OVERFLOW_RE.search(text))
+
+
+@dataclass(frozen=True)
+class ConfirmRequest:
+    """What the confirmation callback is asked about (seed 001)."""
+
+    tokens: int
+    window: int
+    trigger: int
+    reason: str
+
+    def prompt(self) -> str:
+        return (
+            f"The context is at {self.tokens}/{self.window} tokens ({self.reason}). "
+            "Compact the conversation history, keeping the key facts?"
+        )
+
+
+ConfirmCallback = Callable[[ConfirmRequest], bool]
+
+
+class Session:
+    """An agent conversation with its originals kept and its working view managed.
+
+    >>> s = Session(model="gpt-4o", path=":memory:")  # doctest: +SKIP
+    >>> s.append(user("Fix the failing test"))          # doctest: +SKIP
+    >>> request = s.context().messages                  # what to send this call  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        config: WardenConfig | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        path: str | Path | None = None,
+        store: SessionStore | None = None,
+        session_id: str | None = None,
+        summarizer: Any = None,
+        confirm: ConfirmCallback | None = None,
+        warden: Any = None,
+    ) -> None:
+        from ._compaction import Compactor
+        from ._warden import Warden
+
+        self.config = config or WardenConfig()
+        self.model = model or self.config.model
+        self.window = window or self.config.context_window
+        self.system = system
+        self.tools: tuple[Mapping[str, Any], ...] = tuple(tools or ())
+        self.store = store or SessionStore(path)
+        self.id = self.store.create_session(session_id, {"model": self.model})
+        self.confirm = confirm
+        if warden is None:
+            compactor = (
+                Compactor(self.config.compaction, summarizer=summarizer)
+                if self.config.compaction.enabled
+                else None
+            )
+            warden = Warden(self.config, compactor=compactor)
+        self.warden = warden
+        self._messages: list[Message] = self.store.messages(self.id)
+        self._turns_at_compaction = 0
+        self.events: list[Event] = []
+        self.compactions: list[CompactResult] = []
+
+    # -- the original history ----------------------------------------------------------------
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The full original history (never lossy)."""
+        return tuple(self._messages)
+
+    def append(self, *messages: Message) -> None:
+        """Append messages to the original history (persisted before returning)."""
+        for i, m in enumerate(messages):
+            if not isinstance(m, Message):
+                raise TypeError(
+                    f"append() argument {i}: expected a Message, got {type(m).__name__}; "
+                    "use extend_openai()/extend_anthropic() for provider dicts"
+                )
+        self.store.append(self.id, messages)
+        self._messages.extend(messages)
+
+    def extend_openai(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        from .formats import from_openai
+
+        self.append(*from_openai(list(messages)))
+
+    def extend_anthropic(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        from .formats import from_anthropic
+
+        self.append(*from_anthropic(list(messages)))
+
+    @property
+    def turns(self) -> int:
+        """Assistant turns since the last compaction (the seed 003 turn counter)."""
+        total = sum(1 for m in self._messages if m.role == "assistant")
+        return total - self._turns_at_compaction
+
+    # -- the working view --------------------------------------------------------------------
+    def context(self, *, focus: str | None = None) -> Any:
+        """The working view for the next call: a ``TransformResult`` (``.messages`` to send).
+
+        Checks the explicit triggers first (command, marker, turn count); the token trigger
+        lives in the warden. A lossy compaction is confirmed first when a callback is set.
+        """
+        reason, cmd_focus = self._explicit_trigger()
+        force = reason is not None
+        focus = focus or cmd_focus
+        if self.confirm is not None:
+            probe = self.warden.transform(
+                self._messages, model=self.model, window=self.window, system=self.system,
+                tools=self.tools or None, allow_compaction=False,
+            )
+            # the window had to drop or cut: a compaction would run if allowed
+            over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
+            if (force or over) and not self._confirmed(probe, reason or "over the trigger"):
+                return self._on_refusal(probe)
+        result = self.warden.transform(
+            self._messages, model=self.model, window=self.window, system=self.system,
+            tools=self.tools or None, force_compact=force, focus=focus,
+        )
+        self._record(result)
+        return result
+
+    def compact(self, focus: str | None = None) -> CompactResult | None:
+        """Compact now (the API trigger); returns what was done, if anything."""
+        result = self.warden.transform(
+            self._messages, model=self.model, window=self.window, system=self.system,
+            tools=self.tools or None, force_compact=True, focus=focus,
+        )
+        self._record(result)
+        compaction: CompactResult | None = result.compaction
+        return compaction
+
+    def openai_messages(self, *, focus: str | None = None) -> list[dict[str, Any]]:
+        """The working view as OpenAI Chat Completions messages."""
+        from .formats import to_openai
+
+        return to_openai(self.context(focus=focus).messages)
+
+    def anthropic_request(self, *, focus: str | None = None) -> tuple[Any, list[dict[str, Any]]]:
+        """The working view as Anthropic ``(system, messages)``."""
+        from .formats import to_anthropic
+
+        return to_anthropic(self.context(focus=focus).messages)
+
+    # -- seed 002: overflow -> compact -> rebuild -> retry once ------------------------------
+    def call(self, fn: Callable[[list[Message]], T]) -> T:
+        """Call ``fn(working_view)``; on a context overflow, rebuild and retry once."""
+        try:
+            return fn(list(self.context().messages))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            return fn(self._rebuild(exc))
+
+    async def acall(self, fn: Callable[[list[Message]], Awaitable[T]]) -> T:
+        """Async :meth:`call`."""
+        try:
+            return await fn(list(self.context().messages))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            return await fn(self._rebuild(exc))
+
+    def _rebuild(self, exc: BaseException) -> list[Message]:
+        result = self.warden.rebuild(
+            self._messages, model=self.model, window=self.window, system=self.system,
+            tools=self.tools or None,
+        )
+        emit(self.events, Event("warning", "session", detail=f"context overflow, rebuilt: {exc}"))
+        self._record(result)
+        return list(result.messages)
+
+    # -- recall: nothing is lost -------------------------------------------------------------
+    def recall(self, ref: str) -> list[Message]:
+        """The messages a compaction elided under ``ref``, verbatim."""
+        found = self.store.get_elided(ref)
+        if found is None:
+            raise KeyError(f"no elided content under reference {ref!r} in this store")
+        return found
+
+    @property
+    def recall_tool(self) -> dict[str, Any]:
+        """An OpenAI tool definition the model can call to read an elided span back."""
+        return {
+            "type": "function",
+            "function": {
+                "name": RECALL_TOOL_NAME,
+                "description": "Read back, verbatim, earlier conversation content that was "
+                "compacted into a summary. Pass the reference shown in the summary (cw:...).",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"ref": {"type": "string", "description": "The cw:... reference."}},
+                    "required": ["ref"],
+                },
+            },
+        }
+
+    def answer_recall(self, call: ToolCallBlock) -> Message:
+        """The tool message answering a call of :attr:`recall_tool`."""
+        from .formats import to_openai
+
+        ref = call.input.get("ref") if isinstance(call.input, dict) else None
+        try:
+            found = self.recall(str(ref))
+        except KeyError as exc:
+            return Message("tool", (ToolResultBlock(call.id, str(exc.args[0]), is_error=True),))
+        text = json.dumps(to_openai(found), ensure_ascii=False, indent=1)
+        return Message("tool", (ToolResultBlock(call.id, text),))
+
+    # -- internals ---------------------------------------------------------------------------
+    def _explicit_trigger(self) -> tuple[str | None, str | None]:
+        cfg = self.config.compaction
+        last_user = next((m for m in reversed(self._messages) if m.role == "user"), None)
+        if last_user is not None and last_user is self._last_message_of_role("user"):
+            match = _COMPACT_CMD.match(last_user.text)
+            if match and self._messages[-1] is last_user:
+                return "user command /compact", match.group("focus")
+        last_assistant = self._last_message_of_role("assistant")
+        if last_assistant is not None and cfg.summary_marker in last_assistant.text:
+            if self._messages[-1] is last_assistant or self._messages[-1].role == "tool":
+                return f"model wrote {cfg.summary_marker}", None
+        if self.turns >= cfg.turn_threshold:
+            return f"{self.turns} turns since the last compaction", None
+        return None, None
+
+    def _last_message_of_role(self, role: str) -> Message | None:
+        return next((m for m in reversed(self._messages) if m.role == role), None)
+
+    def _confirmed(self, probe: Any, reason: str) -> bool:
+        assert self.confirm is not None
+        ok = bool(self.confirm(ConfirmRequest(
+            probe.tokens_before, probe.budget.window, probe.budget.trigger, reason
+        )))
+        if not ok:
+            emit(self.events, Event("compaction_refused", "session", detail=reason))
+        return ok
+
+    def _on_refusal(self, probe: Any) -> Any:
+        policy = self.config.compaction.on_refusal
+        if policy == "raise":
+            raise CompactionRefused("the confirmation callback declined the compaction")
+        if policy == "new_session":
+            first_user = next((m for m in self._messages if m.role == "user"), None)
+            fresh = [m for m in self._messages if m.role == "system"]
+            if first_user is not None:
+                fresh.append(first_user)
+            if self._messages and self._messages[-1] is not first_user and self._messages[-1].role == "user":
+                fresh.append(self._messages[-1])
+            self.id = self.store.create_session(None, {"model": self.model, "previous": self.id})
+            self.store.append(self.id, fresh)
+            self._messages = fresh
+            self._turns_at_compaction = 0
+            return self.warden.transform(
+                self._messages, model=self.model, window=self.window, system=self.system,
+                tools=self.tools or None, allow_compaction=False,
+            )
+        # drop_oldest: the lossless layers and the sliding window only (no summary)
+        return probe
+
+    def _record(self, result: Any) -> None:
+        self.events.extend(result.events)
+        compaction: CompactResult | None = result.compaction
+        if compaction is None or compaction.strategy == REAPPLIED:
+            return  # a re-applied compaction is not a new one: the turn counter runs on
+        self.compactions.append(compaction)
+        self._turns_at_compaction = sum(1 for m in self._messages if m.role == "assistant")
+        for event in result.events:
+            if event.kind != "context_compacted":
+                continue
+            for ref, span in dict(event.data.get("elided") or {}).items():
+                self.store.put_elided(self.id, ref, self._originals_of(span))
+        self.store.add_event(self.id, "context_compacted", {
+            "strategy": compaction.strategy,
+            "original_tokens": compaction.original_token_count,
+            "new_tokens": compaction.new_token_count,
+            "saved_ratio": compaction.saved_ratio,
+            "compacted_count": compaction.compacted_count,
+            "refs": list(compaction.refs),
+            "summary": compaction.summary,
+        })
+
+    def _originals_of(self, span: Sequence[Message]) -> list[Message]:
+        """The original messages behind ``span`` as the compactor saw it (after masking and
+        thinking-stripping), matched by :func:`stable_key`; an earlier summary message has no
+        original and is kept as it is (its own reference leads further back)."""
+        by_key = {stable_key(m): m for m in self._messages}
+        return [by_key.get(stable_key(m), m) for m in span]

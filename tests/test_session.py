@@ -1,0 +1,225 @@
+"""Session: originals kept in SQLite, triggers, confirmation, overflow recovery, recall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contextwarden import CompactionRefused, ContextOverflowError, Message, WardenConfig
+from contextwarden._codec import message_to_dict
+from contextwarden._messages import ToolCallBlock, assistant, tool_result, user
+from contextwarden._session import Session, is_context_overflow
+from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, validate_openai
+from contextwarden.testing import ConversationBuilder
+
+TASK = "Fix the crash in parser.py when the input is empty"
+PIN = "<Pin>never touch setup.cfg</Pin>"
+
+
+def agent_history(steps: int = 40) -> list[Message]:
+    b = ConversationBuilder().system("You are a coding agent.").user(TASK).user(PIN)
+    for i in range(steps):
+        lines = (f"line {j} of module {i}: " + " ".join(f"w{i}_{j}_{k}" for k in range(20)) for j in range(60))
+        b.bash(f"grep -rn parse src/module_{i}.py", "\n".join(lines))
+        if i % 7 == 3:
+            b.edit(f"src/module_{i}.py", "old", "new")
+    return b.build()
+
+
+def new_session(tmp_path: Path, **kw: object) -> Session:
+    return Session(model="gpt-4o", window=12_000, path=tmp_path / "s.sqlite3", **kw)  # type: ignore[arg-type]
+
+
+def assert_valid(messages: tuple[Message, ...] | list[Message]) -> None:
+    assert validate_openai(to_openai(list(messages))) == []
+    assert validate_anthropic(*to_anthropic(list(messages))) == []
+
+
+def test_originals_are_kept_append_only_and_survive_reopen(tmp_path: Path) -> None:
+    history = agent_history()
+    s = new_session(tmp_path, session_id="run-1")
+    s.append(*history)
+    result = s.context()
+    assert result.compaction is not None  # even masked, 40 long outputs do not fit 12k
+    assert s.messages == tuple(history)  # the lossy view never replaces the originals
+    again = new_session(tmp_path, session_id="run-1")
+    assert again.messages == tuple(history)
+
+
+def test_compaction_keeps_task_and_pins_and_every_elided_piece_is_recallable(tmp_path: Path) -> None:
+    history = agent_history()
+    s = new_session(tmp_path)
+    s.append(*history)
+    result = s.context()
+    assert_valid(result.messages)
+    assert result.tokens_after <= result.budget.limit
+    sent = "\n".join(m.text for m in result.messages)
+    assert TASK in sent and "never touch setup.cfg" in sent
+    refs = result.compaction.refs
+    assert refs
+    originals = {m.fingerprint: m for m in history}
+    recovered = [m for ref in refs for m in s.recall(ref)]
+    from_history = [m for m in recovered if m.fingerprint in originals]
+    assert from_history, "the elided spans map back to the original messages"
+    for m in from_history:  # byte for byte, not the masked copies the compactor saw
+        assert message_to_dict(m) == message_to_dict(originals[m.fingerprint])
+    assert any(len(m.tool_results[0].text) > 500 for m in from_history if m.tool_results)
+
+
+def test_recall_tool_answers_with_the_originals(tmp_path: Path) -> None:
+    s = new_session(tmp_path)
+    s.append(*agent_history())
+    ref = s.context().compaction.refs[0]
+    assert s.recall_tool["function"]["name"] == "contextwarden_recall"
+    answer = s.answer_recall(ToolCallBlock("r1", "contextwarden_recall", f'{{"ref": "{ref}"}}'))
+    assert answer.role == "tool" and not answer.tool_results[0].is_error
+    assert "line 59 of module" in answer.tool_results[0].text
+    missing = s.answer_recall(ToolCallBlock("r2", "contextwarden_recall", '{"ref": "cw:nope"}'))
+    assert missing.tool_results[0].is_error
+
+
+def test_next_call_does_not_compact_again(tmp_path: Path) -> None:
+    s = new_session(tmp_path)
+    s.append(*agent_history())
+    first = s.context()
+    assert first.compaction is not None and first.compaction.strategy != "reapplied"
+    s.append(assistant("", tool_calls=[ToolCallBlock("n1", "bash", '{"command": "ls"}')]))
+    s.append(tool_result("n1", "a.py"))
+    second = s.context()
+    assert second.compaction is None or second.compaction.strategy == "reapplied"
+    assert len(s.compactions) == 1
+
+
+def test_compact_command_forces_a_compaction_with_its_focus(tmp_path: Path) -> None:
+    s = Session(model="gpt-4o", window=200_000, path=tmp_path / "s.sqlite3")
+    s.append(*agent_history(steps=4))
+    assert s.context().compaction is None  # small: nothing to do
+    s.append(assistant("Done with step 4."), user("/compact the parser fix"))
+    result = s.context()
+    assert result.compaction is not None
+    assert_valid(result.messages)
+
+
+def test_summary_marker_triggers_compaction(tmp_path: Path) -> None:
+    s = new_session(tmp_path)
+    s.append(*agent_history(steps=6), assistant("Context is getting long. !!!SUMMARY!!!"))
+    assert s.context().compaction is not None
+
+
+def test_turn_threshold_triggers_and_resets_the_counter(tmp_path: Path) -> None:
+    cfg = WardenConfig.model_validate({"compaction": {"turn_threshold": 5}})
+    s = Session(model="gpt-4o", window=200_000, config=cfg, path=tmp_path / "s.sqlite3")
+    s.append(*agent_history(steps=6))
+    assert s.turns >= 5
+    assert s.context().compaction is not None
+    assert s.turns == 0
+
+
+def test_confirmation_refused_drops_oldest_instead(tmp_path: Path) -> None:
+    asked = []
+    s = new_session(tmp_path, confirm=lambda req: asked.append(req) or False)
+    s.append(*agent_history())
+    result = s.context()
+    assert len(asked) == 1 and asked[0].tokens > asked[0].trigger
+    assert result.compaction is None  # no summary: the window dropped whole units
+    assert any(e.kind == "dropped" for e in result.events)
+    assert any(e.kind == "compaction_refused" for e in s.events)
+    assert_valid(result.messages)
+    assert TASK in "\n".join(m.text for m in result.messages)
+
+
+def test_confirmation_refused_can_raise(tmp_path: Path) -> None:
+    cfg = WardenConfig.model_validate({"compaction": {"on_refusal": "raise"}})
+    s = Session(model="gpt-4o", window=12_000, config=cfg, path=tmp_path / "s.sqlite3",
+                confirm=lambda req: False)
+    s.append(*agent_history())
+    with pytest.raises(CompactionRefused):
+        s.context()
+
+
+def test_confirmation_refused_can_start_fresh(tmp_path: Path) -> None:
+    cfg = WardenConfig.model_validate({"compaction": {"on_refusal": "new_session"}})
+    s = Session(model="gpt-4o", window=12_000, config=cfg, path=tmp_path / "s.sqlite3",
+                confirm=lambda req: False)
+    s.append(*agent_history())
+    old_id = s.id
+    result = s.context()
+    assert s.id != old_id
+    assert [m.role for m in s.messages] == ["system", "user"]
+    assert s.store.count(old_id) == len(agent_history())  # the old originals stay
+    assert TASK in "\n".join(m.text for m in result.messages)
+
+
+def test_confirmation_accepted_compacts(tmp_path: Path) -> None:
+    s = new_session(tmp_path, confirm=lambda req: True)
+    s.append(*agent_history())
+    assert s.context().compaction is not None
+
+
+class FakeBadRequest(Exception):
+    """Shaped like the OpenAI SDK's BadRequestError for an over-long prompt."""
+
+    code = "context_length_exceeded"
+
+
+def test_overflow_rebuilds_as_system_summary_and_question_then_retries_once(tmp_path: Path) -> None:
+    s = Session(model="gpt-4o", window=200_000, path=tmp_path / "s.sqlite3")
+    s.append(*agent_history(steps=10))
+    seen: list[list[Message]] = []
+
+    def provider(messages: list[Message]) -> str:
+        seen.append(messages)
+        if len(seen) == 1:
+            raise FakeBadRequest("This model's maximum context length is 128000 tokens")
+        return "ok"
+
+    assert s.call(provider) == "ok"
+    assert len(seen) == 2
+    rebuilt = seen[1]
+    assert rebuilt[0].role == "system"
+    assert TASK in "\n".join(m.text for m in rebuilt)
+    # seed 002: [system + summary hint] + [original question]; pins and the newest unit stay
+    assert "[contextwarden:" in rebuilt[0].text
+    assert rebuilt[1].role == "user" and rebuilt[1].text == TASK
+    assert len(rebuilt) <= 6 < len(seen[0])
+    assert_valid(rebuilt)
+
+
+def test_overflow_twice_is_raised(tmp_path: Path) -> None:
+    s = Session(model="gpt-4o", window=200_000, path=tmp_path / "s.sqlite3")
+    s.append(*agent_history(steps=3))
+
+    def provider(messages: list[Message]) -> str:
+        raise ContextOverflowError("too long")
+
+    with pytest.raises(ContextOverflowError):
+        s.call(provider)
+
+
+def test_other_errors_are_not_swallowed(tmp_path: Path) -> None:
+    s = new_session(tmp_path)
+    s.append(user(TASK))
+    with pytest.raises(RuntimeError, match="boom"):
+        s.call(lambda messages: (_ for _ in ()).throw(RuntimeError("boom")))
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ContextOverflowError("x"), True),
+        (FakeBadRequest("anything"), True),
+        (ValueError("prompt is too long: 210000 tokens > 200000 maximum"), True),
+        (ValueError("rate limited"), False),
+    ],
+)
+def test_is_context_overflow(exc: Exception, expected: bool) -> None:
+    assert is_context_overflow(exc) is expected
+
+
+def test_append_rejects_provider_dicts_with_a_clear_error(tmp_path: Path) -> None:
+    s = new_session(tmp_path)
+    with pytest.raises(TypeError, match=r"argument 0: expected a Message.*extend_openai"):
+        s.append({"role": "user", "content": "hi"})  # type: ignore[arg-type]
+    s.extend_openai([{"role": "user", "content": "hi"}])
+    assert s.messages[-1].text == "hi"
