@@ -24,7 +24,10 @@ from ._messages import (
 )
 from ._tokens import TokenCounter
 
-__all__ = ["BlockKind", "Breakdown", "Row", "token_breakdown"]
+__all__ = [
+    "Breakdown",
+    "token_breakdown",
+]
 
 BlockKind = Literal["text", "thinking", "tool_call", "tool_result", "image"]
 ROLE_ORDER: tuple[Role, ...] = ("system", "user", "assistant", "tool")

@@ -25,11 +25,6 @@ from .layers.truncate import TruncateConfig
 from .layers.window import WindowConfig
 
 __all__ = [
-    "CONFIG_FILENAME",
-    "ENV_CONFIG_PATH",
-    "ENV_PREFIX",
-    "SEED_CONVERSIONS",
-    "SEED_KEYS",
     "CompactionConfig",
     "WardenConfig",
     "config_problems",

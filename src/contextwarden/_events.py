@@ -14,7 +14,11 @@ from typing import Any, Literal
 
 from ._messages import Message
 
-__all__ = ["CompactResult", "Event", "EventKind", "emit", "logger"]
+__all__ = [
+    "CompactResult",
+    "Event",
+    "EventKind",
+]
 
 logger = logging.getLogger("contextwarden")
 logger.addHandler(logging.NullHandler())  # silent unless the application configures logging

@@ -41,7 +41,6 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "assistant",
-    "freeze",
     "system",
     "tool_result",
     "user",

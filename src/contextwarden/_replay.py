@@ -28,15 +28,11 @@ if TYPE_CHECKING:
     from ._warden import TransformResult, Warden
 
 __all__ = [
-    "Provider",
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
     "compact_history",
-    "count_calls",
     "iter_replay",
-    "make_warden",
-    "provider_for",
     "replay",
 ]
 

@@ -55,7 +55,6 @@ from ._exceptions import ConfigError, TokenizerError
 from ._messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 
 __all__ = [
-    "CacheInfo",
     "ExactCounter",
     "HeuristicCounter",
     "TokenCounter",
