@@ -112,6 +112,14 @@ def _warm_user(setup: str, history: Sequence[Message], steps: int) -> list[float
     return samples
 
 
+def _slow_fraction(samples: Sequence[float]) -> float:
+    """Share of ``samples`` above four times their median."""
+    if not samples:
+        return 0.0
+    median = sorted(samples)[len(samples) // 2]
+    return sum(1 for x in samples if x > 4 * median) / len(samples)
+
+
 def _plan(opts: Options, setup: str, n: int) -> tuple[int, int]:
     """(cold repetitions, warm steps) for one cell: fewer where a call takes seconds."""
     if opts.quick:
@@ -145,6 +153,8 @@ def run(opts: Options) -> dict[str, Any]:
                         "compacted": result.compaction is not None,
                         "cold": stats_ms(cold),
                         "warm": stats_ms(warm),
+                        # calls far above the median: the ones that re-plan from scratch
+                        "warm_slow_fraction": _slow_fraction(warm),
                         "warm_user": stats_ms(warm_user),
                     }
                 )

@@ -302,6 +302,86 @@ def _targets(
     return _table(["target", "measured", "verdict"], rows)
 
 
+def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None) -> str:
+    """Plain-language notes on the misses and surprises, with the run's own numbers."""
+    notes: list[str] = []
+    if ov:
+        kind = "real" if any(r["kind"] == "real" for r in ov["rows"]) else "generated"
+        lw = _cell(ov["rows"], kind=kind, setup="lossless+window", messages=1_000)
+        f1 = _cell(ov["rows"], kind=kind, setup="full", messages=1_000)
+        f3 = _cell(ov["rows"], kind=kind, setup="full", messages=3_000)
+        if lw:
+            notes.append(
+                f"- **Warm p95 vs p50** ({_ms(lw['warm']['p95_ms'])} vs {_ms(lw['warm']['p50_ms'])} at "
+                "1,000 messages): most warm calls reuse the last call's plan; "
+                f"{_pct(lw.get('warm_slow_fraction'))} of them took over four times the median: the "
+                "calls that re-plan the sliding window over the whole history (the same pattern with "
+                f"the garbage collector off, so it is not GC). Mean: {_ms(lw['warm']['mean_ms'])}."
+            )
+        if f1 and f3:
+            notes.append(
+                f"- **The compaction engine is not incremental yet.** With it on, a warm call costs "
+                f"{_ms(f1['warm']['p50_ms'])} at 1,000 messages and {_ms(f3['warm']['p50_ms'])} at 3,000 "
+                f"(lossless layers + window: {_ms(lw['warm']['p50_ms']) if lw else '–'}). Every call "
+                "over the trigger re-plans compaction over the whole history (fact extraction, task-type "
+                "detection, must-keep scan) even when it only re-applies a cached summary. A fix belongs "
+                "in `contextwarden._compaction` (memoise the plan by prefix fingerprint)."
+            )
+    if pe:
+        kind = "real" if any(r["kind"] == "real" for r in pe["latency"]) else "generated"
+        t = _cell(pe["latency"], kind=kind, messages=1_000, peer="trim_messages")
+        tc = _cell(pe["latency"], kind=kind, messages=1_000, peer="trim_messages (cached counter)")
+        if t and tc:
+            notes.append(
+                f"- **Against `trim_messages` the ratio depends on its counter.** With an exact counter "
+                f"that re-tokenises, `trim_messages` costs {_ms(t['latency']['p50_ms'])} at 1,000 messages "
+                f"(x{t['ratio_vs_warm']:,.0f} contextwarden's warm call): it counts about log2(n) prefixes "
+                "of the history from scratch. Memoise that counter per message, as an agent keeping its "
+                f"LangChain messages can, and it costs {_ms(tc['latency']['p50_ms'])} "
+                f"(x{tc['ratio_vs_warm']:,.1f}): what is left is a binary search over cached sums. The "
+                "100x target holds against the first, not the second; and on an agent history "
+                "`trim_messages`'s output is the system message alone (section 3), so its speed buys "
+                "nothing there."
+            )
+    if sv and sv.get("rows"):
+        aggs = [
+            a for a in sv["by_source"] if a["source"] == "mini-swe-agent" and a["window"] == 32_000
+        ]
+        m = next((a for a in aggs if a["config"] == "mask"), None)
+        th = next((a for a in aggs if a["config"] == "+thinking"), None)
+        anyt = next((a for a in aggs if a["config"] == "mask+thinking(any turn)"), None)
+        if m and th and anyt:
+            notes.append(
+                f"- **Stripping thinking saves {_pct(th['saved_ratio'] - m['saved_ratio'])} here** "
+                "because a mini-swe-agent run is one user turn, and the thinking of the current turn is "
+                "kept by default (Anthropic requires it back unchanged; DeepSeek's thinking mode asks the "
+                f"same). Stripping it in any turn would save {_pct(anyt['saved_ratio'] - m['saved_ratio'])} "
+                "more on these recordings (`mask+thinking(any turn)`), at the risk of a provider error."
+            )
+        oh = [r for r in sv["rows"] if r["source"] == "openhands" and r["window"] == 32_000]
+        om = next((r for r in oh if r["config"] == "mask"), None)
+        ot = next((r for r in oh if r["config"] == "+truncate"), None)
+        if om and ot:
+            notes.append(
+                f"- **Truncation matters on one recording**: the OpenHands run with a ~250k-token tool "
+                f"output goes from {_pct(om['saved_ratio'])} saved (masking) to {_pct(ot['saved_ratio'])} "
+                "with truncation; mini-swe-agent caps its own outputs at 10,000 characters, so truncation "
+                "never fires there."
+            )
+    if rt and rt.get("summary"):
+        w = _cell(rt["summary"], who="+window", window="all")
+        sm = _cell(rt["summary"], who="+summaries", window="all")
+        if w and sm:
+            notes.append(
+                f"- **Retention**: the window alone keeps the task and pins but drops old turns whole, so "
+                f"an early edit survives in {_pct(w['early_edit'])} of cases and a mid-run error in "
+                f"{_pct(w['error'])}; the summaries carry edited files and errors forward "
+                f"({_pct(sm['early_edit'])} and {_pct(sm['error'])}). An error survives only while its "
+                "text, or the summary's extract of it, is in the request."
+            )
+    return "\n".join(notes)
+
+
 def _overhead_section(ov: Json, img: str | None) -> str:
     rows = [
         [
@@ -650,6 +730,9 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
             + ".",
         ]
     parts += ["", "## Targets", "", _targets(ov, cnt, pe, sv, rt)]
+    findings = _findings(ov, pe, sv, rt)
+    if findings:
+        parts += ["", "## What the figures say", "", findings]
     if ov:
         parts += ["", _overhead_section(ov, _plot_overhead(ov, img))]
     if cnt:

@@ -204,7 +204,12 @@ def run(opts: Options) -> dict[str, Any]:
         tasks = _tasks(opts, trajs)
     rows = run_cells(opts, _one, tasks, "savings")
     rows.sort(
-        key=lambda r: (r["source"], r["trajectory"], r["window"], list(ALL_CONFIGS).index(r["config"]))
+        key=lambda r: (
+            r["source"],
+            r["trajectory"],
+            r["window"],
+            list(ALL_CONFIGS).index(r["config"]),
+        )
     )
     payload = {
         "configs": {k: dict(v) for k, v in ALL_CONFIGS.items()},
