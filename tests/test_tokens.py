@@ -183,7 +183,8 @@ def test_counting_needs_no_network() -> None:
         import socket
         def refuse(*args, **kwargs):
             raise OSError("network used")
-        socket.socket = refuse
+        socket.socket.connect = refuse  # the class stays (ssl subclasses it); connecting fails
+        socket.socket.connect_ex = refuse
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
         from contextwarden._tokens import count_tokens
