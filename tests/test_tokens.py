@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from shared_data import SHARED_DATA, trajectory_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_data import SHARED_DATA, trajectory_files
 from tiktoken_offline import offline_encoding
 
 from contextwarden._exceptions import ConfigError, TokenizerError
