@@ -10,12 +10,12 @@ objects*, so token counts cached on them stay valid.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._events import Event, emit
+from .._events import Event, EventKind, emit
 from .._exceptions import FormatError
-from .._messages import Message
+from .._messages import Message, TextBlock, ToolResultBlock
 
 if TYPE_CHECKING:
     from .._budget import Budget
@@ -30,6 +30,8 @@ __all__ = [
     "cut_middle",
     "truncation_marker",
     "check_messages",
+    "edit_result_text",
+    "shrink_event",
 ]
 
 
@@ -160,6 +162,63 @@ def cut_middle(text: str, head: int, tail: int) -> str:
     omitted = len(text) - head - tail
     end = text[len(text) - tail :] if tail else ""
     return text[:head] + truncation_marker(omitted) + end
+
+
+def edit_result_text(
+    result: ToolResultBlock, edit: Callable[[str], str]
+) -> tuple[ToolResultBlock, int, int]:
+    """Apply ``edit`` to the text of one tool result: its string content, or each
+    :class:`TextBlock` part (images and other parts are kept as they are).
+
+    ``edit`` returns its argument itself when it leaves a text alone. Returns the new block (the
+    *same object* when no text changed) and the characters before and after, summed over the
+    texts that changed only.
+    """
+    if isinstance(result.content, str):
+        new = edit(result.content)
+        if new is result.content:
+            return result, 0, 0
+        return replace(result, content=new), len(result.content), len(new)
+    parts = []
+    changed = False
+    before = after = 0
+    for x in result.content:
+        if isinstance(x, TextBlock):
+            text = edit(x.text)
+            if text is not x.text:
+                before += len(x.text)
+                after += len(text)
+                changed = True
+                x = replace(x, text=text)
+        parts.append(x)
+    if not changed:
+        return result, 0, 0
+    return replace(result, content=tuple(parts)), before, after
+
+
+def shrink_event(
+    kind: EventKind,
+    layer: str,
+    message: Message,
+    out: Message,
+    names: Sequence[str],
+    chars: tuple[int, int],
+    ctx: LayerContext,
+) -> Event:
+    """The event template (no message index) for a layer that shrank tool results of
+    ``message`` into ``out``: the distinct non-empty tool ``names`` (or None), the tokens of both
+    messages, ``chars`` (before, after) and, when more than one result changed, their count."""
+    return Event(
+        kind,
+        layer,
+        None,
+        ", ".join(dict.fromkeys(n for n in names if n)) or None,
+        ctx.counter.count_message(message),
+        ctx.counter.count_message(out),
+        chars[0],
+        chars[1],
+        f"{len(names)} results" if len(names) > 1 else "",
+    )
 
 
 def check_messages(messages: Sequence[object], start: int = 0) -> None:

@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._events import Event
-from .._messages import Message, TextBlock, ToolResultBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+from .._messages import Message, ToolResultBlock
+from .base import (
+    Applied,
+    LayerContext,
+    LayerResult,
+    apply_memoized,
+    check_messages,
+    edit_result_text,
+    place_events,
+    shrink_event,
+)
 from .units import HistoryIndex
 
 __all__ = ["MaskConfig", "mask_text", "mask_tool_results"]
@@ -106,43 +114,17 @@ def mask_message(
             old = k < n_old
             k += 1
             if old and name not in cfg.exclude_tools:
-                if isinstance(b.content, str):
-                    new = mask_text(b.content, cfg)
-                    if new is not b.content:
-                        before += len(b.content)
-                        after += len(new)
-                        masked_names.append(name)
-                        b = replace(b, content=new)
-                else:
-                    parts = []
-                    changed = False
-                    for x in b.content:
-                        if isinstance(x, TextBlock):
-                            new = mask_text(x.text, cfg)
-                            if new is not x.text:
-                                before += len(x.text)
-                                after += len(new)
-                                changed = True
-                                x = replace(x, text=new)
-                        parts.append(x)
-                    if changed:
-                        masked_names.append(name)
-                        b = replace(b, content=tuple(parts))
+                nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg))
+                if nb is not b:
+                    before += b_before
+                    after += b_after
+                    masked_names.append(name)
+                    b = nb
         blocks.append(b)
     if not masked_names:
         return message, ()
     out = message.replace(content=tuple(blocks))
-    event = Event(
-        "masked",
-        LAYER,
-        None,
-        ", ".join(dict.fromkeys(n for n in masked_names if n)) or None,
-        ctx.counter.count_message(message),
-        ctx.counter.count_message(out),
-        before,
-        after,
-        f"{len(masked_names)} results" if len(masked_names) > 1 else "",
-    )
+    event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)
 
 

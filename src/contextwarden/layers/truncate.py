@@ -23,7 +23,9 @@ from .base import (
     apply_memoized,
     check_messages,
     cut_middle,
+    edit_result_text,
     place_events,
+    shrink_event,
 )
 from .units import HistoryIndex
 
@@ -103,28 +105,12 @@ def truncate_message(message: Message, names: tuple[str, ...], ctx: LayerContext
         if isinstance(b, ToolResultBlock):
             name = names[k] if k < len(names) else ""
             k += 1
-            if isinstance(b.content, str):
-                new = truncate_text(b.content, cfg)
-                if new is not b.content:
-                    before += len(b.content)
-                    after += len(new)
-                    cut_names.append(name)
-                    b = replace(b, content=new)
-            else:
-                parts = []
-                changed = False
-                for x in b.content:
-                    if isinstance(x, TextBlock):
-                        new = truncate_text(x.text, cfg)
-                        if new is not x.text:
-                            before += len(x.text)
-                            after += len(new)
-                            changed = True
-                            x = replace(x, text=new)
-                    parts.append(x)
-                if changed:
-                    cut_names.append(name)
-                    b = replace(b, content=tuple(parts))
+            nb, b_before, b_after = edit_result_text(b, lambda t: truncate_text(t, cfg))
+            if nb is not b:
+                before += b_before
+                after += b_after
+                cut_names.append(name)
+                b = nb
         elif isinstance(b, TextBlock):
             new = truncate_text(b.text, cfg)
             if new is not b.text:
@@ -133,17 +119,7 @@ def truncate_message(message: Message, names: tuple[str, ...], ctx: LayerContext
                 b = replace(b, text=new)
         blocks.append(b)
     out = message.replace(content=tuple(blocks))
-    event = Event(
-        "truncated",
-        LAYER,
-        None,
-        ", ".join(dict.fromkeys(n for n in cut_names if n)) or None,
-        ctx.counter.count_message(message),
-        ctx.counter.count_message(out),
-        before,
-        after,
-        f"{len(cut_names)} results" if len(cut_names) > 1 else "",
-    )
+    event = shrink_event("truncated", LAYER, message, out, cut_names, (before, after), ctx)
     return out, (event,)
 
 
