@@ -304,6 +304,22 @@ def _not_a_message(messages: Sequence[Any], item: Any) -> TypeError:
     )
 
 
+def _stored_count(message: Message, slot: str) -> int | None:
+    """The count a counter stored on ``message`` under ``slot``, or None when there is none yet.
+    Raises TypeError when ``message`` is not a Message (``count_message()`` names the type)."""
+    try:
+        return message.__dict__[slot]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    except AttributeError:
+        raise TypeError(
+            f"count_message() expects a Message, got {type(message).__name__}"
+        ) from None
+    if not isinstance(message, Message):
+        raise TypeError(f"count_message() expects a Message, got {type(message).__name__}")
+    return None
+
+
 class ExactCounter:
     """Exact BPE counts (o200k_base or cl100k_base), optionally scaled, cached per message.
 
@@ -431,16 +447,9 @@ class ExactCounter:
 
     def count_message(self, message: Message) -> int:
         """Tokens ``message`` costs in a request, framing included (cached)."""
-        try:
-            return message.__dict__[self._slot]  # type: ignore[no-any-return]
-        except KeyError:
-            pass
-        except AttributeError:
-            raise TypeError(
-                f"count_message() expects a Message, got {type(message).__name__}"
-            ) from None
-        if not isinstance(message, Message):
-            raise TypeError(f"count_message() expects a Message, got {type(message).__name__}")
+        cached = _stored_count(message, self._slot)
+        if cached is not None:
+            return cached
         tokens = self._count_uncached(message)
         message.__dict__[self._slot] = tokens
         return tokens
@@ -527,16 +536,9 @@ class HeuristicCounter:
 
     def count_message(self, message: Message) -> int:
         """Framing plus characters / ``chars_per_token`` plus image costs (cached)."""
-        try:
-            return message.__dict__[self._slot]  # type: ignore[no-any-return]
-        except KeyError:
-            pass
-        except AttributeError:
-            raise TypeError(
-                f"count_message() expects a Message, got {type(message).__name__}"
-            ) from None
-        if not isinstance(message, Message):
-            raise TypeError(f"count_message() expects a Message, got {type(message).__name__}")
+        cached = _stored_count(message, self._slot)
+        if cached is not None:
+            return cached
         chars = message.char_count + len(message.role) + len(message.name or "")
         tokens = MESSAGE_TOKENS + (NAME_TOKENS if message.name else 0) + self._estimate(chars)
         for block in message.content:
