@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -42,10 +43,10 @@ def tiktoken_encoding(name: str = "o200k_base") -> Any:
     """tiktoken's encoding, built offline from bpe-openai's vocabulary (tests/tiktoken_offline)."""
     sys.path.insert(0, str(ROOT / "tests"))
     try:
-        from tiktoken_offline import offline_encoding
+        module = importlib.import_module("tiktoken_offline")
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    return offline_encoding(name)
+    return module.offline_encoding(name)
 
 
 def _texts(messages: Sequence[Message]) -> Iterator[str]:

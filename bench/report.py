@@ -56,6 +56,10 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:,.0f}"
 
 
+def _ratio(x: float) -> str:
+    return f"x{x:,.0f}" if x >= 10 else f"x{x:.1f}" if x >= 0.1 else f"x{x:.2f}"
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -192,7 +196,8 @@ def _plot_retention(data: Json, img: Path) -> str | None:
         ax.set_xticklabels([r["who"] for r in rows], rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("facts surviving verbatim (%)")
         ax.set_title("Retention of planted facts, all recordings and windows")
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, 122)  # room for the legend above the bars
+        ax.legend(fontsize=8, loc="upper center", ncol=len(facts))
 
     return _plot(img / "bench-retention.png", draw)
 
@@ -236,7 +241,7 @@ def _targets(
                 rows.append(
                     [
                         f">= 100x faster than `{peer}` at 1,000 messages (warm)",
-                        f"x{r['ratio_vs_warm']:,.0f} ({_ms(r['latency']['p50_ms'])} vs warm)",
+                        f"{_ratio(r['ratio_vs_warm'])} ({_ms(r['latency']['p50_ms'])} vs warm)",
                         _verdict(r["ratio_vs_warm"] >= 100),
                     ]
                 )
@@ -311,12 +316,17 @@ def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
         f1 = _cell(ov["rows"], kind=kind, setup="full", messages=1_000)
         f3 = _cell(ov["rows"], kind=kind, setup="full", messages=3_000)
         if lw:
+            slow = lw.get("warm_slow_fraction") or 0.0
+            why = (
+                f"{_pct(slow)} of the warm calls took over four times the median: the calls that "
+                "re-plan the sliding window over the whole history rather than reuse the last plan "
+                "(the same pattern with the garbage collector off, so not GC)"
+                if slow
+                else "no warm call took over four times the median"
+            )
             notes.append(
-                f"- **Warm p95 vs p50** ({_ms(lw['warm']['p95_ms'])} vs {_ms(lw['warm']['p50_ms'])} at "
-                "1,000 messages): most warm calls reuse the last call's plan; "
-                f"{_pct(lw.get('warm_slow_fraction'))} of them took over four times the median: the "
-                "calls that re-plan the sliding window over the whole history (the same pattern with "
-                f"the garbage collector off, so it is not GC). Mean: {_ms(lw['warm']['mean_ms'])}."
+                f"- **Warm tail**: p50 {_ms(lw['warm']['p50_ms'])}, p95 {_ms(lw['warm']['p95_ms'])}, "
+                f"mean {_ms(lw['warm']['mean_ms'])} at 1,000 messages; {why}."
             )
         if f1 and f3:
             notes.append(
@@ -488,7 +498,9 @@ def _peers_section(p: Json, img: str | None) -> str:
         for n in lengths:
             r = _cell(p["latency"], kind=kind, messages=n, peer=name)
             row.append(
-                "–" if r is None else f"{_ms(r['latency']['p50_ms'])} (x{r['ratio_vs_warm']:,.0f})"
+                "–"
+                if r is None
+                else f"{_ms(r['latency']['p50_ms'])} ({_ratio(r['ratio_vs_warm'])})"
             )
         lat_rows.append(row)
     val_rows = [
@@ -619,7 +631,7 @@ def _savings_section(s: Json, img: str | None) -> str:
 def _retention_section(r: Json, img: str | None) -> str:
     facts = r["facts"]
     rows = [
-        [s["who"], *[_pct(s[f]) for f in facts], _pct(s["valid_rate"])]
+        [s["who"], *[_pct(s[f]) for f in facts], _pct(s["valid_rate"]), _pct(s.get("fits_rate"))]
         for s in r["summary"]
         if s["window"] == "all"
     ]
@@ -635,9 +647,11 @@ def _retention_section(r: Json, img: str | None) -> str:
         "a file path edited by a `sed -i` call at 10% of the loop, a pytest `ValueError` at 50%, a "
         "`<Pin>` user note at 30%. Survival = the token is in the last call's request, verbatim. "
         "The `SummarizationMiddleware` peer summarises with a fake model (a fixed sentence), so it "
-        "shows only what it keeps verbatim.",
+        "shows only what it keeps verbatim. *valid*: the request passes `validate_openai`; *fits window*: "
+        "within the window by the exact count (the lossless-only configurations keep every fact "
+        "because they never drop anything, and so do not fit).",
         "",
-        _table(["config / peer", *facts, "valid"], rows),
+        _table(["config / peer", *facts, "valid", "fits window"], rows),
         "",
         "By window, for the guarded configurations:",
         "",

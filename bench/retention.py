@@ -10,7 +10,9 @@ Four facts per recording, each carrying a token found nowhere else (``cw<kind><h
   the output and again in pytest's short summary, second to last, as pytest prints it;
 * ``pinned``: a user note wrapped in ``<Pin>...</Pin>`` inserted at 30%.
 
-Survival is exact: the token is a substring of the final request (OpenAI dicts as JSON).
+Survival is exact: the token is a substring of the final request (OpenAI dicts as JSON). Each
+row also says whether that request is valid and fits the window (the lossless-only
+configurations keep everything because they do not guard the window).
 contextwarden configurations are the savings ablation (``bench.savings.CONFIGS``); with
 summaries the whole session is replayed call by call with one warden (its summaries and
 caches evolve as in a live agent; the 431-call pi session uses the last call alone, to keep
@@ -218,6 +220,7 @@ def _one(task: tuple[int, int, str]) -> dict[str, Any]:
         "method": method,
         "survived": _survival(dicts, facts),
         "valid": check["valid"],
+        "fits": check["within_window"],
         "tokens": check["tokens"],
     }
 
@@ -253,6 +256,7 @@ def run(opts: Options) -> dict[str, Any]:
                     "cases": len(cells),
                     **{f: sum(c["survived"][f] for c in cells) / len(cells) for f in FACTS},
                     "valid_rate": sum(c["valid"] for c in cells) / len(cells),
+                    "fits_rate": sum(c["fits"] for c in cells) / len(cells),
                 }
             )
     payload = {
