@@ -25,6 +25,7 @@ from ._exceptions import ConfigError
 from ._messages import Message
 
 if TYPE_CHECKING:
+    from ._budget import Budget
     from ._warden import TransformResult, Warden
 
 __all__ = [
@@ -175,6 +176,24 @@ def _summaries(warden: Warden) -> int:
     return len(cache) if cache is not None else 0
 
 
+def _setup(
+    config: WardenConfig | None,
+    warden: Warden | None,
+    model: str,
+    window: int | None,
+    purpose: str,
+) -> tuple[WardenConfig, Warden, Budget]:
+    """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
+    the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
+    (cannot happen with a model; kept for type checkers)."""
+    config = config or WardenConfig.model_validate({})
+    warden = warden or make_warden(config)
+    budget = warden.budget_for(model, window)
+    if budget is None:
+        raise ConfigError(f"{purpose} needs a context window: give a model or a window")
+    return config, warden, budget
+
+
 def iter_replay(
     messages: Sequence[Message],
     *,
@@ -187,11 +206,7 @@ def iter_replay(
 ) -> Iterator[ReplayCall]:
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
-    config = config or WardenConfig.model_validate({})
-    warden = warden or make_warden(config)
-    budget = warden.budget_for(model, window)
-    if budget is None:  # cannot happen with a model; kept for type checkers
-        raise ConfigError("replay needs a context window: give a model or a window")
+    config, warden, budget = _setup(config, warden, model, window, "replay")
     total_without = total_with = 0
     call = 0
     for index, message in enumerate(messages):
@@ -252,11 +267,7 @@ def replay(
     """
     from ._models import model_info
 
-    config = config or WardenConfig.model_validate({})
-    warden = warden or make_warden(config)
-    budget = warden.budget_for(model, window)
-    if budget is None:
-        raise ConfigError("replay needs a context window: give a model or a window")
+    config, warden, budget = _setup(config, warden, model, window, "replay")
     calls: list[ReplayCall] = []
     for c in iter_replay(
         messages,
@@ -318,11 +329,7 @@ def compact_history(
     ``force`` compacts even under the trigger (the API trigger of seed 003), with the
     embedded summarizer, before the warden runs. ``messages`` is never mutated.
     """
-    config = config or WardenConfig.model_validate({})
-    warden = make_warden(config)
-    budget = warden.budget_for(model, window)
-    if budget is None:
-        raise ConfigError("compaction needs a context window: give a model or a window")
+    config, warden, budget = _setup(config, None, model, window, "compaction")
     if force:
         from ._compaction import Compactor
 
