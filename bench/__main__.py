@@ -1,6 +1,6 @@
 """``python -m bench``: every benchmark in one run, then the report.
 
-    python -m bench                      # everything (~15 min on 2 cores), writes bench/results
+    python -m bench                      # everything (6-15 min on 2 cores), writes bench/results
     python -m bench --quick              # smoke run: small lengths, few repetitions
     python -m bench --only overhead,peers
     python -m bench --quick --only overhead --out /tmp/x --no-report
