@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from .._config import WardenConfig, load_config
 from .._exceptions import ContextWardenError
+from .._transcripts import Transcript, load_transcript
 
 __all__ = [
     "ConfigOption",
@@ -29,7 +30,9 @@ __all__ = [
     "err",
     "fail",
     "guarded",
+    "load_recording",
     "out",
+    "recorded_model",
     "require_file",
 ]
 
@@ -115,3 +118,25 @@ def config_for(
     if config is not None:
         require_file(config)
     return load_config(config, **overrides)
+
+
+def load_recording(
+    file: Path, config: Path | None, *, model: str | None, window: int | None
+) -> tuple[Transcript, WardenConfig, str | None]:
+    """Load ``file`` (a usage error when it is not a file), then the effective config (see
+    :func:`config_for`); also the model to use: ``--model``/the config's, else the recording's,
+    else None."""
+    transcript = load_transcript(require_file(file))
+    cfg = config_for(config, model=model, window=window)
+    return transcript, cfg, cfg.model or transcript.model
+
+
+def recorded_model(
+    file: Path, config: Path | None, *, model: str | None, window: int | None
+) -> tuple[Transcript, WardenConfig, str]:
+    """:func:`load_recording` for a command that needs a model: an error telling the user to
+    give --model when neither the options, the config nor the recording name one."""
+    transcript, cfg, name = load_recording(file, config, model=model, window=window)
+    if name is None:
+        raise fail(f"{file}: the recording names no model; give --model")
+    return transcript, cfg, name

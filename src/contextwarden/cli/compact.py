@@ -10,17 +10,17 @@ from typing import Annotated
 import typer
 
 from .._replay import compact_history, provider_for
-from .._transcripts import load_transcript, save_transcript
+from .._transcripts import save_transcript
 from ._common import (
     EXIT_USAGE,
     ConfigOption,
     FileArgument,
     ModelOption,
     WindowOption,
-    config_for,
     fail,
     guarded,
     out,
+    recorded_model,
     require_file,
 )
 from ._tables import pct
@@ -55,11 +55,7 @@ def compact(
     require_file(file)
     if output.resolve() == file.resolve():
         raise fail(f"{output}: would overwrite the input; choose another -o", EXIT_USAGE)
-    transcript = load_transcript(file)
-    cfg = config_for(config, model=model, window=window)
-    name = cfg.model or transcript.model
-    if name is None:
-        raise fail(f"{file}: the recording names no model; give --model")
+    transcript, cfg, name = recorded_model(file, config, model=model, window=window)
     result = compact_history(
         transcript.messages,
         model=name,

@@ -15,17 +15,15 @@ from .._budget import Budget
 from .._messages import Message
 from .._models import context_window
 from .._tokens import get_counter
-from .._transcripts import load_transcript
 from ._common import (
     ConfigOption,
     FileArgument,
     ModelOption,
     WindowOption,
-    config_for,
     fail,
     guarded,
+    load_recording,
     out,
-    require_file,
 )
 from ._tables import breakdown_tables, header, pct
 
@@ -77,9 +75,7 @@ def inspect(
     The model picks the tokenizer and the window (default: the recording's model); --window
     overrides the window; the reserve and trigger come from the config.
     """
-    transcript = load_transcript(require_file(file))
-    cfg = config_for(config, model=model, window=window)
-    name = cfg.model or transcript.model
+    transcript, cfg, name = load_recording(file, config, model=model, window=window)
     if name is None and cfg.context_window is None:
         raise fail(f"{file}: the recording names no model; give --model (or --window)")
     size = context_window(name, cfg.context_window)  # before any output: fail early

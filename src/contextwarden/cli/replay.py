@@ -14,18 +14,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .._replay import ReplayCall, ReplayReport, count_calls, provider_for, replay
-from .._transcripts import load_transcript
 from ._common import (
     ConfigOption,
     FileArgument,
     ModelOption,
     WindowOption,
-    config_for,
     err,
     fail,
     guarded,
     out,
-    require_file,
+    recorded_model,
 )
 from ._tables import pct
 
@@ -147,11 +145,7 @@ def replay_command(
     contextwarden, cumulative input tokens, cost at the model's list price, compactions, and
     whether every request is valid for the provider.
     """
-    transcript = load_transcript(require_file(file))
-    cfg = config_for(config, model=model, window=window)
-    name = cfg.model or transcript.model
-    if name is None:
-        raise fail(f"{file}: the recording names no model; give --model")
+    transcript, cfg, name = recorded_model(file, config, model=model, window=window)
     total = count_calls(transcript.messages)
     if total == 0:
         raise fail(f"{file}: no assistant message to replay")
