@@ -47,6 +47,7 @@ __all__ = [
     "assemble",
     "check_outcome",
     "compaction_target",
+    "elide_except_recent",
     "is_summary_message",
     "make_ref",
     "pinned_texts",
@@ -254,6 +255,35 @@ def summary_request(
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
         max_chars=max_chars or ctx.config.summary_max_chars,
+    )
+
+
+def elide_except_recent(
+    strategy: str,
+    messages: Sequence[Message],
+    layout: Layout,
+    units: Sequence[tuple[int, int]],
+    ctx: StrategyContext,
+    detail: Callable[[int], str],
+) -> StrategyOutcome | None:
+    """Plan to summarize ``units`` (elidable units of ``layout``, in order) except the newest of
+    them holding the last ``ctx.config.keep_recent_low`` messages (widened to whole units).
+
+    None when nothing is left to elide or all that is left are earlier summary messages.
+    ``detail`` gets the number of units elided and returns the outcome's detail text."""
+    rest = list(units)
+    kept = 0
+    while rest and kept < ctx.config.keep_recent_low:
+        s, e = rest.pop()
+        kept += e - s
+    if not rest or all(is_summary_message(messages[s]) for s, _ in rest):
+        return None
+    elided = layout.indices(rest)
+    return StrategyOutcome(
+        strategy,
+        elided,
+        (summary_request(messages, elided, ctx),),
+        detail=detail(len(rest)),
     )
 
 

@@ -44,7 +44,13 @@ from ._signals import (
     is_readonly_listing,
     message_call_kinds,
 )
-from .base import Layout, StrategyContext, StrategyOutcome, is_summary_message, summary_request
+from .base import (
+    Layout,
+    StrategyContext,
+    StrategyOutcome,
+    elide_except_recent,
+    is_summary_message,
+)
 
 __all__ = ["BASE_SCORES", "importance", "score_message", "score_messages", "score_unit"]
 
@@ -113,16 +119,11 @@ def importance(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     scores = score_messages(messages)
     threshold = ctx.config.importance_threshold
     low = [(s, e) for s, e in body if score_unit(messages[s:e], scores[s:e]) < threshold]
-    kept_low = 0
-    while low and kept_low < ctx.config.keep_recent_low:
-        s, e = low.pop()
-        kept_low += e - s
-    if not low or all(is_summary_message(messages[s]) for s, _ in low):
-        return None
-    elided = layout.indices(low)
-    return StrategyOutcome(
+    return elide_except_recent(
         "importance",
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=f"kept {len(body) - len(low)} of {len(body)} units (threshold {threshold})",
+        messages,
+        layout,
+        low,
+        ctx,
+        lambda n: f"kept {len(body) - n} of {len(body)} units (threshold {threshold})",
     )

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from .._messages import Message
 from ..summarizers.facts import extract_facts
 from ._signals import is_completion, is_observation, message_call_kinds
-from .base import Layout, StrategyContext, StrategyOutcome, is_summary_message, summary_request
+from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 
 __all__ = ["key_events", "key_indices"]
 
@@ -56,16 +56,11 @@ def key_events(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     body = layout.body()
     key = key_indices(messages)
     rest = [(s, e) for s, e in body if key.isdisjoint(range(s, e))]
-    kept = 0
-    while rest and kept < ctx.config.keep_recent_low:
-        s, e = rest.pop()
-        kept += e - s
-    if not rest or all(is_summary_message(messages[s]) for s, _ in rest):
-        return None
-    elided = layout.indices(rest)
-    return StrategyOutcome(
+    return elide_except_recent(
         "key_events",
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=f"kept {len(body) - len(rest)} key or recent units of {len(body)}",
+        messages,
+        layout,
+        rest,
+        ctx,
+        lambda n: f"kept {len(body) - n} key or recent units of {len(body)}",
     )
