@@ -49,24 +49,18 @@ def plot_replay(
     ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
     ax.plot(calls, with_, color="#1f77b4", linewidth=2.2, label="with contextwarden")
     ax.axhline(report.window, color="#d62728", linewidth=1.6, label=f"window ({report.window:,})")
-    if report.trigger == report.limit:  # one line, not two drawn on top of each other
-        ax.axhline(
-            report.limit,
-            color="#d62728",
-            linewidth=1,
-            linestyle="--",
-            alpha=0.7,
-            label=f"limit (window - output reserve) = compaction trigger ({report.limit:,})",
-        )
-    else:
-        ax.axhline(
-            report.limit,
-            color="#d62728",
-            linewidth=1,
-            linestyle="--",
-            alpha=0.7,
-            label=f"limit: window - output reserve ({report.limit:,})",
-        )
+    same = report.trigger == report.limit  # one line, not two drawn on top of each other
+    ax.axhline(
+        report.limit,
+        color="#d62728",
+        linewidth=1,
+        linestyle="--",
+        alpha=0.7,
+        label=f"limit (window - output reserve) = compaction trigger ({report.limit:,})"
+        if same
+        else f"limit: window - output reserve ({report.limit:,})",
+    )
+    if not same:
         ax.axhline(
             report.trigger,
             color="#ff7f0e",
