@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, MutableMapping, Sequence
@@ -123,6 +124,33 @@ def _locate(messages: Sequence[Message], keys: Sequence[str]) -> tuple[int, ...]
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _LastReapply:
+    """The last :meth:`CompactionMemory.reapply` without a shared store: its input up to the
+    last message a compaction changed (``head``), and what that head became (``view_head``)."""
+
+    version: int
+    head: tuple[Message, ...]
+    view_head: tuple[Message, ...]
+    refs: tuple[str, ...]
+    used: dict[str, str]
+
+
+def _remember(
+    original: tuple[Message, ...], view: tuple[Message, ...], used: dict[str, str], version: int
+) -> _LastReapply | None:
+    """What the next call may reuse: the input and output share a tail (the messages after the
+    last elided span, the same objects); everything before it is the head."""
+    if not used:
+        return None
+    shared = 0
+    limit = min(len(original), len(view))
+    while shared < limit and view[-1 - shared] is original[-1 - shared]:
+        shared += 1
+    cut = len(original) - shared
+    return _LastReapply(version, original[:cut], view[: len(view) - shared], tuple(used), dict(used))
+
+
 def conversation_key(messages: Sequence[Message]) -> str | None:
     """The store key of a conversation: its messages up to the task (the first user message),
     by stable key. None without a user message."""
@@ -148,6 +176,8 @@ class CompactionMemory:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._spans: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
         self._lock = Lock()
+        self._version = 0  # bumped whenever the remembered compactions change
+        self._last: _LastReapply | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -199,6 +229,7 @@ class CompactionMemory:
                 self._entries.popitem(last=False)
             while len(self._spans) > self.size:
                 self._spans.popitem(last=False)
+            self._version += 1
         stored = self._load(conversation)
         if self.store is not None and conversation is not None:
             self._save(conversation, [e for e in stored or [] if e.ref != ref] + [entry])
@@ -209,6 +240,7 @@ class CompactionMemory:
         with self._lock:
             for ref in gone:
                 self._entries.pop(ref, None)
+            self._version += 1
         stored = self._load(conversation)
         if stored is not None:
             self._save(conversation, [e for e in stored if e.ref not in gone])
@@ -231,6 +263,18 @@ class CompactionMemory:
         summaries. The result is what those compactions produced, byte for byte, plus what came
         after. With a shared store, the conversation's stored entries come first."""
         view = tuple(messages)
+        last = self._last
+        if (
+            last is not None
+            and self.store is None
+            and last.version == self._version
+            and len(view) >= len(last.head)
+            and all(map(operator.is_, last.head, view))
+        ):
+            # the same messages up to the last one a compaction changed (the agent appended):
+            # the same re-applied head, then the new tail, without locating anything again
+            return last.view_head + view[len(last.head) :], last.refs, dict(last.used)
+        original = view
         stored = self._load(conversation) or []
         with self._lock:
             local = list(self._entries.values())
@@ -252,4 +296,5 @@ class CompactionMemory:
                 continue
             view = assemble(view, outcome, entry.summary, entry.ref)
             used[entry.ref] = entry.summary
+        self._last = _remember(original, view, used, self._version) if self.store is None else None
         return view, tuple(used), used

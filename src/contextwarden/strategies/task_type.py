@@ -28,6 +28,35 @@ __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
 
 TASK_TYPES: tuple[TaskType, ...] = get_args(TaskType)
 
+_TALLIES: dict[str, tuple[int, int, int, int, int]] = {}
+_TALLIES_MAX = 100_000
+
+
+def _assistant_tally(message: Message) -> tuple[int, int, int, int, int]:
+    """(edit, execute, inspect, research, text turn) counts of one assistant message, cached by
+    fingerprint: a history is classified again on every call, mostly of messages seen before."""
+    fp = message.fingerprint
+    tally = _TALLIES.get(fp)
+    if tally is not None:
+        return tally
+    edit = execute = inspect = research = 0
+    for call in message.tool_calls:
+        kinds = call_kinds(call)
+        if "edit" in kinds:
+            edit += 1
+        elif "research" in kinds:
+            research += 1
+        elif kinds & {"exec", "test"}:
+            execute += 1
+        elif "inspect" in kinds:
+            inspect += 1
+    tally = (edit, execute, inspect, research, 1 if message.text.strip() else 0)
+    if len(_TALLIES) >= _TALLIES_MAX:
+        _TALLIES.clear()
+    _TALLIES[fp] = tally
+    return tally
+
+
 # Thresholds of the rules above; round numbers, chosen on the shared trajectories (mini-swe-agent
 # runs are all ``code``; the Claude Code port is ``code``: Read/Grep around Edit/Bash).
 CODE_SHARE = 0.6
@@ -35,31 +64,44 @@ ANALYSIS_SHARE = 0.2
 CONVERSATION_CALL_RATIO = 0.2
 
 
+_State = tuple[int, int, int, int, int, int, bool]  # edit, exec, inspect, research, text, user, task
+_ZERO: _State = (0, 0, 0, 0, 0, 0, False)
+#: The last history classified and its running tallies after each message: the next call (the
+#: same history plus the agent's next step) only reads what was appended.
+_last: tuple[tuple[Message, ...], list[_State]] = ((), [])
+
+
+def _step(state: _State, message: Message) -> _State:
+    edit, execute, inspect, research, text_turns, user_turns, seen_task = state
+    if message.role == "user":
+        if seen_task:
+            user_turns += 1
+            text_turns += 1 if message.text.strip() else 0
+        seen_task = True
+    elif message.role == "assistant":
+        e, x, i, r, t = _assistant_tally(message)
+        edit, execute, inspect, research = edit + e, execute + x, inspect + i, research + r
+        text_turns += t
+    return (edit, execute, inspect, research, text_turns, user_turns, seen_task)
+
+
 def detect_task_type(messages: Sequence[Message]) -> TaskType:
-    """The task type of ``messages`` per the module rules. Pure and deterministic."""
-    edit = execute = inspect = research = 0
-    text_turns = 0
-    user_turns = 0
-    seen_task = False
-    for message in messages:
-        if message.role == "user":
-            if seen_task:
-                user_turns += 1
-                text_turns += 1 if message.text.strip() else 0
-            seen_task = True
-        elif message.role == "assistant":
-            if message.text.strip():
-                text_turns += 1
-            for call in message.tool_calls:
-                kinds = call_kinds(call)
-                if "edit" in kinds:
-                    edit += 1
-                elif "research" in kinds:
-                    research += 1
-                elif kinds & {"exec", "test"}:
-                    execute += 1
-                elif "inspect" in kinds:
-                    inspect += 1
+    """The task type of ``messages`` per the module rules. Pure and deterministic (the tallies
+    of a history's unchanged head are reused from the previous call)."""
+    global _last
+    current = tuple(messages)
+    previous, states = _last
+    same = 0
+    limit = min(len(previous), len(current))
+    while same < limit and previous[same] is current[same]:
+        same += 1
+    states = states[:same]
+    state = states[-1] if states else _ZERO
+    for message in current[same:]:
+        state = _step(state, message)
+        states.append(state)
+    _last = (current, states)
+    edit, execute, inspect, research, text_turns, user_turns, _ = state
     code = edit + execute
     analysis = research + inspect
     calls = code + analysis
