@@ -268,15 +268,27 @@ class Warden:
         focus: str | None,
         force: bool,
     ) -> TransformResult:
+        call = self._begin(messages, model, window, system, tools, compactor, focus, force)
+        if call.done is not None:
+            return call.done
+        compaction = self._compact_sync(call) if call.needs_compaction else None
+        return self._finish(call, compaction)
+
+    def _begin(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        window: int | None,
+        system: str | None,
+        tools: Sequence[Mapping[str, Any]] | None,
+        compactor: CompactionHook | None,
+        focus: str | None,
+        force: bool,
+    ) -> _Call:
+        """Check the input, then run the stages up to compaction under the lock."""
         _check_sequence(messages)
         with self._lock:
-            call = self._prepare(messages, model, window, system, tools, compactor, focus, force)
-            if call.done is not None:
-                return call.done
-        compaction = None
-        if call.needs_compaction:
-            compaction = self._compact_sync(call)
-        return self._finish(call, compaction)
+            return self._prepare(messages, model, window, system, tools, compactor, focus, force)
 
     def rebuild(
         self,
@@ -323,14 +335,10 @@ class Warden:
         """:meth:`transform` for async code. The layers are CPU-only and short, so they run
         inline; a compaction awaits the compactor's ``acompact`` when it has one (else runs its
         ``compact`` in a worker thread)."""
-        _check_sequence(messages)
         compactor = self.compactor if allow_compaction else None
-        with self._lock:
-            call = self._prepare(
-                messages, model, window, system, tools, compactor, focus, force_compact
-            )
-            if call.done is not None:
-                return call.done
+        call = self._begin(messages, model, window, system, tools, compactor, focus, force_compact)
+        if call.done is not None:
+            return call.done
         compaction = None
         if call.needs_compaction:
             acompact = getattr(call.compactor, "acompact", None)
