@@ -278,22 +278,25 @@ class Session:
 
     # -- internals ---------------------------------------------------------------------------
     def _explicit_trigger(self) -> tuple[str | None, str | None]:
+        """The seed 003 triggers besides tokens: a ``/compact [focus]`` command as the newest
+        message, the marker in the newest assistant message (possibly followed by its tool
+        results), or the turn count. Returns (reason, focus)."""
         cfg = self.config.compaction
-        last_user = next((m for m in reversed(self._messages) if m.role == "user"), None)
-        if last_user is not None and last_user is self._last_message_of_role("user"):
-            match = _COMPACT_CMD.match(last_user.text)
-            if match and self._messages[-1] is last_user:
+        newest = self._messages[-1] if self._messages else None
+        if newest is not None and newest.role == "user":
+            match = _COMPACT_CMD.match(newest.text)
+            if match:
                 return "user command /compact", match.group("focus")
-        last_assistant = self._last_message_of_role("assistant")
-        if last_assistant is not None and cfg.summary_marker in last_assistant.text:
-            if self._messages[-1] is last_assistant or self._messages[-1].role == "tool":
-                return f"model wrote {cfg.summary_marker}", None
+        last_assistant = next((m for m in reversed(self._messages) if m.role != "tool"), None)
+        if (
+            last_assistant is not None
+            and last_assistant.role == "assistant"
+            and cfg.summary_marker in last_assistant.text
+        ):
+            return f"model wrote {cfg.summary_marker}", None
         if self.turns >= cfg.turn_threshold:
             return f"{self.turns} turns since the last compaction", None
         return None, None
-
-    def _last_message_of_role(self, role: str) -> Message | None:
-        return next((m for m in reversed(self._messages) if m.role == role), None)
 
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
