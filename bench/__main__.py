@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_report and opts.out == RESULTS_DIR and not opts.quick:
         from .report import main as report
 
-        report()
+        report([])  # the report has its own options; not the runner's argv
     print(f"all done in {time.perf_counter() - started:.1f} s", flush=True)
     return 0
 

@@ -330,12 +330,14 @@ def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
             )
         if f1 and f3:
             notes.append(
-                f"- **The compaction engine is not incremental yet.** With it on, a warm call costs "
+                f"- **The compaction engine on the warm path.** With it on, a warm call costs "
                 f"{_ms(f1['warm']['p50_ms'])} at 1,000 messages and {_ms(f3['warm']['p50_ms'])} at 3,000 "
-                f"(lossless layers + window: {_ms(lw['warm']['p50_ms']) if lw else '–'}). Every call "
-                "over the trigger re-plans compaction over the whole history (fact extraction, task-type "
-                "detection, must-keep scan) even when it only re-applies a cached summary. A fix belongs "
-                "in `contextwarden._compaction` (memoise the plan by prefix fingerprint)."
+                f"(lossless layers + window: {_ms(lw['warm']['p50_ms']) if lw else '–'}). When the agent "
+                "only appended, remembered compactions are re-applied from the last call's head and the "
+                "task type from its tallies, so the cost is the new messages. The 3,000-message history "
+                "glues several tasks together: its dozens of edited files do not fit one summary's cap, "
+                "every strategy's summary is rejected for a missing path, and each call tries them all "
+                "again before the window drops units (a remembered failure would fix it)."
             )
     if pe:
         kind = "real" if any(r["kind"] == "real" for r in pe["latency"]) else "generated"
