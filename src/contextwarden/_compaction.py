@@ -99,6 +99,11 @@ def _default_config() -> CompactionConfig:
     return CompactionConfig.model_validate({})
 
 
+#: After every strategy failed on a history, they are tried again only once it has grown by the
+#: window divided by this (new material to summarise); until then the window does the job.
+FUTILE_RETRY_DIVISOR = 10
+
+
 # -- the engine --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CompactionReport:
@@ -168,6 +173,8 @@ class Compactor:
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}
         self.memory = CompactionMemory(store=memory if memory is not None else cache)
+        # (memory version, tokens) when every strategy last failed on a re-applied history
+        self._futile: tuple[int, int] | None = None
         known = set(strategy_names())
         named = {
             f"strategy_order.{t}": names for t, names in self.config.strategy_order.items()
@@ -290,6 +297,10 @@ class Compactor:
         tokens = counter.count_messages(view, tools=tools) if reused else before
         if reused and not force and tokens <= budget.trigger:
             return self._reapplied(view, reused, texts, before, tokens, task_type)
+        if reused and not force and self._futile_again(tokens, budget):
+            # every strategy just failed on this history; the agent only appended a little
+            # since, so they would fail again: re-apply and let the window do the rest
+            return self._reapplied(view, reused, texts, before, tokens, task_type)
 
         aim = compaction_target(budget)
         keep = must_keep(original)
@@ -338,8 +349,10 @@ class Compactor:
             steps.append(step)
         if not steps:
             if reused:  # nothing new could be done; the earlier compactions still help
+                self._futile = (self.memory.version, tokens)
                 return self._reapplied(view, reused, texts, before, tokens, task_type, events)
             return CompactionReport(None, tuple(events), task_type)
+        self._futile = None
         applied = [step.outcome.strategy for step in steps]
         refs = {step.ref: step.span for step in steps}
         reset_turns = any(step.outcome.reset_turns for step in steps)
@@ -376,6 +389,18 @@ class Compactor:
         )
         return CompactionReport(
             result, tuple(events), task_type, tuple(applied), dict(refs), reset_turns
+        )
+
+    def _futile_again(self, tokens: int, budget: Budget) -> bool:
+        """Whether the strategies failed on this very history one call ago: nothing was recorded
+        since, the agent only appended (same head), and by less than a tenth of the window (a
+        retry then waits for enough new material to summarise)."""
+        futile = self._futile
+        return (
+            futile is not None
+            and self.memory.continued
+            and futile[0] == self.memory.version
+            and tokens - futile[1] < budget.window // FUTILE_RETRY_DIVISOR
         )
 
     def _reapplied(

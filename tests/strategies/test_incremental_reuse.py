@@ -75,3 +75,35 @@ def test_memory_version_changes_when_entries_change() -> None:
     before = m._version
     m.forget(["cw:none"])
     assert m._version == before + 1
+
+
+def test_strategies_that_just_failed_wait_for_new_material(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from contextwarden import _compaction
+
+    history = long_history(200)
+    compactor = Compactor()
+    warden = Warden(WardenConfig.model_validate({}), compactor=compactor)
+    first_compaction = next(
+        end for end in range(20, len(history))
+        if warden.transform(history[:end], model="gpt-4o", window=12_000).compaction is not None
+    )
+    tries: list[int] = []
+
+    def failing_step(self, name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        tries.append(len(tries))
+        return None
+        yield  # a generator, like the real step
+
+    monkeypatch.setattr(_compaction.Compactor, "_step", failing_step)
+    tried_at: list[int] = []
+    for end in range(first_compaction + 1, len(history) + 1):
+        before = len(tries)
+        result = warden.transform(history[:end], model="gpt-4o", window=12_000)
+        assert result.messages  # the window still does its job
+        if len(tries) > before:
+            tried_at.append(end)
+    assert len(tried_at) >= 2, "the strategies were retried once the history grew"
+    skipped = (len(history) - first_compaction) - len(tried_at)
+    assert skipped > len(tried_at), "most calls right after a failure skip the strategies"
+    for a, b in zip(tried_at, tried_at[1:], strict=False):
+        assert b - a > 1, "no retry on the very next call"

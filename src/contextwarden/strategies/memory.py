@@ -178,9 +178,16 @@ class CompactionMemory:
         self._lock = Lock()
         self._version = 0  # bumped whenever the remembered compactions change
         self._last: _LastReapply | None = None
+        #: Whether the last :meth:`reapply` reused the call before it (same head, appended tail).
+        self.continued = False
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def version(self) -> int:
+        """Changes whenever a compaction is recorded or forgotten."""
+        return self._version
 
     # -- the shared store -------------------------------------------------------------------------
     def _load(self, key: str | None) -> list[_Entry] | None:
@@ -273,7 +280,9 @@ class CompactionMemory:
         ):
             # the same messages up to the last one a compaction changed (the agent appended):
             # the same re-applied head, then the new tail, without locating anything again
+            self.continued = True
             return last.view_head + view[len(last.head) :], last.refs, dict(last.used)
+        self.continued = False
         original = view
         stored = self._load(conversation) or []
         with self._lock:
