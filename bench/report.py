@@ -335,9 +335,11 @@ def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
                 f"(lossless layers + window: {_ms(lw['warm']['p50_ms']) if lw else '–'}). When the agent "
                 "only appended, remembered compactions are re-applied from the last call's head and the "
                 "task type from its tallies, so the cost is the new messages. The 3,000-message history "
-                "glues several tasks together: its dozens of edited files do not fit one summary's cap, "
-                "every strategy's summary is rejected for a missing path, and each call tries them all "
-                "again before the window drops units (a remembered failure would fix it)."
+                "glues several tasks together: its dozens of edited files do not fit one summary's cap, so "
+                "most summaries are rejected for a missing path. After every strategy failed, the next "
+                "calls skip them until the history grew by a tenth of the window, but a partial success "
+                "(a compaction still over the target) records a new summary and the search runs again: "
+                "those calls make the median and the p95 here."
             )
     if pe:
         kind = "real" if any(r["kind"] == "real" for r in pe["latency"]) else "generated"
