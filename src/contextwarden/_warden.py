@@ -113,16 +113,30 @@ def _check_sequence(messages: object) -> None:
 
 def _accepts(compactor: object, name: str) -> bool:
     """Whether ``compactor.compact`` takes the keyword ``name`` (the issue-4 Compactor takes
-    ``events=`` (its events then join the result's) and ``force=``; a user's hook may not)."""
+    ``events=`` (its events then join the result's) and ``force=``; a user's hook may not).
+    Asked on every compacting call, so answered once per class (an object whose ``compact``
+    is its own attribute, not its class's, is inspected each time)."""
+    kind = type(compactor)
+    if not hasattr(kind, "compact"):
+        return name in _keywords(getattr(compactor, "compact", None))
+    keywords = _KEYWORDS.get(kind)
+    if keywords is None:
+        keywords = _KEYWORDS[kind] = _keywords(kind.compact)
+    return name in keywords
+
+
+_KEYWORDS: dict[type, frozenset[str]] = {}  # compactor class -> the keywords its compact takes
+
+
+def _keywords(function: object) -> frozenset[str]:
+    """The keywords ``function`` accepts (``events`` and ``force`` stand in for ``**kwargs``)."""
     try:
-        params = inspect.signature(compactor.compact).parameters  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _accepts_events(compactor: object) -> bool:
-    return _accepts(compactor, "events")
+        params = inspect.signature(function).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return frozenset({"events", "force"})
+    return frozenset(params)
 
 
 class Warden:
@@ -409,7 +423,7 @@ class Warden:
         kwargs: dict[str, Any] = dict(
             budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
         )
-        if _accepts_events(call.compactor):
+        if _accepts(call.compactor, "events"):
             kwargs["events"] = call.compactor_events
         if call.force and _accepts(call.compactor, "force"):
             kwargs["force"] = True
