@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -193,3 +194,7 @@ def test_cost_uses_list_prices() -> None:
     assert info.cost(1_000_000, 1_000_000) == pytest.approx(3.0 + 15.0)
     assert info.cost(2_000) == pytest.approx(0.006)
     assert model_info("llama-3.3-70b").cost(1000, 1000) is None
+    # an input price alone prices input tokens; output tokens then need the missing price
+    input_only = dataclasses.replace(info, output_price_per_mtok=None)
+    assert input_only.cost(2_000) == pytest.approx(0.006)
+    assert input_only.cost(2_000, 10) is None

@@ -90,12 +90,16 @@ class ModelInfo:
                 raise ConfigError(f"{where}.{field} must be a number >= 0 or None, got {price!r}")
 
     def cost(self, input_tokens: int, output_tokens: int = 0) -> float | None:
-        """List-price cost in USD of a call, or ``None`` when a price is unknown."""
-        if self.input_price_per_mtok is None or self.output_price_per_mtok is None:
+        """List-price cost in USD of a call, or ``None`` when a price it needs is unknown (the
+        output price only matters when there are output tokens)."""
+        if self.input_price_per_mtok is None:
             return None
-        return (
-            input_tokens * self.input_price_per_mtok + output_tokens * self.output_price_per_mtok
-        ) / 1_000_000
+        total = input_tokens * self.input_price_per_mtok
+        if output_tokens:
+            if self.output_price_per_mtok is None:
+                return None
+            total += output_tokens * self.output_price_per_mtok
+        return total / 1_000_000
 
 
 def _m(

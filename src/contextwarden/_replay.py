@@ -265,7 +265,7 @@ def replay(
     Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks when no
     window is given. ``messages`` is never mutated.
     """
-    from ._models import model_info
+    from ._models import ModelInfo, model_info
 
     config, warden, budget = _setup(config, warden, model, window, "replay")
     calls: list[ReplayCall] = []
@@ -282,9 +282,9 @@ def replay(
         if on_call is not None:
             on_call(c)
     try:
-        price = model_info(model).input_price_per_mtok
+        info: ModelInfo | None = model_info(model)
     except KeyError:  # UnknownModelError: a window was given for a model we do not know
-        price = None
+        info = None
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
     totals = ReplayTotals(
@@ -299,8 +299,8 @@ def replay(
         over_window_with=sum(1 for c in calls if c.tokens_with > budget.window),
         max_context_without=max((c.tokens_without for c in calls), default=0),
         max_context_with=max((c.tokens_with for c in calls), default=0),
-        cost_without=None if price is None else without * price / 1_000_000,
-        cost_with=None if price is None else with_ * price / 1_000_000,
+        cost_without=info.cost(without) if info is not None else None,
+        cost_with=info.cost(with_) if info is not None else None,
     )
     return ReplayReport(
         calls=tuple(calls),
@@ -310,7 +310,7 @@ def replay(
         limit=budget.limit,
         trigger=budget.trigger,
         provider=provider,
-        input_price_per_mtok=price,
+        input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
     )
 
 
