@@ -444,48 +444,54 @@ class LLMSummarizer:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
-            asked: float | None = None
             try:
-                response = client.post(self.url, json=self._payload(call),
-                                        headers=self._headers())
-            except httpx.TimeoutException as exc:
-                last = f"timed out after {self.timeout}s ({type(exc).__name__})"
+                response = client.post(self.url, json=self._payload(call), headers=self._headers())
             except httpx.TransportError as exc:
-                last = f"transport error: {exc!s}"
+                text, last, asked = self._outcome(call, exc)
             else:
-                wait = self._classify(response, call)
-                if wait is None:
-                    return self._checked(self._reply_text(response))
-                asked = wait if wait >= 0 else None
-                last = f"HTTP {response.status_code}: {response.text[:200]!r}"
+                text, last, asked = self._outcome(call, response)
+            if text is not None:
+                return text
             if attempt < self.max_retries:
                 self.sleep(self._delay(attempt, asked))
-        raise SummarizerError(
-            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
-        )
+        raise self._exhausted(last)
 
     async def _acomplete(self, client: httpx.AsyncClient, call: _Call) -> str:
         if not call.user:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
-            asked: float | None = None
             try:
-                response = await client.post(self.url, json=self._payload(call),
-                                              headers=self._headers())
-            except httpx.TimeoutException as exc:
-                last = f"timed out after {self.timeout}s ({type(exc).__name__})"
+                response = await client.post(
+                    self.url, json=self._payload(call), headers=self._headers()
+                )
             except httpx.TransportError as exc:
-                last = f"transport error: {exc!s}"
+                text, last, asked = self._outcome(call, exc)
             else:
-                wait = self._classify(response, call)
-                if wait is None:
-                    return self._checked(self._reply_text(response))
-                asked = wait if wait >= 0 else None
-                last = f"HTTP {response.status_code}: {response.text[:200]!r}"
+                text, last, asked = self._outcome(call, response)
+            if text is not None:
+                return text
             if attempt < self.max_retries:
                 await self.asleep(self._delay(attempt, asked))
-        raise SummarizerError(
+        raise self._exhausted(last)
+
+    def _outcome(
+        self, call: _Call, reply: httpx.Response | httpx.TransportError
+    ) -> tuple[str | None, str, float | None]:
+        """One attempt judged, for the sync and async loops alike: ``(summary text or None to
+        retry, what went wrong, the delay the server asked for)``."""
+        if isinstance(reply, httpx.TimeoutException):
+            return None, f"timed out after {self.timeout}s ({type(reply).__name__})", None
+        if isinstance(reply, httpx.TransportError):
+            return None, f"transport error: {reply!s}", None
+        wait = self._classify(reply, call)
+        if wait is None:
+            return self._checked(self._reply_text(reply)), "", None
+        last = f"HTTP {reply.status_code}: {reply.text[:200]!r}"
+        return None, last, wait if wait >= 0 else None
+
+    def _exhausted(self, last: str) -> SummarizerError:
+        return SummarizerError(
             f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
         )
 
