@@ -336,11 +336,14 @@ class Session:
             return  # a re-applied compaction is not a new one: the turn counter runs on
         self.compactions.append(compaction)
         self._turns_at_compaction = sum(1 for m in self._messages if m.role == "assistant")
+        by_key: dict[str, Message] | None = None
         for event in result.events:
             if event.kind != "context_compacted":
                 continue
             for ref, span in dict(event.data.get("elided") or {}).items():
-                self.store.put_elided(self.id, ref, self._originals_of(span))
+                if by_key is None:
+                    by_key = {stable_key(m): m for m in self._messages}
+                self.store.put_elided(self.id, ref, _originals_of(span, by_key))
         self.store.add_event(self.id, "context_compacted", {
             "strategy": compaction.strategy,
             "original_tokens": compaction.original_token_count,
@@ -351,9 +354,10 @@ class Session:
             "summary": compaction.summary,
         })
 
-    def _originals_of(self, span: Sequence[Message]) -> list[Message]:
-        """The original messages behind ``span`` as the compactor saw it (after masking and
-        thinking-stripping), matched by :func:`stable_key`; an earlier summary message has no
-        original and is kept as it is (its own reference leads further back)."""
-        by_key = {stable_key(m): m for m in self._messages}
-        return [by_key.get(stable_key(m), m) for m in span]
+
+def _originals_of(span: Sequence[Message], by_key: Mapping[str, Message]) -> list[Message]:
+    """The original messages behind ``span`` as the compactor saw it (after masking and
+    thinking-stripping), matched by :func:`stable_key` in ``by_key`` (the originals by that
+    key); an earlier summary message has no original and is kept as it is (its own reference
+    leads further back)."""
+    return [by_key.get(stable_key(m), m) for m in span]
