@@ -8,7 +8,6 @@ code that emits it (see :func:`emit`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,12 +92,3 @@ def emit(events: list[Event], event: Event) -> None:
     """Record ``event`` and log it at warning level (seed 004 L3)."""
     events.append(event)
     logger.warning(event.describe())
-
-
-def total_saved(events: Sequence[Event]) -> int:
-    """Tokens saved by ``events`` (those that report both counts)."""
-    return sum(
-        (e.tokens_before or 0) - (e.tokens_after or 0)
-        for e in events
-        if e.tokens_before is not None and e.tokens_after is not None
-    )
