@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
+from http.cookiejar import CookieJar, CookiePolicy
 from typing import Any
 
 import httpx
@@ -82,6 +83,9 @@ class _Proxy:
                     max_keepalive_connections=cfg.max_connections,
                 ),
                 follow_redirects=False,  # a redirect is the client's to follow, as without us
+                # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
+                # __cf_bm...) must reach that caller only, never ride along on another's request.
+                cookies=CookieJar(policy=_NoCookies()),
             )
         return self._client
 
@@ -115,7 +119,9 @@ class _Proxy:
 
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
-            return error_response("openai", "unauthorized", "missing or wrong X-Contextwarden-Token")
+            return error_response(
+                "openai", "unauthorized", "missing or wrong X-Contextwarden-Token"
+            )
         return JSONResponse(self.stats.snapshot())
 
     async def chat(self, request: Request) -> Response:
@@ -148,7 +154,9 @@ class _Proxy:
                 record.latency_ms = (time.perf_counter() - started) * 1000
                 await self.finish(record)
                 return error_response(
-                    provider, "internal", f"contextwarden proxy: transform failed ({type(exc).__name__})"
+                    provider,
+                    "internal",
+                    f"contextwarden proxy: transform failed ({type(exc).__name__})",
                 )
             body = outcome.body
             record.model, record.stream = outcome.model, outcome.stream
@@ -192,6 +200,27 @@ class _Proxy:
             extra_headers={},
             finish=self.finish,
         )
+
+
+class _NoCookies(CookiePolicy):
+    """A cookie policy that neither stores nor sends anything: ``Set-Cookie`` and ``Cookie``
+    headers pass through the proxy between one client and the upstream as plain headers."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = False
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: Any) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: Any) -> bool:
+        return False
 
 
 class _AnyMethod:
