@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._billing import CachePricing, CallBill, PromptRequest, bill_requests
 from ._breakdown import Breakdown, token_breakdown
 from ._budget import Budget
 from ._compaction import (
@@ -104,6 +105,8 @@ __all__ = [
     "Block",
     "Breakdown",
     "Budget",
+    "CachePricing",
+    "CallBill",
     "CompactResult",
     "CompactionConfig",
     "CompactionHook",
@@ -127,6 +130,7 @@ __all__ = [
     "MaskConfig",
     "Message",
     "ModelInfo",
+    "PromptRequest",
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
@@ -158,6 +162,7 @@ __all__ = [
     "WardenConfig",
     "WindowConfig",
     "assistant",
+    "bill_requests",
     "check_messages",
     "check_summary",
     "compact_history",
