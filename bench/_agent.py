@@ -14,31 +14,32 @@ vice versa, no empty content: ``contextwarden.formats.validate_openai``) and whe
 the window. The calls of a mini-swe-agent recording have no timestamps: they are taken as back
 to back, so the cache never goes cold between them.
 
-The bill of a call, at input price ``p`` per token: ``cached x read x p + (input - cached) x
-write x p`` (``read``/``write`` are multiples of the input price: 0.1/1.25 for Anthropic's
-5-minute cache, 0.5/1 for gpt-4o, 0.1/1 for DeepSeek and gpt-5). The arithmetic is the one of
-:func:`contextwarden._billing.bill_requests`; the ratios here are computed in multiples of
-the input price so that recordings of models without a known price still compare.
+The bill is :func:`contextwarden._billing.bill_requests` over the run's requests: one key per
+message (equal keys exactly for the leading messages equal to the previous request's), the
+message's tokens, and the reply priming as a last item. :data:`JUDGED` prices at Anthropic's
+ratios with no minimum (read 0.1x, write 1.25x the input price, per million tokens of a
+unit price, so a bill reads as "input-price tokens"); :func:`model_pricing` is the registry's
+cache pricing of a model (USD).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
+from contextwarden._billing import CachePricing, PromptRequest, bill_requests
 from contextwarden._messages import Message
 from contextwarden._tokens import TokenCounter
 from contextwarden.formats import from_openai, validate_openai
 
 __all__ = [
-    "ANTHROPIC_RATIOS",
-    "CacheRatios",
+    "JUDGED",
     "CallStat",
     "ReplayStats",
     "Sender",
     "agent_calls",
-    "bill",
+    "model_pricing",
     "replay_sender",
     "task_of",
 ]
@@ -48,18 +49,15 @@ __all__ = [
 Sender = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
-@dataclass(frozen=True)
-class CacheRatios:
-    """Cache prices as multiples of the input price: ``read`` for a cached prefix, ``write``
-    for everything after it."""
-
-    read: float
-    write: float
-    label: str = ""
+#: The ratios the team is judged on: Anthropic's 5-minute cache (reads 0.1x, writes 1.25x the
+#: input price), no minimum length, no TTL (the recordings' calls are back to back). The unit
+#: price is 1 per token, so a bill is in "input-price tokens".
+JUDGED = CachePricing.ratios(1_000_000.0, 0.1, 1.25, ttl_s=None, min_cacheable_tokens=0)
 
 
-#: Anthropic's 5-minute cache (read 0.1x, write 1.25x): the ratios the team is judged on.
-ANTHROPIC_RATIOS = CacheRatios(0.1, 1.25, "read 0.1x / write 1.25x")
+def model_pricing(model: str) -> CachePricing | None:
+    """The registry's cache pricing of ``model`` in USD (``None`` when it has no price)."""
+    return CachePricing.for_model(model)
 
 
 @dataclass(frozen=True)
@@ -73,11 +71,10 @@ class CallStat:
     cached: int
     problems: tuple[str, ...]
     over_window: bool
-    task_kept: bool = True
-
-    @property
-    def written(self) -> int:
-        return self.tokens - self.cached
+    task_kept: bool
+    #: What the cache sees: a key per message (equal to the previous request's key exactly
+    #: for its leading equal messages) and each message's tokens, reply priming last.
+    request: PromptRequest
 
 
 @dataclass(frozen=True)
@@ -113,29 +110,29 @@ class ReplayStats:
         """Requests without the task's text."""
         return sum(1 for c in self.calls if not c.task_kept)
 
-    def billed(self, ratios: CacheRatios) -> float:
-        """The bill in input-price tokens (multiply by the price per token for USD)."""
-        return bill([(c.tokens, c.cached) for c in self.calls], ratios)
+    def billed(self, pricing: CachePricing = JUDGED) -> float:
+        """The bill of the run at ``pricing`` (:func:`bill_requests`)."""
+        return sum(b.cost for b in bill_requests([c.request for c in self.calls], pricing))
 
-    def summary(self, ratios: CacheRatios) -> dict[str, Any]:
+    def summary(self, pricing: CachePricing = JUDGED) -> dict[str, Any]:
+        """Totals: calls, tokens, cached tokens, hit ratio, bill, invalid, over the window,
+        requests without the task."""
         return {
             "calls": len(self.calls),
             "tokens": self.tokens,
             "cached": self.cached,
             "hit_ratio": self.hit_ratio,
-            "billed_units": self.billed(ratios),
+            "billed": self.billed(pricing),
             "invalid": self.invalid,
             "over_window": self.over_window,
             "task_lost": self.task_lost,
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"calls": [asdict(c) for c in self.calls]}
-
-
-def bill(calls: Sequence[tuple[int, int]], ratios: CacheRatios) -> float:
-    """The billed input of ``(input_tokens, cached_tokens)`` calls, in input-price tokens."""
-    return sum(cached * ratios.read + (tokens - cached) * ratios.write for tokens, cached in calls)
+    def per_call(self) -> list[dict[str, Any]]:
+        """Tokens, cached tokens and validity per call (for plots)."""
+        return [
+            {"tokens": c.tokens, "cached": c.cached, "valid": not c.problems} for c in self.calls
+        ]
 
 
 def agent_calls(history: Sequence[dict[str, Any]]) -> list[int]:
@@ -188,6 +185,8 @@ def replay_sender(
     stats: list[CallStat] = []
     prev: list[dict[str, Any]] = []
     prev_tokens: list[int] = []
+    prev_keys: list[int] = []
+    next_key = 0
     task = task_of(history)
     ends = agent_calls(history)
     if limit_calls is not None:
@@ -201,9 +200,11 @@ def replay_sender(
             problems.append(f"unreadable request: {exc}")
             per = [counter.count_text(repr(d)) for d in request]
         lead = _leading_equal(prev, request)
-        # a message equal to the previous request's is counted once (its tokens are the same)
         cached = sum(prev_tokens[:lead])
         total = sum(per) + reply_priming
+        # the leading equal messages keep their keys; every other message is new to the cache
+        keys = prev_keys[:lead] + list(range(next_key, next_key + len(request) - lead))
+        next_key += len(request) - lead
         stats.append(
             CallStat(
                 messages=len(request),
@@ -215,7 +216,8 @@ def replay_sender(
                 or any(
                     d.get("role") == "user" and task in _text(d.get("content")) for d in request
                 ),
+                request=PromptRequest(keys=(*keys, -1), tokens=(*per, reply_priming)),
             )
         )
-        prev, prev_tokens = request, per
+        prev, prev_tokens, prev_keys = request, per, keys
     return ReplayStats(tuple(stats))

@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._agent import CacheRatios, ReplayStats, Sender, replay_sender
+from contextwarden._billing import CachePricing
+
+from ._agent import ReplayStats, Sender, replay_sender
 
 __all__ = ["Cell", "main", "run_cell", "targets"]
 
@@ -98,7 +100,7 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
-def targets(cells: Sequence[Cell], window: int, own: int, ratios: CacheRatios) -> list[str]:
+def targets(cells: Sequence[Cell], window: int, own: int, ratios: CachePricing) -> list[str]:
     """The judged targets for ``cells`` at ``window`` (``own``: the model's window), one line
     each, with PASS/FAIL."""
     raw_bill = sum(c.raw.billed(ratios) for c in cells)
@@ -133,7 +135,7 @@ def targets(cells: Sequence[Cell], window: int, own: int, ratios: CacheRatios) -
     return lines
 
 
-def _table(cells: Sequence[Cell], ratios: CacheRatios) -> list[str]:
+def _table(cells: Sequence[Cell], ratios: CachePricing) -> list[str]:
     head = (
         f"  {'recording':58} {'calls':>5} {'raw tok':>9} {'cw tok':>9} {'tok':>6} "
         f"{'hit raw':>7} {'hit cw':>7} {'billed':>7} {'inval':>5} {'over':>4} {'s':>5}"
@@ -191,12 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--window: expected integers or 'model', got {args.window!r}")
     config = json.loads(args.config) if args.config else None
-    ratios = CacheRatios(args.read, args.write, f"read {args.read}x / write {args.write}x")
+    ratios = CachePricing.ratios(1_000_000.0, args.read, args.write, None, 0)
+    label = f"read {args.read}x / write {args.write}x"
     recs = recordings(args.only)
     if not recs:
         print("no mini-swe-agent recordings found (is ../shared/data present?)", file=sys.stderr)
         return 1
-    out: dict[str, Any] = {"model": args.model, "ratios": ratios.label, "windows": {}}
+    out: dict[str, Any] = {"model": args.model, "ratios": label, "windows": {}}
     for window in windows:
         tasks = [(name, hist, args.model, window, config) for name, hist in recs]
         t0 = time.perf_counter()
@@ -206,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             cells = [run_cell(t) for t in tasks]
         print(
-            f"\n{args.model} at a {window:,}-token window, {ratios.label} "
+            f"\n{args.model} at a {window:,}-token window, {label} "
             f"({len(cells)} recordings, {time.perf_counter() - t0:.0f} s); "
             "tok/billed = with contextwarden / raw"
         )
