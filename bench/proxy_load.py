@@ -171,13 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     per_client = args.requests
     if len(ends) < per_client + args.clients:
         raise SystemExit(f"history too short: {len(ends)} tool results for the plan")
-    small = body(model, [{"role": "system", "content": "be brief"},
-                         {"role": "user", "content": "hello"},
-                         {"role": "assistant", "content": "hi"}])
+    small = body(
+        model,
+        [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi"},
+        ],
+    )
     # Client i starts at a different unit so the clients do not send identical bodies.
     start = max(0, len(ends) - per_client - args.clients)
-    agent_plans = [[body(model, history[: ends[start + i + j]]) for j in range(per_client)]
-                   for i in range(args.clients)]
+    agent_plans = [
+        [body(model, history[: ends[start + i + j]]) for j in range(per_client)]
+        for i in range(args.clients)
+    ]
     small_plans = [[small] * per_client for _ in range(args.clients)]
 
     tmp = Path(tempfile.mkdtemp(prefix="cw-proxy-bench-"))
@@ -186,25 +193,57 @@ def main(argv: list[str] | None = None) -> int:
     proxy = f"http://127.0.0.1:{proxy_port}"
     env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(tmp)}
     up_proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-upstream", str(up_port), "--chunks", str(args.chunks),
-         "--chunk-delay", str(args.chunk_delay)], env=env,
+        [
+            sys.executable,
+            __file__,
+            "--serve-upstream",
+            str(up_port),
+            "--chunks",
+            str(args.chunks),
+            "--chunk-delay",
+            str(args.chunk_delay),
+        ],
+        env=env,
     )
     log = (tmp / "proxy.log").open("w")
     proxy_proc = subprocess.Popen(
-        [sys.executable, "-m", "contextwarden", "proxy", "--upstream", upstream,
-         "--port", str(proxy_port), "--window", str(args.window), "--workers", str(args.workers)],
-        env=env, stderr=log,
+        [
+            sys.executable,
+            "-m",
+            "contextwarden",
+            "proxy",
+            "--upstream",
+            upstream,
+            "--port",
+            str(proxy_port),
+            "--window",
+            str(args.window),
+            "--workers",
+            str(args.workers),
+        ],
+        env=env,
+        stderr=log,
     )
     report: dict[str, Any] = {
         "what": "added latency of the proxy: N concurrent streaming clients, direct vs through it",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(),
-                    "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
-        "config": {"clients": args.clients, "requests_per_client": per_client,
-                   "chunks": args.chunks, "chunk_delay_s": args.chunk_delay,
-                   "window": args.window, "proxy_workers": args.workers, "agent_history": source,
-                   "agent_body_kb": round(sum(len(b) for p in agent_plans for b in p)
-                                          / (args.clients * per_client) / 1024, 1)},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        },
+        "config": {
+            "clients": args.clients,
+            "requests_per_client": per_client,
+            "chunks": args.chunks,
+            "chunk_delay_s": args.chunk_delay,
+            "window": args.window,
+            "proxy_workers": args.workers,
+            "agent_history": source,
+            "agent_body_kb": round(
+                sum(len(b) for p in agent_plans for b in p) / (args.clients * per_client) / 1024, 1
+            ),
+        },
         "scenarios": {},
     }
     try:
@@ -216,21 +255,30 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(run_clients(f"{proxy}/v1/chat/completions", [p[:1] for p in plans[:2]]))
             direct = summary(asyncio.run(run_clients(f"{upstream}/v1/chat/completions", plans)))
             proxied = summary(asyncio.run(run_clients(f"{proxy}/v1/chat/completions", plans)))
-            report["scenarios"][name] = {"direct": direct, "proxy": proxied,
-                                         "added_ms": added(direct, proxied)}
-            print(f"{name:6s} direct  ttfb p50 {direct['ttfb_ms']['p50']:8.1f} p99 "
-                  f"{direct['ttfb_ms']['p99']:8.1f} | total p50 {direct['total_ms']['p50']:8.1f} "
-                  f"p99 {direct['total_ms']['p99']:8.1f} ms")
-            print(f"{'':6s} proxy   ttfb p50 {proxied['ttfb_ms']['p50']:8.1f} p99 "
-                  f"{proxied['ttfb_ms']['p99']:8.1f} | total p50 {proxied['total_ms']['p50']:8.1f} "
-                  f"p99 {proxied['total_ms']['p99']:8.1f} ms  (errors {proxied['errors']})")
+            report["scenarios"][name] = {
+                "direct": direct,
+                "proxy": proxied,
+                "added_ms": added(direct, proxied),
+            }
+            print(
+                f"{name:6s} direct  ttfb p50 {direct['ttfb_ms']['p50']:8.1f} p99 "
+                f"{direct['ttfb_ms']['p99']:8.1f} | total p50 {direct['total_ms']['p50']:8.1f} "
+                f"p99 {direct['total_ms']['p99']:8.1f} ms"
+            )
+            print(
+                f"{'':6s} proxy   ttfb p50 {proxied['ttfb_ms']['p50']:8.1f} p99 "
+                f"{proxied['ttfb_ms']['p99']:8.1f} | total p50 {proxied['total_ms']['p50']:8.1f} "
+                f"p99 {proxied['total_ms']['p99']:8.1f} ms  (errors {proxied['errors']})"
+            )
         report["proxy_stats"] = httpx.get(f"{proxy}/stats").json()
     finally:
         for proc in (proxy_proc, up_proc):
             proc.terminate()
             proc.wait(timeout=30)
         log.close()
-    lines = [json.loads(x) for x in (tmp / "proxy.log").read_text().splitlines() if x.startswith("{")]
+    lines = [
+        json.loads(x) for x in (tmp / "proxy.log").read_text().splitlines() if x.startswith("{")
+    ]
     chat = [x for x in lines if x.get("route") == "openai"]
     big = [x for x in chat if (x.get("tokens_before") or 0) > 1000]
     if big:
