@@ -2,6 +2,8 @@
 
 * OpenAI Chat Completions: :func:`from_openai`, :func:`to_openai` (:mod:`.openai`).
 * Anthropic Messages: :func:`from_anthropic`, :func:`to_anthropic` (:mod:`.anthropic`).
+* OpenAI Responses API input items: :func:`from_responses`, :func:`to_responses`
+  (:mod:`.responses`).
 * Validity checks: :func:`validate_openai`, :func:`validate_anthropic` on provider dicts and
   :func:`check_messages` on canonical messages (:mod:`.validate`).
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 from ._common import opaque_payload
 from .anthropic import LEADING_USER_TEXT, from_anthropic, to_anthropic
 from .openai import from_openai, to_openai
+from .responses import from_responses, to_responses
 from .validate import check_messages, validate_anthropic, validate_openai
 
 __all__ = [
@@ -23,9 +26,11 @@ __all__ = [
     "check_messages",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "opaque_payload",
     "to_anthropic",
     "to_openai",
+    "to_responses",
     "validate_anthropic",
     "validate_openai",
 ]
