@@ -23,6 +23,7 @@ from .layers.mask import MaskConfig
 from .layers.thinking import ThinkingConfig
 from .layers.truncate import TruncateConfig
 from .layers.window import WindowConfig
+from .summarizers.config import SummarizerConfig
 
 __all__ = [
     "CompactionConfig",
@@ -148,6 +149,7 @@ class WardenConfig(BaseModel):
     thinking: ThinkingConfig = Field(default_factory=_defaults(ThinkingConfig))
     window: WindowConfig = Field(default_factory=_defaults(WindowConfig))
     compaction: CompactionConfig = Field(default_factory=_defaults(CompactionConfig))
+    summarizer: SummarizerConfig = Field(default_factory=_defaults(SummarizerConfig))
 
 
 # --------------------------------------------------------------------------------------------

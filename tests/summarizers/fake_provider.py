@@ -19,9 +19,10 @@ Behaviour:
 - A success is a well-formed completion in the request's format (chosen by path) whose text is
   ``Reply.summary`` or, by default, a valid four-part summary echoing the first line of the
   request's ``<task>`` and a call number (see :func:`default_summary`).
-- ``Reply.json`` / ``Reply.text`` send a raw body instead (errors, malformed bodies);
+- ``Reply.json`` / ``Reply.text`` / ``Reply.raw`` (bytes) send that body instead (errors, malformed bodies);
   ``Reply.delay`` waits before answering (client timeouts); ``Reply.headers`` adds headers
-  (``retry-after``).
+  (``retry-after``); ``Reply.trickle`` sends the body 8 bytes at a time, that many seconds
+  apart (a server that never stalls long enough for a read timeout, yet never finishes).
 - A request with ``"stream": true`` gets a server-sent-event stream in that provider's format
   (OpenAI ``chat.completion.chunk`` lines ending ``data: [DONE]``; Anthropic
   ``message_start`` ... ``message_stop`` events).
@@ -64,6 +65,8 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     summary: str | None = None
+    trickle: float = 0.0
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,14 @@ def openai_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[
         "object": "chat.completion",
         "created": 1700000000,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": len(text) // 4,
-                  "total_tokens": 10 + len(text) // 4},
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": 10,
+            "completion_tokens": len(text) // 4,
+            "total_tokens": 10 + len(text) // 4,
+        },
     }
 
 
@@ -138,8 +145,12 @@ def anthropic_completion(text: str, model: str = "fake-model", n: int = 1) -> di
 
 
 def _sse_openai(text: str, model: str, n: int) -> Iterator[str]:
-    base = {"id": f"chatcmpl-fake-{n}", "object": "chat.completion.chunk",
-            "created": 1700000000, "model": model}
+    base = {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": model,
+    }
     pieces = [text[i : i + 40] for i in range(0, len(text), 40)] or [""]
     first = True
     for piece in pieces:
@@ -147,10 +158,16 @@ def _sse_openai(text: str, model: str, n: int) -> Iterator[str]:
         if first:
             delta["role"] = "assistant"
             first = False
-        yield "data: " + json.dumps({**base, "choices": [
-            {"index": 0, "delta": delta, "finish_reason": None}]}) + "\n\n"
-    yield "data: " + json.dumps({**base, "choices": [
-        {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n"
+        yield (
+            "data: "
+            + json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            + "\n\n"
+        )
+    yield (
+        "data: "
+        + json.dumps({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        + "\n\n"
+    )
     yield "data: [DONE]\n\n"
 
 
@@ -160,16 +177,28 @@ def _sse_anthropic(text: str, model: str, n: int) -> Iterator[str]:
 
     message = {**anthropic_completion("", model, n), "content": [], "stop_reason": None}
     yield event("message_start", {"type": "message_start", "message": message})
-    yield event("content_block_start", {"type": "content_block_start", "index": 0,
-                                        "content_block": {"type": "text", "text": ""}})
+    yield event(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
     for i in range(0, len(text), 40):
-        yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                            "delta": {"type": "text_delta",
-                                                      "text": text[i : i + 40]}})
+        yield event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text[i : i + 40]},
+            },
+        )
     yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
-    yield event("message_delta", {"type": "message_delta",
-                                  "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                  "usage": {"output_tokens": len(text) // 4}})
+    yield event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": len(text) // 4},
+        },
+    )
     yield event("message_stop", {"type": "message_stop"})
 
 
@@ -190,8 +219,9 @@ class FakeProvider:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -256,19 +286,34 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             return
 
-        def _send(self, status: int, body: bytes, headers: Mapping[str, str],
-                  content_type: str = "application/json") -> None:
+        trickle = 0.0  # set per request from its Reply
+
+        def _send(
+            self,
+            status: int,
+            body: bytes,
+            headers: Mapping[str, str],
+            content_type: str = "application/json",
+        ) -> None:
             self.send_response(status)
             self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(body)
+            if not self.trickle:
+                self.wfile.write(body)
+                return
+            for i in range(0, len(body), 8):
+                self.wfile.write(body[i : i + 8])
+                self.wfile.flush()
+                if fake._stopping.wait(self.trickle):
+                    return
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode(),
-                       {})
+            self._send(
+                404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode(), {}
+            )
 
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("content-length") or 0)
@@ -283,6 +328,7 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             reply, number = fake._next_reply(request)
             if reply.delay and fake._stopping.wait(reply.delay):
                 return
+            self.trickle = reply.trickle
             try:
                 self._answer(request, reply, number)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
@@ -290,6 +336,9 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, request: RecordedRequest, reply: Reply, number: int) -> None:
             headers = dict(reply.headers)
+            if reply.raw is not None:
+                self._send(reply.status, reply.raw, headers)
+                return
             if reply.text is not None:
                 self._send(reply.status, reply.text.encode(), headers, "text/plain")
                 return
@@ -297,20 +346,23 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._send(reply.status, json.dumps(reply.json).encode(), headers)
                 return
             if request.provider == "":
-                self._send(404, json.dumps(
-                    {"error": {"message": f"no route {request.path}"}}).encode(), headers)
+                self._send(
+                    404,
+                    json.dumps({"error": {"message": f"no route {request.path}"}}).encode(),
+                    headers,
+                )
                 return
-            text = reply.summary if reply.summary is not None else default_summary(request,
-                                                                                   number)
+            text = reply.summary if reply.summary is not None else default_summary(request, number)
             model = str((request.json or {}).get("model", "fake-model"))
             if (request.json or {}).get("stream"):
                 events = (_sse_openai if request.provider == "openai" else _sse_anthropic)(
-                    text, model, number)
-                self._send(reply.status, "".join(events).encode(), headers,
-                           "text/event-stream")
+                    text, model, number
+                )
+                self._send(reply.status, "".join(events).encode(), headers, "text/event-stream")
                 return
-            payload = (openai_completion if request.provider == "openai"
-                       else anthropic_completion)(text, model, number)
+            payload = (openai_completion if request.provider == "openai" else anthropic_completion)(
+                text, model, number
+            )
             self._send(reply.status, json.dumps(payload).encode(), headers)
 
     return Handler

@@ -29,14 +29,21 @@ def _history() -> list[Message]:
     b = ConversationBuilder().system("You are a coding agent.").user(TASK)
     b.pin("Never touch the public API of pager.Pager")
     b.todo([("Reproduce", "completed"), ("Fix pager.py", "in_progress"), ("Add test", "pending")])
-    b.bash("python repro.py", "Traceback (most recent call last):\n  File \"repro.py\"\n"
-           "IndexError: list index out of range", returncode=1,
-           text="I found that the issue is caused by range(n - 1).")
+    b.bash(
+        "python repro.py",
+        'Traceback (most recent call last):\n  File "repro.py"\n'
+        "IndexError: list index out of range",
+        returncode=1,
+        text="I found that the issue is caused by range(n - 1).",
+    )
     b.read("pager.py", "def pages(n):\n    return range(n - 1)\n" * 40)
     b.edit("pager.py", "range(n - 1)", "range(n)")
     b.bash("python repro.py", "ok")
-    b.bash("pytest -q tests/test_pager.py", "FAILED tests/test_pager.py::test_empty - "
-           "AssertionError: expected 0 pages", returncode=1)
+    b.bash(
+        "pytest -q tests/test_pager.py",
+        "FAILED tests/test_pager.py::test_empty - AssertionError: expected 0 pages",
+        returncode=1,
+    )
     b.bash("git diff --stat", " pager.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)")
     return b.build()
 
@@ -96,8 +103,9 @@ def test_focus_moves_matching_entries_up() -> None:
     b.bash("python migrate_database.py", "done")
     msgs = tuple(b.build())
     plain = ExtractiveSummarizer().summarize(SummaryRequest(msgs, max_chars=700))
-    focused = ExtractiveSummarizer().summarize(SummaryRequest(msgs, max_chars=700,
-                                                              focus="database migration"))
+    focused = ExtractiveSummarizer().summarize(
+        SummaryRequest(msgs, max_chars=700, focus="database migration")
+    )
     assert "Focus requested: database migration" in focused
     assert "migrate_database.py" in focused
     assert len(plain) <= 700 and len(focused) <= 700
@@ -107,8 +115,12 @@ def test_incremental_update_keeps_earlier_facts() -> None:
     first = _request()
     s1 = ExtractiveSummarizer().summarize(first)
     later = ConversationBuilder().user("x").bash("sed -i 's/a/b/' README.md").build()[1:]
-    request = SummaryRequest(tuple(later) * 6, task=TASK, previous_summary=s1,
-                             pinned=("Never touch the public API of pager.Pager",))
+    request = SummaryRequest(
+        tuple(later) * 6,
+        task=TASK,
+        previous_summary=s1,
+        pinned=("Never touch the public API of pager.Pager",),
+    )
     s2 = ExtractiveSummarizer().summarize(request)
     assert "README.md" in s2 and "pager.py" in s2  # new file and carried-over file
     assert check_summary(s2, request) == []
@@ -132,11 +144,22 @@ _steps = st.lists(
     st.one_of(
         st.tuples(st.just("user"), st.text(min_size=1, max_size=80)),
         st.tuples(st.just("assistant"), st.text(max_size=120)),
-        st.tuples(st.just("bash"), st.sampled_from(
-            ["python t.py", "pytest -q", "sed -i 's/a/b/' src/x.py", "cat > n.py << 'EOF'\nx\nEOF",
-             "grep -rn foo .", "git diff"]), st.text(max_size=200), st.integers(0, 2)),
-        st.tuples(st.just("edit"), st.sampled_from(["a.py", "src/b.py", "c d.txt"]),
-                  st.booleans()),
+        st.tuples(
+            st.just("bash"),
+            st.sampled_from(
+                [
+                    "python t.py",
+                    "pytest -q",
+                    "sed -i 's/a/b/' src/x.py",
+                    "cat > n.py << 'EOF'\nx\nEOF",
+                    "grep -rn foo .",
+                    "git diff",
+                ]
+            ),
+            st.text(max_size=200),
+            st.integers(0, 2),
+        ),
+        st.tuples(st.just("edit"), st.sampled_from(["a.py", "src/b.py", "c d.txt"]), st.booleans()),
         st.tuples(st.just("pin"), st.text(min_size=1, max_size=40)),
     ),
     min_size=1,
@@ -187,8 +210,7 @@ def test_passes_its_own_checks_when_room_allows(steps: list[tuple[object, ...]])
     msgs = _build(steps) * 3  # enough text that the must-keep facts fit in half of it
     request = SummaryRequest(tuple(msgs), max_chars=20_000)
     facts = extract_facts(request.messages)
-    must_keep = (sum(len(p) + 8 for p in facts.changed_files) + sum(len(p) for p in facts.pins)
-                 + 600)
+    must_keep = sum(len(p) + 8 for p in facts.changed_files) + sum(len(p) for p in facts.pins) + 600
     if must_keep > 0.5 * replaced_chars(request):
         return
     summary = ExtractiveSummarizer().summarize(request)
@@ -202,9 +224,11 @@ def _cut_points(n: int) -> list[int]:
 
 def test_real_trajectories_cut_at_several_points(shared_data: Path) -> None:
     files = sorted((shared_data / "mini-swe-agent").glob("*.traj.json"))
-    others = [shared_data / "claude-code/python-to-rust-port.jsonl",
-              shared_data / "openhands/fastjson2-2775.output.jsonl",
-              shared_data / "pi/large-session.jsonl"]
+    others = [
+        shared_data / "claude-code/python-to-rust-port.jsonl",
+        shared_data / "openhands/fastjson2-2775.output.jsonl",
+        shared_data / "pi/large-session.jsonl",
+    ]
     files += [p for p in others if p.exists()]
     if not files:
         pytest.skip("no trajectories in ../shared/data")
@@ -247,7 +271,8 @@ def test_same_bytes_across_processes_and_hash_seeds() -> None:
     outputs = set()
     for seed in ("1", "2", "random"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
         outputs.add(out.stdout)
     assert len(outputs) == 1 and "pkg/m11.py" in outputs.pop()

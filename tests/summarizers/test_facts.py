@@ -45,8 +45,12 @@ def test_exit_status_shapes(result: str, code: int, ok: bool) -> None:
 
 
 def test_is_error_without_exit_code_is_a_failure() -> None:
-    b = ConversationBuilder().user("t").tool_loop(
-        "Bash", {"command": "cargo build"}, "error[E0425]: cannot find value `x`", is_error=True
+    b = (
+        ConversationBuilder()
+        .user("t")
+        .tool_loop(
+            "Bash", {"command": "cargo build"}, "error[E0425]: cannot find value `x`", is_error=True
+        )
     )
     facts = _facts(b)
     assert facts.commands[0].ok is False
@@ -61,8 +65,10 @@ def test_grep_without_match_is_not_an_error() -> None:
 
 
 def test_traceback_signature_is_the_exception_line() -> None:
-    tb = ('Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
-          "    f()\nValueError: bad value 3")
+    tb = (
+        'Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
+        "    f()\nValueError: bad value 3"
+    )
     b = ConversationBuilder().user("t").bash("python t.py", tb, returncode=1)
     err = _facts(b).last_unresolved_error
     assert err is not None and err.key == "ValueError: bad value 3"
@@ -79,8 +85,9 @@ def test_error_printed_by_a_successful_script_counts() -> None:
 
 def test_error_fixed_by_a_later_success_of_the_same_command() -> None:
     b = ConversationBuilder().user("t")
-    b.bash("cd /repo && python -m pytest tests/ -x 2>&1 | tail -20", "E   AssertionError",
-           returncode=1)
+    b.bash(
+        "cd /repo && python -m pytest tests/ -x 2>&1 | tail -20", "E   AssertionError", returncode=1
+    )
     b.bash("sed -i 's/-/+/' calc.py")
     b.bash("python -m pytest tests/ -x", "3 passed")
     facts = _facts(b)
@@ -110,15 +117,24 @@ def test_last_unresolved_error_is_the_latest_open_one() -> None:
 def test_files_from_editor_tools_of_each_agent() -> None:
     b = ConversationBuilder().user("t")
     b.tool_loop("str_replace_editor", {"command": "view", "path": "/r/a.py"}, "1 x")
-    b.tool_loop("str_replace_editor", {"command": "create", "path": "/r/new.py",
-                                       "file_text": "x"}, "File created")
-    b.tool_loop("str_replace_based_edit_tool", {"command": "str_replace", "path": "/r/b.py",
-                                                "old_str": "a", "new_str": "b"}, "ok")
+    b.tool_loop(
+        "str_replace_editor",
+        {"command": "create", "path": "/r/new.py", "file_text": "x"},
+        "File created",
+    )
+    b.tool_loop(
+        "str_replace_based_edit_tool",
+        {"command": "str_replace", "path": "/r/b.py", "old_str": "a", "new_str": "b"},
+        "ok",
+    )
     b.tool_loop("Edit", {"file_path": "/r/c.py", "old_string": "a", "new_string": "b"}, "ok")
     b.tool_loop("Write", {"file_path": "/r/a.py", "content": "y"}, "ok")  # existed: modified
     b.tool_loop("read", {"path": "docs/x.md"}, "# doc")
-    b.tool_loop("apply_patch", {"input": "*** Begin Patch\n*** Update File: lib/z.py\n@@\n-a\n+b"
-                                "\n*** End Patch"}, "Done")
+    b.tool_loop(
+        "apply_patch",
+        {"input": "*** Begin Patch\n*** Update File: lib/z.py\n@@\n-a\n+b\n*** End Patch"},
+        "Done",
+    )
     facts = _facts(b)
     status = facts.file_status()
     assert status["/r/new.py"] == "created"
@@ -130,8 +146,10 @@ def test_files_from_editor_tools_of_each_agent() -> None:
 
 def test_files_from_bash_idioms() -> None:
     b = ConversationBuilder().user("t")
-    b.bash("cat > fix.py << 'EOF'\nwith open('src/m.py') as f:\n    s = f.read()\n"
-           "with open('src/m.py', 'w') as f:\n    f.write(s.replace('a', 'b'))\nEOF")
+    b.bash(
+        "cat > fix.py << 'EOF'\nwith open('src/m.py') as f:\n    s = f.read()\n"
+        "with open('src/m.py', 'w') as f:\n    f.write(s.replace('a', 'b'))\nEOF"
+    )
     b.bash("python fix.py")
     b.bash("cat > p.patch << 'EOF'\n--- a/src/n.py\n+++ b/src/n.py\n@@\n-a\n+b\nEOF")
     b.bash("patch -p1 < p.patch", "patching file src/n.py")
@@ -147,8 +165,10 @@ def test_files_from_bash_idioms() -> None:
 
 
 def test_git_diff_output_names_modified_files_and_stats() -> None:
-    diff = ("diff --git a/pkg/core.py b/pkg/core.py\nindex 1..2 100644\n--- a/pkg/core.py\n"
-            "+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n")
+    diff = (
+        "diff --git a/pkg/core.py b/pkg/core.py\nindex 1..2 100644\n--- a/pkg/core.py\n"
+        "+++ b/pkg/core.py\n@@ -1 +1 @@\n-a\n+b\n"
+    )
     stat = " pkg/core.py | 2 +-\n pkg/util.py | 10 ++++++++--\n 2 files changed, 9 insertions(+)"
     b = ConversationBuilder().user("t").bash("git diff", diff).bash("git diff --stat", stat)
     facts = _facts(b)
@@ -163,8 +183,11 @@ def test_git_diff_output_names_modified_files_and_stats() -> None:
 def test_git_status_lists_changes() -> None:
     out = " M src/a.py\n?? notes.md\nA  src/b.py"
     facts = _facts(ConversationBuilder().user("t").bash("git status --short", out))
-    assert facts.file_status() == {"src/a.py": "modified", "notes.md": "created",
-                                   "src/b.py": "created"}
+    assert facts.file_status() == {
+        "src/a.py": "modified",
+        "notes.md": "created",
+        "src/b.py": "created",
+    }
 
 
 def test_todo_tools_and_text_plans() -> None:
@@ -172,7 +195,10 @@ def test_todo_tools_and_text_plans() -> None:
     b.todo([("Write parser", "completed"), ("Write tests", "in_progress"), ("Docs", "pending")])
     facts = _facts(b)
     assert [(t.text, t.status) for t in facts.plan] == [
-        ("Write parser", "completed"), ("Write tests", "in_progress"), ("Docs", "pending")]
+        ("Write parser", "completed"),
+        ("Write tests", "in_progress"),
+        ("Docs", "pending"),
+    ]
     assert facts.plan_source == "TodoWrite"
     b.tool_loop("update_plan", {"plan": [{"step": "Ship", "status": "pending"}]}, "ok")
     assert [t.text for t in _facts(b).plan] == ["Ship"]
@@ -200,9 +226,11 @@ def test_memories_are_the_last_ten_findings() -> None:
 
 
 def test_previous_summary_file_list_carries_over() -> None:
-    previous = ("<completed>\n- ran tests\n</completed>\n<remaining>\n</remaining>\n"
-                "<current_state>\nFiles changed:\n- src/old.py\n- src/gone.py (deleted)\n"
-                "</current_state>\n<notes>\n</notes>")
+    previous = (
+        "<completed>\n- ran tests\n</completed>\n<remaining>\n</remaining>\n"
+        "<current_state>\nFiles changed:\n- src/old.py\n- src/gone.py (deleted)\n"
+        "</current_state>\n<notes>\n</notes>"
+    )
     facts = extract_facts(ConversationBuilder().user("t").build(), previous_summary=previous)
     assert facts.file_status() == {"src/old.py": "modified", "src/gone.py": "deleted"}
     assert facts.earlier is not None and "ran tests" in facts.earlier.completed
@@ -227,8 +255,14 @@ def test_mini_swe_agent_text_protocol() -> None:
 
 def test_results_without_calls_and_calls_without_results() -> None:
     msgs = [
-        Message("tool", (ToolResultBlock("gone", "Traceback (most recent call last):\n"
-                                         "OSError: disk full", is_error=True),)),
+        Message(
+            "tool",
+            (
+                ToolResultBlock(
+                    "gone", "Traceback (most recent call last):\nOSError: disk full", is_error=True
+                ),
+            ),
+        ),
         Message("assistant", (ToolCallBlock("c9", "write", json.dumps({"path": "late.py"})),)),
     ]
     facts = extract_facts(msgs)
@@ -268,8 +302,7 @@ def test_every_file_in_the_final_diff_is_found(shared_data: Path) -> None:
 def test_other_agent_formats_yield_facts(shared_data: Path) -> None:
     cases = {
         "claude-code/python-to-rust-port.jsonl": "/tmp/tmpqwh7888i/src/lib.rs",
-        "openhands/fastjson2-2775.output.jsonl":
-            "/home/fastjson2/core/src/main/java/com/alibaba/fastjson2/JSON.java",
+        "openhands/fastjson2-2775.output.jsonl": "/home/fastjson2/core/src/main/java/com/alibaba/fastjson2/JSON.java",
         "pi/large-session.jsonl": "packages/coding-agent/src/theme/theme.ts",
     }
     for name, expected in cases.items():
@@ -280,14 +313,19 @@ def test_other_agent_formats_yield_facts(shared_data: Path) -> None:
         assert expected in facts.changed_files, name
         assert facts.commands, name
         # nothing that is obviously not a path (sed scripts, shell words) is listed as a file
-        assert not any(p.startswith(("s/", "/undefined")) or p == "echo"
-                       for p in facts.changed_files), name
+        assert not any(
+            p.startswith(("s/", "/undefined")) or p == "echo" for p in facts.changed_files
+        ), name
 
 
 def test_a_failed_read_is_fixed_by_a_later_successful_read() -> None:
     b = ConversationBuilder().user("t")
-    b.tool_loop("str_replace_editor", {"command": "view", "path": "/r/src/x.py"},
-                "ERROR:\nInvalid `path` parameter: /r/src/x.py does not exist.", is_error=True)
+    b.tool_loop(
+        "str_replace_editor",
+        {"command": "view", "path": "/r/src/x.py"},
+        "ERROR:\nInvalid `path` parameter: /r/src/x.py does not exist.",
+        is_error=True,
+    )
     b.bash("cat wrong.txt", "cat: wrong.txt: No such file or directory", returncode=1)
     facts = _facts(b)
     assert facts.errors[0].key.startswith("ERROR: Invalid `path` parameter")  # not just "ERROR:"
@@ -298,8 +336,11 @@ def test_a_failed_read_is_fixed_by_a_later_successful_read() -> None:
 
 
 def test_exceptions_logged_mid_output_of_a_passing_run_are_not_errors() -> None:
-    log = ("Running tests\ncom.acme.ParseException: illegal number (expected by the test)\n"
-           + "ok\n" * 10 + "Tests run: 12, Failures: 0")
+    log = (
+        "Running tests\ncom.acme.ParseException: illegal number (expected by the test)\n"
+        + "ok\n" * 10
+        + "Tests run: 12, Failures: 0"
+    )
     b = ConversationBuilder().user("t").bash("mvn test", log)
     assert _facts(b).errors == ()
 
@@ -314,18 +355,46 @@ def test_an_analysis_written_as_a_numbered_list_is_not_a_plan() -> None:
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=30),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-        st.sampled_from(["command", "path", "file_path", "todos", "content", "status", "input",
-                         "plan", "cmd", "edits", "paths"]), kids, max_size=4),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "command",
+                    "path",
+                    "file_path",
+                    "todos",
+                    "content",
+                    "status",
+                    "input",
+                    "plan",
+                    "cmd",
+                    "edits",
+                    "paths",
+                ]
+            ),
+            kids,
+            max_size=4,
+        )
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["bash", "edit", "read", "TodoWrite", "apply_patch",
-                                           "str_replace_editor", "x"]),
-                          _json | st.text(max_size=40), st.text(max_size=120), st.booleans()),
-                max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["bash", "edit", "read", "TodoWrite", "apply_patch", "str_replace_editor", "x"]
+            ),
+            _json | st.text(max_size=40),
+            st.text(max_size=120),
+            st.booleans(),
+        ),
+        max_size=12,
+    )
+)
 def test_never_raises_on_odd_tool_calls(calls: list[tuple[str, object, str, bool]]) -> None:
     b = ConversationBuilder().user("t")
     for name, args, result, is_error in calls:

@@ -23,8 +23,10 @@ from contextwarden.summarizers import (
 from contextwarden.testing import ConversationBuilder, FixedCounter
 
 TASK = "Make the CSV exporter quote fields that contain commas"
-GOOD = ("<completed>\n- read exporter.py\n</completed>\n<remaining>\n- quote fields\n</remaining>\n"
-        "<current_state>\n- nothing changed yet\n</current_state>\n<notes>\n- none\n</notes>")
+GOOD = (
+    "<completed>\n- read exporter.py\n</completed>\n<remaining>\n- quote fields\n</remaining>\n"
+    "<current_state>\n- nothing changed yet\n</current_state>\n<notes>\n- none\n</notes>"
+)
 
 
 @pytest.fixture
@@ -45,16 +47,24 @@ def _history(steps: int = 4, output: str = "ok") -> tuple[Message, ...]:
     for i in range(steps):
         b.bash(f"python check.py --case MARK{i}", f"{output} case {i}")
     b.edit("src/exporter.py", "','.join(rows)", "','.join(quote(r) for r in rows)")
-    b.bash("pytest -q", "FAILED tests/test_export.py::test_quotes - AssertionError: got a,b",
-           returncode=1)
+    b.bash(
+        "pytest -q",
+        "FAILED tests/test_export.py::test_quotes - AssertionError: got a,b",
+        returncode=1,
+    )
     return b.messages
 
 
 def _summarizer(fake: FakeProvider, provider: str = "openai", **kw: object) -> LLMSummarizer:
     base = fake.openai_base_url if provider == "openai" else fake.anthropic_base_url
     sleeps: list[float] = kw.pop("sleeps", [])  # type: ignore[assignment]
-    return LLMSummarizer(base, "test-model", provider=provider,  # type: ignore[arg-type]
-                         sleep=sleeps.append, **kw)  # type: ignore[arg-type]
+    return LLMSummarizer(
+        base,
+        "test-model",
+        provider=provider,  # type: ignore[arg-type]
+        sleep=sleeps.append,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_follows_the_protocol(fake: FakeProvider) -> None:
@@ -114,16 +124,16 @@ def test_no_key_in_the_environment_sends_no_key(
 def test_custom_key_variable(fake: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_GATEWAY_KEY", "gw-123")
     fake.queue(Reply(summary=GOOD))
-    _summarizer(fake, api_key_env="MY_GATEWAY_KEY").summarize(SummaryRequest(_history(),
-                                                                           task=TASK))
+    _summarizer(fake, api_key_env="MY_GATEWAY_KEY").summarize(SummaryRequest(_history(), task=TASK))
     assert fake.requests[0].headers["authorization"] == "Bearer gw-123"
 
 
 def test_429_then_success_waits_what_retry_after_says(fake: FakeProvider) -> None:
-    fake.queue(Reply(status=429, json={"error": {"message": "slow down"}},
-                     headers={"retry-after": "2"}),
-               Reply(status=503, text="overloaded", headers={"retry-after-ms": "250"}),
-               Reply(summary=GOOD))
+    fake.queue(
+        Reply(status=429, json={"error": {"message": "slow down"}}, headers={"retry-after": "2"}),
+        Reply(status=503, text="overloaded", headers={"retry-after-ms": "250"}),
+        Reply(summary=GOOD),
+    )
     sleeps: list[float] = []
     summary = _summarizer(fake, sleeps=sleeps).summarize(SummaryRequest(_history(), task=TASK))
     assert len(fake.requests) == 3
@@ -145,13 +155,14 @@ def test_retry_after_is_capped(fake: FakeProvider) -> None:
     fake.queue(Reply(status=429, headers={"retry-after": "3600"}, json={}), Reply(summary=GOOD))
     sleeps: list[float] = []
     _summarizer(fake, max_backoff=5.0, sleeps=sleeps).summarize(
-        SummaryRequest(_history(), task=TASK))
+        SummaryRequest(_history(), task=TASK)
+    )
     assert sleeps == [5.0]
 
 
 def test_timeout_is_retried_then_reported(fake: FakeProvider) -> None:
     fake.queue(Reply(delay=5.0, summary=GOOD), Reply(delay=5.0, summary=GOOD))
-    summarizer = _summarizer(fake, timeout=0.2, max_retries=1)
+    summarizer = _summarizer(fake, timeout=3.0, attempt_timeout=0.2, max_retries=1)
     with pytest.raises(SummarizerError, match="timed out"):
         summarizer.summarize(SummaryRequest(_history(), task=TASK))
     assert len(fake.requests) == 2
@@ -159,17 +170,20 @@ def test_timeout_is_retried_then_reported(fake: FakeProvider) -> None:
 
 def test_timeout_then_success(fake: FakeProvider) -> None:
     fake.queue(Reply(delay=5.0, summary=GOOD), Reply(summary=GOOD))
-    summary = _summarizer(fake, timeout=0.2, max_retries=2).summarize(
-        SummaryRequest(_history(), task=TASK))
+    summary = _summarizer(fake, timeout=3.0, attempt_timeout=0.2, max_retries=2).summarize(
+        SummaryRequest(_history(), task=TASK)
+    )
     assert "read exporter.py" in summary
 
 
-def test_client_errors_are_not_retried(fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
-                                       ) -> None:
+def test_client_errors_are_not_retried(fake: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     fake.queue(Reply(status=401, json={"error": {"message": "bad key"}}))
-    with pytest.raises(SummarizerError, match=r"401 \(key read from \$OPENAI_API_KEY, which is "
-                                              r"not set\)"):
+    with pytest.raises(
+        SummarizerError,
+        match=r"401 \(key read from \$OPENAI_API_KEY, which is "
+        r"not set\)",
+    ):
         _summarizer(fake).summarize(SummaryRequest(_history(), task=TASK))
     assert len(fake.requests) == 1
 
@@ -181,10 +195,17 @@ def test_client_errors_are_not_retried(fake: FakeProvider, monkeypatch: pytest.M
         (Reply(json={"object": "error"}), "not a openai completion"),
         (Reply(summary=""), "empty summary"),
         (Reply(summary="Sure! Here is the summary: all good."), "missing <completed>"),
-        (Reply(summary="<completed>\nx\n</completed>\n<notes>\n</notes>"),
-         "missing <remaining>, <current_state>"),
-        (Reply(summary="<completed></completed><remaining></remaining>"
-                       "<current_state></current_state><notes></notes>"), "every section is empty"),
+        (
+            Reply(summary="<completed>\nx\n</completed>\n<notes>\n</notes>"),
+            "missing <remaining>, <current_state>",
+        ),
+        (
+            Reply(
+                summary="<completed></completed><remaining></remaining>"
+                "<current_state></current_state><notes></notes>"
+            ),
+            "every section is empty",
+        ),
     ],
 )
 def test_malformed_replies_raise(fake: FakeProvider, reply: Reply, message: str) -> None:
@@ -196,8 +217,12 @@ def test_malformed_replies_raise(fake: FakeProvider, reply: Reply, message: str)
 
 def test_previous_summary_and_focus_are_passed(fake: FakeProvider) -> None:
     fake.queue(Reply(summary=GOOD))
-    request = SummaryRequest(_history(), task=TASK, previous_summary="<completed>\nEARLIER-42\n"
-                             "</completed>", focus="the quoting rules")
+    request = SummaryRequest(
+        _history(),
+        task=TASK,
+        previous_summary="<completed>\nEARLIER-42\n</completed>",
+        focus="the quoting rules",
+    )
     _summarizer(fake).summarize(request)
     user = fake.requests[0].user_text
     assert "<previous_summary>" in user and "EARLIER-42" in user
@@ -248,8 +273,11 @@ def test_map_reduce_when_the_history_exceeds_the_budget(fake: FakeProvider) -> N
 
 
 def test_map_reduce_puts_the_previous_summary_into_the_merge(fake: FakeProvider) -> None:
-    request = SummaryRequest(_history(steps=40, output="y" * 300), task=TASK,
-                             previous_summary=GOOD.replace("read exporter.py", "EARLIER-7"))
+    request = SummaryRequest(
+        _history(steps=40, output="y" * 300),
+        task=TASK,
+        previous_summary=GOOD.replace("read exporter.py", "EARLIER-7"),
+    )
     _summarizer(fake, input_token_budget=3000, counter=FixedCounter()).summarize(request)
     merges = [r for r in fake.requests if "<part n=" in r.user_text]
     assert merges and "EARLIER-7" in merges[0].user_text
@@ -257,12 +285,17 @@ def test_map_reduce_puts_the_previous_summary_into_the_merge(fake: FakeProvider)
 
 
 def test_context_length_error_shrinks_the_chunks(fake: FakeProvider) -> None:
-    too_long = {"error": {"code": "context_length_exceeded",
-                          "message": "This model's maximum context length is 4096 tokens"}}
+    too_long = {
+        "error": {
+            "code": "context_length_exceeded",
+            "message": "This model's maximum context length is 4096 tokens",
+        }
+    }
     fake.queue(Reply(status=400, json=too_long))
     request = SummaryRequest(_history(steps=30, output="z" * 200), task=TASK)
     summary = _summarizer(fake, input_token_budget=20_000, counter=FixedCounter()).summarize(
-        request)
+        request
+    )
     assert len(fake.requests) >= 3  # the refused call, then chunks and a merge
     assert "<part n=" in fake.requests[-1].user_text
     assert check_summary(summary, request) == []
@@ -288,8 +321,9 @@ def test_async_retries(fake: FakeProvider) -> None:
     async def asleep(seconds: float) -> None:
         waited.append(seconds)
 
-    summarizer = LLMSummarizer(fake.anthropic_base_url, "claude-test", provider="anthropic",
-                               asleep=asleep)
+    summarizer = LLMSummarizer(
+        fake.anthropic_base_url, "claude-test", provider="anthropic", asleep=asleep
+    )
     summary = asyncio.run(summarizer.asummarize(SummaryRequest(_history(), task=TASK)))
     assert waited == [0.5] and "read exporter.py" in summary
 
@@ -298,14 +332,16 @@ def test_streaming_fake_is_well_formed(fake: FakeProvider) -> None:
     """The fake also streams (for the proxy's tests): OpenAI chunks end with [DONE]."""
     import httpx
 
-    r = httpx.post(f"{fake.openai_base_url}/chat/completions",
-                   json={"model": "m", "stream": True, "messages": [{"role": "user",
-                                                                     "content": "hi"}]})
+    r = httpx.post(
+        f"{fake.openai_base_url}/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert r.headers["content-type"].startswith("text/event-stream")
     assert r.text.rstrip().endswith("data: [DONE]")
-    r = httpx.post(f"{fake.anthropic_base_url}/v1/messages",
-                   json={"model": "m", "stream": True, "messages": [{"role": "user",
-                                                                     "content": "hi"}]})
+    r = httpx.post(
+        f"{fake.anthropic_base_url}/v1/messages",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert "event: message_stop" in r.text
 
 
@@ -340,8 +376,9 @@ def test_defaults_and_identity() -> None:
     assert anthropic.api_key_env == "ANTHROPIC_API_KEY"
     request = SummaryRequest(_history(), task=TASK)
     assert summary_cache_key(request, openai) != summary_cache_key(request, anthropic)
-    assert summary_cache_key(request, openai) == summary_cache_key(request,
-                                                                   LLMSummarizer(None, "gpt-x"))
+    assert summary_cache_key(request, openai) == summary_cache_key(
+        request, LLMSummarizer(None, "gpt-x")
+    )
 
 
 def test_real_trajectory_through_map_reduce_keeps_must_keep_facts(

@@ -19,8 +19,10 @@ from contextwarden.summarizers._shell import (
     [
         ("cd /testbed && sed -i 's/a/b/' src/x.py", ["src/x.py"]),
         ("sed -i.bak -e 's/a/b/' -e 's/c/d/' a.py b.py", ["a.py", "b.py"]),
-        ("sed -i '' 's/new Editor()/x/g' packages/tui/test/editor.test.ts",
-         ["packages/tui/test/editor.test.ts"]),
+        (
+            "sed -i '' 's/new Editor()/x/g' packages/tui/test/editor.test.ts",
+            ["packages/tui/test/editor.test.ts"],
+        ),
         ("sed --in-place 's/a/b/' conf.ini", ["conf.ini"]),
         ("cat > fix.py << 'EOF'\nprint('hi')\nEOF", ["fix.py"]),
         ("echo hello >> notes.txt", ["notes.txt"]),
@@ -29,8 +31,10 @@ from contextwarden.summarizers._shell import (
         ("perl -pi -e 's/a/b/' lib.pl", ["lib.pl"]),
         ("touch new_module.py", ["new_module.py"]),
         ("python -c \"open('/t/z.py', 'w').write('x')\"", ["/t/z.py"]),
-        ("python3 << 'EOF'\nfrom pathlib import Path\nPath('gen.txt').write_text('x')\nEOF",
-         ["gen.txt"]),
+        (
+            "python3 << 'EOF'\nfrom pathlib import Path\nPath('gen.txt').write_text('x')\nEOF",
+            ["gen.txt"],
+        ),
     ],
 )
 def test_writes_are_found(command: str, written: list[str]) -> None:

@@ -25,15 +25,20 @@ def _request(**kw: object) -> SummaryRequest:
     b = ConversationBuilder().user(TASK)
     b.pin("Keep Python 3.8 support")
     b.edit("pkg/dates.py", "import pytz", "import zoneinfo")
-    b.bash("python -m pytest -q", "E   ModuleNotFoundError: No module named 'zoneinfo'",
-           returncode=1)
+    b.bash(
+        "python -m pytest -q", "E   ModuleNotFoundError: No module named 'zoneinfo'", returncode=1
+    )
     b.bash("cat pkg/dates.py", "x = 1\n" * 300)
     return SummaryRequest(b.messages, **{"task": TASK, **kw})  # type: ignore[arg-type]
 
 
-def _summary(*, task: str = TASK, pin: str = "Keep Python 3.8 support",
-             path: str = "pkg/dates.py",
-             error: str = "E ModuleNotFoundError: No module named 'zoneinfo'") -> str:
+def _summary(
+    *,
+    task: str = TASK,
+    pin: str = "Keep Python 3.8 support",
+    path: str = "pkg/dates.py",
+    error: str = "E ModuleNotFoundError: No module named 'zoneinfo'",
+) -> str:
     return SummarySections(
         completed="- edited the imports",
         remaining=f"Original task:\n{task}",
@@ -103,7 +108,8 @@ def test_cache_key_depends_on_what_changes_the_summary() -> None:
     ]
     assert key not in variants and len(set(variants)) == len(variants)
     assert summary_cache_key(base, FakeSummarizer(name="a")) != summary_cache_key(
-        base, FakeSummarizer(name="b"))
+        base, FakeSummarizer(name="b")
+    )
 
 
 def test_request_validation() -> None:
@@ -115,8 +121,10 @@ def test_request_validation() -> None:
 
 
 def test_parse_summary_strict_and_lenient() -> None:
-    text = "Here you go:\n<completed>\na\n</completed>\n<remaining>b</remaining>\n" \
-           "<current_state>\n</current_state>\n<notes>n</notes>\nThanks!"
+    text = (
+        "Here you go:\n<completed>\na\n</completed>\n<remaining>b</remaining>\n"
+        "<current_state>\n</current_state>\n<notes>n</notes>\nThanks!"
+    )
     s = parse_summary(text)
     assert (s.completed, s.remaining, s.current_state, s.notes) == ("a", "b", "", "n")
     assert parse_summary(s.render()) == s
@@ -145,17 +153,24 @@ def test_fit_admits_by_tier_and_renders_in_order() -> None:
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["completed", "remaining", "current_state", "notes"]),
-                  st.text(max_size=60), st.integers(0, 9), st.sampled_from([None, "G", "H"]),
-                  st.integers(0, 80)),
+        st.tuples(
+            st.sampled_from(["completed", "remaining", "current_state", "notes"]),
+            st.text(max_size=60),
+            st.integers(0, 9),
+            st.sampled_from([None, "G", "H"]),
+            st.integers(0, 80),
+        ),
         max_size=30,
     ),
     st.integers(0, 800),
 )
-def test_fit_never_exceeds_the_cap(raw: list[tuple[str, str, int, str | None, int]],
-                                   cap: int) -> None:
-    entries = [Entry(sec, text, tier, (i,), group, min_chars=mc)
-               for i, (sec, text, tier, group, mc) in enumerate(raw)]
+def test_fit_never_exceeds_the_cap(
+    raw: list[tuple[str, str, int, str | None, int]], cap: int
+) -> None:
+    entries = [
+        Entry(sec, text, tier, (i,), group, min_chars=mc)
+        for i, (sec, text, tier, group, mc) in enumerate(raw)
+    ]
     out = fit(entries, cap)
     scaffold = len(SummarySections().render())
     assert len(out) <= max(cap, scaffold)

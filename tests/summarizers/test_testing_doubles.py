@@ -109,13 +109,24 @@ def test_builder_shapes() -> None:
         .assistant(thinking="secret", redacted=True)
         .build()
     )
-    assert [m.role for m in msgs] == ["system", "user", "user", "assistant", "assistant",
-                                      "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m.role for m in msgs] == [
+        "system",
+        "user",
+        "user",
+        "assistant",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert msgs[2].is_pinned and msgs[2].text == "<Pin>keep</Pin>"
     assert msgs[3].content[0] == ThinkingBlock("hmm", signature="sig")
     call = msgs[4].content[1]
-    assert isinstance(call, ToolCallBlock) and call.id == "call_1" and call.input == {
-        "command": "ls"}
+    assert (
+        isinstance(call, ToolCallBlock) and call.id == "call_1" and call.input == {"command": "ls"}
+    )
     assert msgs[4].content[0] == TextBlock("listing")
     ids = [b.id for b in msgs[6].tool_calls]
     assert ids == ["call_2", "call_3"]
@@ -127,9 +138,16 @@ def test_builder_shapes() -> None:
 
 def test_builder_conveniences_and_determinism() -> None:
     def build() -> ConversationBuilder:
-        return (ConversationBuilder().user("t").bash("make", "boom", returncode=2)
-                .read("a.py", "x").write("b.py", "y").edit("a.py", "x", "z")
-                .edit("a.py", "q", "r", error="no match").todo([("a", "pending")]))
+        return (
+            ConversationBuilder()
+            .user("t")
+            .bash("make", "boom", returncode=2)
+            .read("a.py", "x")
+            .write("b.py", "y")
+            .edit("a.py", "x", "z")
+            .edit("a.py", "q", "r", error="no match")
+            .todo([("a", "pending")])
+        )
 
     one, two = build(), build()
     assert [m.fingerprint for m in one.build()] == [m.fingerprint for m in two.build()]

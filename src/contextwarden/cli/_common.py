@@ -18,6 +18,7 @@ from rich.markup import escape
 from .._config import WardenConfig, load_config
 from .._exceptions import ContextWardenError
 from .._transcripts import Transcript, load_transcript
+from ..summarizers.config import parse_summarizer_spec
 
 __all__ = [
     "ConfigOption",
@@ -25,6 +26,7 @@ __all__ = [
     "EXIT_USAGE",
     "FileArgument",
     "ModelOption",
+    "SummarizerOption",
     "WindowOption",
     "config_for",
     "err",
@@ -73,6 +75,16 @@ ConfigOption = Annotated[
 ]
 
 
+SummarizerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--summarizer",
+        help="Who writes compaction summaries, as PROVIDER:MODEL (openai:gpt-4o-mini, "
+        "anthropic:claude-haiku-4-5) or extractive; overrides the config's summarizer.",
+    ),
+]
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     """Print ``message`` as red lines on stderr; return the Exit to raise."""
     for line in message.splitlines() or [message]:
@@ -106,11 +118,17 @@ def require_file(path: Path) -> Path:
 
 
 def config_for(
-    config: Path | None, *, model: str | None = None, window: int | None = None
+    config: Path | None,
+    *,
+    model: str | None = None,
+    window: int | None = None,
+    summarizer: str | None = None,
 ) -> WardenConfig:
     """The effective config: the file (or the default lookup), the environment, then the
-    command-line ``--model``/``--window``, which win."""
+    command-line ``--model``/``--window``/``--summarizer``, which win."""
     overrides: dict[str, Any] = {}
+    if summarizer is not None:
+        overrides["summarizer"] = parse_summarizer_spec(summarizer)
     if model is not None:
         overrides["model"] = model
     if window is not None:
@@ -121,22 +139,34 @@ def config_for(
 
 
 def load_recording(
-    file: Path, config: Path | None, *, model: str | None, window: int | None
+    file: Path,
+    config: Path | None,
+    *,
+    model: str | None,
+    window: int | None,
+    summarizer: str | None = None,
 ) -> tuple[Transcript, WardenConfig, str | None]:
     """Load ``file`` (a usage error when it is not a file), then the effective config (see
     :func:`config_for`); also the model to use: ``--model``/the config's, else the recording's,
     else None."""
     transcript = load_transcript(require_file(file))
-    cfg = config_for(config, model=model, window=window)
+    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     return transcript, cfg, cfg.model or transcript.model
 
 
 def recorded_model(
-    file: Path, config: Path | None, *, model: str | None, window: int | None
+    file: Path,
+    config: Path | None,
+    *,
+    model: str | None,
+    window: int | None,
+    summarizer: str | None = None,
 ) -> tuple[Transcript, WardenConfig, str]:
     """:func:`load_recording` for a command that needs a model: an error telling the user to
     give --model when neither the options, the config nor the recording name one."""
-    transcript, cfg, name = load_recording(file, config, model=model, window=window)
+    transcript, cfg, name = load_recording(
+        file, config, model=model, window=window, summarizer=summarizer
+    )
     if name is None:
         raise fail(f"{file}: the recording names no model; give --model")
     return transcript, cfg, name

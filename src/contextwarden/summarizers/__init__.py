@@ -6,6 +6,8 @@
   :class:`SummaryRequest` as input.
 - :func:`check_summary`: why a summary is unfit to replace what it summarises (empty list: fit);
   :func:`summary_cache_key`: the key a summary is cached under.
+- :class:`SummarizerConfig` / :func:`build_summarizer`: the ``summarizer:`` config section and
+  the summarizer it describes (``parse_summarizer_spec`` reads the CLI's ``PROVIDER:MODEL``).
 - :func:`extract_facts` / :class:`Facts`: what a history says (task, commands, files, errors,
   plan, pins, findings), without an LLM.
 """
@@ -23,6 +25,7 @@ from .base import (
     request_facts,
     summary_cache_key,
 )
+from .config import SummarizerConfig, build_summarizer, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
 from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 
@@ -37,12 +40,15 @@ __all__ = [
     "FileTouch",
     "LLMSummarizer",
     "Summarizer",
+    "SummarizerConfig",
     "SummaryRequest",
     "SummarySections",
     "TodoItem",
+    "build_summarizer",
     "check_summary",
     "effective_cap",
     "extract_facts",
+    "parse_summarizer_spec",
     "parse_summary",
     "request_facts",
     "summary_cache_key",

@@ -66,7 +66,7 @@ def clip_middle(text: str, limit: int) -> str:
     head = max(limit * 3 // 5, 1)
     tail = max(limit - head, 0)
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail :]}"
 
 
 def render_message(message: Message, call_names: dict[str, str], clip_chars: int) -> str:
@@ -87,8 +87,11 @@ def render_message(message: Message, call_names: dict[str, str], clip_chars: int
     lines.append(f"[{message.role}]")
     for block in message.content:
         if isinstance(block, TextBlock):
-            lines.append(clip_middle(block.text, max(clip_chars * 2, 200))
-                         if message.role != "user" else block.text)
+            lines.append(
+                clip_middle(block.text, max(clip_chars * 2, 200))
+                if message.role != "user"
+                else block.text
+            )
         elif isinstance(block, ToolCallBlock):
             call_names[block.id] = block.name
             lines.append(f"[call {block.name}] {clip_middle(block.arguments, clip_chars)}")

@@ -78,19 +78,61 @@ class TodoItem:
     status: TodoStatus
 
 
-
 # -- tool classification -------------------------------------------------------------------------
-PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path",
-              "absolute_path", "target", "file_name")
-SHELL_TOOLS = frozenset({"bash", "shell", "execute_bash", "run", "terminal", "run_command",
-                          "exec_command", "local_shell", "run_shell_command", "execute_command",
-                          "cmd", "command", "sh", "run_terminal_cmd", "container.exec"})
+PATH_KEYS = (
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "absolute_path",
+    "target",
+    "file_name",
+)
+SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "shell",
+        "execute_bash",
+        "run",
+        "terminal",
+        "run_command",
+        "exec_command",
+        "local_shell",
+        "run_shell_command",
+        "execute_command",
+        "cmd",
+        "command",
+        "sh",
+        "run_terminal_cmd",
+        "container.exec",
+    }
+)
 _EDITOR_COMMANDS: Mapping[str, FileAction] = {
-    "view": "read", "create": "created", "str_replace": "modified", "insert": "modified",
-    "undo_edit": "modified", "write": "created", "append": "modified", "edit": "modified",
+    "view": "read",
+    "create": "created",
+    "str_replace": "modified",
+    "insert": "modified",
+    "undo_edit": "modified",
+    "write": "created",
+    "append": "modified",
+    "edit": "modified",
 }
-TODO_TOOLS = frozenset({"todowrite", "todo_write", "update_plan", "task_tracker", "write_todos",
-                         "todo", "todos", "update_todos", "plan"})
+TODO_TOOLS = frozenset(
+    {
+        "todowrite",
+        "todo_write",
+        "update_plan",
+        "task_tracker",
+        "write_todos",
+        "todo",
+        "todos",
+        "update_todos",
+        "plan",
+    }
+)
 PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch", "apply_diff"})
 
 
@@ -157,12 +199,22 @@ def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
 
 def todo_items(args: Mapping[str, Any]) -> list[TodoItem] | None:
     for value in args.values():
-        if not isinstance(value, list) or not value or not all(isinstance(v, Mapping) for v in value):
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, Mapping) for v in value)
+        ):
             continue
         items: list[TodoItem] = []
         for v in value:
-            text = next((v[k] for k in ("content", "title", "step", "task", "description", "text")
-                         if isinstance(v.get(k), str)), None)
+            text = next(
+                (
+                    v[k]
+                    for k in ("content", "title", "step", "task", "description", "text")
+                    if isinstance(v.get(k), str)
+                ),
+                None,
+            )
             if text is None:
                 break
             items.append(TodoItem(" ".join(text.split()), todo_status(v)))
@@ -209,8 +261,23 @@ EXIT_LINE = re.compile(
     r"(?i)^\s*(<returncode>.*|\[?(the )?command (exited|finished|completed) with .*|exit code.*)$"
 )
 #: Programs whose exit status 1 means "no match" / "differs" / "false", not failure.
-SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "test", "[",
-                              "diff", "cmp", "which", "git"})
+SEARCH_PROGRAMS = frozenset(
+    {
+        "grep",
+        "egrep",
+        "fgrep",
+        "zgrep",
+        "rg",
+        "ag",
+        "ack",
+        "test",
+        "[",
+        "diff",
+        "cmp",
+        "which",
+        "git",
+    }
+)
 DIFF_STAT_LINE = re.compile(r"^\s*\S.*\s\|\s+(\d+\s*[+-]*|Bin .*)\s*$")
 DIFF_SUMMARY = re.compile(r"^\s*\d+ files? changed\b.*$")
 DIFF_HEADER = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)")
@@ -286,15 +353,19 @@ FINDING_WORDS = re.compile(
     r"confirmed|turns out|is caused|i see|notice|succeed|passes|passed|failing|fails|"
     r"the reason|it seems|appears to)\b"
 )
-INTENT = re.compile(r"(?i)^(let me|now let me|let's|i'll|i will|i need to|next,? i|now i'll|"
-                     r"first,? let me|i'm going to)\b")
+INTENT = re.compile(
+    r"(?i)^(let me|now let me|let's|i'll|i will|i need to|next,? i|now i'll|"
+    r"first,? let me|i'm going to)\b"
+)
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 #: A numbered list is a plan only when the text leading into it says so (an analysis written
 #: as "1. ... 2. ..." is not); checkbox lists always are.
-PLAN_CUE = re.compile(r"(?i)\b(plan|steps?|todo|to-do|next|need to|will|approach|going to|"
-                       r"let me|tasks?|remaining)\b")
+PLAN_CUE = re.compile(
+    r"(?i)\b(plan|steps?|todo|to-do|next|need to|will|approach|going to|"
+    r"let me|tasks?|remaining)\b"
+)
 
 
 @lru_cache(maxsize=8192)
@@ -343,5 +414,3 @@ def error_excerpt(text: str, key: str) -> str:
             start = max(0, i - 3)
             return clip("\n".join(lines[start : i + 3]).strip(), ERROR_EXCERPT_CHARS)
     return clip(body, ERROR_EXCERPT_CHARS)
-
-

@@ -176,16 +176,20 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
             open_groups.add((e.section, e.group))
 
     def flush(up_to_tier: int | None) -> None:
-        for i in [d for d in deferred if up_to_tier is None
-                  or max(items[d].tier, MUST_KEEP_TIER) < up_to_tier]:
+        for i in [
+            d
+            for d in deferred
+            if up_to_tier is None or max(items[d].tier, MUST_KEEP_TIER) < up_to_tier
+        ]:
             deferred.remove(i)
             e = items[i]
             room = cap - used - overhead(e) - len(_line(e, ""))
             if room >= e.min_chars:
                 admit(i, clip(e.text, room))
 
-    ranked = sorted(range(len(items)), key=lambda i: (items[i].tier, -items[i].recency,
-                                                      items[i].order, i))
+    ranked = sorted(
+        range(len(items)), key=lambda i: (items[i].tier, -items[i].recency, items[i].order, i)
+    )
     for i in ranked:
         e = items[i]
         flush(e.tier)
@@ -209,8 +213,14 @@ def _render(items: Sequence[Entry], admitted: dict[int, str]) -> str:
             g = items[i].group
             if g and g not in first_of_group:
                 first_of_group[g] = items[i].order
-        chosen.sort(key=lambda i: (first_of_group.get(items[i].group or "", items[i].order),
-                                   items[i].group or "", items[i].order, i))
+        chosen.sort(
+            key=lambda i: (
+                first_of_group.get(items[i].group or "", items[i].order),
+                items[i].group or "",
+                items[i].order,
+                i,
+            )
+        )
         current: str | None = None
         for i in chosen:
             e = items[i]

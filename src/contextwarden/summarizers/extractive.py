@@ -71,9 +71,18 @@ def facts_entries(
     if words:
         # what the user asked to keep moves up two tiers (never above the must-keep ones)
         entries = [
-            Entry(e.section, e.text, max(2, e.tier - 2), e.order, e.group, e.recency, e.bullet,
-                  e.min_chars)
-            if e.tier > 2 and any(w in e.text.lower() for w in words) else e
+            Entry(
+                e.section,
+                e.text,
+                max(2, e.tier - 2),
+                e.order,
+                e.group,
+                e.recency,
+                e.bullet,
+                e.min_chars,
+            )
+            if e.tier > 2 and any(w in e.text.lower() for w in words)
+            else e
             for e in entries
         ]
     return entries
@@ -86,19 +95,29 @@ def _entries(
     task_text = task or facts.task
     if task_text:
         limit = max(240, int(cap * TASK_SHARE))
-        yield Entry("remaining", clip(task_text.strip(), limit), 0, (0,), "Original task",
-                    bullet=False, min_chars=160)
+        yield Entry(
+            "remaining",
+            clip(task_text.strip(), limit),
+            0,
+            (0,),
+            "Original task",
+            bullet=False,
+            min_chars=160,
+        )
     if focus:
-        yield Entry("remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,),
-                    bullet=False)
+        yield Entry(
+            "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
+        )
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
-        label = ("Open todo items" if facts.plan_source not in ("", "text")
-                 else f"Latest plan (message {facts.plan_index})")
+        label = (
+            "Open todo items"
+            if facts.plan_source not in ("", "text")
+            else f"Latest plan (message {facts.plan_index})"
+        )
         for i, item in enumerate(open_items):
             mark = " (in progress)" if item.status == "in_progress" else ""
-            yield Entry("remaining", clip(item.text, 200) + mark, 4, (2, i), label,
-                        recency=-i)
+            yield Entry("remaining", clip(item.text, 200) + mark, 4, (2, i), label, recency=-i)
     # completed: done items, commands, fixed errors -----------------------------------------
     for i, item in enumerate(t for t in facts.plan if t.status == "completed"):
         yield Entry("completed", clip(item.text, 200), 6, (0, i), "Done", recency=i)
@@ -109,17 +128,34 @@ def _entries(
         by_key.setdefault(run.key, []).append(run)
     for runs in by_key.values():
         latest = runs[-1]
-        yield Entry("completed", _command_line(latest, len(runs)), 6, (1, latest.index),
-                    "Commands run", recency=latest.index)
+        yield Entry(
+            "completed",
+            _command_line(latest, len(runs)),
+            6,
+            (1, latest.index),
+            "Commands run",
+            recency=latest.index,
+        )
     reads = sum(1 for r in facts.commands if r.read_only)
     if reads:
-        yield Entry("completed", f"{reads} read-only commands or file views (searches, "
-                    "listings, reads)", 8, (2,), bullet=False)
+        yield Entry(
+            "completed",
+            f"{reads} read-only commands or file views (searches, listings, reads)",
+            8,
+            (2,),
+            bullet=False,
+        )
     for err in facts.errors:
         if err.fixed:
-            yield Entry("completed", f"{clip(err.key, 160)} (from {clip(err.source, 80)}; "
-                        f"fixed by message {err.fixed_at})", 7, (3, err.index), "Errors fixed",
-                        recency=err.index)
+            yield Entry(
+                "completed",
+                f"{clip(err.key, 160)} (from {clip(err.source, 80)}; "
+                f"fixed by message {err.fixed_at})",
+                7,
+                (3, err.index),
+                "Errors fixed",
+                recency=err.index,
+            )
     # current state: files, last error, diff stat -------------------------------------------
     status = facts.file_status()
     for i, path in enumerate(facts.changed_files):
@@ -128,20 +164,33 @@ def _entries(
         yield Entry("current_state", path + suffix, 2, (0, i), "Files changed")
     last = facts.last_unresolved_error
     if last is not None:
-        yield Entry("current_state", last.key, 3, (1, 0), "Last unresolved error",
-                    bullet=False)
-        yield Entry("current_state", f"(from {clip(last.source, 160)}, message {last.index})",
-                    3, (1, 1), "Last unresolved error", bullet=False)
+        yield Entry("current_state", last.key, 3, (1, 0), "Last unresolved error", bullet=False)
+        yield Entry(
+            "current_state",
+            f"(from {clip(last.source, 160)}, message {last.index})",
+            3,
+            (1, 1),
+            "Last unresolved error",
+            bullet=False,
+        )
         excerpt = "\n".join("  > " + ln for ln in last.excerpt.splitlines() if ln.strip())
         if excerpt and excerpt.strip("> ") != last.key:
-            yield Entry("current_state", excerpt, 6, (1, 2), "Last unresolved error",
-                        bullet=False, min_chars=80)
+            yield Entry(
+                "current_state",
+                excerpt,
+                6,
+                (1, 2),
+                "Last unresolved error",
+                bullet=False,
+                min_chars=80,
+            )
     for i, line in enumerate(facts.diff_stat):
         yield Entry("current_state", line, 5, (2, i), "Latest git diff --stat", recency=-i)
     if facts.commands:
         final = facts.commands[-1]
-        yield Entry("current_state", f"Last command: {_command_line(final, 1)}", 5, (3,),
-                    bullet=False)
+        yield Entry(
+            "current_state", f"Last command: {_command_line(final, 1)}", 5, (3,), bullet=False
+        )
     for i, path in enumerate(facts.read_files):
         yield Entry("current_state", path, 8, (4, i), "Files read", recency=i)
     # notes: pins, other errors, findings, what an earlier summary said -----------------------
@@ -150,9 +199,14 @@ def _entries(
         yield Entry("notes", pin, 1, (0, i), "Pinned (verbatim)", bullet=False, min_chars=80)
     others = [e for e in facts.unresolved_errors if e is not last][-4:]
     for err in others:
-        yield Entry("notes", f"{clip(err.key, 200)} (from {clip(err.source, 80)}, message "
-                    f"{err.index})", 5, (1, err.index), "Other unresolved errors",
-                    recency=err.index)
+        yield Entry(
+            "notes",
+            f"{clip(err.key, 200)} (from {clip(err.source, 80)}, message {err.index})",
+            5,
+            (1, err.index),
+            "Other unresolved errors",
+            recency=err.index,
+        )
     for i, memory in enumerate(facts.memories):
         yield Entry("notes", clip(memory, 240), 7, (2, i), "Findings", recency=i)
     yield from _earlier_entries(facts.earlier)
@@ -175,8 +229,11 @@ def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, 
 
 
 def _earlier_pins(facts: Facts) -> list[str]:
-    return [line for _, heading, line in _earlier_lines(facts.earlier)
-            if heading.lower() == "pinned (verbatim)"]
+    return [
+        line
+        for _, heading, line in _earlier_lines(facts.earlier)
+        if heading.lower() == "pinned (verbatim)"
+    ]
 
 
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:

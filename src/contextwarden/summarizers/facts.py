@@ -221,15 +221,24 @@ class _Walker:
             text = msg.text
             if looks_like_summary(text):
                 self.merge_earlier(text, index)
-            elif self.task is None and text.strip() and not text.lstrip().startswith("<returncode>"):
+            elif (
+                self.task is None and text.strip() and not text.lstrip().startswith("<returncode>")
+            ):
                 self.task = text.strip()
             if self.last_text_command and "<returncode>" in text[:200]:
                 # mini-swe-agent's text protocol: the command was in a ```bash block, and the
                 # reply with its return code shows it really ran
                 command, at = self.last_text_command
                 self.shell_effects(command, at)
-                self.finish_command(command, "bash", at, index, text, is_error=False,
-                                    read_only=analyze_command(command).read_only)
+                self.finish_command(
+                    command,
+                    "bash",
+                    at,
+                    index,
+                    text,
+                    is_error=False,
+                    read_only=analyze_command(command).read_only,
+                )
             self.last_text_command = None
         elif msg.role == "assistant":
             self.assistant(index, msg)
@@ -256,8 +265,10 @@ class _Walker:
             self.earlier = sections
         else:  # two earlier summaries in one span: keep both, oldest first
             self.earlier = SummarySections(
-                *(f"{self.earlier.get(n)}\n{sections.get(n)}".strip() for n in
-                  ("completed", "remaining", "current_state", "notes"))
+                *(
+                    f"{self.earlier.get(n)}\n{sections.get(n)}".strip()
+                    for n in ("completed", "remaining", "current_state", "notes")
+                )
             )
         for path, action in _files_from_summary(sections.current_state):
             self.earlier_files.append(FileTouch(path, action, index, "earlier summary"))
@@ -294,8 +305,12 @@ class _Walker:
         for path in effects.reads:
             self.touch(path, "read", index, "shell")
         for path, how in effects.writes.items():
-            self.touch(path, "created" if how in ("redirect", "touch", "cp", "mv") else "modified",
-                       index, how)
+            self.touch(
+                path,
+                "created" if how in ("redirect", "touch", "cp", "mv") else "modified",
+                index,
+                how,
+            )
         for path, body in effects.heredocs.items():
             self.scripts[path] = body
             targets = patch_targets(body)
@@ -328,8 +343,9 @@ class _Walker:
         name = pending.call.name
         if pending.command is not None:
             effects = analyze_command(pending.command)
-            self.finish_command(pending.command, name, pending.index, index, text,
-                                block.is_error, effects.read_only)
+            self.finish_command(
+                pending.command, name, pending.index, index, text, block.is_error, effects.read_only
+            )
             if effects.runs_git_diff:
                 self.git_output(text, index)
             if re.search(r"\bgit status\b", pending.command):
@@ -348,11 +364,15 @@ class _Walker:
         described = f"{name} {path}".strip()
         match_key = f"file:{path}" if path else f"tool:{n}"
         action = file_action_for_tool(name, args)
-        self.record_run(described, match_key, name, pending.index, None, not failed,
-                        read_only=action == "read")
+        self.record_run(
+            described, match_key, name, pending.index, None, not failed, read_only=action == "read"
+        )
         if failed:
-            key = error_key(text) or clip(" ".join(text.split()), ERROR_KEY_CHARS) or (
-                f"{name} failed")
+            key = (
+                error_key(text)
+                or clip(" ".join(text.split()), ERROR_KEY_CHARS)
+                or (f"{name} failed")
+            )
             keys = (match_key, f"read:{n}") if action == "read" else (match_key,)
             self.add_error(index, described, key, text, keys)
             return
@@ -362,8 +382,10 @@ class _Walker:
             for p in all_paths(args) or [""]:
                 self.resolve(f"file:{p}" if p else match_key, index)
         if n in PATCH_TOOLS or "patch" in n:
-            raw = next((v for k, v in args.items() if isinstance(v, str) and
-                        ("*** " in v or "+++ " in v)), "")
+            raw = next(
+                (v for k, v in args.items() if isinstance(v, str) and ("*** " in v or "+++ " in v)),
+                "",
+            )
             for p in patch_targets(raw):
                 self.touch(p, "modified", pending.index, name)
             if raw:
@@ -372,8 +394,16 @@ class _Walker:
             for p in all_paths(args):
                 self.touch(p, action, pending.index, name)
 
-    def finish_command(self, command: str, tool: str, call_index: int, index: int, text: str,
-                       is_error: bool, read_only: bool) -> None:
+    def finish_command(
+        self,
+        command: str,
+        tool: str,
+        call_index: int,
+        index: int,
+        text: str,
+        is_error: bool,
+        read_only: bool,
+    ) -> None:
         code = exit_code(text)
         body = output_body(text)
         key = command_key(command) if command else ""
@@ -393,11 +423,23 @@ class _Walker:
             self.record_run(command, key, tool, call_index, code, ok, read_only)
         if not ok:
             if signature is None:
-                last = next((ln.strip() for ln in reversed(body.splitlines())
-                             if ln.strip() and not EXIT_LINE.match(ln)), "")
-                signature = clip(last, ERROR_KEY_CHARS) if last else (
-                    f"`{clip(key, 80)}` exited with code {code}" if code is not None
-                    else f"{tool} reported an error")
+                last = next(
+                    (
+                        ln.strip()
+                        for ln in reversed(body.splitlines())
+                        if ln.strip() and not EXIT_LINE.match(ln)
+                    ),
+                    "",
+                )
+                signature = (
+                    clip(last, ERROR_KEY_CHARS)
+                    if last
+                    else (
+                        f"`{clip(key, 80)}` exited with code {code}"
+                        if code is not None
+                        else f"{tool} reported an error"
+                    )
+                )
             source = f"`{clip(key or command, 120)}`" if command else tool
             keys = (key or f"result:{index}",) + ((f"read:{prog}",) if read_only and prog else ())
             self.add_error(index, source, signature, body, keys)
@@ -406,13 +448,31 @@ class _Walker:
             if read_only and prog:
                 self.resolve(f"read:{prog}", index)
 
-    def record_run(self, command: str, key: str, tool: str, index: int, code: int | None,
-                   ok: bool | None, read_only: bool) -> None:
-        self.commands.append(CommandRun(clip(" ".join(command.split()), COMMAND_CHARS), key, tool,
-                                        index, code, ok, read_only))
+    def record_run(
+        self,
+        command: str,
+        key: str,
+        tool: str,
+        index: int,
+        code: int | None,
+        ok: bool | None,
+        read_only: bool,
+    ) -> None:
+        self.commands.append(
+            CommandRun(
+                clip(" ".join(command.split()), COMMAND_CHARS),
+                key,
+                tool,
+                index,
+                code,
+                ok,
+                read_only,
+            )
+        )
 
-    def add_error(self, index: int, source: str, key: str, text: str,
-                  match_keys: tuple[str, ...]) -> None:
+    def add_error(
+        self, index: int, source: str, key: str, text: str, match_keys: tuple[str, ...]
+    ) -> None:
         key = clip(" ".join(key.split()), ERROR_KEY_CHARS)
         excerpt = error_excerpt(text, key)
         self.errors.append(ErrorSeen(index, source, key, excerpt, None, match_keys))
@@ -422,14 +482,18 @@ class _Walker:
         earlier unresolved errors it caused."""
         for i, err in enumerate(self.errors):
             if err.fixed_at is None and match_key in err.match_keys:
-                self.errors[i] = ErrorSeen(err.index, err.source, err.key, err.excerpt, index,
-                                           err.match_keys)
+                self.errors[i] = ErrorSeen(
+                    err.index, err.source, err.key, err.excerpt, index, err.match_keys
+                )
 
     def git_output(self, text: str, index: int) -> None:
         for m in DIFF_HEADER.finditer(text):
             self.touch(m.group(2), "modified", index, "git diff")
-        stat = [ln.rstrip() for ln in text.splitlines()
-                if DIFF_STAT_LINE.match(ln) or DIFF_SUMMARY.match(ln)]
+        stat = [
+            ln.rstrip()
+            for ln in text.splitlines()
+            if DIFF_STAT_LINE.match(ln) or DIFF_SUMMARY.match(ln)
+        ]
         if stat and any(DIFF_SUMMARY.match(ln) for ln in stat):
             self.diff_stat = tuple(" ".join(ln.split()) for ln in stat)
 
@@ -439,8 +503,9 @@ class _Walker:
             self.touch(m.group(2).split(" -> ")[-1], action, index, "git status")
         for m in GIT_STATUS_SHORT.finditer(text):
             flag, path = m.group(1), m.group(2).split(" -> ")[-1]
-            self.touch(path, "created" if "?" in flag or "A" in flag else "modified", index,
-                       "git status")
+            self.touch(
+                path, "created" if "?" in flag or "A" in flag else "modified", index, "git status"
+            )
 
     def finish(self) -> Facts:
         # calls whose results are beyond the span: their file effects still happened
@@ -451,9 +516,15 @@ class _Walker:
                     for p in all_paths(pending.args):
                         self.touch(p, action, pending.index, pending.call.name)
             else:
-                self.record_run(pending.command, command_key(pending.command),
-                                pending.call.name, pending.index, None, None,
-                                analyze_command(pending.command).read_only)
+                self.record_run(
+                    pending.command,
+                    command_key(pending.command),
+                    pending.call.name,
+                    pending.index,
+                    None,
+                    None,
+                    analyze_command(pending.command).read_only,
+                )
         return Facts(
             task=self.task,
             commands=tuple(self.commands),
@@ -488,8 +559,16 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             if m:
                 # the extractive summary writes "path" for modified and "path (note)" otherwise
                 note = m.group(2) or "modified"
-                action: FileAction = "created" if note == "created" else (
-                    "reverted" if note == "reverted" else "deleted" if note == "deleted" else "modified"
+                action: FileAction = (
+                    "created"
+                    if note == "created"
+                    else (
+                        "reverted"
+                        if note == "reverted"
+                        else "deleted"
+                        if note == "deleted"
+                        else "modified"
+                    )
                 )
                 out.append((m.group(1), action))
     return out

@@ -9,7 +9,8 @@ budget it works map-reduce: summarise consecutive chunks, then merge the partial
 
 Failures are :class:`~contextwarden.SummarizerError`: HTTP errors after retries (429, 408, 409
 and 5xx, timeouts and connection errors are retried with exponential backoff, honouring
-``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty. The
+``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty, and
+no answer within ``timeout``: one deadline for the whole summary, retries included. The
 engine then falls back to the extractive summary. A reply that left out a must-keep fact (task
 opening, pinned text, a changed file, the last unresolved error) gets it added from the
 history's own facts, and the whole is fitted under the length cap.
@@ -21,6 +22,7 @@ import asyncio
 import email.utils
 import math
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ from ._prompt import (
 )
 from ._sections import SECTIONS, Entry, clip, fit, parse_summary
 from .base import SummaryRequest, effective_cap, request_facts, task_key
+from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
 from .facts import Facts
 
@@ -49,21 +52,44 @@ Provider = Literal["openai", "anthropic"]
 
 #: The ``anthropic-version`` header sent with every Anthropic request.
 ANTHROPIC_VERSION = "2023-06-01"
-_DEFAULT_BASE_URL: Mapping[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-}
-_DEFAULT_KEY_ENV: Mapping[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_DEFAULT_BASE_URL = DEFAULT_BASE_URLS
+_DEFAULT_KEY_ENV = DEFAULT_KEY_ENVS
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 #: Phrases providers use when the input is over the model's window (then we split finer).
-_TOO_LONG = ("context_length_exceeded", "maximum context length", "prompt is too long",
-             "too many tokens", "context window", "input is too long", "reduce the length")
+_TOO_LONG = (
+    "context_length_exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "too many tokens",
+    "context window",
+    "input is too long",
+    "reduce the length",
+)
 #: Default token estimate when no counter is given: characters / 3 errs high for English and
 #: code (real ratios are ~3.5-4.5), so chunks stay inside the summarizer's window.
 _CHARS_PER_TOKEN_ESTIMATE = 3
+#: The caller waits this much past the deadline for the helper thread to report its own, more
+#: precise, error before giving up on it.
+_JOIN_GRACE_S = 0.05
 #: How many times a "context length exceeded" reply halves the budget before giving up.
 _MAX_SHRINKS = 3
+
+
+class _Late(Exception):
+    """The summary's deadline has passed (turned into a :class:`SummarizerError`)."""
+
+
+def _check_clock(response: httpx.Response, attempt_ends: float, deadline: float) -> None:
+    """Raise when a body is still arriving after its attempt's limit (a timeout, retried) or
+    after the summary's deadline (final)."""
+    now = time.monotonic()
+    if now > deadline:
+        raise _Late()
+    if now > attempt_ends:
+        raise httpx.ReadTimeout(
+            "the body was still arriving at the attempt's time limit", request=response.request
+        )
 
 
 class _InputTooLarge(Exception):
@@ -92,9 +118,14 @@ class LLMSummarizer:
     (default ``https://api.anthropic.com``). ``model``: the model name sent.
     ``api_key_env``: the environment variable holding the key (default ``OPENAI_API_KEY`` /
     ``ANTHROPIC_API_KEY``), read at each call; when unset no key is sent (local servers).
-    ``timeout``: seconds per HTTP request (default 60). ``max_retries``: retries after the
-    first attempt (default 3), waiting ``backoff * 2**attempt`` seconds (default 0.5, capped at
-    ``max_backoff``, default 30) or what ``Retry-After`` asks, capped the same way.
+    ``timeout``: the total deadline of one summary in seconds, retries, waits and map-reduce
+    steps included (default 60): a server that stalls, trickles its body or keeps answering 429
+    cannot hold the caller longer. ``attempt_timeout``: seconds one HTTP attempt may take
+    (default: whatever is left of ``timeout``), so that a hung first attempt leaves time for a
+    retry. ``max_retries``: retries after the first attempt (default 3), waiting
+    ``backoff * 2**attempt`` seconds (default 0.5, capped at ``max_backoff``, default 30) or
+    what ``Retry-After`` asks, capped the same way; a wait that would pass the deadline is not
+    started.
     ``max_chars``: the summary's cap (default 4000; the request's own cap applies too).
     ``input_token_budget``: tokens of history one call may carry (default 48,000; the prompt
     and the reply come on top), measured with ``counter`` or characters/3.
@@ -117,6 +148,7 @@ class LLMSummarizer:
         provider: Provider = "openai",
         api_key_env: str | None = None,
         timeout: float = 60.0,
+        attempt_timeout: float | None = None,
         max_retries: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
@@ -137,17 +169,24 @@ class LLMSummarizer:
         max_concurrency: int = 4,
     ) -> None:
         if provider not in _DEFAULT_BASE_URL:
-            raise ConfigError(f"LLMSummarizer provider must be 'openai' or 'anthropic', "
-                              f"got {provider!r}")
+            raise ConfigError(
+                f"LLMSummarizer provider must be 'openai' or 'anthropic', got {provider!r}"
+            )
         if not model or not isinstance(model, str):
             raise ConfigError("LLMSummarizer model must be a non-empty string")
         checks = {
-            "timeout": (timeout, 0), "max_retries": (max_retries, -1), "backoff": (backoff, -1),
-            "max_backoff": (max_backoff, -1), "max_chars": (max_chars, MIN_SUMMARY_CHARS - 1),
+            "timeout": (timeout, 0),
+            "max_retries": (max_retries, -1),
+            "backoff": (backoff, -1),
+            "max_backoff": (max_backoff, -1),
+            "max_chars": (max_chars, MIN_SUMMARY_CHARS - 1),
             "input_token_budget": (input_token_budget, 999),
             "max_output_tokens": (max_output_tokens, 0),
-            "tool_output_chars": (tool_output_chars, 99), "max_concurrency": (max_concurrency, 0),
+            "tool_output_chars": (tool_output_chars, 99),
+            "max_concurrency": (max_concurrency, 0),
         }
+        if attempt_timeout is not None:
+            checks["attempt_timeout"] = (attempt_timeout, 0)
         for field_name, (value, above) in checks.items():
             if not value > above:
                 raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
@@ -156,6 +195,7 @@ class LLMSummarizer:
         self.model = model
         self.api_key_env = api_key_env or _DEFAULT_KEY_ENV[provider]
         self.timeout = timeout
+        self.attempt_timeout = attempt_timeout
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -180,10 +220,12 @@ class LLMSummarizer:
     @property
     def config_id(self) -> str:
         """Everything that changes the output, for cache keys."""
-        return (f"llm:v{PROMPT_VERSION}:{self.provider}:{self.base_url}:{self.model}:"
-                f"max_chars={self.max_chars}:budget={self.input_token_budget}:"
-                f"clip={self.tool_output_chars}:facts={self.ensure_facts}:"
-                f"temperature={self.temperature}")
+        return (
+            f"llm:v{PROMPT_VERSION}:{self.provider}:{self.base_url}:{self.model}:"
+            f"max_chars={self.max_chars}:budget={self.input_token_budget}:"
+            f"clip={self.tool_output_chars}:facts={self.ensure_facts}:"
+            f"temperature={self.temperature}"
+        )
 
     @property
     def url(self) -> str:
@@ -193,13 +235,42 @@ class LLMSummarizer:
         return f"{self.base_url}/chat/completions"
 
     def __repr__(self) -> str:
-        return (f"LLMSummarizer(base_url={self.base_url!r}, model={self.model!r}, "
-                f"provider={self.provider!r})")
+        return (
+            f"LLMSummarizer(base_url={self.base_url!r}, model={self.model!r}, "
+            f"provider={self.provider!r})"
+        )
 
     # -- public API -----------------------------------------------------------------------------
     def summarize(self, request: SummaryRequest) -> str:
-        """The summary of ``request`` (blocking). Raises :class:`SummarizerError`."""
+        """The summary of ``request`` (blocking). Raises :class:`SummarizerError`, at the latest
+        ``timeout`` seconds after the call (retries and map-reduce steps included)."""
         cap, facts = self._prepare(request)
+        deadline = time.monotonic() + self.timeout
+        # The work runs in a helper thread that the caller waits for until the deadline: a
+        # socket read cannot be interrupted from outside, so this is what bounds the wait even
+        # when a server stalls in a way the per-read checks below do not see. The helper stops
+        # on its own soon after (its reads and waits are capped by the same deadline).
+        outcome: list[str | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(self._summarize_by(request, cap, facts, deadline))
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=work, name="contextwarden-summary", daemon=True)
+        worker.start()
+        worker.join(max(deadline - time.monotonic(), 0.0) + _JOIN_GRACE_S)
+        if not outcome:
+            raise self._late("the request was still running")
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _summarize_by(
+        self, request: SummaryRequest, cap: int, facts: Facts, deadline: float
+    ) -> str:
         with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
@@ -207,24 +278,41 @@ class LLMSummarizer:
                 try:
                     batch = next(plan)
                     while True:
-                        batch = plan.send([self._complete(client, call) for call in batch])
+                        batch = plan.send(
+                            [self._complete(client, call, deadline) for call in batch]
+                        )
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
                 except _InputTooLarge as refused:
                     budget = min(budget, refused.tokens) // 2
-        raise SummarizerError(f"{self.name}: input still too long for the model after "
-                              f"shrinking the chunk budget to {budget} tokens")
+        raise SummarizerError(
+            f"{self.name}: input still too long for the model after "
+            f"shrinking the chunk budget to {budget} tokens"
+        )
 
     async def asummarize(self, request: SummaryRequest) -> str:
-        """The summary of ``request``; chunk calls of the map step run concurrently."""
+        """The summary of ``request``; chunk calls of the map step run concurrently. Raises
+        :class:`SummarizerError`, at the latest ``timeout`` seconds after the call."""
         cap, facts = self._prepare(request)
+        deadline = time.monotonic() + self.timeout
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._asummarize_by(request, cap, facts, deadline)
+        except TimeoutError:
+            raise self._late("the request was still running") from None
+
+    async def _asummarize_by(
+        self, request: SummaryRequest, cap: int, facts: Facts, deadline: float
+    ) -> str:
         limit = asyncio.Semaphore(self.max_concurrency)
 
         async def one(client: httpx.AsyncClient, call: _Call) -> str:
             async with limit:
-                return await self._acomplete(client, call)
+                return await self._acomplete(client, call, deadline)
 
-        async with httpx.AsyncClient(timeout=self.timeout, transport=self.async_transport) as client:
+        async with httpx.AsyncClient(
+            timeout=self.timeout, transport=self.async_transport
+        ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
                 plan = self._plan(request, facts, cap, budget)
@@ -237,8 +325,16 @@ class LLMSummarizer:
                     return self._finish(str(done.value), request, facts, cap)
                 except _InputTooLarge as refused:
                     budget = min(budget, refused.tokens) // 2
-        raise SummarizerError(f"{self.name}: input still too long for the model after "
-                              f"shrinking the chunk budget to {budget} tokens")
+        raise SummarizerError(
+            f"{self.name}: input still too long for the model after "
+            f"shrinking the chunk budget to {budget} tokens"
+        )
+
+    def _late(self, last: str) -> SummarizerError:
+        return SummarizerError(
+            f"{self.name}: no summary from {self.url} within timeout={self.timeout:g}s (the "
+            f"total for one summary, retries included); last: {last}"
+        )
 
     # -- the plan: single call or map-reduce (sans I/O) ----------------------------------------
     def _prepare(self, request: SummaryRequest) -> tuple[int, Facts]:
@@ -280,8 +376,13 @@ class LLMSummarizer:
         pinned = tuple(dict.fromkeys((*request.pinned, *facts.pins)))
         rendered = render_transcript(request.messages, self.tool_output_chars)
         overhead = self._tokens(SYSTEM_PROMPT) + self._tokens(
-            summary_prompt("", task=task, previous_summary=request.previous_summary,
-                           pinned=pinned, focus=request.focus)
+            summary_prompt(
+                "",
+                task=task,
+                previous_summary=request.previous_summary,
+                pinned=pinned,
+                focus=request.focus,
+            )
         )
         room = budget - overhead
         if room < 500:
@@ -291,9 +392,18 @@ class LLMSummarizer:
             )
         transcript = "\n\n".join(rendered)
         if self._tokens(transcript) <= room:
-            replies = yield [_Call(summary_prompt(transcript, task=task,
-                                                  previous_summary=request.previous_summary,
-                                                  pinned=pinned, focus=request.focus), cap)]
+            replies = yield [
+                _Call(
+                    summary_prompt(
+                        transcript,
+                        task=task,
+                        previous_summary=request.previous_summary,
+                        pinned=pinned,
+                        focus=request.focus,
+                    ),
+                    cap,
+                )
+            ]
             return replies[0]
         # map: consecutive chunks of whole messages, each under the room left
         chunks: list[list[str]] = [[]]
@@ -307,8 +417,16 @@ class LLMSummarizer:
             chunks[-1].append(text)
             used += cost
         calls = [
-            _Call(summary_prompt("\n\n".join(chunk), task=task, previous_summary=None,
-                                 pinned=pinned, focus=request.focus), cap)
+            _Call(
+                summary_prompt(
+                    "\n\n".join(chunk),
+                    task=task,
+                    previous_summary=None,
+                    pinned=pinned,
+                    focus=request.focus,
+                ),
+                cap,
+            )
             for chunk in chunks
         ]
         parts: list[str] = yield calls
@@ -329,7 +447,8 @@ class LLMSummarizer:
                 groups = [parts[i : i + 2] for i in range(0, len(parts), 2)]
             merged: list[str] = yield [
                 _Call(merge_prompt(g, task=task, pinned=pinned, focus=request.focus), cap)
-                if len(g) > 1 else _Call("", 0)
+                if len(g) > 1
+                else _Call("", 0)
                 for g in groups
             ]
             parts = [m if len(g) > 1 else g[0] for m, g in zip(merged, groups, strict=True)]
@@ -346,19 +465,39 @@ class LLMSummarizer:
             rank = _KEEP_RANK[name]
             for i, line in enumerate(sections.get(name).splitlines()):
                 if line.strip():
-                    entries.append(Entry(name, line.rstrip(), 5, (1, i), bullet=False,
-                                         recency=-(rank * 100_000 + i)))
+                    entries.append(
+                        Entry(
+                            name,
+                            line.rstrip(),
+                            5,
+                            (1, i),
+                            bullet=False,
+                            recency=-(rank * 100_000 + i),
+                        )
+                    )
         if self.ensure_facts:
             task = request.task or facts.task
             if task and task_key(task) not in flat:
-                entries.append(Entry("remaining", clip(" ".join(task.split()), 300), 0, (0,),
-                                     "Original task", bullet=False, min_chars=160))
+                entries.append(
+                    Entry(
+                        "remaining",
+                        clip(" ".join(task.split()), 300),
+                        0,
+                        (0,),
+                        "Original task",
+                        bullet=False,
+                        min_chars=160,
+                    )
+                )
             for e in facts_entries(facts, task=None, pinned=request.pinned, cap=cap):
                 if e.tier > 3 or _present(e, flat, facts):
                     continue
                 order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
-                entries.append(Entry(e.section, e.text, e.tier, order, e.group, e.recency,
-                                     e.bullet, e.min_chars))
+                entries.append(
+                    Entry(
+                        e.section, e.text, e.tier, order, e.group, e.recency, e.bullet, e.min_chars
+                    )
+                )
         return fit(entries, cap)
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -401,8 +540,11 @@ class LLMSummarizer:
             ) from exc
         try:
             if self.provider == "anthropic":
-                text = "".join(b.get("text", "") for b in data["content"]
-                               if isinstance(b, dict) and b.get("type") == "text")
+                text = "".join(
+                    b.get("text", "")
+                    for b in data["content"]
+                    if isinstance(b, dict) and b.get("type") == "text"
+                )
             else:
                 content = data["choices"][0]["message"]["content"]
                 if isinstance(content, list):
@@ -430,8 +572,10 @@ class LLMSummarizer:
             return _retry_after(response)
         hint = ""
         if status in (401, 403):
-            hint = (f" (key read from ${self.api_key_env}"
-                    f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})")
+            hint = (
+                f" (key read from ${self.api_key_env}"
+                f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})"
+            )
         raise SummarizerError(f"{self.name}: {self.url} answered {status}{hint}: {body!r}")
 
     def _delay(self, attempt: int, asked: float | None) -> float:
@@ -439,13 +583,74 @@ class LLMSummarizer:
             return min(asked, self.max_backoff)
         return float(min(self.backoff * 2.0**attempt, self.max_backoff))
 
-    def _complete(self, client: httpx.Client, call: _Call) -> str:
+    def _attempt_timeout(self, deadline: float) -> tuple[float, float]:
+        """(seconds this attempt may take, when it must end): ``attempt_timeout`` capped by
+        what is left before ``deadline``. Raises when nothing is left."""
+        now = time.monotonic()
+        left = deadline - now
+        if left <= 0:
+            raise _Late()
+        span = left if self.attempt_timeout is None else min(self.attempt_timeout, left)
+        return span, now + span
+
+    def _send(self, client: httpx.Client, call: _Call, deadline: float) -> httpx.Response:
+        """One POST, its body read in full before ``deadline`` (and the attempt's own limit):
+        a server trickling bytes slower than it should is cut off between two chunks."""
+        span, ends = self._attempt_timeout(deadline)
+        with client.stream(
+            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
+        ) as response:
+            body = bytearray()
+            for chunk in response.iter_raw():
+                body += chunk
+                _check_clock(response, ends, deadline)
+        return self._whole(response, bytes(body))
+
+    async def _asend(
+        self, client: httpx.AsyncClient, call: _Call, deadline: float
+    ) -> httpx.Response:
+        """:meth:`_send` for the async client."""
+        span, ends = self._attempt_timeout(deadline)
+        async with client.stream(
+            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
+        ) as response:
+            body = bytearray()
+            async for chunk in response.aiter_raw():
+                body += chunk
+                _check_clock(response, ends, deadline)
+        return self._whole(response, bytes(body))
+
+    def _whole(self, response: httpx.Response, body: bytes) -> httpx.Response:
+        """The response with its raw body, decoded once (``content-encoding``) here."""
+        try:
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                content=body,
+                request=response.request,
+            )
+        except httpx.DecodingError as exc:
+            raise SummarizerError(
+                f"{self.name}: the body from {self.url} could not be decoded: {exc}"
+            ) from exc
+
+    def _wait(self, attempt: int, asked: float | None, deadline: float, last: str) -> float:
+        """The delay before the next attempt; raises when waiting it would pass ``deadline``
+        (no point in a retry that cannot finish)."""
+        delay = self._delay(attempt, asked)
+        if time.monotonic() + delay >= deadline:
+            raise self._late(f"{last} (a retry in {delay:g}s would pass the deadline)")
+        return delay
+
+    def _complete(self, client: httpx.Client, call: _Call, deadline: float) -> str:
         if not call.user:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                response = client.post(self.url, json=self._payload(call), headers=self._headers())
+                response = self._send(client, call, deadline)
+            except _Late:
+                raise self._late(last) from None
             except httpx.TransportError as exc:
                 text, last, asked = self._outcome(call, exc)
             else:
@@ -453,18 +658,18 @@ class LLMSummarizer:
             if text is not None:
                 return text
             if attempt < self.max_retries:
-                self.sleep(self._delay(attempt, asked))
+                self.sleep(self._wait(attempt, asked, deadline, last))
         raise self._exhausted(last)
 
-    async def _acomplete(self, client: httpx.AsyncClient, call: _Call) -> str:
+    async def _acomplete(self, client: httpx.AsyncClient, call: _Call, deadline: float) -> str:
         if not call.user:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                response = await client.post(
-                    self.url, json=self._payload(call), headers=self._headers()
-                )
+                response = await self._asend(client, call, deadline)
+            except _Late:
+                raise self._late(last) from None
             except httpx.TransportError as exc:
                 text, last, asked = self._outcome(call, exc)
             else:
@@ -472,7 +677,7 @@ class LLMSummarizer:
             if text is not None:
                 return text
             if attempt < self.max_retries:
-                await self.asleep(self._delay(attempt, asked))
+                await self.asleep(self._wait(attempt, asked, deadline, last))
         raise self._exhausted(last)
 
     def _outcome(
@@ -481,7 +686,7 @@ class LLMSummarizer:
         """One attempt judged, for the sync and async loops alike: ``(summary text or None to
         retry, what went wrong, the delay the server asked for)``."""
         if isinstance(reply, httpx.TimeoutException):
-            return None, f"timed out after {self.timeout}s ({type(reply).__name__})", None
+            return None, f"timed out ({type(reply).__name__}: {reply!s})", None
         if isinstance(reply, httpx.TransportError):
             return None, f"transport error: {reply!s}", None
         wait = self._classify(reply, call)
@@ -535,4 +740,3 @@ def _retry_after(response: httpx.Response) -> float:
     except (TypeError, ValueError):
         return -1.0
     return max(float(when.timestamp()) - time.time(), 0.0)
-

@@ -1,0 +1,172 @@
+"""Which summarizer writes compaction summaries: :class:`SummarizerConfig` (the ``summarizer:``
+section of the configuration) and :func:`build_summarizer`, which turns it into a
+:class:`~contextwarden.summarizers.base.Summarizer`.
+
+``provider: extractive`` (the default) is the embedded summarizer: offline, no key. ``openai``
+(any server speaking Chat Completions: OpenAI, vLLM, Ollama, OpenRouter, LiteLLM...) and
+``anthropic`` (the Messages API) summarise with a model; the key is read from the environment
+variable the config names, never from the config itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from .._exceptions import ConfigError
+from .base import Summarizer
+from .extractive import ExtractiveSummarizer
+
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_KEY_ENVS",
+    "SummarizerConfig",
+    "SummarizerProvider",
+    "build_summarizer",
+    "parse_summarizer_spec",
+]
+
+#: An LLM summary's cap when none is given (the compaction config's ``summary_max_chars``).
+DEFAULT_MAX_CHARS = 4000
+
+SummarizerProvider = Literal["extractive", "openai", "anthropic"]
+
+#: The public API each provider's requests go to when ``base_url`` is not set.
+DEFAULT_BASE_URLS: Mapping[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+#: The environment variable each provider's key is read from when ``api_key_env`` is not set.
+DEFAULT_KEY_ENVS: Mapping[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+
+class SummarizerConfig(BaseModel):
+    """Who writes compaction summaries: the embedded extractive one (offline) or an LLM."""
+
+    # Seeds 001-003 summarise with an LLM; the default stays offline. A summary is written once
+    # per compaction and kept; when an LLM summary fails, the extractive one stands in for it.
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: SummarizerProvider = Field(
+        "extractive",
+        description="extractive (embedded, offline), openai (any Chat Completions server) or "
+        "anthropic (Messages API). Default: extractive.",
+    )
+    model: str | None = Field(
+        None,
+        description="Model that writes summaries; required for openai and anthropic. "
+        "Default: none.",
+    )
+    base_url: str | None = Field(
+        None,
+        description="API root: requests go to {base_url}/chat/completions (openai) or "
+        "{base_url}/v1/messages (anthropic). Default: https://api.openai.com/v1 or "
+        "https://api.anthropic.com.",
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="Environment variable holding the API key (the key itself never goes in "
+        "the config). Default: OPENAI_API_KEY or ANTHROPIC_API_KEY.",
+    )
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Total seconds one summary may take, retries included; then the "
+        "extractive summary is used. Default: 60.",
+    )
+    max_retries: int = Field(
+        2,
+        ge=0,
+        description="Retries after a rate limit, server error or timeout, within timeout_s. "
+        "Default: 2.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise PydanticCustomError("summarizer_base_url", "must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _model_for_llm(self) -> SummarizerConfig:
+        if self.provider != "extractive" and not (self.model and self.model.strip()):
+            raise PydanticCustomError(
+                "summarizer_model",
+                "provider '{provider}' needs a model (set summarizer.model)",
+                {"provider": self.provider},
+            )
+        return self
+
+    @property
+    def key_env(self) -> str | None:
+        """The environment variable the key is read from (None for extractive)."""
+        if self.provider == "extractive":
+            return None
+        return self.api_key_env or DEFAULT_KEY_ENVS[self.provider]
+
+
+def parse_summarizer_spec(spec: str) -> dict[str, str]:
+    """The ``summarizer`` settings a command-line ``PROVIDER:MODEL`` names: ``extractive``,
+    ``openai:gpt-4o-mini``, ``anthropic:claude-haiku-4-5``. Raises :class:`ConfigError`
+    naming what is wrong."""
+    provider, _, model = spec.strip().partition(":")
+    provider = provider.strip().lower()
+    allowed = ("extractive", "openai", "anthropic")
+    if provider not in allowed:
+        raise ConfigError(
+            f"--summarizer {spec!r}: unknown provider {provider!r}; expected one of "
+            f"{', '.join(allowed)} (as PROVIDER:MODEL, e.g. openai:gpt-4o-mini)"
+        )
+    if provider == "extractive":
+        if model.strip():
+            raise ConfigError(f"--summarizer {spec!r}: extractive takes no model")
+        return {"provider": provider}
+    if not model.strip():
+        raise ConfigError(f"--summarizer {spec!r}: {provider} needs a model, as {provider}:MODEL")
+    return {"provider": provider, "model": model.strip()}
+
+
+def build_summarizer(
+    config: SummarizerConfig, *, env: Mapping[str, str] | None = None, max_chars: int | None = None
+) -> Summarizer:
+    """The summarizer ``config`` describes.
+
+    ``extractive`` needs nothing. ``openai`` and ``anthropic`` need their key variable set in
+    ``env`` (default ``os.environ``): when it is unset or empty this raises
+    :class:`ConfigError` naming the variable, at construction rather than at the first
+    compaction (for a local server that needs no key, set the variable to any value). The key
+    is read again at each call, so a rotated key is picked up. ``max_chars``, when given, caps
+    every summary (the compaction config's ``summary_max_chars``; requests carry it too).
+    """
+    if config.provider == "extractive":
+        return ExtractiveSummarizer(max_chars=max_chars)
+    environ = os.environ if env is None else env
+    key_env = config.key_env
+    assert key_env is not None and config.model is not None  # the validator saw to both
+    if not environ.get(key_env):
+        raise ConfigError(
+            f"summarizer.api_key_env: the {config.provider} summarizer reads its key from "
+            f"${key_env}, which is not set (set it, or name another variable in "
+            f"summarizer.api_key_env)"
+        )
+    from .llm import LLMSummarizer  # httpx is imported only when an LLM summarizer is asked for
+
+    llm = LLMSummarizer(
+        config.base_url or DEFAULT_BASE_URLS[config.provider],
+        config.model,
+        provider=config.provider,
+        api_key_env=key_env,
+        timeout=config.timeout_s,
+        max_retries=config.max_retries,
+        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars,
+    )
+    return llm
