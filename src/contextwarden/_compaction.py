@@ -22,18 +22,11 @@ validation with fallback, references to what was elided, and the triggers.
    embedded :class:`~contextwarden.summarizers.extractive.ExtractiveSummarizer` for that summary
    (``summarizer_failed`` event).
 
-Before any of that, the compactor re-applies the compactions it already made to this history
-(:class:`~contextwarden.strategies.memory.CompactionMemory`): callers hand it the *whole* history
-on every call (the Session, the proxy), and the re-applied view, when under the trigger, is
-returned as is (``strategy="reapplied"``, ``compacted_count=0``, no event): no summary is written
-twice and the prefix does not move until the next real compaction. Every result also keeps the
-task verbatim and, somewhere, each modified file path and the last unresolved error of its input
-(:func:`~contextwarden.strategies.checks.must_keep`); a step that would lose one is rejected.
-
-Summaries are cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what they
-replace (in ``cache``: a dict by default; the session store and the proxy pass a persistent
-mapping), so a compaction is paid once and the compacted prefix stays byte-identical from one
-call to the next (the provider's prompt cache stays warm).
+The compactor does not remember what it did: the warden records each compaction as an edit in
+the conversation's log (:mod:`contextwarden._log`) and never asks for the same one twice.
+Summaries are still cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what
+they replace (``cache``: a dict by default, or a persistent mapping), so a rebuilt log (a new
+process, a branched history) pays for a summary it already has once only.
 
 Every elided span gets a reference (``cw:`` + a hash of its messages, see
 :func:`~contextwarden.strategies.make_ref`) written in its summary's header and listed in
@@ -51,6 +44,7 @@ from ._events import CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._messages import Message
 from .strategies.base import (
+    Strategy,
     StrategyContext,
     StrategyOutcome,
     assemble,
@@ -60,8 +54,7 @@ from .strategies.base import (
     summary_request,
 )
 from .strategies.checks import flatten, must_keep
-from .strategies.memory import REAPPLIED, CompactionMemory, conversation_key
-from .strategies.registry import get_strategy, strategy_names
+from .strategies.registry import BUILTIN_STRATEGIES
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
@@ -97,11 +90,6 @@ LAST_RESORT = "full_summary"
 def _default_config() -> CompactionConfig:
     # model_validate rather than CompactionConfig(): mypy sees pydantic's required fields
     return CompactionConfig.model_validate({})
-
-
-#: After every strategy failed on a history, they are tried again only once it has grown by the
-#: window divided by this (new material to summarise); until then the window does the job.
-FUTILE_RETRY_DIVISOR = 10
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -155,9 +143,8 @@ class Compactor:
     ``config``: the knobs (default :class:`CompactionConfig`); ``summarizer``: writes summaries
     (default: the embedded :class:`ExtractiveSummarizer`, no LLM); ``cache``: summaries by
     request key (default: a new dict; pass a persistent mapping to pay each summary once across
-    processes). ``memory``: where the compactions made are shared with other processes, so any of
-    them re-applies them (default: ``cache`` when given, under ``cw-memory:`` keys; else this
-    process only). Strategy names in the config must be registered (:class:`ConfigError` if not).
+    processes); ``strategies``: your own strategies by name, beside the built-ins (a name in the
+    config that neither holds raises :class:`ConfigError`).
     """
 
     def __init__(
@@ -166,26 +153,38 @@ class Compactor:
         *,
         summarizer: Summarizer | None = None,
         cache: MutableMapping[str, str] | None = None,
-        memory: MutableMapping[str, str] | None = None,
+        strategies: Mapping[str, Strategy] | None = None,
     ) -> None:
+        self._explicit_config = config is not None
         self.config = config or _default_config()
         self.fallback: Summarizer = ExtractiveSummarizer()
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}
-        self.memory = CompactionMemory(store=memory if memory is not None else cache)
-        # (memory version, tokens) when every strategy last failed on a re-applied history
-        self._futile: tuple[int, int] | None = None
-        known = set(strategy_names())
+        self.strategies: dict[str, Strategy] = {**BUILTIN_STRATEGIES, **(strategies or {})}
+        for name, fn in self.strategies.items():
+            if not callable(fn):
+                raise ConfigError(f"strategy {name!r} must be callable, got {type(fn).__name__}")
         named = {
             f"strategy_order.{t}": names for t, names in self.config.strategy_order.items()
         } | {"fallback_order": self.config.fallback_order}
         for where, names in named.items():
             for name in names:
-                if name not in known:
+                if name not in self.strategies:
                     raise ConfigError(
                         f"compaction.{where}: unknown strategy {name!r}; "
-                        f"registered: {', '.join(sorted(known))}"
+                        f"known: {', '.join(sorted(self.strategies))} (pass your own with "
+                        "Warden(strategies={...}) or Compactor(strategies={...}))"
                     )
+
+    def bind(self, config: CompactionConfig) -> Compactor:
+        """This compactor under a warden configured with ``config``: itself when it was built
+        with a config of its own, else a copy that uses ``config`` (same summarizer, cache and
+        strategies), so ``Warden(load_config(...), compactor=Compactor())`` honours the file."""
+        if self._explicit_config:
+            return self
+        return Compactor(
+            config, summarizer=self.summarizer, cache=self.cache, strategies=self.strategies
+        )
 
     # -- public API ----------------------------------------------------------------------------
     def compact(
@@ -268,11 +267,6 @@ class Compactor:
             report: CompactionReport = done.value
         return report
 
-    def elided(self, result: CompactResult) -> dict[str, tuple[Message, ...]]:
-        """The spans ``result`` elided, verbatim, by reference (those this compactor still
-        remembers: the last :data:`~contextwarden.strategies.memory.MEMORY`)."""
-        return self.memory.spans(result.refs)
-
     # -- the plan: a generator that yields summary requests and gets answers back ---------------
     def _plan(
         self,
@@ -290,18 +284,7 @@ class Compactor:
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
 
-        # an earlier compaction of this history, re-applied: the same summaries in the same
-        # places, so the prefix stays byte-identical and nothing is summarized twice
-        conversation = conversation_key(original) if self.memory.store is not None else None
-        view, reused, texts = self.memory.reapply(original, conversation)
-        tokens = counter.count_messages(view, tools=tools) if reused else before
-        if reused and not force and tokens <= budget.trigger:
-            return self._reapplied(view, reused, texts, before, tokens, task_type)
-        if reused and not force and self._futile_again(tokens, budget):
-            # every strategy just failed on this history; the agent only appended a little
-            # since, so they would fail again: re-apply and let the window do the rest
-            return self._reapplied(view, reused, texts, before, tokens, task_type)
-
+        tokens = before
         aim = compaction_target(budget)
         keep = must_keep(original)
         ctx = StrategyContext(
@@ -323,7 +306,7 @@ class Compactor:
             order.remove(LAST_RESORT)
         order.append(LAST_RESORT)
 
-        current = view
+        current = original
         steps: list[_Step] = []
         created: set[int] = set()  # ids of summary messages written by this call
         compacted = 0
@@ -337,8 +320,6 @@ class Compactor:
                 if step is None or step.tokens >= tokens:
                     continue
                 steps, created, compacted = [], set(), 0
-                self.memory.forget(reused, conversation)  # the full summary covers them
-                reused = ()
             else:
                 step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
             if step is None:
@@ -348,16 +329,10 @@ class Compactor:
             current, tokens = step.messages, step.tokens
             steps.append(step)
         if not steps:
-            if reused:  # nothing new could be done; the earlier compactions still help
-                self._futile = (self.memory.version, tokens)
-                return self._reapplied(view, reused, texts, before, tokens, task_type, events)
             return CompactionReport(None, tuple(events), task_type)
-        self._futile = None
         applied = [step.outcome.strategy for step in steps]
         refs = {step.ref: step.span for step in steps}
         reset_turns = any(step.outcome.reset_turns for step in steps)
-        for step in steps:
-            self.memory.record(step.span, step.outcome, step.summary, step.ref, conversation)
         result = CompactResult(
             new_messages=current,
             summary=steps[-1].summary,
@@ -391,42 +366,6 @@ class Compactor:
             result, tuple(events), task_type, tuple(applied), dict(refs), reset_turns
         )
 
-    def _futile_again(self, tokens: int, budget: Budget) -> bool:
-        """Whether the strategies failed on this very history one call ago: nothing was recorded
-        since, the agent only appended (same head), and by less than a tenth of the window (a
-        retry then waits for enough new material to summarise)."""
-        futile = self._futile
-        return (
-            futile is not None
-            and self.memory.continued
-            and futile[0] == self.memory.version
-            and tokens - futile[1] < budget.window // FUTILE_RETRY_DIVISOR
-        )
-
-    def _reapplied(
-        self,
-        view: tuple[Message, ...],
-        reused: tuple[str, ...],
-        texts: Mapping[str, str],
-        before: int,
-        tokens: int,
-        task_type: TaskType,
-        events: Sequence[Event] = (),
-    ) -> CompactionReport:
-        """The report of a call that only re-applied earlier compactions: no new summary, so
-        ``compacted_count`` is 0, ``strategy`` is :data:`REAPPLIED` and no event is emitted."""
-        result = CompactResult(
-            new_messages=view,
-            summary=texts[reused[-1]],
-            original_token_count=before,
-            new_token_count=tokens,
-            compacted_count=0,
-            strategy=REAPPLIED,
-            refs=reused,
-        )
-        elided = self.memory.spans(reused)
-        return CompactionReport(result, tuple(events), task_type, (REAPPLIED,), elided)
-
     def _step(
         self,
         name: str,
@@ -442,7 +381,7 @@ class Compactor:
         The last resort gets a second chance: when the configured summarizer's summary is
         rejected there, the extractive one is tried before giving up."""
         try:
-            outcome = get_strategy(name)(current, ctx)
+            outcome = self.strategies[name](current, ctx)
         except Exception as exc:  # a user's strategy must not break the agent
             emit(events, Event("warning", "compaction", detail=f"strategy {name} raised {exc!r}"))
             return None

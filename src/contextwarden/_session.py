@@ -29,7 +29,6 @@ from ._events import CompactResult, Event, emit
 from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from .store.sqlite import SessionStore
-from .strategies.memory import REAPPLIED, stable_key
 
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
@@ -106,7 +105,6 @@ class Session:
         confirm: ConfirmCallback | None = None,
         warden: Any = None,
     ) -> None:
-        from ._compaction import Compactor
         from ._warden import Warden
 
         self.config = config or WardenConfig()
@@ -118,13 +116,9 @@ class Session:
         self.id = self.store.create_session(session_id, {"model": self.model})
         self.confirm = confirm
         if warden is None:
-            compactor = (
-                Compactor(self.config.compaction, summarizer=summarizer)
-                if self.config.compaction.enabled
-                else None
-            )
-            warden = Warden(self.config, compactor=compactor)
+            warden = Warden(self.config, summarizer=summarizer)
         self.warden = warden
+        self._probe: Warden | None = None
         self._messages: list[Message] = self.store.messages(self.id)
         self._turns_at_compaction = 0
         self.events: list[Event] = []
@@ -174,9 +168,12 @@ class Session:
         force = reason is not None
         focus = focus or cmd_focus
         if self.confirm is not None:
-            probe = self.warden.transform(
+            # a warden of its own, so that asking does not record the window cut in our log
+            if self._probe is None:
+                self._probe = Warden(self.config, compactor=None)
+            probe = self._probe.transform(
                 self._messages, model=self.model, window=self.window, system=self.system,
-                tools=self.tools or None, allow_compaction=False,
+                tools=self.tools or None, allow_compaction=False, conversation=self.id,
             )
             # the window had to drop or cut: a compaction would run if allowed
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
@@ -185,6 +182,7 @@ class Session:
         result = self.warden.transform(
             self._messages, model=self.model, window=self.window, system=self.system,
             tools=self.tools or None, force_compact=force, focus=focus,
+            conversation=self.id,
         )
         self._record(result)
         return result
@@ -194,6 +192,7 @@ class Session:
         result = self.warden.transform(
             self._messages, model=self.model, window=self.window, system=self.system,
             tools=self.tools or None, force_compact=True, focus=focus,
+            conversation=self.id,
         )
         self._record(result)
         compaction: CompactResult | None = result.compaction
@@ -233,7 +232,7 @@ class Session:
     def _rebuild(self, exc: BaseException) -> list[Message]:
         result = self.warden.rebuild(
             self._messages, model=self.model, window=self.window, system=self.system,
-            tools=self.tools or None,
+            tools=self.tools or None, conversation=self.id,
         )
         emit(self.events, Event("warning", "session", detail=f"context overflow, rebuilt: {exc}"))
         self._record(result)
@@ -324,40 +323,32 @@ class Session:
             self._turns_at_compaction = 0
             return self.warden.transform(
                 self._messages, model=self.model, window=self.window, system=self.system,
-                tools=self.tools or None, allow_compaction=False,
+                tools=self.tools or None, allow_compaction=False, conversation=self.id,
             )
         # drop_oldest: the lossless layers and the sliding window only (no summary)
         return probe
 
     def _record(self, result: Any) -> None:
+        """Keep the events, and every original the warden's edits hid, under its reference
+        (the edit log knows exactly which history messages it hid: nothing is matched)."""
         self.events.extend(result.events)
+        for ref, originals in dict(getattr(result, "elided", {}) or {}).items():
+            self.store.put_elided(self.id, ref, list(originals))
         compaction: CompactResult | None = result.compaction
-        if compaction is None or compaction.strategy == REAPPLIED:
-            return  # a re-applied compaction is not a new one: the turn counter runs on
+        if compaction is None:
+            return
         self.compactions.append(compaction)
         self._turns_at_compaction = sum(1 for m in self._messages if m.role == "assistant")
-        by_key: dict[str, Message] | None = None
-        for event in result.events:
-            if event.kind != "context_compacted":
-                continue
-            for ref, span in dict(event.data.get("elided") or {}).items():
-                if by_key is None:
-                    by_key = {stable_key(m): m for m in self._messages}
-                self.store.put_elided(self.id, ref, _originals_of(span, by_key))
-        self.store.add_event(self.id, "context_compacted", {
-            "strategy": compaction.strategy,
-            "original_tokens": compaction.original_token_count,
-            "new_tokens": compaction.new_token_count,
-            "saved_ratio": compaction.saved_ratio,
-            "compacted_count": compaction.compacted_count,
-            "refs": list(compaction.refs),
-            "summary": compaction.summary,
-        })
-
-
-def _originals_of(span: Sequence[Message], by_key: Mapping[str, Message]) -> list[Message]:
-    """The original messages behind ``span`` as the compactor saw it (after masking and
-    thinking-stripping), matched by :func:`stable_key` in ``by_key`` (the originals by that
-    key); an earlier summary message has no original and is kept as it is (its own reference
-    leads further back)."""
-    return [by_key.get(stable_key(m), m) for m in span]
+        self.store.add_event(
+            self.id,
+            "context_compacted",
+            {
+                "strategy": compaction.strategy,
+                "original_tokens": compaction.original_token_count,
+                "new_tokens": compaction.new_token_count,
+                "saved_ratio": compaction.saved_ratio,
+                "compacted_count": compaction.compacted_count,
+                "refs": list(compaction.refs),
+                "summary": compaction.summary,
+            },
+        )

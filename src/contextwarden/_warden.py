@@ -1,27 +1,32 @@
-"""The Warden: the per-call pipeline run on a copy of the history before every LLM call
-(seeds 000 and 004; compaction from seeds 001-003 plugs in through :class:`CompactionHook`).
+"""The Warden: one edit log per conversation, and the request each call sends (DESIGN.md).
 
-One call of :meth:`Warden.transform`:
+A conversation's working context is the agent's history (never mutated) plus the log of
+:class:`~contextwarden._log.Edit` records the warden made for it; the request is a pure function
+of the two (:func:`~contextwarden._log.apply`). One call of :meth:`Warden.transform`:
 
-1. the lossless layers, every call: truncate oversized tool output, mask old tool results,
-   strip old thinking (:mod:`contextwarden.layers`), then any lossless layers you registered;
-2. if the request is still over the budget's trigger and a compactor is set, the compactor
-   (lossy: summaries); its ``new_messages`` replace the history for this call;
-3. your registered guard layers, then the sliding window as the final guard: oldest units are
-   dropped until the request fits, never the system prompt, the task, pinned content or the
-   newest unit (cut instead, and ``newest_truncated`` says so).
+1. finds the conversation (an explicit ``conversation=`` id, else its system prompt, tool
+   definitions and first user message) and checks that the history extends the one its log was
+   built on; a history that does not (edited, branched) starts a new log, never another's;
+2. appends the new messages to the view as they are, a huge tool output cut once, when it enters
+   (seed 004 L1);
+3. asks the policy (:mod:`contextwarden._policy`) whether to add edits: over the trigger it
+   must (mask and strip old content, then compaction or a window cut down to the target), else
+   a mask/strip batch is made when it pays for itself in cache reads or the cache has gone cold;
+4. the final guard: tool calls left unanswered at the very end are removed, and a request still
+   over the trigger (the newest message alone too large) is cut for this call only.
 
-The input is never mutated, the output is deterministic, and transforming the output again
-changes nothing. A warm call (same history plus a few appended messages) costs about the new
-messages only: the warden remembers the last call (see :mod:`contextwarden.layers.pipeline`).
+Between edits the request for call k+1 begins with the request for call k, byte for byte, so a
+provider's prompt cache reads it. A warm call (no new edit) costs about the new messages.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+import hashlib
 import json
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -29,24 +34,32 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ._budget import Budget
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
-from ._messages import Message, TextBlock
-from .layers import get_layer, layer_names
-from .layers.base import LayerContext, LayerResult, check_messages
-from .layers.pipeline import Pipeline
+from ._exceptions import ConfigError
+from ._log import Edit, EditReason, Source, apply, conversation_key
+from ._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._policy import CacheRates, edit_pays, rates_for
+from .layers.base import Layer, LayerContext, LayerResult, check_messages
+from .layers.mask import mask_message
+from .layers.pending import has_pending_calls
+from .layers.thinking import strip_message
+from .layers.truncate import needs_truncation, truncate_message
 from .layers.window import sliding_window
-from .strategies.memory import REAPPLIED
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
 
 __all__ = ["CompactionHook", "TransformResult", "Warden"]
 
+#: Conversations one Warden remembers (least recently used forgotten first).
+MAX_CONVERSATIONS = 512
+
 
 @runtime_checkable
 class CompactionHook(Protocol):
-    """What the warden calls when the lossless layers are not enough (the issue-4
-    :class:`~contextwarden._compaction.Compactor` is one). Return ``None`` to decline (the
-    sliding window then does the job alone)."""
+    """What the warden calls when over the trigger after the lossless edits (the built-in
+    :class:`~contextwarden._compaction.Compactor` is one). Return ``None`` to decline (a window
+    cut then does the job). The messages it returns must keep, as the same objects, every
+    message it does not elide; new messages (summaries) are recorded in the edit log."""
 
     def compact(
         self,
@@ -63,11 +76,15 @@ class CompactionHook(Protocol):
 class TransformResult:
     """What one :meth:`Warden.transform` produced.
 
-    ``messages`` is the working copy to send; ``tokens_before``/``tokens_after`` are the whole
-    request's tokens (tool definitions included) before and after; ``events`` lists every
-    truncation, mask, strip, drop and compaction, in pipeline order; ``compaction`` is set when
-    a compactor ran; ``newest_truncated`` is true when the newest unit alone was over the budget
-    and had to be cut; ``budget`` is ``None`` when no window was known (lossless layers only).
+    ``messages`` is the request to send; ``tokens_before``/``tokens_after`` are the whole
+    request's tokens (tool definitions included) without and with the warden; ``events`` lists
+    what happened this call (truncations of new messages, the edits made, repairs, cuts);
+    ``compaction`` is set when a compaction was made this call; ``newest_truncated`` when the
+    newest unit alone was over the budget and was cut; ``budget`` is ``None`` when no window was
+    known. ``conversation`` is the id of the conversation's log, ``edits`` the records added this
+    call, ``stable_prefix`` how many leading messages the log's pending edits will not rewrite
+    (where a cache breakpoint pays), and ``elided`` the originals hidden by this call's edits,
+    by ``cw:`` reference.
     """
 
     messages: tuple[Message, ...]
@@ -77,6 +94,10 @@ class TransformResult:
     compaction: CompactResult | None = None
     newest_truncated: bool = False
     budget: Budget | None = None
+    conversation: str = ""
+    edits: tuple[Edit, ...] = ()
+    stable_prefix: int = 0
+    elided: Mapping[str, tuple[Message, ...]] = field(default_factory=dict)
 
     @property
     def saved_tokens(self) -> int:
@@ -89,65 +110,61 @@ class TransformResult:
         return self.budget is None or self.tokens_after <= self.budget.trigger
 
 
-@dataclass
-class _Call:
-    """One call's state between its stages (see :meth:`Warden._prepare`)."""
-
-    ctx: LayerContext
-    tokens_before: int
-    user_guard: list[Any]
-    done: TransformResult | None = None
-    current: tuple[Message, ...] = ()
-    events: list[Event] = field(default_factory=list)
-    compactor_events: list[Event] = field(default_factory=list)
-    needs_compaction: bool = False
-    compactor: CompactionHook | None = None
-    focus: str | None = None
-    force: bool = False
+def _ref(messages: Sequence[Message]) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for m in messages:
+        h.update(m.fingerprint.encode())
+        h.update(b"\x00")
+    return "cw:" + h.hexdigest()
 
 
-def _check_sequence(messages: object) -> None:
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+class _Conversation:
+    """One conversation's state: the history seen, its entry form, the log and the view."""
 
+    def __init__(self, key: str, counter_name: str) -> None:
+        self.key = key
+        self.counter_name = counter_name
+        self.inputs: list[Message] = []  # the agent's messages, as given
+        self.base: list[Message] = []  # the same, huge tool output cut on entry
+        self.names: list[tuple[str, ...]] = []  # tool names of each message's results
+        self.call_names: dict[str, str] = {}
+        self.edits: list[Edit] = []
+        self.view: list[Message] = []
+        self.sources: list[Source] = []
+        self.tokens: list[int] = []  # per view message
+        self.input_tokens = 0
+        self.mask_upto = -1
+        self.strip_upto = -1
+        self.results: list[int] = []  # history positions holding tool results, in order
+        self.thinking: list[int] = []  # history positions of assistant messages with thinking
+        self.last_user = -1
+        self.masked: dict[int, Message] = {}
+        self.stripped: dict[int, Message] = {}
+        self.calls = 0
+        self.last_time: float | None = None
+        self.lock = threading.Lock()
 
-def _accepts(compactor: object, name: str) -> bool:
-    """Whether ``compactor.compact`` takes the keyword ``name`` (the issue-4 Compactor takes
-    ``events=`` (its events then join the result's) and ``force=``; a user's hook may not).
-    Asked on every compacting call, so answered once per class (an object whose ``compact``
-    is its own attribute, not its class's, is inspected each time)."""
-    kind = type(compactor)
-    if not hasattr(kind, "compact"):
-        return name in _keywords(getattr(compactor, "compact", None))
-    keywords = _KEYWORDS.get(kind)
-    if keywords is None:
-        keywords = _KEYWORDS[kind] = _keywords(kind.compact)
-    return name in keywords
-
-
-_KEYWORDS: dict[type, frozenset[str]] = {}  # compactor class -> the keywords its compact takes
-
-
-def _keywords(function: object) -> frozenset[str]:
-    """The keywords ``function`` accepts (``events`` and ``force`` stand in for ``**kwargs``)."""
-    try:
-        params = inspect.signature(function).parameters  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return frozenset()
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return frozenset({"events", "force"})
-    return frozenset(params)
+    def extends(self, messages: Sequence[Message]) -> bool:
+        n = len(self.inputs)
+        # list equality compares the same objects without calling __eq__: microseconds for an
+        # agent's own list; equal messages rebuilt from provider dicts match too
+        return len(messages) >= n and list(messages[:n]) == self.inputs
 
 
 class Warden:
-    """Keeps a history inside the model's window. Configure once, call before every LLM call.
+    """Keeps a history inside the model's window, cheaply. Configure once, call before every
+    LLM call with the agent's whole history.
 
-    ``config`` defaults to :class:`WardenConfig()` (the seeds' defaults); ``counter`` defaults
-    to ``get_counter(model, kind=config.counter)`` for each model used; ``compactor`` is
-    optional (without it, the sliding window is the only lossy step). Thread-safe: calls are
-    serialised. The window for a call is ``window=`` if given, else ``config.context_window``,
-    else the model registry's figure for ``model=`` / ``config.model``; with none of them only the
-    lossless layers run.
+    ``Warden()`` gives the full defaults: truncation of huge tool output, cache-aware masking of
+    old tool results and stripping of old thinking, compaction with the embedded extractive
+    summarizer, and the window. ``config`` configures all of it; ``summarizer`` and
+    ``strategies`` customise the compaction engine built from ``config.compaction``;
+    ``compactor`` replaces that engine with your own :class:`CompactionHook`; ``layers`` are
+    extra guard layers run on the request at the end of every call; ``counter`` replaces the
+    token counter. Thread-safe: calls of different conversations run in parallel, calls of one
+    conversation one at a time. The window for a call is ``window=`` if given, else
+    ``config.context_window``, else the model registry's figure; with none of them only the
+    lossless edits run.
     """
 
     def __init__(
@@ -156,20 +173,35 @@ class Warden:
         *,
         counter: TokenCounter | None = None,
         compactor: CompactionHook | None = None,
+        summarizer: Any = None,
+        strategies: Mapping[str, Any] | None = None,
+        layers: Sequence[Layer] = (),
     ) -> None:
         # model_validate: mypy does not see pydantic's positional Field defaults
         self.config = config if config is not None else WardenConfig.model_validate({})
         if not isinstance(self.config, WardenConfig):
-            raise TypeError(f"config must be a WardenConfig, got {type(self.config).__name__}")
+            raise ConfigError(f"config must be a WardenConfig, got {type(self.config).__name__}")
         self.counter = counter
-        self.compactor = compactor
-        self._pipeline = Pipeline()
-        self._lock = threading.Lock()
+        self.compactor: CompactionHook | None
+        if compactor is not None:
+            bind = getattr(compactor, "bind", None)
+            self.compactor = bind(self.config.compaction) if bind is not None else compactor
+        elif self.config.compaction.enabled:
+            from ._compaction import Compactor
+
+            self.compactor = Compactor(
+                self.config.compaction, summarizer=summarizer, strategies=strategies
+            )
+        else:
+            self.compactor = None
+        self.layers = tuple(layers)
+        self._lock = threading.Lock()  # guards the tables below, never held during a call
         self._counters: dict[str | None, TokenCounter] = {}
         self._budgets: dict[tuple[str | None, int | None], Budget] = {}
+        self._rates: dict[str | None, CacheRates] = {}
         self._systems: dict[str, Message] = {}
         self._overheads: dict[tuple[str, str], int] = {}
-        self._last_tools: tuple[object, str, int] | None = None
+        self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
 
     # -- resolution --------------------------------------------------------------------------
     def counter_for(self, model: str | None = None) -> TokenCounter:
@@ -177,11 +209,16 @@ class Warden:
         if self.counter is not None:
             return self.counter
         model = model or self.config.model
-        counter = self._counters.get(model)
+        with self._lock:
+            counter = self._counters.get(model)
         if counter is None:
             from ._tokens import get_counter
 
-            counter = self._counters[model] = get_counter(model, kind=self.config.counter)
+            counter = get_counter(model, kind=self.config.counter)
+            with self._lock:
+                if len(self._counters) > 64:
+                    self._counters.clear()
+                self._counters[model] = counter
         return counter
 
     def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
@@ -189,9 +226,8 @@ class Warden:
 
         The reserve is ``config.reserve_tokens`` when you set it; left at its default it is
         :meth:`Budget.for_model`'s choice (8,192, but no more than a quarter of the window or the
-        model's max output), so an 8k window still has room for a request. Raises
-        :class:`~contextwarden.UnknownModelError` for a model the registry lacks and
-        :class:`~contextwarden.ConfigError` for a reserve that leaves no room.
+        model's max output). Raises :class:`~contextwarden.UnknownModelError` for a model the
+        registry lacks and :class:`~contextwarden.ConfigError` for a reserve that leaves no room.
         """
         model = model or self.config.model
         if window is None:
@@ -210,10 +246,23 @@ class Warden:
                 trigger_ratio=cfg.trigger_ratio,
                 target_ratio=cfg.target_ratio,
             )
-            if len(self._budgets) > 64:
-                self._budgets.clear()
-            self._budgets[key] = budget
+            with self._lock:
+                if len(self._budgets) > 64:
+                    self._budgets.clear()
+                self._budgets[key] = budget
         return budget
+
+    def rates_for(self, model: str | None = None) -> CacheRates:
+        """The cache rates the policy weighs optional edits at for ``model``."""
+        model = model or self.config.model
+        rates = self._rates.get(model)
+        if rates is None:
+            rates = rates_for(model, self.config.policy)
+            with self._lock:
+                if len(self._rates) > 64:
+                    self._rates.clear()
+                self._rates[model] = rates
+        return rates
 
     def _with_system(self, messages: Sequence[Message], system: str | None) -> Sequence[Message]:
         """``messages`` with ``system`` prepended unless they already open with that system
@@ -224,27 +273,46 @@ class Warden:
             return messages
         msg = self._systems.get(system)
         if msg is None:
-            if len(self._systems) > 32:
-                self._systems.clear()
-            msg = self._systems[system] = Message("system", (TextBlock(system),))
+            msg = Message("system", (TextBlock(system),))
+            with self._lock:
+                if len(self._systems) > 32:
+                    self._systems.clear()
+                self._systems[system] = msg
         return [msg, *messages]
 
     def _overhead(self, counter: TokenCounter, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """Tokens of the tool definitions and reply priming, cached by the tools' content."""
-        last = self._last_tools
-        if last is not None and last[0] is tools and last[1] == counter.name:
-            return last[2]
         key = json.dumps(list(tools), sort_keys=True, default=str) if tools else ""
         cached = self._overheads.get((counter.name, key))
         if cached is None:
-            if len(self._overheads) > 64:
-                self._overheads.clear()
             cached = counter.count_messages([], tools=list(tools) if tools else None)
-            self._overheads[(counter.name, key)] = cached
-        self._last_tools = (tools, counter.name, cached)
+            with self._lock:
+                if len(self._overheads) > 64:
+                    self._overheads.clear()
+                self._overheads[(counter.name, key)] = cached
         return cached
 
-    # -- the pipeline ------------------------------------------------------------------------
+    def _conversation(
+        self, key: str, messages: Sequence[Message], counter_name: str
+    ) -> _Conversation:
+        with self._lock:
+            conv = self._conversations.get(key)
+            if conv is not None:
+                self._conversations.move_to_end(key)
+            if conv is None or conv.counter_name != counter_name or not conv.extends(messages):
+                conv = _Conversation(key, counter_name)
+                self._conversations[key] = conv
+                while len(self._conversations) > MAX_CONVERSATIONS:
+                    self._conversations.popitem(last=False)
+            return conv
+
+    def edit_log(self, conversation: str) -> tuple[Edit, ...]:
+        """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
+        with self._lock:
+            conv = self._conversations.get(conversation)
+        return tuple(conv.edits) if conv is not None else ()
+
+    # -- the call ----------------------------------------------------------------------------
     def transform(
         self,
         messages: Sequence[Message],
@@ -256,83 +324,32 @@ class Warden:
         focus: str | None = None,
         force_compact: bool = False,
         allow_compaction: bool = True,
+        conversation: str | None = None,
+        now: float | None = None,
     ) -> TransformResult:
-        """The working copy of ``messages`` to send now (see the module docstring).
+        """The request to send now for the history ``messages`` (see the module docstring).
 
         ``system`` is prepended as a system message unless the history already opens with it;
         ``tools`` (provider tool definitions) count against the budget. ``messages`` is only
-        read. ``focus`` is passed to the summarizer (``/compact focus``); ``force_compact`` runs
-        the compactor even under the trigger (the explicit triggers: a command, the marker, the
-        turn count, an API call); ``allow_compaction=False`` skips it (lossless layers and the
-        window only). Raises :class:`~contextwarden.FormatError` naming the index of an item
-        that is not a :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown
-        model without a window.
+        read. ``focus`` is passed to the summarizer (``/compact focus``); ``force_compact``
+        compacts even under the trigger (a command, the marker, the turn count, an API call);
+        ``allow_compaction=False`` uses a window cut instead of a summary. ``conversation``
+        names the conversation explicitly; ``now`` is the call's time in epoch seconds (default:
+        the clock), which tells whether the provider's cache has gone cold. Raises
+        :class:`~contextwarden.FormatError` naming the index of an item that is not a
+        :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
+        without a window.
         """
-        compactor = self.compactor if allow_compaction else None
-        return self._run_sync(messages, model, window, system, tools, compactor, focus, force_compact)
-
-    def _run_sync(
-        self,
-        messages: Sequence[Message],
-        model: str | None,
-        window: int | None,
-        system: str | None,
-        tools: Sequence[Mapping[str, Any]] | None,
-        compactor: CompactionHook | None,
-        focus: str | None,
-        force: bool,
-    ) -> TransformResult:
-        call = self._begin(messages, model, window, system, tools, compactor, focus, force)
-        if call.done is not None:
-            return call.done
-        compaction = self._compact_sync(call) if call.needs_compaction else None
-        return self._finish(call, compaction)
-
-    def _begin(
-        self,
-        messages: Sequence[Message],
-        model: str | None,
-        window: int | None,
-        system: str | None,
-        tools: Sequence[Mapping[str, Any]] | None,
-        compactor: CompactionHook | None,
-        focus: str | None,
-        force: bool,
-    ) -> _Call:
-        """Check the input, then run the stages up to compaction under the lock."""
-        _check_sequence(messages)
-        with self._lock:
-            return self._prepare(messages, model, window, system, tools, compactor, focus, force)
-
-    def rebuild(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str | None = None,
-        window: int | None = None,
-        system: str | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> TransformResult:
-        """Seed 002's recovery after a context overflow: the history is rebuilt as the system
-        prompt with a summary hint, plus the original question (the full-summary strategy,
-        forced, with this warden's summarizer and cache). Without a compactor of ours, the
-        lossless layers and the sliding window do what they can."""
-        from ._compaction import Compactor
-
-        base = self.compactor if isinstance(self.compactor, Compactor) else None
-        cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
-        rebuilder = Compactor(
-            cfg,
-            summarizer=base.summarizer if base is not None else None,
-            cache=base.cache if base is not None else None,
-        )
-        return self._run_sync(messages, model, window, system, tools, rebuilder, None, True)
-
-    def elided(self, result: CompactResult) -> dict[str, tuple[Message, ...]]:
-        """The spans ``result`` elided, by reference, as the compactor saw them (after the
-        lossless layers); empty when the compactor does not remember them."""
-        spans = getattr(self.compactor, "elided", None)
-        return dict(spans(result)) if spans is not None else {}
+        call = self._begin(messages, model, window, system, tools, conversation)
+        call.focus = focus
+        with call.conv.lock:
+            self._prepare(call, now)
+            if call.must_compact or force_compact:
+                request = self._compaction_request(call, force_compact, allow_compaction)
+                if request is not None:
+                    compaction = request[0].compact(call.conv.view, **request[1])
+                    self._record_compaction(call, compaction, force_compact)
+            return self._finish(call, now)
 
     async def atransform(
         self,
@@ -345,160 +362,491 @@ class Warden:
         focus: str | None = None,
         force_compact: bool = False,
         allow_compaction: bool = True,
+        conversation: str | None = None,
+        now: float | None = None,
     ) -> TransformResult:
-        """:meth:`transform` for async code. The layers are CPU-only and short, so they run
-        inline; a compaction awaits the compactor's ``acompact`` when it has one (else runs its
-        ``compact`` in a worker thread)."""
-        compactor = self.compactor if allow_compaction else None
-        call = self._begin(messages, model, window, system, tools, compactor, focus, force_compact)
-        if call.done is not None:
-            return call.done
-        compaction = None
-        if call.needs_compaction:
-            acompact = getattr(call.compactor, "acompact", None)
-            if acompact is not None and asyncio.iscoroutinefunction(acompact):
-                compaction = await acompact(call.current, **self._compact_kwargs(call))
-            else:
-                compaction = await asyncio.to_thread(self._compact_sync, call)
-        return self._finish(call, compaction)
+        """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
+        when it has one (else runs ``compact`` in a worker thread)."""
+        call = self._begin(messages, model, window, system, tools, conversation)
+        call.focus = focus
+        with call.conv.lock:
+            self._prepare(call, now)
+            if call.must_compact or force_compact:
+                request = self._compaction_request(call, force_compact, allow_compaction)
+                if request is not None:
+                    hook, kwargs = request
+                    acompact = getattr(hook, "acompact", None)
+                    if acompact is not None and asyncio.iscoroutinefunction(acompact):
+                        compaction = await acompact(call.conv.view, **kwargs)
+                    else:
+                        compaction = await asyncio.to_thread(hook.compact, call.conv.view, **kwargs)
+                    self._record_compaction(call, compaction, force_compact)
+            return self._finish(call, now)
 
-    def _prepare(
+    def rebuild(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        conversation: str | None = None,
+    ) -> TransformResult:
+        """Seed 002's recovery after a context overflow: compact now with the full summary
+        (the system prompt gains a summary hint, the original question is kept)."""
+        from ._compaction import Compactor
+
+        base = self.compactor if isinstance(self.compactor, Compactor) else None
+        cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
+        rebuilder = Compactor(cfg, summarizer=base.summarizer if base is not None else None)
+        saved = self.compactor
+        try:
+            self.compactor = rebuilder
+            return self.transform(
+                messages,
+                model=model,
+                window=window,
+                system=system,
+                tools=tools,
+                force_compact=True,
+                conversation=conversation,
+            )
+        finally:
+            self.compactor = saved
+
+    # -- stages ------------------------------------------------------------------------------
+    def _begin(
         self,
         messages: Sequence[Message],
         model: str | None,
         window: int | None,
         system: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
-        compactor: CompactionHook | None = None,
-        focus: str | None = None,
-        force: bool = False,
+        conversation: str | None,
     ) -> _Call:
-        """Everything up to compaction: the lossless layers (and, when nothing else is
-        needed, the window: then ``done`` is the result)."""
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            from ._exceptions import FormatError
+
+            raise FormatError(
+                f"messages must be a sequence of Message, got {type(messages).__name__}"
+            )
+        if model is not None and not isinstance(model, str):
+            raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
+        if conversation is not None and not isinstance(conversation, str):
+            raise ConfigError(
+                f"conversation must be a str id, got {type(conversation).__name__}"
+            )
         counter = self.counter_for(model)
         budget = self.budget_for(model, window)
         msgs = self._with_system(messages, system)
         tools_list = list(tools) if tools else None
-        ctx = LayerContext(
-            counter, self.config, budget, tools_list, memo=self._pipeline.memo(counter.name)
+        if len(msgs):
+            check_messages(msgs[:1])
+            check_messages(msgs[-1:])
+        key = conversation if conversation is not None else conversation_key(msgs, tools_list)
+        conv = self._conversation(key, msgs, counter.name)
+        ctx = LayerContext(counter, self.config, budget, tools_list)
+        return _Call(
+            msgs, ctx, conv, self._overhead(counter, tools_list), self.rates_for(model)
         )
-        overhead = self._overhead(counter, tools)
-        view = self._pipeline.lossless(msgs, ctx)
-        tokens_before = view.input_tokens + overhead
-        user_lossless = [get_layer(n).function for n in layer_names("lossless", builtin=False)]
-        user_guard = [get_layer(n).function for n in layer_names("guard", builtin=False)]
-        over = budget is not None and view.output_tokens + overhead > budget.trigger
-        if not self.config.compaction.enabled:
-            compactor = None
-        call = _Call(ctx, tokens_before, user_guard, compactor=compactor, focus=focus, force=force)
-        wants_compaction = compactor is not None and budget is not None and (over or force)
 
-        if not user_lossless and not user_guard and not wants_compaction:
-            result, tokens_after = self._pipeline.window(view, ctx, overhead)
-            call.done = TransformResult(
-                result.messages,
-                tokens_before,
-                tokens_after,
-                result.events,
-                None,
-                result.newest_truncated,
-                budget,
-            )
-            return call
-
-        # the general path: your layers and/or compaction, then the window on whole lists
-        call.events = [e for layer_events in view.events for e in layer_events]
-        call.current = tuple(view.outputs)
-        for layer in user_lossless:
-            call.current = self._run_user_layer(layer, call.current, ctx, call.events)
-        call.needs_compaction = (
-            budget is not None
-            and compactor is not None
-            and (force or ctx.request_tokens(call.current) > budget.trigger)
+    def _prepare(self, call: _Call, now: float | None) -> None:
+        """Append the new messages, then make the policy's lossless edits."""
+        conv, ctx = call.conv, call.ctx
+        if not conv.extends(call.messages):  # another thread moved it on: start over
+            fresh = _Conversation(conv.key, conv.counter_name)
+            with self._lock:
+                self._conversations[conv.key] = fresh
+            fresh.lock = conv.lock
+            call.conv = conv = fresh
+        start = len(conv.inputs)
+        call.new_start = len(conv.view)
+        self._append(call, start)
+        budget = ctx.budget
+        total = call.total
+        cold = (
+            call.rates.caching
+            and call.rates.ttl_s is not None
+            and conv.last_time is not None
+            and (time.time() if now is None else now) - conv.last_time > call.rates.ttl_s
         )
-        return call
+        must = budget is not None and total > budget.trigger
+        reason: EditReason = "must" if must else ("free" if cold else "pays")
+        if not call.rates.caching and not must:
+            reason = "immediate"
+        self._lossless_edit(call, reason)
+        if budget is not None and call.total > budget.trigger:
+            call.must_compact = True
 
-    def _compact_kwargs(self, call: _Call) -> dict[str, Any]:
-        assert call.ctx.budget is not None
-        kwargs: dict[str, Any] = dict(
-            budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
-        )
-        if _accepts(call.compactor, "events"):
-            kwargs["events"] = call.compactor_events
-        if call.force and _accepts(call.compactor, "force"):
-            kwargs["force"] = True
-        return kwargs
+    def _append(self, call: _Call, start: int) -> None:
+        conv, ctx = call.conv, call.ctx
+        msgs = call.messages
+        check_messages(msgs, start)
+        count = ctx.counter.count_message
+        cfg = self.config.truncate
+        for i in range(start, len(msgs)):
+            m = msgs[i]
+            conv.inputs.append(m)
+            conv.input_tokens += count(m)
+            names: list[str] = []
+            for b in m.content:
+                if isinstance(b, ToolCallBlock):
+                    conv.call_names[b.id] = b.name
+                elif isinstance(b, ToolResultBlock):
+                    names.append(conv.call_names.get(b.tool_call_id, ""))
+            conv.names.append(tuple(names))
+            if names:
+                conv.results.append(i)
+            if m.role == "user" and not names:
+                conv.last_user = i
+            if m.role == "assistant" and any(isinstance(b, ThinkingBlock) for b in m.content):
+                conv.thinking.append(i)
+            entry = m
+            if not m.is_pinned and needs_truncation(m, cfg):
+                entry, events = truncate_message(m, tuple(names), ctx)
+                for e in events:
+                    emit(call.events, _at(e, len(conv.view)))
+            conv.base.append(entry)
+            conv.view.append(entry)
+            conv.sources.append(i)
+            conv.tokens.append(count(entry))
+        call.total = sum(conv.tokens) + call.overhead
+        call.tokens_before = conv.input_tokens + call.overhead
 
-    def _compact_sync(self, call: _Call) -> CompactResult | None:
-        assert call.compactor is not None
-        return call.compactor.compact(call.current, **self._compact_kwargs(call))
+    # -- lossless edits: mask and strip, batched ---------------------------------------------
+    def _mask(self, call: _Call, i: int, m: Message) -> Message:
+        conv = call.conv
+        done = conv.masked.get(i)
+        if done is None:
+            names = conv.names[i]
+            if not names or m.is_pinned or not self.config.mask.enabled:
+                done = m
+            else:
+                done = mask_message(m, (len(names), names), call.ctx)[0]
+            conv.masked[i] = done
+        return done
 
-    def _finish(self, call: _Call, compaction: CompactResult | None) -> TransformResult:
-        """Compaction's output (if any), your guard layers, then the sliding window."""
-        ctx, events = call.ctx, call.events
-        events.extend(call.compactor_events)
-        current = call.current
-        if compaction is not None:
-            current = tuple(compaction.new_messages)
-            check_messages(current)
-            reapplied = compaction.strategy == REAPPLIED  # an earlier compaction, not a new one
-            if not reapplied and not any(
-                e.kind == "context_compacted" for e in call.compactor_events
+    def _strip(self, call: _Call, i: int, m: Message) -> Message:
+        conv = call.conv
+        done = conv.stripped.get(i)
+        if done is None:
+            if m.role != "assistant" or m.is_pinned or not self.config.thinking.enabled:
+                done = m
+            else:
+                done = strip_message(m, call.ctx)[0]
+            conv.stripped[i] = done
+        return done
+
+    def _frontiers(self, call: _Call) -> tuple[int, int]:
+        """How far a mask and a strip may reach now: all but the ``keep_recent`` newest tool
+        results; all but the ``keep_recent`` newest assistant messages with thinking (and, with
+        ``keep_current_turn``, nothing after the last user message)."""
+        conv, cfg = call.conv, self.config
+        keep = cfg.mask.keep_recent
+        mask_to = -1
+        if cfg.mask.enabled:
+            kept = 0
+            for pos in reversed(conv.results):
+                kept += len(conv.names[pos])
+                if kept > keep:
+                    mask_to = pos
+                    break
+        strip_to = -1
+        if cfg.thinking.enabled and len(conv.thinking) > cfg.thinking.keep_recent:
+            strip_to = conv.thinking[len(conv.thinking) - cfg.thinking.keep_recent - 1]
+            if cfg.thinking.keep_current_turn:
+                strip_to = min(strip_to, conv.last_user - 1)
+        return mask_to, strip_to
+
+    def _lossless_edit(self, call: _Call, reason: EditReason) -> None:
+        """Add one mask and/or strip edit when the policy says so (see :mod:`._policy`)."""
+        conv = call.conv
+        mask_to, strip_to = self._frontiers(call)
+        if mask_to <= conv.mask_upto and strip_to <= conv.strip_upto:
+            return
+        removed = 0
+        first: int | None = None
+        positions = {s: p for p, s in enumerate(conv.sources) if isinstance(s, int)}
+        for i in conv.results:
+            if conv.mask_upto < i <= mask_to and i in positions:
+                p = positions[i]
+                after = self._mask(call, i, conv.view[p])
+                if after is not conv.view[p]:
+                    removed += conv.tokens[p] - call.ctx.counter.count_message(after)
+                    first = p if first is None else min(first, p)
+        for i in conv.thinking:
+            if conv.strip_upto < i <= strip_to and i in positions:
+                p = positions[i]
+                after = self._strip(call, i, conv.view[p])
+                if after is not conv.view[p]:
+                    removed += conv.tokens[p] - call.ctx.counter.count_message(after)
+                    first = p if first is None else min(first, p)
+        if first is None or removed <= 0:
+            return
+        if reason == "pays":
+            rewritten = sum(conv.tokens[first:]) - removed
+            new_tokens = sum(conv.tokens[call.new_start :])
+            if not edit_pays(
+                removed, rewritten, new_tokens, conv.calls, call.rates, self.config.policy
             ):
-                emit(
-                    events,
-                    Event(
-                        "context_compacted",
-                        "compaction",
-                        None,
-                        None,
-                        compaction.original_token_count,
-                        compaction.new_token_count,
-                        detail=f"{compaction.strategy}: {compaction.compacted_count} messages "
-                        f"summarised, {compaction.saved_ratio:.0%} saved",
-                        compaction=compaction,
-                    ),
+                return
+        elif reason == "immediate" and not edit_pays(
+            removed, 0, 0, conv.calls, call.rates, self.config.policy
+        ):
+            return
+        before = call.total
+        new_edits: list[Edit] = []
+        if mask_to > conv.mask_upto:
+            new_edits.append(Edit("mask", reason, upto=mask_to, call=conv.calls))
+        if strip_to > conv.strip_upto:
+            new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=conv.calls))
+        self._commit(call, new_edits)
+        for e in new_edits:
+            object.__setattr__(e, "tokens_before", before)
+            object.__setattr__(e, "tokens_after", call.total)
+        originals = {
+            _ref((conv.inputs[s],)): (conv.inputs[s],)
+            for p, s in enumerate(conv.sources)
+            if isinstance(s, int) and p >= first and conv.view[p] is not conv.base[s]
+        }
+        call.elided.update(originals)
+        kinds = " and ".join("masked" if e.kind == "mask" else "thinking stripped" for e in new_edits)
+        emit(
+            call.events,
+            Event(
+                "masked" if new_edits[0].kind == "mask" else "thinking_stripped",
+                "policy",
+                first,
+                None,
+                before,
+                call.total,
+                detail=f"{kinds} up to history message {max(mask_to, strip_to)} ({reason}): "
+                f"{before - call.total} tokens removed",
+                data={"reason": reason, "refs": tuple(originals)},
+            ),
+        )
+
+    def _commit(self, call: _Call, edits: Sequence[Edit]) -> None:
+        """Append ``edits`` to the log and rebuild the view from the history and the log."""
+        conv = call.conv
+        conv.edits.extend(edits)
+        for e in edits:
+            if e.kind == "mask":
+                conv.mask_upto = max(conv.mask_upto, e.upto)
+            elif e.kind == "strip_thinking":
+                conv.strip_upto = max(conv.strip_upto, e.upto)
+        call.edits.extend(edits)
+        view, sources = apply(
+            conv.base,
+            conv.edits,
+            mask=lambda i, m: self._mask(call, i, m),
+            strip=lambda i, m: self._strip(call, i, m),
+        )
+        count = call.ctx.counter.count_message
+        conv.view, conv.sources = view, sources
+        conv.tokens = [count(m) for m in view]
+        call.total = sum(conv.tokens) + call.overhead
+        call.new_start = len(view)
+
+    # -- compaction and window cuts ------------------------------------------------------------
+    def _compaction_request(
+        self, call: _Call, force: bool, allow: bool
+    ) -> tuple[CompactionHook, dict[str, Any]] | None:
+        """The hook and keywords for a compaction now, or None (then a window cut, if over)."""
+        budget = call.ctx.budget
+        if budget is None:
+            return None
+        if self.compactor is None or not allow or not self.config.compaction.enabled:
+            self._window_cut(call)
+            return None
+        kwargs: dict[str, Any] = dict(
+            budget=budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
+        )
+        if force and _accepts_force(self.compactor):
+            kwargs["force"] = True
+        kwargs_events = _accepts_events(self.compactor)
+        if kwargs_events:
+            kwargs["events"] = call.compactor_events
+        return self.compactor, kwargs
+
+    def _record_compaction(
+        self, call: _Call, result: CompactResult | None, forced: bool
+    ) -> None:
+        conv = call.conv
+        call.events.extend(call.compactor_events)
+        budget = call.ctx.budget
+        if result is not None:
+            edit = _diff_edit(
+                conv.view, conv.sources, result.new_messages, conv.inputs, len(conv.edits)
+            )
+            if edit is not None:
+                before = call.total
+                edit = Edit(
+                    "compaction",
+                    "forced" if forced else "must",
+                    removed=edit.removed,
+                    inserted=edit.inserted,
+                    replaced=edit.replaced,
+                    dropped=edit.dropped,
+                    ref=result.refs[-1] if result.refs else None,
+                    strategy=result.strategy,
+                    summary=result.summary,
+                    call=conv.calls,
                 )
-        for layer in call.user_guard:
-            current = self._run_user_layer(layer, current, ctx, events)
-        final = sliding_window(current, ctx)
-        events.extend(final.events)
+                hidden = self._hidden(conv, edit)
+                self._commit(call, [edit])
+                object.__setattr__(edit, "tokens_before", before)
+                object.__setattr__(edit, "tokens_after", call.total)
+                call.compaction = result
+                if edit.ref is not None:
+                    call.elided[edit.ref] = hidden
+                    for ref in result.refs[:-1]:
+                        call.elided.setdefault(ref, hidden)
+                if not any(e.kind == "context_compacted" for e in call.compactor_events):
+                    emit(
+                        call.events,
+                        Event(
+                            "context_compacted",
+                            "compaction",
+                            None,
+                            None,
+                            before,
+                            call.total,
+                            detail=f"{result.strategy}: {len(hidden)} messages summarised, "
+                            f"{1 - call.total / max(before, 1):.0%} saved",
+                            compaction=result,
+                        ),
+                    )
+        if budget is not None and call.total > budget.trigger:
+            self._window_cut(call)
+
+    @staticmethod
+    def _hidden(conv: _Conversation, edit: Edit) -> tuple[Message, ...]:
+        """The agent's original messages an edit takes out of the view."""
+        out: list[Message] = []
+        for start, end in edit.removed:
+            out.extend(conv.inputs[start:end])
+        return tuple(out)
+
+    def _window_cut(self, call: _Call) -> None:
+        """Seed 000 L3 / 004 L2 as an edit: drop whole oldest units (never the system prompt,
+        the task, pinned content or the newest unit) until the request is at the target."""
+        from .strategies.base import Layout, compaction_target
+
+        conv, budget = call.conv, call.ctx.budget
+        if budget is None or not self.config.window.enabled:
+            return
+        aim = compaction_target(budget)
+        layout = Layout.of(conv.view)
+        drop: list[int] = []
+        excess = call.total - aim
+        for start, end in layout.body():
+            if excess <= 0:
+                break
+            if any(isinstance(conv.sources[p], tuple) for p in range(start, end)):
+                continue  # an earlier summary stays: it stands for what was cut before
+            drop.extend(range(start, end))
+            excess -= sum(conv.tokens[start:end])
+        if not drop:
+            return
+        positions = sorted(s for p in drop if isinstance(s := conv.sources[p], int))
+        before = call.total
+        edit = Edit(
+            "window_cut", "must", removed=_ranges(positions), ref=_ref(
+                [conv.inputs[i] for i in positions]
+            ), call=conv.calls
+        )
+        hidden = self._hidden(conv, edit)
+        self._commit(call, [edit])
+        object.__setattr__(edit, "tokens_before", before)
+        object.__setattr__(edit, "tokens_after", call.total)
+        assert edit.ref is not None
+        call.elided[edit.ref] = hidden
+        emit(
+            call.events,
+            Event(
+                "dropped",
+                "window",
+                None,
+                None,
+                before,
+                call.total,
+                detail=f"window cut: {len(positions)} oldest messages dropped to the target "
+                f"({before} -> {call.total} tokens)",
+                data={"ref": edit.ref},
+            ),
+        )
+
+    # -- the final guard -----------------------------------------------------------------------
+    def _finish(self, call: _Call, now: float | None) -> TransformResult:
+        conv, ctx = call.conv, call.ctx
+        view: Sequence[Message] = conv.view
+        total = call.total
+        newest_truncated = False
+        budget = ctx.budget
+        over = budget is not None and total > budget.trigger
+        if (over or has_pending_calls(view)) and (
+            self.config.window.enabled
+        ):
+            guarded = sliding_window(view, ctx)
+            view = guarded.messages
+            call.events.extend(guarded.events)
+            newest_truncated = guarded.newest_truncated
+            total = ctx.request_tokens(view)
+        for layer in self.layers:
+            result = layer(tuple(view), ctx)
+            if not isinstance(result, LayerResult):
+                raise TypeError(f"layer {layer!r} returned {type(result).__name__}, not LayerResult")
+            check_messages(result.messages)
+            call.events.extend(result.events)
+            view = result.messages
+            total = ctx.request_tokens(view)
+        conv.calls += 1
+        conv.last_time = time.time() if now is None else now
         return TransformResult(
-            final.messages,
+            tuple(view),
             call.tokens_before,
-            ctx.request_tokens(final.messages),
-            tuple(events),
-            compaction,
-            final.newest_truncated,
-            ctx.budget,
+            total,
+            tuple(call.events),
+            call.compaction,
+            newest_truncated,
+            budget,
+            conv.key,
+            tuple(call.edits),
+            self._stable_prefix(conv),
+            dict(call.elided),
         )
 
     @staticmethod
-    def _run_user_layer(
-        layer: Any, messages: tuple[Message, ...], ctx: LayerContext, events: list[Event]
-    ) -> tuple[Message, ...]:
-        result = layer(messages, ctx)
-        if not isinstance(result, LayerResult):
-            raise TypeError(f"layer {layer!r} returned {type(result).__name__}, not LayerResult")
-        check_messages(result.messages)
-        events.extend(result.events)
-        return tuple(result.messages)
+    def _stable_prefix(conv: _Conversation) -> int:
+        """View messages before the first one a pending mask or strip would change."""
+        frontier = max(conv.mask_upto, conv.strip_upto)
+        for p, s in enumerate(conv.sources):
+            if isinstance(s, int) and s > frontier and (conv.names[s] or s in conv.thinking):
+                return p
+        return len(conv.sources)
 
+    # -- hooks and provider dicts ------------------------------------------------------------
     async def transform_context(
         self, messages: Sequence[Message], signal: Any = None
     ) -> list[Message]:
-        """A pi-agent-core style ``transformContext(messages, signal) -> messages`` hook: the
-        working copy for the configured model/window. ``signal`` may be an abort signal (an
-        object with a true ``aborted`` attribute, or a set ``asyncio.Event`` /
-        ``threading.Event``): the call is then cancelled before any work."""
+        """A pi-agent-core style ``transformContext(messages, signal) -> messages`` hook for
+        the configured model/window. Never raises (pi's contract): on an abort signal or any
+        failure the messages come back as they were given."""
         if signal is not None and (
             getattr(signal, "aborted", False) or (hasattr(signal, "is_set") and signal.is_set())
         ):
-            raise asyncio.CancelledError("transform_context aborted by its signal")
-        result = await self.atransform(messages)
+            return list(messages)
+        try:
+            result = await self.atransform(messages)
+        except Exception:  # the hook must never break the agent's loop
+            from ._events import logger
+
+            logger.exception("contextwarden: transform_context failed; history sent unchanged")
+            return list(messages)
         return list(result.messages)
 
-    # -- provider dicts ----------------------------------------------------------------------
     def transform_openai(
         self,
         messages: list[dict[str, Any]],
@@ -506,11 +854,20 @@ class Warden:
         model: str | None = None,
         window: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        conversation: str | None = None,
+        now: float | None = None,
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
         from .formats import from_openai, to_openai
 
-        result = self.transform(from_openai(messages), model=model, window=window, tools=tools)
+        result = self.transform(
+            from_openai(messages),
+            model=model,
+            window=window,
+            tools=tools,
+            conversation=conversation,
+            now=now,
+        )
         return to_openai(list(result.messages)), result
 
     def transform_anthropic(
@@ -521,12 +878,128 @@ class Warden:
         model: str | None = None,
         window: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        conversation: str | None = None,
+        now: float | None = None,
+        cache_breakpoints: bool = False,
     ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
         """Anthropic Messages in (``system`` as the API takes it: a string or blocks), the
-        same out: ``(system, messages, result)``."""
+        same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
+        on the end of the stable prefix and on the newest message (at most 4 in all, the
+        client's own kept), so the provider caches what the next call will read."""
         from .formats import from_anthropic, to_anthropic
 
         canonical = from_anthropic(messages, system=system)
-        result = self.transform(canonical, model=model, window=window, tools=tools)
+        result = self.transform(
+            canonical, model=model, window=window, tools=tools, conversation=conversation, now=now
+        )
         system_out, out = to_anthropic(list(result.messages))
+        if cache_breakpoints:
+            from .formats.cache_control import add_cache_breakpoints
+
+            leading = sum(1 for m in result.messages if m.role == "system")
+            system_out, out, _ = add_cache_breakpoints(
+                system_out, out, tools=list(tools) if tools else None,
+                stable_end=max(result.stable_prefix - leading, 0) or None,
+            )
         return system_out, out, result
+
+
+@dataclass
+class _Call:
+    """One call's working state."""
+
+    messages: Sequence[Message]
+    ctx: LayerContext
+    conv: _Conversation
+    overhead: int
+    rates: CacheRates
+    total: int = 0
+    tokens_before: int = 0
+    new_start: int = 0
+    must_compact: bool = False
+    focus: str | None = None
+    events: list[Event] = field(default_factory=list)
+    compactor_events: list[Event] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    elided: dict[str, tuple[Message, ...]] = field(default_factory=dict)
+    compaction: CompactResult | None = None
+
+
+def _at(e: Event, index: int) -> Event:
+    from dataclasses import replace
+
+    return replace(e, index=index)
+
+
+def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted positions as half-open ranges."""
+    out: list[tuple[int, int]] = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1] = (out[-1][0], p + 1)
+        else:
+            out.append((p, p + 1))
+    return tuple(out)
+
+
+def _diff_edit(
+    view: Sequence[Message],
+    sources: Sequence[Source],
+    new: Sequence[Message],
+    history: Sequence[Message],
+    number: int,
+) -> Edit | None:
+    """The compaction edit that turns ``view`` into ``new``: kept messages are the same objects;
+    the others are removed, new ones inserted before the next kept history message (a new
+    system message replaces the system message it stands for). None when nothing changed."""
+    where = {id(m): p for p, m in enumerate(view)}
+    kept = {where[id(m)] for m in new if id(m) in where}
+    removed_pos = [p for p in range(len(view)) if p not in kept]
+    removed_hist = [s for p in removed_pos if isinstance(s := sources[p], int)]
+    dropped = sorted({s[0] for p in removed_pos if isinstance(s := sources[p], tuple)})
+    inserted: list[tuple[int, Message]] = []
+    replaced: list[tuple[int, Message]] = []
+    systems = [s for s in removed_hist if view[sources.index(s)].role == "system"]
+    pending: list[Message] = []
+    for m in new:
+        if id(m) in where:
+            source = sources[where[id(m)]]
+            if isinstance(source, int):
+                inserted.extend((source, note) for note in pending)
+                pending = []
+            continue
+        if m.role == "system" and systems:
+            replaced.append((systems.pop(0), m))
+        else:
+            pending.append(m)
+    inserted.extend((len(history), note) for note in pending)
+    restored = {p for p, _ in replaced}
+    removed_hist = [s for s in removed_hist if s not in restored]
+    if not removed_hist and not inserted and not replaced and not dropped:
+        return None
+    del number
+    return Edit(
+        "compaction",
+        removed=_ranges(sorted(removed_hist)),
+        inserted=tuple(inserted),
+        replaced=tuple(replaced),
+        dropped=tuple(dropped),
+    )
+
+
+def _accepts(hook: object, name: str) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(hook.compact).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _accepts_force(hook: object) -> bool:
+    return _accepts(hook, "force")
+
+
+def _accepts_events(hook: object) -> bool:
+    return _accepts(hook, "events")

@@ -1,4 +1,4 @@
-"""Compaction strategies (seed 003), one file each, behind one registry.
+"""Compaction strategies (seed 003), one file each; :data:`BUILTIN_STRATEGIES` names them.
 
 ``sliding_window``, ``importance``, ``key_events``, ``incremental`` and ``full_summary`` are pure
 functions ``(messages, ctx) -> StrategyOutcome | None``; :func:`detect_task_type` picks their
@@ -12,11 +12,12 @@ from .full_summary import full_summary
 from .importance import importance
 from .incremental import incremental
 from .key_events import key_events
-from .registry import get_strategy, register_strategy, strategy_names, unregister_strategy
+from .registry import BUILTIN_STRATEGIES
 from .sliding_window import sliding_window
 from .task_type import TASK_TYPES, TaskType, detect_task_type
 
 __all__ = [
+    "BUILTIN_STRATEGIES",
     "TASK_TYPES",
     "Strategy",
     "StrategyContext",
@@ -24,13 +25,9 @@ __all__ = [
     "TaskType",
     "detect_task_type",
     "full_summary",
-    "get_strategy",
     "importance",
     "incremental",
     "key_events",
     "make_ref",
-    "register_strategy",
     "sliding_window",
-    "strategy_names",
-    "unregister_strategy",
 ]

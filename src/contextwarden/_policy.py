@@ -1,0 +1,153 @@
+"""When the warden edits a conversation: must, pays, free (cache-aware).
+
+Providers bill the leading part of a request that is byte-identical to the previous one as a
+cached read (0.1x the input price on Anthropic, DeepSeek and gpt-5; 0.5x on gpt-4o) and the rest
+as a write (1.25x on Anthropic's 5-minute cache; 1x where writes cost nothing extra). An edit
+that changes message ``p`` makes everything after ``p`` a write again, once; the tokens it
+removes are then not read on any later call. So an edit is made when:
+
+* **must**: the request would otherwise be over the trigger (the window and compaction then cut
+  to the target, so the following calls only append);
+* **pays**: ``removed x read x (calls to come + 1) > (suffix rewritten - new tokens) x
+  (write - read)``, and the edit removes at least ``clear_at_least`` tokens (edits come in
+  batches);
+* **free**: the provider's cache has gone cold (longer than its TTL since the conversation's
+  previous call), so the next request is a full write whatever it holds;
+* **immediate**: the model has no prompt caching (or ``mode: immediate``): every call, as
+  soon as an edit helps (seed 000's behaviour with ``clear_at_least: 0``).
+
+The calls to come are unknown; the policy takes as many as the conversation has made so far
+(an agent that has run 40 steps is likely to run about as many more), at least ``min_horizon``,
+unless ``horizon`` fixes the number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["CacheRates", "PolicyConfig", "edit_pays", "rates_for"]
+
+#: The least favourable cache ratios among the major providers: Anthropic's cached read (0.1x
+#: input) and 5-minute write (1.25x input), from Anthropic's prompt-caching pricing page.
+CONSERVATIVE_READ = 0.1
+CONSERVATIVE_WRITE = 1.25
+
+
+class PolicyConfig(BaseModel):
+    """When lossless edits (masking, stripping thinking) are made; see :mod:`contextwarden._policy`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["cache_aware", "immediate"] = Field(
+        "cache_aware",
+        description="cache_aware: edit when over the trigger, when an edit pays for itself in "
+        "cache reads, or when the cache has gone cold; immediate: every call, as soon as an "
+        "edit helps (seed 000). Models without prompt caching always behave as immediate. "
+        "Default: cache_aware.",
+    )
+    clear_at_least: int = Field(
+        4_000,
+        ge=0,
+        description="A mask/strip edit that is not required removes at least this many tokens "
+        "at once, so the cache is rewritten rarely. 0 with mode immediate is seed 000 exactly. "
+        "Default: 4000.",
+    )
+    pricing: Literal["conservative", "model"] = Field(
+        "conservative",
+        description="The cache prices an edit is weighed at. conservative: the model's own, "
+        "bounded by the least favourable major provider's (read 0.1x, write 1.25x), so a "
+        "decision pays wherever the request is routed; model: the model's own. "
+        "Default: conservative.",
+    )
+    horizon: int | None = Field(
+        None,
+        ge=1,
+        description="Calls expected to come after this one. Default: none (as many as the "
+        "conversation has made so far, at least min_horizon).",
+    )
+    min_horizon: int = Field(
+        8, ge=0, description="The least number of calls to come assumed. Default: 8."
+    )
+    cache_ttl_s: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds an unused cached prefix lives; after that pending edits are free. "
+        "Default: the model registry's figure.",
+    )
+
+
+@dataclass(frozen=True)
+class CacheRates:
+    """Cache prices as multiples of the input price; ``caching`` False when the model has none."""
+
+    read: float
+    write: float
+    ttl_s: float | None
+    caching: bool
+
+    @property
+    def rewrite(self) -> float:
+        """What one token moved from a read to a write costs extra."""
+        return max(self.write - self.read, 0.0)
+
+
+NO_CACHE = CacheRates(1.0, 1.0, None, False)
+
+
+def rates_for(model: str | None, config: PolicyConfig) -> CacheRates:
+    """The cache rates the policy weighs edits at for ``model`` (see :class:`PolicyConfig`)."""
+    read = write = ttl = None
+    caching = True
+    if model is not None:
+        from ._models import _find
+
+        info = _find(model)
+        if info is not None:
+            price = info.input_price_per_mtok
+            cached = getattr(info, "cache_read_price_per_mtok", None)
+            written = getattr(info, "cache_write_price_per_mtok", None)
+            if getattr(info, "caching", "automatic") == "none":
+                caching = False
+            if price:
+                read = cached / price if cached is not None else None
+                write = written / price if written is not None else None
+            ttl = getattr(info, "cache_ttl_s", None)
+    if config.cache_ttl_s is not None:
+        ttl = config.cache_ttl_s
+    if not caching or config.mode == "immediate":
+        return CacheRates(1.0, 1.0, ttl, False)
+    if config.pricing == "conservative":
+        read = CONSERVATIVE_READ if read is None else min(read, CONSERVATIVE_READ)
+        write = CONSERVATIVE_WRITE if write is None else max(write, CONSERVATIVE_WRITE)
+    else:
+        read = CONSERVATIVE_READ if read is None else read
+        write = CONSERVATIVE_WRITE if write is None else write
+    return CacheRates(read, write, ttl if ttl is not None else 300.0, True)
+
+
+def edit_pays(
+    removed: int,
+    rewritten: int,
+    new_tokens: int,
+    calls_so_far: int,
+    rates: CacheRates,
+    config: PolicyConfig,
+) -> bool:
+    """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
+    tokens (the suffix after the first message it changes, as it will be sent) pays, given the
+    ``new_tokens`` this call writes anyway (see the module docstring)."""
+    if removed <= 0:
+        return False
+    if not rates.caching:
+        return removed >= config.clear_at_least or config.clear_at_least == 0
+    if removed < config.clear_at_least:
+        return False
+    horizon = config.horizon if config.horizon is not None else max(
+        calls_so_far, config.min_horizon
+    )
+    gain = removed * rates.read * (horizon + 1)
+    cost = max(rewritten - new_tokens, 0) * rates.rewrite
+    return gain > cost
