@@ -22,6 +22,8 @@ from ._compaction import (
 from ._config import CompactionConfig, WardenConfig, config_problems, load_config
 from ._config_docs import config_reference
 from ._events import CompactResult, Event, EventKind
+from ._log import Edit
+from ._policy import PolicyConfig
 from ._exceptions import (
     CompactionRefused,
     ConfigError,
@@ -50,6 +52,8 @@ from ._messages import (
 )
 from ._models import (
     ModelInfo,
+    ModelOverride,
+    apply_model_overrides,
     context_window,
     known_models,
     model_info,
@@ -77,16 +81,13 @@ from .layers import (
     ThinkingConfig,
     TruncateConfig,
     WindowConfig,
-    register_layer,
-    unregister_layer,
+    Layer,
 )
 from .store.sqlite import SessionStore
 from .strategies import (
     StrategyContext,
     StrategyOutcome,
     detect_task_type,
-    register_strategy,
-    unregister_strategy,
 )
 from .summarizers import (
     ExtractiveSummarizer,
@@ -117,6 +118,7 @@ __all__ = [
     "ConfirmRequest",
     "ContextOverflowError",
     "ContextWardenError",
+    "Edit",
     "Event",
     "EventKind",
     "ExactCounter",
@@ -125,11 +127,14 @@ __all__ = [
     "HeuristicCounter",
     "ImageBlock",
     "LLMSummarizer",
+    "Layer",
     "LayerContext",
     "LayerResult",
     "MaskConfig",
     "Message",
     "ModelInfo",
+    "ModelOverride",
+    "PolicyConfig",
     "PromptRequest",
     "ReplayCall",
     "ReplayReport",
@@ -161,6 +166,7 @@ __all__ = [
     "Warden",
     "WardenConfig",
     "WindowConfig",
+    "apply_model_overrides",
     "assistant",
     "bill_requests",
     "check_messages",
@@ -180,9 +186,7 @@ __all__ = [
     "load_config",
     "load_transcript",
     "model_info",
-    "register_layer",
     "register_model",
-    "register_strategy",
     "replay",
     "save_transcript",
     "should_compact",
@@ -192,9 +196,7 @@ __all__ = [
     "to_openai",
     "token_breakdown",
     "tool_result",
-    "unregister_layer",
     "unregister_model",
-    "unregister_strategy",
     "user",
     "validate_anthropic",
     "validate_openai",

@@ -19,10 +19,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
+from ._models import ModelOverride
 from .layers.mask import MaskConfig
 from .layers.thinking import ThinkingConfig
 from .layers.truncate import TruncateConfig
 from .layers.window import WindowConfig
+from ._policy import PolicyConfig
 from .summarizers.config import SummarizerConfig
 
 __all__ = [
@@ -33,7 +35,9 @@ __all__ = [
 ]
 
 TaskType = Literal["code", "analysis", "conversation", "mixed", "unknown"]
-StrategyName = Literal["sliding_window", "importance", "key_events", "incremental", "full_summary"]
+#: A strategy name: a built-in (sliding_window, importance, key_events, incremental,
+#: full_summary) or one passed to the warden with ``strategies=``.
+StrategyName = str
 
 
 def _default_strategy_order() -> dict[TaskType, list[StrategyName]]:
@@ -146,9 +150,16 @@ class WardenConfig(BaseModel):
     )
     truncate: TruncateConfig = Field(default_factory=_defaults(TruncateConfig))
     mask: MaskConfig = Field(default_factory=_defaults(MaskConfig))
+    policy: PolicyConfig = Field(default_factory=_defaults(PolicyConfig))
     thinking: ThinkingConfig = Field(default_factory=_defaults(ThinkingConfig))
     window: WindowConfig = Field(default_factory=_defaults(WindowConfig))
     compaction: CompactionConfig = Field(default_factory=_defaults(CompactionConfig))
+    models: dict[str, ModelOverride] = Field(
+        default_factory=dict,
+        description="Per-model overrides of the registry (window, prices, cache prices, TTL), "
+        "keyed by model name; a model the registry does not know needs context_window. The "
+        "fields of an entry: docs/prices.md. Default: none.",
+    )
     summarizer: SummarizerConfig = Field(default_factory=_defaults(SummarizerConfig))
 
 
