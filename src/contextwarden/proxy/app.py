@@ -41,7 +41,7 @@ from starlette.types import Receive, Scope, Send
 from .config import ProxyConfig
 from .errors import Provider, provider_for_path
 from .forward import error_response, forward, request_headers
-from .stats import ProxyStats, RequestRecord
+from .stats import WARDEN_ERROR, ProxyStats, RequestRecord
 from .stats import Route as RouteName
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
 from .warden import build_cache, build_warden
@@ -148,15 +148,18 @@ class _Proxy:
                     window_cap=self.config.window,
                     window_override=self.config.warden.context_window,
                 )
-            except Exception as exc:  # a bug of ours: say so in the client's format, log it
-                logger.exception("contextwarden proxy: transform failed on %s", path)
-                record.status, record.error = 500, f"transform_failed:{type(exc).__name__}"
-                record.latency_ms = (time.perf_counter() - started) * 1000
-                await self.finish(record)
-                return error_response(
-                    provider,
-                    "internal",
-                    f"contextwarden proxy: transform failed ({type(exc).__name__})",
+            except Exception as exc:
+                # The warden could not read this body (an input nobody foresaw, or a bug of ours).
+                # A drop-in proxy must not fail a call that would have worked without it: the body
+                # goes upstream as sent, and the upstream judges it as it would without us.
+                logger.warning(
+                    "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
+                    path,
+                    type(exc).__name__,
+                    exc_info=True,
+                )
+                outcome = BodyOutcome(
+                    raw, False, skipped=WARDEN_ERROR, detail=f"{type(exc).__name__} in the warden"
                 )
             body = outcome.body
             record.model, record.stream = outcome.model, outcome.stream

@@ -10,10 +10,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ProxyStats", "RequestRecord", "Route"]
+__all__ = ["WARDEN_ERROR", "ProxyStats", "RequestRecord", "Route"]
 
 #: Which handler served a request: the two chat APIs, Anthropic's token counting, or plain forwarding.
 Route = Literal["openai", "anthropic", "count_tokens", "passthrough"]
+
+#: The ``skipped`` reason of a body the warden raised on: forwarded unchanged, counted apart.
+WARDEN_ERROR = "warden_error"
 
 
 @dataclass
@@ -77,6 +80,7 @@ class ProxyStats:
     requests: int = 0
     transformed: int = 0
     skipped: int = 0
+    warden_errors: int = 0
     unbounded: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
@@ -103,6 +107,8 @@ class ProxyStats:
                 self.tokens_after += rec.tokens_after
             if rec.skipped:
                 self.skipped += 1
+                if rec.skipped == WARDEN_ERROR:
+                    self.warden_errors += 1
             if rec.warning == "unknown_model":
                 self.unbounded += 1
             if rec.compacted:
@@ -123,6 +129,7 @@ class ProxyStats:
                 "requests": self.requests,
                 "transformed": self.transformed,
                 "skipped": self.skipped,
+                "warden_errors": self.warden_errors,
                 "unbounded": self.unbounded,
                 "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after,
