@@ -15,7 +15,7 @@ from proxy_doubles import StartProxy
 
 from contextwarden._tokens import count_tokens
 from contextwarden._warden import Warden
-from contextwarden.formats import from_anthropic, validate_anthropic
+from contextwarden.formats import count_cache_breakpoints, from_anthropic, validate_anthropic
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -52,8 +52,13 @@ def test_claude_code_recording_arrives_valid_within_the_window(
     # The warden counts its canonical output; the Anthropic adapter may then merge adjacent user
     # turns (saving a few framing tokens), so the header may only over-state what was sent.
     assert after <= int(raw.headers["x-contextwarden-tokens-after"]) <= budget.trigger
-    assert got["system"].startswith(system)  # kept (a full summary may append its hint)
-    assert got["messages"][-1] == history[-1]  # the newest turn
+    # The client set no cache_control: the proxy added breakpoints (system, newest turn).
+    assert 2 <= count_cache_breakpoints(got["system"], got["messages"]) <= 4
+    sent_system = "".join(b["text"] for b in got["system"])
+    assert sent_system.startswith(system)  # kept (a full summary may append its hint)
+    newest = got["messages"][-1]["content"]
+    assert [{k: v for k, v in b.items() if k != "cache_control"} for b in newest] == history[-1]["content"]
+    assert newest[-1]["cache_control"] == {"type": "ephemeral"}  # the newest turn, marked
     assert got["max_tokens"] == 1024 and got["stop_sequences"] == ["</done>"] and got["model"] == MODEL
     # the SDK's auth header (x-api-key, or Authorization: Bearer in newer SDKs) is forwarded
     got_headers = fake.last.headers
@@ -76,7 +81,9 @@ def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> N
     assert message.stop_reason == "end_turn"
     sent_types = [json.loads(e.split(b"data: ", 1)[1])["type"] for e in fake.sent[-1]]
     assert [t for t in events if t in sent_types] == sent_types  # every upstream event, in order
-    assert fake.last.json["system"] == [{"type": "text", "text": "terse"}]
+    assert fake.last.json["system"] == [
+        {"type": "text", "text": "terse", "cache_control": {"type": "ephemeral"}}
+    ]
 
 
 def test_count_tokens_is_reduced_then_forwarded(

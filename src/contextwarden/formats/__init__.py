@@ -4,6 +4,8 @@
 * Anthropic Messages: :func:`from_anthropic`, :func:`to_anthropic` (:mod:`.anthropic`).
 * OpenAI Responses API input items: :func:`from_responses`, :func:`to_responses`
   (:mod:`.responses`).
+* Anthropic prompt-cache breakpoints: :func:`add_cache_breakpoints`,
+  :func:`count_cache_breakpoints` (:mod:`.cache_control`).
 * Validity checks: :func:`validate_openai`, :func:`validate_anthropic` on provider dicts and
   :func:`check_messages` on canonical messages (:mod:`.validate`).
 
@@ -17,13 +19,16 @@ from __future__ import annotations
 
 from ._common import opaque_payload
 from .anthropic import LEADING_USER_TEXT, from_anthropic, to_anthropic
+from .cache_control import add_cache_breakpoints, count_cache_breakpoints
 from .openai import from_openai, to_openai
 from .responses import from_responses, to_responses
 from .validate import check_messages, validate_anthropic, validate_openai
 
 __all__ = [
     "LEADING_USER_TEXT",
+    "add_cache_breakpoints",
     "check_messages",
+    "count_cache_breakpoints",
     "from_anthropic",
     "from_openai",
     "from_responses",

@@ -28,7 +28,8 @@ def proxy(
     ],
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
     host: Annotated[
-        str, typer.Option(help="Interface to bind; loopback by default (use --token if you widen it).")
+        str,
+        typer.Option(help="Interface to bind; loopback by default (use --token if you widen it)."),
     ] = "127.0.0.1",
     window: Annotated[
         int | None,
@@ -36,7 +37,11 @@ def proxy(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).", exists=True, dir_okay=False),
+        typer.Option(
+            help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).",
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     token: Annotated[
         str | None,
@@ -65,6 +70,19 @@ def proxy(
             help="Worker processes (they share the summary cache; /stats is per process).", min=1
         ),
     ] = 1,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Largest chat request body to accept, in bytes (larger: 413). Default 32 MiB.",
+            min=1,
+        ),
+    ] = 32 * 1024 * 1024,
+    cache_breakpoints: Annotated[
+        bool,
+        typer.Option(
+            help="Add Anthropic prompt-cache breakpoints to /v1/messages requests that set none."
+        ),
+    ] = True,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -84,6 +102,8 @@ def proxy(
                 "redis_url": redis_url,
                 "cache_path": cache_path,
                 "timeout": timeout,
+                "max_body_bytes": max_body_bytes,
+                "cache_breakpoints": cache_breakpoints,
             }
         )
     except (ValidationError, ContextWardenError) as exc:

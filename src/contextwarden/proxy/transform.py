@@ -14,6 +14,13 @@ Policy for what the warden cannot bound (documented in the proxy's README sectio
 * **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
   rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the messages do not parse;
   the upstream answers with its own 400), ``not_json`` / ``no_messages``.
+
+With ``cache_breakpoints=True`` (the proxy's ``/v1/messages`` unless ``--no-cache-breakpoints``),
+an Anthropic request whose client set no ``cache_control`` anywhere (no block, tool or system
+breakpoint, no top-level automatic caching) gets Anthropic prompt-cache breakpoints on the
+warden's output (:func:`~contextwarden.formats.add_cache_breakpoints`): on the newest message, at
+the end of the prefix the warden will not rewrite soon, and on the system prompt. A client that
+set its own is left alone: it knows its cache better than we do.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
+from ..formats.cache_control import add_cache_breakpoints, count_cache_breakpoints
 
 __all__ = ["Api", "BodyOutcome", "BodyWarden", "effective_window", "transform_body"]
 
@@ -41,6 +49,9 @@ class TransformResultLike(Protocol):
 
     @property
     def compaction(self) -> Any: ...
+
+    # Also read when present: ``stable_prefix: int``, the number of leading messages of the
+    # result the conversation's next edits will not rewrite (where a cache breakpoint pays).
 
 
 class BodyWarden(Protocol):
@@ -75,7 +86,8 @@ class BodyOutcome:
     (``skipped`` says why, ``detail`` in words); ``warning`` is set when it ran unbounded.
     ``compacted`` counts the messages a new compaction replaced; ``strategy`` names the compaction
     applied, if any (``"reapplied"`` when an earlier one, found in the shared summary cache, was
-    re-applied: then ``compacted`` is 0 and no summary was written).
+    re-applied: then ``compacted`` is 0 and no summary was written). ``cache_breakpoints`` is the
+    number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
     """
 
     body: bytes
@@ -89,6 +101,7 @@ class BodyOutcome:
     skipped: str | None = None
     detail: str | None = None
     warning: str | None = None
+    cache_breakpoints: int = 0
 
 
 def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
@@ -113,21 +126,31 @@ def transform_body(
     *,
     window_cap: int | None = None,
     window_override: int | None = None,
+    cache_breakpoints: bool = False,
 ) -> BodyOutcome:
     """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
-    messages / count_tokens body). Never raises for bad input: see the module docstring."""
+    messages / count_tokens body). Never raises for bad input: see the module docstring.
+    ``cache_breakpoints`` adds Anthropic cache breakpoints when the client set none (Anthropic
+    bodies only; see the module docstring)."""
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return BodyOutcome(raw, False, skipped="not_json", detail="request body is not JSON")
     if not isinstance(body, dict):
-        return BodyOutcome(raw, False, skipped="not_json", detail="request body is not a JSON object")
+        return BodyOutcome(
+            raw, False, skipped="not_json", detail="request body is not a JSON object"
+        )
     model = body.get("model") if isinstance(body.get("model"), str) else None
     stream = body.get("stream") is True
     messages = body.get("messages")
     if not isinstance(messages, list):
         return BodyOutcome(
-            raw, False, model, stream, skipped="no_messages", detail="no 'messages' list in the body"
+            raw,
+            False,
+            model,
+            stream,
+            skipped="no_messages",
+            detail="no 'messages' list in the body",
         )
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
@@ -154,13 +177,32 @@ def transform_body(
     except ContextWardenError as exc:
         return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
 
+    added = 0
+    new_tools = tools
+    if (
+        cache_breakpoints
+        and api == "anthropic"
+        and not _client_caches(body, system, messages, tools)
+    ):
+        stable = getattr(result, "stable_prefix", None)
+        if not isinstance(stable, int) or not 0 <= stable <= len(new_messages):
+            stable = None
+        new_system, new_messages, new_tools = add_cache_breakpoints(
+            new_system, new_messages, tools=tools, stable_end=stable
+        )
+        added = count_cache_breakpoints(new_system, new_messages, new_tools)
+
     compaction = result.compaction
     compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
-    strategy = (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
-    changed = new_messages != messages or new_system != system
+    strategy = (
+        (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
+    )
+    changed = new_messages != messages or new_system != system or new_tools != tools
     if changed:
-        out = dict(body)  # key order kept: only the values of messages/system change
+        out = dict(body)  # key order kept: only the values of messages/system/tools change
         out["messages"] = new_messages
+        if new_tools is not tools:
+            out["tools"] = new_tools
         if api == "anthropic":
             if new_system is None:
                 out.pop("system", None)
@@ -177,4 +219,16 @@ def transform_body(
         compacted=compacted,
         strategy=strategy,
         warning=warning,
+        cache_breakpoints=added,
     )
+
+
+def _client_caches(body: dict[str, Any], system: Any, messages: list[Any], tools: Any) -> bool:
+    """Whether the client asked for prompt caching itself: a breakpoint anywhere, or top-level
+    automatic caching. A request we cannot read counts as yes (we leave it as it is)."""
+    if body.get("cache_control") is not None:
+        return True
+    try:
+        return count_cache_breakpoints(system, messages, tools) > 0
+    except FormatError:
+        return True

@@ -1,0 +1,262 @@
+"""Anthropic prompt-cache breakpoints: :func:`add_cache_breakpoints`, :func:`count_cache_breakpoints`.
+
+Anthropic caches a request's prefix (``tools``, then ``system``, then ``messages``, in that order)
+only up to a block that carries ``cache_control: {"type": "ephemeral"}`` (a *breakpoint*), and
+bills what it reads from that cache at 0.1x the input price and what it writes at 1.25x (2x for
+the one-hour TTL). A request without a breakpoint pays the full price for its whole history on
+every call. The rules this module keeps, from Anthropic's prompt-caching guide
+(https://platform.claude.com/docs/en/build-with-claude/prompt-caching, read Nov 2026):
+
+* at most 4 breakpoints a request; tool definitions, system text blocks and message content
+  blocks (text, image, document, tool_use, tool_result) may carry one; thinking and
+  redacted_thinking blocks may not, nor may an empty text block;
+* a read hits the longest prefix written earlier that ends at a block boundary within about 20
+  blocks before a breakpoint, so a breakpoint on the newest message lets the next call (which
+  only appends a few blocks) read all of this one;
+* a breakpoint with the one-hour TTL may not follow one with the default five-minute TTL;
+* a prefix shorter than the model's minimum (1,024 to 4,096 tokens) is simply not cached: a
+  breakpoint there wastes a slot, it does not fail the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._exceptions import FormatError
+from ._common import tname
+
+__all__ = ["MAX_CACHE_BREAKPOINTS", "add_cache_breakpoints", "count_cache_breakpoints"]
+
+#: Anthropic's limit on ``cache_control`` breakpoints in one request.
+MAX_CACHE_BREAKPOINTS = 4
+
+# Message content block types that may carry cache_control (thinking may not; empty text may not).
+_CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+
+# A place in the rendered request, ordered as Anthropic builds the prefix: (section, index,
+# block, inner), section 0 for tools, 1 for system blocks, 2 for messages; ``inner`` is the index
+# of a block inside a tool_result's content, or _WHOLE for the block itself (which ends after
+# everything inside it).
+_Pos = tuple[int, int, int, int]
+_TOOLS, _SYSTEM, _MESSAGES = 0, 1, 2
+_WHOLE = 2**31
+
+
+def count_cache_breakpoints(
+    system: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> int:
+    """How many ``cache_control`` breakpoints the request carries: on tool definitions, system
+    blocks, message content blocks and the blocks inside a ``tool_result``'s content (a key set
+    to ``null`` is no breakpoint). Raises :class:`FormatError` naming the place when the request
+    does not have the Messages API's shape."""
+    return len(_breakpoints(system, messages, tools))
+
+
+def add_cache_breakpoints(
+    system: Any,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    stable_end: int | None = None,
+    max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The request ``(system, messages, tools)`` with cache breakpoints added; inputs untouched.
+
+    Every breakpoint already in the request is kept as it is. Then, while the total stays at or
+    under ``max_breakpoints`` (default and most 4), one ``{"type": "ephemeral"}`` goes, in this
+    order of priority:
+
+    1. on the last cacheable block of the newest message that has one: the next call, which
+       only appends, reads everything up to here from the cache;
+    2. on the last cacheable block of message ``stable_end - 1`` (or the nearest earlier message
+       with one): the end of the prefix the caller will not rewrite soon, so the cache survives
+       an edit after it. Skipped when ``stable_end`` is ``None`` or 0, or when that block is the
+       newest's;
+    3. on the last system text block, or on the last tool definition when there is no system
+       prompt: the part that never changes.
+
+    A string ``system`` or message content that gets a breakpoint becomes one text block. A
+    breakpoint added before a client's one-hour breakpoint takes ``"ttl": "1h"`` too (the API
+    wants longer TTLs first). Running it on its own output adds nothing (idempotent).
+
+    The returned lists are new, and so is every dict on the path to an added breakpoint; the
+    other messages, blocks and tool definitions are the caller's own objects, shared.
+    ``tools`` comes back ``None`` when it was ``None``.
+
+    Raises :class:`FormatError` when a message, its content or a block does not have the Messages
+    API's shape, and :class:`ValueError` for a ``max_breakpoints`` outside 0..4 or a
+    ``stable_end`` outside ``0..len(messages)``.
+    """
+    if not 0 <= max_breakpoints <= MAX_CACHE_BREAKPOINTS:
+        raise ValueError(
+            f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS} (the API's limit), "
+            f"got {max_breakpoints}"
+        )
+    if stable_end is not None and not 0 <= stable_end <= len(messages):
+        raise ValueError(
+            f"stable_end must be between 0 and the number of messages ({len(messages)}), "
+            f"got {stable_end}"
+        )
+    existing = _breakpoints(system, messages, tools)
+    taken = {pos for pos, _ in existing}
+    newest = _last_cacheable_message(messages, len(messages) - 1)
+    targets: list[_Pos] = []
+    if newest is not None:
+        targets.append(newest)
+    if stable_end:
+        stable = _last_cacheable_message(messages, stable_end - 1)
+        if stable is not None:
+            targets.append(stable)
+    prefix = _system_target(system)
+    if prefix is None and tools:
+        prefix = (_TOOLS, len(tools) - 1, 0, _WHOLE)
+    if prefix is not None:
+        targets.append(prefix)
+
+    added: dict[_Pos, dict[str, str]] = {}
+    count = len(existing)
+    for pos in targets:
+        if pos in taken or pos in added or count >= max_breakpoints:
+            continue
+        # Targets come latest first, so every later breakpoint is in `existing` or `added`.
+        later_hour = any(p > pos and ttl == "1h" for p, ttl in existing) or any(
+            p > pos and c.get("ttl") == "1h" for p, c in added.items()
+        )
+        added[pos] = {"type": "ephemeral", "ttl": "1h"} if later_hour else {"type": "ephemeral"}
+        count += 1
+    return _apply(system, messages, tools, added)
+
+
+# -- reading ----------------------------------------------------------------------------------------
+def _breakpoints(
+    system: Any, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> list[tuple[_Pos, Any]]:
+    """Every breakpoint of the request, in order: its place and its TTL (``None`` for the
+    default)."""
+    found: list[tuple[_Pos, Any]] = []
+    if tools is not None:
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise FormatError(f"tools: expected a list of tool definitions, got {tname(tools)}")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, Mapping):
+                raise FormatError(f"tools[{i}]: expected an object, got {tname(tool)}")
+            _note(found, (_TOOLS, i, 0, _WHOLE), tool)
+    if isinstance(system, list):
+        for j, block in enumerate(system):
+            if not isinstance(block, Mapping):
+                raise FormatError(f"system[{j}]: expected a text block, got {tname(block)}")
+            _note(found, (_SYSTEM, j, 0, _WHOLE), block)
+    elif system is not None and not isinstance(system, str):
+        raise FormatError(
+            f"system: expected a string or a list of text blocks, got {tname(system)}"
+        )
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise FormatError(f"messages: expected a list, got {tname(messages)}")
+    for i, message in enumerate(messages):
+        for j, block in enumerate(_blocks(message, i)):
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            if isinstance(inner, list):
+                for k, sub in enumerate(inner):
+                    if not isinstance(sub, Mapping):
+                        raise FormatError(
+                            f"expected a block object, got {tname(sub)}",
+                            index=i,
+                            field=f"content[{j}].content[{k}]",
+                        )
+                    _note(found, (_MESSAGES, i, j, k), sub)
+            _note(found, (_MESSAGES, i, j, _WHOLE), block)
+    return found
+
+
+def _note(found: list[tuple[_Pos, Any]], pos: _Pos, block: Mapping[str, Any]) -> None:
+    control = block.get("cache_control")
+    if control is not None:
+        found.append((pos, control.get("ttl") if isinstance(control, Mapping) else None))
+
+
+def _blocks(message: Any, i: int) -> list[Mapping[str, Any]]:
+    """The content blocks of message ``i`` (a string content is one text block, or none)."""
+    if not isinstance(message, Mapping):
+        raise FormatError(f"expected an object, got {tname(message)}", index=i)
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise FormatError(
+            f"content must be a string or a list of blocks, got {tname(content)}",
+            index=i,
+            field="content",
+        )
+    for j, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise FormatError(
+                f"expected a block object, got {tname(block)}", index=i, field=f"content[{j}]"
+            )
+    return content
+
+
+def _cacheable(block: Mapping[str, Any]) -> bool:
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        return isinstance(text, str) and bool(text)
+    return kind in _CACHEABLE
+
+
+def _last_cacheable_message(messages: Sequence[Mapping[str, Any]], start: int) -> _Pos | None:
+    """The last cacheable block of message ``start``, or of the nearest earlier message that
+    has one."""
+    for i in range(start, -1, -1):
+        blocks = _blocks(messages[i], i)
+        for j in range(len(blocks) - 1, -1, -1):
+            if _cacheable(blocks[j]):
+                return (_MESSAGES, i, j, _WHOLE)
+    return None
+
+
+def _system_target(system: Any) -> _Pos | None:
+    if isinstance(system, str):
+        return (_SYSTEM, 0, 0, _WHOLE) if system else None
+    if isinstance(system, list):
+        for j in range(len(system) - 1, -1, -1):
+            if system[j].get("type") == "text" and _cacheable(system[j]):
+                return (_SYSTEM, j, 0, _WHOLE)
+    return None
+
+
+# -- writing ----------------------------------------------------------------------------------------
+def _apply(
+    system: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    added: dict[_Pos, dict[str, str]],
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None]:
+    out_tools = None if tools is None else [_as_dict(t) for t in tools]
+    out_system = list(system) if isinstance(system, list) else system
+    out_messages = [_as_dict(m) for m in messages]
+    for (where, i, j, _), control in added.items():
+        if where == _TOOLS:
+            assert out_tools is not None
+            out_tools[i] = {**out_tools[i], "cache_control": control}
+        elif where == _SYSTEM:
+            if isinstance(out_system, str):
+                out_system = [{"type": "text", "text": out_system, "cache_control": control}]
+            else:
+                out_system[j] = {**out_system[j], "cache_control": control}
+        else:
+            message = out_messages[i]
+            content = message["content"]
+            if isinstance(content, str):
+                blocks: list[Any] = [{"type": "text", "text": content, "cache_control": control}]
+            else:
+                blocks = list(content)
+                blocks[j] = {**blocks[j], "cache_control": control}
+            out_messages[i] = {**message, "content": blocks}
+    return out_system, out_messages, out_tools
+
+
+def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return value if type(value) is dict else dict(value)
