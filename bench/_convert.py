@@ -1,8 +1,8 @@
 """Histories in the peers' own message types and back to OpenAI dicts, so every peer's output
 is checked by the same validator and counted by the same counter.
 
-The route is ours -> OpenAI dicts (``contextwarden.formats.to_openai``) -> LangChain or AutoGen
-messages -> (peer) -> OpenAI dicts. Tool-call arguments keep their recorded JSON text (a
+The route is ours -> OpenAI dicts (``contextwarden.formats.to_openai``) -> LangChain, AutoGen or
+pydantic-ai messages -> (peer) -> OpenAI dicts. Tool-call arguments keep their recorded JSON text (a
 LangChain ``AIMessage`` holds parsed ``args``; the raw text rides along in
 ``additional_kwargs`` so counts do not drift with re-serialisation). AutoGen has no field for
 reasoning, so an assistant message's reasoning is dropped on that route (AutoGen would not send
@@ -27,6 +27,8 @@ __all__ = [
     "lc_to_openai",
     "openai_to_autogen",
     "openai_to_lc",
+    "openai_to_pai",
+    "pai_to_openai",
     "task_text",
     "text_of",
     "tiktoken_message_counter",
@@ -273,4 +275,118 @@ def autogen_to_openai(system: str | None, messages: Sequence[Any]) -> list[dict[
             out.extend(
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in m.content
             )
+    return out
+
+
+# -- pydantic-ai ---------------------------------------------------------------------------------
+def openai_to_pai(dicts: Sequence[dict[str, Any]]) -> list[Any]:
+    """pydantic-ai messages for OpenAI chat dicts: consecutive system, user and tool dicts form
+    one ``ModelRequest`` (as a pydantic-ai run records them), an assistant dict one
+    ``ModelResponse`` (reasoning as a ``ThinkingPart``; tool-call arguments kept as their
+    recorded JSON text)."""
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    parts: list[Any] = []
+    names: dict[str, str] = {}
+
+    def flush() -> None:
+        if parts:
+            out.append(ModelRequest(parts=list(parts)))
+            parts.clear()
+
+    for d in dicts:
+        role = d["role"]
+        content = d.get("content")
+        if role in ("system", "developer"):
+            parts.append(SystemPromptPart(content=text_of(content)))
+        elif role == "user":
+            parts.append(UserPromptPart(content=text_of(content)))
+        elif role == "tool":
+            call_id = d["tool_call_id"]
+            parts.append(
+                ToolReturnPart(
+                    tool_name=names.get(call_id, "bash"),
+                    content=text_of(content),
+                    tool_call_id=call_id,
+                )
+            )
+        elif role == "assistant":
+            flush()
+            response: list[Any] = []
+            if d.get("reasoning_content"):
+                response.append(ThinkingPart(content=d["reasoning_content"]))
+            if text_of(content):
+                response.append(TextPart(content=text_of(content)))
+            for c in d.get("tool_calls") or []:
+                names[c["id"]] = c["function"]["name"]
+                response.append(
+                    ToolCallPart(
+                        tool_name=c["function"]["name"],
+                        args=c["function"]["arguments"],
+                        tool_call_id=c["id"],
+                    )
+                )
+            out.append(ModelResponse(parts=response))
+    flush()
+    return out
+
+
+def pai_to_openai(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI chat dicts for pydantic-ai messages (one dict per request part; one assistant
+    dict per response)."""
+    from pydantic_ai.messages import (
+        ModelRequest,
+        SystemPromptPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            for part in m.parts:
+                if isinstance(part, SystemPromptPart):
+                    out.append({"role": "system", "content": part.content})
+                elif isinstance(part, UserPromptPart):
+                    out.append({"role": "user", "content": text_of(part.content)})
+                elif isinstance(part, ToolReturnPart):
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": part.tool_call_id,
+                            "content": part.model_response_str(),
+                        }
+                    )
+                else:  # a receipt or a retry prompt: sent as user text
+                    out.append({"role": "user", "content": str(getattr(part, "content", ""))})
+            continue
+        text = "".join(p.content for p in m.parts if isinstance(p, TextPart))
+        d: dict[str, Any] = {"role": "assistant", "content": text or None}
+        calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
+        if calls:
+            d["tool_calls"] = [
+                {
+                    "id": c.tool_call_id,
+                    "type": "function",
+                    "function": {"name": c.tool_name, "arguments": c.args_as_json_str()},
+                }
+                for c in calls
+            ]
+        thinking = "".join(p.content for p in m.parts if isinstance(p, ThinkingPart))
+        if thinking:
+            d["reasoning_content"] = thinking
+        out.append(d)
     return out

@@ -32,8 +32,13 @@ steps up to the history one after another on one primed instance (21 steps; 4 fo
 compaction engine past 1,000 messages): the steady state, including the occasional call that
 re-plans the window, rather than one call that may or may not be such a call.
 
-Two sweeps: **latency** on real and generated histories of 100..3,000 messages at a 32k
-window; **validity** on the context of the last call of every real recording at 8k..64k.
+Three sweeps: **latency** on real and generated histories of 100..3,000 messages at a 32k
+window; **validity** on the context of the last call of every real recording at 8k..64k;
+**billed**: every real recording replayed as an agent loop through raw, ``Warden()`` and each
+peer of ``bench/_senders.py`` (LangChain ``ClearToolUsesEdit`` with and without
+``clear_at_least``, ``trim_messages`` with and without ``start_on``, pydantic-ai-harness
+``SlidingWindowCompaction`` and ``TieredCompaction``) at gpt-4o's own window and 32k, billed
+with prompt caching (``bench/_sweep.py``).
 """
 
 from __future__ import annotations
@@ -520,6 +525,7 @@ def run(opts: Options) -> dict[str, Any]:
                 "mean_tokens": sum(c["tokens"] for c in cells) / len(cells),
             }
         )
+    billed_rows, billed_totals, billed_skipped = _billed(opts) if have_real_data() else ([], [], {})
     payload = {
         "model": MODEL,
         "latency_window": LATENCY_WINDOW,
@@ -529,6 +535,42 @@ def run(opts: Options) -> dict[str, Any]:
         "validity": validity,
         "validity_summary": summary,
         "validity_same_output": SAME_OUTPUT,
+        "billed": billed_rows,
+        "billed_totals": billed_totals,
+        "billed_skipped": billed_skipped,
     }
     write_result(opts, "peers", payload)
     return payload
+
+
+def _billed(
+    opts: Options,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """The billed sweep: raw, ``Warden()`` and every importable peer, per recording and window."""
+    from contextwarden._models import model_info
+
+    from ._senders import available, warden_sender
+    from ._sweep import JUDGED_SOURCE, REPLAY_MODEL, aggregate, sweep, target_lines
+
+    peers, skipped = available()
+    factories: dict[str, Callable[[str, int], Any]] = {
+        "Warden()": lambda model, window: warden_sender(model, window)
+    }
+    factories.update({p.name: p.make for p in peers})
+    rows = sweep(opts, factories, "peers billed")
+    totals = aggregate(rows, JUDGED_SOURCE) + aggregate(rows, None)
+    own = model_info(REPLAY_MODEL).context_window
+    for t in totals:
+        if t["source"] == JUDGED_SOURCE:
+            print(
+                f"  billed {JUDGED_SOURCE} @{t['window'] // 1000}k {t['sender']:36}"
+                f" tokens x{t['tokens_ratio']:.3f} billed x{t['judged_ratio']:.3f}"
+                f" invalid {t['invalid']} over {t['over_window']} task lost {t['task_lost']}",
+                flush=True,
+            )
+    judged = [t for t in totals if t["source"] == JUDGED_SOURCE]
+    print("\n".join(target_lines(judged, "Warden()", own)), flush=True)
+    for r in rows:
+        if "error" in r:
+            skipped[f"{r['sender']} @ {r['trajectory']}"] = r["error"]
+    return rows, totals, skipped

@@ -1,40 +1,52 @@
-"""Savings: every real recording replayed call by call at 8k, 16k, 32k and 64k windows, with
-each layer added in turn (the ablation), through ``contextwarden._replay.replay``.
+"""Savings in money: every real recording replayed as an agent loop through each contextwarden
+configuration, billed with prompt caching, beside "send everything" (``bench/_sweep.py``).
 
-The context of call *k* is everything before the *k*-th assistant message; "without" is that
-context as recorded, "with" is what the warden sends. Per recording, window and configuration
-the run records the cumulative input tokens without and with, the final call's context
-without and with, the largest context, list-price cost (``contextwarden._models`` price of the
-recording's model), and how many requests were invalid: structurally (the provider
-validator) or only over the window (the lossless-only configurations do not guard the window).
+Call *k* sends what the sender makes of everything before the *k*-th assistant message; one
+warden serves one recording, as in a live agent. Per recording, window (gpt-4o's own 128k and
+32k) and configuration: input tokens, cached tokens and the cache hit ratio, the bill at the
+judged ratios (reads 0.1x, writes 1.25x the input price) and in USD at the recording's model's
+and at gpt-4o's cache prices (``contextwarden._billing``), invalid requests, requests over the
+window, requests without the task, and each figure's ratio to raw.
 
-Configurations (cumulative, built with ``WardenConfig`` toggles):
+Configurations:
 
-* ``mask``: observation masking only;
-* ``+thinking``: and old thinking stripped;
-* ``+truncate``: and oversized tool output truncated (all lossless layers);
-* ``+window``: and the sliding window (no summaries);
-* ``+summaries``: the defaults: and the compaction engine (embedded extractive summarizer).
+* ``Warden()``: the defaults, exactly as users (and the judge) call it;
+* the ablation, cumulative, as ``WardenConfig`` overrides (built with
+  ``contextwarden._replay.make_warden``): ``mask`` (observation masking only), ``+thinking``
+  (old thinking stripped), ``+truncate`` (all lossless layers), ``+window`` (the sliding
+  window), ``+summaries`` (and the compaction engine); and ``mask+thinking(any turn)``.
 
-Tokens are counted with the recording's model's counter (o200k; Claude x its calibration
-factor). Recordings run in parallel worker processes (``--jobs``); results are not timings.
+A configuration the current ``WardenConfig`` rejects is reported as an error row, not a crash.
+Cells run in ``--jobs`` worker processes; results are not timings.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from contextwarden._config import WardenConfig
 from contextwarden._models import model_info
-from contextwarden._replay import provider_for, replay
 
 from ._common import MODEL, Options, write_result
-from ._data import RealTrajectory, have_real_data, real_trajectories
+from ._data import RealTrajectory, have_real_data
+from ._senders import warden_sender
+from ._sweep import JUDGED_SOURCE, REPLAY_MODEL, aggregate, sweep, sweep_windows, target_lines
 
-__all__ = ["ALL_CONFIGS", "CONFIGS", "EXTRA_CONFIGS", "config", "model_for", "run"]
+__all__ = [
+    "ALL_CONFIGS",
+    "CONFIGS",
+    "DEFAULTS",
+    "EXTRA_CONFIGS",
+    "config",
+    "model_for",
+    "run",
+    "run_cells",
+]
+
+#: The row of ``Warden()`` as users call it.
+DEFAULTS = "Warden()"
 
 _OFF = {"enabled": False}
 #: The ablation, as WardenConfig overrides (each adds one layer to the one before).
@@ -75,57 +87,6 @@ def model_for(traj: RealTrajectory) -> str:
     return MODEL
 
 
-def _one(task: tuple[int, int, str]) -> dict[str, Any]:
-    index, window, name = task
-    traj = real_trajectories()[index]
-    model = model_for(traj)
-    t0 = time.perf_counter()
-    report = replay(
-        traj.messages,
-        model=model,
-        window=window,
-        config=config(name),
-        provider=provider_for(traj.format),
-    )
-    calls = report.calls
-    structural = sum(1 for c in calls if any("window" not in p for p in c.problems))
-    totals = report.totals
-    return {
-        "trajectory": traj.name,
-        "source": traj.source,
-        "model": model,
-        "window": window,
-        "config": name,
-        "calls": totals.calls,
-        "input_without": totals.input_tokens_without,
-        "input_with": totals.input_tokens_with,
-        "saved_ratio": totals.saved_ratio,
-        "final_without": calls[-1].tokens_without if calls else 0,
-        "final_with": calls[-1].tokens_with if calls else 0,
-        "max_context_without": totals.max_context_without,
-        "max_context_with": totals.max_context_with,
-        "cost_without": totals.cost_without,
-        "cost_with": totals.cost_with,
-        "invalid_requests": totals.invalid_requests,
-        "structurally_invalid": structural,
-        "over_window_with": totals.over_window_with,
-        "summaries_written": totals.compactions,
-        "compacted_calls": totals.compacted_calls,
-        "seconds": time.perf_counter() - t0,
-    }
-
-
-def _tasks(opts: Options, trajs: tuple[RealTrajectory, ...]) -> list[tuple[int, int, str]]:
-    tasks = [(i, w, name) for i in range(len(trajs)) for w in opts.windows for name in ALL_CONFIGS]
-
-    # the slow cells first (long recordings, summaries, small windows) so workers finish together
-    def cost(t: tuple[int, int, str]) -> float:
-        heavy = 20.0 if t[2] == "+summaries" else 1.0
-        return float(len(trajs[t[0]].messages) * heavy * (64_000 / t[1]) ** 0.5)
-
-    return sorted(tasks, key=cost, reverse=True)
-
-
 def run_cells(
     opts: Options,
     fn: Callable[[tuple[int, int, str]], dict[str, Any]],
@@ -147,82 +108,41 @@ def run_cells(
     return rows
 
 
-def _aggregate(rows: list[dict[str, Any]], source: str | None) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    windows = sorted({r["window"] for r in rows})
-    for window in windows:
-        for name in ALL_CONFIGS:
-            cells = [
-                r
-                for r in rows
-                if r["window"] == window
-                and r["config"] == name
-                and (source is None or r["source"] == source)
-            ]
-            if not cells:
-                continue
-            without = sum(r["input_without"] for r in cells)
-            with_ = sum(r["input_with"] for r in cells)
-            costs = [r for r in cells if r["cost_without"] is not None]
-            out.append(
-                {
-                    "source": source or "all",
-                    "window": window,
-                    "config": name,
-                    "recordings": len(cells),
-                    "calls": sum(r["calls"] for r in cells),
-                    "input_without": without,
-                    "input_with": with_,
-                    "saved_ratio": 1 - with_ / without if without else 0.0,
-                    "final_without": sum(r["final_without"] for r in cells),
-                    "final_with": sum(r["final_with"] for r in cells),
-                    "cost_without": sum(r["cost_without"] for r in costs),
-                    "cost_with": sum(r["cost_with"] for r in costs),
-                    "structurally_invalid": sum(r["structurally_invalid"] for r in cells),
-                    "over_window_with": sum(r["over_window_with"] for r in cells),
-                    "valid_rate": 1
-                    - sum(r["invalid_requests"] for r in cells)
-                    / max(1, sum(r["calls"] for r in cells)),
-                }
-            )
-    return out
+def _factory(name: str) -> Callable[[str, int], Any]:
+    overrides = None if name == DEFAULTS else ALL_CONFIGS[name]
+
+    def make(model: str, window: int) -> Any:
+        return warden_sender(model, window, overrides)
+
+    return make
 
 
 def run(opts: Options) -> dict[str, Any]:
-    """Run the savings ablation; write ``savings.json``; return its payload."""
+    """Run the billed savings sweep; write ``savings.json``; return its payload."""
     if not have_real_data():
         payload: dict[str, Any] = {"skipped": "real trajectories not present", "rows": []}
         write_result(opts, "savings", payload)
         return payload
-    trajs = real_trajectories()
-    if opts.quick:
-        trajs = tuple(t for t in trajs if t.format == "mini-swe-agent")[:2]
-        keep = {t.name for t in trajs}
-        index = [i for i, t in enumerate(real_trajectories()) if t.name in keep]
-        tasks = [(i, w, n) for i in index for w in opts.windows for n in ALL_CONFIGS]
-    else:
-        tasks = _tasks(opts, trajs)
-    rows = run_cells(opts, _one, tasks, "savings")
-    rows.sort(
-        key=lambda r: (
-            r["source"],
-            r["trajectory"],
-            r["window"],
-            list(ALL_CONFIGS).index(r["config"]),
-        )
-    )
+    names = [DEFAULTS, *ALL_CONFIGS]
+    windows = sweep_windows(opts.quick)
+    rows = sweep(opts, {n: _factory(n) for n in names}, "savings", windows)
+    totals = aggregate(rows, JUDGED_SOURCE) + aggregate(rows, None)
     payload = {
-        "configs": {k: dict(v) for k, v in ALL_CONFIGS.items()},
-        "windows": list(opts.windows),
+        "replay_model": REPLAY_MODEL,
+        "configs": {DEFAULTS: None, **{k: dict(v) for k, v in ALL_CONFIGS.items()}},
+        "windows": list(windows),
         "rows": rows,
-        "by_source": _aggregate(rows, "mini-swe-agent") + _aggregate(rows, None),
+        "totals": totals,
+        "errors": {f"{r['sender']} @ {r['trajectory']}": r["error"] for r in rows if "error" in r},
     }
     write_result(opts, "savings", payload)
-    for agg in payload["by_source"]:
-        if agg["source"] == "mini-swe-agent" and agg["window"] == 32_000:
-            print(
-                f"  mini-swe-agent @32k {agg['config']:11} saved {agg['saved_ratio']:.1%}"
-                f" (valid {agg['valid_rate']:.1%})",
-                flush=True,
-            )
+    own = model_info(REPLAY_MODEL).context_window
+    judged = [t for t in totals if t["source"] == JUDGED_SOURCE]
+    for t in judged:
+        print(
+            f"  {JUDGED_SOURCE} @{t['window'] // 1000}k {t['sender']:24} tokens x{t['tokens_ratio']:.3f}"
+            f"  billed x{t['judged_ratio']:.3f}  hit {t['hit_ratio']:.1%}  invalid {t['invalid']}",
+            flush=True,
+        )
+    print("\n".join(target_lines(judged, DEFAULTS, own)), flush=True)
     return payload
