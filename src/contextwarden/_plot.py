@@ -1,9 +1,12 @@
 """A picture of a replay: context size per call, without and with contextwarden, against the
-window. matplotlib is imported only here, only when a plot is asked for (the ``plot`` extra)."""
+window, and below it what the provider would bill (cumulative, prompt caching counted, beside
+the list price). matplotlib is imported only here, only when a plot is asked for (the ``plot``
+extra)."""
 
 from __future__ import annotations
 
 import os
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +34,12 @@ def plot_replay(
 ) -> Path:
     """Draw ``report`` as a PNG at ``path`` (parent folders are created); returns the path.
 
-    Lines: tokens sent per call without contextwarden (grey) and with it (blue); the window
-    (red), the limit (window minus the output reserve, dashed) and the trigger (dotted);
-    calls where a compaction ran are marked. The legend gives the cumulative saving.
+    Top panel: tokens sent per call without contextwarden (grey) and with it (blue); the
+    window (red), the limit (window minus the output reserve, dashed) and the trigger
+    (dotted); calls where a compaction ran are marked. The title gives the cumulative saving.
+    Bottom panel (when the model has a price): the cumulative billed input cost without and
+    with contextwarden, cache-aware; its title gives the totals beside the list price (what a
+    token count alone would claim) and the cache hit ratios.
     """
     plt = _pyplot()
     target = Path(path)
@@ -43,7 +49,13 @@ def plot_replay(
     with_ = [c.tokens_with for c in report.calls]
     t = report.totals
 
-    fig, ax = plt.subplots(figsize=(10, 5.2), dpi=120)
+    billed = t.billed_cost_without is not None and report.calls
+    if billed:
+        fig, (ax, money) = plt.subplots(
+            2, 1, figsize=(10, 8), dpi=120, sharex=True, height_ratios=(3, 2)
+        )
+    else:
+        fig, ax = plt.subplots(figsize=(10, 5.2), dpi=120)
     ax.fill_between(calls, without, color="#9e9e9e", alpha=0.15, linewidth=0)
     ax.plot(calls, without, color="#757575", linewidth=1.8, label="without contextwarden")
     ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
@@ -87,7 +99,6 @@ def plot_replay(
             label=f"invalid request ({len(bad)})",
         )
 
-    ax.set_xlabel("LLM call")
     ax.set_ylabel(f"input tokens per call ({report.model})")
     ax.set_xlim(left=min(calls, default=0), right=max(calls, default=1))
     ax.set_ylim(bottom=0, top=max([report.window, *without, *with_]) * 1.08)
@@ -101,7 +112,45 @@ def plot_replay(
         fontsize=11,
     )
     ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
+    if billed:
+        _money_panel(money, report, calls)
+        money.set_xlabel("LLM call")
+    else:
+        ax.set_xlabel("LLM call")
     fig.tight_layout()
     fig.savefig(target)
     plt.close(fig)
     return target
+
+
+def _money_panel(ax: Any, report: ReplayReport, calls: list[int]) -> None:
+    """Cumulative billed cost (cache-aware), without and with; the list price goes in the
+    title (drawn, it would dwarf the bill)."""
+    t = report.totals
+    bill_without = list(accumulate(c.billed_cost_without or 0.0 for c in report.calls))
+    bill_with = list(accumulate(c.billed_cost_with or 0.0 for c in report.calls))
+    ax.fill_between(calls, bill_without, color="#9e9e9e", alpha=0.15, linewidth=0)
+    ax.plot(calls, bill_without, color="#757575", linewidth=1.8, label="without contextwarden")
+    ax.fill_between(calls, bill_with, color="#1f77b4", alpha=0.18, linewidth=0)
+    ax.plot(calls, bill_with, color="#1f77b4", linewidth=2.2, label="with contextwarden")
+    saved = t.billed_saved_ratio or 0.0
+    verb = f"{saved:.0%} saved" if saved >= 0 else f"{-saved:.0%} dearer"
+    p = report.cache_pricing
+    # Dollars escaped: a bare "$" starts matplotlib's mathtext.
+    rates = f"read \\${p.read_per_mtok:g}/M, write \\${p.write_per_mtok:g}/M" if p else ""
+    listed = (
+        f"; list price \\${t.cost_without:,.2f} -> \\${t.cost_with:,.2f}"
+        if t.cost_without is not None and t.cost_with is not None
+        else ""
+    )
+    ax.set_title(
+        f"Billed input cost, cache-aware: \\${t.billed_cost_without or 0:,.4f} -> "
+        f"\\${t.billed_cost_with or 0:,.4f} ({verb}){listed}\n"
+        f"{rates}; cache hit ratio {t.cache_hit_ratio_without:.0%} without, "
+        f"{t.cache_hit_ratio_with:.0%} with",
+        fontsize=10,
+    )
+    ax.set_ylabel("cumulative billed input cost (USD)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.25)
+    ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)

@@ -10,22 +10,35 @@ replaces is unchanged.
 For every call the replay records the tokens sent without contextwarden (the raw context) and
 with it, the running totals, what the warden did, and whether the request it produced is valid
 for the provider (converted with :mod:`contextwarden.formats` and checked by its validator)
-and fits the window. Pure computation: no network, no file I/O (the CLI does that).
+and fits the window.
+
+It also records what the provider would bill, prompt caching included (see
+:mod:`contextwarden._billing`): per call, the tokens read from the cache (the leading messages
+equal to the previous request's, compared by content) and written to it, with and without the
+warden, and the cost at the model's cache prices, or at Anthropic's ratios (read 0.1x, write
+1.25x) with ``pricing="anthropic"``. Where the transcript has timestamps (pi, Claude Code) the
+cache's TTL applies between calls and the warden is told each call's time; without them the
+calls are back to back. Pure computation: no network, no file I/O (the CLI does that).
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._billing import CachePricing, CallBill, PromptRequest, bill_requests
 from ._config import WardenConfig
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
 
 if TYPE_CHECKING:
     from ._budget import Budget
+    from ._tokens import TokenCounter
     from ._warden import TransformResult, Warden
 
 __all__ = [
@@ -38,6 +51,9 @@ __all__ = [
 ]
 
 Provider = Literal["openai", "anthropic"]
+#: Whose cache prices bill a replay: the model's own (from the registry) or Anthropic's ratios
+#: (read 0.1x, write 1.25x the model's input price, 5-minute TTL) whatever the model.
+PricingMode = Literal["model", "anthropic"]
 
 #: The provider API a recording's requests went to, by transcript format.
 _PROVIDERS: Mapping[str, Provider] = {
@@ -67,6 +83,12 @@ class ReplayCall:
     summaries produced during this call (cache misses: the ones paid for); ``events``: what
     the warden did, counted by event kind. ``valid``: the converted request passed the
     provider's validator and fits the window; ``problems`` says why not.
+
+    Billed, prompt caching counted: ``cached_*`` tokens read from the provider's cache (the
+    leading messages equal to the previous request's), ``written_*`` tokens written to it,
+    ``billed_cost_*`` the call's input cost in USD at the replay's cache prices (``None`` when
+    the model has no price). ``at``: the call's time in epoch seconds, when the transcript
+    has timestamps.
     """
 
     call: int
@@ -84,6 +106,13 @@ class ReplayCall:
     valid: bool
     problems: tuple[str, ...] = ()
     events: Mapping[str, int] = field(default_factory=dict)
+    cached_without: int = 0
+    written_without: int = 0
+    cached_with: int = 0
+    written_with: int = 0
+    billed_cost_without: float | None = None
+    billed_cost_with: float | None = None
+    at: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -96,8 +125,14 @@ class ReplayCall:
 class ReplayTotals:
     """The whole replay: input tokens summed over calls without and with the warden,
     ``saved_ratio = 1 - with/without``, compactions (summaries written), calls that used a
-    compacted history, invalid requests, calls over the window without and with the warden, and the list-price input cost in
-    USD (``None`` when the model has no known price)."""
+    compacted history, invalid requests, calls over the window without and with the warden,
+    and the list-price input cost in USD (``None`` when the model has no known price).
+
+    What the provider would bill, prompt caching counted: ``billed_cost_*`` in USD at the
+    replay's cache prices (``None`` when unknown), ``billed_saved_ratio = 1 - with/without``
+    (``None`` when unknown), and ``cache_hit_ratio_*``: tokens read from the cache over all
+    input tokens.
+    """
 
     calls: int
     input_tokens_without: int
@@ -112,6 +147,11 @@ class ReplayTotals:
     max_context_with: int
     cost_without: float | None
     cost_with: float | None
+    billed_cost_without: float | None = None
+    billed_cost_with: float | None = None
+    billed_saved_ratio: float | None = None
+    cache_hit_ratio_without: float = 0.0
+    cache_hit_ratio_with: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +159,8 @@ class ReplayTotals:
 
 @dataclass(frozen=True)
 class ReplayReport:
-    """A replay: every call, the totals, and what it ran against."""
+    """A replay: every call, the totals, and what it ran against (``pricing``: whose cache
+    prices billed it, ``cache_pricing`` the prices themselves, ``None`` when unknown)."""
 
     calls: tuple[ReplayCall, ...]
     totals: ReplayTotals
@@ -129,6 +170,8 @@ class ReplayReport:
     trigger: int
     provider: Provider
     input_price_per_mtok: float | None
+    pricing: PricingMode | Literal["custom"] = "model"
+    cache_pricing: CachePricing | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: ``{"calls": [...], "totals": {...}, ...}``."""
@@ -139,6 +182,8 @@ class ReplayReport:
             "trigger": self.trigger,
             "provider": self.provider,
             "input_price_per_mtok": self.input_price_per_mtok,
+            "pricing": self.pricing,
+            "cache_pricing": asdict(self.cache_pricing) if self.cache_pricing else None,
             "calls": [c.as_dict() for c in self.calls],
             "totals": self.totals.as_dict(),
         }
@@ -176,6 +221,88 @@ def _summaries(warden: Warden) -> int:
     return len(cache) if cache is not None else 0
 
 
+def cache_pricing(model: str, pricing: PricingMode | CachePricing = "model") -> CachePricing | None:
+    """The cache prices a replay of ``model`` bills at: the registry's for ``"model"``,
+    Anthropic's ratios on the model's input price for ``"anthropic"``, or the given
+    :class:`CachePricing`. ``None`` when the model's input price is unknown."""
+    if isinstance(pricing, CachePricing):
+        return pricing
+    if pricing == "model":
+        return CachePricing.for_model(model)
+    if pricing == "anthropic":
+        from ._models import model_info
+
+        try:
+            price = model_info(model).input_price_per_mtok
+        except UnknownModelError:
+            return None
+        return CachePricing.ratios(price) if price is not None else None
+    raise ConfigError(f"pricing must be 'model', 'anthropic' or a CachePricing, got {pricing!r}")
+
+
+def _epoch_seconds(stamp: Any) -> float | None:
+    """A transcript timestamp as epoch seconds: numbers in seconds or milliseconds (pi writes
+    milliseconds), ISO 8601 strings (Claude Code); ``None`` for anything else."""
+    if isinstance(stamp, bool):
+        return None
+    if isinstance(stamp, int | float):
+        # Epoch milliseconds pass 1e11 in 1973; epoch seconds will not reach it for millennia.
+        return float(stamp) / 1000 if stamp > 1e11 else float(stamp)
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp.strip())
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            return None  # a local time of unknown zone: better no TTL than a wrong one
+        return parsed.timestamp()
+    return None
+
+
+def _call_time(context: Sequence[Message], reply: Message) -> float | None:
+    """When the call was sent: the time of the newest message of its context (a request goes
+    out as soon as its last input exists), else of the reply."""
+    for message in (context[-1] if context else None, reply):
+        if message is not None:
+            at = _epoch_seconds(message.timestamp)
+            if at is not None:
+                return at
+    return None
+
+
+def _takes_now(warden: Warden) -> bool:
+    """Whether ``warden.transform`` accepts the call's time (``now=``)."""
+    try:
+        return "now" in inspect.signature(warden.transform).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _prompt(
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    prefix_key: str,
+    prefix_tokens: int,
+    at: float | None,
+) -> PromptRequest:
+    """A request as the provider's cache sees it: messages keyed by content."""
+    return PromptRequest(
+        keys=[m.fingerprint for m in messages],
+        tokens=[counter.count_message(m) for m in messages],
+        prefix_key=prefix_key,
+        prefix_tokens=prefix_tokens,
+        at=at,
+    )
+
+
+def _bill(
+    previous: PromptRequest | None, current: PromptRequest, pricing: CachePricing
+) -> CallBill:
+    """The bill of ``current`` after ``previous`` (the cache only remembers the last one)."""
+    run = [current] if previous is None else [previous, current]
+    return bill_requests(run, pricing)[-1]
+
+
 def _setup(
     config: WardenConfig | None,
     warden: Warden | None,
@@ -203,10 +330,21 @@ def iter_replay(
     tools: Sequence[Mapping[str, Any]] | None = None,
     provider: Provider = "openai",
     warden: Warden | None = None,
+    pricing: PricingMode | CachePricing = "model",
 ) -> Iterator[ReplayCall]:
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
     config, warden, budget = _setup(config, warden, model, window, "replay")
+    prices = cache_pricing(model, pricing)
+    # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
+    rules = prices or CachePricing.ratios(0.0)
+    counter = warden.counter_for(model)
+    tool_list = list(tools) if tools else None
+    prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
+    prefix_tokens = counter.count_messages([], tools=tool_list)
+    takes_now = _takes_now(warden)
+    previous_without: PromptRequest | None = None
+    previous_with: PromptRequest | None = None
     total_without = total_with = 0
     call = 0
     for index, message in enumerate(messages):
@@ -214,11 +352,18 @@ def iter_replay(
             continue
         call += 1
         context = messages[:index]
+        at = _call_time(context, message)
         before = _summaries(warden)
-        result = warden.transform(context, model=model, window=budget.window, tools=tools)
+        extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
+        result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
         problems = _problems(result, provider, budget.window)
         total_without += result.tokens_before
         total_with += result.tokens_after
+        sent_without = _prompt(context, counter, prefix_key, prefix_tokens, at)
+        sent_with = _prompt(result.messages, counter, prefix_key, prefix_tokens, at)
+        bill_without = _bill(previous_without, sent_without, rules)
+        bill_with = _bill(previous_with, sent_with, rules)
+        previous_without, previous_with = sent_without, sent_with
         yield ReplayCall(
             call=call,
             message_index=index,
@@ -235,6 +380,13 @@ def iter_replay(
             valid=not problems,
             problems=tuple(problems),
             events=dict(Counter(e.kind for e in result.events)),
+            cached_without=bill_without.cached_tokens,
+            written_without=bill_without.written_tokens,
+            cached_with=bill_with.cached_tokens,
+            written_with=bill_with.written_tokens,
+            billed_cost_without=bill_without.cost if prices is not None else None,
+            billed_cost_with=bill_with.cost if prices is not None else None,
+            at=at,
         )
 
 
@@ -253,6 +405,7 @@ def replay(
     provider: Provider = "openai",
     warden: Warden | None = None,
     on_call: Callable[[ReplayCall], None] | None = None,
+    pricing: PricingMode | CachePricing = "model",
 ) -> ReplayReport:
     """Replay ``messages`` (a recorded history) call by call; see the module docstring.
 
@@ -260,7 +413,9 @@ def replay(
     window (else ``config.context_window``, else the registry's). ``config`` configures the
     warden (default: the seeds' defaults, compaction with the embedded summarizer); pass
     ``warden`` to replay with one of your own. ``provider`` is the API whose validator checks
-    each request. ``on_call`` is called after each call (for a progress bar).
+    each request. ``on_call`` is called after each call (for a progress bar). ``pricing``:
+    whose cache prices bill the calls (default ``"model"``: the registry's for ``model``;
+    ``"anthropic"``: read 0.1x and write 1.25x its input price; or a :class:`CachePricing`).
 
     Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks when no
     window is given. ``messages`` is never mutated.
@@ -277,6 +432,7 @@ def replay(
         tools=tools,
         provider=provider,
         warden=warden,
+        pricing=pricing,
     ):
         calls.append(c)
         if on_call is not None:
@@ -287,6 +443,14 @@ def replay(
         info = None
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
+    prices = cache_pricing(model, pricing)
+    billed_without = billed_with = saved = None
+    if prices is not None:
+        billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
+        billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
+        saved = (1 - billed_with / billed_without) if billed_without else 0.0
+    sent_without = sum(c.cached_without + c.written_without for c in calls)
+    sent_with = sum(c.cached_with + c.written_with for c in calls)
     totals = ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
@@ -301,6 +465,13 @@ def replay(
         max_context_with=max((c.tokens_with for c in calls), default=0),
         cost_without=info.cost(without) if info is not None else None,
         cost_with=info.cost(with_) if info is not None else None,
+        billed_cost_without=billed_without,
+        billed_cost_with=billed_with,
+        billed_saved_ratio=saved,
+        cache_hit_ratio_without=(
+            sum(c.cached_without for c in calls) / sent_without if sent_without else 0.0
+        ),
+        cache_hit_ratio_with=(sum(c.cached_with for c in calls) / sent_with if sent_with else 0.0),
     )
     return ReplayReport(
         calls=tuple(calls),
@@ -311,6 +482,8 @@ def replay(
         trigger=budget.trigger,
         provider=provider,
         input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
+        pricing=pricing if isinstance(pricing, str) else "custom",
+        cache_pricing=prices,
     )
 
 

@@ -32,6 +32,15 @@ def test_json_is_exactly_one_object(openai_file: Path) -> None:
     assert len(data["calls"]) == 31 and totals["invalid_requests"] == 0
     assert totals["input_tokens_with"] < totals["input_tokens_without"]
     assert sum(c["tokens_with"] for c in data["calls"]) == totals["input_tokens_with"]
+    # Billed, cache-aware, beside the list price: per call and in total.
+    billed = {"billed_cost_without", "billed_cost_with", "billed_saved_ratio"}
+    assert billed | {"cache_hit_ratio_without", "cache_hit_ratio_with", "cost_with"} <= set(totals)
+    for key in ("cached_without", "written_without", "cached_with", "written_with"):
+        assert all(isinstance(c[key], int) for c in data["calls"])
+    assert sum(c["billed_cost_with"] for c in data["calls"]) == pytest.approx(
+        totals["billed_cost_with"]
+    )
+    assert data["pricing"] == "model" and data["cache_pricing"]["input_per_mtok"] == 2.5
 
 
 def test_table_and_plot_in_a_new_folder(openai_file: Path, tmp_path: Path) -> None:
@@ -42,7 +51,52 @@ def test_table_and_plot_in_a_new_folder(openai_file: Path, tmp_path: Path) -> No
     )
     assert result.exit_code == 0, result.output
     assert "Totals" in result.stdout and "saves" in result.stdout
+    assert "billed input cost" in result.stdout and "cache hit ratio" in result.stdout
     assert plot.read_bytes()[:8] == PNG_MAGIC
+    assert png_height(plot) > png_height_of_a_one_panel_plot(openai_file, tmp_path)
+
+
+def png_height(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[20:24], "big")  # IHDR: width, then height
+
+
+def png_height_of_a_one_panel_plot(openai_file: Path, tmp_path: Path) -> int:
+    """A model without a price has no billed-cost panel: the plot is one panel tall."""
+    plot = tmp_path / "one.png"
+    args = ["replay", str(openai_file), "-m", "no-such-model", "-w", "16000", "--plot", str(plot)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return png_height(plot)
+
+
+def test_the_headline_states_the_billed_saving_first(openai_file: Path) -> None:
+    args = ["replay", str(openai_file), "-m", "gpt-4o", "-w", "16000"]
+    result = runner.invoke(app, [*args, "--json"])
+    totals = json.loads(result.stdout)["totals"]
+    table = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    last = table.stdout.strip().splitlines()[-1]
+    saved = totals["billed_saved_ratio"]
+    verb = "saves" if saved >= 0 else "raises the billed input cost by"
+    assert last.startswith(f"contextwarden {verb}"), last
+    assert f"{abs(saved):.1%}" in last.split(";")[0]
+    assert "cache-aware at gpt-4o's prices" in last
+    assert f"${totals['billed_cost_without']:,.4f} -> ${totals['billed_cost_with']:,.4f}" in last
+    assert f"{totals['saved_ratio']:.1%} of input tokens" in last
+
+
+def test_pricing_anthropic(openai_file: Path) -> None:
+    base = ["replay", str(openai_file), "-m", "gpt-4o", "-w", "16000", "--json"]
+    own = json.loads(runner.invoke(app, base).stdout)
+    result = runner.invoke(app, [*base, "--pricing", "anthropic"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["pricing"] == "anthropic"
+    assert data["cache_pricing"]["read_per_mtok"] == pytest.approx(0.25)  # 0.1 x $2.50
+    assert data["cache_pricing"]["write_per_mtok"] == pytest.approx(3.125)  # 1.25 x $2.50
+    assert data["totals"]["input_tokens_with"] == own["totals"]["input_tokens_with"]
+    bad = runner.invoke(app, [*base, "--pricing", "cheap"])
+    assert bad.exit_code == 2 and "cheap" in bad.stderr
 
 
 def test_anthropic_file(anthropic_file: Path) -> None:
@@ -90,4 +144,10 @@ def test_the_readme_demo(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     totals = json.loads(result.stdout)["totals"]
     assert totals["invalid_requests"] == 0 and totals["saved_ratio"] > 0
+    assert totals["billed_cost_with"] is not None and totals["billed_saved_ratio"] is not None
     assert plot.read_bytes()[:8] == PNG_MAGIC
+    # The headline states the billed saving (cache-aware at deepseek-chat's prices) first.
+    table = runner.invoke(app, args, env={"COLUMNS": "200"})
+    last = table.stdout.strip().splitlines()[-1]
+    assert "of the billed input cost" in last.split(";")[0]
+    assert "cache-aware at deepseek-chat's prices" in last

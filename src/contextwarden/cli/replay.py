@@ -1,19 +1,21 @@
 """``contextwarden replay FILE --model M --window N [--json] [--plot out.png]``: what the
-session would have sent, call by call, without and with contextwarden."""
+session would have sent, call by call, without and with contextwarden, and what the provider
+would have billed for it, prompt caching counted."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .._replay import ReplayCall, ReplayReport, count_calls, provider_for, replay
+from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
 from ._common import (
     ConfigOption,
     FileArgument,
@@ -35,6 +37,37 @@ PROGRESS_FROM = 20
 
 def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
+
+
+def _k(tokens: int) -> str:
+    """Tokens in thousands, briefly (``12.3k``)."""
+    return f"{tokens / 1000:,.1f}k"
+
+
+def _cache(cached: int, written: int) -> str:
+    """Tokens read from the cache / written to it."""
+    return f"{_k(cached)}/{_k(written)}"
+
+
+def _prices(report: ReplayReport) -> str:
+    """Whose cache prices bill the replay, for the headline and the totals."""
+    p = report.cache_pricing
+    if report.pricing == "anthropic":
+        return f"Anthropic's cache ratios on {report.model}'s input price"
+    if report.pricing == "custom" or p is None:
+        return "the given cache prices"
+    return f"{report.model}'s prices"
+
+
+def _price_detail(report: ReplayReport) -> str:
+    p = report.cache_pricing
+    if p is None:
+        return "no price known"
+    ttl = "no TTL" if p.ttl_s is None else f"TTL {p.ttl_s:g} s"
+    return (
+        f"read ${p.read_per_mtok:g}, write ${p.write_per_mtok:g}, "
+        f"input ${p.input_per_mtok:g} per M; {ttl}"
+    )
 
 
 def _did(c: ReplayCall) -> str:
@@ -64,9 +97,20 @@ def _calls_table(report: ReplayReport, every: int | None) -> Table:
         if step > 1
         else "Per call",
         title_justify="left",
+        box=box.SIMPLE_HEAD,  # no column rules: ten columns fit a narrow terminal
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
     )
-    for name in ("call", "without", "with", "saved", "cumulative with"):
+    for name in ("call", "tokens\nwithout", "tokens\nwith", "saved"):
         table.add_column(name, justify="right", no_wrap=True)
+    billed = report.cache_pricing is not None
+    # Read from the provider's cache / written to it: what the bill is made of.
+    for name in ("cache read/\nwritten w/o", "cache read/\nwritten with"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if billed:
+        for name in ("billed\nwithout", "billed\nwith"):
+            table.add_column(name, justify="right", no_wrap=True)
     table.add_column("warden")
     table.add_column("valid", no_wrap=True)
     shown = [
@@ -81,12 +125,15 @@ def _calls_table(report: ReplayReport, every: int | None) -> Table:
     if calls and calls[-1] not in shown:
         shown.append(calls[-1])
     for c in shown:
+        money = [_money(c.billed_cost_without), _money(c.billed_cost_with)] if billed else []
         table.add_row(
             str(c.call),
             f"{c.tokens_without:,}",
             f"{c.tokens_with:,}",
             pct(c.tokens_without - c.tokens_with, c.tokens_without),
-            f"{c.cumulative_with:,}",
+            _cache(c.cached_without, c.written_without),
+            _cache(c.cached_with, c.written_with),
+            *money,
             _did(c),
             "[green]yes[/green]" if c.valid else f"[red]no: {escape('; '.join(c.problems))}[/red]",
         )
@@ -106,8 +153,24 @@ def _totals_table(report: ReplayReport) -> Table:
         f"[bold]{t.input_tokens_with:,}[/bold]",
     )
     table.add_row("largest context", f"{t.max_context_without:,}", f"{t.max_context_with:,}")
+    table.caption = f"billed: {_prices(report)} ({_price_detail(report)})"
+    table.caption_justify = "left"
+    table.add_row(
+        "[bold]billed input cost[/bold] (cache-aware)",
+        _money(t.billed_cost_without),
+        f"[bold]{_money(t.billed_cost_with)}[/bold]",
+    )
+    table.add_row(
+        "cache hit ratio (tokens read)",
+        f"{t.cache_hit_ratio_without:.1%}",
+        f"{t.cache_hit_ratio_with:.1%}",
+    )
     price = report.input_price_per_mtok
-    label = f"input cost (${price}/M tokens)" if price is not None else "input cost (no price)"
+    label = (
+        f"input cost at list price (${price}/M, no cache)"
+        if price is not None
+        else "input cost at list price (no price)"
+    )
     table.add_row(label, _money(t.cost_without), _money(t.cost_with))
     table.add_row(
         f"calls over the {report.window:,} window",
@@ -118,6 +181,34 @@ def _totals_table(report: ReplayReport) -> Table:
     invalid = f"[red]{t.invalid_requests:,}[/red]" if t.invalid_requests else "[green]0[/green]"
     table.add_row("invalid requests", "-", invalid)
     return table
+
+
+def headline(report: ReplayReport) -> str:
+    """The closing line: the billed saving first (what the bill shows), then the tokens."""
+    t = report.totals
+    tokens = (
+        f"{t.saved_ratio:.1%} of input tokens "
+        f"({t.input_tokens_without - t.input_tokens_with:,} of {t.input_tokens_without:,})"
+    )
+    if t.billed_saved_ratio is None or t.billed_cost_without is None:
+        colour = "green" if t.saved_ratio > 0 else "yellow"
+        return (
+            f"[bold {colour}]contextwarden saves {tokens}[/bold {colour}] "
+            "(no price known: no billed cost)"
+        )
+    money = (
+        f"({_money(t.billed_cost_without)} -> {_money(t.billed_cost_with)}, "
+        f"cache-aware at {_prices(report)})"
+    )
+    if t.billed_saved_ratio >= 0:
+        return (
+            f"[bold green]contextwarden saves {t.billed_saved_ratio:.1%} of the billed input "
+            f"cost[/bold green] {money}; {tokens}"
+        )
+    return (
+        f"[bold yellow]contextwarden raises the billed input cost by "
+        f"{-t.billed_saved_ratio:.1%}[/bold yellow] {money}, though it saves {tokens}"
+    )
 
 
 @guarded
@@ -137,15 +228,25 @@ def replay_command(
         int | None,
         typer.Option("--every", min=1, help="Per-call table: every Nth call (default: ~20 rows)."),
     ] = None,
+    pricing: Annotated[
+        Literal["model", "anthropic"],
+        typer.Option(
+            "--pricing",
+            help="Cache prices for the billed cost: the model's own (model) or Anthropic's "
+            "ratios on its input price, read 0.1x and write 1.25x (anthropic).",
+        ),
+    ] = "model",
 ) -> None:
     """Replay a recorded session call by call and show what contextwarden saves.
 
     The context of call k is everything before assistant message k; the warden transforms a
     copy of it, as an agent would before each call. Reports tokens sent without and with
-    contextwarden, cumulative input tokens, cost at the model's list price, compactions, and
-    whether every request is valid for the provider.
+    contextwarden, the tokens a provider's prompt cache would read and write, the billed
+    input cost (cache-aware) beside the list price, compactions, and whether every request is
+    valid for the provider.
     """
     transcript, cfg, name = recorded_model(file, config, model=model, window=window)
+    mode: PricingMode = pricing
     total = count_calls(transcript.messages)
     if total == 0:
         raise fail(f"{file}: no assistant message to replay")
@@ -173,6 +274,7 @@ def replay_command(
             tools=transcript.tools or None,
             provider=provider_for(transcript.format),
             on_call=advance,
+            pricing=mode,
         )
     written = None
     if plot is not None:
@@ -192,15 +294,6 @@ def replay_command(
     )
     out.print(_calls_table(report, every))
     out.print(_totals_table(report))
-    colour = "green" if t.saved_ratio > 0 else "yellow"
-    out.print(
-        f"[bold {colour}]contextwarden saves {t.saved_ratio:.1%} of input tokens[/bold {colour}] "
-        f"({t.input_tokens_without - t.input_tokens_with:,} of {t.input_tokens_without:,})"
-        + (
-            f", {_money((t.cost_without or 0) - (t.cost_with or 0))} at list price"
-            if t.cost_without is not None
-            else ""
-        )
-    )
+    out.print(headline(report))
     if written is not None:
         out.print(f"plot written to {written}")
