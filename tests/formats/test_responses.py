@@ -302,17 +302,28 @@ def check_valid(items: list[dict[str, Any]]) -> None:
     assert calls == answered, f"calls without output: {sorted(calls - answered)}"
 
 
-def test_warden_keeps_a_long_responses_history_valid_and_within_the_window() -> None:
+@pytest.mark.parametrize("compaction", [True, False], ids=["compaction", "window-only"])
+def test_warden_keeps_a_long_responses_history_valid_and_within_the_window(
+    compaction: bool,
+) -> None:
     items = long_run(60, 6_000)
     before = copy.deepcopy(items)
-    warden = Warden(WardenConfig.model_validate({}))
+    warden = Warden(WardenConfig.model_validate({"compaction": {"enabled": compaction}}))
     result = warden.transform(
         from_responses(items, instructions="You are a coder."), model="gpt-4o", window=16_000
     )
     instructions, out = to_responses(result.messages)
-    assert instructions == "You are a coder."
+    # the instructions stay (a compaction may append a note that points at its summary)
+    assert (instructions or "").startswith("You are a coder.")
     assert items == before
     assert result.tokens_before > 16_000 >= result.tokens_after
     assert out[0] == items[0]  # the task
     check_valid(out)
     assert len(out) < len(items)
+    kept = [i for i in out if i.get("type") == "function_call"]
+    if not compaction:
+        assert out[-2:] == items[-2:]  # the newest call and its output, untouched
+        reasoning = {i["id"] for i in out if i.get("type") == "reasoning"}
+        for call in kept:  # a call whose reasoning was stripped names no stored id
+            if "id" in call:
+                assert call["id"].replace("fc_", "rs_") in reasoning

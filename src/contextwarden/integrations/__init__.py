@@ -1,0 +1,17 @@
+"""Hooks for the agent frameworks users already run, one module per framework.
+
+Each module imports its framework and is an optional extra (``pip install
+'contextwarden[langchain]'``); importing :mod:`contextwarden.integrations` itself imports none of
+them. Every hook keeps the framework's own history whole and hands the model the warden's copy:
+
+* :mod:`.openai_agents`: :func:`~.openai_agents.input_filter` for the OpenAI Agents SDK's
+  ``RunConfig(call_model_input_filter=...)`` (Responses API items).
+* :mod:`.langchain`: :class:`~.langchain.ContextWardenMiddleware`, a LangChain v1
+  ``AgentMiddleware`` on ``wrap_model_call``.
+
+See ``docs/integrations.md`` for what each hook sees and what it cannot.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

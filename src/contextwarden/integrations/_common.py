@@ -1,0 +1,43 @@
+"""What every framework hook shares: building its Warden, importing its framework."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from .._config import WardenConfig
+from .._warden import Warden
+
+__all__ = ["hook_warden", "require"]
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module`` or raise an :class:`ImportError` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"this integration needs the {module!r} package: pip install 'contextwarden[{extra}]'"
+        ) from exc
+
+
+def hook_warden(config: WardenConfig | None, model: str | None, window: int | None) -> Warden:
+    """The one Warden a hook keeps for its lifetime (one log per conversation inside it).
+
+    ``model`` and ``window`` override the config's own ``model`` / ``context_window``.
+    """
+    if config is not None and not isinstance(config, WardenConfig):
+        raise TypeError(f"config must be a WardenConfig, got {type(config).__name__}")
+    if model is not None and type(model) is not str:
+        raise TypeError(f"model must be a string, got {type(model).__name__}")
+    if window is not None and (type(window) is not int or window <= 0):
+        raise ValueError(f"window must be a positive int, got {window!r}")
+    base = config if config is not None else WardenConfig.model_validate({})
+    changes: dict[str, object] = {}
+    if model is not None:
+        changes["model"] = model
+    if window is not None:
+        changes["context_window"] = window
+    if changes:
+        base = base.model_copy(update=changes)
+    return Warden(base)

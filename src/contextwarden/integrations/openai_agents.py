@@ -1,0 +1,99 @@
+"""The OpenAI Agents SDK: a ``call_model_input_filter`` that runs the warden before each call.
+
+::
+
+    from agents import Agent, RunConfig, Runner
+    from contextwarden.integrations.openai_agents import input_filter
+
+    config = RunConfig(call_model_input_filter=input_filter(model="gpt-4o", window=128_000))
+    await Runner.run(agent, "Fix the failing test", run_config=config)
+
+The SDK hands the filter the run's Responses API input items and the agent's instructions
+just before every model call; the filter returns the warden's copy (the items converted with
+:func:`~contextwarden.formats.from_responses`, transformed, converted back with
+:func:`~contextwarden.formats.to_responses`). The run's own items are never changed: the run
+keeps every item, only the model sees the shorter list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from .._config import WardenConfig
+from .._warden import TransformResult, Warden
+from ..formats.responses import from_responses, to_responses
+from ._common import hook_warden, require
+
+__all__ = ["WardenInputFilter", "input_filter"]
+
+
+def input_filter(
+    model: str | None = None,
+    window: int | None = None,
+    config: WardenConfig | None = None,
+) -> WardenInputFilter:
+    """A filter for ``RunConfig(call_model_input_filter=...)``.
+
+    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
+    agent's own model name is used when it is a string, else ``config.model``. ``window``
+    overrides the window (default: ``config.context_window``, else the registry's). ``config``
+    is the :class:`~contextwarden.WardenConfig` (default: the defaults). The filter keeps one
+    :class:`~contextwarden.Warden` for its lifetime, and the warden one log per conversation,
+    so reuse one filter for all the runs of an application.
+    """
+    require("agents", "openai-agents")
+    return WardenInputFilter(hook_warden(config, model, window), model)
+
+
+class WardenInputFilter:
+    """The callable :func:`input_filter` returns (async: the SDK awaits it).
+
+    ``warden`` is the :class:`~contextwarden.Warden` it runs; ``last_result`` the
+    :class:`~contextwarden.TransformResult` of the latest call (token counts, events), for
+    logging and tests.
+    """
+
+    def __init__(self, warden: Warden, model: str | None) -> None:
+        self.warden = warden
+        self._model = model
+        self.last_result: TransformResult | None = None
+
+    async def __call__(self, data: Any) -> Any:
+        from agents.run_config import ModelInputData
+
+        model_data = data.model_data
+        items = model_data.input
+        model = self._model or _agent_model(data.agent)
+        messages = from_responses(list(items), instructions=model_data.instructions)
+        result = await self.warden.atransform(
+            messages, model=model, tools=_tool_definitions(data.agent)
+        )
+        self.last_result = result
+        instructions, out = to_responses(list(result.messages))
+        return ModelInputData(input=cast(Any, out), instructions=instructions)
+
+    def __repr__(self) -> str:
+        return f"WardenInputFilter(model={self._model!r})"
+
+
+def _agent_model(agent: Any) -> str | None:
+    model = getattr(agent, "model", None)
+    return model if isinstance(model, str) else None
+
+
+def _tool_definitions(agent: Any) -> list[Mapping[str, Any]] | None:
+    """The agent's function tools as OpenAI tool definitions: they count against the window.
+
+    Hosted tools (web search, file search...) have no definition the client sends in full and
+    are left out.
+    """
+    tools = getattr(agent, "tools", None) or ()
+    out: list[Mapping[str, Any]] = []
+    for tool in tools:
+        schema = getattr(tool, "params_json_schema", None)
+        name = getattr(tool, "name", None)
+        if isinstance(schema, Mapping) and isinstance(name, str):
+            fn = {"name": name, "description": getattr(tool, "description", "") or ""}
+            out.append({"type": "function", "function": {**fn, "parameters": dict(schema)}})
+    return out or None
