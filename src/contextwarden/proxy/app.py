@@ -117,6 +117,37 @@ class _Proxy:
             provider, "unauthorized", "contextwarden proxy: missing or wrong X-Contextwarden-Token"
         )
 
+    async def read_body(self, request: Request) -> bytes | None:
+        """The request body, or None as soon as it is known to pass ``max_body_bytes``: from its
+        ``Content-Length`` before reading a byte, else once the chunks read pass it (the rest is
+        never held; the server discards it)."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def too_large(
+        self, record: RequestRecord, provider: Provider, started: float
+    ) -> Response:
+        record.status, record.error = 413, "body_too_large"
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        limit = self.config.max_body_bytes
+        return error_response(
+            provider,
+            "too_large",
+            f"contextwarden proxy: the request body is over the limit of {limit:,} bytes "
+            "(--max-body-bytes)",
+        )
+
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
             return error_response(
@@ -132,7 +163,9 @@ class _Proxy:
         record = RequestRecord(request.method, path, route)
         if not self.authorized(request):
             return await self.deny(record, provider, started)
-        raw = await request.body()
+        raw = await self.read_body(request)
+        if raw is None:
+            return await self.too_large(record, provider, started)
         api: Api = "openai" if route == "openai" else "anthropic"
         extra: dict[str, str] = {}
         if request.headers.get("content-encoding", "identity").lower() != "identity":

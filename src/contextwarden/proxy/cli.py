@@ -28,8 +28,7 @@ def proxy(
     ],
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
     host: Annotated[
-        str,
-        typer.Option(help="Interface to bind; loopback by default (use --token if you widen it)."),
+        str, typer.Option(help="Interface to bind; loopback by default (use --token if you widen it).")
     ] = "127.0.0.1",
     window: Annotated[
         int | None,
@@ -37,11 +36,7 @@ def proxy(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(
-            help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).",
-            exists=True,
-            dir_okay=False,
-        ),
+        typer.Option(help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).", exists=True, dir_okay=False),
     ] = None,
     token: Annotated[
         str | None,
@@ -77,12 +72,6 @@ def proxy(
             min=1,
         ),
     ] = 32 * 1024 * 1024,
-    cache_breakpoints: Annotated[
-        bool,
-        typer.Option(
-            help="Add Anthropic prompt-cache breakpoints to /v1/messages requests that set none."
-        ),
-    ] = True,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -103,7 +92,6 @@ def proxy(
                 "cache_path": cache_path,
                 "timeout": timeout,
                 "max_body_bytes": max_body_bytes,
-                "cache_breakpoints": cache_breakpoints,
             }
         )
     except (ValidationError, ContextWardenError) as exc:

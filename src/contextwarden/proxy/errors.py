@@ -1,8 +1,9 @@
 """Errors the proxy itself produces, in the wire format of the API the client speaks.
 
 Upstream errors are never rewritten (status, headers and body pass through); these bodies are only
-for what happens at the proxy: a bad proxy token (401), an upstream that does not answer in time
-(504) or cannot be reached (502), a proxy bug (500). The SDKs parse them like the provider's own.
+for what happens at the proxy: a bad proxy token (401), a request body over the size limit (413),
+an upstream that does not answer in time (504) or cannot be reached (502), a proxy bug (500). The
+SDKs parse them like the provider's own.
 """
 
 from __future__ import annotations
@@ -13,18 +14,26 @@ from typing import Any, Literal
 __all__ = ["ErrorKind", "Provider", "error_body", "error_sse", "provider_for_path", "status_for"]
 
 Provider = Literal["openai", "anthropic"]
-ErrorKind = Literal["unauthorized", "timeout", "unreachable", "internal"]
+ErrorKind = Literal["unauthorized", "too_large", "timeout", "unreachable", "internal"]
 
-_STATUS: dict[ErrorKind, int] = {"unauthorized": 401, "timeout": 504, "unreachable": 502, "internal": 500}
+_STATUS: dict[ErrorKind, int] = {
+    "unauthorized": 401,
+    "too_large": 413,
+    "timeout": 504,
+    "unreachable": 502,
+    "internal": 500,
+}
 # Anthropic's documented error types; OpenAI's: the ``type`` + ``code`` pair its SDK shows.
 _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
     "unauthorized": "authentication_error",
+    "too_large": "request_too_large",
     "timeout": "timeout_error",
     "unreachable": "api_error",
     "internal": "api_error",
 }
 _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "unauthorized": ("authentication_error", "invalid_proxy_token"),
+    "too_large": ("invalid_request_error", "request_too_large"),
     "timeout": ("server_error", "upstream_timeout"),
     "unreachable": ("server_error", "upstream_unreachable"),
     "internal": ("server_error", "proxy_error"),
@@ -40,7 +49,7 @@ def provider_for_path(path: str) -> Provider:
 
 
 def status_for(kind: ErrorKind) -> int:
-    """401, 504, 502 or 500."""
+    """401, 413, 504, 502 or 500."""
     return _STATUS[kind]
 
 

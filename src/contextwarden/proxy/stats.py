@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["WARDEN_ERROR", "ProxyStats", "RequestRecord", "Route"]
+__all__ = ["CLIP", "MODEL_TABLE", "WARDEN_ERROR", "ProxyStats", "RequestRecord", "Route", "clip"]
 
 #: Which handler served a request: the two chat APIs, Anthropic's token counting, or plain forwarding.
 Route = Literal["openai", "anthropic", "count_tokens", "passthrough"]
+
+#: Longest text a log field or a ``/stats`` key carries: a client controls the model name and the
+#: path, and a 2 MB model name must not become a 2 MB log line.
+CLIP = 200
+#: Models ``/stats`` keeps a count for, least recently seen dropped first: a client choosing a new
+#: model name on every request must not grow the process without bound.
+MODEL_TABLE = 100
 
 #: The ``skipped`` reason of a body the warden raised on: forwarded unchanged, counted apart.
 WARDEN_ERROR = "warden_error"
@@ -44,32 +52,38 @@ class RequestRecord:
     latency_ms: float = 0.0
 
     def as_log(self) -> dict[str, Any]:
-        """The JSON object logged for this request (only fields that carry information)."""
+        """The JSON object logged for this request (only fields that carry information; text
+        fields clipped to :data:`CLIP` characters)."""
         out: dict[str, Any] = {
-            "method": self.method,
-            "path": self.path,
+            "method": clip(self.method),
+            "path": clip(self.path),
             "route": self.route,
             "status": self.status,
             "latency_ms": round(self.latency_ms, 2),
         }
         if self.model is not None:
-            out["model"] = self.model
+            out["model"] = clip(self.model)
         if self.route != "passthrough":
             out["stream"] = self.stream
             out["tokens_before"] = self.tokens_before
             out["tokens_after"] = self.tokens_after
             out["compacted"] = self.compacted
             if self.strategy:
-                out["compaction"] = self.strategy
+                out["compaction"] = clip(self.strategy)
             out["transform_ms"] = round(self.transform_ms, 2)
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
-            out["skipped"] = self.skipped
+            out["skipped"] = clip(self.skipped)
         if self.warning:
-            out["warning"] = self.warning
+            out["warning"] = clip(self.warning)
         if self.error:
-            out["error"] = self.error
+            out["error"] = clip(self.error)
         return out
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -91,6 +105,7 @@ class ProxyStats:
     upstream_unreachable: int = 0
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
+    by_model: OrderedDict[str, int] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, rec: RequestRecord) -> None:
@@ -101,6 +116,8 @@ class ProxyStats:
             self.by_route[rec.route] = self.by_route.get(rec.route, 0) + 1
             key = str(rec.status)
             self.by_status[key] = self.by_status.get(key, 0) + 1
+            if rec.model is not None:
+                self._count_model(clip(rec.model))
             if rec.tokens_before is not None and rec.tokens_after is not None:
                 self.transformed += 1
                 self.tokens_before += rec.tokens_before
@@ -122,6 +139,11 @@ class ProxyStats:
             elif rec.error == "upstream_unreachable":
                 self.upstream_unreachable += 1
 
+    def _count_model(self, model: str) -> None:
+        self.by_model[model] = self.by_model.pop(model, 0) + 1  # re-inserted: most recent last
+        while len(self.by_model) > MODEL_TABLE:
+            self.by_model.popitem(last=False)
+
     def snapshot(self) -> dict[str, Any]:
         """The ``/stats`` JSON: totals, tokens saved, and uptime in seconds."""
         with self._lock:
@@ -141,6 +163,7 @@ class ProxyStats:
                 "upstream_unreachable": self.upstream_unreachable,
                 "by_route": dict(sorted(self.by_route.items())),
                 "by_status": dict(sorted(self.by_status.items())),
+                "by_model": dict(sorted(self.by_model.items())),
                 "started_at": self.started_at,
                 "uptime_s": round(time.time() - self.started_at, 3),
             }
