@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import importlib.util
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwarden._config import WardenConfig, load_config
 from contextwarden._exceptions import ConfigError, UnknownModelError
 from contextwarden._models import (
     _BUILTIN,
+    PRICES_AS_OF,
     ModelInfo,
+    ModelOverride,
+    apply_model_overrides,
     context_window,
     known_models,
     model_info,
@@ -122,6 +132,7 @@ def test_registry_is_consistent() -> None:
         assert info.max_output_tokens <= info.context_window, name
         if info.provider in ("openai", "anthropic", "google", "deepseek", "mistral"):
             assert info.input_price_per_mtok is not None, name
+            assert info.output_price_per_mtok is not None or name.startswith("text-embedding")
         assert model_info(name) is info
 
 
@@ -198,3 +209,375 @@ def test_cost_uses_list_prices() -> None:
     input_only = dataclasses.replace(info, output_price_per_mtok=None)
     assert input_only.cost(2_000) == pytest.approx(0.006)
     assert input_only.cost(2_000, 10) is None
+
+
+# -- cache prices -------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+PRICED = sorted(name for name, info in _BUILTIN.items() if info.input_price_per_mtok is not None)
+ANTHROPIC = sorted(name for name, info in _BUILTIN.items() if info.provider == "anthropic")
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@pytest.mark.parametrize("name", sorted(_BUILTIN))
+def test_every_model_says_where_its_figures_come_from(name: str) -> None:
+    info = _BUILTIN[name]
+    assert info.source.strip(), name
+    assert ISO_DATE.match(info.as_of), info.as_of
+    assert dt.date.fromisoformat(info.as_of) <= dt.date.fromisoformat(PRICES_AS_OF)
+    if info.input_price_per_mtok is None:
+        assert info.caching == "none" and "open weights" in info.source
+    else:
+        assert "genai-prices" in info.source or "api-docs.deepseek.com" in info.source
+
+
+@pytest.mark.parametrize("name", PRICED)
+def test_every_priced_model_has_cache_prices(name: str) -> None:
+    info = _BUILTIN[name]
+    price = info.input_price_per_mtok
+    assert price is not None
+    read, write = info.cache_read_price_per_mtok, info.cache_write_price_per_mtok
+    assert read is not None and write is not None, name
+    if info.caching == "none":
+        # nothing is cached: every prompt token costs the input price, and there is no TTL
+        assert read == write == price
+        assert info.cache_ttl_s is None and info.cache_write_1h_price_per_mtok is None
+    else:
+        assert 0 < read < price, name  # a hit is always cheaper than a miss
+        assert write >= price, name  # a write is never cheaper than a miss
+        assert info.cache_ttl_s is not None and info.cache_ttl_s >= 300
+        assert info.cache_read_ratio == pytest.approx(read / price)
+        assert info.cache_write_ratio == pytest.approx(write / price)
+
+
+@pytest.mark.parametrize("name", ANTHROPIC)
+def test_anthropic_ratios_are_the_ones_its_pricing_page_states(name: str) -> None:
+    info = _BUILTIN[name]
+    assert info.caching == "breakpoints" and info.cache_ttl_s == 300
+    if name == "claude-3-haiku":
+        # the one exception Anthropic lists: $0.25 input, $0.30 write, $0.03 hit, $0.50 1h write
+        ratios = (0.12, 1.2, 2.0)
+    else:
+        ratios = (0.1, 1.25, 2.0)  # hits 0.1x, 5-minute writes 1.25x, 1-hour writes 2x
+    price = info.input_price_per_mtok
+    assert price is not None and info.cache_write_1h_price_per_mtok is not None
+    assert info.cache_read_ratio == pytest.approx(ratios[0])
+    assert info.cache_write_ratio == pytest.approx(ratios[1])
+    assert info.cache_write_1h_price_per_mtok / price == pytest.approx(ratios[2])
+
+
+@pytest.mark.parametrize(
+    ("name", "read_ratio", "caching", "ttl_s", "minimum"),
+    [
+        ("claude-sonnet-4-5", 0.1, "breakpoints", 300, 1024),
+        ("claude-opus-4-1", 0.1, "breakpoints", 300, 1024),
+        ("claude-opus-4-5", 0.1, "breakpoints", 300, 4096),
+        ("claude-haiku-4-5", 0.1, "breakpoints", 300, 4096),
+        ("claude-3-5-haiku", 0.1, "breakpoints", 300, 2048),
+        ("gpt-4o", 0.5, "automatic", 300, 1024),
+        ("gpt-4o-mini", 0.5, "automatic", 300, 1024),
+        ("gpt-4.1", 0.25, "automatic", 300, 1024),
+        ("gpt-5", 0.1, "automatic", 300, 1024),
+        ("o4-mini", 0.25, "automatic", 300, 1024),
+        ("deepseek-chat", 0.1, "automatic", 3600, 64),
+        ("deepseek-reasoner", 0.1, "automatic", 3600, 64),
+        ("gemini-2.5-pro", 0.1, "automatic", 300, 2048),
+        ("gemini-2.5-flash", 0.1, "automatic", 300, 2048),
+        ("gemini-3-pro-preview", 0.1, "automatic", 300, 4096),
+        ("mistral-medium", 0.1, "automatic", 300, 0),
+    ],
+)
+def test_cache_figures_match_the_provider_pages(
+    name: str, read_ratio: float, caching: str, ttl_s: float, minimum: int
+) -> None:
+    info = model_info(name)
+    assert info.cache_read_ratio == pytest.approx(read_ratio)
+    assert info.caching == caching
+    assert info.cache_ttl_s == ttl_s
+    assert info.min_cacheable_tokens == minimum
+    if caching == "automatic":
+        assert info.cache_write_ratio == 1.0  # writes are not billed extra
+        assert info.cache_write_1h_price_per_mtok is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["gpt-4-turbo", "gpt-3.5-turbo", "gpt-5-pro", "o3-pro", "gemini-2.0-flash", "mistral-large"],
+)
+def test_models_without_prompt_caching(name: str) -> None:
+    info = model_info(name)
+    assert info.caching == "none" and info.cache_read_ratio == info.cache_write_ratio == 1.0
+    assert info.cached_cost(1_000, 2_000, 3_000) == pytest.approx(info.cost(6_000))
+
+
+def test_deepseek_chat_carries_the_v32_prices_not_the_sources_stale_ones() -> None:
+    info = model_info("deepseek/deepseek-chat")
+    assert (info.input_price_per_mtok, info.cache_read_price_per_mtok) == (0.28, 0.028)
+    assert info.output_price_per_mtok == 0.42
+    assert "api-docs.deepseek.com" in info.source and info.as_of == "2025-09-29"
+    assert model_info("deepseek-reasoner").cache_read_price_per_mtok == 0.028
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("anthropic/claude-haiku-4.5", "claude-haiku-4-5"),
+        ("us.anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("openai/gpt-5-2025-08-07", "gpt-5"),
+        ("deepseek-v3", "deepseek-chat"),
+        ("deepseek-v4-flash-1017", "deepseek-v4-flash"),
+    ],
+)
+def test_dated_and_routed_names_get_the_cache_prices_of_their_model(query: str, name: str) -> None:
+    info = model_info(query)
+    assert info is _BUILTIN[name]
+    assert info.cache_read_price_per_mtok is not None
+
+
+def test_cached_cost_arithmetic() -> None:
+    sonnet = model_info("claude-sonnet-4-5")  # 3 in, 0.30 read, 3.75 write, 15 out
+    assert sonnet.cached_cost(1_000_000, 0) == pytest.approx(0.30)
+    assert sonnet.cached_cost(0, 1_000_000) == pytest.approx(3.75)
+    assert sonnet.cached_cost(1_000_000, 1_000_000, 1_000_000, 1_000_000) == pytest.approx(
+        0.30 + 3.75 + 3.0 + 15.0
+    )
+    # an agent call: 90k tokens read from the cache, 8k written after them, 500 out
+    assert sonnet.cached_cost(90_000, 8_000, output_tokens=500) == pytest.approx(
+        (90_000 * 0.30 + 8_000 * 3.75 + 500 * 15.0) / 1e6
+    )
+    gpt = model_info("gpt-4o")  # 2.50 in, 1.25 read, writes at the input price
+    assert gpt.cached_cost(100_000, 20_000) == pytest.approx((100_000 * 1.25 + 20_000 * 2.5) / 1e6)
+    assert model_info("deepseek-chat").cached_cost(1_000_000, 0) == pytest.approx(0.028)
+    # unknown prices give None, but only when a count needs them
+    llama = model_info("llama-3.3-70b")
+    assert llama.cached_cost(10, 10) is None and llama.cached_cost(0, 0) == 0.0
+    embedding = model_info("text-embedding-3-small")
+    assert embedding.cached_cost(0, 0, 100) is not None
+    assert embedding.cached_cost(0, 0, 100, output_tokens=1) is None
+    with pytest.raises(ValueError, match="written_tokens must be an int >= 0, got -1"):
+        sonnet.cached_cost(0, -1)
+    with pytest.raises(ValueError, match="cached_tokens must be an int >= 0, got 1.5"):
+        sonnet.cached_cost(1.5, 0)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from(PRICED),
+    cached=st.integers(0, 2_000_000),
+    written=st.integers(0, 2_000_000),
+    uncached=st.integers(0, 2_000_000),
+    output=st.integers(0, 100_000),
+)
+def test_cached_cost_invariants(
+    name: str, cached: int, written: int, uncached: int, output: int
+) -> None:
+    info = _BUILTIN[name]
+    if output and info.output_price_per_mtok is None:
+        assert info.cached_cost(cached, written, uncached, output) is None
+        return
+    billed = info.cached_cost(cached, written, uncached, output)
+    listed = info.cost(cached + written + uncached, output)
+    assert billed is not None and listed is not None
+    # nothing cached: the list price exactly
+    assert info.cached_cost(0, 0, uncached, output) == pytest.approx(info.cost(uncached, output))
+    # a read never costs more than a miss, a write never less
+    assert info.cached_cost(cached, 0, uncached, output) <= listed + 1e-12  # type: ignore[operator]
+    assert (
+        info.cached_cost(0, written, uncached, output)
+        >= info.cost(  # type: ignore[operator]
+            uncached, output
+        )
+        + info.cost(written)
+        - 1e-12
+    )  # type: ignore[operator]
+    # linear in each count
+    assert billed == pytest.approx(
+        info.cached_cost(cached, 0)
+        + info.cached_cost(0, written)  # type: ignore[operator]
+        + info.cost(uncached, output),
+        rel=1e-9,
+        abs=1e-12,
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"cache_read_price_per_mtok": -0.1}, "cache_read_price_per_mtok"),
+        ({"cache_write_price_per_mtok": "x"}, "cache_write_price_per_mtok"),
+        ({"cache_write_1h_price_per_mtok": True}, "cache_write_1h_price_per_mtok"),
+        ({"cache_ttl_s": 0}, "cache_ttl_s"),
+        ({"min_cacheable_tokens": -1}, "min_cacheable_tokens"),
+        ({"min_cacheable_tokens": 1.5}, "min_cacheable_tokens"),
+        ({"caching": "sometimes"}, "caching"),
+        ({"provider": "acme"}, "provider"),
+        ({"source": None}, "source"),
+    ],
+)
+def test_cache_fields_are_validated(changes: dict[str, object], field: str) -> None:
+    base = {"name": "m", "provider": "other", "context_window": 1000, "max_output_tokens": 100}
+    with pytest.raises(ConfigError, match=rf"ModelInfo\('m'\)\.{field} must be"):
+        ModelInfo(**{**base, **changes})  # type: ignore[arg-type]
+
+
+# -- the shipped snapshot -----------------------------------------------------------------------
+
+
+def test_snapshot_matches_the_pinned_genai_prices() -> None:
+    if importlib.util.find_spec("genai_prices") is None:
+        pytest.skip("genai-prices is not installed (pip install -e '.[dev]')")
+    script = ROOT / "scripts" / "refresh_prices.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_snapshot_is_package_data() -> None:
+    # hatch ships every file under src/contextwarden; the registry reads it as a resource
+    snapshot = ROOT / "src" / "contextwarden" / "data" / "prices.json"
+    assert snapshot.is_file()
+    assert PRICES_AS_OF in snapshot.read_text(encoding="utf-8")
+    tracked = subprocess.run(
+        ["git", "check-ignore", "-q", str(snapshot)], cwd=ROOT, capture_output=True
+    )
+    assert tracked.returncode == 1  # not ignored, so hatch includes it in the wheel
+
+
+# -- overrides from configuration ---------------------------------------------------------------
+
+
+def test_overrides_from_yaml_change_a_builtin_and_add_a_model(tmp_path: Path) -> None:
+    path = tmp_path / "contextwarden.yaml"
+    path.write_text(
+        "models:\n"
+        "  claude-sonnet-4-5:\n"
+        "    context_window: 1000000\n"
+        "    cache_read_price_per_mtok: 0.25\n"
+        "  acme/acme-coder:\n"
+        "    context_window: 65536\n"
+        "    input_price_per_mtok: 1.0\n"
+        "    cache_read_price_per_mtok: 0.2\n"
+        "    caching: automatic\n"
+        "    cache_ttl_s: 600\n",
+        encoding="utf-8",
+    )
+    table = apply_model_overrides(load_config(path, env={}))
+    assert set(table) == {"claude-sonnet-4-5", "acme-coder"}
+
+    sonnet = model_info("claude-sonnet-4-5-20250929", overrides=table)
+    assert sonnet.context_window == 1_000_000 and sonnet.cache_read_price_per_mtok == 0.25
+    builtin = _BUILTIN["claude-sonnet-4-5"]
+    assert sonnet.cache_write_price_per_mtok == builtin.cache_write_price_per_mtok  # kept
+    assert sonnet.input_price_per_mtok == builtin.input_price_per_mtok
+    assert (
+        sonnet.source
+        == "config models.claude-sonnet-4-5: cache_read_price_per_mtok, context_window"
+    )
+    assert context_window("claude-sonnet-4-5", overrides=table) == 1_000_000
+
+    acme = model_info("acme-coder-2026-01-01", overrides=table)
+    assert (acme.provider, acme.context_window, acme.max_output_tokens) == ("other", 65_536, 0)
+    assert acme.cached_cost(1_000_000, 0, 1_000_000) == pytest.approx(1.2)
+    assert acme.caching == "automatic" and acme.cache_ttl_s == 600
+
+    # nothing leaks into the process-wide registry
+    assert context_window("claude-sonnet-4-5") == 200_000
+    with pytest.raises(UnknownModelError):
+        model_info("acme-coder")
+
+
+def test_overrides_accept_the_mapping_and_objects() -> None:
+    table = apply_model_overrides({"gpt-4o": ModelOverride(cache_ttl_s=3600)})
+    assert table["gpt-4o"].cache_ttl_s == 3600
+    assert table["gpt-4o"].cache_read_price_per_mtok == _BUILTIN["gpt-4o"].cache_read_price_per_mtok
+    assert apply_model_overrides(WardenConfig()) == {}
+    unchanged = apply_model_overrides({"gpt-4o": {}})["gpt-4o"]
+    assert unchanged == _BUILTIN["gpt-4o"]
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        (
+            "models:\n  gpt-4o:\n    cache_read_price_per_mtok: -1\n",
+            "models.gpt-4o.cache_read_price_per_mtok: Input should be greater than or equal to 0",
+        ),
+        ("models:\n  gpt-4o:\n    cache_ttl: 60\n", "models.gpt-4o.cache_ttl: unknown key"),
+        (
+            "models:\n  gpt-4o:\n    caching: sometimes\n",
+            "models.gpt-4o.caching: Input should be 'automatic', 'breakpoints' or 'none'",
+        ),
+        ("models: [gpt-4o]\n", "models: Input should be a valid dictionary"),
+    ],
+)
+def test_bad_overrides_in_yaml_name_the_field(tmp_path: Path, yaml_text: str, message: str) -> None:
+    path = tmp_path / "contextwarden.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert f"{path}: {message}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        (
+            {"acme-coder": {"input_price_per_mtok": 1.0}},
+            "models.acme-coder.context_window: required",
+        ),
+        (
+            {"gpt-4o": {"context_window": 0}},
+            "models.gpt-4o.context_window: Input should be greater",
+        ),
+        ({"gpt-4o": {"max_output": 5}}, "models.gpt-4o.max_output: Extra inputs are not permitted"),
+        ({" ": {}}, "models: a model name must be a non-empty string, got ' '"),
+        ({"gpt-4o": 5}, "models.gpt-4o: Input should be a valid dictionary"),
+    ],
+)
+def test_bad_overrides_raise_config_error_naming_the_field(
+    models: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        apply_model_overrides(models)  # type: ignore[arg-type]
+
+
+def test_overrides_need_a_mapping() -> None:
+    with pytest.raises(ConfigError, match="models: expected a mapping of model name to settings"):
+        apply_model_overrides(42)  # type: ignore[arg-type]
+
+
+# -- docs/prices.md -----------------------------------------------------------------------------
+
+PRICES_DOC = ROOT / "docs" / "prices.md"
+DOC_BLOCKS = re.findall(r"```python\n(.*?)```", PRICES_DOC.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_prices_doc_has_examples() -> None:
+    assert len(DOC_BLOCKS) >= 2
+
+
+@pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])
+def test_prices_doc_block_runs(
+    code: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, str(PRICES_DOC), "exec"), {"__name__": "__prices_doc__"})
+    assert capsys.readouterr().out.strip()
+
+
+def test_prices_doc_table_is_current() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "refresh_prices", ROOT / "scripts" / "refresh_prices.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = PRICES_DOC.read_text(encoding="utf-8")
+    assert script.doc_table_in(text) == script.render_table(), (
+        "docs/prices.md's table is stale: run python scripts/refresh_prices.py --docs"
+    )
+    for name in PRICED:
+        assert f"| `{name}` |" in text, name

@@ -1,8 +1,10 @@
-"""Model registry: context window, output limit, tokenizer and list price per model.
+"""Model registry: context window, output limit, tokenizer, list and cache prices per model.
 
 Lookup (:func:`model_info`) tries, in order:
 
-1. models registered at run time with :func:`register_model` (they override built-ins);
+1. the ``overrides`` table passed in (built from a config's ``models:`` section by
+   :func:`apply_model_overrides`), then models registered at run time with
+   :func:`register_model` (both override built-ins);
 2. the built-in table, by exact name;
 3. the longest registered name that is a prefix of the query, followed by ``-``, ``:``, ``@``
    or ``_`` (so dated snapshots resolve: ``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``,
@@ -15,26 +17,41 @@ the last ``/`` (``openai/gpt-4o``, ``openrouter/anthropic/claude-3.5-sonnet``,
 names written with dots (``claude-3.5-sonnet``, ``claude-sonnet-4.5``) are normalised to
 Anthropic's dashed ids.
 
-Figures come from the providers' public model and pricing pages, as listed in November 2025
-(:data:`PRICES_AS_OF`). Prices are US dollars per million tokens at the standard (not batch,
-not cached) rate; models with tiered pricing list their lowest-context tier. Open-weight
-models (Qwen, Llama) have no single list price (hosts differ), so their prices are ``None``;
-their ``max_output_tokens`` is a typical host limit, not a property of the weights. Windows
-are the provider's default (Claude Sonnet 4/4.5 offer 1M tokens behind a beta flag: pass
-``window=1_000_000`` to use it).
+Where the figures come from (``docs/prices.md`` has the whole story):
+
+- **Prices** (input, output, cache read, cache writes) come from a dated snapshot of pydantic's
+  ``genai-prices`` package, ``data/prices.json``, written by ``scripts/refresh_prices.py``.
+  Each model's :attr:`ModelInfo.source` and :attr:`ModelInfo.as_of` say which entry and when.
+  Prices are US dollars per million tokens at the standard rate (not batch); tiered models list
+  their lowest-context tier; where a provider discounts off-peak hours, the peak rate is kept.
+- **Cache behaviour** (caching mode, TTL, minimum cacheable prefix, whether writes cost extra)
+  comes from the providers' prompt-caching pages, in :data:`_CACHE_RULES` below.
+- **Windows and output limits** are the providers' defaults (Claude Sonnet 4/4.5 offer 1M
+  tokens behind a beta flag: pass ``window=1_000_000`` to use it). Open-weight models (Qwen,
+  Llama) have no single list price (hosts differ), so their prices are ``None`` and their
+  caching ``"none"``; their ``max_output_tokens`` is a typical host limit.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError, UnknownModelError
 
+if TYPE_CHECKING:
+    from ._config import WardenConfig
+
 __all__ = [
     "ModelInfo",
+    "ModelOverride",
+    "apply_model_overrides",
     "context_window",
     "known_models",
     "model_info",
@@ -44,11 +61,27 @@ __all__ = [
 
 Encoding = Literal["o200k_base", "cl100k_base"]
 Provider = Literal["openai", "anthropic", "google", "deepseek", "qwen", "meta", "mistral", "other"]
-
-#: When the built-in prices and limits were last checked against the providers' pages.
-PRICES_AS_OF = "2025-11"
+Caching = Literal["automatic", "breakpoints", "none"]
 
 _ENCODINGS: tuple[str, ...] = ("o200k_base", "cl100k_base")
+_PROVIDERS: tuple[str, ...] = (
+    "openai",
+    "anthropic",
+    "google",
+    "deepseek",
+    "qwen",
+    "meta",
+    "mistral",
+    "other",
+)
+_CACHING: tuple[str, ...] = ("automatic", "breakpoints", "none")
+_PRICE_FIELDS: tuple[str, ...] = (
+    "input_price_per_mtok",
+    "output_price_per_mtok",
+    "cache_read_price_per_mtok",
+    "cache_write_price_per_mtok",
+    "cache_write_1h_price_per_mtok",
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +90,19 @@ class ModelInfo:
 
     ``encoding`` is the BPE used to count its tokens: exact for OpenAI models, an
     approximation for everyone else (see ``docs/token-counting.md``). Prices are USD per
-    million tokens, ``None`` when there is no single list price.
+    million tokens, ``None`` when unknown or when there is no single list price:
+
+    - ``cache_read_price_per_mtok``: a prompt token served from the provider's prefix cache;
+    - ``cache_write_price_per_mtok``: a prompt token written to the cache (Anthropic's
+      5-minute write, 1.25x input; equal to the input price where writes cost nothing extra);
+    - ``cache_write_1h_price_per_mtok``: Anthropic's 1-hour write (2x input), else ``None``.
+
+    ``caching`` says how a prefix gets cached: ``"automatic"`` (every request, OpenAI,
+    DeepSeek, Gemini 2.5+), ``"breakpoints"`` (only up to a ``cache_control`` mark, Anthropic)
+    or ``"none"`` (never; every prompt token is billed at the input price).
+    ``cache_ttl_s`` is how long an unused cached prefix lives (``None`` without caching);
+    ``min_cacheable_tokens`` the shortest prefix the provider caches (0: no minimum known).
+    ``source`` and ``as_of`` say where the figures come from and their date.
     """
 
     name: str
@@ -67,16 +112,36 @@ class ModelInfo:
     encoding: Encoding = "o200k_base"
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
+    cache_read_price_per_mtok: float | None = None
+    cache_write_price_per_mtok: float | None = None
+    cache_write_1h_price_per_mtok: float | None = None
+    cache_ttl_s: float | None = None
+    min_cacheable_tokens: int = 0
+    caching: Caching = "none"
+    source: str = ""
+    as_of: str = ""
 
     def __post_init__(self) -> None:
         where = f"ModelInfo({self.name!r})"
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"ModelInfo.name must be a non-empty string, got {self.name!r}")
-        if not isinstance(self.context_window, int) or self.context_window <= 0:
+        if self.provider not in _PROVIDERS:
+            raise ConfigError(
+                f"{where}.provider must be one of {_PROVIDERS}, got {self.provider!r}"
+            )
+        if (
+            isinstance(self.context_window, bool)
+            or not isinstance(self.context_window, int)
+            or self.context_window <= 0
+        ):
             raise ConfigError(
                 f"{where}.context_window must be a positive int, got {self.context_window!r}"
             )
-        if not isinstance(self.max_output_tokens, int) or self.max_output_tokens < 0:
+        if (
+            isinstance(self.max_output_tokens, bool)
+            or not isinstance(self.max_output_tokens, int)
+            or self.max_output_tokens < 0
+        ):
             raise ConfigError(
                 f"{where}.max_output_tokens must be an int >= 0, got {self.max_output_tokens!r}"
             )
@@ -84,10 +149,25 @@ class ModelInfo:
             raise ConfigError(
                 f"{where}.encoding must be one of {_ENCODINGS}, got {self.encoding!r}"
             )
-        for field in ("input_price_per_mtok", "output_price_per_mtok"):
+        for field in _PRICE_FIELDS:
             price = getattr(self, field)
-            if price is not None and (not isinstance(price, int | float) or price < 0):
+            if price is not None and (
+                isinstance(price, bool) or not isinstance(price, int | float) or price < 0
+            ):
                 raise ConfigError(f"{where}.{field} must be a number >= 0 or None, got {price!r}")
+        ttl = self.cache_ttl_s
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
+        ):
+            raise ConfigError(f"{where}.cache_ttl_s must be a number > 0 or None, got {ttl!r}")
+        minimum = self.min_cacheable_tokens
+        if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0:
+            raise ConfigError(f"{where}.min_cacheable_tokens must be an int >= 0, got {minimum!r}")
+        if self.caching not in _CACHING:
+            raise ConfigError(f"{where}.caching must be one of {_CACHING}, got {self.caching!r}")
+        for field in ("source", "as_of"):
+            if not isinstance(getattr(self, field), str):
+                raise ConfigError(f"{where}.{field} must be a string, got {getattr(self, field)!r}")
 
     def cost(self, input_tokens: int, output_tokens: int = 0) -> float | None:
         """List-price cost in USD of a call, or ``None`` when a price it needs is unknown (the
@@ -101,107 +181,309 @@ class ModelInfo:
             total += output_tokens * self.output_price_per_mtok
         return total / 1_000_000
 
+    @property
+    def cache_read_ratio(self) -> float | None:
+        """Cache read price / input price (Anthropic 0.1, gpt-4o 0.5), ``None`` when unknown."""
+        return _ratio(self.cache_read_price_per_mtok, self.input_price_per_mtok)
 
-def _m(
-    name: str,
-    provider: Provider,
-    window: int,
-    max_out: int,
-    price_in: float | None = None,
-    price_out: float | None = None,
-    encoding: Encoding = "o200k_base",
-) -> ModelInfo:
-    return ModelInfo(name, provider, window, max_out, encoding, price_in, price_out)
+    @property
+    def cache_write_ratio(self) -> float | None:
+        """Cache write price / input price (Anthropic 1.25, 1.0 where writes cost nothing
+        extra), ``None`` when unknown."""
+        return _ratio(self.cache_write_price_per_mtok, self.input_price_per_mtok)
+
+    def cached_cost(
+        self,
+        cached_tokens: int,
+        written_tokens: int,
+        uncached_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> float | None:
+        """What a call is billed in USD once prompt caching is counted: ``cached_tokens`` read
+        from the cache, ``written_tokens`` written to it, ``uncached_tokens`` at the input
+        price, ``output_tokens`` at the output price.
+
+        A model without caching bills cached and written tokens at the input price (nothing
+        is cached). ``None`` when a price with a non-zero count is unknown.
+        """
+        counts = {
+            "cached_tokens": cached_tokens,
+            "written_tokens": written_tokens,
+            "uncached_tokens": uncached_tokens,
+            "output_tokens": output_tokens,
+        }
+        for label, count in counts.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"cached_cost(): {label} must be an int >= 0, got {count!r}")
+        read, write = self.cache_read_price_per_mtok, self.cache_write_price_per_mtok
+        if self.caching == "none":
+            read = write = self.input_price_per_mtok
+        total = 0.0
+        for count, price in (
+            (cached_tokens, read),
+            (written_tokens, write),
+            (uncached_tokens, self.input_price_per_mtok),
+            (output_tokens, self.output_price_per_mtok),
+        ):
+            if count:
+                if price is None:
+                    return None
+                total += count * price
+        return total / 1_000_000
+
+
+def _ratio(price: float | None, base: float | None) -> float | None:
+    if price is None or not base:
+        return None
+    # rounded so that 0.3 / 3.0 reads 0.1, not 0.09999999999999999
+    return round(price / base, 9)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache behaviour per provider, from the providers' prompt-caching pages (checked 2026-11-24;
+# the same pages are cited in docs/prices.md):
+#   OpenAI     https://developers.openai.com/api/docs/guides/prompt-caching : automatic for
+#              prompts of 1024 tokens or more, no fee for writes; in-memory retention clears a
+#              prefix after "5 to 10 minutes of inactivity", always within an hour. We take
+#              the 5 minutes: a shorter TTL errs towards a cold cache (a bill estimate that is
+#              too high, never too low).
+#   Anthropic  https://platform.claude.com/docs/en/build-with-claude/prompt-caching : only up
+#              to a cache_control breakpoint; 5-minute lifetime refreshed on every hit (1 hour
+#              on request, at the 1-hour write price); minimum 1024 tokens, 2048 for Haiku 3 and
+#              3.5, 4096 for Opus 4.5 and Haiku 4.5.
+#   Google     https://ai.google.dev/gemini-api/docs/caching : implicit caching on by default
+#              for Gemini 2.5 and newer (older models cache only through the explicit
+#              cachedContents API, which a plain request does not use); minimum 2048 tokens for
+#              2.5 Flash and Pro, 4096 for Gemini 3 Pro; no write fee. The implicit cache's
+#              lifetime is not published: 5 minutes assumed, as for OpenAI.
+#   DeepSeek   https://api-docs.deepseek.com/guides/kv_cache : on-disk prefix cache, on by
+#              default, no write fee; 64-token storage units; an unused prefix is cleared
+#              "within a few hours to a few days": 1 hour taken, the cautious side.
+#   Mistral    https://docs.mistral.ai/studio-api/conversations/advanced/prompt-caching :
+#              prefix caching (helped by prompt_cache_key), reads at 10% of input, no write
+#              fee; neither lifetime nor minimum published: 5 minutes and 0 assumed.
+# A model whose snapshot entry has no cache-read price has no prompt caching (gpt-4-turbo,
+# gpt-5-pro, mistral-large...): caching "none", reads and writes at the input price.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _CacheRules:
+    caching: Caching
+    ttl_s: float
+    min_tokens: int
+    url: str
+
+
+_CACHE_RULES: dict[str, _CacheRules] = {
+    "openai": _CacheRules(
+        "automatic", 300.0, 1024, "https://developers.openai.com/api/docs/guides/prompt-caching"
+    ),
+    "anthropic": _CacheRules(
+        "breakpoints",
+        300.0,
+        1024,
+        "https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
+    ),
+    "google": _CacheRules(
+        "automatic", 300.0, 2048, "https://ai.google.dev/gemini-api/docs/caching"
+    ),
+    "deepseek": _CacheRules(
+        "automatic", 3600.0, 64, "https://api-docs.deepseek.com/guides/kv_cache"
+    ),
+    "mistral": _CacheRules(
+        "automatic",
+        300.0,
+        0,
+        "https://docs.mistral.ai/studio-api/conversations/advanced/prompt-caching",
+    ),
+}
+
+# Models whose minimum cacheable prefix differs from their provider's (pages above).
+_MIN_CACHEABLE: dict[str, int] = {
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+    "gemini-3-pro-preview": 4096,
+}
+
+# Gemini models older than 2.5 have no implicit caching (see above).
+_NO_IMPLICIT_CACHE = frozenset(
+    {"gemini-2.0-flash", "gemini-2.0-flash-lite", "gemini-1.5-pro", "gemini-1.5-flash"}
+)
+
+#: The price snapshot shipped in the package (see ``scripts/refresh_prices.py``).
+PRICES_FILE = "data/prices.json"
+
+
+def _load_prices() -> dict[str, Any]:
+    text = resources.files(__package__ or "contextwarden").joinpath(PRICES_FILE).read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+_PRICES = _load_prices()
+#: The date of the price snapshot shipped in the package (ISO, ``YYYY-MM-DD``).
+PRICES_AS_OF: str = _PRICES["as_of"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One built-in model as written by hand: what the price source does not carry."""
+
+    name: str
+    provider: Provider
+    window: int
+    max_out: int
+    encoding: Encoding = "o200k_base"
+    ref: str | None = None  # the model's id in the price source, when it is not ``name``
+
+
+def _build(spec: _Spec) -> ModelInfo:
+    """The registry entry for ``spec``: its prices from the snapshot, its cache behaviour from
+    the provider's rules."""
+    entry: Mapping[str, Any] | None = _PRICES["models"].get(spec.name)
+    rules = _CACHE_RULES.get(spec.provider)
+    if entry is None or rules is None:
+        # open weights: no single list price, nothing cached that we could price
+        return ModelInfo(
+            spec.name,
+            spec.provider,
+            spec.window,
+            spec.max_out,
+            spec.encoding,
+            source="open weights: no single list price (hosts differ); window from the model card",
+            as_of=PRICES_AS_OF,
+        )
+    price_in = entry["input"]
+    read, write, write_1h = entry["cache_read"], entry["cache_write"], entry["cache_write_1h"]
+    caching: Caching = rules.caching
+    if read is None or spec.name in _NO_IMPLICIT_CACHE:
+        caching = "none"
+    if caching == "none":
+        read = write = price_in
+        write_1h = None
+        cache_note = "no prompt caching for this model: reads and writes at the input price"
+    else:
+        if write is None:  # automatic caching: the providers above bill no write premium
+            write = price_in
+        cache_note = f"cache rules: {rules.url}"
+    return ModelInfo(
+        name=spec.name,
+        provider=spec.provider,
+        context_window=spec.window,
+        max_output_tokens=spec.max_out,
+        encoding=spec.encoding,
+        input_price_per_mtok=price_in,
+        output_price_per_mtok=entry["output"],
+        cache_read_price_per_mtok=read,
+        cache_write_price_per_mtok=write,
+        cache_write_1h_price_per_mtok=write_1h,
+        cache_ttl_s=rules.ttl_s if caching != "none" else None,
+        min_cacheable_tokens=_MIN_CACHEABLE.get(spec.name, rules.min_tokens)
+        if caching != "none"
+        else 0,
+        caching=caching,
+        source=f"prices: {entry['source']}; {cache_note}",
+        as_of=entry["as_of"],
+    )
 
 
 _K = 1_000
 _M = 1_048_576  # Google's and OpenAI's "1M" windows are 2**20 tokens
 
 # fmt: off
-_BUILTIN: dict[str, ModelInfo] = {m.name: m for m in (
+_SPECS: tuple[_Spec, ...] = (
     # -- OpenAI -------------------------------------------------------------------------------
-    _m("gpt-5", "openai", 400_000, 128_000, 1.25, 10.0),
-    _m("gpt-5-mini", "openai", 400_000, 128_000, 0.25, 2.0),
-    _m("gpt-5-nano", "openai", 400_000, 128_000, 0.05, 0.40),
-    _m("gpt-5-pro", "openai", 400_000, 272_000, 15.0, 120.0),
-    _m("gpt-5-codex", "openai", 400_000, 128_000, 1.25, 10.0),
-    _m("gpt-5-chat-latest", "openai", 128_000, 16_384, 1.25, 10.0),
-    _m("gpt-5.1", "openai", 400_000, 128_000, 1.25, 10.0),
-    _m("gpt-5.1-codex", "openai", 400_000, 128_000, 1.25, 10.0),
-    _m("gpt-5.1-codex-mini", "openai", 400_000, 128_000, 0.25, 2.0),
-    _m("gpt-5.1-chat-latest", "openai", 128_000, 16_384, 1.25, 10.0),
-    _m("gpt-4.1", "openai", 1_047_576, 32_768, 2.0, 8.0),
-    _m("gpt-4.1-mini", "openai", 1_047_576, 32_768, 0.40, 1.60),
-    _m("gpt-4.1-nano", "openai", 1_047_576, 32_768, 0.10, 0.40),
-    _m("gpt-4o", "openai", 128_000, 16_384, 2.50, 10.0),
-    _m("gpt-4o-2024-05-13", "openai", 128_000, 4_096, 5.0, 15.0),
-    _m("gpt-4o-mini", "openai", 128_000, 16_384, 0.15, 0.60),
-    _m("chatgpt-4o-latest", "openai", 128_000, 16_384, 5.0, 15.0),
-    _m("o1", "openai", 200_000, 100_000, 15.0, 60.0),
-    _m("o1-mini", "openai", 128_000, 65_536, 1.10, 4.40),
-    _m("o1-pro", "openai", 200_000, 100_000, 150.0, 600.0),
-    _m("o3", "openai", 200_000, 100_000, 2.0, 8.0),
-    _m("o3-mini", "openai", 200_000, 100_000, 1.10, 4.40),
-    _m("o3-pro", "openai", 200_000, 100_000, 20.0, 80.0),
-    _m("o4-mini", "openai", 200_000, 100_000, 1.10, 4.40),
-    _m("gpt-4-turbo", "openai", 128_000, 4_096, 10.0, 30.0, "cl100k_base"),
-    _m("gpt-4", "openai", 8_192, 8_192, 30.0, 60.0, "cl100k_base"),
-    _m("gpt-4-32k", "openai", 32_768, 8_192, 60.0, 120.0, "cl100k_base"),
-    _m("gpt-3.5-turbo", "openai", 16_385, 4_096, 0.50, 1.50, "cl100k_base"),
-    _m("text-embedding-3-small", "openai", 8_191, 0, 0.02, 0.0, "cl100k_base"),
-    _m("text-embedding-3-large", "openai", 8_191, 0, 0.13, 0.0, "cl100k_base"),
-    _m("text-embedding-ada-002", "openai", 8_191, 0, 0.10, 0.0, "cl100k_base"),
+    _Spec("gpt-5", "openai", 400_000, 128_000),
+    _Spec("gpt-5-mini", "openai", 400_000, 128_000),
+    _Spec("gpt-5-nano", "openai", 400_000, 128_000),
+    _Spec("gpt-5-pro", "openai", 400_000, 272_000),
+    _Spec("gpt-5-codex", "openai", 400_000, 128_000),
+    _Spec("gpt-5-chat-latest", "openai", 128_000, 16_384),
+    _Spec("gpt-5.1", "openai", 400_000, 128_000),
+    _Spec("gpt-5.1-codex", "openai", 400_000, 128_000),
+    _Spec("gpt-5.1-codex-mini", "openai", 400_000, 128_000),
+    _Spec("gpt-5.1-chat-latest", "openai", 128_000, 16_384),
+    _Spec("gpt-4.1", "openai", 1_047_576, 32_768),
+    _Spec("gpt-4.1-mini", "openai", 1_047_576, 32_768),
+    _Spec("gpt-4.1-nano", "openai", 1_047_576, 32_768),
+    _Spec("gpt-4o", "openai", 128_000, 16_384),
+    _Spec("gpt-4o-2024-05-13", "openai", 128_000, 4_096),
+    _Spec("gpt-4o-mini", "openai", 128_000, 16_384),
+    _Spec("chatgpt-4o-latest", "openai", 128_000, 16_384),
+    _Spec("o1", "openai", 200_000, 100_000),
+    _Spec("o1-mini", "openai", 128_000, 65_536),
+    _Spec("o1-pro", "openai", 200_000, 100_000),
+    _Spec("o3", "openai", 200_000, 100_000),
+    _Spec("o3-mini", "openai", 200_000, 100_000),
+    _Spec("o3-pro", "openai", 200_000, 100_000),
+    _Spec("o4-mini", "openai", 200_000, 100_000),
+    _Spec("gpt-4-turbo", "openai", 128_000, 4_096, "cl100k_base"),
+    _Spec("gpt-4", "openai", 8_192, 8_192, "cl100k_base"),
+    _Spec("gpt-4-32k", "openai", 32_768, 8_192, "cl100k_base"),
+    _Spec("gpt-3.5-turbo", "openai", 16_385, 4_096, "cl100k_base"),
+    _Spec("text-embedding-3-small", "openai", 8_191, 0, "cl100k_base"),
+    _Spec("text-embedding-3-large", "openai", 8_191, 0, "cl100k_base"),
+    _Spec("text-embedding-ada-002", "openai", 8_191, 0, "cl100k_base"),
     # -- Anthropic (counted as o200k x a measured factor: see _tokens.py) -----------------------
-    _m("claude-opus-4-5", "anthropic", 200_000, 64_000, 5.0, 25.0),
-    _m("claude-opus-4-1", "anthropic", 200_000, 32_000, 15.0, 75.0),
-    _m("claude-opus-4", "anthropic", 200_000, 32_000, 15.0, 75.0),
-    _m("claude-sonnet-4-5", "anthropic", 200_000, 64_000, 3.0, 15.0),
-    _m("claude-sonnet-4", "anthropic", 200_000, 64_000, 3.0, 15.0),
-    _m("claude-haiku-4-5", "anthropic", 200_000, 64_000, 1.0, 5.0),
-    _m("claude-3-7-sonnet", "anthropic", 200_000, 64_000, 3.0, 15.0),
-    _m("claude-3-5-sonnet", "anthropic", 200_000, 8_192, 3.0, 15.0),
-    _m("claude-3-5-haiku", "anthropic", 200_000, 8_192, 0.80, 4.0),
-    _m("claude-3-opus", "anthropic", 200_000, 4_096, 15.0, 75.0),
-    _m("claude-3-haiku", "anthropic", 200_000, 4_096, 0.25, 1.25),
+    _Spec("claude-opus-4-5", "anthropic", 200_000, 64_000),
+    _Spec("claude-opus-4-1", "anthropic", 200_000, 32_000),
+    _Spec("claude-opus-4", "anthropic", 200_000, 32_000, ref="claude-opus-4-0"),
+    _Spec("claude-sonnet-4-5", "anthropic", 200_000, 64_000),
+    _Spec("claude-sonnet-4", "anthropic", 200_000, 64_000, ref="claude-sonnet-4-0"),
+    _Spec("claude-haiku-4-5", "anthropic", 200_000, 64_000),
+    _Spec("claude-3-7-sonnet", "anthropic", 200_000, 64_000, ref="claude-3-7-sonnet-latest"),
+    _Spec("claude-3-5-sonnet", "anthropic", 200_000, 8_192),
+    _Spec("claude-3-5-haiku", "anthropic", 200_000, 8_192, ref="claude-3-5-haiku-latest"),
+    _Spec("claude-3-opus", "anthropic", 200_000, 4_096, ref="claude-3-opus-latest"),
+    _Spec("claude-3-haiku", "anthropic", 200_000, 4_096),
     # -- Google ---------------------------------------------------------------------------------
-    _m("gemini-3-pro-preview", "google", _M, 65_536, 2.0, 12.0),
-    _m("gemini-2.5-pro", "google", _M, 65_536, 1.25, 10.0),
-    _m("gemini-2.5-flash", "google", _M, 65_536, 0.30, 2.50),
-    _m("gemini-2.5-flash-lite", "google", _M, 65_536, 0.10, 0.40),
-    _m("gemini-2.0-flash", "google", _M, 8_192, 0.10, 0.40),
-    _m("gemini-2.0-flash-lite", "google", _M, 8_192, 0.075, 0.30),
-    _m("gemini-1.5-pro", "google", 2 * _M, 8_192, 1.25, 5.0),
-    _m("gemini-1.5-flash", "google", _M, 8_192, 0.075, 0.30),
-    # -- DeepSeek (V3.2-Exp behind both names since 2025-09-29) ---------------------------------
-    _m("deepseek-chat", "deepseek", 128 * _K, 8 * _K, 0.28, 0.42),
-    _m("deepseek-reasoner", "deepseek", 128 * _K, 64 * _K, 0.28, 0.42),
+    _Spec("gemini-3-pro-preview", "google", _M, 65_536),
+    _Spec("gemini-2.5-pro", "google", _M, 65_536),
+    _Spec("gemini-2.5-flash", "google", _M, 65_536),
+    _Spec("gemini-2.5-flash-lite", "google", _M, 65_536),
+    _Spec("gemini-2.0-flash", "google", _M, 8_192),
+    _Spec("gemini-2.0-flash-lite", "google", _M, 8_192),
+    _Spec("gemini-1.5-pro", "google", 2 * _M, 8_192),
+    _Spec("gemini-1.5-flash", "google", _M, 8_192),
+    # -- DeepSeek -------------------------------------------------------------------------------
+    # deepseek-chat / deepseek-reasoner: DeepSeek-V3.2 behind both names from 2025-09-29; the
+    # names were retired on 2026-07-24 (recordings still carry them). V4 is the current line.
+    _Spec("deepseek-chat", "deepseek", 128 * _K, 8 * _K),
+    _Spec("deepseek-reasoner", "deepseek", 128 * _K, 64 * _K),
+    _Spec("deepseek-v4-flash", "deepseek", 1_000_000, 384 * _K),
+    _Spec("deepseek-v4-pro", "deepseek", 1_000_000, 384 * _K),
     # -- Qwen (open weights: prices depend on the host) -----------------------------------------
-    _m("qwen2.5-72b-instruct", "qwen", 131_072, 8_192),
-    _m("qwen2.5-32b-instruct", "qwen", 131_072, 8_192),
-    _m("qwen2.5-7b-instruct", "qwen", 131_072, 8_192),
-    _m("qwen2.5-coder-32b-instruct", "qwen", 131_072, 8_192),
-    _m("qwen3-235b-a22b", "qwen", 131_072, 32_768),
-    _m("qwen3-235b-a22b-instruct-2507", "qwen", 262_144, 32_768),
-    _m("qwen3-235b-a22b-thinking-2507", "qwen", 262_144, 32_768),
-    _m("qwen3-32b", "qwen", 131_072, 32_768),
-    _m("qwen3-30b-a3b", "qwen", 131_072, 32_768),
-    _m("qwen3-coder-480b-a35b-instruct", "qwen", 262_144, 65_536),
-    _m("qwen3-coder-30b-a3b-instruct", "qwen", 262_144, 65_536),
-    _m("qwen3-max", "qwen", 262_144, 65_536),
+    _Spec("qwen2.5-72b-instruct", "qwen", 131_072, 8_192),
+    _Spec("qwen2.5-32b-instruct", "qwen", 131_072, 8_192),
+    _Spec("qwen2.5-7b-instruct", "qwen", 131_072, 8_192),
+    _Spec("qwen2.5-coder-32b-instruct", "qwen", 131_072, 8_192),
+    _Spec("qwen3-235b-a22b", "qwen", 131_072, 32_768),
+    _Spec("qwen3-235b-a22b-instruct-2507", "qwen", 262_144, 32_768),
+    _Spec("qwen3-235b-a22b-thinking-2507", "qwen", 262_144, 32_768),
+    _Spec("qwen3-32b", "qwen", 131_072, 32_768),
+    _Spec("qwen3-30b-a3b", "qwen", 131_072, 32_768),
+    _Spec("qwen3-coder-480b-a35b-instruct", "qwen", 262_144, 65_536),
+    _Spec("qwen3-coder-30b-a3b-instruct", "qwen", 262_144, 65_536),
+    _Spec("qwen3-max", "qwen", 262_144, 65_536),
     # -- Meta Llama (open weights: prices depend on the host) -----------------------------------
-    _m("llama-3.1-8b", "meta", 131_072, 8_192),
-    _m("llama-3.1-70b", "meta", 131_072, 8_192),
-    _m("llama-3.1-405b", "meta", 131_072, 8_192),
-    _m("llama-3.3-70b", "meta", 131_072, 8_192),
-    _m("llama-4-scout", "meta", 10 * _M, 8_192),
-    _m("llama-4-maverick", "meta", _M, 8_192),
+    _Spec("llama-3.1-8b", "meta", 131_072, 8_192),
+    _Spec("llama-3.1-70b", "meta", 131_072, 8_192),
+    _Spec("llama-3.1-405b", "meta", 131_072, 8_192),
+    _Spec("llama-3.3-70b", "meta", 131_072, 8_192),
+    _Spec("llama-4-scout", "meta", 10 * _M, 8_192),
+    _Spec("llama-4-maverick", "meta", _M, 8_192),
     # -- Mistral --------------------------------------------------------------------------------
-    _m("mistral-large", "mistral", 131_072, 8_192, 2.0, 6.0),
-    _m("mistral-medium", "mistral", 131_072, 8_192, 0.40, 2.0),
-    _m("mistral-small", "mistral", 131_072, 8_192, 0.10, 0.30),
-    _m("codestral", "mistral", 262_144, 8_192, 0.30, 0.90),
-)}
+    _Spec("mistral-large", "mistral", 131_072, 8_192),
+    _Spec("mistral-medium", "mistral", 131_072, 8_192),
+    _Spec("mistral-small", "mistral", 131_072, 8_192, ref="mistral-small-latest"),
+    _Spec("codestral", "mistral", 262_144, 8_192, ref="codestral-latest"),
+)
 # fmt: on
+
+_BUILTIN: dict[str, ModelInfo] = {spec.name: _build(spec) for spec in _SPECS}
 
 # Other spellings of built-in models (Ollama tags, family names).
 _ALIASES: dict[str, str] = {
@@ -230,17 +512,18 @@ def _normalise(model: str) -> str:
     return name
 
 
-def _find(model: str) -> ModelInfo | None:
-    """The registered model ``model`` resolves to, or ``None``."""
+def _find(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo | None:
+    """The registered model ``model`` resolves to, or ``None`` (``overrides`` first)."""
     name = _normalise(model)
-    for exact in (_USER, _BUILTIN):
+    first: tuple[Mapping[str, ModelInfo], ...] = (overrides or {}, _USER, _BUILTIN)
+    for exact in first:
         if name in exact:
             return exact[name]
     if name in _ALIASES:
         return _BUILTIN[_ALIASES[name]]
     best: ModelInfo | None = None
     best_len = 0
-    tables: tuple[Mapping[str, ModelInfo | str], ...] = (_USER, _BUILTIN, _ALIASES)
+    tables: tuple[Mapping[str, ModelInfo | str], ...] = (*first, _ALIASES)
     for table in tables:
         for key in table:
             if (
@@ -254,12 +537,13 @@ def _find(model: str) -> ModelInfo | None:
     return best
 
 
-def model_info(model: str) -> ModelInfo:
+def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo:
     """The :class:`ModelInfo` for ``model`` (see the module docstring for how names resolve).
 
+    ``overrides`` (from :func:`apply_model_overrides`) is consulted before the registry.
     Raises :class:`UnknownModelError` when nothing matches.
     """
-    info = _find(model)
+    info = _find(model, overrides)
     if info is None:
         raise UnknownModelError(
             f"unknown model {model!r}: pass window=... or register it with register_model(...)"
@@ -267,8 +551,13 @@ def model_info(model: str) -> ModelInfo:
     return info
 
 
-def context_window(model: str | None, override: int | None = None) -> int:
-    """The context window to use: ``override`` when given, else the registry's figure.
+def context_window(
+    model: str | None,
+    override: int | None = None,
+    overrides: Mapping[str, ModelInfo] | None = None,
+) -> int:
+    """The context window to use: ``override`` when given, else the registry's figure
+    (``overrides`` from :func:`apply_model_overrides` first).
 
     Raises :class:`ConfigError` for a non-positive override and :class:`UnknownModelError`
     when the model is unknown (or ``None``) and no override is given.
@@ -279,7 +568,7 @@ def context_window(model: str | None, override: int | None = None) -> int:
         return override
     if model is None:
         raise UnknownModelError("no model given: pass window=... or a known model name")
-    return model_info(model).context_window
+    return model_info(model, overrides).context_window
 
 
 def register_model(info: ModelInfo) -> ModelInfo:
@@ -310,3 +599,111 @@ def unregister_model(name: str) -> None:
 def known_models() -> list[str]:
     """Every registered model name (built-in and user), sorted."""
     return sorted({*_BUILTIN, *_USER})
+
+
+# --------------------------------------------------------------------------------------------
+# Overrides from configuration: ``models: {name: {...}}`` in contextwarden.yaml
+# --------------------------------------------------------------------------------------------
+
+
+class ModelOverride(BaseModel):
+    """One entry of the config's ``models:`` section: the figures to change for a model the
+    registry knows (its name, or a name that resolves to it), or every figure of a new one
+    (then ``context_window`` is required). Unset fields keep the registry's value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Provider | None = Field(
+        None, description="Provider (picks nothing else). Default: the registry's, else other."
+    )
+    context_window: int | None = Field(
+        None,
+        ge=1,
+        description="Context window in tokens. Default: the registry's (required "
+        "for a model the registry does not know).",
+    )
+    max_output_tokens: int | None = Field(
+        None, ge=0, description="Output limit in tokens. Default: the registry's, else 0."
+    )
+    encoding: Encoding | None = Field(
+        None, description="BPE used to count tokens. Default: the registry's, else o200k_base."
+    )
+    input_price_per_mtok: float | None = Field(
+        None, ge=0, description="USD per million input tokens. Default: the registry's."
+    )
+    output_price_per_mtok: float | None = Field(
+        None, ge=0, description="USD per million output tokens. Default: the registry's."
+    )
+    cache_read_price_per_mtok: float | None = Field(
+        None, ge=0, description="USD per million cached tokens read. Default: the registry's."
+    )
+    cache_write_price_per_mtok: float | None = Field(
+        None,
+        ge=0,
+        description="USD per million tokens written to the cache (5-minute write). Default: "
+        "the registry's.",
+    )
+    cache_write_1h_price_per_mtok: float | None = Field(
+        None,
+        ge=0,
+        description="USD per million tokens written to the 1-hour cache. Default: the registry's.",
+    )
+    cache_ttl_s: float | None = Field(
+        None, gt=0, description="Seconds an unused cached prefix lives. Default: the registry's."
+    )
+    min_cacheable_tokens: int | None = Field(
+        None, ge=0, description="Shortest prefix the provider caches. Default: the registry's."
+    )
+    caching: Caching | None = Field(
+        None,
+        description="automatic, breakpoints (cache_control) or none. Default: the registry's, "
+        "else none.",
+    )
+
+
+def apply_model_overrides(
+    config: WardenConfig | Mapping[str, ModelOverride | Mapping[str, Any]],
+) -> dict[str, ModelInfo]:
+    """The registry entries a config's ``models:`` section describes, keyed by normalised name:
+    each entry is the registry's model with the given fields replaced (or a new model). Pass
+    the result to :func:`model_info` / :func:`context_window` as ``overrides``; nothing is
+    registered process-wide.
+
+    ``config`` is a :class:`WardenConfig` or its ``models`` mapping. Raises
+    :class:`ConfigError` naming ``models.<name>.<field>`` for a bad value, or for a new model
+    given without ``context_window``.
+    """
+    models = getattr(config, "models", config)
+    if not isinstance(models, Mapping):
+        raise ConfigError(f"models: expected a mapping of model name to settings, got {models!r}")
+    out: dict[str, ModelInfo] = {}
+    for name, raw in models.items():
+        where = f"models.{name}"
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"models: a model name must be a non-empty string, got {name!r}")
+        try:
+            entry = raw if isinstance(raw, ModelOverride) else ModelOverride.model_validate(raw)
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                at = ".".join([where, *(str(p) for p in err["loc"])])
+                problems.append(f"{at}: {err['msg']}, got {err.get('input')!r}")
+            raise ConfigError("\n".join(problems)) from None
+        changes = entry.model_dump(exclude_none=True)
+        given = sorted(changes)
+        base = _find(name)
+        if base is None:
+            if "context_window" not in changes:
+                raise ConfigError(
+                    f"{where}.context_window: required for a model the registry does not know"
+                )
+            base = ModelInfo(name.strip(), "other", changes.pop("context_window"), 0)
+        else:
+            base = replace(base, name=_normalise(name))
+        source = f"config {where}: {', '.join(given)}" if given else base.source
+        try:
+            info = replace(base, **changes, source=source)
+        except ConfigError as exc:  # ModelInfo's own checks (kept in one place)
+            raise ConfigError(f"{where}: {exc}") from None
+        out[_normalise(name)] = info
+    return out
