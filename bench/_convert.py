@@ -381,7 +381,11 @@ def pai_to_openai(messages: Sequence[Any]) -> list[dict[str, Any]]:
                 {
                     "id": c.tool_call_id,
                     "type": "function",
-                    "function": {"name": c.tool_name, "arguments": c.args_as_json_str()},
+                    # the recorded JSON text as it was (args_as_json_str re-serialises it)
+                    "function": {
+                        "name": c.tool_name,
+                        "arguments": c.args if isinstance(c.args, str) else c.args_as_json_str(),
+                    },
                 }
                 for c in calls
             ]
