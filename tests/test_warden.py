@@ -46,11 +46,9 @@ from contextwarden.layers import (  # noqa: E402
     LayerContext,
     LayerResult,
     mask_tool_results,
-    register_layer,
     sliding_window,
     strip_thinking,
     truncate_tool_output,
-    unregister_layer,
 )
 from contextwarden.layers.pins import is_protected  # noqa: E402
 from contextwarden.layers.units import HistoryIndex  # noqa: E402
@@ -68,8 +66,17 @@ TOOLS = [
 ]
 
 
+#: Seed 000's exact behaviour: the layers on every call, the window as the only lossy step.
+LAYERED = SMALL.model_copy(
+    update={
+        "compaction": config(compaction={"enabled": False}).compaction,
+        "policy": config(policy={"mode": "immediate", "clear_at_least": 0}).policy,
+    }
+)
+
+
 def warden(cfg: WardenConfig | None = None, **kw: Any) -> Warden:
-    return Warden(cfg or SMALL, counter=CharCounter(), **kw)
+    return Warden(cfg or LAYERED, counter=CharCounter(), **kw)
 
 
 # -- the API ----------------------------------------------------------------------------------
@@ -134,15 +141,17 @@ def test_bad_input_is_named() -> None:
     w = warden()
     with pytest.raises(FormatError, match="message 2"):
         w.transform([user("a"), assistant("b"), {"role": "user"}], window=9_000)  # type: ignore[list-item]
-    with pytest.raises(TypeError):
+    with pytest.raises(FormatError, match="sequence of Message"):
         w.transform("hello", window=9_000)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="WardenConfig"):
+    with pytest.raises(ConfigError, match="model must be a model name"):
+        w.transform([user("a")], model=5, window=9_000)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="WardenConfig"):
         Warden({"mask": {}})  # type: ignore[arg-type]
 
 
 def test_async_entry_points() -> None:
     msgs = agent_run(30)
-    w = warden(SMALL.model_copy(update={"context_window": 6_000}))
+    w = warden(LAYERED.model_copy(update={"context_window": 6_000}))
     r = asyncio.run(w.atransform(msgs))
     assert r.messages == warden().transform(msgs, window=6_000).messages
     out = asyncio.run(w.transform_context(msgs))
@@ -151,8 +160,12 @@ def test_async_entry_points() -> None:
     class Aborted:
         aborted = True
 
-    with pytest.raises(asyncio.CancelledError):
-        asyncio.run(w.transform_context(msgs, Aborted()))
+    # pi's contract: transform_context never raises; aborted or failing, the history comes back
+    assert asyncio.run(w.transform_context(msgs, Aborted())) == msgs
+    assert asyncio.run(w.transform_context([user("a"), {"role": "user"}])) == [  # type: ignore[list-item]
+        user("a"),
+        {"role": "user"},
+    ]
 
 
 def test_provider_dict_helpers() -> None:
@@ -209,7 +222,7 @@ class KeepHeadAndNewest:
 def test_compactor_runs_only_over_the_trigger_and_its_output_is_used() -> None:
     compactor = KeepHeadAndNewest()
     assert isinstance(compactor, CompactionHook)
-    w = warden(compactor=compactor)
+    w = warden(SMALL, compactor=compactor)
     small = agent_run(2)
     r = w.transform(small, window=50_000)
     assert compactor.calls == [] and r.compaction is None
@@ -219,6 +232,11 @@ def test_compactor_runs_only_over_the_trigger_and_its_output_is_used() -> None:
     assert compactor.calls == [len(msgs)]
     assert r.compaction is not None and r.compaction.strategy == "test"
     assert r.messages == r.compaction.new_messages
+    assert [e.kind for e in r.edits][-1] == "compaction"
+    # the next call only appends: the compactor is not asked again, the summary stays
+    more = [*msgs, user("and then?")]
+    again = w.transform(more, window=3_000)
+    assert compactor.calls == [len(msgs)] and again.messages[: len(r.messages)] == r.messages
     assert [e.kind for e in r.events].count("context_compacted") == 1
     assert validity_problems(r.messages) == []
 
@@ -229,9 +247,12 @@ def test_declining_compactor_leaves_the_window_in_charge() -> None:
             return None
 
     msgs = agent_run(60, result_chars=1500)
-    r = warden(compactor=Declines()).transform(msgs, window=3_000)
+    r = warden(SMALL, compactor=Declines()).transform(msgs, window=3_000)
     assert r.compaction is None and any(e.kind == "dropped" for e in r.events)
-    assert r.messages == warden().transform(msgs, window=3_000).messages
+    no_compaction = SMALL.model_copy(
+        update={"compaction": config(compaction={"enabled": False}).compaction}
+    )
+    assert r.messages == warden(no_compaction).transform(msgs, window=3_000).messages
 
 
 def test_compaction_disabled_in_config_skips_the_compactor() -> None:
@@ -241,27 +262,20 @@ def test_compaction_disabled_in_config_skips_the_compactor() -> None:
     assert compactor.calls == [] and any(e.kind == "dropped" for e in r.events)
 
 
-def test_registered_layers_run_in_their_stage() -> None:
-    seen: list[str] = []
-
-    def tag_lossless(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-        seen.append("lossless")
-        return LayerResult(tuple(messages))
+def test_layers_given_to_the_warden_run_last_on_every_call() -> None:
+    seen: list[int] = []
 
     def guard(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-        seen.append("guard")
+        seen.append(len(messages))
         return LayerResult(tuple(messages))
 
-    register_layer("test-tag", tag_lossless)
-    register_layer("test-guard", guard, stage="guard")
-    try:
-        msgs = agent_run(60, result_chars=1500)
-        r = warden().transform(msgs, window=8_000)
-    finally:
-        unregister_layer("test-tag")
-        unregister_layer("test-guard")
-    assert seen == ["lossless", "guard"]
+    msgs = agent_run(60, result_chars=1500)
+    r = warden(layers=[guard]).transform(msgs, window=8_000)
+    assert seen == [len(r.messages)]
     assert r.messages == warden().transform(msgs, window=8_000).messages
+    # no process-wide registry: another warden does not run it
+    warden().transform(msgs, window=8_000)
+    assert len(seen) == 1
 
 
 # -- warm calls and logging -------------------------------------------------------------------
@@ -279,9 +293,8 @@ def test_warm_call_only_counts_what_is_new_and_reuses_outputs() -> None:
     # unchanged messages come back as the very same objects
     same = sum(a is b for a, b in zip(first.messages, second.messages, strict=False))
     assert same > 0
-    fresh = warden().transform(more, window=30_000)
-    assert second.messages == fresh.messages and second.events == fresh.events
-    assert second.tokens_after == fresh.tokens_after
+    assert second.tokens_after == counter.count_messages(second.messages)
+    assert validity_problems(second.messages) == []
 
 
 def test_each_action_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -293,7 +306,8 @@ def test_each_action_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
         r2 = w.transform(msgs, window=8_000)
         second = len(caplog.records) - first
     assert first == len(r1.events) > 0
-    assert second == 0 and r2.events == r1.events  # still returned, not re-logged
+    # the same history again: the log already holds every decision, nothing new happens
+    assert second == 0 and r2.events == () and r2.messages == r1.messages
 
 
 # -- invariants on generated histories ---------------------------------------------------------
@@ -372,34 +386,6 @@ def test_invariants_on_generated_histories(
     _check_invariants(msgs, window, TOOLS if with_tools else None)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(histories(max_units=30), st.data())
-def test_incremental_equals_fresh_equals_layer_composition(
-    msgs: list[Message], data: st.DataObject
-) -> None:
-    window = data.draw(st.sampled_from([800, 2_000, 5_000, 20_000]))
-    cuts = sorted(data.draw(st.lists(st.integers(1, len(msgs)), max_size=4)))
-    w = warden()
-    for c in cuts:  # an agent loop: the same history, growing
-        w.transform(msgs[:c], window=window)
-    warm = w.transform(msgs, window=window)
-    fresh = warden().transform(msgs, window=window)
-    assert warm.messages == fresh.messages
-    assert warm.events == fresh.events
-    assert (warm.tokens_before, warm.tokens_after) == (fresh.tokens_before, fresh.tokens_after)
-    assert warm.newest_truncated == fresh.newest_truncated
-    # the warden is the built-in layers run one after the other
-    ctx = LayerContext(CharCounter(), SMALL, fresh.budget, None)
-    current: Sequence[Message] = msgs
-    events = []
-    for layer in (truncate_tool_output, mask_tool_results, strip_thinking, sliding_window):
-        result = layer(current, ctx)
-        current = result.messages
-        events.extend(result.events)
-    assert tuple(current) == fresh.messages
-    assert tuple(events) == fresh.events
-
-
 def test_one_user_message_and_300_tool_calls_through_the_warden() -> None:
     msgs = agent_run(300, result_chars=3000)
     r = _check_invariants(msgs, 16_000, TOOLS)
@@ -468,9 +454,9 @@ def test_openhands_250k_token_output_fits_8k_by_truncation(shared_data: Path) ->
     assert validity_problems(r.messages) == []
 
 
-def test_real_warm_calls_equal_fresh(shared_data: Path) -> None:
-    """Replay a real run call by call (each prefix ending before an assistant message) and
-    compare the warm warden with a fresh one at a few points."""
+def test_real_replay_is_prefix_stable_between_edits(shared_data: Path) -> None:
+    """Replay a real run call by call: between two edits, the request of call k+1 begins with
+    the request of call k (what a provider's prompt cache reads); every request is valid."""
     from contextwarden._tokens import get_counter
     from contextwarden._transcripts import load_transcript
 
@@ -479,15 +465,19 @@ def test_real_warm_calls_equal_fresh(shared_data: Path) -> None:
         pytest.skip("no reasoner trajectory present")
     t = load_transcript(path)
     msgs = list(t.messages)
-    counter = get_counter(t.model)
-    w = Warden(counter=counter)
+    w = Warden(counter=get_counter(t.model))
     ends = [i for i, m in enumerate(msgs) if m.role == "assistant" and i > 1]
-    for n, end in enumerate(ends):
+    previous: tuple[Message, ...] | None = None
+    edits = 0
+    for end in ends:
         r = w.transform(msgs[:end], model=t.model, window=16_000)
-        if n % 25 == 0 or end == ends[-1]:
-            fresh = Warden(counter=counter).transform(msgs[:end], model=t.model, window=16_000)
-            assert r.messages == fresh.messages and r.events == fresh.events
-            assert validity_problems(r.messages) == []
+        if previous is not None and not r.edits:
+            assert r.messages[: len(previous)] == previous, end
+        edits += bool(r.edits)
+        assert validity_problems(r.messages) == [], end
+        assert r.budget is not None and r.tokens_after <= r.budget.limit
+        previous = r.messages
+    assert 0 < edits < len(ends) // 4  # edits come in batches, not on every call
 
 
 def test_text_blocks_of_a_cut_newest_unit_keep_head_and_tail() -> None:
@@ -513,11 +503,10 @@ def test_appending_one_message_at_a_time_stays_warm() -> None:
     for end in range(301, len(msgs) + 1):
         before = counter.calls
         r = w.transform(msgs[:end], window=12_000)
-        assert counter.calls - before < 40, end
+        assert counter.calls - before < 40, end  # an edit too: the view's counts are reused
         if end % 37 == 0 or end == len(msgs):
-            fresh = warden().transform(msgs[:end], window=12_000)
-            assert r.messages == fresh.messages and r.events == fresh.events, end
             assert validity_problems(r.messages) == [], end
+            assert r.tokens_after <= 12_000 * 0.75, end
 
 
 def test_the_compaction_engine_plugs_in_sync_and_async() -> None:
@@ -527,6 +516,7 @@ def test_the_compaction_engine_plugs_in_sync_and_async() -> None:
     msgs = agent_run(80, result_chars=2500)
     compactor = compaction.Compactor()
     w = Warden(counter=CharCounter(), compactor=compactor)
+    assert w.compactor is not None
     r = w.transform(msgs, window=8_000)
     assert r.compaction is not None
     assert sum(e.kind == "context_compacted" for e in r.events) >= 1

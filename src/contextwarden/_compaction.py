@@ -144,7 +144,9 @@ class Compactor:
     (default: the embedded :class:`ExtractiveSummarizer`, no LLM); ``cache``: summaries by
     request key (default: a new dict; pass a persistent mapping to pay each summary once across
     processes); ``strategies``: your own strategies by name, beside the built-ins (a name in the
-    config that neither holds raises :class:`ConfigError`).
+    config that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary
+    also folds seed 002's rebuild hint into the system prompt (the overflow recovery does; an
+    ordinary compaction does not, so the cached system prompt stays as it is).
     """
 
     def __init__(
@@ -154,8 +156,10 @@ class Compactor:
         summarizer: Summarizer | None = None,
         cache: MutableMapping[str, str] | None = None,
         strategies: Mapping[str, Strategy] | None = None,
+        hint_system: bool = False,
     ) -> None:
         self._explicit_config = config is not None
+        self.hint_system = hint_system
         self.config = config or _default_config()
         self.fallback: Summarizer = ExtractiveSummarizer()
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
@@ -183,7 +187,11 @@ class Compactor:
         if self._explicit_config:
             return self
         return Compactor(
-            config, summarizer=self.summarizer, cache=self.cache, strategies=self.strategies
+            config,
+            summarizer=self.summarizer,
+            cache=self.cache,
+            strategies=self.strategies,
+            hint_system=self.hint_system,
         )
 
     # -- public API ----------------------------------------------------------------------------
@@ -458,6 +466,8 @@ class Compactor:
         summary carried must survive the next summary too)."""
         span = tuple(current[i] for i in outcome.elided)
         ref = make_ref(span)
+        if outcome.rebuild and not self.hint_system:
+            outcome = replace(outcome, rebuild=False)
         new = assemble(current, outcome, summary, ref)
         note = new[outcome.elided[0]]  # the summary sits where the first elided message was
         problems = check_summary(summary, summary_request(current, outcome.elided, ctx))

@@ -40,7 +40,7 @@ from ._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolRes
 from ._policy import CacheRates, edit_pays, rates_for
 from .layers.base import Layer, LayerContext, LayerResult, check_messages
 from .layers.mask import mask_message
-from .layers.pending import has_pending_calls
+from .layers.pending import pending_calls, repair_tail
 from .layers.thinking import strip_message
 from .layers.truncate import needs_truncation, truncate_message
 from .layers.window import sliding_window
@@ -140,9 +140,17 @@ class _Conversation:
         self.last_user = -1
         self.masked: dict[int, Message] = {}
         self.stripped: dict[int, Message] = {}
+        self.gains: dict[tuple[str, int], int] = {}
+        self.positions: dict[int, int] | None = None  # history position -> view position
         self.calls = 0
         self.last_time: float | None = None
         self.lock = threading.Lock()
+
+    def position(self, i: int) -> int | None:
+        """Where history message ``i`` stands in the view (None when an edit removed it)."""
+        if self.positions is None:
+            self.positions = {s: p for p, s in enumerate(self.sources) if isinstance(s, int)}
+        return self.positions.get(i)
 
     def extends(self, messages: Sequence[Message]) -> bool:
         n = len(self.inputs)
@@ -399,7 +407,9 @@ class Warden:
 
         base = self.compactor if isinstance(self.compactor, Compactor) else None
         cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
-        rebuilder = Compactor(cfg, summarizer=base.summarizer if base is not None else None)
+        rebuilder = Compactor(
+            cfg, summarizer=base.summarizer if base is not None else None, hint_system=True
+        )
         saved = self.compactor
         try:
             self.compactor = rebuilder
@@ -441,9 +451,7 @@ class Warden:
         budget = self.budget_for(model, window)
         msgs = self._with_system(messages, system)
         tools_list = list(tools) if tools else None
-        if len(msgs):
-            check_messages(msgs[:1])
-            check_messages(msgs[-1:])
+        check_messages(msgs)
         key = conversation if conversation is not None else conversation_key(msgs, tools_list)
         conv = self._conversation(key, msgs, counter.name)
         ctx = LayerContext(counter, self.config, budget, tools_list)
@@ -508,6 +516,8 @@ class Warden:
                 for e in events:
                     emit(call.events, _at(e, len(conv.view)))
             conv.base.append(entry)
+            if conv.positions is not None:
+                conv.positions[i] = len(conv.view)
             conv.view.append(entry)
             conv.sources.append(i)
             conv.tokens.append(count(entry))
@@ -559,6 +569,18 @@ class Warden:
                 strip_to = min(strip_to, conv.last_user - 1)
         return mask_to, strip_to
 
+    def _gain(self, call: _Call, i: int, p: int, kind: str) -> int:
+        """Tokens a mask (or strip) of history message ``i``, at view position ``p``, removes."""
+        conv = call.conv
+        key = (kind, i)
+        gain = conv.gains.get(key)
+        if gain is None:
+            m = conv.view[p]
+            after = self._mask(call, i, m) if kind == "mask" else self._strip(call, i, m)
+            gain = conv.tokens[p] - call.ctx.counter.count_message(after) if after is not m else 0
+            conv.gains[key] = gain
+        return gain
+
     def _lossless_edit(self, call: _Call, reason: EditReason) -> None:
         """Add one mask and/or strip edit when the policy says so (see :mod:`._policy`)."""
         conv = call.conv
@@ -567,20 +589,21 @@ class Warden:
             return
         removed = 0
         first: int | None = None
-        positions = {s: p for p, s in enumerate(conv.sources) if isinstance(s, int)}
-        for i in conv.results:
-            if conv.mask_upto < i <= mask_to and i in positions:
-                p = positions[i]
-                after = self._mask(call, i, conv.view[p])
-                if after is not conv.view[p]:
-                    removed += conv.tokens[p] - call.ctx.counter.count_message(after)
-                    first = p if first is None else min(first, p)
-        for i in conv.thinking:
-            if conv.strip_upto < i <= strip_to and i in positions:
-                p = positions[i]
-                after = self._strip(call, i, conv.view[p])
-                if after is not conv.view[p]:
-                    removed += conv.tokens[p] - call.ctx.counter.count_message(after)
+        for kind, done, upto, positions in (
+            ("mask", conv.mask_upto, mask_to, conv.results),
+            ("strip", conv.strip_upto, strip_to, conv.thinking),
+        ):
+            for i in reversed(positions):
+                if i <= done:
+                    break
+                if i > upto:
+                    continue
+                p = conv.position(i)
+                if p is None:
+                    continue
+                gain = self._gain(call, i, p, kind)
+                if gain > 0:
+                    removed += gain
                     first = p if first is None else min(first, p)
         if first is None or removed <= 0:
             return
@@ -601,14 +624,14 @@ class Warden:
             new_edits.append(Edit("mask", reason, upto=mask_to, call=conv.calls))
         if strip_to > conv.strip_upto:
             new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=conv.calls))
-        self._commit(call, new_edits)
+        self._commit(call, new_edits, first)
         for e in new_edits:
             object.__setattr__(e, "tokens_before", before)
             object.__setattr__(e, "tokens_after", call.total)
         originals = {
             _ref((conv.inputs[s],)): (conv.inputs[s],)
-            for p, s in enumerate(conv.sources)
-            if isinstance(s, int) and p >= first and conv.view[p] is not conv.base[s]
+            for p, s in enumerate(conv.sources[first:], first)
+            if isinstance(s, int) and conv.view[p] is not conv.base[s]
         }
         call.elided.update(originals)
         kinds = " and ".join("masked" if e.kind == "mask" else "thinking stripped" for e in new_edits)
@@ -627,8 +650,9 @@ class Warden:
             ),
         )
 
-    def _commit(self, call: _Call, edits: Sequence[Edit]) -> None:
-        """Append ``edits`` to the log and rebuild the view from the history and the log."""
+    def _commit(self, call: _Call, edits: Sequence[Edit], first: int = 0) -> None:
+        """Append ``edits`` to the log and rebuild the view from the history and the log
+        (token counts are reused before ``first``, the first view position they may change)."""
         conv = call.conv
         conv.edits.extend(edits)
         for e in edits:
@@ -644,8 +668,17 @@ class Warden:
             strip=lambda i, m: self._strip(call, i, m),
         )
         count = call.ctx.counter.count_message
+        old_view, old_tokens = conv.view, conv.tokens
+        same = 0
+        limit = min(first, len(view), len(old_view))
+        while same < limit and view[same] is old_view[same]:
+            same += 1
+        known = {id(m): t for m, t in zip(old_view[same:], old_tokens[same:], strict=True)}
         conv.view, conv.sources = view, sources
-        conv.tokens = [count(m) for m in view]
+        conv.tokens = old_tokens[:same] + [
+            t if (t := known.get(id(m))) is not None else count(m) for m in view[same:]
+        ]
+        conv.positions = None
         call.total = sum(conv.tokens) + call.overhead
         call.new_start = len(view)
 
@@ -785,15 +818,20 @@ class Warden:
         total = call.total
         newest_truncated = False
         budget = ctx.budget
-        over = budget is not None and total > budget.trigger
-        if (over or has_pending_calls(view)) and (
-            self.config.window.enabled
-        ):
-            guarded = sliding_window(view, ctx)
-            view = guarded.messages
-            call.events.extend(guarded.events)
-            newest_truncated = guarded.newest_truncated
-            total = ctx.request_tokens(view)
+        if self.config.window.enabled:
+            j, pending = pending_calls(view)
+            if pending:  # a recording's final state: calls not answered yet, which no API takes
+                before = conv.tokens[j] if conv.view is view else ctx.counter.count_message(view[j])
+                view, repaired = repair_tail(view, ctx)
+                call.events.extend(repaired)
+                after = ctx.counter.count_message(view[j]) if len(view) == len(conv.view) else 0
+                total += after - before
+            if budget is not None and total > budget.trigger:
+                guarded = sliding_window(view, ctx)
+                view = guarded.messages
+                call.events.extend(guarded.events)
+                newest_truncated = guarded.newest_truncated
+                total = ctx.request_tokens(view)
         for layer in self.layers:
             result = layer(tuple(view), ctx)
             if not isinstance(result, LayerResult):
