@@ -38,10 +38,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .._exceptions import ContextOverflowError
 from .config import ProxyConfig
-from .errors import Provider, provider_for_path
+from .errors import Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
-from .stats import WARDEN_ERROR, ProxyStats, RequestRecord
+from .stats import CONTEXT_OVERFLOW, WARDEN_ERROR, ProxyStats, RequestRecord
 from .stats import Route as RouteName
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
 from .warden import build_cache, build_warden
@@ -65,7 +66,7 @@ class _Proxy:
         self, config: ProxyConfig, warden: BodyWarden, cache: MutableMapping[str, str] | None
     ) -> None:
         self.config = config
-        self.warden = warden
+        self.warden = _OverflowPassing(warden)
         self.cache = cache
         self.stats = ProxyStats()
         self._client: httpx.AsyncClient | None = None
@@ -148,6 +149,15 @@ class _Proxy:
             "(--max-body-bytes)",
         )
 
+    async def overflow(
+        self, record: RequestRecord, provider: Provider, started: float, exc: ContextOverflowError
+    ) -> Response:
+        record.status, record.error = 400, CONTEXT_OVERFLOW
+        record.latency_ms = record.transform_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        message = context_length_message(provider, exc.tokens, exc.limit)
+        return error_response(provider, "context_length", message)
+
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
             return error_response(
@@ -181,6 +191,8 @@ class _Proxy:
                     window_cap=self.config.window,
                     window_override=self.config.warden.context_window,
                 )
+            except _Overflow as overflow:
+                return await self.overflow(record, provider, started, overflow.error)
             except Exception as exc:
                 # The warden could not read this body (an input nobody foresaw, or a bug of ours).
                 # A drop-in proxy must not fail a call that would have worked without it: the body
@@ -236,6 +248,35 @@ class _Proxy:
             extra_headers={},
             finish=self.finish,
         )
+
+
+class _Overflow(Exception):
+    """Carries the warden's :class:`ContextOverflowError` past :func:`transform_body`, which
+    forwards unchanged whatever the warden reports it cannot handle, up to the app."""
+
+    def __init__(self, error: ContextOverflowError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _OverflowPassing:
+    """The warden, with :class:`ContextOverflowError` raised as :class:`_Overflow`: a request
+    that cannot be brought within the window is answered here, never sent oversize."""
+
+    def __init__(self, warden: BodyWarden) -> None:
+        self._warden = warden
+
+    def transform_openai(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._warden.transform_openai(*args, **kwargs)
+        except ContextOverflowError as exc:
+            raise _Overflow(exc) from exc
+
+    def transform_anthropic(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._warden.transform_anthropic(*args, **kwargs)
+        except ContextOverflowError as exc:
+            raise _Overflow(exc) from exc
 
 
 class _NoCookies(CookiePolicy):

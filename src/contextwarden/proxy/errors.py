@@ -2,6 +2,8 @@
 
 Upstream errors are never rewritten (status, headers and body pass through); these bodies are only
 for what happens at the proxy: a bad proxy token (401), a request body over the size limit (413),
+a request that cannot be brought within the model's window (400, the provider's own
+context-length error, so agents that handle it by compacting or restarting still do),
 an upstream that does not answer in time (504) or cannot be reached (502), a proxy bug (500). The
 SDKs parse them like the provider's own.
 """
@@ -11,14 +13,25 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-__all__ = ["ErrorKind", "Provider", "error_body", "error_sse", "provider_for_path", "status_for"]
+__all__ = [
+    "ErrorKind",
+    "Provider",
+    "context_length_message",
+    "error_body",
+    "error_sse",
+    "provider_for_path",
+    "status_for",
+]
 
 Provider = Literal["openai", "anthropic"]
-ErrorKind = Literal["unauthorized", "too_large", "timeout", "unreachable", "internal"]
+ErrorKind = Literal[
+    "unauthorized", "too_large", "context_length", "timeout", "unreachable", "internal"
+]
 
 _STATUS: dict[ErrorKind, int] = {
     "unauthorized": 401,
     "too_large": 413,
+    "context_length": 400,
     "timeout": 504,
     "unreachable": 502,
     "internal": 500,
@@ -27,6 +40,7 @@ _STATUS: dict[ErrorKind, int] = {
 _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
     "unauthorized": "authentication_error",
     "too_large": "request_too_large",
+    "context_length": "invalid_request_error",
     "timeout": "timeout_error",
     "unreachable": "api_error",
     "internal": "api_error",
@@ -34,6 +48,7 @@ _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
 _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "unauthorized": ("authentication_error", "invalid_proxy_token"),
     "too_large": ("invalid_request_error", "request_too_large"),
+    "context_length": ("invalid_request_error", "context_length_exceeded"),
     "timeout": ("server_error", "upstream_timeout"),
     "unreachable": ("server_error", "upstream_unreachable"),
     "internal": ("server_error", "proxy_error"),
@@ -49,7 +64,7 @@ def provider_for_path(path: str) -> Provider:
 
 
 def status_for(kind: ErrorKind) -> int:
-    """401, 413, 504, 502 or 500."""
+    """401, 413, 400 (context length), 504, 502 or 500."""
     return _STATUS[kind]
 
 
@@ -59,7 +74,26 @@ def error_body(provider: Provider, kind: ErrorKind, message: str) -> dict[str, A
     if provider == "anthropic":
         return {"type": "error", "error": {"type": _ANTHROPIC_TYPE[kind], "message": message}}
     etype, code = _OPENAI_TYPE[kind]
-    return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+    param = "messages" if kind == "context_length" else None
+    return {"error": {"message": message, "type": etype, "param": param, "code": code}}
+
+
+def context_length_message(provider: Provider, tokens: int | None, limit: int | None) -> str:
+    """The provider's own wording for a request over the window (agents and SDK wrappers match
+    on it: "maximum context length" for OpenAI, "prompt is too long" for Anthropic)."""
+    tail = (
+        "contextwarden proxy: the system prompt, tools and newest message alone are over the limit"
+    )
+    if provider == "anthropic":
+        if tokens is not None and limit is not None:
+            return f"prompt is too long: {tokens} tokens > {limit} maximum ({tail})"
+        return f"prompt is too long ({tail})"
+    if tokens is not None and limit is not None:
+        return (
+            f"This model's maximum context length is {limit} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages. ({tail})"
+        )
+    return f"This model's maximum context length was exceeded. ({tail})"
 
 
 def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:

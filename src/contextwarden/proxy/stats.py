@@ -11,7 +11,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CLIP", "MODEL_TABLE", "WARDEN_ERROR", "ProxyStats", "RequestRecord", "Route", "clip"]
+__all__ = [
+    "CONTEXT_OVERFLOW",
+    "CLIP",
+    "MODEL_TABLE",
+    "WARDEN_ERROR",
+    "ProxyStats",
+    "RequestRecord",
+    "Route",
+    "clip",
+]
 
 #: Which handler served a request: the two chat APIs, Anthropic's token counting, or plain forwarding.
 Route = Literal["openai", "anthropic", "count_tokens", "passthrough"]
@@ -23,6 +32,8 @@ CLIP = 200
 #: model name on every request must not grow the process without bound.
 MODEL_TABLE = 100
 
+#: The ``error`` of a request answered with the provider's context-length error (400).
+CONTEXT_OVERFLOW = "context_overflow"
 #: The ``skipped`` reason of a body the warden raised on: forwarded unchanged, counted apart.
 WARDEN_ERROR = "warden_error"
 
@@ -101,6 +112,7 @@ class ProxyStats:
     compactions: int = 0
     reapplied: int = 0
     errors: int = 0
+    context_overflows: int = 0
     upstream_timeouts: int = 0
     upstream_unreachable: int = 0
     by_route: dict[str, int] = field(default_factory=dict)
@@ -134,6 +146,8 @@ class ProxyStats:
                 self.reapplied += 1
             if rec.status >= 400 or rec.error:
                 self.errors += 1
+            if rec.error == CONTEXT_OVERFLOW:
+                self.context_overflows += 1
             if rec.error == "upstream_timeout":
                 self.upstream_timeouts += 1
             elif rec.error == "upstream_unreachable":
@@ -159,6 +173,7 @@ class ProxyStats:
                 "compactions": self.compactions,
                 "reapplied": self.reapplied,
                 "errors": self.errors,
+                "context_overflows": self.context_overflows,
                 "upstream_timeouts": self.upstream_timeouts,
                 "upstream_unreachable": self.upstream_unreachable,
                 "by_route": dict(sorted(self.by_route.items())),
