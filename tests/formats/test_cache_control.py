@@ -4,7 +4,9 @@ still valid for the API, idempotent; and where the added ones go."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -334,3 +336,14 @@ def test_empty_newest_falls_back_to_the_message_before() -> None:
 def test_bad_input_is_named(args: Any, kwargs: Any, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         add_cache_breakpoints(*args, **kwargs)
+
+
+def test_the_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Python blocks of docs/proxy.md's prompt-caching section run as written."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "proxy.md"
+    section = docs.read_text(encoding="utf-8").split("## Anthropic prompt caching", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, str(docs), "exec"), {"__name__": "__docs__"})
+    assert capsys.readouterr().out.split()[0] == "3"

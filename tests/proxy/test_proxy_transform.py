@@ -1,22 +1,34 @@
 """The request-body step on its own: only ``messages`` (and Anthropic's ``system``) change, the
-input is never mutated, an unchanged request keeps its exact bytes, and the window cap applies."""
+input is never mutated, an unchanged request keeps its exact bytes, and the window cap applies.
+Anthropic cache breakpoints: added when the client set none, through the real SDK and the real
+proxy on loopback, and what they save an agent loop (a simulation of Anthropic's cache rules)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
-from hypothesis import given, settings
+from fake_upstream import FakeUpstream
+from formats.providers import anthropic_requests
+from formats.test_cache_control import HOUR, _places, api_problems
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proxy_doubles import StubResult, StubWarden
+from proxy_doubles import StartProxy, StubResult, StubWarden
 
 from contextwarden._compaction import Compactor
 from contextwarden._models import context_window
 from contextwarden._warden import Warden
-from contextwarden.formats import count_cache_breakpoints, validate_anthropic, validate_openai
+from contextwarden.formats import (
+    add_cache_breakpoints,
+    count_cache_breakpoints,
+    validate_anthropic,
+    validate_openai,
+)
 from contextwarden.proxy.transform import effective_window, transform_body
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -266,3 +278,227 @@ def test_the_stable_prefix_of_the_result_gets_a_breakpoint(stable: Any, marked: 
         assert "cache_control" not in sent["messages"][1]["content"][0]
         assert sent["messages"][1]["content"][1]["cache_control"] == EPHEMERAL
     assert out.cache_breakpoints == len(where) + 1 <= 4
+
+
+# -- through the real SDK and the real proxy on loopback ---------------------------------------------
+Upstream = tuple[FakeUpstream, str]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(request=anthropic_requests(), stable=st.integers(0, 12))
+def test_the_anthropic_sdk_sends_what_we_produce(
+    upstream: Upstream, request: tuple[Any, list[dict[str, Any]]], stable: int
+) -> None:
+    """The SDK takes our output as it is (string or block system, converted string content, tool
+    definitions with cache_control) and puts it on the wire unchanged."""
+    anthropic = pytest.importorskip("anthropic")
+    fake, url = upstream
+    system, messages = request
+    tools = [{"name": "read", "description": "read a file", "input_schema": {"type": "object"}}]
+    out_system, out_messages, out_tools = add_cache_breakpoints(
+        system, messages, tools=tools, stable_end=min(stable, len(messages))
+    )
+    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
+    extra = {"system": out_system} if out_system is not None else {}
+    client.messages.create(
+        model="claude-opus-4-5", max_tokens=16, messages=out_messages, tools=out_tools, **extra
+    )
+    got = fake.last.json
+    assert got["messages"] == out_messages and got["tools"] == out_tools
+    assert got.get("system") == out_system
+    assert 1 <= count_cache_breakpoints(got.get("system"), got["messages"], got["tools"]) <= 4
+    assert api_problems(got.get("system"), got["messages"], got["tools"]) == []
+
+
+def _post(proxy: str, body: dict[str, Any]) -> httpx.Response:
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+    r = httpx.post(f"{proxy}/v1/messages", json=body, headers=headers, timeout=60)
+    assert r.status_code == 200, r.text
+    return r
+
+
+def _marks(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every (place, cache_control) of a request body."""
+    places = _places(body.get("system"), body["messages"], body.get("tools"))
+    return [(p, b["cache_control"]) for p, b in places if b.get("cache_control")]
+
+
+def test_through_the_proxy_none_get_breakpoints_own_are_kept(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, window=50_000)  # the real warden, default config
+    body = _anthropic_body()
+
+    _post(proxy, body)
+    sent = fake.last.json
+    assert 2 <= count_cache_breakpoints(sent["system"], sent["messages"], sent["tools"]) <= 4
+    assert sent["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
+    assert validate_anthropic(sent["system"], sent["messages"]) == []
+    assert api_problems(sent["system"], sent["messages"], sent["tools"]) == []
+
+    # the client's own, four of them with a 1h TTL first: kept exactly, nothing added
+    own = copy.deepcopy(body)
+    own["system"] = [{"type": "text", "text": "You are a coding agent.", "cache_control": HOUR}]
+    own["tools"][0]["cache_control"] = HOUR
+    own["messages"][0]["content"] = [
+        {"type": "text", "text": "fix the bug", "cache_control": EPHEMERAL}
+    ]
+    own["messages"][2]["content"][0]["cache_control"] = EPHEMERAL
+    _post(proxy, own)
+    assert _marks(fake.last.json) == _marks(own) and len(_marks(own)) == 4
+
+    # one of their own: still nothing added
+    one = copy.deepcopy(body)
+    one["messages"][0]["content"] = [
+        {"type": "text", "text": "fix the bug", "cache_control": EPHEMERAL}
+    ]
+    _post(proxy, one)
+    assert _marks(fake.last.json) == _marks(one) == [("m0[0]", EPHEMERAL)]
+
+    # count_tokens is reduced, never given breakpoints
+    count = {k: v for k, v in body.items() if k != "max_tokens"}
+    httpx.post(f"{proxy}/v1/messages/count_tokens", json=count, timeout=60)
+    assert fake.last.path == "/v1/messages/count_tokens" and _marks(fake.last.json) == []
+
+    # --no-cache-breakpoints
+    off = start_proxy(url, window=50_000, cache_breakpoints=False)
+    _post(off, body)
+    assert _marks(fake.last.json) == []
+
+
+def _cache_bill(requests: list[dict[str, Any]], lookback: int = 20) -> tuple[int, int, int]:
+    """(read, written, uncached) input tokens of a run of Anthropic requests sent back to back,
+    simulated from the documented rules: a breakpoint writes the prefix up to it; a request reads
+    the longest written prefix ending at a block boundary at most ``lookback`` blocks before one
+    of its breakpoints; ``cache_control`` itself is not part of the prefix. Tokens are JSON
+    characters / 4 (a ratio is what matters); the minimum cacheable length is ignored."""
+    written: set[str] = set()
+    read = wrote = plain = 0
+    for body in requests:
+        system = body.get("system")
+        elements: list[tuple[Any, ...]] = [("tool", t) for t in body.get("tools") or []]
+        elements += [
+            ("system", b)
+            for b in (
+                [{"type": "text", "text": system}] if isinstance(system, str) else system or []
+            )
+        ]
+        for m in body["messages"]:
+            content = m["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            elements += [(m["role"], j == 0, b) for j, b in enumerate(blocks)]
+        keys, sizes, marks = [], [], []
+        running = hashlib.sha256()
+        for index, (*where, block) in enumerate(elements):
+            inner = block.get("content") if isinstance(block.get("content"), list) else []
+            if "cache_control" in block or any("cache_control" in sub for sub in inner):
+                marks.append(index)
+            bare = {k: v for k, v in block.items() if k != "cache_control"}
+            if inner:
+                bare["content"] = [
+                    {k: v for k, v in sub.items() if k != "cache_control"} for sub in inner
+                ]
+            text = json.dumps([*where, bare], sort_keys=True)
+            running.update(text.encode())
+            keys.append(running.copy().hexdigest())  # the prefix up to and with this block
+            sizes.append(len(text) // 4 + 1)
+        hit = 0
+        for b in marks:
+            for k in range(b, max(b - lookback, -1), -1):
+                if keys[k] in written:
+                    hit = max(hit, k + 1)
+                    break
+        end = max(marks) + 1 if marks else 0
+        read += sum(sizes[:hit])
+        wrote += sum(sizes[hit:end])
+        plain += sum(sizes[max(hit, end) :])
+        written.update(keys[b] for b in marks)
+    return read, wrote, plain
+
+
+def _billed(read: int, wrote: int, plain: int) -> float:
+    """Billed input at Anthropic's 5-minute cache prices (read 0.1x, write 1.25x), as a share of
+    sending the same tokens uncached."""
+    return (0.1 * read + 1.25 * wrote + plain) / (read + wrote + plain)
+
+
+@pytest.mark.parametrize("window", [None, 12_000])
+def test_an_agent_loop_through_the_proxy_reads_its_history_from_the_cache(
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+    window: int | None,
+) -> None:
+    """The real Claude Code recording sent call by call (each call: the history up to a user
+    turn) with the real SDK through the proxy: with the breakpoints it adds, most of each request
+    is a cache read; without them, none is."""
+    anthropic = pytest.importorskip("anthropic")
+    fake, url = upstream
+    recorded_system, history = anthropic_recording
+    system = recorded_system or "You are Claude Code, a coding agent."
+    ends = [i + 1 for i, m in enumerate(history) if m["role"] == "user"]
+    runs = {}
+    for breakpoints in (True, False):
+        proxy = start_proxy(url, window=window, cache_breakpoints=breakpoints)
+        client = anthropic.Anthropic(base_url=proxy, api_key="sk-ant-test", max_retries=0)
+        first = len(fake.requests)
+        for end in ends:
+            client.messages.create(
+                model="claude-opus-4-5", max_tokens=16, system=system, messages=history[:end]
+            )
+        sent = [r.json for r in fake.requests[first:]]
+        assert all(count_cache_breakpoints(s["system"], s["messages"]) <= 4 for s in sent)
+        assert all(validate_anthropic(s["system"], s["messages"]) == [] for s in sent)
+        runs[breakpoints] = _cache_bill(sent)
+    assert runs[False][0] == runs[False][1] == 0  # no breakpoint: nothing cached, full price
+    read, wrote, plain = runs[True]
+    share = _billed(read, wrote, plain)
+    print(
+        f"window={window}: {len(ends)} calls, read {read} written {wrote} uncached {plain}; "
+        f"billed {share:.1%} of the uncached price"
+    )
+    if window is None:  # the history fits: the agent only appends, so nearly all is read
+        assert share < 0.35
+    else:  # compactions rewrite the middle now and then; still cheaper than no cache
+        assert share < 1.0
+
+
+def test_the_cache_simulation_reads_within_the_lookback_only() -> None:
+    def turn(i: int) -> dict[str, Any]:
+        return {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 20}
+
+    def request(n: int) -> dict[str, Any]:
+        system, messages, _ = add_cache_breakpoints(None, [turn(i) for i in range(n)])
+        return {"system": system, "messages": messages}
+
+    first, second = request(1), request(3)
+    read, wrote, plain = _cache_bill([first, second])
+    size = len(json.dumps(["user", True, {"type": "text", "text": turn(0)["content"]}])) // 4 + 1
+    assert read == size  # the second call read the first call's prefix
+    alone = _cache_bill([second])
+    assert alone[0] == 0 and alone[2] == 0  # cold: all of it written
+    assert _cache_bill([first]) == (0, size, 0)
+    # the first call wrote turn 0, the second only what it appended: together, the second's
+    # whole prefix once
+    assert wrote == alone[1] and plain == 0
+    read, _, _ = _cache_bill([request(1), request(23)])  # 22 blocks on: past the lookback
+    assert read == 0
+    read, _, _ = _cache_bill([{"messages": [turn(0)]}, {"messages": [turn(0), turn(1)]}])
+    assert read == 0  # nothing marked, nothing cached
+
+
+def test_the_cli_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from contextwarden.cli import app as main_app
+    from contextwarden.proxy import cli
+
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "serve", lambda settings, workers=1: seen.append(settings))
+    for args, expected in (([], True), (["--no-cache-breakpoints"], False)):
+        result = CliRunner().invoke(main_app, ["proxy", "--upstream", "http://localhost:1", *args])
+        assert result.exit_code == 0, result.output
+        assert seen.pop().cache_breakpoints is expected
