@@ -479,7 +479,8 @@ def test_overrides_from_yaml_change_a_builtin_and_add_a_model(tmp_path: Path) ->
     assert context_window("claude-sonnet-4-5", overrides=table) == 1_000_000
 
     acme = model_info("acme-coder-2026-01-01", overrides=table)
-    assert (acme.provider, acme.context_window, acme.max_output_tokens) == ("other", 65_536, 0)
+    # no output limit given: the window, so the output reserve is not capped to nothing
+    assert (acme.provider, acme.context_window, acme.max_output_tokens) == ("other", 65_536, 65_536)
     assert acme.cached_cost(1_000_000, 0, 1_000_000) == pytest.approx(1.2)
     assert acme.caching == "automatic" and acme.cache_ttl_s == 600
 
@@ -487,6 +488,38 @@ def test_overrides_from_yaml_change_a_builtin_and_add_a_model(tmp_path: Path) ->
     assert context_window("claude-sonnet-4-5") == 200_000
     with pytest.raises(UnknownModelError):
         model_info("acme-coder")
+
+
+_OVERRIDABLE = {
+    "context_window": st.integers(1, 10_000_000),
+    "max_output_tokens": st.integers(0, 1_000_000),
+    "input_price_per_mtok": st.floats(0, 1_000, allow_nan=False),
+    "cache_read_price_per_mtok": st.floats(0, 1_000, allow_nan=False),
+    "cache_write_price_per_mtok": st.floats(0, 1_000, allow_nan=False),
+    "cache_ttl_s": st.floats(1, 86_400, allow_nan=False),
+    "min_cacheable_tokens": st.integers(0, 100_000),
+    "caching": st.sampled_from(["automatic", "breakpoints", "none"]),
+}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_BUILTIN)),
+    changes=st.fixed_dictionaries({}, optional=_OVERRIDABLE),
+)
+def test_an_override_changes_exactly_the_fields_it_sets(
+    name: str, changes: dict[str, object]
+) -> None:
+    before = dataclasses.asdict(_BUILTIN[name])
+    info = apply_model_overrides({name: changes})[name]
+    after = dataclasses.asdict(info)
+    for field, value in after.items():
+        if field in changes:
+            assert value == changes[field]
+        elif field != "source":
+            assert value == before[field], field
+    assert (info.source == before["source"]) == (not changes)
+    assert dataclasses.asdict(_BUILTIN[name]) == before  # the registry is untouched
 
 
 def test_overrides_accept_the_mapping_and_objects() -> None:

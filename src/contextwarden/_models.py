@@ -614,7 +614,7 @@ class ModelOverride(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider: Provider | None = Field(
-        None, description="Provider (picks nothing else). Default: the registry's, else other."
+        None, description="Who serves the model. Default: the registry's, else other."
     )
     context_window: int | None = Field(
         None,
@@ -623,7 +623,10 @@ class ModelOverride(BaseModel):
         "for a model the registry does not know).",
     )
     max_output_tokens: int | None = Field(
-        None, ge=0, description="Output limit in tokens. Default: the registry's, else 0."
+        None,
+        ge=0,
+        description="Output limit in tokens (it caps the output reserve). Default: the "
+        "registry's; for a new model its context_window (no cap).",
     )
     encoding: Encoding | None = Field(
         None, description="BPE used to count tokens. Default: the registry's, else o200k_base."
@@ -697,7 +700,9 @@ def apply_model_overrides(
                 raise ConfigError(
                     f"{where}.context_window: required for a model the registry does not know"
                 )
-            base = ModelInfo(name.strip(), "other", changes.pop("context_window"), 0)
+            window = changes.pop("context_window")
+            # no output limit known: the window, so the reserve setting alone decides
+            base = ModelInfo(name.strip(), "other", window, window)
         else:
             base = replace(base, name=_normalise(name))
         source = f"config {where}: {', '.join(given)}" if given else base.source
