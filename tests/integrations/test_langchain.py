@@ -1,0 +1,196 @@
+"""The LangChain v1 middleware in a real ``create_agent`` loop with a scripted tool-calling model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents.middleware", reason="langchain v1 is not installed")
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
+from langchain_core.tools import tool
+
+from contextwarden import WardenConfig, count_tokens
+from contextwarden.formats import from_openai
+from contextwarden.integrations.langchain import ContextWardenMiddleware
+
+TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
+SYSTEM = "You are a coding agent."
+WINDOW = 16_000
+CALLS = 60
+
+
+def file_body(k: int) -> str:
+    return "\n".join(
+        f"src/mod_{k}.py:{j}: total = compute({j}, {k * j}) # step {j}" for j in range(90)
+    )
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    return file_body(int(path.rsplit("_", 1)[1].split(".")[0]))
+
+
+class ScriptedToolModel(GenericFakeChatModel):
+    """``GenericFakeChatModel`` that accepts tools and records every request it receives."""
+
+    seen: list[list[BaseMessage]] = []
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def script() -> Iterator[AIMessage]:
+    for k in range(CALLS):
+        yield AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "read_file", "args": {"path": f"src/mod_{k}.py"}, "id": f"call_{k}"}
+            ],
+        )
+    yield AIMessage(content="Fixed.")
+
+
+def check_valid(messages: list[BaseMessage]) -> None:
+    """No tool message without the AI tool call before it; every call answered."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for i, m in enumerate(messages):
+        if isinstance(m, AIMessage):
+            calls.update(c["id"] for c in m.tool_calls if c["id"])
+        elif isinstance(m, ToolMessage):
+            assert m.tool_call_id in calls, (
+                f"message {i}: ToolMessage {m.tool_call_id} without its call"
+            )
+            answered.add(m.tool_call_id)
+    assert calls == answered
+
+
+def tokens(messages: list[BaseMessage]) -> int:
+    return count_tokens(from_openai(convert_to_openai_messages(messages)), model="gpt-4o")
+
+
+def test_a_create_agent_loop_stays_valid_within_the_window() -> None:
+    model = ScriptedToolModel(messages=script())
+    model.seen = []
+    middleware = ContextWardenMiddleware(model="gpt-4o", window=WINDOW)
+    agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 4 * CALLS})
+
+    assert state["messages"][-1].content == "Fixed."
+    # the agent's own state keeps every message: the task, 60 calls, 60 outputs, the answer
+    assert len(state["messages"]) == 1 + 2 * CALLS + 1
+    assert all(
+        m.content == file_body(k) for k, m in enumerate(state["messages"][2:-1:2])
+    )  # outputs whole
+    assert len(model.seen) == CALLS + 1
+    state_ids = {m.id for m in state["messages"]}
+    for sent in model.seen:
+        assert isinstance(sent[0], SystemMessage) and sent[0].content.startswith(SYSTEM)
+        assert isinstance(sent[1], HumanMessage) and sent[1].content == TASK  # the task kept
+        check_valid(sent)
+        assert tokens(sent) <= WINDOW
+        # the agent's messages keep their ids (a summary the warden wrote has none)
+        assert all(m.id in state_ids for m in sent[1:] if m.id is not None)
+    assert len(model.seen[-1]) < 1 + len(state["messages"])  # the long end was trimmed
+    assert tokens(state["messages"]) > 4 * WINDOW  # ... from far over the window
+
+
+def history(n: int) -> list[BaseMessage]:
+    msgs: list[BaseMessage] = [HumanMessage(TASK, id="task")]
+    for k in range(n):
+        call = {"name": "read_file", "args": {"path": f"src/mod_{k}.py"}, "id": f"c{k}"}
+        msgs.append(AIMessage("", tool_calls=[call], id=f"ai{k}", response_metadata={"k": k}))
+        msgs.append(ToolMessage(file_body(k), tool_call_id=f"c{k}", id=f"t{k}", name="read_file"))
+    return msgs
+
+
+def request_for(messages: list[BaseMessage]) -> ModelRequest:
+    return ModelRequest(
+        model=ScriptedToolModel(messages=iter([])),
+        messages=messages,
+        system_message=SystemMessage(SYSTEM, id="sys"),
+        tools=[read_file],
+    )
+
+
+def test_untouched_messages_are_the_agents_objects() -> None:
+    messages = history(3)  # small: nothing to trim
+    request = request_for(messages)
+    got: list[ModelRequest] = []
+
+    def handler(r: ModelRequest) -> ModelResponse:
+        got.append(r)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    ContextWardenMiddleware(model="gpt-4o", window=WINDOW).wrap_model_call(request, handler)
+    sent = got[0]
+    assert sent.system_message is request.system_message
+    assert all(a is b for a, b in zip(sent.messages, messages, strict=True))
+
+
+def test_edited_messages_keep_their_ids_and_metadata_sync_and_async() -> None:
+    messages = history(30)  # over a 32k window, under it once the old outputs are masked
+    before = [m.model_copy(deep=True) for m in messages]
+    got: list[ModelRequest] = []
+
+    def handler(r: ModelRequest) -> ModelResponse:
+        got.append(r)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    async def ahandler(r: ModelRequest) -> ModelResponse:
+        return handler(r)
+
+    for run_async in (False, True):
+        got.clear()
+        # without compaction the lossless layers edit old outputs in place (masking)
+        config = WardenConfig.model_validate({"compaction": {"enabled": False}})
+        middleware = ContextWardenMiddleware(model="gpt-4o", window=32_000, config=config)
+        if run_async:
+            asyncio.run(middleware.awrap_model_call(request_for(messages), ahandler))
+        else:
+            middleware.wrap_model_call(request_for(messages), handler)
+        sent = got[0].messages
+        check_valid(sent)
+        assert sent[0] is messages[0]
+        by_id = {m.id: m for m in messages}
+        edited = [m for m in sent if m.id in by_id and m is not by_id[m.id]]
+        same = [m for m in sent if m.id in by_id and m is by_id[m.id]]
+        assert same  # the newest messages are passed as they are
+        assert any(isinstance(m, ToolMessage) for m in edited)  # masked outputs are copies
+        for m in edited:
+            original = by_id[m.id]
+            assert type(m) is type(original)
+            if isinstance(m, ToolMessage):
+                assert m.tool_call_id == original.tool_call_id and m.name == "read_file"
+                assert len(m.content) < len(original.content)
+            if isinstance(m, AIMessage):
+                assert m.response_metadata == original.response_metadata
+        assert middleware.last_result is not None
+        assert middleware.last_result.tokens_after <= 32_000
+    assert messages == before  # the agent's messages were not changed
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        ContextWardenMiddleware(window=-5)
+    with pytest.raises(TypeError, match="model must be a string, got int"):
+        ContextWardenMiddleware(model=4)  # type: ignore[arg-type]
