@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import RESULTS_DIR
+from ._report_billed import bills_section, savings_section, target_rows
 
 __all__ = ["main", "render"]
 
@@ -144,39 +145,6 @@ def _plot_peers(data: Json, img: Path) -> str | None:
     return _plot(img / "bench-peers.png", draw)
 
 
-def _plot_savings(data: Json, img: Path) -> str | None:
-    aggs = [a for a in data["by_source"] if a["source"] == "mini-swe-agent"]
-    if not aggs:
-        return None
-
-    def draw(ax: Any) -> None:
-        configs = list(data["configs"])
-        windows = sorted({a["window"] for a in aggs})
-        width = 0.8 / len(configs)
-        for k, name in enumerate(configs):
-            ys = [
-                next(
-                    (
-                        a["saved_ratio"] * 100
-                        for a in aggs
-                        if a["window"] == w and a["config"] == name
-                    ),
-                    0,
-                )
-                for w in windows
-            ]
-            ax.bar([i + k * width for i in range(len(windows))], ys, width, label=name)
-        ax.set_xticks([i + width * (len(configs) - 1) / 2 for i in range(len(windows))])
-        ax.set_xticklabels([f"{w // 1000}k" for w in windows])
-        ax.axhline(60, color="grey", lw=0.8, ls=":")
-        ax.set_ylabel("cumulative input tokens saved (%)")
-        ax.set_xlabel("context window")
-        ax.set_title("Savings on the mini-swe-agent recordings, layer by layer")
-        ax.legend(fontsize=8)
-
-    return _plot(img / "bench-savings.png", draw)
-
-
 def _plot_retention(data: Json, img: Path) -> str | None:
     rows = [s for s in data["summary"] if s["window"] == "all"]
     if not rows:
@@ -255,41 +223,7 @@ def _targets(
                 _verdict(ratio >= 1),
             ]
         )
-    if sv and sv.get("by_source"):
-        full = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="+summaries")
-        mask = _cell(sv["by_source"], source="mini-swe-agent", window=32_000, config="mask")
-        if full:
-            rows.append(
-                [
-                    ">= 60% cumulative input tokens cut at 32k (mini-swe-agent)",
-                    _pct(full["saved_ratio"]),
-                    _verdict(full["saved_ratio"] >= 0.6),
-                ]
-            )
-        if mask:
-            rows.append(
-                [
-                    "observation masking alone about 40% (same)",
-                    _pct(mask["saved_ratio"]),
-                    "reference",
-                ]
-            )
-        guarded = [
-            a
-            for a in sv["by_source"]
-            if a["source"] == "all" and a["config"] in ("+window", "+summaries")
-        ]
-        if guarded:
-            calls = sum(a["calls"] for a in guarded)
-            bad = sum(a["structurally_invalid"] + a["over_window_with"] for a in guarded)
-            rows.append(
-                [
-                    "100% valid requests (every call of every recording, every window; "
-                    "+window and +summaries)",
-                    f"{calls - bad:,} / {calls:,}",
-                    _verdict(bad == 0),
-                ]
-            )
+    rows = target_rows(sv, pe) + rows
     if rt and rt.get("summary"):
         for who in ("+window", "+summaries"):
             s = _cell(rt["summary"], who=who, window="all")
@@ -357,31 +291,8 @@ def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
                 "`trim_messages`'s output is the system message alone (section 3), so its speed buys "
                 "nothing there."
             )
-    if sv and sv.get("rows"):
-        aggs = [
-            a for a in sv["by_source"] if a["source"] == "mini-swe-agent" and a["window"] == 32_000
-        ]
-        m = next((a for a in aggs if a["config"] == "mask"), None)
-        th = next((a for a in aggs if a["config"] == "+thinking"), None)
-        anyt = next((a for a in aggs if a["config"] == "mask+thinking(any turn)"), None)
-        if m and th and anyt:
-            notes.append(
-                f"- **Stripping thinking saves {_pct(th['saved_ratio'] - m['saved_ratio'])} here** "
-                "because a mini-swe-agent run is one user turn, and the thinking of the current turn is "
-                "kept by default (Anthropic requires it back unchanged; DeepSeek's thinking mode asks the "
-                f"same). Stripping it in any turn would save {_pct(anyt['saved_ratio'] - m['saved_ratio'])} "
-                "more on these recordings (`mask+thinking(any turn)`), at the risk of a provider error."
-            )
-        oh = [r for r in sv["rows"] if r["source"] == "openhands" and r["window"] == 32_000]
-        om = next((r for r in oh if r["config"] == "mask"), None)
-        ot = next((r for r in oh if r["config"] == "+truncate"), None)
-        if om and ot:
-            notes.append(
-                f"- **Truncation matters on one recording**: the OpenHands run with a ~250k-token tool "
-                f"output goes from {_pct(om['saved_ratio'])} saved (masking) to {_pct(ot['saved_ratio'])} "
-                "with truncation; mini-swe-agent caps its own outputs at 10,000 characters, so truncation "
-                "never fires there."
-            )
+    if sv and sv.get("totals"):
+        notes += _savings_notes(sv)
     if rt and rt.get("summary"):
         w = _cell(rt["summary"], who="+window", window="all")
         sm = _cell(rt["summary"], who="+summaries", window="all")
@@ -394,6 +305,35 @@ def _findings(ov: Json | None, pe: Json | None, sv: Json | None, rt: Json | None
                 "text, or the summary's extract of it, is in the request."
             )
     return "\n".join(notes)
+
+
+def _savings_notes(sv: Json) -> list[str]:
+    notes: list[str] = []
+    small = min(sv["windows"])
+    aggs = [t for t in sv["totals"] if t["source"] == "mini-swe-agent" and t["window"] == small]
+    m = next((a for a in aggs if a["sender"] == "mask"), None)
+    th = next((a for a in aggs if a["sender"] == "+thinking"), None)
+    anyt = next((a for a in aggs if a["sender"] == "mask+thinking(any turn)"), None)
+    if m and th and anyt:
+        notes.append(
+            f"- **Stripping thinking saves {_pct(m['tokens_ratio'] - th['tokens_ratio'])} of the "
+            "tokens here** because a mini-swe-agent run is one user turn, and the thinking of the "
+            "current turn is kept by default (Anthropic requires it back unchanged; DeepSeek's "
+            "thinking mode asks the same). Stripping it in any turn would save "
+            f"{_pct(m['tokens_ratio'] - anyt['tokens_ratio'])} (`mask+thinking(any turn)`), at the "
+            "risk of a provider error."
+        )
+    oh = [r for r in sv["rows"] if r["source"] == "openhands" and r["window"] == small]
+    om = next((r for r in oh if r["sender"] == "mask" and "error" not in r), None)
+    ot = next((r for r in oh if r["sender"] == "+truncate" and "error" not in r), None)
+    if om and ot:
+        notes.append(
+            f"- **Truncation matters on one recording**: the OpenHands run with a ~250k-token tool "
+            f"output sends {_pct(om['tokens_ratio'])} of the raw tokens with masking alone and "
+            f"{_pct(ot['tokens_ratio'])} with truncation; mini-swe-agent caps its own outputs at "
+            "10,000 characters, so truncation never fires there."
+        )
+    return notes
 
 
 def _overhead_section(ov: Json, img: str | None) -> str:
@@ -573,65 +513,6 @@ def _peers_section(p: Json, img: str | None) -> str:
     return "\n".join(out)
 
 
-def _savings_section(s: Json, img: str | None) -> str:
-    rows = []
-    for a in s["by_source"]:
-        rows.append(
-            [
-                a["source"],
-                f"{a['window'] // 1000}k",
-                a["config"],
-                _num(a["input_without"]),
-                _num(a["input_with"]),
-                _pct(a["saved_ratio"]),
-                _num(a["final_without"]),
-                _num(a["final_with"]),
-                f"${a['cost_without']:.2f} → ${a['cost_with']:.2f}",
-                f"{a['structurally_invalid']}/{a['over_window_with']}",
-            ]
-        )
-    per: dict[str, dict[int, float]] = {}
-    for r in s["rows"]:
-        if r["config"] == "+summaries":
-            per.setdefault(r["trajectory"], {})[r["window"]] = r["saved_ratio"]
-    windows = sorted({r["window"] for r in s["rows"]})
-    per_rows = [[name, *[_pct(v.get(w)) for w in windows]] for name, v in per.items()]
-    out = [
-        "## 4. Savings on every real recording",
-        "",
-        "Each recording replayed call by call (`contextwarden._replay`): call *k* sends everything before "
-        "assistant message *k*. Configurations add one layer each: `mask` (observation masking only), "
-        "`+thinking` (old thinking stripped), `+truncate` (oversized output cut: all lossless layers), "
-        "`+window` (sliding window), `+summaries` (the defaults, compaction engine with the embedded "
-        "extractive summarizer). Tokens are sums over all calls (input) and the last call (final); cost at "
-        "each recording's model's list input price. *invalid* = structurally invalid / over the window "
-        "(the lossless-only configurations do not guard the window).",
-        "",
-        _table(
-            [
-                "recordings",
-                "window",
-                "config",
-                "input without",
-                "input with",
-                "saved",
-                "final without",
-                "final with",
-                "input cost",
-                "invalid",
-            ],
-            rows,
-        ),
-        "",
-        "Per recording, `+summaries`, cumulative input saved:",
-        "",
-        _table(["recording", *[f"{w // 1000}k" for w in windows]], per_rows),
-    ]
-    if img:
-        out += ["", f"![savings](img/{img})"]
-    return "\n".join(out)
-
-
 def _retention_section(r: Json, img: str | None) -> str:
     facts = r["facts"]
     rows = [
@@ -734,6 +615,8 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
         "",
         "Reproduce with `make bench` (installs the `bench` extra, then `python -m bench`; 6 to 15 minutes "
         "on 2 cores, depending on what else runs) or `python -m bench --only overhead,peers`; `python -m bench --quick` is a smoke run. "
+        "`python -m bench.billed --window model,32000 --model gpt-4o` checks the billed targets "
+        "alone (`Warden()` against raw, per recording, in a minute or two). "
         "Real data: the recorded trajectories in `../shared/data/trajectories` (see its README); without "
         "them only the generated histories run.",
     ]
@@ -751,6 +634,9 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     findings = _findings(ov, pe, sv, rt)
     if findings:
         parts += ["", "## What the figures say", "", findings]
+    bills = bills_section(pe, sv, img)
+    if bills:
+        parts += ["", bills]
     if ov:
         parts += ["", _overhead_section(ov, _plot_overhead(ov, img))]
     if cnt:
@@ -758,7 +644,7 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     if pe:
         parts += ["", _peers_section(pe, _plot_peers(pe, img))]
     if sv and sv.get("rows"):
-        parts += ["", _savings_section(sv, _plot_savings(sv, img))]
+        parts += ["", savings_section(sv)]
     if rt and rt.get("rows"):
         parts += ["", _retention_section(rt, _plot_retention(rt, img))]
     if mem:
