@@ -17,9 +17,11 @@ The model here, deliberately simple and the same for every provider:
 - the rest of the request is written, billed at the write price, unless the whole request is
   shorter than the minimum cacheable length (nothing is cached then: plain input price).
 
-Only the previous request counts, not every earlier one: an agent's next request extends its
-last, and a provider's cache entry is refreshed by each hit, so the previous request is the
-one whose prefix is warm. Pure arithmetic on values: no I/O, no tokenizer.
+For Anthropic, whose cache holds only what a ``cache_control`` breakpoint marks, this assumes
+each request marks its end, as Claude Code, pi and the proxy do. Only the previous request
+counts, not every earlier one: an agent's next request extends its last, and a provider's
+cache entry is refreshed by each hit, so the previous request is the one whose prefix is warm.
+Pure arithmetic on values: no I/O, no tokenizer.
 """
 
 from __future__ import annotations
@@ -38,17 +40,6 @@ __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 ANTHROPIC_READ = 0.1
 ANTHROPIC_WRITE = 1.25
 ANTHROPIC_TTL_S = 300.0
-
-# Read and write multipliers, TTL and minimum per provider, for a registry that lists no cache
-# prices: Anthropic's 5-minute cache; OpenAI's automatic cache (gpt-4o's 0.5x; writes free;
-# 1,024-token minimum); DeepSeek's disk cache (0.1x, writes free, lives for hours); Google's
-# implicit cache (0.25x). From the providers' pricing pages, 2025-11.
-_PROVIDER_FALLBACK: dict[str, tuple[float, float, float | None, int]] = {
-    "anthropic": (ANTHROPIC_READ, ANTHROPIC_WRITE, ANTHROPIC_TTL_S, 1024),
-    "openai": (0.5, 1.0, 300.0, 1024),
-    "deepseek": (0.1, 1.0, None, 64),
-    "google": (0.25, 1.0, 300.0, 1024),
-}
 
 
 @dataclass(frozen=True)
@@ -115,9 +106,10 @@ class CachePricing:
 
     @classmethod
     def for_model(cls, model: str) -> CachePricing | None:
-        """The cache prices the model registry lists for ``model``; ``None`` when the model
-        is unknown or has no input price. A model without prompt caching is priced with reads
-        and writes at the input price (what it bills)."""
+        """The cache prices the model registry lists for ``model`` (its 5-minute write price
+        where there are two); ``None`` when the model is unknown or has no input price. A model
+        without prompt caching, or without a known cache read price, is priced with reads and
+        writes at the input price (what it bills)."""
         from ._models import model_info
 
         try:
@@ -127,20 +119,16 @@ class CachePricing:
         price = info.input_price_per_mtok
         if price is None:
             return None
-        if not hasattr(info, "cache_read_price_per_mtok"):
-            # A registry without cache prices: the provider's usual multipliers.
-            read, write, ttl, minimum = _PROVIDER_FALLBACK.get(info.provider, (1.0, 1.0, None, 0))
-            return cls.ratios(price, read, write, ttl, minimum)
-        read_price = getattr(info, "cache_read_price_per_mtok", None)
-        if getattr(info, "caching", None) == "none" or read_price is None:
+        read = info.cache_read_price_per_mtok
+        if info.caching == "none" or read is None:
             return cls(price, price, price, ttl_s=None)
-        write_price = getattr(info, "cache_write_price_per_mtok", None)
+        write = info.cache_write_price_per_mtok
         return cls(
             input_per_mtok=price,
-            read_per_mtok=read_price,
-            write_per_mtok=price if write_price is None else write_price,
-            ttl_s=getattr(info, "cache_ttl_s", None),
-            min_cacheable_tokens=getattr(info, "min_cacheable_tokens", 0) or 0,
+            read_per_mtok=read,
+            write_per_mtok=price if write is None else write,
+            ttl_s=info.cache_ttl_s,
+            min_cacheable_tokens=info.min_cacheable_tokens,
         )
 
     def cost(self, cached: int, written: int, uncached: int = 0) -> float:

@@ -190,15 +190,11 @@ class ReplayReport:
 
 
 def make_warden(config: WardenConfig) -> Warden:
-    """The warden an agent would build from ``config``: with the compaction engine (embedded
-    extractive summarizer) unless ``compaction.enabled`` is false."""
+    """The warden an agent would build from ``config``: ``Warden(config)``, compaction with
+    the embedded extractive summarizer included unless ``compaction.enabled`` is false."""
     from ._warden import Warden
 
-    if not config.compaction.enabled:
-        return Warden(config)
-    from ._compaction import Compactor
-
-    return Warden(config, compactor=Compactor(config.compaction))
+    return Warden(config)
 
 
 def _problems(result: TransformResult, provider: Provider, window: int) -> list[str]:
