@@ -250,7 +250,7 @@ def _ratio(price: float | None, base: float | None) -> float | None:
 #   Anthropic  https://platform.claude.com/docs/en/build-with-claude/prompt-caching : only up
 #              to a cache_control breakpoint; 5-minute lifetime refreshed on every hit (1 hour
 #              on request, at the 1-hour write price); minimum 1024 tokens, 2048 for Haiku 3 and
-#              3.5, 4096 for Opus 4.5 and Haiku 4.5.
+#              3.5, 4096 for Opus 4.5, Opus 4.6 and Haiku 4.5.
 #   Google     https://ai.google.dev/gemini-api/docs/caching : implicit caching on by default
 #              for Gemini 2.5 and newer (older models cache only through the explicit
 #              cachedContents API, which a plain request does not use); minimum 2048 tokens for
@@ -301,6 +301,7 @@ _CACHE_RULES: dict[str, _CacheRules] = {
 
 # Models whose minimum cacheable prefix differs from their provider's (pages above).
 _MIN_CACHEABLE: dict[str, int] = {
+    "claude-opus-4-6": 4096,
     "claude-opus-4-5": 4096,
     "claude-haiku-4-5": 4096,
     "claude-3-5-haiku": 2048,
@@ -428,6 +429,8 @@ _SPECS: tuple[_Spec, ...] = (
     _Spec("text-embedding-3-large", "openai", 8_191, 0, "cl100k_base"),
     _Spec("text-embedding-ada-002", "openai", 8_191, 0, "cl100k_base"),
     # -- Anthropic (counted as o200k x a measured factor: see _tokens.py) -----------------------
+    _Spec("claude-opus-4-6", "anthropic", 1_000_000, 128_000),
+    _Spec("claude-sonnet-4-6", "anthropic", 1_000_000, 64_000),
     _Spec("claude-opus-4-5", "anthropic", 200_000, 64_000),
     _Spec("claude-opus-4-1", "anthropic", 200_000, 32_000),
     _Spec("claude-opus-4", "anthropic", 200_000, 32_000, ref="claude-opus-4-0"),
