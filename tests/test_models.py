@@ -443,6 +443,8 @@ def test_snapshot_is_package_data() -> None:
     tracked = subprocess.run(
         ["git", "check-ignore", "-q", str(snapshot)], cwd=ROOT, capture_output=True
     )
+    if tracked.returncode == 128:
+        pytest.skip("not a git checkout")
     assert tracked.returncode == 1  # not ignored, so hatch includes it in the wheel
 
 
