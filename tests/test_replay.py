@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +18,7 @@ from contextwarden._models import model_info
 from contextwarden._replay import compact_history, count_calls, make_warden, replay
 from contextwarden._tokens import get_counter
 from contextwarden._transcripts import load_transcript
+from contextwarden._warden import Warden
 from contextwarden.formats import to_openai, validate_openai
 from contextwarden.testing import ConversationBuilder
 
@@ -274,18 +277,20 @@ def test_real_recording_at_32k(shared_data: Path) -> None:
     assert report.totals.input_tokens_with < report.totals.input_tokens_without
 
 
-def independent_billed_saving(path: Path, model: str) -> tuple[float, float, float]:
-    """Raw vs warden requests for ``path``, billed at Anthropic's ratios without using the
-    replay's or the billing module's bookkeeping: a message is cached when it and every
-    message before it equal the previous request's (compared as OpenAI JSON), read at 0.1x;
-    the rest is written at 1.25x. Returns (billed without, billed with, saving) in units of
-    the input price per token."""
-    import json
-
-    transcript = load_transcript(path)
-    tools = transcript.tools or None
+def independent_bill(
+    messages: list[Message],
+    model: str,
+    *,
+    window: int | None = None,
+    tools: list[dict[str, Any]] | None = None,
+) -> tuple[float, float]:
+    """Raw vs warden requests for ``messages``, billed at Anthropic's ratios without the
+    replay's or the billing module's bookkeeping: a message is cached when it and every message
+    before it equal the previous request's (compared as OpenAI JSON), read at 0.1x; the rest
+    is written at 1.25x. Returns (billed without, billed with) in units of the input price per
+    token."""
     counter = get_counter(model)
-    warden = make_warden(WardenConfig.model_validate({}))
+    warden = Warden(WardenConfig.model_validate({}))
     overhead = counter.count_messages([], tools=tools)
 
     def bill(requests: list[list[Message]]) -> float:
@@ -305,14 +310,27 @@ def independent_billed_saving(path: Path, model: str) -> tuple[float, float, flo
 
     raw: list[list[Message]] = []
     sent: list[list[Message]] = []
-    for i, m in enumerate(transcript.messages):
+    for i, m in enumerate(messages):
         if m.role == "assistant":
-            context = transcript.messages[:i]
+            context = messages[:i]
             raw.append(list(context))
-            result = warden.transform(context, model=model, tools=tools)
+            result = warden.transform(context, model=model, window=window, tools=tools)
             sent.append(list(result.messages))
-    without, with_ = bill(raw), bill(sent)
-    return without, with_, 1 - with_ / without
+    return bill(raw), bill(sent)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.integers(1, 16), size=st.integers(50, 3_000), window=st.integers(6_000, 40_000))
+def test_the_bill_is_the_one_computed_from_first_principles(
+    steps: int, size: int, window: int
+) -> None:
+    history = session(steps, size)
+    report = replay(history, model=MODEL, window=window, pricing="anthropic")
+    without, with_ = independent_bill(history, MODEL, window=window)
+    price = model_info(MODEL).input_price_per_mtok
+    assert price is not None
+    assert report.totals.billed_cost_without == pytest.approx(without * price / 1e6)
+    assert report.totals.billed_cost_with == pytest.approx(with_ * price / 1e6)
 
 
 def test_billed_saving_agrees_with_an_independent_computation(shared_data: Path) -> None:
@@ -325,10 +343,12 @@ def test_billed_saving_agrees_with_an_independent_computation(shared_data: Path)
     )[:2]
     for path in paths:
         transcript = load_transcript(path)
-        report = replay(transcript.messages, model=model, tools=transcript.tools or None)
+        tools = [dict(t) for t in transcript.tools] or None
+        report = replay(transcript.messages, model=model, tools=tools)
         t = report.totals
         assert t.billed_cost_without is not None and t.billed_saved_ratio is not None
-        _, _, expected = independent_billed_saving(path, model)
+        without, with_ = independent_bill(list(transcript.messages), model, tools=tools)
+        expected = 1 - with_ / without
         assert abs(t.billed_saved_ratio - expected) < 0.10, (path.name, t, expected)
 
 
