@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextwarden import CompactionConfig, ConfigError, Message, TextBlock, ToolResultBlock
+from contextwarden import CompactionConfig, ConfigError, Message, TextBlock
 from contextwarden._budget import Budget
 from contextwarden._compaction import (
     CompactionReport,
@@ -27,8 +27,6 @@ from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, v
 from contextwarden.strategies import (
     StrategyContext,
     StrategyOutcome,
-    register_strategy,
-    unregister_strategy,
 )
 from contextwarden.strategies.base import HINT_RE, is_summary_message
 from contextwarden.summarizers.facts import extract_facts
@@ -103,8 +101,8 @@ def test_compacts_under_the_target_with_the_first_strategy() -> None:
     msgs = coding()
     budget = budget_for(msgs)
     compactor = Compactor()
-    events: list[Event] = []
-    result = compactor.compact(msgs, budget=budget, counter=COUNTER, events=events)
+    report = compactor.run(msgs, budget=budget, counter=COUNTER)
+    result, events = report.result, list(report.events)
     assert result is not None
     assert result.strategy == "sliding_window"
     assert result.original_token_count == COUNTER.count_messages(msgs)
@@ -117,12 +115,12 @@ def test_compacts_under_the_target_with_the_first_strategy() -> None:
     assert len(notes) == 1 and len(result.refs) == 1
     assert f"ref {result.refs[0]}]" in notes[0].text
     assert result.summary in notes[0].text
-    span = compactor.elided(result)[result.refs[0]]
+    span = report.elided[result.refs[0]]
     assert result.compacted_count == len(span)
     assert all(any(m is o for o in msgs) for m in span)  # the originals themselves
-    assert same_history(expand(result.new_messages, compactor.elided(result)), msgs)
+    assert same_history(expand(result.new_messages, report.elided), msgs)
     [event] = [e for e in events if e.kind == "context_compacted"]
-    assert event.compaction is result and event.data["elided"] == compactor.elided(result)
+    assert event.compaction is result and event.data["elided"] == report.elided
 
 
 def test_input_is_not_mutated_and_output_is_deterministic() -> None:
@@ -165,7 +163,7 @@ def test_next_strategies_run_until_under_target_then_full_summary() -> None:
         b.bash(f"cat src/mod{i}.py", "x" * (6000 if i >= 25 else 100))
     msgs = b.build()
     budget = Budget(10_000, reserve=0)
-    report = Compactor().run(msgs, budget=budget, counter=COUNTER)
+    report = Compactor(hint_system=True).run(msgs, budget=budget, counter=COUNTER)
     assert report.result is not None
     assert report.applied[-1] == "full_summary" and report.reset_turns
     rejected_or_applied = [e.kind for e in report.events]
@@ -175,6 +173,9 @@ def test_next_strategies_run_until_under_target_then_full_summary() -> None:
     roles = [m.role for m in report.result.new_messages]
     assert roles[:3] == ["system", "user", "user"]
     assert "[contextwarden:" in report.result.new_messages[0].text
+    # an ordinary compaction leaves the (cached) system prompt as it is
+    plain = Compactor().run(msgs, budget=budget, counter=COUNTER)
+    assert plain.result is not None and plain.result.new_messages[0] is msgs[0]
 
 
 def test_adaptive_order_follows_the_task_type() -> None:
@@ -272,40 +273,28 @@ def test_a_strategy_that_raises_is_skipped() -> None:
     def boom(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
         raise RuntimeError("bug in my strategy")
 
-    register_strategy("test_boom", boom)
-    try:
-        cfg = CompactionConfig.model_construct(
-            **{
-                **CompactionConfig.model_validate({}).model_dump(),
-                "strategy_order": {"code": ["test_boom", "sliding_window"]},
-            }
-        )
-        msgs = coding()
-        report = Compactor(cfg).run(msgs, budget=budget_for(msgs), counter=COUNTER)
-        assert report.result is not None and report.applied == ("sliding_window",)
-        assert any(e.kind == "warning" and "test_boom" in e.detail for e in report.events)
-    finally:
-        unregister_strategy("test_boom")
+    cfg = CompactionConfig.model_validate(
+        {"strategy_order": {"code": ["test_boom", "sliding_window"]}}
+    )
+    msgs = coding()
+    compactor = Compactor(cfg, strategies={"test_boom": boom})
+    report = compactor.run(msgs, budget=budget_for(msgs), counter=COUNTER)
+    assert report.result is not None and report.applied == ("sliding_window",)
+    assert any(e.kind == "warning" and "test_boom" in e.detail for e in report.events)
 
 
 def test_a_strategy_that_breaks_the_layout_is_skipped() -> None:
     def cuts_pairs(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
         return StrategyOutcome("cuts_pairs", (3,), summary="<completed>\nx\n</completed>")
 
-    register_strategy("test_cuts_pairs", cuts_pairs)
-    try:
-        cfg = CompactionConfig.model_construct(
-            **{
-                **CompactionConfig.model_validate({}).model_dump(),
-                "strategy_order": {"code": ["test_cuts_pairs", "sliding_window"]},
-            }
-        )
-        msgs = coding()
-        report = Compactor(cfg).run(msgs, budget=budget_for(msgs), counter=COUNTER)
-        assert report.applied == ("sliding_window",)
-        assert any("cuts the unit" in e.detail for e in report.events)
-    finally:
-        unregister_strategy("test_cuts_pairs")
+    cfg = CompactionConfig.model_validate(
+        {"strategy_order": {"code": ["test_cuts_pairs", "sliding_window"]}}
+    )
+    msgs = coding()
+    compactor = Compactor(cfg, strategies={"test_cuts_pairs": cuts_pairs})
+    report = compactor.run(msgs, budget=budget_for(msgs), counter=COUNTER)
+    assert report.applied == ("sliding_window",)
+    assert any("cuts the unit" in e.detail for e in report.events)
 
 
 def test_unknown_strategy_names_are_a_config_error() -> None:
@@ -324,26 +313,11 @@ def test_a_summary_is_paid_once() -> None:
     fake = FakeSummarizer()
     first = Compactor(summarizer=fake, cache=cache).compact(msgs, budget=budget, counter=COUNTER)
     calls = len(fake.calls)
-    summaries = [k for k in cache if not k.startswith("cw-memory:")]
-    assert calls >= 1 and len(summaries) == calls
+    assert calls >= 1 and len(cache) == calls
     # another process sharing the cache: the same summaries, nothing written again
     again = Compactor(summarizer=fake, cache=cache).compact(msgs, budget=budget, counter=COUNTER)
     assert len(fake.calls) == calls
     assert first is not None and again is not None and again.new_messages == first.new_messages
-
-
-def test_processes_sharing_a_cache_reapply_each_others_compactions() -> None:
-    msgs = coding(40)
-    budget = budget_for(msgs)
-    cache: dict[str, str] = {}
-    first = Compactor(cache=cache).compact(msgs, budget=budget, counter=COUNTER)
-    grown = ConversationBuilder().extend(msgs).bash("ls", "a").build()
-    other = Compactor(cache=cache).compact(grown, budget=budget, counter=COUNTER)
-    assert first is not None and other is not None
-    assert other.strategy == "reapplied" and other.refs == first.refs
-    assert other.new_messages[: len(first.new_messages)] == first.new_messages
-    private = Compactor(cache=cache, memory={}).compact(grown, budget=budget, counter=COUNTER)
-    assert private is not None and private.strategy != "reapplied"
 
 
 class BrokenCache(MutableMapping[str, str]):
@@ -380,81 +354,15 @@ def test_recompaction_folds_the_previous_summary_and_keeps_every_span_recoverabl
     for m in msgs[60:]:
         working.append(m)
         if m.role == "tool" and COUNTER.count_messages(working) > budget.trigger:
-            result = compactor.compact(working, budget=budget, counter=COUNTER)
+            report = compactor.run(working, budget=budget, counter=COUNTER)
+            result = report.result
             assert result is not None
-            spans.update(compactor.elided(result))
+            spans.update(report.elided)
             working = list(result.new_messages)
             results += 1
     assert results >= 3
     assert sum(is_summary_message(m) for m in working) == 1
     assert same_history(expand(working, spans), msgs)
-
-
-# -- stateless callers: the same compaction re-applied ----------------------------------------------
-def test_a_later_call_on_the_same_history_reapplies_the_compaction() -> None:
-    msgs = coding(40)
-    budget = budget_for(msgs)
-    fake = FakeSummarizer()
-    compactor = Compactor(summarizer=fake)
-    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
-    assert first is not None
-    calls = len(fake.calls)
-    grown = ConversationBuilder().extend(msgs).bash("ls", "a").build()
-    events: list[Event] = []
-    again = compactor.compact(grown, budget=budget, counter=COUNTER, events=events)
-    assert again is not None and again.strategy == "reapplied"
-    assert again.compacted_count == 0 and again.refs == first.refs and events == []
-    assert len(fake.calls) == calls  # nothing summarized again
-    # the prefix sent to the provider is byte-identical: its prompt cache stays warm
-    assert again.new_messages[: len(first.new_messages)] == first.new_messages
-    assert again.new_messages[len(first.new_messages) :] == tuple(grown[len(msgs) :])
-
-
-def test_reapplying_survives_lossless_rewrites_of_the_elided_messages() -> None:
-    msgs = coding(40)
-    compactor = Compactor()
-    probe = Compactor().compact(msgs, budget=budget_for(msgs), counter=COUNTER)
-    assert probe is not None
-    span = Compactor().run(msgs, budget=budget_for(msgs), counter=COUNTER).elided[probe.refs[0]]
-    # a later call sees old tool results masked by the lossless layers
-    masked = [
-        m.replace(content=(ToolResultBlock(m.tool_results[0].tool_call_id, "[... masked ...]"),))
-        if m.role == "tool" and any(m is s for s in span)
-        else m
-        for m in msgs
-    ]
-    budget = budget_for(masked)  # both histories are over its trigger
-    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
-    again = compactor.compact(masked, budget=budget, counter=COUNTER)
-    assert first is not None and first.refs == probe.refs
-    assert again is not None and again.strategy == "reapplied"
-    assert again.new_messages == first.new_messages
-
-
-def test_a_changed_history_is_compacted_afresh() -> None:
-    msgs = coding(40)
-    budget = budget_for(msgs)
-    compactor = Compactor()
-    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
-    assert first is not None
-    edited = list(msgs)
-    edited[3] = edited[3].replace(content=(TextBlock("I changed my mind"),))
-    again = compactor.compact(edited, budget=budget, counter=COUNTER)
-    assert again is not None and again.strategy != "reapplied" and again.compacted_count > 0
-    assert again.refs != first.refs
-
-
-def test_forcing_on_a_reapplied_history_compacts_further() -> None:
-    msgs = coding(40)
-    budget = budget_for(msgs)
-    compactor = Compactor()
-    first = compactor.compact(msgs, budget=budget, counter=COUNTER)
-    grown = ConversationBuilder().extend(msgs)
-    for i in range(12):
-        grown.bash(f"echo {i}", "x" * 100)
-    forced = compactor.compact(grown.build(), budget=budget, counter=COUNTER, force=True)
-    assert first is not None and forced is not None
-    assert forced.strategy != "reapplied" and forced.compacted_count > 0
 
 
 # -- triggers ---------------------------------------------------------------------------------------
@@ -679,38 +587,6 @@ def test_replay_keeps_every_modified_file(shared_data: Path) -> None:
         # every file written in the whole run is still named in the final working history
         lost = [p for p in extract_facts(messages).changed_files if p not in flatten(working)]
         assert lost == [], path.name
-
-
-def test_stateless_replay_reapplies_and_never_compacts_on_consecutive_calls(
-    shared_data: Path,
-) -> None:
-    """The Session and the proxy hand the compactor the whole history on every call."""
-    from contextwarden._transcripts import load_transcript
-
-    counter = _exact()
-    budget = Budget(16_384)
-    for path in _trajectories(shared_data)[:3]:
-        messages = load_transcript(path).messages
-        compactor = Compactor()
-        last_new = -2
-        previous: tuple[Message, ...] | None = None
-        new_compactions = 0
-        for call, index in enumerate(i for i, m in enumerate(messages) if m.role == "assistant"):
-            context = messages[:index]
-            result = compactor.compact(context, budget=budget, counter=counter)
-            view = tuple(context) if result is None else result.new_messages
-            assert counter.count_messages(view) <= budget.limit, f"{path.name} call {call}"
-            if result is not None and result.strategy != "reapplied":
-                assert call != last_new + 1, (
-                    f"{path.name}: new compactions on calls {last_new}, {call}"
-                )
-                last_new = call
-                new_compactions += 1
-            elif result is not None and previous is not None and last_new != call:
-                # between compactions the prefix does not move
-                assert view[: len(previous)] == previous, f"{path.name} call {call}"
-            previous = view
-        assert new_compactions >= 2, path.name
 
 
 def test_warden_replay_writes_no_summaries_on_consecutive_calls(shared_data: Path) -> None:

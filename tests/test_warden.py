@@ -45,10 +45,6 @@ from contextwarden._warden import CompactionHook, TransformResult, Warden  # noq
 from contextwarden.layers import (  # noqa: E402
     LayerContext,
     LayerResult,
-    mask_tool_results,
-    sliding_window,
-    strip_thinking,
-    truncate_tool_output,
 )
 from contextwarden.layers.pins import is_protected  # noqa: E402
 from contextwarden.layers.units import HistoryIndex  # noqa: E402

@@ -109,12 +109,8 @@ class Edit:
                 reason=data.get("reason", "must"),
                 upto=int(data.get("upto", -1)),
                 removed=tuple((int(a), int(b)) for a, b in data.get("removed", ())),
-                inserted=tuple(
-                    (int(a), message_from_dict(m)) for a, m in data.get("inserted", ())
-                ),
-                replaced=tuple(
-                    (int(p), message_from_dict(m)) for p, m in data.get("replaced", ())
-                ),
+                inserted=tuple((int(a), message_from_dict(m)) for a, m in data.get("inserted", ())),
+                replaced=tuple((int(p), message_from_dict(m)) for p, m in data.get("replaced", ())),
                 dropped=tuple(int(n) for n in data.get("dropped", ())),
                 ref=data.get("ref"),
                 strategy=data.get("strategy"),

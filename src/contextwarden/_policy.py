@@ -145,8 +145,8 @@ def edit_pays(
         return removed >= config.clear_at_least or config.clear_at_least == 0
     if removed < config.clear_at_least:
         return False
-    horizon = config.horizon if config.horizon is not None else max(
-        calls_so_far, config.min_horizon
+    horizon = (
+        config.horizon if config.horizon is not None else max(calls_so_far, config.min_horizon)
     )
     gain = removed * rates.read * (horizon + 1)
     cost = max(rewritten - new_tokens, 0) * rates.rewrite

@@ -172,16 +172,26 @@ class Session:
             if self._probe is None:
                 self._probe = Warden(self.config, compactor=None)
             probe = self._probe.transform(
-                self._messages, model=self.model, window=self.window, system=self.system,
-                tools=self.tools or None, allow_compaction=False, conversation=self.id,
+                self._messages,
+                model=self.model,
+                window=self.window,
+                system=self.system,
+                tools=self.tools or None,
+                allow_compaction=False,
+                conversation=self.id,
             )
             # the window had to drop or cut: a compaction would run if allowed
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
             if (force or over) and not self._confirmed(probe, reason or "over the trigger"):
                 return self._on_refusal(probe)
         result = self.warden.transform(
-            self._messages, model=self.model, window=self.window, system=self.system,
-            tools=self.tools or None, force_compact=force, focus=focus,
+            self._messages,
+            model=self.model,
+            window=self.window,
+            system=self.system,
+            tools=self.tools or None,
+            force_compact=force,
+            focus=focus,
             conversation=self.id,
         )
         self._record(result)
@@ -190,8 +200,13 @@ class Session:
     def compact(self, focus: str | None = None) -> CompactResult | None:
         """Compact now (the API trigger); returns what was done, if anything."""
         result = self.warden.transform(
-            self._messages, model=self.model, window=self.window, system=self.system,
-            tools=self.tools or None, force_compact=True, focus=focus,
+            self._messages,
+            model=self.model,
+            window=self.window,
+            system=self.system,
+            tools=self.tools or None,
+            force_compact=True,
+            focus=focus,
             conversation=self.id,
         )
         self._record(result)
@@ -231,8 +246,12 @@ class Session:
 
     def _rebuild(self, exc: BaseException) -> list[Message]:
         result = self.warden.rebuild(
-            self._messages, model=self.model, window=self.window, system=self.system,
-            tools=self.tools or None, conversation=self.id,
+            self._messages,
+            model=self.model,
+            window=self.window,
+            system=self.system,
+            tools=self.tools or None,
+            conversation=self.id,
         )
         emit(self.events, Event("warning", "session", detail=f"context overflow, rebuilt: {exc}"))
         self._record(result)
@@ -257,7 +276,9 @@ class Session:
                 "compacted into a summary. Pass the reference shown in the summary (cw:...).",
                 "parameters": {
                     "type": "object",
-                    "properties": {"ref": {"type": "string", "description": "The cw:... reference."}},
+                    "properties": {
+                        "ref": {"type": "string", "description": "The cw:... reference."}
+                    },
                     "required": ["ref"],
                 },
             },
@@ -299,9 +320,13 @@ class Session:
 
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
-        ok = bool(self.confirm(ConfirmRequest(
-            probe.tokens_before, probe.budget.window, probe.budget.trigger, reason
-        )))
+        ok = bool(
+            self.confirm(
+                ConfirmRequest(
+                    probe.tokens_before, probe.budget.window, probe.budget.trigger, reason
+                )
+            )
+        )
         if not ok:
             emit(self.events, Event("compaction_refused", "session", detail=reason))
         return ok
@@ -315,15 +340,24 @@ class Session:
             fresh = [m for m in self._messages if m.role == "system"]
             if first_user is not None:
                 fresh.append(first_user)
-            if self._messages and self._messages[-1] is not first_user and self._messages[-1].role == "user":
+            if (
+                self._messages
+                and self._messages[-1] is not first_user
+                and self._messages[-1].role == "user"
+            ):
                 fresh.append(self._messages[-1])
             self.id = self.store.create_session(None, {"model": self.model, "previous": self.id})
             self.store.append(self.id, fresh)
             self._messages = fresh
             self._turns_at_compaction = 0
             return self.warden.transform(
-                self._messages, model=self.model, window=self.window, system=self.system,
-                tools=self.tools or None, allow_compaction=False, conversation=self.id,
+                self._messages,
+                model=self.model,
+                window=self.window,
+                system=self.system,
+                tools=self.tools or None,
+                allow_compaction=False,
+                conversation=self.id,
             )
         # drop_oldest: the lossless layers and the sliding window only (no summary)
         return probe

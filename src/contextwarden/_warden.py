@@ -444,9 +444,7 @@ class Warden:
         if model is not None and not isinstance(model, str):
             raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
         if conversation is not None and not isinstance(conversation, str):
-            raise ConfigError(
-                f"conversation must be a str id, got {type(conversation).__name__}"
-            )
+            raise ConfigError(f"conversation must be a str id, got {type(conversation).__name__}")
         counter = self.counter_for(model)
         budget = self.budget_for(model, window)
         msgs = self._with_system(messages, system)
@@ -455,9 +453,7 @@ class Warden:
         key = conversation if conversation is not None else conversation_key(msgs, tools_list)
         conv = self._conversation(key, msgs, counter.name)
         ctx = LayerContext(counter, self.config, budget, tools_list)
-        return _Call(
-            msgs, ctx, conv, self._overhead(counter, tools_list), self.rates_for(model)
-        )
+        return _Call(msgs, ctx, conv, self._overhead(counter, tools_list), self.rates_for(model))
 
     def _prepare(self, call: _Call, now: float | None) -> None:
         """Append the new messages, then make the policy's lossless edits."""
@@ -634,7 +630,9 @@ class Warden:
             if isinstance(s, int) and conv.view[p] is not conv.base[s]
         }
         call.elided.update(originals)
-        kinds = " and ".join("masked" if e.kind == "mask" else "thinking stripped" for e in new_edits)
+        kinds = " and ".join(
+            "masked" if e.kind == "mask" else "thinking stripped" for e in new_edits
+        )
         emit(
             call.events,
             Event(
@@ -703,9 +701,7 @@ class Warden:
             kwargs["events"] = call.compactor_events
         return self.compactor, kwargs
 
-    def _record_compaction(
-        self, call: _Call, result: CompactResult | None, forced: bool
-    ) -> None:
+    def _record_compaction(self, call: _Call, result: CompactResult | None, forced: bool) -> None:
         conv = call.conv
         call.events.extend(call.compactor_events)
         budget = call.ctx.budget
@@ -786,9 +782,11 @@ class Warden:
         positions = sorted(s for p in drop if isinstance(s := conv.sources[p], int))
         before = call.total
         edit = Edit(
-            "window_cut", "must", removed=_ranges(positions), ref=_ref(
-                [conv.inputs[i] for i in positions]
-            ), call=conv.calls
+            "window_cut",
+            "must",
+            removed=_ranges(positions),
+            ref=_ref([conv.inputs[i] for i in positions]),
+            call=conv.calls,
         )
         hidden = self._hidden(conv, edit)
         self._commit(call, [edit])
@@ -835,7 +833,9 @@ class Warden:
         for layer in self.layers:
             result = layer(tuple(view), ctx)
             if not isinstance(result, LayerResult):
-                raise TypeError(f"layer {layer!r} returned {type(result).__name__}, not LayerResult")
+                raise TypeError(
+                    f"layer {layer!r} returned {type(result).__name__}, not LayerResult"
+                )
             check_messages(result.messages)
             call.events.extend(result.events)
             view = result.messages
@@ -936,7 +936,9 @@ class Warden:
 
             leading = sum(1 for m in result.messages if m.role == "system")
             system_out, out, _ = add_cache_breakpoints(
-                system_out, out, tools=list(tools) if tools else None,
+                system_out,
+                out,
+                tools=list(tools) if tools else None,
                 stable_end=max(result.stable_prefix - leading, 0) or None,
             )
         return system_out, out, result

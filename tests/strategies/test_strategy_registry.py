@@ -1,73 +1,74 @@
-"""One registry: built-ins and user strategies register the same way."""
+"""Strategies by name: the built-ins, and your own passed to the Warden that uses them (no
+process-wide registry)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
-from contextwarden import Message
+from contextwarden import ConfigError, Message, Warden, WardenConfig, load_config
+from contextwarden._compaction import Compactor
 from contextwarden.strategies import (
+    BUILTIN_STRATEGIES,
     StrategyContext,
     StrategyOutcome,
-    get_strategy,
-    register_strategy,
     sliding_window,
-    strategy_names,
-    unregister_strategy,
 )
+from contextwarden.strategies.base import Layout, summary_request
+from contextwarden.testing import ConversationBuilder
 
 
-@pytest.fixture
-def cleanup() -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
-        if name in strategy_names():
-            unregister_strategy(name)
+def test_builtins_are_named() -> None:
+    assert set(BUILTIN_STRATEGIES) == {
+        "sliding_window",
+        "importance",
+        "key_events",
+        "incremental",
+        "full_summary",
+    }
+    assert BUILTIN_STRATEGIES["sliding_window"] is sliding_window
+    with pytest.raises(TypeError):
+        BUILTIN_STRATEGIES["mine"] = sliding_window  # type: ignore[index]
 
 
-def test_builtins_are_registered() -> None:
-    assert {"sliding_window", "importance", "key_events", "incremental", "full_summary"} <= set(
-        strategy_names()
+def _history(steps: int = 40) -> list[Message]:
+    b = ConversationBuilder().system("You are a coding agent.").user("Fix the parser bug")
+    for i in range(steps):
+        b.bash(f"cat src/file_{i}.py", "\n".join(f"line {j} of file {i} " * 4 for j in range(30)))
+    return b.build()
+
+
+def test_a_strategy_of_your_own_runs_through_the_warden_that_has_it() -> None:
+    seen: list[int] = []
+
+    def all_but_recent(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
+        seen.append(len(messages))
+        layout = Layout.of(messages)
+        body = layout.body()
+        elided = layout.indices(body[:-4])
+        if not elided:
+            return None
+        return StrategyOutcome("all_but_recent", elided, (summary_request(messages, elided, ctx),))
+
+    config = WardenConfig.model_validate(
+        {"compaction": {"strategy_order": {}, "fallback_order": ["all_but_recent"]}}
     )
-    assert get_strategy("sliding_window") is sliding_window
+    warden = Warden(config, strategies={"all_but_recent": all_but_recent})
+    result = warden.transform(_history(), model="gpt-4o", window=12_000)
+    assert seen and result.compaction is not None
+    assert result.compaction.strategy.startswith("all_but_recent")
+    # another warden does not know it: the name is a config error there
+    with pytest.raises(ConfigError, match="unknown strategy 'all_but_recent'"):
+        Warden(config)
 
 
-def test_decorator_and_call_forms(cleanup: list[str]) -> None:
-    @register_strategy("test_noop")
-    def noop(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
-        return None
-
-    cleanup.append("test_noop")
-    assert get_strategy("test_noop") is noop
-    register_strategy("test_noop2", noop)
-    cleanup.append("test_noop2")
-    assert get_strategy("test_noop2") is noop
-
-
-def test_taken_names_need_replace(cleanup: list[str]) -> None:
-    def a(messages: Sequence[Message], ctx: StrategyContext) -> None:
-        return None
-
-    def b(messages: Sequence[Message], ctx: StrategyContext) -> None:
-        return None
-
-    register_strategy("test_taken", a)
-    cleanup.append("test_taken")
-    register_strategy("test_taken", a)  # the same function again is fine
-    with pytest.raises(ValueError, match="already registered"):
-        register_strategy("test_taken", b)
-    register_strategy("test_taken", b, replace=True)
-    assert get_strategy("test_taken") is b
-
-
-def test_bad_names_and_unknown_lookups() -> None:
-    with pytest.raises(ValueError, match="non-empty"):
-        register_strategy("", sliding_window)
-    with pytest.raises(TypeError, match="callable"):
-        register_strategy("test_x", 3)  # type: ignore[call-overload]
-    with pytest.raises(KeyError, match="no strategy named 'nope'.*sliding_window"):
-        get_strategy("nope")
-    with pytest.raises(KeyError, match="nope"):
-        unregister_strategy("nope")
+def test_a_warden_built_from_a_file_configures_the_compactor_it_is_given(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "contextwarden.yaml"
+    path.write_text("compaction:\n  summary_max_chars: 900\n")
+    warden = Warden(load_config(path), compactor=Compactor())
+    assert isinstance(warden.compactor, Compactor)
+    assert warden.compactor.config.summary_max_chars == 900
+    # a compactor built with its own config keeps it
+    own = Compactor(WardenConfig.model_validate({}).compaction)
+    assert Warden(load_config(path), compactor=own).compactor is own
