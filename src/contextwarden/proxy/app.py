@@ -10,6 +10,8 @@ Routes:
   headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
   window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
   when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
+* ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
+  guard, the same headers; see :mod:`contextwarden.proxy.responses`.
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
 * anything else, any method: forwarded as is.
 
@@ -42,6 +44,7 @@ from .._exceptions import ContextOverflowError
 from .config import ProxyConfig
 from .errors import Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
+from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import CONTEXT_OVERFLOW, WARDEN_ERROR, ProxyStats, RequestRecord
 from .stats import Route as RouteName
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
@@ -370,6 +373,8 @@ def create_app(
 
     routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
     routes += [Route(p, proxy.chat, methods=["POST"]) for p in _CHAT_PATHS]
+    respond = responses_endpoint(proxy, warden)  # the Responses API: proxy/responses.py
+    routes += [Route(p, respond, methods=["POST"]) for p in RESPONSES_PATHS]
     routes.append(Route("/{path:path}", _AnyMethod(proxy.passthrough)))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.proxy = proxy

@@ -1,0 +1,204 @@
+"""``POST /v1/responses``: the OpenAI Responses API through the same guard as chat completions.
+
+The request's ``input`` items and ``instructions`` go through the warden (converted with
+:func:`~contextwarden.formats.from_responses` / :func:`~contextwarden.formats.to_responses`);
+every other field is forwarded as sent, and the reply (streamed or not) comes back untouched with
+the same ``X-Contextwarden-*`` headers as chat.
+
+Forwarded **unchanged**, with the reason in ``X-Contextwarden-Skipped`` and the log line:
+
+* ``previous_response_id`` or ``conversation`` set: the server holds the earlier history and the
+  request carries only the new items; there is nothing here to trim.
+* ``input`` a plain string (one user message), no ``input``, or a body that is not JSON.
+* items the codec cannot read (``invalid_request``: the upstream answers with its own 400).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
+from ..formats.responses import from_responses, to_responses
+from .forward import forward, request_headers
+from .stats import WARDEN_ERROR, RequestRecord
+from .transform import BodyOutcome, effective_window
+
+__all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
+
+logger = logging.getLogger("contextwarden.proxy")
+
+#: The paths served (the SDK's default base URL ends in ``/v1``; some clients omit it).
+RESPONSES_PATHS = ("/v1/responses", "/responses")
+
+#: Request fields that mean "the server holds the history": forwarded untouched.
+_SERVER_STATE = ("previous_response_id", "conversation")
+
+
+def transform_responses_body(
+    warden: Any,
+    raw: bytes,
+    *,
+    window_cap: int | None = None,
+    window_override: int | None = None,
+) -> BodyOutcome:
+    """Run ``warden`` (a :class:`~contextwarden.Warden`) on the Responses API request ``raw``.
+
+    Never raises for bad input (see the module docstring); raises
+    :class:`~contextwarden.ContextOverflowError` when even the newest items are over the window.
+    """
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return BodyOutcome(raw, False, skipped="not_json", detail="request body is not JSON")
+    if not isinstance(body, dict):
+        return BodyOutcome(
+            raw, False, skipped="not_json", detail="request body is not a JSON object"
+        )
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    stream = body.get("stream") is True
+    for key in _SERVER_STATE:
+        if body.get(key) is not None:
+            return BodyOutcome(
+                raw,
+                False,
+                model,
+                stream,
+                skipped=key,
+                detail="the server holds the earlier history; forwarded unchanged",
+            )
+    items = body.get("input")
+    if not isinstance(items, list):
+        return BodyOutcome(
+            raw, False, model, stream, skipped="no_items", detail="'input' is not a list of items"
+        )
+    instructions = body.get("instructions")
+    tools = _chat_tools(body.get("tools"))
+    warning: str | None = None
+    try:
+        messages = from_responses(items, instructions=instructions)
+        window = effective_window(model, window_cap, window_override)
+        try:
+            result = warden.transform(messages, model=model, window=window, tools=tools)
+        except UnknownModelError as exc:
+            warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
+            result = warden.transform(messages, tools=tools)
+        new_instructions, new_items = to_responses(list(result.messages))
+    except FormatError as exc:
+        return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
+    except ContextOverflowError:
+        raise
+    except ContextWardenError as exc:
+        return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
+    compaction = result.compaction
+    changed = new_items != items or new_instructions != instructions
+    if changed:
+        out = dict(body)  # key order kept: only input and instructions change
+        out["input"] = new_items
+        if new_instructions is None:
+            out.pop("instructions", None)
+        else:
+            out["instructions"] = new_instructions
+        raw = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return BodyOutcome(
+        raw,
+        changed,
+        model,
+        stream,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        compacted=int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0,
+        strategy=(
+            (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
+        ),
+        warning=warning,
+    )
+
+
+def _chat_tools(tools: Any) -> list[Mapping[str, Any]] | None:
+    """Responses function tools in the chat shape the counter reads (they count against the
+    window); hosted tools (``web_search``, ``file_search``...) are described server-side."""
+    if not isinstance(tools, list):
+        return None
+    out: list[Mapping[str, Any]] = []
+    for t in tools:
+        if isinstance(t, Mapping) and t.get("type") == "function" and "name" in t:
+            fn = {k: v for k, v in t.items() if k in ("name", "description", "parameters")}
+            out.append({"type": "function", "function": fn})
+    return out or None
+
+
+def responses_endpoint(proxy: Any, warden: Any) -> Callable[[Request], Awaitable[Response]]:
+    """The request handler for :data:`RESPONSES_PATHS` of the app's ``proxy`` state object,
+    running ``warden`` (the app's :class:`~contextwarden.Warden`)."""
+
+    async def handle(request: Request) -> Response:
+        from .app import _outcome_headers
+
+        started = time.perf_counter()
+        path = request.url.path
+        record = RequestRecord(request.method, path, "openai")
+        if not proxy.authorized(request):
+            return await proxy.deny(record, "openai", started)  # type: ignore[no-any-return]
+        raw = await proxy.read_body(request)
+        if raw is None:
+            return await proxy.too_large(record, "openai", started)  # type: ignore[no-any-return]
+        if request.headers.get("content-encoding", "identity").lower() != "identity":
+            outcome = BodyOutcome(raw, False, skipped="encoded_body")
+        elif not callable(getattr(warden, "transform", None)):
+            outcome = BodyOutcome(raw, False, skipped="unsupported", detail="custom body warden")
+        else:
+            cfg = proxy.config
+            try:
+                outcome = await run_in_threadpool(
+                    transform_responses_body,
+                    warden,
+                    raw,
+                    window_cap=cfg.window,
+                    window_override=cfg.warden.context_window,
+                )
+            except ContextOverflowError as exc:
+                return await proxy.overflow(record, "openai", started, exc)  # type: ignore[no-any-return]
+            except Exception as exc:
+                # As for chat: a drop-in proxy must not fail a call that works without it.
+                logger.warning(
+                    "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
+                    path,
+                    type(exc).__name__,
+                    exc_info=True,
+                )
+                outcome = BodyOutcome(
+                    raw, False, skipped=WARDEN_ERROR, detail=f"{type(exc).__name__} in the warden"
+                )
+        record.model, record.stream = outcome.model, outcome.stream
+        record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
+        record.compacted, record.strategy = outcome.compacted, outcome.strategy
+        record.skipped = outcome.skipped
+        record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
+        record.transform_ms = (time.perf_counter() - started) * 1000
+        return await forward(
+            proxy.client,
+            method=request.method,
+            url=proxy.config.upstream_url(_raw(request), request.url.query),
+            headers=request_headers(request.headers.raw),
+            content=outcome.body,
+            provider="openai",
+            record=record,
+            started=started,
+            extra_headers=_outcome_headers(outcome),
+            finish=proxy.finish,
+        )
+
+    return handle
+
+
+def _raw(request: Request) -> str:
+    raw = request.scope.get("raw_path")
+    return raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
