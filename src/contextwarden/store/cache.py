@@ -3,7 +3,7 @@
 Both backends are ``MutableMapping[str, str]`` so the compactor does not care which one it holds:
 
 * :class:`SqliteCache` (the default): one SQLite file in WAL mode, safe to share between the threads
-  of one process and between processes on one machine.
+  of one process and between processes on one machine (several may open a new file at once).
 * :class:`RedisCache`: one Redis database shared by every proxy process behind a load balancer.
   Needs the ``redis`` package (``pip install 'contextwarden[redis]'``).
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._exceptions import ConfigError, StoreError
+from ._db import connect, migrate
 from .sqlite import data_dir
 
 __all__ = ["RedisCache", "SqliteCache", "default_cache_path"]
@@ -51,6 +52,23 @@ def default_cache_path() -> Path:
     return data_dir() / CACHE_FILE
 
 
+def _applied(conn: sqlite3.Connection) -> set[str]:
+    # The migrations applied are the first ``user_version`` of the list.
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return {name for name, _sql in _MIGRATIONS[: int(version)]}
+
+
+def _statement(sql: str) -> Callable[[sqlite3.Connection], None]:
+    def apply(conn: sqlite3.Connection) -> None:
+        conn.execute(sql)
+
+    return apply
+
+
+def _record(conn: sqlite3.Connection, _name: str, number: int) -> None:
+    conn.execute(f"PRAGMA user_version={int(number)}")
+
+
 def _check_str(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"summary cache {what} must be str, got {type(value).__name__}")
@@ -69,31 +87,18 @@ class SqliteCache(MutableMapping[str, str]):
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 5.0) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
+        self._conn = connect(self.path, what="summary cache", timeout=timeout)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=timeout, check_same_thread=False, isolation_level=None
+            migrate(
+                self._conn,
+                applied=_applied,
+                migrations=[(name, _statement(sql)) for name, sql in _MIGRATIONS],
+                record=_record,
+                timeout=timeout,
             )
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
+            self._conn.close()
             raise StoreError(f"cannot open summary cache {str(self.path)!r}: {exc}") from exc
-        self._run(self._migrate)
-
-    def _migrate(self) -> None:
-        conn = self._conn
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-        for number, (_name, sql) in enumerate(_MIGRATIONS, start=1):
-            if number <= version:
-                continue
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(sql)
-                conn.execute(f"PRAGMA user_version={number}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     def _run(self, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` under the lock, translating sqlite errors."""
@@ -112,7 +117,9 @@ class SqliteCache(MutableMapping[str, str]):
     def __getitem__(self, key: str) -> str:
         _check_str("key", key)
         row = self._run(
-            lambda: self._conn.execute("SELECT value FROM summaries WHERE key = ?", (key,)).fetchone()
+            lambda: self._conn.execute(
+                "SELECT value FROM summaries WHERE key = ?", (key,)
+            ).fetchone()
         )
         if row is None:
             raise KeyError(key)

@@ -3,7 +3,10 @@
 Nothing here is ever updated or deleted: messages are appended with a sequence number; every
 span a compaction elided is stored under its reference (``cw:...``) so ``recall(ref)`` returns it
 verbatim; events are appended as JSON. Schema changes are named migrations applied in order
-(the list below only grows).
+(the list below only grows), in one immediate transaction, so processes opening a new file at
+once do not collide. Every failure (sqlite3, a row that is not JSON or not a message, a full
+disk) is a :class:`~contextwarden.StoreError` naming the file; a write either commits whole or
+not at all.
 
 The default file lives in the data directory: ``$CONTEXTWARDEN_DATA_DIR`` or
 ``~/.local/share/contextwarden``; tests point the variable at a temporary folder.
@@ -11,32 +14,36 @@ The default file lives in the data directory: ``$CONTEXTWARDEN_DATA_DIR`` or
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._codec import message_from_dict, message_to_dict
-from .._exceptions import StoreError
+from .._exceptions import ContextWardenError, StoreError
 from .._messages import Message
+from ._db import connect, migrate
 
 __all__ = ["SessionStore", "data_dir", "default_db_path"]
+
+_T = TypeVar("_T")
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
         "001_sessions_messages",
         """
-        CREATE TABLE sessions (
+        CREATE TABLE IF NOT EXISTS sessions (
             id TEXT PRIMARY KEY,
             created REAL NOT NULL,
             meta TEXT NOT NULL DEFAULT '{}'
         );
-        CREATE TABLE messages (
+        CREATE TABLE IF NOT EXISTS messages (
             session_id TEXT NOT NULL REFERENCES sessions(id),
             seq INTEGER NOT NULL,
             fingerprint TEXT NOT NULL,
@@ -49,7 +56,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "002_elided_spans",
         """
-        CREATE TABLE elided (
+        CREATE TABLE IF NOT EXISTS elided (
             ref TEXT PRIMARY KEY,
             session_id TEXT NOT NULL,
             body TEXT NOT NULL,
@@ -60,7 +67,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "003_events",
         """
-        CREATE TABLE events (
+        CREATE TABLE IF NOT EXISTS events (
             session_id TEXT NOT NULL,
             seq INTEGER NOT NULL,
             kind TEXT NOT NULL,
@@ -88,43 +95,38 @@ def default_db_path() -> Path:
 
 
 class SessionStore:
-    """Append-only storage of sessions in SQLite. Thread-safe; one connection per store."""
+    """Append-only storage of sessions in SQLite. Thread-safe; one connection per store.
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    ``timeout`` is how long a call waits for another process's write lock (seconds, default 5).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 5.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self._lock = threading.Lock()
+        self._db = connect(self.path, what="session store", timeout=timeout)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open session store {self.path}: {exc}") from exc
-
-    # -- schema ------------------------------------------------------------------------------
-    def _migrate(self) -> None:
-        self._db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
-        done = {row[0] for row in self._db.execute("SELECT name FROM _migrations")}
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            self._db.execute("BEGIN")
-            try:
-                for statement in filter(str.strip, sql.split(";")):
-                    self._db.execute(statement)
-                self._db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
-                self._db.execute("COMMIT")
-            except sqlite3.Error:
-                self._db.execute("ROLLBACK")
-                raise
+            migrate(
+                self._db,
+                applied=_applied,
+                migrations=[(name, _statements(sql)) for name, sql in MIGRATIONS],
+                record=_record,
+                timeout=timeout,
+            )
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(f"cannot open session store {str(self.path)!r}: {exc}") from exc
 
     def migrations(self) -> list[str]:
         """Names of the applied migrations, in order."""
-        return [r[0] for r in self._db.execute("SELECT name FROM _migrations ORDER BY rowid")]
+        rows = self._read(
+            lambda db: db.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()
+        )
+        return [r[0] for r in rows]
 
     # -- sessions ----------------------------------------------------------------------------
-    def create_session(self, session_id: str | None = None, meta: dict[str, Any] | None = None) -> str:
+    def create_session(
+        self, session_id: str | None = None, meta: dict[str, Any] | None = None
+    ) -> str:
         """Create (or reopen) a session and return its id."""
         sid = session_id or uuid.uuid4().hex
         with self._write():
@@ -135,7 +137,11 @@ class SessionStore:
         return sid
 
     def sessions(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY created")]
+        """The session ids, oldest first."""
+        rows = self._read(
+            lambda db: db.execute("SELECT id FROM sessions ORDER BY created").fetchall()
+        )
+        return [r[0] for r in rows]
 
     # -- messages ----------------------------------------------------------------------------
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
@@ -160,16 +166,23 @@ class SessionStore:
         return list(self.iter_messages(session_id))
 
     def iter_messages(self, session_id: str) -> Iterator[Message]:
-        rows = self._db.execute(
-            "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
+        """The original history of a session, in order (read at the call, decoded lazily)."""
+        rows = self._read(
+            lambda db: db.execute(
+                "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        )
         for seq, body in rows:
-            yield message_from_dict(json.loads(body), index=int(seq))
+            where = f"message {seq} of session {session_id!r}"
+            yield self._decode(where, body, functools.partial(_message, index=int(seq)))
 
     def count(self, session_id: str) -> int:
-        row = self._db.execute(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        """How many messages the session holds."""
+        row = self._read(
+            lambda db: db.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        )
         return int(row[0])
 
     # -- elided spans ------------------------------------------------------------------------
@@ -183,10 +196,19 @@ class SessionStore:
             )
 
     def get_elided(self, ref: str) -> list[Message] | None:
-        row = self._db.execute("SELECT body FROM elided WHERE ref = ?", (ref,)).fetchone()
+        """The messages kept under ``ref``, or None."""
+        row = self._read(
+            lambda db: db.execute("SELECT body FROM elided WHERE ref = ?", (ref,)).fetchone()
+        )
         if row is None:
             return None
-        return [message_from_dict(d, index=i) for i, d in enumerate(json.loads(row[0]))]
+
+        def messages(data: Any) -> list[Message]:
+            if not isinstance(data, list):
+                raise TypeError(f"expected a list of messages, got {type(data).__name__}")
+            return [message_from_dict(d, index=i) for i, d in enumerate(data)]
+
+        return self._decode(f"elided span {ref!r}", row[0], messages)
 
     # -- events ------------------------------------------------------------------------------
     def add_event(self, session_id: str, kind: str, body: dict[str, Any]) -> None:
@@ -200,14 +222,23 @@ class SessionStore:
             )
 
     def events(self, session_id: str) -> list[tuple[str, dict[str, Any]]]:
-        rows = self._db.execute(
-            "SELECT kind, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
-        return [(k, json.loads(b)) for k, b in rows]
+        """The session's events (kind, body), in order."""
+        rows = self._read(
+            lambda db: db.execute(
+                "SELECT seq, kind, body FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        )
+        return [
+            (kind, self._decode(f"event {seq} of session {session_id!r}", body, _event_body))
+            for seq, kind, body in rows
+        ]
 
     # -- plumbing ----------------------------------------------------------------------------
     def close(self) -> None:
-        self._db.close()
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -218,25 +249,97 @@ class SessionStore:
     def _write(self) -> _Tx:
         return _Tx(self._db, self._lock, self.path)
 
+    def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``query`` under the lock; sqlite errors (a corrupt page...) become StoreError."""
+        with self._lock:
+            try:
+                return query(self._db)
+            except sqlite3.Error as exc:
+                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
+
+    def _decode(self, where: str, body: str, build: Callable[[Any], _T]) -> _T:
+        """``build(json.loads(body))``; a row that is not JSON or not what it should hold is a
+        StoreError naming the file and the row."""
+        try:
+            return build(json.loads(body))
+        except (ValueError, TypeError, KeyError, ContextWardenError) as exc:
+            raise StoreError(
+                f"session store {str(self.path)!r}: {where} is unreadable: {exc}"
+            ) from exc
+
 
 class _Tx:
-    """One write transaction under the store's lock; sqlite errors become StoreError."""
+    """One write transaction under the store's lock: it commits whole or not at all; sqlite
+    errors (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
+    take become StoreError naming the file."""
 
     def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path) -> None:
         self._db, self._lock, self._path = db, lock, path
 
     def __enter__(self) -> None:
         self._lock.acquire()
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         try:
-            self._db.execute("COMMIT" if exc is None else "ROLLBACK")
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            self._lock.release()
+            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        try:
+            if exc is None:
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as commit_failed:
+                    exc = commit_failed
+            if exc is not None and self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error as rollback_failed:
+            exc = exc or rollback_failed
         finally:
             self._lock.release()
-        if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"session store {self._path}: {exc}") from exc
+        if isinstance(exc, (sqlite3.Error, ValueError, TypeError)) and not isinstance(
+            exc, ContextWardenError
+        ):
+            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
+
+
+def _record(db: sqlite3.Connection, name: str, _number: int) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
+    db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
+
+
+def _applied(db: sqlite3.Connection) -> set[str]:
+    exists = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    return {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
+
+
+def _statements(sql: str) -> Callable[[sqlite3.Connection], None]:
+    def apply(db: sqlite3.Connection) -> None:
+        for statement in filter(str.strip, sql.split(";")):
+            db.execute(statement)
+
+    return apply
+
+
+def _message(data: Any, *, index: int) -> Message:
+    return message_from_dict(data, index=index)
+
+
+def _event_body(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: SQLite takes only UTF-8; escapes round-trip
+            text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=str)
+    return text

@@ -1,0 +1,98 @@
+"""Opening an SQLite file the way both stores need it: safe when several processes open a new
+file at the same moment, and every sqlite3 failure reported as a :class:`StoreError` naming the
+file.
+
+The open sequence (connect, WAL, the schema) is where processes collide: the first one creates
+the schema while the others read it. Each connection waits up to ``timeout`` seconds on a lock
+(SQLite's busy handler), migrations run inside one ``BEGIN IMMEDIATE`` transaction that re-reads
+what is already applied, and the few steps SQLite does not retry itself (switching the journal to
+WAL while another connection recovers it) are retried until the same deadline.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from .._exceptions import StoreError
+
+__all__ = ["connect", "is_busy", "migrate"]
+
+_T = TypeVar("_T")
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True for the errors a later attempt can get past ("database is locked" / "busy")."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _retrying(fn: Callable[[], _T], deadline: float) -> _T:
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
+def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
+    """A connection to ``path`` (its folder created) in WAL mode, autocommit (transactions are
+    explicit), usable from any thread, waiting up to ``timeout`` seconds on locks.
+
+    Raises :class:`StoreError` naming ``what`` and the file when it cannot be opened (a folder in
+    the way, no permission, not an SQLite file).
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(path), timeout=timeout, check_same_thread=False, isolation_level=None
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        _retrying(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(), deadline)
+        # WAL + NORMAL: a commit survives the process being killed (not a power cut).
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
+    return conn
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    *,
+    applied: Callable[[sqlite3.Connection], set[str]],
+    migrations: Sequence[tuple[str, Callable[[sqlite3.Connection], None]]],
+    record: Callable[[sqlite3.Connection, str, int], None],
+    timeout: float,
+) -> None:
+    """Apply the ``migrations`` not yet ``applied``, in order, in one ``BEGIN IMMEDIATE``
+    transaction: the first process to take the write lock creates the schema, the others wait
+    for it and then find nothing left to do. ``applied`` only reads (an up-to-date file opens
+    without the write lock, even while another process holds it); ``record(conn, name, number)``
+    notes each migration. sqlite3 errors propagate (the caller names the file)."""
+    deadline = time.monotonic() + timeout
+    names = {name for name, _apply in migrations}
+    if names <= _retrying(lambda: applied(conn), deadline):
+        return
+    _retrying(lambda: conn.execute("BEGIN IMMEDIATE"), deadline)
+    try:
+        done = applied(conn)
+        for number, (name, apply) in enumerate(migrations, start=1):
+            if name in done:
+                continue
+            apply(conn)
+            record(conn, name, number)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
