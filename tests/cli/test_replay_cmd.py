@@ -151,3 +151,16 @@ def test_the_readme_demo(tmp_path: Path) -> None:
     last = table.stdout.strip().splitlines()[-1]
     assert "of the billed input cost" in last.split(";")[0]
     assert "cache-aware at deepseek-chat's prices" in last
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_table_fits_the_terminal_without_clipping(openai_file: Path, columns: int) -> None:
+    args = ["replay", str(openai_file), "-m", "gpt-4o", "-w", "16000", "--every", "5"]
+    result = runner.invoke(app, args, env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    assert "…" not in result.stdout  # no number or label cut short
+    header = "\n".join(lines[:8])
+    assert "billed" in header and "written" in header
+    assert ("saved" in header) is (columns >= 100)

@@ -89,8 +89,11 @@ def _did(c: ReplayCall) -> str:
     return ", ".join(parts) or "-"
 
 
-def _calls_table(report: ReplayReport, every: int | None) -> Table:
+def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
+    """The per-call table; under 100 columns the "saved" column (tokens without/with) is left
+    out so the rest fits an 80-column terminal."""
     calls = report.calls
+    narrow = width < 100
     step = every or max(1, len(calls) // 20)
     table = Table(
         title=f"Per call (every {step}th, the first of each run of compactions, any invalid)"
@@ -101,18 +104,25 @@ def _calls_table(report: ReplayReport, every: int | None) -> Table:
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
+        caption="read/written: tokens read from the provider's prompt cache / written to it",
+        caption_justify="left",
     )
-    for name in ("call", "tokens\nwithout", "tokens\nwith", "saved"):
+    for name in (
+        "\n\ncall",
+        "\ntokens\nwithout",
+        "\ntokens\nwith",
+        *(() if narrow else ("\n\nsaved",)),
+    ):
         table.add_column(name, justify="right", no_wrap=True)
     billed = report.cache_pricing is not None
     # Read from the provider's cache / written to it: what the bill is made of.
-    for name in ("cache read/\nwritten w/o", "cache read/\nwritten with"):
+    for name in ("read/\nwritten\nwithout", "read/\nwritten\nwith"):
         table.add_column(name, justify="right", no_wrap=True)
     if billed:
-        for name in ("billed\nwithout", "billed\nwith"):
+        for name in ("\nbilled\nwithout", "\nbilled\nwith"):
             table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("warden")
-    table.add_column("valid", no_wrap=True)
+    table.add_column("\n\nwarden", min_width=7, overflow="fold")
+    table.add_column("\n\nvalid", no_wrap=True)
     shown = [
         c
         for i, c in enumerate(calls)
@@ -126,11 +136,12 @@ def _calls_table(report: ReplayReport, every: int | None) -> Table:
         shown.append(calls[-1])
     for c in shown:
         money = [_money(c.billed_cost_without), _money(c.billed_cost_with)] if billed else []
+        saved = [] if narrow else [pct(c.tokens_without - c.tokens_with, c.tokens_without)]
         table.add_row(
             str(c.call),
             f"{c.tokens_without:,}",
             f"{c.tokens_with:,}",
-            pct(c.tokens_without - c.tokens_with, c.tokens_without),
+            *saved,
             _cache(c.cached_without, c.written_without),
             _cache(c.cached_with, c.written_with),
             *money,
@@ -292,7 +303,7 @@ def replay_command(
         f"[bold]{file}[/bold]: {transcript.format}, {t.calls} calls, model {name}, "
         f"window {report.window:,} (limit {report.limit:,}, trigger {report.trigger:,})"
     )
-    out.print(_calls_table(report, every))
+    out.print(_calls_table(report, every, out.width))
     out.print(_totals_table(report))
     out.print(headline(report))
     if written is not None:
