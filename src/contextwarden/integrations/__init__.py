@@ -8,6 +8,8 @@ them. Every hook keeps the framework's own history whole and hands the model the
   ``RunConfig(call_model_input_filter=...)`` (Responses API items).
 * :mod:`.langchain`: :class:`~.langchain.ContextWardenMiddleware`, a LangChain v1
   ``AgentMiddleware`` on ``wrap_model_call``.
+* :mod:`.autogen`: :class:`~.autogen.WardenChatCompletionContext`, an ``autogen-core``
+  ``ChatCompletionContext``.
 
 See ``docs/integrations.md`` for what each hook sees and what it cannot.
 """
