@@ -194,12 +194,14 @@ def replay_sender(
     for end in ends:
         request = sender(list(history[:end]))
         problems = list(validate_openai(request))
+        lead = _leading_equal(prev, request)
+        # the leading messages equal to the previous request's cost what they cost then: only
+        # the rest is converted and counted (the replay stays linear in the new messages)
         try:
-            per = _message_tokens(request, counter)
+            per = prev_tokens[:lead] + _message_tokens(request[lead:], counter)
         except Exception as exc:  # a request our adapter refuses is invalid; count it anyway
             problems.append(f"unreadable request: {exc}")
             per = [counter.count_text(repr(d)) for d in request]
-        lead = _leading_equal(prev, request)
         cached = sum(prev_tokens[:lead])
         total = sum(per) + reply_priming
         # the leading equal messages keep their keys; every other message is new to the cache
