@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the prompt text changes, so cached summaries of the old prompt are not reused.
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 
 SYSTEM_PROMPT = """\
 You condense the working history of an autonomous agent so that it can carry on with its task \
@@ -32,15 +32,17 @@ and without losing anything it still needs.
 Answer with exactly these four sections, in this order, each inside its tag, and nothing else:
 
 <completed>
-What has been done, one item a line: commands run and how they ended, edits made, answers found.
+What has been done, one item a line: the commands that worked (exactly as run, so they can be \
+run again) and those that failed, edits made, answers found.
 </completed>
 <remaining>
 The original task in a sentence or two, then what is still to do, most urgent first.
 </remaining>
 <current_state>
 Every file created, modified or deleted, with its path written exactly as in the history; the \
-most recent error that is still unresolved, its error line quoted verbatim; test status, key \
-values, environment facts.
+files the agent read and relied on, each with the functions, classes and tests it looked at or \
+changed there, names spelled exactly; the most recent error that is still unresolved, its \
+error line quoted verbatim; test status, key values, environment facts.
 </current_state>
 <notes>
 Pitfalls already met and how to avoid them, constraints, decisions and why; any pinned text, \
@@ -48,13 +50,17 @@ copied verbatim.
 </notes>
 
 Rules: be dense and specific. Prefer exact names, paths, commands and error messages to \
-descriptions. Drop the detail of finished steps that no longer matter. Never invent facts. \
-Keep the whole answer under {max_chars} characters."""
+descriptions: the agent will type them again. Drop the detail of finished steps that no longer \
+matter. Never invent facts. When the request gives a reference (cw:...), write it once in \
+<current_state> as "originals: cw:...": the agent can recall the full history with it, so \
+point to it rather than copying long outputs. Keep every cw:... reference an earlier summary \
+gave. Keep the whole answer under {max_chars} characters."""
 
 _MERGE_INSTRUCTIONS = """\
 The parts below summarise consecutive stretches of one agent history, oldest first. Merge them \
 into a single summary in the same four-section format. When parts disagree, the later part \
-holds. Keep every modified file path, the latest unresolved error and all pinned text."""
+holds. Keep every modified file path, the files, functions, classes and tests still in play, \
+the latest unresolved error, every cw:... reference and all pinned text."""
 
 
 def clip_middle(text: str, limit: int) -> str:
@@ -117,11 +123,14 @@ def summary_prompt(
     previous_summary: str | None,
     pinned: Sequence[str],
     focus: str | None,
+    ref: str | None = None,
 ) -> str:
-    """The user turn asking for a summary of ``transcript``."""
+    """The user turn asking for a summary of ``transcript``; ``ref`` is the ``cw:`` reference
+    its originals are kept under."""
     parts = [
         _tagged("task", task),
         _tagged("pinned", "\n".join(pinned) if pinned else None),
+        _tagged("reference", ref),
     ]
     if previous_summary and previous_summary.strip():
         parts.append(
@@ -137,13 +146,19 @@ def summary_prompt(
 
 
 def merge_prompt(
-    parts: Sequence[str], *, task: str | None, pinned: Sequence[str], focus: str | None
+    parts: Sequence[str],
+    *,
+    task: str | None,
+    pinned: Sequence[str],
+    focus: str | None,
+    ref: str | None = None,
 ) -> str:
     """The user turn asking to merge partial summaries (the reduce step)."""
     body = "".join(f'<part n="{i}">\n{p.strip()}\n</part>\n' for i, p in enumerate(parts, 1))
     out = [
         _tagged("task", task),
         _tagged("pinned", "\n".join(pinned) if pinned else None),
+        _tagged("reference", ref),
         _tagged("focus", focus) if focus else "",
         _MERGE_INSTRUCTIONS + "\n\n",
         body,

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from .._exceptions import SummarizerError
 
 __all__ = [
+    "REF_RE",
     "SECTIONS",
     "Entry",
     "SummarySections",
     "clip",
     "fit",
+    "heading_name",
     "looks_like_summary",
+    "with_ref",
     "parse_summary",
 ]
 
@@ -61,6 +64,21 @@ class SummarySections:
             body = self.get(name).strip("\n")
             parts.append(f"<{name}>\n{body}\n</{name}>" if body else f"<{name}>\n</{name}>")
         return "\n".join(parts)
+
+
+_REF_SUFFIX = re.compile(r"\s*\(recall cw:[0-9a-f]+\)\s*$")
+#: A ``cw:`` reference as written in summaries.
+REF_RE = re.compile(r"\bcw:[0-9a-f]{6,}\b")
+
+
+def with_ref(heading: str, ref: str | None) -> str:
+    """``heading`` naming the reference its lines can be recalled from."""
+    return f"{heading} (recall {ref})" if ref else heading
+
+
+def heading_name(heading: str) -> str:
+    """``heading`` without the reference :func:`with_ref` added."""
+    return _REF_SUFFIX.sub("", heading)
 
 
 def looks_like_summary(text: str) -> bool:

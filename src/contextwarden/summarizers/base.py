@@ -55,7 +55,9 @@ class SummaryRequest:
     ``previous_summary``: the summary an earlier compaction wrote, for an incremental update.
     ``focus``: what the user asked to keep (``/compact focus``). ``max_chars``: the summary's
     length cap (default 4000, the config's ``summary_max_chars``). ``pinned``: texts that must
-    appear verbatim.
+    appear verbatim. ``ref``: the ``cw:`` reference the originals of ``messages`` are kept
+    under (default none); the summary names it, so that the agent or ``recall`` can bring back
+    anything the summary only points to.
     """
 
     messages: tuple[Message, ...]
@@ -64,6 +66,7 @@ class SummaryRequest:
     focus: str | None = None
     max_chars: int = 4000
     pinned: tuple[str, ...] = ()
+    ref: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
@@ -189,7 +192,7 @@ def check_summary(
 
 def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | None = None) -> str:
     """A hex digest identifying this summary: the replaced messages' fingerprints, the previous
-    summary, task, focus, cap and pins, and the summarizer (its ``config_id`` when it has one,
+    summary, task, focus, cap, pins and reference, and the summarizer (its ``config_id`` when it has one,
     else its ``name``; or a string). Equal keys mean the same summary can be reused."""
     if summarizer is None:
         ident = ""
@@ -206,6 +209,7 @@ def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | No
         request.focus or "",
         str(request.max_chars),
         *request.pinned,
+        *((f"ref={request.ref}",) if request.ref else ()),
     ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     h.update(b"\x01")

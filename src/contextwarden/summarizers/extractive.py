@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 
 from .._exceptions import SummarizerError
-from ._sections import SECTIONS, Entry, SummarySections, clip, fit
+from ._sections import REF_RE, SECTIONS, Entry, SummarySections, clip, fit, heading_name, with_ref
 from .base import SummaryRequest, effective_cap, request_facts
 from .facts import CommandRun, Facts
 
@@ -31,9 +31,10 @@ __all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
 
 #: Below this cap there is no room for a useful four-part summary; summarising is refused.
 MIN_SUMMARY_CHARS = 200
-#: Share of the cap the task may take before it is clipped (it is also kept verbatim in the
-#: original first message, which compaction never drops).
-TASK_SHARE = 0.3
+#: Share of the cap the task may take before it is clipped: the task is kept verbatim in the
+#: original first message, which compaction never drops, so its opening is enough here (the
+#: room goes to what the agent learnt since).
+TASK_SHARE = 0.1
 
 _EARLIER_SKIP = {"original task", "files changed", "focus"}
 
@@ -63,10 +64,12 @@ def facts_entries(
     pinned: tuple[str, ...] = (),
     focus: str | None = None,
     cap: int = 4000,
+    ref: str | None = None,
 ) -> list[Entry]:
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
-    the tiers). Shared with the LLM summarizer, which adds the must-keep ones to its output."""
-    entries = list(_entries(facts, task=task, pinned=pinned, focus=focus, cap=cap))
+    the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
+    with the LLM summarizer, which adds the must-keep ones to its output."""
+    entries = list(_entries(facts, task=task, pinned=pinned, focus=focus, cap=cap, ref=ref))
     words = _focus_words(focus)
     if words:
         # what the user asked to keep moves up two tiers (never above the must-keep ones)
@@ -89,7 +92,13 @@ def facts_entries(
 
 
 def _entries(
-    facts: Facts, *, task: str | None, pinned: tuple[str, ...], focus: str | None, cap: int
+    facts: Facts,
+    *,
+    task: str | None,
+    pinned: tuple[str, ...],
+    focus: str | None,
+    cap: int,
+    ref: str | None,
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = task or facts.task
@@ -133,7 +142,7 @@ def _entries(
             _command_line(latest, len(runs)),
             6,
             (1, latest.index),
-            "Commands run",
+            with_ref("Commands run", ref),
             recency=latest.index,
         )
     reads = sum(1 for r in facts.commands if r.read_only)
@@ -158,19 +167,26 @@ def _entries(
             )
     # current state: files, last error, diff stat -------------------------------------------
     status = facts.file_status()
+    files_group = with_ref("Files changed", ref)
+    by_action: dict[str, list[str]] = {}
     for i, path in enumerate(facts.changed_files):
-        note = status[path]
-        suffix = "" if note == "modified" else f" ({note})"
-        yield Entry("current_state", path + suffix, 2, (0, i), "Files changed")
+        if status[path] == "modified":  # one a line: the files the task is about
+            yield Entry("current_state", path, 2, (0, i), files_group)
+        else:  # scratch scripts and patches pile up: one line per action
+            by_action.setdefault(status[path], []).append(path)
+    for n, (action, paths) in enumerate(by_action.items()):
+        text = f"{action}: {', '.join(paths)}"
+        yield Entry("current_state", text, 2, (0, len(status) + n), files_group)
     last = facts.last_unresolved_error
+    last_group = with_ref("Last unresolved error", ref)
     if last is not None:
-        yield Entry("current_state", last.key, 3, (1, 0), "Last unresolved error", bullet=False)
+        yield Entry("current_state", last.key, 3, (1, 0), last_group, bullet=False)
         yield Entry(
             "current_state",
             f"(from {clip(last.source, 160)}, message {last.index})",
             3,
             (1, 1),
-            "Last unresolved error",
+            last_group,
             bullet=False,
         )
         excerpt = "\n".join("  > " + ln for ln in last.excerpt.splitlines() if ln.strip())
@@ -180,7 +196,7 @@ def _entries(
                 excerpt,
                 6,
                 (1, 2),
-                "Last unresolved error",
+                last_group,
                 bullet=False,
                 min_chars=80,
             )
@@ -191,8 +207,7 @@ def _entries(
         yield Entry(
             "current_state", f"Last command: {_command_line(final, 1)}", 5, (3,), bullet=False
         )
-    for i, path in enumerate(facts.read_files):
-        yield Entry("current_state", path, 8, (4, i), "Files read", recency=i)
+    yield from _code_entries(facts, ref)
     # notes: pins, other errors, findings, what an earlier summary said -----------------------
     pins = list(dict.fromkeys((*pinned, *facts.pins, *_earlier_pins(facts))))
     for i, pin in enumerate(pins):
@@ -209,7 +224,82 @@ def _entries(
         )
     for i, memory in enumerate(facts.memories):
         yield Entry("notes", clip(memory, 240), 7, (2, i), "Findings", recency=i)
+    earlier_refs = [r for r in _earlier_refs(facts) if r != ref]
+    if earlier_refs:
+        yield Entry(
+            "notes",
+            "Earlier spans, recallable: " + ", ".join(earlier_refs),
+            1,
+            (3,),
+            bullet=False,
+        )
     yield from _earlier_entries(facts.earlier)
+
+
+#: The code group lists at most this many files, this many names for each, and this many
+#: names not tied to a listed file; the length cap usually stops it before.
+CODE_PATHS = 30
+NAMES_PER_PATH = 8
+LOOSE_NAMES = 60
+NAMES_PER_LINE = 10
+
+
+def _code_tier(rank: int) -> int:
+    """Files and names the agent relied on most rank with the open plan (tier 4); the next
+    with the commands run (6); the rest fill what room is left (8)."""
+    return 4 if rank < 8 else 6 if rank < 20 else 8
+
+
+def _code_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
+    """The files and code names in play, best first: each file with the functions, classes
+    and tests seen in it, then the other names the agent used."""
+    code = facts.code
+    group = with_ref("Files and code in play", ref)
+    status = facts.file_status()
+    shown: set[str] = set()
+    listed: set[str] = set()
+    for mention in code.paths[:CODE_PATHS]:
+        path = mention.name
+        names = [n.name for n in code.names_in(path) if n.name not in shown][:NAMES_PER_PATH]
+        note = status.get(path)
+        if note is not None and note != "read" and not names:
+            continue  # already under "Files changed", and nothing to add to it
+        rank = len(listed)
+        listed.add(path)
+        shown.update(names)
+        label = f"{path} ({note})" if note is not None and note != "read" else path
+        text = f"{label}: {', '.join(names)}" if names else label
+        yield Entry(
+            "current_state",
+            text,
+            _code_tier(rank),
+            (4, rank),
+            group,
+            recency=-rank,
+            min_chars=len(label) + 8,
+        )
+    for i, path in enumerate(p for p in facts.read_files if p not in listed):
+        yield Entry("current_state", path, 8, (4, CODE_PATHS + i), group, recency=-CODE_PATHS - i)
+    loose = [n.name for n in code.names if n.name not in shown][:LOOSE_NAMES]
+    for chunk, start in enumerate(range(0, len(loose), NAMES_PER_LINE)):
+        names = loose[start : start + NAMES_PER_LINE]
+        yield Entry(
+            "current_state",
+            "names: " + ", ".join(names),
+            _code_tier(chunk * 6),
+            (5, chunk),
+            group,
+            recency=-chunk,
+            min_chars=40,
+        )
+
+
+def _earlier_refs(facts: Facts) -> list[str]:
+    """The ``cw:`` references an earlier summary in the span named, oldest first."""
+    if facts.earlier is None:
+        return []
+    text = "\n".join(facts.earlier.get(n) for n in SECTIONS)
+    return list(dict.fromkeys(REF_RE.findall(text)))
 
 
 def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
@@ -222,8 +312,8 @@ def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, 
             line = raw.strip()
             if not line:
                 continue
-            if line.endswith(":") and not line.startswith("- ") and len(line) < 60:
-                heading = line[:-1].strip()
+            if line.endswith(":") and not line.startswith("- ") and len(line) < 90:
+                heading = heading_name(line[:-1]).strip()
                 continue
             yield name, heading, line
 
@@ -246,6 +336,8 @@ def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
         else:
             group = f"Earlier ({heading})" if heading else "Earlier"
         text = line[2:] if line.startswith("- ") else line
+        if text.startswith("Earlier spans, recallable:"):
+            continue  # carried by its own entry, with the references this summary adds
         yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
 
 
@@ -286,7 +378,12 @@ class ExtractiveSummarizer:
             )
         facts = request_facts(request)
         entries = facts_entries(
-            facts, task=request.task, pinned=request.pinned, focus=request.focus, cap=cap
+            facts,
+            task=request.task,
+            pinned=request.pinned,
+            focus=request.focus,
+            cap=cap,
+            ref=request.ref,
         )
         return fit(entries, cap)
 

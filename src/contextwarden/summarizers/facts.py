@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from ._mentions import CodeMentions, code_mentions
 from ._readers import (
     DIFF_HEADER,
     DIFF_STAT_LINE,
@@ -52,7 +53,7 @@ from ._readers import (
     shell_command,
     todo_items,
 )
-from ._sections import SummarySections, clip, looks_like_summary, parse_summary
+from ._sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
 from ._shell import analyze_command, command_key, patch_targets, python_writes
 
 __all__ = [
@@ -123,7 +124,8 @@ class ErrorSeen:
 
 @dataclass(frozen=True)
 class Facts:
-    """Everything :func:`extract_facts` found, in message order."""
+    """Everything :func:`extract_facts` found, in message order; ``code``: the files and code
+    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`)."""
 
     task: str | None = None
     commands: tuple[CommandRun, ...] = ()
@@ -137,6 +139,7 @@ class Facts:
     earlier: SummarySections | None = None
     earlier_files: tuple[FileTouch, ...] = field(default=(), repr=False)
     plan_source: str = ""
+    code: CodeMentions = field(default_factory=CodeMentions, repr=False)
 
     def file_status(self) -> dict[str, FileAction]:
         """Each path's final state: the latest write action, else ``read``. A path created and
@@ -544,6 +547,14 @@ class _Walker:
 _SUMMARY_FILE_LINE = re.compile(
     r"^\s*-\s+(\S+?)(?:\s+\((created|modified|reverted|deleted)\))?\s*$"
 )
+#: The extractive summary lists the files of one action together: "- created: a.py, b.py".
+_SUMMARY_FILES_LINE = re.compile(r"^\s*-\s+(created|modified|reverted|deleted): (.+?)\s*$")
+_ACTIONS: dict[str, FileAction] = {
+    "created": "created",
+    "modified": "modified",
+    "reverted": "reverted",
+    "deleted": "deleted",
+}
 
 
 def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
@@ -552,25 +563,20 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
     heading: str | None = None
     for line in current_state.splitlines():
         if line.endswith(":") and not line.startswith("-"):
-            heading = line[:-1].strip().lower()
+            # "Files changed (recall cw:...):" is the same heading as "Files changed:"
+            heading = heading_name(line[:-1]).strip().lower()
             continue
-        if heading in ("files changed", "modified files", "created files"):
-            m = _SUMMARY_FILE_LINE.match(line)
-            if m:
-                # the extractive summary writes "path" for modified and "path (note)" otherwise
-                note = m.group(2) or "modified"
-                action: FileAction = (
-                    "created"
-                    if note == "created"
-                    else (
-                        "reverted"
-                        if note == "reverted"
-                        else "deleted"
-                        if note == "deleted"
-                        else "modified"
-                    )
-                )
-                out.append((m.group(1), action))
+        if heading not in ("files changed", "modified files", "created files"):
+            continue
+        many = _SUMMARY_FILES_LINE.match(line)
+        if many:
+            action = _ACTIONS[many.group(1)]
+            out.extend((p.strip(), action) for p in many.group(2).split(", ") if p.strip())
+            continue
+        m = _SUMMARY_FILE_LINE.match(line)
+        if m:
+            # one file a line: "path" when modified, "path (note)" otherwise
+            out.append((m.group(1), _ACTIONS[m.group(2) or "modified"]))
     return out
 
 
@@ -586,9 +592,10 @@ def extract_facts(
     ``previous_summary`` (and any message in the span that is itself a four-part summary) is
     merged: its file list carries over, its sections are kept in :attr:`Facts.earlier`.
     """
+    span = messages if isinstance(messages, Sequence) else list(messages)
     walker = _Walker(task.strip() if task and task.strip() else None)
     if previous_summary:
         walker.merge_earlier(previous_summary, -1)
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(span):
         walker.message(i, msg)
-    return walker.finish()
+    return replace(walker.finish(), code=code_mentions(span))

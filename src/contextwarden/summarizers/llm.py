@@ -40,7 +40,7 @@ from ._prompt import (
     render_transcript,
     summary_prompt,
 )
-from ._sections import SECTIONS, Entry, clip, fit, parse_summary
+from ._sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
 from .base import SummaryRequest, effective_cap, request_facts, task_key
 from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
@@ -381,6 +381,7 @@ class LLMSummarizer:
                 task=task,
                 previous_summary=request.previous_summary,
                 pinned=pinned,
+                ref=request.ref,
                 focus=request.focus,
             )
         )
@@ -399,6 +400,7 @@ class LLMSummarizer:
                         task=task,
                         previous_summary=request.previous_summary,
                         pinned=pinned,
+                        ref=request.ref,
                         focus=request.focus,
                     ),
                     cap,
@@ -423,6 +425,7 @@ class LLMSummarizer:
                     task=task,
                     previous_summary=None,
                     pinned=pinned,
+                    ref=request.ref,
                     focus=request.focus,
                 ),
                 cap,
@@ -446,7 +449,10 @@ class LLMSummarizer:
             if len(groups) == len(parts):  # no two parts fit together: merge in pairs anyway
                 groups = [parts[i : i + 2] for i in range(0, len(parts), 2)]
             merged: list[str] = yield [
-                _Call(merge_prompt(g, task=task, pinned=pinned, focus=request.focus), cap)
+                _Call(
+                    merge_prompt(g, task=task, pinned=pinned, focus=request.focus, ref=request.ref),
+                    cap,
+                )
                 if len(g) > 1
                 else _Call("", 0)
                 for g in groups
@@ -489,14 +495,22 @@ class LLMSummarizer:
                         min_chars=160,
                     )
                 )
-            for e in facts_entries(facts, task=None, pinned=request.pinned, cap=cap):
-                if e.tier > 3 or _present(e, flat, facts):
+            if request.ref and request.ref not in flat:
+                entries.append(
+                    Entry("current_state", f"originals: {request.ref}", 1, (2, -1), bullet=False)
+                )
+            for e in facts_entries(
+                facts, task=None, pinned=request.pinned, cap=cap, ref=request.ref
+            ):
+                # the must-keep facts, and the files the agent relied on most
+                wanted = e.tier <= 3 or (e.tier <= 4 and _is_code_file(e))
+                if not wanted or _present(e, flat, facts):
                     continue
                 order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
+                # the files in play fill what room the reply's own lines (tier 5) leave
+                tier = e.tier if e.tier <= 3 else 6
                 entries.append(
-                    Entry(
-                        e.section, e.text, e.tier, order, e.group, e.recency, e.bullet, e.min_chars
-                    )
+                    Entry(e.section, e.text, tier, order, e.group, e.recency, e.bullet, e.min_chars)
                 )
         return fit(entries, cap)
 
@@ -708,12 +722,20 @@ class LLMSummarizer:
 _KEEP_RANK: Mapping[str, int] = {"remaining": 0, "current_state": 1, "notes": 2, "completed": 3}
 
 
+def _is_code_file(entry: Entry) -> bool:
+    """A "Files and code in play" line naming a file (not a line of loose names)."""
+    group = heading_name(entry.group or "")
+    return group == "Files and code in play" and not entry.text.startswith("names: ")
+
+
 def _present(entry: Entry, flat: str, facts: Facts) -> bool:
     """Whether the must-keep fact ``entry`` carries is already in the reply."""
-    if entry.group == "Last unresolved error":
+    if _is_code_file(entry):
+        return entry.text.split(": ", 1)[0].split(" (", 1)[0] in flat
+    if heading_name(entry.group or "") == "Last unresolved error":
         error = facts.last_unresolved_error
         return error is not None and " ".join(error.key.split()) in flat
-    if entry.group == "Files changed":
+    if heading_name(entry.group or "") == "Files changed":
         path = entry.text.rsplit(" (", 1)[0] if entry.text.endswith(")") else entry.text
         return path in flat
     return " ".join(entry.text.split()) in flat

@@ -1,0 +1,277 @@
+"""The code an agent has in play: which files, functions, classes and tests a span of history
+names, how much the agent relied on each, and which file each name was seen in.
+
+An agent's next commands reuse names it met long before: the file it read forty steps ago, the
+helper a ``grep`` found, the test it ran first. A summary that lists only changed files and
+commands loses them, and the agent searches again. :func:`code_mentions` scores every path and
+code name in a span by who wrote it and when:
+
+- names the agent itself wrote in a command or tool call count most (it will type them again),
+- names in its own prose count less (it may only have been thinking aloud),
+- names a tool result showed count least: definitions (``def``/``class``), traceback frames,
+  ``grep`` hits and test ids, each attributed to the file the result came from,
+- later mentions weigh more than earlier ones.
+
+Pure and deterministic: the same messages give the same value; nothing is modified.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .._messages import Message
+from ._shell import analyze_command
+
+__all__ = ["CodeMentions", "Mention", "code_mentions", "is_code_name", "path_like", "words_of"]
+
+_EXTENSIONS = (
+    r"(?:py|pyi|pyx|js|jsx|mjs|ts|tsx|json|ya?ml|toml|cfg|ini|txt|md|rst|html|css|c|h|cc|cpp|"
+    r"hpp|go|rs|java|kt|rb|php|sh|sql|lock)"
+)
+#: ``dir/file`` paths, and bare file names with a known extension.
+_PATH = re.compile(
+    rf"(?<![\w/.:-])(?:\.{{1,2}}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*"
+    rf"\.{_EXTENSIONS}\b"
+)
+#: Candidate code names: words with an underscore or a lower-upper hump inside
+#: (:func:`is_code_name` has the last word); plain words are skipped by the regex itself.
+_WORD = re.compile(r"(?<![\w.$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
+#: A definition line, possibly behind a ``grep -n`` prefix naming its file.
+_DEF = re.compile(
+    r"^(?:([\w./@+-]+\.[A-Za-z]\w*)[:-]\d+[:-])?\s*(?:async\s+)?"
+    r"(?:def|class|fn|func|function|struct|enum|trait|interface)\s+([A-Za-z_]\w*)",
+    re.M,
+)
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
+_GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
+_TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
+_CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
+#: Names that look like code but that every shell session or Python file is full of.
+_NOISE = frozenset(
+    {
+        "__init__",
+        "__main__",
+        "__name__",
+        "__file__",
+        "__future__",
+        "self",
+        "None",
+        "True",
+        "False",
+        "print_function",
+        "unicode_literals",
+        "annotations",
+        "PYTHONPATH",
+        "EOF",
+        "dev_null",
+        "returncode",
+        "stdout",
+        "stderr",
+    }
+)
+#: Path-like strings that are not files the agent works on.
+_NOT_PATHS = (
+    "<",
+    "/dev/",
+    "/proc/",
+    "/tmp/tmp",
+    "http://",
+    "https://",
+    "a/",
+    "b/",
+    "/usr/",
+    "/bin/",
+)
+
+#: How much one mention counts, by who wrote it.
+WEIGHT_ACTION = 3.0
+WEIGHT_PROSE = 1.5
+WEIGHT_OUTPUT = 1.0
+#: Any other code name a result shows (a local variable in a file the agent read).
+WEIGHT_SEEN = 0.3
+
+
+def is_code_name(word: str) -> bool:
+    """Whether ``word`` looks like a code identifier rather than prose: at least 4 characters,
+    with an inner underscore or an inner capital (``load_config``, ``parseArgs``,
+    ``SchemaABC``), not all capitals, not common noise."""
+    if len(word) < 4 or word in _NOISE or word.isupper():
+        return False
+    core = word.strip("_")
+    inner_capital = any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
+    return "_" in core or inner_capital
+
+
+def path_like(text: str) -> bool:
+    """Whether ``text`` (one token) is a file path worth keeping."""
+    if text.startswith(_NOT_PATHS) or text.endswith(("/", ">")) or len(text) < 4:
+        return False
+    first, _, last = text.lstrip("./").partition("/")
+    if len(first) == 1 and "/" in text:
+        return False  # "s/old/new/": a sed expression
+    # a directory or a prose "this/that" is not worth a line; a file has an extension
+    return not text.startswith("-") and "." in text.rsplit("/", 1)[-1]
+
+
+@lru_cache(maxsize=4096)
+def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(paths, code names) written in ``text``, in order, without repeats."""
+    paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
+    clean = tuple(p for p in paths if path_like(p))
+    names = dict.fromkeys(w for w in _WORD.findall(text) if is_code_name(w))
+    return clean, tuple(names)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A path or a code name: its ``score`` (weighted, recency included), the index of the last
+    message naming it, and ``files``: the files a result showed it in (most recent last)."""
+
+    name: str
+    is_path: bool
+    score: float
+    last_index: int
+    by_agent: bool
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CodeMentions:
+    """Every path and code name of a span, best first (see :func:`code_mentions`)."""
+
+    paths: tuple[Mention, ...] = ()
+    names: tuple[Mention, ...] = ()
+
+    def names_in(self, path: str) -> tuple[Mention, ...]:
+        """The names seen in ``path``, best first."""
+        return tuple(m for m in self.names if path in m.files)
+
+
+class _Tally:
+    def __init__(self, size: int) -> None:
+        self.size = max(size, 1)
+        self.score: dict[tuple[str, bool], float] = {}
+        self.last: dict[tuple[str, bool], int] = {}
+        self.agent: set[tuple[str, bool]] = set()
+        self.files: dict[str, dict[str, None]] = {}
+
+    def add(self, name: str, is_path: bool, index: int, weight: float, *, agent: bool) -> None:
+        key = (name, is_path)
+        # a mention at the end of the span counts twice one at its start
+        self.score[key] = self.score.get(key, 0.0) + weight * (1.0 + index / self.size)
+        self.last[key] = index
+        if agent:
+            self.agent.add(key)
+
+    def text(self, text: str, index: int, weight: float, *, agent: bool) -> None:
+        paths, names = words_of(text)
+        for p in paths:
+            self.add(p, True, index, weight, agent=agent)
+        for n in names:
+            self.add(n, False, index, weight, agent=agent)
+
+    def seen_in(self, name: str, path: str) -> None:
+        if name not in _NOISE and len(name) >= 3:
+            files = self.files.setdefault(name, {})
+            files.pop(path, None)
+            files[path] = None
+
+    def result(self, text: str, index: int, read: str | None) -> None:
+        """What a tool result shows: definitions (in the file it read), frames, grep hits and
+        test ids (in the file they name)."""
+        for path, line_no in _GREP_HIT.findall(text):
+            del line_no
+            if path_like(path):
+                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+        for in_file, name in _DEF.findall(text):
+            self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
+            where = in_file or read
+            if where:
+                self.seen_in(name, where)
+        for path, func in _FRAME.findall(text):
+            if path_like(path) and "site-packages" not in path and "/lib/python" not in path:
+                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+                self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
+                self.seen_in(func, path)
+        for name in words_of(text)[1]:
+            self.add(name, False, index, WEIGHT_SEEN, agent=False)
+        for path, test in _TEST_ID.findall(text):
+            self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+            name = test.split("::")[-1].split("[")[0]
+            self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
+            self.seen_in(name, path)
+
+    def finish(self) -> CodeMentions:
+        def mention(key: tuple[str, bool]) -> Mention:
+            files = tuple(self.files.get(key[0], {})) if not key[1] else ()
+            return Mention(
+                key[0], key[1], round(self.score[key], 6), self.last[key], key in self.agent, files
+            )
+
+        ranked = sorted(self.score, key=lambda k: (-self.score[k], -self.last[k], k[0]))
+        return CodeMentions(
+            paths=tuple(mention(k) for k in ranked if k[1]),
+            names=tuple(mention(k) for k in ranked if not k[1]),
+        )
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside a parsed tool-call input."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
+
+
+def _read_target(command: str) -> str | None:
+    reads = analyze_command(command).reads
+    return reads[-1] if reads else None
+
+
+def code_mentions(messages: Sequence[Message]) -> CodeMentions:
+    """The paths and code names of ``messages``, scored (see the module docstring)."""
+    tally = _Tally(len(messages))
+    read_by_call: dict[str, str | None] = {}
+    pending_read: str | None = None
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            text = message.text
+            blocks = _BASH_BLOCK.findall(text) if not message.tool_calls else []
+            prose = _BASH_BLOCK.sub(" ", text)
+            for span in _CODE_SPAN.findall(prose):  # `name` in prose is deliberate
+                tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
+            tally.text(prose, index, WEIGHT_PROSE, agent=True)
+            for block in blocks:
+                tally.text(block, index, WEIGHT_ACTION, agent=True)
+            pending_read = _read_target(blocks[-1]) if len(blocks) == 1 else None
+            for call in message.tool_calls:
+                strings = list(_strings(call.input))
+                for s in strings:
+                    tally.text(s, index, WEIGHT_ACTION, agent=True)
+                target = None
+                for s in strings:
+                    paths, _ = words_of(s)
+                    target = _read_target(s) or (paths[0] if paths else None)
+                    if target:
+                        break
+                read_by_call[call.id] = target
+        elif message.role == "tool":
+            for result in message.tool_results:
+                tally.result(result.text, index, read_by_call.get(result.tool_call_id))
+        elif message.role == "user" and index > 0:
+            text = message.text
+            if pending_read is not None or "<returncode>" in text[:200]:
+                tally.result(text, index, pending_read)
+            pending_read = None
+    return tally.finish()
