@@ -170,6 +170,25 @@ def _per_recording(rows: Sequence[Json], sender: str) -> str:
     )
 
 
+def _matrix(rows: Sequence[Json], window: int) -> str:
+    """Recordings x senders at ``window``: billed / raw (tokens / raw)."""
+    cells = [r for r in rows if r["window"] == window and r["sender"] != "raw"]
+    senders = list(dict.fromkeys(r["sender"] for r in cells))
+    names = list(dict.fromkeys(r["trajectory"] for r in cells))
+    out = []
+    for name in names:
+        line = [name]
+        for sender in senders:
+            r = next((c for c in cells if c["trajectory"] == name and c["sender"] == sender), None)
+            if r is None or "error" in r:
+                line.append("error" if r is not None else "–")
+            else:
+                flag = "" if r["invalid"] == 0 else f", {r['invalid']} invalid"
+                line.append(f"{_x(r['judged_ratio'])} ({_x(r['tokens_ratio'])}{flag})")
+        out.append(line)
+    return _table(["recording", *senders], out)
+
+
 def _plot(path: Path, draw: Callable[[Any], None]) -> str | None:
     try:
         import matplotlib
@@ -344,6 +363,13 @@ def bills_section(pe: Json | None, sv: Json | None, img: Path) -> str:
     skipped = (pe or {}).get("billed_skipped") or {}
     if skipped:
         out += ["", "Skipped or failed: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())]
+    for w in sorted({r["window"] for r in rows}, reverse=True):
+        out += [
+            "",
+            f"Per recording at {_k(w)}: billed / raw at 0.1x/1.25x (tokens / raw in brackets):",
+            "",
+            _matrix(rows, w),
+        ]
     everything = [t for t in (pe or {}).get("billed_totals") or [] if t["source"] == "all"]
     if everything:
         out += [
