@@ -92,7 +92,9 @@ from .strategies import (
 from .summarizers import (
     ExtractiveSummarizer,
     Summarizer,
+    SummarizerConfig,
     SummaryRequest,
+    build_summarizer,
     check_summary,
     summary_cache_key,
 )
@@ -146,6 +148,7 @@ __all__ = [
     "StrategyContext",
     "StrategyOutcome",
     "Summarizer",
+    "SummarizerConfig",
     "SummarizerError",
     "SummaryRequest",
     "TextBlock",
@@ -169,6 +172,7 @@ __all__ = [
     "apply_model_overrides",
     "assistant",
     "bill_requests",
+    "build_summarizer",
     "check_messages",
     "check_summary",
     "compact_history",
