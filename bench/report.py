@@ -630,6 +630,26 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
             + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v)
             + ".",
         ]
+    named = {
+        "overhead": ov,
+        "counting": cnt,
+        "peers": pe,
+        "savings": sv,
+        "retention": rt,
+        "memory": mem,
+    }
+    stamps = [
+        f"{name} `{d['environment'].get('commit')}` ({d['environment'].get('date')})"
+        for name, d in named.items()
+        if d and "environment" in d
+    ]
+    if stamps:
+        parts += [
+            "",
+            "Each result file was measured at its own commit (the package as it was then): "
+            + "; ".join(stamps)
+            + ".",
+        ]
     parts += ["", "## Targets", "", _targets(ov, cnt, pe, sv, rt)]
     findings = _findings(ov, pe, sv, rt)
     if findings:
