@@ -32,7 +32,9 @@ def test_example_runs(
         assert out.strip()  # every example prints what it shows
         if PLACEHOLDER in code:
             assert fake.requests, "the example did not reach the server it names"
-            assert all(r.headers.get("authorization") == "Bearer not-needed" for r in fake.requests)
+            key = "sk-the-clients-own" if "client_headers" in code else "not-needed"
+            assert all(r.headers.get("authorization") == f"Bearer {key}" for r in fake.requests)
+            assert all("cookie" not in r.headers for r in fake.requests)
 
 
 def test_the_example_outputs_shown_are_the_real_ones(capsys: pytest.CaptureFixture[str]) -> None:

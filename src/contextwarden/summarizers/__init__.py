@@ -8,6 +8,8 @@
   :func:`summary_cache_key`: the key a summary is cached under.
 - :class:`SummarizerConfig` / :func:`build_summarizer`: the ``summarizer:`` config section and
   the summarizer it describes (``parse_summarizer_spec`` reads the CLI's ``PROVIDER:MODEL``).
+- :func:`summarizer_for_request`: an LLM summarizer on the proxy's upstream with the calling
+  client's credentials.
 - :func:`extract_facts` / :class:`Facts`: what a history says (task, commands, files, errors,
   plan, pins, findings), without an LLM.
 """
@@ -31,6 +33,7 @@ from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_fa
 
 if TYPE_CHECKING:
     from .llm import LLMSummarizer
+    from .upstream import summarizer_for_request
 
 __all__ = [
     "CommandRun",
@@ -51,6 +54,7 @@ __all__ = [
     "parse_summarizer_spec",
     "parse_summary",
     "request_facts",
+    "summarizer_for_request",
     "summary_cache_key",
 ]
 
@@ -62,4 +66,8 @@ def __getattr__(name: str) -> Any:
         from .llm import LLMSummarizer
 
         return LLMSummarizer
+    if name == "summarizer_for_request":
+        from .upstream import summarizer_for_request
+
+        return summarizer_for_request
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

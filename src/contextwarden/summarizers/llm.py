@@ -134,7 +134,9 @@ class LLMSummarizer:
     ``ensure_facts``: add must-keep facts the reply left out (default true).
     ``temperature``: sent when not ``None`` (default 0). ``max_tokens_param``: the name of the
     output-limit field for OpenAI-style servers (``max_completion_tokens`` for o-series).
-    ``headers`` / ``extra_body``: merged into every request. ``transport`` /
+    ``headers`` / ``extra_body``: merged into every request. ``key_from_env``: read the key
+    from ``api_key_env`` (default true); false sends only the credentials in ``headers`` (the
+    proxy summarising with its caller's own). ``transport`` /
     ``async_transport``: httpx transports (tests, proxies). ``sleep`` / ``asleep``: how to
     wait between retries (tests pass recorders). ``max_concurrency``: parallel chunk calls in
     the async map step (default 4).
@@ -157,6 +159,7 @@ class LLMSummarizer:
         max_output_tokens: int = 2048,
         tool_output_chars: int = 2000,
         ensure_facts: bool = True,
+        key_from_env: bool = True,
         temperature: float | None = 0.0,
         max_tokens_param: str = "max_tokens",
         counter: TokenCounter | None = None,
@@ -207,7 +210,8 @@ class LLMSummarizer:
         self.temperature = temperature
         self.max_tokens_param = max_tokens_param
         self.counter = counter
-        self.headers = dict(headers or {})
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self.key_from_env = key_from_env
         self.extra_body = dict(extra_body or {})
         self.transport = transport
         self.async_transport = async_transport
@@ -516,7 +520,7 @@ class LLMSummarizer:
 
     # -- HTTP -------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env, "")
+        key = os.environ.get(self.api_key_env, "") if self.key_from_env else ""
         headers = {"content-type": "application/json"}
         if self.provider == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
@@ -585,7 +589,9 @@ class LLMSummarizer:
         if status in RETRY_STATUSES:
             return _retry_after(response)
         hint = ""
-        if status in (401, 403):
+        if status in (401, 403) and not self.key_from_env:
+            hint = " (with the credentials in the summarizer's headers)"
+        elif status in (401, 403):
             hint = (
                 f" (key read from ${self.api_key_env}"
                 f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})"

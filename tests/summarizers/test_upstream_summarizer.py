@@ -1,0 +1,108 @@
+"""summarizer_for_request: the proxy's summaries go to its own upstream, in the request's wire
+format, with the calling client's credentials and nothing else of its headers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from fake_provider import FakeProvider, Reply
+
+from contextwarden import ConfigError, SummarizerError
+from contextwarden.summarizers import SummaryRequest
+from contextwarden.summarizers.upstream import summarizer_for_request
+from contextwarden.testing import ConversationBuilder
+
+TASK = "Make the CSV exporter quote fields that contain commas"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _proxy_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the proxy's own keys must never be used for a client's summary
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proxy-own")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-proxy-own")
+
+
+def _request() -> SummaryRequest:
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat src/exporter.py", "def export_rows(rows):\n    return ','.join(rows)\n" * 20)
+    b.bash("python -m pytest -q", "1 failed", returncode=1)
+    return SummaryRequest(b.messages, task=TASK)
+
+
+CLIENT = {
+    "Authorization": "Bearer sk-client",
+    "Cookie": "session=secret",
+    "X-Trace-Id": "abc",
+    "Content-Type": "application/json",
+    "OpenAI-Organization": "org-client",
+}
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
+def test_openai_upstream_with_the_clients_credentials(fake: FakeProvider, suffix: str) -> None:
+    summarizer = summarizer_for_request(fake.url + suffix, CLIENT, "gpt-4o", "openai")
+    summary = summarizer.summarize(_request())
+    assert "Fake summary #1" in summary
+    (sent,) = fake.requests
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-client"
+    assert sent.headers["openai-organization"] == "org-client"
+    assert "cookie" not in sent.headers and "x-trace-id" not in sent.headers
+    assert sent.json["model"] == "gpt-4o"
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1"])
+def test_anthropic_upstream_with_the_clients_key_and_version(
+    fake: FakeProvider, suffix: str
+) -> None:
+    headers = {
+        "x-api-key": "sk-ant-client",
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "prompt-caching-2024-07-31",
+    }
+    summarizer = summarizer_for_request(
+        fake.url + suffix,
+        headers,
+        "claude-sonnet-4-5",
+        "anthropic",
+        summary_model="claude-haiku-4-5",
+    )
+    asyncio.run(summarizer.asummarize(_request()))  # the proxy is async
+    (sent,) = fake.requests
+    assert sent.path == "/v1/messages"
+    assert sent.headers["x-api-key"] == "sk-ant-client"
+    assert sent.headers["anthropic-beta"] == "prompt-caching-2024-07-31"
+    assert "authorization" not in sent.headers
+    assert sent.json["model"] == "claude-haiku-4-5"  # --summary-model picks a cheaper one
+
+
+def test_a_client_without_credentials_sends_none(fake: FakeProvider) -> None:
+    fake.queue(Reply(status=401, json={"error": {"message": "missing key"}}))
+    summarizer = summarizer_for_request(
+        fake.url, {"Content-Type": "application/json"}, "gpt-4o", "openai"
+    )
+    with pytest.raises(SummarizerError, match="401 \\(with the credentials in the summarizer"):
+        summarizer.summarize(_request())
+    (sent,) = fake.requests
+    assert "authorization" not in sent.headers  # not the proxy's OPENAI_API_KEY
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("http://x", {}, "m", "gemini"), "api must be 'openai' or 'anthropic'"),
+        (("x.example.com", {}, "m", "openai"), "must be an http\\(s\\) URL"),
+        (("http://x", {}, "", "openai"), "names no model"),
+    ],
+)
+def test_bad_arguments(args: tuple[str, dict[str, str], str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        summarizer_for_request(*args)  # type: ignore[arg-type]
