@@ -56,11 +56,12 @@ def sweep_windows(quick: bool) -> tuple[int, ...]:
 
 
 def histories(quick: bool) -> list[tuple[int, RealTrajectory]]:
-    """``(index, recording)`` of the recordings to replay: all of them, or two mini-swe-agent
-    ones in a quick run."""
+    """``(index, recording)`` of the recordings to replay: all of them, or the shortest
+    mini-swe-agent one in a quick run."""
     trajs = list(enumerate(real_trajectories()))
     if quick:
-        return [(i, t) for i, t in trajs if t.source == JUDGED_SOURCE][:2]
+        judged = [(i, t) for i, t in trajs if t.source == JUDGED_SOURCE]
+        return sorted(judged, key=lambda it: len(it[1].messages))[:1]
     return trajs
 
 
