@@ -14,7 +14,13 @@ import pytest
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
 #: top-level modules an example may need, and the package that provides each
-FRAMEWORKS = {"agents": "openai-agents", "langchain": "langchain", "autogen_core": "autogen-core"}
+FRAMEWORKS = {
+    "agents": "openai-agents",
+    "langchain": "langchain",
+    "autogen_core": "autogen-core",
+    "minisweagent": "mini-swe-agent",
+    "litellm": "litellm",
+}
 
 
 def test_every_framework_has_an_example() -> None:

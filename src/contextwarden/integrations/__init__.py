@@ -10,6 +10,10 @@ them. Every hook keeps the framework's own history whole and hands the model the
   ``AgentMiddleware`` on ``wrap_model_call``.
 * :mod:`.autogen`: :class:`~.autogen.WardenChatCompletionContext`, an ``autogen-core``
   ``ChatCompletionContext``.
+* :mod:`.mini_swe_agent`: :class:`~.mini_swe_agent.WardenModel`, a wrapper around any
+  mini-swe-agent model.
+* :mod:`.litellm`: :class:`~.litellm.ContextWardenHook`, a ``CustomLogger`` for the litellm
+  proxy's ``async_pre_call_hook``.
 
 See ``docs/integrations.md`` for what each hook sees and what it cannot.
 """

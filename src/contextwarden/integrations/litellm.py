@@ -1,0 +1,86 @@
+"""litellm's proxy: a ``CustomLogger`` whose ``async_pre_call_hook`` runs the warden.
+
+In the litellm proxy's ``config.yaml``::
+
+    litellm_settings:
+      callbacks: my_hooks.warden_hook      # my_hooks.py: warden_hook = ContextWardenHook(window=128_000)
+
+Before the proxy routes a request, the hook replaces its ``messages`` (chat completions) or its
+``input`` items and ``instructions`` (Responses API) with the warden's copy; every other field is
+left as sent. Requests carrying ``previous_response_id`` (the server holds that history) and
+calls of other kinds (embeddings, images...) are returned unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._config import WardenConfig
+from .._exceptions import UnknownModelError
+from .._warden import TransformResult
+from ..formats.responses import from_responses, to_responses
+from ._common import hook_warden, require
+
+# litellm is not in the dev environment (its versions on some indexes pin openai<3): typed as Any.
+CustomLogger: Any = require("litellm.integrations.custom_logger", "litellm").CustomLogger
+
+__all__ = ["ContextWardenHook"]
+
+_CHAT_CALLS = frozenset({"completion", "acompletion"})
+_RESPONSES_CALLS = frozenset({"responses", "aresponses"})
+
+
+class ContextWardenHook(CustomLogger):  # type: ignore[misc]
+    """A litellm ``CustomLogger`` for the proxy's pre-call hook.
+
+    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
+    request's ``model`` is used (a model the registry does not know, such as a proxy alias, gets
+    the lossless layers only unless ``window`` is given). ``window`` overrides the window;
+    ``config`` is the :class:`~contextwarden.WardenConfig` (default: the defaults).
+    ``last_result`` is the latest :class:`~contextwarden.TransformResult`.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        window: int | None = None,
+        config: WardenConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.warden = hook_warden(config, model, window)
+        self._model = model
+        self.last_result: TransformResult | None = None
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
+    ) -> dict[str, Any]:
+        kind = str(getattr(call_type, "value", call_type))
+        model = self._model or (data.get("model") if isinstance(data.get("model"), str) else None)
+        tools = data.get("tools") if isinstance(data.get("tools"), list) else None
+        if kind in _CHAT_CALLS and isinstance(data.get("messages"), list):
+            from ..formats.openai import from_openai, to_openai
+
+            result = await self._run(from_openai(data["messages"]), model, tools)
+            return {**data, "messages": to_openai(list(result.messages))}
+        if (
+            kind in _RESPONSES_CALLS
+            and isinstance(data.get("input"), list)
+            and data.get("previous_response_id") is None
+        ):
+            messages = from_responses(data["input"], instructions=data.get("instructions"))
+            result = await self._run(messages, model, None)
+            instructions, items = to_responses(list(result.messages))
+            out = {**data, "input": items}
+            if instructions is not None:
+                out["instructions"] = instructions
+            return out
+        return data
+
+    async def _run(self, messages: Any, model: str | None, tools: Any) -> TransformResult:
+        try:
+            result = await self.warden.atransform(messages, model=model, tools=tools)
+        except UnknownModelError:
+            # A proxy alias the registry does not know: the lossless layers still help.
+            result = await self.warden.atransform(messages, tools=tools)
+        self.last_result = result
+        return result

@@ -1,0 +1,86 @@
+"""mini-swe-agent: a model wrapper whose requests go through the warden.
+
+::
+
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.models import get_model
+    from contextwarden.integrations.mini_swe_agent import WardenModel
+
+    model = WardenModel(get_model("openai/gpt-4o"), window=128_000)
+    DefaultAgent(model, env, **agent_config).run(task)
+
+The agent keeps its own ``messages`` (and saves them whole in its trajectory); each
+``query(messages)`` hands the wrapped model the warden's copy. Every other attribute
+(``config``, ``format_message``, ``format_observation_messages``, ``serialize``, cost
+counters...) is the wrapped model's.
+
+mini-swe-agent's messages are chat-completions dicts with an ``extra`` key the agent keeps for
+itself (actions, cost, the raw response); the model never sends it, so the warden's copy leaves it
+out. Messages with another role (``exit``) are not sent either. A model speaking the Responses API
+(``litellm_response_model``) keeps response objects in the history: those requests are passed
+through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._config import WardenConfig
+from .._warden import TransformResult
+from ._common import hook_warden
+
+__all__ = ["WardenModel"]
+
+_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+class WardenModel:
+    """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages.
+
+    ``model`` names the tokenizer and (without ``window``) the registry's window; left out,
+    the wrapped model's ``config.model_name`` is used. ``window`` overrides the window;
+    ``config`` is the :class:`~contextwarden.WardenConfig` (default: the defaults).
+    ``last_result`` is the latest :class:`~contextwarden.TransformResult`.
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        model: str | None = None,
+        window: int | None = None,
+        config: WardenConfig | None = None,
+    ) -> None:
+        if not callable(getattr(inner, "query", None)):
+            raise TypeError(f"inner must be a mini-swe-agent model, got {type(inner).__name__}")
+        self.inner = inner
+        self.warden = hook_warden(config, model, window)
+        self._model = model
+        self.last_result: TransformResult | None = None
+
+    def query(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """The wrapped model's ``query`` on the warden's copy of ``messages``."""
+        if any(not isinstance(m, dict) or m.get("object") == "response" for m in messages):
+            return self.inner.query(messages, **kwargs)  # Responses-API history: not ours
+        chat = [
+            {k: v for k, v in m.items() if k != "extra"}
+            for m in messages
+            if m.get("role") in _CHAT_ROLES
+        ]
+        model = self._model or _model_name(self.inner)
+        out, result = self.warden.transform_openai(chat, model=model)
+        self.last_result = result
+        return self.inner.query(out, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names this wrapper lacks: everything else is the wrapped model's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"WardenModel({self.inner!r})"
+
+
+def _model_name(inner: Any) -> str | None:
+    name = getattr(getattr(inner, "config", None), "model_name", None)
+    return name if isinstance(name, str) and name else None
