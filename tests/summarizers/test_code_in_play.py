@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from fake_provider import FakeProvider, Reply
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reference_recall import action_references, measure
 from summarizer_loaders import load_messages
 
@@ -176,3 +178,44 @@ def test_long_range_references_survive_in_extractive_summaries(shared_data: Path
         held, total = held + result.held, total + result.total
     assert total > 300
     assert held / total >= 0.70, f"{held}/{total}"
+
+
+_SNIPPETS = st.sampled_from(
+    [
+        "cat src/app/main.py",
+        "grep -rn load_config src/",
+        "src/app/config.py:3:def load_config(path):",
+        'File "src/app/main.py", line 9, in run_app',
+        "FAILED tests/test_app.py::test_loads - KeyError",
+        "class ConfigLoader:\n    def read_file(self): ...",
+        "sed -i 's/old_name/new_name/' src/app/util.py",
+        "plain words only, nothing code-like here",
+        "parseArgs(argv) and HTTP_OK",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_SNIPPETS, _SNIPPETS), min_size=1, max_size=8))
+def test_code_mentions_come_from_the_history_and_are_deterministic(
+    steps: list[tuple[str, str]],
+) -> None:
+    b = ConversationBuilder().user(TASK)
+    for command, output in steps:
+        b.bash(command, output)
+    messages = b.messages
+    before = [m.fingerprint for m in messages]
+    code = code_mentions(messages)
+    assert code == code_mentions(messages)
+    assert [m.fingerprint for m in messages] == before
+    texts = "\n".join(
+        [m.text for m in messages]
+        + [c.arguments for m in messages for c in m.tool_calls]
+        + [r.text for m in messages for r in m.tool_results]
+    )
+    for mention in (*code.paths, *code.names):
+        assert mention.name in texts and mention.score > 0
+        for path in mention.files:
+            assert path in texts
+    scores = [m.score for m in code.names]
+    assert scores == sorted(scores, reverse=True)

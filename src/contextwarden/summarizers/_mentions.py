@@ -71,6 +71,9 @@ _NOISE = frozenset(
         "returncode",
         "stdout",
         "stderr",
+        # todo-tool statuses and tool-protocol fields, not code
+        "in_progress",
+        "tool_use_id",
     }
 )
 #: Path-like strings that are not files the agent works on.
@@ -78,7 +81,6 @@ _NOT_PATHS = (
     "<",
     "/dev/",
     "/proc/",
-    "/tmp/tmp",
     "http://",
     "https://",
     "a/",
