@@ -178,3 +178,21 @@ def test_bad_arguments_are_named() -> None:
         input_filter(config=WardenConfig.model_validate({"model": "gpt-4o"})).warden.config.model
         == "gpt-4o"
     )
+
+
+def test_items_given_as_sdk_objects_are_read_as_the_sdk_reads_them() -> None:
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="read_file", arguments='{"path": "src/mod_1.py"}'
+    )
+    items: list[Any] = [
+        {"role": "user", "content": TASK},
+        call,
+        {"type": "function_call_output", "call_id": "c1", "output": "x = 1"},
+    ]
+    agent = Agent(name="coder", tools=[read_file])
+    data = CallModelData(
+        model_data=ModelInputData(input=items, instructions=None), agent=agent, context=None
+    )
+    out = asyncio.run(input_filter(model="gpt-4o", window=WINDOW)(data))
+    assert out.input[1] == call.model_dump(exclude_unset=True)
+    assert out.input[2] == items[2] and out.instructions is None

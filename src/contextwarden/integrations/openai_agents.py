@@ -63,9 +63,14 @@ class WardenInputFilter:
         from agents.run_config import ModelInputData
 
         model_data = data.model_data
-        items = model_data.input
+        # Items are dicts as the SDK keeps them; one a caller passed as a pydantic object is
+        # read the way the SDK itself turns output items into input items.
+        items = [
+            i.model_dump(exclude_unset=True) if hasattr(i, "model_dump") else i
+            for i in model_data.input
+        ]
         model = self._model or _agent_model(data.agent)
-        messages = from_responses(list(items), instructions=model_data.instructions)
+        messages = from_responses(items, instructions=model_data.instructions)
         result = await self.warden.atransform(
             messages, model=model, tools=_tool_definitions(data.agent)
         )
