@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -73,3 +75,103 @@ def test_proxy_is_forwarded_lazily() -> None:
         and "proxy" in result.stdout.lower()
         or (result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1)
     )
+
+
+# -- output paths: checked before any work, one red line, exit 2 --------------------------------
+
+
+def _one_error_line(result: object, *needles: str) -> str:
+    res: Any = result
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and all(n in lines[0] for n in needles), lines[0]
+    return str(lines[0])
+
+
+REPLAY = ["replay", "--model", "gpt-4o", "--window", "16000"]
+
+
+def test_plot_with_another_suffix(openai_file: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, [*REPLAY[:1], str(openai_file), *REPLAY[1:], "--plot", "p.txt"])
+    _one_error_line(result, "--plot p.txt", "must end in .png")
+    assert not (tmp_path / "p.txt").exists()
+
+
+def test_plot_a_directory(openai_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "plots").mkdir()
+    for target in ("plots", "dir.png"):
+        (tmp_path / "dir.png").mkdir(exist_ok=True)
+        result = runner.invoke(app, [REPLAY[0], str(openai_file), *REPLAY[1:], "--plot", target])
+        _one_error_line(result, f"--plot {target}", "is a directory")
+
+
+def test_plot_without_suffix_writes_and_reports_the_same_path(
+    openai_file: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib")
+    result = runner.invoke(app, [REPLAY[0], str(openai_file), *REPLAY[1:], "--plot", "out"])
+    assert result.exit_code == 0, result.output
+    assert "plot written to out.png" in result.stdout
+    assert (tmp_path / "out.png").is_file() and not (tmp_path / "out").exists()
+
+
+def test_plot_where_no_folder_can_be(openai_file: Path) -> None:
+    result = runner.invoke(
+        app, [REPLAY[0], str(openai_file), *REPLAY[1:], "--plot", f"{openai_file}/x.png"]
+    )
+    _one_error_line(result, "cannot create its folder")
+
+
+COMPACT = ["--model", "gpt-4o", "--window", "8000"]
+
+
+def test_compact_output_is_a_directory(openai_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "outdir").mkdir()
+    result = runner.invoke(app, ["compact", str(openai_file), *COMPACT, "-o", "outdir"])
+    _one_error_line(result, "-o outdir", "is a directory")
+
+
+@pytest.mark.parametrize("link", ["same", "hard", "symbolic"])
+def test_compact_output_is_the_input(openai_file: Path, tmp_path: Path, link: str) -> None:
+    original = openai_file.read_bytes()
+    target = openai_file
+    if link == "hard":
+        target = tmp_path / "alias.json"
+        os.link(openai_file, target)
+    elif link == "symbolic":
+        target = tmp_path / "alias.json"
+        target.symlink_to(openai_file)
+    result = runner.invoke(app, ["compact", str(openai_file), *COMPACT, "-o", str(target)])
+    _one_error_line(result, "is the input file")
+    assert openai_file.read_bytes() == original  # untouched
+
+
+def test_compact_output_where_no_folder_can_be(openai_file: Path) -> None:
+    result = runner.invoke(
+        app, ["compact", str(openai_file), *COMPACT, "-o", f"{openai_file}/o.json"]
+    )
+    _one_error_line(result, "cannot create its folder")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission bits")
+def test_compact_output_in_a_read_only_folder(openai_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        result = runner.invoke(app, ["compact", str(openai_file), *COMPACT, "-o", "ro/out.json"])
+        _one_error_line(result, "-o ro/out.json", "not writable")
+    finally:
+        folder.chmod(0o700)
+
+
+def test_compact_output_that_cannot_be_written(openai_file: Path, tmp_path: Path) -> None:
+    """A write that fails past the checks (here /dev/full: the disk is full) is one line too."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    result = runner.invoke(app, ["compact", str(openai_file), *COMPACT, "-o", "/dev/full"])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: -o /dev/full: cannot write it")

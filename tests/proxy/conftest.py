@@ -63,7 +63,9 @@ def openai_recording(shared_data: Any) -> tuple[str, list[dict[str, Any]]]:
     from contextwarden._transcripts import load_transcript
     from contextwarden.formats import to_openai
 
-    files = sorted((shared_data / "mini-swe-agent").glob("*.traj.json"), key=lambda p: p.stat().st_size)
+    files = sorted(
+        (shared_data / "mini-swe-agent").glob("*.traj.json"), key=lambda p: p.stat().st_size
+    )
     if not files:
         pytest.skip("no mini-swe-agent recordings in the shared data")
     transcript = load_transcript(files[-1])

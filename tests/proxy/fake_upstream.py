@@ -22,7 +22,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -85,8 +85,12 @@ class FakeUpstream:
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
-                Route("/{path:path}", self._echo, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
-            ]
+                Route(
+                    "/{path:path}", self._echo, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]
+                ),
+            ],
+            # an upload the proxy abandons (its own client left) is no news: no traceback
+            exception_handlers={ClientDisconnect: _client_left},
         )
 
     def then(self, behaviour: Behaviour) -> FakeUpstream:
@@ -108,8 +112,14 @@ class FakeUpstream:
         for k, v in request.headers.items():
             headers[k] = f"{headers[k]}, {v}" if k in headers else v
         raw_path = request.scope.get("raw_path") or b""
-        rec = Recorded(request.method, request.url.path, request.url.query, headers, body,
-                       raw_path.decode("latin-1"))
+        rec = Recorded(
+            request.method,
+            request.url.path,
+            request.url.query,
+            headers,
+            body,
+            raw_path.decode("latin-1"),
+        )
         with self._lock:
             if self.record:
                 self.requests.append(rec)
@@ -153,25 +163,62 @@ class FakeUpstream:
         words = [f"w{i} " for i in range(self.chunks)]
         headers = {"x-request-id": f"req_{len(self.requests)}", **b.headers}
         if body.get("stream"):
-            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
-                    "model": body.get("model", "?")}
+            base = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": body.get("model", "?"),
+            }
             events = [
-                b"data: " + json.dumps({**base, "choices": [{"index": 0, "delta": (
-                    {"role": "assistant", "content": w} if i == 0 else {"content": w}),
-                    "finish_reason": None}]}).encode() + b"\n\n"
+                b"data: "
+                + json.dumps(
+                    {
+                        **base,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": (
+                                    {"role": "assistant", "content": w}
+                                    if i == 0
+                                    else {"content": w}
+                                ),
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
+                ).encode()
+                + b"\n\n"
                 for i, w in enumerate(words)
             ]
-            events.append(b"data: " + json.dumps({**base, "choices": [
-                {"index": 0, "delta": {}, "finish_reason": "stop"}]}).encode() + b"\n\n")
+            events.append(
+                b"data: "
+                + json.dumps(
+                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                ).encode()
+                + b"\n\n"
+            )
             events.append(b"data: [DONE]\n\n")
             return self._stream(events, b, headers)
         reply = {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 1,
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1,
             "model": body.get("model", "?"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": f"received {n} messages: " + "".join(words)}}],
-            "usage": {"prompt_tokens": len(rec.body) // 4, "completion_tokens": self.chunks,
-                      "total_tokens": len(rec.body) // 4 + self.chunks},
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {
+                        "role": "assistant",
+                        "content": f"received {n} messages: " + "".join(words),
+                    },
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(rec.body) // 4,
+                "completion_tokens": self.chunks,
+                "total_tokens": len(rec.body) // 4 + self.chunks,
+            },
         }
         raw = json.dumps(reply).encode()
         self._sent([raw])
@@ -186,29 +233,62 @@ class FakeUpstream:
         n = len(body.get("messages", []))
         words = [f"w{i} " for i in range(self.chunks)]
         headers = {"request-id": f"req_{len(self.requests)}", **b.headers}
-        message = {"id": "msg_fake", "type": "message", "role": "assistant",
-                   "model": body.get("model", "?"), "content": [], "stop_reason": None,
-                   "stop_sequence": None, "usage": {"input_tokens": len(rec.body) // 4,
-                                                    "output_tokens": 0}}
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "?"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": 0},
+        }
         if body.get("stream"):
+
             def ev(name: str, data: dict[str, Any]) -> bytes:
                 return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
-            events = [ev("message_start", {"type": "message_start", "message": message}),
-                      ev("content_block_start", {"type": "content_block_start", "index": 0,
-                                                 "content_block": {"type": "text", "text": ""}})]
-            events += [ev("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                  "delta": {"type": "text_delta", "text": w}})
-                       for w in words]
-            events += [ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                       ev("message_delta", {"type": "message_delta", "delta": {
-                           "stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": self.chunks}}),
-                       ev("message_stop", {"type": "message_stop"})]
+            events = [
+                ev("message_start", {"type": "message_start", "message": message}),
+                ev(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+            ]
+            events += [
+                ev(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": w},
+                    },
+                )
+                for w in words
+            ]
+            events += [
+                ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                ev(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                        "usage": {"output_tokens": self.chunks},
+                    },
+                ),
+                ev("message_stop", {"type": "message_stop"}),
+            ]
             return self._stream(events, b, headers)
-        reply = {**message, "content": [{"type": "text", "text": f"received {n} messages: "
-                                         + "".join(words)}], "stop_reason": "end_turn",
-                 "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": self.chunks}}
+        reply = {
+            **message,
+            "content": [{"type": "text", "text": f"received {n} messages: " + "".join(words)}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": self.chunks},
+        }
         raw = json.dumps(reply).encode()
         self._sent([raw])
         return Response(raw, media_type="application/json", headers=headers)
@@ -231,6 +311,10 @@ class FakeUpstream:
         )
 
 
+async def _client_left(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)
+
+
 @contextmanager
 def serve(app: Any, *, log_level: str = "warning") -> Iterator[str]:
     """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
@@ -240,8 +324,13 @@ def serve(app: Any, *, log_level: str = "warning") -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level=log_level, access_log=False, server_header=False, date_header=False,
-        lifespan="on" if isinstance(app, Starlette) else "auto", timeout_graceful_shutdown=2,
+        app,
+        log_level=log_level,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        lifespan="on" if isinstance(app, Starlette) else "auto",
+        timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -54,7 +54,11 @@ class StubWarden:
         self.calls.append({"api": "openai", "model": model, "window": window, "tools": tools})
         self._check(messages, model, window)
         out = messages if len(messages) <= self.keep + 1 else [messages[0], *messages[-self.keep :]]
-        compaction = None if out is messages else type("C", (), {"compacted_count": len(messages) - len(out)})()
+        compaction = (
+            None
+            if out is messages
+            else type("C", (), {"compacted_count": len(messages) - len(out)})()
+        )
         return list(out), StubResult(self._size(messages), self._size(out), compaction)
 
     def transform_anthropic(

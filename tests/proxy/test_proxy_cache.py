@@ -20,8 +20,12 @@ Upstream = tuple[FakeUpstream, str]
 
 
 def _call(proxy: str, model: str, history: list[dict[str, Any]]) -> httpx.Response:
-    r = httpx.post(f"{proxy}/v1/chat/completions", json={"model": model, "messages": history},
-                   headers={"Authorization": "Bearer sk-test"}, timeout=60)
+    r = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json={"model": model, "messages": history},
+        headers={"Authorization": "Bearer sk-test"},
+        timeout=60,
+    )
     assert r.status_code == 200
     return r
 
@@ -43,8 +47,11 @@ def summarizer_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _check_shared(
-    fake: FakeUpstream, proxies: list[str], cache: MutableMapping[str, str],
-    recording: tuple[str, list[dict[str, Any]]], calls: list[int],
+    fake: FakeUpstream,
+    proxies: list[str],
+    cache: MutableMapping[str, str],
+    recording: tuple[str, list[dict[str, Any]]],
+    calls: list[int],
 ) -> None:
     """Two proxies on one cache: the first compacts and writes its summary; the second (a fresh
     warden, as in another process), asked the same, re-applies that compaction from the shared
@@ -71,8 +78,11 @@ def _check_shared(
 
 
 def test_two_proxies_share_summaries_in_redis(
-    upstream: Upstream, start_proxy: StartProxy, redis_url: str,
-    openai_recording: tuple[str, list[dict[str, Any]]], summarizer_calls: list[int],
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    redis_url: str,
+    openai_recording: tuple[str, list[dict[str, Any]]],
+    summarizer_calls: list[int],
 ) -> None:
     fake, url = upstream
     db = redis_url.rsplit("/", 1)[0] + "/5"  # a database of its own
@@ -85,8 +95,11 @@ def test_two_proxies_share_summaries_in_redis(
 
 
 def test_two_proxies_share_summaries_in_one_sqlite_file(
-    upstream: Upstream, start_proxy: StartProxy, tmp_path: Path,
-    openai_recording: tuple[str, list[dict[str, Any]]], summarizer_calls: list[int],
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    tmp_path: Path,
+    openai_recording: tuple[str, list[dict[str, Any]]],
+    summarizer_calls: list[int],
 ) -> None:
     fake, url = upstream
     path = tmp_path / "summaries.sqlite3"
@@ -102,7 +115,9 @@ def test_redis_down_does_not_fail_requests(
     from redis_server import free_port
 
     fake, url = upstream
-    proxy = start_proxy(url, window=16_000, cache="redis", redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    proxy = start_proxy(
+        url, window=16_000, cache="redis", redis_url=f"redis://127.0.0.1:{free_port()}/0"
+    )
     model, history = openai_recording
     r = _call(proxy, model, history)
     assert int(r.headers["x-contextwarden-tokens-after"]) <= 16_000 * 0.75  # the trigger ratio

@@ -39,15 +39,32 @@ def _run(*args: str, env: dict[str, str] | None = None) -> Any:
 def test_options_become_the_config(served: list[ProxyConfig], tmp_path: Path) -> None:
     config = tmp_path / "cw.yaml"
     config.write_text("reserve_tokens: 4096\nmask:\n  keep_recent: 3\n")
-    result = _run("--upstream", "https://api.example.com/v1/", "--port", "9001", "--window", "32000",
-                  "--config", str(config), "--cache", "redis", "--redis-url", "redis://127.0.0.1:6379/2",
-                  "--timeout", "30")
+    result = _run(
+        "--upstream",
+        "https://api.example.com/v1/",
+        "--port",
+        "9001",
+        "--window",
+        "32000",
+        "--config",
+        str(config),
+        "--cache",
+        "redis",
+        "--redis-url",
+        "redis://127.0.0.1:6379/2",
+        "--timeout",
+        "30",
+    )
     assert result.exit_code == 0, result.output
     (settings,) = served
     assert settings.upstream == "https://api.example.com/v1"
     assert (settings.host, settings.port, settings.window) == ("127.0.0.1", 9001, 32000)
     assert settings.warden.reserve_tokens == 4096 and settings.warden.mask.keep_recent == 3
-    assert (settings.cache, settings.redis_url, settings.timeout) == ("redis", "redis://127.0.0.1:6379/2", 30)
+    assert (settings.cache, settings.redis_url, settings.timeout) == (
+        "redis",
+        "redis://127.0.0.1:6379/2",
+        30,
+    )
     assert settings.token is None
 
 
@@ -68,7 +85,9 @@ def test_token_from_the_environment(served: list[ProxyConfig]) -> None:
         (["--port", "1"], "upstream"),
     ],
 )
-def test_bad_options_exit_2_naming_the_problem(served: list[ProxyConfig], args: list[str], message: str) -> None:
+def test_bad_options_exit_2_naming_the_problem(
+    served: list[ProxyConfig], args: list[str], message: str
+) -> None:
     result = _run(*args)
     assert result.exit_code == 2
     assert message in result.output
@@ -84,14 +103,34 @@ def test_bad_config_file_exits_2(served: list[ProxyConfig], tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Path, workers: int) -> None:
+def test_the_real_command_serves_and_logs_json(
+    upstream: Upstream, tmp_path: Path, workers: int
+) -> None:
     fake, url = upstream
     port = free_port()
-    env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(tmp_path), "CONTEXTWARDEN_PROXY_TOKEN": "t0k"}
+    env = {
+        **os.environ,
+        "CONTEXTWARDEN_DATA_DIR": str(tmp_path),
+        "CONTEXTWARDEN_PROXY_TOKEN": "t0k",
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "contextwarden", "proxy", "--upstream", url, "--port", str(port),
-         "--window", "8000", "--workers", str(workers)],
-        stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "contextwarden",
+            "proxy",
+            "--upstream",
+            url,
+            "--port",
+            str(port),
+            "--window",
+            "8000",
+            "--workers",
+            str(workers),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -101,11 +140,16 @@ def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Pat
                 httpx.get(f"{base}/stats", headers={"X-Contextwarden-Token": "t0k"})
                 break
             except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    "the proxy did not start"
+                )
                 time.sleep(0.1)
         body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
-        r = httpx.post(f"{base}/v1/chat/completions", json=body,
-                       headers={"X-Contextwarden-Token": "t0k", "Authorization": "Bearer sk-cli"})
+        r = httpx.post(
+            f"{base}/v1/chat/completions",
+            json=body,
+            headers={"X-Contextwarden-Token": "t0k", "Authorization": "Bearer sk-cli"},
+        )
         assert r.status_code == 200 and r.headers["x-contextwarden-tokens-before"]
         assert fake.last.json == body and fake.last.headers["authorization"] == "Bearer sk-cli"
         assert httpx.get(f"{base}/stats").status_code == 401
@@ -114,7 +158,9 @@ def test_the_real_command_serves_and_logs_json(upstream: Upstream, tmp_path: Pat
         _, err = proc.communicate(timeout=20)
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     # one line per proxied request (/stats is the proxy's own page, not logged)
-    assert [(x["path"], x["status"], x["model"]) for x in lines] == [("/v1/chat/completions", 200, "gpt-4o")]
+    assert [(x["path"], x["status"], x["model"]) for x in lines] == [
+        ("/v1/chat/completions", 200, "gpt-4o")
+    ]
     assert "sk-cli" not in err and "t0k" not in err
     assert (tmp_path / "summary-cache.sqlite3").is_file()  # the default cache, in the data dir
 

@@ -27,19 +27,29 @@ def _chat(n: int, **extra: object) -> dict[str, object]:
     return {"model": "gpt-4o", "messages": messages, **extra}
 
 
-def test_openai_messages_reduced_everything_else_forwarded(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_openai_messages_reduced_everything_else_forwarded(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     warden = StubWarden(keep=2)
     proxy = start_proxy(url, warden=warden)
-    body = _chat(6, temperature=0.25, tools=[{"type": "function", "function": {"name": "f"}}],
-                 vendor_extension={"nested": [1, 2.5, None, "é"]})
-    r = httpx.post(f"{proxy}/v1/chat/completions", json=body,
-                   headers={"Authorization": f"Bearer {KEY}", "X-Custom": "kept"})
+    body = _chat(
+        6,
+        temperature=0.25,
+        tools=[{"type": "function", "function": {"name": "f"}}],
+        vendor_extension={"nested": [1, 2.5, None, "é"]},
+    )
+    r = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {KEY}", "X-Custom": "kept"},
+    )
     assert r.status_code == 200
     got = fake.last.json
     assert got["messages"] == [body["messages"][0], *body["messages"][-2:]]  # type: ignore[index]
     assert {k: v for k, v in got.items() if k != "messages"} == {
-        k: v for k, v in body.items() if k != "messages"}
+        k: v for k, v in body.items() if k != "messages"
+    }
     assert fake.last.headers["authorization"] == f"Bearer {KEY}"
     assert fake.last.headers["x-custom"] == "kept"
     assert warden.calls[-1]["tools"] == body["tools"] and warden.calls[-1]["model"] == "gpt-4o"
@@ -52,12 +62,15 @@ def test_openai_messages_reduced_everything_else_forwarded(upstream: Upstream, s
     assert r.headers["x-request-id"] == "req_1"  # upstream headers pass through
 
 
-def test_unchanged_request_is_forwarded_byte_for_byte(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_unchanged_request_is_forwarded_byte_for_byte(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden(keep=10))
     raw = b'{ "model" : "gpt-4o",\n "messages":[{"role":"user","content":"hi \\u00e9"}], "n": 1.0 }'
-    r = httpx.post(f"{proxy}/v1/chat/completions", content=raw,
-                   headers={"content-type": "application/json"})
+    r = httpx.post(
+        f"{proxy}/v1/chat/completions", content=raw, headers={"content-type": "application/json"}
+    )
     assert r.status_code == 200
     assert fake.last.body == raw
     assert r.headers["x-contextwarden-compacted"] == "0"
@@ -72,9 +85,16 @@ def test_stream_arrives_chunk_by_chunk_and_intact(
     proxy = start_proxy(url, warden=StubWarden())
     gate = threading.Event()
     fake.then(Behaviour(hold_after=2, gate=gate))
-    body = _chat(3, stream=True) if "chat" in path else {
-        "model": "claude-sonnet-4-5", "max_tokens": 10, "stream": True,
-        "messages": [{"role": "user", "content": "hi"}]}
+    body = (
+        _chat(3, stream=True)
+        if "chat" in path
+        else {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 10,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+    )
     received = b""
     with httpx.stream("POST", proxy + path, json=body, timeout=30) as r:
         assert r.status_code == 200
@@ -89,7 +109,9 @@ def test_stream_arrives_chunk_by_chunk_and_intact(
         for chunk in chunks:
             received += chunk
     assert received == b"".join(fake.sent[-1])
-    assert received.endswith(b"data: [DONE]\n\n" if "chat" in path else b'{"type": "message_stop"}\n\n')
+    assert received.endswith(
+        b"data: [DONE]\n\n" if "chat" in path else b'{"type": "message_stop"}\n\n'
+    )
 
 
 def test_anthropic_system_and_count_tokens(upstream: Upstream, start_proxy: StartProxy) -> None:
@@ -97,8 +119,11 @@ def test_anthropic_system_and_count_tokens(upstream: Upstream, start_proxy: Star
     warden = StubWarden(keep=1)
     proxy = start_proxy(url, warden=warden)
     system = [{"type": "text", "text": "you are terse", "cache_control": {"type": "ephemeral"}}]
-    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                {"role": "user", "content": "c"}]
+    messages = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]
     headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
     body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "system": system, "messages": messages}
     r = httpx.post(f"{proxy}/v1/messages", json=body, headers=headers)
@@ -121,7 +146,12 @@ def test_other_paths_pass_through_any_method(upstream: Upstream, start_proxy: St
     warden = StubWarden()
     proxy = start_proxy(url, warden=warden)
     r = httpx.get(f"{proxy}/v1/models?limit=3&after=x", headers={"api-key": KEY})
-    assert r.json() == {"method": "GET", "path": "/v1/models", "query": "limit=3&after=x", "body_len": 0}
+    assert r.json() == {
+        "method": "GET",
+        "path": "/v1/models",
+        "query": "limit=3&after=x",
+        "body_len": 0,
+    }
     assert fake.last.headers["api-key"] == KEY and fake.last.body == b""
     assert r.headers["x-echo"] == "1" and "x-contextwarden-tokens-before" not in r.headers
     payload = b"\x00\x01 binary upload \xff" * 1000
@@ -133,20 +163,36 @@ def test_other_paths_pass_through_any_method(upstream: Upstream, start_proxy: St
     assert warden.calls == []
 
 
-def test_hop_by_hop_and_proxy_headers_are_not_forwarded(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_hop_by_hop_and_proxy_headers_are_not_forwarded(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden(), token="tok")
-    httpx.get(f"{proxy}/v1/models", headers={
-        "X-Contextwarden-Token": "tok", "Proxy-Authorization": "Basic xyz", "TE": "trailers",
-        "Keep-Alive": "timeout=5", "X-Kept": "yes"})
+    httpx.get(
+        f"{proxy}/v1/models",
+        headers={
+            "X-Contextwarden-Token": "tok",
+            "Proxy-Authorization": "Basic xyz",
+            "TE": "trailers",
+            "Keep-Alive": "timeout=5",
+            "X-Kept": "yes",
+        },
+    )
     got = fake.last.headers
     assert got["x-kept"] == "yes"
     for name in ("x-contextwarden-token", "proxy-authorization", "te", "keep-alive"):
         assert name not in got
     assert got["host"] == url.removeprefix("http://")
     # a header the Connection header names is hop-by-hop too
-    httpx.get(f"{proxy}/v1/models", headers={
-        "X-Contextwarden-Token": "tok", "Connection": "keep-alive, X-Hop", "X-Hop": "no", "X-End": "yes"})
+    httpx.get(
+        f"{proxy}/v1/models",
+        headers={
+            "X-Contextwarden-Token": "tok",
+            "Connection": "keep-alive, X-Hop",
+            "X-Hop": "no",
+            "X-End": "yes",
+        },
+    )
     assert "x-hop" not in fake.last.headers and fake.last.headers["x-end"] == "yes"
 
 
@@ -158,7 +204,9 @@ def test_paths_are_forwarded_as_sent(upstream: Upstream, start_proxy: StartProxy
     assert fake.last.raw_path == "/v1/files/a%2Fb%20c/content" and fake.last.query == "x=%26y"
 
 
-def test_a_client_leaving_mid_stream_is_recorded_once(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_a_client_leaving_mid_stream_is_recorded_once(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
     gate = threading.Event()
@@ -170,7 +218,9 @@ def test_a_client_leaving_mid_stream_is_recorded_once(upstream: Upstream, start_
     finally:
         gate.set()
     deadline = time.monotonic() + 20
-    while httpx.get(f"{proxy}/stats").json()["requests"] < 1:  # bounded wait for the proxy to notice
+    while (
+        httpx.get(f"{proxy}/stats").json()["requests"] < 1
+    ):  # bounded wait for the proxy to notice
         assert time.monotonic() < deadline, "the abandoned request was never recorded"
         time.sleep(0.05)
     assert httpx.post(f"{proxy}/v1/chat/completions", json=body).status_code == 200  # still serving
@@ -178,11 +228,15 @@ def test_a_client_leaving_mid_stream_is_recorded_once(upstream: Upstream, start_
     assert stats["requests"] == 2 and stats["by_route"] == {"openai": 2}
 
 
-def test_upstream_errors_reach_the_client_unchanged(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_upstream_errors_reach_the_client_unchanged(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
     err = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limit"}}
-    fake.then(Behaviour(status=429, body=err, headers={"retry-after": "7", "x-ratelimit-remaining": "0"}))
+    fake.then(
+        Behaviour(status=429, body=err, headers={"retry-after": "7", "x-ratelimit-remaining": "0"})
+    )
     r = httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1))
     assert r.status_code == 429 and r.json() == err and r.content == fake.sent[-1][0]
     assert r.headers["retry-after"] == "7" and r.headers["x-ratelimit-remaining"] == "0"
@@ -191,7 +245,9 @@ def test_upstream_errors_reach_the_client_unchanged(upstream: Upstream, start_pr
     assert r.status_code == 503 and r.content == b"<html>upstream down</html>"
 
 
-@pytest.mark.parametrize(("path", "provider"), [("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic")])
+@pytest.mark.parametrize(
+    ("path", "provider"), [("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic")]
+)
 def test_upstream_timeout_is_504_in_the_provider_format(
     upstream: Upstream, start_proxy: StartProxy, path: str, provider: str
 ) -> None:
@@ -250,7 +306,9 @@ def test_stream_that_stalls_or_breaks_ends_with_an_error_event(
         else:
             assert last.startswith(b"event: error\n") and data["type"] == "error"
     stats = httpx.get(f"{proxy}/stats").json()
-    assert stats["upstream_timeouts"] == 1 and stats["errors"] == 2
+    # the client got a 200 status line both times: stream failures, not errors (as documented)
+    assert stats["upstream_timeouts"] == 1 and stats["stream_failures"] == 2
+    assert stats["errors"] == 0 and stats["by_status"] == {"200": 2}
 
 
 def test_proxy_token(upstream: Upstream, start_proxy: StartProxy) -> None:
@@ -265,14 +323,19 @@ def test_proxy_token(upstream: Upstream, start_proxy: StartProxy) -> None:
         assert httpx.get(f"{proxy}/v1/models", headers=headers).status_code == 401
     assert fake.requests == []  # nothing unauthenticated reached the upstream
     for value in ("s3cret", "Bearer s3cret"):
-        r = httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1),
-                       headers={"X-Contextwarden-Token": value, "Authorization": f"Bearer {KEY}"})
+        r = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            json=_chat(1),
+            headers={"X-Contextwarden-Token": value, "Authorization": f"Bearer {KEY}"},
+        )
         assert r.status_code == 200
         assert "x-contextwarden-token" not in fake.last.headers
         assert fake.last.headers["authorization"] == f"Bearer {KEY}"
 
 
-def test_stats_count_requests_tokens_and_errors(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_stats_count_requests_tokens_and_errors(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden(keep=2))
     befores, afters = [], []
@@ -282,7 +345,9 @@ def test_stats_count_requests_tokens_and_errors(upstream: Upstream, start_proxy:
         afters.append(int(r.headers["x-contextwarden-tokens-after"]))
     fake.then(Behaviour(status=500, body={"error": {"message": "boom"}}))
     r = httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1))
-    assert r.status_code == 500  # the request was reduced (nothing to cut) before the upstream failed
+    assert (
+        r.status_code == 500
+    )  # the request was reduced (nothing to cut) before the upstream failed
     befores.append(int(r.headers["x-contextwarden-tokens-before"]))
     afters.append(int(r.headers["x-contextwarden-tokens-after"]))
     httpx.get(f"{proxy}/v1/models")
@@ -296,7 +361,9 @@ def test_stats_count_requests_tokens_and_errors(upstream: Upstream, start_proxy:
 
 
 def test_one_json_log_line_per_request_without_secrets(
-    upstream: Upstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture,
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
     request: pytest.FixtureRequest,
 ) -> None:
     fake, url = upstream
@@ -308,8 +375,11 @@ def test_one_json_log_line_per_request_without_secrets(
     request.addfinalizer(lambda: log.removeHandler(caplog.handler))
     body = _chat(5, stream=True)
     body["messages"][1]["content"] = "PROMPT-CONTENT-MARKER"  # type: ignore[index]
-    httpx.post(f"{proxy}/v1/chat/completions", json=body,
-               headers={"Authorization": f"Bearer {KEY}", "x-api-key": KEY}).read()
+    httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {KEY}", "x-api-key": KEY},
+    ).read()
     httpx.get(f"{proxy}/v1/models", headers={"api-key": KEY})
     records = list({id(r): r for r in caplog.records if r.name == "contextwarden.proxy"}.values())
     assert len(records) == 2
@@ -322,7 +392,9 @@ def test_one_json_log_line_per_request_without_secrets(
     assert KEY not in caplog.text and "PROMPT-CONTENT-MARKER" not in caplog.text
 
 
-def test_unknown_model_runs_lossless_only_with_a_warning(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_unknown_model_runs_lossless_only_with_a_warning(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     warden = StubWarden(keep=2)
     proxy = start_proxy(url, warden=warden)
@@ -331,18 +403,27 @@ def test_unknown_model_runs_lossless_only_with_a_warning(upstream: Upstream, sta
     assert r.headers["x-contextwarden-warning"].startswith("unknown_model: no context window")
     assert "x-contextwarden-skipped" not in r.headers
     # the retry ran without model or window: the warden's lossless-only mode
-    assert [(c["model"], c["window"]) for c in warden.calls] == [("unknown-model", None), (None, None)]
-    assert r.headers["x-contextwarden-tokens-after"] == str(len(json.dumps(fake.last.json["messages"])) // 4)
+    assert [(c["model"], c["window"]) for c in warden.calls] == [
+        ("unknown-model", None),
+        (None, None),
+    ]
+    assert r.headers["x-contextwarden-tokens-after"] == str(
+        len(json.dumps(fake.last.json["messages"])) // 4
+    )
     assert fake.last.json["model"] == "unknown-model"
     assert httpx.get(f"{proxy}/stats").json()["unbounded"] == 1
 
 
-def test_unreadable_requests_are_forwarded_unchanged(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_unreadable_requests_are_forwarded_unchanged(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
     cases = [
-        (json.dumps({"model": "gpt-4o", "messages": [{"role": "user"}, 3]}).encode(),
-         "invalid_request: message 1"),
+        (
+            json.dumps({"model": "gpt-4o", "messages": [{"role": "user"}, 3]}).encode(),
+            "invalid_request: message 1",
+        ),
         (b'{"model": "gpt-4o", "messages": "not a list"}', "no_messages"),
         (b"[1, 2]", "not_json"),
         (b"not json at all", "not_json"),
@@ -358,24 +439,33 @@ def test_unreadable_requests_are_forwarded_unchanged(upstream: Upstream, start_p
 
 
 @pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
-def test_upstream_base_with_or_without_v1(upstream: Upstream, start_proxy: StartProxy, suffix: str) -> None:
+def test_upstream_base_with_or_without_v1(
+    upstream: Upstream, start_proxy: StartProxy, suffix: str
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url + suffix, warden=StubWarden())
     assert httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1)).status_code == 200
     assert fake.last.path == "/v1/chat/completions"
 
 
-def test_compressed_replies_are_relayed_as_sent(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_compressed_replies_are_relayed_as_sent(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     import gzip
 
     fake, url = upstream
     proxy = start_proxy(url, warden=StubWarden())
-    reply = {"id": "chatcmpl-z", "choices": [{"message": {"role": "assistant", "content": "é" * 500}}]}
+    reply = {
+        "id": "chatcmpl-z",
+        "choices": [{"message": {"role": "assistant", "content": "é" * 500}}],
+    }
     packed = gzip.compress(json.dumps(reply).encode())
     fake.then(Behaviour(body=packed, headers={"content-encoding": "gzip"}))
     with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=_chat(1)) as r:
         raw = b"".join(r.iter_raw())
     assert raw == packed  # not decompressed on the way
-    assert r.headers["content-encoding"] == "gzip" and int(r.headers["content-length"]) == len(packed)
+    assert r.headers["content-encoding"] == "gzip" and int(r.headers["content-length"]) == len(
+        packed
+    )
     fake.then(Behaviour(body=packed, headers={"content-encoding": "gzip"}))
     assert httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1)).json() == reply  # decodes fine

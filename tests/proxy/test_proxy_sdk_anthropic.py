@@ -30,7 +30,9 @@ def _client(proxy: str, **kw: Any) -> Any:
 
 
 def test_claude_code_recording_arrives_valid_within_the_window(
-    upstream: Upstream, start_proxy: StartProxy, anthropic_recording: tuple[Any, list[dict[str, Any]]]
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
 ) -> None:
     fake, url = upstream
     recorded_system, history = anthropic_recording
@@ -57,12 +59,19 @@ def test_claude_code_recording_arrives_valid_within_the_window(
     sent_system = "".join(b["text"] for b in got["system"])
     assert sent_system.startswith(system)  # kept (a full summary may append its hint)
     newest = got["messages"][-1]["content"]
-    assert [{k: v for k, v in b.items() if k != "cache_control"} for b in newest] == history[-1]["content"]
+    assert [{k: v for k, v in b.items() if k != "cache_control"} for b in newest] == history[-1][
+        "content"
+    ]
     assert newest[-1]["cache_control"] == {"type": "ephemeral"}  # the newest turn, marked
-    assert got["max_tokens"] == 1024 and got["stop_sequences"] == ["</done>"] and got["model"] == MODEL
+    assert (
+        got["max_tokens"] == 1024 and got["stop_sequences"] == ["</done>"] and got["model"] == MODEL
+    )
     # the SDK's auth header (x-api-key, or Authorization: Bearer in newer SDKs) is forwarded
     got_headers = fake.last.headers
-    assert KEY in (got_headers.get("x-api-key"), got_headers.get("authorization", "").removeprefix("Bearer "))
+    assert KEY in (
+        got_headers.get("x-api-key"),
+        got_headers.get("authorization", "").removeprefix("Bearer "),
+    )
     assert fake.last.headers["anthropic-version"]  # the SDK's version header is forwarded
     assert raw.http_response.content == fake.sent[-1][0]
     assert reply.content[0].text == json.loads(fake.sent[-1][0])["content"][0]["text"]
@@ -72,7 +81,9 @@ def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> N
     fake, url = upstream
     proxy = start_proxy(url, window=WINDOW)
     with _client(proxy).messages.stream(
-        model=MODEL, max_tokens=100, system=[{"type": "text", "text": "terse"}],
+        model=MODEL,
+        max_tokens=100,
+        system=[{"type": "text", "text": "terse"}],
         messages=[{"role": "user", "content": "count to five"}],
     ) as stream:
         events = [e.type for e in stream]
@@ -87,7 +98,9 @@ def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> N
 
 
 def test_count_tokens_is_reduced_then_forwarded(
-    upstream: Upstream, start_proxy: StartProxy, anthropic_recording: tuple[Any, list[dict[str, Any]]]
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
 ) -> None:
     fake, url = upstream
     _, history = anthropic_recording
@@ -99,11 +112,17 @@ def test_count_tokens_is_reduced_then_forwarded(
     assert counted.input_tokens == len(fake.last.body) // 4  # the upstream's answer, untouched
 
 
-def test_upstream_errors_reach_the_client_as_such(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_upstream_errors_reach_the_client_as_such(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, window=WINDOW, timeout=0.3)
     client = _client(proxy)
-    args: dict[str, Any] = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    args: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     fake.then(Behaviour(status=429, body=limited, headers={"retry-after": "3"}))
     with pytest.raises(anthropic.RateLimitError) as caught:
@@ -115,7 +134,11 @@ def test_upstream_errors_reach_the_client_as_such(upstream: Upstream, start_prox
     with pytest.raises(anthropic.APIStatusError) as busy:
         client.messages.create(**args)
     assert busy.value.status_code == 529 and busy.value.body == overloaded
-    fake.then(Behaviour(status=500, body={"type": "error", "error": {"type": "api_error", "message": "x"}}))
+    fake.then(
+        Behaviour(
+            status=500, body={"type": "error", "error": {"type": "api_error", "message": "x"}}
+        )
+    )
     with pytest.raises(anthropic.InternalServerError):
         client.messages.create(**args)
     gate = threading.Event()
@@ -130,7 +153,9 @@ def test_upstream_errors_reach_the_client_as_such(upstream: Upstream, start_prox
     assert len(fake.requests) == 4
 
 
-def test_a_stream_that_stalls_raises_in_the_sdk(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_a_stream_that_stalls_raises_in_the_sdk(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     """Past the proxy's timeout in mid-stream the proxy sends Anthropic's ``event: error``; the
     SDK raises it instead of hanging or returning a truncated message as complete."""
     fake, url = upstream

@@ -65,7 +65,10 @@ def test_long_recording_arrives_valid_reduced_within_the_window(
     assert fake.last.headers["authorization"] == f"Bearer {KEY}"
     # the reply is the upstream's, byte for byte and as parsed
     assert raw.http_response.content == fake.sent[-1][0]
-    assert reply.choices[0].message.content == json.loads(fake.sent[-1][0])["choices"][0]["message"]["content"]
+    assert (
+        reply.choices[0].message.content
+        == json.loads(fake.sent[-1][0])["choices"][0]["message"]["content"]
+    )
 
 
 def test_an_agent_loop_replayed_call_by_call(
@@ -90,7 +93,9 @@ def test_an_agent_loop_replayed_call_by_call(
         if sent[-1] != history[end - 1]:
             newest_lost.append(end)
     # DESIGN invariant 4: the newest message is always kept (the agent's latest observation)
-    assert newest_lost == [], f"the newest message was summarised away on calls ending at {newest_lost}"
+    assert newest_lost == [], (
+        f"the newest message was summarised away on calls ending at {newest_lost}"
+    )
 
 
 def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> None:
@@ -100,23 +105,35 @@ def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> N
         model="gpt-4o", messages=[{"role": "user", "content": "count to five"}], stream=True
     )
     chunks = list(stream)
-    expected = [json.loads(e[len(b"data: "):]) for e in fake.sent[-1] if e != b"data: [DONE]\n\n"]
+    expected = [json.loads(e[len(b"data: ") :]) for e in fake.sent[-1] if e != b"data: [DONE]\n\n"]
     assert [c.model_dump(exclude_unset=True) for c in chunks] == expected
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "w0 w1 w2 w3 w4 "
     assert fake.last.json["stream"] is True
 
 
-def test_upstream_429_and_500_reach_the_client_as_such(upstream: Upstream, start_proxy: StartProxy) -> None:
+def test_upstream_429_and_500_reach_the_client_as_such(
+    upstream: Upstream, start_proxy: StartProxy
+) -> None:
     fake, url = upstream
     proxy = start_proxy(url, window=WINDOW)
     client = _client(proxy)
     messages = [{"role": "user", "content": "hi"}]
-    limit = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
-    fake.then(Behaviour(status=429, body=limit, headers={"retry-after": "1", "x-request-id": "req_429"}))
+    limit = {
+        "error": {
+            "message": "Rate limit reached",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+        }
+    }
+    fake.then(
+        Behaviour(status=429, body=limit, headers={"retry-after": "1", "x-request-id": "req_429"})
+    )
     with pytest.raises(openai.RateLimitError) as caught:
         client.chat.completions.create(model="gpt-4o", messages=messages)
     assert caught.value.status_code == 429 and caught.value.body == limit["error"]
-    assert caught.value.request_id == "req_429" and caught.value.response.headers["retry-after"] == "1"
+    assert (
+        caught.value.request_id == "req_429" and caught.value.response.headers["retry-after"] == "1"
+    )
     boom = {"error": {"message": "The server had an error", "type": "server_error", "code": None}}
     fake.then(Behaviour(status=500, body=boom))
     with pytest.raises(openai.InternalServerError) as failed:
@@ -141,7 +158,9 @@ def test_timeouts(upstream: Upstream, start_proxy: StartProxy) -> None:
         slow_proxy = start_proxy(url, window=WINDOW, timeout=30)
         fake.then(Behaviour(delay=30, gate=gate))
         with pytest.raises(openai.APITimeoutError):
-            _client(slow_proxy, timeout=0.3).chat.completions.create(model="gpt-4o", messages=messages)
+            _client(slow_proxy, timeout=0.3).chat.completions.create(
+                model="gpt-4o", messages=messages
+            )
     finally:
         gate.set()
 

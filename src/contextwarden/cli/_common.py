@@ -7,7 +7,8 @@ model) into one red line per problem on stderr and exit status 1, never a traceb
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -28,6 +29,7 @@ __all__ = [
     "ModelOption",
     "SummarizerOption",
     "WindowOption",
+    "check_output_path",
     "config_for",
     "err",
     "fail",
@@ -106,6 +108,44 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def check_output_path(
+    path: Path, *, inputs: Sequence[Path] = (), suffix: str | None = ".png", option: str = "--plot"
+) -> Path:
+    """The file to write for ``option``, checked before any work is done; else one red line
+    (exit status 2).
+
+    With ``suffix``, a name without one gets it (``--plot out`` writes and reports ``out.png``)
+    and any other suffix is refused. Refused too: an existing directory, one of ``inputs`` (or a
+    hard or symbolic link to it), a folder that cannot be created or written to.
+    """
+    if path.is_dir():
+        raise fail(f"{option} {path}: is a directory; give a file name", EXIT_USAGE)
+    if suffix is not None:
+        if not path.suffix:
+            path = path.with_name(path.name + suffix)
+            if path.is_dir():
+                raise fail(f"{option} {path}: is a directory; give a file name", EXIT_USAGE)
+        elif path.suffix.lower() != suffix:
+            raise fail(f"{option} {path}: the file name must end in {suffix}", EXIT_USAGE)
+    for source in inputs:
+        if path.exists() and source.exists() and os.path.samefile(path, source):
+            raise fail(
+                f"{option} {path}: is the input file {source}; writing would overwrite it",
+                EXIT_USAGE,
+            )
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise fail(
+            f"{option} {path}: cannot create its folder ({exc.strerror})", EXIT_USAGE
+        ) from None
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK):
+        raise fail(f"{option} {path}: not writable (permission denied)", EXIT_USAGE)
+    return path
 
 
 def require_file(path: Path) -> Path:

@@ -12,11 +12,11 @@ import typer
 from .._replay import compact_history, provider_for
 from .._transcripts import save_transcript
 from ._common import (
-    EXIT_USAGE,
     ConfigOption,
     FileArgument,
     ModelOption,
     WindowOption,
+    check_output_path,
     fail,
     guarded,
     out,
@@ -53,8 +53,7 @@ def compact(
     embedded extractive summarizer (no LLM, no network) when over the trigger, then the window.
     """
     require_file(file)
-    if output.resolve() == file.resolve():
-        raise fail(f"{output}: would overwrite the input; choose another -o", EXIT_USAGE)
+    output = check_output_path(output, inputs=(file,), suffix=None, option="-o")
     transcript, cfg, name = recorded_model(file, config, model=model, window=window)
     result = compact_history(
         transcript.messages,
@@ -64,8 +63,10 @@ def compact(
         tools=transcript.tools or None,
         force=force,
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
-    written = save_transcript(dataclasses.replace(transcript, messages=result.messages), output)
+    try:
+        written = save_transcript(dataclasses.replace(transcript, messages=result.messages), output)
+    except OSError as exc:  # the disk filled up, the folder went away meanwhile...
+        raise fail(f"-o {output}: cannot write it ({exc.strerror or exc})") from None
     before, after = result.tokens_before, result.tokens_after
     how = (
         f"compacted by {result.compaction.strategy}, {result.compaction.compacted_count} "

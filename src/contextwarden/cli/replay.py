@@ -21,6 +21,7 @@ from ._common import (
     FileArgument,
     ModelOption,
     WindowOption,
+    check_output_path,
     err,
     fail,
     guarded,
@@ -257,6 +258,7 @@ def replay_command(
     valid for the provider.
     """
     transcript, cfg, name = recorded_model(file, config, model=model, window=window)
+    plot = check_output_path(plot, inputs=(file,)) if plot is not None else None
     mode: PricingMode = pricing
     total = count_calls(transcript.messages)
     if total == 0:

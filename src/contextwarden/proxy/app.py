@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -45,7 +45,14 @@ from .config import ProxyConfig
 from .errors import Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
 from .responses import RESPONSES_PATHS, responses_endpoint
-from .stats import CONTEXT_OVERFLOW, WARDEN_ERROR, ProxyStats, RequestRecord
+from .stats import (
+    CLIENT_LEFT,
+    CLIENT_LEFT_STATUS,
+    CONTEXT_OVERFLOW,
+    WARDEN_ERROR,
+    ProxyStats,
+    RequestRecord,
+)
 from .stats import Route as RouteName
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
 from .warden import build_cache, build_warden
@@ -91,6 +98,11 @@ class _Proxy:
                 # __cf_bm...) must reach that caller only, never ride along on another's request.
                 cookies=CookieJar(policy=_NoCookies()),
             )
+            # httpx adds Accept, Accept-Encoding and User-Agent to every request it sends. The
+            # upstream must see the client's own: the reply is relayed raw, so an encoding the
+            # client did not ask for would reach it still encoded.
+            for name in ("accept", "accept-encoding", "user-agent"):
+                del self._client.headers[name]
         return self._client
 
     async def aclose(self) -> None:
@@ -161,6 +173,13 @@ class _Proxy:
         message = context_length_message(provider, exc.tokens, exc.limit)
         return error_response(provider, "context_length", message)
 
+    async def client_left(self, record: RequestRecord, started: float) -> Response:
+        """The client went away before its body was read: one log line, nothing forwarded."""
+        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
+
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
             return error_response(
@@ -176,7 +195,10 @@ class _Proxy:
         record = RequestRecord(request.method, path, route)
         if not self.authorized(request):
             return await self.deny(record, provider, started)
-        raw = await self.read_body(request)
+        try:
+            raw = await self.read_body(request)
+        except ClientDisconnect:
+            return await self.client_left(record, started)
         if raw is None:
             return await self.too_large(record, provider, started)
         api: Api = "openai" if route == "openai" else "anthropic"
@@ -193,7 +215,6 @@ class _Proxy:
                     raw,
                     window_cap=self.config.window,
                     window_override=self.config.warden.context_window,
-                    cache_breakpoints=self.config.cache_breakpoints and route == "anthropic",
                 )
             except _Overflow as overflow:
                 return await self.overflow(record, provider, started, overflow.error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,7 +17,7 @@ from .._config import load_config
 from .._exceptions import ContextWardenError
 from .config import ProxyConfig
 
-__all__ = ["app", "main", "proxy", "serve"]
+__all__ = ["app", "main", "proxy", "redact", "serve"]
 
 CacheName = Literal["sqlite", "redis", "memory"]
 
@@ -28,7 +29,8 @@ def proxy(
     ],
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
     host: Annotated[
-        str, typer.Option(help="Interface to bind; loopback by default (use --token if you widen it).")
+        str,
+        typer.Option(help="Interface to bind; loopback by default (use --token if you widen it)."),
     ] = "127.0.0.1",
     window: Annotated[
         int | None,
@@ -36,7 +38,11 @@ def proxy(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).", exists=True, dir_okay=False),
+        typer.Option(
+            help="YAML file with warden settings (default: $CONTEXTWARDEN_CONFIG or ./contextwarden.yaml).",
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     token: Annotated[
         str | None,
@@ -95,8 +101,8 @@ def proxy(
             }
         )
     except (ValidationError, ContextWardenError) as exc:
-        typer.echo(f"contextwarden proxy: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
+        raise typer.Exit(2) from None
     serve(settings, workers=workers)
 
 
@@ -133,11 +139,11 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         try:
             app = create_app(settings)
         except ContextWardenError as exc:
-            typer.echo(f"contextwarden proxy: {exc}", err=True)
-            raise typer.Exit(2) from exc
+            typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
+            raise typer.Exit(2) from None
     typer.echo(
-        f"contextwarden proxy on http://{settings.host}:{settings.port} -> {settings.upstream}"
-        + (f" ({workers} workers)" if workers > 1 else ""),
+        f"contextwarden proxy on http://{settings.host}:{settings.port} -> "
+        f"{redact(settings.upstream)}" + (f" ({workers} workers)" if workers > 1 else ""),
         err=True,
     )
     # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
@@ -166,6 +172,29 @@ def _check_redis(url: str) -> None:
         typer.echo(f"warning: {exc}; summaries will not be cached until it answers", err=True)
     finally:
         cache.close()
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub("***@", text)
+
+
+def _one_line(exc: Exception) -> str:
+    """A bad option as one line naming it, credentials redacted (not pydantic's multi-line
+    dump, whose input echo would print a password in ``--upstream``)."""
+    if isinstance(exc, ValidationError):
+        problems = []
+        for error in exc.errors(include_url=False, include_input=False):
+            where = ".".join(str(part) for part in error["loc"])
+            message = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(f"{where.replace('_', '-')}: {message}" if where else message)
+        text = "; ".join(problems)
+    else:
+        text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return redact(text)
 
 
 def _is_loopback(host: str) -> bool:

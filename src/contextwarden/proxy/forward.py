@@ -14,11 +14,12 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 
 import httpx
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from .errors import ErrorKind, Provider, error_body, error_sse, status_for
-from .stats import RequestRecord
+from .stats import CLIENT_LEFT, CLIENT_LEFT_STATUS, RequestRecord
 
 __all__ = ["HOP_BY_HOP", "error_response", "forward", "request_headers", "response_headers"]
 
@@ -54,14 +55,16 @@ def _hop_names(raw: list[tuple[bytes, bytes]]) -> frozenset[str]:
     return HOP_BY_HOP | listed
 
 
-def request_headers(raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool = False) -> list[
-    tuple[bytes, bytes]
-]:
+def request_headers(
+    raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool = False
+) -> list[tuple[bytes, bytes]]:
     """The client's headers to send upstream: all of them (auth included, in order, repeated ones
     kept) except hop-by-hop ones (and any the ``Connection`` header names), ``Host``,
     ``X-Contextwarden-Token`` and, unless ``keep_length``, ``Content-Length``."""
     items = list(raw)
-    drop = _hop_names(items) | (_DROP_REQUEST - {"content-length"} if keep_length else _DROP_REQUEST)
+    drop = _hop_names(items) | (
+        _DROP_REQUEST - {"content-length"} if keep_length else _DROP_REQUEST
+    )
     return [(k, v) for k, v in items if k.lower().decode("latin-1") not in drop]
 
 
@@ -77,7 +80,9 @@ def error_response(
     provider: Provider, kind: ErrorKind, message: str, headers: dict[str, str] | None = None
 ) -> Response:
     """A proxy-made error (401/502/504/500) in the provider's JSON error format."""
-    return JSONResponse(error_body(provider, kind, message), status_code=status_for(kind), headers=headers)
+    return JSONResponse(
+        error_body(provider, kind, message), status_code=status_for(kind), headers=headers
+    )
 
 
 class _UpstreamResponse(StreamingResponse):
@@ -109,7 +114,9 @@ class _UpstreamResponse(StreamingResponse):
             await self._finish()
 
     async def stream_response(self, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
         sent = 0
         async for chunk in self._body:
             sent += len(chunk)
@@ -150,6 +157,11 @@ async def forward(
     request = client.build_request(method, url, headers=headers, content=content)
     try:
         upstream = await client.send(request, stream=True)
+    except ClientDisconnect:  # an upload streamed through, and its client went away mid-way
+        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await finish(record)
+        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
     except httpx.TimeoutException as exc:
         return await _failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
@@ -158,7 +170,9 @@ async def forward(
     record.headers_ms = (time.perf_counter() - started) * 1000
 
     out_headers = response_headers(upstream.headers.raw)
-    out_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()]
+    out_headers += [
+        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()
+    ]
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
     async def body() -> AsyncGenerator[bytes, None]:
@@ -172,7 +186,9 @@ async def forward(
         except httpx.TransportError as exc:
             record.error = "upstream_broken"
             if is_sse:
-                yield error_sse(provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}")
+                yield error_sse(
+                    provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
+                )
 
     async def done() -> None:
         record.latency_ms = (time.perf_counter() - started) * 1000

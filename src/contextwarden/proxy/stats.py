@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "CLIENT_LEFT",
+    "CLIENT_LEFT_STATUS",
     "CONTEXT_OVERFLOW",
+    "STREAM_FAILED",
     "CLIP",
     "MODEL_TABLE",
     "WARDEN_ERROR",
@@ -32,6 +35,12 @@ CLIP = 200
 #: model name on every request must not grow the process without bound.
 MODEL_TABLE = 100
 
+#: The ``error`` of a request whose client went away before the proxy could answer, and the
+#: status recorded for it (nginx's "client closed request"; never sent, not counted in errors).
+CLIENT_LEFT = "client_disconnected"
+CLIENT_LEFT_STATUS = 499
+#: The ``error`` values of a stream that broke or stalled after its status line went out.
+STREAM_FAILED = frozenset({"upstream_broken", "upstream_timeout"})
 #: The ``error`` of a request answered with the provider's context-length error (400).
 CONTEXT_OVERFLOW = "context_overflow"
 #: The ``skipped`` reason of a body the warden raised on: forwarded unchanged, counted apart.
@@ -113,6 +122,8 @@ class ProxyStats:
     reapplied: int = 0
     errors: int = 0
     context_overflows: int = 0
+    stream_failures: int = 0
+    client_disconnects: int = 0
     upstream_timeouts: int = 0
     upstream_unreachable: int = 0
     by_route: dict[str, int] = field(default_factory=dict)
@@ -122,7 +133,9 @@ class ProxyStats:
 
     def record(self, rec: RequestRecord) -> None:
         """Add one finished request. ``errors`` counts every status >= 400 the client received,
-        whether the upstream or the proxy produced it."""
+        whether the upstream or the proxy produced it; a stream that broke or stalled after a
+        2xx status line counts in ``stream_failures`` instead, a client that left before the
+        answer in ``client_disconnects``."""
         with self._lock:
             self.requests += 1
             self.by_route[rec.route] = self.by_route.get(rec.route, 0) + 1
@@ -144,8 +157,12 @@ class ProxyStats:
                 self.compactions += 1
             elif rec.strategy == "reapplied":
                 self.reapplied += 1
-            if rec.status >= 400 or rec.error:
+            if rec.error == CLIENT_LEFT:
+                self.client_disconnects += 1
+            elif rec.status >= 400:
                 self.errors += 1
+            elif rec.error in STREAM_FAILED:  # the status line said 200; the body did not finish
+                self.stream_failures += 1
             if rec.error == CONTEXT_OVERFLOW:
                 self.context_overflows += 1
             if rec.error == "upstream_timeout":
@@ -174,6 +191,8 @@ class ProxyStats:
                 "reapplied": self.reapplied,
                 "errors": self.errors,
                 "context_overflows": self.context_overflows,
+                "stream_failures": self.stream_failures,
+                "client_disconnects": self.client_disconnects,
                 "upstream_timeouts": self.upstream_timeouts,
                 "upstream_unreachable": self.upstream_unreachable,
                 "by_route": dict(sorted(self.by_route.items())),
