@@ -88,12 +88,18 @@ def tokens(messages: list[BaseMessage]) -> int:
     return count_tokens(from_openai(convert_to_openai_messages(messages)), model="gpt-4o")
 
 
-def test_a_create_agent_loop_stays_valid_within_the_window() -> None:
+@pytest.mark.parametrize("run_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_create_agent_loop_stays_valid_within_the_window(run_async: bool) -> None:
     model = ScriptedToolModel(messages=script())
     model.seen = []
     middleware = ContextWardenMiddleware(model="gpt-4o", window=WINDOW)
     agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
-    state = agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 4 * CALLS})
+    start = {"messages": [HumanMessage(TASK)]}
+    config = {"recursion_limit": 4 * CALLS}
+    if run_async:  # awrap_model_call
+        state = asyncio.run(agent.ainvoke(start, config))  # type: ignore[arg-type]
+    else:  # wrap_model_call
+        state = agent.invoke(start, config)  # type: ignore[arg-type]
 
     assert state["messages"][-1].content == "Fixed."
     # the agent's own state keeps every message: the task, 60 calls, 60 outputs, the answer
