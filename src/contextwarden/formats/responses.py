@@ -305,13 +305,33 @@ def _output(i: int, item: Mapping[str, Any]) -> Message:
         kind = "list"
     else:
         raise fail(i, "output", "a string or a list of content parts", output)
-    extra = {k: deep_copy(v) for k, v in item.items() if k not in ("call_id", "output")}
+    order = tuple(item)
+    if order == _PLAIN_OUTPUT:  # the common spelling: share the extra and hints mappings
+        extra: Mapping[str, Any] = _OUTPUT_TYPES[item["type"]]
+    else:
+        extra = frozen({k: deep_copy(v) for k, v in item.items() if k not in _OUTPUT_KEYS})
     return Message(
-        "tool",
-        (ToolResultBlock(call_id, result),),
-        extra=frozen(extra),
-        hints=_hints(kind, order=tuple(item)),
+        "tool", (ToolResultBlock(call_id, result),), extra=extra, hints=_output_hints(kind, order)
     )
+
+
+_PLAIN_OUTPUT = ("type", "call_id", "output")
+_OUTPUT_KEYS = ("call_id", "output")
+_OUTPUT_TYPES = {t: MappingProxyType({"type": t}) for t in _OUTPUTS}
+
+
+def _output_hints(kind: str, order: tuple[str, ...]) -> Mapping[str, Any]:
+    """The hints of a tool result spelled with ``order`` (interned: results share them)."""
+    key = (kind, order)
+    hints = _OUTPUT_HINTS.get(key)
+    if hints is None:
+        hints = _hints(kind, order=order)
+        if len(_OUTPUT_HINTS) < 256:  # a bound: key orders are few in practice
+            _OUTPUT_HINTS[key] = hints
+    return hints
+
+
+_OUTPUT_HINTS: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]] = {}
 
 
 # -- writing ---------------------------------------------------------------------------------------
