@@ -26,7 +26,15 @@ from typing import Any
 from .._messages import Message
 from ._shell import analyze_command
 
-__all__ = ["CodeMentions", "Mention", "code_mentions", "is_code_name", "path_like", "words_of"]
+__all__ = [
+    "CodeMentions",
+    "Mention",
+    "code_mentions",
+    "is_code_name",
+    "names_of",
+    "path_like",
+    "words_of",
+]
 
 _EXTENSIONS = (
     r"(?:py|pyi|pyx|js|jsx|mjs|ts|tsx|json|ya?ml|toml|cfg|ini|txt|md|rst|html|css|c|h|cc|cpp|"
@@ -124,8 +132,15 @@ def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats."""
     paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
     clean = tuple(p for p in paths if path_like(p))
-    names = dict.fromkeys(w for w in _WORD.findall(text) if is_code_name(w))
-    return clean, tuple(names)
+    return clean, names_of(text)
+
+
+@lru_cache(maxsize=4096)
+def names_of(text: str) -> tuple[str, ...]:
+    """The code names written in ``text``, in order, without repeats (the cheap half of
+    :func:`words_of`: tool results are scanned for names only, their paths come from the
+    structures that name files: ``grep`` hits, frames, test ids)."""
+    return tuple(dict.fromkeys(w for w in _WORD.findall(text) if is_code_name(w)))
 
 
 @dataclass(frozen=True)
@@ -199,7 +214,7 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        for name in words_of(text)[1]:
+        for name in names_of(text):
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
         for path, test in _TEST_ID.findall(text):
             self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
