@@ -10,7 +10,7 @@ import pytest
 from fake_provider import FakeProvider, Reply
 
 from contextwarden import ConfigError, SummarizerError
-from contextwarden.summarizers import SummaryRequest
+from contextwarden.summarizers import SummaryRequest, summary_cache_key
 from contextwarden.summarizers.upstream import summarizer_for_request
 from contextwarden.testing import ConversationBuilder
 
@@ -106,3 +106,13 @@ def test_a_client_without_credentials_sends_none(fake: FakeProvider) -> None:
 def test_bad_arguments(args: tuple[str, dict[str, str], str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         summarizer_for_request(*args)  # type: ignore[arg-type]
+
+
+def test_callers_with_different_credentials_never_share_a_cached_summary() -> None:
+    request = _request()
+    one = summarizer_for_request("http://u", {"authorization": "Bearer a"}, "m", "openai")
+    same = summarizer_for_request("http://u", {"Authorization": "Bearer a"}, "m", "openai")
+    other = summarizer_for_request("http://u", {"authorization": "Bearer b"}, "m", "openai")
+    assert summary_cache_key(request, one) == summary_cache_key(request, same)
+    assert summary_cache_key(request, one) != summary_cache_key(request, other)
+    assert "Bearer" not in one.config_id  # a digest, never the credential itself

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import math
 import os
 import threading
@@ -54,6 +55,8 @@ Provider = Literal["openai", "anthropic"]
 ANTHROPIC_VERSION = "2023-06-01"
 _DEFAULT_BASE_URL = DEFAULT_BASE_URLS
 _DEFAULT_KEY_ENV = DEFAULT_KEY_ENVS
+#: Headers that carry credentials (their digest keeps one caller's summaries its own).
+_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key"})
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 #: Phrases providers use when the input is over the model's window (then we split finer).
@@ -223,13 +226,19 @@ class LLMSummarizer:
     # -- identity -----------------------------------------------------------------------------
     @property
     def config_id(self) -> str:
-        """Everything that changes the output, for cache keys."""
-        return (
+        """Everything that changes the output, for cache keys; with credentials in ``headers``
+        (a proxy's caller's), a digest of them too, so that callers never share summaries."""
+        ident = (
             f"llm:v{PROMPT_VERSION}:{self.provider}:{self.base_url}:{self.model}:"
             f"max_chars={self.max_chars}:budget={self.input_token_budget}:"
             f"clip={self.tool_output_chars}:facts={self.ensure_facts}:"
             f"temperature={self.temperature}"
         )
+        secrets = [f"{k}={v}" for k, v in sorted(self.headers.items()) if k in _CREDENTIALS]
+        if secrets:
+            digest = hashlib.blake2b("\n".join(secrets).encode(), digest_size=8).hexdigest()
+            ident += f":auth={digest}"
+        return ident
 
     @property
     def url(self) -> str:
