@@ -33,6 +33,7 @@ EventKind = Literal[
     "summarizer_failed",  # the summarizer raised or returned garbage; fell back
     "compaction_refused",  # the confirmation callback said no
     "warning",  # context nearing the window (seed 002 "warn")
+    "repaired",  # a structurally invalid history was repaired (orphan result, duplicate id...)
 ]
 
 

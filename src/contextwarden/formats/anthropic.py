@@ -354,14 +354,21 @@ def _system_out(system_msgs: list[tuple[int, Message]]) -> SystemPrompt:
         return None
     if len(system_msgs) == 1 and system_msgs[0][1].hints.get("format") == "anthropic":
         i, msg = system_msgs[0]
-        blocks = [_system_block(i, j, b, "anthropic") for j, b in enumerate(msg.content)]
+        blocks = [
+            out
+            for j, b in enumerate(msg.content)
+            if (out := _system_block(i, j, b, "anthropic")) is not None
+        ]
         if msg.hints.get("content") == "str" and _all_plain_text(blocks):
             return "\n".join(b["text"] for b in blocks)
         return blocks
     blocks = []
     for i, msg in system_msgs:
         origin = msg.hints.get("format")
-        blocks.extend(_system_block(i, j, b, origin) for j, b in enumerate(msg.content))
+        for j, b in enumerate(msg.content):
+            out = _system_block(i, j, b, origin)
+            if out is not None:  # an empty text of a converted message has no place
+                blocks.append(out)
     blocks = [b for b in blocks if b.get("type") != "text" or b.get("text")]
     if not blocks:
         return None
@@ -370,16 +377,14 @@ def _system_out(system_msgs: list[tuple[int, Message]]) -> SystemPrompt:
     return blocks
 
 
-def _system_block(i: int, j: int, b: Block, origin: Any) -> dict[str, Any]:
+def _system_block(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
     if type(b) is not TextBlock:
         raise FormatError(
             f"an Anthropic system prompt holds text only, not a {b.type} block",
             index=i,
             field=f"content[{j}]",
         )
-    out = _block_out(i, j, b, origin)
-    assert out is not None
-    return out
+    return _block_out(i, j, b, origin)
 
 
 def _safe_id(cid: str) -> str:

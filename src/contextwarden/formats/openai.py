@@ -409,7 +409,9 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
     Exact inverse of :func:`from_openai` for messages that came from it; messages from
     Anthropic are converted (see the module notes: consecutive assistant messages are
-    merged, and one left with neither text nor tool calls is dropped); messages built in code get the usual
+    merged, and one left with neither text nor tool calls is dropped); an assistant message
+    right after one with tool calls is merged into it whatever its origin (the calls' results
+    follow both, one turn; OpenAI wants them in one message); messages built in code get the usual
     spelling (string content when all text, ``type: "function"`` on tool calls). The output
     shares no mutable value with the messages. Raises :class:`FormatError` for content
     OpenAI cannot carry (an Anthropic document other than a PDF, an image given as an
@@ -427,8 +429,14 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             _emit_tool(out, i, msg, origin)
         elif msg.role == "assistant":
             d = _assistant_out(i, msg, origin)
-            if origin == "anthropic" and out and merge_into is out[-1]:
-                _merge_assistant(merge_into, d)  # Anthropic splits a turn; OpenAI must not
+            prev = out[-1] if out else None
+            if prev is not None and (
+                (origin == "anthropic" and merge_into is prev)
+                # an assistant message right after one with tool calls continues its turn (the
+                # results come after both): OpenAI wants the calls in one message
+                or (prev["role"] == "assistant" and prev.get("tool_calls"))
+            ):
+                _merge_assistant(prev, d)  # Anthropic splits a turn; OpenAI must not
                 continue
             out.append(d)
             merge_into = d if origin == "anthropic" else None
@@ -450,13 +458,23 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
-    """Fold a converted assistant message into the previous one (text, thinking, calls)."""
+    """Fold an assistant message into the previous one (text, thinking, calls)."""
     for key in ("content", "reasoning_content"):
         a, b = prev.get(key), new.get(key)
-        if b:
-            prev[key] = f"{a}\n{b}" if a else b
+        if not b:
+            continue
+        if not a:
+            prev[key] = b
+        elif isinstance(a, str) and isinstance(b, str):
+            prev[key] = f"{a}\n{b}"
+        else:  # parts on either side: one list of parts
+            prev[key] = [*_as_parts(a), *_as_parts(b)]
     if new.get("tool_calls"):
         prev["tool_calls"] = [*prev.get("tool_calls", ()), *new["tool_calls"]]
+
+
+def _as_parts(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def _finish(d: dict[str, Any], msg: Message, origin: Any) -> None:
