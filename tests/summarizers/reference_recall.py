@@ -170,3 +170,56 @@ def _main(paths: Sequence[str]) -> None:
 if __name__ == "__main__":
     sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
     _main(sys.argv[1:])
+
+
+@dataclass(frozen=True)
+class ContextRecall:
+    """The measure over what a warden actually sends: ``held`` of ``total`` long-range
+    references were in the request sent before the action that used them; ``sent`` and
+    ``raw`` are the tokens sent and the tokens of the full histories, summed over calls."""
+
+    held: int
+    total: int
+    sent: int
+    raw: int
+
+    @property
+    def ratio(self) -> float:
+        return self.held / self.total if self.total else 1.0
+
+    @property
+    def sent_share(self) -> float:
+        return self.sent / self.raw if self.raw else 1.0
+
+
+def context_recall(
+    messages: Sequence[Message],
+    warden: object,
+    *,
+    window: int,
+    model: str = "gpt-4o",
+    gap: int = 10,
+) -> ContextRecall:
+    """The issue's measure for a whole warden: replay ``messages`` call by call through
+    ``warden.transform_openai`` (one warden per conversation, as an agent loop would), and for
+    each action check the request sent just before it."""
+    from contextwarden import to_openai
+
+    wanted = dict(_cases(messages, gap, 1))
+    held = total = sent = raw = 0
+    for k, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        request, result = warden.transform_openai(  # type: ignore[attr-defined]
+            to_openai(messages[:k]), model=model, window=window
+        )
+        sent += result.tokens_after
+        raw += result.tokens_before
+        refs = wanted.get(k)
+        if refs:
+            text = "\n".join(
+                str(m.get("content")) + str(m.get("tool_calls") or "") for m in request
+            )
+            total += len(refs)
+            held += sum(1 for r in refs if r in text)
+    return ContextRecall(held, total, sent, raw)

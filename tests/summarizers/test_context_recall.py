@@ -1,0 +1,37 @@
+"""The issue's acceptance measure on the recordings we have: with the defaults, one warden per
+conversation and ``transform_openai`` call by call, the request sent before each action holds
+the paths and code names that action uses and that the agent first met more than 10 messages
+earlier (not in the task), while sending a fraction of the raw tokens.
+
+Targets (from the issue, for recordings outside the repository): at least 80% held while
+sending at most 40% of the raw tokens at a 16k window; at least 90% with at most 55% at 32k.
+Measured here on the 10 mini-swe-agent recordings: 91.6% / 25.6% at 16k, 95.6% / 44.3% at 32k
+(with the summaries from before the code-in-play list: 87.8% and 94.5%).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reference_recall import context_recall
+from summarizer_loaders import load_messages
+
+from contextwarden import Warden
+
+
+@pytest.mark.parametrize(("window", "held", "sent"), [(16_000, 0.80, 0.40), (32_000, 0.90, 0.55)])
+def test_long_range_references_reach_the_model_cheaply(
+    shared_data: Path, window: int, held: float, sent: float
+) -> None:
+    files = sorted((shared_data / "mini-swe-agent").glob("*.traj.json"))
+    if not files:
+        pytest.skip("no mini-swe-agent trajectories in ../shared/data")
+    got = total = tokens_sent = tokens_raw = 0
+    for path in files:
+        result = context_recall(load_messages(path), Warden(), window=window)
+        got, total = got + result.held, total + result.total
+        tokens_sent, tokens_raw = tokens_sent + result.sent, tokens_raw + result.raw
+    assert total > 1000
+    assert got / total >= held, f"{got}/{total} held"
+    assert tokens_sent / tokens_raw <= sent, f"{tokens_sent}/{tokens_raw} tokens sent"
