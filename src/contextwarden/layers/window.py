@@ -5,9 +5,13 @@ Runs only when the request is over ``budget.trigger``. It then drops whole units
 calls, or a lone user message), oldest first from the second message on, until the request is at
 or under the trigger. System messages, the task (the first user message) and units holding
 pinned content are never dropped; neither is the newest unit. When dropping everything droppable
-is not enough, the newest unit's largest texts (tool results first, then other text; never
-thinking, call arguments or pinned content) are cut to head + marker + tail until the request
-fits, and the result says so (``newest_truncated``).
+is not enough, the newest unit is cut whatever its shape (:func:`cut_newest`: its largest texts
+and tool results to head + marker + tail, then the strings inside tool-call arguments, then a
+message of many small parts joined and cut; never thinking, images or pinned content) until the
+request fits, and the result says so (``newest_truncated``). When even that leaves the request
+over the hard limit (``budget.limit``: the system prompt, tools, task and pinned content alone are
+too large), :class:`~contextwarden.ContextOverflowError` is raised with the ``tokens`` needed and
+the ``limit``: never a silent oversize request.
 
 Because a cut only ever falls between units, the output keeps every tool call with its result
 (valid for OpenAI and Anthropic) whenever the input did. As the final guard the layer also
@@ -17,15 +21,18 @@ the model asked for a tool): both APIs reject a request ending with them.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import compress
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._events import Event, emit
-from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._exceptions import ContextOverflowError
+from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .base import LayerContext, LayerResult, check_messages, cut_middle
 from .mask import mask_text
 from .pending import repair_tail
@@ -138,6 +145,116 @@ def _with_text(message: Message, bi: int, pi: int | None, text: str) -> Message:
     return message.replace(content=tuple(blocks))
 
 
+#: Where a string sits inside parsed tool-call arguments: keys and list indices.
+_Path = tuple[str | int, ...]
+
+
+def _string_leaves(value: Any) -> list[tuple[_Path, str]]:
+    """Every string inside a parsed JSON value with its path (iterative: any depth)."""
+    found: list[tuple[_Path, str]] = []
+    stack: list[tuple[_Path, Any]] = [((), value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            found.append((path, v))
+        elif isinstance(v, dict):
+            stack.extend(((*path, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*path, i), x) for i, x in enumerate(v))
+    return found
+
+
+def _set_leaf(value: Any, path: _Path, text: str) -> Any:
+    """A copy of ``value`` with the string at ``path`` replaced (containers on the path copied)."""
+    if not path:
+        return text
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        out = dict(value)
+        out[head] = _set_leaf(value[head], rest, text)
+        return out
+    items = list(value)
+    assert isinstance(head, int)
+    items[head] = _set_leaf(items[head], rest, text)
+    return items
+
+
+def _parsed_arguments(arguments: str) -> Any:
+    """The arguments' JSON value, or None when they are not JSON (or absurdly deep)."""
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _arguments_of(message: Message, *, raw: bool) -> list[tuple[int, _Path | None, str]]:
+    """Cuttable strings of a message's tool-call arguments as ``(block index, path, text)``:
+    the string values inside JSON arguments (so that a cut keeps them valid JSON), or the whole
+    text when it is not JSON or ``raw``."""
+    found: list[tuple[int, _Path | None, str]] = []
+    for bi, b in enumerate(message.content):
+        if isinstance(b, ToolCallBlock) and len(b.arguments) > NEWEST_MIN_CHARS + _MARKER_ROOM:
+            parsed = None if raw else _parsed_arguments(b.arguments)
+            if parsed is None:
+                found.append((bi, None, b.arguments))
+            else:
+                found.extend((bi, path, t) for path, t in _string_leaves(parsed))
+    return found
+
+
+def _with_argument(message: Message, bi: int, path: _Path | None, text: str) -> Message:
+    blocks = list(message.content)
+    b = blocks[bi]
+    assert isinstance(b, ToolCallBlock)
+    if path is None:
+        arguments = text
+    else:
+        parsed = _parsed_arguments(b.arguments)
+        arguments = json.dumps(_set_leaf(parsed, path, text), ensure_ascii=False)
+    blocks[bi] = replace(b, arguments=arguments)
+    return message.replace(content=tuple(blocks))
+
+
+def _argument_text(message: Message, bi: int, path: _Path | None) -> str:
+    b = message.content[bi]
+    assert isinstance(b, ToolCallBlock)
+    if path is None:
+        return b.arguments
+    value = _parsed_arguments(b.arguments)
+    for step in path:
+        value = value[step]
+    return str(value)
+
+
+def _joined(message: Message) -> tuple[Message, int]:
+    """``message`` with its text blocks joined into one (at the first one's place), and the text
+    parts of each tool result likewise; returns it and how many blocks were joined (0: none).
+
+    A message of thousands of small parts has no part long enough to cut; joined, it has."""
+    texts = [b for b in message.content if type(b) is TextBlock]
+    joined = 0
+    blocks: list[Block] = []
+    placed = False
+    for b in message.content:
+        if type(b) is TextBlock and len(texts) > 1:
+            if not placed:
+                blocks.append(TextBlock("\n".join(t.text for t in texts)))
+                placed = True
+                joined += len(texts)
+            continue
+        if type(b) is ToolResultBlock and not isinstance(b.content, str):
+            parts = [x for x in b.content if type(x) is TextBlock]
+            if len(parts) > 1:
+                text = "\n".join(x.text for x in parts)
+                others = tuple(x for x in b.content if type(x) is not TextBlock)
+                b = replace(b, content=(TextBlock(text), *others) if others else text)
+                joined += len(parts)
+        blocks.append(b)
+    if not joined:
+        return message, 0
+    return message.replace(content=tuple(blocks)), joined
+
+
 def _old_result_blocks(
     messages: Sequence[Message], start: int, ctx: LayerContext
 ) -> set[tuple[int, int]]:
@@ -165,14 +282,98 @@ def _old_result_blocks(
 def cut_newest(
     messages: list[Message], start: int, ctx: LayerContext, total: int, trigger: int
 ) -> tuple[int, list[Event]]:
-    """Cut texts of ``messages[start:]`` (the newest unit), largest first, until the request
-    total is at or under ``trigger``. Changes ``messages`` in place (a list the caller owns) and
+    """Cut ``messages[start:]`` (the newest unit) until the request total is at or under
+    ``trigger``, whatever its shape. Changes ``messages`` in place (a list the caller owns) and
     returns the new total and the events (already logged).
+
+    In order, each stage only while still over: texts and tool results, largest first (head +
+    marker + tail); then the string values inside tool-call arguments (the JSON stays valid;
+    arguments that are not JSON are cut as text); then, for a message of many small parts
+    (none long enough to cut), its text parts joined into one and cut again; last, arguments
+    made of many short strings cut as text (no longer JSON: the Anthropic adapter sends them as
+    ``{"_raw": text}``). Thinking, images and protected messages (system, pinned) are never
+    cut.
 
     A cut tool result that the mask layer counts as old is also masked, so that running the
     layers again on the output changes nothing (idempotence)."""
-    counter = ctx.counter
     events: list[Event] = []
+    total = _cut_texts(messages, start, ctx, total, trigger, events)
+    if total > trigger:
+        total = _cut_arguments(messages, start, ctx, total, trigger, events)
+    if total > trigger:
+        for pos in range(start, len(messages)):
+            if is_protected(messages[pos]):
+                continue
+            joined, n = _joined(messages[pos])
+            if n:
+                before = ctx.counter.count_message(messages[pos])
+                messages[pos] = joined
+                after = ctx.counter.count_message(joined)
+                total += after - before
+                emit(
+                    events,
+                    Event(
+                        "newest_truncated",
+                        LAYER,
+                        pos,
+                        None,
+                        before,
+                        after,
+                        detail=f"{n} text parts joined into one so that they can be cut",
+                    ),
+                )
+        total = _cut_texts(messages, start, ctx, total, trigger, events)
+    if total > trigger:  # arguments made of many short strings: cut their text as a whole
+        total = _cut_arguments(messages, start, ctx, total, trigger, events, raw=True)
+    return total, events
+
+
+def _fit(
+    ctx: LayerContext,
+    original: Message,
+    length: int,
+    target: int,
+    cut: Callable[[int], Message],
+) -> Message:
+    """The cut of ``original`` keeping the most characters (at least :data:`NEWEST_MIN_CHARS`)
+    whose count is at most ``target`` (the shortest cut when none is)."""
+    counter = ctx.counter
+    lo, hi = NEWEST_MIN_CHARS, length - _MARKER_ROOM
+    best = cut(lo)
+    if counter.count_message(best) <= target:
+        while lo < hi:  # the longest keep that fits
+            mid = (lo + hi + 1) // 2
+            candidate = cut(mid)
+            if counter.count_message(candidate) <= target:
+                lo, best = mid, candidate
+            else:
+                hi = mid - 1
+    return best
+
+
+def _cut_event(pos: int, before: int, after: int, chars: tuple[int, int], what: str) -> Event:
+    return Event(
+        "newest_truncated",
+        LAYER,
+        pos,
+        None,
+        before,
+        after,
+        chars[0],
+        chars[1],
+        f"the newest unit alone was over the budget{what}",
+    )
+
+
+def _cut_texts(
+    messages: list[Message],
+    start: int,
+    ctx: LayerContext,
+    total: int,
+    trigger: int,
+    events: list[Event],
+) -> int:
+    counter = ctx.counter
     old_blocks = _old_result_blocks(messages, start, ctx)
     candidates = [
         (len(text), pos, bi, pi)
@@ -189,7 +390,6 @@ def cut_newest(
         original = messages[pos]
         text = next(t for b, p, t in _texts_of(original) if b == bi and p == pi)
         before = counter.count_message(original)
-        target = before - excess
         masked = (pos, bi) in old_blocks
 
         def cut(
@@ -205,34 +405,53 @@ def cut_newest(
                 new = mask_text(new, ctx.config.mask)
             return _with_text(_o, _b, _p, new)
 
-        lo, hi = NEWEST_MIN_CHARS, length - _MARKER_ROOM
-        best = cut(lo)
-        if counter.count_message(best) <= target:
-            while lo < hi:  # the longest keep that fits
-                mid = (lo + hi + 1) // 2
-                candidate = cut(mid)
-                if counter.count_message(candidate) <= target:
-                    lo, best = mid, candidate
-                else:
-                    hi = mid - 1
+        best = _fit(ctx, original, length, before - excess, cut)
         after = counter.count_message(best)
         messages[pos] = best
         total += after - before
-        emit(
-            events,
-            Event(
-                "newest_truncated",
-                LAYER,
-                pos,
-                None,
-                before,
-                after,
-                length,
-                len(next(t for b, p, t in _texts_of(best) if b == bi and p == pi)),
-                "the newest unit alone was over the budget",
-            ),
-        )
-    return total, events
+        kept = len(next(t for b, p, t in _texts_of(best) if b == bi and p == pi))
+        emit(events, _cut_event(pos, before, after, (length, kept), ""))
+    return total
+
+
+def _cut_arguments(
+    messages: list[Message],
+    start: int,
+    ctx: LayerContext,
+    total: int,
+    trigger: int,
+    events: list[Event],
+    *,
+    raw: bool = False,
+) -> int:
+    counter = ctx.counter
+    candidates = [
+        (len(text), pos, bi, path)
+        for pos in range(start, len(messages))
+        if messages[pos].role == "assistant" and not is_protected(messages[pos])
+        for bi, path, text in _arguments_of(messages[pos], raw=raw)
+    ]
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2], repr(c[3])))
+    for length, pos, bi, path in candidates:
+        excess = total - trigger
+        if excess <= 0 or length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
+            break
+        original = messages[pos]
+        text = _argument_text(original, bi, path)
+        before = counter.count_message(original)
+
+        def cut(
+            keep: int, _o: Message = original, _t: str = text, _b: int = bi, _p: Any = path
+        ) -> Message:
+            return _with_argument(_o, _b, _p, cut_middle(_t, keep // 2, keep - keep // 2))
+
+        best = _fit(ctx, original, length, before - excess, cut)
+        after = counter.count_message(best)
+        messages[pos] = best
+        total += after - before
+        kept = len(_argument_text(best, bi, path))
+        emit(events, _cut_event(pos, before, after, (length, kept), " (tool-call arguments)"))
+    return total
 
 
 def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
@@ -333,4 +552,13 @@ def finish_window(
         total, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
         newest_truncated = bool(cut_events)
+        if total > ctx.budget.limit:
+            raise ContextOverflowError(
+                "even with every droppable message gone and the newest one cut, the system "
+                "prompt, tool definitions, task, pinned content and what is left of the newest "
+                f"message need {total:,} tokens, over the limit of {ctx.budget.limit:,} "
+                f"(window {ctx.budget.window:,} - reserve {ctx.budget.reserve:,})",
+                tokens=total,
+                limit=ctx.budget.limit,
+            )
     return LayerResult(tuple(out), tuple(events), newest_truncated), total

@@ -1,0 +1,172 @@
+"""The guarantee: the newest message is cut whatever its shape, or the overflow is raised."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from histories import agent_run, call, ctx, lines, validity_problems
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextwarden import ContextOverflowError, Warden
+from contextwarden._messages import (
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    assistant,
+    system,
+    tool_result,
+    user,
+)
+from contextwarden.formats import to_anthropic
+from contextwarden.layers import sliding_window
+from contextwarden.layers.base import LayerContext
+
+
+def tokens(c: LayerContext, msgs: tuple[Message, ...] | list[Message]) -> int:
+    return c.request_tokens(msgs)
+
+
+def test_a_user_message_of_ten_thousand_small_parts_is_cut() -> None:
+    parts = tuple(TextBlock(f"part {i} of the pasted log") for i in range(10_000))
+    msgs = [*agent_run(3), Message("user", parts)]
+    c = ctx(window=8_000)
+    assert c.budget is not None and tokens(c, msgs) > 5 * c.budget.window
+    result = sliding_window(msgs, c)
+    assert result.newest_truncated and tokens(c, result.messages) <= c.budget.trigger
+    newest = result.messages[-1]
+    assert newest.role == "user" and len(newest.content) == 1
+    assert newest.text.startswith("part 0 of") and newest.text.endswith(
+        "part 9999 of the pasted log"
+    )
+    assert "characters truncated" in newest.text
+    joined = [e for e in result.events if "joined" in e.detail]
+    assert len(joined) == 1 and "10000 text parts" in joined[0].detail
+    assert validity_problems(result.messages) == []
+
+
+def test_a_tool_result_of_many_parts_is_cut_and_its_image_kept() -> None:
+    from contextwarden._messages import ImageBlock
+
+    image = ImageBlock({"type": "base64", "media_type": "image/png", "data": "AAAA"})
+    parts = (*(TextBlock(f"row {i}: ok") for i in range(6_000)), image)
+    msgs = [
+        *agent_run(2),
+        assistant("", tool_calls=[call("big", "query")]),
+        Message("tool", (ToolResultBlock("big", parts),)),
+    ]
+    c = ctx(window=6_000)
+    result = sliding_window(msgs, c)
+    assert c.budget is not None and tokens(c, result.messages) <= c.budget.trigger
+    (res,) = result.messages[-1].tool_results
+    assert not isinstance(res.content, str)
+    assert isinstance(res.content[0], TextBlock) and res.content[1] == image
+    assert "characters truncated" in res.content[0].text
+    assert validity_problems(result.messages) == []
+
+
+def test_huge_tool_call_arguments_are_cut_inside_the_json() -> None:
+    body = "\n".join(f"line {i} of the new file" for i in range(20_000))
+    args = json.dumps({"path": "src/big.py", "content": body})
+    msgs = [
+        *agent_run(2),
+        assistant("Writing it.", tool_calls=[call("w", "write", args)]),
+        tool_result("w", "written"),
+    ]
+    c = ctx(window=8_000)
+    result = sliding_window(msgs, c)
+    assert c.budget is not None and tokens(c, result.messages) <= c.budget.trigger
+    (cut,) = result.messages[-2].tool_calls
+    value = json.loads(cut.arguments)  # still valid JSON
+    assert value["path"] == "src/big.py" and "characters truncated" in value["content"]
+    assert value["content"].startswith("line 0 of") and value["content"].endswith(
+        "line 19999 of the new file"
+    )
+    assert any("arguments" in e.detail for e in result.events)
+    # the call is still answerable and converts to an Anthropic tool_use with an object input
+    _, anth = to_anthropic(result.messages)
+    assert anth[-2]["content"][-1]["input"]["path"] == "src/big.py"
+
+
+def test_arguments_that_are_not_json_are_cut_as_text() -> None:
+    msgs = [
+        *agent_run(1),
+        assistant("", tool_calls=[call("r", "raw", "x" * 100_000)]),
+        tool_result("r", "done"),
+    ]
+    c = ctx(window=4_000)
+    result = sliding_window(msgs, c)
+    assert c.budget is not None and tokens(c, result.messages) <= c.budget.trigger
+    assert "characters truncated" in result.messages[-2].tool_calls[0].arguments
+
+
+def test_a_system_prompt_over_the_window_raises_naming_tokens_and_limit() -> None:
+    msgs = [system("You are careful. " * 5_000), user("hi")]  # ~21k tokens of system prompt
+    c = ctx(window=8_000, reserve=1_000)
+    with pytest.raises(ContextOverflowError) as info:
+        sliding_window(msgs, c)
+    err = info.value
+    assert err.limit == 7_000 and err.tokens is not None and err.tokens > 20_000
+    assert "7,000" in str(err) and f"{err.tokens:,}" in str(err)
+
+
+def test_a_pinned_newest_message_is_never_cut_so_it_overflows() -> None:
+    msgs = [*agent_run(2), user("<Pin>" + lines(3_000) + "</Pin>")]
+    with pytest.raises(ContextOverflowError):
+        sliding_window(msgs, ctx(window=8_000))
+
+
+def test_the_warden_raises_rather_than_send_an_oversize_request() -> None:
+    warden = Warden()
+    history = [
+        {"role": "system", "content": "Follow the rules. " * 6_000},
+        {"role": "user", "content": "go"},
+    ]
+    with pytest.raises(ContextOverflowError) as info:
+        warden.transform_openai(history, model="gpt-4o", window=8_192)
+    assert info.value.tokens is not None and info.value.limit is not None
+    assert info.value.tokens > info.value.limit
+
+
+# -- property: within the limit, or the overflow is raised ---------------------------------------
+@st.composite
+def newest_shapes(draw: st.DrawFn) -> list[Message]:
+    n = draw(st.integers(1, 3_000))
+    size = draw(st.integers(1, 400))
+    text = [TextBlock(f"{i}:" + "w" * size) for i in range(n)]
+    kind = draw(st.sampled_from(["user_parts", "result_parts", "result_text", "args", "mixed"]))
+    if kind == "user_parts":
+        return [Message("user", tuple(text))]
+    if kind == "result_parts":
+        return [
+            assistant("", tool_calls=[call("n", "read")]),
+            Message("tool", (ToolResultBlock("n", tuple(text)),)),
+        ]
+    if kind == "result_text":
+        return [assistant("", tool_calls=[call("n", "read")]), tool_result("n", "r" * n * size)]
+    args = json.dumps({"items": [f"{i}" * size for i in range(n)], "note": "z" * (n * size)})
+    done = tool_result("n", "ok")
+    if kind == "args":
+        return [assistant("", tool_calls=[ToolCallBlock("n", "write", args)]), done]
+    return [Message("assistant", (*text[:50], ToolCallBlock("n", "write", args))), done]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(newest_shapes(), st.integers(0, 30_000), st.sampled_from([4_000, 8_000, 32_000]))
+def test_within_the_limit_or_overflow(
+    newest: list[Message], system_chars: int, window: int
+) -> None:
+    msgs = [system("s" * system_chars), user("the task"), *newest]
+    c = ctx(window=window, reserve=window // 8)
+    assert c.budget is not None
+    try:
+        result = sliding_window(msgs, c)
+    except ContextOverflowError as err:
+        assert err.tokens is not None and err.limit == c.budget.limit and err.tokens > err.limit
+        # only when what is never cut is already near the limit on its own
+        fixed = tokens(c, msgs[:2])
+        assert fixed > c.budget.limit - 600
+        return
+    assert tokens(c, result.messages) <= c.budget.limit
