@@ -277,7 +277,9 @@ def _notes(totals: Sequence[Json]) -> list[str]:
             f"is billed {_pct(1 - cw['judged_ratio'])} less than raw (cache hits "
             f"{_pct(cw['hit_ratio'])})"
         )
-        if peers:
+        if peers and all(abs(t["judged_ratio"] - 1) < 0.005 for t in peers):
+            line += "; no peer changes the requests at this window (all within 0.5% of raw)"
+        elif peers:
             best = min(peers, key=lambda t: t["judged_ratio"])
             valid_best = min(
                 (t for t in peers if t["invalid"] == 0 and t["task_lost"] == 0),

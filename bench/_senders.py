@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._agent import Sender
-from ._convert import lc_to_openai, openai_to_lc, openai_to_pai, pai_to_openai
+from ._convert import _RAW, lc_to_openai, openai_to_lc, openai_to_pai, pai_to_openai
 
 __all__ = ["PEER_SENDERS", "PeerSpec", "available", "budget", "warden_sender"]
 
@@ -94,12 +94,16 @@ class _LcCache:
         return out
 
     def count_one(self, message: Any) -> int:
+        # The texts are the agent's own string objects (a deep copy keeps str objects), so
+        # hashing them is cached by Python; no repr of the whole message on every recount.
+        extra = message.additional_kwargs
         key = (
             type(message).__name__,
-            str(message.content),
+            message.content if isinstance(message.content, str) else repr(message.content),
             getattr(message, "tool_call_id", None),
-            repr(getattr(message, "tool_calls", None)),
-            repr(message.additional_kwargs),
+            tuple((extra.get(_RAW) or {}).items()),
+            extra.get("reasoning_content"),
+            tuple(c.get("id") for c in getattr(message, "tool_calls", None) or ()),
         )
         n = self._counts.get(key)
         if n is None:
