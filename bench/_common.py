@@ -118,6 +118,9 @@ def _version(name: str) -> str | None:
 
 
 def _git_commit() -> str | None:
+    # a run from an exported snapshot (``git archive``) has no repository: it names its commit
+    if os.environ.get("CONTEXTWARDEN_BENCH_COMMIT"):
+        return os.environ["CONTEXTWARDEN_BENCH_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
