@@ -217,20 +217,26 @@ def _plot_tokens_vs_bill(totals: Sequence[Json], img: Path) -> str | None:
         for t in totals:
             if t["sender"] == "raw":
                 continue
+            broken = t["invalid"] + t["task_lost"] > 0
             ax.scatter(
                 t["tokens_ratio"],
                 t["judged_ratio"],
                 marker=markers[t["window"]],
-                color=colors[t["sender"]],
+                facecolors="none" if broken else colors[t["sender"]],
+                edgecolors=colors[t["sender"]],
                 s=55,
-                label=f"{t['sender']} ({_k(t['window'])})",
+                label=f"{t['sender']} ({_k(t['window'])})" + (" *" if broken else ""),
             )
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.axvline(1.0, color="grey", lw=0.8, ls="--")
         ax.plot([0, 1.05], [0, 1.05], color="lightgrey", lw=0.8, ls=":")
         ax.set_xlabel("input tokens / raw")
         ax.set_ylabel("billed cost / raw (reads 0.1x, writes 1.25x)")
-        ax.set_title("Tokens are not the bill: mini-swe-agent recordings, gpt-4o")
+        ax.set_title(
+            "Tokens are not the bill: mini-swe-agent recordings, gpt-4o\n"
+            "(hollow, *: invalid requests or the task dropped)",
+            fontsize=10,
+        )
         ax.legend(fontsize=6, ncol=2, loc="best")
 
     return _plot(img / "bench-billed.png", draw)
