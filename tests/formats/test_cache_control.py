@@ -138,16 +138,58 @@ def _marked(messages: list[dict[str, Any]], at: tuple[int, int]) -> bool:
     return "cache_control" in _blocks(messages[at[0]])[at[1]]
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    request=st.booleans().flatmap(lambda exotic: anthropic_requests(exotic=exotic)),
-    tools=tool_lists(),
-    data=st.data(),
-)
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+@st.composite
+def client_requests(draw: Any) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """An Anthropic request with the client's own breakpoints: as the exotic generator draws them
+    (anywhere, sometimes more than 4), or 0-4 of them on chosen blocks, the first ones sometimes
+    with the one-hour TTL (which must come first)."""
+    system, messages = draw(st.booleans().flatmap(lambda exotic: anthropic_requests(exotic=exotic)))
+    tools = draw(tool_lists())
+    if draw(st.booleans()):
+        return system, messages, tools
+    system, messages, tools = _strip(system), _strip(messages), _strip(tools)
+    attached = {id(b) for m in messages if isinstance(m["content"], list) for b in m["content"]}
+    attached |= {id(b) for b in (system if isinstance(system, list) else [])}
+    attached |= {id(t) for t in tools or []}
+    attached |= {
+        id(sub)
+        for m in messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
+        for sub in b["content"]
+    }
+    places = [
+        b
+        for p, b in _places(system, messages, tools)
+        if id(b) in attached
+        and (b.get("type") in ALLOWED or p.startswith("tools"))
+        and (b.get("type") != "text" or b.get("text"))
+    ]
+    if not places:
+        return system, messages, tools
+    k = draw(st.integers(0, min(4, len(places))))
+    chosen = draw(st.lists(st.integers(0, len(places) - 1), min_size=k, max_size=k, unique=True))
+    hours = draw(st.integers(0, k))
+    for n, index in enumerate(sorted(chosen)):
+        places[index]["cache_control"] = dict(HOUR if n < hours else EPHEMERAL)
+    return system, messages, tools
+
+
+@settings(max_examples=400, deadline=None)
+@given(request=client_requests(), data=st.data())
 def test_breakpoint_invariants(
-    request: tuple[Any, list[dict[str, Any]]], tools: list[dict[str, Any]] | None, data: Any
+    request: tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None], data: Any
 ) -> None:
-    system, messages = request
+    system, messages, tools = request
     stable_end = data.draw(st.none() | st.integers(0, len(messages)), label="stable_end")
     limit = data.draw(st.integers(0, 4), label="max_breakpoints")
     frozen = copy.deepcopy((system, messages, tools))
@@ -171,15 +213,36 @@ def test_breakpoint_invariants(
         == out
     )  # idempotent
 
-    # Where they go: the newest first, then the end of the stable prefix.
     newest = _last_cacheable(messages, len(messages) - 1)
-    if newest is not None and before < limit:
-        assert _marked(out[1], newest)
     stable = _last_cacheable(messages, stable_end - 1) if stable_end else None
-    if stable is not None and stable != newest and before + 2 <= limit:
-        assert _marked(out[1], stable)
-    if before == 0 and limit > 0:
-        assert after >= 1 or newest is None
+
+    # Where they go, exactly: the targets the client had not marked, in priority order, while there is
+    # room (newest, stable end, then the system's last text block or the last tool).
+    def is_marked(request: tuple[Any, list[dict[str, Any]], Any], target: Any) -> bool:
+        sys_, msgs, tls = request
+        if target == "system":
+            if isinstance(sys_, str):
+                return False
+            j = max(j for j, b in enumerate(sys_) if b["text"])
+            return "cache_control" in sys_[j]
+        if target == "tool":
+            return "cache_control" in tls[-1]
+        return _marked(msgs, target)
+
+    targets: list[Any] = [at for at in dict.fromkeys((newest, stable)) if at is not None]
+    if (isinstance(system, str) and system) or (
+        isinstance(system, list) and any(b["text"] for b in system)
+    ):
+        targets.append("system")
+    elif not system and tools:
+        targets.append("tool")
+    room = max(limit - before, 0)
+    for target in targets:
+        expected = is_marked(frozen, target) or room > 0
+        if not is_marked(frozen, target) and room > 0:
+            room -= 1
+        assert is_marked(out, target) == expected, target
+    assert after == before + max(limit - before, 0) - room  # one per target it marked
 
 
 def test_placement_and_string_conversion() -> None:
@@ -347,3 +410,15 @@ def test_the_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     for code in blocks:
         exec(compile(code, str(docs), "exec"), {"__name__": "__docs__"})
     assert capsys.readouterr().out.split()[0] == "3"
+
+
+def test_a_target_the_client_marked_costs_no_slot() -> None:
+    messages = [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "two"},
+        {"role": "user", "content": [{"type": "text", "text": "three", "cache_control": HOUR}]},
+    ]
+    s, m, _ = add_cache_breakpoints("sys", messages, stable_end=2, max_breakpoints=2)
+    assert m[2] is messages[2]  # the client's own, untouched (its 1h TTL too)
+    assert m[1]["content"][0]["cache_control"] == HOUR  # the one free slot: the stable end
+    assert s == "sys"

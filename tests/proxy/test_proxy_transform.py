@@ -502,3 +502,24 @@ def test_the_cli_flag(monkeypatch: pytest.MonkeyPatch) -> None:
         result = CliRunner().invoke(main_app, ["proxy", "--upstream", "http://localhost:1", *args])
         assert result.exit_code == 0, result.output
         assert seen.pop().cache_breakpoints is expected
+
+
+def test_the_client_check_reads_the_json_not_the_bytes() -> None:
+    """A key spelled with a JSON escape is still the client's breakpoint; the word in a message's
+    text is not one."""
+    body = _anthropic_body()
+    body["messages"][0]["content"] = [{"type": "text", "text": "fix", "cache_control": EPHEMERAL}]
+    raw = json.dumps(body).encode().replace(b'"cache_control"', b'"cache\\u005fcontrol"')
+    assert b"cache_control" not in raw and json.loads(raw) == body
+    out = transform_body(StubWarden(keep=10), "anthropic", raw, cache_breakpoints=True)  # type: ignore[arg-type]
+    assert out.body == raw and out.cache_breakpoints == 0
+
+    body = _anthropic_body()
+    body["messages"][0]["content"] = 'why is "cache_control": {"type": "ephemeral"} not set?'
+    out = transform_body(
+        StubWarden(keep=10),  # type: ignore[arg-type]
+        "anthropic",
+        json.dumps(body).encode(),
+        cache_breakpoints=True,
+    )
+    assert out.cache_breakpoints == 2

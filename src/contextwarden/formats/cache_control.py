@@ -26,7 +26,12 @@ from typing import Any
 from .._exceptions import FormatError
 from ._common import tname
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "add_cache_breakpoints", "count_cache_breakpoints"]
+__all__ = [
+    "MAX_CACHE_BREAKPOINTS",
+    "add_cache_breakpoints",
+    "add_counting",
+    "count_cache_breakpoints",
+]
 
 #: Anthropic's limit on ``cache_control`` breakpoints in one request.
 MAX_CACHE_BREAKPOINTS = 4
@@ -90,6 +95,19 @@ def add_cache_breakpoints(
     API's shape, and :class:`ValueError` for a ``max_breakpoints`` outside 0..4 or a
     ``stable_end`` outside ``0..len(messages)``.
     """
+    system, out, tools_out, _ = add_counting(system, messages, tools, stable_end, max_breakpoints)
+    return system, out, tools_out
+
+
+def add_counting(
+    system: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    stable_end: int | None,
+    max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None, int]:
+    """:func:`add_cache_breakpoints`, and how many it added (for the proxy, which reports it
+    without scanning the request again)."""
     if not 0 <= max_breakpoints <= MAX_CACHE_BREAKPOINTS:
         raise ValueError(
             f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS} (the API's limit), "
@@ -127,7 +145,7 @@ def add_cache_breakpoints(
         )
         added[pos] = {"type": "ephemeral", "ttl": "1h"} if later_hour else {"type": "ephemeral"}
         count += 1
-    return _apply(system, messages, tools, added)
+    return (*_apply(system, messages, tools, added), len(added))
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -155,19 +173,31 @@ def _breakpoints(
         )
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise FormatError(f"messages: expected a list, got {tname(messages)}")
+    # The hot loop of a proxied request (every block of the history): exact-type checks first,
+    # the slower Mapping check only for what is not a plain dict.
     for i, message in enumerate(messages):
-        for j, block in enumerate(_blocks(message, i)):
-            inner = block.get("content") if block.get("type") == "tool_result" else None
-            if isinstance(inner, list):
-                for k, sub in enumerate(inner):
-                    if not isinstance(sub, Mapping):
-                        raise FormatError(
-                            f"expected a block object, got {tname(sub)}",
-                            index=i,
-                            field=f"content[{j}].content[{k}]",
-                        )
-                    _note(found, (_MESSAGES, i, j, k), sub)
-            _note(found, (_MESSAGES, i, j, _WHOLE), block)
+        content = _content(message, i)
+        if type(content) is str:
+            continue
+        for j, block in enumerate(content):
+            if type(block) is not dict and not isinstance(block, Mapping):
+                raise FormatError(
+                    f"expected a block object, got {tname(block)}", index=i, field=f"content[{j}]"
+                )
+            if block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    for k, sub in enumerate(inner):
+                        if type(sub) is not dict and not isinstance(sub, Mapping):
+                            raise FormatError(
+                                f"expected a block object, got {tname(sub)}",
+                                index=i,
+                                field=f"content[{j}].content[{k}]",
+                            )
+                        if "cache_control" in sub:
+                            _note(found, (_MESSAGES, i, j, k), sub)
+            if "cache_control" in block:
+                _note(found, (_MESSAGES, i, j, _WHOLE), block)
     return found
 
 
@@ -177,25 +207,26 @@ def _note(found: list[tuple[_Pos, Any]], pos: _Pos, block: Mapping[str, Any]) ->
         found.append((pos, control.get("ttl") if isinstance(control, Mapping) else None))
 
 
-def _blocks(message: Any, i: int) -> list[Mapping[str, Any]]:
-    """The content blocks of message ``i`` (a string content is one text block, or none)."""
-    if not isinstance(message, Mapping):
+def _content(message: Any, i: int) -> str | list[Any]:
+    """Message ``i``'s content, a string or a list (its blocks are checked by the caller)."""
+    if type(message) is not dict and not isinstance(message, Mapping):
         raise FormatError(f"expected an object, got {tname(message)}", index=i)
     content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise FormatError(
-            f"content must be a string or a list of blocks, got {tname(content)}",
-            index=i,
-            field="content",
-        )
-    for j, block in enumerate(content):
-        if not isinstance(block, Mapping):
-            raise FormatError(
-                f"expected a block object, got {tname(block)}", index=i, field=f"content[{j}]"
-            )
-    return content
+    if type(content) is str or type(content) is list:
+        return content
+    if isinstance(content, str | list):
+        return content
+    raise FormatError(
+        f"content must be a string or a list of blocks, got {tname(content)}",
+        index=i,
+        field="content",
+    )
+
+
+def _blocks(message: Mapping[str, Any], i: int) -> list[Mapping[str, Any]]:
+    """The content blocks of message ``i`` (a string content is one text block)."""
+    content = _content(message, i)
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def _cacheable(block: Mapping[str, Any]) -> bool:
@@ -234,9 +265,9 @@ def _apply(
     tools: Sequence[Mapping[str, Any]] | None,
     added: dict[_Pos, dict[str, str]],
 ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None]:
-    out_tools = None if tools is None else [_as_dict(t) for t in tools]
+    out_tools = None if tools is None else [t if type(t) is dict else dict(t) for t in tools]
     out_system = list(system) if isinstance(system, list) else system
-    out_messages = [_as_dict(m) for m in messages]
+    out_messages = [m if type(m) is dict else dict(m) for m in messages]
     for (where, i, j, _), control in added.items():
         if where == _TOOLS:
             assert out_tools is not None
@@ -245,7 +276,7 @@ def _apply(
             if isinstance(out_system, str):
                 out_system = [{"type": "text", "text": out_system, "cache_control": control}]
             else:
-                out_system[j] = {**out_system[j], "cache_control": control}
+                out_system[i] = {**out_system[i], "cache_control": control}
         else:
             message = out_messages[i]
             content = message["content"]
@@ -256,7 +287,3 @@ def _apply(
                 blocks[j] = {**blocks[j], "cache_control": control}
             out_messages[i] = {**message, "content": blocks}
     return out_system, out_messages, out_tools
-
-
-def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    return value if type(value) is dict else dict(value)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
-from ..formats.cache_control import add_cache_breakpoints, count_cache_breakpoints
+from ..formats.cache_control import add_counting, count_cache_breakpoints
 
 __all__ = ["Api", "BodyOutcome", "BodyWarden", "effective_window", "transform_body"]
 
@@ -182,15 +182,14 @@ def transform_body(
     if (
         cache_breakpoints
         and api == "anthropic"
-        and not _client_caches(body, system, messages, tools)
+        and not _client_caches(raw, body, system, messages, tools)
     ):
         stable = getattr(result, "stable_prefix", None)
         if not isinstance(stable, int) or not 0 <= stable <= len(new_messages):
             stable = None
-        new_system, new_messages, new_tools = add_cache_breakpoints(
-            new_system, new_messages, tools=tools, stable_end=stable
+        new_system, new_messages, new_tools, added = add_counting(
+            new_system, new_messages, tools, stable
         )
-        added = count_cache_breakpoints(new_system, new_messages, new_tools)
 
     compaction = result.compaction
     compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
@@ -223,11 +222,15 @@ def transform_body(
     )
 
 
-def _client_caches(body: dict[str, Any], system: Any, messages: list[Any], tools: Any) -> bool:
+def _client_caches(
+    raw: bytes, body: dict[str, Any], system: Any, messages: list[Any], tools: Any
+) -> bool:
     """Whether the client asked for prompt caching itself: a breakpoint anywhere, or top-level
     automatic caching. A request we cannot read counts as yes (we leave it as it is)."""
     if body.get("cache_control") is not None:
         return True
+    if b"cache_control" not in raw and b"\\u" not in raw:
+        return False  # the common case, without walking the history: the key is nowhere
     try:
         return count_cache_breakpoints(system, messages, tools) > 0
     except FormatError:
