@@ -523,3 +523,36 @@ def test_the_client_check_reads_the_json_not_the_bytes() -> None:
         cache_breakpoints=True,
     )
     assert out.cache_breakpoints == 2
+
+
+def test_the_proxy_marks_what_the_warden_marks(
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+) -> None:
+    """With the real warden, the proxy's breakpoints (the client set none) are the ones
+    ``Warden.transform_anthropic(..., cache_breakpoints=True)`` puts: the stable end is counted
+    in the Anthropic messages, not the canonical ones (where the system prompt is a message)."""
+    recorded_system, history = anthropic_recording
+    system = recorded_system or "You are Claude Code, a coding agent."
+    ends = [i + 1 for i, m in enumerate(history) if m["role"] == "user"]
+    proxy_side, library_side = Warden(compactor=Compactor()), Warden(compactor=Compactor())
+    stable_marks = 0
+    for end in ends:
+        body = {"model": "claude-opus-4-5", "system": system, "messages": history[:end]}
+        out = transform_body(
+            proxy_side,
+            "anthropic",
+            json.dumps(body).encode(),
+            window_cap=12_000,
+            cache_breakpoints=True,
+        )
+        sent = json.loads(out.body)
+        want_system, want, result = library_side.transform_anthropic(
+            history[:end],
+            system=system,
+            model="claude-opus-4-5",
+            window=12_000,
+            cache_breakpoints=True,
+        )
+        assert (sent["system"], sent["messages"]) == (want_system, want)
+        stable_marks += out.cache_breakpoints == 3
+    assert stable_marks > 0  # the stable end was marked apart from the newest at least once

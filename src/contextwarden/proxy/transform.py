@@ -51,7 +51,8 @@ class TransformResultLike(Protocol):
     def compaction(self) -> Any: ...
 
     # Also read when present: ``stable_prefix: int``, the number of leading messages of the
-    # result the conversation's next edits will not rewrite (where a cache breakpoint pays).
+    # result the conversation's next edits will not rewrite (where a cache breakpoint pays), and
+    # ``messages``, the canonical result it counts in.
 
 
 class BodyWarden(Protocol):
@@ -185,6 +186,10 @@ def transform_body(
         and not _client_caches(raw, body, system, messages, tools)
     ):
         stable = getattr(result, "stable_prefix", None)
+        canonical = getattr(result, "messages", None)
+        if isinstance(stable, int) and isinstance(canonical, Sequence):
+            # The result counts canonical messages; system ones went into the system prompt.
+            stable -= sum(1 for m in canonical[:stable] if getattr(m, "role", None) == "system")
         if not isinstance(stable, int) or not 0 <= stable <= len(new_messages):
             stable = None
         new_system, new_messages, new_tools, added = add_counting(
