@@ -41,7 +41,9 @@ def _sqlite_factory() -> Factory:
 
 def _fakeredis_factory() -> Factory:
     server = fakeredis.FakeServer()
-    return lambda: RedisCache(client=fakeredis.FakeRedis(server=server), prefix=f"t{uuid.uuid4().hex}:")
+    return lambda: RedisCache(
+        client=fakeredis.FakeRedis(server=server), prefix=f"t{uuid.uuid4().hex}:"
+    )
 
 
 @pytest.fixture(params=["sqlite", "fakeredis", "redis"])
@@ -58,13 +60,17 @@ def make_cache(request: pytest.FixtureRequest) -> Factory:
 keys = st.text(min_size=0, max_size=12)  # includes "", unicode, and Redis glob characters
 values = st.text(max_size=40)
 ops = st.lists(
-    st.one_of(st.tuples(st.just("set"), keys, values), st.tuples(st.just("del"), keys, st.just(""))),
+    st.one_of(
+        st.tuples(st.just("set"), keys, values), st.tuples(st.just("del"), keys, st.just(""))
+    ),
     max_size=25,
 )
 
 
 # make_cache is a factory: each example builds a fresh, empty cache, so sharing the fixture is safe.
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(program=ops)
 def test_behaves_like_a_dict(make_cache: Factory, program: list[tuple[str, str, str]]) -> None:
     cache, model = make_cache(), dict[str, str]()
@@ -110,7 +116,9 @@ def test_sqlite_file_is_wal_and_survives_reopen(tmp_path: Path) -> None:
         assert again._conn.execute("PRAGMA user_version").fetchone()[0] == 1
 
 
-def test_sqlite_default_path_is_under_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_default_path_is_under_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CONTEXTWARDEN_DATA_DIR", str(tmp_path / "data"))
     assert default_cache_path() == tmp_path / "data" / "summary-cache.sqlite3"
     with SqliteCache() as cache:
