@@ -92,8 +92,11 @@ class Budget:
         ``reserve`` defaults to the smallest of 8,192, the model's max output tokens (when
         the registry knows the model: no reply can be longer) and a quarter of the window
         (so a small window such as gpt-4's 8,192 keeps room for the request). Raises
-        :class:`UnknownModelError` for an unknown model without ``window``.
+        :class:`UnknownModelError` for an unknown model without ``window`` and
+        :class:`ConfigError` for a model that is not a name or a window that is not an int.
         """
+        if model is not None and not isinstance(model, str):
+            raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
         size = context_window(model, window)
         if reserve is None:
             reserve = min(DEFAULT_RESERVE, size // 4)

@@ -9,7 +9,7 @@ from histories import agent_run, call, ctx, lines, validity_problems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextwarden import ContextOverflowError, Warden
+from contextwarden import ContextOverflowError
 from contextwarden._messages import (
     Message,
     TextBlock,
@@ -23,6 +23,14 @@ from contextwarden._messages import (
 from contextwarden.formats import to_anthropic
 from contextwarden.layers import sliding_window
 from contextwarden.layers.base import LayerContext
+from contextwarden.layers.window import ensure_within
+
+
+def guard(msgs: list[Message], c: LayerContext) -> tuple[Message, ...]:
+    """The window, then the limit check (as the warden runs them)."""
+    out = sliding_window(msgs, c).messages
+    ensure_within(out, c)
+    return out
 
 
 def tokens(c: LayerContext, msgs: tuple[Message, ...] | list[Message]) -> int:
@@ -106,7 +114,7 @@ def test_a_system_prompt_over_the_window_raises_naming_tokens_and_limit() -> Non
     msgs = [system("You are careful. " * 5_000), user("hi")]  # ~21k tokens of system prompt
     c = ctx(window=8_000, reserve=1_000)
     with pytest.raises(ContextOverflowError) as info:
-        sliding_window(msgs, c)
+        guard(msgs, c)
     err = info.value
     assert err.limit == 7_000 and err.tokens is not None and err.tokens > 20_000
     assert "7,000" in str(err) and f"{err.tokens:,}" in str(err)
@@ -115,19 +123,28 @@ def test_a_system_prompt_over_the_window_raises_naming_tokens_and_limit() -> Non
 def test_a_pinned_newest_message_is_never_cut_so_it_overflows() -> None:
     msgs = [*agent_run(2), user("<Pin>" + lines(3_000) + "</Pin>")]
     with pytest.raises(ContextOverflowError):
-        sliding_window(msgs, ctx(window=8_000))
+        guard(msgs, ctx(window=8_000))
 
 
-def test_the_warden_raises_rather_than_send_an_oversize_request() -> None:
-    warden = Warden()
-    history = [
-        {"role": "system", "content": "Follow the rules. " * 6_000},
-        {"role": "user", "content": "go"},
-    ]
+def test_huge_task_and_system_are_never_cut_so_the_overflow_is_raised() -> None:
+    msgs = [system("S" * 40_000), user("T" * 40_000)] + agent_run(5, with_system=False)[1:]
+    snapshot = list(msgs)
+    c = ctx(window=8_000)
+    out = sliding_window(msgs, c).messages  # the layer itself does what it can
+    assert out[0] is msgs[0] and out[1] is msgs[1]
     with pytest.raises(ContextOverflowError) as info:
-        warden.transform_openai(history, model="gpt-4o", window=8_192)
-    assert info.value.tokens is not None and info.value.limit is not None
-    assert info.value.tokens > info.value.limit
+        ensure_within(out, c)
+    assert info.value.limit == 8_000 and info.value.tokens == tokens(c, out)
+    assert f"{info.value.tokens:,}" in str(info.value) and "8,000" in str(info.value)
+    assert msgs == snapshot
+
+
+def test_ensure_within_returns_the_tokens_and_needs_a_budget() -> None:
+    msgs = agent_run(3)
+    c = ctx(window=100_000)
+    assert ensure_within(msgs, c) == tokens(c, msgs)
+    assert ensure_within(msgs, c, 123) == 123
+    assert ensure_within([system("x" * 10**6)], ctx()) > 0  # no budget: no limit
 
 
 # -- property: within the limit, or the overflow is raised ---------------------------------------
@@ -162,11 +179,11 @@ def test_within_the_limit_or_overflow(
     c = ctx(window=window, reserve=window // 8)
     assert c.budget is not None
     try:
-        result = sliding_window(msgs, c)
+        out = guard(msgs, c)
     except ContextOverflowError as err:
         assert err.tokens is not None and err.limit == c.budget.limit and err.tokens > err.limit
         # only when what is never cut is already near the limit on its own
         fixed = tokens(c, msgs[:2])
         assert fixed > c.budget.limit - 600
         return
-    assert tokens(c, result.messages) <= c.budget.limit
+    assert tokens(c, out) <= c.budget.limit

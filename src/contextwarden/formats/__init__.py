@@ -13,11 +13,17 @@ For every valid provider list ``d``: ``to_x(from_x(d)) == d``. Converting across
 (``to_anthropic(from_openai(d))``) yields a valid request for the target API. How spelling,
 provider-only keys and blocks the model has no type for are kept is described in
 :mod:`._common`; :func:`opaque_payload` tells whether a block is such an opaque block.
+:func:`check_tools` checks a request's tool definitions (a list of objects), naming the bad one.
+
+Reading refuses what cannot be sent, naming the message and field (:class:`FormatError`):
+lists and objects nested more than ``MAX_DEPTH`` (100) levels inside a message. Lone
+surrogates in strings (half an emoji) are replaced by U+FFFD on the way in, so every output
+encodes as UTF-8.
 """
 
 from __future__ import annotations
 
-from ._common import opaque_payload
+from ._common import check_tools, opaque_payload
 from .anthropic import LEADING_USER_TEXT, from_anthropic, to_anthropic
 from .cache_control import add_cache_breakpoints, count_cache_breakpoints
 from .openai import from_openai, to_openai
@@ -28,6 +34,7 @@ __all__ = [
     "LEADING_USER_TEXT",
     "add_cache_breakpoints",
     "check_messages",
+    "check_tools",
     "count_cache_breakpoints",
     "from_anthropic",
     "from_openai",

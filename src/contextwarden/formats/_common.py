@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
@@ -47,9 +48,16 @@ __all__ = [
     "FUNCTION_EXTRA",
     "LEGACY",
     "OPAQUE",
+    "MAX_DEPTH",
     "RESERVED",
     "Provider",
+    "TooDeep",
+    "check_depth",
+    "check_tools",
+    "clean_key",
+    "clean_text",
     "deep_copy",
+    "deep_error",
     "fail",
     "fill",
     "frozen",
@@ -61,6 +69,7 @@ __all__ = [
     "render_opaque",
     "reserved_check",
     "tname",
+    "too_deep",
 ]
 
 Provider = Literal["openai", "anthropic"]
@@ -74,21 +83,122 @@ FUNCTION_EXTRA = "_cw_function"  # OpenAI tool call: unknown keys inside ``funct
 RESERVED = frozenset({OPAQUE, FORMAT, FIELD, LEGACY, FUNCTION_EXTRA})
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+#: The deepest nesting of lists and objects accepted inside one message (a value held directly
+#: by the message is at depth 1). Deeper values are refused with :class:`FormatError`: copying
+#: or serialising them recursively could exhaust Python's stack, and many JSON parsers refuse
+#: them anyway (serde_json, which Rust API servers use, stops at 128 levels for the whole body).
+MAX_DEPTH = 100
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def deep_copy(value: Any) -> Any:
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (half of an emoji cut by a byte-level truncation) replaced
+    by U+FFFD; ``text`` itself when it has none (the usual case, checked in C).
+
+    A lone surrogate is not Unicode text: UTF-8 cannot encode it (so a request body, a log line
+    or a SQLite row holding it fails to be written), and Anthropic refuses a body carrying one
+    escaped ("no low surrogate in string", e.g. anthropics/claude-code#1939). Replacing it, as a
+    UTF-8 decoder with ``errors="replace"`` would, keeps every request sendable."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_key(key: Any) -> Any:
+    """A mapping key through :func:`clean_text` when it is a string (other keys as they are)."""
+    return key if type(key) is not str or key.isascii() else clean_text(key)
+
+
+class TooDeep(FormatError):
+    """Raised by :func:`deep_copy`; the readers re-raise it naming the message and field."""
+
+    def __init__(self) -> None:
+        super().__init__(f"lists and objects nest more than {MAX_DEPTH} levels deep")
+
+
+def deep_copy(value: Any, depth: int = 0) -> Any:
     """A deep copy of a JSON-shaped value (dicts, lists, scalars); anything else goes through
-    :func:`copy.deepcopy`. Dict key order is kept."""
+    :func:`copy.deepcopy`. Dict key order is kept; strings are :func:`clean_text`-ed. Raises
+    :class:`FormatError` when lists and objects nest deeper than :data:`MAX_DEPTH` (counting
+    ``depth`` levels above ``value``)."""
     t = type(value)
-    if t is dict:
-        return {k: deep_copy(v) for k, v in value.items()}
+    if t is dict or (t not in _SCALARS and t is not list and isinstance(value, Mapping)):
+        if depth >= MAX_DEPTH:
+            raise TooDeep()
+        d = depth + 1
+        # scalars inline (no call per value): this copy runs over every message
+        return {
+            clean_key(k): (
+                v if type(v) in _PLAIN or (type(v) is str and v.isascii()) else deep_copy(v, d)
+            )
+            for k, v in value.items()
+        }
     if t is list:
-        return [deep_copy(v) for v in value]
+        if depth >= MAX_DEPTH:
+            raise TooDeep()
+        d = depth + 1
+        return [
+            v if type(v) in _PLAIN or (type(v) is str and v.isascii()) else deep_copy(v, d)
+            for v in value
+        ]
+    if t is str:
+        return clean_text(value)
     if t in _SCALARS:
         return value
-    if isinstance(value, Mapping):  # a read-only view or another mapping: copy as a dict
-        return {k: deep_copy(v) for k, v in value.items()}
     return copy.deepcopy(value)
+
+
+def deep_error(m: Mapping[str, Any], index: int | None, path: str = "") -> FormatError:
+    """The :class:`FormatError` for a :func:`deep_copy` of (part of) ``m`` that nested too deep:
+    names the first key of ``m`` holding such a value (a slow path, taken only on error)."""
+    for k, v in m.items():
+        try:
+            check_depth(v, index, f"{path}{k}")
+        except FormatError as exc:
+            return exc
+    return too_deep(index, path.rstrip(".") or "content")
+
+
+def too_deep(index: int | None, field: str) -> FormatError:
+    """The error for a value nested deeper than :data:`MAX_DEPTH`."""
+    return FormatError(
+        f"lists and objects nest more than {MAX_DEPTH} levels deep", index=index, field=field
+    )
+
+
+def check_depth(value: Any, index: int | None, field: str, depth: int = 1) -> None:
+    """Raise :func:`too_deep` when ``value`` nests deeper than :data:`MAX_DEPTH` (iterative, so
+    any depth is measured safely)."""
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, Mapping):
+            children: Any = v.values()
+        elif isinstance(v, list | tuple):
+            children = v
+        else:
+            continue
+        if d > MAX_DEPTH:
+            raise too_deep(index, field)
+        stack.extend((c, d + 1) for c in children)
+
+
+def check_tools(tools: Any, *, field: str = "tools") -> list[Mapping[str, Any]] | None:
+    """``tools`` (a request's tool definitions) as a list, after checking its shape: None or a
+    list of objects. Raises :class:`FormatError` naming ``tools[i]`` otherwise (``["x"]``,
+    ``[null]``, a string...) and for definitions nested deeper than :data:`MAX_DEPTH`."""
+    if tools is None:
+        return None
+    if isinstance(tools, str | bytes) or not isinstance(tools, list | tuple):
+        raise fail(None, field, "a list of tool definitions (objects) or null", tools)
+    for i, t in enumerate(tools):
+        if not isinstance(t, Mapping):
+            raise fail(None, f"{field}[{i}]", "a tool definition object", t)
+        check_depth(t, None, f"{field}[{i}]")
+    return list(tools)
 
 
 def frozen(d: dict[str, Any]) -> Mapping[str, Any]:

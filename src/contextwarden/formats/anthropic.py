@@ -55,7 +55,13 @@ from .._messages import (
 )
 from ._common import (
     FORMAT,
+    MAX_DEPTH,
+    TooDeep,
+    check_depth,
+    clean_key,
+    clean_text,
     deep_copy,
+    deep_error,
     fail,
     fill,
     frozen,
@@ -65,6 +71,7 @@ from ._common import (
     opaque_text,
     reserved_check,
     tname,
+    too_deep,
 )
 from ._media import anthropic_image_cost, anthropic_source_from_openai, media_cost, parse_data_url
 
@@ -95,56 +102,67 @@ def from_anthropic(
         raise FormatError(f"expected a list of messages, got {tname(messages)}")
     out: list[Message] = []
     if system is not None:
-        out.append(_system(system))
+        try:
+            out.append(_system(system))
+        except TooDeep:
+            raise deep_error({"system": system}, None) from None
     for i, m in enumerate(messages):
         if type(m) is not dict and not isinstance(m, Mapping):
             raise FormatError(f"expected a message object, got {tname(m)}", index=i)
-        role = m.get("role")
-        if role != "user" and role != "assistant":
-            if "role" not in m:
-                raise FormatError("missing", index=i, field="role")
-            raise FormatError(
-                f"unknown role {role!r} (expected 'user' or 'assistant')", index=i, field="role"
-            )
-        consumed = "content" in m
-        kind = "absent"
-        blocks: tuple[Block, ...] = ()
-        if consumed:
-            c = m["content"]
-            if type(c) is str:
-                blocks, kind = ((TextBlock(c),) if c else ()), "str"
-            elif type(c) is list:
-                blocks = tuple(_block(i, f"content[{j}]", b) for j, b in enumerate(c))
-                kind = "list"
-            elif c is None:
-                kind = "null"
-            else:
-                raise fail(i, "content", "a string or a list of blocks", c)
-        canon: Role = role
-        if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
-            canon = "tool"
-        extra = {
-            k: deep_copy(v)
-            for k, v in m.items()
-            if k != "role" and not (consumed and k == "content")
-        }
-        usage = extra.get("usage")
-        out.append(
-            Message(
-                canon,
-                blocks,
-                extra=frozen(extra),
-                usage=MappingProxyType(usage) if type(usage) is dict else None,
-                hints=hints_for("anthropic", kind),
-            )
-        )
+        try:
+            out.append(_message(i, m))
+        except TooDeep:
+            raise deep_error(m, i) from None
     return out
+
+
+def _message(i: int, m: Mapping[str, Any]) -> Message:
+    """Message ``i`` of a from_anthropic list."""
+    role = m.get("role")
+    if role != "user" and role != "assistant":
+        if "role" not in m:
+            raise FormatError("missing", index=i, field="role")
+        raise FormatError(
+            f"unknown role {role!r} (expected 'user' or 'assistant')", index=i, field="role"
+        )
+    consumed = "content" in m
+    kind = "absent"
+    blocks: tuple[Block, ...] = ()
+    if consumed:
+        c = m["content"]
+        if type(c) is str:
+            blocks, kind = ((TextBlock(clean_text(c)),) if c else ()), "str"
+        elif type(c) is list:
+            blocks = tuple(_block(i, f"content[{j}]", b) for j, b in enumerate(c))
+            kind = "list"
+        elif c is None:
+            kind = "null"
+        else:
+            raise fail(i, "content", "a string or a list of blocks", c)
+    canon: Role = role
+    if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
+        canon = "tool"
+    extra = {
+        clean_key(k): deep_copy(v)
+        for k, v in m.items()
+        if k != "role" and not (consumed and k == "content")
+    }
+    usage = extra.get("usage")
+    return Message(
+        canon,
+        blocks,
+        extra=frozen(extra),
+        usage=MappingProxyType(usage) if type(usage) is dict else None,
+        hints=hints_for("anthropic", kind),
+    )
 
 
 def _system(system: Any) -> Message:
     if type(system) is str:
         return Message(
-            "system", (TextBlock(system),) if system else (), hints=hints_for("anthropic", "str")
+            "system",
+            (TextBlock(clean_text(system)),) if system else (),
+            hints=hints_for("anthropic", "str"),
         )
     if not isinstance(system, list | tuple):
         raise fail(None, "system", "a string or a list of text blocks", system)
@@ -153,7 +171,7 @@ def _system(system: Any) -> Message:
 
 
 def _rest(b: Mapping[str, Any], known: tuple[str, ...], i: int | None, path: str) -> dict[str, Any]:
-    rest = {k: deep_copy(v) for k, v in b.items() if k not in known}
+    rest = {clean_key(k): deep_copy(v) for k, v in b.items() if k not in known}
     if rest:
         reserved_check(rest, i, path)
     return rest
@@ -169,8 +187,8 @@ def _block(i: int | None, path: str, b: Any) -> Block:
         if type(text) is not str:
             raise fail(i, f"{path}.text", "a string", text)
         if len(b) == 2:
-            return TextBlock(text)
-        return TextBlock(text, extra=frozen(_rest(b, ("type", "text"), i, path)))
+            return TextBlock(clean_text(text))
+        return TextBlock(clean_text(text), extra=frozen(_rest(b, ("type", "text"), i, path)))
     if t == "tool_use":
         return _tool_use(i, path, b)
     if t == "tool_result":
@@ -183,13 +201,17 @@ def _block(i: int | None, path: str, b: Any) -> Block:
         if sig is not None and type(sig) is not str:
             raise fail(i, f"{path}.signature", "a string", sig)
         known = ("type", "thinking", "signature") if sig is not None else ("type", "thinking")
-        return ThinkingBlock(text, signature=sig, extra=frozen(_rest(b, known, i, path)))
+        return ThinkingBlock(
+            clean_text(text),
+            signature=clean_text(sig) if sig is not None else None,
+            extra=frozen(_rest(b, known, i, path)),
+        )
     if t == "redacted_thinking":
         data = b.get("data")
         if type(data) is not str:
             raise fail(i, f"{path}.data", "a string", data)
         rest = _rest(b, ("type", "data"), i, path)
-        return ThinkingBlock("", redacted=True, data=data, extra=frozen(rest))
+        return ThinkingBlock("", redacted=True, data=clean_text(data), extra=frozen(rest))
     if t == "image":
         source = b.get("source")
         if type(source) is not dict and not isinstance(source, Mapping):
@@ -221,10 +243,16 @@ def _tool_use(i: int | None, path: str, b: Mapping[str, Any]) -> ToolCallBlock:
         raise fail(i, f"{path}.input", "an object", data)
     try:
         arguments = json.dumps(data, ensure_ascii=False)
+    except RecursionError:
+        raise too_deep(i, f"{path}.input") from None
     except (TypeError, ValueError) as exc:
         raise FormatError(f"not JSON-serialisable: {exc}", index=i, field=f"{path}.input") from exc
+    if arguments.count("{") + arguments.count("[") > MAX_DEPTH:  # cheap: rarely measured
+        check_depth(data, i, f"{path}.input")
     rest = _rest(b, ("type", "id", "name", "input"), i, path) if len(b) > 4 else {}
-    return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
+    return ToolCallBlock(
+        clean_text(cid), clean_text(name), clean_text(arguments), extra=frozen(rest)
+    )
 
 
 def _tool_result(i: int | None, path: str, b: Mapping[str, Any]) -> ToolResultBlock:
@@ -236,7 +264,7 @@ def _tool_result(i: int | None, path: str, b: Mapping[str, Any]) -> ToolResultBl
     c = b.get("content", "")
     if type(c) is str:
         if c:  # "" stays in extra, so that it differs from an absent content
-            content = c
+            content = clean_text(c)
             known.append("content")
     elif type(c) is list:
         content = tuple(_inner(i, f"{path}.content[{j}]", x) for j, x in enumerate(c))
@@ -249,7 +277,7 @@ def _tool_result(i: int | None, path: str, b: Mapping[str, Any]) -> ToolResultBl
     elif is_error is not False:
         raise fail(i, f"{path}.is_error", "a bool", is_error)
     rest = _rest(b, tuple(known), i, path) if len(b) > len(known) else {}
-    return ToolResultBlock(cid, content, is_error=is_error, extra=frozen(rest))
+    return ToolResultBlock(clean_text(cid), content, is_error=is_error, extra=frozen(rest))
 
 
 def _inner(i: int | None, path: str, x: Any) -> TextBlock | ImageBlock:
@@ -446,9 +474,18 @@ def _input(arguments: str) -> Any:
         return {}
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"_raw": arguments}
-    return value if type(value) is dict else {"_raw": arguments}
+    if type(value) is not dict:
+        return {"_raw": arguments}
+    if arguments.count("{") + arguments.count("[") > MAX_DEPTH:  # cheap: rarely measured
+        try:
+            check_depth(value, None, "input")
+        except FormatError:  # too deep to send as an object
+            return {"_raw": arguments}
+    if "\\u" in arguments:  # an escaped lone surrogate decodes to one: replace it
+        value = deep_copy(value)
+    return value
 
 
 def _result_out(i: int, j: int, b: ToolResultBlock, origin: Any) -> dict[str, Any]:

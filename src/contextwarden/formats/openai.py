@@ -55,7 +55,11 @@ from ._common import (
     FORMAT,
     FUNCTION_EXTRA,
     LEGACY,
+    TooDeep,
+    clean_key,
+    clean_text,
     deep_copy,
+    deep_error,
     fail,
     fill,
     frozen,
@@ -98,38 +102,47 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
     for i, m in enumerate(messages):
         if type(m) is not dict and not isinstance(m, Mapping):
             raise FormatError(f"expected a message object, got {tname(m)}", index=i)
-        role = m.get("role")
-        canon = _ROLES.get(role) if isinstance(role, str) else None
-        if canon is None:
-            if "role" not in m:
-                raise FormatError("missing", index=i, field="role")
-            raise FormatError(
-                f"unknown role {role!r} (expected one of {', '.join(_ROLES)})",
-                index=i,
-                field="role",
-            )
-        if canon == "tool":
-            msg = _tool(i, m, str(role), legacy_call)
-            if role == "function":
-                legacy_call = None
-        elif canon == "assistant":
-            msg = _assistant(i, m)
-            if "function_call" in m and isinstance(m["function_call"], Mapping):
-                legacy_call = f"function_call_{i}"
-        else:
-            consumed, content, kind = _content(i, m)
-            name = _name(i, m)
-            extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
-            msg = Message(
-                canon,
-                content,
-                name=name,
-                extra=frozen(extra),
-                usage=_usage(extra),
-                hints=hints_for("openai", kind, role if role == "developer" else None),
-            )
+        try:
+            msg, legacy_call = _message(i, m, legacy_call)
+        except TooDeep:
+            raise deep_error(m, i) from None
         out.append(msg)
     return out
+
+
+def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Message, str | None]:
+    """Message ``i`` and the id of the legacy function_call still unanswered after it."""
+    role = m.get("role")
+    canon = _ROLES.get(role) if isinstance(role, str) else None
+    if canon is None:
+        if "role" not in m:
+            raise FormatError("missing", index=i, field="role")
+        raise FormatError(
+            f"unknown role {role!r} (expected one of {', '.join(_ROLES)})",
+            index=i,
+            field="role",
+        )
+    if canon == "tool":
+        msg = _tool(i, m, str(role), legacy_call)
+        if role == "function":
+            legacy_call = None
+    elif canon == "assistant":
+        msg = _assistant(i, m)
+        if "function_call" in m and isinstance(m["function_call"], Mapping):
+            legacy_call = f"function_call_{i}"
+    else:
+        consumed, content, kind = _content(i, m)
+        name = _name(i, m)
+        extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
+        msg = Message(
+            canon,
+            content,
+            name=name,
+            extra=frozen(extra),
+            usage=_usage(extra),
+            hints=hints_for("openai", kind, role if role == "developer" else None),
+        )
+    return msg, legacy_call
 
 
 def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str]:
@@ -142,7 +155,7 @@ def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str
 def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
     """(blocks, spelling) of a present ``content`` value."""
     if type(c) is str:
-        return ((TextBlock(c),) if c else ()), "str"
+        return ((TextBlock(clean_text(c)),) if c else ()), "str"
     if type(c) is list:
         return tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(c)), "list"
     if c is None:
@@ -152,8 +165,10 @@ def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
 
 def _name(i: int, m: Mapping[str, Any]) -> str | None:
     name = m.get("name")
-    if name is None or type(name) is str:
-        return name
+    if name is None:
+        return None
+    if type(name) is str:
+        return clean_text(name)
     raise fail(i, "name", "a string", name)
 
 
@@ -164,7 +179,7 @@ def _extra(m: Mapping[str, Any], known: tuple[str, ...], content_consumed: bool)
         known = (*known, "content")
     if len(m) == len(known):
         return {}
-    return {k: deep_copy(v) for k, v in m.items() if k not in known}
+    return {clean_key(k): deep_copy(v) for k, v in m.items() if k not in known}
 
 
 def _usage(extra: dict[str, Any]) -> Mapping[str, Any] | None:
@@ -184,17 +199,19 @@ def _part(i: int, path: str, p: Any) -> TextBlock | ImageBlock:
         if type(text) is not str:
             raise fail(i, f"{path}.text", "a string", text)
         if len(p) == 2:
-            return TextBlock(text)
-        rest = {k: deep_copy(v) for k, v in p.items() if k != "type" and k != "text"}
+            return TextBlock(clean_text(text))
+        rest = {clean_key(k): deep_copy(v) for k, v in p.items() if k != "type" and k != "text"}
         reserved_check(rest, i, path)
-        return TextBlock(text, extra=MappingProxyType(rest))
+        return TextBlock(clean_text(text), extra=MappingProxyType(rest))
     if t == "image_url":
         url = p.get("image_url")
         if not isinstance(url, Mapping):
             raise fail(i, f"{path}.image_url", "an object", url)
         if type(url.get("url")) is not str:
             raise fail(i, f"{path}.image_url.url", "a string", url.get("url"))
-        rest = {k: deep_copy(v) for k, v in p.items() if k != "type" and k != "image_url"}
+        rest = {
+            clean_key(k): deep_copy(v) for k, v in p.items() if k != "type" and k != "image_url"
+        }
         reserved_check(rest, i, path)
         rest[FORMAT] = "openai"
         return ImageBlock(
@@ -228,7 +245,7 @@ def _assistant(i: int, m: Mapping[str, Any]) -> Message:
             if type(v) is not list and v is not None:
                 raise fail(i, "tool_calls", "a list", v)
             if not v:  # null and [] stay in extra
-                extra[k] = deep_copy(v)
+                extra[clean_key(k)] = deep_copy(v)
             else:
                 calls = [_tool_call(i, j, c) for j, c in enumerate(v)]
         elif k == "function_call" and v is not None:
@@ -238,11 +255,11 @@ def _assistant(i: int, m: Mapping[str, Any]) -> Message:
         elif k == "name" and v is not None:
             if type(v) is not str:
                 raise fail(i, "name", "a string", v)
-            name = v
+            name = clean_text(v)
         elif k in _THINKING_FIELDS and (found := _thinking(i, k, v)):
             thinking[k] = found
         else:
-            extra[k] = deep_copy(v)
+            extra[clean_key(k)] = deep_copy(v)
     blocks: list[Block] = []
     for fld in _THINKING_FIELDS:  # a fixed order, whatever the key order
         if fld in thinking:
@@ -269,11 +286,13 @@ def _thinking(i: int, fld: str, value: Any) -> list[ThinkingBlock]:
             return []
         if type(value) is not str:
             raise fail(i, fld, "a string or null", value)
-        return [ThinkingBlock(value)]
+        return [ThinkingBlock(clean_text(value))]
     if fld == "reasoning":
         # Other providers use ``reasoning`` for objects too; only a string is thinking text.
         return (
-            [ThinkingBlock(value, extra=_FIELD_REASONING)] if type(value) is str and value else []
+            [ThinkingBlock(clean_text(value), extra=_FIELD_REASONING)]
+            if type(value) is str and value
+            else []
         )
     if type(value) is not list or not value:
         return []
@@ -290,11 +309,16 @@ def _thinking(i: int, fld: str, value: Any) -> list[ThinkingBlock]:
                 ("type", "thinking", "signature") if sig else ("type", "thinking")
             )
             block = ThinkingBlock(
-                b["thinking"], signature=sig or None, extra=_thinking_extra(b, known)
+                clean_text(b["thinking"]),
+                signature=clean_text(sig) if sig else None,
+                extra=_thinking_extra(b, known),
             )
         elif t == "redacted_thinking" and type(b.get("data")) is str:
             block = ThinkingBlock(
-                "", redacted=True, data=b["data"], extra=_thinking_extra(b, ("type", "data"))
+                "",
+                redacted=True,
+                data=clean_text(b["data"]),
+                extra=_thinking_extra(b, ("type", "data")),
             )
         else:
             return []
@@ -306,7 +330,7 @@ _FIELD_REASONING: Mapping[str, Any] = MappingProxyType({FIELD: "reasoning"})
 
 
 def _thinking_extra(b: Mapping[str, Any], known: tuple[str, ...]) -> Mapping[str, Any]:
-    rest = {k: deep_copy(v) for k, v in b.items() if k not in known}
+    rest = {clean_key(k): deep_copy(v) for k, v in b.items() if k not in known}
     reserved_check(rest, None, "thinking_blocks[]")
     rest[FIELD] = "thinking_blocks"
     return MappingProxyType(rest)
@@ -319,17 +343,18 @@ def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
     cid = c.get("id")
     if type(cid) is not str:
         raise fail(i, f"{path}.id", "a string", cid)
+    cid = clean_text(cid)
     fn = c.get("function")
     if type(fn) is not dict and not isinstance(fn, Mapping):
         raise fail(i, f"{path}.function", "an object", fn)
     name, arguments = _function(i, f"{path}.function", fn)
     if len(c) == 3 and len(fn) == 2 and c.get("type") == "function":
         return ToolCallBlock(cid, name, arguments, extra=_TYPE_FUNCTION)  # the common shape
-    rest = {k: deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
+    rest = {clean_key(k): deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
     reserved_check(rest, i, path)
     if len(fn) > 2:
         rest[FUNCTION_EXTRA] = {
-            k: deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
+            clean_key(k): deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
         }
     return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
 
@@ -344,7 +369,7 @@ def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
     arguments = fn.get("arguments")
     if type(arguments) is not str:
         raise fail(i, f"{path}.arguments", "a string", arguments)
-    return name, arguments
+    return clean_text(name), clean_text(arguments)
 
 
 def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
@@ -352,7 +377,7 @@ def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
     rest: dict[str, Any] = {LEGACY: True}
     if len(fc) > 2:
         rest[FUNCTION_EXTRA] = {
-            k: deep_copy(v) for k, v in fc.items() if k != "name" and k != "arguments"
+            clean_key(k): deep_copy(v) for k, v in fc.items() if k != "name" and k != "arguments"
         }
     return ToolCallBlock(f"function_call_{i}", name, arguments, extra=MappingProxyType(rest))
 
@@ -369,7 +394,7 @@ def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> M
             continue
         if k == "content":
             if type(v) is str:
-                result, kind = v, "str"
+                result, kind = clean_text(v), "str"
             elif type(v) is list:
                 result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(v))
                 kind = "list"
@@ -380,13 +405,13 @@ def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> M
         elif k == "tool_call_id" and not function:
             if type(v) is not str:
                 raise fail(i, "tool_call_id", "a string", v)
-            call_id = v
+            call_id = clean_text(v)
         elif k == "name" and v is not None:
             if type(v) is not str:
                 raise fail(i, "name", "a string", v)
-            name = v
+            name = clean_text(v)
         else:
-            extra[k] = deep_copy(v)
+            extra[clean_key(k)] = deep_copy(v)
     if function:
         if name is None:
             raise fail(i, "name", "a string (a function message names its function)", None)

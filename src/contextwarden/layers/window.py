@@ -10,8 +10,9 @@ and tool results to head + marker + tail, then the strings inside tool-call argu
 message of many small parts joined and cut; never thinking, images or pinned content) until the
 request fits, and the result says so (``newest_truncated``). When even that leaves the request
 over the hard limit (``budget.limit``: the system prompt, tools, task and pinned content alone are
-too large), :class:`~contextwarden.ContextOverflowError` is raised with the ``tokens`` needed and
-the ``limit``: never a silent oversize request.
+too large), :func:`ensure_within`, the check run after the layer, raises
+:class:`~contextwarden.ContextOverflowError` with the ``tokens`` needed and the ``limit``: never a
+silent oversize request.
 
 Because a cut only ever falls between units, the output keeps every tool call with its result
 (valid for OpenAI and Anthropic) whenever the input did. As the final guard the layer also
@@ -39,7 +40,7 @@ from .pending import repair_tail
 from .pins import is_protected
 from .units import HistoryIndex
 
-__all__ = ["WindowConfig", "sliding_window"]
+__all__ = ["WindowConfig", "ensure_within", "sliding_window"]
 
 LAYER = "window"
 
@@ -454,6 +455,27 @@ def _cut_arguments(
     return total
 
 
+def ensure_within(messages: Sequence[Message], ctx: LayerContext, tokens: int | None = None) -> int:
+    """The request's tokens (``tokens`` when the caller already knows them), after checking
+    that they are within the hard limit ``ctx.budget.limit``: the final guard after
+    :func:`sliding_window`, which cuts whatever it may and otherwise leaves the request as it
+    is. Raises :class:`~contextwarden.ContextOverflowError` (with ``tokens`` and ``limit``)
+    when it is over: what is never cut (system prompt, tool definitions, task, pinned content)
+    and what is left of the newest message do not fit. No budget: no limit, never raises."""
+    total = ctx.request_tokens(messages) if tokens is None else tokens
+    budget = ctx.budget
+    if budget is not None and total > budget.limit:
+        raise ContextOverflowError(
+            "the request needs "
+            f"{total:,} tokens, over the limit of {budget.limit:,} (window {budget.window:,} - "
+            f"reserve {budget.reserve:,}) even with every droppable message gone and the newest "
+            "one cut: the system prompt, tool definitions, task and pinned content are never cut",
+            tokens=total,
+            limit=budget.limit,
+        )
+    return total
+
+
 def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
     """Seed 000 L3 / seed 004 L2: when the request is over ``ctx.budget.trigger``, drop the
     oldest droppable units until it is not, then cut the newest unit if still needed (see the
@@ -552,13 +574,4 @@ def finish_window(
         total, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
         newest_truncated = bool(cut_events)
-        if total > ctx.budget.limit:
-            raise ContextOverflowError(
-                "even with every droppable message gone and the newest one cut, the system "
-                "prompt, tool definitions, task, pinned content and what is left of the newest "
-                f"message need {total:,} tokens, over the limit of {ctx.budget.limit:,} "
-                f"(window {ctx.budget.window:,} - reserve {ctx.budget.reserve:,})",
-                tokens=total,
-                limit=ctx.budget.limit,
-            )
     return LayerResult(tuple(out), tuple(events), newest_truncated), total
