@@ -102,9 +102,16 @@ class SummarizerError(ContextWardenError, RuntimeError):
 
 class ContextOverflowError(ContextWardenError):
     """The context does not fit the model's window (raised by our guard or mapped from a
-    provider's "context length exceeded" error)."""
+    provider's "context length exceeded" error). ``tokens`` is what the request needs and
+    ``limit`` what it may use, when known; without a message, one naming both is made."""
 
-    def __init__(self, message: str, *, tokens: int | None = None, limit: int | None = None):
+    def __init__(
+        self, message: str | None = None, *, tokens: int | None = None, limit: int | None = None
+    ):
+        if message is None:
+            needs = f"{tokens:,} tokens" if tokens is not None else "more tokens"
+            over = f"the limit of {limit:,}" if limit is not None else "the limit"
+            message = f"the request needs {needs}, over {over}"
         super().__init__(message)
         self.tokens = tokens
         self.limit = limit

@@ -187,3 +187,10 @@ def test_within_the_limit_or_overflow(
         assert fixed > c.budget.limit - 600
         return
     assert tokens(c, out) <= c.budget.limit
+
+
+def test_overflow_error_without_a_message_names_tokens_and_limit() -> None:
+    err = ContextOverflowError(tokens=12_345, limit=8_000)
+    assert (err.tokens, err.limit) == (12_345, 8_000)
+    assert str(err) == "the request needs 12,345 tokens, over the limit of 8,000"
+    assert str(ContextOverflowError("custom", tokens=1, limit=0)) == "custom"
