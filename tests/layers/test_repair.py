@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -401,3 +402,33 @@ def test_broken_provider_histories_repair_to_valid_requests(
         # the repair dropped; the adapter keeps messages read from Anthropic apart
         problems = validate_anthropic(*to_anthropic(sent))
         assert [p for p in problems if "in a row" not in p] == []
+
+
+# -- real recordings -------------------------------------------------------------------------------
+def test_real_recordings_come_back_untouched_and_repair_once_broken(shared_data: Path) -> None:
+    import random
+
+    from shared_data import trajectory_files
+
+    from contextwarden._transcripts import load_transcript
+
+    files = [p for p in trajectory_files() if p.suffix in {".json", ".jsonl"}]
+    assert files
+    rng = random.Random(14)
+    for path in files:
+        msgs = list(load_transcript(path).messages)
+        out, events = repair_history(msgs)
+        assert events == () and all(a is b for a, b in zip(out, msgs, strict=True)), path.name
+        # what agents do to their own history: lose a tool message, reuse an id, interject
+        broken = list(msgs)
+        tools = [i for i, m in enumerate(broken) if m.role == "tool"]
+        del broken[rng.choice(tools)]
+        calls = [b.id for m in broken for b in m.tool_calls]
+        broken = [_rename(m, calls[-1], calls[0]) for m in broken]
+        broken.insert(len(broken) // 2, user(""))
+        fixed, events = repair_history(broken)
+        assert events, path.name
+        problems = validity_problems(_sendable(fixed))
+        # messages read from Anthropic (Claude Code records one per block) are kept apart by
+        # the adapter, so a removed tool-result turn leaves two assistant turns side by side
+        assert [p for p in problems if "in a row" not in p] == [], path.name
