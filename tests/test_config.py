@@ -97,7 +97,7 @@ def test_every_problem_is_reported_with_its_path(tmp_path: Path) -> None:
         tmp_path,
         "reserve_tokens: -5\nmask:\n  keep_recnt: 3\n  head_lines: many\n"
         "context_compaction:\n  summary_max_length: 10\n  colour: red\n  keep_recent_rounds: x\n"
-        "contextGuard:\n  maxToolResultChars: 0\ncompaction:\n  strategy_order: {code: [nope]}\n",
+        "contextGuard:\n  maxToolResultChars: 0\ncompaction:\n  strategy_order: {code: [7]}\n",
     )
     with pytest.raises(ConfigError) as exc:
         load_config(path, env={})

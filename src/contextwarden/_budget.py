@@ -17,10 +17,11 @@ All three are in the counter's tokens (see :mod:`contextwarden._tokens`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._exceptions import ConfigError
-from ._models import _find, context_window
+from ._models import ModelInfo, _find, context_window
 
 __all__ = ["Budget"]
 
@@ -86,6 +87,7 @@ class Budget:
         reserve: int | None = None,
         trigger_ratio: float = 0.75,
         target_ratio: float = 0.5,
+        overrides: Mapping[str, ModelInfo] | None = None,
     ) -> Budget:
         """The budget for ``model``, its window from the registry unless ``window`` is given.
 
@@ -97,10 +99,10 @@ class Budget:
         """
         if model is not None and not isinstance(model, str):
             raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
-        size = context_window(model, window)
+        size = context_window(model, window, overrides)
         if reserve is None:
             reserve = min(DEFAULT_RESERVE, size // 4)
-            info = _find(model) if model is not None else None
+            info = _find(model, overrides) if model is not None else None
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
         return cls(size, reserve, trigger_ratio, target_ratio)

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
 from ._models import ModelOverride
+from ._policy import PolicyConfig
 from .layers.mask import MaskConfig
 from .layers.thinking import ThinkingConfig
 from .layers.truncate import TruncateConfig
 from .layers.window import WindowConfig
-from ._policy import PolicyConfig
 from .summarizers.config import SummarizerConfig
 
 __all__ = [
@@ -138,11 +138,12 @@ class WardenConfig(BaseModel):
         description="Lossy steps start above window*ratio (seed 000/003: 0.75). Default: 0.75.",
     )
     target_ratio: float = Field(
-        0.5,
+        0.3,
         gt=0,
         le=1,
-        description="Compaction aims for window*ratio, well below the trigger, so the next call "
-        "does not compact again. Default: 0.5.",
+        description="Compaction and window cuts aim for window*ratio, well below the trigger, so "
+        "the following calls only append (a low target means fewer, cheaper cache rewrites; "
+        "0.3 measured cheapest to bill on real recordings). Default: 0.3.",
     )
     counter: Literal["exact", "heuristic"] = Field(
         "exact",

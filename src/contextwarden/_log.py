@@ -36,7 +36,7 @@ from ._codec import message_from_dict, message_to_dict
 from ._exceptions import FormatError
 from ._messages import Message
 
-__all__ = ["Edit", "EditKind", "Source", "apply", "conversation_key"]
+__all__ = ["Edit"]
 
 EditKind = Literal["mask", "strip_thinking", "compaction", "window_cut"]
 #: Why an edit was made: over the trigger (``must``), it pays for itself in cache reads

@@ -23,12 +23,13 @@ unless ``horizon`` fixes the number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CacheRates", "PolicyConfig", "edit_pays", "rates_for"]
+__all__ = ["PolicyConfig"]
 
 #: The least favourable cache ratios among the major providers: Anthropic's cached read (0.1x
 #: input) and 5-minute write (1.25x input), from Anthropic's prompt-caching pricing page.
@@ -97,14 +98,16 @@ class CacheRates:
 NO_CACHE = CacheRates(1.0, 1.0, None, False)
 
 
-def rates_for(model: str | None, config: PolicyConfig) -> CacheRates:
+def rates_for(
+    model: str | None, config: PolicyConfig, overrides: Mapping[str, Any] | None = None
+) -> CacheRates:
     """The cache rates the policy weighs edits at for ``model`` (see :class:`PolicyConfig`)."""
     read = write = ttl = None
     caching = True
     if model is not None:
         from ._models import _find
 
-        info = _find(model)
+        info = _find(model, overrides)
         if info is not None:
             price = info.input_price_per_mtok
             cached = getattr(info, "cache_read_price_per_mtok", None)

@@ -22,13 +22,16 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
 from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from .store.sqlite import SessionStore
+
+if TYPE_CHECKING:
+    from ._warden import Warden
 
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
@@ -170,6 +173,8 @@ class Session:
         if self.confirm is not None:
             # a warden of its own, so that asking does not record the window cut in our log
             if self._probe is None:
+                from ._warden import Warden
+
                 self._probe = Warden(self.config, compactor=None)
             probe = self._probe.transform(
                 self._messages,

@@ -43,7 +43,7 @@ from .layers.mask import mask_message
 from .layers.pending import pending_calls, repair_tail
 from .layers.thinking import strip_message
 from .layers.truncate import needs_truncation, truncate_message
-from .layers.window import sliding_window
+from .layers.window import ensure_within, sliding_window
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
@@ -203,6 +203,10 @@ class Warden:
         else:
             self.compactor = None
         self.layers = tuple(layers)
+        from ._models import apply_model_overrides
+
+        #: the config's ``models:`` section, consulted before the registry
+        self.models = apply_model_overrides(self.config)
         self._lock = threading.Lock()  # guards the tables below, never held during a call
         self._counters: dict[str | None, TokenCounter] = {}
         self._budgets: dict[tuple[str | None, int | None], Budget] = {}
@@ -253,6 +257,7 @@ class Warden:
                 reserve=cfg.reserve_tokens if explicit else None,
                 trigger_ratio=cfg.trigger_ratio,
                 target_ratio=cfg.target_ratio,
+                overrides=self.models,
             )
             with self._lock:
                 if len(self._budgets) > 64:
@@ -265,7 +270,7 @@ class Warden:
         model = model or self.config.model
         rates = self._rates.get(model)
         if rates is None:
-            rates = rates_for(model, self.config.policy)
+            rates = rates_for(model, self.config.policy, self.models)
             with self._lock:
                 if len(self._rates) > 64:
                     self._rates.clear()
@@ -445,10 +450,12 @@ class Warden:
             raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
         if conversation is not None and not isinstance(conversation, str):
             raise ConfigError(f"conversation must be a str id, got {type(conversation).__name__}")
+        from .formats import check_tools
+
+        tools_list = check_tools(tools) or None
         counter = self.counter_for(model)
         budget = self.budget_for(model, window)
         msgs = self._with_system(messages, system)
-        tools_list = list(tools) if tools else None
         check_messages(msgs)
         key = conversation if conversation is not None else conversation_key(msgs, tools_list)
         conv = self._conversation(key, msgs, counter.name)
@@ -480,8 +487,12 @@ class Warden:
         if not call.rates.caching and not must:
             reason = "immediate"
         self._lossless_edit(call, reason)
-        if budget is not None and call.total > budget.trigger:
-            call.must_compact = True
+        if must and budget is not None:
+            # over the trigger: cut to the target now, not just under the trigger, so the next
+            # calls only append instead of trimming a little on every call
+            from .strategies.base import compaction_target
+
+            call.must_compact = call.total > compaction_target(budget)
 
     def _append(self, call: _Call, start: int) -> None:
         conv, ctx = call.conv, call.ctx
@@ -694,8 +705,8 @@ class Warden:
         kwargs: dict[str, Any] = dict(
             budget=budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
         )
-        if force and _accepts_force(self.compactor):
-            kwargs["force"] = True
+        if _accepts_force(self.compactor):
+            kwargs["force"] = True  # the warden decided: over the target after the lossless edits
         kwargs_events = _accepts_events(self.compactor)
         if kwargs_events:
             kwargs["events"] = call.compactor_events
@@ -842,6 +853,8 @@ class Warden:
             total = ctx.request_tokens(view)
         conv.calls += 1
         conv.last_time = time.time() if now is None else now
+        if budget is not None and self.config.window.enabled:
+            ensure_within(view, ctx, total)  # ContextOverflowError: nothing left to cut
         return TransformResult(
             tuple(view),
             call.tokens_before,

@@ -52,7 +52,10 @@ def test_a_strategy_of_your_own_runs_through_the_warden_that_has_it() -> None:
         return StrategyOutcome("all_but_recent", elided, (summary_request(messages, elided, ctx),))
 
     config = WardenConfig.model_validate(
-        {"compaction": {"strategy_order": {}, "fallback_order": ["all_but_recent"]}}
+        {
+            "target_ratio": 0.5,
+            "compaction": {"strategy_order": {}, "fallback_order": ["all_but_recent"]},
+        }
     )
     warden = Warden(config, strategies={"all_but_recent": all_but_recent})
     result = warden.transform(_history(), model="gpt-4o", window=12_000)
