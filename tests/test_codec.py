@@ -29,7 +29,9 @@ blocks = st.one_of(
         st.booleans(),
         extra=st.dictionaries(st.sampled_from(["cache_control", "x"]), texts).map(freeze),
     ),
-    st.builds(ImageBlock, st.just(freeze({"type": "url", "url": "http://x/y.png"})), st.integers(0, 5000)),
+    st.builds(
+        ImageBlock, st.just(freeze({"type": "url", "url": "http://x/y.png"})), st.integers(0, 5000)
+    ),
 )
 messages = st.builds(
     Message,

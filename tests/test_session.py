@@ -20,7 +20,10 @@ PIN = "<Pin>never touch setup.cfg</Pin>"
 def agent_history(steps: int = 40) -> list[Message]:
     b = ConversationBuilder().system("You are a coding agent.").user(TASK).user(PIN)
     for i in range(steps):
-        lines = (f"line {j} of module {i}: " + " ".join(f"w{i}_{j}_{k}" for k in range(20)) for j in range(60))
+        lines = (
+            f"line {j} of module {i}: " + " ".join(f"w{i}_{j}_{k}" for k in range(20))
+            for j in range(60)
+        )
         b.bash(f"grep -rn parse src/module_{i}.py", "\n".join(lines))
         if i % 7 == 3:
             b.edit(f"src/module_{i}.py", "old", "new")
@@ -47,7 +50,9 @@ def test_originals_are_kept_append_only_and_survive_reopen(tmp_path: Path) -> No
     assert again.messages == tuple(history)
 
 
-def test_compaction_keeps_task_and_pins_and_every_elided_piece_is_recallable(tmp_path: Path) -> None:
+def test_compaction_keeps_task_and_pins_and_every_elided_piece_is_recallable(
+    tmp_path: Path,
+) -> None:
     history = agent_history()
     s = new_session(tmp_path)
     s.append(*history)
@@ -131,8 +136,13 @@ def test_confirmation_refused_drops_oldest_instead(tmp_path: Path) -> None:
 
 def test_confirmation_refused_can_raise(tmp_path: Path) -> None:
     cfg = WardenConfig.model_validate({"compaction": {"on_refusal": "raise"}})
-    s = Session(model="gpt-4o", window=12_000, config=cfg, path=tmp_path / "s.sqlite3",
-                confirm=lambda req: False)
+    s = Session(
+        model="gpt-4o",
+        window=12_000,
+        config=cfg,
+        path=tmp_path / "s.sqlite3",
+        confirm=lambda req: False,
+    )
     s.append(*agent_history())
     with pytest.raises(CompactionRefused):
         s.context()
@@ -140,8 +150,13 @@ def test_confirmation_refused_can_raise(tmp_path: Path) -> None:
 
 def test_confirmation_refused_can_start_fresh(tmp_path: Path) -> None:
     cfg = WardenConfig.model_validate({"compaction": {"on_refusal": "new_session"}})
-    s = Session(model="gpt-4o", window=12_000, config=cfg, path=tmp_path / "s.sqlite3",
-                confirm=lambda req: False)
+    s = Session(
+        model="gpt-4o",
+        window=12_000,
+        config=cfg,
+        path=tmp_path / "s.sqlite3",
+        confirm=lambda req: False,
+    )
     s.append(*agent_history())
     old_id = s.id
     result = s.context()

@@ -22,8 +22,6 @@ from ._compaction import (
 from ._config import CompactionConfig, WardenConfig, config_problems, load_config
 from ._config_docs import config_reference
 from ._events import CompactResult, Event, EventKind
-from ._log import Edit
-from ._policy import PolicyConfig
 from ._exceptions import (
     CompactionRefused,
     ConfigError,
@@ -36,6 +34,7 @@ from ._exceptions import (
     TranscriptError,
     UnknownModelError,
 )
+from ._log import Edit
 from ._messages import (
     Block,
     ImageBlock,
@@ -60,6 +59,7 @@ from ._models import (
     register_model,
     unregister_model,
 )
+from ._policy import PolicyConfig
 from ._replay import ReplayCall, ReplayReport, ReplayTotals, compact_history, iter_replay, replay
 from ._session import ConfirmRequest, Session, is_context_overflow
 from ._tokens import ExactCounter, HeuristicCounter, TokenCounter, count_tokens, get_counter
@@ -75,13 +75,13 @@ from .formats import (
     validate_openai,
 )
 from .layers import (
+    Layer,
     LayerContext,
     LayerResult,
     MaskConfig,
     ThinkingConfig,
     TruncateConfig,
     WindowConfig,
-    Layer,
 )
 from .store.sqlite import SessionStore
 from .strategies import (

@@ -29,16 +29,25 @@ def _block_to_dict(b: Block) -> dict[str, Any]:
     if isinstance(b, TextBlock):
         out = {"type": "text", "text": b.text}
     elif isinstance(b, ThinkingBlock):
-        out = {"type": "thinking", "thinking": b.thinking, "signature": b.signature,
-               "redacted": b.redacted, "data": b.data}
+        out = {
+            "type": "thinking",
+            "thinking": b.thinking,
+            "signature": b.signature,
+            "redacted": b.redacted,
+            "data": b.data,
+        }
     elif isinstance(b, ToolCallBlock):
         out = {"type": "tool_call", "id": b.id, "name": b.name, "arguments": b.arguments}
     elif isinstance(b, ToolResultBlock):
         content: Any = (
             b.content if isinstance(b.content, str) else [_block_to_dict(x) for x in b.content]
         )
-        out = {"type": "tool_result", "tool_call_id": b.tool_call_id, "content": content,
-               "is_error": b.is_error}
+        out = {
+            "type": "tool_result",
+            "tool_call_id": b.tool_call_id,
+            "content": content,
+            "is_error": b.is_error,
+        }
     else:
         out = {"type": "image", "source": dict(b.source), "token_cost": b.token_cost}
     if b.extra:
@@ -53,14 +62,21 @@ def _block_from_dict(d: Mapping[str, Any], where: str) -> Block:
         if kind == "text":
             return TextBlock(d["text"], extra=extra)
         if kind == "thinking":
-            return ThinkingBlock(d["thinking"], d.get("signature"), bool(d.get("redacted")),
-                                 d.get("data"), extra=extra)
+            return ThinkingBlock(
+                d["thinking"],
+                d.get("signature"),
+                bool(d.get("redacted")),
+                d.get("data"),
+                extra=extra,
+            )
         if kind == "tool_call":
             return ToolCallBlock(d["id"], d["name"], d["arguments"], extra=extra)
         if kind == "tool_result":
             raw = d["content"]
-            content: Any = raw if isinstance(raw, str) else tuple(
-                _block_from_dict(x, f"{where}.content[{i}]") for i, x in enumerate(raw)
+            content: Any = (
+                raw
+                if isinstance(raw, str)
+                else tuple(_block_from_dict(x, f"{where}.content[{i}]") for i, x in enumerate(raw))
             )
             return ToolResultBlock(d["tool_call_id"], content, bool(d.get("is_error")), extra=extra)
         if kind == "image":

@@ -55,6 +55,7 @@ EMPTY: Mapping[str, Any] = MappingProxyType({})
 def _empty() -> Mapping[str, Any]:
     return EMPTY
 
+
 #: ``<Pin>...</Pin>`` marks content that must never be dropped or masked (seed 003).
 PIN_RE = re.compile(r"<Pin>(.*?)</Pin>", re.DOTALL | re.IGNORECASE)
 
@@ -113,7 +114,9 @@ class ImageBlock:
     """An image, opaque to us: ``source`` is the provider's own description of it."""
 
     source: Mapping[str, Any]
-    token_cost: int = 765  # OpenAI's cost of one 1024x1024 high-detail image; Claude's is ~1,600 max
+    token_cost: int = (
+        765  # OpenAI's cost of one 1024x1024 high-detail image; Claude's is ~1,600 max
+    )
     extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["image"] = field(default="image", init=False)
 

@@ -211,8 +211,7 @@ class ConversationBuilder:
         blocks: list[Block] = []
         if thinking is not None:
             if redacted:
-                blocks.append(ThinkingBlock("", signature=signature, redacted=True,
-                                            data=thinking))
+                blocks.append(ThinkingBlock("", signature=signature, redacted=True, data=thinking))
             else:
                 blocks.append(ThinkingBlock(thinking, signature=signature))
         if text:
@@ -220,11 +219,13 @@ class ConversationBuilder:
         self._messages.append(Message("assistant", tuple(blocks)))
         return self
 
-    def image(self, source: Mapping[str, Any] | None = None, *, text: str = "",
-              token_cost: int = 765) -> ConversationBuilder:
+    def image(
+        self, source: Mapping[str, Any] | None = None, *, text: str = "", token_cost: int = 765
+    ) -> ConversationBuilder:
         """A user message with an image (and optional text)."""
-        blocks: list[Block] = [ImageBlock(dict(source or {"type": "url", "url": "x.png"}),
-                                          token_cost=token_cost)]
+        blocks: list[Block] = [
+            ImageBlock(dict(source or {"type": "url", "url": "x.png"}), token_cost=token_cost)
+        ]
         if text:
             blocks.insert(0, TextBlock(text))
         self._messages.append(Message("user", tuple(blocks)))
@@ -276,8 +277,9 @@ class ConversationBuilder:
             )
         return self
 
-    def bash(self, command: str, output: str = "", *, returncode: int = 0,
-             text: str = "") -> ConversationBuilder:
+    def bash(
+        self, command: str, output: str = "", *, returncode: int = 0, text: str = ""
+    ) -> ConversationBuilder:
         """A ``bash`` tool loop whose result is in mini-swe-agent's shape
         (``<returncode>N</returncode>`` then ``<output>``)."""
         result = f"<returncode>{returncode}</returncode>\n<output>\n{output}\n</output>"
@@ -289,11 +291,15 @@ class ConversationBuilder:
 
     def write(self, path: str, content: str) -> ConversationBuilder:
         """A ``write`` tool loop creating ``path``."""
-        return self.tool_loop("write", {"path": path, "content": content},
-                              f"Wrote {len(content)} characters to {path}")
+        return self.tool_loop(
+            "write",
+            {"path": path, "content": content},
+            f"Wrote {len(content)} characters to {path}",
+        )
 
-    def edit(self, path: str, old: str, new: str, *, error: str | None = None
-             ) -> ConversationBuilder:
+    def edit(
+        self, path: str, old: str, new: str, *, error: str | None = None
+    ) -> ConversationBuilder:
         """A ``str_replace_editor`` edit of ``path``; ``error`` makes it a failed edit."""
         args = {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
         if error is not None:

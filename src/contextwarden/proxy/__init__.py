@@ -33,4 +33,3 @@ def create_app(
     from .app import create_app as _create_app
 
     return _create_app(config, warden=warden, cache=cache)
-

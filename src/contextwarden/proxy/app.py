@@ -215,6 +215,7 @@ class _Proxy:
                     raw,
                     window_cap=self.config.window,
                     window_override=self.config.warden.context_window,
+                    cache_breakpoints=self.config.cache_breakpoints and route == "anthropic",
                 )
             except _Overflow as overflow:
                 return await self.overflow(record, provider, started, overflow.error)

@@ -78,6 +78,12 @@ def proxy(
             min=1,
         ),
     ] = 32 * 1024 * 1024,
+    cache_breakpoints: Annotated[
+        bool,
+        typer.Option(
+            help="Add Anthropic prompt-cache breakpoints to /v1/messages requests that set none."
+        ),
+    ] = True,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -98,6 +104,7 @@ def proxy(
                 "cache_path": cache_path,
                 "timeout": timeout,
                 "max_body_bytes": max_body_bytes,
+                "cache_breakpoints": cache_breakpoints,
             }
         )
     except (ValidationError, ContextWardenError) as exc:

@@ -75,13 +75,21 @@ class ProxyConfig(BaseModel):
         "413 in the provider's error format before the rest of it is read. Default: 33554432 "
         "(32 MiB: Anthropic's documented cap on a Messages request).",
     )
+    cache_breakpoints: bool = Field(
+        True,
+        description="Add Anthropic prompt-cache breakpoints (cache_control) to /v1/messages "
+        "requests whose client set none: on the newest message, the end of the stable prefix and "
+        "the system prompt, at most 4 in all. Default: true.",
+    )
 
     @field_validator("upstream")
     @classmethod
     def _check_upstream(cls, value: str) -> str:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"upstream must be an http(s) URL like https://api.openai.com, got {value!r}")
+            raise ValueError(
+                f"upstream must be an http(s) URL like https://api.openai.com, got {value!r}"
+            )
         if parts.query or parts.fragment:
             raise ValueError(f"upstream must not carry a query or fragment, got {value!r}")
         return value.rstrip("/")

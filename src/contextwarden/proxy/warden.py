@@ -33,4 +33,3 @@ def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWa
     settings = config.warden
     compactor = Compactor(settings.compaction, cache=cache) if settings.compaction.enabled else None
     return Warden(settings, compactor=compactor)
-

@@ -64,7 +64,9 @@ ANALYSIS_SHARE = 0.2
 CONVERSATION_CALL_RATIO = 0.2
 
 
-_State = tuple[int, int, int, int, int, int, bool]  # edit, exec, inspect, research, text, user, task
+_State = tuple[
+    int, int, int, int, int, int, bool
+]  # edit, exec, inspect, research, text, user, task
 _ZERO: _State = (0, 0, 0, 0, 0, 0, False)
 #: The last history classified and its running tallies after each message: the next call (the
 #: same history plus the agent's next step) only reads what was appended.
