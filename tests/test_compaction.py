@@ -168,8 +168,8 @@ def test_next_strategies_run_until_under_target_then_full_summary() -> None:
     assert report.applied[-1] == "full_summary" and report.reset_turns
     rejected_or_applied = [e.kind for e in report.events]
     assert rejected_or_applied[-1] == "context_compacted"
-    assert report.result.new_token_count <= compaction_target(budget)
-    # system (with the hint), the task, one summary; the big newest unit is summarized too
+    # system (with the hint), the task, one summary, then the newest unit (never summarised:
+    # the warden's final guard cuts it when it alone is too large)
     roles = [m.role for m in report.result.new_messages]
     assert roles[:3] == ["system", "user", "user"]
     assert "[contextwarden:" in report.result.new_messages[0].text

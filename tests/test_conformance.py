@@ -248,7 +248,9 @@ def test_pi_large_session_cuts_land_on_user_or_assistant(shared_data: Path) -> N
     for size in (8_000, 20_000, 50_000, 100_000, 200_000):
         r = Warden(counter=counter).transform(t.messages, model=t.model, window=size)
         out = list(r.messages)
-        assert any(e.kind == "dropped" for e in r.events) == (len(out) < len(t.messages)), size
+        assert any(e.kind in ("dropped", "context_compacted") for e in r.events) == (
+            len(out) < len(t.messages)
+        ), size
         # wherever the window cut, what follows is a user or assistant message: a tool
         # message only ever follows its assistant message (or another tool message)
         for i in range(1, len(out)):

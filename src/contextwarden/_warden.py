@@ -952,7 +952,10 @@ class Warden:
                 system_out,
                 out,
                 tools=list(tools) if tools else None,
-                stable_end=max(result.stable_prefix - leading, 0) or None,
+                # to_anthropic may merge messages: past the end means "no stable mark"
+                stable_end=(max(result.stable_prefix - leading, 0) or None)
+                if result.stable_prefix - leading < len(out)
+                else None,
             )
         return system_out, out, result
 

@@ -37,11 +37,11 @@ def test_rebuild_keeps_system_task_pins_and_a_small_newest_unit(make_ctx: MakeCt
     assert kept[2].is_pinned and kept[-1] is msgs[-1]
 
 
-def test_a_large_newest_unit_is_summarized_too(make_ctx: MakeCtx) -> None:
+def test_a_large_newest_unit_is_kept_for_the_final_guard_to_cut(make_ctx: MakeCtx) -> None:
     msgs = build(last_output="E" * 20_000)
     out = full_summary(msgs, make_ctx(window=16_000))
     assert out is not None
-    assert len(msgs) - 1 in out.elided and len(msgs) - 2 in out.elided
+    assert len(msgs) - 1 not in out.elided and len(msgs) - 2 not in out.elided
 
 
 def test_appendix_carries_task_list_diff_stats_and_memories(make_ctx: MakeCtx) -> None:

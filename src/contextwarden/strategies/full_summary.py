@@ -5,9 +5,9 @@ message holding the four-part summary plus, verbatim, the agent's last memories
 :func:`~contextwarden.summarizers.facts.extract_facts`; lines the summary already holds are not
 repeated).
 
-The newest unit is kept too when it costs at most :data:`LAST_UNIT_SHARE` of the compaction target (the
-model should still see the question or tool output it is answering); otherwise it is summarized
-with the rest. The outcome asks the caller to reset its turn counter (``reset_turns``).
+The newest unit is always kept (the model must see the question or tool output it is answering;
+when it alone is too large the warden's final guard cuts it). The outcome asks the caller to
+reset its turn counter (``reset_turns``).
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ from .base import (
     Section,
     StrategyContext,
     StrategyOutcome,
-    compaction_target,
     is_summary_message,
     summary_request,
 )
 
-__all__ = ["LAST_UNIT_SHARE", "full_summary", "state_sections"]
-
-#: The newest unit is kept verbatim when it costs at most this share of the budget's target.
-LAST_UNIT_SHARE = 0.25
+__all__ = ["full_summary", "state_sections"]
 
 
 def state_sections(
@@ -49,16 +45,11 @@ def state_sections(
 
 
 def full_summary(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
-    """Elide everything but system, task, pins (and a small newest unit) into one summary."""
+    """Elide everything but system, task, pins and the newest unit into one summary (the newest
+    unit is what the model answers: seed 004 keeps it; when it is too large, the final guard
+    cuts it instead)."""
     layout = Layout.of(messages)
-    body = layout.body(keep_last=False)
-    if body and body[-1] == layout.units[-1]:
-        s, e = body[-1]
-        cost = sum(ctx.counter.count_message(m) for m in messages[s:e])
-        if cost <= compaction_target(ctx.budget) * LAST_UNIT_SHARE and not is_summary_message(
-            messages[s]
-        ):
-            body = body[:-1]
+    body = layout.body()
     if not body or all(is_summary_message(messages[s]) for s, _ in body):
         return None
     elided = layout.indices(body)
