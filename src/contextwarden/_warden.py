@@ -492,7 +492,12 @@ class Warden:
             # calls only append instead of trimming a little on every call
             from .strategies.base import compaction_target
 
-            call.must_compact = call.total > compaction_target(budget)
+            # (a window cut, which loses what it drops, waits until the lossless edits are not
+            # enough: over the trigger)
+            summarises = self.compactor is not None and self.config.compaction.enabled
+            call.must_compact = call.total > (
+                compaction_target(budget) if summarises else budget.trigger
+            )
 
     def _append(self, call: _Call, start: int) -> None:
         conv, ctx = call.conv, call.ctx
