@@ -22,6 +22,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 
 bench: install
