@@ -197,6 +197,12 @@ class Warden:
         elif self.config.compaction.enabled:
             from ._compaction import Compactor
 
+            if summarizer is None and self.config.summarizer.provider != "extractive":
+                from .summarizers.config import build_summarizer
+
+                summarizer = build_summarizer(
+                    self.config.summarizer, max_chars=self.config.compaction.summary_max_chars
+                )
             self.compactor = Compactor(
                 self.config.compaction, summarizer=summarizer, strategies=strategies
             )

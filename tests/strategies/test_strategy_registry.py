@@ -75,3 +75,25 @@ def test_a_warden_built_from_a_file_configures_the_compactor_it_is_given(tmp_pat
     # a compactor built with its own config keeps it
     own = Compactor(WardenConfig.model_validate({}).compaction)
     assert Warden(load_config(path), compactor=own).compactor is own
+
+
+def test_the_summarizer_section_builds_the_wardens_summarizer(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from contextwarden.summarizers.llm import LLMSummarizer
+
+    config = WardenConfig.model_validate(
+        {
+            "summarizer": {
+                "provider": "openai",
+                "model": "gpt-4o-mini",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key_env": "CW_TEST_SUMMARY_KEY",
+            }
+        }
+    )
+    monkeypatch.delenv("CW_TEST_SUMMARY_KEY", raising=False)
+    with pytest.raises(ConfigError, match="CW_TEST_SUMMARY_KEY"):
+        Warden(config)
+    monkeypatch.setenv("CW_TEST_SUMMARY_KEY", "sk-test")
+    warden = Warden(config)
+    assert isinstance(warden.compactor, Compactor)
+    assert isinstance(warden.compactor.summarizer, LLMSummarizer)
