@@ -238,3 +238,28 @@ def test_append_rejects_provider_dicts_with_a_clear_error(tmp_path: Path) -> Non
         s.append({"role": "user", "content": "hi"})  # type: ignore[arg-type]
     s.extend_openai([{"role": "user", "content": "hi"}])
     assert s.messages[-1].text == "hi"
+
+
+def test_recall_returns_the_originals_byte_for_byte_even_when_only_reasoning_differs(
+    tmp_path: Path,
+) -> None:
+    """The edit log knows which history messages an edit hid: messages equal but for their
+    reasoning come back each as it was (nothing is matched by content)."""
+    session = Session(model="gpt-4o", window=6_000, path=tmp_path / "s.db", system="sys")
+    session.append(user("Fix the parser"))
+    for i in range(40):
+        call = ToolCallBlock(f"c{i}", "bash", '{"cmd": "cat parser.py"}')
+        # the same visible turn every time; only the reasoning differs
+        session.append(assistant("Reading it again.", tool_calls=[call], thinking=f"reason {i}"))
+        session.append(tool_result(f"c{i}", "\n".join(f"row {j}" for j in range(120))))
+        session.context()
+    refs = [ref for e in session.events for ref in (e.data or {}).get("refs", ())]
+    refs += [ref for c in session.compactions for ref in c.refs]
+    assert refs
+    recalled = [m for ref in dict.fromkeys(refs) for m in session.recall(ref)]
+    assert recalled
+    for m in recalled:
+        assert any(m is o or m == o for o in session.messages)
+        assert message_to_dict(m) == message_to_dict(next(o for o in session.messages if o == m))
+    thinking = [b.thinking for m in recalled for b in m.thinking]
+    assert len(thinking) == len(set(thinking)) > 1  # each its own reasoning, none swapped

@@ -1,47 +1,63 @@
-"""Nothing one client's exchange leaves behind reaches another client: the proxy's pooled upstream
-client keeps no cookies (Cloudflare-fronted APIs set them on every reply)."""
+"""Two conversations through one proxy never share an edit: histories with different tasks and
+the same tail (the leak the old compaction memory had) each get requests built from their own
+history only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
-from fake_upstream import Behaviour, FakeUpstream
-from proxy_doubles import StartProxy, StubWarden
-
-Upstream = tuple[FakeUpstream, str]
-
-CHAT = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+from fake_upstream import FakeUpstream
+from proxy_doubles import StartProxy
 
 
-def test_a_cookie_set_for_one_client_never_reaches_another(
-    upstream: Upstream, start_proxy: StartProxy
+def _history(task: str, steps: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": task},
+    ]
+    for i in range(steps):
+        body = "\n".join(f"line {j} of src/shared_{i}.py: value = {i * j}" for j in range(60))
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat {i}"}}'},
+                    }
+                ],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
+    return out
+
+
+def test_conversations_sharing_a_tail_never_share_an_edit(
+    upstream: tuple[FakeUpstream, str], start_proxy: StartProxy
 ) -> None:
     fake, url = upstream
-    proxy = start_proxy(url, warden=StubWarden())
-    fake.then(Behaviour(headers={"set-cookie": "__cf_bm=alice-only; Path=/; HttpOnly"}))
-    with httpx.Client() as alice:
-        r = alice.post(f"{proxy}/v1/chat/completions", json=CHAT)
-        assert r.status_code == 200
-        assert r.headers["set-cookie"] == "__cf_bm=alice-only; Path=/; HttpOnly"  # alice gets it
-        # alice's own client sends it back: it reaches the upstream as her plain header
-        alice.post(f"{proxy}/v1/chat/completions", json=CHAT)
-        assert fake.last.headers["cookie"] == "__cf_bm=alice-only"
-    with httpx.Client() as bob:
-        for path in ("/v1/chat/completions", "/v1/messages"):
-            assert bob.post(proxy + path, json=CHAT).status_code == 200
-            assert "cookie" not in fake.last.headers
-        assert bob.get(f"{proxy}/v1/models").status_code == 200  # passthrough shares the client
-        assert "cookie" not in fake.last.headers
-
-
-def test_a_cookie_set_on_a_passthrough_route_stays_with_its_client(
-    upstream: Upstream, start_proxy: StartProxy
-) -> None:
-    fake, url = upstream
-    proxy = start_proxy(url, warden=StubWarden())
-    fake.then(Behaviour(headers={"set-cookie": "sid=first; Path=/"}))
-    r = httpx.get(f"{proxy}/v1/models")
-    assert r.headers["set-cookie"] == "sid=first; Path=/"
-    httpx.post(f"{proxy}/v1/chat/completions", json=CHAT, headers={"cookie": "mine=1"})
-    assert fake.last.headers["cookie"] == "mine=1"  # only what this client sent
-    httpx.get(f"{proxy}/v1/models")
-    assert "cookie" not in fake.last.headers
+    proxy = start_proxy(url, window=8_000)
+    a = _history("TASK-A: fix the parser in alpha.py", 60)
+    b = _history("TASK-B: rename the beta module", 60)
+    sent: dict[str, list[list[dict[str, Any]]]] = {"A": [], "B": []}
+    for k in range(20, 121, 10):  # interleaved, both growing, both over the window
+        for name, history in (("A", a), ("B", b)):
+            r = httpx.post(
+                f"{proxy}/v1/chat/completions",
+                json={"model": "gpt-4o", "messages": history[:k]},
+                headers={"Authorization": "Bearer sk-test"},
+                timeout=60,
+            )
+            assert r.status_code == 200
+            sent[name].append(fake.last.json["messages"])
+    compacted = 0
+    for name, other in (("A", "TASK-B"), ("B", "TASK-A")):
+        for messages in sent[name]:
+            text = str(messages)
+            assert f"TASK-{name}" in text  # its own task kept
+            assert other not in text  # never the other conversation's
+            compacted += any("[Context summary:" in str(m.get("content")) for m in messages)
+    assert compacted > 0  # the proxy did compact both histories
