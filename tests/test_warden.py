@@ -532,3 +532,28 @@ def test_the_compaction_engine_plugs_in_sync_and_async() -> None:
         Warden(counter=CharCounter(), compactor=compactor).atransform(msgs, window=8_000)
     )
     assert ra.messages == r.messages
+
+
+def test_concurrent_async_calls_of_one_conversation_do_not_block_the_loop() -> None:
+    """Two coroutines on one event loop, the same conversation: the second waits for the
+    first's compaction in a thread, not by blocking the loop (which would deadlock)."""
+
+    class SlowAsync(KeepHeadAndNewest):
+        async def acompact(self, messages: Sequence[Message], **kw: Any) -> CompactResult | None:
+            await asyncio.sleep(0.05)
+            return self.compact(messages, **kw)
+
+    w = warden(SMALL, compactor=SlowAsync())
+    msgs = agent_run(60, result_chars=1500)
+
+    async def both() -> list[TransformResult]:
+        return list(
+            await asyncio.wait_for(
+                asyncio.gather(w.atransform(msgs, window=3_000), w.atransform(msgs, window=3_000)),
+                timeout=30,
+            )
+        )
+
+    first, second = asyncio.run(both())
+    assert first.messages == second.messages
+    assert validity_problems(first.messages) == []

@@ -359,16 +359,22 @@ class Warden:
         :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
-        call = self._begin(messages, model, window, system, tools, conversation)
-        call.focus = focus
+        call = self._begin(messages, model, window, system, tools, conversation, focus)
         with call.conv.lock:
-            self._prepare(call, now)
-            if call.must_compact or force_compact:
-                request = self._compaction_request(call, force_compact, allow_compaction)
-                if request is not None:
-                    compaction = request[0].compact(call.conv.view, **request[1])
-                    self._record_compaction(call, compaction, force_compact)
+            request = self._plan(call, now, force_compact, allow_compaction)
+            if request is not None:
+                compaction = request[0].compact(call.conv.view, **request[1])
+                self._record_compaction(call, compaction, force_compact)
             return self._finish(call, now)
+
+    def _plan(
+        self, call: _Call, now: float | None, force: bool, allow: bool
+    ) -> tuple[CompactionHook, dict[str, Any]] | None:
+        """Append and make the lossless edits; the compaction to run now, if any."""
+        self._prepare(call, now)
+        if not (call.must_compact or force):
+            return None
+        return self._compaction_request(call, force, allow)
 
     async def atransform(
         self,
@@ -386,21 +392,23 @@ class Warden:
     ) -> TransformResult:
         """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
         when it has one (else runs ``compact`` in a worker thread)."""
-        call = self._begin(messages, model, window, system, tools, conversation)
-        call.focus = focus
-        with call.conv.lock:
-            self._prepare(call, now)
-            if call.must_compact or force_compact:
-                request = self._compaction_request(call, force_compact, allow_compaction)
-                if request is not None:
-                    hook, kwargs = request
-                    acompact = getattr(hook, "acompact", None)
-                    if acompact is not None and asyncio.iscoroutinefunction(acompact):
-                        compaction = await acompact(call.conv.view, **kwargs)
-                    else:
-                        compaction = await asyncio.to_thread(hook.compact, call.conv.view, **kwargs)
-                    self._record_compaction(call, compaction, force_compact)
+        call = self._begin(messages, model, window, system, tools, conversation, focus)
+        lock = call.conv.lock
+        # a thread waits for the lock, not the event loop (another coroutine may hold it)
+        await asyncio.to_thread(lock.acquire)
+        try:
+            request = self._plan(call, now, force_compact, allow_compaction)
+            if request is not None:
+                hook, kwargs = request
+                acompact = getattr(hook, "acompact", None)
+                if acompact is not None and asyncio.iscoroutinefunction(acompact):
+                    compaction = await acompact(call.conv.view, **kwargs)
+                else:
+                    compaction = await asyncio.to_thread(hook.compact, call.conv.view, **kwargs)
+                self._record_compaction(call, compaction, force_compact)
             return self._finish(call, now)
+        finally:
+            lock.release()
 
     def rebuild(
         self,
@@ -445,6 +453,7 @@ class Warden:
         system: str | None,
         tools: Sequence[Mapping[str, Any]] | None,
         conversation: str | None,
+        focus: str | None = None,
     ) -> _Call:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             from ._exceptions import FormatError
@@ -466,7 +475,8 @@ class Warden:
         key = conversation if conversation is not None else conversation_key(msgs, tools_list)
         conv = self._conversation(key, msgs, counter.name)
         ctx = LayerContext(counter, self.config, budget, tools_list)
-        return _Call(msgs, ctx, conv, self._overhead(counter, tools_list), self.rates_for(model))
+        overhead = self._overhead(counter, tools_list)
+        return _Call(msgs, ctx, conv, overhead, self.rates_for(model), focus=focus)
 
     def _prepare(self, call: _Call, now: float | None) -> None:
         """Append the new messages, then make the policy's lossless edits."""
