@@ -189,31 +189,25 @@ class Session:
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
             if (force or over) and not self._confirmed(probe, reason or "over the trigger"):
                 return self._on_refusal(probe)
-        result = self.warden.transform(
-            self._messages,
-            model=self.model,
-            window=self.window,
-            system=self.system,
-            tools=self.tools or None,
-            force_compact=force,
-            focus=focus,
-            conversation=self.id,
-        )
+        result = self._transform(force_compact=force, focus=focus)
         self._record(result)
         return result
 
-    def compact(self, focus: str | None = None) -> CompactResult | None:
-        """Compact now (the API trigger); returns what was done, if anything."""
-        result = self.warden.transform(
+    def _transform(self, **options: Any) -> Any:
+        """The warden's request for this session's history, in this session's conversation."""
+        return self.warden.transform(
             self._messages,
             model=self.model,
             window=self.window,
             system=self.system,
             tools=self.tools or None,
-            force_compact=True,
-            focus=focus,
             conversation=self.id,
+            **options,
         )
+
+    def compact(self, focus: str | None = None) -> CompactResult | None:
+        """Compact now (the API trigger); returns what was done, if anything."""
+        result = self._transform(force_compact=True, focus=focus)
         self._record(result)
         compaction: CompactResult | None = result.compaction
         return compaction
@@ -355,15 +349,7 @@ class Session:
             self.store.append(self.id, fresh)
             self._messages = fresh
             self._turns_at_compaction = 0
-            return self.warden.transform(
-                self._messages,
-                model=self.model,
-                window=self.window,
-                system=self.system,
-                tools=self.tools or None,
-                allow_compaction=False,
-                conversation=self.id,
-            )
+            return self._transform(allow_compaction=False)
         # drop_oldest: the lossless layers and the sliding window only (no summary)
         return probe
 
