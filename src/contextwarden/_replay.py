@@ -27,7 +27,7 @@ import inspect
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -496,24 +496,9 @@ def compact_history(
     whole of ``messages`` (lossless layers; compaction when over the trigger; the window).
 
     ``force`` compacts even under the trigger (the API trigger of seed 003), with the
-    embedded summarizer, before the warden runs. ``messages`` is never mutated.
+    warden's summarizer (the config's ``summarizer:``). ``messages`` is never mutated.
     """
     config, warden, budget = _setup(config, None, model, window, "compaction")
-    if force:
-        from ._compaction import Compactor
-
-        compactor = Compactor(config.compaction)
-        done = compactor.compact(
-            messages,
-            budget=budget,
-            counter=warden.counter_for(model),
-            tools=tools,
-            force=True,
-        )
-        if done is not None:
-            before = warden.counter_for(model).count_messages(messages, tools=tools)
-            result = warden.transform(
-                done.new_messages, model=model, window=budget.window, tools=tools
-            )
-            return replace(result, tokens_before=before, compaction=result.compaction or done)
-    return warden.transform(messages, model=model, window=budget.window, tools=tools)
+    return warden.transform(
+        messages, model=model, window=budget.window, tools=tools, force_compact=force
+    )

@@ -15,6 +15,7 @@ from ._common import (
     ConfigOption,
     FileArgument,
     ModelOption,
+    SummarizerOption,
     WindowOption,
     check_output_path,
     fail,
@@ -43,18 +44,22 @@ def compact(
     model: ModelOption = None,
     window: WindowOption = None,
     config: ConfigOption = None,
+    summarizer: SummarizerOption = None,
     force: Annotated[
         bool, typer.Option("--force", help="Compact even when the history is under the trigger.")
     ] = False,
 ) -> None:
     """Compact a recorded history into the window and write it in the input's format.
 
-    Runs the warden as before the next LLM call: lossless layers, then compaction with the
-    embedded extractive summarizer (no LLM, no network) when over the trigger, then the window.
+    Runs the warden as before the next LLM call: lossless layers, then compaction when over the
+    trigger (the embedded extractive summarizer unless the config or --summarizer names an
+    LLM), then the window.
     """
     require_file(file)
     output = check_output_path(output, inputs=(file,), suffix=None, option="-o")
-    transcript, cfg, name = recorded_model(file, config, model=model, window=window)
+    transcript, cfg, name = recorded_model(
+        file, config, model=model, window=window, summarizer=summarizer
+    )
     result = compact_history(
         transcript.messages,
         model=name,

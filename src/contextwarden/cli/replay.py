@@ -20,6 +20,7 @@ from ._common import (
     ConfigOption,
     FileArgument,
     ModelOption,
+    SummarizerOption,
     WindowOption,
     check_output_path,
     err,
@@ -229,6 +230,7 @@ def replay_command(
     model: ModelOption = None,
     window: WindowOption = None,
     config: ConfigOption = None,
+    summarizer: SummarizerOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print exactly one JSON object: calls and totals.")
     ] = False,
@@ -257,7 +259,9 @@ def replay_command(
     input cost (cache-aware) beside the list price, compactions, and whether every request is
     valid for the provider.
     """
-    transcript, cfg, name = recorded_model(file, config, model=model, window=window)
+    transcript, cfg, name = recorded_model(
+        file, config, model=model, window=window, summarizer=summarizer
+    )
     plot = check_output_path(plot, inputs=(file,)) if plot is not None else None
     mode: PricingMode = pricing
     total = count_calls(transcript.messages)
