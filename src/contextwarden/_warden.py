@@ -728,8 +728,7 @@ class Warden:
         )
         if _accepts_force(self.compactor):
             kwargs["force"] = True  # the warden decided: over the target after the lossless edits
-        kwargs_events = _accepts_events(self.compactor)
-        if kwargs_events:
+        if _accepts_events(self.compactor):
             kwargs["events"] = call.compactor_events
         return self.compactor, kwargs
 
@@ -738,9 +737,7 @@ class Warden:
         call.events.extend(call.compactor_events)
         budget = call.ctx.budget
         if result is not None:
-            edit = _diff_edit(
-                conv.view, conv.sources, result.new_messages, conv.inputs, len(conv.edits)
-            )
+            edit = _diff_edit(conv.view, conv.sources, result.new_messages, conv.inputs)
             if edit is not None:
                 before = call.total
                 edit = Edit(
@@ -1024,7 +1021,6 @@ def _diff_edit(
     sources: Sequence[Source],
     new: Sequence[Message],
     history: Sequence[Message],
-    number: int,
 ) -> Edit | None:
     """The compaction edit that turns ``view`` into ``new``: kept messages are the same objects;
     the others are removed, new ones inserted before the next kept history message (a new
@@ -1054,7 +1050,6 @@ def _diff_edit(
     removed_hist = [s for s in removed_hist if s not in restored]
     if not removed_hist and not inserted and not replaced and not dropped:
         return None
-    del number
     return Edit(
         "compaction",
         removed=_ranges(sorted(removed_hist)),
