@@ -29,7 +29,7 @@ from .._exceptions import ContextOverflowError, ContextWardenError, FormatError,
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .stats import WARDEN_ERROR, RequestRecord
-from .transform import BodyOutcome, effective_window
+from .transform import BodyOutcome, effective_window, ran
 
 __all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
 
@@ -97,29 +97,15 @@ def transform_responses_body(
         raise
     except ContextWardenError as exc:
         return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
-    compaction = result.compaction
-    changed = new_items != items or new_instructions != instructions
-    if changed:
-        out = dict(body)  # key order kept: only input and instructions change
-        out["input"] = new_items
+    rebuilt: dict[str, Any] | None = None
+    if new_items != items or new_instructions != instructions:
+        rebuilt = dict(body)  # key order kept: only input and instructions change
+        rebuilt["input"] = new_items
         if new_instructions is None:
-            out.pop("instructions", None)
+            rebuilt.pop("instructions", None)
         else:
-            out["instructions"] = new_instructions
-        raw = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return BodyOutcome(
-        raw,
-        changed,
-        model,
-        stream,
-        tokens_before=result.tokens_before,
-        tokens_after=result.tokens_after,
-        compacted=int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0,
-        strategy=(
-            (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
-        ),
-        warning=warning,
-    )
+            rebuilt["instructions"] = new_instructions
+    return ran(raw, rebuilt, model, stream, result, warning)
 
 
 def _chat_tools(tools: Any) -> list[Mapping[str, Any]] | None:

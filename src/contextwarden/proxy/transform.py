@@ -33,7 +33,7 @@ from typing import Any, Literal, Protocol
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from ..formats.cache_control import add_counting, count_cache_breakpoints
 
-__all__ = ["Api", "BodyOutcome", "BodyWarden", "effective_window", "transform_body"]
+__all__ = ["Api", "BodyOutcome", "BodyWarden", "effective_window", "ran", "transform_body"]
 
 Api = Literal["openai", "anthropic"]
 
@@ -196,34 +196,48 @@ def transform_body(
             new_system, new_messages, tools, stable
         )
 
-    compaction = result.compaction
-    compacted = int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0
-    strategy = (
-        (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
-    )
     changed = new_messages != messages or new_system != system or new_tools != tools
+    rebuilt: dict[str, Any] | None = None
     if changed:
-        out = dict(body)  # key order kept: only the values of messages/system/tools change
-        out["messages"] = new_messages
+        rebuilt = dict(body)  # key order kept: only the values of messages/system/tools change
+        rebuilt["messages"] = new_messages
         if new_tools is not tools:
-            out["tools"] = new_tools
+            rebuilt["tools"] = new_tools
         if api == "anthropic":
             if new_system is None:
-                out.pop("system", None)
+                rebuilt.pop("system", None)
             else:
-                out["system"] = new_system
-        raw = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                rebuilt["system"] = new_system
+    return ran(raw, rebuilt, model, stream, result, warning, cache_breakpoints=added)
+
+
+def ran(
+    raw: bytes,
+    rebuilt: dict[str, Any] | None,
+    model: str | None,
+    stream: bool,
+    result: TransformResultLike,
+    warning: str | None,
+    **extra: Any,
+) -> BodyOutcome:
+    """The outcome of a warden run on a body: ``rebuilt`` is the new body to send (None when
+    nothing changed, so the client's own bytes go on), with the run's counts and compaction."""
+    if rebuilt is not None:
+        raw = json.dumps(rebuilt, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    compaction = result.compaction
     return BodyOutcome(
         raw,
-        changed,
+        rebuilt is not None,
         model,
         stream,
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
-        compacted=compacted,
-        strategy=strategy,
+        compacted=int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0,
+        strategy=(
+            (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
+        ),
         warning=warning,
-        cache_breakpoints=added,
+        **extra,
     )
 
 
