@@ -110,10 +110,10 @@ class CompactionReport:
 
 @dataclass(frozen=True)
 class _Ask:
-    """A summary the plan needs; ``fallback_only`` skips the configured summarizer."""
+    """A summary the plan needs, and the summarizers to ask for it, in order."""
 
     request: SummaryRequest
-    fallback_only: bool = False
+    summarizers: tuple[Summarizer, ...]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,7 @@ class _Summary:
 
     text: str | None
     failure: str | None = None
+    by: str | None = None  # the name of the summarizer that wrote ``text``
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class _Step:
     summary: str
     ref: str
     span: tuple[Message, ...]
+    by: str | None = None
 
 
 class Compactor:
@@ -205,12 +207,21 @@ class Compactor:
         focus: str | None = None,
         force: bool = False,
         events: list[Event] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
         """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at or under
         ``budget.trigger`` and not ``force``) or nothing could be done. Events are appended to
-        ``events`` when given. Never mutates ``messages``; never raises because of a summarizer."""
+        ``events`` when given; ``summarizer`` replaces the configured one for this call (a
+        proxy's, with the calling client's credentials). Never mutates ``messages``; never raises
+        because of a summarizer."""
         report = self.run(
-            messages, budget=budget, counter=counter, tools=tools, focus=focus, force=force
+            messages,
+            budget=budget,
+            counter=counter,
+            tools=tools,
+            focus=focus,
+            force=force,
+            summarizer=summarizer,
         )
         if events is not None:
             events.extend(report.events)
@@ -226,10 +237,17 @@ class Compactor:
         focus: str | None = None,
         force: bool = False,
         events: list[Event] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
         """:meth:`compact`, awaiting the summarizer's ``asummarize``."""
         report = await self.arun(
-            messages, budget=budget, counter=counter, tools=tools, focus=focus, force=force
+            messages,
+            budget=budget,
+            counter=counter,
+            tools=tools,
+            focus=focus,
+            force=force,
+            summarizer=summarizer,
         )
         if events is not None:
             events.extend(report.events)
@@ -244,9 +262,10 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         focus: str | None = None,
         force: bool = False,
+        summarizer: Summarizer | None = None,
     ) -> CompactionReport:
         """:meth:`compact` with the whole :class:`CompactionReport`."""
-        plan = self._plan(messages, budget, counter, tools, focus, force)
+        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
         try:
             ask = next(plan)
             while True:
@@ -264,9 +283,10 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         focus: str | None = None,
         force: bool = False,
+        summarizer: Summarizer | None = None,
     ) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
-        plan = self._plan(messages, budget, counter, tools, focus, force)
+        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
         try:
             ask = next(plan)
             while True:
@@ -284,6 +304,7 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None,
         focus: str | None,
         force: bool,
+        summarizer: Summarizer | None = None,
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
         original = tuple(messages)
@@ -298,7 +319,7 @@ class Compactor:
         ctx = StrategyContext(
             budget=budget,
             counter=counter,
-            summarizer=self.summarizer,
+            summarizer=summarizer if summarizer is not None else self.summarizer,
             config=self.config,
             tools=tools,
             focus=focus,
@@ -349,8 +370,11 @@ class Compactor:
             compacted_count=compacted,
             strategy="+".join(applied),
             refs=tuple(refs),
+            summarizer="+".join(dict.fromkeys(s.by for s in steps if s.by)) or None,
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
+        kept_ids = {id(m) for m in original}
+        kept = sum(1 for m in current if id(m) in kept_ids)
         emit(
             events,
             Event(
@@ -358,8 +382,9 @@ class Compactor:
                 "compaction",
                 tokens_before=before,
                 tokens_after=tokens,
-                detail=f"{result.strategy} ({task_type} task), {compacted} messages, "
-                f"saved {result.saved_ratio:.0%}{over}",
+                detail=f"{result.strategy} ({task_type} task), {compacted} messages "
+                f"summarised, {kept} kept verbatim, saved {result.saved_ratio:.0%}{over}"
+                + (f"; summary by {result.summarizer}" if result.summarizer else ""),
                 compaction=result,
                 data={
                     "task_type": task_type,
@@ -367,6 +392,8 @@ class Compactor:
                     "refs": tuple(refs),
                     "elided": dict(refs),
                     "reset_turns": reset_turns,
+                    "summarizer": result.summarizer,
+                    "kept": kept,
                 },
             ),
         )
@@ -403,35 +430,43 @@ class Compactor:
             effective_cap(r) < MIN_SUMMARY_CHARS for r in outcome.requests
         ):
             return None  # a span this small has no room for a useful summary: nothing to gain
-        tries = (
-            [False, True]
-            if name == LAST_RESORT and self._summarizers()[0] is not self.fallback
-            else [False]
-        )
+        primary = ctx.summarizer
+        tries = [False, True] if name == LAST_RESORT and primary is not self.fallback else [False]
+        ref = make_ref(tuple(current[i] for i in outcome.elided))
         for fallback_only in tries:
-            summary = outcome.summary
+            summary, by = outcome.summary, None
             if summary is None:
-                summary = yield from self._write(name, outcome, fallback_only, events)
+                chain = self._summarizers(primary, fallback_only)
+                summary, by = yield from self._write(name, outcome, chain, ref, events)
             if summary is None:
                 return None
             step = self._judge(name, current, ctx, tokens, tools, outcome, summary, events, keep)
             if step is not None:
-                return step
+                return replace(step, by=by)
             if outcome.summary is not None:
                 return None
         return None
 
     def _write(
-        self, name: str, outcome: StrategyOutcome, fallback_only: bool, events: list[Event]
-    ) -> Generator[_Ask, _Summary, str | None]:
-        """The outcome's summary: its requests in order, each after the first updating the
-        previous result (``previous_summary``)."""
+        self,
+        name: str,
+        outcome: StrategyOutcome,
+        chain: tuple[Summarizer, ...],
+        ref: str,
+        events: list[Event],
+    ) -> Generator[_Ask, _Summary, tuple[str | None, str | None]]:
+        """The outcome's summary and who wrote it: its requests in order, each after the first
+        updating the previous result (``previous_summary``), each naming ``ref``, under which
+        the originals of the span are kept, so the summary can point back to them."""
         previous: str | None = None
+        writers: list[str] = []
         for request in outcome.requests:
             if previous is not None:
                 joined = "\n\n".join(p for p in (previous, request.previous_summary) if p)
                 request = replace(request, previous_summary=joined)
-            answer = yield _Ask(request, fallback_only)
+            if request.ref is None:
+                request = replace(request, ref=ref)
+            answer = yield _Ask(request, chain)
             if answer.failure is not None:
                 used = "used the extractive summary" if answer.text else "no summary written"
                 emit(
@@ -443,9 +478,11 @@ class Compactor:
                     ),
                 )
             if answer.text is None:
-                return None
+                return None, None
             previous = answer.text
-        return previous
+            if answer.by is not None and answer.by not in writers:
+                writers.append(answer.by)
+        return previous, "+".join(writers) or None
 
     def _judge(
         self,
@@ -526,18 +563,20 @@ class Compactor:
             return f"returned no four-part summary ({exc})"
         return None
 
-    def _summarizers(self, fallback_only: bool = False) -> tuple[Summarizer, ...]:
-        if fallback_only or self.summarizer is self.fallback:
+    def _summarizers(
+        self, primary: Summarizer, fallback_only: bool = False
+    ) -> tuple[Summarizer, ...]:
+        if fallback_only or primary is self.fallback:
             return (self.fallback,)
-        return (self.summarizer, self.fallback)
+        return (primary, self.fallback)
 
     def _summarize(self, ask: _Ask) -> _Summary:
         failure: str | None = None
-        for summarizer in self._summarizers(ask.fallback_only):
+        for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
             hit = self._cached(key)
             if hit is not None:
-                return _Summary(hit, failure)
+                return _Summary(hit, failure, summarizer.name)
             try:
                 text: object = summarizer.summarize(ask.request)
                 problem = self._garbage(text, ask.request)
@@ -545,17 +584,17 @@ class Compactor:
                 problem = f"raised {type(exc).__name__}: {exc}"
             if problem is None and isinstance(text, str):
                 self._store(key, text)
-                return _Summary(text, failure)
+                return _Summary(text, failure, summarizer.name)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
 
     async def _asummarize(self, ask: _Ask) -> _Summary:
         failure: str | None = None
-        for summarizer in self._summarizers(ask.fallback_only):
+        for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
             hit = self._cached(key)
             if hit is not None:
-                return _Summary(hit, failure)
+                return _Summary(hit, failure, summarizer.name)
             try:
                 text: object = await summarizer.asummarize(ask.request)
                 problem = self._garbage(text, ask.request)
@@ -563,6 +602,6 @@ class Compactor:
                 problem = f"raised {type(exc).__name__}: {exc}"
             if problem is None and isinstance(text, str):
                 self._store(key, text)
-                return _Summary(text, failure)
+                return _Summary(text, failure, summarizer.name)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)

@@ -48,6 +48,9 @@ class CompactResult:
     compacted_count: int
     strategy: str
     refs: tuple[str, ...] = ()
+    #: the summarizer(s) that wrote the summary (``llm:openai:gpt-4o-mini``, ``extractive``...),
+    #: ``+``-joined when several did; None when the strategies wrote it themselves
+    summarizer: str | None = None
 
     @property
     def saved_ratio(self) -> float:

@@ -60,8 +60,8 @@ class Edit:
     ``replaced``: ``(position, message)`` pairs shown instead of the history message (a hint
     folded into the system prompt). ``dropped``: log numbers of earlier compactions whose
     inserted messages leave the view. ``ref`` is the ``cw:`` reference of the originals hidden;
-    ``summary`` the summary text; ``tokens_before``/``tokens_after`` the request's size around
-    the edit.
+    ``summary`` the summary text and ``summarizer`` who wrote it (``llm:openai:gpt-4o-mini``,
+    ``extractive``...); ``tokens_before``/``tokens_after`` the request's size around the edit.
     """
 
     kind: EditKind
@@ -74,6 +74,7 @@ class Edit:
     ref: str | None = None
     strategy: str | None = None
     summary: str | None = None
+    summarizer: str | None = None
     tokens_before: int = 0
     tokens_after: int = 0
     call: int = 0
@@ -92,6 +93,7 @@ class Edit:
             "ref": self.ref,
             "strategy": self.strategy,
             "summary": self.summary,
+            "summarizer": self.summarizer,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "call": self.call,
@@ -115,6 +117,7 @@ class Edit:
                 ref=data.get("ref"),
                 strategy=data.get("strategy"),
                 summary=data.get("summary"),
+                summarizer=data.get("summarizer"),
                 tokens_before=int(data.get("tokens_before", 0)),
                 tokens_after=int(data.get("tokens_after", 0)),
                 call=int(data.get("call", 0)),

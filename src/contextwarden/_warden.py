@@ -345,6 +345,7 @@ class Warden:
         allow_compaction: bool = True,
         conversation: str | None = None,
         now: float | None = None,
+        summarizer: Any = None,
     ) -> TransformResult:
         """The request to send now for the history ``messages`` (see the module docstring).
 
@@ -354,12 +355,15 @@ class Warden:
         compacts even under the trigger (a command, the marker, the turn count, an API call);
         ``allow_compaction=False`` uses a window cut instead of a summary. ``conversation``
         names the conversation explicitly; ``now`` is the call's time in epoch seconds (default:
-        the clock), which tells whether the provider's cache has gone cold. Raises
+        the clock), which tells whether the provider's cache has gone cold. ``summarizer``
+        writes this call's summary, if it compacts, instead of the configured one (a proxy
+        passes one that asks its upstream with the calling client's credentials). Raises
         :class:`~contextwarden.FormatError` naming the index of an item that is not a
         :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
         call = self._begin(messages, model, window, system, tools, conversation, focus)
+        call.summarizer = summarizer
         with call.conv.lock:
             request = self._plan(call, now, force_compact, allow_compaction)
             if request is not None:
@@ -389,10 +393,12 @@ class Warden:
         allow_compaction: bool = True,
         conversation: str | None = None,
         now: float | None = None,
+        summarizer: Any = None,
     ) -> TransformResult:
         """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
         when it has one (else runs ``compact`` in a worker thread)."""
         call = self._begin(messages, model, window, system, tools, conversation, focus)
+        call.summarizer = summarizer
         lock = call.conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
@@ -561,7 +567,9 @@ class Warden:
             if not names or m.is_pinned or not self.config.mask.enabled:
                 done = m
             else:
-                done = mask_message(m, (len(names), names), call.ctx)[0]
+                # the marker names the reference the original is kept under (TransformResult.elided)
+                ref = _ref((conv.inputs[i],))
+                done = mask_message(m, (len(names), names), call.ctx, ref)[0]
             conv.masked[i] = done
         return done
 
@@ -730,6 +738,8 @@ class Warden:
             kwargs["force"] = True  # the warden decided: over the target after the lossless edits
         if _accepts_events(self.compactor):
             kwargs["events"] = call.compactor_events
+        if call.summarizer is not None and _accepts(self.compactor, "summarizer"):
+            kwargs["summarizer"] = call.summarizer
         return self.compactor, kwargs
 
     def _record_compaction(self, call: _Call, result: CompactResult | None, forced: bool) -> None:
@@ -750,6 +760,7 @@ class Warden:
                     ref=result.refs[-1] if result.refs else None,
                     strategy=result.strategy,
                     summary=result.summary,
+                    summarizer=result.summarizer,
                     call=conv.calls,
                 )
                 hidden = self._hidden(conv, edit)
@@ -950,6 +961,7 @@ class Warden:
         conversation: str | None = None,
         now: float | None = None,
         cache_breakpoints: bool = False,
+        summarizer: Any = None,
     ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
         """Anthropic Messages in (``system`` as the API takes it: a string or blocks), the
         same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
@@ -992,6 +1004,7 @@ class _Call:
     new_start: int = 0
     must_compact: bool = False
     focus: str | None = None
+    summarizer: Any = None
     events: list[Event] = field(default_factory=list)
     compactor_events: list[Event] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)

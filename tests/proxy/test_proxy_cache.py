@@ -90,7 +90,10 @@ def test_two_proxies_share_summaries_in_redis(
     cache = RedisCache(db)
     for key in list(cache):
         del cache[key]
-    proxies = [start_proxy(url, window=16_000, cache="redis", redis_url=db) for _ in range(2)]
+    proxies = [
+        start_proxy(url, window=16_000, cache="redis", redis_url=db, summarizer="extractive")
+        for _ in range(2)
+    ]
     _check_shared(fake, proxies, cache, openai_recording, summarizer_calls)
     cache.close()
 
@@ -104,7 +107,10 @@ def test_two_proxies_share_summaries_in_one_sqlite_file(
 ) -> None:
     fake, url = upstream
     path = tmp_path / "summaries.sqlite3"
-    proxies = [start_proxy(url, window=16_000, cache="sqlite", cache_path=path) for _ in range(2)]
+    proxies = [
+        start_proxy(url, window=16_000, cache="sqlite", cache_path=path, summarizer="extractive")
+        for _ in range(2)
+    ]
     with SqliteCache(path) as cache:
         _check_shared(fake, proxies, cache, openai_recording, summarizer_calls)
 

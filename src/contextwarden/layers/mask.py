@@ -6,6 +6,11 @@ first ``head_lines`` lines and last ``tail_lines`` lines around one marker line:
 
     [... 120 lines, 8345 characters omitted ...]
 
+or, when the caller keeps the original under a ``cw:`` reference (the warden does), one that
+names it so that ``recall`` (or the agent's recall tool) can bring the whole output back::
+
+    [... 120 lines, 8345 characters omitted; recall cw:3f2a9c0d11e4b7a6 ...]
+
 Kept lines longer than ``line_chars`` are cut too (a one-line 20 KB JSON blob would otherwise
 survive masking whole), and the marker's counts include those characters. A result is masked
 only when that makes it shorter, and a result that already carries the marker is left alone, so
@@ -39,7 +44,10 @@ __all__ = ["MaskConfig", "mask_text", "mask_tool_results"]
 LAYER = "mask"
 
 #: A line produced by :func:`mask_text`; its presence means "already masked".
-MASK_MARKER_RE = re.compile(r"^\[\.\.\. \d+ lines, \d+ characters omitted \.\.\.\]$", re.MULTILINE)
+MASK_MARKER_RE = re.compile(
+    r"^\[\.\.\. \d+ lines, \d+ characters omitted(?:; recall cw:[0-9a-f]+)? \.\.\.\]$",
+    re.MULTILINE,
+)
 
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
@@ -72,9 +80,10 @@ class MaskConfig(BaseModel):
     )
 
 
-def mask_text(text: str, config: MaskConfig | None = None) -> str:
+def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = None) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
-    (``<= min_chars``), already masked, or would not get shorter."""
+    (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
+    reference the original is kept under, is named in the marker."""
     cfg = config or MaskConfig()
     if len(text) <= cfg.min_chars or MASK_MARKER_RE.search(text):
         return text
@@ -93,15 +102,20 @@ def mask_text(text: str, config: MaskConfig | None = None) -> str:
     omitted_chars = len(text) - kept_chars - max(kept - 1, 0)
     head = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in head]
     tail = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in tail]
-    marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted ...]"
+    recall = f"; recall {ref}" if ref else ""
+    marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted{recall} ...]"
     masked = "\n".join([*head, marker, *tail])
     return masked if len(masked) < len(text) else text
 
 
 def mask_message(
-    message: Message, decision: tuple[int, tuple[str, ...]], ctx: LayerContext
+    message: Message,
+    decision: tuple[int, tuple[str, ...]],
+    ctx: LayerContext,
+    ref: str | None = None,
 ) -> Applied:
-    """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1])."""
+    """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
+    ``ref``, the reference its original is kept under, is named in each marker."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -114,7 +128,7 @@ def mask_message(
             old = k < n_old
             k += 1
             if old and name not in cfg.exclude_tools:
-                nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg))
+                nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
                 if nb is not b:
                     before += b_before
                     after += b_after

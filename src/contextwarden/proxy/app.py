@@ -6,8 +6,8 @@ Routes:
   ``POST /v1/messages/count_tokens`` (Anthropic): the warden reduces ``messages`` (and ``system``),
   everything else in the body is forwarded as sent; the reply streams back untouched with
   ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new compaction
-  replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy, or ``reapplied``)
-  headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
+  replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
+  ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
   window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
   when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
 * ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
@@ -55,7 +55,7 @@ from .stats import (
 )
 from .stats import Route as RouteName
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
-from .warden import build_cache, build_warden
+from .warden import build_cache, build_warden, request_summarizer
 
 __all__ = ["CONFIG_ENV", "app_from_env", "app_stats", "configure_logging", "create_app"]
 
@@ -77,6 +77,8 @@ class _Proxy:
     ) -> None:
         self.config = config
         self.warden = _OverflowPassing(warden)
+        # a warden of the caller's own (create_app(warden=...)) may not take a summarizer
+        self.per_request_summaries = _takes_summarizer(warden)
         self.cache = cache
         self.stats = ProxyStats()
         self._client: httpx.AsyncClient | None = None
@@ -180,6 +182,12 @@ class _Proxy:
         await self.finish(record)
         return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
 
+    def summarizer_for(self, request: Request, api: Api) -> Callable[[str | None], Any] | None:
+        """The summarizer factory for this request (see :func:`request_summarizer`)."""
+        if not self.per_request_summaries:
+            return None
+        return request_summarizer(self.config, request.headers, api)
+
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
             return error_response(
@@ -216,6 +224,7 @@ class _Proxy:
                     window_cap=self.config.window,
                     window_override=self.config.warden.context_window,
                     cache_breakpoints=self.config.cache_breakpoints and route == "anthropic",
+                    summarizer_for=self.summarizer_for(request, api),
                 )
             except _Overflow as overflow:
                 return await self.overflow(record, provider, started, overflow.error)
@@ -236,6 +245,7 @@ class _Proxy:
             record.model, record.stream = outcome.model, outcome.stream
             record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
             record.compacted, record.strategy = outcome.compacted, outcome.strategy
+            record.summarizer = outcome.summarizer
             record.skipped = outcome.skipped
             record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
             record.transform_ms = (time.perf_counter() - started) * 1000
@@ -305,6 +315,17 @@ class _OverflowPassing:
             raise _Overflow(exc) from exc
 
 
+def _takes_summarizer(warden: object) -> bool:
+    """Whether the warden's transforms take a per-call ``summarizer`` (a Warden's do)."""
+    import inspect
+
+    try:
+        params = inspect.signature(warden.transform_openai).parameters  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "summarizer" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
 class _NoCookies(CookiePolicy):
     """A cookie policy that neither stores nor sends anything: ``Set-Cookie`` and ``Cookie``
     headers pass through the proxy between one client and the upstream as plain headers."""
@@ -352,6 +373,8 @@ def _outcome_headers(outcome: BodyOutcome) -> dict[str, str]:
     headers["X-Contextwarden-Compacted"] = str(outcome.compacted)
     if outcome.strategy:
         headers["X-Contextwarden-Compaction"] = _header_text(outcome.strategy)
+    if outcome.summarizer:
+        headers["X-Contextwarden-Summarizer"] = _header_text(outcome.summarizer)
     return headers
 
 

@@ -84,6 +84,23 @@ def proxy(
             help="Add Anthropic prompt-cache breakpoints to /v1/messages requests that set none."
         ),
     ] = True,
+    summarizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Who writes compaction summaries: upstream (the upstream, with each client's "
+            "own key; the default), extractive (offline), config (--config's summarizer: "
+            "section), or PROVIDER:MODEL, e.g. openai:gpt-4o-mini.",
+            show_default=False,
+        ),
+    ] = None,
+    summary_model: Annotated[
+        str | None,
+        typer.Option(
+            help="With --summarizer upstream: the model asked for summaries (default: the "
+            "request's own).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -105,6 +122,8 @@ def proxy(
                 "timeout": timeout,
                 "max_body_bytes": max_body_bytes,
                 "cache_breakpoints": cache_breakpoints,
+                "summarizer": summarizer,
+                "summary_model": summary_model,
             }
         )
     except (ValidationError, ContextWardenError) as exc:

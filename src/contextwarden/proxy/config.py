@@ -82,6 +82,23 @@ class ProxyConfig(BaseModel):
         "the system prompt, at most 4 in all. Default: true.",
     )
 
+    summarizer: str | None = Field(
+        None,
+        description="Who writes compaction summaries: 'upstream' (the proxy's upstream, with the "
+        "calling client's own credentials and the request's model, or summary_model), "
+        "'extractive' (embedded, offline, no call), 'config' (the warden config's summarizer: "
+        "section, with its own key), or PROVIDER:MODEL (openai:gpt-4o-mini, "
+        "anthropic:claude-haiku-4-5: that section's shortcut). A failed summary falls back to the "
+        "extractive one. Default: 'config' when the warden config's summarizer: section names a "
+        "provider, else 'upstream' (with that section's timeout_s and max_retries).",
+    )
+    summary_model: str | None = Field(
+        None,
+        min_length=1,
+        description="With summarizer 'upstream': the model asked for summaries (a cheaper one "
+        "than the agent's). Default: the request's own model.",
+    )
+
     @field_validator("upstream")
     @classmethod
     def _check_upstream(cls, value: str) -> str:
@@ -99,6 +116,33 @@ class ProxyConfig(BaseModel):
         if self.cache == "redis" and not self.redis_url:
             raise ValueError("cache 'redis' needs redis_url (e.g. redis://localhost:6379/0)")
         return self
+
+    @field_validator("summarizer")
+    @classmethod
+    def _check_summarizer(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() in ("upstream", "config"):
+            return value.strip().lower() if value else value
+        from .._exceptions import ConfigError
+        from ..summarizers.config import parse_summarizer_spec
+
+        try:
+            parse_summarizer_spec(value)
+        except ConfigError as exc:
+            raise ValueError(
+                f"{exc} (or 'upstream': the proxy's upstream with the caller's credentials; "
+                "'config': the warden config's summarizer: section)"
+            ) from None
+        return value.strip()
+
+    @property
+    def summary_source(self) -> str:
+        """Who writes summaries: ``upstream``, ``extractive``, ``config`` or ``PROVIDER:MODEL``
+        (see the ``summarizer`` field; its default resolved)."""
+        if self.summarizer is not None:
+            return "extractive" if self.summarizer.lower() == "extractive" else self.summarizer
+        if "provider" in self.warden.summarizer.model_fields_set:
+            return "config"  # the section names its provider (its timeouts alone do not)
+        return "upstream"
 
     def upstream_url(self, path: str, query: str = "") -> str:
         """The upstream URL for an incoming ``path`` (``/v1/...``) and query string.

@@ -48,6 +48,7 @@ def transform_responses_body(
     *,
     window_cap: int | None = None,
     window_override: int | None = None,
+    summarizer_for: Callable[[str | None], Any] | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` (a :class:`~contextwarden.Warden`) on the Responses API request ``raw``.
 
@@ -85,11 +86,12 @@ def transform_responses_body(
     try:
         messages = from_responses(items, instructions=instructions)
         window = effective_window(model, window_cap, window_override)
+        extra = {"summarizer": summarizer_for(model)} if summarizer_for is not None else {}
         try:
-            result = warden.transform(messages, model=model, window=window, tools=tools)
+            result = warden.transform(messages, model=model, window=window, tools=tools, **extra)
         except UnknownModelError as exc:
             warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
-            result = warden.transform(messages, tools=tools)
+            result = warden.transform(messages, tools=tools, **extra)
         new_instructions, new_items = to_responses(list(result.messages))
     except FormatError as exc:
         return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
@@ -149,6 +151,7 @@ def responses_endpoint(proxy: Any, warden: Any) -> Callable[[Request], Awaitable
                     raw,
                     window_cap=cfg.window,
                     window_override=cfg.warden.context_window,
+                    summarizer_for=proxy.summarizer_for(request, "openai"),
                 )
             except ContextOverflowError as exc:
                 return await proxy.overflow(record, "openai", started, exc)  # type: ignore[no-any-return]
@@ -166,6 +169,7 @@ def responses_endpoint(proxy: Any, warden: Any) -> Callable[[Request], Awaitable
         record.model, record.stream = outcome.model, outcome.stream
         record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
         record.compacted, record.strategy = outcome.compacted, outcome.strategy
+        record.summarizer = outcome.summarizer
         record.skipped = outcome.skipped
         record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
         record.transform_ms = (time.perf_counter() - started) * 1000

@@ -64,6 +64,7 @@ class RequestRecord:
     tokens_after: int | None = None
     compacted: int = 0
     strategy: str | None = None
+    summarizer: str | None = None
     skipped: str | None = None
     warning: str | None = None
     error: str | None = None
@@ -90,6 +91,8 @@ class RequestRecord:
             out["compacted"] = self.compacted
             if self.strategy:
                 out["compaction"] = clip(self.strategy)
+            if self.summarizer:
+                out["summarizer"] = clip(self.summarizer)
             out["transform_ms"] = round(self.transform_ms, 2)
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:

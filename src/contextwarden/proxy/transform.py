@@ -26,7 +26,7 @@ set its own is left alone: it knows its cache better than we do.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -89,6 +89,8 @@ class BodyOutcome:
     applied, if any (``"reapplied"`` when an earlier one, found in the shared summary cache, was
     re-applied: then ``compacted`` is 0 and no summary was written). ``cache_breakpoints`` is the
     number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
+    ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL`` for the
+    upstream, ``extractive`` for the embedded one, the fallback included).
     """
 
     body: bytes
@@ -103,6 +105,7 @@ class BodyOutcome:
     detail: str | None = None
     warning: str | None = None
     cache_breakpoints: int = 0
+    summarizer: str | None = None
 
 
 def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
@@ -128,6 +131,7 @@ def transform_body(
     window_cap: int | None = None,
     window_override: int | None = None,
     cache_breakpoints: bool = False,
+    summarizer_for: Callable[[str | None], Any] | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
     messages / count_tokens body). Never raises for bad input: see the module docstring.
@@ -158,11 +162,15 @@ def transform_body(
     warning: str | None = None
 
     def run(model: str | None, window: int | None) -> tuple[Any, list[dict[str, Any]], Any]:
+        # only a warden that is asked to use another summarizer needs to accept the keyword
+        extra = {"summarizer": summarizer_for(model)} if summarizer_for is not None else {}
         if api == "openai":
-            out, result = warden.transform_openai(messages, model=model, window=window, tools=tools)
+            out, result = warden.transform_openai(
+                messages, model=model, window=window, tools=tools, **extra
+            )
             return system, out, result
         return warden.transform_anthropic(
-            messages, system=system, model=model, window=window, tools=tools
+            messages, system=system, model=model, window=window, tools=tools, **extra
         )
 
     try:
@@ -236,6 +244,7 @@ def ran(
         strategy=(
             (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
         ),
+        summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
         warning=warning,
         **extra,
     )

@@ -1,0 +1,205 @@
+"""Summaries through the proxy (issue 12): by default a compaction is summarised by the proxy's
+own upstream, with the calling client's credentials and the request's model; ``--summary-model``
+picks another; ``extractive`` stays offline; a failed summary falls back to the embedded one and
+the agent's call goes through; the log line and a header say who wrote each summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from fake_upstream import Behaviour, FakeUpstream, serve
+from proxy_doubles import StartProxy
+
+from contextwarden.formats import validate_anthropic, validate_openai
+from contextwarden.proxy import ProxyConfig, create_app
+
+Upstream = tuple[FakeUpstream, str]
+
+MARK = "Fixed the parser off-by-one in grammar/base.py"
+
+
+def _summary() -> str:
+    return (
+        f"<completed>\n{MARK}; ran the parser tests.\n</completed>\n"
+        "<remaining>\nRun the whole suite.\n</remaining>\n"
+        "<current_state>\nThe parser change is in place.\n</current_state>\n<notes>\n</notes>"
+    )
+
+
+def _openai_reply(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-summary",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def _anthropic_reply(text: str) -> dict[str, Any]:
+    return {
+        "id": "msg_summary",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 10},
+    }
+
+
+def _answer_summaries(fake: FakeUpstream, reply: dict[str, Any], n: int = 12) -> None:
+    """Queue ``n`` summary replies (a long span is summarised in several calls, then merged);
+    the agent's own call, last, may take one too."""
+    for _ in range(n):
+        fake.then(Behaviour(body=reply))
+
+
+def _chat(proxy: str, model: str, history: list[dict[str, Any]], key: str) -> httpx.Response:
+    r = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json={"model": model, "messages": history},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    return r
+
+
+def _text(messages: list[dict[str, Any]]) -> str:
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def test_default_proxy_summarises_through_its_upstream_with_the_clients_key(
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    openai_recording: tuple[str, list[dict[str, Any]]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000)  # default settings otherwise
+    model, history = openai_recording
+    _answer_summaries(fake, _openai_reply(_summary()))
+    with caplog.at_level(logging.INFO, logger="contextwarden.proxy"):
+        r = _chat(proxy, model, history, "sk-client-one")
+    *summary_calls, forwarded = fake.requests
+    # the summary calls: the upstream's chat completions, the client's key, the request's model
+    assert summary_calls
+    for call in summary_calls:
+        assert call.path == "/v1/chat/completions"
+        assert call.headers["authorization"] == "Bearer sk-client-one"
+        assert call.json["model"] == model
+        assert call.json.get("stream") in (None, False)
+    # the request forwarded next holds that summary, within the window
+    assert forwarded.headers["authorization"] == "Bearer sk-client-one"
+    sent = forwarded.json["messages"]
+    assert MARK in _text(sent)
+    assert validate_openai(sent) == []
+    assert int(r.headers["x-contextwarden-tokens-after"]) <= 16_000
+    assert int(r.headers["x-contextwarden-compacted"]) > 0
+    assert r.headers["x-contextwarden-summarizer"] == f"llm:openai:{model}"
+    lines = [json.loads(rec.getMessage()) for rec in caplog.records if rec.getMessage()[:1] == "{"]
+    assert lines[-1]["summarizer"] == f"llm:openai:{model}"
+
+
+def test_summary_model_picks_the_model_asked(
+    upstream: Upstream, start_proxy: StartProxy, openai_recording: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000, summary_model="gpt-4o-mini")
+    model, history = openai_recording
+    _answer_summaries(fake, _openai_reply(_summary()))
+    r = _chat(proxy, model, history, "sk-client-two")
+    *summary_calls, forwarded = fake.requests
+    assert summary_calls and {c.json["model"] for c in summary_calls} == {"gpt-4o-mini"}
+    assert forwarded.json["model"] == model  # the agent's own call is unchanged
+    assert r.headers["x-contextwarden-summarizer"] == "llm:openai:gpt-4o-mini"
+
+
+def test_a_failed_summary_falls_back_and_the_call_goes_through(
+    upstream: Upstream,
+    openai_recording: tuple[str, list[dict[str, Any]]],
+) -> None:
+    fake, url = upstream
+    # no retries (the summarizer: section's own setting), so one scripted failure is the story
+    settings = ProxyConfig.model_validate(
+        {
+            "upstream": url,
+            "window": 16_000,
+            "cache": "memory",
+            "warden": {"summarizer": {"max_retries": 0}},
+        }
+    )
+    assert settings.summary_source == "upstream"  # retries alone do not name a provider
+    model, history = openai_recording
+    fake.then(Behaviour(status=500, body={"error": {"message": "boom", "type": "server_error"}}))
+    with serve(create_app(settings)) as proxy:
+        r = _chat(proxy, model, history, "sk-client-three")
+    assert len(fake.requests) == 2  # the failed summary call, then the agent's
+    sent = fake.requests[1].json["messages"]
+    assert validate_openai(sent) == []
+    assert "<completed>" in _text(sent)  # the embedded summary stands in
+    assert int(r.headers["x-contextwarden-tokens-after"]) <= 16_000
+    assert r.headers["x-contextwarden-summarizer"] == "extractive"
+
+
+def test_extractive_stays_offline(
+    upstream: Upstream, start_proxy: StartProxy, openai_recording: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000, summarizer="extractive")
+    model, history = openai_recording
+    r = _chat(proxy, model, history, "sk-client-four")
+    assert len(fake.requests) == 1  # only the agent's call went upstream
+    assert int(r.headers["x-contextwarden-compacted"]) > 0
+    assert r.headers["x-contextwarden-summarizer"] == "extractive"
+
+
+def test_anthropic_requests_summarise_with_the_clients_key_and_version(
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000, cache_breakpoints=False)
+    system, history = anthropic_recording
+    _answer_summaries(fake, _anthropic_reply(_summary()))
+    r = httpx.post(
+        f"{proxy}/v1/messages",
+        json={
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "system": system,
+            "messages": history,
+        },
+        headers={"x-api-key": "sk-ant-client", "anthropic-version": "2023-06-01"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    *summary_calls, forwarded = fake.requests
+    assert summary_calls
+    for call in summary_calls:
+        assert call.path == "/v1/messages"
+        assert call.headers["x-api-key"] == "sk-ant-client"
+        assert call.headers["anthropic-version"] == "2023-06-01"
+        assert call.json["model"] == "claude-sonnet-4-5"
+    assert MARK in _text(forwarded.json["messages"]) + _text(forwarded.json.get("system"))
+    assert validate_anthropic(forwarded.json.get("system"), forwarded.json["messages"]) == []
+    assert r.headers["x-contextwarden-summarizer"] == "llm:anthropic:claude-sonnet-4-5"
+
+
+def test_bad_summarizer_option_is_a_clear_error() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown provider 'gemini'"):
+        ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "gemini:x"})
+    with pytest.raises(ValidationError, match="needs a model"):
+        ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "openai"})
