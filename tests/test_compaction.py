@@ -155,6 +155,42 @@ def test_focus_reaches_the_summarizer() -> None:
     assert fake.calls and all(r.focus == "the parser" for r in fake.calls)
 
 
+def test_every_summary_request_names_the_reference_of_its_span_and_who_wrote_it() -> None:
+    """The engine tells the summarizer the cw: reference the originals are kept under (so the
+    summary can point back to them) and records which summarizer wrote the summary."""
+    msgs = coding()
+    fake = FakeSummarizer(name="scribe")
+    report = Compactor(summarizer=fake).run(msgs, budget=budget_for(msgs), counter=COUNTER)
+    result = report.result
+    assert result is not None and fake.calls
+    assert {r.ref for r in fake.calls} <= set(result.refs) and None not in {
+        r.ref for r in fake.calls
+    }
+    assert result.summarizer == "scribe"
+    [event] = [e for e in report.events if e.kind == "context_compacted"]
+    assert event.data["summarizer"] == "scribe" and "summary by scribe" in event.detail
+    assert event.data["kept"] == sum(1 for m in result.new_messages if any(m is o for o in msgs))
+
+
+def test_a_per_call_summarizer_replaces_the_configured_one_for_that_call_only() -> None:
+    msgs = coding()
+    own, guest = FakeSummarizer(name="own"), FakeSummarizer(name="guest")
+    compactor = Compactor(summarizer=own)
+    first = compactor.compact(msgs, budget=budget_for(msgs), counter=COUNTER, summarizer=guest)
+    assert first is not None and first.summarizer == "guest" and guest.calls and not own.calls
+    second = compactor.compact(msgs[:-2], budget=budget_for(msgs[:-2]), counter=COUNTER)
+    assert second is not None and second.summarizer == "own" and own.calls
+
+
+def test_a_failed_summarizer_is_named_as_such_and_the_fallback_as_the_writer() -> None:
+    msgs = coding()
+    report = Compactor(summarizer=FakeSummarizer(fail=True, name="flaky")).run(
+        msgs, budget=budget_for(msgs), counter=COUNTER
+    )
+    assert report.result is not None and report.result.summarizer == "extractive"
+    assert any(e.kind == "summarizer_failed" and "flaky" in e.detail for e in report.events)
+
+
 # -- progression and the last resort ------------------------------------------------------------
 def test_next_strategies_run_until_under_target_then_full_summary() -> None:
     # the recent tail alone is over the target: the progressive strategies cannot get there

@@ -557,3 +557,24 @@ def test_concurrent_async_calls_of_one_conversation_do_not_block_the_loop() -> N
     first, second = asyncio.run(both())
     assert first.messages == second.messages
     assert validity_problems(first.messages) == []
+
+
+def test_a_per_call_summarizer_writes_that_calls_summary_and_the_log_names_it() -> None:
+    """``transform(summarizer=...)`` (what the proxy passes: its upstream with the caller's key)
+    writes the summary of a compaction made on that call; the edit log records who wrote it, and
+    keeps it through its JSON form."""
+    from contextwarden._log import Edit
+    from contextwarden.testing import ConversationBuilder, FakeSummarizer
+
+    b = ConversationBuilder().system("You are a coding agent.").user("Fix the parser bug")
+    for i in range(40):
+        b.bash(f"cat src/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n" * 60)
+    history = b.build()
+    own, guest = FakeSummarizer(name="own"), FakeSummarizer(name="guest")
+    w = Warden(summarizer=own)
+    result = w.transform(history, model="gpt-4o", window=16_000, summarizer=guest)
+    [edit] = [e for e in result.edits if e.kind == "compaction"]
+    assert edit.summarizer == "guest" and guest.calls and not own.calls
+    assert all(r.ref == edit.ref for r in guest.calls)  # the summary can point back to them
+    assert Edit.from_dict(edit.as_dict()).summarizer == "guest"
+    assert w.edit_log(result.conversation)[-1].summarizer == "guest"

@@ -149,6 +149,13 @@ class WardenConfig(BaseModel):
         "exact",
         description="Token counter: exact BPE or the fast chars-based heuristic. Default: exact.",
     )
+    strict: bool = Field(
+        False,
+        description="A structurally invalid history (a tool result without its call, a tool-call "
+        "id used twice, a call left unanswered mid-history, an empty message) raises FormatError "
+        "naming the message, instead of being repaired with one 'repaired' event per repair. "
+        "Default: false.",
+    )
     truncate: TruncateConfig = Field(default_factory=_defaults(TruncateConfig))
     mask: MaskConfig = Field(default_factory=_defaults(MaskConfig))
     policy: PolicyConfig = Field(default_factory=_defaults(PolicyConfig))

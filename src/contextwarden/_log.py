@@ -18,6 +18,11 @@ kind               effect on the view
                    stand before the history message they are anchored to; ``dropped`` names
                    earlier compactions whose summaries this one absorbed
 ``window_cut``     the ``removed`` ranges leave the view, with no summary
+``repair``         made as a message enters: a tool result without its call leaves the view
+                   (``removed``); synthetic results close calls left unanswered before the
+                   anchor message (``inserted``). Fixes that keep a message in place (ids made
+                   unique, an empty user message's placeholder) are made on entry, like the cut
+                   of a huge tool output
 =================  ==========================================================================
 
 (pi writes a compaction as a session entry naming its first kept entry; OpenHands appends a
@@ -38,7 +43,7 @@ from ._messages import Message
 
 __all__ = ["Edit"]
 
-EditKind = Literal["mask", "strip_thinking", "compaction", "window_cut"]
+EditKind = Literal["mask", "strip_thinking", "compaction", "window_cut", "repair"]
 #: Why an edit was made: over the trigger (``must``), it pays for itself in cache reads
 #: (``pays``), the provider's cache had gone cold (``free``), every call (``immediate``: no
 #: caching), or asked for (``forced``: a command, the marker, the turn count, an API call).
@@ -47,7 +52,7 @@ EditReason = Literal["must", "pays", "free", "immediate", "forced"]
 #: message an edit inserted.
 Source = int | tuple[int, int]
 
-_KINDS: tuple[str, ...] = ("mask", "strip_thinking", "compaction", "window_cut")
+_KINDS: tuple[str, ...] = ("mask", "strip_thinking", "compaction", "window_cut", "repair")
 
 
 @dataclass(frozen=True)

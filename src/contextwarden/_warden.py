@@ -40,7 +40,8 @@ from ._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolRes
 from ._policy import CacheRates, edit_pays, rates_for
 from .layers.base import Layer, LayerContext, LayerResult, check_messages
 from .layers.mask import mask_message
-from .layers.pending import pending_calls, repair_tail
+from .layers.pending import drop_open_calls, pending_calls, repair_tail
+from .layers.repair import RepairState, repair_appended
 from .layers.thinking import strip_message
 from .layers.truncate import needs_truncation, truncate_message
 from .layers.window import ensure_within, sliding_window
@@ -142,6 +143,7 @@ class _Conversation:
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
         self.positions: dict[int, int] | None = None  # history position -> view position
+        self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
         self.last_time: float | None = None
         self.lock = threading.Lock()
@@ -227,17 +229,31 @@ class Warden:
         if self.counter is not None:
             return self.counter
         model = model or self.config.model
-        with self._lock:
-            counter = self._counters.get(model)
+        counter: TokenCounter | None = self._recall(self._counters, model)
         if counter is None:
             from ._tokens import get_counter
 
             counter = get_counter(model, kind=self.config.counter)
-            with self._lock:
-                if len(self._counters) > 64:
-                    self._counters.clear()
-                self._counters[model] = counter
+            self._remember(self._counters, model, counter)
         return counter
+
+    # The tables below are small LRUs (a dict keeps its insertion order: a hit moves the entry
+    # to the end, the first one goes when full), so a flood of model names, windows or tool
+    # sets never pushes out the ones every call uses.
+    def _recall(self, table: dict[Any, Any], key: Any) -> Any:
+        """``table[key]``, now the most recently used, or None."""
+        with self._lock:
+            value = table.pop(key, None)
+            if value is not None:
+                table[key] = value
+        return value
+
+    def _remember(self, table: dict[Any, Any], key: Any, value: Any, limit: int = 64) -> None:
+        with self._lock:
+            table.pop(key, None)
+            table[key] = value
+            while len(table) > limit:
+                del table[next(iter(table))]
 
     def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
         """The budget for a call, or ``None`` when no window is known (see the class doc).
@@ -253,7 +269,7 @@ class Warden:
         if window is None and model is None:
             return None
         key = (model, window)
-        budget = self._budgets.get(key)
+        budget: Budget | None = self._recall(self._budgets, key)
         if budget is None:
             cfg = self.config
             explicit = "reserve_tokens" in cfg.model_fields_set
@@ -265,22 +281,16 @@ class Warden:
                 target_ratio=cfg.target_ratio,
                 overrides=self.models,
             )
-            with self._lock:
-                if len(self._budgets) > 64:
-                    self._budgets.clear()
-                self._budgets[key] = budget
+            self._remember(self._budgets, key, budget)
         return budget
 
     def rates_for(self, model: str | None = None) -> CacheRates:
         """The cache rates the policy weighs optional edits at for ``model``."""
         model = model or self.config.model
-        rates = self._rates.get(model)
+        rates: CacheRates | None = self._recall(self._rates, model)
         if rates is None:
             rates = rates_for(model, self.config.policy, self.models)
-            with self._lock:
-                if len(self._rates) > 64:
-                    self._rates.clear()
-                self._rates[model] = rates
+            self._remember(self._rates, model, rates)
         return rates
 
     def _with_system(self, messages: Sequence[Message], system: str | None) -> Sequence[Message]:
@@ -290,25 +300,19 @@ class Warden:
             return messages
         if messages and messages[0].role == "system" and messages[0].text == system:
             return messages
-        msg = self._systems.get(system)
+        msg: Message | None = self._recall(self._systems, system)
         if msg is None:
             msg = Message("system", (TextBlock(system),))
-            with self._lock:
-                if len(self._systems) > 32:
-                    self._systems.clear()
-                self._systems[system] = msg
+            self._remember(self._systems, system, msg, limit=32)
         return [msg, *messages]
 
     def _overhead(self, counter: TokenCounter, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """Tokens of the tool definitions and reply priming, cached by the tools' content."""
         key = json.dumps(list(tools), sort_keys=True, default=str) if tools else ""
-        cached = self._overheads.get((counter.name, key))
+        cached: int | None = self._recall(self._overheads, (counter.name, key))
         if cached is None:
             cached = counter.count_messages([], tools=list(tools) if tools else None)
-            with self._lock:
-                if len(self._overheads) > 64:
-                    self._overheads.clear()
-                self._overheads[(counter.name, key)] = cached
+            self._remember(self._overheads, (counter.name, key), cached)
         return cached
 
     def _conversation(
@@ -544,9 +548,12 @@ class Warden:
                 conv.last_user = i
             if m.role == "assistant" and any(isinstance(b, ThinkingBlock) for b in m.content):
                 conv.thinking.append(i)
-            entry = m
-            if not m.is_pinned and needs_truncation(m, cfg):
-                entry, events = truncate_message(m, tuple(names), ctx)
+            entry = self._repair(call, i, m)
+            if entry is None:  # a repair took it out: it stays in the history, not the view
+                conv.base.append(m)
+                continue
+            if not entry.is_pinned and needs_truncation(entry, cfg):
+                entry, events = truncate_message(entry, tuple(names), ctx)
                 for e in events:
                     emit(call.events, _at(e, len(conv.view)))
             conv.base.append(entry)
@@ -557,6 +564,44 @@ class Warden:
             conv.tokens.append(count(entry))
         call.total = sum(conv.tokens) + call.overhead
         call.tokens_before = conv.input_tokens + call.overhead
+
+    def _repair(self, call: _Call, i: int, m: Message) -> Message | None:
+        """History message ``i`` as it enters the view, repaired (see :mod:`.layers.repair`):
+        the same object when nothing is wrong, a fixed copy (ids made unique, an empty user
+        message given a placeholder), or None when it is taken out (a result without its call).
+        Synthetic results closing calls left unanswered before it are recorded as a ``repair``
+        edit and put in the view first. Raises FormatError under ``config.strict``."""
+        conv = call.conv
+        out, events, _ = repair_appended(
+            call.messages, i, conv.repair, strict=self.config.strict, stop=i + 1
+        )
+        if not events:
+            return m
+        call.events.extend(events)
+        if m.role == "tool":  # a tool message closes no turn: what is left is its own repair
+            synthetic: list[Message] = []
+            entry = out[0] if out else None
+        else:
+            synthetic = [x for x in out if x.role == "tool"]
+            rest = [x for x in out if x.role != "tool"]
+            entry = rest[0] if rest else None
+        if synthetic or entry is None:
+            number = len(conv.edits)
+            edit = Edit(
+                "repair",
+                "must",
+                removed=((i, i + 1),) if entry is None else (),
+                inserted=tuple((i, s) for s in synthetic),
+                call=conv.calls,
+            )
+            conv.edits.append(edit)
+            call.edits.append(edit)
+            count = call.ctx.counter.count_message
+            for k, s in enumerate(synthetic):
+                conv.view.append(s)
+                conv.sources.append((number, k))
+                conv.tokens.append(count(s))
+        return entry
 
     # -- lossless edits: mask and strip, batched ---------------------------------------------
     def _mask(self, call: _Call, i: int, m: Message) -> Message:
@@ -813,7 +858,10 @@ class Warden:
         for start, end in layout.body():
             if excess <= 0:
                 break
-            if any(isinstance(conv.sources[p], tuple) for p in range(start, end)):
+            if any(
+                isinstance(s := conv.sources[p], tuple) and conv.edits[s[0]].kind == "compaction"
+                for p in range(start, end)
+            ):
                 continue  # an earlier summary stays: it stands for what was cut before
             drop.extend(range(start, end))
             excess -= sum(conv.tokens[start:end])
@@ -864,6 +912,11 @@ class Warden:
                 call.events.extend(repaired)
                 after = ctx.counter.count_message(view[j]) if len(view) == len(conv.view) else 0
                 total += after - before
+            still_open = set(conv.repair.pending) - pending
+            if still_open:  # a final turn split over several assistant messages
+                view, repaired = drop_open_calls(view, frozenset(still_open), ctx)
+                call.events.extend(repaired)
+                total = ctx.request_tokens(view)
             if budget is not None and total > budget.trigger:
                 guarded = sliding_window(view, ctx)
                 view = guarded.messages

@@ -108,6 +108,8 @@ def test_default_proxy_summarises_through_its_upstream_with_the_clients_key(
     assert r.headers["x-contextwarden-summarizer"] == f"llm:openai:{model}"
     lines = [json.loads(rec.getMessage()) for rec in caplog.records if rec.getMessage()[:1] == "{"]
     assert lines[-1]["summarizer"] == f"llm:openai:{model}"
+    stats = httpx.get(f"{proxy}/stats").json()
+    assert stats["llm_summaries"] == 1 and stats["extractive_summaries"] == 0
 
 
 def test_summary_model_picks_the_model_asked(
@@ -143,6 +145,8 @@ def test_a_failed_summary_falls_back_and_the_call_goes_through(
     fake.then(Behaviour(status=500, body={"error": {"message": "boom", "type": "server_error"}}))
     with serve(create_app(settings)) as proxy:
         r = _chat(proxy, model, history, "sk-client-three")
+        stats = httpx.get(f"{proxy}/stats").json()
+    assert stats["llm_summaries"] == 0 and stats["extractive_summaries"] == 1
     assert len(fake.requests) == 2  # the failed summary call, then the agent's
     sent = fake.requests[1].json["messages"]
     assert validate_openai(sent) == []

@@ -19,6 +19,7 @@ from .._messages import Message, ThinkingBlock, ToolCallBlock
 from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
 
 __all__ = [
+    "drop_open_calls",
     "drop_pending_calls",
     "has_pending_calls",
     "pending_calls",
@@ -108,6 +109,31 @@ def repair_tail(
         out[j] = new
     else:
         del out[j]
+    return out, tuple(events)
+
+
+def drop_open_calls(
+    messages: Sequence[Message], ids: frozenset[str], ctx: LayerContext
+) -> tuple[list[Message], tuple[Event, ...]]:
+    """``messages`` without the calls ``ids`` in the assistant messages of the final turn (the
+    assistant and tool messages after the last other one): what :func:`repair_tail` does for a
+    final turn split over several assistant messages. An assistant message left with nothing
+    but thinking goes; one event per message changed."""
+    out = list(messages)
+    events: list[Event] = []
+    j = len(out) - 1
+    while j >= 0 and out[j].role in ("assistant", "tool"):
+        m = out[j]
+        if m.role == "assistant" and any(
+            isinstance(b, ToolCallBlock) and b.id in ids for b in m.content
+        ):
+            new, made = _without_calls(m, ids, ctx)
+            place_events(made, j, events, log=True)
+            if new.content:
+                out[j] = new
+            else:
+                del out[j]
+        j -= 1
     return out, tuple(events)
 
 

@@ -138,8 +138,10 @@ def repair_appended(
     state: RepairState,
     *,
     strict: bool = False,
+    stop: int | None = None,
 ) -> tuple[list[Message], tuple[Event, ...], RepairState]:
-    """Repair ``messages[start:]`` given ``state``, the state after ``messages[:start]``.
+    """Repair ``messages[start:stop]`` given ``state``, the state after ``messages[:start]``
+    (``stop`` defaults to the end; with it, the caller has checked that those are Messages).
 
     Returns the repaired messages standing for ``messages[start:]`` (same objects where nothing
     was wrong; synthetic results inserted, broken messages replaced or left out), the events, and
@@ -150,7 +152,9 @@ def repair_appended(
     """
     if start != state.n:
         raise ValueError(f"the repair state has seen {state.n} messages, cannot go on from {start}")
-    check_messages(messages, start)
+    end = len(messages) if stop is None else stop
+    if stop is None:
+        check_messages(messages, start)
     out: list[Message] = []
     events: list[Event] = []
 
@@ -164,7 +168,7 @@ def repair_appended(
     saved = ({k: list(v) for k, v in state.open.items()}, state.prev_role) if strict else None
     added: list[str] = []
     try:
-        for i in range(start, len(messages)):
+        for i in range(start, end):
             m = messages[i]
             role = m.role
             if role != "tool" and not (role == "assistant" == state.prev_role):
@@ -183,7 +187,7 @@ def repair_appended(
             state.open, state.prev_role = saved
             state.used.difference_update(added)
         raise
-    state.n = len(messages)
+    state.n = end
     return out, tuple(events), state
 
 

@@ -122,7 +122,8 @@ class ProxyStats:
     tokens_before: int = 0
     tokens_after: int = 0
     compactions: int = 0
-    reapplied: int = 0
+    llm_summaries: int = 0
+    extractive_summaries: int = 0
     errors: int = 0
     context_overflows: int = 0
     stream_failures: int = 0
@@ -158,8 +159,11 @@ class ProxyStats:
                 self.unbounded += 1
             if rec.compacted:
                 self.compactions += 1
-            elif rec.strategy == "reapplied":
-                self.reapplied += 1
+            if rec.summarizer:  # who wrote a new compaction's summary
+                if rec.summarizer.startswith("llm:"):
+                    self.llm_summaries += 1
+                else:
+                    self.extractive_summaries += 1
             if rec.error == CLIENT_LEFT:
                 self.client_disconnects += 1
             elif rec.status >= 400:
@@ -191,7 +195,8 @@ class ProxyStats:
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,
                 "compactions": self.compactions,
-                "reapplied": self.reapplied,
+                "llm_summaries": self.llm_summaries,
+                "extractive_summaries": self.extractive_summaries,
                 "errors": self.errors,
                 "context_overflows": self.context_overflows,
                 "stream_failures": self.stream_failures,
