@@ -181,3 +181,52 @@ def test_no_body_shape_gets_a_5xx(
     if r.status_code == 400 and r.json() == UPSTREAM_400:
         return  # the upstream's verdict (forwarded)
     assert r.status_code == 200
+
+
+def test_a_structurally_invalid_history_goes_out_repaired_with_one_log_line_per_repair(
+    upstream: Upstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Histories no provider accepts (a result without its call, an id used twice, a call left
+    unanswered mid-history, an empty user message) are repaired on the way, not sent invalid."""
+    from contextwarden.formats import validate_openai
+
+    fake, url = upstream
+    proxy = start_proxy(url, window=32_000)
+
+    def calls(*ids: str) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                for i in ids
+            ],
+        }
+
+    history = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Fix the bug"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "no call asked for this"},
+        calls("c1", "c2"),
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "user", "content": "stop; read b.py"},
+        calls("c1"),
+        {"role": "tool", "tool_call_id": "c1", "content": "print('b')"},
+        {"role": "user", "content": ""},
+    ]
+    assert validate_openai(history) != []
+    with caplog.at_level(logging.WARNING, logger="contextwarden"):
+        r = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            json={"model": "gpt-4o", "messages": history},
+            headers={"Authorization": "Bearer sk-test"},
+            timeout=30,
+        )
+    assert r.status_code == 200
+    assert "x-contextwarden-skipped" not in r.headers
+    sent = fake.last.json["messages"]
+    assert validate_openai(sent) == []
+    repairs = [
+        rec for rec in caplog.records if "contextwarden repair: repaired" in rec.getMessage()
+    ]
+    assert len(repairs) == 5  # orphan, c2 closed, c1 renamed, its result renamed, empty user
