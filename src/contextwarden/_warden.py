@@ -48,6 +48,7 @@ from .layers.window import ensure_within, sliding_window
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
+    from .formats._prefix import PrefixCodec
 
 __all__ = ["CompactionHook", "TransformResult", "Warden"]
 
@@ -961,6 +962,22 @@ class Warden:
         return len(conv.sources)
 
     # -- hooks and provider dicts ------------------------------------------------------------
+    _prefix_codec: PrefixCodec | None = None
+
+    def _codec(self) -> PrefixCodec:
+        """This warden's reader and writer of provider dicts: a conversation's known prefix is
+        not read again (the same Message objects come back, so its log is found by identity),
+        and a message is converted back once (then copied from its image)."""
+        codec = self._prefix_codec
+        if codec is None:
+            from .formats._prefix import PrefixCodec
+
+            with self._lock:
+                if self._prefix_codec is None:
+                    self._prefix_codec = PrefixCodec()
+                codec = self._prefix_codec
+        return codec
+
     async def transform_context(
         self, messages: Sequence[Message], signal: Any = None
     ) -> list[Message]:
@@ -989,19 +1006,20 @@ class Warden:
         tools: Sequence[Mapping[str, Any]] | None = None,
         conversation: str | None = None,
         now: float | None = None,
+        summarizer: Any = None,
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
-        from .formats import from_openai, to_openai
-
+        codec = self._codec()
         result = self.transform(
-            from_openai(messages),
+            codec.from_openai(messages),
             model=model,
             window=window,
             tools=tools,
             conversation=conversation,
             now=now,
+            summarizer=summarizer,
         )
-        return to_openai(list(result.messages)), result
+        return codec.to_openai(result.messages), result
 
     def transform_anthropic(
         self,
@@ -1020,13 +1038,18 @@ class Warden:
         same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
         on the end of the stable prefix and on the newest message (at most 4 in all, the
         client's own kept), so the provider caches what the next call will read."""
-        from .formats import from_anthropic, to_anthropic
-
-        canonical = from_anthropic(messages, system=system)
+        codec = self._codec()
+        canonical = codec.from_anthropic(messages, system=system)
         result = self.transform(
-            canonical, model=model, window=window, tools=tools, conversation=conversation, now=now
+            canonical,
+            model=model,
+            window=window,
+            tools=tools,
+            conversation=conversation,
+            now=now,
+            summarizer=summarizer,
         )
-        system_out, out = to_anthropic(list(result.messages))
+        system_out, out = codec.to_anthropic(result.messages)
         if cache_breakpoints:
             from .formats.cache_control import add_cache_breakpoints
 

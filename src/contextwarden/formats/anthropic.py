@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -102,18 +102,31 @@ def from_anthropic(
         raise FormatError(f"expected a list of messages, got {tname(messages)}")
     out: list[Message] = []
     if system is not None:
-        try:
-            out.append(_system(system))
-        except TooDeep:
-            raise deep_error({"system": system}, None) from None
-    for i, m in enumerate(messages):
+        out.append(read_system(system))
+    read_anthropic(messages, 0, out)
+    return out
+
+
+def read_system(system: Any) -> Message:
+    """The canonical system message for a request's (not None) ``system``."""
+    try:
+        return _system(system)
+    except TooDeep:
+        raise deep_error({"system": system}, None) from None
+
+
+def read_anthropic(messages: Sequence[Mapping[str, Any]], start: int, out: list[Message]) -> None:
+    """Append to ``out`` the canonical messages for ``messages[start:]``. Each depends on its
+    message alone (its index only names it in errors): so a reader that has the messages of a
+    known prefix resumes here (:mod:`._prefix`)."""
+    for i in range(start, len(messages)):
+        m = messages[i]
         if type(m) is not dict and not isinstance(m, Mapping):
             raise FormatError(f"expected a message object, got {tname(m)}", index=i)
         try:
             out.append(_message(i, m))
         except TooDeep:
             raise deep_error(m, i) from None
-    return out
 
 
 def _message(i: int, m: Mapping[str, Any]) -> Message:
@@ -298,6 +311,44 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[SystemPrompt, list[dict[s
     output shares no mutable value with the messages. Raises :class:`FormatError` for content
     Anthropic cannot carry (audio, an image in the system prompt, an uploaded OpenAI file).
     """
+    return write_anthropic(messages, message_out)
+
+
+def message_out(i: int, msg: Message) -> dict[str, Any] | None:
+    """The Anthropic message written for canonical (not system) message ``i`` on its own,
+    before :func:`write_anthropic` merges it into the one before it; None when it has no place
+    in a request (a converted empty message). A new dict that depends on ``msg`` alone (``i``
+    only names it in errors)."""
+    origin = msg.hints.get("format")
+    exact = origin == "anthropic"
+    role = "assistant" if msg.role == "assistant" else "user"
+    blocks = [b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b]
+    if not exact and msg.role != "assistant":
+        # Anthropic wants tool results first in a user message
+        blocks.sort(key=lambda b: b.get("type") != "tool_result")
+    if exact:
+        d: dict[str, Any] = {"role": role}
+        _content_exact(d, msg, blocks)
+        if msg.extra:
+            fill(d, msg.extra)
+        return d
+    if not blocks:
+        return None  # the API refuses empty messages
+    d = {"role": role}
+    if msg.role == "user" and _all_plain_text(blocks) and msg.hints.get("content") != "list":
+        d["content"] = "\n".join(b["text"] for b in blocks)
+    else:
+        d["content"] = blocks
+    if origin is None and msg.extra:
+        fill(d, msg.extra)
+    return d
+
+
+def write_anthropic(
+    messages: Sequence[Message], produce: Callable[[int, Message], dict[str, Any] | None]
+) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+    """:func:`to_anthropic`, with ``produce(i, message)`` giving what :func:`message_out` gives
+    (a new dict, which this may change): a writer that remembers them passes its own."""
     system_msgs: list[tuple[int, Message]] = []
     out: list[dict[str, Any]] = []
     exact_out: list[bool] = []  # per output message: written as an Anthropic original
@@ -305,34 +356,11 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[SystemPrompt, list[dict[s
         if msg.role == "system":
             system_msgs.append((i, msg))
             continue
-        origin = msg.hints.get("format")
-        exact = origin == "anthropic"
-        role = "assistant" if msg.role == "assistant" else "user"
-        blocks = [
-            b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b
-        ]
-        if not exact and msg.role != "assistant":
-            # Anthropic wants tool results first in a user message
-            blocks.sort(key=lambda b: b.get("type") != "tool_result")
-        if exact:
-            d: dict[str, Any] = {"role": role}
-            _content_exact(d, msg, blocks)
-            if msg.extra:
-                fill(d, msg.extra)
-        else:
-            if not blocks:
-                continue  # the API refuses empty messages
-            d = {"role": role}
-            if (
-                msg.role == "user"
-                and _all_plain_text(blocks)
-                and msg.hints.get("content") != "list"
-            ):
-                d["content"] = "\n".join(b["text"] for b in blocks)
-            else:
-                d["content"] = blocks
-            if origin is None and msg.extra:
-                fill(d, msg.extra)
+        d = produce(i, msg)
+        if d is None:
+            continue
+        exact = msg.hints.get("format") == "anthropic"
+        role = d["role"]
         if out and out[-1]["role"] == role and not (exact and exact_out[-1]):
             _merge(out[-1], d)
             exact_out[-1] = False

@@ -34,7 +34,7 @@ result (text and images riding along follow in a ``user`` message), thinking bec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -98,8 +98,24 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
     if not isinstance(messages, list | tuple):
         raise FormatError(f"expected a list of messages, got {tname(messages)}")
     out: list[Message] = []
-    legacy_call: str | None = None  # id given to the last unanswered legacy function_call
-    for i, m in enumerate(messages):
+    read_openai(messages, 0, None, out, None)
+    return out
+
+
+def read_openai(
+    messages: Sequence[Mapping[str, Any]],
+    start: int,
+    legacy_call: str | None,
+    out: list[Message],
+    states: list[str | None] | None,
+) -> None:
+    """Append to ``out`` the canonical messages ``messages[start:]``, as :func:`from_openai`
+    reads them after its first ``start`` messages left ``legacy_call`` (the id given to the last
+    unanswered legacy ``function_call``, None at the start) unanswered; ``states`` gets that id
+    after each message. Message ``i`` depends only on ``i``, the message and that id: so a
+    reader that has the messages of a known prefix resumes here (:mod:`._prefix`)."""
+    for i in range(start, len(messages)):
+        m = messages[i]
         if type(m) is not dict and not isinstance(m, Mapping):
             raise FormatError(f"expected a message object, got {tname(m)}", index=i)
         try:
@@ -107,7 +123,8 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
         except TooDeep:
             raise deep_error(m, i) from None
         out.append(msg)
-    return out
+        if states is not None:
+            states.append(legacy_call)
 
 
 def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Message, str | None]:
@@ -442,18 +459,45 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     OpenAI cannot carry (an Anthropic document other than a PDF, an image given as an
     uploaded file id).
     """
+    return write_openai(messages, message_out)
+
+
+def message_out(i: int, msg: Message) -> list[dict[str, Any]]:
+    """The OpenAI messages written for canonical message ``i`` on its own, before
+    :func:`write_openai` merges an assistant message into the one before it. New dicts that
+    depend on ``msg`` alone (``i`` only names it in errors)."""
+    origin = msg.hints.get("format")
+    if msg.role == "assistant":
+        return [_assistant_out(i, msg, origin)]
+    out: list[dict[str, Any]] = []
+    if msg.role == "tool" or (
+        msg.role == "user" and any(type(b) is ToolResultBlock for b in msg.content)
+    ):
+        _emit_tool(out, i, msg, origin)
+        return out
+    role = msg.role
+    if origin == "openai":
+        role = msg.hints.get("role", role)
+    d: dict[str, Any] = {"role": role}
+    _set_content(d, i, msg.content, kind=_kind(msg, origin), role=role, origin=origin)
+    _finish(d, msg, origin)
+    out.append(d)
+    return out
+
+
+def write_openai(
+    messages: Sequence[Message], produce: Callable[[int, Message], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """:func:`to_openai`, with ``produce(i, message)`` giving what :func:`message_out` gives
+    (new dicts, which this may change): a writer that remembers them passes its own."""
     out: list[dict[str, Any]] = []
     merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
     converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
     for i, msg in enumerate(messages):
-        origin = msg.hints.get("format")
-        d: dict[str, Any]
-        if msg.role == "tool" or (
-            msg.role == "user" and any(type(b) is ToolResultBlock for b in msg.content)
-        ):
-            _emit_tool(out, i, msg, origin)
-        elif msg.role == "assistant":
-            d = _assistant_out(i, msg, origin)
+        written = produce(i, msg)
+        if msg.role == "assistant":
+            origin = msg.hints.get("format")
+            d = written[0]
             prev = out[-1] if out else None
             if prev is not None and (
                 (origin == "anthropic" and merge_into is prev)
@@ -468,13 +512,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
             if merge_into is not None:
                 converted.append(d)
         else:
-            role = msg.role
-            if origin == "openai":
-                role = msg.hints.get("role", role)
-            d = {"role": role}
-            _set_content(d, i, msg.content, kind=_kind(msg, origin), role=role, origin=origin)
-            _finish(d, msg, origin)
-            out.append(d)
+            out.extend(written)
     empty = [id(d) for d in converted if not d.get("content") and not d.get("tool_calls")]
     if empty:  # a converted turn of only (redacted) thinking, or an empty prefill
         drop = set(empty)

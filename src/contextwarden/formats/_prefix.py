@@ -1,0 +1,291 @@
+"""Reading the successive requests of a conversation without reading its known prefix again.
+
+An agent sends its whole history on every call: call k+1 repeats the messages of call k and adds
+a few. :class:`PrefixCodec` remembers, per conversation, an exact image of each provider message
+of the last request it read and the canonical :class:`~contextwarden.Message` values made from
+them. Reading the next request, it images its messages (in C, about a millisecond per megabyte);
+the leading messages whose images equal the remembered ones give back the same Message objects,
+and only the rest is read, by the same code as :func:`~contextwarden.formats.from_openai` /
+:func:`~contextwarden.formats.from_anthropic`. The result is always what those return for the same
+input: equal values (the same objects for the reused prefix). The warden then finds the history
+it saw last call by identity, without comparing messages.
+
+The image is :func:`marshal.dumps` (version 2: no back-references, whose presence depends on
+reference counts). Marshal writes a value's exact type and every dict in its key order, and
+reads back what it wrote, so two values have equal images only when they are equal with the
+same types at every level (``1``, ``1.0`` and ``true`` differ, so do ``0.0`` and ``-0.0``) and
+the same key order everywhere: what the conversion reads and writes back. Python's ``==`` would
+not do (``{"a": 1} == {"a": True}``, and it ignores key order). A message marshal cannot image
+(a mapping that is not a dict, any object of another type) ends the prefix that may be reused.
+
+Bounded: at most ``max_conversations`` conversations (a few branches each), at most ``max_bytes``
+of images, the least recently used forgotten first. Thread-safe; the reading runs outside the
+lock.
+"""
+
+from __future__ import annotations
+
+import marshal
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+from .._messages import Message
+from . import anthropic, openai
+from .anthropic import SystemPrompt, from_anthropic, read_anthropic, read_system
+from .openai import from_openai, read_openai
+
+__all__ = ["PrefixCodec"]
+
+_VERSION = 2  # no back-references (they depend on reference counts); floats in binary
+_SYSTEM = b"\x00system\x00"  # marks the image of an Anthropic system prompt (no marshal image
+# starts with a NUL byte)
+#: How many leading messages may name a conversation: its system messages and first user message.
+_ANCHOR_SCAN = 8
+#: Branches kept per conversation name (agents sharing a system prompt and a task).
+_BRANCHES = 4
+
+
+class _Entry:
+    """One request read: the images of its items, the canonical messages made from them and
+    the reader's state after each (OpenAI: the unanswered legacy function_call)."""
+
+    __slots__ = ("images", "messages", "size", "states")
+
+    def __init__(
+        self, images: list[bytes], messages: tuple[Message, ...], states: tuple[Any, ...]
+    ) -> None:
+        self.images = images
+        self.messages = messages
+        self.states = states
+        self.size = sum(map(len, images))
+
+
+def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
+    """The image of each value, up to the first one marshal cannot image exactly."""
+    try:
+        return [head + marshal.dumps(v, _VERSION) for v in values]
+    except (ValueError, TypeError):
+        out: list[bytes] = []
+        for v in values:
+            if not _exact(v):
+                break
+            try:
+                out.append(head + marshal.dumps(v, _VERSION))
+            except (ValueError, TypeError):
+                break
+        return out
+
+
+def _exact(value: Any) -> bool:
+    """A cheap first check: marshal only images the built-in types exactly (subclasses fail)."""
+    return type(value) is dict
+
+
+def _common(a: Sequence[bytes], b: Sequence[bytes]) -> int:
+    """The length of the longest common prefix of two image lists."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the usual case (an agent appended), compared in C
+        return n
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n  # pragma: no cover - the slices differed
+
+
+class PrefixCodec:
+    """Reads provider messages into canonical ones, reusing those of the prefix the last request
+    of the same conversation shared, and writes canonical messages back, reusing what each
+    Message object was written as before (see the module docstring)."""
+
+    def __init__(
+        self,
+        max_conversations: int = 128,
+        max_bytes: int = 128 << 20,
+        max_written_bytes: int = 64 << 20,
+    ) -> None:
+        self.max_conversations = max_conversations
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._table: OrderedDict[tuple[Any, ...], list[_Entry]] = OrderedDict()
+        self._bytes = 0
+        self._openai_out = _Written(max_written_bytes // 2)
+        self._anthropic_out = _Written(max_written_bytes // 2)
+        #: messages reused and read since construction (for tests and benchmarks)
+        self.reused = 0
+        self.read = 0
+
+    @property
+    def rewritten(self) -> int:
+        """Messages written from what they were written as before (for tests and benchmarks)."""
+        return self._openai_out.hits + self._anthropic_out.hits
+
+    # -- the formats -----------------------------------------------------------------------------
+    def from_openai(self, messages: Sequence[Mapping[str, Any]]) -> list[Message]:
+        """:func:`~contextwarden.formats.from_openai`, reusing a known prefix."""
+        if not isinstance(messages, list | tuple):
+            return from_openai(messages)  # raises the usual error
+        images = _images(messages)
+        anchor = ("openai", *images[: _anchor(messages, 0)])
+
+        def rest(start: int, state: Any, out: list[Message], states: list[Any]) -> None:
+            read_openai(messages, start, state, out, states)
+
+        return self._read(anchor, images, rest)
+
+    def from_anthropic(
+        self, messages: Sequence[Mapping[str, Any]], system: Any = None
+    ) -> list[Message]:
+        """:func:`~contextwarden.formats.from_anthropic`, reusing a known prefix (the system
+        prompt, when given, is its first item)."""
+        if not isinstance(messages, list | tuple):
+            return from_anthropic(messages, system=system)  # raises the usual error
+        lead = 0
+        images: list[bytes] = []
+        if system is not None:
+            images = _images((system,), _SYSTEM) if type(system) in (str, list) else []
+            if not images:
+                return from_anthropic(messages, system=system)
+            lead = 1
+        images += _images(messages)
+        anchor = ("anthropic", *images[: lead + 1])
+
+        def rest(start: int, state: Any, out: list[Message], states: list[Any]) -> None:
+            if start < lead:
+                out.append(read_system(system))
+                states.append(None)
+            read_anthropic(messages, max(start - lead, 0), out)
+            states.extend([None] * (len(out) - len(states)))
+
+        return self._read(anchor, images, rest)
+
+    def to_openai(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """:func:`~contextwarden.formats.to_openai`, each message written once (new dicts on
+        every call: the caller may change them)."""
+        return openai.write_openai(messages, self._openai_out.producer(openai.message_out))
+
+    def to_anthropic(
+        self, messages: Sequence[Message]
+    ) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+        """:func:`~contextwarden.formats.to_anthropic`, each message written once (new dicts on
+        every call: the caller may change them)."""
+        return anthropic.write_anthropic(
+            messages, self._anthropic_out.producer(anthropic.message_out)
+        )
+
+    # -- the table -------------------------------------------------------------------------------
+    def _read(
+        self,
+        anchor: tuple[Any, ...],
+        images: list[bytes],
+        rest: Callable[[int, Any, list[Message], list[Any]], None],
+    ) -> list[Message]:
+        with self._lock:
+            entries = self._table.get(anchor)
+            branches = tuple(entries) if entries else ()
+        best: _Entry | None = None
+        n = 0
+        for entry in branches:
+            k = _common(entry.images, images)
+            if k > n:
+                best, n = entry, k
+        out: list[Message] = list(best.messages[:n]) if best is not None else []
+        states: list[Any] = list(best.states[:n]) if best is not None else []
+        rest(n, states[-1] if states else None, out, states)  # may raise FormatError
+        self.reused += n
+        self.read += len(out) - n
+        if images and len(images) <= len(out):
+            k = len(images)
+            self._store(anchor, _Entry(images, tuple(out[:k]), tuple(states[:k])), best, n)
+        return out
+
+    def _store(self, anchor: tuple[Any, ...], entry: _Entry, base: _Entry | None, n: int) -> None:
+        if entry.size > self.max_bytes:
+            return
+        with self._lock:
+            branches = self._table.pop(anchor, [])
+            if base is not None and n == len(base.images) and base in branches:
+                branches.remove(base)  # the new request extends it: it stands for both
+                self._bytes -= base.size
+            branches.insert(0, entry)
+            self._bytes += entry.size
+            for old in branches[_BRANCHES:]:
+                self._bytes -= old.size
+            del branches[_BRANCHES:]
+            self._table[anchor] = branches
+            while self._table and (
+                len(self._table) > self.max_conversations or self._bytes > self.max_bytes
+            ):
+                _, dropped = self._table.popitem(last=False)
+                self._bytes -= sum(e.size for e in dropped)
+
+    def clear(self) -> None:
+        """Forget every conversation and every message written."""
+        with self._lock:
+            self._table.clear()
+            self._bytes = 0
+        self._openai_out.clear()
+        self._anthropic_out.clear()
+
+
+_T = TypeVar("_T")
+
+
+class _Written:
+    """What Message objects were written as, by identity: the marshal image of the new dicts
+    (read back into new dicts on every use, in C). Each entry holds its message, so an id is not
+    reused while it is remembered. Two generations: when the current one holds ``limit`` bytes it
+    becomes the previous one, and what is used from the previous one moves back."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._current: dict[int, tuple[Message, bytes]] = {}
+        self._previous: dict[int, tuple[Message, bytes]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def producer(self, produce: Callable[[int, Message], _T]) -> Callable[[int, Message], _T]:
+        def remembered(i: int, msg: Message) -> _T:
+            key = id(msg)
+            hit = self._current.get(key)
+            if hit is None:
+                hit = self._previous.get(key)
+                if hit is not None and hit[0] is msg:
+                    self._put(key, hit)
+            if hit is not None and hit[0] is msg:
+                self.hits += 1
+                written: _T = marshal.loads(hit[1])
+                return written
+            written = produce(i, msg)  # raises FormatError as the plain writer does
+            try:
+                image = marshal.dumps(cast(Any, written), _VERSION)
+            except (ValueError, TypeError):  # an object marshal cannot image: not remembered
+                return written
+            self._put(key, (msg, image))
+            return written
+
+        return remembered
+
+    def _put(self, key: int, entry: tuple[Message, bytes]) -> None:
+        size = len(entry[1])
+        if size > self.limit:
+            return
+        with self._lock:
+            if self._bytes + size > self.limit:
+                self._previous, self._current, self._bytes = self._current, {}, 0
+            self._current[key] = entry
+            self._bytes += size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._current, self._previous, self._bytes = {}, {}, 0
+
+
+def _anchor(messages: Sequence[Any], lead: int) -> int:
+    """How many leading messages name the conversation: up to its first user message."""
+    for i, m in enumerate(messages[:_ANCHOR_SCAN]):
+        if type(m) is dict and m.get("role") == "user":
+            return lead + i + 1
+    return lead + 1

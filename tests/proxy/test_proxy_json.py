@@ -1,0 +1,103 @@
+"""The proxy reads and writes request bodies with orjson when it can, and then exactly as the
+standard library would read them: an integer beyond 64 bits (which orjson reads as a float),
+``NaN``, a lone surrogate or a byte-order mark send the body to :func:`json.loads`, and a body
+read that way is written by :func:`json.dumps`. Values are kept exactly, types included."""
+
+from __future__ import annotations
+
+import json
+import marshal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from proxy_doubles import StubWarden
+
+from contextwarden.proxy.transform import dump_body, load_body, transform_body
+
+pytest.importorskip("orjson")
+
+_KEYS = st.text("abcxyz_é中", min_size=1, max_size=6)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too
+    | st.integers(-(2**63), 2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _image(value: Any) -> bytes:
+    return marshal.dumps(value, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=5), st.booleans())
+def test_bodies_are_read_and_written_as_the_standard_library_reads_them(
+    body: dict[str, Any], ascii_only: bool
+) -> None:
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode()
+    value, fast = load_body(raw)
+    assert _image(value) == _image(json.loads(raw))
+    written = dump_body(value, fast)
+    assert _image(json.loads(written)) == _image(value)
+    written.decode("utf-8")  # strict UTF-8
+
+
+def test_an_integer_beyond_64_bits_is_read_by_the_standard_library() -> None:
+    for n in (2**64, -(2**63) - 1, 10**30):
+        raw = json.dumps({"seed": n, "x": [1.5]}).encode()
+        value, fast = load_body(raw)
+        assert value["seed"] == n and type(value["seed"]) is int and not fast
+        assert json.loads(dump_body(value, fast))["seed"] == n
+    # a long run of digits after a decimal point is a float's: orjson reads it
+    assert load_body(b'{"cost": 0.00028232400000000000003}')[1]
+    assert load_body(json.dumps({"n": 2**63 - 1}).encode()) == ({"n": 2**63 - 1}, False)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"t": NaN}', b'{"t": -Infinity}', b'{"t": 1e400}', b'{"s": "\\ud800"}', b"\xef\xbb\xbf{}"],
+)
+def test_what_orjson_refuses_is_read_and_written_as_before(raw: bytes) -> None:
+    value, fast = load_body(raw)
+    assert not fast
+    assert _image(value) == _image(json.loads(raw))
+    assert _outcome(lambda: dump_body(value, fast)) == _outcome(
+        lambda: json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    )
+
+
+def _outcome(write: Any) -> Any:
+    """What ``write()`` returns, or the type of what it raises (a lone surrogate cannot be
+    written as UTF-8: the proxy then forwards the client's body as it came, as before)."""
+    try:
+        return write()
+    except Exception as exc:
+        return type(exc)
+
+
+def test_a_changed_body_keeps_every_other_value_exactly() -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "a", "meta": {"id": 2**70, "t": 1e-07, "ok": True}},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]
+    for extra in ({}, {"seed": 2**70}, {"temperature": 0.00005}):
+        body = {"model": "gpt-4o", "messages": messages, **extra}
+        raw = json.dumps(body).encode()
+        out = transform_body(StubWarden(keep=1), "openai", raw)
+        assert out.changed
+        sent = json.loads(out.body)
+        assert _image({k: v for k, v in sent.items() if k != "messages"}) == _image(
+            {k: v for k, v in body.items() if k != "messages"}
+        )
+        assert _image(sent["messages"]) == _image([messages[0], messages[-1]])

@@ -1,0 +1,106 @@
+"""The warden under many conversations at once: calls of different conversations run in
+parallel (no lock is held around a call but its own conversation's), and its lookup tables are
+small LRUs that a flood of distinct models, windows, system prompts or tool sets cannot empty of
+the entries every call uses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contextwarden import Message, Warden, assistant, tool_result, user
+from contextwarden._messages import ToolCallBlock
+
+
+class GatedCompactor:
+    """A compaction hook that blocks until ``release`` is set, then declines (a window cut
+    follows): while it waits, its conversation's call is in the middle of its work."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        budget: Any,
+        counter: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        focus: str | None,
+    ) -> None:
+        self.entered.set()
+        assert self.release.wait(30), "never released"
+        return None
+
+
+def _long_history(task: str, steps: int = 40) -> list[Message]:
+    out: list[Message] = [user(task)]
+    for k in range(steps):
+        call = ToolCallBlock(f"c{k}", "sh", '{"cmd": "cat f"}')
+        out.append(assistant(f"step {k}", tool_calls=[call]))
+        out.append(tool_result(f"c{k}", f"line {k}\n" * 60))
+    return out
+
+
+def test_a_conversation_blocked_in_its_compaction_does_not_block_another() -> None:
+    gate = GatedCompactor()
+    warden = Warden(compactor=gate)
+    results: dict[str, Any] = {}
+
+    def run(name: str, history: list[Message]) -> None:
+        results[name] = warden.transform(history, model="gpt-4o", window=8_000)
+
+    a = threading.Thread(target=run, args=("a", _long_history("task a")))
+    a.start()
+    assert gate.entered.wait(30)  # a holds its conversation, inside the compaction hook
+    b = threading.Thread(target=run, args=("b", [user("task b"), assistant("ok"), user("go")]))
+    b.start()
+    b.join(30)
+    assert not b.is_alive() and "b" in results  # b ran while a was still inside its call
+    assert "a" not in results
+    gate.release.set()
+    a.join(30)
+    assert not a.is_alive()
+    assert results["a"].tokens_after <= results["a"].budget.trigger  # cut once released
+    assert results["b"].conversation != results["a"].conversation
+
+
+def test_a_flood_of_model_names_does_not_evict_the_hot_entries() -> None:
+    warden = Warden()
+    budget = warden.budget_for("gpt-4o")
+    rates = warden.rates_for("gpt-4o")
+    counter = warden.counter_for("gpt-4o")
+    for k in range(300):
+        warden.budget_for(f"local-model-{k}", 10_000 + k)
+        warden.rates_for(f"local-model-{k}")
+        warden.counter_for(f"local-model-{k}")
+        # the hot entries, used between the strangers as every call uses them
+        assert warden.budget_for("gpt-4o") is budget
+        assert warden.rates_for("gpt-4o") is rates
+        assert warden.counter_for("gpt-4o") is counter
+    for table in (warden._budgets, warden._rates, warden._counters):
+        assert 1 < len(table) <= 64
+
+
+def test_a_flood_of_system_prompts_and_tool_sets_does_not_evict_the_hot_ones() -> None:
+    warden = Warden()
+    history = [user("task")]
+    hot = warden._with_system(history, "be brief")[0]
+    counter = warden.counter_for("gpt-4o")
+    tools = [{"type": "function", "function": {"name": "sh", "parameters": {}}}]
+    overhead = warden._overhead(counter, tools)
+    for k in range(200):
+        warden._with_system(history, f"prompt {k}")
+        warden._overhead(counter, [{"type": "function", "function": {"name": f"t{k}"}}])
+        assert warden._with_system(history, "be brief")[0] is hot
+        assert warden._overhead(counter, tools) == overhead
+        assert (counter.name, _key(tools)) in warden._overheads
+    assert len(warden._systems) <= 32 and len(warden._overheads) <= 64
+
+
+def _key(tools: list[dict[str, Any]]) -> str:
+    import json
+
+    return json.dumps(tools, sort_keys=True, default=str)
