@@ -8,10 +8,13 @@ Two scenarios:
 
 * ``small``: a 3-message chat per request: the cost of the extra hop, parsing and a trivial
   transform;
-* ``agent``: each client replays an agent loop on a long real history (mini-swe-agent recordings,
-  or a generated one without the shared data): request ``j`` carries the history up to its
+* ``agent``: each client is an agent with its own conversation (the first user message names the
+  client) replaying an agent loop on a long real history (mini-swe-agent recordings, or a
+  generated one without the shared data): request ``j`` carries the history up to its
   ``cut + j``-th unit, as a stateless proxy sees successive calls. The proxy reduces it to
-  ``--window``, so this is the cost of the warden under concurrency (its calls are serialised).
+  ``--window``, so this is the cost of the warden under concurrency. Calls of different
+  conversations run in parallel in the proxy's worker threads (no lock is held around the
+  warden); being one Python process, they share one core's worth of interpreter time.
 
 For each: time to first byte and to last byte, per request, direct and through the proxy; the
 difference of the percentiles is the proxy's added latency. The proxy's own log lines give the
@@ -85,6 +88,14 @@ def histories(messages: int) -> tuple[list[dict[str, Any]], str]:
 def unit_ends(history: list[dict[str, Any]]) -> list[int]:
     """Lengths at which the history ends on a tool result (a request an agent would send)."""
     return [i + 1 for i, m in enumerate(history) if m["role"] == "tool"]
+
+
+def own_conversation(history: list[dict[str, Any]], client: int) -> list[dict[str, Any]]:
+    """``history`` with its first user message naming ``client``: a conversation of its own."""
+    out = [dict(m) for m in history]
+    first = next(i for i, m in enumerate(out) if m["role"] == "user")
+    out[first]["content"] = f"[client {client}] {out[first]['content']}"
+    return out
 
 
 def body(model: str, messages: list[dict[str, Any]]) -> bytes:
@@ -182,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     # Client i starts at a different unit so the clients do not send identical bodies.
     start = max(0, len(ends) - per_client - args.clients)
     agent_plans = [
-        [body(model, history[: ends[start + i + j]]) for j in range(per_client)]
-        for i in range(args.clients)
+        [body(model, own[: ends[start + i + j]]) for j in range(per_client)]
+        for i, own in ((i, own_conversation(history, i)) for i in range(args.clients))
     ]
     small_plans = [[small] * per_client for _ in range(args.clients)]
 

@@ -116,6 +116,15 @@ async def _agents(url: str, histories: list[list[dict[str, Any]]], model: str) -
     return [ms for ms, _ in samples]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far (Linux; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))], 1)
@@ -164,8 +173,10 @@ def main() -> int:
         direct = asyncio.run(_agents(f"{upstream}/v1/chat/completions", histories, model))
         direct_s = time.monotonic() - started
         started = time.monotonic()
+        cpu = _cpu_seconds(px.pid)
         proxied = asyncio.run(_agents(f"{proxy}/v1/chat/completions", histories, model))
         proxied_s = time.monotonic() - started
+        cpu = _cpu_seconds(px.pid) - cpu
         stats = httpx.get(f"{proxy}/stats").json()
     finally:
         px.terminate()
@@ -186,8 +197,12 @@ def main() -> int:
         "direct_ms": {"p50": _pct(direct, 50), "p90": _pct(direct, 90), "p99": _pct(direct, 99)},
         "proxy_ms": {"p50": _pct(proxied, 50), "p90": _pct(proxied, 90), "p99": _pct(proxied, 99)},
         "added_p50_ms": round(_pct(proxied, 50) - _pct(direct, 50), 1),
+        "added_p90_ms": round(_pct(proxied, 90) - _pct(direct, 90), 1),
+        "added_p99_ms": round(_pct(proxied, 99) - _pct(direct, 99), 1),
         "added_mean_ms": round(statistics.mean(proxied) - statistics.mean(direct), 1),
         "proxy_transform_ms": {"p50": _pct(transform, 50), "p99": _pct(transform, 99)},
+        # the proxy process's CPU (all threads) per request: what 16 agents queue for
+        "proxy_cpu_ms_per_request": round(cpu * 1000 / len(proxied), 2),
         "wall_s": {"direct": round(direct_s, 1), "proxy": round(proxied_s, 1)},
         "tokens": {"before": stats["tokens_before"], "after": stats["tokens_after"]},
         "proxy_errors": stats["errors"],
