@@ -101,3 +101,29 @@ def test_a_changed_body_keeps_every_other_value_exactly() -> None:
             {k: v for k, v in body.items() if k != "messages"}
         )
         assert _image(sent["messages"]) == _image([messages[0], messages[-1]])
+
+
+def test_successive_real_requests_send_what_a_fresh_read_sends(
+    openai_recording: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """A real agent's calls through the body step (known messages not parsed again, nor read
+    into the warden's values again, nor written back again) send exactly the messages a warden
+    given every request parsed afresh sends."""
+    from contextwarden import Warden
+    from contextwarden.formats import from_openai, to_openai
+
+    _, history = openai_recording
+    history = history[:160]
+    fast, plain = Warden(), Warden()
+    ends = [i + 1 for i, m in enumerate(history) if m["role"] == "tool"]
+    for end in ends:
+        raw = json.dumps({"model": "gpt-4o", "messages": history[:end], "stream": True}).encode()
+        out = transform_body(fast, "openai", raw, window_cap=16_000)
+        sent = json.loads(out.body)
+        result = plain.transform(
+            from_openai(json.loads(raw)["messages"]), model="gpt-4o", window=16_000
+        )
+        want = to_openai(list(result.messages))
+        assert _image(sent["messages"]) == _image(want)
+        assert (out.tokens_before, out.tokens_after) == (result.tokens_before, result.tokens_after)
+    assert fast._codec().reused > 10 * fast._codec().read

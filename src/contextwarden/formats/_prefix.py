@@ -36,7 +36,7 @@ from . import anthropic, openai
 from .anthropic import SystemPrompt, from_anthropic, read_anthropic, read_system
 from .openai import from_openai, read_openai
 
-__all__ = ["PrefixCodec"]
+__all__ = ["ImagedList", "PrefixCodec"]
 
 _VERSION = 2  # no back-references (they depend on reference counts); floats in binary
 _SYSTEM = b"\x00system\x00"  # marks the image of an Anthropic system prompt (no marshal image
@@ -45,6 +45,20 @@ _SYSTEM = b"\x00system\x00"  # marks the image of an Anthropic system prompt (no
 _ANCHOR_SCAN = 8
 #: Branches kept per conversation name (agents sharing a system prompt and a task).
 _BRANCHES = 4
+
+
+class ImagedList(list[Any]):
+    """Provider messages with the image of each (``images``, as :func:`marshal.dumps` version 2
+    writes it), as a reader that knows them gives them (:class:`~._body.BodyReader`): they are
+    not imaged again."""
+
+    images: list[bytes]
+
+
+def _images_of(messages: Sequence[Any]) -> list[bytes]:
+    if type(messages) is ImagedList and len(messages.images) == len(messages):
+        return messages.images
+    return _images(messages)
 
 
 class _Entry:
@@ -126,7 +140,7 @@ class PrefixCodec:
         """:func:`~contextwarden.formats.from_openai`, reusing a known prefix."""
         if not isinstance(messages, list | tuple):
             return from_openai(messages)  # raises the usual error
-        images = _images(messages)
+        images = _images_of(messages)
         anchor = ("openai", *images[: _anchor(messages, 0)])
 
         def rest(start: int, state: Any, out: list[Message], states: list[Any]) -> None:
@@ -148,7 +162,7 @@ class PrefixCodec:
             if not images:
                 return from_anthropic(messages, system=system)
             lead = 1
-        images += _images(messages)
+        images += _images_of(messages)
         anchor = ("anthropic", *images[: lead + 1])
 
         def rest(start: int, state: Any, out: list[Message], states: list[Any]) -> None:
@@ -197,7 +211,7 @@ class PrefixCodec:
         self.read += len(out) - n
         if images and len(images) <= len(out):
             k = len(images)
-            self._store(anchor, _Entry(images, tuple(out[:k]), tuple(states[:k])), best, n)
+            self._store(anchor, _Entry(images[:k], tuple(out[:k]), tuple(states[:k])), best, n)
         return out
 
     def _store(self, anchor: tuple[Any, ...], entry: _Entry, base: _Entry | None, n: int) -> None:

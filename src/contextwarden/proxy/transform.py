@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
+from ..formats._body import BodyReader
 from ..formats.cache_control import add_counting, count_cache_breakpoints
 
 __all__ = [
@@ -56,6 +57,9 @@ _DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E if c == 0x2E else 0x20 for c
 _LONG_INTEGER = b" " + b"0" * 19
 
 Api = Literal["openai", "anthropic"]
+
+#: The last body of each conversation, as bytes and parsed (see :mod:`..formats._body`).
+_BODIES = BodyReader()
 
 
 class TransformResultLike(Protocol):
@@ -158,10 +162,14 @@ def transform_body(
     bodies only; see the module docstring). ``summarizer_for(model)`` gives the summarizer for
     this request's compaction, if one is needed (the proxy's upstream, with the caller's
     credentials); without it the warden's own writes."""
-    try:
-        body, fast = load_body(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return BodyOutcome(raw, False, skipped="not_json", detail="request body is not JSON")
+    read = _BODIES.read(raw)  # a conversation's known messages are not parsed again
+    if read is not None:
+        body, fast = read.body, read.finite
+    else:
+        try:
+            body, fast = load_body(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return BodyOutcome(raw, False, skipped="not_json", detail="request body is not JSON")
     if not isinstance(body, dict):
         return BodyOutcome(
             raw, False, skipped="not_json", detail="request body is not a JSON object"

@@ -1,0 +1,365 @@
+"""Reading the JSON body of a chat request without parsing again the messages the previous request
+of its conversation already had.
+
+An agent's call ``k+1`` repeats the bytes of call ``k``'s messages and adds a few. The last body
+of each conversation is remembered as bytes, with the byte offset where each of its messages
+ends, the message dicts parsed from them and their exact images (see :mod:`._prefix`). A new body
+that starts with the same bytes up to the end of message ``j`` (header included: every key before
+``messages``) has the same first ``j + 1`` messages: JSON values end where they end, and equal
+bytes parse to equal values. Those are given back as they were (the same dict objects, read-only:
+nothing in the request path changes its input) and only the rest of the body is parsed: the new
+messages and what follows the list. The first body of a conversation, or one that changed before
+its first message, is parsed whole, by the same walk.
+
+The walk uses the standard library's own JSON scanner (:class:`json.JSONDecoder`) for every
+value and key, and the result is what :func:`json.loads` gives for the body, or nothing (then the
+caller parses the body as before): for a body that does not start with ``{``, that ``json.loads``
+refuses, whose top level repeats a key, or whose ``messages`` is not a list. It also says whether
+the body holds a ``NaN`` or an infinity (which a fast writer would not write as
+:func:`json.dumps` does).
+
+Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` of them (the parsed dicts
+held cost a few times that), the least recently used forgotten first. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import re
+import threading
+from collections import OrderedDict
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
+
+from ._prefix import ImagedList
+
+__all__ = ["BodyRead", "BodyReader"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_VERSION = 2
+_INFINITY = float("inf")
+
+
+class BodyRead:
+    """A body read: ``body`` as :func:`json.loads` gives it (``body["messages"]`` an
+    :class:`ImagedList`), ``finite`` when it holds no NaN or infinity, and how many messages were
+    reused from the previous body of the conversation."""
+
+    __slots__ = ("body", "finite", "reused")
+
+    def __init__(self, body: dict[str, Any], finite: bool, reused: int) -> None:
+        self.body = body
+        self.finite = finite
+        self.reused = reused
+
+
+class _Entry:
+    __slots__ = ("ends", "finite", "head", "head_end", "images", "messages", "prefix", "size")
+
+    def __init__(
+        self,
+        prefix: bytes,
+        head_end: int,
+        ends: list[int],
+        messages: ImagedList,
+        head: bytes,
+        finite: list[bool],
+    ) -> None:
+        self.prefix = prefix  # the body's bytes up to the end of its last message
+        self.head_end = head_end  # where its first message starts
+        self.ends = ends  # where each message ends
+        self.messages = tuple(messages)  # the message dicts (a copy of the caller's list)
+        self.images = tuple(messages.images)  # and their images
+        self.head = head  # marshal image of the members before ``messages``, finiteness first
+        self.finite = finite  # per message: it and every message before it hold no NaN/infinity
+        self.size = len(prefix)
+
+    def common(self, raw: bytes) -> int:
+        """How many leading messages ``raw`` has byte for byte as this body had them (0 when
+        what comes before the first message differs)."""
+        if raw.startswith(self.prefix):
+            return len(self.ends)
+        prefix, start = self.prefix, self.head_end
+        if raw[:start] != prefix[:start]:
+            return 0
+        for k, end in enumerate(self.ends):
+            if raw[start:end] != prefix[start:end]:
+                return k
+            start = end
+        return len(self.ends)  # pragma: no cover - startswith said otherwise
+
+
+class _Walk:
+    """One walk over (part of) a body, with the scanner json.loads uses."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.finite = True
+        decoder = json.JSONDecoder(parse_constant=self._constant, parse_float=self._float)
+        self.scan = decoder.scan_once  # type: ignore[attr-defined]
+
+    def _constant(self, name: str) -> float:
+        self.finite = False
+        return {"NaN": float("nan"), "Infinity": _INFINITY, "-Infinity": -_INFINITY}[name]
+
+    def _float(self, literal: str) -> float:
+        value = float(literal)
+        if value == _INFINITY or value == -_INFINITY:
+            self.finite = False
+        return value
+
+    def ws(self, i: int) -> int:
+        m = _WS.match(self.text, i)
+        assert m is not None
+        return m.end()
+
+    def expect(self, i: int, char: str) -> int:
+        if self.text[i : i + 1] != char:
+            raise ValueError(f"expected {char!r} at {i}")
+        return i + 1
+
+    def value(self, i: int) -> tuple[Any, int]:
+        try:
+            return self.scan(self.text, i)  # type: ignore[no-any-return]
+        except StopIteration:
+            raise ValueError(f"expected a value at {i}") from None
+
+    def key(self, i: int) -> tuple[str, int]:
+        i = self.expect(i, '"')
+        key, i = scanstring(self.text, i)
+        i = self.expect(self.ws(i), ":")
+        return key, self.ws(i)
+
+    def elements(self, i: int, values: list[Any], ends: list[int]) -> int:
+        """The list elements from ``i`` (at an element or at the ``]``), each with its end;
+        returns the position after the ``]``."""
+        if self.text[i : i + 1] == "]":
+            return i + 1
+        while True:
+            value, i = self.value(i)
+            values.append(value)
+            ends.append(i)
+            i = self.ws(i)
+            if self.text[i : i + 1] == ",":
+                i = self.ws(i + 1)
+                continue
+            return self.expect(i, "]")
+
+    def members(self, i: int, pairs: list[tuple[str, Any]]) -> int:
+        """The object members from ``i`` (after a ``{`` or a ``,``-less position before one),
+        up to and including the ``}``; returns the position after it."""
+        while True:
+            i = self.ws(i)
+            if self.text[i : i + 1] == "}":
+                return i + 1
+            key, i = self.key(i)
+            value, i = self.value(i)
+            pairs.append((key, value))
+            i = self.ws(i)
+            if self.text[i : i + 1] == ",":
+                i = self.ws(i + 1)
+                if self.text[i : i + 1] == "}":
+                    raise ValueError("trailing comma")
+                continue
+            return self.expect(i, "}")
+
+    def end(self, i: int) -> None:
+        if self.ws(i) != len(self.text):
+            raise ValueError("extra data")
+
+
+def _byte_ends(text: str, ends: list[int], base: int) -> list[int]:
+    """Character offsets in ``text`` as byte offsets in the body (``text`` starts at ``base``)."""
+    if text.isascii():
+        return [base + e for e in ends]
+    out, done, at = [], 0, base
+    for e in ends:
+        at += len(text[done:e].encode("utf-8", "surrogatepass"))
+        done = e
+        out.append(at)
+    return out
+
+
+def _images(values: list[Any]) -> list[bytes] | None:
+    try:
+        return [marshal.dumps(v, _VERSION) for v in values]
+    except ValueError:  # pragma: no cover - what json parses, marshal images
+        return None
+
+
+class BodyReader:
+    """Reads chat request bodies, parsing only what a conversation's previous body did not have
+    (see the module docstring)."""
+
+    def __init__(self, max_conversations: int = 64, max_bytes: int = 32 << 20) -> None:
+        self.max_conversations = max_conversations
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._bytes = 0
+        self._next = 0
+
+    def read(self, raw: bytes) -> BodyRead | None:
+        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring)."""
+        if type(raw) is not bytes or raw[:1] != b"{":
+            return None
+        with self._lock:
+            entries = list(self._entries.items())
+        best: tuple[int, _Entry] | None = None
+        k = 0
+        for key, entry in reversed(entries):  # the most recent first
+            n = entry.common(raw)
+            if n > k:
+                best, k = (key, entry), n
+                if n == len(entry.ends):
+                    break
+        try:
+            if best is not None:
+                read = self._resume(raw, best[1], k)
+            else:
+                read = self._whole(raw)
+        except (ValueError, RecursionError):
+            return None  # json.loads judges it (and says why)
+        if read is None:
+            return None
+        result, entry = read
+        self._store(entry, best[0] if best is not None and k == len(best[1].ends) else None)
+        return result
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _whole(self, raw: bytes) -> tuple[BodyRead, _Entry] | None:
+        text = raw.decode("utf-8", "surrogatepass")
+        walk = _Walk(text)
+        i = walk.ws(walk.expect(0, "{"))
+        head: list[tuple[str, Any]] = []
+        while True:  # the members before ``messages``
+            if text[i : i + 1] == "}":
+                return None  # no messages: nothing to follow
+            key, i = walk.key(i)
+            if key == "messages":
+                break
+            value, i = walk.value(i)
+            head.append((key, value))
+            i = walk.ws(walk.expect(walk.ws(i), ","))
+        if text[i : i + 1] != "[":
+            return None  # not a list: the caller reads it
+        i = walk.ws(i + 1)
+        head_end = len(text[:i].encode("utf-8", "surrogatepass")) if not text.isascii() else i
+        head_finite = walk.finite
+        values: list[Any] = []
+        ends: list[int] = []
+        finite: list[bool] = []
+        if text[i : i + 1] == "]":
+            i += 1
+        else:
+            i = self._messages(walk, i, values, ends, finite)
+        return self._finish(
+            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0
+        )
+
+    def _resume(self, raw: bytes, entry: _Entry, k: int) -> tuple[BodyRead, _Entry] | None:
+        start = entry.ends[k - 1]
+        walk = _Walk(raw[start:].decode("utf-8", "surrogatepass"))
+        i = walk.ws(0)
+        values: list[Any] = []
+        ends: list[int] = []
+        finite: list[bool] = []
+        if walk.text[i : i + 1] == ",":
+            i = self._messages(walk, walk.ws(i + 1), values, ends, finite)
+        else:
+            i = walk.expect(i, "]")
+        head_finite, head = marshal.loads(entry.head)
+        return self._finish(
+            raw, walk, i, head, head_finite, entry.head_end, entry, k, values, ends, finite, start
+        )
+
+    @staticmethod
+    def _messages(
+        walk: _Walk, i: int, values: list[Any], ends: list[int], finite: list[bool]
+    ) -> int:
+        """The messages from ``i`` (at one) to the ``]``: each with where it ends and whether
+        the walk met no NaN or infinity up to its end; returns the position after the ``]``."""
+        while True:
+            value, i = walk.value(i)
+            values.append(value)
+            ends.append(i)
+            finite.append(walk.finite)
+            i = walk.ws(i)
+            if walk.text[i : i + 1] == ",":
+                i = walk.ws(i + 1)
+                continue
+            return walk.expect(i, "]")
+
+    def _finish(
+        self,
+        raw: bytes,
+        walk: _Walk,
+        i: int,
+        head: list[tuple[str, Any]],
+        head_finite: bool,
+        head_end: int,
+        old: _Entry | None,
+        k: int,
+        values: list[Any],
+        ends: list[int],
+        finite: list[bool],
+        base: int,
+    ) -> tuple[BodyRead, _Entry] | None:
+        """The members after the list, then the body read and the entry that remembers it
+        (``old``'s first ``k`` messages kept; ``values`` read from ``walk``, whose text starts
+        at byte ``base`` of ``raw``)."""
+        i = walk.ws(i)
+        tail: list[tuple[str, Any]] = []
+        if walk.text[i : i + 1] == ",":
+            i = walk.ws(i + 1)
+            if walk.text[i : i + 1] == "}":
+                raise ValueError("trailing comma")
+            i = walk.members(i, tail)
+        else:
+            i = walk.expect(i, "}")
+        walk.end(i)
+        keys = [key for key, _ in head] + ["messages"] + [key for key, _ in tail]
+        if len(set(keys)) != len(keys):
+            return None  # json.loads keeps a repeated key's last value: the caller reads it
+        images = _images(values)
+        if images is None:  # pragma: no cover
+            return None
+        kept = old.messages[:k] if old is not None else []
+        prior = old.finite[k - 1] if old is not None else head_finite
+        messages = ImagedList([*kept, *values])
+        messages.images = [*(old.images[:k] if old is not None else ()), *images]
+        cumulative = [*(old.finite[:k] if old is not None else ()), *(prior and f for f in finite)]
+        all_ends = [*(old.ends[:k] if old is not None else ()), *_byte_ends(walk.text, ends, base)]
+        body: dict[str, Any] = dict(head)
+        body["messages"] = messages
+        body.update(tail)
+        result = BodyRead(body, prior and walk.finite, k)
+        if not all(type(m) is dict for m in values):
+            all_ends = []  # only objects end where their bytes do (a number may go on): not kept
+        head_image = marshal.dumps((head_finite, head), _VERSION)
+        prefix = raw[: all_ends[-1]] if all_ends else b""
+        return result, _Entry(prefix, head_end, all_ends, messages, head_image, cumulative)
+
+    # -- the table -------------------------------------------------------------------------------
+    def _store(self, entry: _Entry, replaces: int | None) -> None:
+        if not entry.ends or entry.size > self.max_bytes:
+            return
+        with self._lock:
+            if replaces is not None:
+                old = self._entries.pop(replaces, None)
+                if old is not None:
+                    self._bytes -= old.size
+            self._next += 1
+            self._entries[self._next] = entry
+            self._bytes += entry.size
+            while self._entries and (
+                len(self._entries) > self.max_conversations or self._bytes > self.max_bytes
+            ):
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
