@@ -1009,6 +1009,8 @@ class Warden:
         summarizer: Any = None,
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
+        from .formats._prefix import ImagedList
+
         codec = self._codec()
         result = self.transform(
             codec.from_openai(messages),
@@ -1019,7 +1021,9 @@ class Warden:
             now=now,
             summarizer=summarizer,
         )
-        return codec.to_openai(result.messages), result
+        # the proxy's reader (an ImagedList) only serialises what it gets: no copies for it
+        shared = type(messages) is ImagedList
+        return codec.to_openai(result.messages, shared=shared), result
 
     def transform_anthropic(
         self,
@@ -1038,6 +1042,8 @@ class Warden:
         same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
         on the end of the stable prefix and on the newest message (at most 4 in all, the
         client's own kept), so the provider caches what the next call will read."""
+        from .formats._prefix import ImagedList
+
         codec = self._codec()
         canonical = codec.from_anthropic(messages, system=system)
         result = self.transform(
@@ -1049,7 +1055,8 @@ class Warden:
             now=now,
             summarizer=summarizer,
         )
-        system_out, out = codec.to_anthropic(result.messages)
+        shared = type(messages) is ImagedList  # see transform_openai
+        system_out, out = codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
             from .formats.cache_control import add_cache_breakpoints
 

@@ -316,6 +316,11 @@ def test_converted_and_built_messages_merge_as_the_plain_writers_merge(
         for _ in range(2):
             assert _written(codec.to_openai, mixed) == _written(to_openai, mixed)
             assert _written(codec.to_anthropic, mixed) == _written(to_anthropic, mixed)
+            # shared dicts (a caller that only reads): merging never changes them
+            shared_openai = _written(lambda m: codec.to_openai(m, shared=True), mixed)
+            assert shared_openai == _written(to_openai, mixed)
+            shared_anthropic = _written(lambda m: codec.to_anthropic(m, shared=True), mixed)
+            assert shared_anthropic == _written(to_anthropic, mixed)
 
 
 def _written(write: Any, messages: list[Message]) -> bytes | str:
@@ -324,6 +329,28 @@ def _written(write: Any, messages: list[Message]) -> bytes | str:
         return _image(write(messages))
     except FormatError as exc:
         return str(exc)
+
+
+def test_shared_writing_gives_the_same_dicts_and_never_changes_them() -> None:
+    messages = [
+        user("q"),
+        assistant("calling", tool_calls=[ToolCallBlock("c1", "sh", "{}")]),
+        assistant(
+            "more", tool_calls=[ToolCallBlock("c2", "sh", "{}")]
+        ),  # merged into the one before
+        tool_result("c1", "a"),
+        tool_result("c2", "b"),
+    ]
+    codec = PrefixCodec()
+    want = _image(to_openai(messages))
+    first = codec.to_openai(messages, shared=True)
+    second = codec.to_openai(messages, shared=True)
+    assert _image(first) == _image(second) == want
+    assert first[0] is second[0] and first[2] is second[2]  # the same dicts, not copies
+    assert first[1] is not second[1]  # the merged one is new each time
+    assert _image(codec.to_openai(messages)) == want
+    copy_ = codec.to_openai(messages)
+    assert copy_[0] is not first[0]  # a caller that may change them gets its own
 
 
 def test_what_marshal_cannot_image_is_written_every_time() -> None:

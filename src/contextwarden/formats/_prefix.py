@@ -49,8 +49,10 @@ _BRANCHES = 4
 
 class ImagedList(list[Any]):
     """Provider messages with the image of each (``images``, as :func:`marshal.dumps` version 2
-    writes it), as a reader that knows them gives them (:class:`~._body.BodyReader`): they are
-    not imaged again."""
+    writes it), as a reader that knows them gives them (:class:`~._body.BodyReader`, for the
+    proxy): they are not imaged again. Its caller only reads what it is given back (it
+    serialises the request): the warden answers it with written messages shared with other
+    calls (``shared=True``), which nobody may change."""
 
     images: list[bytes]
 
@@ -174,19 +176,22 @@ class PrefixCodec:
 
         return self._read(anchor, images, rest)
 
-    def to_openai(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
-        """:func:`~contextwarden.formats.to_openai`, each message written once (new dicts on
-        every call: the caller may change them)."""
-        return openai.write_openai(messages, self._openai_out.producer(openai.message_out))
+    def to_openai(
+        self, messages: Sequence[Message], *, shared: bool = False
+    ) -> list[dict[str, Any]]:
+        """:func:`~contextwarden.formats.to_openai`, each message written once: new dicts on
+        every call (the caller may change them), or with ``shared=True`` the same dicts each
+        time (a caller that only reads them: serialises, compares)."""
+        produce = self._openai_out.producer(openai.message_out, shared)
+        return openai.write_openai(messages, produce)
 
     def to_anthropic(
-        self, messages: Sequence[Message]
+        self, messages: Sequence[Message], *, shared: bool = False
     ) -> tuple[SystemPrompt, list[dict[str, Any]]]:
-        """:func:`~contextwarden.formats.to_anthropic`, each message written once (new dicts on
-        every call: the caller may change them)."""
-        return anthropic.write_anthropic(
-            messages, self._anthropic_out.producer(anthropic.message_out)
-        )
+        """:func:`~contextwarden.formats.to_anthropic`, each message written once (see
+        :meth:`to_openai` for ``shared``)."""
+        produce = self._anthropic_out.producer(anthropic.message_out, shared)
+        return anthropic.write_anthropic(messages, produce)
 
     # -- the table -------------------------------------------------------------------------------
     def _read(
@@ -247,20 +252,25 @@ _T = TypeVar("_T")
 
 
 class _Written:
-    """What Message objects were written as, by identity: the marshal image of the new dicts
-    (read back into new dicts on every use, in C). Each entry holds its message, so an id is not
-    reused while it is remembered. Two generations: when the current one holds ``limit`` bytes it
-    becomes the previous one, and what is used from the previous one moves back."""
+    """What Message objects were written as, by identity: the marshal image of the dicts, read
+    back into new dicts on every use (in C), and for callers that only read them
+    (``shared=True``) the dicts themselves, the same for every such call. Each entry holds its
+    message, so an id is not reused while it is remembered. Two generations: when the current
+    one holds ``limit`` bytes of images it becomes the previous one, and what is used from the
+    previous one moves back."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._current: dict[int, tuple[Message, bytes]] = {}
-        self._previous: dict[int, tuple[Message, bytes]] = {}
+        # id -> [message, image, the shared dicts or None]
+        self._current: dict[int, list[Any]] = {}
+        self._previous: dict[int, list[Any]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
 
-    def producer(self, produce: Callable[[int, Message], _T]) -> Callable[[int, Message], _T]:
+    def producer(
+        self, produce: Callable[[int, Message], _T], shared: bool = False
+    ) -> Callable[[int, Message], _T]:
         def remembered(i: int, msg: Message) -> _T:
             key = id(msg)
             hit = self._current.get(key)
@@ -270,19 +280,23 @@ class _Written:
                     self._put(key, hit)
             if hit is not None and hit[0] is msg:
                 self.hits += 1
-                written: _T = marshal.loads(hit[1])
-                return written
+                if not shared:
+                    written: _T = marshal.loads(hit[1])
+                    return written
+                if hit[2] is None:
+                    hit[2] = marshal.loads(hit[1])
+                return cast(_T, hit[2])
             written = produce(i, msg)  # raises FormatError as the plain writer does
             try:
                 image = marshal.dumps(cast(Any, written), _VERSION)
             except (ValueError, TypeError):  # an object marshal cannot image: not remembered
                 return written
-            self._put(key, (msg, image))
+            self._put(key, [msg, image, written if shared else None])
             return written
 
         return remembered
 
-    def _put(self, key: int, entry: tuple[Message, bytes]) -> None:
+    def _put(self, key: int, entry: list[Any]) -> None:
         size = len(entry[1])
         if size > self.limit:
             return

@@ -347,8 +347,9 @@ def message_out(i: int, msg: Message) -> dict[str, Any] | None:
 def write_anthropic(
     messages: Sequence[Message], produce: Callable[[int, Message], dict[str, Any] | None]
 ) -> tuple[SystemPrompt, list[dict[str, Any]]]:
-    """:func:`to_anthropic`, with ``produce(i, message)`` giving what :func:`message_out` gives
-    (a new dict, which this may change): a writer that remembers them passes its own."""
+    """:func:`to_anthropic`, with ``produce(i, message)`` giving what :func:`message_out` gives:
+    a writer that remembers them passes its own. Its dicts are never changed here (a merge
+    writes a new dict), so they may be shared with other calls."""
     system_msgs: list[tuple[int, Message]] = []
     out: list[dict[str, Any]] = []
     exact_out: list[bool] = []  # per output message: written as an Anthropic original
@@ -362,6 +363,7 @@ def write_anthropic(
         exact = msg.hints.get("format") == "anthropic"
         role = d["role"]
         if out and out[-1]["role"] == role and not (exact and exact_out[-1]):
+            out[-1] = dict(out[-1])  # a new dict: the produced ones may be shared
             _merge(out[-1], d)
             exact_out[-1] = False
             continue

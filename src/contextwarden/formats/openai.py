@@ -488,8 +488,9 @@ def message_out(i: int, msg: Message) -> list[dict[str, Any]]:
 def write_openai(
     messages: Sequence[Message], produce: Callable[[int, Message], list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    """:func:`to_openai`, with ``produce(i, message)`` giving what :func:`message_out` gives
-    (new dicts, which this may change): a writer that remembers them passes its own."""
+    """:func:`to_openai`, with ``produce(i, message)`` giving what :func:`message_out` gives:
+    a writer that remembers them passes its own. Their dicts are never changed here (a merge
+    writes a new dict), so they may be shared with other calls."""
     out: list[dict[str, Any]] = []
     merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
     converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
@@ -505,7 +506,15 @@ def write_openai(
                 # results come after both): OpenAI wants the calls in one message
                 or (prev["role"] == "assistant" and prev.get("tool_calls"))
             ):
-                _merge_assistant(prev, d)  # Anthropic splits a turn; OpenAI must not
+                # Anthropic splits a turn; OpenAI must not. ``prev`` is copied, not changed: a
+                # writer may give the same dicts to other calls.
+                merged = dict(prev)
+                _merge_assistant(merged, d)
+                out[-1] = merged
+                if merge_into is prev:
+                    merge_into = merged
+                if converted and converted[-1] is prev:
+                    converted[-1] = merged
                 continue
             out.append(d)
             merge_into = d if origin == "anthropic" else None
