@@ -80,7 +80,9 @@ class TransformResultLike(Protocol):
 
 
 class BodyWarden(Protocol):
-    """What the proxy needs from a warden (``contextwarden.Warden`` fits)."""
+    """What the proxy needs from a warden (``contextwarden.Warden`` fits). It must only read the
+    ``messages``, ``system`` and ``tools`` it is given: the proxy gives the messages a
+    conversation's previous request had to the next one as they were parsed (not again)."""
 
     def transform_openai(
         self,
