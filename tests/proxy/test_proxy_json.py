@@ -127,3 +127,46 @@ def test_successive_real_requests_send_what_a_fresh_read_sends(
         assert _image(sent["messages"]) == _image(want)
         assert (out.tokens_before, out.tokens_after) == (result.tokens_before, result.tokens_after)
     assert fast._codec().reused > 10 * fast._codec().read
+
+
+class _PlainWarden:
+    """A warden reading and writing every request afresh (the plain converters): what the
+    proxy's body step sent before prefix reuse."""
+
+    def __init__(self) -> None:
+        from contextwarden import Warden
+
+        self.warden = Warden()
+
+    def transform_anthropic(
+        self, messages: Any, *, system: Any = None, **kw: Any
+    ) -> tuple[Any, list[dict[str, Any]], Any]:
+        from contextwarden.formats import from_anthropic, to_anthropic
+
+        result = self.warden.transform(from_anthropic(list(messages), system=system), **kw)
+        return (*to_anthropic(list(result.messages)), result)
+
+
+def test_successive_real_anthropic_requests_send_what_a_fresh_read_sends(
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+) -> None:
+    """The real Claude Code session through the body step, with the cache breakpoints the proxy
+    adds on /v1/messages and the client's own moving breakpoint on its newest message: byte for
+    byte the body a warden reading every request afresh gives."""
+    from contextwarden import Warden
+
+    system, history = anthropic_recording
+    fast, plain = Warden(), _PlainWarden()
+    ends = [i + 1 for i, m in enumerate(history) if m["role"] == "user"]
+    for n, end in enumerate(ends):
+        messages = json.loads(json.dumps(history[:end]))
+        if n % 2 and isinstance(messages[-1]["content"], list):  # a breakpoint of its own
+            messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": system}
+        raw = json.dumps({**body, "messages": messages}).encode()
+        kw: dict[str, Any] = {"window_cap": 12_000, "cache_breakpoints": True}
+        got = transform_body(fast, "anthropic", raw, **kw)
+        want = transform_body(plain, "anthropic", raw, **kw)  # type: ignore[arg-type]
+        assert got.body == want.body
+        assert (got.tokens_before, got.tokens_after) == (want.tokens_before, want.tokens_after)
+    assert fast._codec().reused > 5 * fast._codec().read
