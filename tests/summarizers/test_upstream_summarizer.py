@@ -116,3 +116,36 @@ def test_callers_with_different_credentials_never_share_a_cached_summary() -> No
     assert summary_cache_key(request, one) == summary_cache_key(request, same)
     assert summary_cache_key(request, one) != summary_cache_key(request, other)
     assert "Bearer" not in one.config_id  # a digest, never the credential itself
+
+
+@pytest.mark.parametrize(
+    ("model", "reasoning"),
+    [
+        ("gpt-4o", False),
+        ("gpt-4o-mini", False),
+        ("deepseek-chat", False),
+        ("o3-mini", True),
+        ("o1", True),
+        ("gpt-5-mini", True),
+        ("openai/gpt-5.1", True),
+    ],
+)
+def test_reasoning_models_are_asked_in_the_shape_they_accept(
+    fake: FakeProvider, model: str, reasoning: bool
+) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens`` and a temperature; asking them so would
+    fail every summary and fall back to the extractive one."""
+    summarizer_for_request(fake.url, CLIENT, model, "openai").summarize(_request())
+    (sent,) = fake.requests
+    if reasoning:
+        assert "max_tokens" not in sent.json and "temperature" not in sent.json
+        assert sent.json["max_completion_tokens"] >= 4096
+    else:
+        assert sent.json["max_tokens"] > 0 and sent.json["temperature"] == 0
+        assert "max_completion_tokens" not in sent.json
+
+
+def test_anthropic_models_keep_max_tokens(fake: FakeProvider) -> None:
+    summarizer_for_request(fake.url, CLIENT, "claude-haiku-4-5", "anthropic").summarize(_request())
+    (sent,) = fake.requests
+    assert sent.json["max_tokens"] > 0

@@ -15,8 +15,9 @@ none (and fails, and the compaction falls back to the extractive summary).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 
@@ -37,6 +38,23 @@ FORWARDED_HEADERS = frozenset(
         "anthropic-beta",
     }
 )
+
+
+#: OpenAI reasoning models (o1, o3, o4-mini, the gpt-5 family, with or without a router's
+#: ``openai/`` prefix): they refuse ``max_tokens`` ("Use 'max_completion_tokens' instead") and any
+#: temperature but the default, and spend output tokens on reasoning before the answer.
+_OPENAI_REASONING = re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.IGNORECASE)
+
+
+def _request_shape(api: str, model: str) -> dict[str, Any]:
+    """The :class:`LLMSummarizer` settings a model's API accepts (see above)."""
+    if api == "openai" and _OPENAI_REASONING.match(model):
+        return {
+            "max_tokens_param": "max_completion_tokens",
+            "temperature": None,
+            "max_output_tokens": 8192,  # room for the reasoning as well as the summary
+        }
+    return {}
 
 
 def _api_root(upstream_base_url: str, api: Literal["openai", "anthropic"]) -> str:
@@ -98,4 +116,5 @@ def summarizer_for_request(
         key_from_env=False,
         transport=transport,
         async_transport=async_transport,
+        **_request_shape(api, chosen.strip()),
     )
