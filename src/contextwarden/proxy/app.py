@@ -24,6 +24,7 @@ One JSON line per request goes to the ``contextwarden.proxy`` logger at INFO.
 from __future__ import annotations
 
 import hmac
+import itertools
 import json
 import logging
 import time
@@ -61,6 +62,9 @@ __all__ = ["CONFIG_ENV", "app_from_env", "app_stats", "configure_logging", "crea
 
 logger = logging.getLogger("contextwarden.proxy")
 
+#: Upstream connection pools (see :attr:`_Proxy.client`); ``max_connections`` is shared out.
+POOLS = 8
+
 _CHAT_PATHS: dict[str, RouteName] = {
     "/v1/chat/completions": "openai",
     "/chat/completions": "openai",
@@ -81,36 +85,48 @@ class _Proxy:
         self.per_request_summaries = _takes_summarizer(warden)
         self.cache = cache
         self.stats = ProxyStats()
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = itertools.count()
         self._token = config.token.encode("utf-8") if config.token else None
 
     @property
     def client(self) -> httpx.AsyncClient:
-        # Made on first use so it belongs to the serving event loop.
-        if self._client is None:
-            cfg = self.config
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
-                limits=httpx.Limits(
-                    max_connections=cfg.max_connections,
-                    max_keepalive_connections=cfg.max_connections,
-                ),
-                follow_redirects=False,  # a redirect is the client's to follow, as without us
-                # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
-                # __cf_bm...) must reach that caller only, never ride along on another's request.
-                cookies=CookieJar(policy=_NoCookies()),
-            )
-            # httpx adds Accept, Accept-Encoding and User-Agent to every request it sends. The
-            # upstream must see the client's own: the reply is relayed raw, so an encoding the
-            # client did not ask for would reach it still encoded.
-            for name in ("accept", "accept-encoding", "user-agent"):
-                del self._client.headers[name]
-        return self._client
+        """An upstream client, in turn from a few pools. httpcore scans every connection of a
+        pool (and polls each idle one's socket) whenever a request starts or ends, in time that
+        grows faster than the pool: under many agents at once that scan was the largest cost of
+        relaying. Several smaller pools hold as many keep-alive connections, scanned a few at a
+        time."""
+        if not self._clients:
+            # Made on first use so they belong to the serving event loop.
+            pools = min(POOLS, self.config.max_connections)
+            per_pool = self.config.max_connections // pools  # no more than max_connections
+            self._clients = [self._new_client(per_pool) for _ in range(pools)]
+        return self._clients[next(self._turn) % len(self._clients)]
+
+    def _new_client(self, per_pool: int) -> httpx.AsyncClient:
+        cfg = self.config
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
+            limits=httpx.Limits(
+                max_connections=per_pool,
+                max_keepalive_connections=per_pool,
+            ),
+            follow_redirects=False,  # a redirect is the client's to follow, as without us
+            # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
+            # __cf_bm...) must reach that caller only, never ride along on another's request.
+            cookies=CookieJar(policy=_NoCookies()),
+        )
+        # httpx adds Accept, Accept-Encoding and User-Agent to every request it sends. The
+        # upstream must see the client's own: the reply is relayed raw, so an encoding the
+        # client did not ask for would reach it still encoded.
+        for name in ("accept", "accept-encoding", "user-agent"):
+            del client.headers[name]
+        return client
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, []
+        for client in clients:
+            await client.aclose()
         close = getattr(self.cache, "close", None)
         if callable(close):
             close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import hashlib
 import math
 import os
@@ -27,9 +28,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
+
+if TYPE_CHECKING:
+    import ssl
 
 from .._exceptions import ConfigError, SummarizerError
 from .._tokens import TokenCounter
@@ -77,6 +81,14 @@ _CHARS_PER_TOKEN_ESTIMATE = 3
 _JOIN_GRACE_S = 0.05
 #: How many times a "context length exceeded" reply halves the budget before giving up.
 _MAX_SHRINKS = 3
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext | bool:
+    """httpx's default TLS settings, made once: building them (loading the CA bundle) costs
+    milliseconds, and a summarizer opens a client per summary (a proxy, one per request)."""
+    make = getattr(httpx, "create_ssl_context", None)
+    return make() if make is not None else True
 
 
 class _Late(Exception):
@@ -284,7 +296,7 @@ class LLMSummarizer:
     def _summarize_by(
         self, request: SummaryRequest, cap: int, facts: Facts, deadline: float
     ) -> str:
-        with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
+        with httpx.Client(timeout=self.timeout, transport=self.transport, verify=_tls()) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
                 plan = self._plan(request, facts, cap, budget)
@@ -324,7 +336,7 @@ class LLMSummarizer:
                 return await self._acomplete(client, call, deadline)
 
         async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.async_transport
+            timeout=self.timeout, transport=self.async_transport, verify=_tls()
         ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
