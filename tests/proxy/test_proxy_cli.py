@@ -173,3 +173,25 @@ def test_importing_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_summarizer_options(served: list[ProxyConfig], tmp_path: Path) -> None:
+    up = ["--upstream", "http://127.0.0.1:9"]
+    assert _run(*up).exit_code == 0
+    assert served[-1].summary_source == "upstream"  # the default: the upstream, caller's key
+    assert _run(*up, "--summarizer", "extractive").exit_code == 0
+    assert served[-1].summary_source == "extractive"
+    assert _run(*up, "--summary-model", "gpt-4o-mini").exit_code == 0
+    assert (served[-1].summary_source, served[-1].summary_model) == ("upstream", "gpt-4o-mini")
+    assert _run(*up, "--summarizer", "anthropic:claude-haiku-4-5").exit_code == 0
+    assert served[-1].summary_source == "anthropic:claude-haiku-4-5"
+    config = tmp_path / "cw.yaml"
+    config.write_text("summarizer: {provider: openai, model: small, api_key_env: MY_KEY}\n")
+    assert _run(*up, "--config", str(config)).exit_code == 0
+    assert served[-1].summary_source == "config"  # the file names a provider: it is used
+    config.write_text("summarizer: {timeout_s: 5}\n")
+    assert _run(*up, "--config", str(config)).exit_code == 0
+    assert served[-1].summary_source == "upstream"  # its deadline alone does not
+    bad = _run(*up, "--summarizer", "gemini:pro")
+    assert bad.exit_code == 2 and "unknown provider 'gemini'" in bad.output
+    assert len(served) == 6
