@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 __all__ = [
     "anthropic_requests",
     "json_values",
+    "mutate_everything",
     "openai_conversations",
     "png_data",
 ]
@@ -42,6 +43,18 @@ json_values = st.recursive(
     max_leaves=5,
 )
 _OBJECTS = st.dictionaries(_KEY, json_values, max_size=3)
+
+
+def mutate_everything(value: Any) -> None:
+    """Change every dict and list reachable from ``value`` in place."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            mutate_everything(v)
+        value["__mutated__"] = True
+    elif isinstance(value, list):
+        for v in value:
+            mutate_everything(v)
+        value.append("__mutated__")
 
 
 def png_data(width: int, height: int) -> str:

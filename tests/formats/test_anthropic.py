@@ -24,8 +24,7 @@ from contextwarden import (
 )
 from contextwarden.formats import from_anthropic, opaque_payload, to_anthropic
 
-from .providers import anthropic_requests, png_data
-from .test_openai import _mutate_everything
+from .providers import anthropic_requests, mutate_everything, png_data
 
 Request = tuple[Any, list[dict[str, Any]]]
 
@@ -46,12 +45,12 @@ def test_output_and_input_share_nothing(req: Request) -> None:
     snapshot = copy.deepcopy(req)
     sys_, d = req
     messages = from_anthropic(d, system=sys_)
-    _mutate_everything(d)
-    _mutate_everything(sys_)
+    mutate_everything(d)
+    mutate_everything(sys_)
     out = to_anthropic(messages)
     assert out == snapshot
-    _mutate_everything(out[1])
-    _mutate_everything(out[0])
+    mutate_everything(out[1])
+    mutate_everything(out[0])
     assert to_anthropic(messages) == snapshot
 
 

@@ -25,19 +25,7 @@ from contextwarden import (
 )
 from contextwarden.formats import from_openai, opaque_payload, to_openai
 
-from .providers import openai_conversations, png_data
-
-
-def _mutate_everything(value: Any) -> None:
-    """Change every dict and list reachable from ``value`` in place."""
-    if isinstance(value, dict):
-        for v in list(value.values()):
-            _mutate_everything(v)
-        value["__mutated__"] = True
-    elif isinstance(value, list):
-        for v in value:
-            _mutate_everything(v)
-        value.append("__mutated__")
+from .providers import mutate_everything, openai_conversations, png_data
 
 
 # -- round trip ------------------------------------------------------------------------------------
@@ -55,10 +43,10 @@ def test_round_trip_is_exact(d: list[dict[str, Any]]) -> None:
 def test_output_and_input_share_nothing(d: list[dict[str, Any]]) -> None:
     snapshot = copy.deepcopy(d)
     messages = from_openai(d)
-    _mutate_everything(d)  # mutating the input afterwards does not reach the messages
+    mutate_everything(d)  # mutating the input afterwards does not reach the messages
     out = to_openai(messages)
     assert out == snapshot
-    _mutate_everything(out)  # nor does mutating an output reach the next one
+    mutate_everything(out)  # nor does mutating an output reach the next one
     assert to_openai(messages) == snapshot
 
 

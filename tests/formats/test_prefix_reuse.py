@@ -25,7 +25,7 @@ from contextwarden.formats import from_anthropic, from_openai, to_anthropic, to_
 from contextwarden.formats._prefix import PrefixCodec
 from contextwarden.formats._prefix import _Written as Written
 
-from .providers import anthropic_requests, openai_conversations
+from .providers import anthropic_requests, mutate_everything, openai_conversations
 
 
 def _image(value: Any) -> bytes:
@@ -258,17 +258,6 @@ def test_anthropic_system_prompt_is_reused_and_a_new_one_is_read() -> None:
 
 
 # -- writing ---------------------------------------------------------------------------------------
-def _mutate_everything(value: Any) -> None:
-    if isinstance(value, dict):
-        for v in list(value.values()):
-            _mutate_everything(v)
-        value["__mutated__"] = True
-    elif isinstance(value, list):
-        for v in value:
-            _mutate_everything(v)
-        value.append("__mutated__")
-
-
 @settings(max_examples=100, deadline=None)
 @given(openai_conversations(exotic=True, lenient=True))
 def test_openai_writes_exactly_what_to_openai_writes(d: list[dict[str, Any]]) -> None:
@@ -278,7 +267,7 @@ def test_openai_writes_exactly_what_to_openai_writes(d: list[dict[str, Any]]) ->
         out = codec.to_openai(messages)
         assert _image(out) == _image(to_openai(messages))
         assert out == d
-        _mutate_everything(out)  # a caller may change what it was given: later calls unaffected
+        mutate_everything(out)  # a caller may change what it was given: later calls unaffected
     assert codec.rewritten >= 2 * len(messages)
 
 
@@ -293,7 +282,7 @@ def test_anthropic_writes_exactly_what_to_anthropic_writes(
         out = codec.to_anthropic(messages)
         assert _image(out) == _image(to_anthropic(messages))
         assert out == request
-        _mutate_everything(out[1])
+        mutate_everything(out[1])
 
 
 @settings(max_examples=60, deadline=None)
