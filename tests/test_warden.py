@@ -578,3 +578,32 @@ def test_a_per_call_summarizer_writes_that_calls_summary_and_the_log_names_it() 
     assert all(r.ref == edit.ref for r in guest.calls)  # the summary can point back to them
     assert Edit.from_dict(edit.as_dict()).summarizer == "guest"
     assert w.edit_log(result.conversation)[-1].summarizer == "guest"
+
+
+def test_agents_sharing_a_task_at_different_points_keep_a_log_each() -> None:
+    """The same job run twice (same system prompt, tools and task), the runs at different
+    points: each run's calls extend its own log (warm calls, stable request prefix), instead of
+    the two throwing each other's log away on every call."""
+    from contextwarden.formats import to_openai
+    from contextwarden.testing import ConversationBuilder
+
+    b = ConversationBuilder().system("You are a coding agent.").user("Fix the parser bug")
+    for i in range(30):
+        b.bash(f"cat src/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n" * 40)
+    history = b.build()
+    w = Warden()
+    ids: dict[str, set[str]] = {"a": set(), "b": set()}
+    last: dict[str, list[dict[str, Any]]] = {}
+    rebuilt = 0
+    for k in range(30, len(history) + 1, 2):
+        for run, end in (("a", k), ("b", k - 12)):
+            result = w.transform(history[:end], model="gpt-4o", window=128_000)
+            sent = to_openai(list(result.messages))
+            ids[run].add(result.conversation)
+            if run in last and not result.edits:
+                # a warm call: the previous request, then what is new
+                rebuilt += sent[: len(last[run])] != last[run]
+            last[run] = sent
+    assert len(ids["a"]) == 1 and len(ids["b"]) == 1 and ids["a"] != ids["b"]
+    assert rebuilt == 0
+    assert len(w.edit_log(next(iter(ids["a"])))) >= 1

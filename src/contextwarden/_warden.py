@@ -54,6 +54,8 @@ __all__ = ["CompactionHook", "TransformResult", "Warden"]
 
 #: Conversations one Warden remembers (least recently used forgotten first).
 MAX_CONVERSATIONS = 512
+#: Logs kept for histories that share one identity (the same system prompt, tools and task).
+MAX_BRANCHES = 16
 
 
 @runtime_checkable
@@ -356,17 +358,38 @@ class Warden:
         return own, key
 
     def _conversation(
-        self, key: str, messages: Sequence[Message], counter_name: str
+        self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool = False
     ) -> _Conversation:
+        """The log ``messages`` extend. Agents that share a system prompt, tools and task (the
+        same job run several times, at different points) share a key: each gets a log of its
+        own, ``key``, ``key#2``... (at most :data:`MAX_BRANCHES`), the longest one the history
+        extends is used. An explicit ``conversation=`` id has one log: a history that does not
+        extend it starts it anew."""
         with self._lock:
-            conv = self._conversations.get(key)
-            if conv is not None:
-                self._conversations.move_to_end(key)
-            if conv is None or conv.counter_name != counter_name or not conv.extends(messages):
-                conv = _Conversation(key, counter_name)
-                self._conversations[key] = conv
-                while len(self._conversations) > MAX_CONVERSATIONS:
-                    self._conversations.popitem(last=False)
+            best: _Conversation | None = None
+            free: str | None = None
+            ids = [key] if explicit else [key, *(f"{key}#{n}" for n in range(2, MAX_BRANCHES + 1))]
+            for cid in ids:
+                conv = self._conversations.get(cid)
+                if conv is None:
+                    free = free or cid
+                elif (
+                    conv.counter_name == counter_name
+                    and conv.extends(messages)
+                    and (best is None or len(conv.inputs) > len(best.inputs))
+                ):
+                    best = conv
+            if best is not None:
+                self._conversations.move_to_end(best.key)
+                return best
+            if free is None:  # every branch taken: the least recently used one starts anew
+                taken = set(ids)
+                free = next(cid for cid in self._conversations if cid in taken)
+            conv = _Conversation(free, counter_name)
+            self._conversations[free] = conv
+            self._conversations.move_to_end(free)
+            while len(self._conversations) > MAX_CONVERSATIONS:
+                self._conversations.popitem(last=False)
             return conv
 
     def edit_log(self, conversation: str) -> tuple[Edit, ...]:
@@ -521,7 +544,7 @@ class Warden:
         msgs = self._with_system(messages, system)
         check_messages(msgs)
         key = conversation if conversation is not None else conversation_key(msgs, tools_list)
-        conv = self._conversation(key, msgs, counter.name)
+        conv = self._conversation(key, msgs, counter.name, explicit=conversation is not None)
         ctx = LayerContext(counter, self.config, budget, tools_list)
         overhead = self._overhead(counter, tools_list, tools_key)
         return _Call(msgs, ctx, conv, overhead, self.rates_for(model), focus=focus)
