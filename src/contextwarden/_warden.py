@@ -55,7 +55,7 @@ __all__ = ["CompactionHook", "TransformResult", "Warden"]
 #: Conversations one Warden remembers (least recently used forgotten first).
 MAX_CONVERSATIONS = 512
 #: Logs kept for histories that share one identity (the same system prompt, tools and task).
-MAX_BRANCHES = 16
+MAX_BRANCHES = 64
 
 
 @runtime_checkable
