@@ -50,7 +50,9 @@ def _wait(url: str, proc: subprocess.Popen[Any], what: str) -> None:
             time.sleep(0.1)
 
 
-def _histories(agents: int, messages: int) -> tuple[list[list[dict[str, Any]]], str]:
+def _histories(
+    agents: int, messages: int, shared_task: bool = False
+) -> tuple[list[list[dict[str, Any]]], str]:
     """One OpenAI history of about ``messages`` messages per agent, each its own conversation."""
     from contextwarden._transcripts import load_transcript
     from contextwarden.formats import to_openai
@@ -77,7 +79,8 @@ def _histories(agents: int, messages: int) -> tuple[list[list[dict[str, Any]]], 
     for a in range(agents):
         history = [dict(m) for m in base[a % len(base)]]
         first = next(i for i, m in enumerate(history) if m["role"] == "user")
-        history[first]["content"] = f"[agent {a}] {history[first]['content']}"
+        if not shared_task:  # else: the same job run by several agents, one identity
+            history[first]["content"] = f"[agent {a}] {history[first]['content']}"
         out.append(history)
     return out, source
 
@@ -139,6 +142,11 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=32_000, help="the proxy's --window")
     ap.add_argument("--chunks", type=int, default=20, help="SSE events per reply")
     ap.add_argument("--workers", type=int, default=1, help="the proxy's --workers")
+    ap.add_argument(
+        "--shared-task",
+        action="store_true",
+        help="agents on one recording share its task unchanged (the same job run N times)",
+    )
     ap.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_upstream:
@@ -149,7 +157,7 @@ def main() -> int:
         uvicorn.run(fake.app, host="127.0.0.1", port=args.serve_upstream, log_level="warning")
         return 0
 
-    histories, source = _histories(args.agents, args.messages)
+    histories, source = _histories(args.agents, args.messages, args.shared_task)
     tmp = Path(tempfile.mkdtemp(prefix="cw-measure-"))
     up_port, proxy_port = _free_port(), _free_port()
     upstream, proxy = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{proxy_port}"

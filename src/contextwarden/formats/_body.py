@@ -75,13 +75,19 @@ class _Entry:
         self.finite = finite  # per message: it and every message before it hold no NaN/infinity
         self.size = len(prefix)
 
-    def common(self, raw: bytes) -> int:
+    def common(self, raw: bytes, beat: int = 0) -> int:
         """How many leading messages ``raw`` has byte for byte as this body had them (0 when
-        what comes before the first message differs)."""
+        what comes before the first message differs), when that is more than ``beat``; else
+        any number up to ``beat`` (the caller has a body that shares ``beat`` already)."""
         if raw.startswith(self.prefix):
             return len(self.ends)
-        prefix, start = self.prefix, self.head_end
-        if raw[:start] != prefix[:start]:
+        prefix, start, ends = self.prefix, self.head_end, self.ends
+        if beat >= len(ends) or raw[:start] != prefix[:start]:
+            return 0
+        if beat and raw[ends[beat - 1] : ends[beat]] != prefix[ends[beat - 1] : ends[beat]]:
+            # sharing more than ``beat`` messages needs message ``beat`` at the same place
+            # (several agents on one job: their bodies share long prefixes, and a full walk
+            # of each would cost more than reading the body)
             return 0
         for k, end in enumerate(self.ends):
             if raw[start:end] != prefix[start:end]:
@@ -209,7 +215,7 @@ class BodyReader:
         best: tuple[int, _Entry] | None = None
         k = 0
         for key, entry in reversed(entries):  # the most recent first
-            n = entry.common(raw)
+            n = entry.common(raw, k)
             if n > k:
                 best, k = (key, entry), n
                 if n == len(entry.ends):
