@@ -207,3 +207,20 @@ def test_bad_summarizer_option_is_a_clear_error() -> None:
         ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "gemini:x"})
     with pytest.raises(ValidationError, match="needs a model"):
         ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "openai"})
+
+
+def test_the_request_summarizer_follows_the_source_and_never_fails_a_request() -> None:
+    from contextwarden.proxy.warden import request_summarizer
+
+    headers = {"Authorization": "Bearer sk-x", "Cookie": "c=1"}
+    upstream = ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1"})
+    make = request_summarizer(upstream, headers, "openai")
+    assert make is not None
+    llm = make("gpt-4o")
+    assert llm is not None and llm.name == "llm:openai:gpt-4o"
+    assert llm.headers == {"authorization": "Bearer sk-x"}  # credentials only
+    assert make(None) is None and make("   ") is None  # no model: the warden's own summary
+    offline = ProxyConfig.model_validate(
+        {"upstream": "http://127.0.0.1:1", "summarizer": "extractive"}
+    )
+    assert request_summarizer(offline, headers, "openai") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Literal
 
+from .._exceptions import ContextWardenError
 from .config import ProxyConfig
 from .transform import BodyWarden
 
@@ -71,17 +72,20 @@ def request_summarizer(
     settings = config.warden
 
     def make(model: str | None) -> Summarizer | None:
-        if not (config.summary_model or model):
+        if not (config.summary_model or (model and model.strip())):
             return None  # nothing to ask for: the extractive summary
-        return summarizer_for_request(
-            config.upstream,
-            headers,
-            model or "",
-            api,
-            summary_model=config.summary_model,
-            timeout_s=settings.summarizer.timeout_s,
-            max_retries=settings.summarizer.max_retries,
-            max_chars=settings.compaction.summary_max_chars,
-        )
+        try:
+            return summarizer_for_request(
+                config.upstream,
+                headers,
+                model or "",
+                api,
+                summary_model=config.summary_model,
+                timeout_s=settings.summarizer.timeout_s,
+                max_retries=settings.summarizer.max_retries,
+                max_chars=settings.compaction.summary_max_chars,
+            )
+        except ContextWardenError:  # a model name it cannot use: the warden's own summary
+            return None
 
     return make
