@@ -432,7 +432,8 @@ class Compactor:
             return None  # a span this small has no room for a useful summary: nothing to gain
         primary = ctx.summarizer
         tries = [False, True] if name == LAST_RESORT and primary is not self.fallback else [False]
-        ref = make_ref(tuple(current[i] for i in outcome.elided))
+        span = tuple(current[i] for i in outcome.elided)
+        ref = make_ref(span)
         for fallback_only in tries:
             summary, by = outcome.summary, None
             if summary is None:
@@ -440,7 +441,9 @@ class Compactor:
                 summary, by = yield from self._write(name, outcome, chain, ref, events)
             if summary is None:
                 return None
-            step = self._judge(name, current, ctx, tokens, tools, outcome, summary, events, keep)
+            step = self._judge(
+                name, current, ctx, tokens, tools, outcome, (span, ref), summary, events, keep
+            )
             if step is not None:
                 return replace(step, by=by)
             if outcome.summary is not None:
@@ -492,17 +495,18 @@ class Compactor:
         tokens: int,
         tools: Sequence[Mapping[str, Any]] | None,
         outcome: StrategyOutcome,
+        elided: tuple[tuple[Message, ...], str],
         summary: str,
         events: list[Event],
         keep: Sequence[str],
     ) -> _Step | None:
         """The new history when ``summary`` passes the checks; else None and an event.
+        ``elided``: the messages the summary replaces and their reference.
 
         Two checks: :func:`check_summary` of the summary against what it replaces, and
         :func:`must_keep` of the whole input against the whole new history (a fact an earlier
         summary carried must survive the next summary too)."""
-        span = tuple(current[i] for i in outcome.elided)
-        ref = make_ref(span)
+        span, ref = elided
         if outcome.rebuild and not self.hint_system:
             outcome = replace(outcome, rebuild=False)
         new = assemble(current, outcome, summary, ref)

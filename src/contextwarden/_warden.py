@@ -224,6 +224,8 @@ class Warden:
         self._rates: dict[str | None, CacheRates] = {}
         self._systems: dict[str, Message] = {}
         self._overheads: dict[tuple[str, str], int] = {}
+        self._tool_sets: dict[bytes, tuple[list[Mapping[str, Any]], str]] = {}
+        self._prefix_codec: PrefixCodec | None = None  # made on first use (formats imported)
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
 
     # -- resolution --------------------------------------------------------------------------
@@ -325,8 +327,6 @@ class Warden:
             self._remember(self._overheads, (counter.name, key), cached)
         return cached
 
-    _tool_sets: dict[bytes, tuple[list[Mapping[str, Any]], str]]
-
     def _tools(self, tools: Any) -> tuple[list[Mapping[str, Any]] | None, str]:
         """``check_tools(tools) or None``, and the JSON text of the tools (what the overhead is
         cached by). An agent sends the same tools on every call: a set seen recently (the same
@@ -342,7 +342,7 @@ class Warden:
             image: bytes | None = marshal.dumps(tools, 2)
         except (ValueError, TypeError):  # not plain lists and dicts: checked every time
             image = None
-        table = self.__dict__.setdefault("_tool_sets", {})
+        table = self._tool_sets
         if image is not None:
             known: tuple[list[Mapping[str, Any]], str] | None = self._recall(table, image)
             if known is not None:
@@ -429,8 +429,7 @@ class Warden:
         :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
-        call = self._begin(messages, model, window, system, tools, conversation, focus)
-        call.summarizer = summarizer
+        call = self._begin(messages, model, window, system, tools, conversation, focus, summarizer)
         with call.conv.lock:
             request = self._plan(call, now, force_compact, allow_compaction)
             if request is not None:
@@ -464,8 +463,7 @@ class Warden:
     ) -> TransformResult:
         """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
         when it has one (else runs ``compact`` in a worker thread)."""
-        call = self._begin(messages, model, window, system, tools, conversation, focus)
-        call.summarizer = summarizer
+        call = self._begin(messages, model, window, system, tools, conversation, focus, summarizer)
         lock = call.conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
@@ -527,6 +525,7 @@ class Warden:
         tools: Sequence[Mapping[str, Any]] | None,
         conversation: str | None,
         focus: str | None = None,
+        summarizer: Any = None,
     ) -> _Call:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             from ._exceptions import FormatError
@@ -547,7 +546,8 @@ class Warden:
         conv = self._conversation(key, msgs, counter.name, explicit=conversation is not None)
         ctx = LayerContext(counter, self.config, budget, tools_list)
         overhead = self._overhead(counter, tools_list, tools_key)
-        return _Call(msgs, ctx, conv, overhead, self.rates_for(model), focus=focus)
+        rates = self.rates_for(model)
+        return _Call(msgs, ctx, conv, overhead, rates, focus=focus, summarizer=summarizer)
 
     def _prepare(self, call: _Call, now: float | None) -> None:
         """Append the new messages, then make the policy's lossless edits."""
@@ -1022,8 +1022,6 @@ class Warden:
         return len(conv.sources)
 
     # -- hooks and provider dicts ------------------------------------------------------------
-    _prefix_codec: PrefixCodec | None = None
-
     def _codec(self) -> PrefixCodec:
         """This warden's reader and writer of provider dicts: a conversation's known prefix is
         not read again (the same Message objects come back, so its log is found by identity),
@@ -1215,14 +1213,20 @@ def _diff_edit(
     )
 
 
-def _accepts(hook: object, name: str) -> bool:
+def takes_keyword(fn: object, name: str) -> bool:
+    """Whether ``fn`` can be called with the keyword ``name`` (it names it or takes
+    ``**kwargs``): how the warden, and the proxy, pass newer options to hooks written before."""
     import inspect
 
     try:
-        params = inspect.signature(hook.compact).parameters  # type: ignore[attr-defined]
-    except (TypeError, ValueError, AttributeError):
+        params = inspect.signature(fn).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _accepts(hook: object, name: str) -> bool:
+    return takes_keyword(getattr(hook, "compact", None), name)
 
 
 def _accepts_force(hook: object) -> bool:

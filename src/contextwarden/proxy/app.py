@@ -42,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._exceptions import ContextOverflowError
+from .._warden import takes_keyword
 from .config import ProxyConfig
 from .errors import Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
@@ -82,7 +83,9 @@ class _Proxy:
         self.config = config
         self.warden = _OverflowPassing(warden)
         # a warden of the caller's own (create_app(warden=...)) may not take a summarizer
-        self.per_request_summaries = _takes_summarizer(warden)
+        self.per_request_summaries = takes_keyword(
+            getattr(warden, "transform_openai", None), "summarizer"
+        )
         self.cache = cache
         self.stats = ProxyStats()
         self._clients: list[httpx.AsyncClient] = []
@@ -329,17 +332,6 @@ class _OverflowPassing:
             return self._warden.transform_anthropic(*args, **kwargs)
         except ContextOverflowError as exc:
             raise _Overflow(exc) from exc
-
-
-def _takes_summarizer(warden: object) -> bool:
-    """Whether the warden's transforms take a per-call ``summarizer`` (a Warden's do)."""
-    import inspect
-
-    try:
-        params = inspect.signature(warden.transform_openai).parameters  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError):
-        return False
-    return "summarizer" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class _NoCookies(CookiePolicy):
