@@ -639,10 +639,11 @@ class Warden:
         if not events:
             return m
         call.events.extend(events)
-        if m.role == "tool":  # a tool message closes no turn: what is left is its own repair
+        if m.role == "tool" and len(out) <= 1 and all(x.role == "tool" for x in out):
+            # a tool message kept as one (or dropped) closes no turn: out is its own repair
             synthetic: list[Message] = []
             entry = out[0] if out else None
-        else:
+        else:  # synthetic results (tool messages) before the message itself, if it stays
             synthetic = [x for x in out if x.role == "tool"]
             rest = [x for x in out if x.role != "tool"]
             entry = rest[0] if rest else None

@@ -439,3 +439,23 @@ def test_real_recordings_come_back_untouched_and_repair_once_broken(shared_data:
         # messages read from Anthropic (Claude Code records one per block) are kept apart by
         # the adapter, so a removed tool-result turn leaves two assistant turns side by side
         assert [p for p in problems if "in a row" not in p] == [], path.name
+
+
+def test_a_tool_message_turned_user_closes_the_calls_still_open() -> None:
+    """Found by the property above: an Anthropic user turn of orphan results after an
+    unanswered call becomes a user message, and a user message ends the turn."""
+    from contextwarden.formats import validate_anthropic
+
+    msgs = [
+        user("task"),
+        assistant("", tool_calls=[ToolCallBlock("c1", "bash", "{}")]),
+        tool_result("ghost", "stray"),
+    ]
+    sys_prompt, d = to_anthropic(msgs)
+    out, events = repair_history(from_anthropic(d, system=sys_prompt))
+    assert [m.role for m in out] == ["user", "assistant", "tool", "user"]
+    assert out[2].tool_results[0].tool_call_id == "c1"
+    assert out[2].tool_results[0].content == NO_RESULT_TEXT
+    assert out[3].text == DROPPED_RESULTS_TEXT
+    assert len(events) == 2  # the orphan dropped, c1 closed
+    assert validate_anthropic(*to_anthropic(list(out))) == []

@@ -10,7 +10,8 @@ an empty user message. The rules, applied message by message in order:
   that call was answered already. A tool message left with nothing but those results goes; one
   with text or images riding along keeps them as a ``user`` message (so does one read from
   Anthropic, holding :data:`DROPPED_RESULTS_TEXT`: it is a user turn there, and removing it
-  would put two assistant turns side by side).
+  would put two assistant turns side by side). Such a ``user`` message ends the turn: calls
+  still open are closed before it, as below.
 * **A duplicate tool-call id is made unique**: a call whose id an earlier call already used is
   renamed ``<id>-2`` (``-3``... the first suffix no earlier call used; the characters stay
   within Anthropic's ``[a-zA-Z0-9_-]`` when the id was), and the results of its turn that name
@@ -178,6 +179,11 @@ def repair_appended(
                 new = _assistant(state, i, m, problem, added if strict else None)
             elif role == "tool":
                 new = _tool(state, i, m, problem)
+                if new is not None and new.role != "tool":
+                    # all its results dropped, what is left is a user turn: it ends the turn
+                    # like any other, so the calls still open are closed before it
+                    _close_turn(state, i, out, problem)
+                    state.prev_role = new.role
             else:
                 new = _other(i, m, problem)
             if new is not None:
