@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._exceptions import ConfigError
 from ._models import ModelOverride
 from ._policy import PolicyConfig
+from ._task import TaskConfig
 from .layers.mask import MaskConfig
 from .layers.thinking import ThinkingConfig
 from .layers.truncate import TruncateConfig
@@ -99,6 +100,15 @@ class CompactionConfig(BaseModel):
     on_refusal: Literal["drop_oldest", "new_session", "raise"] = Field(
         "drop_oldest", description="What to do when the user refuses. Default: drop_oldest."
     )
+    cooldown_ratio: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="After a compaction, the next one waits until the request has grown by "
+        "this share of the window, unless it is over the hard limit (window - reserve): a "
+        "compaction that could not reach its target is not repeated on every call. "
+        "Default: 0.1.",
+    )
     strategy_order: dict[TaskType, list[StrategyName]] = Field(
         default_factory=_default_strategy_order,
         description="Strategy order per detected task type (seed 003).",
@@ -169,6 +179,7 @@ class WardenConfig(BaseModel):
         "fields of an entry: docs/prices.md. Default: none.",
     )
     summarizer: SummarizerConfig = Field(default_factory=_defaults(SummarizerConfig))
+    task: TaskConfig = Field(default_factory=_defaults(TaskConfig))
 
 
 # --------------------------------------------------------------------------------------------

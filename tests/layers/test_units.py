@@ -67,7 +67,8 @@ def test_pins_keep_their_unit_and_leading_tool_message_is_its_own_unit() -> None
     index = HistoryIndex()
     index.extend(msgs, 0)
     assert spans(index) == [(0, 1), (1, 2), (2, 4)]
-    assert index.unit_keep == [False, True, True]
+    # everything up to the task is kept (what a client sends before the task stays)
+    assert index.unit_keep == [True, True, True]
 
 
 def test_old_results_counts_blocks_from_the_end() -> None:

@@ -11,8 +11,9 @@ tool message answering its calls (parallel calls stay together), or a lone user 
 message never starts a unit unless it is the very first message, so a cut never lands on a tool
 result. When a tool message answers a call made in an earlier unit (out-of-order results), the
 units in between are merged, so a call and its result are always kept or dropped together.
-A unit is **kept** (never dropped) when it holds a system message, the task (the first user
-message) or pinned content.
+A unit is **kept** (never dropped) when it holds a system message or pinned content, or comes
+no later than the task (the user's first message of their own, :mod:`contextwarden._task`: what
+a client injects before it stays too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._task import LOOKAHEAD, task_index
 
 __all__ = ["HistoryIndex"]
 
@@ -37,7 +39,7 @@ class HistoryIndex:
         self.keep_results = keep_results
         self.keep_thinking = keep_thinking
         self.n = 0
-        #: index of the task (the first user message), or None
+        #: index of the task (:func:`~contextwarden._task.task_index`), or None
         self.task: int | None = None
         #: index of the last user message, or -1
         self.last_user = -1
@@ -92,14 +94,19 @@ class HistoryIndex:
                         new_thinking = True
                         self.thinking.append(i)
                 elif role == "user":
-                    if self.task is None:
-                        self.task = i
-                        self.unit_keep[-1] = True
                     self.last_user = i
             if role == "system" or m.is_pinned:
                 self.unit_keep[-1] = True
             self.names.append(names)
         self.n = len(messages)
+        if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
+            # the task is settled once a few messages follow it (a client's example run ends)
+            task = task_index(messages[: self.n])
+            if task != self.task:
+                dirty = min(dirty, self.task if self.task is not None else start)
+                self.task = task
+                for u, s in enumerate(self.unit_starts):
+                    self.unit_keep[u] = self.unit_keep[u] or (task is not None and s <= task)
         if new_result:
             dirty = min(dirty, old_results_head if old_results_head is not None else start)
         if new_thinking and old_thinking_head is not None:

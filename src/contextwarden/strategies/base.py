@@ -14,7 +14,7 @@ Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the 
 * the history is cut only at *unit* boundaries: a unit is a non-tool message plus the ``tool``
   messages that follow it, so an assistant's tool calls (parallel ones included) and their
   results are elided or kept together, and no cut lands on a tool result;
-* system messages, everything up to and including the first user message (the task), and
+* system messages, everything up to and including the user's task (:mod:`contextwarden._task`), and
   pinned units are never elided;
 * a previous compaction's summary message, when elided, is passed on as ``previous_summary``
   (an incremental update) instead of being summarized as text.
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import CompactionConfig, TaskType
 from .._messages import Message, TextBlock
+from .._task import task_index, task_text
 from ..summarizers.base import Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ class Layout:
 
     messages: tuple[Message, ...]
     units: tuple[tuple[int, int], ...]  # (start, end) half-open, in order, covering everything
-    task: int | None  # index of the first user message
+    task: int | None  # index of the user's task (see contextwarden._task)
     protected: frozenset[int]  # unit starts that are never elided
 
     @classmethod
@@ -135,7 +136,7 @@ class Layout:
         msgs = tuple(messages)
         starts = [i for i, m in enumerate(msgs) if m.role != "tool" or i == 0]
         units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
-        task = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
+        task = task_index(msgs)
         protected: set[int] = set()
         for start, end in units:
             span = msgs[start:end]
@@ -240,7 +241,7 @@ def summary_request(
     """The request summarizing ``messages[elided]``: earlier summary messages among them become
     ``previous_summary`` (incremental update) and the task rides along. ``pinned`` stays empty:
     pinned units are never elided, so their text is in the history verbatim already."""
-    layout_task = next((m for m in messages if m.role == "user"), None)
+    at = task_index(messages)
     span: list[Message] = []
     previous = [previous_summary] if previous_summary else []
     for i in elided:
@@ -251,7 +252,7 @@ def summary_request(
             span.append(m)
     return SummaryRequest(
         messages=tuple(span),
-        task=layout_task.text if layout_task is not None else "",
+        task=task_text(messages[at]) if at is not None else "",
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
         max_chars=max_chars or ctx.config.summary_max_chars,

@@ -1,0 +1,701 @@
+"""One conversation: the agent's history, the log of edits made for it, and the view they give.
+
+A :class:`Conversation` holds what the warden knows of one conversation: the messages the agent
+sent (as given), the same messages as they entered the view (a huge tool output cut once), the
+log of :class:`~contextwarden._log.Edit` records, and the view, which is
+:func:`~contextwarden._log.apply` of the two. One :class:`Call` at a time extends it:
+
+1. :meth:`Conversation.continuation` says whether a request continues this conversation: its
+   messages equal the history's *by content* (where ``cache_control`` breakpoints sit, ids and
+   timestamps do not count), or only the messages after the last assistant turn changed (a
+   reminder the client appends to its newest message and takes back on the next call) and no
+   edit reached them. A request that rewrote what an edit stands on (the agent rewound or edited
+   its history) does not continue it.
+2. :meth:`Conversation.rebuilt` makes the same conversation from the request's own messages
+   (so the client's breakpoints stay where it put them) and the same log; :meth:`restore` does
+   it from a stored :meth:`record` (another worker, a restart).
+3. :meth:`Conversation.prepare` appends the new messages and makes the policy's lossless edits
+   (mask, strip thinking); :meth:`compaction_due` tells whether a compaction must run now
+   (over the trigger, and not within the cool-down after the last one unless over the hard
+   limit); :meth:`record_compaction` records its result; :meth:`window_cut` drops whole oldest
+   units when no summary is made.
+
+All of it runs under the conversation's lock, one call at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .._config import WardenConfig
+from .._events import CompactResult, Event, emit
+from .._log import Edit, EditReason, Source, apply
+from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._policy import CacheRates, edit_pays
+from ..layers.base import LayerContext
+from ..layers.mask import mask_message
+from ..layers.repair import RepairState, repair_appended
+from ..layers.thinking import strip_message
+from ..layers.truncate import needs_truncation, truncate_message
+from ..strategies.base import Layout, compaction_target
+
+__all__ = ["Call", "Conversation", "Diverged", "reference"]
+
+#: The version of :meth:`Conversation.record`'s layout.
+RECORD_VERSION = 1
+
+
+def reference(messages: Sequence[Message]) -> str:
+    """The ``cw:`` reference of ``messages``: a hash of their content, the same on any machine."""
+    h = hashlib.blake2b(digest_size=8)
+    for m in messages:
+        h.update(m.fingerprint.encode())
+        h.update(b"\x00")
+    return "cw:" + h.hexdigest()
+
+
+@dataclass
+class Call:
+    """One call's working state: the request's history (``messages``, without the per-call
+    ``tail``), how it is counted and budgeted, and what the call did."""
+
+    messages: Sequence[Message]
+    ctx: LayerContext
+    conv: Conversation
+    overhead: int
+    rates: CacheRates
+    tail: tuple[Message, ...] = ()
+    tail_tokens: int = 0
+    total: int = 0
+    tokens_before: int = 0
+    new_start: int = 0
+    must_compact: bool = False
+    focus: str | None = None
+    summarizer: Any = None
+    events: list[Event] = field(default_factory=list)
+    compactor_events: list[Event] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    elided: dict[str, tuple[Message, ...]] = field(default_factory=dict)
+    compaction: CompactResult | None = None
+
+
+def _reach(edit: Edit) -> tuple[int, int]:
+    """``(touched, anchored)``: the last history position ``edit`` changes or removes, and the
+    last position a message it inserts is anchored before (-1 for none)."""
+    touched = edit.upto
+    for _, end in edit.removed:
+        touched = max(touched, end - 1)
+    for p, _ in edit.replaced:
+        touched = max(touched, p)
+    anchored = max((a for a, _ in edit.inserted), default=-1)
+    if edit.kind == "repair":  # synthetic results close calls of the message before the anchor
+        touched = max(touched, anchored)
+    return touched, anchored
+
+
+class Conversation:
+    """One conversation's state (see the module docstring). ``key`` names it in its warden's
+    table (and store); ``counter_name`` is the token counter its counts were made with."""
+
+    def __init__(self, key: str, counter_name: str, config: WardenConfig) -> None:
+        self.key = key
+        self.counter_name = counter_name
+        self.config = config
+        self.inputs: list[Message] = []  # the agent's messages, as given
+        self.base: list[Message] = []  # the same, huge tool output cut on entry
+        self.names: list[tuple[str, ...]] = []  # tool names of each message's results
+        self.call_names: dict[str, str] = {}
+        self.edits: list[Edit] = []
+        self.view: list[Message] = []
+        self.sources: list[Source] = []
+        self.tokens: list[int] = []  # per view message
+        self.input_tokens = 0
+        self.mask_upto = -1
+        self.strip_upto = -1
+        self.touched = -1  # the last history position an edit changed or removed
+        self.anchored = -1  # the last position an edit's inserted message stands before
+        self.results: list[int] = []  # history positions holding tool results, in order
+        self.thinking: list[int] = []  # history positions of assistant messages with thinking
+        self.last_user = -1
+        self.last_assistant = -1
+        self.masked: dict[int, Message] = {}
+        self.stripped: dict[int, Message] = {}
+        self.gains: dict[tuple[str, int], int] = {}
+        self.positions: dict[int, int] | None = None  # history position -> view position
+        self.repair = RepairState()  # what the history so far leaves open (ids, calls)
+        self.calls = 0
+        self.last_time: float | None = None
+        #: the request's tokens right after the last compaction (the cool-down starts there)
+        self.compacted_at: int | None = None
+        self.version = 0  # bumped on every call: a stored record newer than this wins
+        self.lock = threading.Lock()
+
+    # -- continuity ----------------------------------------------------------------------------
+    def continuation(self, messages: Sequence[Message]) -> int | None:
+        """How many leading messages of ``messages`` this conversation continues from, or None
+        when it does not continue (see the module docstring). ``len(self.inputs)`` means the
+        request holds the whole history, by content; less means the messages after that were
+        replaced (a taken-back reminder), which no edit reached."""
+        n = len(self.inputs)
+        inputs = self.inputs
+        shared = 0
+        limit = min(n, len(messages))
+        while shared < limit:
+            a, b = messages[shared], inputs[shared]
+            if a is not b and a.fingerprint != b.fingerprint:
+                break
+            shared += 1
+        if shared == n:
+            return n
+        if shared <= self.last_assistant or shared <= self.touched or shared < self.anchored:
+            return None  # an assistant turn, or what an edit stands on, was rewritten
+        return shared
+
+    def exact(self, messages: Sequence[Message]) -> bool:
+        """True when ``messages`` begins with the history as given (the same values, metadata
+        and breakpoints included): the conversation goes on without being rebuilt."""
+        n = len(self.inputs)
+        # list equality compares the same objects without calling __eq__: microseconds for an
+        # agent's own list; equal messages rebuilt from provider dicts match too
+        return len(messages) >= n and list(messages[:n]) == self.inputs
+
+    def rebuilt(self, call: Call, upto: int) -> Conversation:
+        """This conversation made again from ``call.messages[:upto]`` (equal by content to its
+        history there) and the same log; the call's state is left untouched."""
+        return self._replay(call, upto, self.edits, self.calls, self.last_time, self.compacted_at)
+
+    def _replay(
+        self,
+        call: Call,
+        upto: int,
+        edits: Sequence[Edit],
+        calls: int,
+        last_time: float | None,
+        compacted_at: int | None,
+    ) -> Conversation:
+        fresh = Conversation(self.key, self.counter_name, self.config)
+        fresh.lock = self.lock
+        fresh.version = self.version
+        scratch = replace(call, conv=fresh, events=[], edits=[], elided={})
+        fresh._append(scratch, 0, upto)
+        again = [(e.removed, e.inserted) for e in fresh.edits]
+        before = [(e.removed, e.inserted) for e in edits if e.kind == "repair"]
+        if again != before[: len(again)] or len(again) != len(before):
+            raise Diverged  # the same content repaired differently: cannot happen, but never guess
+        fresh.edits, fresh.mask_upto, fresh.strip_upto = [], -1, -1
+        fresh.touched = fresh.anchored = -1
+        fresh._commit(scratch, list(edits), replay=True)
+        fresh.calls, fresh.last_time, fresh.compacted_at = calls, last_time, compacted_at
+        return fresh
+
+    # -- persistence ---------------------------------------------------------------------------
+    def record(self) -> dict[str, Any]:
+        """What another process needs to continue this conversation: the content hashes of
+        its history, its log and its counters (JSON-ready)."""
+        return {
+            "v": RECORD_VERSION,
+            "key": self.key,
+            "counter": self.counter_name,
+            "version": self.version,
+            "history": [m.fingerprint for m in self.inputs],
+            "last_assistant": self.last_assistant,
+            "edits": [e.as_dict() for e in self.edits],
+            "calls": self.calls,
+            "last_time": self.last_time,
+            "compacted_at": self.compacted_at,
+        }
+
+    @staticmethod
+    def record_continues(record: Mapping[str, Any], messages: Sequence[Message]) -> int | None:
+        """:meth:`continuation` for a stored record."""
+        history: list[str] = record["history"]
+        n = len(history)
+        shared = 0
+        limit = min(n, len(messages))
+        while shared < limit and messages[shared].fingerprint == history[shared]:
+            shared += 1
+        if shared == n:
+            return n
+        touched = anchored = -1
+        for raw in record["edits"]:
+            t, a = _reach(Edit.from_dict(raw))
+            touched, anchored = max(touched, t), max(anchored, a)
+        if shared <= int(record["last_assistant"]) or shared <= touched or shared < anchored:
+            return None
+        return shared
+
+    def restore(self, call: Call, record: Mapping[str, Any], upto: int) -> Conversation:
+        """The conversation ``record`` describes, made from ``call.messages[:upto]``."""
+        edits = [Edit.from_dict(raw) for raw in record["edits"]]
+        compacted = record.get("compacted_at")
+        fresh = self._replay(
+            call,
+            upto,
+            edits,
+            int(record["calls"]),
+            record.get("last_time"),
+            int(compacted) if compacted is not None else None,
+        )
+        fresh.version = int(record["version"])
+        return fresh
+
+    # -- appending -----------------------------------------------------------------------------
+    def prepare(self, call: Call, now: float | None) -> None:
+        """Append the new messages, then make the policy's lossless edits; sets
+        ``call.must_compact`` when a compaction (or a window cut) is due."""
+        ctx = call.ctx
+        call.new_start = len(self.view)
+        self._append(call, len(self.inputs), len(call.messages))
+        budget = ctx.budget
+        cold = (
+            call.rates.caching
+            and call.rates.ttl_s is not None
+            and self.last_time is not None
+            and (time.time() if now is None else now) - self.last_time > call.rates.ttl_s
+        )
+        must = budget is not None and call.total > budget.trigger
+        reason: EditReason = "must" if must else ("free" if cold else "pays")
+        if not call.rates.caching and not must:
+            reason = "immediate"
+        self._lossless_edit(call, reason)
+        if must and budget is not None:
+            # over the trigger: cut to the target now, not just under the trigger, so the next
+            # calls only append instead of trimming a little on every call (a window cut,
+            # which loses what it drops, waits until the lossless edits are not enough)
+            cfg = self.config
+            summarises = cfg.compaction.enabled
+            aim = compaction_target(budget) if summarises else budget.trigger
+            call.must_compact = call.total > aim and not self._cooling(call)
+
+    def _cooling(self, call: Call) -> bool:
+        """Within the cool-down after the last compaction: the request has grown by less than
+        ``compaction.cooldown_ratio`` of the window since, and is within the hard limit."""
+        budget = call.ctx.budget
+        if self.compacted_at is None or budget is None:
+            return False
+        grown = call.total - self.compacted_at
+        return (
+            grown < self.config.compaction.cooldown_ratio * budget.window
+            and call.total <= budget.limit
+        )
+
+    def _append(self, call: Call, start: int, stop: int) -> None:
+        ctx = call.ctx
+        msgs = call.messages
+        count = ctx.counter.count_message
+        cfg = self.config.truncate
+        for i in range(start, stop):
+            m = msgs[i]
+            self.inputs.append(m)
+            self.input_tokens += count(m)
+            names: list[str] = []
+            for b in m.content:
+                if isinstance(b, ToolCallBlock):
+                    self.call_names[b.id] = b.name
+                elif isinstance(b, ToolResultBlock):
+                    names.append(self.call_names.get(b.tool_call_id, ""))
+            self.names.append(tuple(names))
+            if names:
+                self.results.append(i)
+            if m.role == "user" and not names:
+                self.last_user = i
+            if m.role == "assistant":
+                self.last_assistant = i
+                if any(isinstance(b, ThinkingBlock) for b in m.content):
+                    self.thinking.append(i)
+            entry = self._repair(call, i, m)
+            if entry is None:  # a repair took it out: it stays in the history, not the view
+                self.base.append(m)
+                continue
+            if not entry.is_pinned and needs_truncation(entry, cfg):
+                entry, events = truncate_message(entry, tuple(names), ctx)
+                for e in events:
+                    emit(call.events, replace(e, index=len(self.view)))
+            self.base.append(entry)
+            if self.positions is not None:
+                self.positions[i] = len(self.view)
+            self.view.append(entry)
+            self.sources.append(i)
+            self.tokens.append(count(entry))
+        call.total = sum(self.tokens) + call.overhead
+        call.tokens_before = self.input_tokens + call.overhead
+
+    def _repair(self, call: Call, i: int, m: Message) -> Message | None:
+        """History message ``i`` as it enters the view, repaired (see :mod:`..layers.repair`):
+        the same object when nothing is wrong, a fixed copy (ids made unique, an empty user
+        message given a placeholder), or None when it is taken out (a result without its call).
+        Synthetic results closing calls left unanswered before it are recorded as a ``repair``
+        edit and put in the view first. Raises FormatError under ``config.strict``."""
+        out, events, _ = repair_appended(
+            call.messages, i, self.repair, strict=self.config.strict, stop=i + 1
+        )
+        if not events:
+            return m
+        call.events.extend(events)
+        if m.role == "tool" and len(out) <= 1 and all(x.role == "tool" for x in out):
+            # a tool message kept as one (or dropped) closes no turn: out is its own repair
+            synthetic: list[Message] = []
+            entry = out[0] if out else None
+        else:  # synthetic results (tool messages) before the message itself, if it stays
+            synthetic = [x for x in out if x.role == "tool"]
+            rest = [x for x in out if x.role != "tool"]
+            entry = rest[0] if rest else None
+        if synthetic or entry is None:
+            number = len(self.edits)
+            edit = Edit(
+                "repair",
+                "must",
+                removed=((i, i + 1),) if entry is None else (),
+                inserted=tuple((i, s) for s in synthetic),
+                call=self.calls,
+            )
+            self._note(edit)
+            call.edits.append(edit)
+            count = call.ctx.counter.count_message
+            for k, s in enumerate(synthetic):
+                self.view.append(s)
+                self.sources.append((number, k))
+                self.tokens.append(count(s))
+        return entry
+
+    # -- lossless edits: mask and strip, batched -----------------------------------------------
+    def mask(self, ctx: LayerContext, i: int, m: Message) -> Message:
+        """History message ``i`` (``m`` as it entered the view) with its tool results masked."""
+        done = self.masked.get(i)
+        if done is None:
+            names = self.names[i]
+            if not names or m.is_pinned or not self.config.mask.enabled:
+                done = m
+            else:
+                # the marker names the reference the original is kept under (elided)
+                ref = reference((self.inputs[i],))
+                done = mask_message(m, (len(names), names), ctx, ref)[0]
+            self.masked[i] = done
+        return done
+
+    def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:
+        """History message ``i`` without its thinking."""
+        done = self.stripped.get(i)
+        if done is None:
+            if m.role != "assistant" or m.is_pinned or not self.config.thinking.enabled:
+                done = m
+            else:
+                done = strip_message(m, ctx)[0]
+            self.stripped[i] = done
+        return done
+
+    def position(self, i: int) -> int | None:
+        """Where history message ``i`` stands in the view (None when an edit removed it)."""
+        if self.positions is None:
+            self.positions = {s: p for p, s in enumerate(self.sources) if isinstance(s, int)}
+        return self.positions.get(i)
+
+    def _frontiers(self) -> tuple[int, int]:
+        """How far a mask and a strip may reach now: all but the ``keep_recent`` newest tool
+        results; all but the ``keep_recent`` newest assistant messages with thinking (and, with
+        ``keep_current_turn``, nothing after the last user message)."""
+        cfg = self.config
+        keep = cfg.mask.keep_recent
+        mask_to = -1
+        if cfg.mask.enabled:
+            kept = 0
+            for pos in reversed(self.results):
+                kept += len(self.names[pos])
+                if kept > keep:
+                    mask_to = pos
+                    break
+        strip_to = -1
+        if cfg.thinking.enabled and len(self.thinking) > cfg.thinking.keep_recent:
+            strip_to = self.thinking[len(self.thinking) - cfg.thinking.keep_recent - 1]
+            if cfg.thinking.keep_current_turn:
+                strip_to = min(strip_to, self.last_user - 1)
+        return mask_to, strip_to
+
+    def _gain(self, ctx: LayerContext, i: int, p: int, kind: str) -> int:
+        """Tokens a mask (or strip) of history message ``i``, at view position ``p``, removes."""
+        key = (kind, i)
+        gain = self.gains.get(key)
+        if gain is None:
+            m = self.view[p]
+            after = self.mask(ctx, i, m) if kind == "mask" else self.strip(ctx, i, m)
+            gain = self.tokens[p] - ctx.counter.count_message(after) if after is not m else 0
+            self.gains[key] = gain
+        return gain
+
+    def _lossless_edit(self, call: Call, reason: EditReason) -> None:
+        """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
+        mask_to, strip_to = self._frontiers()
+        if mask_to <= self.mask_upto and strip_to <= self.strip_upto:
+            return
+        removed = 0
+        first: int | None = None
+        for kind, done, upto, positions in (
+            ("mask", self.mask_upto, mask_to, self.results),
+            ("strip", self.strip_upto, strip_to, self.thinking),
+        ):
+            for i in reversed(positions):
+                if i <= done:
+                    break
+                if i > upto:
+                    continue
+                p = self.position(i)
+                if p is None:
+                    continue
+                gain = self._gain(call.ctx, i, p, kind)
+                if gain > 0:
+                    removed += gain
+                    first = p if first is None else min(first, p)
+        if first is None or removed <= 0:
+            return
+        policy = self.config.policy
+        if reason == "pays":
+            rewritten = sum(self.tokens[first:]) - removed
+            new_tokens = sum(self.tokens[call.new_start :])
+            if not edit_pays(removed, rewritten, new_tokens, self.calls, call.rates, policy):
+                return
+        elif reason == "immediate" and not edit_pays(removed, 0, 0, self.calls, call.rates, policy):
+            return
+        before = call.total
+        new_edits: list[Edit] = []
+        if mask_to > self.mask_upto:
+            new_edits.append(Edit("mask", reason, upto=mask_to, call=self.calls))
+        if strip_to > self.strip_upto:
+            new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=self.calls))
+        self._commit(call, new_edits, first)
+        originals = {
+            reference((self.inputs[s],)): (self.inputs[s],)
+            for p, s in enumerate(self.sources[first:], first)
+            if isinstance(s, int) and self.view[p] is not self.base[s]
+        }
+        call.elided.update(originals)
+        kinds = " and ".join(
+            "masked" if e.kind == "mask" else "thinking stripped" for e in new_edits
+        )
+        emit(
+            call.events,
+            Event(
+                "masked" if new_edits[0].kind == "mask" else "thinking_stripped",
+                "policy",
+                first,
+                None,
+                before,
+                call.total,
+                detail=f"{kinds} up to history message {max(mask_to, strip_to)} ({reason}): "
+                f"{before - call.total} tokens removed",
+                data={"reason": reason, "refs": tuple(originals)},
+            ),
+        )
+
+    def _note(self, edit: Edit) -> None:
+        """Put ``edit`` in the log and extend what the log reaches."""
+        self.edits.append(edit)
+        if edit.kind == "mask":
+            self.mask_upto = max(self.mask_upto, edit.upto)
+        elif edit.kind == "strip_thinking":
+            self.strip_upto = max(self.strip_upto, edit.upto)
+        touched, anchored = _reach(edit)
+        self.touched = max(self.touched, touched)
+        self.anchored = max(self.anchored, anchored)
+
+    def _commit(
+        self, call: Call, edits: Sequence[Edit], first: int = 0, *, replay: bool = False
+    ) -> None:
+        """Append ``edits`` to the log and rebuild the view from the history and the log
+        (token counts are reused before ``first``, the first view position they may change).
+        Each record is stamped with the request's tokens before and after it; ``replay`` puts
+        records made earlier back as they are."""
+        before = call.total
+        ctx = call.ctx
+        view, sources = apply(
+            self.base,
+            [*self.edits, *edits],
+            mask=lambda i, m: self.mask(ctx, i, m),
+            strip=lambda i, m: self.strip(ctx, i, m),
+        )
+        count = ctx.counter.count_message
+        old_view, old_tokens = self.view, self.tokens
+        same = 0
+        limit = min(first, len(view), len(old_view))
+        while same < limit and view[same] is old_view[same]:
+            same += 1
+        known = {id(m): t for m, t in zip(old_view[same:], old_tokens[same:], strict=True)}
+        self.view, self.sources = view, sources
+        self.tokens = old_tokens[:same] + [
+            t if (t := known.get(id(m))) is not None else count(m) for m in view[same:]
+        ]
+        self.positions = None
+        call.total = sum(self.tokens) + call.overhead
+        call.new_start = len(view)
+        if not replay:
+            edits = [replace(e, tokens_before=before, tokens_after=call.total) for e in edits]
+            call.edits.extend(edits)
+        for e in edits:
+            self._note(e)
+
+    # -- compaction and window cuts ------------------------------------------------------------
+    def record_compaction(self, call: Call, result: CompactResult | None, forced: bool) -> None:
+        """Record what the compactor returned (None: it declined) as a ``compaction`` edit, then
+        cut whole oldest units if the request is still over the trigger."""
+        call.events.extend(call.compactor_events)
+        budget = call.ctx.budget
+        if result is not None:
+            edit = _diff_edit(self.view, self.sources, result.new_messages, self.inputs)
+            if edit is not None:
+                before = call.total
+                hidden = self._hidden(edit)
+                edit = replace(
+                    edit,
+                    reason="forced" if forced else "must",
+                    ref=result.refs[-1] if result.refs else None,
+                    strategy=result.strategy,
+                    summary=result.summary,
+                    summarizer=result.summarizer,
+                    call=self.calls,
+                )
+                self._commit(call, [edit])
+                self.compacted_at = call.total
+                call.compaction = result
+                if edit.ref is not None:
+                    call.elided[edit.ref] = hidden
+                    for ref in result.refs[:-1]:
+                        call.elided.setdefault(ref, hidden)
+                if not any(e.kind == "context_compacted" for e in call.compactor_events):
+                    emit(
+                        call.events,
+                        Event(
+                            "context_compacted",
+                            "compaction",
+                            None,
+                            None,
+                            before,
+                            call.total,
+                            detail=f"{result.strategy}: {len(hidden)} messages summarised, "
+                            f"{1 - call.total / max(before, 1):.0%} saved",
+                            compaction=result,
+                        ),
+                    )
+        if budget is not None and call.total > budget.trigger:
+            self.window_cut(call)
+
+    def _hidden(self, edit: Edit) -> tuple[Message, ...]:
+        """The agent's original messages an edit takes out of the view."""
+        out: list[Message] = []
+        for start, end in edit.removed:
+            out.extend(self.inputs[start:end])
+        return tuple(out)
+
+    def window_cut(self, call: Call) -> None:
+        """Seed 000 L3 / 004 L2 as an edit: drop whole oldest units (never the system prompt,
+        the task, pinned content or the newest unit) until the request is at the target."""
+        budget = call.ctx.budget
+        if budget is None or not self.config.window.enabled:
+            return
+        aim = compaction_target(budget)
+        layout = Layout.of(self.view)
+        drop: list[int] = []
+        excess = call.total - aim
+        for start, end in layout.body():
+            if excess <= 0:
+                break
+            if any(
+                isinstance(s := self.sources[p], tuple) and self.edits[s[0]].kind == "compaction"
+                for p in range(start, end)
+            ):
+                continue  # an earlier summary stays: it stands for what was cut before
+            drop.extend(range(start, end))
+            excess -= sum(self.tokens[start:end])
+        if not drop:
+            return
+        positions = sorted(s for p in drop if isinstance(s := self.sources[p], int))
+        before = call.total
+        ref = reference([self.inputs[i] for i in positions])
+        edit = Edit("window_cut", "must", removed=_ranges(positions), ref=ref, call=self.calls)
+        hidden = self._hidden(edit)
+        self._commit(call, [edit])
+        call.elided[ref] = hidden
+        emit(
+            call.events,
+            Event(
+                "dropped",
+                "window",
+                None,
+                None,
+                before,
+                call.total,
+                detail=f"window cut: {len(positions)} oldest messages dropped to the target "
+                f"({before} -> {call.total} tokens)",
+                data={"ref": ref},
+            ),
+        )
+
+    def stable_prefix(self) -> int:
+        """View messages before the first one a pending mask or strip would change."""
+        frontier = max(self.mask_upto, self.strip_upto)
+        for p, s in enumerate(self.sources):
+            if isinstance(s, int) and s > frontier and (self.names[s] or s in self.thinking):
+                return p
+        return len(self.sources)
+
+
+class Diverged(Exception):
+    """A conversation made again from its history repaired it differently from its log: the
+    caller starts a new log instead."""
+
+
+def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted positions as half-open ranges."""
+    out: list[tuple[int, int]] = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1] = (out[-1][0], p + 1)
+        else:
+            out.append((p, p + 1))
+    return tuple(out)
+
+
+def _diff_edit(
+    view: Sequence[Message],
+    sources: Sequence[Source],
+    new: Sequence[Message],
+    history: Sequence[Message],
+) -> Edit | None:
+    """The compaction edit that turns ``view`` into ``new``: kept messages are the same objects;
+    the others are removed, new ones inserted before the next kept history message (a new
+    system message replaces the system message it stands for). None when nothing changed."""
+    where = {id(m): p for p, m in enumerate(view)}
+    kept = {where[id(m)] for m in new if id(m) in where}
+    removed_pos = [p for p in range(len(view)) if p not in kept]
+    removed_hist = [s for p in removed_pos if isinstance(s := sources[p], int)]
+    dropped = sorted({s[0] for p in removed_pos if isinstance(s := sources[p], tuple)})
+    inserted: list[tuple[int, Message]] = []
+    replaced: list[tuple[int, Message]] = []
+    systems = [s for s in removed_hist if view[sources.index(s)].role == "system"]
+    pending: list[Message] = []
+    for m in new:
+        if id(m) in where:
+            source = sources[where[id(m)]]
+            if isinstance(source, int):
+                inserted.extend((source, note) for note in pending)
+                pending = []
+            continue
+        if m.role == "system" and systems:
+            replaced.append((systems.pop(0), m))
+        else:
+            pending.append(m)
+    inserted.extend((len(history), note) for note in pending)
+    restored = {p for p, _ in replaced}
+    removed_hist = [s for s in removed_hist if s not in restored]
+    if not removed_hist and not inserted and not replaced and not dropped:
+        return None
+    return Edit(
+        "compaction",
+        removed=_ranges(sorted(removed_hist)),
+        inserted=tuple(inserted),
+        replaced=tuple(replaced),
+        dropped=tuple(dropped),
+    )
