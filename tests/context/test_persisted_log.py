@@ -1,0 +1,98 @@
+"""The log persists: a conversation continues on any process that shares the log store, after a
+restart or with several workers, with no compaction repeated and the cached prefix intact."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis_server import redis_server
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_continuity import openai_steps, starts_with  # noqa: E402
+
+from contextwarden import Warden  # noqa: E402
+from contextwarden.store.logs import MemoryLogStore, RedisLogStore, SQLiteLogStore  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        if url is None:
+            pytest.skip("redis-server is not installed (.ci/run installs it)")
+        yield url
+
+
+def alternate(stores: list[Any]) -> tuple[list[list[dict[str, Any]]], list[Any]]:
+    """A conversation's calls served in turn by one warden per store (as workers would)."""
+    wardens = [Warden(log_store=s) for s in stores]
+    requests, results = [], []
+    for k, history in enumerate(openai_steps("Fix the failing test", 40)):
+        request, result = wardens[k % len(wardens)].transform_openai(
+            history, model="gpt-4o", window=32_000
+        )
+        requests.append(request)
+        results.append(result)
+    return requests, results
+
+
+def check_continues(requests: list[Any], results: list[Any]) -> None:
+    alone_requests, alone = alternate([MemoryLogStore()])  # one process, for comparison
+    assert [r.compaction is not None for r in results] == [r.compaction is not None for r in alone]
+    assert requests == alone_requests  # byte for byte what one process sends
+    for k in range(1, len(requests)):
+        if not results[k].edits:  # between edits each request begins with the previous one
+            assert starts_with(requests[k], requests[k - 1])
+
+
+def test_two_workers_on_one_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    requests, results = alternate([SQLiteLogStore(path), SQLiteLogStore(path)])
+    assert sum(r.compaction is not None for r in results) >= 2
+    check_continues(requests, results)
+
+
+def test_two_workers_on_one_redis(redis_url: str) -> None:
+    requests, results = alternate([RedisLogStore(redis_url), RedisLogStore(redis_url)])
+    check_continues(requests, results)
+
+
+def test_a_restarted_process_continues_without_compacting_again(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    steps = openai_steps("Fix the failing test", 30)
+    first = Warden(log_store=SQLiteLogStore(path))
+    for history in steps[:-1]:
+        before, _ = first.transform_openai(history, model="gpt-4o", window=32_000)
+    assert first.edit_log(_.conversation)
+    # a new process: same store, nothing in memory
+    again, result = Warden(log_store=SQLiteLogStore(path)).transform_openai(
+        steps[-1], model="gpt-4o", window=32_000
+    )
+    assert result.compaction is None
+    assert starts_with(again, before) or result.edits
+
+
+def test_a_stored_log_another_history_does_not_continue_is_not_used(tmp_path: Path) -> None:
+    store = SQLiteLogStore(tmp_path / "logs.db")
+    steps = openai_steps("Fix the failing test", 30)
+    for history in steps:
+        Warden(log_store=store).transform_openai(history, model="gpt-4o", window=32_000)
+    # same system prompt, tools and task, another run: its own log, no summary of the first
+    other = json.loads(json.dumps(steps[20]))
+    other[2]["content"] = "a different first step"
+    request, result = Warden(log_store=store).transform_openai(other, model="gpt-4o", window=32_000)
+    assert "a different first step" in json.dumps(request) or result.compaction is not None
+    assert "w25x" not in json.dumps(request)  # nothing of the first run's later steps
+
+
+def test_a_record_this_version_cannot_read_starts_the_conversation_anew(tmp_path: Path) -> None:
+    store = SQLiteLogStore(tmp_path / "logs.db")
+    steps = openai_steps("Fix the failing test", 3)
+    _, result = Warden(log_store=store).transform_openai(steps[0], model="gpt-4o", window=32_000)
+    store.put_log(result.conversation, {"not": "a record"})
+    request, _ = Warden(log_store=store).transform_openai(steps[1], model="gpt-4o", window=32_000)
+    assert request == steps[1]
