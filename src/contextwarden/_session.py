@@ -28,6 +28,7 @@ from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
 from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
+from .store.logs import SQLiteLogStore
 from .store.sqlite import SessionStore
 
 if TYPE_CHECKING:
@@ -119,7 +120,9 @@ class Session:
         self.id = self.store.create_session(session_id, {"model": self.model})
         self.confirm = confirm
         if warden is None:
-            warden = Warden(self.config, summarizer=summarizer)
+            # the log beside the originals: a session reopened continues it as it was
+            log = SQLiteLogStore(self.store.path)
+            warden = Warden(self.config, summarizer=summarizer, log_store=log)
         self.warden = warden
         self._probe: Warden | None = None
         self._messages: list[Message] = self.store.messages(self.id)

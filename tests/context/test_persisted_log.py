@@ -96,3 +96,24 @@ def test_a_record_this_version_cannot_read_starts_the_conversation_anew(tmp_path
     store.put_log(result.conversation, {"not": "a record"})
     request, _ = Warden(log_store=store).transform_openai(steps[1], model="gpt-4o", window=32_000)
     assert request == steps[1]
+
+
+def test_a_session_reopened_after_a_restart_sends_the_same_request(tmp_path: Path) -> None:
+    from contextwarden import Session
+    from contextwarden.formats import from_openai
+
+    path = tmp_path / "session.db"
+    steps = openai_steps("Fix the failing test", 30)
+    session = Session(model="gpt-4o", window=32_000, path=path, session_id="s1")
+    sent = 0
+    compactions = 0
+    for history in steps:
+        session.append(*from_openai(history[sent:]))
+        sent = len(history)
+        last = session.context()
+        compactions += last.compaction is not None
+    assert compactions >= 1
+    reopened = Session(model="gpt-4o", window=32_000, path=path, session_id="s1")
+    again = reopened.context()
+    assert again.messages == last.messages
+    assert again.compaction is None and not again.edits
