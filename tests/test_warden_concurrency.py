@@ -9,8 +9,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contextwarden import Message, Warden, assistant, tool_result, user
+from contextwarden import Message, Warden, WardenConfig, assistant, tool_result, user
 from contextwarden._messages import ToolCallBlock
+from contextwarden._resolve import Resolver
 
 
 class GatedCompactor:
@@ -80,24 +81,25 @@ def test_a_flood_of_model_names_does_not_evict_the_hot_entries() -> None:
         assert warden.budget_for("gpt-4o") is budget
         assert warden.rates_for("gpt-4o") is rates
         assert warden.counter_for("gpt-4o") is counter
-    for table in (warden._budgets, warden._rates, warden._counters):
+    tables = warden._resolve  # the warden's resolver: its tables stay bounded
+    for table in (tables._budgets, tables._rates, tables._counters):
         assert 1 < len(table) <= 64
 
 
 def test_a_flood_of_system_prompts_and_tool_sets_does_not_evict_the_hot_ones() -> None:
-    warden = Warden()
+    resolve = Resolver(WardenConfig(), None, {})
     history = [user("task")]
-    hot = warden._with_system(history, "be brief")[0]
-    counter = warden.counter_for("gpt-4o")
+    hot = resolve.with_system(history, "be brief")[0]
+    counter = resolve.counter_for("gpt-4o")
     tools = [{"type": "function", "function": {"name": "sh", "parameters": {}}}]
-    overhead = warden._overhead(counter, tools)
+    overhead = resolve.overhead(counter, tools)
     for k in range(200):
-        warden._with_system(history, f"prompt {k}")
-        warden._overhead(counter, [{"type": "function", "function": {"name": f"t{k}"}}])
-        assert warden._with_system(history, "be brief")[0] is hot
-        assert warden._overhead(counter, tools) == overhead
-        assert (counter.name, _key(tools)) in warden._overheads
-    assert len(warden._systems) <= 32 and len(warden._overheads) <= 64
+        resolve.with_system(history, f"prompt {k}")
+        resolve.overhead(counter, [{"type": "function", "function": {"name": f"t{k}"}}])
+        assert resolve.with_system(history, "be brief")[0] is hot
+        assert resolve.overhead(counter, tools) == overhead
+        assert (counter.name, _key(tools)) in resolve._overheads
+    assert len(resolve._systems) <= 32 and len(resolve._overheads) <= 64
 
 
 def _key(tools: list[dict[str, Any]]) -> str:
@@ -118,7 +120,7 @@ def test_a_tool_set_sent_again_is_not_checked_again_and_stays_exact() -> None:
     tools = [{"type": "function", "function": {"name": "sh", "parameters": {"strict": True}}}]
 
     def begun(t: Any) -> Any:
-        return warden._begin(history, "gpt-4o", None, None, t, None)
+        return warden._begin(history, "gpt-4o", None, None, t, None)  # the call as resolved
 
     first = begun(copy.deepcopy(tools))
     again = begun(copy.deepcopy(tools))  # new objects, same content: what a proxy parses

@@ -39,14 +39,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError, UnknownModelError
-
-if TYPE_CHECKING:
-    from ._config import WardenConfig
 
 __all__ = [
     "ModelInfo",
@@ -668,14 +665,15 @@ class ModelOverride(BaseModel):
 
 
 def apply_model_overrides(
-    config: WardenConfig | Mapping[str, ModelOverride | Mapping[str, Any]],
+    config: Mapping[str, ModelOverride | Mapping[str, Any]] | Any,
 ) -> dict[str, ModelInfo]:
     """The registry entries a config's ``models:`` section describes, keyed by normalised name:
     each entry is the registry's model with the given fields replaced (or a new model). Pass
     the result to :func:`model_info` / :func:`context_window` as ``overrides``; nothing is
     registered process-wide.
 
-    ``config`` is a :class:`WardenConfig` or its ``models`` mapping. Raises
+    ``config`` is the ``models`` mapping (or a configuration holding it, such as a
+    :class:`~contextwarden.WardenConfig`). Raises
     :class:`ConfigError` naming ``models.<name>.<field>`` for a bad value, or for a new model
     given without ``context_window``.
     """

@@ -44,7 +44,7 @@ from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
 from ..strategies.base import Layout, compaction_target
 
-__all__ = ["Call", "Conversation", "Diverged", "reference"]
+__all__ = ["Call", "Conversation", "Diverged", "reference", "split_tail"]
 
 #: The version of :meth:`Conversation.record`'s layout.
 RECORD_VERSION = 1
@@ -640,6 +640,18 @@ class Conversation:
             if isinstance(s, int) and s > frontier and (self.names[s] or s in self.thinking):
                 return p
         return len(self.sources)
+
+
+def split_tail(messages: Sequence[Message]) -> tuple[Sequence[Message], tuple[Message, ...]]:
+    """``(history, tail)``: the system messages with content after the last other message are
+    the request's tail (a per-call reminder); a request of system messages only has none (an
+    empty one stays in the history, where the repair deals with it)."""
+    end = len(messages)
+    while end > 0 and messages[end - 1].role == "system" and messages[end - 1].char_count:
+        end -= 1
+    if end == 0 or end == len(messages):
+        return messages, ()
+    return messages[:end], tuple(messages[end:])
 
 
 class Diverged(Exception):

@@ -1,0 +1,115 @@
+"""A warden's table of conversations: which conversation a request continues, in memory or in
+a log store, and the conversation a call runs on (see :mod:`.conversation`)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from .._config import WardenConfig
+from .._log import Edit
+from .._messages import Message
+from ..store.logs import LogStore
+from .conversation import Call, Conversation, Diverged
+
+__all__ = ["ConversationTable"]
+
+#: Conversations one table remembers (least recently used forgotten first).
+MAX_CONVERSATIONS = 512
+#: Logs kept for histories that share one identity (the same system prompt, tools and task).
+MAX_BRANCHES = 64
+
+
+class ConversationTable:
+    """Conversations by key, bounded (least recently used forgotten first); with a
+    ``log_store``, each conversation's record is read before a call and written after it."""
+
+    def __init__(self, config: WardenConfig, log_store: LogStore | None = None) -> None:
+        self.config = config
+        self.log_store = log_store
+        self._lock = threading.Lock()  # guards the table, never held during a call
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+
+    def find(
+        self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
+    ) -> Conversation:
+        """The conversation ``messages`` continue, or a new one. Agents that
+        share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
+        ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
+        explicit ``conversation=`` id has one log."""
+        ids = [key] if explicit else [key, *(f"{key}#{n}" for n in range(2, MAX_BRANCHES + 1))]
+        best: Conversation | None = None
+        best_at = -1
+        free: str | None = None
+        with self._lock:
+            for cid in ids:
+                conv = self._conversations.get(cid)
+                if conv is None:
+                    if free is None:
+                        free = cid
+                    if self.log_store is None:
+                        break  # branches are taken in order: none further
+                    continue
+                if conv.counter_name != counter_name:
+                    continue
+                at = len(conv.inputs) if conv.exact(messages) else conv.continuation(messages)
+                if at is not None and at > best_at:
+                    best, best_at = conv, at
+            if best is None and free is None:  # every branch taken: the least recently used goes
+                free = next(cid for cid in self._conversations if cid in set(ids))
+        if best is None and self.log_store is not None:
+            for cid in ids:  # another process may have written this conversation's log
+                record = self.log_store.get_log(cid)
+                if record is None:
+                    break
+                if Conversation.record_continues(record, messages) is not None:
+                    best = Conversation(cid, counter_name, self.config)
+                    break
+        if best is None:
+            assert free is not None
+            best = Conversation(free, counter_name, self.config)
+        with self._lock:
+            self._conversations.setdefault(best.key, best)
+            self._conversations.move_to_end(best.key)
+            while len(self._conversations) > MAX_CONVERSATIONS:
+                self._conversations.popitem(last=False)
+        return best
+
+    def enter(self, call: Call) -> None:
+        """Under the conversation's lock: make sure ``call.conv`` is the conversation the call
+        continues (another thread or process may have moved it on) and as the request spells
+        its history."""
+        conv, msgs = call.conv, call.messages
+        made: Conversation | None = None
+        record = self.log_store.get_log(conv.key) if self.log_store is not None else None
+        try:
+            if record is not None and int(record.get("calls", 0)) > conv.calls:
+                at = Conversation.record_continues(record, msgs)
+                made = conv.restore(call, record, at) if at is not None else None
+                if made is None:
+                    made = Conversation(conv.key, conv.counter_name, self.config)
+            elif not conv.exact(msgs):
+                at = conv.continuation(msgs)
+                if at is None:
+                    made = Conversation(conv.key, conv.counter_name, self.config)
+                else:
+                    made = conv.rebuilt(call, at)
+        except Diverged:
+            made = Conversation(conv.key, conv.counter_name, self.config)
+        if made is not None:
+            made.lock = conv.lock
+            with self._lock:
+                self._conversations[conv.key] = made
+            call.conv = made
+
+    def edit_log(self, conversation: str) -> tuple[Edit, ...]:
+        """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
+        with self._lock:
+            conv = self._conversations.get(conversation)
+        return tuple(conv.edits) if conv is not None else ()
+
+    def record(self, conv: Conversation) -> None:
+        """Write ``conv``'s record to the log store, if any (after a call)."""
+        if self.log_store is not None:
+            self.log_store.put_log(conv.key, conv.record())
