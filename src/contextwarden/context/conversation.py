@@ -25,7 +25,6 @@ All of it runs under the conversation's lock, one call at a time.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -42,21 +41,12 @@ from ..layers.mask import mask_message
 from ..layers.repair import RepairState, repair_appended
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
-from ..strategies.base import Layout, compaction_target
+from ..strategies.base import Layout, compaction_target, make_ref
 
-__all__ = ["Call", "Conversation", "Diverged", "reference", "split_tail"]
+__all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 
 #: The version of :meth:`Conversation.record`'s layout.
 RECORD_VERSION = 1
-
-
-def reference(messages: Sequence[Message]) -> str:
-    """The ``cw:`` reference of ``messages``: a hash of their content, the same on any machine."""
-    h = hashlib.blake2b(digest_size=8)
-    for m in messages:
-        h.update(m.fingerprint.encode())
-        h.update(b"\x00")
-    return "cw:" + h.hexdigest()
 
 
 @dataclass
@@ -373,7 +363,7 @@ class Conversation:
                 done = m
             else:
                 # the marker names the reference the original is kept under (elided)
-                ref = reference((self.inputs[i],))
+                ref = make_ref((self.inputs[i],))
                 done = mask_message(m, (len(names), names), ctx, ref)[0]
             self.masked[i] = done
         return done
@@ -468,7 +458,7 @@ class Conversation:
             new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=self.calls))
         self._commit(call, new_edits, first)
         originals = {
-            reference((self.inputs[s],)): (self.inputs[s],)
+            make_ref((self.inputs[s],)): (self.inputs[s],)
             for p, s in enumerate(self.sources[first:], first)
             if isinstance(s, int) and self.view[p] is not self.base[s]
         }
@@ -613,7 +603,7 @@ class Conversation:
             return
         positions = sorted(s for p in drop if isinstance(s := self.sources[p], int))
         before = call.total
-        ref = reference([self.inputs[i] for i in positions])
+        ref = make_ref([self.inputs[i] for i in positions])
         edit = Edit("window_cut", "must", removed=_ranges(positions), ref=ref, call=self.calls)
         hidden = self._hidden(edit)
         self._commit(call, [edit])

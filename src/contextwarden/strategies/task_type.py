@@ -28,17 +28,8 @@ __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
 
 TASK_TYPES: tuple[TaskType, ...] = get_args(TaskType)
 
-_TALLIES: dict[str, tuple[int, int, int, int, int]] = {}
-_TALLIES_MAX = 100_000
-
-
 def _assistant_tally(message: Message) -> tuple[int, int, int, int, int]:
-    """(edit, execute, inspect, research, text turn) counts of one assistant message, cached by
-    fingerprint: a history is classified again on every call, mostly of messages seen before."""
-    fp = message.fingerprint
-    tally = _TALLIES.get(fp)
-    if tally is not None:
-        return tally
+    """(edit, execute, inspect, research, text turn) counts of one assistant message."""
     edit = execute = inspect = research = 0
     for call in message.tool_calls:
         kinds = call_kinds(call)
@@ -50,11 +41,7 @@ def _assistant_tally(message: Message) -> tuple[int, int, int, int, int]:
             execute += 1
         elif "inspect" in kinds:
             inspect += 1
-    tally = (edit, execute, inspect, research, 1 if message.text.strip() else 0)
-    if len(_TALLIES) >= _TALLIES_MAX:
-        _TALLIES.clear()
-    _TALLIES[fp] = tally
-    return tally
+    return (edit, execute, inspect, research, 1 if message.text.strip() else 0)
 
 
 # Thresholds of the rules above; round numbers, chosen on the shared trajectories (mini-swe-agent
@@ -68,9 +55,6 @@ _State = tuple[
     int, int, int, int, int, int, bool
 ]  # edit, exec, inspect, research, text, user, task
 _ZERO: _State = (0, 0, 0, 0, 0, 0, False)
-#: The last history classified and its running tallies after each message: the next call (the
-#: same history plus the agent's next step) only reads what was appended.
-_last: tuple[tuple[Message, ...], list[_State]] = ((), [])
 
 
 def _step(state: _State, message: Message) -> _State:
@@ -88,21 +72,11 @@ def _step(state: _State, message: Message) -> _State:
 
 
 def detect_task_type(messages: Sequence[Message]) -> TaskType:
-    """The task type of ``messages`` per the module rules. Pure and deterministic (the tallies
-    of a history's unchanged head are reused from the previous call)."""
-    global _last
-    current = tuple(messages)
-    previous, states = _last
-    same = 0
-    limit = min(len(previous), len(current))
-    while same < limit and previous[same] is current[same]:
-        same += 1
-    states = states[:same]
-    state = states[-1] if states else _ZERO
-    for message in current[same:]:
+    """The task type of ``messages`` per the module rules. Pure and deterministic; it runs
+    once per compaction, over the history being compacted."""
+    state = _ZERO
+    for message in messages:
         state = _step(state, message)
-        states.append(state)
-    _last = (current, states)
     edit, execute, inspect, research, text_turns, user_turns, _ = state
     code = edit + execute
     analysis = research + inspect
