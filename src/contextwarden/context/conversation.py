@@ -602,9 +602,19 @@ class Conversation:
         if not drop:
             return
         positions = sorted(s for p in drop if isinstance(s := self.sources[p], int))
+        # messages an earlier edit inserted into a dropped unit (a repair's synthetic results
+        # for the calls dropped with it) leave with it
+        inserts = sorted({s[0] for p in drop if isinstance(s := self.sources[p], tuple)})
         before = call.total
         ref = make_ref([self.inputs[i] for i in positions])
-        edit = Edit("window_cut", "must", removed=_ranges(positions), ref=ref, call=self.calls)
+        edit = Edit(
+            "window_cut",
+            "must",
+            removed=_ranges(positions),
+            dropped=tuple(inserts),
+            ref=ref,
+            call=self.calls,
+        )
         hidden = self._hidden(edit)
         self._commit(call, [edit])
         call.elided[ref] = hidden

@@ -12,8 +12,9 @@ same strategy serves ``compact`` and ``acompact``, and is tested without any sum
 Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the helpers):
 
 * the history is cut only at *unit* boundaries: a unit is a non-tool message plus the ``tool``
-  messages that follow it, so an assistant's tool calls (parallel ones included) and their
-  results are elided or kept together, and no cut lands on a tool result;
+  messages that follow it (and, when a result answers a call of an earlier unit, everything
+  from that unit on), so an assistant's tool calls (parallel ones included) and their results
+  are elided or kept together, and no cut lands on a tool result;
 * system messages, everything up to and including the user's task (:mod:`contextwarden._task`), and
   pinned units are never elided;
 * a previous compaction's summary message, when elided, is passed on as ``previous_summary``
@@ -134,7 +135,23 @@ class Layout:
     @classmethod
     def of(cls, messages: Sequence[Message]) -> Layout:
         msgs = tuple(messages)
-        starts = [i for i, m in enumerate(msgs) if m.role != "tool" or i == 0]
+        starts: list[int] = []
+        owner: dict[str, int] = {}  # tool call id -> the unit (index in starts) that made it
+        for i, m in enumerate(msgs):
+            if m.role != "tool" or i == 0:
+                starts.append(i)
+                for b in m.tool_calls:
+                    owner[b.id] = len(starts) - 1
+                continue
+            # a result answering a call of an earlier unit: everything in between is one unit,
+            # so a call and its result are always kept or elided together
+            first = min(
+                (owner.get(b.tool_call_id, len(starts)) for b in m.tool_results),
+                default=len(starts),
+            )
+            if first < len(starts) - 1:
+                del starts[first + 1 :]
+                owner = {k: min(u, first) for k, u in owner.items()}
         units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
         task = task_index(msgs)
         protected: set[int] = set()

@@ -28,6 +28,7 @@ __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
 
 TASK_TYPES: tuple[TaskType, ...] = get_args(TaskType)
 
+
 def _assistant_tally(message: Message) -> tuple[int, int, int, int, int]:
     """(edit, execute, inspect, research, text turn) counts of one assistant message."""
     edit = execute = inspect = research = 0
