@@ -336,6 +336,8 @@ class Compactor:
         order.append(LAST_RESORT)
 
         current = original
+        allowance = [self.config.max_summary_calls]  # summarizer calls left (the embedded
+        # summary, which calls nothing, writes the rest)
         steps: list[_Step] = []
         created: set[int] = set()  # ids of summary messages written by this call
         compacted = 0
@@ -345,12 +347,16 @@ class Compactor:
             if name == LAST_RESORT:
                 # the full summary reads the input itself, not a summary of summaries; it
                 # replaces what the progressive strategies did only when it ends up smaller
-                step = yield from self._step(name, original, ctx, before, tools, events, keep)
+                step = yield from self._step(
+                    name, original, ctx, before, tools, events, keep, allowance
+                )
                 if step is None or step.tokens >= tokens:
                     continue
                 steps, created, compacted = [], set(), 0
             else:
-                step = yield from self._step(name, current, ctx, tokens, tools, events, keep)
+                step = yield from self._step(
+                    name, current, ctx, tokens, tools, events, keep, allowance
+                )
             if step is None:
                 continue
             compacted += sum(1 for m in step.span if id(m) not in created)
@@ -410,6 +416,7 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None,
         events: list[Event],
         keep: Sequence[str],
+        allowance: list[int],
     ) -> Generator[_Ask, _Summary, _Step | None]:
         """Run one strategy; the new history and its cost, or None when it did nothing useful.
 
@@ -438,7 +445,7 @@ class Compactor:
             summary, by = outcome.summary, None
             if summary is None:
                 chain = self._summarizers(primary, fallback_only)
-                summary, by = yield from self._write(name, outcome, chain, ref, events)
+                summary, by = yield from self._write(name, outcome, chain, ref, events, allowance)
             if summary is None:
                 return None
             step = self._judge(
@@ -457,6 +464,7 @@ class Compactor:
         chain: tuple[Summarizer, ...],
         ref: str,
         events: list[Event],
+        allowance: list[int],
     ) -> Generator[_Ask, _Summary, tuple[str | None, str | None]]:
         """The outcome's summary and who wrote it: its requests in order, each after the first
         updating the previous result (``previous_summary``), each naming ``ref``, under which
@@ -469,7 +477,12 @@ class Compactor:
                 request = replace(request, previous_summary=joined)
             if request.ref is None:
                 request = replace(request, ref=ref)
-            answer = yield _Ask(request, chain)
+            asked = chain
+            if chain[0] is not self.fallback:
+                if allowance[0] <= 0:
+                    asked = (self.fallback,)
+                allowance[0] -= 1
+            answer = yield _Ask(request, asked)
             if answer.failure is not None:
                 used = "used the extractive summary" if answer.text else "no summary written"
                 emit(

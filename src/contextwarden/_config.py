@@ -100,6 +100,13 @@ class CompactionConfig(BaseModel):
     on_refusal: Literal["drop_oldest", "new_session", "raise"] = Field(
         "drop_oldest", description="What to do when the user refuses. Default: drop_oldest."
     )
+    max_summary_calls: int = Field(
+        2,
+        ge=0,
+        description="Summaries one compaction asks of the configured summarizer (an LLM costs "
+        "a call each); the embedded extractive summarizer writes any further one. "
+        "Default: 2.",
+    )
     cooldown_ratio: float = Field(
         0.1,
         ge=0,
