@@ -81,7 +81,13 @@ def test_the_headline_states_the_billed_saving_first(openai_file: Path) -> None:
     assert last.startswith(f"contextwarden {verb}"), last
     assert f"{abs(saved):.1%}" in last.split(";")[0]
     assert "cache-aware at gpt-4o's prices" in last
-    assert f"${totals['billed_cost_without']:,.4f} -> ${totals['billed_cost_with']:,.4f}" in last
+    # against the payable baseline (the calls within the 16k window), which the report names
+    paid, ours = totals["payable_billed_cost_without"], totals["billed_cost_with_on_payable"]
+    assert f"${paid:,.4f} -> ${ours:,.4f} against the payable baseline" in last
+    assert totals["not_payable_without"] > 0
+    assert f"{totals['not_payable_without']:,} of its calls exceed the 16,000-token window" in (
+        table.stdout.replace("\n", " ")
+    )
     assert f"{totals['saved_ratio']:.1%} of input tokens" in last
 
 

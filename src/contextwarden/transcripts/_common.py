@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from .._exceptions import FormatError, TranscriptError
-from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._messages import EMPTY, Block, Message, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
 
 __all__ = [
@@ -118,32 +118,6 @@ class Transcript:
     def warnings(self) -> tuple[str, ...]:
         """What the reader skipped or repaired, one line each (``line 60: ...``)."""
         return tuple(self.meta.get("warnings") or ())
-
-    def sent_context(self, end: int) -> list[Message]:
-        """The messages the agent itself sent for a call whose context is ``messages[:end]``:
-        its own compactions applied (the last one at or before ``end``)."""
-        done = [c for c in self.compactions if c.at <= end]
-        if not done:
-            return list(self.messages[:end])
-        last = done[-1]
-        lead = 0
-        while lead < len(self.messages) and self.messages[lead].role == "system":
-            lead += 1
-        return [
-            *self.messages[: min(lead, end)],
-            *last.replacement,
-            *self.messages[max(last.at, lead) : end],
-        ]
-
-    @property
-    def system(self) -> str | None:
-        """The text of the leading system message(s), or ``None`` when there is none."""
-        parts: list[str] = []
-        for m in self.messages:
-            if m.role != "system":
-                break
-            parts.append("\n".join(b.text for b in m.content if isinstance(b, TextBlock)))
-        return "\n\n".join(parts) if parts else None
 
 
 @dataclass(frozen=True)
