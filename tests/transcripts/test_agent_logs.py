@@ -219,7 +219,9 @@ def test_claude_code_tool_result_then_continue_is_one_user_turn(
     rest = [dict(lines[cut + 1], parentUuid="continue-1"), *lines[cut + 2 :]]
     t = load_transcript(write_lines(tmp_path / "d.jsonl", [*lines[: cut + 1], nudge, *rest]))
     roles = [m.role for m in t.messages]
-    assert not any(a in ("user", "tool") and b == "user" for a, b in zip(roles, roles[1:]))
+    assert not any(
+        a in ("user", "tool") and b == "user" for a, b in zip(roles, roles[1:], strict=False)
+    )
     merged = next(
         m for m in t.messages if any(getattr(b, "text", "") == "Continue" for b in m.content)
     )
