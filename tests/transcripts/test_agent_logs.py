@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from contextwarden import TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
+from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
+from contextwarden._tokens import get_counter
 from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
 from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
 from contextwarden.transcripts import FORMATS
@@ -424,3 +425,11 @@ def test_redacted_and_signed_thinking_blocks_are_kept(shared_data: Path, tmp_pat
     assert blocks[1].redacted and blocks[1].data == redacted["data"]
     assert isinstance(t.messages[0].content[0], TextBlock)
     assert not any(isinstance(b, ToolResultBlock) for b in t.messages[1].content)
+
+
+def test_thinking_left_out_of_a_transcript_still_counts_its_tokens() -> None:
+    counter = get_counter("gpt-4o")  # exact o200k, no calibration factor
+    signature = "EqQBCkYIBxgCKkB" * 40  # 600 base64 characters: about 450 bytes of thinking
+    bare = Message("assistant", (TextBlock("done"),))
+    signed = Message("assistant", (ThinkingBlock("", signature=signature), TextBlock("done")))
+    assert counter.count_message(signed) - counter.count_message(bare) == 600 * 3 // 16
