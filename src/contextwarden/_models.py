@@ -62,7 +62,6 @@ __all__ = [
     "ModelInfo",
     "ModelOverride",
     "apply_model_overrides",
-    "assume_model",
     "context_window",
     "known_models",
     "model_info",

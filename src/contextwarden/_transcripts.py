@@ -71,13 +71,8 @@ from .transcripts.provider import (
 )
 from .transcripts.swe_agent import is_swe_agent, parse_swe_agent
 
-__all__ = [
-    "Transcript",
-    "TranscriptFormat",
-    "load_transcript",
-    "load_transcripts",
-    "save_transcript",
-]
+# load_transcripts joins this list when the façade (contextwarden/__init__.py) re-exports it.
+__all__ = ["Transcript", "TranscriptFormat", "load_transcript", "save_transcript"]
 
 Runs = Transcript | list[Transcript]
 _JSON_READERS: dict[str, Callable[[Any, Path, str], Runs]] = {
