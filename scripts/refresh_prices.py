@@ -7,7 +7,10 @@
 
 The snapshot holds, for every built-in model of ``contextwarden._models`` that has a list price,
 the input, output, cache-read and cache-write prices (USD per million tokens) of its
-``genai-prices`` entry, the provider's pricing page, the package version and the date. Where
+``genai-prices`` entry, the provider's pricing page, the package version and the date. Its
+``catalog`` holds every other model the first-party providers of :data:`CATALOG_PROVIDERS` list
+there, with the same prices and the context window when the source gives one: the registry
+finds a model released after our hand-written table in it. Where
 ``genai-prices`` lags the provider's own page, :data:`CORRECTIONS` replaces its figures and says
 why; each correction names its page and date. Cache behaviour (TTL, minimum prefix, caching
 mode) is not in the source: it lives beside the table in ``_models.py``.
@@ -64,6 +67,20 @@ _DEEPSEEK_V32 = {
         "(0.27/0.07/1.10 with an off-peak discount DeepSeek ended on 2025-09-05)"
     ),
     "as_of": "2025-09-29",
+}
+
+#: Providers whose own models go into the catalog (genai-prices provider id -> ours).
+CATALOG_PROVIDERS = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "google": "google",
+    "deepseek": "deepseek",
+    "mistral": "mistral",
+    "x-ai": "other",
+    "zai": "other",
+    "zhipuai": "other",
+    "moonshotai": "other",
+    "minimax": "other",
 }
 
 #: Figures that replace the source's, with the page they come from.
@@ -144,7 +161,37 @@ def snapshot(day: dt.date) -> dict[str, Any]:
         "as_of": day.isoformat(),
         "generated_by": "scripts/refresh_prices.py",
         "models": models,
+        "catalog": catalog(data, day, package, {*models, *(s.ref for s in _SPECS if s.ref)}),
     }
+
+
+def catalog(data: Any, day: dt.date, package: str, built_in: set[str]) -> dict[str, Any]:
+    """Every priced model of :data:`CATALOG_PROVIDERS` (first provider wins a shared id)."""
+    out: dict[str, Any] = {}
+    for provider in data.providers:
+        ours = CATALOG_PROVIDERS.get(provider.id)
+        if ours is None:
+            continue
+        page = (provider.pricing_urls or ["no pricing page listed"])[0]
+        for model in provider.models:
+            key = model.id.lower()
+            if key in built_in or key in out or "/" in key:
+                continue
+            try:
+                prices = _prices_on(model, day)
+            except Exception:  # a price the package cannot resolve on this day
+                continue
+            if prices["input"] is None:
+                continue
+            window = model.context_window if isinstance(model.context_window, int) else None
+            out[key] = {
+                **prices,
+                "provider": ours,
+                "window": window,
+                "source": f"{package}, {provider.id}/{model.id} ({page})",
+                "as_of": day.isoformat(),
+            }
+    return dict(sorted(out.items()))
 
 
 def render(data: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from contextwarden._models import (
     ModelInfo,
     ModelOverride,
     apply_model_overrides,
+    assume_model,
     context_window,
     known_models,
     model_info,
@@ -91,13 +92,81 @@ def test_names_resolve_exactly_or_by_prefix(query: str, resolved: str) -> None:
     assert context_window(query) == _BUILTIN[resolved].context_window
 
 
-@pytest.mark.parametrize("query", ["foo", "gpt-4.5-preview", "gpt-4oo", "o", "claude", ""])
+@pytest.mark.parametrize("query", ["foo", "gpt-4oo", "o", "claude", ""])
 def test_unknown_models_get_a_clear_error(query: str) -> None:
     with pytest.raises(UnknownModelError) as info:
         context_window(query)
     assert str(info.value) == (
-        f"unknown model {query!r}: pass window=... or register it with register_model(...)"
+        f"unknown model {query!r}: not in the registry nor its price snapshot; give its "
+        "context window (window=..., --window, or a models: entry in the config)"
     )
+    assert "register_model" not in str(info.value)  # no Python advice: the CLI shows it too
+
+
+@pytest.mark.parametrize(
+    ("query", "window", "price"),
+    [
+        # newer than the hand-written table: found in the maintained source's catalog
+        ("gpt-5.4", 1_050_000, 2.5),
+        ("gpt-5.5", 1_000_000, 5.0),
+        ("claude-opus-4-8", 1_000_000, 5.0),
+        ("glm-5.2", 1_000_000, 1.4),
+        ("gpt-4.5-preview", None, None),  # a real model: listed, not mistaken for gpt-4
+    ],
+)
+def test_the_price_snapshot_catalog_knows_newer_models(
+    query: str, window: int | None, price: float | None
+) -> None:
+    info = model_info(query)
+    assert info.name != "gpt-4" and "genai-prices" in info.source
+    if window is not None:
+        assert info.context_window == window and info.input_price_per_mtok == price
+
+
+@pytest.mark.parametrize(
+    ("query", "family"),
+    [
+        ("gpt-5.9", "gpt-5"),
+        ("gpt-5.9-mini", "gpt-5-mini"),
+        ("claude-opus-4-9", "claude-opus-4-8"),  # the newest of the claude-opus-4 family
+        ("claude-opus-4-9-20270101", "claude-opus-4-8"),
+        ("glm-5.9", "glm-5"),
+    ],
+)
+def test_unknown_models_are_assumed_to_be_like_their_family(query: str, family: str) -> None:
+    with pytest.raises(UnknownModelError):
+        model_info(query)
+    info, note = assume_model(query)
+    known = model_info(family)
+    assert info.context_window == known.context_window
+    assert info.input_price_per_mtok == known.input_price_per_mtok
+    assert note is not None and repr(query) in note and family in note
+
+
+def test_a_recorded_window_replaces_the_registry_figure() -> None:
+    info, note = assume_model("gpt-5.4", 258_400)  # what Codex records
+    assert info.context_window == 258_400 and note is None
+    info, note = assume_model("no-such-model-x", 64_000)
+    assert info.context_window == 64_000 and info.input_price_per_mtok is None
+    assert note is not None and "no price" in note and "assumed" not in note.split(",")[-1]
+
+
+def test_a_recording_without_a_model_is_replayable() -> None:
+    info, note = assume_model(None)
+    assert info.context_window == 128_000 and info.encoding == "o200k_base"
+    assert note == (
+        "the recording names no model: o200k tokens, no price (billed costs not shown), "
+        "window 128,000 assumed"
+    )
+
+
+def test_importing_the_package_does_not_build_the_registry() -> None:
+    code = (
+        "import contextwarden, contextwarden._models as m; "
+        "print(m._prices.cache_info().currsize, m._builtin.cache_info().currsize)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "0"]
 
 
 def test_the_override_wins_and_is_validated() -> None:

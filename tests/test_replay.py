@@ -13,14 +13,21 @@ from hypothesis import strategies as st
 from contextwarden._billing import CachePricing
 from contextwarden._config import WardenConfig
 from contextwarden._exceptions import ConfigError, UnknownModelError
-from contextwarden._messages import Message
+from contextwarden._messages import Message, TextBlock
 from contextwarden._models import model_info
-from contextwarden._replay import compact_history, count_calls, make_warden, replay
+from contextwarden._replay import (
+    compact_history,
+    count_calls,
+    make_warden,
+    recorded_usage,
+    replay,
+)
 from contextwarden._tokens import get_counter
 from contextwarden._transcripts import load_transcript
 from contextwarden._warden import Warden
 from contextwarden.formats import to_openai, validate_openai
 from contextwarden.testing import ConversationBuilder
+from contextwarden.transcripts._common import AgentCompaction
 
 MODEL = "gpt-4o-mini"  # a known model with a list price
 LOSSLESS = WardenConfig.model_validate({"compaction": {"enabled": False}})
@@ -162,7 +169,20 @@ def test_billed_totals_add_up() -> None:
             (0.1 * c.cached_with + 1.25 * c.written_with) / 1e6
         )
     assert t.billed_cost_without is not None and t.billed_cost_with is not None
-    assert t.billed_saved_ratio == pytest.approx(1 - t.billed_cost_with / t.billed_cost_without)
+    # The saving is stated against the payable baseline: the calls within the window.
+    payable = [c for c in calls if c.payable]
+    assert [c.payable for c in calls] == [c.tokens_without <= 8_000 for c in calls]
+    assert t.not_payable_without == len(calls) - len(payable) > 0
+    assert t.payable_billed_cost_without == pytest.approx(
+        sum(c.billed_cost_without or 0 for c in payable)
+    )
+    assert t.billed_cost_with_on_payable == pytest.approx(
+        sum(c.billed_cost_with or 0 for c in payable)
+    )
+    assert t.billed_saved_ratio == pytest.approx(
+        1 - t.billed_cost_with_on_payable / t.payable_billed_cost_without
+    )
+    assert t.baseline == "full-history" and t.dearer is False
     read = sum(c.cached_with for c in calls)
     assert t.cache_hit_ratio_with == pytest.approx(read / t.input_tokens_with)
     assert t.cache_hit_ratio_without == pytest.approx(
@@ -383,3 +403,67 @@ def test_the_cache_model_against_a_real_bill(shared_data: Path) -> None:
             previous_at = call.at
     assert cold >= 3 and real_misses == cold  # every gap over the TTL was a real miss
     assert abs(modelled_read / modelled_all - billed_read / billed_all) < 0.10
+
+
+# -- the baseline: what the agent really sent --------------------------------------------------
+def test_the_agents_own_compaction_shrinks_the_baseline() -> None:
+    history = session(10)
+    summary = Message("user", (TextBlock("Summary: steps 0-5 read modules 0-5."),))
+    at = next(i for i, m in enumerate(history) if m.role == "assistant" and i > 12)
+    mark = AgentCompaction(at, (summary,))
+    plain = replay(history, model=MODEL, window=128_000, config=LOSSLESS)
+    own = replay(history, model=MODEL, window=128_000, config=LOSSLESS, compactions=[mark])
+    assert own.totals.baseline == "agent-compactions" and own.totals.agent_compactions == 1
+    counter = get_counter(MODEL)
+    for a, b in zip(plain.calls, own.calls, strict=True):
+        assert a.tokens_full == b.tokens_full == a.tokens_without  # the history itself
+        if b.message_index < at:
+            assert b.tokens_without == a.tokens_without
+        else:  # system prompt, summary, then what followed the compaction
+            sent = [history[0], summary, *history[at : b.message_index]]
+            assert b.tokens_without == counter.count_messages(sent) < a.tokens_without
+    assert own.totals.input_tokens_full_history == plain.totals.input_tokens_without
+    assert own.totals.input_tokens_without < plain.totals.input_tokens_without
+
+
+def test_recorded_usage_is_the_baseline_when_every_call_has_it() -> None:
+    history = session(4)
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 50}
+    recorded = [m.replace(usage=usage) if m.role == "assistant" else m for m in history]
+    report = replay(recorded, model="claude-sonnet-4-5", window=200_000, config=LOSSLESS)
+    t = report.totals
+    prices = CachePricing.for_model("claude-sonnet-4-5")
+    assert prices is not None
+    one = prices.cost(900, 50, 100)
+    assert t.baseline == "recorded-usage" and t.recorded_calls == t.calls == 5
+    assert t.recorded_billed_cost == pytest.approx(5 * one)
+    assert t.payable_billed_cost_without == pytest.approx(5 * one)
+    assert all(c.recorded_input == 1050 and c.recorded_cached == 900 for c in report.calls)
+    # contextwarden's bill: the recorded one plus the difference it makes to the estimate
+    difference = sum((c.billed_cost_with or 0) - (c.billed_cost_without or 0) for c in report.calls)
+    assert t.billed_cost_with_on_payable == pytest.approx(5 * one + difference)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (
+            {"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 2},
+            (17, 5, 2),
+        ),
+        ({"input_tokens": 30, "cached_input_tokens": 20, "output_tokens": 1}, (30, 20, 0)),
+        ({"input": 3, "cacheRead": 4, "cacheWrite": 5, "output": 1}, (12, 4, 5)),
+        ({"input": 40, "cached": 10, "output": 2, "total": 42}, (40, 10, 0)),
+        ({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}, (9, 4, 0)),
+        (
+            {"prompt_tokens": 9, "cache_read_input_tokens": 3, "cache_creation_input_tokens": 1},
+            (9, 3, 1),
+        ),
+        ({"output_tokens": 5}, None),
+        (None, None),
+    ],
+)
+def test_recorded_usage_is_read_in_every_agents_spelling(
+    usage: dict[str, Any] | None, expected: tuple[int, int, int] | None
+) -> None:
+    assert recorded_usage(usage) == expected

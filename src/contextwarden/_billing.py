@@ -27,10 +27,14 @@ Pure arithmetic on values: no I/O, no tokenizer.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ._exceptions import ConfigError, UnknownModelError
+
+if TYPE_CHECKING:
+    from ._models import ModelInfo
 
 __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 
@@ -105,15 +109,18 @@ class CachePricing:
         )
 
     @classmethod
-    def for_model(cls, model: str) -> CachePricing | None:
+    def for_model(
+        cls, model: str, overrides: Mapping[str, ModelInfo] | None = None
+    ) -> CachePricing | None:
         """The cache prices the model registry lists for ``model`` (its 5-minute write price
-        where there are two); ``None`` when the model is unknown or has no input price. A model
-        without prompt caching, or without a known cache read price, is priced with reads and
-        writes at the input price (what it bills)."""
+        where there are two; ``overrides`` from a config's ``models:`` first); ``None`` when
+        the model is unknown or has no input price. A model without prompt caching, or without
+        a known cache read price, is priced with reads and writes at the input price (what it
+        bills)."""
         from ._models import model_info
 
         try:
-            info = model_info(model)
+            info = model_info(model, overrides)
         except UnknownModelError:
             return None
         price = info.input_price_per_mtok

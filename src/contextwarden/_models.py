@@ -5,11 +5,20 @@ Lookup (:func:`model_info`) tries, in order:
 1. the ``overrides`` table passed in (built from a config's ``models:`` section by
    :func:`apply_model_overrides`), then models registered at run time with
    :func:`register_model` (both override built-ins);
-2. the built-in table, by exact name;
+2. the built-in table, by exact name, then the snapshot's *catalog*: every other model the
+   maintained source (``genai-prices``) lists for the first-party providers, with its prices
+   and, where the source gives one, its window (``gpt-5.4``, ``claude-opus-4-8``,
+   ``glm-5.2``), exactly or without a date suffix;
 3. the longest registered name that is a prefix of the query, followed by ``-``, ``:``, ``@``
    or ``_`` (so dated snapshots resolve: ``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``,
    ``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``). A ``.`` does not count as a separator, so
-   an unknown ``gpt-4.5-preview`` is *not* mistaken for ``gpt-4``.
+   ``gpt-4.5-preview`` is *not* mistaken for ``gpt-4``.
+
+:func:`assume_model` goes further and never fails, for a replay or a bill of a recording: a
+model none of the above knows is taken to be like its family (``gpt-5.9`` -> ``gpt-5``,
+``claude-opus-4-9`` -> the newest ``claude-opus-4`` known, ``glm-5.9`` -> ``glm-5``), else an
+unpriced model with the recording's window; it says what it assumed. The tables are read on
+first use: importing the package does not pay for them.
 
 Before matching, the name is lower-cased and provider routing is stripped: everything up to
 the last ``/`` (``openai/gpt-4o``, ``openrouter/anthropic/claude-3.5-sonnet``,
@@ -34,6 +43,7 @@ Where the figures come from (``docs/prices.md`` has the whole story):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -321,9 +331,21 @@ def _load_prices() -> dict[str, Any]:
     return data
 
 
-_PRICES = _load_prices()
-#: The date of the price snapshot shipped in the package (ISO, ``YYYY-MM-DD``).
-PRICES_AS_OF: str = _PRICES["as_of"]
+@functools.cache
+def _prices() -> dict[str, Any]:
+    """The snapshot, read once on first use (``import contextwarden`` does not pay for it)."""
+    return _load_prices()
+
+
+def __getattr__(name: str) -> Any:
+    """``PRICES_AS_OF`` (the snapshot's date, ISO) and the built-in table, built on first use."""
+    if name == "PRICES_AS_OF":
+        return _prices()["as_of"]
+    if name == "_PRICES":
+        return _prices()
+    if name == "_BUILTIN":
+        return _builtin()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -341,7 +363,7 @@ class _Spec:
 def _build(spec: _Spec) -> ModelInfo:
     """The registry entry for ``spec``: its prices from the snapshot, its cache behaviour from
     the provider's rules."""
-    entry: Mapping[str, Any] | None = _PRICES["models"].get(spec.name)
+    entry: Mapping[str, Any] | None = _prices()["models"].get(spec.name)
     rules = _CACHE_RULES.get(spec.provider)
     if entry is None or rules is None:
         # open weights: no single list price, nothing cached that we could price
@@ -352,7 +374,7 @@ def _build(spec: _Spec) -> ModelInfo:
             spec.max_out,
             spec.encoding,
             source="open weights: no single list price (hosts differ); window from the model card",
-            as_of=PRICES_AS_OF,
+            as_of=_prices()["as_of"],
         )
     price_in = entry["input"]
     read, write, write_1h = entry["cache_read"], entry["cache_write"], entry["cache_write_1h"]
@@ -483,7 +505,57 @@ _SPECS: tuple[_Spec, ...] = (
 )
 # fmt: on
 
-_BUILTIN: dict[str, ModelInfo] = {spec.name: _build(spec) for spec in _SPECS}
+
+@functools.cache
+def _builtin() -> dict[str, ModelInfo]:
+    """The built-in table, built on first use."""
+    return {spec.name: _build(spec) for spec in _SPECS}
+
+
+@functools.cache
+def _catalog_entry(name: str) -> ModelInfo | None:
+    """A model of the snapshot's catalog (the maintained source's models beyond our table)."""
+    entry = _prices().get("catalog", {}).get(name)
+    if entry is None:
+        return None
+    provider: Provider = entry["provider"] if entry["provider"] in _PROVIDERS else "other"
+    window = entry.get("window")
+    note = ""
+    if not isinstance(window, int) or window <= 0:
+        window, note = _DEFAULT_WINDOW, f"; no window in the source: {_DEFAULT_WINDOW:,} assumed"
+    spec = _Spec(name, provider, window, min(window, 128_000))
+    rules = _CACHE_RULES.get(provider, _OTHER_CACHE)
+    price_in = entry["input"]
+    read, write = entry["cache_read"], entry["cache_write"]
+    caching: Caching = rules.caching if read is not None else "none"
+    if caching == "none":
+        read = write = price_in
+    elif write is None:
+        write = price_in
+    return ModelInfo(
+        name=spec.name,
+        provider=provider,
+        context_window=spec.window,
+        max_output_tokens=spec.max_out,
+        input_price_per_mtok=price_in,
+        output_price_per_mtok=entry["output"],
+        cache_read_price_per_mtok=read,
+        cache_write_price_per_mtok=write,
+        cache_write_1h_price_per_mtok=entry.get("cache_write_1h") if caching != "none" else None,
+        cache_ttl_s=rules.ttl_s if caching != "none" else None,
+        min_cacheable_tokens=rules.min_tokens if caching != "none" else 0,
+        caching=caching,
+        source=f"prices: {entry['source']}{note}",
+        as_of=entry["as_of"],
+    )
+
+
+#: The window assumed for a model the sources give none for (the most common size of
+#: current windows; a smaller guess errs towards compacting early, never towards overflow).
+_DEFAULT_WINDOW = 128_000
+#: Cache rules for providers without a page above: automatic prefix caching at the listed
+#: read price, no write fee, 5 minutes (the common case among them).
+_OTHER_CACHE = _CacheRules("automatic", 300.0, 1024, "assumed: automatic prefix caching")
 
 # Other spellings of built-in models (Ollama tags, family names).
 _ALIASES: dict[str, str] = {
@@ -515,12 +587,16 @@ def _normalise(model: str) -> str:
 def _find(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo | None:
     """The registered model ``model`` resolves to, or ``None`` (``overrides`` first)."""
     name = _normalise(model)
-    first: tuple[Mapping[str, ModelInfo], ...] = (overrides or {}, _USER, _BUILTIN)
+    builtin = _builtin()
+    first: tuple[Mapping[str, ModelInfo], ...] = (overrides or {}, _USER, builtin)
     for exact in first:
         if name in exact:
             return exact[name]
     if name in _ALIASES:
-        return _BUILTIN[_ALIASES[name]]
+        return builtin[_ALIASES[name]]
+    listed = _catalog(name)
+    if listed is not None:
+        return listed
     best: ModelInfo | None = None
     best_len = 0
     tables: tuple[Mapping[str, ModelInfo | str], ...] = (*first, _ALIASES)
@@ -530,11 +606,114 @@ def _find(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> Model
                 len(key) > best_len
                 and name.startswith(key)
                 and name[len(key) : len(key) + 1] in _SEPARATORS
+                and not _is_minor_version(key, name[len(key) :])
             ):
                 value = table[key]
-                best = _BUILTIN[value] if isinstance(value, str) else value
+                best = builtin[value] if isinstance(value, str) else value
                 best_len = len(key)
     return best
+
+
+_CLAUDE_STEM = re.compile(r"^claude-(?:opus|sonnet|haiku)-\d+$")
+_MINOR = re.compile(r"^-[1-9]\d?(?:-\d{8})?$")  # "-0" is the family itself
+
+
+def _is_minor_version(key: str, rest: str) -> bool:
+    """Whether ``rest`` makes ``key`` (a Claude family, ``claude-opus-4``) a newer minor
+    version (``-9``) rather than a dated snapshot of it: a different model, left to
+    :func:`assume_model`'s family rule."""
+    return _CLAUDE_STEM.match(key) is not None and _MINOR.match(rest) is not None
+
+
+_DATED = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-v\d+(?::\d+)?|-latest|-preview)$")
+
+
+def _catalog(name: str) -> ModelInfo | None:
+    """``name`` in the catalog, exactly or without a date/version suffix."""
+    while True:
+        info = _catalog_entry(name)
+        if info is not None:
+            return info
+        shorter = _DATED.sub("", name)
+        if shorter == name:
+            return None
+        name = shorter
+
+
+_GPT_MINOR = re.compile(r"^(gpt-\d+)\.\d+(.*)$")
+_CLAUDE_FAMILY = re.compile(r"^(claude-(?:opus|sonnet|haiku)-\d+)(?:-\d+)?(?:-\d{8})?$")
+_TRAILING_VERSION = re.compile(r"^(.*?)[.-]\d+$")
+
+
+def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo | None:
+    """The model ``model`` most likely behaves like when no table knows it: its family (a
+    ``gpt-5.x`` is a ``gpt-5``; a ``claude-opus-4-8`` is the newest ``claude-opus-4`` known),
+    else the name without its last version number (``glm-5.9`` -> ``glm-5``)."""
+    name = _normalise(model)
+    gpt = _GPT_MINOR.match(name)
+    if gpt is not None:
+        for candidate in (gpt.group(1) + gpt.group(2), gpt.group(1)):
+            found = _find(candidate, overrides)
+            if found is not None:
+                return found
+    claude = _CLAUDE_FAMILY.match(name)
+    if claude is not None:
+        stem = claude.group(1)
+        members = [k for k in (*_builtin(), *_prices().get("catalog", {})) if k.startswith(stem)]
+        members = [k for k in members if _CLAUDE_FAMILY.match(k)]
+        if members:
+            newest = max(members, key=lambda k: [int(x) for x in re.findall(r"\d+", k)])
+            return _find(newest, overrides)
+    while (match := _TRAILING_VERSION.match(name)) is not None:
+        name = match.group(1)
+        found = _find(name, overrides)
+        if found is not None:
+            return found
+    return None
+
+
+def assume_model(
+    model: str | None,
+    window: int | None = None,
+    overrides: Mapping[str, ModelInfo] | None = None,
+) -> tuple[ModelInfo, str | None]:
+    """The :class:`ModelInfo` to replay or bill ``model`` with, and what was assumed (``None``
+    when nothing was): never raises for an unknown model.
+
+    A model the registry knows is itself. Otherwise its family stands in (see
+    :func:`model_info`'s fallbacks), and failing that an unpriced model with the given window
+    (or 128,000 tokens) and the o200k tokenizer. ``window`` (the window a recording states)
+    replaces the registry's figure either way.
+    """
+    info = _find(model, overrides) if model else None
+    note: str | None = None
+    if info is None and model:
+        family = _family(model, overrides)
+        if family is not None:
+            info = replace(family, name=_normalise(model))
+            note = (
+                f"model {model!r} is not in the registry: assumed to be like {family.name} "
+                f"(its prices and window)"
+            )
+    if info is None:
+        size = window or _DEFAULT_WINDOW
+        info = ModelInfo(
+            _normalise(model) if model else "unknown",
+            "other",
+            size,
+            min(size, 128_000),
+            source="assumed: unknown model, no price",
+            as_of="",
+        )
+        what = f"model {model!r} is unknown" if model else "the recording names no model"
+        note = f"{what}: o200k tokens, no price (billed costs not shown)"
+        if window is None:
+            note += f", window {size:,} assumed"
+    if window is not None and window != info.context_window:
+        info = replace(
+            info, context_window=window, max_output_tokens=min(info.max_output_tokens, window)
+        )
+    return info, note
 
 
 def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo:
@@ -546,7 +725,8 @@ def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> 
     info = _find(model, overrides)
     if info is None:
         raise UnknownModelError(
-            f"unknown model {model!r}: pass window=... or register it with register_model(...)"
+            f"unknown model {model!r}: not in the registry nor its price snapshot; give its "
+            "context window (window=..., --window, or a models: entry in the config)"
         )
     return info
 
@@ -598,7 +778,7 @@ def unregister_model(name: str) -> None:
 
 def known_models() -> list[str]:
     """Every registered model name (built-in and user), sorted."""
-    return sorted({*_BUILTIN, *_USER})
+    return sorted({*_builtin(), *_USER})
 
 
 # --------------------------------------------------------------------------------------------

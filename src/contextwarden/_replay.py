@@ -19,6 +19,17 @@ warden, and the cost at the model's cache prices, or at Anthropic's ratios (read
 1.25x) with ``pricing="anthropic"``. Where the transcript has timestamps (pi, Claude Code) the
 cache's TTL applies between calls and the warden is told each call's time; without them the
 calls are back to back. Pure computation: no network, no file I/O (the CLI does that).
+
+**The baseline** ("without contextwarden") is what the agent really sent, not the whole
+recorded history on every call: the agent's own compactions (``compactions``: Claude Code's
+``compact_boundary``, pi's compaction entries, Codex ``compacted`` records) are applied, so
+call *k* is billed for the summary and what followed it. Where the recording has the
+provider's usage for a call (Claude Code, pi, Codex, Gemini CLI, Cline, OpenHands), that call's
+recorded bill is reported too; when every call has it, the recorded bill is the baseline and
+contextwarden's bill is that bill plus the difference it makes to the estimated bill. A baseline call larger than the window could not have been sent:
+it is marked *not payable* and left out of the payable baseline; the saving is stated against
+the payable baseline, on the calls it covers. :attr:`ReplayTotals.baseline` says which
+baseline a report used.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ from ._billing import CachePricing, CallBill, PromptRequest, bill_requests
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
+from ._models import ModelInfo, apply_model_overrides
+from .transcripts._common import AgentCompaction
 
 if TYPE_CHECKING:
     from ._budget import Budget
@@ -51,6 +64,10 @@ __all__ = [
 ]
 
 Provider = Literal["openai", "anthropic"]
+#: What a replay's "without contextwarden" is: the provider usage the recording states for
+#: every call, the agent's history with its own compactions applied (estimated), or the
+#: recorded history itself (the agent made no compaction).
+Baseline = Literal["recorded-usage", "agent-compactions", "full-history"]
 #: Whose cache prices bill a replay: the model's own (from the registry) or Anthropic's ratios
 #: (read 0.1x, write 1.25x the model's input price, 5-minute TTL) whatever the model.
 PricingMode = Literal["model", "anthropic"]
@@ -64,6 +81,11 @@ _PROVIDERS: Mapping[str, Provider] = {
     "anthropic": "anthropic",
     "pi": "anthropic",
     "claude-code": "anthropic",
+    "cline": "anthropic",
+    "codex": "openai",
+    "gemini-cli": "openai",
+    "aider": "openai",
+    "swe-agent": "openai",
 }
 
 
@@ -89,6 +111,13 @@ class ReplayCall:
     ``billed_cost_*`` the call's input cost in USD at the replay's cache prices (``None`` when
     the model has no price). ``at``: the call's time in epoch seconds, when the transcript
     has timestamps.
+
+    The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
+    applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
+    when the baseline request is larger than the window (the provider would have refused it:
+    it is not billed). ``recorded_*``: the provider usage the recording states for this call
+    (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
+    prices, ``None`` when the recording has none.
     """
 
     call: int
@@ -113,6 +142,12 @@ class ReplayCall:
     billed_cost_without: float | None = None
     billed_cost_with: float | None = None
     at: float | None = None
+    tokens_full: int = 0
+    payable: bool = True
+    recorded_input: int | None = None
+    recorded_cached: int | None = None
+    recorded_written: int | None = None
+    recorded_cost: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -132,6 +167,19 @@ class ReplayTotals:
     replay's cache prices (``None`` when unknown), ``billed_saved_ratio = 1 - with/without``
     (``None`` when unknown), and ``cache_hit_ratio_*``: tokens read from the cache over all
     input tokens.
+
+    The baseline (see the module docstring): ``baseline`` names it; ``agent_compactions``
+    counts the agent's own compactions applied; ``not_payable_without`` the baseline calls over
+    the window; ``payable_billed_cost_without`` the baseline's bill on the payable calls (the
+    recorded bill when ``baseline`` is ``"recorded-usage"``) and
+    ``billed_cost_with_on_payable`` contextwarden's on the same calls (with a recorded baseline:
+    the recorded bill plus the difference contextwarden makes to the estimated bill, since what
+    a recording leaves out, a system prompt or tool definitions, costs the same with and
+    without it); ``billed_saved_ratio`` is
+    ``1 - with/without`` on those; ``dearer`` is true when contextwarden's bill is above the
+    payable baseline's. ``recorded_calls`` / ``recorded_billed_cost``: the calls with provider
+    usage and their bill; ``input_tokens_full_history``: the whole recorded history summed
+    over calls (what a replay that ignores the agent's compactions would call the baseline).
     """
 
     calls: int
@@ -152,6 +200,15 @@ class ReplayTotals:
     billed_saved_ratio: float | None = None
     cache_hit_ratio_without: float = 0.0
     cache_hit_ratio_with: float = 0.0
+    baseline: Baseline = "full-history"
+    agent_compactions: int = 0
+    not_payable_without: int = 0
+    payable_billed_cost_without: float | None = None
+    billed_cost_with_on_payable: float | None = None
+    recorded_calls: int = 0
+    recorded_billed_cost: float | None = None
+    input_tokens_full_history: int = 0
+    dearer: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -217,19 +274,23 @@ def _summaries(warden: Warden) -> int:
     return len(cache) if cache is not None else 0
 
 
-def cache_pricing(model: str, pricing: PricingMode | CachePricing = "model") -> CachePricing | None:
+def cache_pricing(
+    model: str,
+    pricing: PricingMode | CachePricing = "model",
+    overrides: Mapping[str, ModelInfo] | None = None,
+) -> CachePricing | None:
     """The cache prices a replay of ``model`` bills at: the registry's for ``"model"``,
     Anthropic's ratios on the model's input price for ``"anthropic"``, or the given
     :class:`CachePricing`. ``None`` when the model's input price is unknown."""
     if isinstance(pricing, CachePricing):
         return pricing
     if pricing == "model":
-        return CachePricing.for_model(model)
+        return CachePricing.for_model(model, overrides)
     if pricing == "anthropic":
         from ._models import model_info
 
         try:
-            price = model_info(model).input_price_per_mtok
+            price = model_info(model, overrides).input_price_per_mtok
         except UnknownModelError:
             return None
         return CachePricing.ratios(price) if price is not None else None
@@ -327,11 +388,12 @@ def iter_replay(
     provider: Provider = "openai",
     warden: Warden | None = None,
     pricing: PricingMode | CachePricing = "model",
+    compactions: Sequence[AgentCompaction] = (),
 ) -> Iterator[ReplayCall]:
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
     config, warden, budget = _setup(config, warden, model, window, "replay")
-    prices = cache_pricing(model, pricing)
+    prices = cache_pricing(model, pricing, apply_model_overrides(config))
     # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
     rules = prices or CachePricing.ratios(0.0)
     counter = warden.counter_for(model)
@@ -353,9 +415,16 @@ def iter_replay(
         extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
         result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
         problems = _problems(result, provider, budget.window)
-        total_without += result.tokens_before
+        agent_sent = sent_context(messages, compactions, index)
+        if len(agent_sent) == len(context) and all(
+            a is b for a, b in zip(agent_sent, context, strict=True)
+        ):
+            tokens_sent = result.tokens_before
+        else:
+            tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
+        total_without += tokens_sent
         total_with += result.tokens_after
-        sent_without = _prompt(context, counter, prefix_key, prefix_tokens, at)
+        sent_without = _prompt(agent_sent, counter, prefix_key, prefix_tokens, at)
         sent_with = _prompt(result.messages, counter, prefix_key, prefix_tokens, at)
         bill_without = _bill(previous_without, sent_without, rules)
         bill_with = _bill(previous_with, sent_with, rules)
@@ -363,9 +432,9 @@ def iter_replay(
         yield ReplayCall(
             call=call,
             message_index=index,
-            messages_without=len(context),
+            messages_without=len(agent_sent),
             messages_with=len(result.messages),
-            tokens_without=result.tokens_before,
+            tokens_without=tokens_sent,
             tokens_with=result.tokens_after,
             cumulative_without=total_without,
             cumulative_with=total_with,
@@ -383,7 +452,86 @@ def iter_replay(
             billed_cost_without=bill_without.cost if prices is not None else None,
             billed_cost_with=bill_with.cost if prices is not None else None,
             at=at,
+            tokens_full=result.tokens_before,
+            # a call the provider billed (its usage is recorded) was payable whatever our count
+            payable=tokens_sent <= budget.window or recorded_usage(message.usage) is not None,
+            **_recorded(message, prices),
         )
+
+
+def sent_context(
+    messages: Sequence[Message], compactions: Sequence[AgentCompaction], end: int
+) -> list[Message]:
+    """What the agent itself sent for a call whose context is ``messages[:end]``: the last of
+    its own ``compactions`` at or before ``end`` applied (its leading system messages, the
+    compaction's replacement, then the messages since)."""
+    done = [c for c in compactions if c.at <= end]
+    if not done:
+        return list(messages[:end])
+    last = done[-1]
+    lead = 0
+    while lead < len(messages) and messages[lead].role == "system":
+        lead += 1
+    return [
+        *messages[: min(lead, end)],
+        *last.replacement,
+        *messages[max(last.at, lead) : end],
+    ]
+
+
+def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | None:
+    """A recorded provider usage as ``(prompt tokens in all, read from the cache, written to
+    it)``, whatever the agent's spelling: Anthropic (``input_tokens`` +
+    ``cache_read_input_tokens`` + ``cache_creation_input_tokens``), OpenAI / Codex
+    (``input_tokens`` or ``prompt_tokens`` including ``cached_input_tokens`` /
+    ``prompt_tokens_details.cached_tokens``), pi (``input``, ``cacheRead``, ``cacheWrite``),
+    Gemini CLI (``input`` including ``cached``). ``None`` when it has no prompt count."""
+    if not isinstance(usage, Mapping):
+        return None
+
+    def num(*keys: str) -> int | None:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    if "cacheRead" in usage or "cacheWrite" in usage:  # pi
+        base, read, written = num("input"), num("cacheRead") or 0, num("cacheWrite") or 0
+        return None if base is None else (base + read + written, read, written)
+    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        read = num("cache_read_input_tokens") or 0
+        written = num("cache_creation_input_tokens") or 0
+        prompt = num("prompt_tokens")  # litellm's spelling includes the cached part
+        if prompt is not None:
+            return prompt, read, written
+        base = num("input_tokens")
+        return None if base is None else (base + read + written, read, written)
+    details = usage.get("prompt_tokens_details")
+    cached = num("cached_input_tokens", "cached")
+    if cached is None and isinstance(details, Mapping):
+        value = details.get("cached_tokens")
+        cached = value if isinstance(value, int) else None
+    total = num("input_tokens", "prompt_tokens", "input")
+    if total is None:
+        return None
+    return total, cached or 0, 0
+
+
+def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
+    found = recorded_usage(reply.usage)
+    if found is None:
+        return {}
+    total, read, written = found
+    cost = None
+    if prices is not None:
+        cost = prices.cost(read, written, max(0, total - read - written))
+    return {
+        "recorded_input": total,
+        "recorded_cached": read,
+        "recorded_written": written,
+        "recorded_cost": cost,
+    }
 
 
 def count_calls(messages: Sequence[Message]) -> int:
@@ -402,6 +550,7 @@ def replay(
     warden: Warden | None = None,
     on_call: Callable[[ReplayCall], None] | None = None,
     pricing: PricingMode | CachePricing = "model",
+    compactions: Sequence[AgentCompaction] = (),
 ) -> ReplayReport:
     """Replay ``messages`` (a recorded history) call by call; see the module docstring.
 
@@ -416,9 +565,10 @@ def replay(
     Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks when no
     window is given. ``messages`` is never mutated.
     """
-    from ._models import ModelInfo, model_info
+    from ._models import model_info
 
     config, warden, budget = _setup(config, warden, model, window, "replay")
+    overrides = apply_model_overrides(config)
     calls: list[ReplayCall] = []
     for c in iter_replay(
         messages,
@@ -429,17 +579,18 @@ def replay(
         provider=provider,
         warden=warden,
         pricing=pricing,
+        compactions=compactions,
     ):
         calls.append(c)
         if on_call is not None:
             on_call(c)
     try:
-        info: ModelInfo | None = model_info(model)
+        info: ModelInfo | None = model_info(model, overrides)
     except KeyError:  # UnknownModelError: a window was given for a model we do not know
         info = None
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
-    prices = cache_pricing(model, pricing)
+    prices = cache_pricing(model, pricing, overrides)
     billed_without = billed_with = saved = None
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
@@ -447,6 +598,11 @@ def replay(
         saved = (1 - billed_with / billed_without) if billed_without else 0.0
     sent_without = sum(c.cached_without + c.written_without for c in calls)
     sent_with = sum(c.cached_with + c.written_with for c in calls)
+    base = _baseline(calls, prices, len(compactions))
+    if base["payable_billed_cost_without"] is not None:
+        payable_without = base["payable_billed_cost_without"]
+        on_payable = base["billed_cost_with_on_payable"]
+        saved = (1 - on_payable / payable_without) if payable_without else 0.0
     totals = ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
@@ -468,6 +624,8 @@ def replay(
             sum(c.cached_without for c in calls) / sent_without if sent_without else 0.0
         ),
         cache_hit_ratio_with=(sum(c.cached_with for c in calls) / sent_with if sent_with else 0.0),
+        input_tokens_full_history=sum(c.tokens_full for c in calls),
+        **base,
     )
     return ReplayReport(
         calls=tuple(calls),
@@ -481,6 +639,45 @@ def replay(
         pricing=pricing if isinstance(pricing, str) else "custom",
         cache_pricing=prices,
     )
+
+
+def _baseline(
+    calls: Sequence[ReplayCall], prices: CachePricing | None, compactions: int
+) -> dict[str, Any]:
+    """The baseline fields of :class:`ReplayTotals` (see there)."""
+    payable = [c for c in calls if c.payable]
+    recorded = [c for c in calls if c.recorded_input is not None]
+    every = bool(calls) and len(recorded) == len(calls)
+    kind: Baseline = (
+        "recorded-usage" if every else "agent-compactions" if compactions else "full-history"
+    )
+    out: dict[str, Any] = {
+        "baseline": kind,
+        "agent_compactions": compactions,
+        "not_payable_without": len(calls) - len(payable),
+        "recorded_calls": len(recorded),
+        "recorded_billed_cost": (
+            sum(c.recorded_cost or 0.0 for c in recorded) if recorded and prices else None
+        ),
+        "payable_billed_cost_without": None,
+        "billed_cost_with_on_payable": None,
+        "dearer": False,
+    }
+    if prices is None:
+        return out
+    estimated_without = sum(c.billed_cost_without or 0.0 for c in payable)
+    estimated_with = sum(c.billed_cost_with or 0.0 for c in payable)
+    if every:
+        # The recorded bill, changed by what contextwarden changes in the estimate: the parts
+        # a recording leaves out (Claude Code's system prompt and tools) cost the same in both.
+        without = sum(c.recorded_cost or 0.0 for c in payable)
+        with_ = without + estimated_with - estimated_without
+    else:
+        without, with_ = estimated_without, estimated_with
+    out["payable_billed_cost_without"] = without
+    out["billed_cost_with_on_payable"] = with_
+    out["dearer"] = with_ > without + 1e-12
+    return out
 
 
 def compact_history(

@@ -427,6 +427,11 @@ class ExactCounter:
             elif isinstance(block, ThinkingBlock):
                 # Redacted thinking is opaque; its payload stands in for it (an overestimate).
                 tokens += bpe(block.thinking) + (bpe(block.data or "") if block.redacted else 0)
+                if not block.thinking and block.signature:
+                    # Thinking a transcript left out (Claude Code writes "" and the signature):
+                    # the signature carries it encrypted, base64 (3 bytes per 4 characters),
+                    # about 4 bytes a token.
+                    tokens += len(block.signature) * 3 // 16
             elif isinstance(block, ImageBlock):
                 images += block.token_cost
         return self._scaled(tokens) + images

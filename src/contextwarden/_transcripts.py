@@ -1,4 +1,5 @@
-"""Recorded sessions in and out: :func:`load_transcript` and :func:`save_transcript`.
+"""Recorded sessions in and out: :func:`load_transcript`, :func:`load_transcripts` and
+:func:`save_transcript`.
 
 Formats read (detected from the content, not the file name; see
 :data:`~contextwarden.transcripts.FORMATS`):
@@ -10,20 +11,27 @@ Formats read (detected from the content, not the file name; see
                         is not a message)
     ``pi``              pi coding-agent session JSONL
     ``claude-code``     Claude Code session JSONL
-    ``openhands``       OpenHands evaluation ``output.jsonl`` (the first run)
+    ``codex``           Codex CLI rollout JSONL
+    ``gemini-cli``      Gemini CLI chat recording (JSON or JSONL)
+    ``cline``           Cline / Roo ``api_conversation_history.json``
+    ``aider``           ``.aider.chat.history.md`` (one run per chat)
+    ``swe-agent``       SWE-agent ``.traj``
+    ``openhands``       OpenHands evaluation ``output.jsonl`` (one run per line) or UI export
 
 Each reader lives in :mod:`contextwarden.transcripts`. A malformed file raises exactly one
 :class:`~contextwarden.TranscriptError` naming the file, the line (JSONL) or message index
 (JSON), and the field (``session.jsonl, line 4, field 'message.content[1].type': unknown block
-type 'foo' (expected 'text', 'thinking' or 'toolCall')``; ``run.traj.json, message 3, field
-'content[0]': expected a content part object, got string``); invalid JSON names the line and
-column; an unrecognised file lists the formats tried. Records that carry nothing for the model
-(bookkeeping lines, failed turns) are skipped on purpose and counted in ``meta["skipped"]``;
-malformed ones are never skipped.
+type 'foo' (expected 'text', 'thinking' or 'toolCall')``); invalid JSON names the line and
+column; an unrecognised file lists the formats tried. In an agent's own session log (pi,
+Claude Code, Codex, Gemini CLI), a line that is not valid JSON is skipped with a warning naming
+it (:attr:`Transcript.warnings`): one damaged line does not lose a session. Records that carry
+nothing for the model (bookkeeping lines, failed turns) are skipped on purpose and counted in
+``meta["skipped"]``; malformed ones are never skipped silently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -40,11 +48,19 @@ from .transcripts._common import (
     TranscriptFormat,
     iter_lines,
     parse_json,
-    read_records,
     read_text,
 )
+from .transcripts.aider import is_aider, parse_aider
 from .transcripts.claude_code import is_claude_code, parse_claude_code
-from .transcripts.openhands import is_openhands, parse_openhands
+from .transcripts.cline import is_cline, parse_cline
+from .transcripts.codex import is_codex, parse_codex
+from .transcripts.gemini import is_gemini, parse_gemini, parse_gemini_json
+from .transcripts.openhands import (
+    is_openhands,
+    is_openhands_events,
+    parse_openhands,
+    parse_openhands_events,
+)
 from .transcripts.pi import is_pi, parse_pi
 from .transcripts.provider import (
     looks_anthropic,
@@ -53,26 +69,44 @@ from .transcripts.provider import (
     parse_openai,
     parse_openai_jsonl,
 )
+from .transcripts.swe_agent import is_swe_agent, parse_swe_agent
 
+# load_transcripts joins this list when the façade (contextwarden/__init__.py) re-exports it.
 __all__ = ["Transcript", "TranscriptFormat", "load_transcript", "save_transcript"]
 
-_JSON_READERS: dict[str, Callable[[Any, Path, str], Transcript]] = {
+Runs = Transcript | list[Transcript]
+_JSON_READERS: dict[str, Callable[[Any, Path, str], Runs]] = {
     "openai": parse_openai,
     "anthropic": parse_anthropic,
     "mini-swe-agent": parse_mini_swe_agent,
+    "cline": parse_cline,
+    "swe-agent": parse_swe_agent,
+    "gemini-cli": parse_gemini_json,
+    "openhands": lambda doc, p, shown: (
+        parse_openhands_events(doc, p, shown)
+        if isinstance(doc, list)
+        else parse_openhands([Record(1, doc)], p, shown)
+    ),
 }
-_JSONL_READERS: dict[str, Callable[[Sequence[Record], Path, str], Transcript]] = {
+_JSONL_READERS: dict[str, Callable[[Sequence[Record], Path, str], Runs]] = {
     "openai-jsonl": parse_openai_jsonl,
     "pi": parse_pi,
     "claude-code": parse_claude_code,
     "openhands": parse_openhands,
+    "codex": parse_codex,
+    "gemini-cli": parse_gemini,
 }
+_TEXT_READERS: dict[str, Callable[[str, Path, str], Runs]] = {"aider": parse_aider}
+#: Agents' own session logs: a line that is not valid JSON is skipped with a warning.
+_TOLERANT = frozenset({"pi", "claude-code", "codex", "gemini-cli"})
 #: Message ``extra`` keys the agent-log readers add (what model answered, which tool ran).
 #: They describe the recording, not the request, so they are not written to provider files.
 _ANNOTATIONS = frozenset(
     {"model", "provider", "api", "stopReason", "errorMessage", "responseId", "toolName"}
 )
-_LOG_FORMATS = frozenset({"pi", "claude-code", "openhands"})
+_LOG_FORMATS = frozenset(
+    {"pi", "claude-code", "openhands", "codex", "gemini-cli", "cline", "aider", "swe-agent"}
+)
 #: What ``save_transcript`` writes when no format is given.
 _DEFAULT_OUT: dict[str, TranscriptFormat] = {
     "openai": "openai",
@@ -81,14 +115,20 @@ _DEFAULT_OUT: dict[str, TranscriptFormat] = {
     "mini-swe-agent": "mini-swe-agent",
     "claude-code": "anthropic",
     "pi": "anthropic",
+    "cline": "anthropic",
     "openhands": "openai",
+    "codex": "openai",
+    "gemini-cli": "openai",
+    "aider": "openai",
+    "swe-agent": "openai",
 }
 
 
-def load_transcript(
+def load_transcripts(
     path: str | os.PathLike[str], *, format: TranscriptFormat | None = None
-) -> Transcript:
-    """Read a recorded session into a :class:`Transcript`, detecting its format.
+) -> list[Transcript]:
+    """Every run a recorded session file holds, in order (one for most formats; an OpenHands
+    ``output.jsonl`` holds one per line, an aider history one per chat).
 
     ``format`` skips detection and reads the file as that format. Raises
     :class:`~contextwarden.TranscriptError` (one, located) for a file that cannot be read, is
@@ -97,28 +137,92 @@ def load_transcript(
     p = Path(path)
     shown = os.fspath(path)
     text = read_text(p, shown)
-    if format is not None:
-        if format in _JSON_READERS:
-            return _JSON_READERS[format](parse_json(text, shown), p, shown)
-        if format in _JSONL_READERS:
-            return _read_jsonl(format, read_records(text, shown), p, shown)
+    runs = _read(text, p, shown, format)
+    return runs if isinstance(runs, list) else [runs]
+
+
+def load_transcript(
+    path: str | os.PathLike[str],
+    *,
+    format: TranscriptFormat | None = None,
+    run: int | None = None,
+) -> Transcript:
+    """Read a recorded session into a :class:`Transcript`, detecting its format.
+
+    ``format`` skips detection and reads the file as that format. ``run`` (1-based) picks one
+    run of a file that holds several (see :func:`load_transcripts`); default the first, with
+    :attr:`Transcript.runs` saying how many there are. Raises
+    :class:`~contextwarden.TranscriptError` (one, located) for a file that cannot be read, is
+    not valid JSON / JSONL, is in no known format, holds a malformed record, or has no run
+    ``run``.
+    """
+    runs = load_transcripts(path, format=format)
+    if run is None:
+        return runs[0]
+    if not 1 <= run <= len(runs):
+        raise TranscriptError(
+            os.fspath(path), f"no run {run}: the file holds {len(runs)} run(s), numbered from 1"
+        )
+    return runs[run - 1]
+
+
+def _read(text: str, p: Path, shown: str, format: str | None) -> Runs:
+    if format is not None and format not in FORMATS:
         raise TranscriptError(shown, f"unknown format {format!r}; known: {', '.join(FORMATS)}")
-    kind, value = _sniff(text, shown)
-    if kind == "json":
-        if is_openhands(value):  # one run, pretty-printed
-            return parse_openhands([Record(1, value)], p, shown)
-        return _JSON_READERS[_json_format(value, shown)](value, p, shown)
-    return _read_jsonl(_jsonl_format(value, shown), value, p, shown)
+    if format in _TEXT_READERS or (format is None and is_aider(text)):
+        return _TEXT_READERS[format or "aider"](text, p, shown)
+    kind, value, bad = _sniff(text, shown)
+    if format is None:
+        if kind == "json":
+            return _JSON_READERS[_json_format(value, shown)](value, p, shown)
+        return _read_jsonl(_jsonl_format(value, shown), value, bad, p, shown)
+    if kind == "json" and format in _JSON_READERS:
+        return _JSON_READERS[format](value, p, shown)
+    if kind == "jsonl" and format in _JSONL_READERS:
+        return _read_jsonl(format, value, bad, p, shown)
+    if kind == "json" and format in _JSONL_READERS:
+        return _read_jsonl(format, [Record(1, value)], [], p, shown)
+    if bad:
+        raise bad[0]
+    raise TranscriptError(shown, f"format {format!r} is one JSON document; this file is JSON lines")
 
 
-def _read_jsonl(fmt: str, records: list[Record], p: Path, shown: str) -> Transcript:
+def _read_jsonl(
+    fmt: str, records: list[Record], bad: list[TranscriptError], p: Path, shown: str
+) -> Runs:
+    if bad and fmt not in _TOLERANT:
+        raise bad[0]
     if not records:
         raise TranscriptError(shown, "no records (the file is empty)")
-    return _JSONL_READERS[fmt](records, p, shown)
+    runs = _JSONL_READERS[fmt](records, p, shown)
+    if not bad:
+        return runs
+    notes = [f"line {e.line}: not valid JSON ({e.reason}); skipped" for e in bad]
+    if isinstance(runs, list):
+        return [_with_warnings(t, notes) for t in runs]
+    return _with_warnings(runs, notes)
 
 
-def _sniff(text: str, shown: str) -> tuple[str, Any]:
-    """``("json", document)`` or ``("jsonl", records)``.
+def _with_warnings(t: Transcript, notes: list[str]) -> Transcript:
+    meta = dict(t.meta)
+    meta["warnings"] = [*notes, *(meta.get("warnings") or ())]
+    return dataclasses.replace(t, meta=freeze(meta))
+
+
+def _records(text: str, shown: str) -> tuple[list[Record], list[TranscriptError]]:
+    """Every non-blank line parsed; the lines that are not valid JSON as located errors."""
+    records: list[Record] = []
+    bad: list[TranscriptError] = []
+    for n, line in iter_lines(text):
+        try:
+            records.append(Record(n, parse_json(line, shown, line_offset=n - 1)))
+        except TranscriptError as exc:
+            bad.append(exc)
+    return records, bad
+
+
+def _sniff(text: str, shown: str) -> tuple[str, Any, list[TranscriptError]]:
+    """``("json", document, [])`` or ``("jsonl", records, bad lines)``.
 
     A file whose first non-blank line is a complete JSON object on its own is JSONL (unless it
     is the only line and holds a message list); anything else is one JSON document.
@@ -134,25 +238,40 @@ def _sniff(text: str, shown: str) -> tuple[str, Any]:
         except (ValueError, RecursionError):
             head = None
         if isinstance(head, dict):
-            rest = [Record(n, parse_json(s, shown, line_offset=n - 1)) for n, s in lines]
-            if rest or not isinstance(head.get("messages"), list):
-                return "jsonl", [Record(number, head), *rest]
-            return "json", head
-    return "json", parse_json(text, shown)
+            records, bad = _records(text, shown)
+            if len(records) + len(bad) > 1 or not isinstance(head.get("messages"), list):
+                return "jsonl", records, bad
+            return "json", head, []
+    return "json", parse_json(text, shown), []
 
 
 def _json_format(doc: Any, shown: str) -> str:
     if isinstance(doc, list):
+        if is_openhands_events(doc):
+            return "openhands"
+        if is_cline(doc):
+            return "cline"
         return "openai"
-    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
-        if "info" in doc:
-            return "mini-swe-agent"
-        return "anthropic" if looks_anthropic(doc) else "openai"
+    if isinstance(doc, dict):
+        if is_gemini(doc):
+            return "gemini-cli"
+        if is_swe_agent(doc):
+            return "swe-agent"
+        if is_openhands(doc):
+            return "openhands"
+        if isinstance(doc.get("messages"), list):
+            if "info" in doc:
+                return "mini-swe-agent"
+            return "anthropic" if looks_anthropic(doc) else "openai"
     _unrecognised(shown, "a JSON document", doc)
 
 
 def _jsonl_format(records: list[Record], shown: str) -> str:
+    if records and is_gemini(records[0].value):
+        return "gemini-cli"
     for rec in records:
+        if is_codex(rec.value):
+            return "codex"
         if is_pi(rec.value):
             return "pi"
         if is_claude_code(rec.value):
@@ -162,7 +281,7 @@ def _jsonl_format(records: list[Record], shown: str) -> str:
         if isinstance(rec.value, dict) and "role" in rec.value:
             return "openai-jsonl"
     what = "JSON lines" if len(records) > 1 else "a one-line JSON document"
-    _unrecognised(shown, what, records[0].value)
+    _unrecognised(shown, what, records[0].value if records else None)
 
 
 def _unrecognised(shown: str, what: str, sample: Any) -> NoReturn:

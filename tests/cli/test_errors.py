@@ -53,11 +53,15 @@ def test_bad_config_lists_every_problem(command: list[str], openai_file: Path) -
     assert all(line.startswith("error: bad.yaml: ") for line in lines)
 
 
-def test_unknown_model_without_window(openai_file: Path) -> None:
-    result = runner.invoke(app, ["replay", str(openai_file), "--model", "no-such-model-q"])
-    assert result.exit_code == 1
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "no-such-model-q" in lines[0]
+def test_unknown_model_without_window_is_replayed_on_a_stated_assumption(
+    openai_file: Path,
+) -> None:
+    result = runner.invoke(
+        app, ["replay", str(openai_file), "--model", "no-such-model-q"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "assumed: model 'no-such-model-q' is unknown" in result.stdout
+    assert "window 128,000 assumed" in result.stdout and "register_model" not in result.output
 
 
 def test_bad_env_variable(openai_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

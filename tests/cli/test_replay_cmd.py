@@ -81,7 +81,13 @@ def test_the_headline_states_the_billed_saving_first(openai_file: Path) -> None:
     assert last.startswith(f"contextwarden {verb}"), last
     assert f"{abs(saved):.1%}" in last.split(";")[0]
     assert "cache-aware at gpt-4o's prices" in last
-    assert f"${totals['billed_cost_without']:,.4f} -> ${totals['billed_cost_with']:,.4f}" in last
+    # against the payable baseline (the calls within the 16k window), which the report names
+    paid, ours = totals["payable_billed_cost_without"], totals["billed_cost_with_on_payable"]
+    assert f"${paid:,.4f} -> ${ours:,.4f} against the payable baseline" in last
+    assert totals["not_payable_without"] > 0
+    assert f"{totals['not_payable_without']:,} of its calls exceed the 16,000-token window" in (
+        table.stdout.replace("\n", " ")
+    )
     assert f"{totals['saved_ratio']:.1%} of input tokens" in last
 
 
@@ -164,3 +170,69 @@ def test_the_table_fits_the_terminal_without_clipping(openai_file: Path, columns
     header = "\n".join(lines[:8])
     assert "billed" in header and "written" in header
     assert ("saved" in header) is (columns >= 100)
+
+
+# -- agents' own files: the recorded window, an unknown model, several runs ----------------------
+def test_a_model_missing_from_the_registry_replays_with_the_window_the_file_records(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    source = shared_data / "codex" / "raze-codex-session.jsonl"
+    renamed = tmp_path / "rollout.jsonl"
+    renamed.write_text(
+        source.read_text(encoding="utf-8").replace('"gpt-5.4"', '"gpt-5.9"'),
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["replay", str(renamed), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"] == "gpt-5.9" and data["window"] == 258_400
+    assert data["totals"]["invalid_requests"] == 0
+    assert "not in the registry: assumed to be like gpt-5" in data["assumed"][0]
+    assert data["totals"]["billed_cost_with"] is not None  # priced as its family
+    assert "window 258,400 as the recording states it" in data["assumed"]
+    text = runner.invoke(app, ["replay", str(renamed)], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "assumed:" in text.stdout
+    assert "register_model" not in text.output
+
+
+def test_a_recording_without_a_model_is_replayed_on_an_assumption(shared_data: Path) -> None:
+    result = runner.invoke(
+        app, ["replay", str(shared_data / "swe-agent/pydicom-1458.traj"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["format"] == "swe-agent" and data["totals"]["calls"] == 12
+    assert data["assumed"][0].startswith("the recording names no model")
+
+
+def test_every_run_of_a_file_is_replayed_or_the_one_asked_for(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    run = json.loads((shared_data / "openhands/fastjson2-2775.output.jsonl").read_text("utf-8"))
+    short = {**run, "instance_id": "short-1", "history": run["history"][:12]}
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (run, short)), encoding="utf-8")
+    both = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
+    assert [r["run"] for r in both["runs"]] == [1, 2]
+    assert both["runs"][0]["totals"]["calls"] > both["runs"][1]["totals"]["calls"] > 0
+    second = json.loads(runner.invoke(app, ["replay", str(path), "--run", "2", "--json"]).stdout)
+    assert second["totals"] == both["runs"][1]["totals"]
+    missing = runner.invoke(app, ["replay", str(path), "--run", "3"])
+    assert missing.exit_code == 1 and "no run 3: the file holds 2 run(s)" in missing.stderr
+
+
+def test_the_report_names_its_baseline(shared_data: Path) -> None:
+    path = shared_data / "pi/large-session.jsonl"
+    data = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
+    totals = data["totals"]
+    assert totals["baseline"] == "recorded-usage" and totals["recorded_calls"] == totals["calls"]
+    assert totals["payable_billed_cost_without"] == pytest.approx(totals["recorded_billed_cost"])
+    assert totals["invalid_requests"] == 0
+
+
+def test_reader_warnings_go_to_stderr(shared_data: Path) -> None:
+    path = shared_data / "pi-based/gjc-youtube-transcript.jsonl"
+    result = runner.invoke(app, ["replay", str(path), "--json", "--window", "32000"])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "line 60: not valid JSON" in result.stderr
+    assert json.loads(result.stdout)["warnings"]

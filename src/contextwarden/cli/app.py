@@ -10,6 +10,7 @@ from .count import count
 from .inspect import inspect
 from .proxy_cmd import proxy
 from .replay import replay_command
+from .sessions import sessions_command
 
 __all__ = ["app"]
 
@@ -26,6 +27,7 @@ app.command("count")(count)
 app.command("inspect")(inspect)
 app.command("replay")(replay_command)
 app.command("compact")(compact)
+app.command("sessions")(sessions_command)
 app.add_typer(config_app, name="config")
 app.command(
     "proxy",

@@ -1,13 +1,19 @@
-"""``contextwarden replay FILE --model M --window N [--json] [--plot out.png]``: what the
-session would have sent, call by call, without and with contextwarden, and what the provider
-would have billed for it, prompt caching counted."""
+"""``contextwarden replay FILE [--model M] [--window N] [--run N] [--json] [--plot out.png]``:
+what the session would have sent, call by call, without and with contextwarden, and what the
+provider would have billed for it, prompt caching counted.
+
+"Without" is what the agent really sent (its own compactions applied, its recorded usage where
+the file has it); calls over the window are not payable and are left out of that baseline. A
+file of several runs replays every run (or ``--run N``). A model the registry lacks never stops
+a replay: the window the file records, or the model's family, stands in, and the report says
+what it assumed."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich import box
@@ -15,7 +21,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .._config import WardenConfig
+from .._models import ModelOverride, apply_model_overrides, assume_model
 from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
+from .._transcripts import Transcript, load_transcripts
+from ..transcripts._common import FORMATS, TranscriptFormat
 from ._common import (
     ConfigOption,
     FileArgument,
@@ -23,11 +33,12 @@ from ._common import (
     SummarizerOption,
     WindowOption,
     check_output_path,
+    config_for,
     err,
     fail,
     guarded,
     out,
-    recorded_model,
+    require_file,
 )
 from ._tables import pct
 
@@ -190,14 +201,51 @@ def _totals_table(report: ReplayReport) -> Table:
         f"{t.over_window_without:,}",
         f"{t.over_window_with:,}",
     )
-    table.add_row("compactions (summaries written)", "-", f"{t.compactions:,}")
+    table.add_row(
+        "compactions (summaries written)",
+        f"{t.agent_compactions:,} by the agent",
+        f"{t.compactions:,}",
+    )
+    table.add_row(
+        "[bold]payable baseline[/bold] (calls within the window)",
+        _money(t.payable_billed_cost_without),
+        f"[bold]{_money(t.billed_cost_with_on_payable)}[/bold]",
+    )
+    if t.recorded_calls:
+        table.add_row(
+            f"recorded usage ({t.recorded_calls:,} calls)",
+            _money(t.recorded_billed_cost),
+            "-",
+        )
     invalid = f"[red]{t.invalid_requests:,}[/red]" if t.invalid_requests else "[green]0[/green]"
     table.add_row("invalid requests", "-", invalid)
     return table
 
 
+BASELINES = {
+    "recorded-usage": "the provider usage the recording states for every call",
+    "agent-compactions": "the agent's history with its own compactions applied (estimated)",
+    "full-history": "the recorded history as the agent sent it (it made no compaction)",
+}
+
+
+def baseline_line(report: ReplayReport) -> str:
+    """Which baseline the report used, and the calls it could not have sent."""
+    t = report.totals
+    line = f"baseline: {BASELINES[t.baseline]}"
+    if t.baseline == "recorded-usage":
+        line += "; contextwarden's bill: the recorded one plus the difference it makes"
+    if t.not_payable_without:
+        line += (
+            f"; {t.not_payable_without:,} of its calls exceed the {report.window:,}-token window: "
+            "not payable, left out of the baseline"
+        )
+    return line
+
+
 def headline(report: ReplayReport) -> str:
-    """The closing line: the billed saving first (what the bill shows), then the tokens."""
+    """The closing line: the billed saving against the payable baseline first (what the bill
+    shows), then the tokens."""
     t = report.totals
     tokens = (
         f"{t.saved_ratio:.1%} of input tokens "
@@ -210,8 +258,8 @@ def headline(report: ReplayReport) -> str:
             "(no price known: no billed cost)"
         )
     money = (
-        f"({_money(t.billed_cost_without)} -> {_money(t.billed_cost_with)}, "
-        f"cache-aware at {_prices(report)})"
+        f"({_money(t.payable_billed_cost_without)} -> {_money(t.billed_cost_with_on_payable)} "
+        f"against the payable baseline, cache-aware at {_prices(report)})"
     )
     if t.billed_saved_ratio >= 0:
         return (
@@ -250,23 +298,103 @@ def replay_command(
             "ratios on its input price, read 0.1x and write 1.25x (anthropic).",
         ),
     ] = "model",
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help=f"Read the file as this format instead of detecting it: {', '.join(FORMATS)}.",
+        ),
+    ] = None,
+    run: Annotated[
+        int | None,
+        typer.Option(
+            "--run", min=1, help="Replay only run N of a file holding several (default: all)."
+        ),
+    ] = None,
 ) -> None:
     """Replay a recorded session call by call and show what contextwarden saves.
 
     The context of call k is everything before assistant message k; the warden transforms a
-    copy of it, as an agent would before each call. Reports tokens sent without and with
-    contextwarden, the tokens a provider's prompt cache would read and write, the billed
-    input cost (cache-aware) beside the list price, compactions, and whether every request is
-    valid for the provider.
+    copy of it, as an agent would before each call. Reports tokens sent without contextwarden
+    (what the agent really sent: its own compactions applied, its recorded usage where the file
+    has it) and with it, the tokens a provider's prompt cache would read and write, the billed
+    input cost (cache-aware) against the payable baseline, compactions, and whether every
+    request is valid for the provider.
     """
-    transcript, cfg, name = recorded_model(
-        file, config, model=model, window=window, summarizer=summarizer
-    )
+    if fmt is not None and fmt not in FORMATS:
+        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
+    chosen: TranscriptFormat | None = fmt  # type: ignore[assignment]
+    runs = load_transcripts(require_file(file), format=chosen)
+    if run is not None:
+        if run > len(runs):
+            raise fail(f"{file}: no run {run}: the file holds {len(runs)} run(s)")
+        runs = [runs[run - 1]]
+    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     plot = check_output_path(plot, inputs=(file,)) if plot is not None else None
-    mode: PricingMode = pricing
-    total = count_calls(transcript.messages)
-    if total == 0:
+    for t in runs:
+        for warning in t.warnings:
+            err.print(f"[yellow]warning:[/yellow] {escape(str(file))}: {escape(warning)}")
+    playable = [t for t in runs if count_calls(t.messages)]
+    if not playable:
         raise fail(f"{file}: no assistant message to replay")
+    reports: list[tuple[Transcript, ReplayReport, list[str]]] = []
+    for t in playable:
+        run_cfg, name, notes = _model_for(t, cfg)
+        reports.append((t, _replay_one(t, run_cfg, name, pricing), notes))
+    written = None
+    if plot is not None:
+        from .._plot import plot_replay
+
+        written = plot_replay(reports[-1][1], plot)
+    if as_json:
+        items = [_as_json(file, t, report, notes) for t, report, notes in reports]
+        data = items[0] if len(items) == 1 else {"file": str(file), "runs": items}
+        if written is not None:
+            data["plot"] = str(written)
+        sys.stdout.write(json.dumps(data) + "\n")
+        return
+    for t, report, notes in reports:
+        _print_report(file, t, report, notes, every)
+    if written is not None:
+        out.print(f"plot written to {written}")
+
+
+def _model_for(t: Transcript, cfg: WardenConfig) -> tuple[WardenConfig, str, list[str]]:
+    """The config to replay ``t`` with, its model name and what was assumed: the options' or
+    config's model, else the recording's; the window given, else the one the file records,
+    else the registry's; a model the registry lacks is added to the config as what
+    :func:`~contextwarden._models.assume_model` takes it for."""
+    name = cfg.model or t.model
+    window = cfg.context_window or t.window
+    info, note = assume_model(name, window, apply_model_overrides(cfg))
+    notes = [note] if note else []
+    if cfg.context_window is None and t.window is not None:
+        notes.append(f"window {t.window:,} as the recording states it")
+    key = name or info.name
+    known = key in cfg.models
+    if note is not None and not known:
+        entry = ModelOverride(
+            provider=info.provider,
+            context_window=info.context_window,
+            max_output_tokens=info.max_output_tokens,
+            encoding=info.encoding,
+            input_price_per_mtok=info.input_price_per_mtok,
+            output_price_per_mtok=info.output_price_per_mtok,
+            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
+            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
+            cache_ttl_s=info.cache_ttl_s,
+            min_cacheable_tokens=info.min_cacheable_tokens,
+            caching=info.caching,
+        )
+        cfg = cfg.model_copy(update={"models": {**cfg.models, key: entry}})
+    if window is not None and cfg.context_window is None:
+        cfg = cfg.model_copy(update={"context_window": window})
+    return cfg, key, notes
+
+
+def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> ReplayReport:
+    mode: PricingMode = "anthropic" if pricing == "anthropic" else "model"
+    total = count_calls(t.messages)
     progress = Progress(
         TextColumn("replaying"),
         BarColumn(),
@@ -283,34 +411,43 @@ def replay_command(
         def advance(_call: ReplayCall) -> None:
             progress.advance(task)
 
-        report = replay(
-            transcript.messages,
+        return replay(
+            t.messages,
             model=name,
             window=cfg.context_window,
             config=cfg,
-            tools=transcript.tools or None,
-            provider=provider_for(transcript.format),
+            tools=t.tools or None,
+            provider=provider_for(t.format),
             on_call=advance,
             pricing=mode,
+            compactions=t.compactions,
         )
-    written = None
-    if plot is not None:
-        from .._plot import plot_replay
 
-        written = plot_replay(report, plot)
-    if as_json:
-        data = {"file": str(file), "format": transcript.format, **report.as_dict()}
-        if written is not None:
-            data["plot"] = str(written)
-        sys.stdout.write(json.dumps(data) + "\n")
-        return
-    t = report.totals
+
+def _as_json(file: Path, t: Transcript, report: ReplayReport, notes: list[str]) -> dict[str, Any]:
+    data: dict[str, Any] = {"file": str(file), "format": t.format}
+    if t.runs > 1:
+        data["run"] = t.run
+        data["runs"] = t.runs
+    data["assumed"] = notes
+    data["warnings"] = list(t.warnings)
+    data.update(report.as_dict())
+    return data
+
+
+def _print_report(
+    file: Path, t: Transcript, report: ReplayReport, notes: list[str], every: int | None
+) -> None:
+    total = report.totals
+    which = f" (run {t.run} of {t.runs})" if t.runs > 1 else ""
     out.print(
-        f"[bold]{file}[/bold]: {transcript.format}, {t.calls} calls, model {name}, "
-        f"window {report.window:,} (limit {report.limit:,}, trigger {report.trigger:,})"
+        f"[bold]{escape(str(file))}[/bold]{which}: {t.format}, {total.calls} calls, model "
+        f"{escape(report.model)}, window {report.window:,} (limit {report.limit:,}, trigger "
+        f"{report.trigger:,})"
     )
+    for note in notes:
+        out.print(f"[yellow]assumed:[/yellow] {escape(note)}")
     out.print(_calls_table(report, every, out.width))
     out.print(_totals_table(report))
+    out.print(escape(baseline_line(report)))
     out.print(headline(report))
-    if written is not None:
-        out.print(f"plot written to {written}")

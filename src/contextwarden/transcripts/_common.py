@@ -15,22 +15,36 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from .._exceptions import FormatError, TranscriptError
-from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._messages import EMPTY, Block, Message, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
 
 __all__ = [
     "FORMATS",
+    "AgentCompaction",
     "Loc",
     "Record",
     "Transcript",
     "TranscriptFormat",
     "dumps_arguments",
+    "merge_user_runs",
     "pair_calls",
+    "place_marks",
     "read_records",
 ]
 
 TranscriptFormat: TypeAlias = Literal[
-    "openai", "openai-jsonl", "anthropic", "mini-swe-agent", "pi", "claude-code", "openhands"
+    "openai",
+    "openai-jsonl",
+    "anthropic",
+    "mini-swe-agent",
+    "pi",
+    "claude-code",
+    "openhands",
+    "codex",
+    "gemini-cli",
+    "cline",
+    "aider",
+    "swe-agent",
 ]
 
 #: Every format :func:`~contextwarden._transcripts.load_transcript` knows, in detection order,
@@ -42,8 +56,30 @@ FORMATS: Mapping[TranscriptFormat, str] = {
     "openai-jsonl": "JSONL, one OpenAI chat message per line",
     "pi": "pi session JSONL (type session/message/model_change/...)",
     "claude-code": "Claude Code session JSONL (type user/assistant with an Anthropic message)",
-    "openhands": 'OpenHands output.jsonl (one run per line with "history")',
+    "openhands": 'OpenHands output.jsonl (one run per line with "history") or a UI export '
+    "(a JSON list of action/observation events)",
+    "codex": "Codex CLI rollout JSONL (session_meta/turn_context/response_item records)",
+    "gemini-cli": "Gemini CLI chat recording (session-*.json or .jsonl: sessionId, projectHash, "
+    "messages of type user/gemini)",
+    "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages)",
+    "aider": "aider .aider.chat.history.md (Markdown: '# aider chat started at', '#### ' turns)",
+    "swe-agent": 'SWE-agent .traj (JSON object with "history" and "trajectory")',
 }
+
+
+@dataclass(frozen=True)
+class AgentCompaction:
+    """A compaction the agent itself made while recording (Claude Code's ``compact_boundary``,
+    a pi ``compaction`` entry, a Codex ``compacted`` record).
+
+    From the call whose context ends at or after message ``at`` on, the agent no longer sent
+    ``messages[:at]``: it sent its leading system messages, then ``replacement`` (the summary,
+    and whatever the agent kept), then ``messages[at:]``. ``line`` is where the file records it.
+    """
+
+    at: int
+    replacement: tuple[Message, ...]
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +92,15 @@ class Transcript:
     the file (``None`` for a transcript built in memory); ``model`` the model that produced the
     last turn, when the recording says; ``tools`` the tool definitions as the recording spelled
     them (often absent: agents rarely record them); ``meta`` whatever else the recording tells
-    (task id, session id, original ``info``, counts of records skipped and why).
+    (task id, session id, original ``info``, counts of records skipped and why, ``warnings``:
+    lines the reader skipped or repaired, each naming its line).
+
+    ``window`` is the context window the recording states (Codex writes
+    ``model_context_window``), ``None`` when it says nothing; ``compactions`` the compactions
+    the agent made itself, in order (see :class:`AgentCompaction`): the full history stays in
+    ``messages``, so a replay can compare contextwarden with what the agent really sent.
+    ``run``/``runs``: which run of a file holding several (OpenHands ``output.jsonl``, aider's
+    history of several chats) this is, 1-based, and how many the file holds.
     """
 
     messages: tuple[Message, ...]
@@ -65,16 +109,15 @@ class Transcript:
     model: str | None = None
     tools: tuple[Mapping[str, Any], ...] = ()
     meta: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    window: int | None = None
+    compactions: tuple[AgentCompaction, ...] = ()
+    run: int = 1
+    runs: int = 1
 
     @property
-    def system(self) -> str | None:
-        """The text of the leading system message(s), or ``None`` when there is none."""
-        parts: list[str] = []
-        for m in self.messages:
-            if m.role != "system":
-                break
-            parts.append("\n".join(b.text for b in m.content if isinstance(b, TextBlock)))
-        return "\n\n".join(parts) if parts else None
+    def warnings(self) -> tuple[str, ...]:
+        """What the reader skipped or repaired, one line each (``line 60: ...``)."""
+        return tuple(self.meta.get("warnings") or ())
 
 
 @dataclass(frozen=True)
@@ -208,6 +251,11 @@ def dumps_arguments(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def warn(meta: dict[str, Any], text: str) -> None:
+    """Record a warning (a skipped or repaired line) in ``meta["warnings"]``."""
+    meta.setdefault("warnings", []).append(text)
+
+
 def skipped(meta: dict[str, Any], reason: str) -> None:
     """Count a record the reader left out, by reason, in ``meta["skipped"]``."""
     counts: dict[str, int] = meta.setdefault("skipped", {})
@@ -276,3 +324,33 @@ def pair_calls(messages: Sequence[Message], meta: dict[str, Any]) -> tuple[Messa
     if len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True)):
         return tuple(messages)
     return tuple(out)
+
+
+def merge_user_runs(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """``messages`` with each run of consecutive ``user`` messages merged into one (its blocks
+    in order), as an agent's request merges a tool-result turn left as text and the prompt
+    that follows ("Continue"). Returns the input's own values when nothing merges."""
+    out: list[Message] = []
+    for m in messages:
+        if out and m.role == "user" and out[-1].role == "user":
+            out[-1] = out[-1].replace(content=(*out[-1].content, *m.content))
+        else:
+            out.append(m)
+    return tuple(out) if len(out) != len(messages) else tuple(messages)
+
+
+def place_marks(
+    before: Sequence[Message], after: Sequence[Message], marks: Sequence[int]
+) -> list[int]:
+    """Where positions in ``before`` land in ``after`` (a repaired copy of it): each mark moves
+    to the first message at or after it that survived (by identity), else to the end."""
+    where = {id(m): i for i, m in enumerate(after)}
+    out: list[int] = []
+    for mark in marks:
+        at = len(after)
+        for m in before[mark:]:
+            if id(m) in where:
+                at = where[id(m)]
+                break
+        out.append(at)
+    return out

@@ -1,29 +1,38 @@
 """Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``).
 
-Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; every
-other line type (``summary``, ``system``, ``file-history-snapshot``, ``queue-operation``...)
-is bookkeeping and skipped. Sub-agent lines (``isSidechain: true``) belong to another
-conversation, and assistant lines Claude Code made up itself (``model: "<synthetic>"``, an API
-error shown to the user) were never sent: both are skipped too. Lines are read in file order
-(not along ``parentUuid``: the results of parallel tool calls hang off different parents), and
-a ``compact_boundary`` does not cut the history: a compacted session reads as its full
-original history.
+Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; other
+line types (``summary``, ``file-history-snapshot``, ``queue-operation``...) are bookkeeping and
+skipped, except the ``system`` line of subtype ``compact_boundary`` (below).
 
-Claude Code writes one line per content block as a response streams in, so consecutive
-assistant lines sharing one ``message.id`` are parts of one API message: their content blocks
-are merged in order (the last part's ``usage`` is kept: it is the most complete). Consecutive
-user lines (the results of parallel tool calls, a hook's feedback) are merged the same way, as
-the API request Claude Code sends merges them. The merged messages go through
-:func:`contextwarden.formats.from_anthropic`; each canonical message then gets the line's
-``uuid`` (user) or the API message ``id`` (assistant) as :attr:`Message.id`, the line's
-``timestamp``, and for assistants the real provider ``usage`` and ``model`` (in ``extra``).
-A call an interrupted session never answered is removed
-(:func:`~contextwarden.transcripts._common.pair_calls`). Every skip is counted in
-``meta["skipped"]``.
+**Order.** The conversation is the ``parentUuid`` chain, not the file order: Claude Code may
+write a tool result before the line of its call. The reader takes the chain from the last
+conversation line back to the root, adds the lines hanging off it that belong to the same
+API messages (the other parts of a streamed reply, the results of parallel calls), and puts
+them in an order where every line comes after its parent (file order among siblings). Lines
+on other branches (an edited prompt, a rewind) are left out and counted as
+``side branch`` in ``meta["skipped"]``. A file whose lines have no ``parentUuid`` is read in
+file order. Sub-agent lines (``isSidechain``) and the assistant lines Claude Code made up
+itself (``model: "<synthetic>"``, an API error shown to the user) were never sent: skipped.
+
+**Compactions.** A ``compact_boundary`` line starts a new chain (its ``logicalParentUuid``
+names the line before); the ``isCompactSummary`` user line after it is the summary Claude
+Code sent from then on. The full history stays in :attr:`Transcript.messages`; the boundary
+becomes an :class:`~contextwarden.transcripts._common.AgentCompaction` whose replacement is
+the summary.
+
+Claude Code writes one line per content block as a response streams in: lines sharing one
+``message.id`` are parts of one API message and are merged in order (the last part's
+``usage`` kept). Consecutive user lines (parallel results, a result then "Continue") are
+merged as the request Claude Code sends merges them. The merged messages go through
+:func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user) or the API
+message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for assistants the
+provider ``usage`` and ``model``. A call an interrupted session never answered is removed
+(:func:`~contextwarden.transcripts._common.pair_calls`).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,15 +40,33 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .._exceptions import FormatError
-from .._messages import Message, freeze
+from .._messages import Message, TextBlock, freeze
 from ..formats import from_anthropic
-from ._common import Loc, Record, Transcript, pair_calls, skipped
+from ._common import (
+    AgentCompaction,
+    Loc,
+    Record,
+    Transcript,
+    merge_user_runs,
+    pair_calls,
+    place_marks,
+    skipped,
+)
 
 __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
 
 #: Line types Claude Code writes; ``user`` / ``assistant`` carry the conversation.
 LINE_TYPES = frozenset(
-    {"user", "assistant", "summary", "system", "file-history-snapshot", "queue-operation"}
+    {
+        "user",
+        "assistant",
+        "summary",
+        "system",
+        "file-history-snapshot",
+        "queue-operation",
+        "attachment",
+        "progress",
+    }
 )
 _FIELD_RE = re.compile(r"^content\[(\d+)\](.*)$")
 
@@ -50,7 +77,7 @@ def is_claude_code(value: Any) -> bool:
         return False
     if value["type"] in ("user", "assistant"):
         return isinstance(value.get("message"), dict)
-    return True
+    return "sessionId" in value or "uuid" in value or value["type"] == "summary"
 
 
 @dataclass
@@ -69,27 +96,140 @@ class _Merged:
     as_string: bool = False  # the single line's content was a plain string
 
 
+def _is_conversation(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("type") in ("user", "assistant")
+        and value.get("isSidechain") is not True
+    )
+
+
+def _is_boundary(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "system"
+        and value.get("subtype") == "compact_boundary"
+    )
+
+
+def _parent(value: dict[str, Any]) -> Any:
+    parent = value.get("parentUuid")
+    if parent is None and _is_boundary(value):
+        return value.get("logicalParentUuid")
+    return parent
+
+
+def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
+    """The conversation's lines (and compact boundaries) in chain order; see the module
+    docstring."""
+    lines = [r for r in records if _is_conversation(r.value) or _is_boundary(r.value)]
+    for r in records:
+        if isinstance(r.value, dict) and r.value.get("isSidechain") is True:
+            skipped(meta, "sub-agent (sidechain) line")
+    if not any("parentUuid" in r.value for r in lines):
+        return lines
+    by_uuid: dict[Any, int] = {}
+    for i, r in enumerate(lines):
+        if r.value.get("uuid") is not None:
+            by_uuid[r.value["uuid"]] = i
+    leaf = next(
+        (i for i in range(len(lines) - 1, -1, -1) if _is_conversation(lines[i].value)), None
+    )
+    if leaf is None:
+        return []
+    chain: set[int] = set()
+    node: int | None = leaf
+    while node is not None and node not in chain:
+        chain.add(node)
+        node = by_uuid.get(_parent(lines[node].value))
+    calls: set[str] = set()
+    api_ids: set[str] = set()
+    for i in chain:
+        message = lines[i].value.get("message")
+        if not isinstance(message, dict):
+            continue
+        if isinstance(message.get("id"), str):
+            api_ids.add(message["id"])
+        for block in _blocks(message):
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                calls.add(block["id"])
+    keep = set(chain)
+    for i, r in enumerate(lines):
+        if i in chain or not _is_conversation(r.value):
+            continue
+        message = r.value.get("message")
+        if not isinstance(message, dict):
+            continue
+        if message.get("id") in api_ids or any(
+            b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+            for b in _blocks(message)
+        ):
+            keep.add(i)
+        else:
+            skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    # Topological order (parent first), file order among lines that are ready together.
+    children: dict[int, list[int]] = {}
+    waiting: dict[int, int] = {}
+    ready: list[int] = []
+    for i in sorted(keep):
+        parent = by_uuid.get(_parent(lines[i].value))
+        if parent is not None and parent in keep and parent != i:
+            children.setdefault(parent, []).append(i)
+            waiting[i] = 1
+        else:
+            ready.append(i)
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for child in children.get(i, ()):
+            waiting[child] -= 1
+            if not waiting[child]:
+                heapq.heappush(ready, child)
+    if len(order) < len(keep):  # a cycle: the rest in file order
+        order.extend(sorted(keep - set(order)))
+    return [lines[i] for i in order]
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
 def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """Read a Claude Code session (records already parsed from its lines)."""
     base = Loc(shown)
     meta: dict[str, Any] = {}
-    merged: list[_Merged] = []
     for rec in records:
+        kind = rec.value.get("type") if isinstance(rec.value, dict) else None
+        if kind not in ("user", "assistant") and not _is_boundary(rec.value):
+            skipped(meta, f"line type {kind!r}")
+    merged: list[_Merged] = []
+    by_api_id: dict[str, _Merged] = {}
+    marks: list[tuple[int, Any, int]] = []  # (merged index, summary line, file line)
+    pending_boundary: int | None = None
+    for rec in _ordered(records, meta):
         loc = base.at(line=rec.line)
         line = loc.check(rec.value, dict, "")
-        kind = line.get("type")
-        if kind not in ("user", "assistant"):
-            skipped(meta, f"line type {kind!r}")
+        if _is_boundary(line):
+            pending_boundary = rec.line
             continue
-        if line.get("isSidechain") is True:
-            skipped(meta, "sub-agent (sidechain) line")
-            continue
+        kind = line["type"]
         for key in ("sessionId", "cwd", "version", "gitBranch"):
             if key in line and key not in meta:
                 meta[key] = line[key]
         message = loc.get(line, "message", dict, "")
         if message.get("model") == "<synthetic>":  # an error Claude Code showed, never sent
             skipped(meta, "synthetic assistant line (an API error shown to the user)")
+            continue
+        if line.get("isCompactSummary") is True or (
+            pending_boundary is not None and kind == "user" and _continues(message)
+        ):
+            marks.append((len(merged), line, rec.line))
+            pending_boundary = None
             continue
         role = loc.get(message, "role", str, "message")
         if role != kind:
@@ -101,30 +241,35 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             blocks = list(loc.get(message, "content", list, "message"))
         api_id = message.get("id") if isinstance(message.get("id"), str) else None
         prev = merged[-1] if merged else None
-        same = prev is not None and prev.role == role
-        if same and role == "assistant":
-            same = prev is not None and prev.api_id == api_id and api_id is not None
-        if prev is not None and same:
-            prev.parts.append((rec.line, len(prev.content)))
-            prev.content.extend(blocks)
-            prev.as_string = False
-            if role == "assistant":
-                prev.usage = message.get("usage", prev.usage)
+        owner = by_api_id.get(api_id) if role == "assistant" and api_id is not None else None
+        if owner is not None and _only_results_after(owner, merged):
+            target: _Merged | None = owner
+        elif prev is not None and prev.role == role == "user":
+            target = prev
         else:
-            merged.append(
-                _Merged(
-                    role,
-                    rec.line,
-                    blocks,
-                    [(rec.line, 0)],
-                    api_id,
-                    line.get("uuid"),
-                    line.get("timestamp"),
-                    message.get("usage"),
-                    message.get("model") if isinstance(message.get("model"), str) else None,
-                    isinstance(content, str),
-                )
-            )
+            target = None
+        if target is not None:
+            target.parts.append((rec.line, len(target.content)))
+            target.content.extend(blocks)
+            target.as_string = False
+            if role == "assistant":
+                target.usage = message.get("usage", target.usage)
+            continue
+        new = _Merged(
+            role,
+            rec.line,
+            blocks,
+            [(rec.line, 0)],
+            api_id,
+            line.get("uuid"),
+            line.get("timestamp"),
+            message.get("usage"),
+            message.get("model") if isinstance(message.get("model"), str) else None,
+            isinstance(content, str),
+        )
+        merged.append(new)
+        if role == "assistant" and api_id is not None:
+            by_api_id[api_id] = new
     api = [
         {"role": m.role, "content": m.content[0]["text"] if m.as_string else m.content}
         for m in merged
@@ -149,8 +294,48 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
                 model = src.model
                 changes["extra"] = freeze({**msg.extra, "model": src.model})
         out.append(msg.replace(**changes))
-    messages = pair_calls(out, meta)  # an interrupted session can end mid-tool
-    return Transcript(messages, "claude-code", str(path), model, (), freeze(meta))
+    messages = merge_user_runs(pair_calls(out, meta))  # an interrupted session can end mid-tool
+    positions = place_marks(out, messages, [m[0] for m in marks])
+    compactions = tuple(
+        AgentCompaction(at, (_summary(line),), number)
+        for at, (_, line, number) in zip(positions, marks, strict=True)
+    )
+    return Transcript(
+        messages, "claude-code", str(path), model, (), freeze(meta), compactions=compactions
+    )
+
+
+def _continues(message: dict[str, Any]) -> bool:
+    """Whether a user message is the summary Claude Code writes after a compaction (older
+    versions do not flag it)."""
+    content = message.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return isinstance(content, str) and content.startswith("This session is being continued")
+
+
+def _only_results_after(owner: _Merged, merged: list[_Merged]) -> bool:
+    """Whether ``owner`` is the last assistant message, followed only by tool results."""
+    at = len(merged) - 1
+    while at >= 0 and merged[at] is not owner:
+        m = merged[at]
+        if m.role != "user" or any(
+            not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content
+        ):
+            return False
+        at -= 1
+    return at >= 0
+
+
+def _summary(line: dict[str, Any]) -> Message:
+    content = line["message"].get("content")
+    if isinstance(content, list):
+        text = "\n".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and "text" in b
+        )
+    else:
+        text = str(content or "")
+    return Message("user", (TextBlock(text),), id=line.get("uuid"), timestamp=line.get("timestamp"))
 
 
 def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:

@@ -1,5 +1,6 @@
 """OpenHands evaluation ``output.jsonl``: one run per line (``instance_id``, ``instruction``,
-``metadata``, ``history``, ``metrics``, ``test_result``, ``error``).
+``metadata``, ``history``, ``metrics``, ``test_result``, ``error``); and the trajectory the web
+UI exports, a bare JSON list of the same events.
 
 ``history`` is a list of events, each an *action* (``action`` key) or an *observation*
 (``observation`` key, ``cause`` = the id of the action it answers). They become canonical
@@ -27,7 +28,8 @@ the model and are skipped; calls no observation ever answered (the run stopped f
 results of calls never made are removed so the history stays a valid request
 (:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
 ``meta["skipped"]``.
-A file with several runs yields the first; ``meta["runs"]`` says how many there are.
+A file with several runs yields every run, each a :class:`Transcript` of its own
+(``run``/``runs`` say which); :func:`~contextwarden._transcripts.load_transcript` picks one.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from .._messages import (
 from ..formats._media import anthropic_image_cost
 from ._common import Loc, Record, Transcript, pair_calls, skipped
 
-__all__ = ["is_openhands", "parse_openhands"]
+__all__ = ["is_openhands", "is_openhands_events", "parse_openhands", "parse_openhands_events"]
 
 #: ``args`` keys that are OpenHands bookkeeping, not tool arguments (left out of synthesised
 #: calls).
@@ -91,24 +93,57 @@ class _Turn:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> Transcript:
-    """Read the first run of an OpenHands ``output.jsonl``."""
-    rec = records[0]
-    loc = Loc(shown, line=rec.line)
-    run = loc.check(rec.value, dict, "")
-    history = loc.get(run, "history", list, "")
-    meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
-    if len(records) > 1:
-        meta["runs"] = len(records)
+def is_openhands_events(doc: Any) -> bool:
+    """Whether a JSON list is an OpenHands UI export: events with ``action`` / ``observation``."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(e, dict) and ("action" in e or "observation" in e) for e in doc)
+    )
+
+
+def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[Transcript]:
+    """Every run of an OpenHands ``output.jsonl``, in file order."""
+    out: list[Transcript] = []
+    for number, rec in enumerate(records, 1):
+        loc = Loc(shown, line=rec.line)
+        run = loc.check(rec.value, dict, "")
+        history = loc.get(run, "history", list, "")
+        meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
+        llm = (run.get("metadata") or {}).get("llm_config") or {}
+        fallback = llm.get("model") if isinstance(llm.get("model"), str) else None
+        out.append(_events(history, loc, meta, path, fallback, number, len(records)))
+    return out
+
+
+def parse_openhands_events(doc: Any, path: Path, shown: str) -> Transcript:
+    """An OpenHands UI trajectory export (a JSON list of events)."""
+    loc = Loc(shown)
+    return _events(loc.check(doc, list, "document"), loc, {}, path, None, 1, 1)
+
+
+def _events(
+    history: list[Any],
+    loc: Loc,
+    meta: dict[str, Any],
+    path: Path,
+    fallback: str | None,
+    run: int,
+    runs: int,
+) -> Transcript:
     builder = _Builder(loc, meta)
     for i, event in enumerate(history):
         builder.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
-    model = builder.model
-    if model is None:
-        llm = (run.get("metadata") or {}).get("llm_config") or {}
-        model = llm.get("model") if isinstance(llm.get("model"), str) else None
+    model = builder.model or fallback
     return Transcript(
-        builder.finish(), "openhands", str(path), model, tuple(builder.tools), freeze(meta)
+        builder.finish(),
+        "openhands",
+        str(path),
+        model,
+        tuple(builder.tools),
+        freeze(meta),
+        run=run,
+        runs=runs,
     )
 
 

@@ -1,11 +1,16 @@
 """pi session JSONL (badlogic/pi-mono ``coding-agent``): one entry a line.
 
 Entries: ``session`` (id, cwd, provider, modelId, thinkingLevel), ``message`` (an agent message
-with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``.
+with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``,
+``custom_message`` (an extension's message, sent as a user turn).
 Newer files give entries ``id``/``parentId`` (a tree: the active branch is the path from the
 last entry to the root) and add entry types this reader skips, counting them in
-``meta["skipped"]``; a ``compaction`` entry is one of them, so a compacted session reads as its
-full original history.
+``meta["skipped"]``. A ``compaction`` entry (``summary``, ``firstKeptEntryId``) keeps the full
+history in :attr:`Transcript.messages` and becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`: from then on pi sent the summary,
+the messages it kept, then the new ones. An excerpt whose first entry names a parent not in
+the file starts there, with a warning naming the line (the loader skips a line that is not
+valid JSON the same way).
 
 Conversion (pi -> canonical):
     user        -> ``user``: ``text`` / ``image`` blocks (a string content is one text block)
@@ -40,12 +45,28 @@ from .._messages import (
     freeze,
 )
 from ..formats._media import anthropic_image_cost
-from ._common import Loc, Record, Transcript, dumps_arguments, pair_calls, skipped
+from ._common import (
+    AgentCompaction,
+    Loc,
+    Record,
+    Transcript,
+    dumps_arguments,
+    pair_calls,
+    place_marks,
+    skipped,
+    warn,
+)
 
 __all__ = ["ENTRY_TYPES", "is_pi", "parse_pi"]
 
 #: The entry types that identify a pi session file.
-ENTRY_TYPES = frozenset({"session", "message", "model_change", "thinking_level_change"})
+ENTRY_TYPES = frozenset(
+    {"session", "message", "model_change", "thinking_level_change", "compaction"}
+)
+#: How pi introduces a compaction summary in the requests it sends.
+SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n"
+)
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _ASSISTANT_EXTRA = ("model", "provider", "api", "stopReason", "errorMessage", "responseId")
 
@@ -66,15 +87,27 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     model: str | None = None
     messages: list[Message] = []
     failed_calls: set[str] = set()
-    for rec in _active_branch(records, base):
+    entry_at: dict[Any, int] = {}  # entry id -> index in ``messages`` of its message
+    marks: list[tuple[int, int, str, int, Any]] = []  # (at, first kept, summary, line, time)
+    for rec in _active_branch(records, base, meta):
         loc = base.at(line=rec.line)
         entry = loc.check(rec.value, dict, "")
         kind = loc.get(entry, "type", str, "")
-        if kind == "session":
+        if "id" in entry:
+            entry_at[entry["id"]] = len(messages)
+        if kind == "compaction":
+            summary = loc.get(entry, "summary", str, "")
+            first = entry_at.get(entry.get("firstKeptEntryId"), len(messages))
+            marks.append((len(messages), first, summary, rec.line, entry.get("timestamp")))
+        elif kind == "session":
             meta["session"] = {k: v for k, v in entry.items() if k != "type"}
             model = loc.opt(entry, "modelId", str, "") or model
         elif kind == "model_change":
             model = loc.opt(entry, "modelId", str, "") or model
+        elif kind == "custom_message":  # an extension's message: pi sends it as a user turn
+            messages.append(
+                Message("user", _user_blocks(entry, loc), timestamp=entry.get("timestamp"))
+            )
         elif kind == "thinking_level_change":
             meta["thinking_level"] = entry.get("thinkingLevel")
         elif kind == "message":
@@ -100,24 +133,54 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
     kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
-    return Transcript(kept, "pi", str(path), model, (), freeze(meta))
+    ats = place_marks(messages, kept, [m[0] for m in marks])
+    firsts = place_marks(messages, kept, [m[1] for m in marks])
+    compactions = tuple(
+        AgentCompaction(
+            at,
+            (
+                Message("user", (TextBlock(SUMMARY_PREFIX + summary),), timestamp=ts),
+                *kept[min(first, at) : at],
+            ),
+            line,
+        )
+        for at, first, (_, _, summary, line, ts) in zip(ats, firsts, marks, strict=True)
+    )
+    return Transcript(kept, "pi", str(path), model, (), freeze(meta), compactions=compactions)
 
 
-def _active_branch(records: Sequence[Record], loc: Loc) -> Sequence[Record]:
+def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) -> Sequence[Record]:
     """The records on the path from the last entry to the root, when entries form a tree
     (``id``/``parentId``); all records in order otherwise. Entries outside the tree (the
-    session header) stay in front."""
+    session header) stay in front. A parent missing from the file (an excerpt) ends the path
+    there, with a warning."""
     tree = [r for r in records if isinstance(r.value, dict) and "parentId" in r.value]
     if not tree:
         return records
     by_id = {r.value.get("id"): r for r in tree}
+    position = {id(r): i for i, r in enumerate(tree)}
     chain: list[Record] = []
     node: Record | None = tree[-1]
     while node is not None and len(chain) <= len(tree):  # the bound stops a cycle
         chain.append(node)
         parent = node.value.get("parentId")
         if parent is not None and parent not in by_id:
-            loc.at(line=node.line).fail("parentId", f"no entry has the id {parent!r}")
+            at = position[id(node)]
+            if at == 0:
+                warn(
+                    meta,
+                    f"line {node.line}: its parentId {parent!r} is not in the file; "
+                    "the session starts at this line",
+                )
+                break
+            before = tree[at - 1]
+            warn(
+                meta,
+                f"line {node.line}: its parentId {parent!r} is not in the file; "
+                f"read as following line {before.line}, the entry before it",
+            )
+            node = before
+            continue
         node = by_id.get(parent) if parent is not None else None
     head = [r for r in records if not (isinstance(r.value, dict) and "parentId" in r.value)]
     return head + chain[::-1]

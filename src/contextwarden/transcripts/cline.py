@@ -1,0 +1,183 @@
+"""Cline and Roo Code task history: ``api_conversation_history.json``.
+
+The file is the list of Anthropic Messages API messages the extension sends (the system
+prompt and tool definitions are not recorded), in the task folder
+``<VS Code globalStorage>/saoudrizwan.claude-dev/tasks/<task id>/`` (Roo Code:
+``rooveterinaryinc.roo-cline``). Messages may carry keys of the extension's own beside
+``role`` / ``content`` (``ts``: kept as the timestamp; the rest is left out).
+
+Tool results come back in one of two ways. With native tool calling the assistant message
+holds ``tool_use`` blocks and the next user message ``tool_result`` blocks (read as
+Anthropic). When the results are given back as text, the next user message holds, for each
+call, a header block ``[<tool> for '<arg>'] Result:`` followed by the output; the reader turns
+each header and the blocks up to the next header (or the ``<environment_details>`` block) into
+the result of the matching call (by name in order, else by position), so the call and its
+result stay a pair. A call no result answers (the task was stopped) is removed
+(:func:`~contextwarden.transcripts._common.pair_calls`).
+
+The model is not in this file: it is read from ``task_metadata.json`` beside it
+(``model_usage[-1].model_id``) when present, and the provider usage of each call from
+``ui_messages.json`` (``api_req_started``: ``tokensIn``, ``cacheReads``, ``cacheWrites``,
+``tokensOut``) when the counts match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import FormatError
+from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
+from ..formats import from_anthropic
+from ._common import Loc, Transcript, merge_user_runs, pair_calls
+
+__all__ = ["is_cline", "parse_cline"]
+
+_HEADER = re.compile(r"^\[(?P<name>[\w:.-]+)(?: for [^\]]*)?\] Result:", re.DOTALL)
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def is_cline(doc: Any) -> bool:
+    """Whether a JSON list is a list of Anthropic messages (only user/assistant roles, content
+    blocks in Anthropic's form, or the text-result headers Cline writes)."""
+    if not isinstance(doc, list) or not doc:
+        return False
+    anthropic = False
+    for m in doc:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            return False
+        if "tool_calls" in m or "tool_call_id" in m:
+            return False
+        content = m.get("content")
+        if isinstance(content, list):
+            for b in content:
+                if not isinstance(b, dict):
+                    return False
+                kind = b.get("type")
+                if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in b):
+                    anthropic = True
+                elif kind == "text" and _HEADER.match(str(b.get("text", ""))):
+                    anthropic = True
+    return anthropic
+
+
+def parse_cline(doc: Any, path: Path, shown: str) -> Transcript:
+    """Read a Cline / Roo ``api_conversation_history.json``."""
+    loc = Loc(shown)
+    raw = loc.check(doc, list, "document")
+    meta: dict[str, Any] = {}
+    api: list[dict[str, Any]] = []
+    stamps: list[Any] = []
+    for i, m in enumerate(raw):
+        m = Loc(shown, index=i).check(m, dict, "")
+        api.append({"role": m.get("role"), "content": m.get("content")})
+        stamps.append(m.get("ts"))
+    try:
+        converted = list(from_anthropic(api))
+    except FormatError as exc:
+        loc.reraise(exc)
+    out: list[Message] = []
+    for msg, ts in zip(converted, stamps, strict=True):
+        msg = msg.replace(timestamp=ts) if ts is not None else msg
+        if msg.role == "user" and out and out[-1].role == "assistant" and out[-1].tool_calls:
+            msg = _text_results(out[-1], msg)
+        out.append(msg)
+    model = _task_model(path, meta)
+    out = _attach_usage(path, out)
+    messages = merge_user_runs(pair_calls(out, meta))
+    return Transcript(messages, "cline", str(path), model, (), freeze(meta))
+
+
+def _text_results(call: Message, user: Message) -> Message:
+    """``user`` with the text results of ``call``'s tool calls turned into result blocks."""
+    pending = list(call.tool_calls)
+    results: list[Block] = []
+    rest: list[Block] = []
+    current: tuple[str, list[str]] | None = None
+
+    def close() -> None:
+        nonlocal current
+        if current is None:
+            return
+        name, texts = current
+        target = next((c for c in pending if c.name == name), pending[0] if pending else None)
+        if target is not None:
+            pending.remove(target)
+            results.append(ToolResultBlock(target.id, "\n".join(texts)))
+        else:
+            rest.append(TextBlock("\n".join(texts)))
+        current = None
+
+    for block in user.content:
+        if isinstance(block, ToolResultBlock):
+            close()
+            results.append(block)
+            pending[:] = [c for c in pending if c.id != block.tool_call_id]
+            continue
+        text = block.text if isinstance(block, TextBlock) else None
+        match = _HEADER.match(text) if text is not None else None
+        if match is not None and text is not None:
+            close()
+            current = (match.group("name"), [text])
+        elif (
+            current is not None
+            and text is not None
+            and not text.startswith("<environment_details>")
+        ):
+            current[1].append(text)
+        else:
+            close()
+            rest.append(block)
+    close()
+    if not results:
+        return user
+    return user.replace(role="tool", content=(*results, *rest))
+
+
+def _task_model(path: Path, meta: dict[str, Any]) -> str | None:
+    data = _sibling(path, "task_metadata.json")
+    usage = data.get("model_usage") if isinstance(data, dict) else None
+    if isinstance(usage, list) and usage and isinstance(usage[-1], dict):
+        model = usage[-1].get("model_id")
+        if isinstance(model, str):
+            meta["provider"] = usage[-1].get("model_provider_id")
+            return model
+    return None
+
+
+def _attach_usage(path: Path, messages: list[Message]) -> list[Message]:
+    data = _sibling(path, "ui_messages.json")
+    if not isinstance(data, list):
+        return messages
+    usages: list[dict[str, Any]] = []
+    for m in data:
+        if isinstance(m, dict) and m.get("say") == "api_req_started":
+            try:
+                info = json.loads(m.get("text") or "")
+            except ValueError:
+                continue
+            if isinstance(info, dict) and isinstance(info.get("tokensIn"), int):
+                usages.append(
+                    {
+                        "input_tokens": info.get("tokensIn") or 0,
+                        "cache_read_input_tokens": info.get("cacheReads") or 0,
+                        "cache_creation_input_tokens": info.get("cacheWrites") or 0,
+                        "output_tokens": info.get("tokensOut") or 0,
+                    }
+                )
+    replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    if len(usages) != len(replies):
+        return messages
+    out = list(messages)
+    for i, usage in zip(replies, usages, strict=True):
+        out[i] = out[i].replace(usage=usage)
+    return out
+
+
+def _sibling(path: Path, name: str) -> Any:
+    try:
+        return json.loads((path.parent / name).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None

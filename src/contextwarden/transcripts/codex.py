@@ -1,0 +1,176 @@
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}``:
+
+    ``session_meta``   the session: id, cwd, CLI version; ``base_instructions.text`` is the
+                       system prompt Codex sends (a leading ``system`` message)
+    ``turn_context``   per turn: ``model`` (the transcript's model is the last one)
+    ``response_item``  an OpenAI Responses API item: ``message`` (``developer`` / ``user`` /
+                       ``assistant``), ``reasoning`` (``encrypted_content`` kept as the
+                       thinking's signature), ``function_call`` / ``function_call_output``,
+                       ``custom_tool_call`` / ``custom_tool_call_output``; read with
+                       :func:`contextwarden.formats.from_responses`
+    ``event_msg``      what the UI showed; ``token_count`` carries the last call's provider
+                       usage (``info.last_token_usage``, kept as the reply's
+                       :attr:`Message.usage`) and the window (``model_context_window``, also in
+                       ``task_started``): the transcript's :attr:`Transcript.window`
+    ``compacted``      Codex compacted its history: ``replacement_history`` (the items it kept,
+                       when recorded) or ``message`` (the summary) becomes an
+                       :class:`~contextwarden.transcripts._common.AgentCompaction`
+
+Other records and event messages only repeat what the items say (the user's prompt, the
+agent's text) and are skipped. Calls never answered and outputs answering nothing are
+removed (:func:`~contextwarden.transcripts._common.pair_calls`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import FormatError
+from .._messages import Message, TextBlock, freeze
+from ..formats import from_responses
+from ._common import (
+    AgentCompaction,
+    Loc,
+    Record,
+    Transcript,
+    pair_calls,
+    place_marks,
+    skipped,
+)
+
+__all__ = ["RECORD_TYPES", "is_codex", "parse_codex"]
+
+RECORD_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+)
+#: Item types that become messages (the rest, ``web_search_call``... are kept opaque by the
+#: Responses adapter).
+_SKIP_ITEMS = frozenset({"ghost_snapshot"})
+#: How Codex introduces a summary when it rebuilds a compacted history without recording it.
+SUMMARY_PREFIX = "Another language model started to solve this problem and produced a summary of its thinking process:\n"
+
+
+def is_codex(value: Any) -> bool:
+    """Whether one JSONL record looks like a Codex CLI rollout line."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") in RECORD_TYPES
+        and isinstance(value.get("payload"), dict)
+    )
+
+
+def _convert(items: list[tuple[int, dict[str, Any]]], loc: Loc) -> list[Message]:
+    if not items:
+        return []
+    try:
+        return list(from_responses([item for _, item in items]))
+    except FormatError as exc:
+        line = items[exc.index][0] if exc.index is not None and exc.index < len(items) else None
+        Loc(loc.path, line=line).reraise(exc, "payload", by_line=True)
+
+
+def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript:
+    """Read a Codex CLI rollout (records already parsed from its lines)."""
+    base = Loc(shown)
+    meta: dict[str, Any] = {}
+    model: str | None = None
+    window: int | None = None
+    messages: list[Message] = []
+    segment: list[tuple[int, dict[str, Any]]] = []
+    stamps: list[Any] = []
+    marks: list[tuple[int, tuple[Message, ...] | str, int]] = []
+
+    def flush() -> None:
+        converted = _convert(segment, base)
+        for m in converted:
+            messages.append(m.replace(timestamp=stamps[0]) if stamps and m.timestamp is None else m)
+        segment.clear()
+        stamps.clear()
+
+    for rec in records:
+        loc = base.at(line=rec.line)
+        line = loc.check(rec.value, dict, "")
+        kind = line.get("type")
+        payload = loc.get(line, "payload", dict, "") if kind in RECORD_TYPES else {}
+        if kind == "session_meta":
+            meta["session"] = {k: v for k, v in payload.items() if k != "base_instructions"}
+            instructions = payload.get("base_instructions")
+            text = instructions.get("text") if isinstance(instructions, dict) else instructions
+            if isinstance(text, str) and text and not messages and not segment:
+                messages.append(
+                    Message("system", (TextBlock(text),), timestamp=line.get("timestamp"))
+                )
+        elif kind == "turn_context":
+            model = payload.get("model") if isinstance(payload.get("model"), str) else model
+            if isinstance(payload.get("model_context_window"), int):
+                window = payload["model_context_window"]
+        elif kind == "response_item":
+            if payload.get("type") in _SKIP_ITEMS:
+                skipped(meta, f"item type {payload.get('type')!r}")
+                continue
+            segment.append((rec.line, payload))
+            stamps.append(line.get("timestamp"))
+        elif kind == "event_msg":
+            if payload.get("type") == "task_started" and isinstance(
+                payload.get("model_context_window"), int
+            ):
+                window = payload["model_context_window"]
+            if payload.get("type") != "token_count":
+                skipped(meta, f"event {payload.get('type')!r}")
+                continue
+            info = payload.get("info")
+            if not isinstance(info, dict):
+                continue
+            if isinstance(info.get("model_context_window"), int):
+                window = info["model_context_window"]
+            flush()
+            usage = info.get("last_token_usage")
+            last = next(
+                (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"),
+                None,
+            )
+            if isinstance(usage, dict) and last is not None and messages[last].usage is None:
+                messages[last] = messages[last].replace(usage=usage)
+        elif kind == "compacted":
+            flush()
+            history = payload.get("replacement_history")
+            if isinstance(history, list):
+                items = [
+                    (rec.line, loc.check(x, dict, "payload.replacement_history")) for x in history
+                ]
+                marks.append((len(messages), tuple(_convert(items, loc)), rec.line))
+            else:
+                summary = payload.get("message")
+                marks.append((len(messages), summary if isinstance(summary, str) else "", rec.line))
+        else:
+            skipped(meta, f"record type {kind!r}")
+    flush()
+    kept = pair_calls(messages, meta)
+    ats = place_marks(messages, kept, [m[0] for m in marks])
+    compactions = tuple(
+        AgentCompaction(at, _replacement(kept[:at], what), line)
+        for at, (_, what, line) in zip(ats, marks, strict=True)
+    )
+    return Transcript(
+        kept,
+        "codex",
+        str(path),
+        model,
+        (),
+        freeze(meta),
+        window=window,
+        compactions=compactions,
+    )
+
+
+def _replacement(before: Sequence[Message], what: tuple[Message, ...] | str) -> tuple[Message, ...]:
+    """What Codex kept at a compaction: the recorded history, else (older versions) the
+    user's own messages followed by the summary."""
+    if isinstance(what, tuple):
+        return what
+    users = tuple(m for m in before if m.role == "user")
+    return (*users, Message("user", (TextBlock(SUMMARY_PREFIX + what),)))

@@ -1,0 +1,197 @@
+"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``).
+
+Read from the way Gemini CLI writes them (``packages/core/src/services/chatRecordingService.ts``
+and ``chatRecordingTypes.ts`` in google-gemini/gemini-cli). Two layouts:
+
+- older versions: one JSON document, ``{"sessionId", "projectHash", "startTime",
+  "lastUpdated", "messages": [...]}``;
+- newer versions: JSONL; the first line is the metadata (``sessionId``, ``projectHash``...),
+  then one message record a line (a record with an ``id`` already seen replaces it),
+  ``{"$set": {...}}`` metadata updates (a ``messages`` list there is a checkpoint: it replaces
+  the history) and ``{"$rewindTo": id}`` (the history from that message on is dropped).
+
+A message record is ``{"id", "timestamp", "type", "content"}`` with ``type`` one of ``user``,
+``gemini``, ``info``, ``error``, ``warning``; ``content`` is a string or a list of Gemini
+``Part`` objects (``text``, ``inlineData``...). A ``gemini`` record also has ``toolCalls``
+(``id``, ``name``, ``args``, ``result``: the ``functionResponse`` parts sent back),
+``thoughts`` (summaries shown to the user, never sent back), ``tokens`` (the call's
+``promptTokenCount``... as ``input``, ``cached``, ``output``: kept as :attr:`Message.usage`)
+and ``model``. Conversion: ``user`` -> ``user``; ``gemini`` -> ``assistant`` (its text and
+calls) followed by one ``tool`` message per call that has a result; ``info`` / ``error`` /
+``warning`` were only shown to the user and are skipped (counted in ``meta["skipped"]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
+from ._common import Loc, Record, Transcript, dumps_arguments, pair_calls, skipped
+
+__all__ = ["is_gemini", "parse_gemini", "parse_gemini_json"]
+
+
+def is_gemini(value: Any) -> bool:
+    """Whether a JSON document or the first JSONL record looks like a Gemini CLI recording."""
+    return isinstance(value, dict) and "sessionId" in value and "projectHash" in value
+
+
+def parse_gemini_json(doc: Any, path: Path, shown: str) -> Transcript:
+    """An older, single-document recording."""
+    loc = Loc(shown)
+    doc = loc.check(doc, dict, "document")
+    raw = loc.get(doc, "messages", list, "")
+    records: list[tuple[int | None, int | None, dict[str, Any]]] = [
+        (None, i, loc.check(m, dict, f"messages[{i}]")) for i, m in enumerate(raw)
+    ]
+    return _build(records, doc, path, shown)
+
+
+def parse_gemini(records: Sequence[Record], path: Path, shown: str) -> Transcript:
+    """A JSONL recording (records already parsed from its lines)."""
+    base = Loc(shown)
+    header: dict[str, Any] = {}
+    history: dict[str, tuple[int | None, int | None, dict[str, Any]]] = {}
+    for rec in records:
+        loc = base.at(line=rec.line)
+        value = loc.check(rec.value, dict, "")
+        if "$rewindTo" in value:
+            target = value["$rewindTo"]
+            keys = list(history)
+            cut = keys.index(target) if target in history else 0
+            for key in keys[cut:]:
+                del history[key]
+        elif "$set" in value:
+            update = loc.get(value, "$set", dict, "")
+            if isinstance(update.get("messages"), list):
+                history.clear()
+                for i, m in enumerate(update["messages"]):
+                    m = loc.check(m, dict, f"$set.messages[{i}]")
+                    history[str(m.get("id"))] = (rec.line, None, m)
+            header.update({k: v for k, v in update.items() if k != "messages"})
+        elif isinstance(value.get("id"), str) and "type" in value:
+            history[value["id"]] = (rec.line, None, value)
+        elif is_gemini(value):
+            header.update({k: v for k, v in value.items() if k != "messages"})
+            for i, m in enumerate(value.get("messages") or ()):
+                m = loc.check(m, dict, f"messages[{i}]")
+                history[str(m.get("id"))] = (rec.line, i, m)
+        else:
+            loc.fail(None, "expected a message record, a $set or a $rewindTo record")
+    return _build(list(history.values()), header, path, shown)
+
+
+def _build(
+    records: list[tuple[int | None, int | None, dict[str, Any]]],
+    header: dict[str, Any],
+    path: Path,
+    shown: str,
+) -> Transcript:
+    meta: dict[str, Any] = {
+        k: header[k]
+        for k in ("sessionId", "projectHash", "startTime", "lastUpdated")
+        if k in header
+    }
+    model: str | None = None
+    messages: list[Message] = []
+    for line, index, rec in records:
+        loc = Loc(shown, line=line, index=index)
+        kind = loc.get(rec, "type", str, "")
+        ts = rec.get("timestamp")
+        if kind == "user":
+            messages.append(
+                Message("user", _parts(rec.get("content"), loc, "content"), timestamp=ts)
+            )
+        elif kind == "gemini":
+            blocks: list[Block] = list(_parts(rec.get("content"), loc, "content"))
+            results: list[Message] = []
+            for i, call in enumerate(loc.opt(rec, "toolCalls", list, "") or ()):
+                where = f"toolCalls[{i}]"
+                call = loc.check(call, dict, where)
+                call_id = loc.get(call, "id", str, where)
+                name = loc.get(call, "name", str, where)
+                args = call.get("args") if call.get("args") is not None else {}
+                blocks.append(ToolCallBlock(call_id, name, dumps_arguments(args)))
+                if call.get("result") is not None:
+                    text = _result_text(call["result"])
+                    error = call.get("status") in ("error", "cancelled")
+                    results.append(
+                        Message(
+                            "tool",
+                            (ToolResultBlock(call_id, text, is_error=error),),
+                            timestamp=call.get("timestamp"),
+                            extra=freeze({"toolName": name}),
+                        )
+                    )
+            if rec.get("thoughts"):
+                skipped(meta, "thought summaries (shown, never sent back)")
+            tokens = rec.get("tokens")
+            extra = {"model": rec["model"]} if isinstance(rec.get("model"), str) else {}
+            if extra:
+                model = extra["model"]
+            if blocks:
+                messages.append(
+                    Message(
+                        "assistant",
+                        tuple(blocks),
+                        id=rec.get("id"),
+                        timestamp=ts,
+                        usage=tokens if isinstance(tokens, dict) else None,
+                        extra=freeze(extra),
+                    )
+                )
+                messages.extend(results)
+            else:
+                skipped(meta, "empty gemini message")
+        else:
+            skipped(meta, f"message type {kind!r} (shown to the user, not sent)")
+    kept = pair_calls(messages, meta)
+    return Transcript(kept, "gemini-cli", str(path), model, (), freeze(meta))
+
+
+def _parts(content: Any, loc: Loc, where: str) -> tuple[Block, ...]:
+    """A Gemini ``PartListUnion`` as text blocks (inline data counted by its description)."""
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (TextBlock(content),) if content else ()
+    if isinstance(content, dict):
+        content = [content]
+    items = loc.check(content, list, where)
+    out: list[Block] = []
+    for i, part in enumerate(items):
+        if isinstance(part, str):
+            out.append(TextBlock(part))
+            continue
+        part = loc.check(part, dict, f"{where}[{i}]")
+        if isinstance(part.get("text"), str):
+            if not part.get("thought"):
+                out.append(TextBlock(part["text"]))
+        elif "functionCall" in part or "functionResponse" in part:
+            continue  # recorded in toolCalls
+        else:
+            out.append(TextBlock(json.dumps(part, ensure_ascii=False)))
+    return tuple(out)
+
+
+def _result_text(result: Any) -> str:
+    """A tool result as the text sent back: the ``functionResponse.response`` of its parts."""
+    parts = result if isinstance(result, list) else [result]
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            response = part["functionResponse"].get("response")
+            if isinstance(response, dict) and set(response) <= {"output", "error"}:
+                texts.append(str(response.get("output", response.get("error", ""))))
+            else:
+                texts.append(json.dumps(response, ensure_ascii=False))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            texts.append(json.dumps(part, ensure_ascii=False))
+    return "\n".join(texts)

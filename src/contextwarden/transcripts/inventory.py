@@ -1,0 +1,394 @@
+"""The sessions agents keep on this machine: where they are, and what each one cost.
+
+:func:`find_session_files` looks where each agent writes its sessions (or in the folders
+given); :func:`summarize_file` reads one file into a :class:`SessionSummary` per run: agent,
+model, calls, prompt tokens, what the session was billed, and optionally what contextwarden
+would have billed (a full replay at the model's window, the costly part); a file that cannot
+be read gives one summary holding the error. :func:`summarize_files` does many, in parallel
+worker processes, reusing the figures of files unchanged since the last run from a cache file.
+
+What a session was billed: its recorded provider usage when every call has it (Claude Code,
+Codex, pi, Gemini CLI, Cline with its ``ui_messages.json``), priced at the model's cache
+prices; otherwise the estimated bill of what the agent sent (its own compactions applied,
+calls over the window left out as not payable): the replay's payable baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._billing import CachePricing, PromptRequest, bill_requests
+from .._config import WardenConfig
+from .._exceptions import ContextWardenError
+from .._models import ModelInfo, assume_model
+from .._replay import _epoch_seconds, _prompt, provider_for, recorded_usage, replay, sent_context
+from .._tokens import get_counter
+from .._transcripts import load_transcripts
+from ._common import Transcript
+
+__all__ = [
+    "AGENT_FOLDERS",
+    "SessionSummary",
+    "find_session_files",
+    "summarize_file",
+    "summarize_files",
+]
+
+#: VS Code-family editors whose ``globalStorage`` may hold Cline / Roo Code tasks, relative to
+#: the user's config folder (Linux ``~/.config``, macOS ``~/Library/Application Support``,
+#: Windows ``%APPDATA%``), and the extensions' ids.
+_EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+_CLINE_IDS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
+
+#: Where each agent keeps its sessions, relative to the home folder, with the file pattern
+#: (``**`` walks sub-folders).
+AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "claude-code": ((".claude/projects", "*/*.jsonl"),),
+    "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
+    "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
+    "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
+    "cline": tuple(
+        (f"{base}/{editor}/User/globalStorage/{ext}/tasks", "*/api_conversation_history.json")
+        for base in (".config", "Library/Application Support", "AppData/Roaming")
+        for editor in _EDITORS
+        for ext in _CLINE_IDS
+    )
+    + tuple(
+        (f".vscode-server/data/User/globalStorage/{ext}/tasks", "*/api_conversation_history.json")
+        for ext in _CLINE_IDS
+    ),
+}
+
+#: In a folder given by hand: the files that may be sessions (the rest is left alone).
+_SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
+#: Files an agent keeps beside its sessions that are not sessions.
+_NOT_SESSIONS = frozenset(
+    {"ui_messages.json", "task_metadata.json", "settings.json", "logs.json", "package.json"}
+)
+
+
+def find_session_files(
+    folders: Sequence[str | os.PathLike[str]] = (), *, home: str | os.PathLike[str] | None = None
+) -> list[Path]:
+    """The session files under ``folders`` or, when none are given, where the agents keep
+    them under ``home`` (default: the user's home folder; see :data:`AGENT_FOLDERS`). Sorted,
+    without duplicates. A folder given by hand is walked whole for ``.jsonl``, ``.json``,
+    ``.traj`` files and aider's ``.aider.chat.history.md``; a file given is taken as is."""
+    found: set[Path] = set()
+    if folders:
+        for folder in folders:
+            root = Path(folder)
+            if root.is_file():
+                found.add(root)
+                continue
+            for path in root.rglob("*"):
+                if path.is_file() and _may_be_session(path):
+                    found.add(path)
+        return sorted(found)
+    base = Path(home) if home is not None else Path.home()
+    for places in AGENT_FOLDERS.values():
+        for folder, pattern in places:
+            root = base / folder
+            if root.is_dir():
+                found.update(p for p in root.glob(pattern) if p.is_file())
+    return sorted(found)
+
+
+def _may_be_session(path: Path) -> bool:
+    name = path.name
+    if name in _NOT_SESSIONS or name.startswith("."):
+        return name.endswith(".aider.chat.history.md")
+    if name.endswith(".md"):
+        return name.endswith("aider.chat.history.md")
+    return name.endswith(_SESSION_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One session (one run of a file): ``agent`` (the format it was read as), ``model``,
+    ``started`` (ISO 8601 of its first timestamp, else the file's time), ``calls``,
+    ``tokens`` (prompt tokens over all calls: recorded, else estimated), ``billed`` (USD, see
+    the module docstring; ``None`` without a price) and ``billed_basis`` (``"recorded-usage"``
+    or ``"estimated"``), ``contextwarden`` (USD at the model's window, against the same
+    baseline; ``None`` when not estimated or without a price), ``window``, ``assumed`` (what
+    was assumed about the model), ``warnings`` from the reader, ``error`` (the file could not
+    be read: the rest is empty)."""
+
+    path: str
+    run: int = 1
+    runs: int = 1
+    agent: str = "?"
+    model: str | None = None
+    started: str | None = None
+    calls: int = 0
+    tokens: int = 0
+    billed: float | None = None
+    billed_basis: str = "estimated"
+    contextwarden: float | None = None
+    window: int | None = None
+    assumed: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    error: str | None = None
+
+    @property
+    def day(self) -> str:
+        """The day the session started (``YYYY-MM-DD``), ``"?"`` when unknown."""
+        return self.started[:10] if self.started else "?"
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["warnings"] = list(self.warnings)
+        data["day"] = self.day
+        return data
+
+
+def summarize_file(path: str | os.PathLike[str], *, estimate: bool = True) -> list[SessionSummary]:
+    """Every run of ``path`` summarized (see :class:`SessionSummary`); one summary holding
+    the error when the file cannot be read. ``estimate`` runs the contextwarden replay too."""
+    shown = os.fspath(path)
+    try:
+        runs = load_transcripts(path)
+    except ContextWardenError as exc:
+        return [SessionSummary(shown, error=str(exc))]
+    except (OSError, RecursionError, MemoryError) as exc:  # pragma: no cover - the OS's
+        return [SessionSummary(shown, error=f"{shown}: {exc}")]
+    out: list[SessionSummary] = []
+    for t in runs:
+        try:
+            out.append(_summarize(t, shown, estimate))
+        except ContextWardenError as exc:
+            out.append(SessionSummary(shown, t.run, t.runs, t.format, t.model, error=str(exc)))
+    return out
+
+
+def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
+    info, note = assume_model(t.model, t.window)
+    replies = [i for i, m in enumerate(t.messages) if m.role == "assistant"]
+    prices = _pricing(info)
+    recorded = [recorded_usage(t.messages[i].usage) for i in replies]
+    base = dict(
+        path=shown,
+        run=t.run,
+        runs=t.runs,
+        agent=t.format,
+        model=t.model or None,
+        started=_started(t, shown),
+        calls=len(replies),
+        window=info.context_window,
+        assumed=note,
+        warnings=t.warnings,
+    )
+    if replies and all(r is not None for r in recorded):
+        usage = [r for r in recorded if r is not None]
+        tokens = sum(r[0] for r in usage)
+        billed = (
+            sum(
+                prices.cost(read, written, max(0, total - read - written))
+                for total, read, written in usage
+            )
+            if prices is not None
+            else None
+        )
+        basis = "recorded-usage"
+    else:
+        counter = get_counter(info.name if note is None else None)
+        rules = prices or CachePricing.ratios(0.0)
+        previous: PromptRequest | None = None
+        tokens, cost = 0, 0.0
+        for i in replies:
+            sent = sent_context(t.messages, t.compactions, i)
+            request = _prompt(sent, counter, "", 0, None)
+            bill = bill_requests([previous, request] if previous else [request], rules)[-1]
+            previous = request
+            tokens += request.total
+            if request.total <= info.context_window:  # over the window: not payable
+                cost += bill.cost
+        billed = cost if prices is not None else None
+        basis = "estimated"
+    contextwarden = (
+        _estimate(t, info.name if note is None else None, info.context_window)
+        if (estimate and replies and prices is not None)
+        else None
+    )
+    return SessionSummary(
+        **base,  # type: ignore[arg-type]
+        tokens=tokens,
+        billed=billed,
+        billed_basis=basis,
+        contextwarden=contextwarden,
+    )
+
+
+def _pricing(info: ModelInfo) -> CachePricing | None:
+    price = info.input_price_per_mtok
+    if price is None:
+        return None
+    read = info.cache_read_price_per_mtok
+    if info.caching == "none" or read is None:
+        return CachePricing(price, price, price, ttl_s=None)
+    write = info.cache_write_price_per_mtok
+    return CachePricing(
+        price,
+        read,
+        price if write is None else write,
+        ttl_s=info.cache_ttl_s,
+        min_cacheable_tokens=info.min_cacheable_tokens,
+    )
+
+
+def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
+    """What contextwarden would have billed: the replay's bill on the payable baseline's
+    calls (see :mod:`contextwarden._replay`)."""
+    name = model or t.model or "unknown"
+    cfg = WardenConfig.model_validate({})
+    if model is None:  # an assumed model: describe it to the warden
+        info, _ = assume_model(t.model, t.window)
+        cfg = WardenConfig.model_validate(
+            {
+                "models": {
+                    name: {
+                        "provider": info.provider,
+                        "context_window": info.context_window,
+                        "max_output_tokens": info.max_output_tokens,
+                        "input_price_per_mtok": info.input_price_per_mtok,
+                        "cache_read_price_per_mtok": info.cache_read_price_per_mtok,
+                        "cache_write_price_per_mtok": info.cache_write_price_per_mtok,
+                        "caching": info.caching,
+                    }
+                }
+            }
+        )
+    report = replay(
+        t.messages,
+        model=name,
+        window=window,
+        config=cfg,
+        tools=t.tools or None,
+        provider=provider_for(t.format),
+        compactions=t.compactions,
+    )
+    return report.totals.billed_cost_with_on_payable
+
+
+def _started(t: Transcript, shown: str) -> str | None:
+    for m in t.messages:
+        at = _epoch_seconds(m.timestamp)
+        if at is not None:
+            return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+        if isinstance(m.timestamp, str) and len(m.timestamp) >= 10:
+            return m.timestamp  # a local time of unknown zone (aider): its date still holds
+    try:
+        return datetime.fromtimestamp(Path(shown).stat().st_mtime, UTC).isoformat(
+            timespec="seconds"
+        )
+    except OSError:
+        return None
+
+
+# -- many files: workers and an incremental cache ---------------------------------------------
+#: Bumped when a summary's meaning changes: cached figures of another version are not reused.
+CACHE_VERSION = 1
+
+
+def _key(path: Path, estimate: bool) -> str | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{CACHE_VERSION}|{estimate}|{path}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def summarize_files(
+    paths: Iterable[Path],
+    *,
+    estimate: bool = True,
+    workers: int | None = None,
+    cache: str | os.PathLike[str] | None = None,
+    on_done: Callable[[Path, list[SessionSummary]], None] | None = None,
+) -> list[SessionSummary]:
+    """:func:`summarize_file` over ``paths`` (in their order), in ``workers`` processes
+    (default: one per CPU; 1 works in this process). ``cache``: a JSON file of earlier
+    summaries, keyed by path, size and modification time; unchanged files are not read again,
+    and the file is rewritten with this run's summaries. ``on_done(path, summaries)`` is
+    called as each file is done (for a progress bar)."""
+    files = list(paths)
+    cached = _read_cache(cache)
+    fresh: dict[str, list[dict[str, Any]]] = {}
+    results: dict[Path, list[SessionSummary]] = {}
+    todo: list[Path] = []
+    for path in files:
+        key = _key(path, estimate)
+        if key is not None and key in cached:
+            results[path] = [_from_dict(d) for d in cached[key]]
+            fresh[key] = cached[key]
+            if on_done is not None:
+                on_done(path, results[path])
+        else:
+            todo.append(path)
+    for path, summaries in _run(todo, estimate, workers):
+        results[path] = summaries
+        key = _key(path, estimate)
+        if key is not None:
+            fresh[key] = [s.as_dict() for s in summaries]
+        if on_done is not None:
+            on_done(path, summaries)
+    if cache is not None:
+        _write_cache(cache, fresh)
+    return [s for path in files for s in results.get(path, [])]
+
+
+def _run(
+    todo: list[Path], estimate: bool, workers: int | None
+) -> Iterator[tuple[Path, list[SessionSummary]]]:
+    count = workers if workers is not None else (os.cpu_count() or 1)
+    if count <= 1 or len(todo) <= 1:
+        for path in todo:
+            yield path, summarize_file(path, estimate=estimate)
+        return
+    # Large files first: the pool stays busy to the end.
+    order = sorted(todo, key=lambda p: -_size(p))
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        futures = {pool.submit(summarize_file, path, estimate=estimate): path for path in order}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_cache(cache: str | os.PathLike[str] | None) -> dict[str, list[dict[str, Any]]]:
+    if cache is None:
+        return {}
+    try:
+        data = json.loads(Path(cache).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}  # no cache yet, or a damaged one: everything is read again
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(cache: str | os.PathLike[str], data: dict[str, list[dict[str, Any]]]) -> None:
+    target = Path(cache)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(data), "utf-8")
+        tmp.replace(target)
+    except OSError:
+        pass  # a cache that cannot be written only costs time next run
+
+
+def _from_dict(d: Mapping[str, Any]) -> SessionSummary:
+    fields = {k: v for k, v in d.items() if k in SessionSummary.__dataclass_fields__}
+    fields["warnings"] = tuple(fields.get("warnings") or ())
+    return SessionSummary(**fields)

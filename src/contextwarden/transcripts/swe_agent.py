@@ -1,0 +1,98 @@
+"""SWE-agent trajectories, ``<instance>.traj``: ``{"environment", "trajectory", "history",
+"info", "replay_config"?}``.
+
+``history`` is the message list the agent sent, ``{"role", "content", "agent", ...}`` with roles
+``system`` / ``user`` / ``assistant`` (demonstrations are user messages flagged ``is_demo``:
+they were sent too). Older versions call no tools (commands sit in fenced blocks of the
+reply text); newer ones record ``tool_calls`` on assistant entries and ``role: "tool"``
+results with ``tool_call_ids``: both are read. ``trajectory`` (the steps, with the commands'
+full output) only repeats the history and is not read. The model is
+``replay_config.agent.model.name`` when recorded; ``info.model_stats`` (the run's own bill)
+is kept in ``meta``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
+from ._common import Loc, Transcript, merge_user_runs, pair_calls
+
+__all__ = ["is_swe_agent", "parse_swe_agent"]
+
+
+def is_swe_agent(doc: Any) -> bool:
+    """Whether a JSON document looks like a SWE-agent trajectory."""
+    return isinstance(doc, dict) and isinstance(doc.get("history"), list) and "trajectory" in doc
+
+
+def parse_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
+    """Read a SWE-agent ``.traj``."""
+    loc = Loc(shown)
+    doc = loc.check(doc, dict, "document")
+    history = loc.get(doc, "history", list, "")
+    meta: dict[str, Any] = {}
+    info = doc.get("info")
+    if isinstance(info, dict) and isinstance(info.get("model_stats"), dict):
+        meta["model_stats"] = info["model_stats"]
+    messages: list[Message] = []
+    for i, entry in enumerate(history):
+        at = Loc(shown, index=i)
+        entry = at.check(entry, dict, "")
+        role = at.get(entry, "role", str, "")
+        content = _text(entry.get("content"))
+        if role == "system":
+            messages.append(Message("system", (TextBlock(content),)))
+        elif role == "user":
+            messages.append(Message("user", (TextBlock(content),)))
+        elif role == "assistant":
+            blocks: list[Block] = [TextBlock(content)] if content else []
+            for j, call in enumerate(entry.get("tool_calls") or ()):
+                call = at.check(call, dict, f"tool_calls[{j}]")
+                fn: dict[str, Any] = (
+                    call["function"] if isinstance(call.get("function"), dict) else {}
+                )
+                args = fn.get("arguments", "{}")
+                blocks.append(
+                    ToolCallBlock(
+                        str(call.get("id")),
+                        str(fn.get("name", "")),
+                        args if isinstance(args, str) else json.dumps(args),
+                    )
+                )
+            messages.append(Message("assistant", tuple(blocks)))
+        elif role == "tool":
+            ids = entry.get("tool_call_ids") or [entry.get("tool_call_id")]
+            results = tuple(ToolResultBlock(str(x), content) for x in ids if x is not None)
+            messages.append(
+                Message("tool", results) if results else Message("user", (TextBlock(content),))
+            )
+        else:
+            at.fail("role", f"unknown role {role!r} (expected system, user, assistant or tool)")
+    model = _model(doc.get("replay_config"))
+    kept = merge_user_runs(pair_calls(messages, meta))
+    return Transcript(kept, "swe-agent", str(path), model, (), freeze(meta))
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def _model(config: Any) -> str | None:
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return None
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    if isinstance(model, dict):
+        name = model.get("name") or model.get("model_name")
+        return name if isinstance(name, str) else None
+    return None

@@ -1,0 +1,435 @@
+"""The readers of agents' own session files: Codex CLI, Claude Code, Gemini CLI, Cline, aider,
+SWE-agent, OpenHands exports and runs, pi excerpts. Real files where there are any (the shared
+data), hand-built fixtures after the agents' source where there are none (see their READMEs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
+from contextwarden._tokens import get_counter
+from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
+from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
+from contextwarden.transcripts import FORMATS
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+GEMINI_JSON = DATA / "gemini-cli" / "session-2025-09-18T10-12-7f3c2a10.json"
+GEMINI_JSONL = DATA / "gemini-cli" / "session-2026-08-02T09-00-0b9d7e42.jsonl"
+CLINE = DATA / "cline" / "1737000000000" / "api_conversation_history.json"
+
+
+def write_lines(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def assert_valid(t: Transcript) -> None:
+    assert check_messages(t.messages) == []
+    system, body = to_anthropic(t.messages)
+    assert validate_anthropic(system, body) == []
+
+
+# -- Codex CLI -----------------------------------------------------------------------------------
+def test_codex_rollout_reads_items_usage_model_and_window(shared_data: Path) -> None:
+    path = shared_data / "codex" / "raze-codex-session.jsonl"
+    records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    items = [r["payload"] for r in records if r["type"] == "response_item"]
+    t = load_transcript(path)
+    assert t.format == "codex" and t.model == "gpt-5.4" and t.window == 258_400
+    assert t.messages[0].role == "system" and t.messages[0].text.startswith("You are Codex")
+    calls = [b for m in t.messages for b in m.tool_calls]
+    results = [b for m in t.messages for b in m.tool_results]
+    expected = [i["call_id"] for i in items if i["type"] == "function_call"]
+    assert [c.id for c in calls] == expected and [r.tool_call_id for r in results] == expected
+    thinking = [b for m in t.messages for b in m.thinking]
+    encrypted = [i["encrypted_content"] for i in items if i["type"] == "reasoning"]
+    assert [b.signature for b in thinking if b.signature] == encrypted
+    # every call of the model has its recorded usage (event_msg token_count, written again
+    # unchanged after the tool outputs: the running total tells the calls apart)
+    replies = [m for m in t.messages if m.role == "assistant"]
+    totals = {
+        r["payload"]["info"]["total_token_usage"]["total_tokens"]
+        for r in records
+        if r["payload"].get("type") == "token_count" and r["payload"]["info"]
+    }
+    assert len(totals) == len(replies)
+    assert all(m.usage and "cached_input_tokens" in m.usage for m in replies)
+    assert_valid(t)
+
+
+def codex_line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": "2026-03-12T15:10:41.041Z", "type": kind, "payload": payload}
+
+
+def codex_message(role: str, text: str) -> dict[str, Any]:
+    part = "output_text" if role == "assistant" else "input_text"
+    return codex_line(
+        "response_item",
+        {"type": "message", "role": role, "content": [{"type": part, "text": text}]},
+    )
+
+
+def codex_usage(total: int) -> dict[str, Any]:
+    usage = {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": 5}
+    info = {"last_token_usage": usage, "model_context_window": 100_000}
+    return codex_line("event_msg", {"type": "token_count", "info": info})
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_codex_compacted_record_is_the_agents_own_compaction(
+    tmp_path: Path, recorded: bool
+) -> None:
+    compacted: dict[str, Any] = {"message": "SUMMARY of the work"}
+    if recorded:
+        kept = codex_message("user", "first task")["payload"]
+        summary = codex_message("user", "SUMMARY of the work")["payload"]
+        compacted["replacement_history"] = [kept, summary]
+    path = write_lines(
+        tmp_path / "rollout-x.jsonl",
+        [
+            codex_line("session_meta", {"id": "s", "base_instructions": {"text": "SYS"}}),
+            codex_line("turn_context", {"model": "gpt-5.5"}),
+            codex_message("user", "first task"),
+            codex_message("assistant", "did it"),
+            codex_usage(1000),
+            codex_line("compacted", compacted),
+            codex_message("user", "second task"),
+            codex_message("assistant", "did that too"),
+            codex_usage(400),
+        ],
+    )
+    t = load_transcript(path)
+    assert t.model == "gpt-5.5" and t.window == 100_000
+    assert [m.text for m in t.messages] == [
+        "SYS",
+        "first task",
+        "did it",
+        "second task",
+        "did that too",
+    ]
+    (c,) = t.compactions
+    assert c.at == 3 and c.line == 6
+    assert [m.text for m in c.replacement][-1].endswith("SUMMARY of the work")
+    assert [m.text for m in c.replacement][0] == "first task"
+
+
+# -- Claude Code ---------------------------------------------------------------------------------
+def claude_lines(shared_data: Path) -> list[dict[str, Any]]:
+    path = shared_data / "claude-code" / "python-to-rust-port.jsonl"
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_claude_code_follows_the_parent_chain_not_the_file_order(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    original = load_transcript(write_lines(tmp_path / "a.jsonl", lines))
+    # Claude Code sometimes writes a tool result before the line of its call: move every
+    # result line in front of its call; the conversation must read the same.
+    moved = list(lines)
+    for i in range(len(moved)):
+        line = moved[i]
+        content = line.get("message", {}).get("content")
+        if (
+            line.get("type") == "user"
+            and isinstance(content, list)
+            and content[0].get("type") == "tool_result"
+        ):
+            moved.insert(i - 1, moved.pop(i))
+    shuffled = load_transcript(write_lines(tmp_path / "b.jsonl", moved))
+    assert shuffled.messages == original.messages
+    assert_valid(shuffled)
+
+
+def test_claude_code_leaves_side_branches_and_synthetic_errors_out(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    base = load_transcript(write_lines(tmp_path / "a.jsonl", lines))
+    first_user = next(x for x in lines if x.get("type") == "user")
+    branch = {
+        **first_user,
+        "uuid": "side-branch-1",
+        "message": {"role": "user", "content": "an edited prompt, abandoned"},
+    }
+    error = {
+        **next(x for x in lines if x.get("type") == "assistant"),
+        "uuid": "synthetic-1",
+        "parentUuid": lines[-1]["uuid"],
+        "message": {
+            "id": "synthetic-msg",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "API Error: 529 overloaded"}],
+        },
+    }
+    t = load_transcript(write_lines(tmp_path / "b.jsonl", [*lines[:3], branch, *lines[3:], error]))
+    assert t.messages == base.messages
+    assert t.meta["skipped"]["side branch (a line off the conversation's parentUuid chain)"] == 1
+    assert t.meta["skipped"]["synthetic assistant line (an API error shown to the user)"] == 1
+
+
+def test_claude_code_compact_boundary_is_the_agents_own_compaction(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    cut = 30  # after a tool result: a turn boundary
+    assert lines[cut]["type"] == "user"
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "boundary-1",
+        "parentUuid": None,
+        "logicalParentUuid": lines[cut]["uuid"],
+        "sessionId": lines[1]["sessionId"],
+        "compactMetadata": {"trigger": "auto", "preTokens": 150_000},
+    }
+    summary = {
+        **lines[1],
+        "uuid": "summary-1",
+        "parentUuid": "boundary-1",
+        "isCompactSummary": True,
+        "message": {"role": "user", "content": "This session is being continued... SUMMARY"},
+    }
+    after = [dict(lines[cut + 1], parentUuid="summary-1"), *lines[cut + 2 :]]
+    t = load_transcript(
+        write_lines(tmp_path / "c.jsonl", [*lines[: cut + 1], boundary, summary, *after])
+    )
+    plain = load_transcript(write_lines(tmp_path / "p.jsonl", lines))
+    assert t.messages == plain.messages  # the full history, through the boundary
+    (c,) = t.compactions
+    assert c.replacement[0].text.endswith("SUMMARY") and c.line == cut + 3
+    assert t.messages[c.at - 1].role == "tool" and t.messages[c.at].role == "assistant"
+
+
+def test_claude_code_tool_result_then_continue_is_one_user_turn(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    cut = next(i for i, x in enumerate(lines) if i > 5 and x.get("type") == "user")
+    nudge = {
+        **lines[cut],
+        "uuid": "continue-1",
+        "parentUuid": lines[cut]["uuid"],
+        "message": {"role": "user", "content": "Continue"},
+    }
+    rest = [dict(lines[cut + 1], parentUuid="continue-1"), *lines[cut + 2 :]]
+    t = load_transcript(write_lines(tmp_path / "d.jsonl", [*lines[: cut + 1], nudge, *rest]))
+    roles = [m.role for m in t.messages]
+    assert not any(
+        a in ("user", "tool") and b == "user" for a, b in zip(roles, roles[1:], strict=False)
+    )
+    merged = next(
+        m for m in t.messages if any(getattr(b, "text", "") == "Continue" for b in m.content)
+    )
+    assert merged.tool_results  # the result and the nudge travel together
+    assert_valid(t)
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------------
+def test_gemini_cli_legacy_json_recording() -> None:
+    t = load_transcript(GEMINI_JSON)
+    assert t.format == "gemini-cli" and t.model == "gemini-2.5-pro"
+    assert [m.role for m in t.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    result = t.messages[2].tool_results[0]
+    assert result.tool_call_id == t.messages[1].tool_calls[0].id
+    assert result.text.startswith("FAIL src/utils/paths.test.ts")
+    assert t.messages[3].usage == {
+        "input": 8702,
+        "output": 41,
+        "cached": 8192,
+        "thoughts": 0,
+        "tool": 0,
+        "total": 8743,
+    }
+    assert t.meta["skipped"]["message type 'info' (shown to the user, not sent)"] == 1
+    assert_valid(t)
+
+
+def test_gemini_cli_jsonl_recording_replaces_records_and_rewinds() -> None:
+    t = load_transcript(GEMINI_JSONL)
+    assert t.format == "gemini-cli" and t.model == "gemini-3-flash-preview"
+    texts = [m.text for m in t.messages if m.role in ("user", "assistant")]
+    assert "(abandoned reply)" not in texts and "Now fix the first one." not in texts
+    assert texts[-2:] == ["Fix the retry one instead.", "Done: b.ts now retries 3 times."]
+    assert t.messages[1].usage is not None  # the rewritten record (with its result) won
+    assert t.messages[2].tool_results[0].text.startswith("src/a.ts:3")
+    assert_valid(t)
+
+
+# -- Cline ---------------------------------------------------------------------------------------
+def test_cline_text_results_become_the_results_of_their_calls() -> None:
+    raw = json.loads(CLINE.read_text(encoding="utf-8"))
+    t = load_transcript(CLINE)
+    assert t.format == "cline" and t.model == "claude-3-7-sonnet-20250219"
+    calls = [b for m in t.messages for b in m.tool_calls]
+    results = [b for m in t.messages for b in m.tool_results]
+    assert [c.name for c in calls] == ["read_file", "search_files", "list_files", "replace_in_file"]
+    assert [r.tool_call_id for r in results] == [c.id for c in calls]
+    assert results[1].text.startswith("[search_files for") and "users.py" in results[1].text
+    assert results[2].text == "[list_files for 'src'] Result:\napp.py\ndb.py\nusers.py"
+    # no call became text, nothing was read as OpenAI
+    tool_uses = sum(1 for m in raw for b in m["content"] if b["type"] == "tool_use")
+    assert tool_uses == len(calls) + 1  # the unanswered attempt_completion was removed
+    assert t.meta["skipped"] == {"tool call never answered": 1}
+    assert all(m.usage for m in t.messages if m.role == "assistant")  # from ui_messages.json
+    assert_valid(t)
+
+
+# -- aider, SWE-agent ----------------------------------------------------------------------------
+def test_aider_history_holds_one_run_per_chat(shared_data: Path) -> None:
+    path = shared_data / "aider" / "mozgoslav.aider.chat.history.md"
+    runs = load_transcripts(path)
+    assert [t.run for t in runs] == [1, 2, 3] and {t.runs for t in runs} == {3}
+    assert [sum(m.role == "assistant" for m in t.messages) for t in runs] == [0, 6, 4]
+    assert {t.model for t in runs} == {"lm_studio/qwen3.6-35b-a3b-uncensored-hauhaucs-aggressive"}
+    text = "\n".join(m.text for t in runs for m in t.messages)
+    assert "(Y)es/(N)o" not in text  # answers to aider's questions are not sent
+    assert runs[1].messages[0].text == "hi"
+    assert load_transcript(path, run=3).messages == runs[2].messages
+    with pytest.raises(TranscriptError, match="no run 4: the file holds 3 run"):
+        load_transcript(path, run=4)
+
+
+def test_swe_agent_traj(shared_data: Path) -> None:
+    path = shared_data / "swe-agent" / "pydicom-1458.traj"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    t = load_transcript(path)
+    assert t.format == "swe-agent" and len(t.messages) == len(raw["history"]) - 1
+    assert sum(m.role == "assistant" for m in t.messages) == raw["info"]["model_stats"]["api_calls"]
+    assert t.meta["model_stats"]["instance_cost"] == pytest.approx(1.26719)
+    assert "DEMONSTRATION" in t.messages[1].text  # the demonstration was sent: kept
+
+
+# -- OpenHands -----------------------------------------------------------------------------------
+def test_openhands_ui_export(shared_data: Path) -> None:
+    t = load_transcript(shared_data / "openhands" / "ui-export-demo1.json")
+    assert t.format == "openhands" and t.model == "claude-3-5-sonnet-20241022"
+    assert sum(1 for m in t.messages for _ in m.tool_calls) == 4
+    assert_valid(t)
+
+
+def test_openhands_output_jsonl_gives_every_run(shared_data: Path, tmp_path: Path) -> None:
+    line = (shared_data / "openhands" / "fastjson2-2775.output.jsonl").read_text("utf-8")
+    run = json.loads(line)
+    other = {**run, "instance_id": "other-1", "history": run["history"][:9]}
+    path = write_lines(tmp_path / "output.jsonl", [run, other, run])
+    runs = load_transcripts(path)
+    assert [(t.run, t.runs) for t in runs] == [(1, 3), (2, 3), (3, 3)]
+    assert [t.meta["instance_id"] for t in runs] == [
+        run["instance_id"],
+        "other-1",
+        run["instance_id"],
+    ]
+    assert runs[0].messages == runs[2].messages != runs[1].messages
+    assert load_transcript(path, run=2).meta["instance_id"] == "other-1"
+
+
+# -- pi excerpts ---------------------------------------------------------------------------------
+def test_pi_excerpt_with_a_broken_line_and_a_missing_parent(shared_data: Path) -> None:
+    t = load_transcript(shared_data / "pi-based" / "gjc-youtube-transcript.jsonl")
+    assert t.format == "pi" and t.model == "glm-5.2"
+    warnings = "\n".join(t.warnings)
+    assert "line 60: not valid JSON" in warnings
+    assert "line 61: its parentId '1a056841' is not in the file" in warnings  # line 60's entry
+    assert "line 1: its parentId '70816928' is not in the file; the session starts" in warnings
+    assert sum(m.role == "assistant" for m in t.messages) > 150  # lines 1-59 are kept too
+    assert t.messages[0].role == "user"
+
+
+def test_pi_compaction_entry_is_the_agents_own_compaction(tmp_path: Path) -> None:
+    def msg(id_: str, parent: str | None, role: str, text: str) -> dict[str, Any]:
+        content: Any = [{"type": "text", "text": text}]
+        body: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant":
+            body["stopReason"] = "stop"
+        return {"type": "message", "id": id_, "parentId": parent, "message": body}
+
+    path = write_lines(
+        tmp_path / "s.jsonl",
+        [
+            {"type": "session", "version": 3, "id": "s"},
+            msg("a", None, "user", "one"),
+            msg("b", "a", "assistant", "two"),
+            msg("c", "b", "user", "three"),
+            msg("d", "c", "assistant", "four"),
+            {
+                "type": "compaction",
+                "id": "k",
+                "parentId": "d",
+                "summary": "S",
+                "firstKeptEntryId": "c",
+            },
+            msg("e", "k", "user", "five"),
+            msg("f", "e", "assistant", "six"),
+        ],
+    )
+    t = load_transcript(path)
+    assert [m.text for m in t.messages] == ["one", "two", "three", "four", "five", "six"]
+    (c,) = t.compactions
+    assert c.at == 4 and c.line == 6
+    assert [m.text for m in c.replacement][1:] == ["three", "four"]  # kept from firstKeptEntryId
+    assert c.replacement[0].text.endswith("S")
+
+
+# -- detection -----------------------------------------------------------------------------------
+def test_an_unknown_file_lists_every_format_tried(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"conversation": []}')
+    with pytest.raises(TranscriptError) as info:
+        load_transcript(path)
+    for name in FORMATS:
+        assert f"{name} (" in str(info.value)
+    for name in ("codex", "gemini-cli", "cline", "aider", "swe-agent"):
+        assert name in FORMATS
+
+
+def test_format_forces_a_reader(tmp_path: Path) -> None:
+    # Plain text turns read as OpenAI by default; forced, the same list reads as Cline's.
+    path = tmp_path / "h.json"
+    path.write_text(
+        json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    )
+    assert load_transcript(path).format == "openai"
+    forced = load_transcript(path, format="cline")
+    assert forced.format == "cline" and [m.text for m in forced.messages] == ["hi", "yo"]
+    with pytest.raises(TranscriptError, match="unknown format 'nope'"):
+        load_transcript(path, format="nope")  # type: ignore[arg-type]
+
+
+def test_redacted_and_signed_thinking_blocks_are_kept(shared_data: Path, tmp_path: Path) -> None:
+    lines = claude_lines(shared_data)
+    reply = next(x for x in lines if x.get("type") == "assistant")
+    signed = {"type": "thinking", "thinking": "", "signature": "EqQBCkYIBxgCKkB" * 20}
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va" * 20}
+    patched = dict(
+        reply,
+        message={**reply["message"], "content": [signed, redacted, *reply["message"]["content"]]},
+    )
+    t = load_transcript(
+        write_lines(tmp_path / "t.jsonl", [lines[0], lines[1], patched, *lines[3:]])
+    )
+    blocks = t.messages[1].thinking
+    assert blocks[0] == ThinkingBlock("", signature=signed["signature"])
+    assert blocks[1].redacted and blocks[1].data == redacted["data"]
+    assert isinstance(t.messages[0].content[0], TextBlock)
+    assert not any(isinstance(b, ToolResultBlock) for b in t.messages[1].content)
+
+
+def test_thinking_left_out_of_a_transcript_still_counts_its_tokens() -> None:
+    counter = get_counter("gpt-4o")  # exact o200k, no calibration factor
+    signature = "EqQBCkYIBxgCKkB" * 40  # 600 base64 characters: about 450 bytes of thinking
+    bare = Message("assistant", (TextBlock("done"),))
+    signed = Message("assistant", (ThinkingBlock("", signature=signature), TextBlock("done")))
+    assert counter.count_message(signed) - counter.count_message(bare) == 600 * 3 // 16
