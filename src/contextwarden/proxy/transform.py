@@ -58,9 +58,6 @@ _LONG_INTEGER = b" " + b"0" * 19
 
 Api = Literal["openai", "anthropic"]
 
-#: The last body of each conversation, as bytes and parsed (see :mod:`..formats._body`).
-_BODIES = BodyReader()
-
 
 class TransformResultLike(Protocol):
     """The fields of the warden's TransformResult the proxy reads."""
@@ -115,7 +112,8 @@ class BodyOutcome:
     it (``sliding_window``, ``full_summary``...). ``cache_breakpoints`` is the
     number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
     ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL`` for the
-    upstream, ``extractive`` for the embedded one, the fallback included).
+    upstream, ``extractive`` for the embedded one, the fallback included). ``conversation`` is
+    the id of the warden's log for it (empty when the warden did not say).
     """
 
     body: bytes
@@ -131,6 +129,7 @@ class BodyOutcome:
     warning: str | None = None
     cache_breakpoints: int = 0
     summarizer: str | None = None
+    conversation: str = ""
 
 
 def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
@@ -157,14 +156,18 @@ def transform_body(
     window_override: int | None = None,
     cache_breakpoints: bool = False,
     summarizer_for: Callable[[str | None], Any] | None = None,
+    bodies: BodyReader | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
     messages / count_tokens body). Never raises for bad input: see the module docstring.
     ``cache_breakpoints`` adds Anthropic cache breakpoints when the client set none (Anthropic
     bodies only; see the module docstring). ``summarizer_for(model)`` gives the summarizer for
     this request's compaction, if one is needed (the proxy's upstream, with the caller's
-    credentials); without it the warden's own writes."""
-    read = _BODIES.read(raw)  # a conversation's known messages are not parsed again
+    credentials); without it the warden's own writes. ``bodies`` remembers the last body of each
+    of the client's conversations, so that their known messages are not parsed again (one per
+    client: a body reader shared by clients would answer faster for a history another client
+    sent)."""
+    read = bodies.read(raw) if bodies is not None else None
     if read is not None:
         body, fast = read.body, read.finite
     else:
@@ -282,6 +285,7 @@ def ran(
         ),
         summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
         warning=warning,
+        conversation=str(getattr(result, "conversation", "") or ""),
         **extra,
     )
 

@@ -12,7 +12,7 @@ from .transform import BodyWarden
 if TYPE_CHECKING:
     from ..summarizers.base import Summarizer
 
-__all__ = ["build_cache", "build_warden", "request_summarizer"]
+__all__ = ["WardenFactory", "build_cache", "build_warden", "request_summarizer"]
 
 
 def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
@@ -29,6 +29,62 @@ def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
     return SqliteCache(config.cache_path)
 
 
+class WardenFactory:
+    """Makes one client's warden: its own conversations and caches, its summaries kept in its
+    own namespace of the shared summary cache (``memory``: a bounded dict of its own). The
+    summarizer the config names is built once and shared: it holds no conversation."""
+
+    #: Summaries one client keeps with the ``memory`` cache.
+    MEMORY_SUMMARIES = 256
+
+    def __init__(self, config: ProxyConfig, cache: MutableMapping[str, str] | None) -> None:
+        self.config = config
+        self.cache = cache
+        self.summarizer = _configured_summarizer(config)
+
+    def __call__(self, client: str) -> BodyWarden:
+        from ..store.cache import LruCache
+        from .clients import ScopedCache
+
+        own: MutableMapping[str, str]
+        if self.cache is None or self.config.cache == "memory":
+            own = LruCache(self.MEMORY_SUMMARIES)
+        else:
+            own = ScopedCache(self.cache, client)
+        return _warden(self.config, own, self.summarizer)
+
+
+def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
+    """The summarizer ``config.summary_source`` names for the warden itself (None: the
+    extractive one, or each request's own)."""
+    source = config.summary_source
+    if source in ("upstream", "extractive") or not config.warden.compaction.enabled:
+        return None
+    from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
+
+    settings = config.warden
+    section = settings.summarizer
+    if source != "config":
+        fields = section.model_dump(exclude_unset=True) | parse_summarizer_spec(source)
+        section = SummarizerConfig.model_validate(fields)
+    built: Summarizer = build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
+    return built
+
+
+def _warden(
+    config: ProxyConfig, cache: MutableMapping[str, str], summarizer: Summarizer | None
+) -> BodyWarden:
+    from .._compaction import Compactor
+    from .._warden import Warden
+
+    settings = config.warden
+    if not settings.compaction.enabled:
+        return Warden(settings, compactor=None)
+    return Warden(
+        settings, compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer)
+    )
+
+
 def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWarden:
     """A Warden configured by ``config.warden`` whose compactor keeps summaries in ``cache``, so a
     compaction is paid once and every later call replaying the same prefix reuses it.
@@ -38,25 +94,7 @@ def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWa
     embedded extractive one (``extractive``, and ``upstream``, where each request brings its own:
     :func:`request_summarizer`). A key variable that is unset is a
     :class:`~contextwarden.ConfigError` naming it, at start-up."""
-    from .._compaction import Compactor
-    from .._warden import Warden
-
-    settings = config.warden
-    if not settings.compaction.enabled:
-        return Warden(settings, compactor=None)
-    summarizer = None
-    source = config.summary_source
-    if source not in ("upstream", "extractive"):
-        from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
-
-        section = settings.summarizer
-        if source != "config":
-            fields = section.model_dump(exclude_unset=True) | parse_summarizer_spec(source)
-            section = SummarizerConfig.model_validate(fields)
-        summarizer = build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
-    return Warden(
-        settings, compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer)
-    )
+    return _warden(config, cache, _configured_summarizer(config))
 
 
 def request_summarizer(
