@@ -251,6 +251,9 @@ class _Proxy:
                     chunks.append(chunk)
         except TimeoutError:
             return None, "read_timeout", held
+        except BaseException:  # the client left (or the server stops): nothing is held now
+            self.release(held)
+            raise
         return b"".join(chunks), None, held
 
     async def refuse(
@@ -488,6 +491,7 @@ def fill_record(
     record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
     record.transform_ms = (time.perf_counter() - started) * 1000
     for budget in budgets:
+        budget.settle()
         calls = budget.calls
         record.summary_calls += calls.calls
         record.summary_input_tokens += calls.input_tokens

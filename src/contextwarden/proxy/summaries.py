@@ -9,7 +9,8 @@ retries). :class:`SummaryBudget` wraps the summarizer a request's compaction use
 * they make at most ``max_calls`` HTTP calls (retries and chunks counted);
 * every call is counted with its model and its input and output tokens (what the provider
   reported), for the response headers and ``/stats``;
-* a client's :class:`Breaker` opens after ``failures`` summaries in a row failed: for
+* a client's :class:`Breaker` opens after ``failures`` requests in a row whose summaries all
+  failed (:meth:`SummaryBudget.settle`, once the request's compaction is over): for
   ``cooldown_s`` seconds its compactions use the extractive summary without calling anyone.
 
 Thread-safe: a budget lives for one request, a breaker for one client.
@@ -30,8 +31,8 @@ __all__ = ["Breaker", "SummaryBudget", "SummaryCalls"]
 
 
 class Breaker:
-    """Opens after ``failures`` summaries in a row failed; stays open ``cooldown_s`` seconds.
-    A success closes it and resets the count."""
+    """Opens after ``failures`` compactions in a row had no summary written; stays open
+    ``cooldown_s`` seconds. A success closes it and resets the count."""
 
     def __init__(self, failures: int = 3, cooldown_s: float = 300.0) -> None:
         self.failures = failures
@@ -92,6 +93,8 @@ class SummaryBudget:
         self._clock = clock
         self._deadline: float | None = None
         self._lock = threading.Lock()
+        self._failed = 0
+        self._written = 0
         self._metered = takes_keyword(getattr(inner, "summarize", None), "meter")
         self.name: str = str(getattr(inner, "name", "summarizer"))
         config_id = getattr(inner, "config_id", None)
@@ -140,6 +143,24 @@ class SummaryBudget:
             )
         return deadline
 
+    def settle(self) -> None:
+        """Tell the client's breaker how this request's summaries went (once it is over): a
+        failure when some were asked for and none was written, a success when one was."""
+        with self._lock:
+            failed, written = self._failed, self._written
+            self._failed = self._written = 0
+        if written:
+            self.breaker.succeeded()
+        elif failed:
+            self.breaker.failed()
+
+    def _count(self, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self._written += 1
+            else:
+                self._failed += 1
+
     def summarize(self, request: Any) -> str:
         deadline = self._begin()
         try:
@@ -149,9 +170,9 @@ class SummaryBudget:
                 self.start()
                 text = self.inner.summarize(request)
         except Exception:
-            self.breaker.failed()
+            self._count(False)
             raise
-        self.breaker.succeeded()
+        self._count(True)
         return text
 
     async def asummarize(self, request: Any) -> str:
@@ -163,7 +184,7 @@ class SummaryBudget:
                 self.start()
                 text = await self.inner.asummarize(request)
         except Exception:
-            self.breaker.failed()
+            self._count(False)
             raise
-        self.breaker.succeeded()
+        self._count(True)
         return text
