@@ -222,9 +222,9 @@ class SessionStore:
         those of whichever session stored ``ref`` first (for tools reading a whole store)."""
 
         def find(db: sqlite3.Connection) -> Any:
-            where, args = ("ref = ?", (ref,))
+            where, args = "ref = ?", (ref,) if session_id is None else (ref, session_id)
             if session_id is not None:
-                where, args = "ref = ? AND session_id = ?", (ref, session_id)
+                where = "ref = ? AND session_id = ?"
             tables = ("elided_spans", "elided") if self._spans else ("elided",)
             for table in tables:  # the older table: spans written before 004
                 row = db.execute(
