@@ -28,7 +28,7 @@ from .._exceptions import ContextOverflowError, ContextWardenError, FormatError,
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .stats import WARDEN_ERROR, RequestRecord
-from .transform import BodyOutcome, effective_window, ran
+from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
 __all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
 
@@ -74,6 +74,8 @@ def transform_responses_body(
                 skipped=key,
                 detail="the server holds the earlier history; forwarded unchanged",
             )
+    if lone_surrogate(raw, body):
+        return surrogate_outcome(raw, model, stream)
     items = body.get("input")
     if not isinstance(items, list):
         return BodyOutcome(

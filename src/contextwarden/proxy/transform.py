@@ -13,7 +13,9 @@ Policy for what the warden cannot bound (documented in the proxy's README sectio
   authority on its own models (a local vLLM name, a new release).
 * **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
   rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the messages do not parse;
-  the upstream answers with its own 400), ``not_json`` / ``no_messages``.
+  the upstream answers with its own 400), ``not_json`` / ``no_messages``, ``lone_surrogate``
+  (a string escapes half of a UTF-16 pair: the warden would have to replace it to write the
+  body back, so it is left for the upstream to judge, as without the proxy).
 
 With ``cache_breakpoints=True`` (the proxy's ``/v1/messages`` unless ``--no-cache-breakpoints``),
 an Anthropic request whose client set no ``cache_control`` anywhere (no block, tool or system
@@ -26,6 +28,7 @@ set its own is left alone: it knows its cache better than we do.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -57,6 +60,32 @@ _DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E if c == 0x2E else 0x20 for c
 _LONG_INTEGER = b" " + b"0" * 19
 
 Api = Literal["openai", "anthropic"]
+
+#: A ``\\uD800``-``\\uDFFF`` escape: a body holding one may hold a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(raw: bytes, body: Any) -> bool:
+    """Whether the parsed ``body`` holds a lone surrogate (only looked for when ``raw`` escapes
+    a surrogate: paired escapes, an emoji, are one character once parsed)."""
+    if b"\\u" not in raw or _SURROGATE_ESCAPE.search(raw) is None:
+        return False
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def surrogate_outcome(raw: bytes, model: str | None, stream: bool) -> BodyOutcome:
+    return BodyOutcome(
+        raw,
+        False,
+        model,
+        stream,
+        skipped="lone_surrogate",
+        detail="a string holds a lone surrogate (half a character); forwarded unchanged",
+    )
 
 
 class TransformResultLike(Protocol):
@@ -191,6 +220,8 @@ def transform_body(
             skipped="no_messages",
             detail="no 'messages' list in the body",
         )
+    if lone_surrogate(raw, body):
+        return surrogate_outcome(raw, model, stream)
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
     warning: str | None = None
