@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Literal
 
@@ -10,9 +11,11 @@ from .config import ProxyConfig
 from .transform import BodyWarden
 
 if TYPE_CHECKING:
+    from .._config import WardenConfig
+    from .._tokens import TokenCounter
     from ..summarizers.base import Summarizer
 
-__all__ = ["WardenFactory", "build_cache", "build_warden", "request_summarizer"]
+__all__ = ["ClientCounters", "WardenFactory", "build_cache", "build_warden", "request_summarizer"]
 
 
 def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
@@ -51,7 +54,41 @@ class WardenFactory:
             own = LruCache(self.MEMORY_SUMMARIES)
         else:
             own = ScopedCache(self.cache, client)
-        return _warden(self.config, own, self.summarizer)
+        warden = _warden(self.config, own, self.summarizer)
+        # counts cached by content stay within the client (see ClientCounters)
+        warden.counter_for = ClientCounters(self.config.warden)  # type: ignore[attr-defined]
+        return warden
+
+
+class ClientCounters:
+    """``counter_for(model)`` of one client's warden: token counters of its own. The shared
+    counters cache counts by message content for every caller of the process; a client whose
+    request is counted faster because another client sent the same messages could tell that
+    they did. Counters of one client share nothing with another's but the tokenizer."""
+
+    #: Messages each counter of a client remembers the count of.
+    CACHE_SIZE = 20_000
+
+    def __init__(self, config: WardenConfig) -> None:
+        self.config = config
+        self._counters: dict[tuple[str, float, bool], TokenCounter] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, model: str | None = None) -> TokenCounter:
+        from .._tokens import ExactCounter, _counter_spec, get_counter
+
+        model = model or self.config.model
+        if self.config.counter != "exact":
+            return get_counter(model, kind=self.config.counter)  # no cache by content
+        spec = _counter_spec(model)
+        with self._lock:
+            counter = self._counters.get(spec)
+            if counter is None:
+                encoding, scale, count_ids = spec
+                counter = self._counters[spec] = ExactCounter(
+                    encoding, scale=scale, count_ids=count_ids, cache_size=self.CACHE_SIZE
+                )
+            return counter
 
 
 def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
