@@ -296,3 +296,64 @@ def test_a_masked_tool_result_names_the_reference_that_recalls_it(tmp_path: Path
         assert "line 59 of module" in original.tool_results[0].text
     call = ToolCallBlock("r9", "contextwarden_recall", f'{{"ref": "{named[0][1]}"}}')
     assert "line 30 of module" in s.answer_recall(call).tool_results[0].text
+
+
+def _twin(store_path: Path, sid: str, secret: str) -> Session:
+    """A session whose history is the same as its twin's but for each turn's reasoning."""
+    s = Session(model="gpt-4o", window=6_000, path=store_path, session_id=sid, system="sys")
+    s.append(user("Fix the parser"))
+    for i in range(30):
+        call = ToolCallBlock(f"c{i}", "bash", '{"cmd": "cat parser.py"}')
+        s.append(assistant("Reading it.", tool_calls=[call], thinking=f"{secret} {i}"))
+        s.append(tool_result(f"c{i}", "\n".join(f"row {j}" for j in range(120))))
+        s.context()
+    return s
+
+
+def _refs(s: Session) -> list[str]:
+    refs = [ref for e in s.events for ref in (e.data or {}).get("refs", ())]
+    return list(dict.fromkeys(refs + [ref for c in s.compactions for ref in c.refs]))
+
+
+def test_recall_never_returns_another_sessions_originals(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    a = _twin(path, "tenant-a", "A-secret")
+    b = _twin(path, "tenant-b", "B-secret")
+    shared = set(_refs(a)) & set(_refs(b))
+    assert shared  # equal content: the same references in both sessions
+    own = [message_to_dict(m) for m in b.messages]
+    for ref in shared:
+        for m in b.recall(ref):  # B's own originals, byte for byte
+            assert "A-secret" not in str(message_to_dict(m))
+            assert message_to_dict(m) in own
+    only_a = Session(model="gpt-4o", window=6_000, path=path, session_id="tenant-c")
+    for ref in shared:  # a session that stored nothing recalls nothing
+        with pytest.raises(KeyError):
+            only_a.recall(ref)
+
+
+def test_no_view_is_given_out_before_its_originals_are_stored(tmp_path: Path) -> None:
+    """A full disk while the originals are written: context() fails (nothing to send that names
+    them); once there is room again, every reference in the view is recallable."""
+    import sqlite3
+
+    path = tmp_path / "full.sqlite3"
+    s = Session(model="gpt-4o", window=12_000, path=path)
+    s.append(*agent_history())
+    db = sqlite3.connect(path)
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    s.store._db.execute(f"PRAGMA max_page_count={pages}")  # the disk is full
+    with pytest.raises(Exception, match="full"):
+        s.context()
+    s.store._db.execute("PRAGMA max_page_count=1073741823")
+    result = s.context()
+    sent = "\n".join(m.text for m in result.messages)
+    import re
+
+    named = set(re.findall(r"cw:[0-9a-f]+", sent))
+    assert named
+    for ref in named:
+        assert s.recall(ref)
+    reopened = Session(model="gpt-4o", window=12_000, path=path, session_id=s.id)
+    for ref in named:  # stored, not only held in memory
+        assert reopened.recall(ref)

@@ -129,6 +129,8 @@ class Session:
         self._turns_at_compaction = 0
         self.events: list[Event] = []
         self.compactions: list[CompactResult] = []
+        #: originals a failed write left to store: no view is given out until they are stored
+        self._unsaved: dict[str, list[Message]] = {}
 
     # -- the original history ----------------------------------------------------------------
     @property
@@ -261,10 +263,13 @@ class Session:
 
     # -- recall: nothing is lost -------------------------------------------------------------
     def recall(self, ref: str) -> list[Message]:
-        """The messages a compaction elided under ``ref``, verbatim."""
-        found = self.store.get_elided(ref)
+        """The messages a compaction of this session elided under ``ref``, verbatim (another
+        session's originals are never returned, even when their content matches)."""
+        if ref in self._unsaved:
+            return list(self._unsaved[ref])
+        found = self.store.get_elided(ref, self.id)
         if found is None:
-            raise KeyError(f"no elided content under reference {ref!r} in this store")
+            raise KeyError(f"no elided content under reference {ref!r} in this session")
         return found
 
     @property
@@ -356,12 +361,21 @@ class Session:
         # drop_oldest: the lossless layers and the sliding window only (no summary)
         return probe
 
+    def _save_originals(self) -> None:
+        """Store the originals not stored yet. Raises :class:`StoreError` when that fails (a
+        full disk), so that a view referring to them is not given out before they are kept;
+        they are tried again on the next call."""
+        for ref in list(self._unsaved):
+            self.store.put_elided(self.id, ref, self._unsaved[ref])
+            del self._unsaved[ref]
+
     def _record(self, result: Any) -> None:
         """Keep the events, and every original the warden's edits hid, under its reference
         (the edit log knows exactly which history messages it hid: nothing is matched)."""
         self.events.extend(result.events)
         for ref, originals in dict(getattr(result, "elided", {}) or {}).items():
-            self.store.put_elided(self.id, ref, list(originals))
+            self._unsaved.setdefault(ref, list(originals))
+        self._save_originals()
         compaction: CompactResult | None = result.compaction
         if compaction is None:
             return

@@ -42,10 +42,21 @@ def start_proxy() -> Iterator[StartProxy]:
     """``start_proxy(upstream_url, warden=None, **config)`` serves a proxy and returns its URL."""
     with ExitStack() as stack:
 
-        def start(upstream_url: str, *, warden: Any = None, **config: Any) -> str:
+        def start(
+            upstream_url: str,
+            *,
+            warden: Any = None,
+            warden_config: dict[str, Any] | None = None,
+            **config: Any,
+        ) -> str:
             config.setdefault("cache", "memory")
+            if warden_config is not None:
+                config["warden"] = warden_config
+            from contextwarden.proxy.server import DeadlineH11Protocol
+
             settings = ProxyConfig.model_validate({"upstream": upstream_url, **config})
-            return stack.enter_context(serve(create_app(settings, warden=warden)))
+            app = create_app(settings, warden=warden)
+            return stack.enter_context(serve(app, http=DeadlineH11Protocol))
 
         yield start
 

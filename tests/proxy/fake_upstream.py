@@ -72,7 +72,25 @@ class FakeUpstream:
     ``sent`` the exact body bytes of each reply, in order (streamed replies as their chunks);
     ``record=False`` keeps neither (for load runs)."""
 
-    def __init__(self, *, chunks: int = 5, chunk_delay: float = 0.0, record: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        chunks: int = 5,
+        chunk_delay: float = 0.0,
+        record: bool = True,
+        sign_summaries: bool = False,
+        summary_delay: float = 0.0,
+        summary_status: int = 200,
+    ) -> None:
+        # ``sign_summaries``: a summary call (recognised by the summarizer's system prompt) is
+        # answered, ahead of the script, with a valid summary naming the credential it was asked
+        # with ("signed:<Authorization>"), after ``summary_delay`` seconds (cut short by
+        # ``summary_gate``), or with ``summary_status`` when that is not 200.
+        self.sign_summaries = sign_summaries
+        self.summary_delay = summary_delay
+        self.summary_status = summary_status
+        self.summary_gate = threading.Event()
+        self.summary_calls = 0
         self.requests: list[Recorded] = []
         self.sent: list[list[bytes]] = []
         self.script: deque[Behaviour] = deque()
@@ -153,7 +171,59 @@ class FakeUpstream:
 
         return StreamingResponse(gen(), media_type="text/event-stream", headers=headers)
 
+    async def _signed_summary(self, request: Request) -> Response | None:
+        """The answer to a summary call when ``sign_summaries`` (else None)."""
+        if not self.sign_summaries:
+            return None
+        body = await request.body()
+        if b"You condense the working history" not in body[:4000]:
+            return None
+        with self._lock:
+            self.summary_calls += 1
+        if self.summary_delay:
+            await asyncio.to_thread(self.summary_gate.wait, self.summary_delay)
+        if self.summary_status != 200:
+            return JSONResponse({"error": {"message": "summary refused"}}, self.summary_status)
+        who = request.headers.get("authorization") or request.headers.get("x-api-key") or "-"
+        text = (
+            f"<completed>\nWork done so far, signed:{who}\n</completed>\n"
+            "<remaining>\nCarry on with the task.\n</remaining>\n"
+            "<current_state>\nMid-task.\n</current_state>\n<notes>\n</notes>"
+        )
+        usage = {"prompt_tokens": len(body) // 4, "completion_tokens": 40}
+        if request.url.path.endswith("/messages"):
+            return JSONResponse(
+                {
+                    "id": "msg_s",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": len(body) // 4, "output_tokens": 40},
+                }
+            )
+        return JSONResponse(
+            {
+                "id": "chatcmpl-s",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
     async def _openai(self, request: Request) -> Response:
+        signed = await self._signed_summary(request)
+        if signed is not None:
+            return signed
         rec, b = await self._record(request)
         canned = self._canned(b)
         if canned is not None:
@@ -225,6 +295,9 @@ class FakeUpstream:
         return Response(raw, media_type="application/json", headers=headers)
 
     async def _anthropic(self, request: Request) -> Response:
+        signed = await self._signed_summary(request)
+        if signed is not None:
+            return signed
         rec, b = await self._record(request)
         canned = self._canned(b)
         if canned is not None:
@@ -316,9 +389,10 @@ async def _client_left(request: Request, exc: Exception) -> Response:
 
 
 @contextmanager
-def serve(app: Any, *, log_level: str = "warning") -> Iterator[str]:
+def serve(app: Any, *, log_level: str = "warning", http: Any = "auto") -> Iterator[str]:
     """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
-    stops the server (lifespan shutdown included) on exit."""
+    stops the server (lifespan shutdown included) on exit. ``http``: uvicorn's protocol (the
+    proxy's own, with its header deadline, for the proxy)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -331,6 +405,7 @@ def serve(app: Any, *, log_level: str = "warning") -> Iterator[str]:
         date_header=False,
         lifespan="on" if isinstance(app, Starlette) else "auto",
         timeout_graceful_shutdown=2,
+        http=http,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -172,7 +172,7 @@ def test_rows_that_are_not_json_are_a_store_error(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         conn.execute("INSERT INTO messages VALUES ('s', 1, 'f', '{not json', 0)")
         conn.execute("INSERT INTO messages VALUES ('s', 2, 'f', '[1, 2]', 0)")
-        conn.execute("UPDATE elided SET body = 'garbage' WHERE ref = 'cw:abc'")
+        conn.execute("UPDATE elided_spans SET body = 'garbage' WHERE ref = 'cw:abc'")
         conn.execute("INSERT INTO events VALUES ('s', 1, 'note', '\"a string\"', 0)")
     with SessionStore(db) as store:
         with pytest.raises(StoreError, match=r"message 1 of session 's' is unreadable") as caught:

@@ -24,18 +24,19 @@ One JSON line per request goes to the ``contextwarden.proxy`` logger at INFO.
 from __future__ import annotations
 
 import hmac
-import itertools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from http.cookiejar import CookieJar, CookiePolicy
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import unquote
 
+import anyio
+import anyio.to_thread
 import httpx
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -43,8 +44,9 @@ from starlette.types import Receive, Scope, Send
 
 from .._exceptions import ContextOverflowError
 from .._warden import takes_keyword
+from .clients import ClientState, ClientTable
 from .config import ProxyConfig
-from .errors import Provider, context_length_message, provider_for_path
+from .errors import ErrorKind, Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
 from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
@@ -56,8 +58,11 @@ from .stats import (
     RequestRecord,
 )
 from .stats import Route as RouteName
+from .summaries import Breaker, SummaryBudget
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
-from .warden import build_cache, build_warden, request_summarizer
+from .warden import WardenFactory, build_cache, request_summarizer
+
+_T = TypeVar("_T")
 
 __all__ = ["CONFIG_ENV", "app_from_env", "app_stats", "configure_logging", "create_app"]
 
@@ -75,36 +80,103 @@ _CHAT_PATHS: dict[str, RouteName] = {
 
 
 class _Proxy:
-    """The app's state: config, warden, counters and the pooled upstream client."""
+    """The app's state: config, the per-client table, counters and the upstream pools."""
 
     def __init__(
-        self, config: ProxyConfig, warden: BodyWarden, cache: MutableMapping[str, str] | None
+        self,
+        config: ProxyConfig,
+        warden: BodyWarden | None,
+        cache: MutableMapping[str, str] | None,
     ) -> None:
         self.config = config
-        self.warden = _OverflowPassing(warden)
+        self.cache = cache
+        self.factory = WardenFactory(config, cache) if warden is None else None
+        # the caller's own warden is shared by every client (its isolation is the caller's)
+        self._shared = _OverflowPassing(warden) if warden is not None else None
+        self.clients = ClientTable(
+            self._make_warden,
+            key=config.client_key.encode("utf-8") if config.client_key else None,
+            max_clients=config.max_clients,
+            max_state_bytes=config.max_state_bytes,
+            client_state_bytes=config.client_state_bytes,
+            client_concurrency=config.client_concurrency,
+            breaker=lambda: Breaker(
+                config.summary_breaker_failures, config.summary_breaker_cooldown
+            ),
+        )
         # a warden of the caller's own (create_app(warden=...)) may not take a summarizer
-        self.per_request_summaries = takes_keyword(
+        self.per_request_summaries = warden is None or takes_keyword(
             getattr(warden, "transform_openai", None), "summarizer"
         )
-        self.cache = cache
         self.stats = ProxyStats()
         self._clients: list[httpx.AsyncClient] = []
-        self._turn = itertools.count()
+        self._busy: list[int] = []
         self._token = config.token.encode("utf-8") if config.token else None
+        self._transforms = anyio.CapacityLimiter(config.max_transforms)
+        self.buffered = 0  # bytes of request bodies held now (the event loop's thread only)
 
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """An upstream client, in turn from a few pools. httpcore scans every connection of a
-        pool (and polls each idle one's socket) whenever a request starts or ends, in time that
-        grows faster than the pool: under many agents at once that scan was the largest cost of
-        relaying. Several smaller pools hold as many keep-alive connections, scanned a few at a
-        time."""
+    def _make_warden(self, client: str) -> Any:
+        if self._shared is not None:
+            return self._shared
+        assert self.factory is not None
+        return _OverflowPassing(self.factory(client))
+
+    def pool(self) -> tuple[httpx.AsyncClient, Callable[[], None]]:
+        """The least busy upstream pool, and what to call when its request is over. httpcore
+        scans every connection of a pool whenever a request starts or ends, in time that grows
+        faster than the pool: several smaller pools hold as many keep-alive connections,
+        scanned a few at a time. Chosen by load, not in turn, so requests hanging in one pool
+        never hold back the next ones while others sit idle."""
         if not self._clients:
             # Made on first use so they belong to the serving event loop.
             pools = min(POOLS, self.config.max_connections)
             per_pool = self.config.max_connections // pools  # no more than max_connections
             self._clients = [self._new_client(per_pool) for _ in range(pools)]
-        return self._clients[next(self._turn) % len(self._clients)]
+            self._busy = [0] * pools
+        i = min(range(len(self._busy)), key=self._busy.__getitem__)
+        self._busy[i] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released and i < len(self._busy):
+                released = True
+                self._busy[i] -= 1
+
+        return self._clients[i], release
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The least busy upstream pool (its load is not counted: see :meth:`pool`)."""
+        client, release = self.pool()
+        release()
+        return client
+
+    async def in_thread(self, state: ClientState, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` in a worker thread, at most ``client_concurrency`` of one client and
+        ``max_transforms`` in all at once; a request waiting its turn holds no thread. A
+        compaction stuck on a slow summarizer so holds one of its client's slots, never the
+        threads other clients' requests run in. The summarizers' facts cache is the client's own
+        there."""
+        from ..summarizers.base import FACTS_SCOPE
+
+        def run() -> _T:
+            FACTS_SCOPE.set(state.id)  # in this call's own copy of the context
+            return fn(*args)
+
+        async with state.limiter:
+            return await anyio.to_thread.run_sync(run, limiter=self._transforms)
+
+    def reserve(self, size: int) -> bool:
+        """Count ``size`` more bytes of bodies held, unless that would pass
+        ``max_buffered_bytes``."""
+        if self.buffered + size > self.config.max_buffered_bytes:
+            return False
+        self.buffered += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.buffered = max(self.buffered - size, 0)
 
     def _new_client(self, per_pool: int) -> httpx.AsyncClient:
         cfg = self.config
@@ -154,22 +226,76 @@ class _Proxy:
             provider, "unauthorized", "contextwarden proxy: missing or wrong X-Contextwarden-Token"
         )
 
-    async def read_body(self, request: Request) -> bytes | None:
-        """The request body, or None as soon as it is known to pass ``max_body_bytes``: from its
-        ``Content-Length`` before reading a byte, else once the chunks read pass it (the rest is
-        never held; the server discards it)."""
+    async def read_body(self, request: Request) -> tuple[bytes | None, ErrorKind | None, int]:
+        """``(body, None, held)``, or ``(None, why, held)`` as soon as it is known that the body
+        cannot be taken: over ``max_body_bytes`` (``too_large``, from its ``Content-Length``
+        before a byte is read, else once the chunks read pass it), over the process's budget
+        for bodies held (``overloaded``), or not all there within ``body_timeout`` seconds
+        (``read_timeout``). ``held`` bytes are counted in the budget until :meth:`release`."""
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            return None
-        chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
+        held = 0
+        if declared.isdigit():
+            size = int(declared)
             if size > limit:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
+                return None, "too_large", 0
+            if not self.reserve(size):
+                return None, "overloaded", 0
+            held = size
+        chunks: list[bytes] = []
+        got = 0
+        try:
+            with anyio.fail_after(self.config.body_timeout):
+                async for chunk in request.stream():
+                    got += len(chunk)
+                    if got > limit:
+                        return None, "too_large", held
+                    if got > held:
+                        if not self.reserve(got - held):
+                            return None, "overloaded", held
+                        held = got
+                    chunks.append(chunk)
+        except TimeoutError:
+            return None, "read_timeout", held
+        except BaseException:  # the client left (or the server stops): nothing is held now
+            self.release(held)
+            raise
+        return b"".join(chunks), None, held
+
+    async def refuse(
+        self, record: RequestRecord, provider: Provider, started: float, why: ErrorKind
+    ) -> Response:
+        """The answer to a body that could not be taken (see :meth:`read_body`)."""
+        if why == "too_large":
+            return await self.too_large(record, provider, started)
+        record.status = 503 if why == "overloaded" else 408
+        record.error = "proxy_overloaded" if why == "overloaded" else "body_timeout"
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        if why == "overloaded":
+            message = (
+                "contextwarden proxy: too many request bodies in flight "
+                f"(max_buffered_bytes={self.config.max_buffered_bytes:,}); retry shortly"
+            )
+            headers = {"Retry-After": "1"}
+        else:
+            message = (
+                "contextwarden proxy: the request body did not arrive within "
+                f"{self.config.body_timeout:g} s (body_timeout)"
+            )
+            headers = {"Connection": "close"}
+        return error_response(provider, why, message, headers)
+
+    async def bad_path(self, record: RequestRecord, provider: Provider, started: float) -> Response:
+        record.status, record.error = 400, "bad_path"
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await self.finish(record)
+        return error_response(
+            provider,
+            "bad_path",
+            "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself",
+        )
 
     async def too_large(
         self, record: RequestRecord, provider: Provider, started: float
@@ -201,18 +327,50 @@ class _Proxy:
         await self.finish(record)
         return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
 
-    def summarizer_for(self, request: Request, api: Api) -> Callable[[str | None], Any] | None:
-        """The summarizer factory for this request (see :func:`request_summarizer`)."""
+    def summarizer_for(
+        self, request: Request, api: Api, state: ClientState, budgets: list[SummaryBudget]
+    ) -> Callable[[str | None], Any] | None:
+        """The summarizer factory for this request: the one it brings (``upstream``: the
+        request's model and credentials, see :func:`request_summarizer`) or the one the config
+        names, behind this request's :class:`SummaryBudget` (one deadline, a call cap, the
+        client's breaker, counted), which ``budgets`` collects. None when the warden's own
+        (extractive) summary writes, or the warden takes no summarizer."""
         if not self.per_request_summaries:
             return None
-        return request_summarizer(self.config, request.headers, api)
+        upstream = request_summarizer(self.config, request.headers, api)
+        configured = self.factory.summarizer if self.factory is not None else None
+        if upstream is None and configured is None:
+            return None
+        cfg = self.config
+
+        def make(model: str | None) -> Any:
+            inner = upstream(model) if upstream is not None else configured
+            if inner is None:
+                return None
+            budget = SummaryBudget(
+                inner,
+                state.breaker,
+                timeout_s=cfg.warden.summarizer.timeout_s,
+                max_calls=cfg.summary_max_calls,
+            )
+            budgets.append(budget)
+            return budget
+
+        return make
+
+    def client_for(self, request: Request) -> ClientState:
+        return self.clients.get(self.clients.id_for(request.headers.raw))
 
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
             return error_response(
                 "openai", "unauthorized", "missing or wrong X-Contextwarden-Token"
             )
-        return JSONResponse(self.stats.snapshot())
+        return JSONResponse(
+            self.stats.snapshot()
+            | self.clients.snapshot()
+            | {"buffered_bytes": self.buffered, "pools_busy": list(self._busy)}
+        )
 
     async def chat(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -222,65 +380,85 @@ class _Proxy:
         record = RequestRecord(request.method, path, route)
         if not self.authorized(request):
             return await self.deny(record, provider, started)
+        if _climbs(request):
+            return await self.bad_path(record, provider, started)
+        held = 0
         try:
-            raw = await self.read_body(request)
-        except ClientDisconnect:
-            return await self.client_left(record, started)
-        if raw is None:
-            return await self.too_large(record, provider, started)
-        api: Api = "openai" if route == "openai" else "anthropic"
-        extra: dict[str, str] = {}
-        if request.headers.get("content-encoding", "identity").lower() != "identity":
-            body, extra["X-Contextwarden-Skipped"] = raw, "encoded_body"
-            record.skipped = "encoded_body"
-        else:
             try:
-                outcome = await run_in_threadpool(
-                    transform_body,
-                    self.warden,
-                    api,
-                    raw,
-                    window_cap=self.config.window,
-                    window_override=self.config.warden.context_window,
-                    cache_breakpoints=self.config.cache_breakpoints and route == "anthropic",
-                    summarizer_for=self.summarizer_for(request, api),
-                )
-            except _Overflow as overflow:
-                return await self.overflow(record, provider, started, overflow.error)
-            except Exception as exc:
-                # The warden could not read this body (an input nobody foresaw, or a bug of ours).
-                # A drop-in proxy must not fail a call that would have worked without it: the body
-                # goes upstream as sent, and the upstream judges it as it would without us.
-                logger.warning(
-                    "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
-                    path,
-                    type(exc).__name__,
-                    exc_info=True,
-                )
-                outcome = BodyOutcome(
-                    raw, False, skipped=WARDEN_ERROR, detail=f"{type(exc).__name__} in the warden"
-                )
-            body = outcome.body
-            record.model, record.stream = outcome.model, outcome.stream
-            record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
-            record.compacted, record.strategy = outcome.compacted, outcome.strategy
-            record.summarizer = outcome.summarizer
-            record.skipped = outcome.skipped
-            record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
-            record.transform_ms = (time.perf_counter() - started) * 1000
-            extra = _outcome_headers(outcome)
-        return await forward(
-            self.client,
-            method=request.method,
-            url=self.config.upstream_url(_raw_path(request), request.url.query),
-            headers=request_headers(request.headers.raw),
-            content=body,
-            provider=provider,
-            record=record,
-            started=started,
-            extra_headers=extra,
-            finish=self.finish,
-        )
+                raw, why, held = await self.read_body(request)
+            except ClientDisconnect:
+                return await self.client_left(record, started)
+            if raw is None:
+                return await self.refuse(record, provider, started, why or "too_large")
+            api: Api = "openai" if route == "openai" else "anthropic"
+            extra: dict[str, str] = {}
+            if request.headers.get("content-encoding", "identity").lower() != "identity":
+                body, extra["X-Contextwarden-Skipped"] = raw, "encoded_body"
+                record.skipped = "encoded_body"
+            else:
+                state = self.client_for(request)
+                budgets: list[SummaryBudget] = []
+                try:
+                    outcome = await self.in_thread(
+                        state,
+                        lambda: transform_body(
+                            state.warden,
+                            api,
+                            raw,
+                            window_cap=self.config.window,
+                            window_override=self.config.warden.context_window,
+                            cache_breakpoints=self.config.cache_breakpoints
+                            and route == "anthropic",
+                            summarizer_for=self.summarizer_for(request, api, state, budgets),
+                            bodies=state.bodies,
+                        ),
+                    )
+                except _Overflow as overflow:
+                    return await self.overflow(record, provider, started, overflow.error)
+                except Exception as exc:
+                    # The warden could not read this body (an input nobody foresaw, or a bug of
+                    # ours). A drop-in proxy must not fail a call that would have worked without
+                    # it: the body goes upstream as sent, and the upstream judges it.
+                    logger.warning(
+                        "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
+                        path,
+                        type(exc).__name__,
+                        exc_info=True,
+                    )
+                    outcome = BodyOutcome(
+                        raw,
+                        False,
+                        skipped=WARDEN_ERROR,
+                        detail=f"{type(exc).__name__} in the warden",
+                    )
+                self.clients.account(state, outcome.conversation, len(raw))
+                body = outcome.body
+                fill_record(record, outcome, budgets, started)
+                extra = _outcome_headers(outcome, record)
+            client, done = self.pool()
+            return await forward(
+                client,
+                method=request.method,
+                url=self.config.upstream_url(_raw_path(request), request.url.query),
+                headers=request_headers(request.headers.raw),
+                content=body,
+                provider=provider,
+                record=record,
+                started=started,
+                extra_headers=extra,
+                finish=self.finish_with(done),
+            )
+        finally:
+            self.release(held)
+
+    def finish_with(self, done: Callable[[], None]) -> Callable[[RequestRecord], Awaitable[None]]:
+        """:meth:`finish`, also handing the upstream pool's slot back."""
+
+        async def finish(record: RequestRecord) -> None:
+            done()
+            await self.finish(record)
+
+        return finish
 
     async def passthrough(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -289,10 +467,13 @@ class _Proxy:
         record = RequestRecord(request.method, path, "passthrough")
         if not self.authorized(request):
             return await self.deny(record, provider, started)
+        if _climbs(request):
+            return await self.bad_path(record, provider, started)
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
         content: AsyncIterator[bytes] | None = request.stream() if has_body else None
+        client, done = self.pool()
         return await forward(
-            self.client,
+            client,
             method=request.method,
             url=self.config.upstream_url(_raw_path(request), request.url.query),
             headers=request_headers(request.headers.raw, keep_length=True),
@@ -301,8 +482,49 @@ class _Proxy:
             record=record,
             started=started,
             extra_headers={},
-            finish=self.finish,
+            finish=self.finish_with(done),
         )
+
+
+def fill_record(
+    record: RequestRecord, outcome: BodyOutcome, budgets: list[SummaryBudget], started: float
+) -> None:
+    """What the warden did and the summary calls it made, into the request's record."""
+    record.model, record.stream = outcome.model, outcome.stream
+    record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
+    record.compacted, record.strategy = outcome.compacted, outcome.strategy
+    record.summarizer = outcome.summarizer
+    record.skipped = outcome.skipped
+    record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
+    record.transform_ms = (time.perf_counter() - started) * 1000
+    for budget in budgets:
+        budget.settle()
+        calls = budget.calls
+        record.summary_calls += calls.calls
+        record.summary_input_tokens += calls.input_tokens
+        record.summary_output_tokens += calls.output_tokens
+        record.summary_failed_calls += calls.failed_calls
+        record.breaker_open = record.breaker_open or calls.breaker_open
+        for model, counts in calls.models.items():
+            entry = record.summary_models.setdefault(model, [0, 0, 0])
+            for i, n in enumerate(counts):
+                entry[i] += n
+
+
+def _climbs(request: Request) -> bool:
+    """Whether the path holds a ``.`` or ``..`` segment, plainly or percent-encoded (the
+    upstream client would resolve it: ``/v1/chat/completions/../../admin`` is ``/v1/admin``)."""
+    raw = request.scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
+    for _ in range(3):  # %252e: decoded twice by some servers
+        segments = path.replace("\\", "/").split("/")
+        if any(seg in (".", "..") for seg in segments):
+            return True
+        decoded = unquote(path)
+        if decoded == path:
+            return False
+        path = decoded
+    return True
 
 
 class _Overflow(Exception):
@@ -320,6 +542,11 @@ class _OverflowPassing:
 
     def __init__(self, warden: BodyWarden) -> None:
         self._warden = warden
+
+    @property
+    def inner(self) -> BodyWarden:
+        """The warden itself (the Responses route calls its ``transform``)."""
+        return self._warden
 
     def transform_openai(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -367,9 +594,18 @@ class _AnyMethod:
         await response(scope, receive, send)
 
 
-def _outcome_headers(outcome: BodyOutcome) -> dict[str, str]:
-    """The ``X-Contextwarden-*`` response headers describing what the warden did."""
+def _outcome_headers(outcome: BodyOutcome, record: RequestRecord | None = None) -> dict[str, str]:
+    """The ``X-Contextwarden-*`` response headers describing what the warden did, and the
+    summary calls it made for this request (``record``'s), if any."""
     headers: dict[str, str] = {}
+    if record is not None and (record.summary_calls or record.breaker_open):
+        headers["X-Contextwarden-Summary-Calls"] = str(record.summary_calls)
+        headers["X-Contextwarden-Summary-Input-Tokens"] = str(record.summary_input_tokens)
+        headers["X-Contextwarden-Summary-Output-Tokens"] = str(record.summary_output_tokens)
+        if record.summary_models:
+            headers["X-Contextwarden-Summary-Model"] = _header_text(",".join(record.summary_models))
+        if record.breaker_open:
+            headers["X-Contextwarden-Summary-Breaker"] = "open"
     if outcome.warning:
         headers["X-Contextwarden-Warning"] = _header_text(outcome.warning)
     if outcome.skipped:
@@ -411,10 +647,8 @@ def create_app(
     ``config.cache == "redis"``). Pass ``warden`` to use your own (``cache`` is then only closed at
     shutdown). The upstream client and the cache are closed when the app shuts down.
     """
-    if warden is None:
-        if cache is None:
-            cache = build_cache(config)
-        warden = build_warden(config, cache)
+    if warden is None and cache is None and config.cache != "memory":
+        cache = build_cache(config)
     proxy = _Proxy(config, warden, cache)
 
     @asynccontextmanager
@@ -426,7 +660,7 @@ def create_app(
 
     routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
     routes += [Route(p, proxy.chat, methods=["POST"]) for p in _CHAT_PATHS]
-    respond = responses_endpoint(proxy, warden)  # the Responses API: proxy/responses.py
+    respond = responses_endpoint(proxy)  # the Responses API: proxy/responses.py
     routes += [Route(p, respond, methods=["POST"]) for p in RESPONSES_PATHS]
     routes.append(Route("/{path:path}", _AnyMethod(proxy.passthrough)))
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -447,7 +681,11 @@ def app_from_env() -> Starlette:
     if not raw:
         raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
     configure_logging()
-    return create_app(ProxyConfig.model_validate_json(raw))
+    config = ProxyConfig.model_validate_json(raw)
+    from .server import DeadlineH11Protocol
+
+    DeadlineH11Protocol.header_timeout = config.header_timeout
+    return create_app(config)
 
 
 def configure_logging() -> None:

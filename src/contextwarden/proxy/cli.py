@@ -101,6 +101,33 @@ def proxy(
             show_default=False,
         ),
     ] = None,
+    client_key: Annotated[
+        str | None,
+        typer.Option(
+            help="Secret (16+ characters) keying the hash that tells clients apart by their "
+            "credentials; the same on every proxy sharing a summary cache (default: random).",
+            envvar="CONTEXTWARDEN_PROXY_CLIENT_KEY",
+            show_default=False,
+        ),
+    ] = None,
+    header_timeout: Annotated[
+        float, typer.Option(help="Seconds a client has to send a request's headers.", min=0.001)
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option(help="Seconds a client has to send a chat request body.", min=0.001)
+    ] = 60.0,
+    max_buffered_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Bytes of request bodies held at once, all clients (over it: 503).", min=1 << 20
+        ),
+    ] = 256 << 20,
+    max_state_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Budget for the conversation state of all clients, in bytes.", min=1 << 20
+        ),
+    ] = 1 << 30,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -124,6 +151,11 @@ def proxy(
                 "cache_breakpoints": cache_breakpoints,
                 "summarizer": summarizer,
                 "summary_model": summary_model,
+                "client_key": client_key or None,
+                "header_timeout": header_timeout,
+                "body_timeout": body_timeout,
+                "max_buffered_bytes": max_buffered_bytes,
+                "max_state_bytes": max_state_bytes,
             }
         )
     except (ValidationError, ContextWardenError) as exc:
@@ -139,6 +171,7 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         import uvicorn
 
         from .app import CONFIG_ENV, configure_logging, create_app
+        from .server import DeadlineH11Protocol
     except ImportError as exc:
         typer.echo(
             "contextwarden proxy needs starlette and uvicorn: pip install 'contextwarden[proxy]'",
@@ -156,9 +189,14 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         _check_redis(settings.redis_url)
     app: Any
     factory = workers > 1
+    DeadlineH11Protocol.header_timeout = settings.header_timeout
     if factory:
         # Worker processes import the app by name and rebuild it from the config in the env.
         app = "contextwarden.proxy.app:app_from_env"
+        if settings.client_key is None:  # the workers must agree on who is who
+            import secrets
+
+            settings = settings.model_copy(update={"client_key": secrets.token_hex(32)})
         # exclude_unset: the warden tells defaults from explicit settings (e.g. reserve_tokens)
         os.environ[CONFIG_ENV] = settings.model_dump_json(exclude_unset=True)
     else:
@@ -184,6 +222,7 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         server_header=False,
         date_header=False,
         log_level="warning",
+        http=DeadlineH11Protocol,
     )
 
 

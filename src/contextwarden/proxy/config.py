@@ -82,6 +82,77 @@ class ProxyConfig(BaseModel):
         "the system prompt, at most 4 in all. Default: true.",
     )
 
+    client_key: str | None = Field(
+        None,
+        min_length=16,
+        description="Secret key of the keyed hash (HMAC-SHA256) that tells clients apart by "
+        "their credential headers; each client gets its own conversations, summaries and "
+        "caches. Give every worker the same one so that they agree on who is who. Default: "
+        "random per process (``contextwarden proxy --workers N`` shares one among its workers).",
+    )
+    max_clients: int = Field(
+        1024, ge=1, description="Clients (credentials) kept in memory at once. Default: 1024."
+    )
+    max_state_bytes: int = Field(
+        1 << 30,
+        ge=1 << 20,
+        description="Budget, in bytes (estimated: twice the bytes of each conversation's last "
+        "request body), for the conversation state of all clients; over it the least recently "
+        "used other client is forgotten. Default: 1073741824 (1 GiB).",
+    )
+    client_state_bytes: int = Field(
+        256 << 20,
+        ge=1 << 20,
+        description="The same budget for one client; over it that client forgets its own least "
+        "recently used conversations. Default: 268435456 (256 MiB).",
+    )
+    max_buffered_bytes: int = Field(
+        256 << 20,
+        ge=1 << 20,
+        description="Bytes of request bodies the proxy holds at once, all requests together; "
+        "a request that would pass it is answered 503 in the provider's error format (the SDKs "
+        "retry). Default: 268435456 (256 MiB).",
+    )
+    header_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers, from its connection or "
+        "its previous request; then the connection is closed. Default: 10.",
+    )
+    body_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a client has to send a whole chat request body; then 408 and the "
+        "connection is closed (a client trickling bytes cannot hold memory). Default: 60.",
+    )
+    client_concurrency: int = Field(
+        32,
+        ge=1,
+        description="Requests of one client the warden works on at once (the rest wait their "
+        "turn without holding a thread). Default: 32.",
+    )
+    max_transforms: int = Field(
+        256,
+        ge=1,
+        description="Threads working on requests at once, all clients together (a compaction "
+        "waiting on a slow summarizer holds one). Default: 256.",
+    )
+    summary_max_calls: int = Field(
+        8,
+        ge=1,
+        description="Summary HTTP calls one compaction may make, retries and map-reduce chunks "
+        "included; past it the extractive summary is used. Default: 8.",
+    )
+    summary_breaker_failures: int = Field(
+        3,
+        ge=1,
+        description="Summaries failing in a row after which a client's compactions use the "
+        "extractive summary for summary_breaker_cooldown seconds. Default: 3.",
+    )
+    summary_breaker_cooldown: float = Field(
+        300.0, ge=0, description="Seconds the summary breaker stays open. Default: 300."
+    )
+
     summarizer: str | None = Field(
         None,
         description="Who writes compaction summaries: 'upstream' (the proxy's upstream, with the "

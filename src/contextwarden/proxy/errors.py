@@ -3,7 +3,9 @@
 Upstream errors are never rewritten (status, headers and body pass through); these bodies are only
 for what happens at the proxy: a bad proxy token (401), a request body over the size limit (413),
 a request that cannot be brought within the model's window (400, the provider's own
-context-length error, so agents that handle it by compacting or restarting still do),
+context-length error, so agents that handle it by compacting or restarting still do), a body
+that did not arrive within the read deadline (408), a path that climbs out of its route with
+``..`` (400), the proxy's memory budget for bodies in flight spent (503, retried by the SDKs),
 an upstream that does not answer in time (504) or cannot be reached (502), a proxy bug (500). The
 SDKs parse them like the provider's own.
 """
@@ -25,7 +27,15 @@ __all__ = [
 
 Provider = Literal["openai", "anthropic"]
 ErrorKind = Literal[
-    "unauthorized", "too_large", "context_length", "timeout", "unreachable", "internal"
+    "unauthorized",
+    "too_large",
+    "context_length",
+    "timeout",
+    "unreachable",
+    "internal",
+    "overloaded",
+    "read_timeout",
+    "bad_path",
 ]
 
 _STATUS: dict[ErrorKind, int] = {
@@ -35,6 +45,9 @@ _STATUS: dict[ErrorKind, int] = {
     "timeout": 504,
     "unreachable": 502,
     "internal": 500,
+    "overloaded": 503,
+    "read_timeout": 408,
+    "bad_path": 400,
 }
 # Anthropic's documented error types; OpenAI's: the ``type`` + ``code`` pair its SDK shows.
 _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
@@ -44,6 +57,9 @@ _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
     "timeout": "timeout_error",
     "unreachable": "api_error",
     "internal": "api_error",
+    "overloaded": "overloaded_error",
+    "read_timeout": "timeout_error",
+    "bad_path": "invalid_request_error",
 }
 _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "unauthorized": ("authentication_error", "invalid_proxy_token"),
@@ -52,6 +68,9 @@ _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "timeout": ("server_error", "upstream_timeout"),
     "unreachable": ("server_error", "upstream_unreachable"),
     "internal": ("server_error", "proxy_error"),
+    "overloaded": ("server_error", "proxy_overloaded"),
+    "read_timeout": ("invalid_request_error", "request_timeout"),
+    "bad_path": ("invalid_request_error", "invalid_path"),
 }
 
 
@@ -64,7 +83,7 @@ def provider_for_path(path: str) -> Provider:
 
 
 def status_for(kind: ErrorKind) -> int:
-    """401, 413, 400 (context length), 504, 502 or 500."""
+    """401, 413, 400 (context length, bad path), 408, 503, 504, 502 or 500."""
     return _STATUS[kind]
 
 

@@ -21,15 +21,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .stats import WARDEN_ERROR, RequestRecord
-from .transform import BodyOutcome, effective_window, ran
+from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
 __all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
 
@@ -75,6 +74,8 @@ def transform_responses_body(
                 skipped=key,
                 detail="the server holds the earlier history; forwarded unchanged",
             )
+    if lone_surrogate(raw, body):
+        return surrogate_outcome(raw, model, stream)
     items = body.get("input")
     if not isinstance(items, list):
         return BodyOutcome(
@@ -123,68 +124,83 @@ def _chat_tools(tools: Any) -> list[Mapping[str, Any]] | None:
     return out or None
 
 
-def responses_endpoint(proxy: Any, warden: Any) -> Callable[[Request], Awaitable[Response]]:
+def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
     """The request handler for :data:`RESPONSES_PATHS` of the app's ``proxy`` state object,
-    running ``warden`` (the app's :class:`~contextwarden.Warden`)."""
+    running the calling client's own warden."""
 
     async def handle(request: Request) -> Response:
-        from .app import _outcome_headers
+        from .app import _climbs, _outcome_headers, fill_record
 
         started = time.perf_counter()
         path = request.url.path
         record = RequestRecord(request.method, path, "openai")
         if not proxy.authorized(request):
             return await proxy.deny(record, "openai", started)  # type: ignore[no-any-return]
-        raw = await proxy.read_body(request)
-        if raw is None:
-            return await proxy.too_large(record, "openai", started)  # type: ignore[no-any-return]
-        if request.headers.get("content-encoding", "identity").lower() != "identity":
-            outcome = BodyOutcome(raw, False, skipped="encoded_body")
-        elif not callable(getattr(warden, "transform", None)):
-            outcome = BodyOutcome(raw, False, skipped="unsupported", detail="custom body warden")
-        else:
-            cfg = proxy.config
+        if _climbs(request):
+            return await proxy.bad_path(record, "openai", started)  # type: ignore[no-any-return]
+        held = 0
+        try:
             try:
-                outcome = await run_in_threadpool(
-                    transform_responses_body,
-                    warden,
-                    raw,
-                    window_cap=cfg.window,
-                    window_override=cfg.warden.context_window,
-                    summarizer_for=proxy.summarizer_for(request, "openai"),
-                )
-            except ContextOverflowError as exc:
-                return await proxy.overflow(record, "openai", started, exc)  # type: ignore[no-any-return]
-            except Exception as exc:
-                # As for chat: a drop-in proxy must not fail a call that works without it.
-                logger.warning(
-                    "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
-                    path,
-                    type(exc).__name__,
-                    exc_info=True,
-                )
+                raw, why, held = await proxy.read_body(request)
+            except ClientDisconnect:
+                return await proxy.client_left(record, started)  # type: ignore[no-any-return]
+            if raw is None:
+                return await proxy.refuse(record, "openai", started, why)  # type: ignore[no-any-return]
+            state = proxy.client_for(request)
+            warden = getattr(state.warden, "inner", state.warden)
+            budgets: list[Any] = []
+            if request.headers.get("content-encoding", "identity").lower() != "identity":
+                outcome = BodyOutcome(raw, False, skipped="encoded_body")
+            elif not callable(getattr(warden, "transform", None)):
                 outcome = BodyOutcome(
-                    raw, False, skipped=WARDEN_ERROR, detail=f"{type(exc).__name__} in the warden"
+                    raw, False, skipped="unsupported", detail="custom body warden"
                 )
-        record.model, record.stream = outcome.model, outcome.stream
-        record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
-        record.compacted, record.strategy = outcome.compacted, outcome.strategy
-        record.summarizer = outcome.summarizer
-        record.skipped = outcome.skipped
-        record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
-        record.transform_ms = (time.perf_counter() - started) * 1000
-        return await forward(
-            proxy.client,
-            method=request.method,
-            url=proxy.config.upstream_url(_raw(request), request.url.query),
-            headers=request_headers(request.headers.raw),
-            content=outcome.body,
-            provider="openai",
-            record=record,
-            started=started,
-            extra_headers=_outcome_headers(outcome),
-            finish=proxy.finish,
-        )
+            else:
+                cfg = proxy.config
+                try:
+                    outcome = await proxy.in_thread(
+                        state,
+                        lambda: transform_responses_body(
+                            warden,
+                            raw,
+                            window_cap=cfg.window,
+                            window_override=cfg.warden.context_window,
+                            summarizer_for=proxy.summarizer_for(request, "openai", state, budgets),
+                        ),
+                    )
+                except ContextOverflowError as exc:
+                    return await proxy.overflow(record, "openai", started, exc)  # type: ignore[no-any-return]
+                except Exception as exc:
+                    # As for chat: a drop-in proxy must not fail a call that works without it.
+                    logger.warning(
+                        "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
+                        path,
+                        type(exc).__name__,
+                        exc_info=True,
+                    )
+                    outcome = BodyOutcome(
+                        raw,
+                        False,
+                        skipped=WARDEN_ERROR,
+                        detail=f"{type(exc).__name__} in the warden",
+                    )
+                proxy.clients.account(state, outcome.conversation, len(raw))
+            fill_record(record, outcome, budgets, started)
+            client, done = proxy.pool()
+            return await forward(
+                client,
+                method=request.method,
+                url=proxy.config.upstream_url(_raw(request), request.url.query),
+                headers=request_headers(request.headers.raw),
+                content=outcome.body,
+                provider="openai",
+                record=record,
+                started=started,
+                extra_headers=_outcome_headers(outcome, record),
+                finish=proxy.finish_with(done),
+            )
+        finally:
+            proxy.release(held)
 
     return handle
 

@@ -71,6 +71,13 @@ class RequestRecord:
     transform_ms: float = 0.0
     headers_ms: float = 0.0
     latency_ms: float = 0.0
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    summary_failed_calls: int = 0
+    #: model -> [calls, input tokens, output tokens]
+    summary_models: dict[str, list[int]] = field(default_factory=dict)
+    breaker_open: bool = False
 
     def as_log(self) -> dict[str, Any]:
         """The JSON object logged for this request (only fields that carry information; text
@@ -94,6 +101,14 @@ class RequestRecord:
             if self.summarizer:
                 out["summarizer"] = clip(self.summarizer)
             out["transform_ms"] = round(self.transform_ms, 2)
+            if self.summary_calls:
+                out["summary_calls"] = self.summary_calls
+                out["summary_input_tokens"] = self.summary_input_tokens
+                out["summary_output_tokens"] = self.summary_output_tokens
+                if self.summary_failed_calls:
+                    out["summary_failed_calls"] = self.summary_failed_calls
+            if self.breaker_open:
+                out["summary_breaker_open"] = True
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
             out["skipped"] = clip(self.skipped)
@@ -130,6 +145,12 @@ class ProxyStats:
     client_disconnects: int = 0
     upstream_timeouts: int = 0
     upstream_unreachable: int = 0
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    summary_failed_calls: int = 0
+    summary_breaker_open: int = 0
+    summaries_by_model: OrderedDict[str, dict[str, int]] = field(default_factory=OrderedDict)
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
     by_model: OrderedDict[str, int] = field(default_factory=OrderedDict)
@@ -164,6 +185,25 @@ class ProxyStats:
                     self.llm_summaries += 1
                 else:
                     self.extractive_summaries += 1
+            if rec.summary_calls:
+                self.summary_calls += rec.summary_calls
+                self.summary_input_tokens += rec.summary_input_tokens
+                self.summary_output_tokens += rec.summary_output_tokens
+                self.summary_failed_calls += rec.summary_failed_calls
+                for model, (calls, tokens_in, tokens_out) in rec.summary_models.items():
+                    entry = self.summaries_by_model.pop(clip(model), None) or {
+                        "calls": 0,
+                        "input_tokens": 0,
+                        "output_tokens": 0,
+                    }
+                    entry["calls"] += calls
+                    entry["input_tokens"] += tokens_in
+                    entry["output_tokens"] += tokens_out
+                    self.summaries_by_model[clip(model)] = entry
+                while len(self.summaries_by_model) > MODEL_TABLE:
+                    self.summaries_by_model.popitem(last=False)
+            if rec.breaker_open:
+                self.summary_breaker_open += 1
             if rec.error == CLIENT_LEFT:
                 self.client_disconnects += 1
             elif rec.status >= 400:
@@ -203,6 +243,14 @@ class ProxyStats:
                 "client_disconnects": self.client_disconnects,
                 "upstream_timeouts": self.upstream_timeouts,
                 "upstream_unreachable": self.upstream_unreachable,
+                "summary_calls": self.summary_calls,
+                "summary_input_tokens": self.summary_input_tokens,
+                "summary_output_tokens": self.summary_output_tokens,
+                "summary_failed_calls": self.summary_failed_calls,
+                "summary_breaker_open": self.summary_breaker_open,
+                "summaries_by_model": {
+                    k: dict(v) for k, v in sorted(self.summaries_by_model.items())
+                },
                 "by_route": dict(sorted(self.by_route.items())),
                 "by_status": dict(sorted(self.by_status.items())),
                 "by_model": dict(sorted(self.by_model.items())),

@@ -13,7 +13,9 @@ Policy for what the warden cannot bound (documented in the proxy's README sectio
   authority on its own models (a local vLLM name, a new release).
 * **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
   rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the messages do not parse;
-  the upstream answers with its own 400), ``not_json`` / ``no_messages``.
+  the upstream answers with its own 400), ``not_json`` / ``no_messages``, ``lone_surrogate``
+  (a string escapes half of a UTF-16 pair: the warden would have to replace it to write the
+  body back, so it is left for the upstream to judge, as without the proxy).
 
 With ``cache_breakpoints=True`` (the proxy's ``/v1/messages`` unless ``--no-cache-breakpoints``),
 an Anthropic request whose client set no ``cache_control`` anywhere (no block, tool or system
@@ -26,6 +28,7 @@ set its own is left alone: it knows its cache better than we do.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -58,8 +61,31 @@ _LONG_INTEGER = b" " + b"0" * 19
 
 Api = Literal["openai", "anthropic"]
 
-#: The last body of each conversation, as bytes and parsed (see :mod:`..formats._body`).
-_BODIES = BodyReader()
+#: A ``\\uD800``-``\\uDFFF`` escape: a body holding one may hold a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(raw: bytes, body: Any) -> bool:
+    """Whether the parsed ``body`` holds a lone surrogate (only looked for when ``raw`` escapes
+    a surrogate: paired escapes, an emoji, are one character once parsed)."""
+    if b"\\u" not in raw or _SURROGATE_ESCAPE.search(raw) is None:
+        return False
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def surrogate_outcome(raw: bytes, model: str | None, stream: bool) -> BodyOutcome:
+    return BodyOutcome(
+        raw,
+        False,
+        model,
+        stream,
+        skipped="lone_surrogate",
+        detail="a string holds a lone surrogate (half a character); forwarded unchanged",
+    )
 
 
 class TransformResultLike(Protocol):
@@ -115,7 +141,8 @@ class BodyOutcome:
     it (``sliding_window``, ``full_summary``...). ``cache_breakpoints`` is the
     number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
     ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL`` for the
-    upstream, ``extractive`` for the embedded one, the fallback included).
+    upstream, ``extractive`` for the embedded one, the fallback included). ``conversation`` is
+    the id of the warden's log for it (empty when the warden did not say).
     """
 
     body: bytes
@@ -131,6 +158,7 @@ class BodyOutcome:
     warning: str | None = None
     cache_breakpoints: int = 0
     summarizer: str | None = None
+    conversation: str = ""
 
 
 def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
@@ -157,14 +185,18 @@ def transform_body(
     window_override: int | None = None,
     cache_breakpoints: bool = False,
     summarizer_for: Callable[[str | None], Any] | None = None,
+    bodies: BodyReader | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
     messages / count_tokens body). Never raises for bad input: see the module docstring.
     ``cache_breakpoints`` adds Anthropic cache breakpoints when the client set none (Anthropic
     bodies only; see the module docstring). ``summarizer_for(model)`` gives the summarizer for
     this request's compaction, if one is needed (the proxy's upstream, with the caller's
-    credentials); without it the warden's own writes."""
-    read = _BODIES.read(raw)  # a conversation's known messages are not parsed again
+    credentials); without it the warden's own writes. ``bodies`` remembers the last body of each
+    of the client's conversations, so that their known messages are not parsed again (one per
+    client: a body reader shared by clients would answer faster for a history another client
+    sent)."""
+    read = bodies.read(raw) if bodies is not None else None
     if read is not None:
         body, fast = read.body, read.finite
     else:
@@ -188,6 +220,8 @@ def transform_body(
             skipped="no_messages",
             detail="no 'messages' list in the body",
         )
+    if lone_surrogate(raw, body):
+        return surrogate_outcome(raw, model, stream)
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
     warning: str | None = None
@@ -282,6 +316,7 @@ def ran(
         ),
         summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
         warning=warning,
+        conversation=str(getattr(result, "conversation", "") or ""),
         **extra,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Literal
 
@@ -10,9 +11,11 @@ from .config import ProxyConfig
 from .transform import BodyWarden
 
 if TYPE_CHECKING:
+    from .._config import WardenConfig
+    from .._tokens import TokenCounter
     from ..summarizers.base import Summarizer
 
-__all__ = ["build_cache", "build_warden", "request_summarizer"]
+__all__ = ["ClientCounters", "WardenFactory", "build_cache", "build_warden", "request_summarizer"]
 
 
 def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
@@ -29,6 +32,96 @@ def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
     return SqliteCache(config.cache_path)
 
 
+class WardenFactory:
+    """Makes one client's warden: its own conversations and caches, its summaries kept in its
+    own namespace of the shared summary cache (``memory``: a bounded dict of its own). The
+    summarizer the config names is built once and shared: it holds no conversation."""
+
+    #: Summaries one client keeps with the ``memory`` cache.
+    MEMORY_SUMMARIES = 256
+
+    def __init__(self, config: ProxyConfig, cache: MutableMapping[str, str] | None) -> None:
+        self.config = config
+        self.cache = cache
+        self.summarizer = _configured_summarizer(config)
+
+    def __call__(self, client: str) -> BodyWarden:
+        from ..store.cache import LruCache
+        from .clients import ScopedCache
+
+        own: MutableMapping[str, str]
+        if self.cache is None or self.config.cache == "memory":
+            own = LruCache(self.MEMORY_SUMMARIES)
+        else:
+            own = ScopedCache(self.cache, client)
+        warden = _warden(self.config, own, self.summarizer)
+        # counts cached by content stay within the client (see ClientCounters)
+        warden.counter_for = ClientCounters(self.config.warden)  # type: ignore[attr-defined]
+        return warden
+
+
+class ClientCounters:
+    """``counter_for(model)`` of one client's warden: token counters of its own. The shared
+    counters cache counts by message content for every caller of the process; a client whose
+    request is counted faster because another client sent the same messages could tell that
+    they did. Counters of one client share nothing with another's but the tokenizer."""
+
+    #: Messages each counter of a client remembers the count of.
+    CACHE_SIZE = 20_000
+
+    def __init__(self, config: WardenConfig) -> None:
+        self.config = config
+        self._counters: dict[tuple[str, float, bool], TokenCounter] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, model: str | None = None) -> TokenCounter:
+        from .._tokens import ExactCounter, _counter_spec, get_counter
+
+        model = model or self.config.model
+        if self.config.counter != "exact":
+            return get_counter(model, kind=self.config.counter)  # no cache by content
+        spec = _counter_spec(model)
+        with self._lock:
+            counter = self._counters.get(spec)
+            if counter is None:
+                encoding, scale, count_ids = spec
+                counter = self._counters[spec] = ExactCounter(
+                    encoding, scale=scale, count_ids=count_ids, cache_size=self.CACHE_SIZE
+                )
+            return counter
+
+
+def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
+    """The summarizer ``config.summary_source`` names for the warden itself (None: the
+    extractive one, or each request's own)."""
+    source = config.summary_source
+    if source in ("upstream", "extractive") or not config.warden.compaction.enabled:
+        return None
+    from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
+
+    settings = config.warden
+    section = settings.summarizer
+    if source != "config":
+        fields = section.model_dump(exclude_unset=True) | parse_summarizer_spec(source)
+        section = SummarizerConfig.model_validate(fields)
+    built: Summarizer = build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
+    return built
+
+
+def _warden(
+    config: ProxyConfig, cache: MutableMapping[str, str], summarizer: Summarizer | None
+) -> BodyWarden:
+    from .._compaction import Compactor
+    from .._warden import Warden
+
+    settings = config.warden
+    if not settings.compaction.enabled:
+        return Warden(settings, compactor=None)
+    return Warden(
+        settings, compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer)
+    )
+
+
 def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWarden:
     """A Warden configured by ``config.warden`` whose compactor keeps summaries in ``cache``, so a
     compaction is paid once and every later call replaying the same prefix reuses it.
@@ -38,25 +131,7 @@ def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWa
     embedded extractive one (``extractive``, and ``upstream``, where each request brings its own:
     :func:`request_summarizer`). A key variable that is unset is a
     :class:`~contextwarden.ConfigError` naming it, at start-up."""
-    from .._compaction import Compactor
-    from .._warden import Warden
-
-    settings = config.warden
-    if not settings.compaction.enabled:
-        return Warden(settings, compactor=None)
-    summarizer = None
-    source = config.summary_source
-    if source not in ("upstream", "extractive"):
-        from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
-
-        section = settings.summarizer
-        if source != "config":
-            fields = section.model_dump(exclude_unset=True) | parse_summarizer_spec(source)
-            section = SummarizerConfig.model_validate(fields)
-        summarizer = build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
-    return Warden(
-        settings, compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer)
-    )
+    return _warden(config, cache, _configured_summarizer(config))
 
 
 def request_summarizer(

@@ -11,15 +11,18 @@ WAL while another connection recovers it) are retried until the same deadline.
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import quote
 
 from .._exceptions import StoreError
 
-__all__ = ["connect", "is_busy", "migrate"]
+__all__ = ["connect", "is_busy", "is_read_only", "migrate"]
 
 _T = TypeVar("_T")
 
@@ -44,16 +47,17 @@ def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
     """A connection to ``path`` (its folder created) in WAL mode, autocommit (transactions are
     explicit), usable from any thread, waiting up to ``timeout`` seconds on locks.
 
+    A file that exists but cannot be written (a read-only mount, no write permission) is opened
+    read-only instead: it can be read, every write is refused (:func:`is_read_only` tells).
     Raises :class:`StoreError` naming ``what`` and the file when it cannot be opened (a folder in
     the way, no permission, not an SQLite file).
     """
     deadline = time.monotonic() + timeout
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            str(path), timeout=timeout, check_same_thread=False, isolation_level=None
-        )
+        conn = _open(path, timeout)
     except (OSError, sqlite3.Error) as exc:
+        if path.is_file() and _cannot_write(exc):
+            return _open_read_only(path, what, timeout)
         raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
@@ -62,8 +66,48 @@ def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.Error as exc:
         conn.close()
+        if path.is_file() and _cannot_write(exc):
+            return _open_read_only(path, what, timeout)
         raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
     return conn
+
+
+def _open(path: Path, timeout: float) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return sqlite3.connect(
+        str(path), timeout=timeout, check_same_thread=False, isolation_level=None
+    )
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether ``exc`` says the file or its folder cannot be written (not that it is broken)."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _open_read_only(path: Path, what: str, timeout: float) -> sqlite3.Connection:
+    """``path`` opened read-only. When its folder cannot be written either (a read-only mount),
+    SQLite cannot make the shared-memory file a WAL reader needs: the file is then read as
+    immutable (nothing can change it there)."""
+    writable_dir = os.access(path.parent, os.W_OK)
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if writable_dir else "&immutable=1")
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=timeout, check_same_thread=False, isolation_level=None
+        )
+        conn.execute("PRAGMA query_only=1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {what} {str(path)!r} even read-only: {exc}") from exc
+    return conn
+
+
+def is_read_only(conn: sqlite3.Connection) -> bool:
+    """Whether :func:`connect` opened the file read-only."""
+    row = conn.execute("PRAGMA query_only").fetchone()
+    return bool(row and row[0])
 
 
 def migrate(

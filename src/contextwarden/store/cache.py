@@ -4,6 +4,8 @@ Both backends are ``MutableMapping[str, str]`` so the compactor does not care wh
 
 * :class:`SqliteCache` (the default): one SQLite file in WAL mode, safe to share between the threads
   of one process and between processes on one machine (several may open a new file at once).
+* :class:`LruCache`: a dict in memory holding at most ``max_entries``, the least recently used
+  forgotten first (one process; a proxy gives each client one of its own).
 * :class:`RedisCache`: one Redis database shared by every proxy process behind a load balancer.
   Needs the ``redis`` package (``pip install 'contextwarden[redis]'``).
 
@@ -26,7 +28,7 @@ from .._exceptions import ConfigError, StoreError
 from ._db import connect, migrate
 from .sqlite import data_dir
 
-__all__ = ["RedisCache", "SqliteCache", "default_cache_path"]
+__all__ = ["LruCache", "RedisCache", "SqliteCache", "default_cache_path"]
 
 _T = TypeVar("_T")
 
@@ -73,6 +75,47 @@ def _check_str(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"summary cache {what} must be str, got {type(value).__name__}")
     return value
+
+
+class LruCache(MutableMapping[str, str]):
+    """Summaries in memory, at most ``max_entries`` of them (least recently used dropped first).
+    Thread-safe."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        if max_entries < 1:
+            raise ConfigError(f"LruCache max_entries must be >= 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key: str) -> str:
+        with self._lock:
+            value = self._data.pop(key)
+            self._data[key] = value
+            return value
+
+    def __setitem__(self, key: str, value: str) -> None:
+        _check_str("key", key)
+        _check_str("value", value)
+        with self._lock:
+            self._data.pop(key, None)
+            self._data[key] = value
+            while len(self._data) > self.max_entries:
+                del self._data[next(iter(self._data))]
+
+    def __delitem__(self, key: str) -> None:
+        with self._lock:
+            del self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._data))
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 class SqliteCache(MutableMapping[str, str]):

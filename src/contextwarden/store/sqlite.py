@@ -1,8 +1,11 @@
 """The session store: the original history, append-only, in one SQLite file (WAL mode).
 
 Nothing here is ever updated or deleted: messages are appended with a sequence number; every
-span a compaction elided is stored under its reference (``cw:...``) so ``recall(ref)`` returns it
-verbatim; events are appended as JSON. Schema changes are named migrations applied in order
+span a compaction elided is stored under its session and its reference (``cw:...``) so
+``recall(ref)`` returns that session's own originals verbatim (another session's span with the
+same reference, equal in content, stays its own: ids and thinking signatures differ); events are
+appended as JSON. A file that cannot be written (a read-only mount) opens read-only: reads work,
+writes are a :class:`~contextwarden.StoreError`. Schema changes are named migrations applied in order
 (the list below only grows), in one immediate transaction, so processes opening a new file at
 once do not collide. Every failure (sqlite3, a row that is not JSON or not a message, a full
 disk) is a :class:`~contextwarden.StoreError` naming the file; a write either commits whole or
@@ -28,7 +31,7 @@ from typing import Any, TypeVar
 from .._codec import message_from_dict, message_to_dict
 from .._exceptions import ContextWardenError, StoreError
 from .._messages import Message
-from ._db import connect, migrate
+from ._db import connect, is_read_only, migrate
 
 __all__ = ["SessionStore", "data_dir", "default_db_path"]
 
@@ -77,6 +80,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "004_elided_by_session",
+        """
+        CREATE TABLE IF NOT EXISTS elided_spans (
+            session_id TEXT NOT NULL,
+            ref TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created REAL NOT NULL,
+            PRIMARY KEY (session_id, ref)
+        );
+        INSERT OR IGNORE INTO elided_spans SELECT session_id, ref, body, created FROM elided;
+        """,
+    ),
 ]
 
 
@@ -104,7 +120,12 @@ class SessionStore:
         self.path = Path(path) if path is not None else default_db_path()
         self._lock = threading.Lock()
         self._db = connect(self.path, what="session store", timeout=timeout)
+        self.read_only = is_read_only(self._db)
         try:
+            if self.read_only:
+                self._spans = _has_table(self._db, "elided_spans")
+                return
+            self._spans = True
             migrate(
                 self._db,
                 applied=_applied,
@@ -187,19 +208,33 @@ class SessionStore:
 
     # -- elided spans ------------------------------------------------------------------------
     def put_elided(self, session_id: str, ref: str, messages: Sequence[Message]) -> None:
-        """Keep ``messages`` under ``ref`` (first write wins: a ref names fixed content)."""
+        """Keep ``messages`` under ``ref`` for ``session_id`` (first write wins: a ref names
+        fixed content within a session)."""
         body = _dumps([message_to_dict(m) for m in messages])
         with self._write():
             self._db.execute(
-                "INSERT OR IGNORE INTO elided VALUES (?, ?, ?, ?)",
-                (ref, session_id, body, time.time()),
+                "INSERT OR IGNORE INTO elided_spans VALUES (?, ?, ?, ?)",
+                (session_id, ref, body, time.time()),
             )
 
-    def get_elided(self, ref: str) -> list[Message] | None:
-        """The messages kept under ``ref``, or None."""
-        row = self._read(
-            lambda db: db.execute("SELECT body FROM elided WHERE ref = ?", (ref,)).fetchone()
-        )
+    def get_elided(self, ref: str, session_id: str | None = None) -> list[Message] | None:
+        """The messages ``session_id`` kept under ``ref``, or None. Without ``session_id``,
+        those of whichever session stored ``ref`` first (for tools reading a whole store)."""
+
+        def find(db: sqlite3.Connection) -> Any:
+            where, args = "ref = ?", (ref,) if session_id is None else (ref, session_id)
+            if session_id is not None:
+                where = "ref = ? AND session_id = ?"
+            tables = ("elided_spans", "elided") if self._spans else ("elided",)
+            for table in tables:  # the older table: spans written before 004
+                row = db.execute(
+                    f"SELECT body FROM {table} WHERE {where} ORDER BY created LIMIT 1", args
+                ).fetchone()
+                if row is not None:
+                    return row
+            return None
+
+        row = self._read(find)
         if row is None:
             return None
 
@@ -247,6 +282,11 @@ class SessionStore:
         self.close()
 
     def _write(self) -> _Tx:
+        if self.read_only:
+            raise StoreError(
+                f"session store {str(self.path)!r} is read-only (opened from a file that "
+                "cannot be written); it can be read, not written"
+            )
         return _Tx(self._db, self._lock, self.path)
 
     def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -315,6 +355,13 @@ def _applied(db: sqlite3.Connection) -> set[str]:
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
     ).fetchone()
     return {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    row = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
 
 
 def _statements(sql: str) -> Callable[[sqlite3.Connection], None]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -110,13 +111,20 @@ def effective_cap(request: SummaryRequest) -> int:
 _FACTS_CACHE: OrderedDict[str, Facts] = OrderedDict()
 _FACTS_CACHE_SIZE = 16
 _FACTS_LOCK = threading.Lock()
+#: Whose requests the facts cache is shared among (a proxy sets one per client: a request served
+#: faster because another client sent the same span would tell that client it was sent).
+FACTS_SCOPE: ContextVar[str] = ContextVar("contextwarden_facts_scope", default="")
 
 
 def request_facts(request: SummaryRequest) -> Facts:
     """:func:`~contextwarden.summarizers.facts.extract_facts` for a request (memoised for the
     last few requests by the content of their messages, task and previous summary)."""
-    key = summary_cache_key(
-        SummaryRequest(request.messages, request.task, request.previous_summary), "facts"
+    key = (
+        FACTS_SCOPE.get()
+        + ":"
+        + summary_cache_key(
+            SummaryRequest(request.messages, request.task, request.previous_summary), "facts"
+        )
     )
     with _FACTS_LOCK:
         cached = _FACTS_CACHE.get(key)

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import httpx
 
@@ -51,7 +51,7 @@ from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
 from .facts import Facts
 
-__all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider"]
+__all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
 Provider = Literal["openai", "anthropic"]
 
@@ -114,6 +114,21 @@ class _InputTooLarge(Exception):
     def __init__(self, tokens: int) -> None:
         super().__init__(tokens)
         self.tokens = tokens
+
+
+class SummaryMeter(Protocol):
+    """Told about every HTTP call a summary makes (retries and map-reduce steps included), so
+    that a caller can count and bill them, cap them, or stop them.
+
+    :meth:`start` is called before each call is sent and may raise
+    :class:`~contextwarden.SummarizerError` to refuse it (a cap reached); :meth:`done` after
+    it, with the model, the input and output tokens the provider reported (estimated from the
+    text when the reply carries no usage; 0 output for a call that failed) and the status
+    (0 when no answer came)."""
+
+    def start(self) -> None: ...
+
+    def done(self, model: str, input_tokens: int, output_tokens: int, status: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -266,11 +281,22 @@ class LLMSummarizer:
         )
 
     # -- public API -----------------------------------------------------------------------------
-    def summarize(self, request: SummaryRequest) -> str:
+    def summarize(
+        self,
+        request: SummaryRequest,
+        *,
+        deadline: float | None = None,
+        meter: SummaryMeter | None = None,
+    ) -> str:
         """The summary of ``request`` (blocking). Raises :class:`SummarizerError`, at the latest
-        ``timeout`` seconds after the call (retries and map-reduce steps included)."""
+        ``timeout`` seconds after the call (retries and map-reduce steps included), or at
+        ``deadline`` (a :func:`time.monotonic` time) when that comes first: several summaries
+        of one compaction share one deadline that way. ``meter`` is told about every HTTP call
+        (see :class:`SummaryMeter`)."""
         cap, facts = self._prepare(request)
-        deadline = time.monotonic() + self.timeout
+        deadline = self._deadline(deadline)
+        if deadline <= time.monotonic():
+            raise self._late("no time left before the deadline")
         # The work runs in a helper thread that the caller waits for until the deadline: a
         # socket read cannot be interrupted from outside, so this is what bounds the wait even
         # when a server stalls in a way the per-read checks below do not see. The helper stops
@@ -279,7 +305,7 @@ class LLMSummarizer:
 
         def work() -> None:
             try:
-                outcome.append(self._summarize_by(request, cap, facts, deadline))
+                outcome.append(self._summarize_by(request, cap, facts, deadline, meter))
             except BaseException as exc:  # handed to the caller's thread below
                 outcome.append(exc)
 
@@ -293,8 +319,17 @@ class LLMSummarizer:
             raise result
         return result
 
+    def _deadline(self, given: float | None) -> float:
+        own = time.monotonic() + self.timeout
+        return own if given is None else min(own, given)
+
     def _summarize_by(
-        self, request: SummaryRequest, cap: int, facts: Facts, deadline: float
+        self,
+        request: SummaryRequest,
+        cap: int,
+        facts: Facts,
+        deadline: float,
+        meter: SummaryMeter | None = None,
     ) -> str:
         with httpx.Client(timeout=self.timeout, transport=self.transport, verify=_tls()) as client:
             budget = self.input_token_budget
@@ -304,7 +339,7 @@ class LLMSummarizer:
                     batch = next(plan)
                     while True:
                         batch = plan.send(
-                            [self._complete(client, call, deadline) for call in batch]
+                            [self._complete(client, call, deadline, meter) for call in batch]
                         )
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
@@ -315,25 +350,40 @@ class LLMSummarizer:
             f"shrinking the chunk budget to {budget} tokens"
         )
 
-    async def asummarize(self, request: SummaryRequest) -> str:
+    async def asummarize(
+        self,
+        request: SummaryRequest,
+        *,
+        deadline: float | None = None,
+        meter: SummaryMeter | None = None,
+    ) -> str:
         """The summary of ``request``; chunk calls of the map step run concurrently. Raises
-        :class:`SummarizerError`, at the latest ``timeout`` seconds after the call."""
+        :class:`SummarizerError`, at the latest ``timeout`` seconds after the call or at
+        ``deadline`` (see :meth:`summarize`)."""
         cap, facts = self._prepare(request)
-        deadline = time.monotonic() + self.timeout
+        deadline = self._deadline(deadline)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._late("no time left before the deadline")
         try:
-            async with asyncio.timeout(self.timeout):
-                return await self._asummarize_by(request, cap, facts, deadline)
+            async with asyncio.timeout(left):
+                return await self._asummarize_by(request, cap, facts, deadline, meter)
         except TimeoutError:
             raise self._late("the request was still running") from None
 
     async def _asummarize_by(
-        self, request: SummaryRequest, cap: int, facts: Facts, deadline: float
+        self,
+        request: SummaryRequest,
+        cap: int,
+        facts: Facts,
+        deadline: float,
+        meter: SummaryMeter | None = None,
     ) -> str:
         limit = asyncio.Semaphore(self.max_concurrency)
 
         async def one(client: httpx.AsyncClient, call: _Call) -> str:
             async with limit:
-                return await self._acomplete(client, call, deadline)
+                return await self._acomplete(client, call, deadline, meter)
 
         async with httpx.AsyncClient(
             timeout=self.timeout, transport=self.async_transport, verify=_tls()
@@ -683,18 +733,29 @@ class LLMSummarizer:
             raise self._late(f"{last} (a retry in {delay:g}s would pass the deadline)")
         return delay
 
-    def _complete(self, client: httpx.Client, call: _Call, deadline: float) -> str:
+    def _complete(
+        self,
+        client: httpx.Client,
+        call: _Call,
+        deadline: float,
+        meter: SummaryMeter | None = None,
+    ) -> str:
         if not call.user:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
+            if meter is not None:
+                meter.start()
             try:
                 response = self._send(client, call, deadline)
             except _Late:
+                self._metered(meter, call, None)
                 raise self._late(last) from None
             except httpx.TransportError as exc:
+                self._metered(meter, call, None)
                 text, last, asked = self._outcome(call, exc)
             else:
+                self._metered(meter, call, response)
                 text, last, asked = self._outcome(call, response)
             if text is not None:
                 return text
@@ -702,18 +763,29 @@ class LLMSummarizer:
                 self.sleep(self._wait(attempt, asked, deadline, last))
         raise self._exhausted(last)
 
-    async def _acomplete(self, client: httpx.AsyncClient, call: _Call, deadline: float) -> str:
+    async def _acomplete(
+        self,
+        client: httpx.AsyncClient,
+        call: _Call,
+        deadline: float,
+        meter: SummaryMeter | None = None,
+    ) -> str:
         if not call.user:
             return ""
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
+            if meter is not None:
+                meter.start()
             try:
                 response = await self._asend(client, call, deadline)
             except _Late:
+                self._metered(meter, call, None)
                 raise self._late(last) from None
             except httpx.TransportError as exc:
+                self._metered(meter, call, None)
                 text, last, asked = self._outcome(call, exc)
             else:
+                self._metered(meter, call, response)
                 text, last, asked = self._outcome(call, response)
             if text is not None:
                 return text
@@ -735,6 +807,25 @@ class LLMSummarizer:
             return self._checked(self._reply_text(reply)), "", None
         last = f"HTTP {reply.status_code}: {reply.text[:200]!r}"
         return None, last, wait if wait >= 0 else None
+
+    def _metered(
+        self, meter: SummaryMeter | None, call: _Call, response: httpx.Response | None
+    ) -> None:
+        """Tell ``meter`` about one call: the usage the provider reported, else (a success
+        without usage) estimates from the text sent and received; a call that got no answer
+        counts its input estimate (the provider may have billed it) and no output."""
+        if meter is None:
+            return
+        sent = self._tokens(call.user) + self._tokens(SYSTEM_PROMPT)
+        if response is None:
+            meter.done(self.model, sent, 0, 0)
+            return
+        used_in, used_out = _usage(response, self.provider)
+        if used_in is None:
+            used_in = sent if response.is_success else 0
+        if used_out is None:
+            used_out = self._tokens(response.text) if response.is_success else 0
+        meter.done(self.model, used_in, used_out, response.status_code)
 
     def _exhausted(self, last: str) -> SummarizerError:
         return SummarizerError(
@@ -766,6 +857,30 @@ def _present(entry: Entry, flat: str, facts: Facts) -> bool:
         path = entry.text.rsplit(" (", 1)[0] if entry.text.endswith(")") else entry.text
         return path in flat
     return " ".join(entry.text.split()) in flat
+
+
+def _usage(response: httpx.Response, provider: Provider) -> tuple[int | None, int | None]:
+    """(input, output) tokens a reply's ``usage`` reports, None where it says nothing. Anthropic's
+    input counts its cache reads and writes too (they are billed, at their own rates)."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None, None
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None, None
+
+    def number(*keys: str) -> int | None:
+        values = [usage.get(k) for k in keys]
+        found = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+        return sum(found) if found else None
+
+    if provider == "anthropic":
+        return (
+            number("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+            number("output_tokens"),
+        )
+    return number("prompt_tokens"), number("completion_tokens")
 
 
 def _retry_after(response: httpx.Response) -> float:

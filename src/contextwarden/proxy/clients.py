@@ -1,0 +1,233 @@
+"""Per-client state: every client of the proxy gets its own warden, body reader, summary-cache
+namespace and summary breaker, so nothing one client sent can shape, or be probed from, another
+client's requests.
+
+A client is its credential: the ``Authorization``, ``x-api-key`` and ``api-key`` headers, hashed
+with a key (HMAC-SHA256; the proxy's ``client_key`` when set, so that worker processes sharing a
+summary cache agree, else a random key per process). The credential itself is never kept.
+
+Bounded: at most ``max_clients`` clients, and the conversation state of all of them (estimated
+from the bytes of the request bodies each conversation was last seen with) within
+``max_state_bytes``; one client's state within ``client_state_bytes``. A client over its own
+quota forgets its own least recently used conversations; only when the whole table is over its
+budget is the least recently used *other* client dropped (its conversations start anew on their
+next request, as after a restart).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import Any
+
+import anyio
+
+from ..formats._body import BodyReader
+from .summaries import Breaker
+
+__all__ = ["ClientState", "ClientTable", "ScopedCache", "client_id"]
+
+#: Request headers that carry a client's credential.
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+#: Memory a conversation's state costs per byte of its last request body (its parsed messages,
+#: the warden's log and counts, the body reader's copy), measured on real agent traffic.
+STATE_PER_BODY_BYTE = 2
+
+
+def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: bytes) -> str:
+    """A short keyed hash of the credential headers (all of them, in a fixed order): equal for
+    one credential, unrelated across credentials, and not the credential."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    if isinstance(headers, Mapping):
+        values = [(n, headers.get(n)) for n in CREDENTIAL_HEADERS]
+    else:
+        found: dict[str, list[bytes]] = {}
+        for k, v in headers:
+            name = k.decode("latin-1").lower()
+            if name in CREDENTIAL_HEADERS:
+                found.setdefault(name, []).append(v)
+        values = [
+            (n, b"\x00".join(found[n]).decode("latin-1") if n in found else None)
+            for n in CREDENTIAL_HEADERS
+        ]
+    for name, value in values:
+        mac.update(name.encode() + b"\x01")
+        if value is not None:
+            mac.update(value.strip().encode("utf-8", "surrogateescape"))
+        mac.update(b"\x02")
+    return mac.hexdigest()[:24]
+
+
+class ScopedCache(MutableMapping[str, str]):
+    """One client's view of the shared summary cache: its keys carry the client id, so a
+    summary written for one client is never found by another."""
+
+    def __init__(self, cache: MutableMapping[str, str], scope: str) -> None:
+        self._cache = cache
+        self._prefix = f"client:{scope}:"
+
+    def __getitem__(self, key: str) -> str:
+        return self._cache[self._prefix + key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._cache[self._prefix + key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._cache[self._prefix + key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._cache.get(self._prefix + key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (self._prefix + key) in self._cache
+
+    def __iter__(self) -> Iterator[str]:
+        n = len(self._prefix)
+        return (k[n:] for k in list(self._cache) if k.startswith(self._prefix))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class ClientState:
+    """One client's warden and everything else that holds what it sent."""
+
+    def __init__(
+        self, cid: str, warden: Any, breaker: Breaker, concurrency: int, reader_bytes: int
+    ) -> None:
+        self.id = cid
+        self.warden = warden
+        self.bodies = BodyReader(max_conversations=64, max_bytes=reader_bytes)
+        self.breaker = breaker
+        self.limiter = anyio.CapacityLimiter(concurrency)
+        #: conversation id -> estimated bytes of its state (least recently used first)
+        self.conversations: OrderedDict[str, int] = OrderedDict()
+        self.bytes = 0
+        self.used = time.monotonic()
+
+
+class ClientTable:
+    """The bounded table of :class:`ClientState` (see the module docstring). ``make_warden(cid)``
+    builds a new client's warden. Thread-safe."""
+
+    def __init__(
+        self,
+        make_warden: Callable[[str], Any],
+        *,
+        key: bytes | None = None,
+        max_clients: int = 1024,
+        max_state_bytes: int = 1 << 30,
+        client_state_bytes: int = 512 << 20,
+        client_concurrency: int = 64,
+        breaker: Callable[[], Breaker] = Breaker,
+    ) -> None:
+        self._make_warden = make_warden
+        self.key = key if key is not None else os.urandom(32)
+        self.max_clients = max_clients
+        self.max_state_bytes = max_state_bytes
+        self.client_state_bytes = client_state_bytes
+        self.client_concurrency = client_concurrency
+        self._breaker = breaker
+        self._clients: OrderedDict[str, ClientState] = OrderedDict()
+        self._lock = threading.Lock()
+        self.bytes = 0
+        self.evicted_clients = 0
+        self.evicted_conversations = 0
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def id_for(self, headers: Iterable[tuple[bytes, bytes]]) -> str:
+        return client_id(headers, self.key)
+
+    def get(self, cid: str) -> ClientState:
+        """The client's state, made on its first request; the least recently used client goes
+        when the table is full."""
+        with self._lock:
+            state = self._clients.get(cid)
+            if state is not None:
+                self._clients.move_to_end(cid)
+                state.used = time.monotonic()
+                return state
+        # outside the lock: building a warden may take a few milliseconds
+        warden = self._make_warden(cid)
+        reader = max(1 << 20, self.client_state_bytes // (2 * STATE_PER_BODY_BYTE))
+        fresh = ClientState(cid, warden, self._breaker(), self.client_concurrency, reader)
+        with self._lock:
+            state = self._clients.get(cid)
+            if state is None:
+                state = self._clients[cid] = fresh
+            self._clients.move_to_end(cid)
+            while len(self._clients) > self.max_clients:
+                self._drop(next(iter(self._clients)))
+            return state
+
+    def account(self, state: ClientState, conversation: str, body_bytes: int) -> None:
+        """Record that ``conversation`` of ``state`` was last seen with a body of
+        ``body_bytes``, then bring the client within its quota and the table within its budget."""
+        if not conversation:
+            return
+        size = body_bytes * STATE_PER_BODY_BYTE
+        with self._lock:
+            if self._clients.get(state.id) is not state:
+                return  # dropped meanwhile: nothing of it is kept any more
+            old = state.conversations.pop(conversation, 0)
+            state.conversations[conversation] = size
+            state.bytes += size - old
+            self.bytes += size - old
+            limit = getattr(state.warden, "max_conversations", None) or 512
+            while len(state.conversations) > limit:
+                self._forget_oldest(state)
+            while state.bytes > self.client_state_bytes and len(state.conversations) > 1:
+                self._forget_oldest(state)
+            while self.bytes > self.max_state_bytes:
+                victim = next((c for c in self._clients if c != state.id), None)
+                if victim is None:
+                    break
+                self._drop(victim)
+            if self.bytes > self.max_state_bytes:
+                while state.bytes > self.max_state_bytes and len(state.conversations) > 1:
+                    self._forget_oldest(state)
+
+    def _forget_oldest(self, state: ClientState) -> None:
+        conversation, size = state.conversations.popitem(last=False)
+        state.bytes -= size
+        self.bytes -= size
+        self.evicted_conversations += 1
+        forget(state.warden, conversation)
+
+    def _drop(self, cid: str) -> None:
+        state = self._clients.pop(cid)
+        self.bytes -= state.bytes
+        self.evicted_clients += 1
+        state.bodies.clear()
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "clients": len(self._clients),
+                "state_bytes": self.bytes,
+                "evicted_clients": self.evicted_clients,
+                "evicted_conversations": self.evicted_conversations,
+            }
+
+
+def forget(warden: Any, conversation: str) -> None:
+    """Make ``warden`` drop the log of ``conversation`` (and its ``#n`` branches are separate
+    ids, each accounted on its own). A warden with a public ``forget`` is asked; the built-in
+    one's table is trimmed directly; any other keeps it (bounded by its own count limit)."""
+    method = getattr(warden, "forget", None)
+    if callable(method):
+        method(conversation)
+        return
+    inner = getattr(warden, "_warden", warden)  # the overflow adapter wraps the warden
+    table = getattr(inner, "_conversations", None)
+    lock = getattr(inner, "_lock", None)
+    if isinstance(table, MutableMapping) and lock is not None:
+        with lock:
+            table.pop(conversation, None)

@@ -1,0 +1,190 @@
+"""Summary calls made for one request, in plain view and within bounds.
+
+A compaction may ask for several summaries (one per strategy step, a map-reduce over chunks,
+retries). :class:`SummaryBudget` wraps the summarizer a request's compaction uses so that:
+
+* all of them share **one deadline**, ``timeout_s`` after the first one starts: a compaction
+  ends by then, whatever the number of calls; past it the compactor gets a
+  :class:`~contextwarden.SummarizerError` and writes the embedded extractive summary;
+* they make at most ``max_calls`` HTTP calls (retries and chunks counted);
+* every call is counted with its model and its input and output tokens (what the provider
+  reported), for the response headers and ``/stats``;
+* a client's :class:`Breaker` opens after ``failures`` requests in a row whose summaries all
+  failed (:meth:`SummaryBudget.settle`, once the request's compaction is over): for
+  ``cooldown_s`` seconds its compactions use the extractive summary without calling anyone.
+
+Thread-safe: a budget lives for one request, a breaker for one client.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._exceptions import SummarizerError
+from .._warden import takes_keyword
+
+__all__ = ["Breaker", "SummaryBudget", "SummaryCalls"]
+
+
+class Breaker:
+    """Opens after ``failures`` compactions in a row had no summary written; stays open
+    ``cooldown_s`` seconds. A success closes it and resets the count."""
+
+    def __init__(self, failures: int = 3, cooldown_s: float = 300.0) -> None:
+        self.failures = failures
+        self.cooldown_s = cooldown_s
+        self._row = 0
+        self._open_until = 0.0
+        self._lock = threading.Lock()
+
+    def is_open(self, now: float | None = None) -> bool:
+        with self._lock:
+            return (time.monotonic() if now is None else now) < self._open_until
+
+    def failed(self) -> None:
+        with self._lock:
+            self._row += 1
+            if self._row >= self.failures:
+                self._open_until = time.monotonic() + self.cooldown_s
+                self._row = 0
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._row = 0
+            self._open_until = 0.0
+
+
+@dataclass
+class SummaryCalls:
+    """The summary calls of one request: how many, their tokens, the models asked."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    failed_calls: int = 0
+    #: model -> [calls, input tokens, output tokens]
+    models: dict[str, list[int]] = field(default_factory=dict)
+    breaker_open: bool = False
+
+
+class SummaryBudget:
+    """The summarizer of one request's compaction, ``inner``, behind a shared deadline, a call
+    cap, a meter and the client's breaker (see the module docstring). ``name`` and
+    ``config_id`` are the inner summarizer's, so cached summaries stay keyed as they were."""
+
+    def __init__(
+        self,
+        inner: Any,
+        breaker: Breaker,
+        *,
+        timeout_s: float,
+        max_calls: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.inner = inner
+        self.breaker = breaker
+        self.timeout_s = timeout_s
+        self.max_calls = max_calls
+        self.calls = SummaryCalls()
+        self._clock = clock
+        self._deadline: float | None = None
+        self._lock = threading.Lock()
+        self._failed = 0
+        self._written = 0
+        self._metered = takes_keyword(getattr(inner, "summarize", None), "meter")
+        self.name: str = str(getattr(inner, "name", "summarizer"))
+        config_id = getattr(inner, "config_id", None)
+        if config_id is not None:
+            self.config_id = str(config_id)
+
+    # -- SummaryMeter -------------------------------------------------------------------------
+    def start(self) -> None:
+        with self._lock:
+            if self.calls.calls >= self.max_calls:
+                raise SummarizerError(
+                    f"{self.name}: this compaction made its {self.max_calls} summary calls "
+                    "(the proxy's summary_max_calls)"
+                )
+            self.calls.calls += 1
+
+    def done(self, model: str, input_tokens: int, output_tokens: int, status: int) -> None:
+        with self._lock:
+            c = self.calls
+            c.input_tokens += input_tokens
+            c.output_tokens += output_tokens
+            entry = c.models.setdefault(model, [0, 0, 0])
+            entry[0] += 1
+            entry[1] += input_tokens
+            entry[2] += output_tokens
+            if not 200 <= status < 300:
+                c.failed_calls += 1
+
+    # -- Summarizer ---------------------------------------------------------------------------
+    def _begin(self) -> float:
+        if self.breaker.is_open():
+            with self._lock:
+                self.calls.breaker_open = True
+            raise SummarizerError(
+                f"{self.name}: summaries failed repeatedly for this client; the extractive "
+                "summary is used until the breaker's cool-down ends"
+            )
+        with self._lock:
+            if self._deadline is None:
+                self._deadline = self._clock() + self.timeout_s
+            deadline = self._deadline
+        if deadline <= self._clock():
+            raise SummarizerError(
+                f"{self.name}: this compaction's summary deadline (timeout_s={self.timeout_s:g}) "
+                "has passed"
+            )
+        return deadline
+
+    def settle(self) -> None:
+        """Tell the client's breaker how this request's summaries went (once it is over): a
+        failure when some were asked for and none was written, a success when one was."""
+        with self._lock:
+            failed, written = self._failed, self._written
+            self._failed = self._written = 0
+        if written:
+            self.breaker.succeeded()
+        elif failed:
+            self.breaker.failed()
+
+    def _count(self, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self._written += 1
+            else:
+                self._failed += 1
+
+    def summarize(self, request: Any) -> str:
+        deadline = self._begin()
+        try:
+            if self._metered:
+                text: str = self.inner.summarize(request, deadline=deadline, meter=self)
+            else:
+                self.start()
+                text = self.inner.summarize(request)
+        except Exception:
+            self._count(False)
+            raise
+        self._count(True)
+        return text
+
+    async def asummarize(self, request: Any) -> str:
+        deadline = self._begin()
+        try:
+            if self._metered:
+                text: str = await self.inner.asummarize(request, deadline=deadline, meter=self)
+            else:
+                self.start()
+                text = await self.inner.asummarize(request)
+        except Exception:
+            self._count(False)
+            raise
+        self._count(True)
+        return text
