@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden import TextBlock, Warden, WardenConfig, validate_anthropic, validate_openai
+from contextwarden import TextBlock, Warden, WardenConfig, user, validate_anthropic, validate_openai
 from contextwarden.formats import (
     from_anthropic,
     from_openai,
@@ -243,3 +243,14 @@ def test_text_block_of_inline_system_keeps_cache_control() -> None:
     last = [m for m in canon if m.role == "system"][-1]
     block = last.content[0]
     assert isinstance(block, TextBlock) and block.extra["cache_control"] == {"type": "ephemeral"}
+
+
+def test_converted_message_after_inline_system_joins_the_turn_before() -> None:
+    d = _claude_code_like(1)[:2]  # the task, then the environment system message
+    canon = from_anthropic(d)
+    note = user("[summary of earlier steps]")
+    _, out = to_anthropic([*canon, note, *from_anthropic(_claude_code_like(1)[2:4])])
+    assert [m["role"] for m in out] == ["user", "system", "assistant", "user"]
+    assert out[0]["content"][-1] == {"type": "text", "text": "[summary of earlier steps]"}
+    assert out[1] == {"role": "system", "content": ENV}
+    assert validate_anthropic(None, out) == []

@@ -376,7 +376,8 @@ def write_anthropic(
     out: list[dict[str, Any]] = []
     exact_out: list[bool] = []  # per output message: written as an Anthropic original
     for i, msg in enumerate(messages):
-        if msg.role == "system" and not is_inline_system(msg):
+        inline = msg.role == "system" and is_inline_system(msg)
+        if msg.role == "system" and not inline:
             system_msgs.append((i, msg))
             continue
         d = produce(i, msg)
@@ -384,10 +385,16 @@ def write_anthropic(
             continue
         exact = msg.hints.get("format") == "anthropic"
         role = d["role"]
-        if out and out[-1]["role"] == role and not (exact and exact_out[-1]):
-            out[-1] = dict(out[-1])  # a new dict: the produced ones may be shared
-            _merge(out[-1], d)
-            exact_out[-1] = False
+        k = len(out) - 1
+        if not exact:
+            # an inline system message stands outside the user/assistant alternation: a
+            # converted message (a summary note...) joins the turn before it
+            while k >= 0 and out[k]["role"] == "system":
+                k -= 1
+        if not inline and k >= 0 and out[k]["role"] == role and not (exact and exact_out[k]):
+            out[k] = dict(out[k])  # a new dict: the produced ones may be shared
+            _merge(out[k], d)
+            exact_out[k] = False
             continue
         out.append(d)
         exact_out.append(exact)
