@@ -29,7 +29,12 @@ from .upstream import FINAL_MARK, SUMMARY_SYSTEM_MARK, Recorded, Upstream
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-CLIENTS_DIR = Path(os.environ.get("CW_CLIENTS_DIR", REPO / ".clients"))
+CLIENTS_DIR = Path(
+    os.environ.get("CW_CLIENTS_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "contextwarden"
+    / "clients"
+)
 NPM_BIN = CLIENTS_DIR / "npm" / "node_modules" / ".bin"
 VENVS = CLIENTS_DIR / "venvs"
 TASK = "cw-task: go through the data files one by one, note what each holds, then report."
@@ -294,6 +299,11 @@ class Run:
             "skipped": self.skipped,
             "transformed": round(self.transformed_share, 3),
             "missing_task": len(self.missing_task()),
+            "stats": {
+                k: self.stats[k]
+                for k in ("requests", "transformed", "skipped", "compactions", "llm_summaries")
+                if k in self.stats
+            },
         }
 
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the real agent clients that the conformance suite drives, each at a pinned version.
 # Idempotent: a client already at its pinned version is left as it is.
-#   npm clients -> $CW_CLIENTS_DIR/npm (default: <repo>/.clients/npm)
+#   npm clients -> $CW_CLIENTS_DIR/npm (default: ~/.cache/contextwarden/clients/npm, kept across
+#   checkouts so that CI installs once per machine)
 #   pip clients -> their own venvs under $CW_CLIENTS_DIR/venvs (aider pins many packages)
 # Needs: python3 (>=3.10) with venv, node >= 20 and npm. Network: the npm registry and PyPI.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-dest="${CW_CLIENTS_DIR:-$repo/.clients}"
+dest="${CW_CLIENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/contextwarden/clients}"
 python="${CW_CLIENTS_PYTHON:-python3}"
 
 # shellcheck source=versions.env
@@ -39,8 +39,13 @@ venv_pkg() {  # venv name, package spec, import check
         return 0
     fi
     echo "install.sh: $spec in $venv"
-    [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec"
+    if [ ! -x "$venv/bin/python" ]; then
+        "$python" -m venv "$venv" || {
+            echo "install.sh: '$python -m venv' failed: on Debian, apt-get install python3-venv" >&2
+            exit 1
+        }
+    fi
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec" 2> >(grep -v "is ignored: it is neither" >&2)
     "$venv/bin/python" -c "$check"
 }
 

@@ -246,3 +246,17 @@ def test_report_written() -> None:
     if not _RUNS:
         pytest.skip("no client ran")
     assert (REPORT_DIR / "clients-report.md").read_text().count("|") > 10
+
+
+def test_claude_code_inline_system_messages_kept() -> None:
+    """Claude Code's mid-conversation system messages reach the upstream, each request holding
+    as many as the client sent (the direct run's request at the same step)."""
+    direct, run = claude("direct"), claude("proxy")
+
+    def inline(r: harness.Recorded) -> int:
+        return sum(1 for m in r.body.get("messages") or [] if m.get("role") == "system")
+
+    want = {r.step: inline(r) for r in direct.main}
+    assert any(want.values()), "the client sent no system message inside messages"
+    lost = [r.step for r in run.main if inline(r) < want.get(r.step, 0)]
+    assert lost == [], f"system messages dropped at steps {lost}"
