@@ -18,5 +18,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "(bash tests/clients/run.sh installs the pinned clients and runs it)"
     )
     for item in items:
-        if "clients" in item.keywords:
+        if item.get_closest_marker("clients") is not None:
             item.add_marker(skip)

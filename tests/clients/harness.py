@@ -577,9 +577,10 @@ def openai_sdk(steps: int, window: int | None) -> Run:
     return run
 
 
-def anthropic_sdk(steps: int, window: int | None) -> Run:
+def anthropic_sdk(steps: int, window: int | None, moving_breakpoint: bool = True) -> Run:
     """A Messages agent loop on the anthropic SDK: streaming, thinking, tool use, and a prompt
-    cache breakpoint on the system prompt and on the newest message (moved every call)."""
+    cache breakpoint on the system prompt and (``moving_breakpoint``) on the newest message,
+    moved every call as Anthropic recommends."""
     import anthropic
 
     work = make_workdir()
@@ -602,9 +603,10 @@ def anthropic_sdk(steps: int, window: int | None) -> Run:
             ]
             for _ in range(steps + 5):
                 sent = json.loads(json.dumps(history))
-                sent[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+                if moving_breakpoint:
+                    sent[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
                 with client.messages.stream(
-                    model="claude-sonnet-4-5",
+                    model="claude-opus-4-7",
                     max_tokens=4096,
                     system=system,  # type: ignore[arg-type]
                     tools=tools,  # type: ignore[arg-type]
@@ -635,7 +637,8 @@ def anthropic_sdk(steps: int, window: int | None) -> Run:
                 )
             return 1, "no final answer"
 
-        run = _collect("anthropic-sdk", "anthropic", up, window, launch)
+        name = "anthropic-sdk" if moving_breakpoint else "anthropic-sdk (fixed breakpoint)"
+        run = _collect(name, "anthropic", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     return run
 

@@ -34,7 +34,7 @@ CLAUDE_STEPS, CLAUDE_WINDOW = _int("CW_CLAUDE_STEPS", 40), _int("CW_CLAUDE_WINDO
 CODEX_STEPS, CODEX_WINDOW = _int("CW_CODEX_STEPS", 60), _int("CW_CODEX_WINDOW", 32_000)
 AIDER_TURNS, AIDER_WINDOW = _int("CW_AIDER_TURNS", 40), _int("CW_AIDER_WINDOW", 32_000)
 MINI_STEPS, MINI_WINDOW = _int("CW_MINI_STEPS", 40), _int("CW_MINI_WINDOW", 32_000)
-SDK_STEPS, SDK_WINDOW = _int("CW_SDK_STEPS", 40), _int("CW_SDK_WINDOW", 64_000)
+SDK_STEPS, SDK_WINDOW = _int("CW_SDK_STEPS", 40), _int("CW_SDK_WINDOW", 128_000)
 
 # -- availability --------------------------------------------------------------------------------
 
@@ -105,6 +105,17 @@ def anthropic_sdk(mode: str) -> Run:
     return _run("anthropic-sdk", mode, lambda w: harness.anthropic_sdk(SDK_STEPS, w), SDK_WINDOW)
 
 
+def anthropic_sdk_fixed(mode: str) -> Run:
+    """The same loop with its one breakpoint on the system prompt: the control for the
+    moving breakpoint."""
+    return _run(
+        "anthropic-sdk-fixed-breakpoint",
+        mode,
+        lambda w: harness.anthropic_sdk(SDK_STEPS, w, moving_breakpoint=False),
+        SDK_WINDOW,
+    )
+
+
 CLIENTS: dict[str, Callable[[str], Run]] = {
     "claude-code": claude,
     "claude-code-sonnet": lambda mode: claude(mode, "claude-sonnet-4-5"),
@@ -113,6 +124,7 @@ CLIENTS: dict[str, Callable[[str], Run]] = {
     "mini-swe-agent": mini,
     "openai-sdk": openai_sdk,
     "anthropic-sdk": anthropic_sdk,
+    "anthropic-sdk-fixed-breakpoint": anthropic_sdk_fixed,
 }
 
 
@@ -224,11 +236,20 @@ def test_mini_swe_agent_saves_tokens() -> None:
     assert run.tokens(run.chat) <= 0.15 * direct.tokens(direct.chat), _explain(run)
 
 
-@pytest.mark.parametrize("client", ["openai-sdk", "anthropic-sdk"])
+@pytest.mark.parametrize(
+    "client", ["openai-sdk", "anthropic-sdk", "anthropic-sdk-fixed-breakpoint"]
+)
 def test_sdk_loops_compactions_bounded(client: str) -> None:
+    """The SDK loops at 128k, 40 steps: the bounds the issue sets for Claude Code."""
     run = CLIENTS[client]("proxy")
     assert run.compactions <= 8, _explain(run)
     assert len(run.summaries) <= 12, _explain(run)
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_summary_calls_per_compaction_bounded(client: str) -> None:
+    run = CLIENTS[client]("proxy")
+    assert len(run.summaries) <= 3 * max(run.compactions, 0), _explain(run)
 
 
 def test_stats_report_summary_calls() -> None:
