@@ -11,7 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clients clean
 install: $(BIN)/.installed
 
 demo: install
@@ -24,6 +24,10 @@ lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
+
+# the real-clients conformance suite (Claude Code, Codex, aider, mini-swe-agent, SDK loops): docs/clients.md
+clients: install
+	PYTHON=$(BIN)/python bash tests/clients/run.sh
 
 bench: install
 	$(BIN)/pip install --quiet -e '.[bench]'

@@ -210,7 +210,17 @@ def test_adjacent_anthropic_messages_stay_apart_but_converted_ones_merge() -> No
 @pytest.mark.parametrize(
     ("d", "sys_", "index", "field", "words"),
     [
-        ([{"role": "system", "content": "x"}], None, 0, "role", "unknown role"),
+        ([{"role": "tool", "content": "x"}], None, 0, "role", "unknown role"),
+        (
+            [
+                {"role": "user", "content": "go"},
+                {"role": "system", "content": [{"type": "thinking", "thinking": "t"}]},
+            ],
+            None,
+            1,
+            "content[0]",
+            "text only",
+        ),
         ([{"role": "user", "content": 5}], None, 0, "content", "got int"),
         ([{"role": "user", "content": [{"type": "text"}]}], None, 0, "content[0].text", "null"),
         (

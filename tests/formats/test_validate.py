@@ -252,8 +252,8 @@ def _result(cid: str) -> dict[str, Any]:
         ),
         (
             None,
-            [{"role": "system", "content": "x"}],
-            "message 0: role must be 'user' or 'assistant', got 'system'",
+            [{"role": "tool", "content": "x"}],
+            "message 0: role must be 'user', 'assistant' or 'system', got 'tool'",
         ),
     ],
 )

@@ -7,6 +7,8 @@
 Anthropic                                          canonical
 =================================================  ============================================
 ``system`` (string or list of text blocks)         one leading ``system`` message
+a ``system`` message inside ``messages``           ``system`` at its place (``hints["role"] =
+(Claude Code's mid-conversation system turns)      "system"``), written back there as it was
 ``user`` / ``assistant``                           ``user`` / ``assistant``
 ``user`` carrying ``tool_result`` blocks           ``tool``, holding every block in order
 string / list ``content``                          blocks (``hints["content"]`` keeps the form)
@@ -25,7 +27,8 @@ other message keys (``id``, ``model``, ``usage``)  ``Message.extra`` verbatim (`
 =================================================  ============================================
 
 Messages from OpenAI (or built in code) are converted into a valid request: every ``system``
-message goes into the system prompt, ``tool`` messages become ``user`` messages of
+message goes into the system prompt (only one read from inside Anthropic ``messages`` stays
+there), ``tool`` messages become ``user`` messages of
 ``tool_result`` blocks, consecutive messages of the same role are merged (tool results first),
 empty messages are dropped, a request that would start with the assistant gets a short user
 turn (:data:`LEADING_USER_TEXT`) before it, unsigned thinking is dropped (the API refuses it),
@@ -132,11 +135,13 @@ def read_anthropic(messages: Sequence[Mapping[str, Any]], start: int, out: list[
 def _message(i: int, m: Mapping[str, Any]) -> Message:
     """Message ``i`` of a from_anthropic list."""
     role = m.get("role")
-    if role != "user" and role != "assistant":
+    if role != "user" and role != "assistant" and role != "system":
         if "role" not in m:
             raise FormatError("missing", index=i, field="role")
         raise FormatError(
-            f"unknown role {role!r} (expected 'user' or 'assistant')", index=i, field="role"
+            f"unknown role {role!r} (expected 'user', 'assistant' or 'system')",
+            index=i,
+            field="role",
         )
     consumed = "content" in m
     kind = "absent"
@@ -155,6 +160,8 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
     canon: Role = role
     if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
         canon = "tool"
+    elif role == "system":
+        _check_inline_system(i, blocks)
     extra = {
         clean_key(k): deep_copy(v)
         for k, v in m.items()
@@ -166,8 +173,20 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
         blocks,
         extra=frozen(extra),
         usage=MappingProxyType(usage) if type(usage) is dict else None,
-        hints=hints_for("anthropic", kind),
+        # a system message inside ``messages`` is written back there (see write_anthropic)
+        hints=hints_for("anthropic", kind, "system" if role == "system" else None),
     )
+
+
+def _check_inline_system(i: int, blocks: tuple[Block, ...]) -> None:
+    """A system message inside ``messages`` holds text, like the system prompt."""
+    for j, b in enumerate(blocks):
+        if type(b) is not TextBlock:
+            raise FormatError(
+                f"a system message holds text only, not a {b.type} block",
+                index=i,
+                field=f"content[{j}]",
+            )
 
 
 def _system(system: Any) -> Message:
@@ -321,7 +340,10 @@ def message_out(i: int, msg: Message) -> dict[str, Any] | None:
     only names it in errors)."""
     origin = msg.hints.get("format")
     exact = origin == "anthropic"
-    role = "assistant" if msg.role == "assistant" else "user"
+    if msg.role == "system":  # only an inline one is written as a message (write_anthropic)
+        role = "system"
+    else:
+        role = "assistant" if msg.role == "assistant" else "user"
     blocks = [b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b]
     if not exact and msg.role != "assistant":
         # Anthropic wants tool results first in a user message
@@ -354,7 +376,8 @@ def write_anthropic(
     out: list[dict[str, Any]] = []
     exact_out: list[bool] = []  # per output message: written as an Anthropic original
     for i, msg in enumerate(messages):
-        if msg.role == "system":
+        inline = msg.role == "system" and is_inline_system(msg)
+        if msg.role == "system" and not inline:
             system_msgs.append((i, msg))
             continue
         d = produce(i, msg)
@@ -362,16 +385,29 @@ def write_anthropic(
             continue
         exact = msg.hints.get("format") == "anthropic"
         role = d["role"]
-        if out and out[-1]["role"] == role and not (exact and exact_out[-1]):
-            out[-1] = dict(out[-1])  # a new dict: the produced ones may be shared
-            _merge(out[-1], d)
-            exact_out[-1] = False
+        k = len(out) - 1
+        if not exact:
+            # an inline system message stands outside the user/assistant alternation: a
+            # converted message (a summary note...) joins the turn before it
+            while k >= 0 and out[k]["role"] == "system":
+                k -= 1
+        if not inline and k >= 0 and out[k]["role"] == role and not (exact and exact_out[k]):
+            out[k] = dict(out[k])  # a new dict: the produced ones may be shared
+            _merge(out[k], d)
+            exact_out[k] = False
             continue
         out.append(d)
         exact_out.append(exact)
     if out and out[0]["role"] == "assistant" and not exact_out[0]:
         out.insert(0, {"role": "user", "content": LEADING_USER_TEXT})
     return _system_out(system_msgs), out
+
+
+def is_inline_system(msg: Message) -> bool:
+    """A system message read from inside an Anthropic request's ``messages`` (the
+    mid-conversation system messages Claude Code sends): it is written back in its place, with
+    its spelling, not into the system prompt."""
+    return msg.hints.get("role") == "system" and msg.hints.get("format") == "anthropic"
 
 
 def _all_plain_text(blocks: list[dict[str, Any]]) -> bool:

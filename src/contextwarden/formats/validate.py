@@ -302,7 +302,8 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
     """Problems of an Anthropic Messages request (empty list = valid).
 
     Checks the system prompt (a string or a list of text blocks); that messages are user /
-    assistant, start with the user and alternate; that no content is empty (the final
+    assistant (or system messages of text, the mid-conversation beta, outside the alternation
+    and not between a tool call and its result), start with the user and alternate; that no content is empty (the final
     assistant message, a prefill, may be); block shapes; that ``tool_result`` blocks sit only
     in user messages, come first there, and answer a ``tool_use`` of the assistant message
     right before; that every ``tool_use`` is answered in the next user message; that tool
@@ -338,11 +339,16 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
             problems.append(f"message {i}: expected an object, got {tname(m)}")
             continue
         role = m.get("role")
-        if role not in ("user", "assistant"):
-            problems.append(f"message {i}: role must be 'user' or 'assistant', got {role!r}")
+        if role == "system":
+            _check_inline_system(problems, i, m.get("content"), pending, prev_role)
             continue
-        if i == 0 and role != "user":
-            problems.append("message 0: the first message must have role 'user'")
+        if role not in ("user", "assistant"):
+            problems.append(
+                f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}"
+            )
+            continue
+        if prev_role is None and role != "user":
+            problems.append(f"message {i}: the first message must have role 'user'")
         if role == prev_role:
             problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
         if role == "assistant" and pending and prev_role != "assistant":
@@ -368,6 +374,34 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
             f"message {at}: tool_use {cid!r} is not answered by a following user message"
         )
     return problems
+
+
+def _check_inline_system(
+    problems: list[str], i: int, content: Any, pending: dict[str, int], prev_role: Any
+) -> None:
+    """A system message inside ``messages`` (the mid-conversation system beta): text only, not
+    empty, and not between a ``tool_use`` and its ``tool_result``. It takes no part in the
+    alternation of user and assistant turns."""
+    if isinstance(content, str):
+        if not content:
+            problems.append(f"message {i} (system): empty content")
+    elif isinstance(content, list):
+        if not content:
+            problems.append(f"message {i} (system): empty content")
+        for j, b in enumerate(content):
+            if not isinstance(b, Mapping) or b.get("type") != "text":
+                problems.append(f"message {i}: content[{j}] of a system message must be text")
+            elif not isinstance(b.get("text"), str) or not b["text"]:
+                problems.append(f"message {i}: content[{j}]: empty text block")
+    else:
+        problems.append(
+            f"message {i} (system): content must be a string or a list, got {tname(content)}"
+        )
+    if pending and prev_role == "assistant":
+        for cid, a in pending.items():
+            problems.append(
+                f"message {a}: tool_use {cid!r} is followed by a system message, not its result"
+            )
 
 
 def _anthropic_unanswered(problems: list[str], pending: dict[str, int], at: int) -> None:

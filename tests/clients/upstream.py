@@ -1,0 +1,913 @@
+"""A scripted LLM upstream on loopback that speaks three wire formats.
+
+* ``POST /v1/messages`` (Anthropic Messages; streaming events, thinking blocks with signatures,
+  ``usage`` with ``cache_creation_input_tokens`` / ``cache_read_input_tokens`` computed from the
+  request's own ``cache_control`` breakpoints), ``POST /v1/messages/count_tokens``;
+* ``POST /v1/chat/completions`` (OpenAI chat; streaming chunks, ``usage`` with
+  ``prompt_tokens_details.cached_tokens`` from the longest prefix seen before);
+* ``POST /v1/responses`` (OpenAI Responses; streaming events, reasoning items);
+* ``GET /v1/models``.
+
+It plays an agent that works through ``steps`` tool steps and then gives a final answer. Each
+step's tool call is built from the tools the client itself declared in the request (Claude
+Code's ``Bash``/``Read``/``Write``, Codex's ``shell``/``exec_command``/``apply_patch``, any
+tool with a ``command`` property) or, for a client without tools, written in the text format
+the client parses (mini-swe-agent's bash block, aider's whole-file edit). Which step comes next
+is read from the request itself: every call id and reply carries ``cw-step-N``, so the newest
+assistant turn in the request says where the agent is, whatever was cut from the history.
+
+A request is a *summary call* when its system prompt is contextwarden's summariser prompt; it
+gets a four-section summary that quotes the ``<task>`` it was given. Requests are recorded
+(path, headers, JSON body, kind, usage) for the suite's checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SUMMARY_SYSTEM_MARK = "You condense the working history of an autonomous agent"
+FINAL_MARK = "CW-FINAL-ANSWER"
+STEP_RE = re.compile(r"cw-step-(\d+)")
+# mini-swe-agent ends a run when a command's output starts with this line
+MINI_SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+@dataclass
+class Recorded:
+    """One request the upstream received."""
+
+    api: str  # "anthropic" | "openai" | "responses" | "count_tokens" | "other"
+    path: str
+    headers: dict[str, str]
+    body: Any
+    kind: str = "main"  # "main" (an agent step), "summary" (contextwarden's), "side"
+    usage: dict[str, int] = field(default_factory=dict)
+    step: int = 0  # the step this request answered (0: none)
+
+
+def approx_tokens(text: str) -> int:
+    """About four characters a token: the same measure for direct and proxied runs."""
+    return (len(text) + 3) // 4
+
+
+def _canon(value: Any) -> str:
+    """A value's JSON text without ``cache_control`` (where a breakpoint sits is not content)."""
+
+    def strip(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k != "cache_control"}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return json.dumps(strip(value), sort_keys=True, ensure_ascii=False)
+
+
+class PromptCache:
+    """A model of prompt caching: a prefix is cached once written, and read back by any later
+    request that starts with it. ``boundaries`` are the running hashes and token counts of a
+    request's prefix after each block."""
+
+    def __init__(self) -> None:
+        self._written: set[str] = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def boundaries(blocks: list[str]) -> list[tuple[str, int]]:
+        h = hashlib.sha256()
+        out = []
+        tokens = 0
+        for b in blocks:
+            h.update(b.encode("utf-8", "surrogatepass"))
+            h.update(b"\x00")
+            tokens += approx_tokens(b)
+            out.append((h.hexdigest(), tokens))
+        return out
+
+    def use(self, bounds: list[tuple[str, int]], write_at: list[int]) -> tuple[int, int]:
+        """``(read, written)`` tokens for a request whose prefix boundaries are ``bounds``,
+        writing the prefixes that end at the indexes ``write_at``."""
+        with self._lock:
+            read = 0
+            for digest, tokens in reversed(bounds):
+                if digest in self._written:
+                    read = tokens
+                    break
+            last = max(write_at, default=-1)
+            written = max(bounds[last][1] - read, 0) if last >= 0 else 0
+            for i in write_at:
+                self._written.add(bounds[i][0])
+        return read, written
+
+
+# -- reading a request ---------------------------------------------------------------------------
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            if isinstance(b, dict):
+                for k in ("text", "content", "input", "arguments", "output", "id", "call_id"):
+                    v = b.get(k)
+                    if isinstance(v, str):
+                        parts.append(v)
+                    elif isinstance(v, list | dict):
+                        parts.append(json.dumps(v))
+        return "\n".join(parts)
+    return ""
+
+
+def last_step(body: dict[str, Any], api: str) -> int:
+    """The step the newest assistant turn of the request stands at (0 before the first)."""
+    if api == "responses":
+        items = body.get("input")
+        if not isinstance(items, list):
+            return 0
+        for item in reversed(items):
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") in ("function_call", "custom_tool_call", "reasoning") or (
+                item.get("role") == "assistant"
+            ):
+                found = STEP_RE.findall(json.dumps(item))
+                if found:
+                    return max(int(x) for x in found)
+        return 0
+    for m in reversed(body.get("messages") or []):
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            blob = json.dumps(m)
+            found = STEP_RE.findall(blob)
+            if found:
+                return max(int(x) for x in found)
+    return 0
+
+
+def system_text(body: dict[str, Any], api: str) -> str:
+    if api == "anthropic":
+        return _text_of(body.get("system"))
+    if api == "responses":
+        return str(body.get("instructions") or "")
+    msgs = body.get("messages") or []
+    return "\n".join(
+        _text_of(m.get("content"))
+        for m in msgs
+        if isinstance(m, dict) and m.get("role") in ("system", "developer")
+    )
+
+
+def last_user_text(body: dict[str, Any], api: str) -> str:
+    seq = body.get("input") if api == "responses" else body.get("messages")
+    if isinstance(seq, str):
+        return seq
+    for m in reversed(seq or []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return _text_of(m.get("content"))
+    return ""
+
+
+def tools_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+    tools = body.get("tools")
+    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+
+# -- the agent's moves ----------------------------------------------------------------------------
+@dataclass
+class Move:
+    """What the scripted agent does at one step: a tool call, or text (final or text-format)."""
+
+    step: int
+    text: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    custom_input: str | None = None  # a Responses freeform (custom) tool's input
+    call_id: str = ""
+    final: bool = False
+
+
+def shell_command(step: int, big_files: int) -> str:
+    """The shell command of a step: most read a large file, some list or grep."""
+    if step % 3 == 2:
+        return f"echo cw-step-{step} && ls -la data | head -20"
+    return f"echo cw-step-{step} && cat data/big_{step % big_files:02d}.txt"
+
+
+def _tool_name(t: dict[str, Any]) -> str:
+    if t.get("type") == "function" and isinstance(t.get("function"), dict):
+        return str(t["function"].get("name", ""))
+    return str(t.get("name", ""))
+
+
+def _tool_params(t: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(t.get("function"), dict):
+        p = t["function"].get("parameters")
+    else:
+        p = t.get("input_schema") or t.get("parameters")
+    return p if isinstance(p, dict) else {}
+
+
+def plan_move(
+    step: int, tools: list[dict[str, Any]], workdir: str, big_files: int, text_format: str
+) -> Move:
+    """The move for ``step`` (1-based) with the client's ``tools``."""
+    cmd = shell_command(step, big_files)
+    by_name = {_tool_name(t): t for t in tools}
+    call_id = f"cw-step-{step}"
+    # Claude Code
+    if "Bash" in by_name:
+        if step % 5 == 0 and "Read" in by_name:
+            return Move(
+                step,
+                tool="Read",
+                arguments={"file_path": f"{workdir}/data/big_{step % big_files:02d}.txt"},
+                call_id=call_id,
+            )
+        if step == 3 and "Write" in by_name:
+            return Move(
+                step,
+                tool="Write",
+                arguments={
+                    "file_path": f"{workdir}/notes.md",
+                    "content": f"# notes\ncw-step-{step}: started\n",
+                },
+                call_id=call_id,
+            )
+        return Move(
+            step,
+            tool="Bash",
+            arguments={"command": cmd, "description": f"Step {step}"},
+            call_id=call_id,
+        )
+    # Codex
+    if "apply_patch" in by_name and step == 3:
+        t = by_name["apply_patch"]
+        patch = (
+            "*** Begin Patch\n*** Add File: notes.md\n"
+            f"+# notes\n+cw-step-{step}: started\n*** End Patch\n"
+        )
+        if t.get("type") == "custom":
+            return Move(step, tool="apply_patch", custom_input=patch, call_id=call_id)
+        return Move(step, tool="apply_patch", arguments={"input": patch}, call_id=call_id)
+    if "exec_command" in by_name:
+        return Move(step, tool="exec_command", arguments={"cmd": cmd}, call_id=call_id)
+    if "shell_command" in by_name:
+        return Move(step, tool="shell_command", arguments={"command": cmd}, call_id=call_id)
+    if "shell" in by_name:
+        return Move(
+            step,
+            tool="shell",
+            arguments={"command": ["bash", "-lc", cmd], "workdir": workdir},
+            call_id=call_id,
+        )
+    # any tool with a command property (the SDK loops', mini-swe-agent's tool-calling model)
+    for t in tools:
+        props = _tool_params(t).get("properties") or {}
+        if "command" in props:
+            kind = (props["command"] or {}).get("type")
+            value: Any = ["bash", "-lc", cmd] if kind == "array" else cmd
+            return Move(step, tool=_tool_name(t), arguments={"command": value}, call_id=call_id)
+    # no usable tool: the client reads actions from text
+    if text_format == "aider":
+        body = "\n".join(f"line {i} of step {step}: value {i * step}" for i in range(60))
+        return Move(
+            step,
+            text=(
+                f"Step cw-step-{step}: I update the notes file.\n\nnotes_{step % 4}.txt\n"
+                f"```\n# cw-step-{step}\n{body}\n```\n"
+            ),
+        )
+    return Move(
+        step,
+        text=(
+            f"THOUGHT: step cw-step-{step}, I look at the data.\n\n"
+            f"```mswea_bash_command\n{cmd}\n```\n"
+        ),
+    )
+
+
+def final_move(step: int, tools: list[dict[str, Any]], text_format: str) -> Move:
+    """The last move: a final answer, or for mini-swe-agent its submit command."""
+    if text_format == "mini":
+        cmd = f"echo {MINI_SUBMIT} && echo {FINAL_MARK}"
+        for t in tools:
+            if "command" in (_tool_params(t).get("properties") or {}):
+                return Move(
+                    step,
+                    text=f"cw-step-{step}: all done, submitting.",
+                    tool=_tool_name(t),
+                    arguments={"command": cmd},
+                    call_id=f"cw-step-{step}",
+                    final=True,
+                )
+        return Move(
+            step,
+            text=f"THOUGHT: cw-step-{step} all done.\n\n```mswea_bash_command\n{cmd}\n```\n",
+            final=True,
+        )
+    return Move(step, text=f"{FINAL_MARK}: finished after cw-step-{step - 1}.", final=True)
+
+
+def summary_text(body: dict[str, Any], api: str) -> str:
+    user = last_user_text(body, api)
+    m = re.search(r"<task>\n(.*?)\n</task>", user, re.DOTALL)
+    task = m.group(1) if m else "(no task given)"
+    steps = sorted({int(x) for x in STEP_RE.findall(user)})
+    done = ", ".join(f"cw-step-{s}" for s in steps[-12:]) or "nothing yet"
+    return (
+        f"<completed>\nRan {done}.\n</completed>\n<remaining>\nOriginal task: {task}\n"
+        "Carry on with the next step.\n</remaining>\n<current_state>\ndata/ holds the big "
+        "files; notes.md started.\n</current_state>\n<notes>\nnone\n</notes>"
+    )
+
+
+# -- the server ----------------------------------------------------------------------------------
+class Upstream:
+    """The scripted upstream: ``start()`` it, point a client (or the proxy) at ``base_url``."""
+
+    def __init__(
+        self,
+        *,
+        steps: int = 40,
+        workdir: str = "/tmp",
+        big_files: int = 12,
+        text_format: str = "mini",
+        thinking: bool = True,
+    ) -> None:
+        self.steps = steps
+        self.workdir = workdir
+        self.big_files = big_files
+        self.text_format = text_format
+        self.thinking = thinking
+        self.requests: list[Recorded] = []
+        self.cache = PromptCache()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Upstream:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                upstream._get(self)
+
+            def do_POST(self) -> None:  # noqa: N802
+                upstream._post(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Upstream:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = []
+        self.cache = PromptCache()
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def _send_json(self, h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        h.send_response(status)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _get(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path.rstrip("/").endswith("/models"):
+            self._send_json(
+                h,
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": "gpt-5-codex", "object": "model", "created": 0, "owned_by": "cw"},
+                        {"id": "claude-sonnet-4-5", "type": "model", "display_name": "Sonnet"},
+                    ],
+                },
+            )
+            return
+        self._send_json(h, 404, {"error": {"message": f"no route {h.path}"}})
+
+    def _post(self, h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("content-length") or 0)
+        raw = h.rfile.read(length)
+        path = h.path.split("?")[0]
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send_json(h, 400, {"error": {"message": "body is not JSON"}})
+            return
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        if path.endswith("/messages/count_tokens"):
+            rec = Recorded("count_tokens", path, headers, body, kind="side")
+            self._record(rec)
+            self._send_json(h, 200, {"input_tokens": approx_tokens(_canon(body))})
+            return
+        if path.endswith("/messages"):
+            api = "anthropic"
+        elif path.endswith("/chat/completions"):
+            api = "openai"
+        elif path.endswith("/responses"):
+            api = "responses"
+        else:
+            self._record(Recorded("other", path, headers, body, kind="side"))
+            self._send_json(h, 404, {"error": {"message": f"no route {path}"}})
+            return
+        if not isinstance(body, dict):
+            self._send_json(h, 400, {"error": {"message": "body is not an object"}})
+            return
+        rec = Recorded(api, path, headers, body)
+        reply = self._reply(rec)
+        self._record(rec)
+        stream = body.get("stream") is True
+        if not stream:
+            self._send_json(h, 200, reply)
+            return
+        h.send_response(200)
+        h.send_header("content-type", "text/event-stream")
+        h.send_header("cache-control", "no-cache")
+        h.send_header("connection", "close")
+        h.end_headers()
+        events = {
+            "anthropic": _anthropic_events,
+            "openai": _openai_chunks,
+            "responses": _responses_events,
+        }[api](reply, body)
+        for chunk in events:
+            h.wfile.write(chunk.encode())
+        h.wfile.flush()
+        h.close_connection = True
+
+    def _record(self, rec: Recorded) -> None:
+        with self._lock:
+            self.requests.append(rec)
+
+    # -- replies ---------------------------------------------------------------------------------
+    def _reply(self, rec: Recorded) -> dict[str, Any]:
+        body, api = rec.body, rec.api
+        sys_text = system_text(body, api)
+        tools = tools_of(body)
+        if SUMMARY_SYSTEM_MARK in sys_text:
+            rec.kind = "summary"
+            move = Move(0, text=summary_text(body, api), final=True)
+        elif not tools and self.text_format not in ("mini", "aider"):
+            rec.kind = "side"  # a client's title / topic / quota call
+            move = Move(0, text="ok", final=True)
+        elif not tools and self.text_format == "aider" and not _aider_main(body):
+            rec.kind = "side"  # aider's own history summary, commit message...
+            move = Move(0, text="Summary of the chat so far: notes files were updated.")
+        else:
+            prev = last_step(body, api)
+            step = prev + 1
+            rec.step = step
+            if step > self.steps:
+                move = final_move(step, tools, self.text_format)
+            else:
+                move = plan_move(step, tools, self.workdir, self.big_files, self.text_format)
+        usage = self._usage(rec, move)
+        rec.usage = usage
+        thinking = self.thinking and rec.kind == "main" and _wants_thinking(body, api)
+        if api == "anthropic":
+            return _anthropic_message(body, move, usage, thinking)
+        if api == "openai":
+            return _openai_completion(body, move, usage)
+        return _responses_response(body, move, usage, thinking)
+
+    def _usage(self, rec: Recorded, move: Move) -> dict[str, int]:
+        body, api = rec.body, rec.api
+        out_tokens = approx_tokens(move.text + json.dumps(move.arguments or {}))
+        out_tokens += approx_tokens(move.custom_input or "") + 20
+        if api == "anthropic":
+            blocks, marks = _anthropic_blocks(body)
+            bounds = self.cache.boundaries(blocks)
+            read, written = self.cache.use(bounds, marks)
+            total = bounds[-1][1] if bounds else 0
+            return {
+                "input_tokens": max(total - read - written, 0),
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read,
+                "output_tokens": out_tokens,
+            }
+        seq = body.get("messages") if api == "openai" else body.get("input")
+        lead = [_canon(body.get("tools")), _canon(body.get("instructions"))]
+        blocks = lead + [_canon(m) for m in (seq if isinstance(seq, list) else [seq])]
+        bounds = self.cache.boundaries(blocks)
+        read, _ = self.cache.use(bounds, list(range(len(bounds))))
+        total = bounds[-1][1]
+        # OpenAI caches prefixes of 1024 tokens and more, in steps of 128
+        cached = (read // 128) * 128 if read >= 1024 else 0
+        return {"input_tokens": total, "cached_tokens": cached, "output_tokens": out_tokens}
+
+    # -- figures ---------------------------------------------------------------------------------
+    def of_kind(self, *kinds: str) -> list[Recorded]:
+        return [r for r in self.requests if r.kind in kinds]
+
+
+def _aider_main(body: dict[str, Any]) -> bool:
+    """An aider coding turn (not its chat summariser nor its commit-message call)."""
+    text = system_text(body, "openai")
+    return "Act as an expert software developer" in text or "cw-task" in json.dumps(body)
+
+
+def _wants_thinking(body: dict[str, Any], api: str) -> bool:
+    if api == "anthropic":
+        t = body.get("thinking")
+        return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
+    if api == "responses":
+        return isinstance(body.get("reasoning"), dict)
+    return False
+
+
+def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """A request's blocks in cache order (tools, system, messages) and the indexes of those
+    that carry a breakpoint."""
+    blocks: list[str] = []
+    marks: list[int] = []
+
+    def add(value: Any, prefix: str = "") -> None:
+        if isinstance(value, dict) and "cache_control" in value:
+            marks.append(len(blocks))
+        blocks.append(prefix + _canon(value))
+
+    for t in tools_of(body):
+        add(t)
+    system = body.get("system")
+    if isinstance(system, str):
+        blocks.append(system)
+    elif isinstance(system, list):
+        for b in system:
+            add(b)
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        c = m.get("content")
+        role = f"[{m.get('role')}]"
+        if isinstance(c, list) and c:
+            for j, b in enumerate(c):
+                add(b, role if j == 0 else "")
+        else:
+            blocks.append(role + _canon(c))
+    return blocks, marks
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+_SIGNATURE = "c2lnbmF0dXJlLW9mLWN3LXNjcmlwdGVkLXVwc3RyZWFt"
+
+
+def _anthropic_message(
+    body: dict[str, Any], move: Move, usage: dict[str, int], thinking: bool
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if thinking:
+        content.append(
+            {
+                "type": "thinking",
+                "thinking": f"Planning cw-step-{move.step}.",
+                "signature": _SIGNATURE,
+            }
+        )
+    if move.text:
+        content.append({"type": "text", "text": move.text})
+    if move.tool:
+        if not move.final:
+            content.append({"type": "text", "text": f"Running cw-step-{move.step}."})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{move.call_id}_{_nonce()}",
+                "name": move.tool,
+                "input": move.arguments or {},
+            }
+        )
+    return {
+        "id": f"msg_{_nonce()}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude"),
+        "content": content,
+        "stop_reason": "tool_use" if move.tool else "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _sse(event: str | None, data: Any) -> str:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n"
+
+
+def _anthropic_events(msg: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
+    start = dict(msg, content=[], stop_reason=None)
+    start["usage"] = dict(msg["usage"], output_tokens=1)
+    yield _sse("message_start", {"type": "message_start", "message": start})
+    for i, block in enumerate(msg["content"]):
+        t = block["type"]
+        if t == "thinking":
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                },
+            )
+        elif t == "text":
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            text = block["text"]
+            for k in range(0, len(text), 200):
+                yield _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": text[k : k + 200]},
+                    },
+                )
+        else:
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": dict(block, input={}),
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": json.dumps(block["input"]),
+                    },
+                },
+            )
+        yield _sse("content_block_stop", {"type": "content_block_stop", "index": i})
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+        },
+    )
+    yield _sse("message_stop", {"type": "message_stop"})
+
+
+# -- OpenAI chat ---------------------------------------------------------------------------------
+def _openai_usage(usage: dict[str, int]) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage["input_tokens"],
+        "completion_tokens": usage["output_tokens"],
+        "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+        "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
+    }
+
+
+def _openai_completion(body: dict[str, Any], move: Move, usage: dict[str, int]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": move.text or None}
+    if move.tool:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{move.call_id}_{_nonce()}",
+                "type": "function",
+                "function": {"name": move.tool, "arguments": json.dumps(move.arguments or {})},
+            }
+        ]
+        message["content"] = f"Running cw-step-{move.step}."
+    return {
+        "id": f"chatcmpl-{_nonce()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "gpt"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if move.tool else "stop",
+            }
+        ],
+        "usage": _openai_usage(usage),
+    }
+
+
+def _openai_chunks(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
+    base = {k: resp[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    msg = resp["choices"][0]["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return _sse(
+            None,
+            dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]),
+        )
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = msg.get("content") or ""
+    for k in range(0, len(text), 200):
+        yield chunk({"content": text[k : k + 200]})
+    for i, call in enumerate(msg.get("tool_calls") or []):
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        yield chunk(
+            {"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]}
+        )
+    yield chunk({}, resp["choices"][0]["finish_reason"])
+    opts = body.get("stream_options")
+    if isinstance(opts, dict) and opts.get("include_usage"):
+        yield _sse(None, dict(base, choices=[], usage=resp["usage"]))
+    yield "data: [DONE]\n\n"
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------
+def _responses_response(
+    body: dict[str, Any], move: Move, usage: dict[str, int], thinking: bool
+) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if thinking:
+        output.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{_nonce()}",
+                "summary": [{"type": "summary_text", "text": f"Planning cw-step-{move.step}."}],
+                "encrypted_content": f"enc-cw-step-{move.step}-{_nonce()}",
+            }
+        )
+    if move.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{_nonce()}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": move.text, "annotations": []}],
+            }
+        )
+    if move.tool and move.custom_input is not None:
+        output.append(
+            {
+                "type": "custom_tool_call",
+                "id": f"ctc_{_nonce()}",
+                "status": "completed",
+                "call_id": f"call_{move.call_id}_{_nonce()}",
+                "name": move.tool,
+                "input": move.custom_input,
+            }
+        )
+    elif move.tool:
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{_nonce()}",
+                "status": "completed",
+                "call_id": f"call_{move.call_id}_{_nonce()}",
+                "name": move.tool,
+                "arguments": json.dumps(move.arguments or {}),
+            }
+        )
+    return {
+        "id": f"resp_{_nonce()}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": body.get("model", "gpt"),
+        "output": output,
+        "usage": {
+            "input_tokens": usage["input_tokens"],
+            "input_tokens_details": {"cached_tokens": usage["cached_tokens"]},
+            "output_tokens": usage["output_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 8 if thinking else 0},
+            "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+        },
+    }
+
+
+def _responses_events(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
+    seq = 0
+
+    def ev(kind: str, **data: Any) -> str:
+        nonlocal seq
+        seq += 1
+        return _sse(kind, {"type": kind, "sequence_number": seq, **data})
+
+    pending = dict(resp, status="in_progress", output=[], usage=None)
+    yield ev("response.created", response=pending)
+    yield ev("response.in_progress", response=pending)
+    for i, item in enumerate(resp["output"]):
+        if item["type"] == "message":
+            yield ev("response.output_item.added", output_index=i, item=dict(item, content=[]))
+            text = item["content"][0]["text"]
+            yield ev(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []},
+            )
+            for k in range(0, len(text), 200):
+                yield ev(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=i,
+                    content_index=0,
+                    delta=text[k : k + 200],
+                )
+            yield ev(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                text=text,
+            )
+            yield ev(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                part=item["content"][0],
+            )
+        else:
+            yield ev("response.output_item.added", output_index=i, item=item)
+        yield ev("response.output_item.done", output_index=i, item=item)
+    yield ev("response.completed", response=resp)
+
+
+_counter = 0
+_counter_lock = threading.Lock()
+
+
+def _nonce() -> str:
+    global _counter
+    with _counter_lock:
+        _counter += 1
+        return f"{_counter:06d}"
