@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     __version__: str
 
     from ._budget import Budget
-    from ._compaction import CompactionReport, Compactor
+    from ._compaction import Compactor
     from ._config import WardenConfig, load_config
     from ._events import Event
     from ._exceptions import (
@@ -44,7 +44,13 @@ if TYPE_CHECKING:
         tool_result,
         user,
     )
-    from ._models import ModelInfo, context_window, model_info, register_model
+    from ._models import (
+        ModelInfo,
+        apply_model_overrides,
+        context_window,
+        model_info,
+        register_model,
+    )
     from ._replay import ReplayReport, compact_history, replay
     from ._session import Session
     from ._tokens import TokenCounter, count_tokens, get_counter
@@ -56,7 +62,6 @@ if TYPE_CHECKING:
 _HOMES: dict[str, str] = {
     "Budget": "._budget",
     "CompactionRefused": "._exceptions",
-    "CompactionReport": "._compaction",
     "Compactor": "._compaction",
     "ConfigError": "._exceptions",
     "ContextOverflowError": "._exceptions",
@@ -81,6 +86,7 @@ _HOMES: dict[str, str] = {
     "UnknownModelError": "._exceptions",
     "Warden": "._warden",
     "WardenConfig": "._config",
+    "apply_model_overrides": "._models",
     "assistant": "._messages",
     "compact_history": "._replay",
     "context_window": "._models",
@@ -104,7 +110,6 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "Budget",
     "CompactionRefused",
-    "CompactionReport",
     "Compactor",
     "ConfigError",
     "ContextOverflowError",
@@ -129,6 +134,7 @@ __all__ = [
     "UnknownModelError",
     "Warden",
     "WardenConfig",
+    "apply_model_overrides",
     "assistant",
     "compact_history",
     "context_window",
