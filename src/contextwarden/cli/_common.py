@@ -245,7 +245,14 @@ def read_recording(file: Path) -> Transcript:
     require_file(file)
     size = file.stat().st_size
     with progress(f"reading {file.name} ({size / 1e6:,.1f} MB)", None):
-        return load_transcript(file)
+        transcript = load_transcript(file)
+    if not transcript.messages:
+        err.print(
+            f"[yellow]warning:[/yellow] {escape(str(file))}: no messages in this "
+            f"{transcript.format} file",
+            soft_wrap=True,
+        )
+    return transcript
 
 
 def load_recording(

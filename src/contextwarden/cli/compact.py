@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -38,7 +38,7 @@ __all__ = ["compact"]
 KEPT = frozenset({"openai", "openai-jsonl", "anthropic", "mini-swe-agent"})
 
 #: What each written format is, for the closing line.
-WRITTEN_AS: dict[str, str] = {
+WRITTEN_AS: dict[TranscriptFormat, str] = {
     "openai": "OpenAI chat messages, JSON",
     "openai-jsonl": "OpenAI chat messages, JSONL: one message a line",
     "anthropic": "Anthropic messages, JSON {system, messages}",
@@ -88,9 +88,7 @@ def compact(
             tools=transcript.tools or None,
             force=force,
         )
-    fmt: TranscriptFormat | None = None
-    if transcript.format not in KEPT and output.suffix.lower() == ".jsonl":
-        fmt = "openai-jsonl"
+    fmt = _output_format(transcript.format, output)
     compacted = dataclasses.replace(transcript, messages=result.messages)
     try:
         written = save_transcript(compacted, output, format=fmt)
@@ -110,14 +108,17 @@ def compact(
     )
     if result.newest_truncated:
         out.print("[yellow]the newest message alone was over the budget and was cut[/yellow]")
-    kind = WRITTEN_AS.get(fmt or _written_format(transcript.format), "provider messages")
+    kind = WRITTEN_AS[fmt]
     if transcript.format not in KEPT:
         kind += f"; {transcript.format} sessions are not written back: this is their request"
     out.print(f"written to {written} ({kind})")
 
 
-def _written_format(read: str) -> str:
-    """What save_transcript writes by default for a transcript read as ``read``."""
+def _output_format(read: str, output: Path) -> TranscriptFormat:
+    """The format to write: the input's for a provider file; for an agent's log, OpenAI JSONL
+    when ``output`` ends in ``.jsonl``, else its provider's JSON."""
     if read in KEPT:
-        return read
+        return cast(TranscriptFormat, read)
+    if output.suffix.lower() == ".jsonl":
+        return "openai-jsonl"
     return "anthropic" if provider_for(read) == "anthropic" else "openai"
