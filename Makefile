@@ -1,6 +1,8 @@
-# Two commands do all the set-up on a fresh machine with only Python:
-#   make demo   -- replay a real recorded session shipped with the project (no key, no network)
-#   make test   -- the test suite (what CI runs)
+# On a fresh machine with only Python 3.11+, each target sets up what it needs in .venv:
+#   make install -- .venv with contextwarden (editable) and the dev tools
+#   make demo    -- replay a real recorded session shipped with the project (no key, no network)
+#   make test    -- the test suite (.ci/run runs it, then make lint)
+#   make wheel   -- build dist/contextwarden-VERSION-py3-none-any.whl
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -11,11 +13,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install demo test lint bench clients clean
+.PHONY: install demo test lint bench clients wheel clean
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/contextwarden replay examples/data/demo-session.traj.json --model deepseek-chat --window 32000 --plot out/demo.png
+	$(BIN)/contextwarden replay examples/data/demo-session.traj.json --model deepseek-v4-flash --window 32000 --plot out/demo.png
 
 test: install
 	$(BIN)/python -m pytest
@@ -33,5 +35,9 @@ bench: install
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench
 
+wheel: install
+	$(BIN)/pip wheel . --no-deps --quiet -w dist
+	@ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache
+	rm -rf $(VENV) out dist build .pytest_cache .mypy_cache

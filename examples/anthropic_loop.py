@@ -15,7 +15,7 @@ from _fake_provider import TOOLS_ANTHROPIC, anthropic_messages, run_tool
 
 from contextwarden import Compactor, Warden
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 
 
 def create(system: str, messages: list[dict]) -> dict:
@@ -36,12 +36,19 @@ def tool_result(use: dict) -> dict:
 
 # --- the library in an agent loop ---------------------------------------------------------
 warden = Warden(compactor=Compactor())
+events: list[str] = []  # what the warden did, call by call
+sent = saved = 0
 system = "You are a coding agent. Use read_file."
 history = [{"role": "user", "content": "List every TODO in src/."}]
 for _step in range(100):  # a real loop would also cap its steps
     sent_system, request, result = warden.transform_anthropic(
         history, system=system, model=MODEL, window=16_000, tools=TOOLS_ANTHROPIC
     )
+    sent += result.tokens_after
+    saved += result.saved_tokens
+    for event in result.events:
+        events.append(f"call {_step + 1}: {event.describe()}")
+        print(events[-1])
     reply = create(sent_system, request)
     history.append({"role": "assistant", "content": reply["content"]})
     uses = [b for b in reply["content"] if b["type"] == "tool_use"]
@@ -51,8 +58,7 @@ for _step in range(100):  # a real loop would also cap its steps
 # --------------------------------------------------------------------------------------------
 
 print(
-    f"{len(history)} messages in the agent's history; the last request sent "
-    f"{result.tokens_after:,} of {result.tokens_before:,} tokens "
-    f"({result.saved_tokens:,} saved, {len(result.events)} warden events)."
+    f"{len(history)} messages in the agent's history, {_step + 1} calls: {sent:,} tokens sent "
+    f"({saved:,} saved, {len(events)} warden events)."
 )
 print("answer:", history[-1]["content"][0]["text"])

@@ -31,6 +31,8 @@ def chat(request: list[dict]) -> dict:
 
 # --- the library in an agent loop ---------------------------------------------------------
 warden = Warden(compactor=Compactor())
+events: list[str] = []  # what the warden did, call by call
+sent = saved = 0
 history = [
     {"role": "system", "content": "You are a coding agent. Use read_file."},
     {"role": "user", "content": "List every TODO in src/."},
@@ -39,6 +41,11 @@ for _step in range(100):  # a real loop would also cap its steps
     request, result = warden.transform_openai(
         history, model=MODEL, window=16_000, tools=TOOLS_OPENAI
     )
+    sent += result.tokens_after
+    saved += result.saved_tokens
+    for event in result.events:
+        events.append(f"call {_step + 1}: {event.describe()}")
+        print(events[-1])
     reply = chat(request)
     history.append(reply)
     for call in reply.get("tool_calls") or []:
@@ -49,8 +56,7 @@ for _step in range(100):  # a real loop would also cap its steps
 # --------------------------------------------------------------------------------------------
 
 print(
-    f"{len(history)} messages in the agent's history; the last request sent "
-    f"{result.tokens_after:,} of {result.tokens_before:,} tokens "
-    f"({result.saved_tokens:,} saved, {len(result.events)} warden events)."
+    f"{len(history)} messages in the agent's history, {_step + 1} calls: {sent:,} tokens sent "
+    f"({saved:,} saved, {len(events)} warden events)."
 )
 print("answer:", history[-1]["content"])

@@ -1,20 +1,25 @@
-"""Shared fixtures: where the real recorded trajectories live (read-only, outside the repo)."""
+"""Shared fixtures: where the real recorded trajectories live (see shared_data.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from shared_data import SHARED_DATA, trajectory_files
+
+# Scripts the tests start (the benchmarks' smoke tests) read the same recordings.
+os.environ.setdefault("CONTEXTWARDEN_SHARED_DATA", str(SHARED_DATA))
 
 __all__ = ["SHARED_DATA", "trajectory_files"]
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The folder of real trajectories; skips the test when it is absent (a user's machine)."""
+    """The folder of real trajectories (the repository's own unless CONTEXTWARDEN_SHARED_DATA
+    names another); skips the test when that folder is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real trajectories not present at {SHARED_DATA} (../shared/data)")
+        pytest.skip(f"real trajectories not present at {SHARED_DATA} (CONTEXTWARDEN_SHARED_DATA)")
     return SHARED_DATA
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwarden import CachePricing, CallBill, PromptRequest, bill_requests
+from contextwarden._billing import CachePricing, CallBill, PromptRequest, bill_requests
 from contextwarden._exceptions import ConfigError
 from contextwarden._models import model_info
 

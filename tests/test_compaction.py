@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextwarden import CompactionConfig, ConfigError, Message, TextBlock
+from contextwarden import ConfigError, Message, TextBlock
 from contextwarden._budget import Budget
 from contextwarden._compaction import (
     CompactionReport,
@@ -22,6 +22,7 @@ from contextwarden._compaction import (
     must_keep,
     should_compact,
 )
+from contextwarden._config import CompactionConfig
 from contextwarden._events import Event
 from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 from contextwarden.strategies import (

@@ -5,7 +5,6 @@ raises one error that names the file, the line or message, and the field."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_data import SHARED_DATA, trajectory_files
 
 from contextwarden import (
     ImageBlock,
@@ -44,15 +44,6 @@ from contextwarden.formats._media import anthropic_image_cost
 from contextwarden.transcripts._common import pair_calls
 
 DATA = Path(__file__).parent / "data" / "transcripts"
-# The same place tests/conftest.py's ``shared_data`` fixture points at; named here because
-# parametrising by file happens at collection, before fixtures (and ``from conftest import``
-# is ambiguous once sub-folders have their own conftest.py).
-SHARED_DATA = Path(
-    os.environ.get(
-        "CONTEXTWARDEN_SHARED_DATA",
-        Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories",
-    )
-)
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo-session.traj.json"
 FOLDER_FORMAT = {
     "mini-swe-agent": "mini-swe-agent",
@@ -66,13 +57,6 @@ FOLDER_FORMAT = {
 }
 #: Agents that call no tools: their commands sit in the reply text.
 TEXT_COMMANDS = frozenset({"aider", "swe-agent"})
-
-
-def trajectory_files() -> list[Path]:
-    """Every recorded trajectory file (none when the shared data is absent)."""
-    if not SHARED_DATA.is_dir():
-        return []
-    return sorted(p for p in SHARED_DATA.rglob("*") if p.is_file())
 
 
 def file_id(p: Path) -> str:
@@ -109,7 +93,7 @@ def assert_valid_recording(t: Transcript, path: Path) -> None:
 
 def test_the_shared_data_is_there(shared_data: Path) -> None:
     # Guards the parametrised test above against silently running on nothing.
-    assert len(trajectory_files()) >= 13
+    assert len(trajectory_files()) >= 7
 
 
 MINI = sorted(SHARED_DATA.glob("mini-swe-agent/*.traj.json")) if SHARED_DATA.is_dir() else []

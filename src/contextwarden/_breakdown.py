@@ -9,7 +9,7 @@ to exactly the counter's total for the request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -96,23 +96,32 @@ def token_breakdown(
     counter: TokenCounter,
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    on_message: Callable[[int], None] | None = None,
 ) -> Breakdown:
-    """Account for every token of the request ``messages`` (+ ``tools``) under ``counter``."""
-    total = counter.count_messages(messages, tools=tools)
-    without_tools = counter.count_messages(messages) if tools else total
-    per_message = tuple(counter.count_message(m) for m in messages)
+    """Account for every token of the request ``messages`` (+ ``tools``) under ``counter``.
 
+    ``on_message(1)`` is called after each message is counted (a progress bar's ``advance``).
+    """
     role_n: dict[str, int] = {}
     role_t: dict[str, int] = {}
     kind_n: dict[str, int] = {}
     kind_t: dict[str, int] = {}
-    for message, cost in zip(messages, per_message, strict=True):
+    costs: list[int] = []
+    for message in messages:
+        cost = counter.count_message(message)
+        costs.append(cost)
         role_n[message.role] = role_n.get(message.role, 0) + 1
         role_t[message.role] = role_t.get(message.role, 0) + cost
         for block in message.content:
             kind: BlockKind = block.type
             kind_n[kind] = kind_n.get(kind, 0) + 1
             kind_t[kind] = kind_t.get(kind, 0) + _block_tokens(counter, block)
+        if on_message is not None:
+            on_message(1)
+    per_message = tuple(costs)
+    # The counter caches each message's count: the totals below cost little more than a sum.
+    total = counter.count_messages(messages, tools=tools)
+    without_tools = counter.count_messages(messages) if tools else total
 
     by_role = tuple(Row(r, role_n[r], role_t[r]) for r in ROLE_ORDER if r in role_n)
     kinds = [Row(k, kind_n[k], kind_t[k]) for k in KIND_ORDER if k in kind_n]

@@ -1,12 +1,12 @@
 """Budget: how many tokens a request may use in a model's window, and when to act.
 
-Three thresholds, from the seeds:
+Three thresholds:
 
 ``limit = window - reserve``
-    The hard limit (seed 004: "budget = window - reserve", reserve 8,192). A request over it
-    either is rejected by the provider or leaves the reply less room than reserved.
+    The hard limit (reserve 8,192 by default). A request over it either is rejected by the
+    provider or leaves the reply less room than reserved.
 ``trigger = min(limit, floor(window * trigger_ratio))``
-    Where lossy compaction starts (seed 000: ``contextWindow * 0.75``). Capped at the limit,
+    Where lossy compaction starts (``window * 0.75`` by default). Capped at the limit,
     so a large reserve on a small window still triggers before the hard limit.
 ``target = min(trigger, floor(window * target_ratio))``
     Where compaction aims to land (default half the window), so that it is not needed
@@ -19,14 +19,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from ._exceptions import ConfigError
 from ._models import ModelInfo, _find, context_window
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "BudgetSettings"]
 
-#: Tokens kept free for the reply by default (seed 004).
+#: Tokens kept free for the reply by default.
 DEFAULT_RESERVE = 8_192
+
+
+class BudgetSettings(Protocol):
+    """The config fields a budget reads (a :class:`~contextwarden.WardenConfig` has them)."""
+
+    @property
+    def reserve_tokens(self) -> int: ...
+    @property
+    def trigger_ratio(self) -> float: ...
+    @property
+    def target_ratio(self) -> float: ...
+    @property
+    def model_fields_set(self) -> set[str]: ...
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -47,10 +61,10 @@ class Budget:
 
     Args:
         window: the context window in tokens (must be > 0).
-        reserve: tokens kept free for the reply; default 8,192 (seed 004). Must be smaller
+        reserve: tokens kept free for the reply; default 8,192. Must be smaller
             than ``window``.
         trigger_ratio: lossy compaction starts above ``window * trigger_ratio`` (capped at
-            the hard limit); default 0.75 (seed 000). In (0, 1].
+            the hard limit); default 0.75. In (0, 1].
         target_ratio: compaction aims for ``window * target_ratio``; default 0.5. In (0, 1]
             and at most ``trigger_ratio``.
 
@@ -106,6 +120,40 @@ class Budget:
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
         return cls(size, reserve, trigger_ratio, target_ratio)
+
+    @classmethod
+    def for_config(
+        cls,
+        config: BudgetSettings,
+        model: str | None,
+        window: int | None = None,
+        *,
+        overrides: Mapping[str, ModelInfo] | None = None,
+    ) -> Budget:
+        """The budget a warden with ``config`` uses for ``model`` (and ``window``, which wins
+        over the model's): the one computation the warden, ``replay``, ``inspect`` and the proxy
+        share.
+
+        A ``reserve_tokens`` the config sets explicitly is kept (a :class:`ConfigError` naming
+        it when it leaves no room in the window); left at its default, the reserve is
+        :meth:`for_model`'s choice, so a small window keeps room for the request.
+        """
+        explicit = "reserve_tokens" in config.model_fields_set
+        if explicit:
+            size = context_window(model, window, overrides)
+            if config.reserve_tokens >= size:
+                raise ConfigError(
+                    f"reserve_tokens ({config.reserve_tokens:,}) must be smaller than the "
+                    f"context window ({size:,}): nothing would be left for the request"
+                )
+        return cls.for_model(
+            model,
+            window,
+            reserve=config.reserve_tokens if explicit else None,
+            trigger_ratio=config.trigger_ratio,
+            target_ratio=config.target_ratio,
+            overrides=overrides,
+        )
 
     @property
     def limit(self) -> int:

@@ -36,14 +36,20 @@ def plot_replay(
 
     Top panel: tokens sent per call without contextwarden (grey) and with it (blue); the
     window (red), the limit (window minus the output reserve, dashed) and the trigger
-    (dotted); calls where a compaction ran are marked. The title gives the cumulative saving.
+    (dotted); calls where a compaction ran, and those where old tool results were masked or
+    old thinking stripped, are marked. The title gives the cumulative saving.
     Bottom panel (when the model has a price): the cumulative billed input cost without and
     with contextwarden, cache-aware; its title gives the totals beside the list price (what a
     token count alone would claim) and the cache hit ratios.
     """
     plt = _pyplot()
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ContextWardenError(
+            f"{target}: cannot create its folder ({exc.strerror or exc})"
+        ) from None
     calls = [c.call for c in report.calls]
     without = [c.tokens_without for c in report.calls]
     with_ = [c.tokens_with for c in report.calls]
@@ -86,6 +92,25 @@ def plot_replay(
         ax.scatter(
             xs, ys, marker="v", color="#2ca02c", s=46, zorder=5, label=f"compaction ({len(marks)})"
         )
+    # Lossless edits: old tool results masked or old thinking stripped on this call.
+    edits = [
+        (c.call, c.tokens_with)
+        for c in report.calls
+        if not c.summaries_written and (c.events.get("masked") or c.events.get("thinking_stripped"))
+    ]
+    if edits:
+        xs, ys = zip(*edits, strict=True)
+        ax.scatter(
+            xs,
+            ys,
+            marker="o",
+            facecolors="none",
+            edgecolors="#9467bd",
+            s=46,
+            linewidths=1.5,
+            zorder=5,
+            label=f"masking edit ({len(edits)})",
+        )
     bad = [(c.call, c.tokens_with) for c in report.calls if not c.valid]
     if bad:
         xs, ys = zip(*bad, strict=True)
@@ -118,8 +143,14 @@ def plot_replay(
     else:
         ax.set_xlabel("LLM call")
     fig.tight_layout()
-    fig.savefig(target)
-    plt.close(fig)
+    try:
+        fig.savefig(target)
+    except OSError as exc:
+        raise ContextWardenError(
+            f"{target}: cannot write the plot ({exc.strerror or exc})"
+        ) from None
+    finally:
+        plt.close(fig)
     return target
 
 

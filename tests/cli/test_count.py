@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from contextwarden import Warden
 from contextwarden._tokens import get_counter
 from contextwarden._transcripts import load_transcript
 from contextwarden.cli import app
@@ -44,9 +45,84 @@ def test_inspect_largest_and_budget(openai_file: Path, monkeypatch: pytest.Monke
 
 
 def test_inspect_reserve_larger_than_window_is_one_line(openai_file: Path) -> None:
+    Path("contextwarden.yaml").write_text("reserve_tokens: 8192\n", encoding="utf-8")
     result = runner.invoke(app, ["inspect", str(openai_file), "--model", "gpt-4o", "-w", "4000"])
     assert result.exit_code == 1 and result.stdout == ""
-    assert len(result.stderr.strip().splitlines()) == 1 and "reserve" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "reserve_tokens (8,192)" in result.stderr and "Budget." not in result.stderr
+
+
+@pytest.mark.parametrize("window", [1_000, 8_000, 32_000, 200_000])
+def test_inspect_shows_the_budget_the_warden_uses(openai_file: Path, window: int) -> None:
+    """A small window is accepted (the default reserve shrinks to fit), and the limit and
+    trigger shown are the warden's own, so inspect and replay agree."""
+    result = runner.invoke(
+        app, ["inspect", str(openai_file), "--model", "deepseek-chat", "-w", str(window)]
+    )
+    assert result.exit_code == 0, result.output
+    budget = Warden().budget_for("deepseek-chat", window)
+    assert budget is not None
+    assert f"limit : {budget.limit:,}" in result.stdout
+    assert f"trigger | {budget.trigger:,}" in result.stdout
+    if window == 32_000:
+        assert budget.limit == 24_000  # what replay reports at this window
+
+
+def test_inspect_at_32k_agrees_with_replay(openai_file: Path) -> None:
+    args = [str(openai_file), "--model", "deepseek-chat", "--window", "32000"]
+    replayed = runner.invoke(app, ["replay", *args, "--json"])
+    assert replayed.exit_code == 0, replayed.output
+    limit = json.loads(replayed.stdout)["limit"]
+    inspected = runner.invoke(app, ["inspect", *args])
+    assert inspected.exit_code == 0, inspected.output
+    assert f"limit : {limit:,}" in inspected.stdout
+
+
+def test_count_with_an_unknown_model_says_what_it_assumed(openai_file: Path) -> None:
+    result = runner.invoke(app, ["count", str(openai_file), "--model", "no-such-model", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "no-such-model" in result.stderr and "o200k_base" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert json.loads(result.stdout)["tokenizer"] == "o200k_base"
+
+
+def test_count_with_a_known_model_warns_about_nothing(openai_file: Path) -> None:
+    result = runner.invoke(app, ["count", str(openai_file), "--model", "gpt-4o"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+
+
+def test_piped_tables_do_not_wrap_or_break_words(openai_file: Path) -> None:
+    """Out of a terminal (a pipe, a file) tables are laid out wide: no row is broken across
+    lines and no word is cut, whatever the terminal's width."""
+    result = runner.invoke(app, ["inspect", str(openai_file), "--model", "gpt-4o", "--top", "5"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    rows = [line for line in lines if line.startswith("│") and line.rstrip().endswith("│")]
+    assert rows, result.stdout
+    assert max(len(line) for line in lines) > 80  # not squeezed into 80 columns
+    starts = [line for line in lines if "tool" in line and "│" in line]
+    assert all(line.rstrip().endswith("│") for line in starts)
+    assert "slidin" not in result.stdout  # no word split over two lines
+    assert "Step 29." in result.stdout or "src/module_" in result.stdout
+
+
+def test_no_progress_bar_in_a_pipe(openai_file: Path) -> None:
+    for command in ("count", "inspect"):
+        result = runner.invoke(app, [command, str(openai_file), "--model", "gpt-4o"])
+        assert result.exit_code == 0, result.output
+        assert "eta" not in result.stderr and "counting" not in result.stderr
+        assert result.stderr == ""
+
+
+def test_version() -> None:
+    import contextwarden
+
+    for flag in ("--version", "-V"):
+        result = runner.invoke(app, [flag])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == f"contextwarden {contextwarden.__version__}"
+    assert contextwarden.__version__[0].isdigit()
 
 
 def test_inspect_under_budget(openai_file: Path) -> None:

@@ -176,7 +176,7 @@ def test_long_range_references_survive_in_extractive_summaries(shared_data: Path
         result = measure(load_messages(path), step=3)
         assert result.summary_chars <= 4000
         held, total = held + result.held, total + result.total
-    assert total > 300
+    assert total > 250  # references checked: enough that the ratio below means something
     assert held / total >= 0.70, f"{held}/{total}"
 
 

@@ -33,6 +33,6 @@ def test_long_range_references_reach_the_model_cheaply(
         result = context_recall(load_messages(path), Warden(), window=window)
         got, total = got + result.held, total + result.total
         tokens_sent, tokens_raw = tokens_sent + result.sent, tokens_raw + result.raw
-    assert total > 1000
+    assert total > 700  # references checked: enough that the ratios below mean something
     assert got / total >= held, f"{got}/{total} held"
     assert tokens_sent / tokens_raw <= sent, f"{tokens_sent}/{tokens_raw} tokens sent"

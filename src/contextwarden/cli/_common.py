@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from .._config import WardenConfig, load_config
 from .._exceptions import ContextWardenError
@@ -36,6 +46,8 @@ __all__ = [
     "guarded",
     "load_recording",
     "out",
+    "progress",
+    "read_recording",
     "recorded_model",
     "require_file",
 ]
@@ -50,6 +62,46 @@ EXIT_USAGE = 2
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+#: The width tables are laid out to when the output is not a terminal (a pipe, a file): wide
+#: enough that no table wraps or breaks a word, as a reader of the file would expect.
+PIPE_WIDTH = 200
+
+
+def _fit_consoles() -> None:
+    """Lay output out for where it goes: a terminal's own width; $COLUMNS when set (as if a
+    terminal that wide); otherwise, in a pipe or a file, PIPE_WIDTH with lines never wrapped."""
+    columns = os.environ.get("COLUMNS", "")
+    for console in (out, err):
+        if console.is_terminal:
+            continue
+        if columns.isdigit() and int(columns) > 0:
+            console.width = int(columns)
+            console.soft_wrap = False
+        else:
+            console.width = PIPE_WIDTH
+            console.soft_wrap = True
+
+
+@contextmanager
+def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr while a step runs: yields ``advance(n)``. With ``total`` it shows
+    done/total, the time spent and an estimate of the time left; with ``None`` a spinner and the
+    time spent. Shown only when both stdout and stderr are terminals (silent in a pipe or a
+    test), and erased when the step ends."""
+    shown = out.is_terminal and err.is_terminal
+    columns = [SpinnerColumn(), TextColumn("{task.description}")]
+    if total is not None:
+        columns += [BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn()]
+    columns.append(TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=not shown) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
+
 
 FileArgument = Annotated[
     Path,
@@ -100,6 +152,7 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _fit_consoles()
         try:
             return command(*args, **kwargs)
         except ContextWardenError as exc:
@@ -145,6 +198,14 @@ def check_output_path(
     target = path if path.exists() else folder
     if not os.access(target, os.W_OK):
         raise fail(f"{option} {path}: not writable (permission denied)", EXIT_USAGE)
+    if not path.exists():  # permissions are not the whole story (root, /proc, a full disk)
+        try:
+            path.open("xb").close()
+        except OSError as exc:
+            raise fail(
+                f"{option} {path}: cannot write it ({exc.strerror or exc})", EXIT_USAGE
+            ) from None
+        path.unlink()
     return path
 
 
@@ -178,6 +239,22 @@ def config_for(
     return load_config(config, **overrides)
 
 
+def read_recording(file: Path) -> Transcript:
+    """Load ``file`` (a usage error when it is not a file) behind a spinner: a large session
+    takes seconds to read."""
+    require_file(file)
+    size = file.stat().st_size
+    with progress(f"reading {file.name} ({size / 1e6:,.1f} MB)", None):
+        transcript = load_transcript(file)
+    if not transcript.messages:
+        err.print(
+            f"[yellow]warning:[/yellow] {escape(str(file))}: no messages in this "
+            f"{transcript.format} file",
+            soft_wrap=True,
+        )
+    return transcript
+
+
 def load_recording(
     file: Path,
     config: Path | None,
@@ -189,7 +266,7 @@ def load_recording(
     """Load ``file`` (a usage error when it is not a file), then the effective config (see
     :func:`config_for`); also the model to use: ``--model``/the config's, else the recording's,
     else None."""
-    transcript = load_transcript(require_file(file))
+    transcript = read_recording(file)
     cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     return transcript, cfg, cfg.model or transcript.model
 

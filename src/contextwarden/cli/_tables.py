@@ -9,12 +9,19 @@ from rich.table import Table
 from .._breakdown import Breakdown, Row
 from .._transcripts import Transcript
 
-__all__ = ["breakdown_tables", "header", "pct"]
+__all__ = ["breakdown_tables", "header", "ordinal", "pct"]
 
 
 def pct(part: int | float, whole: int | float) -> str:
     """``part`` as a percentage of ``whole`` (``-`` when there is no whole)."""
     return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def ordinal(n: int) -> str:
+    """``n`` as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 102nd."""
+    if n % 100 in (11, 12, 13):
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th') }"
 
 
 #: Rows that are overhead, not items: their count column stays blank and out of the total.

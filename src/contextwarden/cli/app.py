@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+import contextwarden
 
 from .compact import compact
 from .config_cmd import config_app
@@ -22,6 +26,30 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # a message list in a traceback is unreadable
     add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"contextwarden {contextwarden.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Keep an LLM agent's history inside the context window: count, inspect, replay and
+    compact recorded sessions, or run the proxy."""
+
 
 app.command("count")(count)
 app.command("inspect")(inspect)

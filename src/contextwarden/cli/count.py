@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from .._breakdown import token_breakdown
+from .._exceptions import UnknownModelError
+from .._models import model_info
 from .._tokens import get_counter
-from .._transcripts import load_transcript
-from ._common import FileArgument, ModelOption, guarded, out, require_file
+from ._common import FileArgument, ModelOption, err, guarded, out, progress, read_recording
 from ._tables import breakdown_tables, header
 
 __all__ = ["count"]
@@ -27,11 +28,24 @@ def count(
 ) -> None:
     """Count a recorded session's tokens, by role and by block kind.
 
-    The model picks the tokenizer (default: the recording's model, else o200k_base).
+    The model picks the tokenizer (default: the recording's model, else o200k_base). A model
+    the registry does not know is counted with o200k_base, with a warning.
     """
-    transcript = load_transcript(require_file(file))
+    transcript = read_recording(file)
     counter = get_counter(model or transcript.model)
-    b = token_breakdown(transcript.messages, counter, tools=transcript.tools or None)
+    if model is not None:
+        try:
+            model_info(model)
+        except UnknownModelError:
+            err.print(
+                f"[yellow]warning:[/yellow] --model {model}: not a model the registry knows; "
+                f"counting with {counter.name}",
+                soft_wrap=True,
+            )
+    with progress("counting tokens", len(transcript.messages)) as advance:
+        b = token_breakdown(
+            transcript.messages, counter, tools=transcript.tools or None, on_message=advance
+        )
     if as_json:
         data: dict[str, Any] = {"file": str(file), "format": transcript.format}
         data |= {"tokenizer": counter.name, "messages": len(transcript.messages), **b.as_dict()}

@@ -13,7 +13,6 @@ from rich.text import Text
 from .._breakdown import token_breakdown
 from .._budget import Budget
 from .._messages import Message
-from .._models import context_window
 from .._tokens import get_counter
 from ._common import (
     ConfigOption,
@@ -24,6 +23,7 @@ from ._common import (
     guarded,
     load_recording,
     out,
+    progress,
 )
 from ._tables import breakdown_tables, header, pct
 
@@ -78,15 +78,13 @@ def inspect(
     transcript, cfg, name = load_recording(file, config, model=model, window=window)
     if name is None and cfg.context_window is None:
         raise fail(f"{file}: the recording names no model; give --model (or --window)")
-    size = context_window(name, cfg.context_window)  # before any output: fail early
-    budget = Budget(
-        size,
-        reserve=cfg.reserve_tokens,
-        trigger_ratio=cfg.trigger_ratio,
-        target_ratio=cfg.target_ratio,
-    )
+    budget = Budget.for_config(cfg, name, cfg.context_window)  # before any output: fail early
+    size = budget.window
     counter = get_counter(name, kind=cfg.counter)
-    b = token_breakdown(transcript.messages, counter, tools=transcript.tools or None)
+    with progress("counting tokens", len(transcript.messages)) as advance:
+        b = token_breakdown(
+            transcript.messages, counter, tools=transcript.tools or None, on_message=advance
+        )
     out.print(header(transcript, counter.name))
     for table in breakdown_tables(b):
         out.print(table)
@@ -110,7 +108,7 @@ def inspect(
     out.print(
         f"used {b.total:,} tokens ({pct(b.total, size)} of the window); "
         f"trigger | {budget.trigger:,} ({cfg.trigger_ratio:.0%}); "
-        f"limit : {budget.limit:,} (window - {cfg.reserve_tokens:,} reserved for output)"
+        f"limit : {budget.limit:,} (window - {budget.reserve:,} reserved for output)"
     )
     if b.total > budget.limit:
         again = f"contextwarden replay {file} --model {name}" + (

@@ -40,7 +40,7 @@ from ._common import (
     out,
     require_file,
 )
-from ._tables import pct
+from ._tables import ordinal, pct
 
 __all__ = ["replay_command"]
 
@@ -109,7 +109,7 @@ def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
     narrow = width < 100
     step = every or max(1, len(calls) // 20)
     table = Table(
-        title=f"Per call (every {step}th, the first of each run of compactions, any invalid)"
+        title=f"Per call (every {ordinal(step)}, the first of each run of compactions, any invalid)"
         if step > 1
         else "Per call",
         title_justify="left",
