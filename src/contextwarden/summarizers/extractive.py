@@ -101,7 +101,7 @@ def _entries(
     ref: str | None,
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
-    task_text = task or facts.task
+    task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
         limit = max(240, int(cap * TASK_SHARE))
         yield Entry(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._task import strip_injected
 from ._mentions import CodeMentions, code_mentions
 from ._readers import (
     DIFF_HEADER,
@@ -224,10 +225,10 @@ class _Walker:
             text = msg.text
             if looks_like_summary(text):
                 self.merge_earlier(text, index)
-            elif (
-                self.task is None and text.strip() and not text.lstrip().startswith("<returncode>")
-            ):
-                self.task = text.strip()
+            elif self.task is None and not text.lstrip().startswith("<returncode>"):
+                # the user's own words: not the blocks a client injects (environment context,
+                # system reminders, repository maps); a message of those alone is not the task
+                self.task = strip_injected(text) or None
             if self.last_text_command and "<returncode>" in text[:200]:
                 # mini-swe-agent's text protocol: the command was in a ```bash block, and the
                 # reply with its return code shows it really ran
@@ -588,12 +589,17 @@ def extract_facts(
 ) -> Facts:
     """Read ``messages`` in order and return their :class:`Facts`.
 
-    ``task`` is the original task when known; otherwise the first user message's text is used.
+    ``task`` is the original task when known (client-injected blocks are taken out of it);
+    otherwise the span's first user message with words of the user's own (the text left once
+    :func:`contextwarden._task.strip_injected` took out the client's blocks) is used.
     ``previous_summary`` (and any message in the span that is itself a four-part summary) is
     merged: its file list carries over, its sections are kept in :attr:`Facts.earlier`.
     """
     span = messages if isinstance(messages, Sequence) else list(messages)
-    walker = _Walker(task.strip() if task and task.strip() else None)
+    # the user's own words: a task given as the first user message's text may still carry the
+    # client's injected blocks (environment context, system reminders)
+    own = strip_injected(task) if task else ""
+    walker = _Walker(own or None)
     if previous_summary:
         walker.merge_earlier(previous_summary, -1)
     for i, msg in enumerate(span):
