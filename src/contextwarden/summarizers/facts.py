@@ -56,6 +56,7 @@ from ._readers import (
 )
 from ._sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
 from ._shell import analyze_command, command_key, patch_targets, python_writes
+from ._working import EditSite, edit_sites
 
 __all__ = [
     "CommandRun",
@@ -126,7 +127,9 @@ class ErrorSeen:
 @dataclass(frozen=True)
 class Facts:
     """Everything :func:`extract_facts` found, in message order; ``code``: the files and code
-    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`)."""
+    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`);
+    ``working``: the edits that name the text they replace, with the file's lines around each
+    (:func:`~contextwarden.summarizers._working.edit_sites`)."""
 
     task: str | None = None
     commands: tuple[CommandRun, ...] = ()
@@ -141,6 +144,7 @@ class Facts:
     earlier_files: tuple[FileTouch, ...] = field(default=(), repr=False)
     plan_source: str = ""
     code: CodeMentions = field(default_factory=CodeMentions, repr=False)
+    working: tuple[EditSite, ...] = field(default=(), repr=False)
 
     def file_status(self) -> dict[str, FileAction]:
         """Each path's final state: the latest write action, else ``read``. A path created and
@@ -604,4 +608,4 @@ def extract_facts(
         walker.merge_earlier(previous_summary, -1)
     for i, msg in enumerate(span):
         walker.message(i, msg)
-    return replace(walker.finish(), code=code_mentions(span))
+    return replace(walker.finish(), code=code_mentions(span), working=tuple(edit_sites(span)))
