@@ -275,8 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--experiment", action="store_true", help="add bench/mask_experiment.py rows")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
-    ap.add_argument("--name", default="measures", help="result file name (without .json)")
+    ap.add_argument(
+        "--name",
+        default=None,
+        help="result file name without .json (default measures, mask_experiment with --experiment)",
+    )
     a = ap.parse_args(argv)
+    name = a.name or ("mask_experiment" if a.experiment else "measures")
     windows = tuple(int(w) for w in a.windows.split(",") if w.strip())
     names = [n.strip() for n in a.senders.split(",") if n.strip()]
     t0 = time.perf_counter()
@@ -284,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = Options.make(quick=False, out=a.out, jobs=a.jobs)
     write_result(
         opts,
-        a.name,
+        name,
         {
             "measures": str(MEASURES_PATH),
             "model": MODEL,

@@ -292,3 +292,43 @@ def test_real_recording_superseded_outputs_point_at_a_later_equivalent() -> None
             or texts[old] == texts[new]
             or (a.kind == "read" and b.key == f"read {a.paths[0]}")
         )
+
+
+def test_mask_message_with_a_plan_spares_protected_and_shortens_superseded() -> None:
+    from histories import ctx
+
+    from contextwarden._messages import ToolResultBlock
+    from contextwarden.layers.mask import mask_message
+
+    big = "\n".join(f"row {i} " + "x" * 40 for i in range(80))
+    msg = Message(
+        "tool",
+        (
+            ToolResultBlock("keep", "the file\n" + big),
+            ToolResultBlock("old", big),
+            ToolResultBlock("plain", big),
+        ),
+    )
+    history = _history(
+        _pair("keep", "Read", "the file\n" + big, file_path="a.py"),
+        _pair("old", "bash", big, command="python -m pytest"),
+        _pair("plain", "bash", big + "!", command="ls -R"),
+        _pair("new", "bash", "passed\nok", command="python -m pytest"),
+        _pair("e", "Edit", "ok", file_path="a.py", old_string="x"),
+    )
+    plan = mask_plan(history)
+    assert plan.protected == {"keep"} and plan.superseded == {"old": "new"}
+    ref = "cw:0011223344556677"
+    out, events = mask_message(msg, (3, ("Read", "bash", "bash")), ctx(), ref, plan=plan)
+    keep, old, plain = out.tool_results
+    assert keep.text == "the file\n" + big
+    assert old.text == superseded_text(big, ref, "new") and "\n" not in old.text
+    assert plain.text == mask_text(big, None, ref) and ref in plain.text
+    assert len(events) == 1
+    # without a plan every old result is masked the usual way
+    bare, _ = mask_message(msg, (3, ("Read", "bash", "bash")), ctx(), ref)
+    assert [r.text for r in bare.tool_results] == [
+        mask_text("the file\n" + big, None, ref),
+        mask_text(big, None, ref),
+        mask_text(big, None, ref),
+    ]

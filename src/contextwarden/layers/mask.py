@@ -137,9 +137,13 @@ def mask_message(
     decision: tuple[int, tuple[str, ...]],
     ctx: LayerContext,
     ref: str | None = None,
+    *,
+    plan: MaskPlan | None = None,
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
-    ``ref``, the reference its original is kept under, is named in each marker."""
+    ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
+    (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
+    whole and a superseded one becomes :func:`superseded_text`'s one-line marker."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -151,8 +155,16 @@ def mask_message(
             name = names[k] if k < len(names) else ""
             old = k < n_old
             k += 1
+            if plan is not None and b.tool_call_id in plan.protected:
+                old = False
             if old and name not in cfg.exclude_tools:
-                nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
+                by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
+                if by:
+                    nb, b_before, b_after = edit_result_text(
+                        b, lambda t, by=by: superseded_text(t, ref, by)
+                    )
+                else:
+                    nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
                 if nb is not b:
                     before += b_before
                     after += b_after
