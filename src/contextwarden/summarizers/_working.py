@@ -74,7 +74,8 @@ def _pairs(name: str, args: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         old, new = args.get(old_key), args.get(new_key)
         if isinstance(old, str) and isinstance(new, str):
             yield old, new
-    for edit in args.get("edits") or ():
+    edits = args.get("edits")
+    for edit in edits if isinstance(edits, list | tuple) else ():
         if isinstance(edit, Mapping):
             yield from _pairs(name, edit)
     diff = args.get("diff")

@@ -285,14 +285,15 @@ def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
 #: names not tied to a listed file; the length cap usually stops it before.
 CODE_PATHS = 30
 NAMES_PER_PATH = 8
-LOOSE_NAMES = 60
+LOOSE_NAMES = 120
 NAMES_PER_LINE = 10
 
 
 def _code_tier(rank: int) -> int:
-    """Files and names the agent relied on most rank with the open plan (tier 4); the next
-    with the commands run (6); the rest fill what room is left (8)."""
-    return 4 if rank < 8 else 6 if rank < 20 else 8
+    """Files and names rank with the open plan (tier 4) up to rank 60, the rest with the commands
+    run (6): a name costs a summary a dozen characters and is what the agent types again (paths,
+    functions, tests), so names go before the detail of past commands and findings."""
+    return 4 if rank < 60 else 6
 
 
 def _code_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
