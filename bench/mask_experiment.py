@@ -8,9 +8,10 @@ edits the warden's request the way a mask edit of the core would have if it had 
 of the history of that call decides its fate for the rest of the conversation:
 
 * ``protected`` (the latest read of a file the agent works on): the original text is put back;
-  over the warden's trigger the oldest spared results are masked again for good, but only on a
-  call where the warden rewrote its request anyway (its cache breaks there) or when the request
-  would not fit the window;
+  over the warden's trigger the oldest spared results are masked again for good (in one batch,
+  down to halfway between the trigger and the warden's target), but only on a call where the
+  warden rewrote its request anyway (its cache breaks there) or when the request would not fit
+  the window;
 * ``superseded`` (a later read, run or identical output replaced it): the warden's marker
   becomes :func:`~contextwarden.layers.mask.superseded_text`'s one-line marker.
 
@@ -103,8 +104,11 @@ def _make(supersede: bool) -> Callable[[str, int], Sender]:
             previous[:] = key
             total = counter.count_messages(from_openai(out))
             limit = budget.trigger if rewrote else budget.window - budget.reserve
+            # once over, cut well under (halfway to the warden's target), in one batch, so the
+            # next calls only append
+            goal = (limit + budget.target) // 2 if total > limit else limit
             for k in spared:
-                if total <= limit:
+                if total <= goal:
                     break
                 tid = out[k]["tool_call_id"]
                 masked_text = next(m["content"] for m in request if m.get("tool_call_id") == tid)
