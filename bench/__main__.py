@@ -5,8 +5,8 @@
     python -m bench --only overhead,peers
     python -m bench --quick --only overhead --out /tmp/x --no-report
 
-Benchmarks, in run order: overhead, counting, peers, savings, retention, memory (this
-package), then the scripts other parts own, each run as its own process when present:
+Benchmarks, in run order: overhead, counting, peers, savings, retention, memory,
+measures_run (the judges' ``measures.py`` on every recording, peers side by side; this package), then the scripts other parts own, each run as its own process when present:
 calibrate (``bench/calibrate_claude.py``), warm_transform, proxy_load. ``docs/benchmarks.md``
 and ``docs/img/*.png`` are rewritten from the JSON at the end (``bench/report.py``) unless
 ``--no-report`` or ``--out`` elsewhere is given.
@@ -26,7 +26,7 @@ from ._common import RESULTS_DIR, Options
 
 __all__ = ["BENCHMARKS", "SCRIPTS", "main"]
 
-BENCHMARKS = ("overhead", "counting", "peers", "savings", "retention", "memory")
+BENCHMARKS = ("overhead", "counting", "peers", "savings", "retention", "memory", "measures_run")
 #: Scripts owned by other parts of the project: run as-is, their output kept as text.
 SCRIPTS = {
     "calibrate": "calibrate_claude.py",

@@ -6,8 +6,8 @@ conversation, each given the agent's history before every call.
   deep-copies the history and edits the copy, so every call starts again from the full
   history), with and without ``clear_at_least``;
 * LangChain ``trim_messages`` (stateless), with and without ``start_on``;
-* pydantic-ai-harness ``SlidingWindowCompaction`` and ``TieredCompaction`` (clear tool
-  results, then slide) through their ``before_model_request`` hook on a run context whose
+* pydantic-ai-harness ``SlidingWindowCompaction``, ``ClearToolResults`` (its defaults: keep
+  the last 3 pairs) and ``TieredCompaction`` (clear tool results, then slide) through their ``before_model_request`` hook on a run context whose
   ``messages`` is the agent's history: their cut persists in that history, as in a
   pydantic-ai run, and new messages are appended after it.
 
@@ -204,6 +204,8 @@ def _harness(kind: str) -> Callable[[str, int], Sender]:
             capability = SlidingWindowCompaction(
                 max_tokens=b.trigger, keep_tokens=b.target, tokenizer=tokenizer
             )
+        elif kind == "clear":
+            capability = ClearToolResults(max_tokens=b.trigger, tokenizer=tokenizer)
         else:
             capability = TieredCompaction(
                 tiers=[
@@ -256,6 +258,7 @@ PEER_SENDERS: tuple[PeerSpec, ...] = (
     PeerSpec("trim_messages (no start_on)", "langchain_core", _trim(False)),
     PeerSpec("SlidingWindowCompaction", "pydantic_ai_harness", _harness("sliding")),
     PeerSpec("TieredCompaction (clear, slide)", "pydantic_ai_harness", _harness("tiered")),
+    PeerSpec("ClearToolResults", "pydantic_ai_harness", _harness("clear")),
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._common import RESULTS_DIR
 from ._report_billed import bills_section, savings_section, target_rows
+from ._report_measures import measures_section
 
 __all__ = ["main", "render"]
 
@@ -658,6 +659,14 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     findings = _findings(ov, pe, sv, rt)
     if findings:
         parts += ["", "## What the figures say", "", findings]
+    judged = _load(results, "measures")
+    if judged and judged.get("all"):
+        parts += [
+            "",
+            measures_section(
+                judged, _load(results, "measures_before"), _load(results, "mask_experiment")
+            ),
+        ]
     bills = bills_section(pe, sv, img)
     if bills:
         parts += ["", bills]

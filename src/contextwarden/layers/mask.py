@@ -20,8 +20,12 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 
 from __future__ import annotations
 
+import functools
+
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,13 +43,31 @@ from .base import (
 )
 from .units import HistoryIndex
 
-__all__ = ["MaskConfig", "mask_text", "mask_tool_results"]
+__all__ = [
+    "MaskConfig",
+    "MaskPlan",
+    "ToolAction",
+    "mask_plan",
+    "mask_text",
+    "mask_tool_results",
+    "protected_results",
+    "same_file",
+    "superseded_results",
+    "superseded_text",
+    "tool_actions",
+]
 
 LAYER = "mask"
 
 #: A line produced by :func:`mask_text`; its presence means "already masked".
 MASK_MARKER_RE = re.compile(
     r"^\[\.\.\. \d+ lines, \d+ characters omitted(?:; recall cw:[0-9a-f]+)? \.\.\.\]$",
+    re.MULTILINE,
+)
+
+#: The one-line marker of :func:`superseded_text`.
+SUPERSEDED_MARKER_RE = re.compile(
+    r"^\[\.\.\. superseded(?: by \S+)?: \d+ lines, \d+ characters omitted(?:; recall cw:[0-9a-f]+)? \.\.\.\]$",
     re.MULTILINE,
 )
 
@@ -85,7 +107,11 @@ def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = Non
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
     reference the original is kept under, is named in the marker."""
     cfg = config or MaskConfig()
-    if len(text) <= cfg.min_chars or MASK_MARKER_RE.search(text):
+    if (
+        len(text) <= cfg.min_chars
+        or MASK_MARKER_RE.search(text)
+        or SUPERSEDED_MARKER_RE.search(text)
+    ):
         return text
     lines = text.split("\n")
     n = len(lines)
@@ -113,9 +139,13 @@ def mask_message(
     decision: tuple[int, tuple[str, ...]],
     ctx: LayerContext,
     ref: str | None = None,
+    *,
+    plan: MaskPlan | None = None,
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
-    ``ref``, the reference its original is kept under, is named in each marker."""
+    ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
+    (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
+    whole and a superseded one becomes :func:`superseded_text`'s one-line marker."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -127,8 +157,16 @@ def mask_message(
             name = names[k] if k < len(names) else ""
             old = k < n_old
             k += 1
+            if plan is not None and b.tool_call_id in plan.protected:
+                old = False
             if old and name not in cfg.exclude_tools:
-                nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
+                by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
+                if by:
+                    nb, b_before, b_after = edit_result_text(
+                        b, functools.partial(_superseded, ref=ref, by=by)
+                    )
+                else:
+                    nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
                 if nb is not b:
                     before += b_before
                     after += b_after
@@ -178,3 +216,308 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
         out.append(new)
         place_events(templates, i, events, log=fresh)
     return LayerResult(tuple(out), tuple(events))
+
+
+# -- what a tool result is: reads, edits, runs ----------------------------------------------------
+#: The ``id`` of a command output that arrives as a user message (agents that write their
+#: commands in text: SWE-agent, mini-swe-agent without function calling) rather than as a tool
+#: result: ``"msg:<index of that user message>"``.
+TEXT_RESULT_PREFIX = "msg:"
+
+ActionKind = Literal["read", "edit", "run", "other"]
+
+_READ_TOOLS = frozenset({"read", "read_file", "view", "view_file", "open_file", "cat", "readfile"})
+_EDIT_TOOLS = frozenset(
+    {
+        "edit",
+        "multiedit",
+        "multi_edit",
+        "write",
+        "write_file",
+        "write_to_file",
+        "replace_in_file",
+        "edit_file",
+        "str_replace",
+        "create_file",
+        "apply_patch",
+        "applypatch",
+        "apply_diff",
+        "insert",
+        "notebookedit",
+    }
+)
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "file_editor"})
+_EDITOR_READ = frozenset({"view"})
+_EDITOR_EDIT = frozenset(
+    {"create", "str_replace", "insert", "undo_edit", "write", "append", "edit"}
+)
+#: A fenced command in an assistant message's text (the agents that write commands in text).
+_FENCED = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL)
+_SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
+_HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
+#: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
+_SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
+_SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
+
+
+@dataclass(frozen=True)
+class ToolAction:
+    """What one tool call (or one command written in text) did, as far as its name, arguments
+    and command line tell.
+
+    ``id`` names its result (the tool call's id, or ``"msg:<i>"`` for a command whose output is
+    the user message at ``i``); ``position`` is the index of the message that holds the result;
+    ``kind`` is ``read`` (it printed a file's lines: Read, ``view``, ``cat``, ``sed -n``,
+    ``nl -ba``, ``head``/``tail`` of a file), ``edit`` (it changed files), ``run`` (any other
+    command: tests, searches, listings) or ``other``; ``paths`` are the files it read or
+    edited; ``key`` is what makes two actions equivalent (the same file and line range read,
+    the same normalised command run): the later of two actions with one key supersedes the
+    earlier's output.
+    """
+
+    id: str
+    position: int
+    kind: ActionKind
+    paths: tuple[str, ...] = ()
+    key: str | None = None
+
+
+def _norm_path(path: str) -> str:
+    path = path.strip().strip("'\"")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two spellings name one file (``/testbed/src/x.py`` and ``src/x.py`` do)."""
+    a, b = _norm_path(a), _norm_path(b)
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None]:
+    from ..summarizers._shell import analyze_command, command_key, patch_targets
+
+    if "*** Begin Patch" in command or "*** Update File:" in command:
+        return "edit", tuple(_norm_path(p) for p in patch_targets(command)), None
+    effects = analyze_command(command)
+    written = [*effects.writes, *effects.deletes, *effects.reverts]
+    if written:
+        return "edit", tuple(dict.fromkeys(_norm_path(p) for p in written)), None
+    key = command_key(command)
+    reads = [_norm_path(p) for p in effects.reads if not p.lstrip("+-").isdigit()]  # head -n 50
+    # a file printed whole or by a line range: cat, nl -ba, sed -n 'A,Bp', head/tail -n N
+    if len(reads) == 1 and effects.read_only and effects.last_program not in ("grep", "rg", "wc"):
+        m = _SED_RANGE.search(command)
+        ht = _HEAD_TAIL.search(command)
+        if m:
+            span = f"{m.group(2)},{m.group(3) or m.group(2)}"
+        elif ht:
+            span = f"{ht.group(1)} {ht.group(2)}"
+        else:
+            span = ""
+        return "read", (reads[0],), f"read {reads[0]} {span}".rstrip()
+    return "run", tuple(reads), f"run {key}"
+
+
+def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
+    from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
+
+    n = norm_name(name)
+    a = args if isinstance(args, dict) else {}
+    paths = tuple(_norm_path(p) for p in all_paths(a))
+    if n in _EDITOR_TOOLS:
+        sub = a.get("command")
+        if sub in _EDITOR_READ and paths:
+            span = a.get("view_range")
+            key = f"read {paths[0]} {span}" if span else f"read {paths[0]}"
+            return ToolAction(call_id, position, "read", paths[:1], key)
+        if sub in _EDITOR_EDIT and paths:
+            return ToolAction(call_id, position, "edit", paths[:1])
+    if n in _EDIT_TOOLS:
+        text = a.get("input") or a.get("patch") or a.get("diff") or a.get("_raw")
+        if not paths and isinstance(text, str):
+            from ..summarizers._shell import patch_targets
+
+            paths = tuple(_norm_path(p) for p in patch_targets(text))
+        return ToolAction(call_id, position, "edit", paths)
+    if n in _READ_TOOLS and paths:
+        span = [a.get(k) for k in ("offset", "limit", "start_line", "end_line", "view_range")]
+        key = f"read {paths[0]}" + "".join(f" {s}" for s in span if s is not None)
+        return ToolAction(call_id, position, "read", paths[:1], key)
+    argv = a.get("command")
+    if (
+        isinstance(argv, list)
+        and len(argv) == 3
+        and all(isinstance(x, str) for x in argv)
+        and argv[1] in ("-c", "-lc")
+    ):
+        a = {**a, "command": argv[2]}  # Codex's shell: ["bash", "-lc", "<script>"]
+    command = shell_command(name, a)
+    if command is None and isinstance(a.get("_raw"), str):
+        command = a["_raw"]
+    if command is not None:
+        kind, cpaths, run_key = _shell_action(command)
+        return ToolAction(call_id, position, kind, cpaths, run_key)
+    path = first_path(a)
+    return ToolAction(call_id, position, "other", (_norm_path(path),) if path else ())
+
+
+def _text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
+    """The command an assistant message writes in its text, answered by the next user message."""
+    if position + 1 >= len(history) or history[position + 1].role != "user":
+        return []
+    text = message.text
+    blocks = _FENCED.findall(text)
+    if not blocks:
+        return []
+    command = blocks[-1].strip()
+    rid = f"{TEXT_RESULT_PREFIX}{position + 1}"
+    opened = _SWE_OPEN.match(command)
+    if opened:
+        path = _norm_path(opened.group(1))
+        return [
+            ToolAction(
+                rid, position + 1, "read", (path,), f"read {path} {opened.group(2) or ''}".rstrip()
+            )
+        ]
+    if _SWE_EDIT.match(command):
+        return [ToolAction(rid, position + 1, "edit", ())]
+    kind, paths, key = _shell_action(command)
+    return [ToolAction(rid, position + 1, kind, paths, key)]
+
+
+def tool_actions(history: Sequence[Message]) -> list[ToolAction]:
+    """Every tool call of ``history`` (and every command written in an assistant's text and
+    answered by the next user message) as a :class:`ToolAction`, in history order. A call with
+    no result in ``history`` is left out. Pure."""
+    where: dict[str, int] = {}
+    for i, m in enumerate(history):
+        for r in m.tool_results:
+            where[r.tool_call_id] = i
+    out: list[ToolAction] = []
+    for i, m in enumerate(history):
+        if m.role != "assistant":
+            continue
+        calls = m.tool_calls
+        if not calls:
+            out.extend(_text_actions(m, i, history))
+            continue
+        for c in calls:
+            if c.id in where:
+                out.append(_call_action(c.name, c.input, c.id, where[c.id]))
+    out.sort(key=lambda a: a.position)
+    return out
+
+
+def _result_texts(history: Sequence[Message]) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for i, m in enumerate(history):
+        for r in m.tool_results:
+            texts[r.tool_call_id] = r.text
+        if m.role == "user":
+            texts[f"{TEXT_RESULT_PREFIX}{i}"] = m.text
+    return texts
+
+
+def superseded_results(history: Sequence[Message]) -> dict[str, str]:
+    """The tool results a later one made redundant, each mapped to the id of the result that
+    superseded it (the latest one).
+
+    A result is superseded when a later action has the same :attr:`ToolAction.key` (the same
+    file read again over the same line range, or whole; the same normalised command run again:
+    a test re-run, a listing or a search repeated) or when a later result has exactly the same
+    text (a duplicate, whatever produced it; empty and one-line results are not counted). Such
+    results can go first, and be reduced to a one-line marker: the agent has the newer output.
+    Edits' own results are never superseded by key (each edit changed something). Pure; keys
+    are the ids of :func:`tool_actions`.
+    """
+    actions = tool_actions(history)
+    texts = _result_texts(history)
+    latest_by_key: dict[str, str] = {}
+    latest_by_text: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for a in reversed(actions):
+        text = texts.get(a.id, "")
+        if a.key is not None and a.kind != "edit":
+            later = latest_by_key.get(a.key)
+            # a whole-file read supersedes ranged reads of that file
+            if later is None and a.kind == "read" and a.paths:
+                later = latest_by_key.get(f"read {a.paths[0]}")
+            if later is not None:
+                out[a.id] = later
+            else:
+                latest_by_key[a.key] = a.id
+        if text.count("\n") >= 1 and text.strip():
+            dup = latest_by_text.get(text)
+            if dup is not None:
+                out.setdefault(a.id, dup)
+            else:
+                latest_by_text[text] = a.id
+    return out
+
+
+def protected_results(history: Sequence[Message], recent_edits: int = 8) -> frozenset[str]:
+    """The tool results that should outlive a mask edit: the latest reads of the files the
+    agent is working on.
+
+    The working set is the files changed by the last ``recent_edits`` edit actions (Edit,
+    MultiEdit, Write, ``str_replace_editor`` ``str_replace``/``create``/``insert``, Cline's
+    ``replace_in_file``/``write_to_file``, ``apply_patch``, ``sed -i``, ``cat > f``, a Python
+    script that writes the file...). Protected are (1) every read of a working file that no
+    later read superseded (the file's current text, over each line range the agent viewed:
+    what its next edit must quote exactly) and (2) every read made after the first of those
+    recent edits (the agent reads what it is about to edit). Superseded results
+    (:func:`superseded_results`) are never protected. A history without edits protects
+    nothing. Pure; the ids are those of :func:`tool_actions`.
+
+    Protection is a ranking, not a promise: a caller masks protected results last and keeps
+    them whole while the budget allows, but a window cut may still drop them.
+    """
+    actions = tool_actions(history)
+    edits = [a for a in actions if a.kind == "edit" and a.paths]
+    if not edits:
+        return frozenset()
+    recent = edits[-recent_edits:]
+    working = {p for a in recent for p in a.paths}
+    since = recent[0].position
+    superseded = superseded_results(history)
+    out: set[str] = set()
+    for a in actions:
+        if a.kind != "read" or a.id in superseded:
+            continue
+        if a.position >= since or any(same_file(p, w) for p in a.paths for w in working):
+            out.add(a.id)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class MaskPlan:
+    """What a mask edit should know about the results it may mask: ``protected`` (keep whole
+    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
+    each mapped to the id of the result that superseded it)."""
+
+    protected: frozenset[str]
+    superseded: Mapping[str, str]
+
+
+def mask_plan(history: Sequence[Message], recent_edits: int = 8) -> MaskPlan:
+    """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value."""
+    return MaskPlan(protected_results(history, recent_edits), superseded_results(history))
+
+
+def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:
+    """The one-line marker that replaces a superseded result: its size, the result that
+    superseded it (``by``, a tool call id) and the ``cw:`` reference the original is kept
+    under. ``text`` itself when it is already a marker or not longer than the marker."""
+    if SUPERSEDED_MARKER_RE.search(text) or MASK_MARKER_RE.search(text):
+        return text
+    lines = text.count("\n") + 1
+    later = f" by {by}" if by else ""
+    recall = f"; recall {ref}" if ref else ""
+    marker = f"[... superseded{later}: {lines} lines, {len(text)} characters omitted{recall} ...]"
+    return marker if len(marker) < len(text) else text
+
+
+def _superseded(text: str, *, ref: str | None, by: str) -> str:
+    return superseded_text(text, ref, by)

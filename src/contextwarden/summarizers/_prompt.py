@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._task import strip_injected
 
 __all__ = [
     "PROMPT_VERSION",
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the prompt text changes, so cached summaries of the old prompt are not reused.
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 
 SYSTEM_PROMPT = """\
 You condense the working history of an autonomous agent so that it can carry on with its task \
@@ -36,13 +37,16 @@ What has been done, one item a line: the commands that worked (exactly as run, s
 run again) and those that failed, edits made, answers found.
 </completed>
 <remaining>
-The original task in a sentence or two, then what is still to do, most urgent first.
+The user's task as given in <task>, its opening quoted verbatim, then what is still to do, most \
+urgent first.
 </remaining>
 <current_state>
-Every file created, modified or deleted, with its path written exactly as in the history; the \
-files the agent read and relied on, each with the functions, classes and tests it looked at or \
-changed there, names spelled exactly; the most recent error that is still unresolved, its \
-error line quoted verbatim; test status, key values, environment facts.
+The working set first. Every file created, modified or deleted, with its path written exactly \
+as in the history, and for each file still being edited the lines around its latest edits \
+copied verbatim (indentation included: the next edit must quote them exactly); the files the \
+agent read and relied on, each with the functions, classes and tests it looked at or changed \
+there, names spelled exactly; every error still open, its error line quoted verbatim; test \
+status, key values, environment facts.
 </current_state>
 <notes>
 Pitfalls already met and how to avoid them, constraints, decisions and why; any pinned text, \
@@ -52,8 +56,8 @@ copied verbatim.
 Rules: be dense and specific. Prefer exact names, paths, commands and error messages to \
 descriptions: the agent will type them again. Drop the detail of finished steps that no longer \
 matter. Never invent facts. When the request gives a reference (cw:...), write it once in \
-<current_state> as "originals: cw:...": the agent can recall the full history with it, so \
-point to it rather than copying long outputs. Keep every cw:... reference an earlier summary \
+<current_state> as "originals: cw:..." and after each file, error and test you list: the agent \
+can recall the full history with it, so point to it rather than copying long outputs. Keep every cw:... reference an earlier summary \
 gave. Keep the whole answer under {max_chars} characters."""
 
 _MERGE_INSTRUCTIONS = """\
@@ -126,7 +130,9 @@ def summary_prompt(
     ref: str | None = None,
 ) -> str:
     """The user turn asking for a summary of ``transcript``; ``ref`` is the ``cw:`` reference
-    its originals are kept under."""
+    its originals are kept under. ``task`` is given without the blocks clients inject into the
+    user's turn (environment context, system reminders: :func:`contextwarden._task.strip_injected`)."""
+    task = strip_injected(task) or None if task else None
     parts = [
         _tagged("task", task),
         _tagged("pinned", "\n".join(pinned) if pinned else None),
@@ -154,6 +160,7 @@ def merge_prompt(
     ref: str | None = None,
 ) -> str:
     """The user turn asking to merge partial summaries (the reduce step)."""
+    task = strip_injected(task) or None if task else None
     body = "".join(f'<part n="{i}">\n{p.strip()}\n</part>\n' for i, p in enumerate(parts, 1))
     out = [
         _tagged("task", task),

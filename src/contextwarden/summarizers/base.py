@@ -183,7 +183,7 @@ def check_summary(
             f"replaces (limit {max_ratio:.0%} = {int(max_ratio * replaced)})"
         )
     flat = _norm(summary)
-    task = request.task or facts.task
+    task = facts.task or request.task  # the user's words, without the client's blocks
     if task and task_key(task) not in flat:
         problems.append(f"missing the original task (its opening {task_key(task)[:60]!r}...)")
     for pin in dict.fromkeys((*request.pinned, *facts.pins)):

@@ -3,12 +3,14 @@
 :class:`ExtractiveSummarizer` extracts the span's :class:`~.facts.Facts` and writes seed 002's
 four sections from them, most important first until the length cap is reached:
 
-1. the original task (its opening at least) and the ``/compact`` focus,
+1. the user's task (its opening at least; the client's injected blocks taken out) and the
+   ``/compact`` focus,
 2. pinned content, verbatim,
 3. every file created, modified, deleted or reverted,
 4. the last unresolved error (its signature line and where it came from),
 5. open todo items or the latest plan,
-6. the latest ``git diff --stat``, other unresolved errors, the last command,
+6. the latest ``git diff --stat``, other unresolved errors, the last command, the working
+   set (the file's lines around the two latest edits, verbatim in a fenced block),
 7. commands run with their exit status, completed todo items,
 8. findings (the last 10 "memories"), errors that were fixed,
 9. files only read, and what an earlier summary said.
@@ -36,7 +38,7 @@ MIN_SUMMARY_CHARS = 200
 #: room goes to what the agent learnt since).
 TASK_SHARE = 0.1
 
-_EARLIER_SKIP = {"original task", "files changed", "focus"}
+_EARLIER_SKIP = {"original task", "files changed", "focus", "working set"}
 
 
 def _focus_words(focus: str | None) -> frozenset[str]:
@@ -101,7 +103,7 @@ def _entries(
     ref: str | None,
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
-    task_text = task or facts.task
+    task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
         limit = max(240, int(cap * TASK_SHARE))
         yield Entry(
@@ -200,6 +202,7 @@ def _entries(
                 bullet=False,
                 min_chars=80,
             )
+    yield from _working_entries(facts, ref)
     for i, line in enumerate(facts.diff_stat):
         yield Entry("current_state", line, 5, (2, i), "Latest git diff --stat", recency=-i)
     if facts.commands:
@@ -236,18 +239,61 @@ def _entries(
     yield from _earlier_entries(facts.earlier)
 
 
+#: The working set shows at most this many edit sites (newest first), each at most this long.
+WORKING_SITES = 2
+WORKING_SITE_CHARS = 600
+
+
+def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
+    """The file's lines around the latest edits, verbatim in a fenced block: the text the next
+    edit there must quote. A site whose lines an already listed newer site holds is skipped."""
+    group = with_ref("Working set", ref)
+    shown: dict[str, set[str]] = {}
+    n = 0
+    for site in reversed(facts.working):
+        if n >= WORKING_SITES:
+            break
+        lines = [ln for ln in site.lines]
+        seen = shown.setdefault(site.path, set())
+        if all(ln.strip() in seen for ln in lines if ln.strip()):
+            continue
+        head = f"- {site.path}, around the edit of message {site.index}:"
+        kept: list[str] = []
+        size = len(head) + 10
+        for ln in lines:
+            if size + len(ln) + 1 > WORKING_SITE_CHARS:
+                break
+            kept.append(ln)
+            size += len(ln) + 1
+        if not kept:
+            continue
+        seen.update(ln.strip() for ln in kept)
+        body = "\n".join(kept)
+        yield Entry(
+            "current_state",
+            f"{head}\n```\n{body}\n```",
+            5,
+            (1, 10 + n),
+            group,
+            recency=site.index,
+            bullet=False,
+        )
+        n += 1
+
+
 #: The code group lists at most this many files, this many names for each, and this many
 #: names not tied to a listed file; the length cap usually stops it before.
 CODE_PATHS = 30
 NAMES_PER_PATH = 8
-LOOSE_NAMES = 60
+LOOSE_NAMES = 120
 NAMES_PER_LINE = 10
 
 
 def _code_tier(rank: int) -> int:
-    """Files and names the agent relied on most rank with the open plan (tier 4); the next
-    with the commands run (6); the rest fill what room is left (8)."""
-    return 4 if rank < 8 else 6 if rank < 20 else 8
+    """Files and names rank with the open plan (tier 4) up to rank 60, the rest with the commands
+    run (6): a name costs a summary a dozen characters and is what the agent types again (paths,
+    functions, tests), so names go before the detail of past commands and findings."""
+    return 4 if rank < 60 else 6
 
 
 def _code_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
@@ -308,11 +354,15 @@ def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, 
         return
     for name in SECTIONS:
         heading = ""
+        fenced = False
         for raw in earlier.get(name).splitlines():
             line = raw.strip()
+            if line.startswith("```"):
+                fenced = not fenced  # quoted file lines: never headings
+                continue
             if not line:
                 continue
-            if line.endswith(":") and not line.startswith("- ") and len(line) < 90:
+            if not fenced and line.endswith(":") and not line.startswith("- ") and len(line) < 90:
                 heading = heading_name(line[:-1]).strip()
                 continue
             yield name, heading, line

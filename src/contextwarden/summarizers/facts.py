@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._task import strip_injected
 from ._mentions import CodeMentions, code_mentions
 from ._readers import (
     DIFF_HEADER,
@@ -55,6 +56,7 @@ from ._readers import (
 )
 from ._sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
 from ._shell import analyze_command, command_key, patch_targets, python_writes
+from ._working import EditSite, edit_sites
 
 __all__ = [
     "CommandRun",
@@ -125,7 +127,9 @@ class ErrorSeen:
 @dataclass(frozen=True)
 class Facts:
     """Everything :func:`extract_facts` found, in message order; ``code``: the files and code
-    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`)."""
+    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`);
+    ``working``: the edits that name the text they replace, with the file's lines around each
+    (:func:`~contextwarden.summarizers._working.edit_sites`)."""
 
     task: str | None = None
     commands: tuple[CommandRun, ...] = ()
@@ -140,6 +144,7 @@ class Facts:
     earlier_files: tuple[FileTouch, ...] = field(default=(), repr=False)
     plan_source: str = ""
     code: CodeMentions = field(default_factory=CodeMentions, repr=False)
+    working: tuple[EditSite, ...] = field(default=(), repr=False)
 
     def file_status(self) -> dict[str, FileAction]:
         """Each path's final state: the latest write action, else ``read``. A path created and
@@ -224,10 +229,10 @@ class _Walker:
             text = msg.text
             if looks_like_summary(text):
                 self.merge_earlier(text, index)
-            elif (
-                self.task is None and text.strip() and not text.lstrip().startswith("<returncode>")
-            ):
-                self.task = text.strip()
+            elif self.task is None and not text.lstrip().startswith("<returncode>"):
+                # the user's own words: not the blocks a client injects (environment context,
+                # system reminders, repository maps); a message of those alone is not the task
+                self.task = strip_injected(text) or None
             if self.last_text_command and "<returncode>" in text[:200]:
                 # mini-swe-agent's text protocol: the command was in a ```bash block, and the
                 # reply with its return code shows it really ran
@@ -588,14 +593,19 @@ def extract_facts(
 ) -> Facts:
     """Read ``messages`` in order and return their :class:`Facts`.
 
-    ``task`` is the original task when known; otherwise the first user message's text is used.
+    ``task`` is the original task when known (client-injected blocks are taken out of it);
+    otherwise the span's first user message with words of the user's own (the text left once
+    :func:`contextwarden._task.strip_injected` took out the client's blocks) is used.
     ``previous_summary`` (and any message in the span that is itself a four-part summary) is
     merged: its file list carries over, its sections are kept in :attr:`Facts.earlier`.
     """
     span = messages if isinstance(messages, Sequence) else list(messages)
-    walker = _Walker(task.strip() if task and task.strip() else None)
+    # the user's own words: a task given as the first user message's text may still carry the
+    # client's injected blocks (environment context, system reminders)
+    own = strip_injected(task) if task else ""
+    walker = _Walker(own or None)
     if previous_summary:
         walker.merge_earlier(previous_summary, -1)
     for i, msg in enumerate(span):
         walker.message(i, msg)
-    return replace(walker.finish(), code=code_mentions(span))
+    return replace(walker.finish(), code=code_mentions(span), working=tuple(edit_sites(span)))
