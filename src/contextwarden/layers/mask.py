@@ -21,7 +21,6 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
