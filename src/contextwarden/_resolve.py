@@ -19,7 +19,7 @@ from ._config import WardenConfig
 from ._messages import Message, TextBlock
 from ._models import ModelInfo
 from ._policy import CacheRates, rates_for
-from ._tokens import TokenCounter, get_counter
+from ._tokens import TokenCounter, new_counter
 from .formats import check_tools
 
 __all__ = ["Resolver"]
@@ -63,7 +63,7 @@ class Resolver:
         model = model or self.config.model
         counter: TokenCounter | None = self._recall(self._counters, model)
         if counter is None:
-            counter = get_counter(model, kind=self.config.counter)
+            counter = new_counter(model, kind=self.config.counter)
             self._remember(self._counters, model, counter)
         return counter
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._messages import Message
 
@@ -106,19 +106,6 @@ RESET = re.compile(r"\A\s*I switched to a new code base")
 LOOKAHEAD = 16
 
 
-class TaskConfig(BaseModel):
-    """How the user's task is told from what a client injects into user messages."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    injected_patterns: tuple[str, ...] = Field(
-        (),
-        description="Extra regular expressions for blocks a client injects into user messages "
-        "(removed before a message is judged to be the task). The defaults cover Claude Code, "
-        "Codex CLI, Gemini CLI, aider, Cline and SWE-agent. Default: none.",
-    )
-
-
 def _compile(extra: Sequence[str | re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:
     out: list[re.Pattern[str]] = []
     for i, p in enumerate(extra):
@@ -132,6 +119,25 @@ def _compile(extra: Sequence[str | re.Pattern[str]]) -> tuple[re.Pattern[str], .
                 f"task pattern {i} ({p!r}) is not a valid regular expression: {exc}"
             ) from None
     return tuple(out)
+
+
+class TaskConfig(BaseModel):
+    """How the user's task is told from what a client injects into user messages."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    injected_patterns: tuple[str, ...] = Field(
+        (),
+        description="Extra regular expressions for blocks a client injects into user messages "
+        "(removed before a message is judged to be the task). The defaults cover Claude Code, "
+        "Codex CLI, Gemini CLI, aider, Cline and SWE-agent. Default: none.",
+    )
+
+    @field_validator("injected_patterns")
+    @classmethod
+    def _compiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        _compile(value)  # a ValueError naming the pattern that does not compile
+        return value
 
 
 def strip_injected(text: str, extra: Sequence[str | re.Pattern[str]] = ()) -> str:

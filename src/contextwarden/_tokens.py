@@ -601,6 +601,19 @@ def _counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
     return ("cl100k_base" if _CL100K_MODELS.match(name) else "o200k_base", 1.0, False)
 
 
+def new_counter(
+    model: str | None = None, *, kind: CounterKind = "exact", cache_size: int = 100_000
+) -> TokenCounter:
+    """A counter of its own for ``model`` (its caches shared with nobody): what a
+    :class:`~contextwarden.Warden` counts with. The tokenizers are loaded once per process."""
+    if kind == "heuristic":
+        return _HEURISTIC
+    if kind != "exact":
+        raise ConfigError(f"kind must be 'exact' or 'heuristic', got {kind!r}")
+    encoding, scale, count_ids = _counter_spec(model)
+    return ExactCounter(encoding, scale=scale, count_ids=count_ids, cache_size=cache_size)
+
+
 def get_counter(model: str | None = None, *, kind: CounterKind = "exact") -> TokenCounter:
     """The shared counter for ``model`` (one instance per configuration, so caches are shared).
 

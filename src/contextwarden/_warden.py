@@ -132,6 +132,10 @@ class Warden:
         """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
         return self._table.edit_log(conversation)
 
+    def forget(self, conversation: str) -> None:
+        """Drop ``conversation``'s state from memory (its stored log, if any, stays)."""
+        self._table.forget(conversation)
+
     # -- the call ----------------------------------------------------------------------------
     def transform(
         self,

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden import TextBlock, Warden, WardenConfig, user, validate_anthropic, validate_openai
+from contextwarden import TextBlock, Warden, WardenConfig, user
 from contextwarden.formats import (
     from_anthropic,
     from_openai,
@@ -23,6 +23,8 @@ from contextwarden.formats import (
     to_anthropic,
     to_openai,
     to_responses,
+    validate_anthropic,
+    validate_openai,
 )
 
 from .providers import anthropic_requests

@@ -109,6 +109,10 @@ class ConversationTable:
             conv = self._conversations.get(conversation)
         return tuple(conv.edits) if conv is not None else ()
 
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._conversations.pop(key, None)
+
     def record(self, conv: Conversation) -> None:
         """Write ``conv``'s record to the log store, if any (after a call)."""
         if self.log_store is not None:

@@ -60,7 +60,7 @@ from .stats import (
 from .stats import Route as RouteName
 from .summaries import Breaker, SummaryBudget
 from .transform import Api, BodyOutcome, BodyWarden, transform_body
-from .warden import WardenFactory, build_cache, request_summarizer
+from .warden import WardenFactory, build_cache, build_log_store, request_summarizer
 
 _T = TypeVar("_T")
 
@@ -90,7 +90,9 @@ class _Proxy:
     ) -> None:
         self.config = config
         self.cache = cache
-        self.factory = WardenFactory(config, cache) if warden is None else None
+        self.factory = (
+            WardenFactory(config, cache, build_log_store(config)) if warden is None else None
+        )
         # the caller's own warden is shared by every client (its isolation is the caller's)
         self._shared = _OverflowPassing(warden) if warden is not None else None
         self.clients = ClientTable(

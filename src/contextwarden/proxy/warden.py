@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from .._compaction import Compactor
 from .._exceptions import ContextWardenError
+from .._warden import Warden
+from ..store.cache import LruCache, RedisCache, SqliteCache, default_cache_path
+from ..store.logs import LogStore, RedisLogStore, ScopedLogStore, SQLiteLogStore
+from ..summarizers.base import Summarizer
+from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
+from ..summarizers.upstream import summarizer_for_request
+from .clients import ScopedCache
 from .config import ProxyConfig
 from .transform import BodyWarden
 
-if TYPE_CHECKING:
-    from .._config import WardenConfig
-    from .._tokens import TokenCounter
-    from ..summarizers.base import Summarizer
-
-__all__ = ["ClientCounters", "WardenFactory", "build_cache", "build_warden", "request_summarizer"]
+__all__ = ["WardenFactory", "build_cache", "build_warden", "request_summarizer"]
 
 
 def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
     """The summary cache ``config`` asks for: a :class:`~contextwarden.store.cache.SqliteCache`
     at ``config.cache_path`` (default under the data dir), a
     :class:`~contextwarden.store.cache.RedisCache` at ``config.redis_url``, or a plain dict."""
-    from ..store.cache import RedisCache, SqliteCache
 
     if config.cache == "redis":
         assert config.redis_url is not None  # ProxyConfig checks this
@@ -40,55 +41,30 @@ class WardenFactory:
     #: Summaries one client keeps with the ``memory`` cache.
     MEMORY_SUMMARIES = 256
 
-    def __init__(self, config: ProxyConfig, cache: MutableMapping[str, str] | None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        cache: MutableMapping[str, str] | None,
+        log_store: LogStore | None = None,
+    ) -> None:
         self.config = config
         self.cache = cache
         self.summarizer = _configured_summarizer(config)
+        #: every client's logs, each under its own key prefix
+        self.log_store = log_store
 
     def __call__(self, client: str) -> BodyWarden:
-        from ..store.cache import LruCache
-        from .clients import ScopedCache
 
         own: MutableMapping[str, str]
         if self.cache is None or self.config.cache == "memory":
             own = LruCache(self.MEMORY_SUMMARIES)
         else:
             own = ScopedCache(self.cache, client)
-        warden = _warden(self.config, own, self.summarizer)
-        # counts cached by content stay within the client (see ClientCounters)
-        warden.counter_for = ClientCounters(self.config.warden)  # type: ignore[attr-defined]
-        return warden
-
-
-class ClientCounters:
-    """``counter_for(model)`` of one client's warden: token counters of its own. The shared
-    counters cache counts by message content for every caller of the process; a client whose
-    request is counted faster because another client sent the same messages could tell that
-    they did. Counters of one client share nothing with another's but the tokenizer."""
-
-    #: Messages each counter of a client remembers the count of.
-    CACHE_SIZE = 20_000
-
-    def __init__(self, config: WardenConfig) -> None:
-        self.config = config
-        self._counters: dict[tuple[str, float, bool], TokenCounter] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, model: str | None = None) -> TokenCounter:
-        from .._tokens import ExactCounter, _counter_spec, get_counter
-
-        model = model or self.config.model
-        if self.config.counter != "exact":
-            return get_counter(model, kind=self.config.counter)  # no cache by content
-        spec = _counter_spec(model)
-        with self._lock:
-            counter = self._counters.get(spec)
-            if counter is None:
-                encoding, scale, count_ids = spec
-                counter = self._counters[spec] = ExactCounter(
-                    encoding, scale=scale, count_ids=count_ids, cache_size=self.CACHE_SIZE
-                )
-            return counter
+        # the warden counts with counters of its own: counts cached by content stay within the
+        # client (a request counted faster because another client sent the same messages
+        # would tell that they did)
+        logs = ScopedLogStore(self.log_store, client) if self.log_store is not None else None
+        return _warden(self.config, own, self.summarizer, logs)
 
 
 def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
@@ -97,7 +73,6 @@ def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
     source = config.summary_source
     if source in ("upstream", "extractive") or not config.warden.compaction.enabled:
         return None
-    from ..summarizers.config import SummarizerConfig, build_summarizer, parse_summarizer_spec
 
     settings = config.warden
     section = settings.summarizer
@@ -109,17 +84,31 @@ def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
 
 
 def _warden(
-    config: ProxyConfig, cache: MutableMapping[str, str], summarizer: Summarizer | None
+    config: ProxyConfig,
+    cache: MutableMapping[str, str],
+    summarizer: Summarizer | None,
+    log_store: LogStore | None = None,
 ) -> BodyWarden:
-    from .._compaction import Compactor
-    from .._warden import Warden
-
     settings = config.warden
     if not settings.compaction.enabled:
-        return Warden(settings, compactor=None)
+        return Warden(settings, compactor=None, log_store=log_store)
     return Warden(
-        settings, compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer)
+        settings,
+        compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer),
+        log_store=log_store,
     )
+
+
+def build_log_store(config: ProxyConfig) -> LogStore | None:
+    """Where the conversations' logs are kept, beside the summaries: the SQLite file of the
+    summary cache (its own table), or the Redis server; none with the ``memory`` cache (each
+    process then keeps its own logs)."""
+    if config.cache == "redis":
+        assert config.redis_url is not None  # ProxyConfig checks this
+        return RedisLogStore(config.redis_url)
+    if config.cache == "memory":
+        return None
+    return SQLiteLogStore(config.cache_path or default_cache_path())
 
 
 def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWarden:
@@ -142,7 +131,6 @@ def request_summarizer(
     upstream; None for the other sources (the warden's own summarizer writes)."""
     if config.summary_source != "upstream":
         return None
-    from ..summarizers.upstream import summarizer_for_request
 
     settings = config.warden
 

@@ -28,7 +28,15 @@ from typing import Any, Protocol
 from .._exceptions import StoreError
 from ._db import connect, migrate
 
-__all__ = ["LogStore", "MemoryLogStore", "RedisLogStore", "SQLiteLogStore", "dumps", "loads"]
+__all__ = [
+    "LogStore",
+    "MemoryLogStore",
+    "RedisLogStore",
+    "SQLiteLogStore",
+    "ScopedLogStore",
+    "dumps",
+    "loads",
+]
 
 
 class LogStore(Protocol):
@@ -53,6 +61,21 @@ def loads(data: bytes | str) -> Mapping[str, Any] | None:
     if not isinstance(record, dict) or not isinstance(record.get("history"), list):
         return None
     return record
+
+
+class ScopedLogStore:
+    """``store`` seen through a key prefix: one scope's conversations (a proxy client's) are
+    never read or written under another's keys."""
+
+    def __init__(self, store: LogStore, scope: str) -> None:
+        self._store = store
+        self._prefix = scope + "/"
+
+    def get_log(self, key: str) -> Mapping[str, Any] | None:
+        return self._store.get_log(self._prefix + key)
+
+    def put_log(self, key: str, record: Mapping[str, Any]) -> None:
+        self._store.put_log(self._prefix + key, record)
 
 
 class MemoryLogStore:
