@@ -1,4 +1,4 @@
-"""The compaction engine (issue 4, seeds 001, 002, 003): adaptive strategy selection, summary
+"""The compaction engine (seeds 001, 002, 003): adaptive strategy selection, summary
 validation with fallback, references to what was elided, and the triggers.
 
 :class:`Compactor` is what the :class:`~contextwarden._warden.Warden` calls (through its

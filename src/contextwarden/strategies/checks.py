@@ -1,4 +1,4 @@
-"""The facts every compaction must keep somewhere in the history it returns (issue 4): each
+"""The facts every compaction must keep somewhere in the history it returns: each
 modified file path and the last unresolved error, checked on the whole history, so that a fact an
 earlier summary carried survives the next summary too."""
 
@@ -28,7 +28,7 @@ def flatten(messages: Sequence[Message]) -> str:
 def must_keep(messages: Sequence[Message]) -> tuple[str, ...]:
     """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
     message or a summary): each modified file path and the signature of the last unresolved
-    error (issue 4), as found by :func:`extract_facts`, limited to those spelled out in
+    error, as found by :func:`extract_facts`, limited to those spelled out in
     ``messages`` themselves (whitespace collapsed)."""
     facts = extract_facts(messages)
     wanted = list(facts.changed_files)

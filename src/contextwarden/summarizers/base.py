@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: A summary longer than this share of the characters it replaces is "not clearly smaller" and
-#: is rejected (issue 4). Summarizers aim at :data:`TARGET_SUMMARY_RATIO` to stay well clear.
+#: is rejected. Summarizers aim at :data:`TARGET_SUMMARY_RATIO` to stay well clear.
 MAX_SUMMARY_RATIO = 0.6
 TARGET_SUMMARY_RATIO = 0.5
 #: How much of the task's opening a summary must quote: enough to identify it, short enough
