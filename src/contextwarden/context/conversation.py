@@ -100,6 +100,7 @@ class Conversation:
         self.base: list[Message] = []  # the same, huge tool output cut on entry
         self.names: list[tuple[str, ...]] = []  # tool names of each message's results
         self.call_names: dict[str, str] = {}
+        self.call_at: dict[str, int] = {}  # a call's id in the view -> its history position
         self.edits: list[Edit] = []
         self.view: list[Message] = []
         self.sources: list[Source] = []
@@ -299,6 +300,8 @@ class Conversation:
                 if any(isinstance(b, ThinkingBlock) for b in m.content):
                     self.thinking.append(i)
             entry = self._repair(call, i, m)
+            if entry is not None and entry.role == "tool":
+                entry = self._answered(call, i, entry)
             if entry is None:  # a repair took it out: it stays in the history, not the view
                 self.base.append(m)
                 continue
@@ -306,6 +309,8 @@ class Conversation:
                 entry, events = truncate_message(entry, tuple(names), ctx)
                 for e in events:
                     emit(call.events, replace(e, index=len(self.view)))
+            for b in entry.tool_calls:
+                self.call_at[b.id] = i
             self.base.append(entry)
             if self.positions is not None:
                 self.positions[i] = len(self.view)
@@ -332,7 +337,12 @@ class Conversation:
             synthetic: list[Message] = []
             entry = out[0] if out else None
         else:  # synthetic results (tool messages) before the message itself, if it stays
-            synthetic = [x for x in out if x.role == "tool"]
+            # a call an edit already took out of the view (a window cut) needs no result
+            synthetic = [
+                x
+                for x in out
+                if x.role == "tool" and all(self._in_view(r.tool_call_id) for r in x.tool_results)
+            ]
             rest = [x for x in out if x.role != "tool"]
             entry = rest[0] if rest else None
         if synthetic or entry is None:
@@ -352,6 +362,43 @@ class Conversation:
                 self.sources.append((number, k))
                 self.tokens.append(count(s))
         return entry
+
+    def _answered(self, call: Call, i: int, entry: Message) -> Message | None:
+        """Tool message ``entry`` (history ``i``) without the results for calls an edit already
+        took out of the view (a compaction or window cut made while they were pending): a
+        result needs its call in the same request. What else it carries stays, as a user turn;
+        with nothing left it leaves the view (a ``repair`` edit)."""
+        gone = [
+            b
+            for b in entry.content
+            if isinstance(b, ToolResultBlock) and not self._in_view(b.tool_call_id)
+        ]
+        if not gone:
+            return entry
+        rest = tuple(b for b in entry.content if b not in gone)
+        emit(
+            call.events,
+            Event(
+                "repaired",
+                "repair",
+                i,
+                None,
+                detail=f"{len(gone)} tool result(s) dropped: their calls were compacted or cut "
+                "before the results arrived",
+            ),
+        )
+        if any(isinstance(b, ToolResultBlock) for b in rest):
+            return entry.replace(content=rest)
+        if rest:
+            return entry.replace(role="user", content=rest)
+        edit = Edit("repair", "must", removed=((i, i + 1),), call=self.calls)
+        self._note(edit)
+        call.edits.append(edit)
+        return None
+
+    def _in_view(self, call_id: str) -> bool:
+        at = self.call_at.get(call_id)
+        return at is None or self.position(at) is not None
 
     # -- lossless edits: mask and strip, batched -----------------------------------------------
     def mask(self, ctx: LayerContext, i: int, m: Message) -> Message:
