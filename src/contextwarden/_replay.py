@@ -114,8 +114,8 @@ class ReplayCall:
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request is larger than the window (the provider would have refused it:
-    it is not billed). ``recorded_*``: the provider usage the recording states for this call
+    when the baseline request is larger than the window (its recorded size when the recording
+    has it, else ``tokens_without``): the provider would have refused it, so it is not billed. ``recorded_*``: the provider usage the recording states for this call
     (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
     prices, ``None`` when the recording has none.
     """
@@ -453,8 +453,7 @@ def iter_replay(
             billed_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
-            # a call the provider billed (its usage is recorded) was payable whatever our count
-            payable=tokens_sent <= budget.window or recorded_usage(message.usage) is not None,
+            payable=_payable(tokens_sent, recorded_usage(message.usage), budget.window),
             **_recorded(message, prices),
         )
 
@@ -516,6 +515,12 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
     if total is None:
         return None
     return total, cached or 0, 0
+
+
+def _payable(estimated: int, recorded: tuple[int, int, int] | None, window: int) -> bool:
+    """Whether the agent's request fits ``window``: by its recorded size when the recording
+    has it (the provider's own count), else by our estimate."""
+    return (recorded[0] if recorded is not None else estimated) <= window
 
 
 def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
