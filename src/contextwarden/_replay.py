@@ -254,9 +254,15 @@ def make_warden(config: WardenConfig) -> Warden:
     return Warden(config)
 
 
-def _problems(result: TransformResult, provider: Provider, window: int) -> list[str]:
+def _problems(
+    result: TransformResult, provider: Provider, window: int, validate: bool = True
+) -> list[str]:
     from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 
+    if not validate:
+        if result.tokens_after > window:
+            return [f"request is {result.tokens_after} tokens, over the {window}-token window"]
+        return []
     msgs = list(result.messages)
     if provider == "anthropic":
         system, converted = to_anthropic(msgs)
@@ -389,6 +395,7 @@ def iter_replay(
     warden: Warden | None = None,
     pricing: PricingMode | CachePricing = "model",
     compactions: Sequence[AgentCompaction] = (),
+    validate: bool = True,
 ) -> Iterator[ReplayCall]:
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
@@ -414,7 +421,7 @@ def iter_replay(
         before = _summaries(warden)
         extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
         result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
-        problems = _problems(result, provider, budget.window)
+        problems = _problems(result, provider, budget.window, validate)
         agent_sent = sent_context(messages, compactions, index)
         if len(agent_sent) == len(context) and all(
             a is b for a, b in zip(agent_sent, context, strict=True)
@@ -556,6 +563,7 @@ def replay(
     on_call: Callable[[ReplayCall], None] | None = None,
     pricing: PricingMode | CachePricing = "model",
     compactions: Sequence[AgentCompaction] = (),
+    validate: bool = True,
 ) -> ReplayReport:
     """Replay ``messages`` (a recorded history) call by call; see the module docstring.
 
@@ -585,6 +593,7 @@ def replay(
         warden=warden,
         pricing=pricing,
         compactions=compactions,
+        validate=validate,
     ):
         calls.append(c)
         if on_call is not None:

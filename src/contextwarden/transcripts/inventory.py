@@ -273,6 +273,7 @@ def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
         tools=t.tools or None,
         provider=provider_for(t.format),
         compactions=t.compactions,
+        validate=False,  # the bill is wanted, not the requests' validity
     )
     return report.totals.billed_cost_with_on_payable
 
