@@ -433,3 +433,34 @@ def test_thinking_left_out_of_a_transcript_still_counts_its_tokens() -> None:
     bare = Message("assistant", (TextBlock("done"),))
     signed = Message("assistant", (ThinkingBlock("", signature=signature), TextBlock("done")))
     assert counter.count_message(signed) - counter.count_message(bare) == 600 * 3 // 16
+
+
+def test_a_claude_code_sub_agent_file_is_read_as_its_own_conversation(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    main = load_transcript(write_lines(tmp_path / "main.jsonl", lines))
+    side = [dict(x, isSidechain=True) if "isSidechain" in x else x for x in lines]
+    sub = load_transcript(write_lines(tmp_path / "agent-a1.jsonl", side))
+    assert sub.messages == main.messages and "skipped" in sub.meta
+    assert "sub-agent (sidechain) line" not in sub.meta["skipped"]
+    # inside a main session the same lines are another conversation: left out
+    mixed = load_transcript(write_lines(tmp_path / "mixed.jsonl", [*lines, *side[1:5]]))
+    assert mixed.messages == main.messages
+    assert mixed.meta["skipped"]["sub-agent (sidechain) line"] == 4
+
+
+def test_transcript_system_is_the_leading_system_text(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "system", "content": "be brief"},
+                {"role": "system", "content": "use tools"},
+                {"role": "user", "content": "hi"},
+            ]
+        )
+    )
+    assert load_transcript(path).system == "be brief\n\nuse tools"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert load_transcript(path).system is None

@@ -50,7 +50,10 @@ _CLINE_IDS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
 #: Where each agent keeps its sessions, relative to the home folder, with the file pattern
 #: (``**`` walks sub-folders).
 AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "claude-code": ((".claude/projects", "*/*.jsonl"),),
+    "claude-code": (
+        (".claude/projects", "*/*.jsonl"),
+        (".claude/projects", "*/*/subagents/*.jsonl"),
+    ),
     "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
     "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
     "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
