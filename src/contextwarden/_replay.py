@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._billing import CachePricing, CallBill, PromptRequest, bill_requests
+from ._billing import CachePricing, CallBill, PromptRequest, bill_after
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
@@ -362,8 +362,7 @@ def _bill(
     previous: PromptRequest | None, current: PromptRequest, pricing: CachePricing
 ) -> CallBill:
     """The bill of ``current`` after ``previous`` (the cache only remembers the last one)."""
-    run = [current] if previous is None else [previous, current]
-    return bill_requests(run, pricing)[-1]
+    return bill_after(previous, current, pricing)
 
 
 def _setup(

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._billing import CachePricing, PromptRequest, bill_requests
+from .._billing import CachePricing, PromptRequest, bill_after
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
 from .._models import ModelInfo, assume_model
@@ -208,7 +208,7 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         for i in replies:
             sent = sent_context(t.messages, t.compactions, i)
             request = _prompt(sent, counter, "", 0, None)
-            bill = bill_requests([previous, request] if previous else [request], rules)[-1]
+            bill = bill_after(previous, request, rules)
             previous = request
             tokens += request.total
             if request.total <= info.context_window:  # over the window: not payable
