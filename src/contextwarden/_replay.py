@@ -114,8 +114,9 @@ class ReplayCall:
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request is larger than the window (its recorded size when the recording
-    has it, else ``tokens_without``): the provider would have refused it, so it is not billed. ``recorded_*``: the provider usage the recording states for this call
+    when the baseline request is larger than the window (by its recorded size when every call
+    has one, else by ``tokens_without``): the provider would have refused it, so it is not
+    billed. ``recorded_*``: the provider usage the recording states for this call
     (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
     prices, ``None`` when the recording has none.
     """
@@ -407,6 +408,9 @@ def iter_replay(
     prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
     prefix_tokens = counter.count_messages([], tools=tool_list)
     takes_now = _takes_now(warden)
+    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
+    # otherwise our estimates do, so that both sides of the comparison count alike.
+    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
     previous_without: PromptRequest | None = None
     previous_with: PromptRequest | None = None
     total_without = total_with = 0
@@ -459,7 +463,9 @@ def iter_replay(
             billed_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
-            payable=_payable(tokens_sent, recorded_usage(message.usage), budget.window),
+            payable=_payable(
+                tokens_sent, recorded_usage(message.usage) if by_record else None, budget.window
+            ),
             **_recorded(message, prices),
         )
 
@@ -524,8 +530,8 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
 
 
 def _payable(estimated: int, recorded: tuple[int, int, int] | None, window: int) -> bool:
-    """Whether the agent's request fits ``window``: by its recorded size when the recording
-    has it (the provider's own count), else by our estimate."""
+    """Whether the agent's request fits ``window``: by its recorded size when given (the
+    provider's own count), else by our estimate."""
     return (recorded[0] if recorded is not None else estimated) <= window
 
 
