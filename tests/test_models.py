@@ -98,7 +98,8 @@ def test_unknown_models_get_a_clear_error(query: str) -> None:
         context_window(query)
     assert str(info.value) == (
         f"unknown model {query!r}: not in the registry nor its price snapshot; give its "
-        "context window (window=..., --window, or a models: entry in the config)"
+        "context window: pass window=... (--window on the command line, or a models: entry in "
+        "the config)"
     )
     assert "register_model" not in str(info.value)  # no Python advice: the CLI shows it too
 
