@@ -464,3 +464,45 @@ def test_transcript_system_is_the_leading_system_text(tmp_path: Path) -> None:
     assert load_transcript(path).system == "be brief\n\nuse tools"
     path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
     assert load_transcript(path).system is None
+
+
+def test_codex_custom_tool_calls_and_their_outputs_pair_up(tmp_path: Path) -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    path = write_lines(
+        tmp_path / "rollout-c.jsonl",
+        [
+            codex_line("session_meta", {"id": "s", "base_instructions": {"text": "SYS"}}),
+            codex_line("turn_context", {"model": "gpt-5.4-codex"}),
+            codex_message("user", "bump x"),
+            codex_line(
+                "response_item",
+                {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-enc"},
+            ),
+            codex_line(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": "call_p1",
+                    "name": "apply_patch",
+                    "input": patch,
+                },
+            ),
+            codex_usage(900),
+            codex_line(
+                "response_item",
+                {"type": "custom_tool_call_output", "call_id": "call_p1", "output": "Success."},
+            ),
+            codex_line("response_item", {"type": "ghost_snapshot", "ghost_commit": {}}),
+            codex_message("assistant", "x is 2 now"),
+            codex_usage(1000),
+        ],
+    )
+    t = load_transcript(path)
+    call = t.messages[2].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("call_p1", "apply_patch", patch)
+    assert t.messages[2].thinking[0].signature == "gAAAA-enc"
+    assert t.messages[3].tool_results[0].text == "Success."
+    assert t.meta["skipped"]["item type 'ghost_snapshot'"] == 1
+    assert [m.usage["input_tokens"] for m in t.messages if m.role == "assistant"] == [900, 1000]
+    assert_valid(t)
