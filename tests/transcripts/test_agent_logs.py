@@ -506,3 +506,15 @@ def test_codex_custom_tool_calls_and_their_outputs_pair_up(tmp_path: Path) -> No
     assert t.meta["skipped"]["item type 'ghost_snapshot'"] == 1
     assert [m.usage["input_tokens"] for m in t.messages if m.role == "assistant"] == [900, 1000]
     assert_valid(t)
+
+
+def test_a_damaged_first_line_of_an_agent_log_is_skipped_too(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    path = shared_data / "claude-code" / "python-to-rust-port.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    damaged = tmp_path / "s.jsonl"
+    damaged.write_text("\n".join(['{"type": "queue-operation", "oper', *lines[1:]]) + "\n")
+    t = load_transcript(damaged)
+    assert t.format == "claude-code" and t.warnings[0].startswith("line 1: not valid JSON")
+    assert t.messages == load_transcript(path).messages
