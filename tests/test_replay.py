@@ -467,3 +467,12 @@ def test_recorded_usage_is_read_in_every_agents_spelling(
     usage: dict[str, Any] | None, expected: tuple[int, int, int] | None
 ) -> None:
     assert recorded_usage(usage) == expected
+
+
+def test_a_replay_for_the_bill_only_bills_the_same() -> None:
+    history = session(12)
+    checked = replay(history, model=MODEL, window=8_000)
+    quick = replay(history, model=MODEL, window=8_000, validate=False)
+    assert [c.billed_cost_with for c in quick.calls] == [c.billed_cost_with for c in checked.calls]
+    assert quick.totals.billed_cost_with_on_payable == checked.totals.billed_cost_with_on_payable
+    assert quick.totals.invalid_requests == checked.totals.invalid_requests == 0

@@ -236,22 +236,30 @@ def bill_requests(requests: Sequence[PromptRequest], pricing: CachePricing) -> l
     previous: PromptRequest | None = None
     for index, raw in enumerate(requests):
         request = _check(raw, index)
-        total = request.total
-        cached = 0
-        if previous is not None:
-            expired = (
-                pricing.ttl_s is not None
-                and request.at is not None
-                and previous.at is not None
-                and request.at - previous.at > pricing.ttl_s
-            )
-            if not expired:
-                cached = _shared_prefix_tokens(previous, request)
-        if cached < pricing.min_cacheable_tokens:
-            cached = 0
-        # A request shorter than the minimum is not cached at all: no write premium either.
-        written = total - cached if total >= pricing.min_cacheable_tokens else 0
-        uncached = total - cached - written
-        bills.append(CallBill(total, cached, written, pricing.cost(cached, written, uncached)))
+        bills.append(bill_after(previous, request, pricing))
         previous = request
     return bills
+
+
+def bill_after(
+    previous: PromptRequest | None, request: PromptRequest, pricing: CachePricing
+) -> CallBill:
+    """The bill of ``request`` sent after ``previous`` (``None``: the first), both already
+    well-formed (:func:`bill_requests` checks them; a replay builds them itself)."""
+    total = request.total
+    cached = 0
+    if previous is not None:
+        expired = (
+            pricing.ttl_s is not None
+            and request.at is not None
+            and previous.at is not None
+            and request.at - previous.at > pricing.ttl_s
+        )
+        if not expired:
+            cached = _shared_prefix_tokens(previous, request)
+    if cached < pricing.min_cacheable_tokens:
+        cached = 0
+    # A request shorter than the minimum is not cached at all: no write premium either.
+    written = total - cached if total >= pricing.min_cacheable_tokens else 0
+    uncached = total - cached - written
+    return CallBill(total, cached, written, pricing.cost(cached, written, uncached))

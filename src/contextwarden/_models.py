@@ -726,7 +726,8 @@ def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> 
     if info is None:
         raise UnknownModelError(
             f"unknown model {model!r}: not in the registry nor its price snapshot; give its "
-            "context window (window=..., --window, or a models: entry in the config)"
+            "context window: pass window=... (--window on the command line, or a models: entry in "
+            "the config)"
         )
     return info
 

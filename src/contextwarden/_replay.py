@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._billing import CachePricing, CallBill, PromptRequest, bill_requests
+from ._billing import CachePricing, CallBill, PromptRequest, bill_after
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
@@ -114,8 +114,9 @@ class ReplayCall:
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request is larger than the window (the provider would have refused it:
-    it is not billed). ``recorded_*``: the provider usage the recording states for this call
+    when the baseline request is larger than the window (by its recorded size when every call
+    has one, else by ``tokens_without``): the provider would have refused it, so it is not
+    billed. ``recorded_*``: the provider usage the recording states for this call
     (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
     prices, ``None`` when the recording has none.
     """
@@ -254,9 +255,15 @@ def make_warden(config: WardenConfig) -> Warden:
     return Warden(config)
 
 
-def _problems(result: TransformResult, provider: Provider, window: int) -> list[str]:
+def _problems(
+    result: TransformResult, provider: Provider, window: int, validate: bool = True
+) -> list[str]:
     from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 
+    if not validate:
+        if result.tokens_after > window:
+            return [f"request is {result.tokens_after} tokens, over the {window}-token window"]
+        return []
     msgs = list(result.messages)
     if provider == "anthropic":
         system, converted = to_anthropic(msgs)
@@ -356,8 +363,7 @@ def _bill(
     previous: PromptRequest | None, current: PromptRequest, pricing: CachePricing
 ) -> CallBill:
     """The bill of ``current`` after ``previous`` (the cache only remembers the last one)."""
-    run = [current] if previous is None else [previous, current]
-    return bill_requests(run, pricing)[-1]
+    return bill_after(previous, current, pricing)
 
 
 def _setup(
@@ -389,6 +395,7 @@ def iter_replay(
     warden: Warden | None = None,
     pricing: PricingMode | CachePricing = "model",
     compactions: Sequence[AgentCompaction] = (),
+    validate: bool = True,
 ) -> Iterator[ReplayCall]:
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
@@ -401,6 +408,9 @@ def iter_replay(
     prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
     prefix_tokens = counter.count_messages([], tools=tool_list)
     takes_now = _takes_now(warden)
+    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
+    # otherwise our estimates do, so that both sides of the comparison count alike.
+    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
     previous_without: PromptRequest | None = None
     previous_with: PromptRequest | None = None
     total_without = total_with = 0
@@ -414,7 +424,7 @@ def iter_replay(
         before = _summaries(warden)
         extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
         result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
-        problems = _problems(result, provider, budget.window)
+        problems = _problems(result, provider, budget.window, validate)
         agent_sent = sent_context(messages, compactions, index)
         if len(agent_sent) == len(context) and all(
             a is b for a, b in zip(agent_sent, context, strict=True)
@@ -453,8 +463,9 @@ def iter_replay(
             billed_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
-            # a call the provider billed (its usage is recorded) was payable whatever our count
-            payable=tokens_sent <= budget.window or recorded_usage(message.usage) is not None,
+            payable=_payable(
+                tokens_sent, recorded_usage(message.usage) if by_record else None, budget.window
+            ),
             **_recorded(message, prices),
         )
 
@@ -518,6 +529,12 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
     return total, cached or 0, 0
 
 
+def _payable(estimated: int, recorded: tuple[int, int, int] | None, window: int) -> bool:
+    """Whether the agent's request fits ``window``: by its recorded size when given (the
+    provider's own count), else by our estimate."""
+    return (recorded[0] if recorded is not None else estimated) <= window
+
+
 def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
     found = recorded_usage(reply.usage)
     if found is None:
@@ -551,6 +568,7 @@ def replay(
     on_call: Callable[[ReplayCall], None] | None = None,
     pricing: PricingMode | CachePricing = "model",
     compactions: Sequence[AgentCompaction] = (),
+    validate: bool = True,
 ) -> ReplayReport:
     """Replay ``messages`` (a recorded history) call by call; see the module docstring.
 
@@ -580,6 +598,7 @@ def replay(
         warden=warden,
         pricing=pricing,
         compactions=compactions,
+        validate=validate,
     ):
         calls.append(c)
         if on_call is not None:

@@ -242,6 +242,13 @@ def _sniff(text: str, shown: str) -> tuple[str, Any, list[TranscriptError]]:
             if len(records) + len(bad) > 1 or not isinstance(head.get("messages"), list):
                 return "jsonl", records, bad
             return "json", head, []
+        if head is None:  # a damaged first line of a JSONL log: the next lines tell
+            records, bad = _records(text, shown)
+            if records and all(isinstance(r.value, dict) for r in records):
+                try:
+                    json.loads(text)
+                except (ValueError, RecursionError):
+                    return "jsonl", records, bad
     return "json", parse_json(text, shown), []
 
 

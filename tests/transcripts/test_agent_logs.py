@@ -433,3 +433,88 @@ def test_thinking_left_out_of_a_transcript_still_counts_its_tokens() -> None:
     bare = Message("assistant", (TextBlock("done"),))
     signed = Message("assistant", (ThinkingBlock("", signature=signature), TextBlock("done")))
     assert counter.count_message(signed) - counter.count_message(bare) == 600 * 3 // 16
+
+
+def test_a_claude_code_sub_agent_file_is_read_as_its_own_conversation(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    lines = claude_lines(shared_data)
+    main = load_transcript(write_lines(tmp_path / "main.jsonl", lines))
+    side = [dict(x, isSidechain=True) if "isSidechain" in x else x for x in lines]
+    sub = load_transcript(write_lines(tmp_path / "agent-a1.jsonl", side))
+    assert sub.messages == main.messages and "skipped" in sub.meta
+    assert "sub-agent (sidechain) line" not in sub.meta["skipped"]
+    # inside a main session the same lines are another conversation: left out
+    mixed = load_transcript(write_lines(tmp_path / "mixed.jsonl", [*lines, *side[1:5]]))
+    assert mixed.messages == main.messages
+    assert mixed.meta["skipped"]["sub-agent (sidechain) line"] == 4
+
+
+def test_transcript_system_is_the_leading_system_text(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "system", "content": "be brief"},
+                {"role": "system", "content": "use tools"},
+                {"role": "user", "content": "hi"},
+            ]
+        )
+    )
+    assert load_transcript(path).system == "be brief\n\nuse tools"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert load_transcript(path).system is None
+
+
+def test_codex_custom_tool_calls_and_their_outputs_pair_up(tmp_path: Path) -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    path = write_lines(
+        tmp_path / "rollout-c.jsonl",
+        [
+            codex_line("session_meta", {"id": "s", "base_instructions": {"text": "SYS"}}),
+            codex_line("turn_context", {"model": "gpt-5.4-codex"}),
+            codex_message("user", "bump x"),
+            codex_line(
+                "response_item",
+                {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-enc"},
+            ),
+            codex_line(
+                "response_item",
+                {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": "call_p1",
+                    "name": "apply_patch",
+                    "input": patch,
+                },
+            ),
+            codex_usage(900),
+            codex_line(
+                "response_item",
+                {"type": "custom_tool_call_output", "call_id": "call_p1", "output": "Success."},
+            ),
+            codex_line("response_item", {"type": "ghost_snapshot", "ghost_commit": {}}),
+            codex_message("assistant", "x is 2 now"),
+            codex_usage(1000),
+        ],
+    )
+    t = load_transcript(path)
+    call = t.messages[2].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("call_p1", "apply_patch", patch)
+    assert t.messages[2].thinking[0].signature == "gAAAA-enc"
+    assert t.messages[3].tool_results[0].text == "Success."
+    assert t.meta["skipped"]["item type 'ghost_snapshot'"] == 1
+    assert [m.usage["input_tokens"] for m in t.messages if m.role == "assistant"] == [900, 1000]
+    assert_valid(t)
+
+
+def test_a_damaged_first_line_of_an_agent_log_is_skipped_too(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    path = shared_data / "claude-code" / "python-to-rust-port.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    damaged = tmp_path / "s.jsonl"
+    damaged.write_text("\n".join(['{"type": "queue-operation", "oper', *lines[1:]]) + "\n")
+    t = load_transcript(damaged)
+    assert t.format == "claude-code" and t.warnings[0].startswith("line 1: not valid JSON")
+    assert t.messages == load_transcript(path).messages

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from .._exceptions import FormatError, TranscriptError
-from .._messages import EMPTY, Block, Message, ToolCallBlock, ToolResultBlock
+from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
 
 __all__ = [
@@ -118,6 +118,16 @@ class Transcript:
     def warnings(self) -> tuple[str, ...]:
         """What the reader skipped or repaired, one line each (``line 60: ...``)."""
         return tuple(self.meta.get("warnings") or ())
+
+    @property
+    def system(self) -> str | None:
+        """The text of the leading system message(s), or ``None`` when there is none."""
+        parts: list[str] = []
+        for m in self.messages:
+            if m.role != "system":
+                break
+            parts.append("\n".join(b.text for b in m.content if isinstance(b, TextBlock)))
+        return "\n\n".join(parts) if parts else None
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ API messages (the other parts of a streamed reply, the results of parallel calls
 them in an order where every line comes after its parent (file order among siblings). Lines
 on other branches (an edited prompt, a rewind) are left out and counted as
 ``side branch`` in ``meta["skipped"]``. A file whose lines have no ``parentUuid`` is read in
-file order. Sub-agent lines (``isSidechain``) and the assistant lines Claude Code made up
-itself (``model: "<synthetic>"``, an API error shown to the user) were never sent: skipped.
+file order. Sub-agent lines (``isSidechain``) are another conversation, left out (a file
+holding only such lines is a sub-agent's own transcript, and is read), and so are the
+assistant lines Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were never sent: skipped.
 
 **Compactions.** A ``compact_boundary`` line starts a new chain (its ``logicalParentUuid``
 names the line before); the ``isCompactSummary`` user line after it is the summary Claude
@@ -96,12 +97,23 @@ class _Merged:
     as_string: bool = False  # the single line's content was a plain string
 
 
-def _is_conversation(value: Any) -> bool:
+def _is_conversation(value: Any, sidechain: bool = False) -> bool:
     return (
         isinstance(value, dict)
         and value.get("type") in ("user", "assistant")
-        and value.get("isSidechain") is not True
+        and (value.get("isSidechain") is True) == sidechain
     )
+
+
+def _sub_agent_file(records: Sequence[Record]) -> bool:
+    """Whether every conversation line is a sub-agent's: a file of its own (newer versions
+    keep each sub-agent in ``<session>/subagents/agent-*.jsonl``), read as its conversation."""
+    lines = [
+        r.value
+        for r in records
+        if isinstance(r.value, dict) and r.value.get("type") in ("user", "assistant")
+    ]
+    return bool(lines) and all(x.get("isSidechain") is True for x in lines)
 
 
 def _is_boundary(value: Any) -> bool:
@@ -122,9 +134,10 @@ def _parent(value: dict[str, Any]) -> Any:
 def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
     """The conversation's lines (and compact boundaries) in chain order; see the module
     docstring."""
-    lines = [r for r in records if _is_conversation(r.value) or _is_boundary(r.value)]
+    side = _sub_agent_file(records)
+    lines = [r for r in records if _is_conversation(r.value, side) or _is_boundary(r.value)]
     for r in records:
-        if isinstance(r.value, dict) and r.value.get("isSidechain") is True:
+        if not side and isinstance(r.value, dict) and r.value.get("isSidechain") is True:
             skipped(meta, "sub-agent (sidechain) line")
     if not any("parentUuid" in r.value for r in lines):
         return lines
@@ -133,7 +146,7 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
         if r.value.get("uuid") is not None:
             by_uuid[r.value["uuid"]] = i
     leaf = next(
-        (i for i in range(len(lines) - 1, -1, -1) if _is_conversation(lines[i].value)), None
+        (i for i in range(len(lines) - 1, -1, -1) if _is_conversation(lines[i].value, side)), None
     )
     if leaf is None:
         return []
@@ -155,7 +168,7 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
                 calls.add(block["id"])
     keep = set(chain)
     for i, r in enumerate(lines):
-        if i in chain or not _is_conversation(r.value):
+        if i in chain or not _is_conversation(r.value, side):
             continue
         message = r.value.get("message")
         if not isinstance(message, dict):

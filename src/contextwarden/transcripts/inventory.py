@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._billing import CachePricing, PromptRequest, bill_requests
+from .._billing import CachePricing, PromptRequest, bill_after
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
 from .._models import ModelInfo, assume_model
@@ -50,7 +50,10 @@ _CLINE_IDS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
 #: Where each agent keeps its sessions, relative to the home folder, with the file pattern
 #: (``**`` walks sub-folders).
 AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "claude-code": ((".claude/projects", "*/*.jsonl"),),
+    "claude-code": (
+        (".claude/projects", "*/*.jsonl"),
+        (".claude/projects", "*/*/subagents/*.jsonl"),
+    ),
     "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
     "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
     "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
@@ -205,7 +208,7 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         for i in replies:
             sent = sent_context(t.messages, t.compactions, i)
             request = _prompt(sent, counter, "", 0, None)
-            bill = bill_requests([previous, request] if previous else [request], rules)[-1]
+            bill = bill_after(previous, request, rules)
             previous = request
             tokens += request.total
             if request.total <= info.context_window:  # over the window: not payable
@@ -273,6 +276,7 @@ def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
         tools=t.tools or None,
         provider=provider_for(t.format),
         compactions=t.compactions,
+        validate=False,  # the bill is wanted, not the requests' validity
     )
     return report.totals.billed_cost_with_on_payable
 
