@@ -176,6 +176,7 @@ class Run:
     proxy_log: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     api: str = "anthropic"
+    turns: int = 0  # a client driven turn by turn (aider): the turns it must get through
 
     # figures --------------------------------------------------------------------------------
     @property
@@ -247,7 +248,10 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return self.returncode == 0 and FINAL_MARK in self.output
+        """Exit 0 with the final answer; a client driven turn by turn must also have been
+        answered for its last turn (the upstream answers the turn it reads in the request)."""
+        reached = max((r.step for r in self.main), default=0)
+        return self.returncode == 0 and FINAL_MARK in self.output and reached >= self.turns
 
     def missing_task(self) -> list[int]:
         """Main requests whose text does not hold the task."""
@@ -500,6 +504,7 @@ def aider(turns: int, window: int | None) -> Run:
             return _run([py, str(script), base_url, TASK, str(turns)], work, env)
 
         run = _collect("aider", "openai", up, window, launch)
+        run.turns = turns
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run
