@@ -162,6 +162,7 @@ def proxy(upstream_url: str, window: int, *extra: str) -> Iterator[Proxy]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        shutil.rmtree(log_dir, ignore_errors=True)
 
 
 # -- one run -------------------------------------------------------------------------------------
