@@ -292,3 +292,38 @@ def test_trailing_system_message_does_not_cost_the_current_turn() -> None:
     assert result.tokens_after < result.tokens_before
     assert out[-1] == d[-1]  # the reminder stays last
     assert d[-2] in out  # and the turn it follows is still there
+
+
+def test_warden_keeps_responses_developer_items_through_compaction() -> None:
+    """Codex's shape: developer items, the environment, the task, tool steps, and a developer
+    item mid-way (a permission change): after compaction every developer item is still there,
+    in its order, spelled as it was."""
+    items: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "rules"}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<env/>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "cw-task"}]},
+    ]
+    for k in range(30):
+        items.append(
+            {"type": "function_call", "call_id": f"c{k}", "name": "shell", "arguments": "{}"}
+        )
+        items.append({"type": "function_call_output", "call_id": f"c{k}", "output": "z " * 3000})
+        if k == 10:
+            items.append(
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "approval mode changed"}],
+                }
+            )
+    result = Warden().transform(
+        from_responses(copy.deepcopy(items)), model="gpt-5-codex", window=30_000
+    )
+    assert result.tokens_after < result.tokens_before
+    _, out = to_responses(list(result.messages))
+    developer = [it for it in items if it.get("role") == "developer"]
+    assert [it for it in out if it.get("role") == "developer"] == developer
