@@ -286,6 +286,19 @@ class Run:
             out.append(bool(msgs) and count_breakpoints({"messages": msgs[-1:]}) > 0)
         return out
 
+    def proxy_ms(self) -> dict[str, float]:
+        """The proxy's own time: its first chat request's latency (upstream time included) and
+        the median time it spent transforming a request."""
+        chat = [r for r in self.proxy_log if r.get("route") not in (None, "passthrough")]
+        if not chat:
+            return {}
+        ms = sorted(float(r.get("transform_ms") or 0) for r in chat)
+        return {
+            "first_latency": float(chat[0].get("latency_ms") or 0),
+            "first_transform": float(chat[0].get("transform_ms") or 0),
+            "transform_p50": ms[len(ms) // 2],
+        }
+
     def figures(self) -> dict[str, Any]:
         return {
             "client": self.client,
@@ -304,6 +317,7 @@ class Run:
             "skipped": self.skipped,
             "transformed": round(self.transformed_share, 3),
             "missing_task": len(self.missing_task()),
+            "proxy_ms": self.proxy_ms(),
             "stats": {
                 k: self.stats[k]
                 for k in ("requests", "transformed", "skipped", "compactions", "llm_summaries")
