@@ -162,6 +162,7 @@ def proxy(upstream_url: str, window: int, *extra: str) -> Iterator[Proxy]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        shutil.rmtree(log_dir, ignore_errors=True)
 
 
 # -- one run -------------------------------------------------------------------------------------
@@ -176,6 +177,7 @@ class Run:
     proxy_log: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     api: str = "anthropic"
+    turns: int = 0  # a client driven turn by turn (aider): the turns it must get through
 
     # figures --------------------------------------------------------------------------------
     @property
@@ -247,7 +249,10 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return self.returncode == 0 and FINAL_MARK in self.output
+        """Exit 0 with the final answer; a client driven turn by turn must also have been
+        answered for its last turn (the upstream answers the turn it reads in the request)."""
+        reached = max((r.step for r in self.main), default=0)
+        return self.returncode == 0 and FINAL_MARK in self.output and reached >= self.turns
 
     def missing_task(self) -> list[int]:
         """Main requests whose text does not hold the task."""
@@ -281,6 +286,19 @@ class Run:
             out.append(bool(msgs) and count_breakpoints({"messages": msgs[-1:]}) > 0)
         return out
 
+    def proxy_ms(self) -> dict[str, float]:
+        """The proxy's own time: its first chat request's latency (upstream time included) and
+        the median time it spent transforming a request."""
+        chat = [r for r in self.proxy_log if r.get("route") not in (None, "passthrough")]
+        if not chat:
+            return {}
+        ms = sorted(float(r.get("transform_ms") or 0) for r in chat)
+        return {
+            "first_latency": float(chat[0].get("latency_ms") or 0),
+            "first_transform": float(chat[0].get("transform_ms") or 0),
+            "transform_p50": ms[len(ms) // 2],
+        }
+
     def figures(self) -> dict[str, Any]:
         return {
             "client": self.client,
@@ -299,6 +317,7 @@ class Run:
             "skipped": self.skipped,
             "transformed": round(self.transformed_share, 3),
             "missing_task": len(self.missing_task()),
+            "proxy_ms": self.proxy_ms(),
             "stats": {
                 k: self.stats[k]
                 for k in ("requests", "transformed", "skipped", "compactions", "llm_summaries")
@@ -500,6 +519,7 @@ def aider(turns: int, window: int | None) -> Run:
             return _run([py, str(script), base_url, TASK, str(turns)], work, env)
 
         run = _collect("aider", "openai", up, window, launch)
+        run.turns = turns
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run

@@ -158,7 +158,11 @@ def _explain(run: Run) -> str:
 @pytest.mark.parametrize("mode", ["direct", "proxy"])
 def test_client_finishes(client: str, mode: str) -> None:
     run = CLIENTS[client](mode)
-    assert run.finished, f"{client} ({mode}) exit {run.returncode}:\n{run.output[-3000:]}"
+    reached = max((r.step for r in run.main), default=0)
+    assert run.finished, (
+        f"{client} ({mode}) exit {run.returncode}, last step answered {reached}"
+        f"{f' of {run.turns} turns' if run.turns else ''}:\n{run.output[-2000:]}"
+    )
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
@@ -254,11 +258,12 @@ def test_summary_calls_per_compaction_bounded(client: str) -> None:
 
 def test_stats_report_summary_calls() -> None:
     run = anthropic_sdk("proxy")
-    stats = run.stats
-    assert run.summaries, "the run made no summary call: nothing to check"
-    assert stats.get("summary_calls") == len(run.summaries), (
-        f"/stats has no summary_calls equal to the {len(run.summaries)} summary requests the "
-        f"upstream received: {json.dumps({k: v for k, v in stats.items() if 'summar' in k})}"
+    stats, calls = run.stats, len(run.summaries)
+    assert calls, "the run made no summary call: nothing to check"
+    reported = stats.get("summary_calls")
+    assert reported == calls, (
+        f"/stats summary_calls is {reported!r}, the upstream received {calls} summary requests "
+        f"({json.dumps({k: v for k, v in stats.items() if 'summar' in k})})"
     )
 
 

@@ -16,8 +16,9 @@ the client parses (mini-swe-agent's bash block, aider's whole-file edit). Which 
 is read from the request itself: every call id and reply carries ``cw-step-N``, so the newest
 assistant turn in the request says where the agent is, whatever was cut from the history.
 
-A request is a *summary call* when its system prompt is contextwarden's summariser prompt; it
-gets a four-section summary that quotes the ``<task>`` it was given. Requests are recorded
+A request is a *summary call* when its system prompt is contextwarden's summariser prompt (or it
+comes without tools from plain httpx, as the proxy's summariser sends it); it gets a
+four-section summary that quotes the ``<task>`` it was given. Requests are recorded
 (path, headers, JSON body, kind, usage) for the suite's checks.
 """
 
@@ -483,7 +484,10 @@ class Upstream:
         body, api = rec.body, rec.api
         sys_text = system_text(body, api)
         tools = tools_of(body)
-        if SUMMARY_SYSTEM_MARK in sys_text:
+        # contextwarden's summary calls: its summariser's prompt, or a tool-less call from plain
+        # httpx (the clients all send their own SDK's user agent)
+        proxy_made = rec.headers.get("user-agent", "").startswith("python-httpx") and not tools
+        if SUMMARY_SYSTEM_MARK in sys_text or proxy_made:
             rec.kind = "summary"
             move = Move(0, text=summary_text(body, api), final=True)
         elif not tools and self.text_format not in ("mini", "aider"):
@@ -493,8 +497,12 @@ class Upstream:
             rec.kind = "side"  # aider's own history summary, commit message...
             move = Move(0, text="Summary of the chat so far: notes files were updated.")
         else:
-            prev = last_step(body, api)
-            step = prev + 1
+            if self.text_format == "aider":
+                # aider's history may be summarised away: its driver numbers the turns
+                turn = re.search(r"Turn (\d+):", last_user_text(body, api))
+                step = int(turn.group(1)) + 1 if turn else 1
+            else:
+                step = last_step(body, api) + 1
             rec.step = step
             if step > self.steps:
                 move = final_move(step, tools, self.text_format)
