@@ -112,3 +112,24 @@ def test_an_empty_session_is_said_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["count", str(path)])
     assert result.exit_code == 0, result.output
     assert "no messages" in result.stderr and str(path) in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("cut.jsonl", '{"role": "user", "content": "hi'),
+        ("cut-newline.jsonl", '{"role": "user", "content": "hi\n'),
+        ("cut.json", '[{"role": "user", "content": "hi"}'),
+        ("cut-pi.jsonl", '{"type": "session", "id": "s1", "timestamp": "2026-01-01T00:'),
+    ],
+    ids=["jsonl", "jsonl-newline", "json", "pi"],
+)
+def test_a_truncated_one_line_file_is_reported_at_line_1(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["count", str(path)])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}, line 1:" in lines[0], lines
