@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+import contextwarden
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SRC = Path(contextwarden.__file__).resolve().parents[1]
 SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 
 
@@ -21,6 +24,8 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_example_runs_offline(script: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # the contextwarden these tests import, whatever the working directory
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,  # examples must not depend on the working directory

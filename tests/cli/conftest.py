@@ -28,8 +28,11 @@ def build_session(steps: int = 30, size: int = 1_500) -> list[Message]:
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No developer config or CONTEXTWARDEN_* variable leaks into a test."""
+    """No developer config or CONTEXTWARDEN_* variable leaks into a test, nor a terminal size
+    (test runners such as pytest-xdist set COLUMNS): output goes to a pipe, as in a script."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     for name in list(os.environ):
         if name.startswith("CONTEXTWARDEN_") and name != "CONTEXTWARDEN_DATA_DIR":
             monkeypatch.delenv(name)

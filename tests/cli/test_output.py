@@ -4,11 +4,15 @@ paths, ordinals, empty sessions."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import contextwarden
 from contextwarden import ContextWardenError, from_openai, load_transcript, replay
 from contextwarden.cli import app
 from contextwarden.cli._tables import ordinal
@@ -112,3 +116,74 @@ def test_an_empty_session_is_said_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["count", str(path)])
     assert result.exit_code == 0, result.output
     assert "no messages" in result.stderr and str(path) in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("cut.jsonl", '{"role": "user", "content": "hi'),
+        ("cut-newline.jsonl", '{"role": "user", "content": "hi\n'),
+        ("cut.json", '[{"role": "user", "content": "hi"}'),
+        ("cut-pi.jsonl", '{"type": "session", "id": "s1", "timestamp": "2026-01-01T00:'),
+    ],
+    ids=["jsonl", "jsonl-newline", "json", "pi"],
+)
+def test_a_truncated_one_line_file_is_reported_at_line_1(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["count", str(path)])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}, line 1:" in lines[0], lines
+
+
+SRC = Path(contextwarden.__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real entry point (``python -m contextwarden``), as a user runs it."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "contextwarden", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["inspect", "FILE", "--window", "0"], "'--window'"),
+        (["count", "FILE", "--bogus"], "No such option: --bogus"),
+        (["count"], "Missing argument"),
+        (["replay", "FILE", "--model", "gpt-4o", "--window", "abc"], "'--window'"),
+        (["no-such-command"], "No such command 'no-such-command'"),
+    ],
+    ids=["bad-value", "unknown-option", "missing-file", "not-an-int", "unknown-command"],
+)
+def test_a_usage_error_is_one_line(openai_file: Path, args: list[str], needle: str) -> None:
+    done = _run(*[str(openai_file) if a == "FILE" else a for a in args])
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ") and needle in lines[0] and "--help" in lines[0]
+    assert done.stdout == ""
+
+
+def test_the_entry_point_runs_a_command_and_prints_the_version(openai_file: Path) -> None:
+    done = _run("count", str(openai_file), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["messages"] == 63
+    version = _run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == (
+        f"contextwarden {contextwarden.__version__}"
+    )
+    bare = _run()
+    assert bare.returncode == 0 and "Usage: contextwarden" in bare.stdout

@@ -109,6 +109,7 @@ FileArgument = Annotated[
         help="A recorded session: OpenAI JSON/JSONL, mini-swe-agent .traj.json, pi or Claude Code "
         "session JSONL, OpenHands output.jsonl.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 ModelOption = Annotated[
