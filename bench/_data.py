@@ -81,6 +81,7 @@ def have_real_data() -> bool:
 @functools.cache
 def real_trajectories() -> tuple[RealTrajectory, ...]:
     """Every recording under :data:`DATA_DIR`, sorted by source then name (empty when absent)."""
+    from contextwarden._exceptions import TranscriptError
     from contextwarden._transcripts import load_transcript
 
     if not DATA_DIR.is_dir():
@@ -89,8 +90,19 @@ def real_trajectories() -> tuple[RealTrajectory, ...]:
     for path in sorted(p for p in DATA_DIR.rglob("*") if p.is_file()):
         if path.name.lower().startswith("readme"):
             continue
-        tr = load_transcript(path)
         name = path.name.split(".")[0]
+        try:
+            tr = load_transcript(path)
+        except TranscriptError:
+            # a format only the bench reads (Codex rollouts, aider logs, SWE-agent .traj,
+            # OpenHands UI exports, pi excerpts): bench/_recordings.py's plain chat list
+            from contextwarden.formats import from_openai
+
+            from ._recordings import load_recording
+
+            msgs = tuple(from_openai(list(load_recording(path).messages)))
+            out.append(RealTrajectory(name, path.parent.name, None, "bench", msgs, path))
+            continue
         out.append(
             RealTrajectory(name, path.parent.name, tr.model, tr.format, tuple(tr.messages), path)
         )

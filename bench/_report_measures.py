@@ -115,6 +115,8 @@ def measures_section(m: Json, before: Json | None, exp: Json | None) -> str:
         "",
         "### Against the issue's bars (`Warden()` defaults)",
         "",
+        "On these recordings; the judges use recordings kept apart from the repository.",
+        "",
         *_targets(m),
     ]
     if before:
@@ -139,9 +141,9 @@ def measures_section(m: Json, before: Json | None, exp: Json | None) -> str:
                 "`python -m bench.measures_run --experiment` (`bench/mask_experiment.py`): "
                 "`Warden()` defaults, then each tool result the warden masks is judged once by "
                 "`contextwarden.layers.mask.mask_plan` on the history of that call: a protected "
-                "read keeps its text (masked again, oldest first, only where the warden rewrote "
-                "its request anyway or the window would overflow), a superseded output gets the "
-                "one-line marker. It measures what the core could gain by calling `mask_plan` "
+                "read keeps its text (masked again, oldest first and in one batch, only where the "
+                "warden rewrote its request anyway or the window would overflow), a superseded "
+                "output gets the one-line marker. Dropped and summarised messages stay dropped. It measures what the core could gain by calling `mask_plan` "
                 "when it masks; it is not what `Warden()` does. All recordings:",
                 "",
                 _table(rows),

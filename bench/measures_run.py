@@ -36,19 +36,16 @@ from types import ModuleType
 from typing import Any
 
 from ._common import RESULTS_DIR, Options, write_result
+from ._data import DATA_DIR
 from ._recordings import recordings
 
 __all__ = ["MEASURES_PATH", "WINDOWS", "measures", "run", "score"]
 
-#: The judges' measures (read-only, outside the repository).
+#: The judges' measures (read-only, outside the repository): ``../shared/measures/measures.py``
+#: beside the data folder; ``CONTEXTWARDEN_MEASURES`` overrides it.
 MEASURES_PATH = Path(
-    os.environ.get(
-        "CONTEXTWARDEN_MEASURES",
-        Path(__file__).resolve().parents[1].parent / "shared" / "measures" / "measures.py",
-    )
+    os.environ.get("CONTEXTWARDEN_MEASURES", DATA_DIR.parents[1] / "measures" / "measures.py")
 )
-if not MEASURES_PATH.exists():  # a worktree beside the main checkout
-    MEASURES_PATH = Path("/work/shared/measures/measures.py")
 MODEL = "gpt-4o"
 #: 16k, 32k and gpt-4o's own window.
 WINDOWS = (16_000, 32_000, 128_000)

@@ -268,3 +268,60 @@ def test_quick_billed_script_prints_the_targets(tmp_path: Path, shared_data: Pat
     (cell,) = data["windows"]["32000"]
     assert cell["raw"]["tokens"] > cell["contextwarden"]["tokens"] > 0
     assert cell["raw"]["invalid"] == 0
+
+
+# -- the judges' measures (bench/measures_run.py, bench/_recordings.py) ---------------------------
+def test_every_recording_converts_to_a_valid_openai_chat_list(shared_data: Path) -> None:
+    from bench._recordings import recordings
+
+    recs = recordings(shared_data)
+    assert len(recs) == len([p for p in shared_data.rglob("*") if p.is_file()])
+    for rec in recs:
+        msgs = rec.messages
+        roles = [m["role"] for m in msgs]
+        assert "assistant" in roles and "user" in roles, rec.name
+        assert set(roles) <= {"system", "user", "assistant", "tool"}, rec.name
+        # every prefix an agent would send answers each tool call it holds, in order
+        open_ids: set[str] = set()
+        for k, m in enumerate(msgs):
+            if m["role"] == "assistant":
+                assert not open_ids, f"{rec.name}: message {k} leaves calls unanswered"
+                open_ids = {c["id"] for c in m.get("tool_calls") or []}
+            elif m["role"] == "tool":
+                assert m["tool_call_id"] in open_ids, f"{rec.name}: orphan result at {k}"
+                open_ids.discard(m["tool_call_id"])
+
+
+def test_measures_run_scores_the_judged_figures(tmp_path: Path, shared_data: Path) -> None:
+    from bench.measures_run import MEASURES_PATH
+
+    if not MEASURES_PATH.exists():
+        pytest.skip(f"the judges' measures are not at {MEASURES_PATH}")
+    proc = _run_bench(
+        [
+            "bench.measures_run",
+            "--windows",
+            "16000",
+            "--only",
+            "django-15695",
+            "--senders",
+            "contextwarden",
+            "--jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((tmp_path / "measures.json").read_text())
+    rows = {r["sender"]: r for r in data["rows"]}
+    assert set(rows) == {"raw", "contextwarden"}
+    raw, cw = rows["raw"], rows["contextwarden"]
+    assert "error" not in cw and "error" not in raw, (cw, raw)
+    assert raw["names_held"] == raw["names_wanted"] > 0 and raw["invalid"] == 0
+    assert cw["invalid"] == 0 and 0 < cw["names_held"] <= cw["names_wanted"]
+    assert 0 < cw["tokens"] < raw["tokens"] and 0 < cw["cost"] < raw["cost"]
+    (agg,) = [a for a in data["judged"] if a["sender"] == "contextwarden"]
+    assert agg["billed_saved"] == pytest.approx(1 - cw["cost"] / raw["cost"])
+    assert "contextwarden" in proc.stdout

@@ -20,9 +20,8 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -160,12 +159,7 @@ def mask_message(
                 old = False
             if old and name not in cfg.exclude_tools:
                 by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
-                if by:
-                    nb, b_before, b_after = edit_result_text(
-                        b, functools.partial(_superseded, ref=ref, by=by)
-                    )
-                else:
-                    nb, b_before, b_after = edit_result_text(b, lambda t: mask_text(t, cfg, ref))
+                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by))
                 if nb is not b:
                     before += b_before
                     after += b_after
@@ -177,6 +171,14 @@ def mask_message(
     out = message.replace(content=tuple(blocks))
     event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)
+
+
+def _masker(cfg: MaskConfig, ref: str | None, by: str) -> Callable[[str], str]:
+    """The text edit for one old result: the one-line superseded marker when a later result
+    (``by``) superseded it, else the head-and-tail mask."""
+    if by:
+        return lambda text: superseded_text(text, ref, by)
+    return lambda text: mask_text(text, cfg, ref)
 
 
 def mask_decision(
@@ -516,7 +518,3 @@ def superseded_text(text: str, ref: str | None = None, by: str | None = None) ->
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... superseded{later}: {lines} lines, {len(text)} characters omitted{recall} ...]"
     return marker if len(marker) < len(text) else text
-
-
-def _superseded(text: str, *, ref: str | None, by: str) -> str:
-    return superseded_text(text, ref, by)

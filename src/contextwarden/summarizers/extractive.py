@@ -222,7 +222,7 @@ def _entries(
             f"{clip(err.key, 200)} (from {clip(err.source, 80)}, message {err.index})",
             5,
             (1, err.index),
-            "Other unresolved errors",
+            with_ref("Other unresolved errors", ref),
             recency=err.index,
         )
     for i, memory in enumerate(facts.memories):
