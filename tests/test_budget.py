@@ -96,5 +96,5 @@ def test_for_model_uses_the_registry() -> None:
     assert Budget.for_model(None, 20_000).reserve == 5_000
     custom = Budget.for_model("gpt-4o", reserve=1_000, trigger_ratio=0.9, target_ratio=0.6)
     assert (custom.reserve, custom.trigger_ratio, custom.target_ratio) == (1_000, 0.9, 0.6)
-    with pytest.raises(UnknownModelError, match="pass window="):
+    with pytest.raises(UnknownModelError, match="give its context window"):
         Budget.for_model("unknown-model")

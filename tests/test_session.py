@@ -85,7 +85,9 @@ def test_recall_tool_answers_with_the_originals(tmp_path: Path) -> None:
 
 
 def test_next_call_does_not_compact_again(tmp_path: Path) -> None:
-    s = new_session(tmp_path)
+    # a window with room under its hard limit for the summary and the newest output (~3.6k
+    # tokens): at 12k the two already reach the trigger, and over the limit a compaction is due
+    s = Session(model="gpt-4o", window=16_000, path=tmp_path / "s.sqlite3")
     s.append(*agent_history())
     first = s.context()
     assert first.compaction is not None

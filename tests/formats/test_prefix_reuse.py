@@ -402,7 +402,7 @@ def test_warden_on_real_agents_gives_what_it_gave_without_reuse(shared_data: Pat
             want, reference = _reference_openai(plain, _parsed(history[:end]), **kw)
             assert _image(out) == _image(want)
             _same_run(result, reference)
-        codec = fast._codec()
+        codec = fast._codec
         assert codec.reused > codec.read * 20  # each message read once, reused on later calls
 
 

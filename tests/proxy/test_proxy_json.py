@@ -126,7 +126,7 @@ def test_successive_real_requests_send_what_a_fresh_read_sends(
         want = to_openai(list(result.messages))
         assert _image(sent["messages"]) == _image(want)
         assert (out.tokens_before, out.tokens_after) == (result.tokens_before, result.tokens_after)
-    assert fast._codec().reused > 10 * fast._codec().read
+    assert fast._codec.reused > 10 * fast._codec.read
 
 
 class _PlainWarden:
@@ -169,4 +169,4 @@ def test_successive_real_anthropic_requests_send_what_a_fresh_read_sends(
         want = transform_body(plain, "anthropic", raw, **kw)  # type: ignore[arg-type]
         assert got.body == want.body
         assert (got.tokens_before, got.tokens_after) == (want.tokens_before, want.tokens_after)
-    assert fast._codec().reused > 5 * fast._codec().read
+    assert fast._codec.reused > 5 * fast._codec.read
