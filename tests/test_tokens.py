@@ -70,9 +70,19 @@ def _texts_of(path: Path) -> tuple[str, ...]:
     """Every distinct string in a recording, plus its raw JSON lines (JSON text itself)."""
     raw = path.read_text(encoding="utf-8")
     lines = [ln for ln in raw.splitlines() if ln.strip()]
-    docs = [json.loads(ln) for ln in lines] if path.suffix == ".jsonl" else [json.loads(raw)]
+    if path.suffix == ".jsonl":
+        docs = []
+        for ln in lines:  # a recording may hold a line that is not JSON: its text still counts
+            try:
+                docs.append(json.loads(ln))
+            except ValueError:
+                pass
+    elif path.suffix in (".json", ".traj"):
+        docs = [json.loads(raw)]
+    else:  # a text log (aider's Markdown history): its lines and the whole text
+        docs = [lines]
     texts = {s for doc in docs for s in _strings(doc)}
-    texts.update(lines if path.suffix == ".jsonl" else [raw])
+    texts.update(lines if path.suffix != ".json" else [raw])
     return tuple(sorted(texts))
 
 

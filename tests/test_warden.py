@@ -422,10 +422,18 @@ def test_real_trajectories_at_four_windows(shared_data: Path) -> None:
         msgs = list(t.messages)
         deep = repr(msgs)
         tools = list(t.tools) if t.tools else None
+        fitted = 0
         for window in (8_000, 16_000, 32_000, 64_000):
             w = Warden(counter=get_counter(t.model))
-            r = w.transform(msgs, model=t.model, window=window, tools=tools)
             where = f"{path.name} at {window}"
+            try:
+                r = w.transform(msgs, model=t.model, window=window, tools=tools)
+            except ContextOverflowError as exc:
+                # what is never cut (system prompt, task, pins, the newest message's floor)
+                # is over this window: an error, never an oversize request
+                assert exc.tokens is not None and exc.tokens > window // 2, where
+                continue
+            fitted += 1
             assert validity_problems(r.messages) == [], where
             assert repr(msgs) == deep, where
             assert r.budget is not None and r.tokens_after <= r.budget.trigger, where
@@ -441,6 +449,7 @@ def test_real_trajectories_at_four_windows(shared_data: Path) -> None:
                     assert m in r.messages, where
             if index.task is not None:
                 assert msgs[index.task] in r.messages, where
+        assert fitted >= 2, path.name
 
 
 def test_openhands_250k_token_output_fits_8k_by_truncation(shared_data: Path) -> None:
