@@ -276,6 +276,7 @@ def hang(compactions: int, timeout_s: float) -> None:
                 bystander_p50_ms=round(statistics.median(latencies), 1),
                 bystander_max_ms=round(max(latencies), 1),
                 compaction_max_s=round(max(durations), 2),
+                bystander_ms=[round(x) for x in latencies],
                 summary_calls=fake.summary_calls,
             )
     finally:

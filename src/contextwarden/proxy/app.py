@@ -128,11 +128,7 @@ class _Proxy:
         scanned a few at a time. Chosen by load, not in turn, so requests hanging in one pool
         never hold back the next ones while others sit idle."""
         if not self._clients:
-            # Made on first use so they belong to the serving event loop.
-            pools = min(POOLS, self.config.max_connections)
-            per_pool = self.config.max_connections // pools  # no more than max_connections
-            self._clients = [self._new_client(per_pool) for _ in range(pools)]
-            self._busy = [0] * pools
+            self.open_pools()
         i = min(range(len(self._busy)), key=self._busy.__getitem__)
         self._busy[i] += 1
         released = False
@@ -178,9 +174,34 @@ class _Proxy:
     def release(self, size: int) -> None:
         self.buffered = max(self.buffered - size, 0)
 
-    def _new_client(self, per_pool: int) -> httpx.AsyncClient:
+    def warm_up(self) -> None:
+        """Load what the first request would (the formats, the default tokenizer) with a
+        throwaway warden, so that no client's first request pays for it."""
+        if self.factory is None:
+            return
+        body = b'{"model":"gpt-4o","messages":[{"role":"user","content":"warm up"}]}'
+        try:
+            transform_body(self.factory("warm-up"), "openai", body)
+        except Exception:  # a start-up nicety only: the first request pays instead
+            logger.debug("contextwarden proxy: warm-up failed", exc_info=True)
+
+    def open_pools(self) -> None:
+        """Make the upstream pools (at start-up, in the serving event loop), sharing one TLS
+        context: each would otherwise load the CA bundle, tens of milliseconds apiece, on the
+        first request."""
+        if self._clients:
+            return
+        pools = min(POOLS, self.config.max_connections)
+        per_pool = self.config.max_connections // pools  # no more than max_connections
+        make_tls = getattr(httpx, "create_ssl_context", None)
+        tls: Any = make_tls() if make_tls is not None else True
+        self._clients = [self._new_client(per_pool, tls) for _ in range(pools)]
+        self._busy = [0] * pools
+
+    def _new_client(self, per_pool: int, tls: Any = True) -> httpx.AsyncClient:
         cfg = self.config
         client = httpx.AsyncClient(
+            verify=tls,
             timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
             limits=httpx.Limits(
                 max_connections=per_pool,
@@ -653,6 +674,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        proxy.open_pools()
+        await anyio.to_thread.run_sync(proxy.warm_up)
         try:
             yield
         finally:
