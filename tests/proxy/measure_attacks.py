@@ -205,14 +205,16 @@ def memory(uploads: int, heads: int, seconds: float) -> None:
 # -- state: 120 conversations of 6.8 MB ---------------------------------------------------------
 def state(conversations: int, budget: int) -> None:
     fake = FakeUpstream(record=False)
-    args = ["--max-state-bytes", str(budget), "--summarizer", "extractive", "--window", "200000"]
+    # a model the registry does not know, no --window: the lossless layers run, nothing is dropped
+    # (the audit's setting: the whole history is held)
+    args = ["--max-state-bytes", str(budget), "--summarizer", "extractive"]
     with serve(fake.app, log_level="critical") as up, proxy_process(up, *args) as (url, pid):
         base = rss_mb(pid)
         peak = 0.0
         with httpx.Client(timeout=300) as client:
             for c in range(conversations):
-                h = history(f"conversation {c}", 310, line=130)  # about 6.8 MB of JSON
-                body = json.dumps({"model": "gpt-4o", "messages": h}).encode()
+                h = history(f"conversation {c}", 900, line=130)  # about 6.8 MB of JSON
+                body = json.dumps({"model": "local-llm", "messages": h}).encode()
                 client.post(
                     f"{url}/v1/chat/completions",
                     content=body,

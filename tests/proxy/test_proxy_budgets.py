@@ -340,10 +340,16 @@ def test_one_app_never_shares_a_body_reader_with_another(
     upstream: Upstream,
 ) -> None:
     """Two apps in one process (and two clients of one app) each read bodies with their own
-    reader: nothing one was sent is remembered for the other."""
+    reader and count tokens with their own counters: nothing one was sent is remembered for the
+    other."""
     _, url = upstream
     one = create_app(ProxyConfig(upstream=url, cache="memory"))
     two = create_app(ProxyConfig(upstream=url, cache="memory"))
     a = one.state.proxy.clients.get("a")
     assert a.bodies is not two.state.proxy.clients.get("a").bodies
-    assert a.bodies is not one.state.proxy.clients.get("b").bodies
+    b = one.state.proxy.clients.get("b")
+    assert a.bodies is not b.bodies
+    # nor token counters: counts cached by content would answer faster for what another sent
+    count_a = a.warden.inner.counter_for("gpt-4o")
+    assert count_a is not b.warden.inner.counter_for("gpt-4o")
+    assert count_a is a.warden.inner.counter_for("gpt-4o")

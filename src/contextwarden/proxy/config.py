@@ -96,8 +96,8 @@ class ProxyConfig(BaseModel):
     max_state_bytes: int = Field(
         1 << 30,
         ge=1 << 20,
-        description="Budget, in bytes (estimated: twice the bytes of each conversation's last "
-        "request body), for the conversation state of all clients; over it the least recently "
+        description="Budget, in bytes (estimated: four times the bytes of each conversation's "
+        "last request body), for the conversation state of all clients; over it the least recently "
         "used other client is forgotten. Default: 1073741824 (1 GiB).",
     )
     client_state_bytes: int = Field(
