@@ -378,7 +378,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=80)
     p = sub.add_parser("state")
     p.add_argument("--conversations", type=int, default=120)
-    p.add_argument("--budget", type=int, default=1 << 30)
+    p.add_argument("--budget", type=int, default=512 << 20)
     p = sub.add_parser("hang")
     p.add_argument("--compactions", type=int, default=45)
     p.add_argument("--timeout-s", type=float, default=4)

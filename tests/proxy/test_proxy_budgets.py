@@ -243,6 +243,8 @@ def test_summary_calls_are_counted_in_headers_and_stats(
     assert stats["summary_calls"] == calls
     assert stats["summary_input_tokens"] == tokens_in
     assert stats["summary_output_tokens"] == tokens_out
+    assert stats["input_tokens_billed"] == stats["tokens_after"] + tokens_in
+    assert stats["tokens_saved_net"] == stats["tokens_saved"] - tokens_in
     assert stats["summaries_by_model"] == {
         "gpt-4o": {"calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out}
     }
@@ -353,3 +355,19 @@ def test_one_app_never_shares_a_body_reader_with_another(
     count_a = a.warden.inner.counter_for("gpt-4o")
     assert count_a is not b.warden.inner.counter_for("gpt-4o")
     assert count_a is a.warden.inner.counter_for("gpt-4o")
+
+
+def test_one_compaction_makes_a_bounded_number_of_summary_calls(
+    failing: Upstream, start_proxy: StartProxy
+) -> None:
+    fake, url = failing
+    proxy = start_proxy(
+        url,
+        window=8_000,
+        warden_config={"summarizer": {"max_retries": 5}},
+        summary_max_calls=2,
+    )
+    r = post(proxy, history("TASK: retry forever", 60)[:100], "sk-A")
+    assert fake.summary_calls == 2  # retries and strategies included
+    assert r.headers["x-contextwarden-summary-calls"] == "2"
+    assert r.headers["x-contextwarden-summarizer"] == "extractive"

@@ -122,7 +122,7 @@ class ClientTable:
         *,
         key: bytes | None = None,
         max_clients: int = 1024,
-        max_state_bytes: int = 1 << 30,
+        max_state_bytes: int = 512 << 20,
         client_state_bytes: int = 512 << 20,
         client_concurrency: int = 64,
         breaker: Callable[[], Breaker] = Breaker,

@@ -94,11 +94,11 @@ class ProxyConfig(BaseModel):
         1024, ge=1, description="Clients (credentials) kept in memory at once. Default: 1024."
     )
     max_state_bytes: int = Field(
-        1 << 30,
+        512 << 20,
         ge=1 << 20,
         description="Budget, in bytes (estimated: four times the bytes of each conversation's "
         "last request body), for the conversation state of all clients; over it the least recently "
-        "used other client is forgotten. Default: 1073741824 (1 GiB).",
+        "used other client is forgotten. Default: 536870912 (512 MiB).",
     )
     client_state_bytes: int = Field(
         256 << 20,

@@ -234,6 +234,11 @@ class ProxyStats:
                 "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,
+                # what the upstream bills as input: the requests forwarded and the summary calls
+                "input_tokens_billed": self.tokens_after + self.summary_input_tokens,
+                "tokens_saved_net": self.tokens_before
+                - self.tokens_after
+                - self.summary_input_tokens,
                 "compactions": self.compactions,
                 "llm_summaries": self.llm_summaries,
                 "extractive_summaries": self.extractive_summaries,
