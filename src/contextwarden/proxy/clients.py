@@ -233,3 +233,6 @@ def forget(warden: Any, conversation: str) -> None:
     if isinstance(table, MutableMapping) and lock is not None:
         with lock:
             table.pop(conversation, None)
+    codec = getattr(inner, "_prefix_codec", None)
+    if codec is not None and callable(getattr(codec, "clear", None)):
+        codec.clear()  # it may hold that conversation's messages too (re-read when needed)

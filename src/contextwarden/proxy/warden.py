@@ -57,6 +57,15 @@ class WardenFactory:
         warden = _warden(self.config, own, self.summarizer)
         # counts cached by content stay within the client (see ClientCounters)
         warden.counter_for = ClientCounters(self.config.warden)  # type: ignore[attr-defined]
+        if hasattr(warden, "_prefix_codec"):
+            # the codec keeps each conversation's messages as read and written: sized within
+            # the client's share of memory (its default is sized for a process of its own)
+            from ..formats._prefix import PrefixCodec
+
+            share = self.config.client_state_bytes // 8
+            warden._prefix_codec = PrefixCodec(
+                max_conversations=64, max_bytes=share, max_written_bytes=share
+            )
         return warden
 
 
