@@ -35,9 +35,10 @@ __all__ = ["ClientState", "ClientTable", "ScopedCache", "client_id"]
 #: Request headers that carry a client's credential.
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
 #: Memory a conversation's state costs per byte of its last request body (the body reader's
-#: copy and parsed dicts, the warden's messages, log and counts): measured on loopback, 120
-#: conversations of 6.8 MB of tool output grew the process by 27 MB each.
-STATE_PER_BODY_BYTE = 4
+#: copy and parsed dicts, the warden's messages, log and counts, the prefix codec's images):
+#: measured on loopback, conversations of 6.95 MB of tool output grew the process by 27 MB
+#: each; one more for the allocator's slack and the request being read.
+STATE_PER_BODY_BYTE = 5
 
 
 def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: bytes) -> str:

@@ -96,7 +96,7 @@ class ProxyConfig(BaseModel):
     max_state_bytes: int = Field(
         512 << 20,
         ge=1 << 20,
-        description="Budget, in bytes (estimated: four times the bytes of each conversation's "
+        description="Budget, in bytes (estimated: five times the bytes of each conversation's "
         "last request body), for the conversation state of all clients; over it the least recently "
         "used other client is forgotten. Default: 536870912 (512 MiB).",
     )
