@@ -39,6 +39,8 @@ CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
 #: measured on loopback, conversations of 6.95 MB of tool output grew the process by 27 MB
 #: each; one more for the allocator's slack and the request being read.
 STATE_PER_BODY_BYTE = 5
+#: Bodies one client's body reader keeps (one per conversation).
+READER_CONVERSATIONS = 64
 
 
 def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: bytes) -> str:
@@ -104,7 +106,8 @@ class ClientState:
     ) -> None:
         self.id = cid
         self.warden = warden
-        self.bodies = BodyReader(max_conversations=64, max_bytes=reader_bytes)
+        self.bodies = BodyReader(max_conversations=READER_CONVERSATIONS, max_bytes=reader_bytes)
+        self._unread = 0  # turns of the slots bodies the warden did not run on are counted in
         self.breaker = breaker
         self.limiter = anyio.CapacityLimiter(concurrency)
         #: conversation id -> estimated bytes of its state (least recently used first)
@@ -171,9 +174,12 @@ class ClientTable:
 
     def account(self, state: ClientState, conversation: str, body_bytes: int) -> None:
         """Record that ``conversation`` of ``state`` was last seen with a body of
-        ``body_bytes``, then bring the client within its quota and the table within its budget."""
+        ``body_bytes``, then bring the client within its quota and the table within its budget.
+        A body the warden did not run on (no ``conversation``) may still be held by the
+        client's body reader: it is counted in one of as many slots as the reader keeps."""
         if not conversation:
-            return
+            conversation = f"unread:{state._unread % READER_CONVERSATIONS}"
+            state._unread += 1
         size = body_bytes * STATE_PER_BODY_BYTE
         with self._lock:
             if self._clients.get(state.id) is not state:
