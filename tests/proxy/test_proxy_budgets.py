@@ -178,8 +178,13 @@ def test_bodies_over_the_process_budget_get_503_in_the_providers_format(
 def test_an_unrelated_request_goes_through_while_45_compactions_hang(
     hanging: Upstream, start_proxy: StartProxy
 ) -> None:
+    """45 compactions of one client on a summarizer that hangs: a few hold their summary calls
+    (the client's summary pool), the rest get the extractive summary at once; another client's
+    request and another conversation of the same client are answered meanwhile."""
     fake, url = hanging
-    proxy = start_proxy(url, window=8_000, warden_config={"summarizer": {"timeout_s": 50}})
+    proxy = start_proxy(
+        url, window=8_000, warden_config={"summarizer": {"timeout_s": 50}}, client_concurrency=32
+    )
     done: list[int] = []
 
     def compacting(i: int) -> None:
@@ -192,25 +197,29 @@ def test_an_unrelated_request_goes_through_while_45_compactions_hang(
         )
         done.append(r.status_code)
 
+    hello = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
     with ThreadPoolExecutor(45) as pool:
         futures = [pool.submit(compacting, i) for i in range(45)]
-        for _ in range(400):  # until the summary calls are hanging
-            if fake.summary_calls >= 30:
+        for _ in range(400):  # until the pool's summary calls are hanging
+            if fake.summary_calls >= 8 and len(done) >= 37:
                 break
             time.sleep(0.05)
-        assert fake.summary_calls >= 30
-        r = httpx.post(
-            f"{proxy}/v1/chat/completions",
-            json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]},
-            headers={"Authorization": "Bearer sk-other"},
-            timeout=20,
-        )
-        assert r.status_code == 200
-        assert done == []  # answered while every compaction still hangs
+        assert fake.summary_calls == 8  # the client's summary pool, no more
+        for key in ("sk-other", "sk-busy"):
+            r = httpx.post(
+                f"{proxy}/v1/chat/completions",
+                json=hello,
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=20,
+            )
+            assert r.status_code == 200
+        assert len(done) == 37  # answered while 8 compactions still hang
         fake.summary_gate.set()
         for f in futures:
             f.result()
     assert sorted(set(done)) == [200]
+    stats = httpx.get(f"{proxy}/stats", timeout=10).json()
+    assert stats["summary_pool_full"] == 37
 
 
 def test_one_compaction_makes_its_summary_calls_within_one_timeout(

@@ -100,6 +100,7 @@ class _Proxy:
             max_state_bytes=config.max_state_bytes,
             client_state_bytes=config.client_state_bytes,
             client_concurrency=config.client_concurrency,
+            summary_concurrency=config.client_summary_concurrency,
             breaker=lambda: Breaker(
                 config.summary_breaker_failures, config.summary_breaker_cooldown
             ),
@@ -373,6 +374,7 @@ class _Proxy:
                 state.breaker,
                 timeout_s=cfg.warden.summarizer.timeout_s,
                 max_calls=cfg.summary_max_calls,
+                slots=state.summary_slots,
             )
             budgets.append(budget)
             return budget

@@ -102,7 +102,13 @@ class ClientState:
     """One client's warden and everything else that holds what it sent."""
 
     def __init__(
-        self, cid: str, warden: Any, breaker: Breaker, concurrency: int, reader_bytes: int
+        self,
+        cid: str,
+        warden: Any,
+        breaker: Breaker,
+        concurrency: int,
+        reader_bytes: int,
+        summary_slots: int = 8,
     ) -> None:
         self.id = cid
         self.warden = warden
@@ -110,6 +116,7 @@ class ClientState:
         self._unread = 0  # turns of the slots bodies the warden did not run on are counted in
         self.breaker = breaker
         self.limiter = anyio.CapacityLimiter(concurrency)
+        self.summary_slots = threading.BoundedSemaphore(summary_slots)
         #: conversation id -> estimated bytes of its state (least recently used first)
         self.conversations: OrderedDict[str, int] = OrderedDict()
         self.bytes = 0
@@ -129,6 +136,7 @@ class ClientTable:
         max_state_bytes: int = 512 << 20,
         client_state_bytes: int = 512 << 20,
         client_concurrency: int = 64,
+        summary_concurrency: int = 8,
         breaker: Callable[[], Breaker] = Breaker,
     ) -> None:
         self._make_warden = make_warden
@@ -137,6 +145,7 @@ class ClientTable:
         self.max_state_bytes = max_state_bytes
         self.client_state_bytes = client_state_bytes
         self.client_concurrency = client_concurrency
+        self.summary_concurrency = summary_concurrency
         self._breaker = breaker
         self._clients: OrderedDict[str, ClientState] = OrderedDict()
         self._lock = threading.Lock()
@@ -162,7 +171,14 @@ class ClientTable:
         # outside the lock: building a warden may take a few milliseconds
         warden = self._make_warden(cid)
         reader = max(1 << 20, self.client_state_bytes // (2 * STATE_PER_BODY_BYTE))
-        fresh = ClientState(cid, warden, self._breaker(), self.client_concurrency, reader)
+        fresh = ClientState(
+            cid,
+            warden,
+            self._breaker(),
+            self.client_concurrency,
+            reader,
+            self.summary_concurrency,
+        )
         with self._lock:
             state = self._clients.get(cid)
             if state is None:

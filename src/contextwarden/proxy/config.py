@@ -131,6 +131,13 @@ class ProxyConfig(BaseModel):
         description="Requests of one client the warden works on at once (the rest wait their "
         "turn without holding a thread). Default: 32.",
     )
+    client_summary_concurrency: int = Field(
+        8,
+        ge=1,
+        description="Summaries of one client asked for at once; a compaction finding them all "
+        "under way gets the extractive summary at once rather than wait (so compactions stuck "
+        "on a slow summarizer never hold all of a client's requests). Default: 8.",
+    )
     max_transforms: int = Field(
         256,
         ge=1,

@@ -35,6 +35,7 @@ def fill_record(
         record.summary_output_tokens += calls.output_tokens
         record.summary_failed_calls += calls.failed_calls
         record.breaker_open = record.breaker_open or calls.breaker_open
+        record.summary_pool_full = record.summary_pool_full or calls.pool_full
         for model, counts in calls.models.items():
             entry = record.summary_models.setdefault(model, [0, 0, 0])
             for i, n in enumerate(counts):
@@ -61,7 +62,9 @@ def outcome_headers(outcome: BodyOutcome, record: RequestRecord | None = None) -
     """The ``X-Contextwarden-*`` response headers describing what the warden did, and the
     summary calls it made for this request (``record``'s), if any."""
     headers: dict[str, str] = {}
-    if record is not None and (record.summary_calls or record.breaker_open):
+    if record is not None and (
+        record.summary_calls or record.breaker_open or record.summary_pool_full
+    ):
         headers["X-Contextwarden-Summary-Calls"] = str(record.summary_calls)
         headers["X-Contextwarden-Summary-Input-Tokens"] = str(record.summary_input_tokens)
         headers["X-Contextwarden-Summary-Output-Tokens"] = str(record.summary_output_tokens)
@@ -69,6 +72,8 @@ def outcome_headers(outcome: BodyOutcome, record: RequestRecord | None = None) -
             headers["X-Contextwarden-Summary-Model"] = header_text(",".join(record.summary_models))
         if record.breaker_open:
             headers["X-Contextwarden-Summary-Breaker"] = "open"
+        if record.summary_pool_full:
+            headers["X-Contextwarden-Summary-Pool"] = "full"
     if outcome.warning:
         headers["X-Contextwarden-Warning"] = header_text(outcome.warning)
     if outcome.skipped:
