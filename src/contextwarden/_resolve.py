@@ -29,9 +29,14 @@ class Resolver:
     """A warden's resolution tables (thread-safe; the lock is never held during a count)."""
 
     def __init__(
-        self, config: WardenConfig, counter: TokenCounter | None, models: dict[str, ModelInfo]
+        self,
+        config: WardenConfig,
+        counter: TokenCounter | None,
+        models: dict[str, ModelInfo],
+        counter_cache: int = 100_000,
     ) -> None:
         self.config = config
+        self.counter_cache = counter_cache
         self.counter = counter
         self.models = models
         self._lock = threading.Lock()
@@ -63,7 +68,7 @@ class Resolver:
         model = model or self.config.model
         counter: TokenCounter | None = self._recall(self._counters, model)
         if counter is None:
-            counter = new_counter(model, kind=self.config.counter)
+            counter = new_counter(model, kind=self.config.counter, cache_size=self.counter_cache)
             self._remember(self._counters, model, counter)
         return counter
 

@@ -67,8 +67,10 @@ class Warden:
     ``strategies`` customise the compaction engine built from ``config.compaction``;
     ``compactor`` replaces that engine with your own :class:`CompactionHook`; ``layers`` are
     extra guard layers run on the request at the end of every call; ``counter`` replaces the
-    token counter; ``log_store`` keeps each conversation's log where other processes (or this
-    one after a restart) continue it (:mod:`contextwarden.store.logs`). Thread-safe: calls of
+    token counter (``counter_cache``: messages each of the warden's own counters remembers);
+    ``log_store`` keeps each conversation's log where other processes (or this one after a
+    restart) continue it (:mod:`contextwarden.store.logs`); ``codec`` reads and writes provider
+    dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default). Thread-safe: calls of
     different conversations run in parallel, calls of one conversation one at a time. The
     window for a call is ``window=`` if given, else ``config.context_window``, else the model
     registry's figure; with none of them only the lossless edits run.
@@ -84,6 +86,8 @@ class Warden:
         strategies: Mapping[str, Any] | None = None,
         layers: Sequence[Layer] = (),
         log_store: LogStore | None = None,
+        codec: PrefixCodec | None = None,
+        counter_cache: int = 100_000,
     ) -> None:
         # model_validate: mypy does not see pydantic's positional Field defaults
         self.config = config if config is not None else WardenConfig.model_validate({})
@@ -110,9 +114,9 @@ class Warden:
         self.log_store = log_store
         #: the config's ``models:`` section, consulted before the registry
         self.models = apply_model_overrides(self.config)
-        self._resolve = Resolver(self.config, counter, self.models)
+        self._resolve = Resolver(self.config, counter, self.models, counter_cache)
         self._table = ConversationTable(self.config, log_store)
-        self._codec = PrefixCodec()
+        self._codec = codec if codec is not None else PrefixCodec()
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
     def counter_for(self, model: str | None = None) -> TokenCounter:

@@ -205,14 +205,16 @@ def memory(uploads: int, heads: int, seconds: float) -> None:
 # -- state: 120 conversations of 6.8 MB ---------------------------------------------------------
 def state(conversations: int, budget: int) -> None:
     fake = FakeUpstream(record=False)
-    args = ["--max-state-bytes", str(budget), "--summarizer", "extractive", "--window", "200000"]
+    # a model the registry does not know, no --window: the lossless layers run, nothing is dropped
+    # (the audit's setting: the whole history is held)
+    args = ["--max-state-bytes", str(budget), "--summarizer", "extractive"]
     with serve(fake.app, log_level="critical") as up, proxy_process(up, *args) as (url, pid):
         base = rss_mb(pid)
         peak = 0.0
         with httpx.Client(timeout=300) as client:
             for c in range(conversations):
-                h = history(f"conversation {c}", 310, line=130)  # about 6.8 MB of JSON
-                body = json.dumps({"model": "gpt-4o", "messages": h}).encode()
+                h = history(f"conversation {c}", 900, line=130)  # about 6.8 MB of JSON
+                body = json.dumps({"model": "local-llm", "messages": h}).encode()
                 client.post(
                     f"{url}/v1/chat/completions",
                     content=body,
@@ -241,7 +243,7 @@ def state(conversations: int, budget: int) -> None:
 
 
 # -- hang: 45 compactions on a hanging summarizer ------------------------------------------------
-def hang(compactions: int, timeout_s: float) -> None:
+def hang(compactions: int, timeout_s: float, keys: int) -> None:
     fake = FakeUpstream(record=False, sign_summaries=True, summary_delay=120)
     config = Path(f"/tmp/cw-measure-{os.getpid()}.yaml")
     config.write_text(f"summarizer:\n  timeout_s: {timeout_s}\n")
@@ -257,7 +259,7 @@ def hang(compactions: int, timeout_s: float) -> None:
                 httpx.post(
                     f"{url}/v1/chat/completions",
                     json={"model": "gpt-4o", "messages": history(f"job {i}", 60)[:100]},
-                    headers={"Authorization": f"Bearer sk-{i % 3}"},
+                    headers={"Authorization": f"Bearer sk-{i % keys}"},
                     timeout=300,
                 )
                 durations.append(time.perf_counter() - t)
@@ -265,18 +267,27 @@ def hang(compactions: int, timeout_s: float) -> None:
             with ThreadPoolExecutor(compactions) as pool:
                 for i in range(compactions):
                     pool.submit(compacting, i)
-                while fake.summary_calls < compactions:
-                    time.sleep(0.05)
+                # until the summary calls under way stop growing (each client's summary pool
+                # full; the other compactions got the extractive summary)
+                seen = -1
+                while fake.summary_calls != seen or fake.summary_calls == 0:
+                    seen = fake.summary_calls
+                    time.sleep(1)
+                hanging = compactions - len(durations)
                 latencies = _latencies(url, 20)
+                still = compactions - len(durations)
             fake.summary_gate.set()
             emit(
                 attack="compactions hanging on the summarizer",
                 compactions=compactions,
                 timeout_s=timeout_s,
+                keys=keys,
                 bystander_p50_ms=round(statistics.median(latencies), 1),
                 bystander_max_ms=round(max(latencies), 1),
                 compaction_max_s=round(max(durations), 2),
+                bystander_ms=[round(x) for x in latencies],
                 summary_calls=fake.summary_calls,
+                hanging_while_measured=[hanging, still],
             )
     finally:
         config.unlink(missing_ok=True)
@@ -375,10 +386,11 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=80)
     p = sub.add_parser("state")
     p.add_argument("--conversations", type=int, default=120)
-    p.add_argument("--budget", type=int, default=1 << 30)
+    p.add_argument("--budget", type=int, default=512 << 20)
     p = sub.add_parser("hang")
     p.add_argument("--compactions", type=int, default=45)
     p.add_argument("--timeout-s", type=float, default=4)
+    p.add_argument("--keys", type=int, default=45, help="credentials the compactions use")
     p = sub.add_parser("tiny")
     p.add_argument("--messages", type=int, default=100_000)
     p = sub.add_parser("timing")
@@ -389,7 +401,7 @@ def main() -> None:
     elif a.what == "state":
         state(min(a.conversations, 200), a.budget)
     elif a.what == "hang":
-        hang(min(a.compactions, 100), a.timeout_s)
+        hang(min(a.compactions, 100), a.timeout_s, max(1, a.keys))
     elif a.what == "tiny":
         tiny(min(a.messages, 200_000))
     else:

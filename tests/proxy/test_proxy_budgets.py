@@ -178,8 +178,13 @@ def test_bodies_over_the_process_budget_get_503_in_the_providers_format(
 def test_an_unrelated_request_goes_through_while_45_compactions_hang(
     hanging: Upstream, start_proxy: StartProxy
 ) -> None:
+    """45 compactions of one client on a summarizer that hangs: a few hold their summary calls
+    (the client's summary pool), the rest get the extractive summary at once; another client's
+    request and another conversation of the same client are answered meanwhile."""
     fake, url = hanging
-    proxy = start_proxy(url, window=8_000, warden_config={"summarizer": {"timeout_s": 50}})
+    proxy = start_proxy(
+        url, window=8_000, warden_config={"summarizer": {"timeout_s": 50}}, client_concurrency=32
+    )
     done: list[int] = []
 
     def compacting(i: int) -> None:
@@ -192,25 +197,29 @@ def test_an_unrelated_request_goes_through_while_45_compactions_hang(
         )
         done.append(r.status_code)
 
+    hello = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
     with ThreadPoolExecutor(45) as pool:
         futures = [pool.submit(compacting, i) for i in range(45)]
-        for _ in range(400):  # until the summary calls are hanging
-            if fake.summary_calls >= 30:
+        for _ in range(400):  # until the pool's summary calls are hanging
+            if fake.summary_calls >= 8 and len(done) >= 37:
                 break
             time.sleep(0.05)
-        assert fake.summary_calls >= 30
-        r = httpx.post(
-            f"{proxy}/v1/chat/completions",
-            json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]},
-            headers={"Authorization": "Bearer sk-other"},
-            timeout=20,
-        )
-        assert r.status_code == 200
-        assert done == []  # answered while every compaction still hangs
+        assert fake.summary_calls == 8  # the client's summary pool, no more
+        for key in ("sk-other", "sk-busy"):
+            r = httpx.post(
+                f"{proxy}/v1/chat/completions",
+                json=hello,
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=20,
+            )
+            assert r.status_code == 200
+        assert len(done) == 37  # answered while 8 compactions still hang
         fake.summary_gate.set()
         for f in futures:
             f.result()
     assert sorted(set(done)) == [200]
+    stats = httpx.get(f"{proxy}/stats", timeout=10).json()
+    assert stats["summary_pool_full"] == 37
 
 
 def test_one_compaction_makes_its_summary_calls_within_one_timeout(
@@ -243,6 +252,8 @@ def test_summary_calls_are_counted_in_headers_and_stats(
     assert stats["summary_calls"] == calls
     assert stats["summary_input_tokens"] == tokens_in
     assert stats["summary_output_tokens"] == tokens_out
+    assert stats["input_tokens_billed"] == stats["tokens_after"] + tokens_in
+    assert stats["tokens_saved_net"] == stats["tokens_saved"] - tokens_in
     assert stats["summaries_by_model"] == {
         "gpt-4o": {"calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out}
     }
@@ -340,10 +351,32 @@ def test_one_app_never_shares_a_body_reader_with_another(
     upstream: Upstream,
 ) -> None:
     """Two apps in one process (and two clients of one app) each read bodies with their own
-    reader: nothing one was sent is remembered for the other."""
+    reader and count tokens with their own counters: nothing one was sent is remembered for the
+    other."""
     _, url = upstream
     one = create_app(ProxyConfig(upstream=url, cache="memory"))
     two = create_app(ProxyConfig(upstream=url, cache="memory"))
     a = one.state.proxy.clients.get("a")
     assert a.bodies is not two.state.proxy.clients.get("a").bodies
-    assert a.bodies is not one.state.proxy.clients.get("b").bodies
+    b = one.state.proxy.clients.get("b")
+    assert a.bodies is not b.bodies
+    # nor token counters: counts cached by content would answer faster for what another sent
+    count_a = a.warden.inner.counter_for("gpt-4o")
+    assert count_a is not b.warden.inner.counter_for("gpt-4o")
+    assert count_a is a.warden.inner.counter_for("gpt-4o")
+
+
+def test_one_compaction_makes_a_bounded_number_of_summary_calls(
+    failing: Upstream, start_proxy: StartProxy
+) -> None:
+    fake, url = failing
+    proxy = start_proxy(
+        url,
+        window=8_000,
+        warden_config={"summarizer": {"max_retries": 5}},
+        summary_max_calls=2,
+    )
+    r = post(proxy, history("TASK: retry forever", 60)[:100], "sk-A")
+    assert fake.summary_calls == 2  # retries and strategies included
+    assert r.headers["x-contextwarden-summary-calls"] == "2"
+    assert r.headers["x-contextwarden-summarizer"] == "extractive"

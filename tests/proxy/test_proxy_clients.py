@@ -16,7 +16,7 @@ import pytest
 from fake_upstream import FakeUpstream, serve
 from proxy_doubles import StartProxy
 
-from contextwarden.proxy.clients import ClientTable, ScopedCache, client_id
+from contextwarden.proxy.clients import STATE_PER_BODY_BYTE, ClientTable, ScopedCache, client_id
 
 Upstream = tuple[FakeUpstream, str]
 
@@ -184,20 +184,22 @@ def test_the_table_evicts_by_bytes_the_clients_own_first_then_the_least_recent_o
         made.append(cid)
         return object()
 
-    table = ClientTable(make, max_clients=10, max_state_bytes=10 << 20, client_state_bytes=4 << 20)
+    mib = 1 << 20
+    body = mib // STATE_PER_BODY_BYTE  # a body whose conversation state is estimated at 1 MiB
+    table = ClientTable(make, max_clients=10, max_state_bytes=10 * mib, client_state_bytes=4 * mib)
     a = table.get("a")
-    for i in range(4):
-        table.account(a, f"a{i}", 1 << 20)  # 2 MiB of state each: over A's own 4 MiB quota
-    assert list(a.conversations) == ["a2", "a3"]  # A forgot its own oldest
+    for i in range(6):
+        table.account(a, f"a{i}", 2 * body)  # 2 MiB each: over A's own 4 MiB quota
+    assert list(a.conversations) == ["a4", "a5"]  # A forgot its own oldest
     b = table.get("b")
-    table.account(b, "b0", 1 << 20)
+    table.account(b, "b0", 2 * body)
     c = table.get("c")
     for i in range(3):
-        table.account(c, f"c{i}", 1 << 20)
+        table.account(c, f"c{i}", 2 * body)
     # 4 + 2 + 4 MiB = 10 MiB: within the whole budget, nobody else dropped
     assert len(table) == 3
     d = table.get("d")
-    table.account(d, "d0", 1 << 20)  # over: the least recently used other client goes
+    table.account(d, "d0", 2 * body)  # over: the least recently used other client goes
     assert table.snapshot()["evicted_clients"] == 1
     assert table.bytes <= table.max_state_bytes
     assert table.get("d") is d and table.get("b") is b

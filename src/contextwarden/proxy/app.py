@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from http.cookiejar import CookieJar, CookiePolicy
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 import anyio
 import anyio.to_thread
@@ -48,6 +47,7 @@ from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
+from .outcome import climbs, fill_record, outcome_headers, raw_path
 from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
     CLIENT_LEFT,
@@ -102,6 +102,7 @@ class _Proxy:
             max_state_bytes=config.max_state_bytes,
             client_state_bytes=config.client_state_bytes,
             client_concurrency=config.client_concurrency,
+            summary_concurrency=config.client_summary_concurrency,
             breaker=lambda: Breaker(
                 config.summary_breaker_failures, config.summary_breaker_cooldown
             ),
@@ -130,11 +131,7 @@ class _Proxy:
         scanned a few at a time. Chosen by load, not in turn, so requests hanging in one pool
         never hold back the next ones while others sit idle."""
         if not self._clients:
-            # Made on first use so they belong to the serving event loop.
-            pools = min(POOLS, self.config.max_connections)
-            per_pool = self.config.max_connections // pools  # no more than max_connections
-            self._clients = [self._new_client(per_pool) for _ in range(pools)]
-            self._busy = [0] * pools
+            self.open_pools()
         i = min(range(len(self._busy)), key=self._busy.__getitem__)
         self._busy[i] += 1
         released = False
@@ -180,9 +177,34 @@ class _Proxy:
     def release(self, size: int) -> None:
         self.buffered = max(self.buffered - size, 0)
 
-    def _new_client(self, per_pool: int) -> httpx.AsyncClient:
+    def warm_up(self) -> None:
+        """Load what the first request would (the formats, the default tokenizer) with a
+        throwaway warden, so that no client's first request pays for it."""
+        if self.factory is None:
+            return
+        body = b'{"model":"gpt-4o","messages":[{"role":"user","content":"warm up"}]}'
+        try:
+            transform_body(self.factory("warm-up"), "openai", body)
+        except Exception:  # a start-up nicety only: the first request pays instead
+            logger.debug("contextwarden proxy: warm-up failed", exc_info=True)
+
+    def open_pools(self) -> None:
+        """Make the upstream pools (at start-up, in the serving event loop), sharing one TLS
+        context: each would otherwise load the CA bundle, tens of milliseconds apiece, on the
+        first request."""
+        if self._clients:
+            return
+        pools = min(POOLS, self.config.max_connections)
+        per_pool = self.config.max_connections // pools  # no more than max_connections
+        make_tls = getattr(httpx, "create_ssl_context", None)
+        tls: Any = make_tls() if make_tls is not None else True
+        self._clients = [self._new_client(per_pool, tls) for _ in range(pools)]
+        self._busy = [0] * pools
+
+    def _new_client(self, per_pool: int, tls: Any = True) -> httpx.AsyncClient:
         cfg = self.config
         client = httpx.AsyncClient(
+            verify=tls,
             timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
             limits=httpx.Limits(
                 max_connections=per_pool,
@@ -354,6 +376,7 @@ class _Proxy:
                 state.breaker,
                 timeout_s=cfg.warden.summarizer.timeout_s,
                 max_calls=cfg.summary_max_calls,
+                slots=state.summary_slots,
             )
             budgets.append(budget)
             return budget
@@ -382,7 +405,7 @@ class _Proxy:
         record = RequestRecord(request.method, path, route)
         if not self.authorized(request):
             return await self.deny(record, provider, started)
-        if _climbs(request):
+        if climbs(request):
             return await self.bad_path(record, provider, started)
         held = 0
         try:
@@ -436,12 +459,12 @@ class _Proxy:
                 self.clients.account(state, outcome.conversation, len(raw))
                 body = outcome.body
                 fill_record(record, outcome, budgets, started)
-                extra = _outcome_headers(outcome, record)
+                extra = outcome_headers(outcome, record)
             client, done = self.pool()
             return await forward(
                 client,
                 method=request.method,
-                url=self.config.upstream_url(_raw_path(request), request.url.query),
+                url=self.config.upstream_url(raw_path(request), request.url.query),
                 headers=request_headers(request.headers.raw),
                 content=body,
                 provider=provider,
@@ -469,7 +492,7 @@ class _Proxy:
         record = RequestRecord(request.method, path, "passthrough")
         if not self.authorized(request):
             return await self.deny(record, provider, started)
-        if _climbs(request):
+        if climbs(request):
             return await self.bad_path(record, provider, started)
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
         content: AsyncIterator[bytes] | None = request.stream() if has_body else None
@@ -477,7 +500,7 @@ class _Proxy:
         return await forward(
             client,
             method=request.method,
-            url=self.config.upstream_url(_raw_path(request), request.url.query),
+            url=self.config.upstream_url(raw_path(request), request.url.query),
             headers=request_headers(request.headers.raw, keep_length=True),
             content=content,
             provider=provider,
@@ -486,47 +509,6 @@ class _Proxy:
             extra_headers={},
             finish=self.finish_with(done),
         )
-
-
-def fill_record(
-    record: RequestRecord, outcome: BodyOutcome, budgets: list[SummaryBudget], started: float
-) -> None:
-    """What the warden did and the summary calls it made, into the request's record."""
-    record.model, record.stream = outcome.model, outcome.stream
-    record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
-    record.compacted, record.strategy = outcome.compacted, outcome.strategy
-    record.summarizer = outcome.summarizer
-    record.skipped = outcome.skipped
-    record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
-    record.transform_ms = (time.perf_counter() - started) * 1000
-    for budget in budgets:
-        budget.settle()
-        calls = budget.calls
-        record.summary_calls += calls.calls
-        record.summary_input_tokens += calls.input_tokens
-        record.summary_output_tokens += calls.output_tokens
-        record.summary_failed_calls += calls.failed_calls
-        record.breaker_open = record.breaker_open or calls.breaker_open
-        for model, counts in calls.models.items():
-            entry = record.summary_models.setdefault(model, [0, 0, 0])
-            for i, n in enumerate(counts):
-                entry[i] += n
-
-
-def _climbs(request: Request) -> bool:
-    """Whether the path holds a ``.`` or ``..`` segment, plainly or percent-encoded (the
-    upstream client would resolve it: ``/v1/chat/completions/../../admin`` is ``/v1/admin``)."""
-    raw = request.scope.get("raw_path")
-    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
-    for _ in range(3):  # %252e: decoded twice by some servers
-        segments = path.replace("\\", "/").split("/")
-        if any(seg in (".", "..") for seg in segments):
-            return True
-        decoded = unquote(path)
-        if decoded == path:
-            return False
-        path = decoded
-    return True
 
 
 class _Overflow(Exception):
@@ -596,46 +578,6 @@ class _AnyMethod:
         await response(scope, receive, send)
 
 
-def _outcome_headers(outcome: BodyOutcome, record: RequestRecord | None = None) -> dict[str, str]:
-    """The ``X-Contextwarden-*`` response headers describing what the warden did, and the
-    summary calls it made for this request (``record``'s), if any."""
-    headers: dict[str, str] = {}
-    if record is not None and (record.summary_calls or record.breaker_open):
-        headers["X-Contextwarden-Summary-Calls"] = str(record.summary_calls)
-        headers["X-Contextwarden-Summary-Input-Tokens"] = str(record.summary_input_tokens)
-        headers["X-Contextwarden-Summary-Output-Tokens"] = str(record.summary_output_tokens)
-        if record.summary_models:
-            headers["X-Contextwarden-Summary-Model"] = _header_text(",".join(record.summary_models))
-        if record.breaker_open:
-            headers["X-Contextwarden-Summary-Breaker"] = "open"
-    if outcome.warning:
-        headers["X-Contextwarden-Warning"] = _header_text(outcome.warning)
-    if outcome.skipped:
-        reason = f"{outcome.skipped}: {outcome.detail}" if outcome.detail else outcome.skipped
-        headers["X-Contextwarden-Skipped"] = _header_text(reason)
-        return headers
-    headers["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
-    headers["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
-    headers["X-Contextwarden-Compacted"] = str(outcome.compacted)
-    if outcome.strategy:
-        headers["X-Contextwarden-Compaction"] = _header_text(outcome.strategy)
-    if outcome.summarizer:
-        headers["X-Contextwarden-Summarizer"] = _header_text(outcome.summarizer)
-    return headers
-
-
-def _raw_path(request: Request) -> str:
-    """The path as the client sent it (percent-escapes kept: ``%2F`` must not become ``/``)."""
-    raw = request.scope.get("raw_path")
-    return raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
-
-
-def _header_text(text: str, limit: int = 300) -> str:
-    """One line of printable ASCII, at most ``limit`` characters (a header value must be)."""
-    clean = "".join(c if 32 <= ord(c) < 127 else " " for c in text)
-    return clean[:limit]
-
-
 def create_app(
     config: ProxyConfig,
     *,
@@ -655,6 +597,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        proxy.open_pools()
+        await anyio.to_thread.run_sync(proxy.warm_up)
         try:
             yield
         finally:

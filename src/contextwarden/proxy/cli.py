@@ -127,7 +127,7 @@ def proxy(
         typer.Option(
             help="Budget for the conversation state of all clients, in bytes.", min=1 << 20
         ),
-    ] = 1 << 30,
+    ] = 512 << 20,
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 

@@ -34,9 +34,13 @@ __all__ = ["ClientState", "ClientTable", "ScopedCache", "client_id"]
 
 #: Request headers that carry a client's credential.
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
-#: Memory a conversation's state costs per byte of its last request body (its parsed messages,
-#: the warden's log and counts, the body reader's copy), measured on real agent traffic.
-STATE_PER_BODY_BYTE = 2
+#: Memory a conversation's state costs per byte of its last request body (the body reader's
+#: copy and parsed dicts, the warden's messages, log and counts, the prefix codec's images):
+#: measured on loopback, conversations of 6.95 MB of tool output grew the process by 27 MB
+#: each; one more for the allocator's slack and the request being read.
+STATE_PER_BODY_BYTE = 5
+#: Bodies one client's body reader keeps (one per conversation).
+READER_CONVERSATIONS = 64
 
 
 def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: bytes) -> str:
@@ -98,13 +102,21 @@ class ClientState:
     """One client's warden and everything else that holds what it sent."""
 
     def __init__(
-        self, cid: str, warden: Any, breaker: Breaker, concurrency: int, reader_bytes: int
+        self,
+        cid: str,
+        warden: Any,
+        breaker: Breaker,
+        concurrency: int,
+        reader_bytes: int,
+        summary_slots: int = 8,
     ) -> None:
         self.id = cid
         self.warden = warden
-        self.bodies = BodyReader(max_conversations=64, max_bytes=reader_bytes)
+        self.bodies = BodyReader(max_conversations=READER_CONVERSATIONS, max_bytes=reader_bytes)
+        self._unread = 0  # turns of the slots bodies the warden did not run on are counted in
         self.breaker = breaker
         self.limiter = anyio.CapacityLimiter(concurrency)
+        self.summary_slots = threading.BoundedSemaphore(summary_slots)
         #: conversation id -> estimated bytes of its state (least recently used first)
         self.conversations: OrderedDict[str, int] = OrderedDict()
         self.bytes = 0
@@ -121,9 +133,10 @@ class ClientTable:
         *,
         key: bytes | None = None,
         max_clients: int = 1024,
-        max_state_bytes: int = 1 << 30,
+        max_state_bytes: int = 512 << 20,
         client_state_bytes: int = 512 << 20,
         client_concurrency: int = 64,
+        summary_concurrency: int = 8,
         breaker: Callable[[], Breaker] = Breaker,
     ) -> None:
         self._make_warden = make_warden
@@ -132,6 +145,7 @@ class ClientTable:
         self.max_state_bytes = max_state_bytes
         self.client_state_bytes = client_state_bytes
         self.client_concurrency = client_concurrency
+        self.summary_concurrency = summary_concurrency
         self._breaker = breaker
         self._clients: OrderedDict[str, ClientState] = OrderedDict()
         self._lock = threading.Lock()
@@ -157,7 +171,14 @@ class ClientTable:
         # outside the lock: building a warden may take a few milliseconds
         warden = self._make_warden(cid)
         reader = max(1 << 20, self.client_state_bytes // (2 * STATE_PER_BODY_BYTE))
-        fresh = ClientState(cid, warden, self._breaker(), self.client_concurrency, reader)
+        fresh = ClientState(
+            cid,
+            warden,
+            self._breaker(),
+            self.client_concurrency,
+            reader,
+            self.summary_concurrency,
+        )
         with self._lock:
             state = self._clients.get(cid)
             if state is None:
@@ -169,9 +190,12 @@ class ClientTable:
 
     def account(self, state: ClientState, conversation: str, body_bytes: int) -> None:
         """Record that ``conversation`` of ``state`` was last seen with a body of
-        ``body_bytes``, then bring the client within its quota and the table within its budget."""
+        ``body_bytes``, then bring the client within its quota and the table within its budget.
+        A body the warden did not run on (no ``conversation``) may still be held by the
+        client's body reader: it is counted in one of as many slots as the reader keeps."""
         if not conversation:
-            return
+            conversation = f"unread:{state._unread % READER_CONVERSATIONS}"
+            state._unread += 1
         size = body_bytes * STATE_PER_BODY_BYTE
         with self._lock:
             if self._clients.get(state.id) is not state:
@@ -200,6 +224,7 @@ class ClientTable:
         self.bytes -= size
         self.evicted_conversations += 1
         forget(state.warden, conversation)
+        state.bodies.clear()  # it may hold that conversation's body too (re-read when needed)
 
     def _drop(self, cid: str) -> None:
         state = self._clients.pop(cid)
@@ -231,3 +256,6 @@ def forget(warden: Any, conversation: str) -> None:
     if isinstance(table, MutableMapping) and lock is not None:
         with lock:
             table.pop(conversation, None)
+    codec = getattr(inner, "_prefix_codec", None)
+    if codec is not None and callable(getattr(codec, "clear", None)):
+        codec.clear()  # it may hold that conversation's messages too (re-read when needed)

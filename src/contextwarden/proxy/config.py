@@ -94,11 +94,11 @@ class ProxyConfig(BaseModel):
         1024, ge=1, description="Clients (credentials) kept in memory at once. Default: 1024."
     )
     max_state_bytes: int = Field(
-        1 << 30,
+        512 << 20,
         ge=1 << 20,
-        description="Budget, in bytes (estimated: twice the bytes of each conversation's last "
-        "request body), for the conversation state of all clients; over it the least recently "
-        "used other client is forgotten. Default: 1073741824 (1 GiB).",
+        description="Budget, in bytes (estimated: five times the bytes of each conversation's "
+        "last request body), for the conversation state of all clients; over it the least recently "
+        "used other client is forgotten. Default: 536870912 (512 MiB).",
     )
     client_state_bytes: int = Field(
         256 << 20,
@@ -130,6 +130,13 @@ class ProxyConfig(BaseModel):
         ge=1,
         description="Requests of one client the warden works on at once (the rest wait their "
         "turn without holding a thread). Default: 32.",
+    )
+    client_summary_concurrency: int = Field(
+        8,
+        ge=1,
+        description="Summaries of one client asked for at once; a compaction finding them all "
+        "under way gets the extractive summary at once rather than wait (so compactions stuck "
+        "on a slow summarizer never hold all of a client's requests). Default: 8.",
     )
     max_transforms: int = Field(
         256,

@@ -27,6 +27,7 @@ from starlette.responses import Response
 from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
+from .outcome import climbs, fill_record, outcome_headers, raw_path
 from .stats import WARDEN_ERROR, RequestRecord
 from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
@@ -129,14 +130,12 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
     running the calling client's own warden."""
 
     async def handle(request: Request) -> Response:
-        from .app import _climbs, _outcome_headers, fill_record
-
         started = time.perf_counter()
         path = request.url.path
         record = RequestRecord(request.method, path, "openai")
         if not proxy.authorized(request):
             return await proxy.deny(record, "openai", started)  # type: ignore[no-any-return]
-        if _climbs(request):
+        if climbs(request):
             return await proxy.bad_path(record, "openai", started)  # type: ignore[no-any-return]
         held = 0
         try:
@@ -190,21 +189,16 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
             return await forward(
                 client,
                 method=request.method,
-                url=proxy.config.upstream_url(_raw(request), request.url.query),
+                url=proxy.config.upstream_url(raw_path(request), request.url.query),
                 headers=request_headers(request.headers.raw),
                 content=outcome.body,
                 provider="openai",
                 record=record,
                 started=started,
-                extra_headers=_outcome_headers(outcome, record),
+                extra_headers=outcome_headers(outcome, record),
                 finish=proxy.finish_with(done),
             )
         finally:
             proxy.release(held)
 
     return handle
-
-
-def _raw(request: Request) -> str:
-    raw = request.scope.get("raw_path")
-    return raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path

@@ -78,6 +78,7 @@ class RequestRecord:
     #: model -> [calls, input tokens, output tokens]
     summary_models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
+    summary_pool_full: bool = False
 
     def as_log(self) -> dict[str, Any]:
         """The JSON object logged for this request (only fields that carry information; text
@@ -109,6 +110,8 @@ class RequestRecord:
                     out["summary_failed_calls"] = self.summary_failed_calls
             if self.breaker_open:
                 out["summary_breaker_open"] = True
+            if self.summary_pool_full:
+                out["summary_pool_full"] = True
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
             out["skipped"] = clip(self.skipped)
@@ -150,6 +153,7 @@ class ProxyStats:
     summary_output_tokens: int = 0
     summary_failed_calls: int = 0
     summary_breaker_open: int = 0
+    summary_pool_full: int = 0
     summaries_by_model: OrderedDict[str, dict[str, int]] = field(default_factory=OrderedDict)
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
@@ -204,6 +208,8 @@ class ProxyStats:
                     self.summaries_by_model.popitem(last=False)
             if rec.breaker_open:
                 self.summary_breaker_open += 1
+            if rec.summary_pool_full:
+                self.summary_pool_full += 1
             if rec.error == CLIENT_LEFT:
                 self.client_disconnects += 1
             elif rec.status >= 400:
@@ -234,6 +240,11 @@ class ProxyStats:
                 "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,
+                # what the upstream bills as input: the requests forwarded and the summary calls
+                "input_tokens_billed": self.tokens_after + self.summary_input_tokens,
+                "tokens_saved_net": self.tokens_before
+                - self.tokens_after
+                - self.summary_input_tokens,
                 "compactions": self.compactions,
                 "llm_summaries": self.llm_summaries,
                 "extractive_summaries": self.extractive_summaries,
@@ -248,6 +259,7 @@ class ProxyStats:
                 "summary_output_tokens": self.summary_output_tokens,
                 "summary_failed_calls": self.summary_failed_calls,
                 "summary_breaker_open": self.summary_breaker_open,
+                "summary_pool_full": self.summary_pool_full,
                 "summaries_by_model": {
                     k: dict(v) for k, v in sorted(self.summaries_by_model.items())
                 },

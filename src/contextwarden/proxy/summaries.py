@@ -9,6 +9,10 @@ retries). :class:`SummaryBudget` wraps the summarizer a request's compaction use
 * they make at most ``max_calls`` HTTP calls (retries and chunks counted);
 * every call is counted with its model and its input and output tokens (what the provider
   reported), for the response headers and ``/stats``;
+* at most ``slots`` summaries of one client are asked for at once (its summary pool): a
+  compaction finding them all taken does not wait for one, it gets the extractive summary
+  at once; so compactions stuck on a slow summarizer hold a few of a client's threads, never
+  all of them, and its other conversations go on;
 * a client's :class:`Breaker` opens after ``failures`` requests in a row whose summaries all
   failed (:meth:`SummaryBudget.settle`, once the request's compaction is over): for
   ``cooldown_s`` seconds its compactions use the extractive summary without calling anyone.
@@ -69,6 +73,7 @@ class SummaryCalls:
     #: model -> [calls, input tokens, output tokens]
     models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
+    pool_full: bool = False
 
 
 class SummaryBudget:
@@ -83,10 +88,12 @@ class SummaryBudget:
         *,
         timeout_s: float,
         max_calls: int,
+        slots: threading.Semaphore | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
         self.breaker = breaker
+        self.slots = slots
         self.timeout_s = timeout_s
         self.max_calls = max_calls
         self.calls = SummaryCalls()
@@ -161,8 +168,29 @@ class SummaryBudget:
             else:
                 self._failed += 1
 
+    def _slot(self) -> None:
+        """Take one of the client's summary slots, or raise at once when none is free."""
+        if self.slots is not None and not self.slots.acquire(blocking=False):
+            with self._lock:
+                self.calls.pool_full = True
+            raise SummarizerError(
+                f"{self.name}: this client's summary pool is busy (the proxy's "
+                "client_summary_concurrency); the extractive summary is used"
+            )
+
+    def _free(self) -> None:
+        if self.slots is not None:
+            self.slots.release()
+
     def summarize(self, request: Any) -> str:
         deadline = self._begin()
+        self._slot()
+        try:
+            return self._summarize(request, deadline)
+        finally:
+            self._free()
+
+    def _summarize(self, request: Any, deadline: float) -> str:
         try:
             if self._metered:
                 text: str = self.inner.summarize(request, deadline=deadline, meter=self)
@@ -177,6 +205,13 @@ class SummaryBudget:
 
     async def asummarize(self, request: Any) -> str:
         deadline = self._begin()
+        self._slot()
+        try:
+            return await self._asummarize(request, deadline)
+        finally:
+            self._free()
+
+    async def _asummarize(self, request: Any, deadline: float) -> str:
         try:
             if self._metered:
                 text: str = await self.inner.asummarize(request, deadline=deadline, meter=self)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Literal
+from typing import Any, Literal
 
 from .._compaction import Compactor
 from .._exceptions import ContextWardenError
 from .._warden import Warden
+from ..formats._prefix import PrefixCodec
 from ..store.cache import LruCache, RedisCache, SqliteCache, default_cache_path
 from ..store.logs import LogStore, RedisLogStore, ScopedLogStore, SQLiteLogStore
 from ..summarizers.base import Summarizer
@@ -31,6 +32,10 @@ def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
     if config.cache == "memory":
         return {}
     return SqliteCache(config.cache_path)
+
+
+#: Messages each of a client's token counters remembers the count of.
+CLIENT_COUNTER_CACHE = 20_000
 
 
 class WardenFactory:
@@ -60,11 +65,14 @@ class WardenFactory:
             own = LruCache(self.MEMORY_SUMMARIES)
         else:
             own = ScopedCache(self.cache, client)
-        # the warden counts with counters of its own: counts cached by content stay within the
-        # client (a request counted faster because another client sent the same messages
-        # would tell that they did)
         logs = ScopedLogStore(self.log_store, client) if self.log_store is not None else None
-        return _warden(self.config, own, self.summarizer, logs)
+        # the warden counts with counters of its own (counts cached by content stay within the
+        # client: a request counted faster because another client sent the same messages would
+        # tell that they did), and its codec, which keeps each conversation's messages as read
+        # and written, is sized within the client's share of memory
+        share = self.config.client_state_bytes // 8
+        codec = PrefixCodec(max_conversations=64, max_bytes=share, max_written_bytes=share)
+        return _warden(self.config, own, self.summarizer, logs, codec)
 
 
 def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
@@ -88,14 +96,18 @@ def _warden(
     cache: MutableMapping[str, str],
     summarizer: Summarizer | None,
     log_store: LogStore | None = None,
+    codec: PrefixCodec | None = None,
 ) -> BodyWarden:
     settings = config.warden
+    options: dict[str, Any] = dict(
+        log_store=log_store, codec=codec, counter_cache=CLIENT_COUNTER_CACHE
+    )
     if not settings.compaction.enabled:
-        return Warden(settings, compactor=None, log_store=log_store)
+        return Warden(settings, compactor=None, **options)
     return Warden(
         settings,
         compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer),
-        log_store=log_store,
+        **options,
     )
 
 
