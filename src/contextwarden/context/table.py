@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .._config import WardenConfig
+from .._events import logger
+from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
 from ..store.logs import LogStore
@@ -60,7 +63,7 @@ class ConversationTable:
                 free = next(cid for cid in self._conversations if cid in set(ids))
         if best is None and self.log_store is not None:
             for cid in ids:  # another process may have written this conversation's log
-                record = self.log_store.get_log(cid)
+                record = self._read(cid)
                 if record is None:
                     break
                 if Conversation.record_continues(record, messages) is not None:
@@ -82,7 +85,7 @@ class ConversationTable:
         its history."""
         conv, msgs = call.conv, call.messages
         made: Conversation | None = None
-        record = self.log_store.get_log(conv.key) if self.log_store is not None else None
+        record = self._read(conv.key)
         try:
             if record is not None and int(record.get("calls", 0)) > conv.calls:
                 at = Conversation.record_continues(record, msgs)
@@ -115,5 +118,20 @@ class ConversationTable:
 
     def record(self, conv: Conversation) -> None:
         """Write ``conv``'s record to the log store, if any (after a call)."""
-        if self.log_store is not None:
+        if self.log_store is None:
+            return
+        try:
             self.log_store.put_log(conv.key, conv.record())
+        except StoreError as exc:  # the next call here still has the log in memory
+            logger.warning("contextwarden: the conversation log was not stored: %s", exc)
+
+    def _read(self, key: str) -> Mapping[str, Any] | None:
+        """The stored record of ``key``; None when there is none, or the store cannot be read
+        (the conversation then goes on from what this process knows)."""
+        if self.log_store is None:
+            return None
+        try:
+            return self.log_store.get_log(key)
+        except StoreError as exc:
+            logger.warning("contextwarden: the conversation log could not be read: %s", exc)
+            return None
