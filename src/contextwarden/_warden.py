@@ -436,7 +436,12 @@ class Warden:
         shared = type(messages) is ImagedList  # see transform_openai
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
-            leading = sum(1 for m in result.messages if m.role == "system")
+            # the system prompt: the system messages before the first other one (those in the
+            # middle are written in place, inside the messages)
+            leading = next(
+                (k for k, m in enumerate(result.messages) if m.role != "system"),
+                len(result.messages),
+            )
             stable = result.stable_prefix - leading
             system_out, out, _ = add_cache_breakpoints(
                 system_out,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -283,11 +282,6 @@ def _aider_like(turns: int) -> list[dict[str, Any]]:
     return msgs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a trailing system message is taken as the newest unit, so the full summary "
-    "elides the user's current turn before it (strategies: Layout.body keep_last)",
-)
 def test_trailing_system_message_does_not_cost_the_current_turn() -> None:
     d = _aider_like(12)
     out, result = Warden().transform_openai(copy.deepcopy(d), model="gpt-4o-mini", window=8_000)

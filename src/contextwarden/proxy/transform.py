@@ -262,7 +262,16 @@ def transform_body(
         canonical = getattr(result, "messages", None)
         if isinstance(stable, int) and isinstance(canonical, Sequence):
             # The result counts canonical messages; system ones went into the system prompt.
-            stable -= sum(1 for m in canonical[:stable] if getattr(m, "role", None) == "system")
+            # the system prompt's messages (those before the first other one; a system message
+            # in the middle is written in place, inside the messages)
+            stable -= next(
+                (
+                    k
+                    for k, m in enumerate(canonical[:stable])
+                    if getattr(m, "role", None) != "system"
+                ),
+                stable,
+            )
         if not isinstance(stable, int) or not 0 <= stable <= len(new_messages):
             stable = None
         new_system, new_messages, new_tools, added = add_counting(
