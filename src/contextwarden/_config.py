@@ -22,10 +22,7 @@ from ._exceptions import ConfigError
 from ._models import ModelOverride
 from ._policy import PolicyConfig
 from ._task import TaskConfig
-from .layers.mask import MaskConfig
-from .layers.thinking import ThinkingConfig
-from .layers.truncate import TruncateConfig
-from .layers.window import WindowConfig
+from .layers.config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
 from .summarizers.config import SummarizerConfig
 
 __all__ = [

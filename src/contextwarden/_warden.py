@@ -52,7 +52,7 @@ from .layers.base import Layer, LayerContext, LayerResult, check_messages
 from .layers.pending import drop_open_calls, pending_calls, repair_tail
 from .layers.window import ensure_within, sliding_window
 from .store.logs import LogStore
-from .summarizers.config import build_summarizer
+from .summarizers.build import build_summarizer
 
 __all__ = ["CompactionHook", "TransformResult", "Warden", "takes_keyword"]
 

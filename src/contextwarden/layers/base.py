@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._events import Event, EventKind, emit
 from .._exceptions import FormatError
 from .._messages import Message, TextBlock, ToolResultBlock
+from .config import LayerSettings
 
 if TYPE_CHECKING:
     from .._budget import Budget
-    from .._config import WardenConfig
     from .._tokens import TokenCounter
 
 __all__ = [
@@ -47,7 +47,7 @@ class LayerContext:
     """
 
     counter: TokenCounter
-    config: WardenConfig
+    config: LayerSettings
     budget: Budget | None = None
     tools: Sequence[Mapping[str, Any]] | None = None
     memo: LayerMemo | None = None

@@ -25,8 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .._events import Event
 from .._messages import Message, ToolResultBlock
 from .base import (
@@ -39,6 +37,7 @@ from .base import (
     place_events,
     shrink_event,
 )
+from .config import MaskConfig
 from .units import HistoryIndex
 
 __all__ = [
@@ -71,33 +70,6 @@ SUPERSEDED_MARKER_RE = re.compile(
 
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
-
-
-class MaskConfig(BaseModel):
-    """Observation masking: old, long tool results shrink to head and tail lines (seed 000 L1)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(default=True, description="Mask old tool results. Default: true.")
-    keep_recent: int = Field(
-        default=6, ge=0, description="The most recent tool results kept whole. Default: 6."
-    )
-    min_chars: int = Field(
-        default=500,
-        ge=0,
-        description="Only results longer than this many characters are masked. Default: 500.",
-    )
-    head_lines: int = Field(default=3, ge=0, description="Lines kept from the start. Default: 3.")
-    tail_lines: int = Field(default=2, ge=0, description="Lines kept from the end. Default: 2.")
-    line_chars: int = Field(
-        default=200,
-        ge=20,
-        description="A kept line longer than this keeps its first line_chars characters (and a "
-        "' [...]' mark). Default: 200.",
-    )
-    exclude_tools: tuple[str, ...] = Field(
-        default=(), description="Tool names whose results are never masked. Default: none."
-    )
 
 
 def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = None) -> str:

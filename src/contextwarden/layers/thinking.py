@@ -18,34 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .._events import Event
 from .._messages import Message, ThinkingBlock
 from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+from .config import ThinkingConfig
 from .units import HistoryIndex
 
 __all__ = ["ThinkingConfig", "strip_thinking"]
 
 LAYER = "thinking"
-
-
-class ThinkingConfig(BaseModel):
-    """Thinking stays only on the most recent assistant message(s) that have it (seed 000 L2)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(default=True, description="Strip old thinking blocks. Default: true.")
-    keep_recent: int = Field(
-        default=1,
-        ge=0,
-        description="Assistant messages (newest first) that keep their thinking. Default: 1.",
-    )
-    keep_current_turn: bool = Field(
-        default=True,
-        description="Never strip thinking from assistant messages after the last user message "
-        "(the tool loop in progress), as Anthropic requires. Default: true.",
-    )
 
 
 def _thinking_chars(b: ThinkingBlock) -> int:

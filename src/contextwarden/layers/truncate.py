@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from .._events import Event
 from .._messages import Message, TextBlock, ToolResultBlock
 from .base import (
@@ -27,46 +25,12 @@ from .base import (
     place_events,
     shrink_event,
 )
+from .config import TruncateConfig
 from .units import HistoryIndex
 
 __all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
 
 LAYER = "truncate"
-
-#: Room the marker takes (framing plus up to 20 digits); a config must leave room for it so
-#: that a truncated text is never truncated again (idempotence).
-MARKER_ROOM = 64
-
-
-class TruncateConfig(BaseModel):
-    """Head-and-tail truncation of one tool result's text (seed 004 L1)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(
-        default=True, description="Truncate oversized tool output. Default: true."
-    )
-    max_chars: int = Field(
-        default=50_000,
-        ge=1,
-        description="A tool result longer than this is truncated. Default: 50000.",
-    )
-    head_chars: int = Field(
-        default=2_000, ge=0, description="Characters kept from the start. Default: 2000."
-    )
-    tail_chars: int = Field(
-        default=2_000, ge=0, description="Characters kept from the end. Default: 2000."
-    )
-
-    @model_validator(mode="after")
-    def _room_for_marker(self) -> TruncateConfig:
-        if self.head_chars + self.tail_chars + MARKER_ROOM > self.max_chars:
-            raise ValueError(
-                f"head_chars + tail_chars + {MARKER_ROOM} must not exceed max_chars "
-                f"(got {self.head_chars} + {self.tail_chars} + {MARKER_ROOM} > {self.max_chars}); "
-                "otherwise a truncated result would be longer than the limit"
-            )
-        return self
 
 
 def truncate_text(text: str, config: TruncateConfig | None = None) -> str:

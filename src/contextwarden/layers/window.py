@@ -29,12 +29,11 @@ from dataclasses import replace
 from itertools import compress
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .base import LayerContext, LayerResult, check_messages, cut_middle
+from .config import WindowConfig
 from .mask import mask_text
 from .pending import repair_tail
 from .pins import is_protected
@@ -48,22 +47,6 @@ LAYER = "window"
 NEWEST_MIN_CHARS = 200
 #: Room for the truncation marker (framing plus digits).
 _MARKER_ROOM = 64
-
-
-class WindowConfig(BaseModel):
-    """Drop the oldest whole units (assistant message + its tool results) until under budget."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(
-        default=True, description="Drop oldest units when over the trigger. Default: true."
-    )
-    keep_recent_messages: int = Field(
-        default=20,
-        ge=1,
-        description="Messages at the end the window prefers to keep (seed 000); it still drops "
-        "into them, oldest first, when the budget demands it. Default: 20.",
-    )
 
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------

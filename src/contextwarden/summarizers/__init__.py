@@ -27,7 +27,8 @@ from .base import (
     request_facts,
     summary_cache_key,
 )
-from .config import SummarizerConfig, build_summarizer, parse_summarizer_spec
+from .build import build_summarizer
+from .config import SummarizerConfig, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
 from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 

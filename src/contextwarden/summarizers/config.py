@@ -1,6 +1,6 @@
 """Which summarizer writes compaction summaries: :class:`SummarizerConfig` (the ``summarizer:``
-section of the configuration) and :func:`build_summarizer`, which turns it into a
-:class:`~contextwarden.summarizers.base.Summarizer`.
+section of the configuration); :func:`~contextwarden.summarizers.build.build_summarizer` turns it
+into a :class:`~contextwarden.summarizers.base.Summarizer`.
 
 ``provider: extractive`` (the default) is the embedded summarizer: offline, no key. ``openai``
 (any server speaking Chat Completions: OpenAI, vLLM, Ollama, OpenRouter, LiteLLM...) and
@@ -10,7 +10,6 @@ variable the config names, never from the config itself.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Literal
 
@@ -18,15 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from .._exceptions import ConfigError
-from .base import Summarizer
-from .extractive import ExtractiveSummarizer
 
 __all__ = [
     "DEFAULT_BASE_URLS",
     "DEFAULT_KEY_ENVS",
     "SummarizerConfig",
     "SummarizerProvider",
-    "build_summarizer",
     "parse_summarizer_spec",
 ]
 
@@ -133,40 +129,3 @@ def parse_summarizer_spec(spec: str) -> dict[str, str]:
     if not model.strip():
         raise ConfigError(f"--summarizer {spec!r}: {provider} needs a model, as {provider}:MODEL")
     return {"provider": provider, "model": model.strip()}
-
-
-def build_summarizer(
-    config: SummarizerConfig, *, env: Mapping[str, str] | None = None, max_chars: int | None = None
-) -> Summarizer:
-    """The summarizer ``config`` describes.
-
-    ``extractive`` needs nothing. ``openai`` and ``anthropic`` need their key variable set in
-    ``env`` (default ``os.environ``): when it is unset or empty this raises
-    :class:`ConfigError` naming the variable, at construction rather than at the first
-    compaction (for a local server that needs no key, set the variable to any value). The key
-    is read again at each call, so a rotated key is picked up. ``max_chars``, when given, caps
-    every summary (the compaction config's ``summary_max_chars``; requests carry it too).
-    """
-    if config.provider == "extractive":
-        return ExtractiveSummarizer(max_chars=max_chars)
-    environ = os.environ if env is None else env
-    key_env = config.key_env
-    assert key_env is not None and config.model is not None  # the validator saw to both
-    if not environ.get(key_env):
-        raise ConfigError(
-            f"summarizer.api_key_env: the {config.provider} summarizer reads its key from "
-            f"${key_env}, which is not set (set it, or name another variable in "
-            f"summarizer.api_key_env)"
-        )
-    from .llm import LLMSummarizer  # httpx is imported only when an LLM summarizer is asked for
-
-    llm = LLMSummarizer(
-        config.base_url or DEFAULT_BASE_URLS[config.provider],
-        config.model,
-        provider=config.provider,
-        api_key_env=key_env,
-        timeout=config.timeout_s,
-        max_retries=config.max_retries,
-        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars,
-    )
-    return llm

@@ -1,0 +1,126 @@
+"""The layers' own settings, one section each (the configuration's ``mask:``, ``thinking:``,
+``truncate:`` and ``window:``), and :class:`LayerSettings`, what a layer reads them from.
+
+A leaf module: the configuration aggregates these sections and the layers read them, without
+either importing the other.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["LayerSettings", "MaskConfig", "ThinkingConfig", "TruncateConfig", "WindowConfig"]
+
+#: Room the truncation marker takes (framing plus up to 20 digits); a config must leave room for
+#: it so that a truncated text is never truncated again (idempotence).
+MARKER_ROOM = 64
+
+
+class MaskConfig(BaseModel):
+    """Observation masking: old, long tool results shrink to head and tail lines (seed 000 L1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(default=True, description="Mask old tool results. Default: true.")
+    keep_recent: int = Field(
+        default=6, ge=0, description="The most recent tool results kept whole. Default: 6."
+    )
+    min_chars: int = Field(
+        default=500,
+        ge=0,
+        description="Only results longer than this many characters are masked. Default: 500.",
+    )
+    head_lines: int = Field(default=3, ge=0, description="Lines kept from the start. Default: 3.")
+    tail_lines: int = Field(default=2, ge=0, description="Lines kept from the end. Default: 2.")
+    line_chars: int = Field(
+        default=200,
+        ge=20,
+        description="A kept line longer than this keeps its first line_chars characters (and a "
+        "' [...]' mark). Default: 200.",
+    )
+    exclude_tools: tuple[str, ...] = Field(
+        default=(), description="Tool names whose results are never masked. Default: none."
+    )
+
+
+class ThinkingConfig(BaseModel):
+    """Thinking stays only on the most recent assistant message(s) that have it (seed 000 L2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(default=True, description="Strip old thinking blocks. Default: true.")
+    keep_recent: int = Field(
+        default=1,
+        ge=0,
+        description="Assistant messages (newest first) that keep their thinking. Default: 1.",
+    )
+    keep_current_turn: bool = Field(
+        default=True,
+        description="Never strip thinking from assistant messages after the last user message "
+        "(the tool loop in progress), as Anthropic requires. Default: true.",
+    )
+
+
+class TruncateConfig(BaseModel):
+    """Head-and-tail truncation of one tool result's text (seed 004 L1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(
+        default=True, description="Truncate oversized tool output. Default: true."
+    )
+    max_chars: int = Field(
+        default=50_000,
+        ge=1,
+        description="A tool result longer than this is truncated. Default: 50000.",
+    )
+    head_chars: int = Field(
+        default=2_000, ge=0, description="Characters kept from the start. Default: 2000."
+    )
+    tail_chars: int = Field(
+        default=2_000, ge=0, description="Characters kept from the end. Default: 2000."
+    )
+
+    @model_validator(mode="after")
+    def _room_for_marker(self) -> TruncateConfig:
+        if self.head_chars + self.tail_chars + MARKER_ROOM > self.max_chars:
+            raise ValueError(
+                f"head_chars + tail_chars + {MARKER_ROOM} must not exceed max_chars "
+                f"(got {self.head_chars} + {self.tail_chars} + {MARKER_ROOM} > {self.max_chars}); "
+                "otherwise a truncated result would be longer than the limit"
+            )
+        return self
+
+
+class WindowConfig(BaseModel):
+    """Drop the oldest whole units (assistant message + its tool results) until under budget."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(
+        default=True, description="Drop oldest units when over the trigger. Default: true."
+    )
+    keep_recent_messages: int = Field(
+        default=20,
+        ge=1,
+        description="Messages at the end the window prefers to keep (seed 000); it still drops "
+        "into them, oldest first, when the budget demands it. Default: 20.",
+    )
+
+
+class LayerSettings(Protocol):
+    """The sections a layer reads (a :class:`~contextwarden.WardenConfig` is one)."""
+
+    @property
+    def mask(self) -> MaskConfig: ...
+
+    @property
+    def thinking(self) -> ThinkingConfig: ...
+
+    @property
+    def truncate(self) -> TruncateConfig: ...
+
+    @property
+    def window(self) -> WindowConfig: ...
