@@ -11,9 +11,9 @@ tool message answering its calls (parallel calls stay together), or a lone user 
 message never starts a unit unless it is the very first message, so a cut never lands on a tool
 result. When a tool message answers a call made in an earlier unit (out-of-order results), the
 units in between are merged, so a call and its result are always kept or dropped together.
-A unit is **kept** (never dropped) when it holds a system message or pinned content, or comes
-no later than the task (the user's first message of their own, :mod:`contextwarden._task`: what
-a client injects before it stays too).
+A unit is **kept** (never dropped) when it holds a system message, pinned content or the task
+(the user's first message of their own, :mod:`contextwarden._task`), or comes no later than the
+first user message (a client's opening: Codex's environment, aider's examples).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class HistoryIndex:
         self.n = 0
         #: index of the task (:func:`~contextwarden._task.task_index`), or None
         self.task: int | None = None
+        #: index of the first user message, or None
+        self.first_user: int | None = None
         #: index of the last user message, or -1
         self.last_user = -1
         #: per message: the tool name of each of its tool results ("" when the call is unknown)
@@ -94,6 +96,9 @@ class HistoryIndex:
                         new_thinking = True
                         self.thinking.append(i)
                 elif role == "user":
+                    if self.first_user is None:
+                        self.first_user = i
+                        self.unit_keep[:] = [True] * len(self.unit_keep)
                     self.last_user = i
             if role == "system" or m.is_pinned:
                 self.unit_keep[-1] = True
@@ -105,8 +110,9 @@ class HistoryIndex:
             if task != self.task:
                 dirty = min(dirty, self.task if self.task is not None else start)
                 self.task = task
-                for u, s in enumerate(self.unit_starts):
-                    self.unit_keep[u] = self.unit_keep[u] or (task is not None and s <= task)
+                if task is not None:
+                    u = self.unit_of(task)
+                    self.unit_keep[u] = True
         if new_result:
             dirty = min(dirty, old_results_head if old_results_head is not None else start)
         if new_thinking and old_thinking_head is not None:

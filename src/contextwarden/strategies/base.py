@@ -15,7 +15,9 @@ Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the 
   messages that follow it (and, when a result answers a call of an earlier unit, everything
   from that unit on), so an assistant's tool calls (parallel ones included) and their results
   are elided or kept together, and no cut lands on a tool result;
-* system messages, everything up to and including the user's task (:mod:`contextwarden._task`), and
+* system messages, everything up to and including the first user message, the user's task
+  (:mod:`contextwarden._task`; what a client injects between the two, such as aider's files,
+  may go), and
   pinned units are never elided;
 * a previous compaction's summary message, when elided, is passed on as ``previous_summary``
   (an incremental update) instead of being summarized as text.
@@ -154,11 +156,13 @@ class Layout:
                 owner = {k: min(u, first) for k, u in owner.items()}
         units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
         task = task_index(msgs)
+        first = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
         protected: set[int] = set()
         for start, end in units:
             span = msgs[start:end]
             if (
-                (task is not None and start <= task)
+                (first is not None and start <= first)  # the opening, the client's included
+                or (task is not None and start <= task < end)
                 or msgs[start].role == "system"
                 or any(m.is_pinned for m in span)
             ):
