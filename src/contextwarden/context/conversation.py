@@ -7,10 +7,10 @@ log of :class:`~contextwarden._log.Edit` records, and the view, which is
 
 1. :meth:`Conversation.continuation` says whether a request continues this conversation: its
    messages equal the history's *by content* (where ``cache_control`` breakpoints sit, ids and
-   timestamps do not count), or only the messages after the last assistant turn changed (a
-   reminder the client appends to its newest message and takes back on the next call) and no
-   edit reached them. A request that rewrote what an edit stands on (the agent rewound or edited
-   its history) does not continue it.
+   timestamps do not count), or only a few of the newest messages were replaced (a reminder the
+   client appends to its newest message and takes back on the next call, aider's files-in-chat
+   turn that moves after the newest reply) and no edit reached them. A request that rewrote more,
+   or what an edit stands on (the agent rewound or edited its history), does not continue it.
 2. :meth:`Conversation.rebuilt` makes the same conversation from the request's own messages
    (so the client's breakpoints stay where it put them) and the same log; :meth:`restore` does
    it from a stored :meth:`record` (another worker, a restart).
@@ -74,6 +74,18 @@ class Call:
     compaction: CompactResult | None = None
 
 
+#: How many of its newest messages a request may replace and still continue a conversation:
+#: clients rewrite the end of a request each call (aider moves its files-in-chat turn after the
+#: newest reply, a reminder is appended to the newest message and taken back).
+REWIND_MAX = 4
+
+
+def _may_rewind(n: int, shared: int, touched: int, anchored: int) -> bool:
+    """Whether a request that shares ``shared`` of a history's ``n`` messages continues it: it
+    replaces no more than :data:`REWIND_MAX` of the newest, and nothing an edit stands on."""
+    return n - shared <= REWIND_MAX and shared > touched and shared >= anchored
+
+
 def _reach(edit: Edit) -> tuple[int, int]:
     """``(touched, anchored)``: the last history position ``edit`` changes or removes, and the
     last position a message it inserts is anchored before (-1 for none)."""
@@ -113,7 +125,6 @@ class Conversation:
         self.results: list[int] = []  # history positions holding tool results, in order
         self.thinking: list[int] = []  # history positions of assistant messages with thinking
         self.last_user = -1
-        self.last_assistant = -1
         self.masked: dict[int, Message] = {}
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
@@ -143,9 +154,7 @@ class Conversation:
             shared += 1
         if shared == n:
             return n
-        if shared <= self.last_assistant or shared <= self.touched or shared < self.anchored:
-            return None  # an assistant turn, or what an edit stands on, was rewritten
-        return shared
+        return shared if _may_rewind(n, shared, self.touched, self.anchored) else None
 
     def exact(self, messages: Sequence[Message]) -> bool:
         """True when ``messages`` begins with the history as given (the same values, metadata
@@ -194,7 +203,6 @@ class Conversation:
             "counter": self.counter_name,
             "version": self.version,
             "history": [m.fingerprint for m in self.inputs],
-            "last_assistant": self.last_assistant,
             "edits": [e.as_dict() for e in self.edits],
             "calls": self.calls,
             "last_time": self.last_time,
@@ -216,9 +224,7 @@ class Conversation:
         for raw in record["edits"]:
             t, a = _reach(Edit.from_dict(raw))
             touched, anchored = max(touched, t), max(anchored, a)
-        if shared <= int(record["last_assistant"]) or shared <= touched or shared < anchored:
-            return None
-        return shared
+        return shared if _may_rewind(n, shared, touched, anchored) else None
 
     def restore(self, call: Call, record: Mapping[str, Any], upto: int) -> Conversation:
         """The conversation ``record`` describes, made from ``call.messages[:upto]``."""
@@ -295,10 +301,8 @@ class Conversation:
                 self.results.append(i)
             if m.role == "user" and not names:
                 self.last_user = i
-            if m.role == "assistant":
-                self.last_assistant = i
-                if any(isinstance(b, ThinkingBlock) for b in m.content):
-                    self.thinking.append(i)
+            if m.role == "assistant" and any(isinstance(b, ThinkingBlock) for b in m.content):
+                self.thinking.append(i)
             entry = self._repair(call, i, m)
             if entry is not None and entry.role == "tool":
                 entry = self._answered(call, i, entry)
