@@ -34,8 +34,9 @@ from typing import Any
 from .._config import WardenConfig
 from .._events import CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
-from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .._policy import CacheRates, edit_pays
+from .._task import strip_injected
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
 from ..layers.repair import RepairState, repair_appended
@@ -309,7 +310,9 @@ class Conversation:
             if entry is None:  # a repair took it out: it stays in the history, not the view
                 self.base.append(m)
                 continue
-            if not entry.is_pinned and needs_truncation(entry, cfg):
+            if not entry.is_pinned and (
+                needs_truncation(entry, cfg) or _oversized_client_block(entry, cfg.max_chars)
+            ):
                 entry, events = truncate_message(entry, tuple(names), ctx)
                 for e in events:
                     emit(call.events, replace(e, index=len(self.view)))
@@ -708,6 +711,17 @@ def split_tail(messages: Sequence[Message]) -> tuple[Sequence[Message], tuple[Me
 class Diverged(Exception):
     """A conversation made again from its history repaired it differently from its log: the
     caller starts a new log instead."""
+
+
+def _oversized_client_block(message: Message, limit: int) -> bool:
+    """A user message over ``limit`` characters that holds no word of the user's, only what
+    the client put there (aider's files in the chat, a repository map): it is cut as it enters,
+    like a huge tool output, instead of making every request that carries it a compaction."""
+    return (
+        message.role == "user"
+        and any(isinstance(b, TextBlock) and len(b.text) > limit for b in message.content)
+        and not strip_injected(message.text)
+    )
 
 
 def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:

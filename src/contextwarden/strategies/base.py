@@ -156,12 +156,12 @@ class Layout:
                 owner = {k: min(u, first) for k, u in owner.items()}
         units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
         task = task_index(msgs)
-        first = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
+        opening = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
         protected: set[int] = set()
         for start, end in units:
             span = msgs[start:end]
             if (
-                (first is not None and start <= first)  # the opening, the client's included
+                (opening is not None and start <= opening)  # the client's opening included
                 or (task is not None and start <= task < end)
                 or msgs[start].role == "system"
                 or any(m.is_pinned for m in span)
