@@ -1,6 +1,7 @@
 """One compaction serves every later call, across proxy processes: two proxies (two apps, two
 wardens, as two processes behind a load balancer would have) share the summary cache, in Redis
-(a real redis-server on loopback) or in one SQLite file."""
+(a real redis-server on loopback) or in one SQLite file, for a client they both know as the same
+one (the same ``client_key``); a proxy keyed otherwise shares nothing with them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from contextwarden.formats import validate_openai
 from contextwarden.store.cache import RedisCache, SqliteCache
 
 Upstream = tuple[FakeUpstream, str]
+
+#: The key the proxies sharing a cache tell clients apart with (the same on each).
+KEY = "a-shared-secret-key-for-the-test"
 
 
 def _call(proxy: str, model: str, history: list[dict[str, Any]]) -> httpx.Response:
@@ -95,7 +99,7 @@ def test_two_proxies_share_summaries_in_redis(
             cache="redis",
             redis_url=db,
             summarizer="extractive",
-            client_key="one team of agents, one key",
+            client_key=KEY,
         )
         for _ in range(2)
     ]
@@ -112,19 +116,16 @@ def test_two_proxies_share_summaries_in_one_sqlite_file(
 ) -> None:
     fake, url = upstream
     path = tmp_path / "summaries.sqlite3"
-    proxies = [
-        start_proxy(
-            url,
-            window=16_000,
-            cache="sqlite",
-            cache_path=path,
-            summarizer="extractive",
-            client_key="one team of agents, one key",
-        )
-        for _ in range(2)
-    ]
+    settings = {"cache": "sqlite", "cache_path": path, "summarizer": "extractive"}
+    proxies = [start_proxy(url, window=16_000, client_key=KEY, **settings) for _ in range(2)]
     with SqliteCache(path) as cache:
         _check_shared(fake, proxies, cache, openai_recording, summarizer_calls)
+    # a proxy with another key takes the same credential for another client: its own summary
+    paid = len(summarizer_calls)
+    other = start_proxy(url, window=16_000, client_key="another-secret-key-0", **settings)
+    model, history = openai_recording
+    _call(other, model, history)
+    assert len(summarizer_calls) > paid
 
 
 def test_redis_down_does_not_fail_requests(
