@@ -137,8 +137,10 @@ class Warden:
         return self._table.edit_log(conversation)
 
     def forget(self, conversation: str) -> None:
-        """Drop ``conversation``'s state from memory (its stored log, if any, stays)."""
+        """Drop ``conversation``'s state from memory (its stored log, if any, stays), and the
+        messages the codec keeps of the requests read (read again when needed)."""
         self._table.forget(conversation)
+        self._codec.clear()
 
     # -- the call ----------------------------------------------------------------------------
     def transform(

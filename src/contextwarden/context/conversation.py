@@ -751,7 +751,9 @@ def _diff_edit(
     dropped = sorted({s[0] for p in removed_pos if isinstance(s := sources[p], tuple)})
     inserted: list[tuple[int, Message]] = []
     replaced: list[tuple[int, Message]] = []
-    systems = [s for s in removed_hist if view[sources.index(s)].role == "system"]
+    systems = [
+        s for p in removed_pos if isinstance(s := sources[p], int) and view[p].role == "system"
+    ]
     pending: list[Message] = []
     for m in new:
         if id(m) in where:

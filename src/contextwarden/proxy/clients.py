@@ -243,19 +243,10 @@ class ClientTable:
 
 
 def forget(warden: Any, conversation: str) -> None:
-    """Make ``warden`` drop the log of ``conversation`` (and its ``#n`` branches are separate
-    ids, each accounted on its own). A warden with a public ``forget`` is asked; the built-in
-    one's table is trimmed directly; any other keeps it (bounded by its own count limit)."""
-    method = getattr(warden, "forget", None)
+    """Make ``warden`` drop what it keeps of ``conversation`` (its ``#n`` branches are separate
+    ids, each accounted on its own), when it can (the built-in warden's ``forget``; the
+    overflow adapter's wrapped warden); any other keeps it, bounded by its own limits."""
+    inner = getattr(warden, "_warden", warden)  # the overflow adapter wraps the warden
+    method = getattr(inner, "forget", None)
     if callable(method):
         method(conversation)
-        return
-    inner = getattr(warden, "_warden", warden)  # the overflow adapter wraps the warden
-    table = getattr(inner, "_conversations", None)
-    lock = getattr(inner, "_lock", None)
-    if isinstance(table, MutableMapping) and lock is not None:
-        with lock:
-            table.pop(conversation, None)
-    codec = getattr(inner, "_prefix_codec", None)
-    if codec is not None and callable(getattr(codec, "clear", None)):
-        codec.clear()  # it may hold that conversation's messages too (re-read when needed)
