@@ -18,7 +18,9 @@ removes are then not read on any later call. So an edit is made when:
 
 The calls to come are unknown; the policy takes as many as the conversation has made so far
 (an agent that has run 40 steps is likely to run about as many more), at least ``min_horizon``,
-unless ``horizon`` fixes the number.
+unless ``horizon`` fixes the number; and never more than the calls until the next compaction
+is expected (the request grows by about as much per call as it has so far), since a compaction
+rewrites the request anyway.
 """
 
 from __future__ import annotations
@@ -138,10 +140,13 @@ def edit_pays(
     calls_so_far: int,
     rates: CacheRates,
     config: PolicyConfig,
+    calls_left: int | None = None,
 ) -> bool:
     """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
     tokens (the suffix after the first message it changes, as it will be sent) pays, given the
-    ``new_tokens`` this call writes anyway (see the module docstring)."""
+    ``new_tokens`` this call writes anyway (see the module docstring). ``calls_left`` caps the
+    calls it pays over: the calls until the next compaction is expected, which rewrites the
+    request anyway (None: no compaction in sight)."""
     if removed <= 0:
         return False
     if not rates.caching:
@@ -151,6 +156,8 @@ def edit_pays(
     horizon = (
         config.horizon if config.horizon is not None else max(calls_so_far, config.min_horizon)
     )
+    if calls_left is not None:
+        horizon = min(horizon, calls_left)
     gain = removed * rates.read * (horizon + 1)
     cost = max(rewritten - new_tokens, 0) * rates.rewrite
     return gain > cost

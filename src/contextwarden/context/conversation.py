@@ -500,7 +500,8 @@ class Conversation:
         if reason == "pays":
             rewritten = sum(self.tokens[first:]) - removed
             new_tokens = sum(self.tokens[call.new_start :])
-            if not edit_pays(removed, rewritten, new_tokens, self.calls, call.rates, policy):
+            left = self._calls_until_compaction(call, call.total - removed)
+            if not edit_pays(removed, rewritten, new_tokens, self.calls, call.rates, policy, left):
                 return
         elif reason == "immediate" and not edit_pays(removed, 0, 0, self.calls, call.rates, policy):
             return
@@ -534,6 +535,17 @@ class Conversation:
                 data={"reason": reason, "refs": tuple(originals)},
             ),
         )
+
+    def _calls_until_compaction(self, call: Call, total: int) -> int | None:
+        """About how many calls, at the pace the history has grown so far, until a request of
+        ``total`` tokens reaches the trigger (None without a window or compaction)."""
+        budget = call.ctx.budget
+        if budget is None or not self.config.compaction.enabled:
+            return None
+        pace = self.input_tokens / (self.calls + 1)
+        if pace <= 0:
+            return None
+        return max(int((budget.trigger - total) / pace), 0)
 
     def _note(self, edit: Edit) -> None:
         """Put ``edit`` in the log and extend what the log reaches."""
