@@ -57,3 +57,16 @@ def test_without_a_bound_the_same_compaction_chains_more_summaries() -> None:
         warden.transform_openai(history, model="gpt-4o", window=32_000)
         most = max(most, len(llm.calls) - before)
     assert most > 2  # what the bound prevents
+
+
+def test_an_optional_mask_is_not_made_just_before_a_compaction_would_rewrite_everything() -> None:
+    """Masking pays over the calls to come; with a compaction a few calls away (which rewrites
+    the request anyway) rewriting the cached prefix to save a little costs more than it saves."""
+    from contextwarden._policy import CacheRates, PolicyConfig, edit_pays
+
+    rates = CacheRates(read=0.1, write=1.25, ttl_s=300, caching=True)
+    cfg = PolicyConfig()
+    # 12k tokens removed, a 26k suffix rewritten, 20 calls so far
+    assert edit_pays(12_000, 26_000, 6_000, 20, rates, cfg)
+    assert not edit_pays(12_000, 26_000, 6_000, 20, rates, cfg, calls_left=4)
+    assert edit_pays(12_000, 26_000, 6_000, 20, rates, cfg, calls_left=40)
