@@ -18,7 +18,6 @@ from typing import Annotated, Any, Literal
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .._config import WardenConfig
@@ -38,6 +37,7 @@ from ._common import (
     fail,
     guarded,
     out,
+    progress,
     require_file,
 )
 from ._tables import ordinal, pct
@@ -395,21 +395,12 @@ def _model_for(t: Transcript, cfg: WardenConfig) -> tuple[WardenConfig, str, lis
 def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> ReplayReport:
     mode: PricingMode = "anthropic" if pricing == "anthropic" else "model"
     total = count_calls(t.messages)
-    progress = Progress(
-        TextColumn("replaying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("calls"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=total < PROGRESS_FROM or not err.is_terminal,
-    )
-    with progress:
-        task = progress.add_task("replay", total=total)
+    with progress(
+        f"replaying {total:,} calls", total if total >= PROGRESS_FROM else None
+    ) as advance_by:
 
         def advance(_call: ReplayCall) -> None:
-            progress.advance(task)
+            advance_by(1)
 
         return replay(
             t.messages,
