@@ -479,9 +479,12 @@ class Compactor:
                 request = replace(request, ref=ref)
             asked = chain
             if chain[0] is not self.fallback:
-                if allowance[0] <= 0:
+                # the last call is kept for the full summary, which replaces what the
+                # progressive strategies wrote when they cannot reach the target
+                if allowance[0] <= (0 if name == LAST_RESORT else 1):
                     asked = (self.fallback,)
-                allowance[0] -= 1
+                else:
+                    allowance[0] -= 1
             answer = yield _Ask(request, asked)
             if answer.failure is not None:
                 used = "used the extractive summary" if answer.text else "no summary written"

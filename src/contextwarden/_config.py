@@ -101,8 +101,8 @@ class CompactionConfig(BaseModel):
         2,
         ge=0,
         description="Summaries one compaction asks of the configured summarizer (an LLM costs "
-        "a call each); the embedded extractive summarizer writes any further one. "
-        "Default: 2.",
+        "a call each), the last of them kept for the full summary; the embedded extractive "
+        "summarizer writes any further one. Default: 2.",
     )
     cooldown_ratio: float = Field(
         0.1,
