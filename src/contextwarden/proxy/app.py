@@ -47,19 +47,18 @@ from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
-from .outcome import climbs, fill_record, outcome_headers, raw_path
+from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
     CLIENT_LEFT,
     CLIENT_LEFT_STATUS,
     CONTEXT_OVERFLOW,
-    WARDEN_ERROR,
     ProxyStats,
     RequestRecord,
 )
 from .stats import Route as RouteName
 from .summaries import Breaker, SummaryBudget
-from .transform import Api, BodyOutcome, BodyWarden, transform_body
+from .transform import Api, BodyWarden, transform_body
 from .warden import WardenFactory, build_cache, build_log_store, request_summarizer
 
 _T = TypeVar("_T")
@@ -441,21 +440,7 @@ class _Proxy:
                 except _Overflow as overflow:
                     return await self.overflow(record, provider, started, overflow.error)
                 except Exception as exc:
-                    # The warden could not read this body (an input nobody foresaw, or a bug of
-                    # ours). A drop-in proxy must not fail a call that would have worked without
-                    # it: the body goes upstream as sent, and the upstream judges it.
-                    logger.warning(
-                        "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
-                        path,
-                        type(exc).__name__,
-                        exc_info=True,
-                    )
-                    outcome = BodyOutcome(
-                        raw,
-                        False,
-                        skipped=WARDEN_ERROR,
-                        detail=f"{type(exc).__name__} in the warden",
-                    )
+                    outcome = unread(raw, path, exc)
                 self.clients.account(state, outcome.conversation, len(raw))
                 body = outcome.body
                 fill_record(record, outcome, budgets, started)

@@ -4,16 +4,41 @@ chat routes (:mod:`.app`) and the Responses route (:mod:`.responses`)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from urllib.parse import unquote
 
 from starlette.requests import Request
 
-from .stats import RequestRecord
+from .stats import WARDEN_ERROR, RequestRecord
 from .summaries import SummaryBudget
 from .transform import BodyOutcome
 
-__all__ = ["climbs", "fill_record", "header_text", "outcome_headers", "raw_path"]
+logger = logging.getLogger("contextwarden.proxy")
+
+__all__ = [
+    "climbs",
+    "fill_record",
+    "header_text",
+    "outcome_headers",
+    "raw_path",
+    "unread",
+]
+
+
+def unread(raw: bytes, path: str, exc: Exception) -> BodyOutcome:
+    """The outcome of a body the warden failed on (an input nobody foresaw, or a bug of ours):
+    a drop-in proxy must not fail a call that would have worked without it, so the body goes
+    upstream as sent and the upstream judges it. Logged with the traceback."""
+    logger.warning(
+        "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
+        path,
+        type(exc).__name__,
+        exc_info=True,
+    )
+    return BodyOutcome(
+        raw, False, skipped=WARDEN_ERROR, detail=f"{type(exc).__name__} in the warden"
+    )
 
 
 def fill_record(

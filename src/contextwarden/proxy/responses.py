@@ -27,8 +27,8 @@ from starlette.responses import Response
 from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
-from .outcome import climbs, fill_record, outcome_headers, raw_path
-from .stats import WARDEN_ERROR, RequestRecord
+from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
+from .stats import RequestRecord
 from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
 __all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
@@ -170,19 +170,7 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
                 except ContextOverflowError as exc:
                     return await proxy.overflow(record, "openai", started, exc)  # type: ignore[no-any-return]
                 except Exception as exc:
-                    # As for chat: a drop-in proxy must not fail a call that works without it.
-                    logger.warning(
-                        "contextwarden proxy: the warden failed on %s (%s); forwarded unchanged",
-                        path,
-                        type(exc).__name__,
-                        exc_info=True,
-                    )
-                    outcome = BodyOutcome(
-                        raw,
-                        False,
-                        skipped=WARDEN_ERROR,
-                        detail=f"{type(exc).__name__} in the warden",
-                    )
+                    outcome = unread(raw, path, exc)
                 proxy.clients.account(state, outcome.conversation, len(raw))
             fill_record(record, outcome, budgets, started)
             client, done = proxy.pool()
