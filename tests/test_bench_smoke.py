@@ -274,8 +274,10 @@ def test_quick_billed_script_prints_the_targets(tmp_path: Path, shared_data: Pat
 def test_every_recording_converts_to_a_valid_openai_chat_list(shared_data: Path) -> None:
     from bench._recordings import recordings
 
+    from shared_data import trajectory_files
+
     recs = recordings(shared_data)
-    assert len(recs) == len([p for p in shared_data.rglob("*") if p.is_file()])
+    assert len(recs) == len(trajectory_files())  # every recording (not the README)
     for rec in recs:
         msgs = rec.messages
         roles = [m["role"] for m in msgs]
