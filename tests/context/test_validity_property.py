@@ -122,7 +122,7 @@ def with_huge_parts(draw: st.DrawFn) -> list[Message]:
     msgs = draw(broken())
     kind = draw(st.sampled_from(["none", "huge_call", "huge_result"]))
     if kind == "huge_call":
-        args = json.dumps({"cmd": "x" * draw(st.sampled_from([4_000, 40_000, 200_000]))})
+        args = json.dumps({"cmd": "x" * draw(st.sampled_from([4_000, 40_000, 120_000]))})
         msgs.append(
             assistant(
                 "",
@@ -135,7 +135,7 @@ def with_huge_parts(draw: st.DrawFn) -> list[Message]:
     return msgs
 
 
-_SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
