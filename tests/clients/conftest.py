@@ -13,10 +13,9 @@ ENABLED = os.environ.get("CW_CLIENTS") == "1"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if ENABLED:
         return
-    skip = pytest.mark.skip(
-        reason="the real-clients conformance suite runs with CW_CLIENTS=1 "
-        "(bash tests/clients/run.sh installs the pinned clients and runs it)"
-    )
-    for item in items:
-        if item.get_closest_marker("clients") is not None:
-            item.add_marker(skip)
+    # not skipped but left out: the suite is its own CI step (make clients, which installs the
+    # pinned clients and runs it with CW_CLIENTS=1), not a test missing something here
+    left = [item for item in items if item.get_closest_marker("clients") is not None]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if item.get_closest_marker("clients") is None]
