@@ -273,7 +273,6 @@ def test_quick_billed_script_prints_the_targets(tmp_path: Path, shared_data: Pat
 # -- the judges' measures (bench/measures_run.py, bench/_recordings.py) ---------------------------
 def test_every_recording_converts_to_a_valid_openai_chat_list(shared_data: Path) -> None:
     from bench._recordings import recordings
-
     from shared_data import trajectory_files
 
     recs = recordings(shared_data)
