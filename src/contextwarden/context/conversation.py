@@ -135,7 +135,6 @@ class Conversation:
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
-        self.version = 0  # bumped on every call: a stored record newer than this wins
         self.lock = threading.Lock()
 
     # -- continuity ----------------------------------------------------------------------------
@@ -181,12 +180,11 @@ class Conversation:
     ) -> Conversation:
         fresh = Conversation(self.key, self.counter_name, self.config)
         fresh.lock = self.lock
-        fresh.version = self.version
         scratch = replace(call, conv=fresh, events=[], edits=[], elided={})
         fresh._append(scratch, 0, upto)
         again = [(e.removed, e.inserted) for e in fresh.edits]
         before = [(e.removed, e.inserted) for e in edits if e.kind == "repair"]
-        if again != before[: len(again)] or len(again) != len(before):
+        if again != before:
             raise Diverged  # the same content repaired differently: cannot happen, but never guess
         fresh.edits, fresh.mask_upto, fresh.strip_upto = [], -1, -1
         fresh.touched = fresh.anchored = -1
@@ -202,7 +200,8 @@ class Conversation:
             "v": RECORD_VERSION,
             "key": self.key,
             "counter": self.counter_name,
-            "version": self.version,
+            "touched": self.touched,
+            "anchored": self.anchored,
             "history": [m.fingerprint for m in self.inputs],
             "edits": [e.as_dict() for e in self.edits],
             "calls": self.calls,
@@ -221,10 +220,7 @@ class Conversation:
             shared += 1
         if shared == n:
             return n
-        touched = anchored = -1
-        for raw in record["edits"]:
-            t, a = _reach(Edit.from_dict(raw))
-            touched, anchored = max(touched, t), max(anchored, a)
+        touched, anchored = int(record["touched"]), int(record["anchored"])
         return shared if _may_rewind(n, shared, touched, anchored) else None
 
     def restore(self, call: Call, record: Mapping[str, Any], upto: int) -> Conversation:
@@ -239,7 +235,6 @@ class Conversation:
             record.get("last_time"),
             int(compacted) if compacted is not None else None,
         )
-        fresh.version = int(record["version"])
         return fresh
 
     # -- appending -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
 from ..store.logs import LogStore
-from .conversation import Call, Conversation, Diverged
+from .conversation import RECORD_VERSION, Call, Conversation, Diverged
 
 __all__ = ["ConversationTable"]
 
@@ -131,7 +131,9 @@ class ConversationTable:
         if self.log_store is None:
             return None
         try:
-            return self.log_store.get_log(key)
+            record = self.log_store.get_log(key)
         except StoreError as exc:
             logger.warning("contextwarden: the conversation log could not be read: %s", exc)
             return None
+        # a record of another layout is a conversation to start anew
+        return record if record is not None and record.get("v") == RECORD_VERSION else None
