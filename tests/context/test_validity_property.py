@@ -1,10 +1,11 @@
 """Valid or an error, always: random broken histories, every window, three wire formats.
 
-The checkers here are written from the providers' rules, not from the repair code: an OpenAI
-chat request answers every tool call right after the assistant message that made it and has no
-result without its call; an Anthropic request answers each ``tool_use`` in the next user message
-and holds no ``tool_result`` for a call that is not in the message before it; a Responses input
-has an output for every call and a call for every output. A request the warden cannot bring
+The checkers are the ones that judge the real clients' requests (``tests/clients/checks.py``),
+written from the providers' rules, not from the repair code: an OpenAI chat request answers
+every tool call right after the assistant message that made it and has no result without its
+call; an Anthropic request answers each ``tool_use`` in the next user message and holds no
+``tool_result`` for a call that is not in the message before it; a Responses input has an output
+for every call and a call for every output. A request the warden cannot bring
 within the window raises :class:`~contextwarden.ContextOverflowError` instead.
 """
 
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "layers"))
+from clients.checks import anthropic_problems, openai_problems, responses_problems  # noqa: E402
 from histories import CharCounter  # noqa: E402
 from test_repair import broken  # noqa: E402
 
@@ -28,91 +30,6 @@ from contextwarden.formats import to_anthropic, to_openai  # noqa: E402
 from contextwarden.formats.responses import to_responses  # noqa: E402
 
 Msg = dict[str, Any]
-
-
-def openai_problems(messages: list[Msg]) -> list[str]:
-    out: list[str] = []
-    open_ids: set[str] = set()
-    for i, m in enumerate(messages):
-        role = m.get("role")
-        if role == "tool":
-            cid = m.get("tool_call_id")
-            if cid not in open_ids:
-                out.append(f"{i}: result for {cid!r} with no call right before it")
-            open_ids.discard(cid)
-            continue
-        if open_ids:
-            out.append(f"{i}: {role} message before calls {sorted(open_ids)} were answered")
-            open_ids = set()
-        calls = m.get("tool_calls") or []
-        if role == "assistant" and calls:
-            open_ids = {c["id"] for c in calls}
-            if len(open_ids) != len(calls):
-                out.append(f"{i}: duplicate call ids")
-        elif not m.get("content"):
-            out.append(f"{i}: {role} message with no content")
-    if open_ids:
-        out.append(f"end: calls {sorted(open_ids)} never answered")
-    return out
-
-
-def anthropic_problems(messages: list[Msg]) -> list[str]:
-    out: list[str] = []
-    if messages and messages[0]["role"] != "user":
-        out.append("first message is not a user message")
-    asked: set[str] = set()
-    for i, m in enumerate(messages):
-        blocks = (
-            m["content"]
-            if isinstance(m["content"], list)
-            else [{"type": "text", "text": m["content"]}]
-        )
-        if not blocks:
-            out.append(f"{i}: empty content")
-        answered = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
-        if m["role"] == "user":
-            if answered - asked:
-                out.append(
-                    f"{i}: results for {sorted(answered - asked)} not asked in message {i - 1}"
-                )
-            if asked - answered:
-                out.append(f"{i}: calls {sorted(asked - answered)} of message {i - 1} not answered")
-            asked = set()
-        elif m["role"] == "assistant":
-            if asked:
-                out.append(f"{i}: calls {sorted(asked)} of message {i - 1} not answered")
-            asked = {b["id"] for b in blocks if b.get("type") == "tool_use"}
-        for b in blocks:
-            if b.get("type") == "text" and not b.get("text"):
-                out.append(f"{i}: empty text block")
-        if i and messages[i - 1]["role"] == m["role"]:
-            out.append(f"{i}: two {m['role']} messages in a row")
-    if asked:
-        out.append(f"end: calls {sorted(asked)} never answered")
-    return out
-
-
-def responses_problems(items: list[Msg]) -> list[str]:
-    calls = [
-        it.get("call_id") for it in items if it.get("type") in ("function_call", "custom_tool_call")
-    ]
-    outputs = [
-        it.get("call_id")
-        for it in items
-        if it.get("type") in ("function_call_output", "custom_tool_call_output")
-    ]
-    out = [f"output for {c!r} with no call" for c in outputs if c not in calls]
-    out += [f"call {c!r} with no output" for c in calls if c not in outputs]
-    seen: set[str] = set()
-    for it in items:  # an output comes after its call
-        if it.get("type") in ("function_call", "custom_tool_call"):
-            seen.add(it.get("call_id"))
-        elif (
-            it.get("type") in ("function_call_output", "custom_tool_call_output")
-            and it.get("call_id") not in seen
-        ):
-            out.append(f"output for {it.get('call_id')!r} before its call")
-    return out
 
 
 @st.composite
@@ -156,11 +73,11 @@ def test_every_request_is_valid_for_every_format_or_an_error(
         sent = list(result.messages)
         if not any(m.role != "system" for m in sent):
             continue
-        assert openai_problems(to_openai(sent)) == []
-        _, anthropic = to_anthropic(sent)
-        assert anthropic_problems(anthropic) == []
+        assert openai_problems({"messages": to_openai(sent)}) == []
+        system, anthropic = to_anthropic(sent)
+        assert anthropic_problems({"system": system, "messages": anthropic}) == []
         _, items = to_responses(sent)
-        assert responses_problems(items) == []
+        assert responses_problems({"input": items}) == []
 
 
 def test_the_two_histories_the_audit_found() -> None:
@@ -194,7 +111,7 @@ def test_the_two_histories_the_audit_found() -> None:
         },
     ]
     request, _ = Warden().transform_openai(chat, model="gpt-4o", window=3_000)
-    assert openai_problems(request) == []
+    assert openai_problems({"messages": request}) == []
     messages = [
         {"role": "user", "content": "task"},
         {
@@ -219,5 +136,7 @@ def test_the_two_histories_the_audit_found() -> None:
             ],
         },
     ]
-    _, out, _ = Warden().transform_anthropic(messages, model="claude-sonnet-4-5", window=30_000)
-    assert anthropic_problems(out) == []
+    system, out, _ = Warden().transform_anthropic(
+        messages, model="claude-sonnet-4-5", window=30_000
+    )
+    assert anthropic_problems({"system": system, "messages": out}) == []
