@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,8 +27,6 @@ from contextwarden import ContextOverflowError, Warden  # noqa: E402
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result  # noqa: E402
 from contextwarden.formats import to_anthropic, to_openai  # noqa: E402
 from contextwarden.formats.responses import to_responses  # noqa: E402
-
-Msg = dict[str, Any]
 
 
 @st.composite

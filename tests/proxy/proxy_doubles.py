@@ -9,7 +9,7 @@ from typing import Any
 
 from contextwarden import FormatError, UnknownModelError
 
-__all__ = ["StartProxy", "StubResult", "StubWarden"]
+__all__ = ["StartProxy", "StubResult", "StubWarden", "agent_history"]
 
 #: ``start_proxy(upstream_url, warden=None, **config) -> proxy URL`` (the fixture's type).
 StartProxy = Callable[..., str]
@@ -76,3 +76,29 @@ class StubWarden:
         self._check(messages, model, window)
         out = messages if len(messages) <= self.keep else messages[-self.keep :]
         return system, list(out), StubResult(self._size(messages), self._size(out))
+
+
+def agent_history(task: str, steps: int) -> list[dict[str, Any]]:
+    """An OpenAI chat history: a system prompt, the task, then ``steps`` tool calls, each with
+    a 60-line result."""
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": task},
+    ]
+    for i in range(steps):
+        body = "\n".join(f"line {j} of src/mod_{i}.py: value = {i * j}" for j in range(60))
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat {i}"}}'},
+                    }
+                ],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
+    return out

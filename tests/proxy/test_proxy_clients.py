@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import FakeUpstream, serve
-from proxy_doubles import StartProxy
+from proxy_doubles import StartProxy, agent_history
 
 from contextwarden.proxy.clients import STATE_PER_BODY_BYTE, ClientTable, ScopedCache, client_id
 
@@ -26,30 +26,6 @@ def signing() -> Iterator[Upstream]:
     fake = FakeUpstream(sign_summaries=True)
     with serve(fake.app, log_level="critical") as url:
         yield fake, url
-
-
-def history(task: str, steps: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": task},
-    ]
-    for i in range(steps):
-        body = "\n".join(f"line {j} of src/mod_{i}.py: value = {i * j}" for j in range(60))
-        out.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat {i}"}}'},
-                    }
-                ],
-            }
-        )
-        out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
-    return out
 
 
 def post(proxy: str, messages: list[dict[str, Any]], key: str, **extra: Any) -> httpx.Response:
@@ -78,7 +54,7 @@ def test_a_client_sending_another_clients_history_gets_its_own_summary(
 ) -> None:
     fake, url = signing
     proxy = start_proxy(url, window=8_000)
-    h = history("TASK: fix the parser in alpha.py", 60)
+    h = agent_history("TASK: fix the parser in alpha.py", 60)
     a = post(proxy, h[:100], "sk-A")
     assert int(a.headers["x-contextwarden-compacted"]) > 0
     calls_a = fake.summary_calls
@@ -98,7 +74,7 @@ def test_a_request_is_never_rewritten_in_another_clients_spelling(
 ) -> None:
     fake, url = upstream
     proxy = start_proxy(url, window=200_000)
-    tail = history("TASK: rename the beta module", 3)[1:]
+    tail = agent_history("TASK: rename the beta module", 3)[1:]
     a = [{"role": "system", "content": [{"type": "text", "text": "You are a coding agent."}]}]
     b = [{"role": "developer", "content": "You are a coding agent."}]
     post(proxy, a + tail, "sk-A")
@@ -119,7 +95,7 @@ def test_headers_do_not_tell_a_client_what_another_sent(
     upstream: Upstream, start_proxy: StartProxy
 ) -> None:
     _, url = upstream
-    h = history("TASK: port the lexer", 60)[:110]
+    h = agent_history("TASK: port the lexer", 60)[:110]
     fresh = start_proxy(url, window=8_000, summarizer="extractive")
     alone = _headers(post(fresh, h, "sk-B"))  # what B sees when nobody sent it before
     proxy = start_proxy(url, window=8_000, summarizer="extractive")
@@ -134,7 +110,7 @@ def test_one_client_cannot_evict_another_clients_log(
 ) -> None:
     fake, url = signing
     proxy = start_proxy(url, window=8_000)
-    h = history("TASK: fix the victim's bug", 60)
+    h = agent_history("TASK: fix the victim's bug", 60)
     post(proxy, h[:100], "sk-victim")
     first = forwarded(fake, "sk-victim")[-1]["messages"]
     calls = fake.summary_calls

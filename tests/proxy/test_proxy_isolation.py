@@ -8,31 +8,7 @@ from typing import Any
 
 import httpx
 from fake_upstream import FakeUpstream
-from proxy_doubles import StartProxy
-
-
-def _history(task: str, steps: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": task},
-    ]
-    for i in range(steps):
-        body = "\n".join(f"line {j} of src/shared_{i}.py: value = {i * j}" for j in range(60))
-        out.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": f'{{"cmd": "cat {i}"}}'},
-                    }
-                ],
-            }
-        )
-        out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
-    return out
+from proxy_doubles import StartProxy, agent_history
 
 
 def test_conversations_sharing_a_tail_never_share_an_edit(
@@ -40,8 +16,8 @@ def test_conversations_sharing_a_tail_never_share_an_edit(
 ) -> None:
     fake, url = upstream
     proxy = start_proxy(url, window=8_000)
-    a = _history("TASK-A: fix the parser in alpha.py", 60)
-    b = _history("TASK-B: rename the beta module", 60)
+    a = agent_history("TASK-A: fix the parser in alpha.py", 60)
+    b = agent_history("TASK-B: rename the beta module", 60)
     sent: dict[str, list[list[dict[str, Any]]]] = {"A": [], "B": []}
     for k in range(20, 121, 10):  # interleaved, both growing, both over the window
         for name, history in (("A", a), ("B", b)):
