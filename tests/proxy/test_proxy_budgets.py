@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from fake_upstream import Behaviour, FakeUpstream, serve
-from proxy_doubles import StartProxy
-from test_proxy_clients import history, post
+from proxy_doubles import StartProxy, agent_history
+from test_proxy_clients import post
 
 from contextwarden.proxy import ProxyConfig, create_app
 from contextwarden.proxy.server import DeadlineH11Protocol
@@ -188,7 +188,7 @@ def test_an_unrelated_request_goes_through_while_45_compactions_hang(
     done: list[int] = []
 
     def compacting(i: int) -> None:
-        h = history(f"TASK {i}: job number {i}", 60)[:100]
+        h = agent_history(f"TASK {i}: job number {i}", 60)[:100]
         r = httpx.post(
             f"{proxy}/v1/chat/completions",
             json={"model": "gpt-4o", "messages": h},
@@ -227,7 +227,7 @@ def test_one_compaction_makes_its_summary_calls_within_one_timeout(
 ) -> None:
     fake, url = hanging
     proxy = start_proxy(url, window=8_000, warden_config={"summarizer": {"timeout_s": 1}})
-    r = post(proxy, history("TASK: one deadline", 60)[:100], "sk-A")
+    r = post(proxy, agent_history("TASK: one deadline", 60)[:100], "sk-A")
     # the first call hangs past the deadline; no other call is started after it
     assert fake.summary_calls == 1
     assert r.headers["x-contextwarden-summary-calls"] == "1"
@@ -239,7 +239,7 @@ def test_summary_calls_are_counted_in_headers_and_stats(
 ) -> None:
     fake, url = signing
     proxy = start_proxy(url, window=8_000)
-    r = post(proxy, history("TASK: count me", 60)[:100], "sk-A")
+    r = post(proxy, agent_history("TASK: count me", 60)[:100], "sk-A")
     calls = fake.summary_calls
     assert calls > 0
     assert r.headers["x-contextwarden-summary-calls"] == str(calls)
@@ -270,15 +270,15 @@ def test_repeated_summary_failures_trip_the_clients_breaker(
         summary_breaker_failures=3,
     )
     for i in range(3):
-        r = post(proxy, history(f"TASK {i}: fails", 60)[:100], "sk-A")
+        r = post(proxy, agent_history(f"TASK {i}: fails", 60)[:100], "sk-A")
         assert r.headers["x-contextwarden-summarizer"] == "extractive"
     calls = fake.summary_calls
     assert calls >= 3
-    r = post(proxy, history("TASK 4: breaker", 60)[:100], "sk-A")
+    r = post(proxy, agent_history("TASK 4: breaker", 60)[:100], "sk-A")
     assert fake.summary_calls == calls  # no call: the breaker is open for this client
     assert r.headers["x-contextwarden-summary-breaker"] == "open"
     assert r.headers["x-contextwarden-summarizer"] == "extractive"
-    post(proxy, history("TASK 5: another client", 60)[:100], "sk-B")
+    post(proxy, agent_history("TASK 5: another client", 60)[:100], "sk-B")
     assert fake.summary_calls > calls  # another client's breaker is its own
     assert httpx.get(f"{proxy}/stats", timeout=10).json()["summary_breaker_open"] == 1
 
@@ -376,7 +376,7 @@ def test_one_compaction_makes_a_bounded_number_of_summary_calls(
         warden_config={"summarizer": {"max_retries": 5}},
         summary_max_calls=2,
     )
-    r = post(proxy, history("TASK: retry forever", 60)[:100], "sk-A")
+    r = post(proxy, agent_history("TASK: retry forever", 60)[:100], "sk-A")
     assert fake.summary_calls == 2  # retries and strategies included
     assert r.headers["x-contextwarden-summary-calls"] == "2"
     assert r.headers["x-contextwarden-summarizer"] == "extractive"
