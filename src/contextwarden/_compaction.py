@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ._config import CompactionConfig, TaskType
 from ._events import CompactResult, Event, emit
 from ._exceptions import ConfigError
+from ._memo import Memo
 from ._messages import Message
 from .strategies.base import (
     Strategy,
@@ -85,6 +86,9 @@ SHRINK_RATIO = 0.8
 #: A summary longer than this many times its request's ``max_chars`` is garbage, not a summary.
 GARBAGE_LENGTH_FACTOR = 2.0
 LAST_RESORT = "full_summary"
+#: Bounds of what one compaction keeps of what it read (see :class:`Compactor`).
+MEMO_ENTRIES = 1 << 16
+MEMO_BYTES = 64 << 20
 
 
 def _default_config() -> CompactionConfig:
@@ -149,6 +153,14 @@ class Compactor:
     config that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary
     also folds seed 002's rebuild hint into the system prompt (the overflow recovery does; an
     ordinary compaction does not, so the cached system prompt stays as it is).
+
+    One compaction reads the same messages several times (the facts of the whole history for
+    the must-keep check, those of each span for its summary and its check, the task type, the
+    strategies' signals): what it derives from each text is kept for that compaction only, in a
+    :class:`~contextwarden._memo.Memo` of its own (at most :data:`MEMO_ENTRIES` results and
+    :data:`MEMO_BYTES`), passed down through the :class:`StrategyContext` and each
+    :class:`SummaryRequest`. Nothing is kept from one compaction to the next, or shared with
+    another warden's.
     """
 
     def __init__(
@@ -315,7 +327,8 @@ class Compactor:
 
         tokens = before
         aim = compaction_target(budget)
-        keep = must_keep(original)
+        memo = Memo(MEMO_ENTRIES, MEMO_BYTES)  # this compaction's (see the class docstring)
+        keep = must_keep(original, memo=memo)
         ctx = StrategyContext(
             budget=budget,
             counter=counter,
@@ -325,6 +338,7 @@ class Compactor:
             focus=focus,
             cache=self.cache,
             task_type=task_type,
+            memo=memo,
         )
         order: list[str] = list(
             dict.fromkeys(

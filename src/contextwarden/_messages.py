@@ -27,9 +27,8 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 __all__ = [
     "Block",
@@ -50,6 +49,32 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+if TYPE_CHECKING:  # the checkers know cached_property's semantics
+    from functools import cached_property as _memo
+else:
+
+    class _memo:
+        """``functools.cached_property`` without its lock (Python 3.11 takes one on every
+        first read, which costs more than the values computed here): the value is computed on
+        first read and stored in the instance's ``__dict__``, which later reads find first. Two
+        threads reading it at once may both compute it: the values are pure functions of an
+        immutable value, equal."""
+
+        def __init__(self, fn):
+            self.fn = fn
+            self.name = fn.__name__
+            self.__doc__ = fn.__doc__
+
+        def __set_name__(self, owner, name):
+            self.name = name
+
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self
+            value = self.fn(obj)
+            obj.__dict__[self.name] = value
+            return value
 
 
 def _empty() -> Mapping[str, Any]:
@@ -100,7 +125,7 @@ class ToolCallBlock:
     extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["tool_call"] = field(default="tool_call", init=False)
 
-    @cached_property
+    @_memo
     def input(self) -> Any:
         """The parsed arguments, or ``{"_raw": text}`` when they are not valid JSON."""
         try:
@@ -167,47 +192,60 @@ class Message:
             object.__setattr__(self, "content", tuple(self.content))
 
     # -- derived views -------------------------------------------------------------------
-    @cached_property
+    @_memo
     def text(self) -> str:
         """All text blocks joined by newlines (thinking, calls and results left out)."""
-        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+        content = self.content
+        if len(content) == 1 and type(content[0]) is TextBlock:
+            return content[0].text
+        return "\n".join([b.text for b in content if isinstance(b, TextBlock)])
 
-    @property
+    @_memo
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+        return tuple([b for b in self.content if isinstance(b, ToolCallBlock)])
 
-    @property
+    @_memo
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+        return tuple([b for b in self.content if isinstance(b, ToolResultBlock)])
 
-    @property
+    @_memo
     def thinking(self) -> tuple[ThinkingBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ThinkingBlock))
+        return tuple([b for b in self.content if isinstance(b, ThinkingBlock)])
 
-    @cached_property
+    @_memo
     def is_pinned(self) -> bool:
         """Pinned by flag or by a ``<Pin>`` tag anywhere in its text or tool results."""
         if self.pinned:
             return True
-        return any(PIN_RE.search(t) for t in _texts(self.content))
+        for t in _texts(self.content):
+            if "<" in t and PIN_RE.search(t):
+                return True
+        return False
 
-    @cached_property
+    @_memo
     def fingerprint(self) -> str:
         """A stable content hash (role, name, pin and blocks; not metadata or hints).
 
         Two messages with the same fingerprint count the same tokens and transform the same
         way, so caches key on it. Computed once per value.
         """
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{self.role}\x00{self.name}\x00{self.pinned}\x00".encode())
-        for block in self.content:
+        head = f"{self.role}\x00{self.name}\x00{self.pinned}\x00".encode()
+        content = self.content
+        if len(content) == 1 and type(content[0]) is TextBlock:  # the usual message, at once
+            text = content[0].text.encode("utf-8", "surrogatepass")
+            return hashlib.blake2b(head + b"T\x00" + text + b"\x00", digest_size=16).hexdigest()
+        h = hashlib.blake2b(head, digest_size=16)
+        for block in content:
             _hash_block(h, block)
         return h.hexdigest()
 
-    @cached_property
+    @_memo
     def char_count(self) -> int:
         """Characters of text, thinking, call arguments and results (a cheap size measure)."""
-        return sum(len(t) for t in _texts(self.content, with_thinking=True, with_calls=True))
+        content = self.content
+        if len(content) == 1 and type(content[0]) is TextBlock:
+            return len(content[0].text)
+        return sum(map(len, _texts(content, with_thinking=True, with_calls=True)))
 
     def replace(self, **changes: Any) -> Message:
         """A copy with ``changes`` applied (``dataclasses.replace``)."""

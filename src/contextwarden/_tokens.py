@@ -308,13 +308,13 @@ def _stored_count(message: Message, slot: str) -> int | None:
     """The count a counter stored on ``message`` under ``slot``, or None when there is none yet.
     Raises TypeError when ``message`` is not a Message (``count_message()`` names the type)."""
     try:
-        return message.__dict__[slot]  # type: ignore[no-any-return]
-    except KeyError:
-        pass
+        stored = message.__dict__.get(slot)
     except AttributeError:
         raise TypeError(
             f"count_message() expects a Message, got {type(message).__name__}"
         ) from None
+    if stored is not None:
+        return stored  # type: ignore[no-any-return]
     if not isinstance(message, Message):
         raise TypeError(f"count_message() expects a Message, got {type(message).__name__}")
     return None

@@ -19,7 +19,7 @@ from contextwarden.summarizers import (
     parse_summary,
     request_facts,
 )
-from contextwarden.summarizers.base import _FACTS_CACHE, replaced_chars
+from contextwarden.summarizers.base import replaced_chars
 from contextwarden.testing import ConversationBuilder
 
 TASK = "Fix the off-by-one in pager.py so the last page is shown"
@@ -195,8 +195,7 @@ def test_deterministic_bounded_and_smaller(steps: list[tuple[object, ...]], cap:
     except SummarizerError:
         assert min(cap, replaced_chars(request) // 2) < 200  # refused only when too small
         return
-    # same request, rebuilt from scratch (and the facts memo emptied): same bytes
-    _FACTS_CACHE.clear()
+    # same request, rebuilt from scratch: same bytes
     again = ExtractiveSummarizer().summarize(SummaryRequest(tuple(_build(steps)), max_chars=cap))
     assert first == again
     assert len(first) <= cap

@@ -39,7 +39,7 @@ from .._policy import CacheRates, edit_pays
 from .._task import strip_injected
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
-from ..layers.repair import RepairState, repair_appended
+from ..layers.repair import RepairState, repair_appended, unchanged_next
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
 from ..strategies.base import Layout, compaction_target, make_ref
@@ -285,29 +285,36 @@ class Conversation:
         for i in range(start, stop):
             m = msgs[i]
             self.inputs.append(m)
-            self.input_tokens += count(m)
+            tokens = count(m)
+            self.input_tokens += tokens
             names: list[str] = []
+            thinking = False
             for b in m.content:
                 if isinstance(b, ToolCallBlock):
                     self.call_names[b.id] = b.name
                 elif isinstance(b, ToolResultBlock):
                     names.append(self.call_names.get(b.tool_call_id, ""))
-            self.names.append(tuple(names))
+                elif isinstance(b, ThinkingBlock):
+                    thinking = True
+            role = m.role
             if names:
+                self.names.append(tuple(names))
                 self.results.append(i)
-            if m.role == "user" and not names:
-                self.last_user = i
-            if m.role == "assistant" and any(isinstance(b, ThinkingBlock) for b in m.content):
+            else:
+                self.names.append(())
+                if role == "user":
+                    self.last_user = i
+            if thinking and role == "assistant":
                 self.thinking.append(i)
-            entry = self._repair(call, i, m)
+            entry = m if unchanged_next(self.repair, m) else self._repair(call, i, m)
             if entry is not None and entry.role == "tool":
                 entry = self._answered(call, i, entry)
             if entry is None:  # a repair took it out: it stays in the history, not the view
                 self.base.append(m)
                 continue
-            if not entry.is_pinned and (
+            if (
                 needs_truncation(entry, cfg) or _oversized_client_block(entry, cfg.max_chars)
-            ):
+            ) and not entry.is_pinned:
                 entry, events = truncate_message(entry, tuple(names), ctx)
                 for e in events:
                     emit(call.events, replace(e, index=len(self.view)))
@@ -318,7 +325,7 @@ class Conversation:
                 self.positions[i] = len(self.view)
             self.view.append(entry)
             self.sources.append(i)
-            self.tokens.append(count(entry))
+            self.tokens.append(tokens if entry is m else count(entry))
         call.total = sum(self.tokens) + call.overhead
         call.tokens_before = self.input_tokens + call.overhead
 

@@ -154,16 +154,9 @@ class _Proxy:
         """``fn(*args)`` in a worker thread, at most ``client_concurrency`` of one client and
         ``max_transforms`` in all at once; a request waiting its turn holds no thread. A
         compaction stuck on a slow summarizer so holds one of its client's slots, never the
-        threads other clients' requests run in. The summarizers' facts cache is the client's own
-        there."""
-        from ..summarizers.base import FACTS_SCOPE
-
-        def run() -> _T:
-            FACTS_SCOPE.set(state.id)  # in this call's own copy of the context
-            return fn(*args)
-
+        threads other clients' requests run in."""
         async with state.limiter:
-            return await anyio.to_thread.run_sync(run, limiter=self._transforms)
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self._transforms)
 
     def reserve(self, size: int) -> bool:
         """Count ``size`` more bytes of bodies held, unless that would pass

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Literal
 
 from .._messages import Message, ToolCallBlock
@@ -165,14 +164,24 @@ def call_command(call: ToolCallBlock) -> str:
     return call.arguments
 
 
+#: Where :func:`call_kinds` keeps a call's kinds: on the (immutable) call itself, like a
+#: message's token count, so they live and go with it.
+_KINDS_SLOT = "_cw_call_kinds"
+
+
 def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     """The kinds of one tool call: by its name first, then, for shells and generic runners, by
     the command it carries (``sed -i`` is an edit, ``pytest`` a test run, ``curl`` research).
-    Cached by name and arguments: a history is classified again on every call."""
-    return _call_kinds(call.name, call.arguments)
+    Computed once per call value (a history is classified again on every compaction)."""
+    try:
+        return call.__dict__[_KINDS_SLOT]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    kinds = _call_kinds(call.name, call.arguments)
+    call.__dict__[_KINDS_SLOT] = kinds
+    return kinds
 
 
-@lru_cache(maxsize=65_536)
 def _call_kinds(name: str, arguments: str) -> frozenset[CallKind]:
     call = ToolCallBlock("", name, arguments)
     words = _name_words(call.name)

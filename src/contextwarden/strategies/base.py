@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._config import CompactionConfig, TaskType
+from .._memo import Memo
 from .._messages import Message, TextBlock
 from .._task import task_index, task_text
 from ..summarizers.base import Summarizer, SummaryRequest
@@ -71,7 +72,9 @@ HINT_RE = re.compile(
 @dataclass(frozen=True)
 class StrategyContext:
     """What a strategy may read. ``cache`` maps :func:`summary_cache_key` to summaries (shared
-    with the compactor); ``task_type`` is the detected type of the history being compacted."""
+    with the compactor); ``task_type`` is the detected type of the history being compacted;
+    ``memo`` keeps what is read from the messages (facts, command effects) for the strategies,
+    the summarizer and the checks (the compactor's own)."""
 
     budget: Budget
     counter: TokenCounter
@@ -81,6 +84,7 @@ class StrategyContext:
     focus: str | None = None
     cache: MutableMapping[str, str] = field(default_factory=dict)
     task_type: TaskType = "unknown"
+    memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
 
 #: A titled list of lines the summary message carries verbatim (see ``StrategyOutcome.appendix``).
@@ -217,9 +221,8 @@ def make_ref(messages: Sequence[Message]) -> str:
     """The stable reference of an elided span: ``cw:`` + a hash of its messages' fingerprints.
     The same span always gets the same reference, on any machine."""
     h = hashlib.blake2b(digest_size=8)
-    for m in messages:
-        h.update(m.fingerprint.encode())
-        h.update(b"\x00")
+    if messages:  # each fingerprint (hex digits) and a NUL, hashed at once
+        h.update(("\x00".join([m.fingerprint for m in messages]) + "\x00").encode())
     return "cw:" + h.hexdigest()
 
 
@@ -277,6 +280,7 @@ def summary_request(
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
         max_chars=max_chars or ctx.config.summary_max_chars,
+        memo=ctx.memo,
     )
 
 

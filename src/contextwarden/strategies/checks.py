@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._memo import Memo
 from .._messages import Message
-from ..summarizers.facts import extract_facts
+from ..summarizers.facts import walk_facts
 
 __all__ = ["flatten", "must_keep"]
 
@@ -25,12 +26,12 @@ def flatten(messages: Sequence[Message]) -> str:
     return " ".join(" ".join(parts).split())
 
 
-def must_keep(messages: Sequence[Message]) -> tuple[str, ...]:
+def must_keep(messages: Sequence[Message], *, memo: Memo | None = None) -> tuple[str, ...]:
     """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
     message or a summary): each modified file path and the signature of the last unresolved
-    error, as found by :func:`extract_facts`, limited to those spelled out in
-    ``messages`` themselves (whitespace collapsed)."""
-    facts = extract_facts(messages)
+    error, as found by :func:`~contextwarden.summarizers.facts.extract_facts`, limited to those
+    spelled out in ``messages`` themselves (whitespace collapsed). ``memo``: the compactor's."""
+    facts = walk_facts(messages, memo=memo)
     wanted = list(facts.changed_files)
     error = facts.last_unresolved_error
     if error is not None:

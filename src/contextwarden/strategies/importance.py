@@ -35,8 +35,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .._memo import Memo
 from .._messages import Message
-from ..summarizers.facts import extract_facts
+from ..summarizers.facts import walk_facts
 from ._signals import (
     is_completion,
     is_decision,
@@ -93,9 +94,9 @@ def score_message(message: Message, *, error: bool = False, edit: bool = False) 
     return score
 
 
-def score_messages(messages: Sequence[Message]) -> list[float]:
-    """Every message's score, the history's facts read once."""
-    facts = extract_facts(messages)
+def score_messages(messages: Sequence[Message], *, memo: Memo | None = None) -> list[float]:
+    """Every message's score, the history's facts read once (``memo``: the compactor's)."""
+    facts = walk_facts(messages, memo=memo)
     errors = {e.index for e in facts.errors}
     edits = {t.index for t in facts.files if t.action in _WRITES}
     return [score_message(m, error=i in errors, edit=i in edits) for i, m in enumerate(messages)]
@@ -116,7 +117,7 @@ def importance(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     """Elide the low-scoring units except the last ``keep_recent_low`` low messages."""
     layout = Layout.of(messages)
     body = layout.body()
-    scores = score_messages(messages)
+    scores = score_messages(messages, memo=ctx.memo)
     threshold = ctx.config.importance_threshold
     low = [(s, e) for s, e in body if score_unit(messages[s:e], scores[s:e]) < threshold]
     return elide_except_recent(

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._memo import Memo
 from .._messages import Message
-from ..summarizers.facts import extract_facts
+from ..summarizers.facts import walk_facts
 from ._signals import is_completion, is_observation, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 
@@ -30,9 +31,9 @@ __all__ = ["key_events", "key_indices"]
 _WRITES = frozenset({"created", "modified", "deleted", "reverted"})
 
 
-def key_indices(messages: Sequence[Message]) -> set[int]:
-    """Indices of the messages that make their unit a key event."""
-    facts = extract_facts(messages)
+def key_indices(messages: Sequence[Message], *, memo: Memo | None = None) -> set[int]:
+    """Indices of the messages that make their unit a key event (``memo``: the compactor's)."""
+    facts = walk_facts(messages, memo=memo)
     key = {t.index for t in facts.files if t.action in _WRITES}
     for err in facts.errors:
         if err.fixed_at is not None:
@@ -54,7 +55,7 @@ def key_events(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOut
     """Elide the non-key units except the last ``keep_recent_low`` non-key messages."""
     layout = Layout.of(messages)
     body = layout.body()
-    key = key_indices(messages)
+    key = key_indices(messages, memo=ctx.memo)
     rest = [(s, e) for s, e in body if key.isdisjoint(range(s, e))]
     return elide_except_recent(
         "key_events",

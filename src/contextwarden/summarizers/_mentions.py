@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from .._memo import Memo
 from .._messages import Message
 from ._shell import analyze_command
 
@@ -127,7 +127,6 @@ def path_like(text: str) -> bool:
     return not text.startswith("-") and "." in text.rsplit("/", 1)[-1]
 
 
-@lru_cache(maxsize=4096)
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats."""
     paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
@@ -135,7 +134,6 @@ def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return clean, names_of(text)
 
 
-@lru_cache(maxsize=4096)
 def names_of(text: str) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
@@ -168,9 +166,18 @@ class CodeMentions:
         return tuple(m for m in self.names if path in m.files)
 
 
+def _names_size(value: tuple[str, ...]) -> int:
+    return sum(len(n) for n in value)
+
+
+def _words_size(value: tuple[tuple[str, ...], tuple[str, ...]]) -> int:
+    return _names_size(value[0]) + _names_size(value[1])
+
+
 class _Tally:
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, memo: Memo) -> None:
         self.size = max(size, 1)
+        self.memo = memo
         self.score: dict[tuple[str, bool], float] = {}
         self.last: dict[tuple[str, bool], int] = {}
         self.agent: set[tuple[str, bool]] = set()
@@ -184,8 +191,11 @@ class _Tally:
         if agent:
             self.agent.add(key)
 
+    def words(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return self.memo(words_of, text, _words_size)
+
     def text(self, text: str, index: int, weight: float, *, agent: bool) -> None:
-        paths, names = words_of(text)
+        paths, names = self.words(text)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for n in names:
@@ -214,7 +224,7 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        for name in names_of(text):
+        for name in self.memo(names_of, text, _names_size):
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
         for path, test in _TEST_ID.findall(text):
             self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
@@ -251,35 +261,39 @@ def _strings(value: Any) -> Iterable[str]:
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
 
 
-def _read_target(command: str) -> str | None:
-    reads = analyze_command(command).reads
+def _read_target(command: str, memo: Memo) -> str | None:
+    reads = memo(analyze_command, command).reads
     return reads[-1] if reads else None
 
 
-def code_mentions(messages: Sequence[Message]) -> CodeMentions:
-    """The paths and code names of ``messages``, scored (see the module docstring)."""
-    tally = _Tally(len(messages))
+def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> CodeMentions:
+    """The paths and code names of ``messages``, scored (see the module docstring). ``memo``
+    keeps what each text names (the compactor passes its own; else the call uses one)."""
+    memo = memo if memo is not None else Memo()
+    tally = _Tally(len(messages), memo)
     read_by_call: dict[str, str | None] = {}
     pending_read: str | None = None
     for index, message in enumerate(messages):
         if message.role == "assistant":
             text = message.text
-            blocks = _BASH_BLOCK.findall(text) if not message.tool_calls else []
-            prose = _BASH_BLOCK.sub(" ", text)
-            for span in _CODE_SPAN.findall(prose):  # `name` in prose is deliberate
+            fenced = "```" in text
+            blocks = _BASH_BLOCK.findall(text) if fenced and not message.tool_calls else []
+            prose = _BASH_BLOCK.sub(" ", text) if fenced else text
+            for span in _CODE_SPAN.findall(prose) if "`" in prose else ():
+                # `name` in prose is deliberate
                 tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
             tally.text(prose, index, WEIGHT_PROSE, agent=True)
             for block in blocks:
                 tally.text(block, index, WEIGHT_ACTION, agent=True)
-            pending_read = _read_target(blocks[-1]) if len(blocks) == 1 else None
+            pending_read = _read_target(blocks[-1], memo) if len(blocks) == 1 else None
             for call in message.tool_calls:
                 strings = list(_strings(call.input))
                 for s in strings:
                     tally.text(s, index, WEIGHT_ACTION, agent=True)
                 target = None
                 for s in strings:
-                    paths, _ = words_of(s)
-                    target = _read_target(s) or (paths[0] if paths else None)
+                    paths, _ = tally.words(s)
+                    target = _read_target(s, memo) or (paths[0] if paths else None)
                     if target:
                         break
                 read_by_call[call.id] = target

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from .._messages import ToolResultBlock
@@ -304,7 +303,6 @@ def exit_code(text: str) -> int | None:
     return None
 
 
-@lru_cache(maxsize=8192)
 def error_key(text: str) -> str | None:
     """The line that names an error in ``text``, or ``None`` when none stands out."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
@@ -368,7 +366,6 @@ PLAN_CUE = re.compile(
 )
 
 
-@lru_cache(maxsize=8192)
 def plan_from_text(text: str) -> tuple[TodoItem, ...] | None:
     items: list[TodoItem] = []
     lead: str | None = None
@@ -394,7 +391,6 @@ def plan_from_text(text: str) -> tuple[TodoItem, ...] | None:
     return tuple(items)
 
 
-@lru_cache(maxsize=8192)
 def findings(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for sentence in SENTENCE_SPLIT.split(text):

@@ -17,7 +17,6 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 __all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
 
@@ -164,7 +163,6 @@ def _is_real_path(path: str) -> bool:
     return bool(path) and not path.startswith(("/dev/", "&", "-")) and path not in {"/dev/null"}
 
 
-@lru_cache(maxsize=8192)
 def command_key(command: str) -> str:
     """A normalised form of ``command`` for "is this the same command again?".
 
@@ -253,6 +251,8 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
 
 
 def _unquoted_newlines_to_semicolons(text: str) -> str:
+    if "\n" not in text:
+        return text
     out: list[str] = []
     quote: str | None = None
     escaped = False
@@ -277,7 +277,14 @@ def _unquoted_newlines_to_semicolons(text: str) -> str:
     return "".join(out)
 
 
+#: What shlex (posix, punctuation characters, whitespace split, no comments) reads specially:
+#: quotes, escapes, its punctuation and whitespace other than str.split's ASCII whitespace.
+_SHLEX_SPECIAL = re.compile(r"[\'\"\\();<>|&\x0b\x0c\x1c-\x1f]")
+
+
 def _tokens(text: str) -> list[str]:
+    if text.isascii() and _SHLEX_SPECIAL.search(text) is None:
+        return text.split()  # what the lexer below gives for such a text, without it
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -361,13 +368,13 @@ def _sed_files(args: list[str]) -> tuple[list[str], bool]:
     return files, in_place
 
 
-@lru_cache(maxsize=4096)
 def analyze_command(command: str) -> ShellEffects:
     """Parse one shell command (possibly several joined by ``&&``/``;``/newlines, with heredocs)
     and return its :class:`ShellEffects`. Never raises on odd input: unparsable parts are
-    skipped. Results are cached by command text: treat them as read-only."""
+    skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
+    treat them as read-only."""
     effects = ShellEffects()
-    text, bodies = _split_heredocs(command)
+    text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
     body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in body_iter]

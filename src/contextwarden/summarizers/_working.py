@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._memo import Memo
 from .._messages import Message
 from ._readers import first_path, norm_name, result_text, shell_command
 from ._shell import analyze_command
@@ -122,7 +123,7 @@ def _find(lines: Sequence[str], block: Sequence[str]) -> int | None:
     return None
 
 
-def _read_target(name: str, args: Mapping[str, Any]) -> str | None:
+def _read_target(name: str, args: Mapping[str, Any], memo: Memo) -> str | None:
     n = norm_name(name)
     if n in _READ_NAMES:
         return first_path(args)
@@ -131,7 +132,7 @@ def _read_target(name: str, args: Mapping[str, Any]) -> str | None:
     command = shell_command(name, args)
     if command is None:
         return None
-    effects = analyze_command(command)
+    effects = memo(analyze_command, command)
     reads = [p for p in effects.reads if not p.lstrip("+-").isdigit()]
     if effects.read_only and len(reads) == 1 and effects.last_program not in ("grep", "rg"):
         return reads[0]
@@ -139,11 +140,17 @@ def _read_target(name: str, args: Mapping[str, Any]) -> str | None:
 
 
 def edit_sites(
-    messages: Sequence[Message], *, context: int = 3, max_new_lines: int = 16
+    messages: Sequence[Message],
+    *,
+    context: int = 3,
+    max_new_lines: int = 16,
+    memo: Memo | None = None,
 ) -> list[EditSite]:
     """Every edit of ``messages`` that names the text it replaces, oldest first (see the module
     docstring). ``context``: lines of the read text kept on each side; ``max_new_lines``: the
-    new text is cut to this many lines (its head)."""
+    new text is cut to this many lines (its head); ``memo`` keeps each command's effects (the
+    compactor passes its own; else the call uses one)."""
+    memo = memo if memo is not None else Memo()
     files: dict[str, list[str]] = {}
     pending: dict[str, tuple[str, int]] = {}  # read call id -> (path, index)
     sites: list[EditSite] = []
@@ -154,7 +161,7 @@ def edit_sites(
                 files[target[0]] = _file_lines(result_text(r))
         for call in m.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {}
-            read = _read_target(call.name, args)
+            read = _read_target(call.name, args, memo)
             if read:
                 pending[call.id] = (_norm(read), i)
                 continue

@@ -13,12 +13,10 @@ strategy runs. :func:`summary_cache_key` keys a cache so the same span is summar
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from .._memo import Memo
 from .._messages import Message
 from ._sections import SECTIONS, SummarySections, parse_summary
 from .facts import Facts, extract_facts
@@ -58,7 +56,9 @@ class SummaryRequest:
     length cap (default 4000, the config's ``summary_max_chars``). ``pinned``: texts that must
     appear verbatim. ``ref``: the ``cw:`` reference the originals of ``messages`` are kept
     under (default none); the summary names it, so that the agent or ``recall`` can bring back
-    anything the summary only points to.
+    anything the summary only points to. ``memo``: where :func:`request_facts` keeps the facts
+    (and what they are read from) for the summarizer and the checks that follow; the compactor
+    passes its own (not part of the request's value: it takes no part in equality).
     """
 
     messages: tuple[Message, ...]
@@ -68,6 +68,7 @@ class SummaryRequest:
     max_chars: int = 4000
     pinned: tuple[str, ...] = ()
     ref: str | None = None
+    memo: Memo | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
@@ -106,39 +107,46 @@ def effective_cap(request: SummaryRequest) -> int:
     return min(request.max_chars, int(replaced_chars(request) * TARGET_SUMMARY_RATIO))
 
 
-#: Facts of recent requests, by content key: a compaction extracts them for the summary and
-#: again for :func:`check_summary`; :class:`Facts` values are immutable, so sharing is safe.
-_FACTS_CACHE: OrderedDict[str, Facts] = OrderedDict()
-_FACTS_CACHE_SIZE = 16
-_FACTS_LOCK = threading.Lock()
-#: Whose requests the facts cache is shared among (a proxy sets one per client: a request served
-#: faster because another client sent the same span would tell that client it was sent).
-FACTS_SCOPE: ContextVar[str] = ContextVar("contextwarden_facts_scope", default="")
-
-
 def request_facts(request: SummaryRequest) -> Facts:
-    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request (memoised for the
-    last few requests by the content of their messages, task and previous summary)."""
-    key = (
-        FACTS_SCOPE.get()
-        + ":"
-        + summary_cache_key(
-            SummaryRequest(request.messages, request.task, request.previous_summary), "facts"
+    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request; kept in the
+    request's ``memo`` (when it has one) by the content of its messages, task and previous
+    summary: a compaction reads them for the summary and again for :func:`check_summary`.
+    :class:`Facts` values are immutable, so sharing them is safe."""
+    memo = request.memo
+    if memo is None:
+        return extract_facts(
+            request.messages, task=request.task, previous_summary=request.previous_summary
         )
+    key = (
+        "facts",
+        request.task or "",
+        request.previous_summary or "",
+        tuple([m.fingerprint for m in request.messages]),
     )
-    with _FACTS_LOCK:
-        cached = _FACTS_CACHE.get(key)
-        if cached is not None:
-            _FACTS_CACHE.move_to_end(key)
-            return cached
-    facts = extract_facts(
-        request.messages, task=request.task, previous_summary=request.previous_summary
+    return memo.keep(
+        key,
+        lambda: extract_facts(
+            request.messages,
+            task=request.task,
+            previous_summary=request.previous_summary,
+            memo=memo,
+        ),
+        facts_size,
     )
-    with _FACTS_LOCK:
-        _FACTS_CACHE[key] = facts
-        if len(_FACTS_CACHE) > _FACTS_CACHE_SIZE:
-            _FACTS_CACHE.popitem(last=False)
-    return facts
+
+
+def facts_size(facts: Facts) -> int:
+    """About how many characters ``facts`` holds (what a memo counts it as)."""
+    n = sum(len(c.command) + len(c.key) + 64 for c in facts.commands)
+    n += sum(len(t.path) + 48 for t in (*facts.files, *facts.earlier_files))
+    n += sum(len(e.key) + len(e.excerpt) + 64 for e in facts.errors)
+    n += sum(len(t.text) + 32 for t in facts.plan)
+    n += sum(len(x) for x in (*facts.pins, *facts.memories, *facts.diff_stat))
+    if facts.earlier is not None:
+        n += sum(len(facts.earlier.get(s)) for s in SECTIONS)
+    n += sum(len(m.name) + 64 for m in (*facts.code.paths, *facts.code.names))
+    n += sum(sum(len(x) for x in w.lines) + 48 for w in facts.working)
+    return n
 
 
 def _norm(text: str) -> str:
@@ -221,6 +229,6 @@ def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | No
     ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     h.update(b"\x01")
-    for m in request.messages:
-        h.update(m.fingerprint.encode() + b"\x00")
+    if request.messages:  # each fingerprint (hex digits) and a NUL, hashed at once
+        h.update(("\x00".join([m.fingerprint for m in request.messages]) + "\x00").encode())
     return h.hexdigest()

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .._task import strip_injected
 from ._mentions import CodeMentions, code_mentions
@@ -55,7 +56,7 @@ from ._readers import (
     todo_items,
 )
 from ._sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
-from ._shell import analyze_command, command_key, patch_targets, python_writes
+from ._shell import ShellEffects, analyze_command, command_key, patch_targets, python_writes
 from ._working import EditSite, edit_sites
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "FileTouch",
     "TodoItem",
     "extract_facts",
+    "walk_facts",
 ]
 
 
@@ -189,14 +191,22 @@ class _Pending:
     index: int
     command: str | None
     args: Mapping[str, Any]
+    effects: ShellEffects | None  # the command's, read when the call was
+
+
+#: An assistant message's text with exactly one of these is a command (mini-swe-agent).
+_TEXT_COMMAND = re.compile(r"```(?:bash|sh|shell)\s*\n(.*?)```", re.DOTALL)
 
 
 class _Walker:
-    def __init__(self, task: str | None) -> None:
+    def __init__(self, task: str | None, memo: Memo) -> None:
         self.task = task
+        self.memo = memo
         self.commands: list[CommandRun] = []
         self.files: list[FileTouch] = []
         self.errors: list[ErrorSeen] = []
+        #: unresolved errors (indices in ``errors``) by the keys a success would fix them by
+        self.open_errors: dict[str, list[int]] = {}
         self.plan: tuple[TodoItem, ...] = ()
         self.plan_index: int | None = None
         self.plan_source = ""
@@ -210,6 +220,15 @@ class _Walker:
         self.scripts: dict[str, str] = {}  # file -> heredoc body written to it
         self.patches: dict[str, list[str]] = {}  # patch file -> targets
         self.last_text_command: tuple[str, int] | None = None
+
+    def effects(self, command: str) -> ShellEffects:
+        return self.memo(analyze_command, command)
+
+    def command_key(self, command: str) -> str:
+        return self.memo(command_key, command)
+
+    def error_key(self, text: str) -> str | None:
+        return self.memo(error_key, text, _short)
 
     # files ---------------------------------------------------------------------------------
     def touch(self, path: str, action: FileAction, index: int, via: str) -> None:
@@ -237,7 +256,7 @@ class _Walker:
                 # mini-swe-agent's text protocol: the command was in a ```bash block, and the
                 # reply with its return code shows it really ran
                 command, at = self.last_text_command
-                self.shell_effects(command, at)
+                effects = self.shell_effects(command, at)
                 self.finish_command(
                     command,
                     "bash",
@@ -245,7 +264,8 @@ class _Walker:
                     index,
                     text,
                     is_error=False,
-                    read_only=analyze_command(command).read_only,
+                    read_only=effects.read_only,
+                    effects=effects,
                 )
             self.last_text_command = None
         elif msg.role == "assistant":
@@ -285,12 +305,12 @@ class _Walker:
     def assistant(self, index: int, msg: Message) -> None:
         text = msg.text
         if text.strip():
-            plan = plan_from_text(text)
+            plan = self.memo(plan_from_text, text)
             if plan:
                 self.plan, self.plan_index, self.plan_source = plan, index, "text"
-            self.memories.extend(findings(text))
-            if not msg.tool_calls:
-                blocks = re.findall(r"```(?:bash|sh|shell)\s*\n(.*?)```", text, re.DOTALL)
+            self.memories.extend(self.memo(findings, text))
+            if not msg.tool_calls and "```" in text:
+                blocks = _TEXT_COMMAND.findall(text)
                 if len(blocks) == 1:
                     self.last_text_command = (blocks[0].strip(), index)
         for call in msg.tool_calls:
@@ -304,12 +324,11 @@ class _Walker:
             if items is not None:
                 self.plan, self.plan_index, self.plan_source = tuple(items), index, call.name
         command = shell_command(call.name, args)
-        if command is not None:
-            self.shell_effects(command, index)
-        self.pending[call.id] = _Pending(call, index, command, args)
+        effects = self.shell_effects(command, index) if command is not None else None
+        self.pending[call.id] = _Pending(call, index, command, args, effects)
 
-    def shell_effects(self, command: str, index: int) -> None:
-        effects = analyze_command(command)
+    def shell_effects(self, command: str, index: int) -> ShellEffects:
+        effects = self.effects(command)
         for path in effects.reads:
             self.touch(path, "read", index, "shell")
         for path, how in effects.writes.items():
@@ -340,6 +359,7 @@ class _Walker:
             self.touch(path, "deleted", index, "rm")
         for path in effects.reverts:
             self.touch(path, "reverted", index, "git checkout")
+        return effects
 
     def result(self, index: int, block: ToolResultBlock) -> None:
         pending = self.pending.pop(block.tool_call_id, None)
@@ -349,16 +369,23 @@ class _Walker:
             self.finish_command("", "tool", index, index, text, block.is_error, read_only=False)
             return
         name = pending.call.name
-        if pending.command is not None:
-            effects = analyze_command(pending.command)
-            self.finish_command(
-                pending.command, name, pending.index, index, text, block.is_error, effects.read_only
+        effects = pending.effects
+        if pending.command is not None and effects is not None:
+            code = self.finish_command(
+                pending.command,
+                name,
+                pending.index,
+                index,
+                text,
+                block.is_error,
+                effects.read_only,
+                effects,
             )
             if effects.runs_git_diff:
                 self.git_output(text, index)
-            if re.search(r"\bgit status\b", pending.command):
+            if "git" in pending.command and re.search(r"\bgit status\b", pending.command):
                 self.git_status(text, index)
-            if not effects.read_only and exit_code(text) in (None, 0) and not block.is_error:
+            if not effects.read_only and code in (None, 0) and not block.is_error:
                 for path in effects.writes:
                     self.resolve(f"file:{path}", index)
             return
@@ -377,7 +404,7 @@ class _Walker:
         )
         if failed:
             key = (
-                error_key(text)
+                self.error_key(text)
                 or clip(" ".join(text.split()), ERROR_KEY_CHARS)
                 or (f"{name} failed")
             )
@@ -411,19 +438,21 @@ class _Walker:
         text: str,
         is_error: bool,
         read_only: bool,
-    ) -> None:
+        effects: ShellEffects | None = None,
+    ) -> int | None:
+        """Record how ``command`` ended (its result ``text``); its exit code."""
         code = exit_code(text)
         body = output_body(text)
-        key = command_key(command) if command else ""
-        prog = analyze_command(command).last_program if command else ""
+        key = self.command_key(command) if command else ""
+        prog = effects.last_program if command and effects is not None else ""
         search_miss = code == 1 and prog in SEARCH_PROGRAMS
         failed = bool((code not in (None, 0) and not search_miss) or (is_error and code is None))
         signature = None
         if failed:
-            signature = error_key(body)
+            signature = self.error_key(body)
         elif not read_only:
             tail_text = last_lines(body, SUCCESS_TAIL_LINES)
-            signature = error_key(tail_text)
+            signature = self.error_key(tail_text)
             if signature and not EXC_LINE.match(signature):
                 signature = None  # a stray "error" word in a successful run's output
         ok = not failed and signature is None
@@ -455,6 +484,7 @@ class _Walker:
             self.resolve(key, index)
             if read_only and prog:
                 self.resolve(f"read:{prog}", index)
+        return code
 
     def record_run(
         self,
@@ -483,13 +513,16 @@ class _Walker:
     ) -> None:
         key = clip(" ".join(key.split()), ERROR_KEY_CHARS)
         excerpt = error_excerpt(text, key)
+        for match_key in dict.fromkeys(match_keys):
+            self.open_errors.setdefault(match_key, []).append(len(self.errors))
         self.errors.append(ErrorSeen(index, source, key, excerpt, None, match_keys))
 
     def resolve(self, match_key: str, index: int) -> None:
         """A success of ``match_key`` (the same command, or a write of the same file) fixes the
         earlier unresolved errors it caused."""
-        for i, err in enumerate(self.errors):
-            if err.fixed_at is None and match_key in err.match_keys:
+        for i in self.open_errors.pop(match_key, ()):
+            err = self.errors[i]
+            if err.fixed_at is None:  # an error with several keys may be fixed by another
                 self.errors[i] = ErrorSeen(
                     err.index, err.source, err.key, err.excerpt, index, err.match_keys
                 )
@@ -526,12 +559,12 @@ class _Walker:
             else:
                 self.record_run(
                     pending.command,
-                    command_key(pending.command),
+                    self.command_key(pending.command),
                     pending.call.name,
                     pending.index,
                     None,
                     None,
-                    analyze_command(pending.command).read_only,
+                    pending.effects.read_only if pending.effects is not None else True,
                 )
         return Facts(
             task=self.task,
@@ -585,11 +618,36 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
     return out
 
 
+def _short(value: str | None) -> int:
+    return len(value) if value else 0
+
+
+def walk_facts(
+    messages: Sequence[Message],
+    *,
+    task: str | None = None,
+    previous_summary: str | None = None,
+    memo: Memo | None = None,
+) -> Facts:
+    """:func:`extract_facts` without :attr:`Facts.code` and :attr:`Facts.working` (left
+    empty): the commands, files, errors, plan, pins and memories, in one walk."""
+    # the user's own words: a task given as the first user message's text may still carry the
+    # client's injected blocks (environment context, system reminders)
+    own = strip_injected(task) if task else ""
+    walker = _Walker(own or None, memo if memo is not None else Memo())
+    if previous_summary:
+        walker.merge_earlier(previous_summary, -1)
+    for i, msg in enumerate(messages):
+        walker.message(i, msg)
+    return walker.finish()
+
+
 def extract_facts(
     messages: Sequence[Message] | Iterable[Message],
     *,
     task: str | None = None,
     previous_summary: str | None = None,
+    memo: Memo | None = None,
 ) -> Facts:
     """Read ``messages`` in order and return their :class:`Facts`.
 
@@ -598,14 +656,12 @@ def extract_facts(
     :func:`contextwarden._task.strip_injected` took out the client's blocks) is used.
     ``previous_summary`` (and any message in the span that is itself a four-part summary) is
     merged: its file list carries over, its sections are kept in :attr:`Facts.earlier`.
+    ``memo`` keeps what is derived from each text (a shell command's effects, an error line):
+    the compactor passes its own; without one, the call uses one of its own.
     """
     span = messages if isinstance(messages, Sequence) else list(messages)
-    # the user's own words: a task given as the first user message's text may still carry the
-    # client's injected blocks (environment context, system reminders)
-    own = strip_injected(task) if task else ""
-    walker = _Walker(own or None)
-    if previous_summary:
-        walker.merge_earlier(previous_summary, -1)
-    for i, msg in enumerate(span):
-        walker.message(i, msg)
-    return replace(walker.finish(), code=code_mentions(span), working=tuple(edit_sites(span)))
+    memo = memo if memo is not None else Memo()
+    facts = walk_facts(span, task=task, previous_summary=previous_summary, memo=memo)
+    return replace(
+        facts, code=code_mentions(span, memo=memo), working=tuple(edit_sites(span, memo=memo))
+    )
