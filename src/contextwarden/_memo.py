@@ -76,11 +76,14 @@ class Memo:
         fn: Callable[[Any], _T],
         arg: Hashable,
         size: Callable[[_T], int] | None = None,
+        *,
+        costly: bool = False,
     ) -> _T:
         """``fn(arg)``, computed once while it is remembered. ``arg`` is a text or a tuple of
         texts (what the entry's size is estimated from); ``size(result)`` estimates the
-        result's characters (default: as many as the argument's)."""
-        if type(arg) is str and len(arg) < self.min_chars:
+        result's characters (default: as many as the argument's). ``costly``: kept however
+        short the text (``fn`` costs more than a lookup even then)."""
+        if not costly and type(arg) is str and len(arg) < self.min_chars:
             return fn(arg)
         key = (fn, arg)
         with self._lock:

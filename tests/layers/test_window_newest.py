@@ -21,7 +21,7 @@ from contextwarden._messages import (
     user,
 )
 from contextwarden.formats import to_anthropic
-from contextwarden.layers import sliding_window
+from contextwarden.layers import sliding_window, window
 from contextwarden.layers.base import LayerContext
 from contextwarden.layers.window import ensure_within
 
@@ -194,3 +194,30 @@ def test_overflow_error_without_a_message_names_tokens_and_limit() -> None:
     assert (err.tokens, err.limit) == (12_345, 8_000)
     assert str(err) == "the request needs 12,345 tokens, over the limit of 8,000"
     assert str(ContextOverflowError("custom", tokens=1, limit=0)) == "custom"
+
+
+def test_huge_arguments_are_parsed_once_per_cut_not_per_search_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = "\n".join(f"line {i} of the new file" for i in range(20_000))
+    args = json.dumps({"path": "src/big.py", "content": body})
+    msgs = [
+        *agent_run(2),
+        assistant("Writing it.", tool_calls=[call("w", "write", args)]),
+        tool_result("w", "written"),
+    ]
+    parsed: list[int] = []
+    real = window._parsed_arguments
+
+    def counting(arguments: str) -> object:
+        parsed.append(len(arguments))
+        return real(arguments)
+
+    monkeypatch.setattr(window, "_parsed_arguments", counting)
+    result = sliding_window(msgs, ctx(window=8_000))
+    assert (
+        "characters truncated" in json.loads(result.messages[-2].tool_calls[0].arguments)["content"]
+    )
+    # the candidates' listing, the cut's own parse, the result's length: not one per step of
+    # the binary search for the longest cut that fits (about 17 for 500k characters)
+    assert len([n for n in parsed if n >= len(args)]) <= 2

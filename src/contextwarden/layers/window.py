@@ -186,25 +186,31 @@ def _arguments_of(message: Message, *, raw: bool) -> list[tuple[int, _Path | Non
     return found
 
 
-def _with_argument(message: Message, bi: int, path: _Path | None, text: str) -> Message:
+def _with_argument(
+    message: Message, bi: int, path: _Path | None, text: str, parsed: Any = None
+) -> Message:
+    """``message`` with the argument string at ``path`` of call block ``bi`` (the whole
+    arguments when None) replaced by ``text``; ``parsed``: the call's arguments already parsed
+    (they are parsed here when not given)."""
     blocks = list(message.content)
     b = blocks[bi]
     assert isinstance(b, ToolCallBlock)
     if path is None:
         arguments = text
     else:
-        parsed = _parsed_arguments(b.arguments)
+        if parsed is None:
+            parsed = _parsed_arguments(b.arguments)
         arguments = json.dumps(_set_leaf(parsed, path, text), ensure_ascii=False)
     blocks[bi] = replace(b, arguments=arguments)
     return message.replace(content=tuple(blocks))
 
 
-def _argument_text(message: Message, bi: int, path: _Path | None) -> str:
+def _argument_text(message: Message, bi: int, path: _Path | None, parsed: Any = None) -> str:
     b = message.content[bi]
     assert isinstance(b, ToolCallBlock)
     if path is None:
         return b.arguments
-    value = _parsed_arguments(b.arguments)
+    value = _parsed_arguments(b.arguments) if parsed is None else parsed
     for step in path:
         value = value[step]
     return str(value)
@@ -421,13 +427,22 @@ def _cut_arguments(
         if excess <= 0 or length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
             break
         original = messages[pos]
-        text = _argument_text(original, bi, path)
+        block = original.content[bi]
+        assert isinstance(block, ToolCallBlock)
+        # parsed once per candidate, not on every step of the search for the longest cut
+        parsed = None if path is None else _parsed_arguments(block.arguments)
+        text = _argument_text(original, bi, path, parsed)
         before = counter.count_message(original)
 
         def cut(
-            keep: int, _o: Message = original, _t: str = text, _b: int = bi, _p: Any = path
+            keep: int,
+            _o: Message = original,
+            _t: str = text,
+            _b: int = bi,
+            _p: Any = path,
+            _v: Any = parsed,
         ) -> Message:
-            return _with_argument(_o, _b, _p, cut_middle(_t, keep // 2, keep - keep // 2))
+            return _with_argument(_o, _b, _p, cut_middle(_t, keep // 2, keep - keep // 2), _v)
 
         best = _fit(ctx, original, length, before - excess, cut)
         after = counter.count_message(best)

@@ -177,13 +177,12 @@ def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
         return call.__dict__[_KINDS_SLOT]  # type: ignore[no-any-return]
     except KeyError:
         pass
-    kinds = _call_kinds(call.name, call.arguments)
+    kinds = _call_kinds(call)
     call.__dict__[_KINDS_SLOT] = kinds
     return kinds
 
 
-def _call_kinds(name: str, arguments: str) -> frozenset[CallKind]:
-    call = ToolCallBlock("", name, arguments)
+def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     words = _name_words(call.name)
     kinds: set[CallKind] = set()
     for kind, table in _NAME_WORDS:

@@ -262,7 +262,7 @@ _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
 
 
 def _read_target(command: str, memo: Memo) -> str | None:
-    reads = memo(analyze_command, command).reads
+    reads = memo(analyze_command, command, costly=True).reads
     return reads[-1] if reads else None
 
 

@@ -294,7 +294,11 @@ def exit_code(text: str) -> int | None:
     m = EXIT_PATTERNS[0].search(text[:200])
     if m:
         return int(m.group(1))
-    for region in (text[-300:], text[:300]):
+    regions = (text[-300:], text[:300]) if len(text) > 300 else (text,)
+    for region in regions:
+        low = region.lower()
+        if "exit" not in low and "return" not in low:  # what every other pattern holds
+            continue
         codes: list[tuple[int, int]] = []
         for pattern in EXIT_PATTERNS[1:]:
             codes.extend((m.start(), int(m.group(1))) for m in pattern.finditer(region))
@@ -338,9 +342,15 @@ def last_lines(text: str, lines: int) -> str:
 
 def output_body(text: str) -> str:
     """The result text without the status framing (``<returncode>``, ``<output>`` tags)."""
-    body = re.sub(r"<returncode>.*?</returncode>", "", text[:200], flags=re.DOTALL) + text[200:]
-    body = re.sub(r"</?(returncode|output|warning|exception)[^>]*>", "", body)
+    if "<" not in text:
+        return text.strip()
+    body = _RETURNCODE_TAG.sub("", text[:200]) + text[200:]
+    body = _STATUS_TAGS.sub("", body)
     return body.strip()
+
+
+_RETURNCODE_TAG = re.compile(r"<returncode>.*?</returncode>", re.DOTALL)
+_STATUS_TAGS = re.compile(r"</?(returncode|output|warning|exception)[^>]*>")
 
 
 # -- assistant text: plans and findings -------------------------------------------------------------

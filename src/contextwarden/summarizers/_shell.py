@@ -175,12 +175,19 @@ def command_key(command: str) -> str:
     previous = None
     while previous != text:
         previous = text
-        text = re.sub(r"^cd\s+\S+\s*(&&|;)\s*", "", text)
-        text = re.sub(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+", "", text)
-        text = re.sub(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null", "", text)
-        text = re.sub(r"\s*\|\|\s*true$", "", text)
-        text = re.sub(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$", "", text)
+        for pattern in _KEY_NOISE:
+            text = pattern.sub("", text)
     return text.strip()
+
+
+#: What :func:`command_key` drops, in order, until nothing changes.
+_KEY_NOISE = (
+    re.compile(r"^cd\s+\S+\s*(&&|;)\s*"),
+    re.compile(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+"),
+    re.compile(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null"),
+    re.compile(r"\s*\|\|\s*true$"),
+    re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$"),
+)
 
 
 def python_writes(code: str) -> tuple[list[str], bool]:

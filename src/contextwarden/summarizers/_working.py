@@ -132,7 +132,7 @@ def _read_target(name: str, args: Mapping[str, Any], memo: Memo) -> str | None:
     command = shell_command(name, args)
     if command is None:
         return None
-    effects = memo(analyze_command, command)
+    effects = memo(analyze_command, command, costly=True)
     reads = [p for p in effects.reads if not p.lstrip("+-").isdigit()]
     if effects.read_only and len(reads) == 1 and effects.last_program not in ("grep", "rg"):
         return reads[0]

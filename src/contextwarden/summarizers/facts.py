@@ -222,7 +222,7 @@ class _Walker:
         self.last_text_command: tuple[str, int] | None = None
 
     def effects(self, command: str) -> ShellEffects:
-        return self.memo(analyze_command, command)
+        return self.memo(analyze_command, command, costly=True)
 
     def command_key(self, command: str) -> str:
         return self.memo(command_key, command)
