@@ -17,12 +17,13 @@ from contextwarden import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    Warden,
     assistant,
     system,
     tool_result,
     user,
 )
-from contextwarden.formats import from_anthropic, opaque_payload, to_anthropic
+from contextwarden.formats import from_anthropic, opaque_payload, to_anthropic, validate_anthropic
 
 from .providers import anthropic_requests, mutate_everything, png_data
 
@@ -278,3 +279,49 @@ def test_malformed_input_names_index_and_field(
     assert err.value.index == index
     assert err.value.field == field
     assert words in str(err.value)
+
+
+def _empty_texts(value: Any) -> int:
+    """Empty text blocks anywhere inside ``value``."""
+    if isinstance(value, dict):
+        own = value.get("type") == "text" and value.get("text") == ""
+        return int(own) + sum(_empty_texts(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_empty_texts(v) for v in value)
+    return 0
+
+
+def test_empty_text_blocks_are_never_written() -> None:
+    # Anthropic refuses them ("text content blocks must be non-empty"), even in what it was sent:
+    # beside a tool result (as Claude Code sends them), inside one, in the system prompt
+    empty: dict[str, Any] = {"type": "text", "text": ""}
+    system_ = [dict(empty), {"type": "text", "text": "You are terse."}]
+    d: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "Read a.py"}, dict(empty)]},
+        {
+            "role": "assistant",
+            "content": [dict(empty), {"type": "tool_use", "id": "t1", "name": "read", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": [dict(empty)]},
+                {**empty, "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "go on"},
+            ],
+        },
+    ]
+    assert _empty_texts([system_, d]) == 5
+    sys_out, out = to_anthropic(from_anthropic(d, system=system_))
+    assert _empty_texts([sys_out, out]) == 0
+    assert sys_out == [{"type": "text", "text": "You are terse."}]
+    assert out[0]["content"] == [{"type": "text", "text": "Read a.py"}]
+    assert [b["type"] for b in out[1]["content"]] == ["tool_use"]
+    assert [b["type"] for b in out[2]["content"]] == ["tool_result", "text"]
+    assert validate_anthropic(sys_out, out) == []
+    # and through the warden, as the proxy writes a request
+    sent_system, sent, _ = Warden().transform_anthropic(
+        d, system=system_, model="claude-sonnet-4-6", window=200_000
+    )
+    assert _empty_texts([sent_system, sent]) == 0
+    assert validate_anthropic(sent_system, sent) == []

@@ -488,8 +488,9 @@ def _safe_id(cid: str) -> str:
 
 
 def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
-    """The Anthropic block for ``b``; None when a converted block has no place in a request
-    (unsigned thinking, empty text)."""
+    """The Anthropic block for ``b``; None when it has no place in a request: an empty text
+    (the API refuses one: ``text content blocks must be non-empty``), or a converted block
+    Anthropic cannot take (unsigned thinking)."""
     exact = origin == "anthropic"
     t = type(b)
     if t is TextBlock:
@@ -497,7 +498,7 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
         payload = opaque_payload(b)
         if payload is not None and payload[0] == "anthropic":
             return dict(deep_copy(payload[1]))
-        if not exact and not b.text:
+        if not b.text:  # Anthropic refuses an empty text block, even one it was sent
             return None
         d: dict[str, Any] = {"type": "text", "text": b.text}
         if b.extra and payload is None:
