@@ -19,7 +19,7 @@ from ._config import WardenConfig
 from ._messages import Message, TextBlock
 from ._models import ModelInfo
 from ._policy import CacheRates, rates_for
-from ._tokens import TokenCounter, new_counter
+from ._tokens import TokenCounter, counter_spec, new_counter
 from .formats import check_tools
 
 __all__ = ["Resolver"]
@@ -41,6 +41,9 @@ class Resolver:
         self.models = models
         self._lock = threading.Lock()
         self._counters: dict[str | None, TokenCounter] = {}
+        #: the counters themselves, one per counting (encoding, scale, ids): models counted
+        #: alike share one, so its cache is kept once
+        self._by_spec: dict[Any, TokenCounter] = {}
         self._budgets: dict[tuple[str | None, int | None], Budget] = {}
         self._rates: dict[str | None, CacheRates] = {}
         self._systems: dict[str, Message] = {}
@@ -68,9 +71,27 @@ class Resolver:
         model = model or self.config.model
         counter: TokenCounter | None = self._recall(self._counters, model)
         if counter is None:
-            counter = new_counter(model, kind=self.config.counter, cache_size=self.counter_cache)
+            spec = counter_spec(model) if self.config.counter == "exact" else None
+            with self._lock:
+                counter = self._by_spec.get(spec)
+            if counter is None:
+                made = new_counter(model, kind=self.config.counter, cache_size=self.counter_cache)
+                with self._lock:
+                    counter = self._by_spec.setdefault(spec, made)
             self._remember(self._counters, model, counter)
         return counter
+
+    def cache_bytes(self) -> int:
+        """About how many bytes the counters' caches keep."""
+        with self._lock:
+            counters = list(self._by_spec.values())
+        if self.counter is not None:
+            counters.append(self.counter)
+        total = 0
+        for counter in counters:
+            size = getattr(counter, "cache_bytes", None)
+            total += size() if callable(size) else 0
+        return total
 
     def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
         """The budget for a call, or ``None`` when no window is known (see the class doc).

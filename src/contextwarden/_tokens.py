@@ -320,6 +320,11 @@ def _stored_count(message: Message, slot: str) -> int | None:
     return None
 
 
+#: What one count remembered by fingerprint costs: the key (32 hex digits), the count and the
+#: ordered map's slot.
+FINGERPRINT_ENTRY_BYTES = 200
+
+
 class ExactCounter:
     """Exact BPE counts (o200k_base or cl100k_base), optionally scaled, cached per message.
 
@@ -489,6 +494,12 @@ class ExactCounter:
             total + self._scaled(REPLY_PRIMING_TOKENS) + (self.count_tools(tools) if tools else 0)
         )
 
+    def cache_bytes(self) -> int:
+        """About how many bytes the caches keep (:data:`FINGERPRINT_ENTRY_BYTES` a message
+        count, the text of each tool list counted)."""
+        tools = sum(len(k) + FINGERPRINT_ENTRY_BYTES for k in list(self._tool_lists))
+        return len(self._by_fingerprint) * FINGERPRINT_ENTRY_BYTES + tools
+
     def cache_info(self) -> CacheInfo:
         """Sizes of the caches and the number of backend calls so far."""
         return CacheInfo(
@@ -599,6 +610,12 @@ def _counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
     if info is not None:
         return (info.encoding, 1.0, False)
     return ("cl100k_base" if _CL100K_MODELS.match(name) else "o200k_base", 1.0, False)
+
+
+def counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
+    """How ``model`` is counted: ``(encoding, scale, count_ids)``; models with one spec count
+    alike (one counter may serve them)."""
+    return _counter_spec(model)
 
 
 def new_counter(

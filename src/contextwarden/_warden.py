@@ -70,7 +70,10 @@ class Warden:
     token counter (``counter_cache``: messages each of the warden's own counters remembers);
     ``log_store`` keeps each conversation's log where other processes (or this one after a
     restart) continue it (:mod:`contextwarden.store.logs`); ``codec`` reads and writes provider
-    dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default). Thread-safe: calls of
+    dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default);
+    ``max_state_bytes``: the bytes its conversations may keep alive (:meth:`state_bytes`
+    counts them), the least recently used forgotten beyond (default: no bound but the number
+    of conversations). Thread-safe: calls of
     different conversations run in parallel, calls of one conversation one at a time. The
     window for a call is ``window=`` if given, else ``config.context_window``, else the model
     registry's figure; with none of them only the lossless edits run.
@@ -88,6 +91,7 @@ class Warden:
         log_store: LogStore | None = None,
         codec: PrefixCodec | None = None,
         counter_cache: int = 100_000,
+        max_state_bytes: int | None = None,
     ) -> None:
         # model_validate: mypy does not see pydantic's positional Field defaults
         self.config = config if config is not None else WardenConfig.model_validate({})
@@ -115,7 +119,7 @@ class Warden:
         #: the config's ``models:`` section, consulted before the registry
         self.models = apply_model_overrides(self.config)
         self._resolve = Resolver(self.config, counter, self.models, counter_cache)
-        self._table = ConversationTable(self.config, log_store)
+        self._table = ConversationTable(self.config, log_store, max_state_bytes)
         self._codec = codec if codec is not None else PrefixCodec()
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
@@ -135,6 +139,20 @@ class Warden:
     def edit_log(self, conversation: str) -> tuple[Edit, ...]:
         """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
         return self._table.edit_log(conversation)
+
+    def state_bytes(self) -> int:
+        """About how many bytes this warden keeps alive: its conversations (their messages,
+        the copies edits made, what is remembered of them), its codec's entries and what it
+        wrote, its counters' caches and, kept in memory, its summaries. A message kept by two
+        of them is counted by each: an estimate from above."""
+        cache = getattr(self.compactor, "cache", None)
+        summaries = getattr(cache, "kept_bytes", 0)
+        return (
+            self._table.kept_bytes()
+            + self._codec.kept_bytes
+            + self._resolve.cache_bytes()
+            + (summaries if isinstance(summaries, int) else 0)
+        )
 
     def forget(self, conversation: str) -> None:
         """Drop ``conversation``'s state from memory (its stored log, if any, stays), and the
@@ -350,6 +368,7 @@ class Warden:
         conv.calls += 1
         conv.last_time = time.time() if now is None else now
         self._table.record(conv)
+        self._table.trim(conv.key)
         if budget is not None and self.config.window.enabled:
             ensure_within(view, ctx, total)  # ContextOverflowError: nothing left to cut
         return TransformResult(

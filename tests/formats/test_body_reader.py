@@ -1,7 +1,7 @@
 """The body reader (``contextwarden.formats._body``): a chat request body is read exactly as
 ``json.loads`` reads it (types and key order included) or not at all, and the messages the
 previous body of the conversation had, byte for byte, are not parsed again: the same dicts come
-back, with their images."""
+back, with the digests of their images."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden.formats._body import BodyReader
+from contextwarden.formats._prefix import image_digest
 
 from .providers import json_values, openai_conversations
 
@@ -47,10 +48,10 @@ def _check(reader: BodyReader, raw: bytes) -> Any:
         assert not _followed(raw, want), raw
         return None
     messages = read.body["messages"]
-    # the messages come as a list that also carries their images
+    # the messages come as a list that also carries the digests of their images
     assert _image({**read.body, "messages": list(messages)}) == _image(want)
     assert list(read.body) == list(want)  # key order
-    assert messages.images == [_image(m) for m in messages]
+    assert messages.images == [image_digest(m) for m in messages]
     assert read.finite == _finite(want)
     return read
 

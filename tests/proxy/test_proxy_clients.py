@@ -180,3 +180,33 @@ def test_the_table_evicts_by_bytes_the_clients_own_first_then_the_least_recent_o
     assert table.bytes <= table.max_state_bytes
     assert table.get("d") is d and table.get("b") is b
     assert "a" in made and table.get("a") is not a  # A was dropped: a new state for it
+
+
+def test_the_table_counts_what_each_client_keeps_by_its_parts() -> None:
+    from contextwarden.formats._body import BodyReader
+    from contextwarden.proxy.clients import CLIENT_BYTES, held_bytes
+    from contextwarden.proxy.config import ProxyConfig
+    from contextwarden.proxy.transform import transform_body
+    from contextwarden.proxy.warden import WardenFactory
+
+    factory = WardenFactory(ProxyConfig(upstream="http://127.0.0.1:9", cache="memory"), None)
+    mib = 1 << 20
+    table = ClientTable(factory, max_state_bytes=mib, client_state_bytes=mib // 2)
+    bodies: list[bytes] = []
+    for k in range(12):
+        history = [{"role": "user", "content": f"task {k}"}]
+        history += [
+            {"role": "assistant", "content": f"step {i} of task {k} " * 40} for i in range(40)
+        ]
+        bodies.append(json.dumps({"model": "gpt-4o", "messages": history}).encode())
+    for k, raw in enumerate(bodies):
+        state = table.get(f"client-{k % 3}")
+        assert isinstance(state.bodies, BodyReader)
+        outcome = transform_body(state.warden, "openai", raw, bodies=state.bodies)
+        table.account(state, outcome.conversation, len(raw))
+        # what is counted is what the warden and the reader say they keep, never an estimate
+        counted = [held_bytes(s) for s in table._clients.values()]
+        assert [s.bytes for s in table._clients.values()] == counted
+        assert table.bytes == sum(counted) <= table.max_state_bytes
+        assert all(c > CLIENT_BYTES + len(raw) for c in counted[-1:])
+    assert table.snapshot()["evicted_conversations"] + table.snapshot()["evicted_clients"] > 0

@@ -34,7 +34,14 @@ from typing import Any
 from .._config import WardenConfig
 from .._events import CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
-from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._messages import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    held_bytes,
+)
 from .._policy import CacheRates, edit_pays
 from .._task import strip_injected
 from ..layers.base import LayerContext
@@ -48,6 +55,11 @@ __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 
 #: The version of :meth:`Conversation.record`'s layout.
 RECORD_VERSION = 1
+#: What a conversation keeps per history message besides the message: its slots in the lists
+#: and maps of :class:`Conversation` (inputs, base, view, sources, tokens, names, positions...).
+SLOT_BYTES = 240
+#: What one remembered gain (of a mask or strip) costs.
+GAIN_BYTES = 120
 
 
 @dataclass
@@ -135,6 +147,9 @@ class Conversation:
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
+        #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
+        #: agent's, and the copies edits made), their slots, what it remembers of them
+        self.bytes = 0
         self.lock = threading.Lock()
 
     # -- continuity ----------------------------------------------------------------------------
@@ -285,6 +300,7 @@ class Conversation:
         for i in range(start, stop):
             m = msgs[i]
             self.inputs.append(m)
+            self.bytes += held_bytes(m) + SLOT_BYTES
             tokens = count(m)
             self.input_tokens += tokens
             names: list[str] = []
@@ -318,6 +334,8 @@ class Conversation:
                 entry, events = truncate_message(entry, tuple(names), ctx)
                 for e in events:
                     emit(call.events, replace(e, index=len(self.view)))
+            if entry is not m:  # a copy (repaired, cut): kept beside the agent's message
+                self.bytes += held_bytes(entry)
             for b in entry.tool_calls:
                 self.call_at[b.id] = i
             self.base.append(entry)
@@ -421,6 +439,8 @@ class Conversation:
                 # the marker names the reference the original is kept under (elided)
                 ref = make_ref((self.inputs[i],))
                 done = mask_message(m, (len(names), names), ctx, ref)[0]
+                if done is not m:
+                    self.bytes += held_bytes(done)
             self.masked[i] = done
         return done
 
@@ -432,6 +452,8 @@ class Conversation:
                 done = m
             else:
                 done = strip_message(m, ctx)[0]
+                if done is not m:
+                    self.bytes += held_bytes(done)
             self.stripped[i] = done
         return done
 
@@ -471,6 +493,7 @@ class Conversation:
             after = self.mask(ctx, i, m) if kind == "mask" else self.strip(ctx, i, m)
             gain = self.tokens[p] - ctx.counter.count_message(after) if after is not m else 0
             self.gains[key] = gain
+            self.bytes += GAIN_BYTES
         return gain
 
     def _lossless_edit(self, call: Call, reason: EditReason) -> None:
@@ -552,6 +575,7 @@ class Conversation:
     def _note(self, edit: Edit) -> None:
         """Put ``edit`` in the log and extend what the log reaches."""
         self.edits.append(edit)
+        self.bytes += sum(held_bytes(m) for _, m in (*edit.inserted, *edit.replaced))
         if edit.kind == "mask":
             self.mask_upto = max(self.mask_upto, edit.upto)
         elif edit.kind == "strip_thinking":

@@ -1,5 +1,10 @@
 """A warden's table of conversations: which conversation a request continues, in memory or in
-a log store, and the conversation a call runs on (see :mod:`.conversation`)."""
+a log store, and the conversation a call runs on (see :mod:`.conversation`).
+
+Bounded: at most :data:`MAX_CONVERSATIONS` conversations and, with ``max_bytes``, at most that
+many bytes kept alive by them (each conversation's :attr:`~.conversation.Conversation.bytes`),
+the least recently used forgotten first (never the one a call just ran on). A conversation
+forgotten starts anew on its next request (its stored log, if any, is read again)."""
 
 from __future__ import annotations
 
@@ -25,12 +30,19 @@ MAX_BRANCHES = 64
 
 
 class ConversationTable:
-    """Conversations by key, bounded (least recently used forgotten first); with a
-    ``log_store``, each conversation's record is read before a call and written after it."""
+    """Conversations by key, bounded (see the module docstring); with a ``log_store``, each
+    conversation's record is read before a call and written after it."""
 
-    def __init__(self, config: WardenConfig, log_store: LogStore | None = None) -> None:
+    def __init__(
+        self,
+        config: WardenConfig,
+        log_store: LogStore | None = None,
+        max_bytes: int | None = None,
+    ) -> None:
         self.config = config
         self.log_store = log_store
+        self.max_bytes = max_bytes
+        self.evicted = 0
         self._lock = threading.Lock()  # guards the table, never held during a call
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
 
@@ -115,6 +127,24 @@ class ConversationTable:
     def forget(self, key: str) -> None:
         with self._lock:
             self._conversations.pop(key, None)
+
+    def kept_bytes(self) -> int:
+        """About how many bytes the conversations keep alive."""
+        with self._lock:
+            conversations = list(self._conversations.values())
+        return sum(c.bytes for c in conversations)
+
+    def trim(self, keep: str) -> None:
+        """Forget the least recently used conversations but ``keep`` while the table keeps
+        more than ``max_bytes`` alive."""
+        if self.max_bytes is None:
+            return
+        with self._lock:
+            total = sum(c.bytes for c in self._conversations.values())
+            while total > self.max_bytes and len(self._conversations) > 1:
+                key = next(k for k in self._conversations if k != keep)
+                total -= self._conversations.pop(key).bytes
+                self.evicted += 1
 
     def record(self, conv: Conversation) -> None:
         """Write ``conv``'s record to the log store, if any (after a call)."""

@@ -2,11 +2,13 @@
 of its conversation already had.
 
 An agent's call ``k+1`` repeats the bytes of call ``k``'s messages and adds a few. The last body
-of each conversation is remembered as bytes, with the byte offset where each of its messages
-ends, the message dicts parsed from them and their exact images (see :mod:`._prefix`). A new body
-that starts with the same bytes up to the end of message ``j`` (header included: every key before
-``messages``) has the same first ``j + 1`` messages: JSON values end where they end, and equal
-bytes parse to equal values. Those are given back as they were (the same dict objects, read-only:
+of each conversation is remembered by the BLAKE2b digests of its bytes (those before its first
+message, then each message's, separator included), with the byte offset where each of its
+messages ends, the message dicts parsed from them and the digests of their exact images (see
+:mod:`._prefix`). A new body whose bytes up to the end of message ``j`` have the same digests
+(header included: every key before ``messages``) has the same first ``j + 1`` messages: JSON
+values end where they end, and equal bytes parse to equal values (a digest is 16 bytes: two
+texts with one digest are equal but for a collision nobody can produce). Those are given back as they were (the same dict objects, read-only:
 nothing in the request path changes its input) and only the rest of the body is parsed: the new
 messages and what follows the list. The first body of a conversation, or one that changed before
 its first message, is parsed whole, by the same walk.
@@ -18,12 +20,14 @@ refuses, whose top level repeats a key, or whose ``messages`` is not a list. It 
 the body holds a ``NaN`` or an infinity (which a fast writer would not write as
 :func:`json.dumps` does).
 
-Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` of them (the parsed dicts
-held cost a few times that), the least recently used forgotten first. Thread-safe.
+Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` kept alive (the message
+dicts, counted as their bytes in the body plus :data:`DICT_BYTES` each, and the digests), the
+least recently used forgotten first. Thread-safe.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import marshal
 import re
@@ -32,9 +36,13 @@ from collections import OrderedDict
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from ._prefix import ImagedList
+from ._prefix import ImagedList, image_digest
 
 __all__ = ["BodyRead", "BodyReader"]
+
+#: What a message dict costs beyond its bytes in the body (the dict and its keys' slots, the
+#: digests kept of it).
+DICT_BYTES = 400
 
 _WS = re.compile(r"[ \t\n\r]*")
 _VERSION = 2
@@ -54,46 +62,83 @@ class BodyRead:
         self.reused = reused
 
 
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class _Slices:
+    """The digests of a new body's byte ranges, each computed once however many remembered
+    bodies it is compared with."""
+
+    __slots__ = ("_done", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self._done: dict[tuple[int, int], bytes] = {}
+
+    def digest(self, start: int, end: int) -> bytes | None:
+        """The digest of ``raw[start:end]``; None when the body is shorter than ``end``."""
+        if end > len(self.raw):
+            return None
+        key = (start, end)
+        found = self._done.get(key)
+        if found is None:
+            found = self._done[key] = _digest(self.raw[start:end])
+        return found
+
+
 class _Entry:
-    __slots__ = ("ends", "finite", "head", "head_end", "images", "messages", "prefix", "size")
+    __slots__ = (
+        "digests",
+        "ends",
+        "finite",
+        "head",
+        "head_digest",
+        "head_end",
+        "images",
+        "messages",
+        "size",
+    )
 
     def __init__(
         self,
-        prefix: bytes,
+        raw: bytes,
         head_end: int,
         ends: list[int],
         messages: ImagedList,
         head: bytes,
         finite: list[bool],
+        digests: list[bytes],
     ) -> None:
-        self.prefix = prefix  # the body's bytes up to the end of its last message
+        self.head_digest = _digest(raw[:head_end])  # of the bytes before the first message
+        self.digests = digests  # of each message's bytes, from the end of the one before
         self.head_end = head_end  # where its first message starts
         self.ends = ends  # where each message ends
         self.messages = tuple(messages)  # the message dicts (a copy of the caller's list)
-        self.images = tuple(messages.images)  # and their images
+        self.images = tuple(messages.images)  # and the digests of their images
         self.head = head  # marshal image of the members before ``messages``, finiteness first
         self.finite = finite  # per message: it and every message before it hold no NaN/infinity
-        self.size = len(prefix)
+        end = ends[-1] if ends else head_end
+        self.size = end - head_end + len(ends) * DICT_BYTES + len(head)
 
-    def common(self, raw: bytes, beat: int = 0) -> int:
-        """How many leading messages ``raw`` has byte for byte as this body had them (0 when
-        what comes before the first message differs), when that is more than ``beat``; else
-        any number up to ``beat`` (the caller has a body that shares ``beat`` already)."""
-        if raw.startswith(self.prefix):
-            return len(self.ends)
-        prefix, start, ends = self.prefix, self.head_end, self.ends
-        if beat >= len(ends) or raw[:start] != prefix[:start]:
+    def common(self, body: _Slices, beat: int = 0) -> int:
+        """How many leading messages the new ``body`` has byte for byte as this body had them
+        (0 when what comes before the first message differs), when that is more than
+        ``beat``; else any number up to ``beat`` (the caller has a body that shares ``beat``
+        already)."""
+        start, ends, digests = self.head_end, self.ends, self.digests
+        if beat >= len(ends) or body.digest(0, start) != self.head_digest:
             return 0
-        if beat and raw[ends[beat - 1] : ends[beat]] != prefix[ends[beat - 1] : ends[beat]]:
+        if beat and body.digest(ends[beat - 1], ends[beat]) != digests[beat]:
             # sharing more than ``beat`` messages needs message ``beat`` at the same place
             # (several agents on one job: their bodies share long prefixes, and a full walk
             # of each would cost more than reading the body)
             return 0
-        for k, end in enumerate(self.ends):
-            if raw[start:end] != prefix[start:end]:
+        for k, end in enumerate(ends):
+            if body.digest(start, end) != digests[k]:
                 return k
             start = end
-        return len(self.ends)  # pragma: no cover - startswith said otherwise
+        return len(ends)
 
 
 class _Walk:
@@ -189,7 +234,7 @@ def _byte_ends(text: str, ends: list[int], base: int) -> list[int]:
 
 def _images(values: list[Any]) -> list[bytes] | None:
     try:
-        return [marshal.dumps(v, _VERSION) for v in values]
+        return [image_digest(v) for v in values]
     except ValueError:  # pragma: no cover - what json parses, marshal images
         return None
 
@@ -214,8 +259,9 @@ class BodyReader:
             entries = list(self._entries.items())
         best: tuple[int, _Entry] | None = None
         k = 0
+        slices = _Slices(raw)
         for key, entry in reversed(entries):  # the most recent first
-            n = entry.common(raw, k)
+            n = entry.common(slices, k)
             if n > k:
                 best, k = (key, entry), n
                 if n == len(entry.ends):
@@ -232,6 +278,11 @@ class BodyReader:
         result, entry = read
         self._store(entry, best[0] if best is not None and k == len(best[1].ends) else None)
         return result
+
+    @property
+    def kept_bytes(self) -> int:
+        """About how many bytes the remembered bodies keep alive (see the module docstring)."""
+        return self._bytes
 
     # -- reading ---------------------------------------------------------------------------------
     def _whole(self, raw: bytes) -> tuple[BodyRead, _Entry] | None:
@@ -344,8 +395,14 @@ class BodyReader:
         if not all(type(m) is dict for m in values):
             all_ends = []  # only objects end where their bytes do (a number may go on): not kept
         head_image = marshal.dumps((head_finite, head), _VERSION)
-        prefix = raw[: all_ends[-1]] if all_ends else b""
-        return result, _Entry(prefix, head_end, all_ends, messages, head_image, cumulative)
+        if not all_ends:
+            return result, _Entry(raw, head_end, [], messages, head_image, cumulative, [])
+        digests = list(old.digests[:k]) if old is not None else []
+        start = all_ends[k - 1] if k else head_end
+        for end in all_ends[k:]:
+            digests.append(_digest(raw[start:end]))
+            start = end
+        return result, _Entry(raw, head_end, all_ends, messages, head_image, cumulative, digests)
 
     # -- the table -------------------------------------------------------------------------------
     def _store(self, entry: _Entry, replaces: int | None) -> None:

@@ -1,10 +1,11 @@
 """Reading the successive requests of a conversation without reading its known prefix again.
 
 An agent sends its whole history on every call: call k+1 repeats the messages of call k and adds
-a few. :class:`PrefixCodec` remembers, per conversation, an exact image of each provider message
-of the last request it read and the canonical :class:`~contextwarden.Message` values made from
-them. Reading the next request, it images its messages (in C, about a millisecond per megabyte);
-the leading messages whose images equal the remembered ones give back the same Message objects,
+a few. :class:`PrefixCodec` remembers, per conversation, the digest of an exact image of each
+provider message of the last request it read and the canonical :class:`~contextwarden.Message`
+values made from them. Reading the next request, it images its messages (in C, a few
+milliseconds per megabyte, digest included); the leading messages whose digests equal the
+remembered ones give back the same Message objects,
 and only the rest is read, by the same code as :func:`~contextwarden.formats.from_openai` /
 :func:`~contextwarden.formats.from_anthropic`. The result is always what those return for the same
 input: equal values (the same objects for the reused prefix). The warden then finds the history
@@ -17,26 +18,30 @@ same types at every level (``1``, ``1.0`` and ``true`` differ, so do ``0.0`` and
 the same key order everywhere: what the conversion reads and writes back. Python's ``==`` would
 not do (``{"a": 1} == {"a": True}``, and it ignores key order). A message marshal cannot image
 (a mapping that is not a dict, any object of another type) ends the prefix that may be reused.
+What is kept of an image is its BLAKE2b digest (16 bytes): two images with one digest are
+equal but for a collision nobody can produce.
 
 Bounded: at most ``max_conversations`` conversations (a few branches each), at most ``max_bytes``
-of images, the least recently used forgotten first. Thread-safe; the reading runs outside the
-lock.
+of what the entries keep alive (the messages, :func:`~contextwarden._messages.held_bytes` each,
+and their digests), the least recently used forgotten first. Thread-safe; the reading runs
+outside the lock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from .._messages import Message
+from .._messages import Message, held_bytes
 from . import anthropic, openai
 from .anthropic import SystemPrompt, from_anthropic, read_anthropic, read_system
 from .openai import from_openai, read_openai
 
-__all__ = ["ImagedList", "PrefixCodec"]
+__all__ = ["ImagedList", "PrefixCodec", "image_digest"]
 
 _VERSION = 2  # no back-references (they depend on reference counts); floats in binary
 _SYSTEM = b"\x00system\x00"  # marks the image of an Anthropic system prompt (no marshal image
@@ -45,12 +50,20 @@ _SYSTEM = b"\x00system\x00"  # marks the image of an Anthropic system prompt (no
 _ANCHOR_SCAN = 8
 #: Branches kept per conversation name (agents sharing a system prompt and a task).
 _BRANCHES = 4
+#: What an entry keeps per message besides the message: its digest and three list slots.
+_DIGEST_BYTES = 16 + 33 + 3 * 8
+
+
+def image_digest(value: Any, head: bytes = b"") -> bytes:
+    """The digest of ``value``'s image (:func:`marshal.dumps` version 2, after ``head``).
+    Raises ValueError (TypeError) for a value marshal cannot image."""
+    return hashlib.blake2b(head + marshal.dumps(value, _VERSION), digest_size=16).digest()
 
 
 class ImagedList(list[Any]):
-    """Provider messages with the image of each (``images``, as :func:`marshal.dumps` version 2
-    writes it), as a reader that knows them gives them (:class:`~._body.BodyReader`, for the
-    proxy): they are not imaged again. Its caller only reads what it is given back (it
+    """Provider messages with the digest of the image of each (``images``, as
+    :func:`image_digest` makes them), as a reader that knows them gives them
+    (:class:`~._body.BodyReader`, for the proxy): they are not imaged again. Its caller only reads what it is given back (it
     serialises the request): the warden answers it with written messages shared with other
     calls (``shared=True``), which nobody may change."""
 
@@ -64,8 +77,9 @@ def _images_of(messages: Sequence[Any]) -> list[bytes]:
 
 
 class _Entry:
-    """One request read: the images of its items, the canonical messages made from them and
-    the reader's state after each (OpenAI: the unanswered legacy function_call)."""
+    """One request read: the digests of its items' images, the canonical messages made from
+    them and the reader's state after each (OpenAI: the unanswered legacy function_call);
+    ``size``: what it keeps alive (the messages and the digests)."""
 
     __slots__ = ("images", "messages", "size", "states")
 
@@ -75,20 +89,20 @@ class _Entry:
         self.images = images
         self.messages = messages
         self.states = states
-        self.size = sum(map(len, images))
+        self.size = sum(map(held_bytes, messages)) + _DIGEST_BYTES * len(images)
 
 
 def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
-    """The image of each value, up to the first one marshal cannot image exactly."""
+    """The digest of each value's image, up to the first one marshal cannot image exactly."""
     try:
-        return [head + marshal.dumps(v, _VERSION) for v in values]
+        return [image_digest(v, head) for v in values]
     except (ValueError, TypeError):
         out: list[bytes] = []
         for v in values:
             if not _exact(v):
                 break
             try:
-                out.append(head + marshal.dumps(v, _VERSION))
+                out.append(image_digest(v, head))
             except (ValueError, TypeError):
                 break
         return out
@@ -219,6 +233,12 @@ class PrefixCodec:
             self._store(anchor, _Entry(images[:k], tuple(out[:k]), tuple(states[:k])), best, n)
         return out
 
+    @property
+    def kept_bytes(self) -> int:
+        """About how many bytes the codec keeps alive: the entries (their messages and digests)
+        and what it wrote (see :class:`_Written`)."""
+        return self._bytes + self._openai_out.kept_bytes + self._anthropic_out.kept_bytes
+
     def _store(self, anchor: tuple[Any, ...], entry: _Entry, base: _Entry | None, n: int) -> None:
         if entry.size > self.max_bytes:
             return
@@ -254,19 +274,27 @@ _T = TypeVar("_T")
 class _Written:
     """What Message objects were written as, by identity: the marshal image of the dicts, read
     back into new dicts on every use (in C), and for callers that only read them
-    (``shared=True``) the dicts themselves, the same for every such call. Each entry holds its
-    message, so an id is not reused while it is remembered. Two generations: when the current
-    one holds ``limit`` bytes of images it becomes the previous one, and what is used from the
-    previous one moves back."""
+    (``shared=True``) the dicts themselves, the same for every such call (only what its callers
+    use is kept: a shared caller's entry holds no image until a caller that takes copies needs
+    one). Each entry holds its message, so an id is not reused while it is remembered. Two
+    generations: when the current one keeps ``limit`` bytes alive (the messages,
+    :func:`~contextwarden._messages.held_bytes` each, the images and the dicts) it becomes the
+    previous one, and what is used from the previous one moves back."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        # id -> [message, image, the shared dicts or None]
+        # id -> [message, image or None, the shared dicts or None, size]
         self._current: dict[int, list[Any]] = {}
         self._previous: dict[int, list[Any]] = {}
         self._bytes = 0
+        self._previous_bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        """About how many bytes both generations keep alive."""
+        return self._bytes + self._previous_bytes
 
     def producer(
         self, produce: Callable[[int, Message], _T], shared: bool = False
@@ -281,6 +309,8 @@ class _Written:
             if hit is not None and hit[0] is msg:
                 self.hits += 1
                 if not shared:
+                    if hit[1] is None:
+                        hit[1] = marshal.dumps(hit[2], _VERSION)  # imaged when it was kept
                     written: _T = marshal.loads(hit[1])
                     return written
                 if hit[2] is None:
@@ -291,24 +321,38 @@ class _Written:
                 image = marshal.dumps(cast(Any, written), _VERSION)
             except (ValueError, TypeError):  # an object marshal cannot image: not remembered
                 return written
-            self._put(key, [msg, image, written if shared else None])
+            if shared:
+                self._put(key, [msg, None, written, 0])
+            else:
+                self._put(key, [msg, image, None, 0])
             return written
 
         return remembered
 
     def _put(self, key: int, entry: list[Any]) -> None:
-        size = len(entry[1])
+        image, dicts = entry[1], entry[2]
+        size = (
+            held_bytes(entry[0])
+            + (len(image) if image is not None else 0)
+            + (_WRITTEN_DICT_BYTES if dicts is not None else 0)
+        )
         if size > self.limit:
             return
+        entry[3] = size
         with self._lock:
             if self._bytes + size > self.limit:
-                self._previous, self._current, self._bytes = self._current, {}, 0
+                self._previous, self._current = self._current, {}
+                self._previous_bytes, self._bytes = self._bytes, 0
             self._current[key] = entry
             self._bytes += size
 
     def clear(self) -> None:
         with self._lock:
-            self._current, self._previous, self._bytes = {}, {}, 0
+            self._current, self._previous, self._bytes, self._previous_bytes = {}, {}, 0, 0
+
+
+#: What the dicts written for a message cost beyond the strings they share with it.
+_WRITTEN_DICT_BYTES = 400
 
 
 def _anchor(messages: Sequence[Any], lead: int) -> int:

@@ -6,12 +6,16 @@ A client is its credential: the ``Authorization``, ``x-api-key`` and ``api-key``
 with a key (HMAC-SHA256; the proxy's ``client_key`` when set, so that worker processes sharing a
 summary cache agree, else a random key per process). The credential itself is never kept.
 
-Bounded: at most ``max_clients`` clients, and the conversation state of all of them (estimated
-from the bytes of the request bodies each conversation was last seen with) within
-``max_state_bytes``; one client's state within ``client_state_bytes``. A client over its own
-quota forgets its own least recently used conversations; only when the whole table is over its
-budget is the least recently used *other* client dropped (its conversations start anew on their
-next request, as after a restart).
+Bounded: at most ``max_clients`` clients, and the state of all of them within
+``max_state_bytes``; one client's state within ``client_state_bytes``. A client's state is what
+it keeps alive, as its parts count it after each of its requests: its warden's
+(:meth:`~contextwarden.Warden.state_bytes`: the conversations, the codec's entries and what it
+wrote, the counters' caches, the summaries), its body reader's remembered bodies, and
+:data:`CLIENT_BYTES` for the rest. A warden that cannot count its own (one passed to
+``create_app``) is estimated at :data:`STATE_PER_BODY_BYTE` times the last body of each
+conversation. A client over its own quota forgets its own least recently used conversations;
+only when the whole table is over its budget is the least recently used *other* client dropped
+(its conversations start anew on their next request, as after a restart).
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ __all__ = ["ClientState", "ClientTable", "ScopedCache", "client_id"]
 
 #: Request headers that carry a client's credential.
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
-#: Memory a conversation's state costs per byte of its last request body (the body reader's
-#: copy and parsed dicts, the warden's messages, log and counts, the prefix codec's images):
-#: measured on loopback, conversations of 6.95 MB of tool output grew the process by 27 MB
-#: each; one more for the allocator's slack and the request being read.
+#: Memory a conversation's state costs per byte of its last request body, for a warden that
+#: cannot count its own: measured on loopback before the state was counted by its parts,
+#: conversations of 6.95 MB of tool output grew the process by 27 MB each; one more for the
+#: allocator's slack and the request being read.
 STATE_PER_BODY_BYTE = 5
+#: What a client costs beyond what its parts count: its warden's and reader's own objects, its
+#: limiter, breaker and semaphore.
+CLIENT_BYTES = 64 << 10
 #: Bodies one client's body reader keeps (one per conversation).
 READER_CONVERSATIONS = 64
 
@@ -117,7 +124,8 @@ class ClientState:
         self.breaker = breaker
         self.limiter = anyio.CapacityLimiter(concurrency)
         self.summary_slots = threading.BoundedSemaphore(summary_slots)
-        #: conversation id -> estimated bytes of its state (least recently used first)
+        #: conversation id -> the bytes of its last body times STATE_PER_BODY_BYTE (what a
+        #: warden that cannot count its own is estimated at), least recently used first
         self.conversations: OrderedDict[str, int] = OrderedDict()
         self.bytes = 0
         self.used = time.monotonic()
@@ -170,7 +178,7 @@ class ClientTable:
                 return state
         # outside the lock: building a warden may take a few milliseconds
         warden = self._make_warden(cid)
-        reader = max(1 << 20, self.client_state_bytes // (2 * STATE_PER_BODY_BYTE))
+        reader = max(1 << 20, self.client_state_bytes // 4)
         fresh = ClientState(
             cid,
             warden,
@@ -190,9 +198,10 @@ class ClientTable:
 
     def account(self, state: ClientState, conversation: str, body_bytes: int) -> None:
         """Record that ``conversation`` of ``state`` was last seen with a body of
-        ``body_bytes``, then bring the client within its quota and the table within its budget.
-        A body the warden did not run on (no ``conversation``) may still be held by the
-        client's body reader: it is counted in one of as many slots as the reader keeps."""
+        ``body_bytes``, count what the client keeps now, then bring the client within its quota
+        and the table within its budget. A body the warden did not run on (no
+        ``conversation``) may still be held by the client's body reader: it is counted in one
+        of as many slots as the reader keeps."""
         if not conversation:
             conversation = f"unread:{state._unread % READER_CONVERSATIONS}"
             state._unread += 1
@@ -200,10 +209,9 @@ class ClientTable:
         with self._lock:
             if self._clients.get(state.id) is not state:
                 return  # dropped meanwhile: nothing of it is kept any more
-            old = state.conversations.pop(conversation, 0)
+            state.conversations.pop(conversation, None)
             state.conversations[conversation] = size
-            state.bytes += size - old
-            self.bytes += size - old
+            self._measure(state)
             limit = getattr(state.warden, "max_conversations", None) or 512
             while len(state.conversations) > limit:
                 self._forget_oldest(state)
@@ -218,13 +226,18 @@ class ClientTable:
                 while state.bytes > self.max_state_bytes and len(state.conversations) > 1:
                     self._forget_oldest(state)
 
+    def _measure(self, state: ClientState) -> None:
+        """Count what ``state`` keeps now (see the module docstring)."""
+        held = held_bytes(state)
+        self.bytes += held - state.bytes
+        state.bytes = held
+
     def _forget_oldest(self, state: ClientState) -> None:
-        conversation, size = state.conversations.popitem(last=False)
-        state.bytes -= size
-        self.bytes -= size
+        conversation, _ = state.conversations.popitem(last=False)
         self.evicted_conversations += 1
         forget(state.warden, conversation)
         state.bodies.clear()  # it may hold that conversation's body too (re-read when needed)
+        self._measure(state)
 
     def _drop(self, cid: str) -> None:
         state = self._clients.pop(cid)
@@ -240,6 +253,15 @@ class ClientTable:
                 "evicted_clients": self.evicted_clients,
                 "evicted_conversations": self.evicted_conversations,
             }
+
+
+def held_bytes(state: ClientState) -> int:
+    """What a client keeps alive, as its parts count it (see the module docstring)."""
+    inner = getattr(state.warden, "_warden", state.warden)  # the overflow adapter wraps it
+    measure = getattr(inner, "state_bytes", None)
+    if not callable(measure):
+        return state.bodies.kept_bytes + sum(state.conversations.values())
+    return CLIENT_BYTES + state.bodies.kept_bytes + int(measure())
 
 
 def forget(warden: Any, conversation: str) -> None:

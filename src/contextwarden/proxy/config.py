@@ -96,8 +96,9 @@ class ProxyConfig(BaseModel):
     max_state_bytes: int = Field(
         512 << 20,
         ge=1 << 20,
-        description="Budget, in bytes (estimated: five times the bytes of each conversation's "
-        "last request body), for the conversation state of all clients; over it the least recently "
+        description="Budget, in bytes, for the state of all clients (each client's as its parts "
+        "count it: its conversations' messages and the copies edits made, its codec's entries, "
+        "its counters' caches, its summaries, its remembered bodies); over it the least recently "
         "used other client is forgotten. Default: 536870912 (512 MiB).",
     )
     client_state_bytes: int = Field(

@@ -70,9 +70,10 @@ class WardenFactory:
         # the warden counts with counters of its own (counts cached by content stay within the
         # client: a request counted faster because another client sent the same messages would
         # tell that they did), and its codec, which keeps each conversation's messages as read
-        # and written, is sized within the client's share of memory
-        share = self.config.client_state_bytes // 8
-        codec = PrefixCodec(max_conversations=64, max_bytes=share, max_written_bytes=share)
+        # and written, is sized within the client's share of memory (the client table counts
+        # all of it: Warden.state_bytes)
+        share = self.config.client_state_bytes // 4
+        codec = PrefixCodec(max_conversations=64, max_bytes=share, max_written_bytes=share // 2)
         return _warden(self.config, own, self.summarizer, logs, codec)
 
 

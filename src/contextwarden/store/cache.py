@@ -77,9 +77,18 @@ def _check_str(what: str, value: object) -> str:
     return value
 
 
+#: What an :class:`LruCache` entry costs beyond its characters.
+LRU_ENTRY_BYTES = 200
+
+
+def _entry_bytes(key: str, value: str) -> int:
+    return len(key) + len(value) + LRU_ENTRY_BYTES
+
+
 class LruCache(MutableMapping[str, str]):
     """Summaries in memory, at most ``max_entries`` of them (least recently used dropped first).
-    Thread-safe."""
+    Thread-safe; ``kept_bytes``: about how many bytes it keeps (keys and values, and
+    :data:`LRU_ENTRY_BYTES` an entry)."""
 
     def __init__(self, max_entries: int = 256) -> None:
         if max_entries < 1:
@@ -87,6 +96,7 @@ class LruCache(MutableMapping[str, str]):
         self.max_entries = max_entries
         self._data: dict[str, str] = {}
         self._lock = threading.Lock()
+        self.kept_bytes = 0
 
     def __getitem__(self, key: str) -> str:
         with self._lock:
@@ -98,14 +108,18 @@ class LruCache(MutableMapping[str, str]):
         _check_str("key", key)
         _check_str("value", value)
         with self._lock:
-            self._data.pop(key, None)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.kept_bytes -= _entry_bytes(key, old)
             self._data[key] = value
+            self.kept_bytes += _entry_bytes(key, value)
             while len(self._data) > self.max_entries:
-                del self._data[next(iter(self._data))]
+                gone = next(iter(self._data))
+                self.kept_bytes -= _entry_bytes(gone, self._data.pop(gone))
 
     def __delitem__(self, key: str) -> None:
         with self._lock:
-            del self._data[key]
+            self.kept_bytes -= _entry_bytes(key, self._data.pop(key))
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
