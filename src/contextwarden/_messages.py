@@ -92,13 +92,21 @@ def freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TextBlock:
     """Plain text."""
 
     text: str
     extra: Mapping[str, Any] = field(default_factory=_empty)
     type: Literal["text"] = field(default="text", init=False)
+
+    def __init__(self, text: str, extra: Mapping[str, Any] = EMPTY) -> None:
+        # what dataclass's __init__ does, without a frozen __setattr__ call per field (the
+        # hottest constructor of a long history)
+        d = self.__dict__
+        d["text"] = text
+        d["extra"] = extra
+        d["type"] = "text"
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,7 @@ class ToolResultBlock:
 Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Message:
     """One message of a conversation. Immutable; build changed copies with :meth:`replace`.
 
@@ -185,7 +193,34 @@ class Message:
     extra: Mapping[str, Any] = field(default_factory=_empty)
     hints: Mapping[str, Any] = field(default_factory=_empty, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        role: Role,
+        content: tuple[Block, ...] | Iterable[Block] = (),
+        name: str | None = None,
+        pinned: bool = False,
+        id: str | None = None,  # noqa: A002 - the field's name
+        timestamp: Any = None,
+        usage: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] = EMPTY,
+        hints: Mapping[str, Any] = EMPTY,
+    ) -> None:
+        # what dataclass's __init__ and __post_init__ do, without a frozen __setattr__ call per
+        # field (the hottest constructor of a long history)
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        d = self.__dict__
+        d["role"] = role
+        d["content"] = content if isinstance(content, tuple) else tuple(content)
+        d["name"] = name
+        d["pinned"] = pinned
+        d["id"] = id
+        d["timestamp"] = timestamp
+        d["usage"] = usage
+        d["extra"] = extra
+        d["hints"] = hints
+
+    def __post_init__(self) -> None:  # a subclass's generated __init__ still checks the same
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
         if not isinstance(self.content, tuple):

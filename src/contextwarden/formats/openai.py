@@ -127,9 +127,18 @@ def read_openai(
             states.append(legacy_call)
 
 
+#: Roles a ``{"role": ..., "content": "text"}`` message is read as itself (see ``_message``).
+_PLAIN_ROLES = frozenset({"system", "user", "assistant"})
+
+
 def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Message, str | None]:
     """Message ``i`` and the id of the legacy function_call still unanswered after it."""
     role = m.get("role")
+    if len(m) == 2 and type(role) is str and role in _PLAIN_ROLES:  # the common shape: what the
+        content = m.get("content")  # general path below gives for it, at once
+        if type(content) is str:
+            blocks = (TextBlock(clean_text(content)),) if content else ()
+            return Message(role, blocks, hints=_OPENAI_HINTS["str"]), legacy_call
     canon = _ROLES.get(role) if isinstance(role, str) else None
     if canon is None:
         if "role" not in m:

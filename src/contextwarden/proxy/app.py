@@ -606,10 +606,12 @@ def app_from_env() -> Starlette:
         raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
     configure_logging()
     config = ProxyConfig.model_validate_json(raw)
-    from .server import DeadlineH11Protocol
+    from .server import DeadlineH11Protocol, tune_gc
 
     DeadlineH11Protocol.header_timeout = config.header_timeout
-    return create_app(config)
+    app = create_app(config)
+    tune_gc()
+    return app
 
 
 def configure_logging() -> None:

@@ -171,7 +171,7 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         import uvicorn
 
         from .app import CONFIG_ENV, configure_logging, create_app
-        from .server import DeadlineH11Protocol
+        from .server import DeadlineH11Protocol, tune_gc
     except ImportError as exc:
         typer.echo(
             "contextwarden proxy needs starlette and uvicorn: pip install 'contextwarden[proxy]'",
@@ -210,6 +210,8 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
         f"{redact(settings.upstream)}" + (f" ({workers} workers)" if workers > 1 else ""),
         err=True,
     )
+    if not factory:
+        tune_gc()  # this process serves (workers tune their own: app_from_env)
     # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
     # the upstream's, which pass through.
     uvicorn.run(
