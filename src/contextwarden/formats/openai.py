@@ -128,17 +128,18 @@ def read_openai(
 
 
 #: Roles a ``{"role": ..., "content": "text"}`` message is read as itself (see ``_message``).
-_PLAIN_ROLES = frozenset({"system", "user", "assistant"})
+_PLAIN_ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant"}
 
 
 def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Message, str | None]:
     """Message ``i`` and the id of the legacy function_call still unanswered after it."""
     role = m.get("role")
-    if len(m) == 2 and type(role) is str and role in _PLAIN_ROLES:  # the common shape: what the
-        content = m.get("content")  # general path below gives for it, at once
-        if type(content) is str:
+    if len(m) == 2 and type(role) is str:  # the common shape, read at once: what the general
+        plain = _PLAIN_ROLES.get(role)  # path below gives for it
+        content = m.get("content")
+        if plain is not None and type(content) is str:
             blocks = (TextBlock(clean_text(content)),) if content else ()
-            return Message(role, blocks, hints=_OPENAI_HINTS["str"]), legacy_call
+            return Message(plain, blocks, hints=_OPENAI_HINTS["str"]), legacy_call
     canon = _ROLES.get(role) if isinstance(role, str) else None
     if canon is None:
         if "role" not in m:
