@@ -142,23 +142,31 @@ class _Entry:
 
 
 class _Walk:
-    """One walk over (part of) a body, with the scanner json.loads uses."""
+    """One walk over (part of) a body, with the scanner json.loads uses. The scanner's hooks
+    hold a flag of their own, not the walk: no reference cycle keeps the body's text alive
+    until the garbage collector comes round (a proxy process collects seldom)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.finite = True
-        decoder = json.JSONDecoder(parse_constant=self._constant, parse_float=self._float)
+        seen = self._seen = [True]  # [no NaN or infinity met so far]
+
+        def constant(name: str) -> float:
+            seen[0] = False
+            return {"NaN": float("nan"), "Infinity": _INFINITY, "-Infinity": -_INFINITY}[name]
+
+        def parse_float(literal: str) -> float:
+            value = float(literal)
+            if value == _INFINITY or value == -_INFINITY:
+                seen[0] = False
+            return value
+
+        decoder = json.JSONDecoder(parse_constant=constant, parse_float=parse_float)
         self.scan = decoder.scan_once  # type: ignore[attr-defined]
 
-    def _constant(self, name: str) -> float:
-        self.finite = False
-        return {"NaN": float("nan"), "Infinity": _INFINITY, "-Infinity": -_INFINITY}[name]
-
-    def _float(self, literal: str) -> float:
-        value = float(literal)
-        if value == _INFINITY or value == -_INFINITY:
-            self.finite = False
-        return value
+    @property
+    def finite(self) -> bool:
+        """No NaN or infinity met so far."""
+        return self._seen[0]
 
     def ws(self, i: int) -> int:
         m = _WS.match(self.text, i)
