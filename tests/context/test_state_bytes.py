@@ -9,7 +9,7 @@ from typing import Any
 
 from contextwarden import Warden
 from contextwarden._messages import MESSAGE_BYTES, held_bytes, user
-from contextwarden.formats._prefix import PrefixCodec
+from contextwarden.formats._prefix import _DIGEST_BYTES, PrefixCodec
 
 
 def history(task: str, steps: int, line: int = 400) -> list[dict[str, Any]]:
@@ -75,3 +75,17 @@ def test_models_counted_alike_share_one_counter_and_its_cache() -> None:
     counters = {id(warden.counter_for(name)) for name in names}
     assert len(counters) == 1  # one o200k counter, however many names
     assert warden.counter_for("claude-sonnet-4-6") is not warden.counter_for("gpt-4o")
+
+
+def test_a_growing_conversation_counts_each_message_once_in_the_codec() -> None:
+    codec = PrefixCodec()
+    msgs = history("grow", 40, line=20)
+    for n in range(3, len(msgs) + 1, 7):  # the agent appends, the codec reads only what is new
+        codec.from_openai(msgs[:n])
+    (entries,) = codec._table.values()
+    (entry,) = entries
+    assert len(entry.messages) == len(msgs) - (len(msgs) - 3) % 7
+    assert entry.size == sum(held_bytes(m) for m in entry.messages) + _DIGEST_BYTES * len(
+        entry.images
+    )
+    assert codec._bytes == entry.size

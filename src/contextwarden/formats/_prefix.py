@@ -84,12 +84,19 @@ class _Entry:
     __slots__ = ("images", "messages", "size", "states")
 
     def __init__(
-        self, images: list[bytes], messages: tuple[Message, ...], states: tuple[Any, ...]
+        self,
+        images: list[bytes],
+        messages: tuple[Message, ...],
+        states: tuple[Any, ...],
+        base: _Entry | None = None,
     ) -> None:
         self.images = images
         self.messages = messages
         self.states = states
-        self.size = sum(map(held_bytes, messages)) + _DIGEST_BYTES * len(images)
+        # an entry that extends ``base`` (all of it, then more) counts only what it adds
+        n = len(base.messages) if base is not None else 0
+        known = base.size if base is not None else 0
+        self.size = known + sum(map(held_bytes, messages[n:])) + _DIGEST_BYTES * (len(images) - n)
 
 
 def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
@@ -230,7 +237,9 @@ class PrefixCodec:
         self.read += len(out) - n
         if images and len(images) <= len(out):
             k = len(images)
-            self._store(anchor, _Entry(images[:k], tuple(out[:k]), tuple(states[:k])), best, n)
+            extends = best if best is not None and n == len(best.images) <= k else None
+            entry = _Entry(images[:k], tuple(out[:k]), tuple(states[:k]), extends)
+            self._store(anchor, entry, best, n)
         return out
 
     @property
