@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._config import WardenConfig
-from .._events import CompactResult, Event, emit
+from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
 from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .._policy import CacheRates, edit_pays
@@ -595,7 +595,8 @@ class Conversation:
         call.events.extend(call.compactor_events)
         budget = call.ctx.budget
         if result is not None:
-            edit = _diff_edit(self.view, self.sources, result.new_messages, self.inputs)
+            plan = result.plan or CompactionPlan.between(self.view, result.new_messages)
+            edit = _plan_edit(plan, self.sources, len(self.inputs))
             if edit is not None:
                 before = call.total
                 hidden = self._hidden(edit)
@@ -742,46 +743,28 @@ def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _diff_edit(
-    view: Sequence[Message],
-    sources: Sequence[Source],
-    new: Sequence[Message],
-    history: Sequence[Message],
-) -> Edit | None:
-    """The compaction edit that turns ``view`` into ``new``: kept messages are the same objects;
-    the others are removed, new ones inserted before the next kept history message (a new
-    system message replaces the system message it stands for). None when nothing changed."""
-    where = {id(m): p for p, m in enumerate(view)}
-    kept = {where[id(m)] for m in new if id(m) in where}
-    removed_pos = [p for p in range(len(view)) if p not in kept]
-    removed_hist = [s for p in removed_pos if isinstance(s := sources[p], int)]
-    dropped = sorted({s[0] for p in removed_pos if isinstance(s := sources[p], tuple)})
-    inserted: list[tuple[int, Message]] = []
-    replaced: list[tuple[int, Message]] = []
-    systems = [
-        s for p in removed_pos if isinstance(s := sources[p], int) and view[p].role == "system"
-    ]
-    pending: list[Message] = []
-    for m in new:
-        if id(m) in where:
-            source = sources[where[id(m)]]
-            if isinstance(source, int):
-                inserted.extend((source, note) for note in pending)
-                pending = []
-            continue
-        if m.role == "system" and systems:
-            replaced.append((systems.pop(0), m))
-        else:
-            pending.append(m)
-    inserted.extend((len(history), note) for note in pending)
-    restored = {p for p, _ in replaced}
-    removed_hist = [s for s in removed_hist if s not in restored]
-    if not removed_hist and not inserted and not replaced and not dropped:
+def _plan_edit(plan: CompactionPlan, sources: Sequence[Source], history: int) -> Edit | None:
+    """The ``compaction`` edit of ``plan``, made on the view whose message sources are
+    ``sources``: removed history messages leave by position, removed summaries of earlier
+    edits drop those edits, each inserted message is anchored to the next history message kept
+    (or the end of the ``history`` messages). None when the plan changes nothing."""
+    gone = set(plan.removed)
+    removed = sorted(s for p in plan.removed if isinstance(s := sources[p], int))
+    dropped = sorted({s[0] for p in plan.removed if isinstance(s := sources[p], tuple)})
+    anchor = [history] * (len(sources) + 1)  # view position -> next kept history position
+    for p in range(len(sources) - 1, -1, -1):
+        s = sources[p]
+        anchor[p] = s if isinstance(s, int) and p not in gone else anchor[p + 1]
+    inserted = tuple((anchor[p], m) for p, m in plan.inserted)
+    replaced = tuple(
+        (s, m) for p, m in plan.replaced if isinstance(s := sources[p], int) and p not in gone
+    )
+    if not removed and not inserted and not replaced and not dropped:
         return None
     return Edit(
         "compaction",
-        removed=_ranges(sorted(removed_hist)),
-        inserted=tuple(inserted),
-        replaced=tuple(replaced),
+        removed=_ranges(removed),
+        inserted=inserted,
+        replaced=replaced,
         dropped=tuple(dropped),
     )
