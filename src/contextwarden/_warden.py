@@ -48,7 +48,7 @@ from .context.result import CompactionHook, TransformResult
 from .context.table import ConversationTable
 from .formats._prefix import ImagedList, PrefixCodec
 from .formats.cache_control import add_cache_breakpoints
-from .layers.base import Layer, LayerContext, LayerResult, check_messages
+from .layers.base import Layer, LayerContext, LayerResult, require_messages
 from .layers.pending import drop_open_calls, pending_calls, repair_tail
 from .layers.window import ensure_within, sliding_window
 from .store.logs import LogStore
@@ -267,7 +267,7 @@ class Warden:
         counter = resolve.counter_for(model)
         budget = resolve.budget_for(model, window)
         msgs = resolve.with_system(messages, system)
-        check_messages(msgs)
+        require_messages(msgs)
         history, tail = split_tail(msgs)
         key = conversation if conversation is not None else conversation_key(history, tools_list)
         conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
@@ -340,7 +340,7 @@ class Warden:
                 raise TypeError(
                     f"layer {layer!r} returned {type(result).__name__}, not LayerResult"
                 )
-            check_messages(result.messages)
+            require_messages(result.messages)
             call.events.extend(result.events)
             view = result.messages
             total = ctx.request_tokens(view)

@@ -42,7 +42,8 @@ from ..layers.mask import mask_message
 from ..layers.repair import RepairState, repair_appended
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
-from ..strategies.base import Layout, compaction_target, make_ref
+from ..layers.units import HistoryIndex
+from ..strategies.base import compaction_target, make_ref
 
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 
@@ -648,17 +649,14 @@ class Conversation:
         if budget is None or not self.config.window.enabled:
             return
         aim = compaction_target(budget)
-        layout = Layout.of(self.view)
+        index = HistoryIndex(keep_results=0, keep_thinking=0)
+        index.extend(self.view, 0)
         drop: list[int] = []
         excess = call.total - aim
-        for start, end in layout.body():
+        for u in index.droppable(self.view, (self._no_summary,)):
             if excess <= 0:
                 break
-            if any(
-                isinstance(s := self.sources[p], tuple) and self.edits[s[0]].kind == "compaction"
-                for p in range(start, end)
-            ):
-                continue  # an earlier summary stays: it stands for what was cut before
+            start, end = index.unit_span(u)
             drop.extend(range(start, end))
             excess -= sum(self.tokens[start:end])
         if not drop:
@@ -693,6 +691,14 @@ class Conversation:
                 f"({before} -> {call.total} tokens)",
                 data={"ref": ref},
             ),
+        )
+
+    def _no_summary(self, view: Sequence[Message], start: int, end: int) -> bool:
+        """A cut rule: an earlier compaction's summary stays, as it stands for what was cut
+        before."""
+        return not any(
+            isinstance(s := self.sources[p], tuple) and self.edits[s[0]].kind == "compaction"
+            for p in range(start, end)
         )
 
     def stable_prefix(self) -> int:

@@ -32,9 +32,9 @@ from .base import (
     LayerContext,
     LayerResult,
     apply_memoized,
-    check_messages,
     edit_result_text,
     place_events,
+    require_messages,
     shrink_event,
 )
 from .config import MaskConfig
@@ -171,7 +171,7 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
     longer than ``min_chars`` (see the module docstring). Position-based: it counts results
     from the end, not user turns. Pure; one ``masked`` event per message changed."""
     cfg = ctx.config.mask
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=cfg.keep_recent, keep_thinking=0)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .._events import Event
 from .._messages import Message, ThinkingBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
 from .config import ThinkingConfig
 from .units import HistoryIndex
 
@@ -68,7 +68,7 @@ def strip_thinking(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     that have it, within the provider rules in the module docstring. Pure; one
     ``thinking_stripped`` event per message changed."""
     cfg = ctx.config.thinking
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=0, keep_thinking=cfg.keep_recent)

@@ -19,10 +19,10 @@ from .base import (
     LayerContext,
     LayerResult,
     apply_memoized,
-    check_messages,
     cut_middle,
     edit_result_text,
     place_events,
+    require_messages,
     shrink_event,
 )
 from .config import TruncateConfig
@@ -92,7 +92,7 @@ def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> Laye
     head + marker + tail. Pure: returns new messages (unchanged ones are the same objects) and
     one ``truncated`` event per message changed; the input is never mutated."""
     cfg = ctx.config.truncate
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=0, keep_thinking=0)
