@@ -30,6 +30,7 @@ from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from .store.logs import SQLiteLogStore
 from .store.sqlite import SessionStore
+from .strategies.triggers import explicit_trigger
 
 if TYPE_CHECKING:
     from ._warden import Warden
@@ -38,7 +39,6 @@ __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
 T = TypeVar("T")
 
-_COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>.+?))?\s*$", re.DOTALL)
 
 #: Phrases providers use when a request does not fit (OpenAI ``context_length_exceeded``,
 #: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
@@ -305,25 +305,10 @@ class Session:
 
     # -- internals ---------------------------------------------------------------------------
     def _explicit_trigger(self) -> tuple[str | None, str | None]:
-        """The seed 003 triggers besides tokens: a ``/compact [focus]`` command as the newest
-        message, the marker in the newest assistant message (possibly followed by its tool
-        results), or the turn count. Returns (reason, focus)."""
-        cfg = self.config.compaction
-        newest = self._messages[-1] if self._messages else None
-        if newest is not None and newest.role == "user":
-            match = _COMPACT_CMD.match(newest.text)
-            if match:
-                return "user command /compact", match.group("focus")
-        last_assistant = next((m for m in reversed(self._messages) if m.role != "tool"), None)
-        if (
-            last_assistant is not None
-            and last_assistant.role == "assistant"
-            and cfg.summary_marker in last_assistant.text
-        ):
-            return f"model wrote {cfg.summary_marker}", None
-        if self.turns >= cfg.turn_threshold:
-            return f"{self.turns} turns since the last compaction", None
-        return None, None
+        """The seed 003 triggers besides tokens (:func:`explicit_trigger`), counting turns since
+        the last compaction. Returns (reason, focus)."""
+        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
+        return (None, None) if found is None else (found.detail, found.focus)
 
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
