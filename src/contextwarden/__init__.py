@@ -44,13 +44,8 @@ if TYPE_CHECKING:
         tool_result,
         user,
     )
-    from ._models import (
-        ModelInfo,
-        apply_model_overrides,
-        context_window,
-        model_info,
-        register_model,
-    )
+    from ._model_overrides import apply_model_overrides
+    from ._models import ModelInfo, ModelRegistry, context_window, model_info
     from ._replay import ReplayReport, compact_history, replay
     from ._session import Session
     from ._tokens import TokenCounter, count_tokens, get_counter
@@ -71,6 +66,7 @@ _HOMES: dict[str, str] = {
     "ImageBlock": "._messages",
     "Message": "._messages",
     "ModelInfo": "._models",
+    "ModelRegistry": "._models",
     "ReplayReport": "._replay",
     "Session": "._session",
     "StoreError": "._exceptions",
@@ -86,7 +82,7 @@ _HOMES: dict[str, str] = {
     "UnknownModelError": "._exceptions",
     "Warden": "._warden",
     "WardenConfig": "._config",
-    "apply_model_overrides": "._models",
+    "apply_model_overrides": "._model_overrides",
     "assistant": "._messages",
     "compact_history": "._replay",
     "context_window": "._models",
@@ -97,7 +93,6 @@ _HOMES: dict[str, str] = {
     "load_config": "._config",
     "load_transcript": "._transcripts",
     "model_info": "._models",
-    "register_model": "._models",
     "replay": "._replay",
     "save_transcript": "._transcripts",
     "system": "._messages",
@@ -119,6 +114,7 @@ __all__ = [
     "ImageBlock",
     "Message",
     "ModelInfo",
+    "ModelRegistry",
     "ReplayReport",
     "Session",
     "StoreError",
@@ -145,7 +141,6 @@ __all__ = [
     "load_config",
     "load_transcript",
     "model_info",
-    "register_model",
     "replay",
     "save_transcript",
     "system",

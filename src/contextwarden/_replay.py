@@ -40,19 +40,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ._billing import CachePricing, CallBill, PromptRequest, bill_after
+from ._budget import Budget
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
-from ._models import ModelInfo, apply_model_overrides
+from ._models import ModelInfo, model_info
+from ._tokens import TokenCounter
+from ._warden import TransformResult, Warden
+from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 from .transcripts._common import AgentCompaction
-
-if TYPE_CHECKING:
-    from ._budget import Budget
-    from ._tokens import TokenCounter
-    from ._warden import TransformResult, Warden
 
 __all__ = [
     "ReplayCall",
@@ -250,16 +249,12 @@ class ReplayReport:
 def make_warden(config: WardenConfig) -> Warden:
     """The warden an agent would build from ``config``: ``Warden(config)``, compaction with
     the embedded extractive summarizer included unless ``compaction.enabled`` is false."""
-    from ._warden import Warden
-
     return Warden(config)
 
 
 def _problems(
     result: TransformResult, provider: Provider, window: int, validate: bool = True
 ) -> list[str]:
-    from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
-
     if not validate:
         if result.tokens_after > window:
             return [f"request is {result.tokens_after} tokens, over the {window}-token window"]
@@ -294,8 +289,6 @@ def cache_pricing(
     if pricing == "model":
         return CachePricing.for_model(model, overrides)
     if pricing == "anthropic":
-        from ._models import model_info
-
         try:
             price = model_info(model, overrides).input_price_per_mtok
         except UnknownModelError:
@@ -400,7 +393,7 @@ def iter_replay(
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
     config, warden, budget = _setup(config, warden, model, window, "replay")
-    prices = cache_pricing(model, pricing, apply_model_overrides(config))
+    prices = cache_pricing(model, pricing, warden.models)
     # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
     rules = prices or CachePricing.ratios(0.0)
     counter = warden.counter_for(model)
@@ -583,10 +576,8 @@ def replay(
     Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks when no
     window is given. ``messages`` is never mutated.
     """
-    from ._models import model_info
-
     config, warden, budget = _setup(config, warden, model, window, "replay")
-    overrides = apply_model_overrides(config)
+    overrides = warden.models
     calls: list[ReplayCall] = []
     for c in iter_replay(
         messages,

@@ -21,7 +21,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from .._config import WardenConfig
-from .._models import ModelOverride, apply_model_overrides, assume_model
+from .._model_overrides import ModelOverride, apply_model_overrides
+from .._models import assume_model
 from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
 from .._transcripts import Transcript, load_transcripts
 from ..transcripts._common import FORMATS, TranscriptFormat

@@ -42,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._exceptions import ContextOverflowError
+from .._model_overrides import registry_for
 from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
@@ -89,6 +90,9 @@ class _Proxy:
     ) -> None:
         self.config = config
         self.cache = cache
+        #: the models the proxy knows (its config's ``models:`` section, then the built-in
+        #: tables): the window a ``--window`` cap is compared with
+        self.models = registry_for(config.warden)
         self.factory = (
             WardenFactory(config, cache, build_log_store(config)) if warden is None else None
         )
@@ -435,6 +439,7 @@ class _Proxy:
                             and route == "anthropic",
                             summarizer_for=self.summarizer_for(request, api, state, budgets),
                             bodies=state.bodies,
+                            models=self.models,
                         ),
                     )
                 except _Overflow as overflow:
