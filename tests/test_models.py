@@ -8,7 +8,6 @@ import importlib.util
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -257,7 +256,12 @@ def test_unregister_restores_the_builtin() -> None:
 def test_a_warden_holds_its_registry_with_its_config_on_top() -> None:
     models = ModelRegistry([ModelInfo("acme-coder", "other", 65_536, 4_096, "cl100k_base")])
     config = WardenConfig.model_validate(
-        {"models": {"acme-coder": {"max_output_tokens": 1_000}, "gpt-4o": {"context_window": 9_000}}}
+        {
+            "models": {
+                "acme-coder": {"max_output_tokens": 1_000},
+                "gpt-4o": {"context_window": 9_000},
+            }
+        }
     )
     warden = Warden(config, models=models)
     assert warden.models.info("acme-coder").max_output_tokens == 1_000  # built on the registry's

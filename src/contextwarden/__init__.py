@@ -10,12 +10,11 @@ Everything else lives in the sub-packages: ``formats`` (provider formats and val
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    __version__: str
-
     from ._budget import Budget
     from ._compaction import Compactor
     from ._config import WardenConfig, load_config
@@ -50,11 +49,12 @@ if TYPE_CHECKING:
     from ._session import Session
     from ._tokens import TokenCounter, count_tokens, get_counter
     from ._transcripts import load_transcript, save_transcript
+    from ._version import __version__ as __version__
     from ._warden import TransformResult, Warden
     from .formats import from_anthropic, from_openai, to_anthropic, to_openai
 
-#: Where each public name is defined (imported from there on first access).
-_HOMES: dict[str, str] = {
+#: Where each public name is defined (imported from there on first access), and the version.
+_HOMES: Mapping[str, str] = {
     "Budget": "._budget",
     "CompactionRefused": "._exceptions",
     "Compactor": "._compaction",
@@ -100,6 +100,7 @@ _HOMES: dict[str, str] = {
     "to_openai": ".formats",
     "tool_result": "._messages",
     "user": "._messages",
+    "__version__": "._version",
 }
 
 __all__ = [
@@ -151,24 +152,11 @@ __all__ = [
 ]
 
 
-def _version() -> str:
-    """The installed distribution's version; ``0+unknown`` when run from a bare source tree."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("contextwarden")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(import_module(home, __name__), name)
-    elif name == "__version__":
-        value = _version()
-    else:
+    if home is None:
         raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

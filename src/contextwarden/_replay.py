@@ -58,7 +58,9 @@ __all__ = [
     "ReplayReport",
     "ReplayTotals",
     "compact_history",
+    "epoch_seconds",
     "iter_replay",
+    "prompt_request",
     "replay",
 ]
 
@@ -297,7 +299,7 @@ def cache_pricing(
     raise ConfigError(f"pricing must be 'model', 'anthropic' or a CachePricing, got {pricing!r}")
 
 
-def _epoch_seconds(stamp: Any) -> float | None:
+def epoch_seconds(stamp: Any) -> float | None:
     """A transcript timestamp as epoch seconds: numbers in seconds or milliseconds (pi writes
     milliseconds), ISO 8601 strings (Claude Code); ``None`` for anything else."""
     if isinstance(stamp, bool):
@@ -321,7 +323,7 @@ def _call_time(context: Sequence[Message], reply: Message) -> float | None:
     out as soon as its last input exists), else of the reply."""
     for message in (context[-1] if context else None, reply):
         if message is not None:
-            at = _epoch_seconds(message.timestamp)
+            at = epoch_seconds(message.timestamp)
             if at is not None:
                 return at
     return None
@@ -335,7 +337,7 @@ def _takes_now(warden: Warden) -> bool:
         return False
 
 
-def _prompt(
+def prompt_request(
     messages: Sequence[Message],
     counter: TokenCounter,
     prefix_key: str,
@@ -427,8 +429,8 @@ def iter_replay(
             tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
         total_without += tokens_sent
         total_with += result.tokens_after
-        sent_without = _prompt(agent_sent, counter, prefix_key, prefix_tokens, at)
-        sent_with = _prompt(result.messages, counter, prefix_key, prefix_tokens, at)
+        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
+        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
         bill_without = _bill(previous_without, sent_without, rules)
         bill_with = _bill(previous_with, sent_with, rules)
         previous_without, previous_with = sent_without, sent_with

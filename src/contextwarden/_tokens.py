@@ -34,6 +34,12 @@ Caching
     keyed by :attr:`Message.fingerprint`, so an equal message rebuilt from provider dicts
     is not re-tokenized either. Recounting an unchanged history is a dictionary lookup per
     message.
+
+Loading
+    The Rust tokenizers are loaded once per process, when first used (:func:`_tokenizer`): the
+    one piece of process-wide state, read-only once loaded. :func:`_load_bindings` reaches
+    bpe-openai's extension module without running its package ``__init__`` (which would build
+    vocabularies we never use); it imports the package the ordinary way only if that fails.
 """
 
 from __future__ import annotations

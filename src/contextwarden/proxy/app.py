@@ -26,6 +26,8 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -44,6 +46,7 @@ from starlette.types import Receive, Scope, Send
 from .._exceptions import ContextOverflowError
 from .._model_overrides import registry_for
 from .._warden import takes_keyword
+from ..summarizers.base import FACTS_SCOPE
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
@@ -160,7 +163,6 @@ class _Proxy:
         compaction stuck on a slow summarizer so holds one of its client's slots, never the
         threads other clients' requests run in. The summarizers' facts cache is the client's own
         there."""
-        from ..summarizers.base import FACTS_SCOPE
 
         def run() -> _T:
             FACTS_SCOPE.set(state.id)  # in this call's own copy of the context
@@ -610,25 +612,19 @@ CONFIG_ENV = "CONTEXTWARDEN_PROXY_CONFIG_JSON"
 
 def app_from_env() -> Starlette:
     """The app for a worker process started by uvicorn with ``--workers N``: the config comes as
-    JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON`` (set by ``contextwarden proxy``)."""
-    import os
-
+    JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON`` (set by ``contextwarden proxy``); the header
+    deadline comes with the protocol uvicorn gives the worker (:func:`.server.protocol`)."""
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
         raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
     configure_logging()
     config = ProxyConfig.model_validate_json(raw)
-    from .server import DeadlineH11Protocol
-
-    DeadlineH11Protocol.header_timeout = config.header_timeout
     return create_app(config)
 
 
 def configure_logging() -> None:
     """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
     application configured that logger itself (used by ``contextwarden proxy`` and its workers)."""
-    import sys
-
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
