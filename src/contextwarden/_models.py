@@ -768,6 +768,9 @@ class ModelRegistry(Mapping[str, ModelInfo]):
     def __getitem__(self, name: str) -> ModelInfo:
         return self._added[normalise_model_name(name)]
 
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and normalise_model_name(name) in self._added
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._added)
 
