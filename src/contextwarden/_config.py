@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
-from ._models import ModelOverride
+from ._model_overrides import ModelOverride
 from ._policy import PolicyConfig
 from ._task import TaskConfig
 from .layers.config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig

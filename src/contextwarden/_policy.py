@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._models import find_model
+
 __all__ = ["PolicyConfig"]
 
 #: The least favourable cache ratios among the major providers: Anthropic's cached read (0.1x
@@ -107,9 +109,7 @@ def rates_for(
     read = write = ttl = None
     caching = True
     if model is not None:
-        from ._models import _find
-
-        info = _find(model, overrides)
+        info = find_model(model, overrides)
         if info is not None:
             price = info.input_price_per_mtok
             cached = getattr(info, "cache_read_price_per_mtok", None)

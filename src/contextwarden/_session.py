@@ -22,18 +22,17 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
 from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
+from ._warden import Warden
+from .formats import from_anthropic, from_openai, to_anthropic, to_openai
 from .store.logs import SQLiteLogStore
 from .store.sqlite import SessionStore
 from .strategies.triggers import explicit_trigger
-
-if TYPE_CHECKING:
-    from ._warden import Warden
 
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
@@ -109,8 +108,6 @@ class Session:
         confirm: ConfirmCallback | None = None,
         warden: Any = None,
     ) -> None:
-        from ._warden import Warden
-
         self.config = config or WardenConfig()
         self.model = model or self.config.model
         self.window = window or self.config.context_window
@@ -150,13 +147,9 @@ class Session:
         self._messages.extend(messages)
 
     def extend_openai(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        from .formats import from_openai
-
         self.append(*from_openai(list(messages)))
 
     def extend_anthropic(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        from .formats import from_anthropic
-
         self.append(*from_anthropic(list(messages)))
 
     @property
@@ -178,8 +171,6 @@ class Session:
         if self.confirm is not None:
             # a warden of its own, so that asking does not record the window cut in our log
             if self._probe is None:
-                from ._warden import Warden
-
                 self._probe = Warden(self.config, compactor=None)
             probe = self._probe.transform(
                 self._messages,
@@ -219,14 +210,10 @@ class Session:
 
     def openai_messages(self, *, focus: str | None = None) -> list[dict[str, Any]]:
         """The working view as OpenAI Chat Completions messages."""
-        from .formats import to_openai
-
         return to_openai(self.context(focus=focus).messages)
 
     def anthropic_request(self, *, focus: str | None = None) -> tuple[Any, list[dict[str, Any]]]:
         """The working view as Anthropic ``(system, messages)``."""
-        from .formats import to_anthropic
-
         return to_anthropic(self.context(focus=focus).messages)
 
     # -- seed 002: overflow -> compact -> rebuild -> retry once ------------------------------
@@ -293,8 +280,6 @@ class Session:
 
     def answer_recall(self, call: ToolCallBlock) -> Message:
         """The tool message answering a call of :attr:`recall_tool`."""
-        from .formats import to_openai
-
         ref = call.input.get("ref") if isinstance(call.input, dict) else None
         try:
             found = self.recall(str(ref))

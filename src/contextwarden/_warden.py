@@ -39,7 +39,8 @@ from ._exceptions import ConfigError, FormatError
 from ._hooks import takes_keyword
 from ._log import Edit, conversation_key
 from ._messages import Message
-from ._models import apply_model_overrides
+from ._model_overrides import registry_for
+from ._models import ModelRegistry
 from ._policy import CacheRates
 from ._resolve import Resolver
 from ._tokens import TokenCounter
@@ -70,7 +71,9 @@ class Warden:
     token counter (``counter_cache``: messages each of the warden's own counters remembers);
     ``log_store`` keeps each conversation's log where other processes (or this one after a
     restart) continue it (:mod:`contextwarden.store.logs`); ``codec`` reads and writes provider
-    dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default). Thread-safe: calls of
+    dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default);
+    ``models`` is a :class:`~contextwarden.ModelRegistry` of models you registered, to which the
+    config's ``models:`` section is added (the warden keeps a copy). Thread-safe: calls of
     different conversations run in parallel, calls of one conversation one at a time. The
     window for a call is ``window=`` if given, else ``config.context_window``, else the model
     registry's figure; with none of them only the lossless edits run.
@@ -88,6 +91,7 @@ class Warden:
         log_store: LogStore | None = None,
         codec: PrefixCodec | None = None,
         counter_cache: int = 100_000,
+        models: ModelRegistry | None = None,
     ) -> None:
         # model_validate: mypy does not see pydantic's positional Field defaults
         self.config = config if config is not None else WardenConfig.model_validate({})
@@ -112,8 +116,9 @@ class Warden:
         self._hook_takes = _takes(self.compactor)
         self.layers = tuple(layers)
         self.log_store = log_store
-        #: the config's ``models:`` section, consulted before the registry
-        self.models = apply_model_overrides(self.config)
+        #: the models this warden knows: ``models``' and the config's ``models:`` section's, then
+        #: the built-in tables
+        self.models = registry_for(self.config, models)
         self._resolve = Resolver(self.config, counter, self.models, counter_cache)
         self._table = ConversationTable(self.config, log_store)
         self._codec = codec if codec is not None else PrefixCodec()

@@ -26,6 +26,8 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -42,7 +44,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._exceptions import ContextOverflowError
+from .._model_overrides import registry_for
 from .._warden import takes_keyword
+from ..summarizers.base import FACTS_SCOPE
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
@@ -89,6 +93,9 @@ class _Proxy:
     ) -> None:
         self.config = config
         self.cache = cache
+        #: the models the proxy knows (its config's ``models:`` section, then the built-in
+        #: tables): the window a ``--window`` cap is compared with
+        self.models = registry_for(config.warden)
         self.factory = (
             WardenFactory(config, cache, build_log_store(config)) if warden is None else None
         )
@@ -156,7 +163,6 @@ class _Proxy:
         compaction stuck on a slow summarizer so holds one of its client's slots, never the
         threads other clients' requests run in. The summarizers' facts cache is the client's own
         there."""
-        from ..summarizers.base import FACTS_SCOPE
 
         def run() -> _T:
             FACTS_SCOPE.set(state.id)  # in this call's own copy of the context
@@ -435,6 +441,7 @@ class _Proxy:
                             and route == "anthropic",
                             summarizer_for=self.summarizer_for(request, api, state, budgets),
                             bodies=state.bodies,
+                            models=self.models,
                         ),
                     )
                 except _Overflow as overflow:
@@ -605,25 +612,19 @@ CONFIG_ENV = "CONTEXTWARDEN_PROXY_CONFIG_JSON"
 
 def app_from_env() -> Starlette:
     """The app for a worker process started by uvicorn with ``--workers N``: the config comes as
-    JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON`` (set by ``contextwarden proxy``)."""
-    import os
-
+    JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON`` (set by ``contextwarden proxy``); the header
+    deadline comes with the protocol uvicorn gives the worker (:func:`.server.protocol`)."""
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
         raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
     configure_logging()
     config = ProxyConfig.model_validate_json(raw)
-    from .server import DeadlineH11Protocol
-
-    DeadlineH11Protocol.header_timeout = config.header_timeout
     return create_app(config)
 
 
 def configure_logging() -> None:
     """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
     application configured that logger itself (used by ``contextwarden proxy`` and its workers)."""
-    import sys
-
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._config import CompactionConfig, TaskType
-from .._messages import Message, TextBlock
+from .._messages import PIN_RE, Message, TextBlock
 from .._task import task_index, task_text
 from ..layers.units import HistoryIndex
 from ..summarizers.base import Summarizer, SummaryRequest
@@ -215,8 +215,6 @@ def summary_body(message: Message) -> str:
 def pinned_texts(messages: Sequence[Message]) -> tuple[str, ...]:
     """The pinned content of ``messages``: ``<Pin>`` contents, or the whole text of a message
     pinned by flag. In order, without repeats."""
-    from .._messages import PIN_RE
-
     out: dict[str, None] = {}
     for m in messages:
         if not m.is_pinned:
