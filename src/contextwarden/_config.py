@@ -113,6 +113,16 @@ class CompactionConfig(BaseModel):
         "compaction that could not reach its target is not repeated on every call. "
         "Default: 0.1.",
     )
+    defer: bool = Field(
+        True,
+        description="Over the trigger and within the hard limit (window - reserve), a "
+        "compaction waits while cutting the request to the target now would not pay for "
+        "itself, at the model's cache prices, before the request reaches the hard limit or "
+        "within the calls the session can be expected to still make (with cheap cache reads, "
+        "reading a long request again costs less than rewriting a short one); it is made at "
+        "the hard limit. false: compact as soon as the request is over the trigger. "
+        "Default: true.",
+    )
     strategy_order: dict[TaskType, list[StrategyName]] = Field(
         default_factory=_default_strategy_order,
         description="Strategy order per detected task type (seed 003).",

@@ -54,6 +54,7 @@ from .layers.pending import drop_open_calls, pending_calls, repair_tail
 from .layers.window import ensure_within, sliding_window
 from .store.logs import LogStore
 from .summarizers.build import build_summarizer
+from .summarizers.extractive import ExtractiveSummarizer
 
 __all__ = ["CompactionHook", "TransformResult", "Warden", "takes_keyword"]
 
@@ -286,7 +287,18 @@ class Warden:
             tail_tokens=sum(counter.count_message(m) for m in tail),
             focus=focus,
             summarizer=summarizer,
+            summary_calls=self._summary_calls(summarizer),
         )
+
+    def _summary_calls(self, summarizer: Any) -> int:
+        """The summarizer calls a compaction now would pay for: ``max_summary_calls`` with an
+        LLM summarizer (``summarizer`` for this call, else the compactor's), 0 with the
+        embedded extractive one or a compaction hook of the caller's."""
+        base = self.compactor
+        if not isinstance(base, Compactor):
+            return 0
+        used = summarizer if summarizer is not None else base.summarizer
+        return 0 if isinstance(used, ExtractiveSummarizer) else base.config.max_summary_calls
 
     def _plan(self, call: Call, now: float | None, force: bool, allow: bool, hook: Any) -> Any:
         """Continue the conversation, append and make the lossless edits; ``hook`` when a
@@ -333,7 +345,12 @@ class Warden:
                 view, repaired = drop_open_calls(view, frozenset(still_open), ctx)
                 call.events.extend(repaired)
                 total = ctx.request_tokens(view)
-            if budget is not None and total + call.tail_tokens > budget.trigger:
+            # a request the policy let wait over the trigger is left whole within the limit
+            if (
+                budget is not None
+                and total + call.tail_tokens > budget.trigger
+                and not (call.deferred and total + call.tail_tokens <= budget.limit)
+            ):
                 guarded = sliding_window(view, ctx)
                 view = guarded.messages
                 call.events.extend(guarded.events)

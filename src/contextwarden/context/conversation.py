@@ -67,8 +67,13 @@ class Call:
     tokens_before: int = 0
     new_start: int = 0
     must_compact: bool = False
+    #: over the trigger and within the hard limit, cutting now would not pay: the request
+    #: waits for the hard limit (the final guard leaves it whole up to the limit)
+    deferred: bool = False
     focus: str | None = None
     summarizer: Any = None
+    #: the summarizer calls a compaction would pay for now (0 with the embedded summarizer)
+    summary_calls: int = 0
     events: list[Event] = field(default_factory=list)
     compactor_events: list[Event] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
@@ -253,6 +258,9 @@ class Conversation:
             and (time.time() if now is None else now) - self.last_time > call.rates.ttl_s
         )
         must = budget is not None and call.total > budget.trigger
+        if must and not cold and self._defers(call, call.total):
+            must = False  # over the trigger, within the hard limit: cutting now does not pay
+            call.deferred = True
         reason: EditReason = "must" if must else ("free" if cold else "pays")
         if not call.rates.caching and not must:
             reason = "immediate"
@@ -532,16 +540,63 @@ class Conversation:
             ),
         )
 
+    def _pace(self) -> float:
+        """Tokens the history has grown by per call, on average so far."""
+        return self.input_tokens / (self.calls + 1)
+
     def _calls_until_compaction(self, call: Call, total: int) -> int | None:
         """About how many calls, at the pace the history has grown so far, until a request of
-        ``total`` tokens reaches the trigger (None without a window or compaction)."""
+        ``total`` tokens is compacted: when it reaches the trigger, or the hard limit when a
+        compaction before it would not pay (see :meth:`_defers`). None without a window or
+        compaction."""
         budget = call.ctx.budget
         if budget is None or not self.config.compaction.enabled:
             return None
-        pace = self.input_tokens / (self.calls + 1)
+        pace = self._pace()
         if pace <= 0:
             return None
-        return max(int((budget.trigger - total) / pace), 0)
+        at = budget.limit if self._defers(call, max(total, budget.trigger)) else budget.trigger
+        return max(int((at - total) / pace), 0)
+
+    def _defers(self, call: Call, total: int) -> bool:
+        """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
+        waits: cutting it to the target now (a compaction or a window cut) would not pay for
+        itself, at the model's cache prices, before the request reaches the hard limit, where
+        it must be cut anyway, nor within the calls the session can be expected to still make
+        (:func:`~contextwarden._policy.edit_pays`). Cheap cache reads (DeepSeek's at 2% of the
+        input price) make reading a long request again cheaper than rewriting a short one."""
+        budget = call.ctx.budget
+        if (
+            budget is None
+            or not self.config.compaction.defer
+            or not call.rates.caching
+            or budget.trigger >= budget.limit
+            or total > budget.limit
+        ):
+            return False
+        pace = self._pace()
+        if pace <= 0:
+            return False
+        summarises = self.config.compaction.enabled
+        aim = compaction_target(budget) if summarises else budget.trigger
+        lead = 0  # the leading system messages stay, and stay cached
+        for m, t in zip(self.view, self.tokens, strict=False):
+            if m.role != "system":
+                break
+            lead += t
+        removed = max(total - aim, 0)
+        # each summarizer call reads about what the compaction replaces, at the input price
+        summaries = call.summary_calls * removed if summarises else 0
+        return not edit_pays(
+            removed,
+            max(aim - lead - call.overhead, 0),
+            sum(self.tokens[call.new_start :]),
+            self.calls,
+            call.rates,
+            self.config.policy,
+            int((budget.limit - total) / pace),
+            summaries,
+        )
 
     def _note(self, edit: Edit) -> None:
         """Put ``edit`` in the log and extend what the log reaches."""
