@@ -1,5 +1,5 @@
 """What the warden did, as values: one :class:`Event` per truncation, mask, strip, drop or
-compaction, and :class:`CompactResult` for a compaction (seed 001) with its
+compaction, and :class:`CompactResult` for a compaction with its
 :class:`CompactionPlan`: what it did to the messages it was given, by position.
 
 Every event is also logged at warning level through the ``contextwarden`` stdlib logger by the
@@ -28,16 +28,16 @@ logger = logging.getLogger("contextwarden")
 logger.addHandler(logging.NullHandler())  # silent unless the application configures logging
 
 EventKind = Literal[
-    "truncated",  # a tool result cut to head + tail (seed 004 L1)
-    "masked",  # an old tool result reduced to head/tail lines (seed 000 L1)
-    "thinking_stripped",  # old thinking removed (seed 000 L2)
-    "dropped",  # a unit dropped by the sliding window (seed 000 L3 / seed 004 L2)
+    "truncated",  # a tool result cut to head + tail
+    "masked",  # an old tool result reduced to head/tail lines
+    "thinking_stripped",  # old thinking removed
+    "dropped",  # a unit dropped by the sliding window
     "newest_truncated",  # the newest unit alone was over budget and was cut
-    "context_compacted",  # a lossy compaction replaced a span with a summary (seed 001)
+    "context_compacted",  # a lossy compaction replaced a span with a summary
     "summary_rejected",  # a summary failed its checks; the next strategy ran
     "summarizer_failed",  # the summarizer raised or returned garbage; fell back
     "compaction_refused",  # the confirmation callback said no
-    "warning",  # context nearing the window (seed 002 "warn")
+    "warning",  # context nearing the window
     "repaired",  # a structurally invalid history was repaired (orphan result, duplicate id...)
 ]
 
@@ -102,7 +102,7 @@ class CompactionPlan:
 
 @dataclass(frozen=True)
 class CompactResult:
-    """The outcome of one compaction (seed 001, plus the strategy that produced it).
+    """The outcome of one compaction (plus the strategy that produced it).
     ``plan`` says what it did by position; a result without one (a compaction hook that
     returns only ``new_messages``) gets :meth:`CompactionPlan.between`."""
 
@@ -159,6 +159,6 @@ class Event:
 
 
 def emit(events: list[Event], event: Event) -> None:
-    """Record ``event`` and log it at warning level (seed 004 L3)."""
+    """Record ``event`` and log it at warning level."""
     events.append(event)
     logger.warning(event.describe())

@@ -14,7 +14,7 @@ removes are then not read on any later call. So an edit is made when:
 * **free**: the provider's cache has gone cold (longer than its TTL since the conversation's
   previous call), so the next request is a full write whatever it holds;
 * **immediate**: the model has no prompt caching (or ``mode: immediate``): every call, as
-  soon as an edit helps (seed 000's behaviour with ``clear_at_least: 0``).
+  soon as an edit helps (with ``clear_at_least: 0``).
 
 The calls to come are unknown. An agent that has run 40 steps is as likely as not to run
 about as many more, but an edit that has not paid back when the session ends leaves the bill
@@ -57,14 +57,14 @@ class PolicyConfig(BaseModel):
         "cache_aware",
         description="cache_aware: edit when over the trigger, when an edit pays for itself in "
         "cache reads, or when the cache has gone cold; immediate: every call, as soon as an "
-        "edit helps (seed 000). Models without prompt caching always behave as immediate. "
+        "edit helps. Models without prompt caching always behave as immediate. "
         "Default: cache_aware.",
     )
     clear_at_least: int = Field(
         4_000,
         ge=0,
         description="A mask/strip edit that is not required removes at least this many tokens "
-        "at once, so the cache is rewritten rarely. 0 with mode immediate is seed 000 exactly. "
+        "at once, so the cache is rewritten rarely. 0 with mode immediate masks as soon as a result leaves the recent ones. "
         "Default: 4000.",
     )
     pricing: Literal["conservative", "model"] = Field(

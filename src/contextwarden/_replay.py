@@ -704,7 +704,7 @@ def compact_history(
     """The history an agent would send next, compacted: the warden's working copy of the
     whole of ``messages`` (lossless layers; compaction when over the trigger; the window).
 
-    ``force`` compacts even under the trigger (the API trigger of seed 003), with the
+    ``force`` compacts even under the trigger (the API trigger), with the
     warden's summarizer (the config's ``summarizer:``). ``messages`` is never mutated.
     """
     config, warden, budget = _setup(config, None, model, window, "compaction")

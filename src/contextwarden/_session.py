@@ -1,4 +1,4 @@
-"""Session: the I/O edge around the pure warden (seeds 001, 002, 003).
+"""Session: the I/O edge around the pure warden.
 
 A session keeps the *original* history append-only in a :class:`SessionStore` (SQLite, WAL) and
 hands the model a *working view* built by the :class:`Warden` before each call. The working view
@@ -6,11 +6,11 @@ may be lossy; the originals never are: every span a compaction elided is stored 
 reference, ``session.recall(ref)`` returns it verbatim, and :attr:`Session.recall_tool` lets the
 model ask for it.
 
-Triggers (seed 003): tokens over the trigger ratio (inside the warden), the turn count since the
+Triggers: tokens over the trigger ratio (inside the warden), the turn count since the
 last compaction (default 200), the model writing ``!!!SUMMARY!!!``, a ``/compact [focus]`` user
 command, and :meth:`Session.compact`. Before a lossy compaction an optional confirmation callback
-is asked (seed 001); on refusal the session drops oldest units, starts fresh, or raises, as
-configured. :meth:`Session.call` implements seed 002's overflow flow: a context-overflow error
+is asked; on refusal the session drops oldest units, starts fresh, or raises, as
+configured. :meth:`Session.call` recovers from an overflow: a context-overflow error
 from the provider (or our own check) -> compact -> rebuild as system + summary hint + original
 question -> retry once.
 """
@@ -68,7 +68,7 @@ def is_context_overflow(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class ConfirmRequest:
-    """What the confirmation callback is asked about (seed 001)."""
+    """What the confirmation callback is asked about."""
 
     tokens: int
     window: int
@@ -154,7 +154,7 @@ class Session:
 
     @property
     def turns(self) -> int:
-        """Assistant turns since the last compaction (the seed 003 turn counter)."""
+        """Assistant turns since the last compaction (the turn trigger's counter)."""
         total = sum(1 for m in self._messages if m.role == "assistant")
         return total - self._turns_at_compaction
 
@@ -216,7 +216,7 @@ class Session:
         """The working view as Anthropic ``(system, messages)``."""
         return to_anthropic(self.context(focus=focus).messages)
 
-    # -- seed 002: overflow -> compact -> rebuild -> retry once ------------------------------
+    # -- overflow -> compact -> rebuild -> retry once ------------------------------
     def call(self, fn: Callable[[list[Message]], T]) -> T:
         """Call ``fn(working_view)``; on a context overflow, rebuild and retry once."""
         try:
@@ -290,7 +290,7 @@ class Session:
 
     # -- internals ---------------------------------------------------------------------------
     def _explicit_trigger(self) -> tuple[str | None, str | None]:
-        """The seed 003 triggers besides tokens (:func:`explicit_trigger`), counting turns since
+        """The triggers besides tokens (:func:`explicit_trigger`), counting turns since
         the last compaction. Returns (reason, focus)."""
         found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
         return (None, None) if found is None else (found.detail, found.focus)

@@ -237,7 +237,7 @@ class Warden:
         tools: Sequence[Mapping[str, Any]] | None = None,
         conversation: str | None = None,
     ) -> TransformResult:
-        """Seed 002's recovery after a context overflow: compact now with the full summary
+        """The recovery after a context overflow: compact now with the full summary
         (the system prompt gains a summary hint, the original question is kept)."""
         base = self.compactor if isinstance(self.compactor, Compactor) else None
         cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})

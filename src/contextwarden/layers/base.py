@@ -151,7 +151,7 @@ def place_events(templates: tuple[Event, ...], index: int, out: list[Event], *, 
 
 
 def truncation_marker(omitted: int) -> str:
-    """The marker put where characters were cut (seed 004): ``... [N characters truncated] ...``
+    """The marker put where characters were cut: ``... [N characters truncated] ...``
     framed by blank lines."""
     return f"\n\n... [{omitted} characters truncated] ...\n\n"
 

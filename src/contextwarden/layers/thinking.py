@@ -1,4 +1,4 @@
-"""Layer: strip old thinking (seed 000, layer 2).
+"""Layer: strip old thinking (layer 2).
 
 Thinking stays on the ``keep_recent`` newest assistant messages that have it and is removed from
 older ones. Provider rules come first:
@@ -64,7 +64,7 @@ def strip_decision(message: Message, i: int, index: HistoryIndex, keep_current_t
 
 
 def strip_thinking(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Seed 000 L2: remove thinking from all but the ``keep_recent`` newest assistant messages
+    """Remove thinking from all but the ``keep_recent`` newest assistant messages
     that have it, within the provider rules in the module docstring. Pure; one
     ``thinking_stripped`` event per message changed."""
     cfg = ctx.config.thinking

@@ -1,7 +1,7 @@
 """The structure of a history, built by appending: units, the task, tool names, and which tool
 results and thinking blocks are recent.
 
-Every layer decides by *position from the end*, never by user turns (seed 000): an agent run is
+Every layer decides by *position from the end*, never by user turns: an agent run is
 usually one user message followed by hundreds of tool calls. :class:`HistoryIndex` records what
 those decisions need and can be extended when messages are appended, reporting the earliest
 message whose decision may have changed; that is what makes a warm call cheap.

@@ -1,4 +1,4 @@
-"""The triggers of a compaction (seed 003): tokens over the trigger, the turn count, the model
+"""The triggers of a compaction: tokens over the trigger, the turn count, the model
 writing the summary marker, a ``/compact [focus]`` user command; the fifth, an explicit API
 call, is ``Compactor.compact(..., force=True)``."""
 
@@ -25,7 +25,7 @@ _COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>\S.*?))?\s*$", re.DOTALL
 
 @dataclass(frozen=True)
 class Trigger:
-    """Why a compaction should run now (seed 003): ``reason``, and the ``focus`` a ``/compact``
+    """Why a compaction should run now: ``reason``, and the ``focus`` a ``/compact``
     command asked for."""
 
     reason: TriggerReason

@@ -1,4 +1,4 @@
-"""Summarizers: turn a span of agent history into seed 002's four-part summary.
+"""Summarizers: turn a span of agent history into a four-part summary.
 
 - :class:`ExtractiveSummarizer`: the embedded default, no LLM, deterministic.
 - :class:`LLMSummarizer`: any OpenAI-compatible endpoint or the Anthropic Messages API.

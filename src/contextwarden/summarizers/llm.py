@@ -2,7 +2,7 @@
 Messages API, over httpx (sync and async).
 
 :class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
-clipped to head + tail), asks for seed 002's four sections, passes the previous summary for an
+clipped to head + tail), asks for the four sections of a summary, passes the previous summary for an
 incremental update, and validates the reply. When the transcript does not fit its own input
 budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
 (recursively when even those do not fit), so compaction works when the agent's context is full.
