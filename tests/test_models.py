@@ -8,7 +8,6 @@ import importlib.util
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,29 +16,19 @@ from hypothesis import strategies as st
 
 from contextwarden._config import WardenConfig, load_config
 from contextwarden._exceptions import ConfigError, UnknownModelError
+from contextwarden._model_overrides import ModelOverride, apply_model_overrides, registry_for
 from contextwarden._models import (
     _BUILTIN,
     PRICES_AS_OF,
     ModelInfo,
-    ModelOverride,
-    apply_model_overrides,
+    ModelRegistry,
     assume_model,
     context_window,
     known_models,
     model_info,
-    register_model,
-    unregister_model,
 )
 from contextwarden._tokens import ExactCounter, get_counter
-
-
-@pytest.fixture
-def registered() -> Iterator[list[str]]:
-    """Names registered by a test; unregistered afterwards."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        unregister_model(name)
+from contextwarden._warden import Warden
 
 
 @pytest.mark.parametrize(
@@ -162,12 +151,9 @@ def test_a_recording_without_a_model_is_replayable() -> None:
 
 
 def test_importing_the_package_does_not_build_the_registry() -> None:
-    code = (
-        "import contextwarden, contextwarden._models as m; "
-        "print(m._prices.cache_info().currsize, m._builtin.cache_info().currsize)"
-    )
+    code = "import sys, contextwarden; print('contextwarden._models' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["0", "0"]
+    assert done.stdout.split() == ["False"]
 
 
 def test_the_override_wins_and_is_validated() -> None:
@@ -234,31 +220,60 @@ def test_any_suffixed_snapshot_resolves_to_that_model_or_a_more_specific_one(
     assert resolved.startswith(name)
 
 
-def test_register_model_adds_and_overrides(registered: list[str]) -> None:
+def test_a_registry_adds_and_overrides_for_itself_only() -> None:
+    models = ModelRegistry()
     mine = ModelInfo("acme-coder", "other", 65_536, 4_096, "cl100k_base", 1.0, 2.0)
-    register_model(mine)
-    registered.append("acme-coder")
-    assert model_info("acme-coder") is mine
-    assert model_info("acme/acme-coder-2025-01-01") is mine
-    assert "acme-coder" in known_models()
-    counter = get_counter("acme-coder")
+    assert models.register(mine) is mine
+    assert models.info("acme-coder") is mine
+    assert models.find("acme/acme-coder-2025-01-01") is mine
+    assert model_info("acme-coder", models) is mine  # a registry is an overrides table
+    assert "acme-coder" in models.known() and "acme-coder" not in known_models()
+    assert models.find("gpt-4o") is _BUILTIN["gpt-4o"]
+    with pytest.raises(UnknownModelError):
+        model_info("acme-coder")  # nobody else sees it
+    counter = get_counter("acme-coder", models=models)
     assert isinstance(counter, ExactCounter) and counter.encoding == "cl100k_base"
 
     bigger = ModelInfo("claude-sonnet-4-5", "anthropic", 1_000_000, 64_000, "o200k_base", 3, 15)
-    register_model(bigger)
-    registered.append("claude-sonnet-4-5")
-    assert context_window("claude-sonnet-4-5-20250929") == 1_000_000
+    models.register(bigger)
+    assert models.context_window("claude-sonnet-4-5-20250929") == 1_000_000
+    assert context_window("claude-sonnet-4-5-20250929") == 200_000
+    assert list(models) == ["acme-coder", "claude-sonnet-4-5"] and len(models) == 2
+    assert models["ACME-Coder"] is mine  # keyed by normalised name
 
 
 def test_unregister_restores_the_builtin() -> None:
-    register_model(ModelInfo("gpt-4o", "openai", 64_000, 1_000))
-    assert context_window("gpt-4o") == 64_000
-    unregister_model("gpt-4o")
-    assert context_window("gpt-4o") == 128_000
+    models = ModelRegistry([ModelInfo("gpt-4o", "openai", 64_000, 1_000)])
+    assert models.context_window("gpt-4o") == 64_000
+    models.unregister("gpt-4o")
+    assert models.context_window("gpt-4o") == 128_000
     with pytest.raises(UnknownModelError, match="was not registered"):
-        unregister_model("gpt-4o")
+        models.unregister("gpt-4o")
     with pytest.raises(ConfigError, match="expects a ModelInfo"):
-        register_model({"name": "x"})  # type: ignore[arg-type]
+        models.register({"name": "x"})  # type: ignore[arg-type]
+
+
+def test_a_warden_holds_its_registry_with_its_config_on_top() -> None:
+    models = ModelRegistry([ModelInfo("acme-coder", "other", 65_536, 4_096, "cl100k_base")])
+    config = WardenConfig.model_validate(
+        {
+            "models": {
+                "acme-coder": {"max_output_tokens": 1_000},
+                "gpt-4o": {"context_window": 9_000},
+            }
+        }
+    )
+    warden = Warden(config, models=models)
+    assert warden.models.info("acme-coder").max_output_tokens == 1_000  # built on the registry's
+    assert warden.models.info("acme-coder").context_window == 65_536
+    assert warden.budget_for("gpt-4o") is not None and warden.budget_for("gpt-4o").window == 9_000
+    counter = warden.counter_for("acme-coder")
+    assert isinstance(counter, ExactCounter) and counter.encoding == "cl100k_base"
+    # the registry given is left as it was; another warden does not see the config's models
+    assert models.info("acme-coder").max_output_tokens == 4_096 and "gpt-4o" not in models
+    assert Warden(models=models).models.context_window("gpt-4o") == 128_000
+    with pytest.raises(ConfigError, match=r"models\.acme-coder\.context_window: required"):
+        registry_for(config)  # without the registry, acme-coder is a model nobody knows
 
 
 @pytest.mark.parametrize(

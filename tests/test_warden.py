@@ -53,7 +53,7 @@ from contextwarden.layers import (  # noqa: E402
 )
 from contextwarden.layers.pins import is_protected  # noqa: E402
 from contextwarden.layers.units import HistoryIndex  # noqa: E402
-from contextwarden.layers.window import NEWEST_MIN_CHARS, droppable_units  # noqa: E402
+from contextwarden.layers.window import NEWEST_MIN_CHARS  # noqa: E402
 
 TOOLS = [
     {
@@ -333,7 +333,7 @@ def _fits_whenever_possible(r: TransformResult) -> None:
         return
     index = HistoryIndex()
     index.extend(r.messages, 0)
-    assert droppable_units(index) == []
+    assert index.droppable() == []
     for m in r.messages[index.unit_starts[-1] :]:
         if not is_protected(m):
             assert all(len(t) <= NEWEST_MIN_CHARS + 64 for t in _cuttable_texts(m))

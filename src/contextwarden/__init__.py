@@ -10,12 +10,11 @@ Everything else lives in the sub-packages: ``formats`` (provider formats and val
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    __version__: str
-
     from ._budget import Budget
     from ._compaction import Compactor
     from ._config import WardenConfig, load_config
@@ -44,22 +43,18 @@ if TYPE_CHECKING:
         tool_result,
         user,
     )
-    from ._models import (
-        ModelInfo,
-        apply_model_overrides,
-        context_window,
-        model_info,
-        register_model,
-    )
+    from ._model_overrides import apply_model_overrides
+    from ._models import ModelInfo, ModelRegistry, context_window, model_info
     from ._replay import ReplayReport, compact_history, replay
     from ._session import Session
     from ._tokens import TokenCounter, count_tokens, get_counter
     from ._transcripts import load_transcript, save_transcript
+    from ._version import __version__ as __version__
     from ._warden import TransformResult, Warden
     from .formats import from_anthropic, from_openai, to_anthropic, to_openai
 
-#: Where each public name is defined (imported from there on first access).
-_HOMES: dict[str, str] = {
+#: Where each public name is defined (imported from there on first access), and the version.
+_HOMES: Mapping[str, str] = {
     "Budget": "._budget",
     "CompactionRefused": "._exceptions",
     "Compactor": "._compaction",
@@ -71,6 +66,7 @@ _HOMES: dict[str, str] = {
     "ImageBlock": "._messages",
     "Message": "._messages",
     "ModelInfo": "._models",
+    "ModelRegistry": "._models",
     "ReplayReport": "._replay",
     "Session": "._session",
     "StoreError": "._exceptions",
@@ -86,7 +82,7 @@ _HOMES: dict[str, str] = {
     "UnknownModelError": "._exceptions",
     "Warden": "._warden",
     "WardenConfig": "._config",
-    "apply_model_overrides": "._models",
+    "apply_model_overrides": "._model_overrides",
     "assistant": "._messages",
     "compact_history": "._replay",
     "context_window": "._models",
@@ -97,7 +93,6 @@ _HOMES: dict[str, str] = {
     "load_config": "._config",
     "load_transcript": "._transcripts",
     "model_info": "._models",
-    "register_model": "._models",
     "replay": "._replay",
     "save_transcript": "._transcripts",
     "system": "._messages",
@@ -105,6 +100,7 @@ _HOMES: dict[str, str] = {
     "to_openai": ".formats",
     "tool_result": "._messages",
     "user": "._messages",
+    "__version__": "._version",
 }
 
 __all__ = [
@@ -119,6 +115,7 @@ __all__ = [
     "ImageBlock",
     "Message",
     "ModelInfo",
+    "ModelRegistry",
     "ReplayReport",
     "Session",
     "StoreError",
@@ -145,7 +142,6 @@ __all__ = [
     "load_config",
     "load_transcript",
     "model_info",
-    "register_model",
     "replay",
     "save_transcript",
     "system",
@@ -156,24 +152,11 @@ __all__ = [
 ]
 
 
-def _version() -> str:
-    """The installed distribution's version; ``0+unknown`` when run from a bare source tree."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("contextwarden")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(import_module(home, __name__), name)
-    elif name == "__version__":
-        value = _version()
-    else:
+    if home is None:
         raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -29,12 +29,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ._exceptions import ConfigError, UnknownModelError
-
-if TYPE_CHECKING:
-    from ._models import ModelInfo
+from ._models import ModelInfo, model_info
 
 __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 
@@ -117,8 +114,6 @@ class CachePricing:
         the model is unknown or has no input price. A model without prompt caching, or without
         a known cache read price, is priced with reads and writes at the input price (what it
         bills)."""
-        from ._models import model_info
-
         try:
             info = model_info(model, overrides)
         except UnknownModelError:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ._exceptions import ConfigError
-from ._models import ModelInfo, _find, context_window
+from ._models import ModelInfo, context_window, find_model
 
 __all__ = ["Budget", "BudgetSettings"]
 
@@ -116,7 +116,7 @@ class Budget:
         size = context_window(model, window, overrides)
         if reserve is None:
             reserve = min(DEFAULT_RESERVE, size // 4)
-            info = _find(model, overrides) if model is not None else None
+            info = find_model(model, overrides) if model is not None else None
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
         return cls(size, reserve, trigger_ratio, target_ratio)

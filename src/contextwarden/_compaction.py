@@ -22,8 +22,10 @@ validation with fallback, references to what was elided, and the triggers.
    embedded :class:`~contextwarden.summarizers.extractive.ExtractiveSummarizer` for that summary
    (``summarizer_failed`` event).
 
-The compactor does not remember what it did: the warden records each compaction as an edit in
-the conversation's log (:mod:`contextwarden._log`) and never asks for the same one twice.
+Its result carries a :class:`~contextwarden._events.CompactionPlan`: which input positions
+left, which summary stands where, which system prompt gained a hint, tracked strategy by
+strategy as the history is rewritten. The compactor does not remember what it did: the warden
+appends that plan to the conversation's log (:mod:`contextwarden._log`) and never asks for the same one twice.
 Summaries are still cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what
 they replace (``cache``: a dict by default, or a persistent mapping), so a rebuilt log (a new
 process, a branched history) pays for a summary it already has once only.
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._config import CompactionConfig, TaskType
-from ._events import CompactResult, Event, emit
+from ._events import CompactionPlan, CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._memo import Memo
 from ._messages import Message
@@ -141,6 +143,59 @@ class _Step:
     ref: str
     span: tuple[Message, ...]
     by: str | None = None
+
+
+def _carried(
+    origin: Sequence[int | None],
+    current: Sequence[Message],
+    step: _Step,
+    shown: dict[int, Message],
+) -> list[int | None]:
+    """Where each message of ``step.messages`` comes from in the compaction's input, given
+    where each of ``current`` (what the step rewrote) does, as :func:`assemble` lays it out:
+    the elided messages go, the summary (new) stands where the first of them was, and a
+    rebuild folds its hint into the first system message left (recorded in ``shown``)."""
+    elided = set(step.outcome.elided)
+    first = step.outcome.elided[0]
+    out: list[int | None] = []
+    hinted = not step.outcome.rebuild
+    for i, o in enumerate(origin):
+        if i == first:
+            out.append(None)
+        if i in elided:
+            continue
+        if not hinted and current[i].role == "system":
+            hinted = True
+            if o is not None:
+                shown[o] = step.messages[len(out)]
+        out.append(o)
+    return out
+
+
+def _plan_of(
+    origin: Sequence[int | None],
+    messages: Sequence[Message],
+    shown: Mapping[int, Message],
+    size: int,
+) -> CompactionPlan:
+    """The plan that turns the ``size`` input messages into ``messages``, whose sources are
+    ``origin``: what no message comes from was removed; each new message stands before the
+    next kept input message (or at the end)."""
+    kept = {o for o in origin if o is not None}
+    inserted: list[tuple[int, Message]] = []
+    pending: list[Message] = []
+    for o, m in zip(origin, messages, strict=True):
+        if o is None:
+            pending.append(m)
+        else:
+            inserted.extend((o, note) for note in pending)
+            pending = []
+    inserted.extend((size, note) for note in pending)
+    return CompactionPlan(
+        removed=tuple(p for p in range(size) if p not in kept),
+        inserted=tuple(inserted),
+        replaced=tuple((p, m) for p, m in sorted(shown.items()) if p in kept),
+    )
 
 
 class Compactor:
@@ -350,10 +405,11 @@ class Compactor:
         order.append(LAST_RESORT)
 
         current = original
+        origin: list[int | None] = list(range(len(original)))  # input position, None: new
+        shown: dict[int, Message] = {}  # input position -> the message shown instead
         allowance = [self.config.max_summary_calls]  # summarizer calls left (the embedded
         # summary, which calls nothing, writes the rest)
         steps: list[_Step] = []
-        created: set[int] = set()  # ids of summary messages written by this call
         compacted = 0
         for name in order:
             if steps and tokens <= aim:
@@ -366,15 +422,16 @@ class Compactor:
                 )
                 if step is None or step.tokens >= tokens:
                     continue
-                steps, created, compacted = [], set(), 0
+                steps, compacted, current = [], 0, original
+                origin, shown = list(range(len(original))), {}
             else:
                 step = yield from self._step(
                     name, current, ctx, tokens, tools, events, keep, allowance
                 )
             if step is None:
                 continue
-            compacted += sum(1 for m in step.span if id(m) not in created)
-            created.add(id(step.messages[step.outcome.elided[0]]))
+            compacted += sum(1 for i in step.outcome.elided if origin[i] is not None)
+            origin = _carried(origin, current, step, shown)
             current, tokens = step.messages, step.tokens
             steps.append(step)
         if not steps:
@@ -391,10 +448,10 @@ class Compactor:
             strategy="+".join(applied),
             refs=tuple(refs),
             summarizer="+".join(dict.fromkeys(s.by for s in steps if s.by)) or None,
+            plan=_plan_of(origin, current, shown, len(original)),
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
-        kept_ids = {id(m) for m in original}
-        kept = sum(1 for m in current if id(m) in kept_ids)
+        kept = sum(1 for o in origin if o is not None)
         emit(
             events,
             Event(

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
-from ._models import ModelOverride
+from ._model_overrides import ModelOverride
 from ._policy import PolicyConfig
 from ._task import TaskConfig
 from .layers.config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
@@ -39,7 +39,7 @@ StrategyName = str
 
 
 def _default_strategy_order() -> dict[TaskType, list[StrategyName]]:
-    """Seed 003's strategy order per task type (a function, so mypy sees the Literal types)."""
+    """The strategy order per task type (a function, so mypy sees the Literal types)."""
     return {
         "code": ["sliding_window", "key_events", "incremental"],
         "analysis": ["sliding_window", "importance", "incremental"],
@@ -50,12 +50,12 @@ def _default_strategy_order() -> dict[TaskType, list[StrategyName]]:
 
 
 def _default_fallback_order() -> list[StrategyName]:
-    """Seed 003's fixed fallback order."""
+    """The fixed fallback order."""
     return ["sliding_window", "importance", "key_events", "incremental"]
 
 
 class CompactionConfig(BaseModel):
-    """Lossy compaction when the lossless layers are not enough (seeds 001, 002, 003)."""
+    """Lossy compaction when the lossless layers are not enough."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -66,7 +66,7 @@ class CompactionConfig(BaseModel):
         9,
         ge=1,
         description="Sliding-window compaction keeps this many recent messages (4 user/tool + 5 "
-        "assistant, seed 003). Default: 9.",
+        "assistant). Default: 9.",
     )
     importance_threshold: float = Field(
         3.0, description="Importance scoring keeps messages scoring at least this. Default: 3.0."
@@ -113,13 +113,23 @@ class CompactionConfig(BaseModel):
         "compaction that could not reach its target is not repeated on every call. "
         "Default: 0.1.",
     )
+    defer: bool = Field(
+        True,
+        description="Over the trigger and within the hard limit (window - reserve), a "
+        "compaction waits while cutting the request to the target now would not pay for "
+        "itself, at the model's cache prices, before the request reaches the hard limit or "
+        "within the calls the session can be expected to still make (with cheap cache reads, "
+        "reading a long request again costs less than rewriting a short one); it is made at "
+        "the hard limit. false: compact as soon as the request is over the trigger. "
+        "Default: true.",
+    )
     strategy_order: dict[TaskType, list[StrategyName]] = Field(
         default_factory=_default_strategy_order,
-        description="Strategy order per detected task type (seed 003).",
+        description="Strategy order per detected task type.",
     )
     fallback_order: list[StrategyName] = Field(
         default_factory=_default_fallback_order,
-        description="Fixed order tried when the adaptive order fails (seed 003).",
+        description="Fixed order tried when the adaptive order fails.",
     )
 
 
@@ -143,13 +153,13 @@ class WardenConfig(BaseModel):
         None, ge=1, description="Override the model's context window. Default: from the registry."
     )
     reserve_tokens: int = Field(
-        8_192, ge=0, description="Tokens reserved for the model's output (seed 004). Default: 8192."
+        8_192, ge=0, description="Tokens reserved for the model's output. Default: 8192."
     )
     trigger_ratio: float = Field(
         0.75,
         gt=0,
         le=1,
-        description="Lossy steps start above window*ratio (seed 000/003: 0.75). Default: 0.75.",
+        description="Lossy steps start above window*ratio. Default: 0.75.",
     )
     target_ratio: float = Field(
         0.3,

@@ -160,9 +160,9 @@ def _seed_table() -> list[str]:
     ]
     for block, table in SEED_KEYS.items():
         where = (
-            "`context_compaction:` (seed 001)"
+            "`context_compaction:`"
             if block == "context_compaction"
-            else ("`contextGuard:` or `agent: contextGuard:` (seed 004)")
+            else ("`contextGuard:` or `agent: contextGuard:`")
         )
         for key, targets in table.items():
             sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if _exists(t))

@@ -1,5 +1,6 @@
 """What the warden did, as values: one :class:`Event` per truncation, mask, strip, drop or
-compaction, and :class:`CompactResult` for a compaction (seed 001).
+compaction, and :class:`CompactResult` for a compaction with its
+:class:`CompactionPlan`: what it did to the messages it was given, by position.
 
 Every event is also logged at warning level through the ``contextwarden`` stdlib logger by the
 code that emits it (see :func:`emit`).
@@ -8,6 +9,9 @@ code that emits it (see :func:`emit`).
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -15,6 +19,7 @@ from ._messages import Message
 
 __all__ = [
     "CompactResult",
+    "CompactionPlan",
     "Event",
     "EventKind",
 ]
@@ -23,23 +28,83 @@ logger = logging.getLogger("contextwarden")
 logger.addHandler(logging.NullHandler())  # silent unless the application configures logging
 
 EventKind = Literal[
-    "truncated",  # a tool result cut to head + tail (seed 004 L1)
-    "masked",  # an old tool result reduced to head/tail lines (seed 000 L1)
-    "thinking_stripped",  # old thinking removed (seed 000 L2)
-    "dropped",  # a unit dropped by the sliding window (seed 000 L3 / seed 004 L2)
+    "truncated",  # a tool result cut to head + tail
+    "masked",  # an old tool result reduced to head/tail lines
+    "thinking_stripped",  # old thinking removed
+    "dropped",  # a unit dropped by the sliding window
     "newest_truncated",  # the newest unit alone was over budget and was cut
-    "context_compacted",  # a lossy compaction replaced a span with a summary (seed 001)
+    "context_compacted",  # a lossy compaction replaced a span with a summary
     "summary_rejected",  # a summary failed its checks; the next strategy ran
     "summarizer_failed",  # the summarizer raised or returned garbage; fell back
     "compaction_refused",  # the confirmation callback said no
-    "warning",  # context nearing the window (seed 002 "warn")
+    "warning",  # context nearing the window
     "repaired",  # a structurally invalid history was repaired (orphan result, duplicate id...)
 ]
 
 
 @dataclass(frozen=True)
+class CompactionPlan:
+    """What a compaction does to the ``n`` messages it was given, by position: ``removed``
+    (sorted positions that leave), ``inserted`` (``(p, message)``: the message stands just
+    before input position ``p``, ``n`` for the end; in order), ``replaced`` (``(p, message)``:
+    shown instead of input message ``p``, e.g. a system prompt with a hint folded in).
+
+    The compaction engine writes it as it works; a conversation appends it to its log as it is.
+    """
+
+    removed: tuple[int, ...] = ()
+    inserted: tuple[tuple[int, Message], ...] = ()
+    replaced: tuple[tuple[int, Message], ...] = ()
+
+    def apply(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The messages after the compaction."""
+        gone = set(self.removed)
+        shown = dict(self.replaced)
+        before: defaultdict[int, list[Message]] = defaultdict(list)
+        for p, m in self.inserted:
+            before[p].append(m)
+        out: list[Message] = []
+        for p, m in enumerate(messages):
+            out.extend(before.get(p, ()))
+            if p not in gone:
+                out.append(shown.get(p, m))
+        out.extend(before.get(len(messages), ()))
+        return tuple(out)
+
+    @classmethod
+    def between(cls, before: Sequence[Message], after: Sequence[Message]) -> CompactionPlan:
+        """The plan of a compaction known only by its output (a compaction hook that returns a
+        message list): the messages of ``after`` equal in content to input messages, taken in
+        order, are kept; the others are inserted before the next kept one."""
+        where: defaultdict[str, list[int]] = defaultdict(list)
+        for p, m in enumerate(before):
+            where[m.fingerprint].append(p)
+        kept: list[int] = []
+        inserted: list[tuple[int, Message]] = []
+        pending: list[Message] = []
+        nxt = 0
+        for m in after:
+            spots = where.get(m.fingerprint, [])
+            k = bisect_left(spots, nxt)
+            if k == len(spots):
+                pending.append(m)
+                continue
+            p = spots[k]
+            kept.append(p)
+            inserted.extend((p, note) for note in pending)
+            pending = []
+            nxt = p + 1
+        inserted.extend((len(before), note) for note in pending)
+        kept_set = set(kept)
+        removed = tuple(p for p in range(len(before)) if p not in kept_set)
+        return cls(removed, tuple(inserted))
+
+
+@dataclass(frozen=True)
 class CompactResult:
-    """The outcome of one compaction (seed 001, plus the strategy that produced it)."""
+    """The outcome of one compaction (plus the strategy that produced it).
+    ``plan`` says what it did by position; a result without one (a compaction hook that
+    returns only ``new_messages``) gets :meth:`CompactionPlan.between`."""
 
     new_messages: tuple[Message, ...]
     summary: str
@@ -51,6 +116,7 @@ class CompactResult:
     #: the summarizer(s) that wrote the summary (``llm:openai:gpt-4o-mini``, ``extractive``...),
     #: ``+``-joined when several did; None when the strategies wrote it themselves
     summarizer: str | None = None
+    plan: CompactionPlan | None = None
 
     @property
     def saved_ratio(self) -> float:
@@ -93,6 +159,6 @@ class Event:
 
 
 def emit(events: list[Event], event: Event) -> None:
-    """Record ``event`` and log it at warning level (seed 004 L3)."""
+    """Record ``event`` and log it at warning level."""
     events.append(event)
     logger.warning(event.describe())

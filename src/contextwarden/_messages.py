@@ -81,7 +81,7 @@ def _empty() -> Mapping[str, Any]:
     return EMPTY
 
 
-#: ``<Pin>...</Pin>`` marks content that must never be dropped or masked (seed 003).
+#: ``<Pin>...</Pin>`` marks content that must never be dropped or masked.
 PIN_RE = re.compile(r"<Pin>(.*?)</Pin>", re.DOTALL | re.IGNORECASE)
 
 

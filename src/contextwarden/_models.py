@@ -1,10 +1,14 @@
 """Model registry: context window, output limit, tokenizer, list and cache prices per model.
 
-Lookup (:func:`model_info`) tries, in order:
+A :class:`ModelRegistry` is the registry a warden (a replay, the proxy) holds: the embedded
+tables below plus the models added to it, with :meth:`ModelRegistry.register` or from a config's
+``models:`` section (:func:`~contextwarden._model_overrides.registry_for`). Nothing here is
+changed by anyone after import: two wardens with different models do not see each other's.
 
-1. the ``overrides`` table passed in (built from a config's ``models:`` section by
-   :func:`apply_model_overrides`), then models registered at run time with
-   :func:`register_model` (both override built-ins);
+Lookup (:meth:`ModelRegistry.find`, :func:`model_info`) tries, in order:
+
+1. the models added to the registry (or the ``overrides`` table passed to :func:`model_info`,
+   such as one :func:`~contextwarden.apply_model_overrides` built); they override built-ins;
 2. the built-in table, by exact name, then the snapshot's *catalog*: every other model the
    maintained source (``genai-prices``) lists for the first-party providers, with its prices
    and, where the source gives one, its window (``gpt-5.4``, ``claude-opus-4-8``,
@@ -17,8 +21,8 @@ Lookup (:func:`model_info`) tries, in order:
 :func:`assume_model` goes further and never fails, for a replay or a bill of a recording: a
 model none of the above knows is taken to be like its family (``gpt-5.9`` -> ``gpt-5``,
 ``claude-opus-4-9`` -> the newest ``claude-opus-4`` known, ``glm-5.9`` -> ``glm-5``), else an
-unpriced model with the recording's window; it says what it assumed. The tables are read on
-first use: importing the package does not pay for them.
+unpriced model with the recording's window; it says what it assumed. The tables are read when
+this module is imported (about 2 ms), which ``import contextwarden`` alone does not do.
 
 Before matching, the name is lower-cased and provider routing is stripped: everything up to
 the last ``/`` (``openai/gpt-4o``, ``openrouter/anthropic/claude-3.5-sonnet``,
@@ -43,27 +47,26 @@ Where the figures come from (``docs/prices.md`` has the whole story):
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
+from types import MappingProxyType
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError, UnknownModelError
 
 __all__ = [
+    "PRICES_AS_OF",
     "ModelInfo",
-    "ModelOverride",
-    "apply_model_overrides",
+    "ModelRegistry",
+    "assume_model",
     "context_window",
+    "find_model",
     "known_models",
     "model_info",
-    "register_model",
-    "unregister_model",
+    "normalise_model_name",
 ]
 
 Encoding = Literal["o200k_base", "cl100k_base"]
@@ -325,27 +328,16 @@ _NO_IMPLICIT_CACHE = frozenset(
 PRICES_FILE = "data/prices.json"
 
 
-def _load_prices() -> dict[str, Any]:
+def _load_prices() -> Mapping[str, Any]:
     text = resources.files(__package__ or "contextwarden").joinpath(PRICES_FILE).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
-    return data
+    return MappingProxyType(data)
 
 
-@functools.cache
-def _prices() -> dict[str, Any]:
-    """The snapshot, read once on first use (``import contextwarden`` does not pay for it)."""
-    return _load_prices()
-
-
-def __getattr__(name: str) -> Any:
-    """``PRICES_AS_OF`` (the snapshot's date, ISO) and the built-in table, built on first use."""
-    if name == "PRICES_AS_OF":
-        return _prices()["as_of"]
-    if name == "_PRICES":
-        return _prices()
-    if name == "_BUILTIN":
-        return _builtin()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: The snapshot, read once as this module is imported; never changed.
+_PRICES: Mapping[str, Any] = _load_prices()
+#: The snapshot's date (ISO).
+PRICES_AS_OF: str = _PRICES["as_of"]
 
 
 @dataclass(frozen=True)
@@ -363,7 +355,7 @@ class _Spec:
 def _build(spec: _Spec) -> ModelInfo:
     """The registry entry for ``spec``: its prices from the snapshot, its cache behaviour from
     the provider's rules."""
-    entry: Mapping[str, Any] | None = _prices()["models"].get(spec.name)
+    entry: Mapping[str, Any] | None = _PRICES["models"].get(spec.name)
     rules = _CACHE_RULES.get(spec.provider)
     if entry is None or rules is None:
         # open weights: no single list price, nothing cached that we could price
@@ -374,7 +366,7 @@ def _build(spec: _Spec) -> ModelInfo:
             spec.max_out,
             spec.encoding,
             source="open weights: no single list price (hosts differ); window from the model card",
-            as_of=_prices()["as_of"],
+            as_of=_PRICES["as_of"],
         )
     price_in = entry["input"]
     read, write, write_1h = entry["cache_read"], entry["cache_write"], entry["cache_write_1h"]
@@ -506,16 +498,14 @@ _SPECS: tuple[_Spec, ...] = (
 # fmt: on
 
 
-@functools.cache
-def _builtin() -> dict[str, ModelInfo]:
-    """The built-in table, built on first use."""
-    return {spec.name: _build(spec) for spec in _SPECS}
+#: The built-in table, by name (built as this module is imported; never changed).
+_BUILTIN: Mapping[str, ModelInfo] = MappingProxyType({spec.name: _build(spec) for spec in _SPECS})
 
 
-@functools.cache
 def _catalog_entry(name: str) -> ModelInfo | None:
-    """A model of the snapshot's catalog (the maintained source's models beyond our table)."""
-    entry = _prices().get("catalog", {}).get(name)
+    """A model of the snapshot's catalog (the maintained source's models beyond our table),
+    built when asked for (about 20 microseconds; lookups that reach the catalog are rare)."""
+    entry = _PRICES.get("catalog", {}).get(name)
     if entry is None:
         return None
     provider: Provider = entry["provider"] if entry["provider"] in _PROVIDERS else "other"
@@ -569,14 +559,15 @@ _ALIASES: dict[str, str] = {
     "deepseek-r1": "deepseek-reasoner",
 }
 
-_USER: dict[str, ModelInfo] = {}
-
 _SEPARATORS = ("-", ":", "@", "_")
 _BEDROCK_PREFIX = re.compile(r"^(?:[a-z]{2}\.)?(?:anthropic|meta|mistral|deepseek|qwen)\.")
 _CLAUDE_DOTS = re.compile(r"(?<=\d)\.(?=\d)")
 
 
-def _normalise(model: str) -> str:
+def normalise_model_name(model: str) -> str:
+    """``model`` as the registry keys it: lower case, without provider routing (``openai/``,
+    ``anthropic.``, ``us.meta.``), Claude's dotted versions dashed (``claude-3.5-sonnet`` ->
+    ``claude-3-5-sonnet``)."""
     name = model.strip().lower().rsplit("/", 1)[-1]
     name = _BEDROCK_PREFIX.sub("", name)
     if name.startswith("claude"):
@@ -584,11 +575,13 @@ def _normalise(model: str) -> str:
     return name
 
 
-def _find(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo | None:
-    """The registered model ``model`` resolves to, or ``None`` (``overrides`` first)."""
-    name = _normalise(model)
-    builtin = _builtin()
-    first: tuple[Mapping[str, ModelInfo], ...] = (overrides or {}, _USER, builtin)
+def find_model(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo | None:
+    """The model ``model`` resolves to, or ``None`` (see the module docstring): ``overrides``
+    (keyed by normalised name: a :class:`ModelRegistry`, or what
+    :func:`~contextwarden.apply_model_overrides` returns) before the built-in tables."""
+    name = normalise_model_name(model)
+    builtin = _BUILTIN
+    first: tuple[Mapping[str, ModelInfo], ...] = (overrides or {}, builtin)
     for exact in first:
         if name in exact:
             return exact[name]
@@ -649,24 +642,24 @@ def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo 
     """The model ``model`` most likely behaves like when no table knows it: its family (a
     ``gpt-5.x`` is a ``gpt-5``; a ``claude-opus-4-8`` is the newest ``claude-opus-4`` known),
     else the name without its last version number (``glm-5.9`` -> ``glm-5``)."""
-    name = _normalise(model)
+    name = normalise_model_name(model)
     gpt = _GPT_MINOR.match(name)
     if gpt is not None:
         for candidate in (gpt.group(1) + gpt.group(2), gpt.group(1)):
-            found = _find(candidate, overrides)
+            found = find_model(candidate, overrides)
             if found is not None:
                 return found
     claude = _CLAUDE_FAMILY.match(name)
     if claude is not None:
         stem = claude.group(1)
-        members = [k for k in (*_builtin(), *_prices().get("catalog", {})) if k.startswith(stem)]
+        members = [k for k in (*_BUILTIN, *_PRICES.get("catalog", {})) if k.startswith(stem)]
         members = [k for k in members if _CLAUDE_FAMILY.match(k)]
         if members:
             newest = max(members, key=lambda k: [int(x) for x in re.findall(r"\d+", k)])
-            return _find(newest, overrides)
+            return find_model(newest, overrides)
     while (match := _TRAILING_VERSION.match(name)) is not None:
         name = match.group(1)
-        found = _find(name, overrides)
+        found = find_model(name, overrides)
         if found is not None:
             return found
     return None
@@ -685,12 +678,12 @@ def assume_model(
     (or 128,000 tokens) and the o200k tokenizer. ``window`` (the window a recording states)
     replaces the registry's figure either way.
     """
-    info = _find(model, overrides) if model else None
+    info = find_model(model, overrides) if model else None
     note: str | None = None
     if info is None and model:
         family = _family(model, overrides)
         if family is not None:
-            info = replace(family, name=_normalise(model))
+            info = replace(family, name=normalise_model_name(model))
             note = (
                 f"model {model!r} is not in the registry: assumed to be like {family.name} "
                 f"(its prices and window)"
@@ -698,7 +691,7 @@ def assume_model(
     if info is None:
         size = window or _DEFAULT_WINDOW
         info = ModelInfo(
-            _normalise(model) if model else "unknown",
+            normalise_model_name(model) if model else "unknown",
             "other",
             size,
             min(size, 128_000),
@@ -719,10 +712,11 @@ def assume_model(
 def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo:
     """The :class:`ModelInfo` for ``model`` (see the module docstring for how names resolve).
 
-    ``overrides`` (from :func:`apply_model_overrides`) is consulted before the registry.
+    ``overrides`` (a :class:`ModelRegistry`, or a table from
+    :func:`~contextwarden.apply_model_overrides`) is consulted before the built-in tables.
     Raises :class:`UnknownModelError` when nothing matches.
     """
-    info = _find(model, overrides)
+    info = find_model(model, overrides)
     if info is None:
         raise UnknownModelError(
             f"unknown model {model!r}: not in the registry nor its price snapshot; give its "
@@ -738,7 +732,7 @@ def context_window(
     overrides: Mapping[str, ModelInfo] | None = None,
 ) -> int:
     """The context window to use: ``override`` when given, else the registry's figure
-    (``overrides`` from :func:`apply_model_overrides` first).
+    (``overrides`` first, as in :func:`model_info`).
 
     Raises :class:`ConfigError` for a non-positive override and :class:`UnknownModelError`
     when the model is unknown (or ``None``) and no override is given.
@@ -752,145 +746,75 @@ def context_window(
     return model_info(model, overrides).context_window
 
 
-def register_model(info: ModelInfo) -> ModelInfo:
-    """Add ``info`` to the registry, or override a built-in of the same name.
+def known_models(overrides: Mapping[str, ModelInfo] | None = None) -> list[str]:
+    """Every model name of the built-in table and of ``overrides``, sorted."""
+    return sorted({*_BUILTIN, *(overrides or {})})
 
-    Later lookups of ``info.name`` (and of names it is a prefix of, e.g. dated snapshots)
-    return it. The name is stored normalised (lower case, provider prefix stripped).
+
+class ModelRegistry(Mapping[str, ModelInfo]):
+    """The models one warden (a replay, the proxy) knows: the built-in tables of this module
+    plus the models added to this registry, which win over built-ins of the same name.
+
+    As a mapping it holds the added models only, keyed by normalised name (so it can be passed
+    wherever an ``overrides`` table is taken); :meth:`find` and :meth:`info` look everywhere.
+    ``Warden(models=registry)`` starts from it and adds the config's ``models:`` section.
     """
-    if not isinstance(info, ModelInfo):
-        raise ConfigError(f"register_model() expects a ModelInfo, got {type(info).__name__}")
-    _USER[_normalise(info.name)] = info
-    return info
 
+    def __init__(self, models: Iterable[ModelInfo] = ()) -> None:
+        self._added: dict[str, ModelInfo] = {}
+        for info in models:
+            self.register(info)
 
-def unregister_model(name: str) -> None:
-    """Remove a model added with :func:`register_model` (built-ins come back into view).
+    def __getitem__(self, name: str) -> ModelInfo:
+        return self._added[normalise_model_name(name)]
 
-    Raises :class:`UnknownModelError` when no such user registration exists.
-    """
-    try:
-        del _USER[_normalise(name)]
-    except KeyError:
-        raise UnknownModelError(
-            f"model {name!r} was not registered with register_model()"
-        ) from None
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and normalise_model_name(name) in self._added
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._added)
 
-def known_models() -> list[str]:
-    """Every registered model name (built-in and user), sorted."""
-    return sorted({*_builtin(), *_USER})
+    def __len__(self) -> int:
+        return len(self._added)
 
+    def __repr__(self) -> str:
+        return f"ModelRegistry({list(self._added.values())!r})"
 
-# --------------------------------------------------------------------------------------------
-# Overrides from configuration: ``models: {name: {...}}`` in contextwarden.yaml
-# --------------------------------------------------------------------------------------------
+    def register(self, info: ModelInfo) -> ModelInfo:
+        """Add ``info`` to this registry, or override a built-in of the same name.
 
+        Later lookups of ``info.name`` (and of names it is a prefix of, e.g. dated snapshots)
+        return it. The name is stored normalised (lower case, provider prefix stripped).
+        """
+        if not isinstance(info, ModelInfo):
+            raise ConfigError(f"register() expects a ModelInfo, got {type(info).__name__}")
+        self._added[normalise_model_name(info.name)] = info
+        return info
 
-class ModelOverride(BaseModel):
-    """One entry of the config's ``models:`` section: the figures to change for a model the
-    registry knows (its name, or a name that resolves to it), or every figure of a new one
-    (then ``context_window`` is required). Unset fields keep the registry's value."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    provider: Provider | None = Field(
-        None, description="Who serves the model. Default: the registry's, else other."
-    )
-    context_window: int | None = Field(
-        None,
-        ge=1,
-        description="Context window in tokens. Default: the registry's (required "
-        "for a model the registry does not know).",
-    )
-    max_output_tokens: int | None = Field(
-        None,
-        ge=0,
-        description="Output limit in tokens (it caps the output reserve). Default: the "
-        "registry's; for a new model its context_window (no cap).",
-    )
-    encoding: Encoding | None = Field(
-        None, description="BPE used to count tokens. Default: the registry's, else o200k_base."
-    )
-    input_price_per_mtok: float | None = Field(
-        None, ge=0, description="USD per million input tokens. Default: the registry's."
-    )
-    output_price_per_mtok: float | None = Field(
-        None, ge=0, description="USD per million output tokens. Default: the registry's."
-    )
-    cache_read_price_per_mtok: float | None = Field(
-        None, ge=0, description="USD per million cached tokens read. Default: the registry's."
-    )
-    cache_write_price_per_mtok: float | None = Field(
-        None,
-        ge=0,
-        description="USD per million tokens written to the cache (5-minute write). Default: "
-        "the registry's.",
-    )
-    cache_write_1h_price_per_mtok: float | None = Field(
-        None,
-        ge=0,
-        description="USD per million tokens written to the 1-hour cache. Default: the registry's.",
-    )
-    cache_ttl_s: float | None = Field(
-        None, gt=0, description="Seconds an unused cached prefix lives. Default: the registry's."
-    )
-    min_cacheable_tokens: int | None = Field(
-        None, ge=0, description="Shortest prefix the provider caches. Default: the registry's."
-    )
-    caching: Caching | None = Field(
-        None,
-        description="automatic, breakpoints (cache_control) or none. Default: the registry's, "
-        "else none.",
-    )
-
-
-def apply_model_overrides(
-    config: Mapping[str, ModelOverride | Mapping[str, Any]] | Any,
-) -> dict[str, ModelInfo]:
-    """The registry entries a config's ``models:`` section describes, keyed by normalised name:
-    each entry is the registry's model with the given fields replaced (or a new model). Pass
-    the result to :func:`model_info` / :func:`context_window` as ``overrides``; nothing is
-    registered process-wide.
-
-    ``config`` is the ``models`` mapping (or a configuration holding it, such as a
-    :class:`~contextwarden.WardenConfig`). Raises
-    :class:`ConfigError` naming ``models.<name>.<field>`` for a bad value, or for a new model
-    given without ``context_window``.
-    """
-    models = getattr(config, "models", config)
-    if not isinstance(models, Mapping):
-        raise ConfigError(f"models: expected a mapping of model name to settings, got {models!r}")
-    out: dict[str, ModelInfo] = {}
-    for name, raw in models.items():
-        where = f"models.{name}"
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"models: a model name must be a non-empty string, got {name!r}")
+    def unregister(self, name: str) -> None:
+        """Remove a model added with :meth:`register` (a built-in of that name comes back into
+        view). Raises :class:`UnknownModelError` when this registry holds no such model."""
         try:
-            entry = raw if isinstance(raw, ModelOverride) else ModelOverride.model_validate(raw)
-        except ValidationError as exc:
-            problems = []
-            for err in exc.errors():
-                at = ".".join([where, *(str(p) for p in err["loc"])])
-                problems.append(f"{at}: {err['msg']}, got {err.get('input')!r}")
-            raise ConfigError("\n".join(problems)) from None
-        changes = entry.model_dump(exclude_none=True)
-        given = sorted(changes)
-        base = _find(name)
-        if base is None:
-            if "context_window" not in changes:
-                raise ConfigError(
-                    f"{where}.context_window: required for a model the registry does not know"
-                )
-            window = changes.pop("context_window")
-            # no output limit known: the window, so the reserve setting alone decides
-            base = ModelInfo(name.strip(), "other", window, window)
-        else:
-            base = replace(base, name=_normalise(name))
-        source = f"config {where}: {', '.join(given)}" if given else base.source
-        try:
-            info = replace(base, **changes, source=source)
-        except ConfigError as exc:  # ModelInfo's own checks (kept in one place)
-            raise ConfigError(f"{where}: {exc}") from None
-        out[_normalise(name)] = info
-    return out
+            del self._added[normalise_model_name(name)]
+        except KeyError:
+            raise UnknownModelError(f"model {name!r} was not registered here") from None
+
+    def find(self, model: str) -> ModelInfo | None:
+        """The model ``model`` resolves to, or ``None`` (see the module docstring)."""
+        return find_model(model, self._added)
+
+    def info(self, model: str) -> ModelInfo:
+        """:func:`model_info` in this registry."""
+        return model_info(model, self._added)
+
+    def context_window(self, model: str | None, override: int | None = None) -> int:
+        """:func:`context_window` in this registry."""
+        return context_window(model, override, self._added)
+
+    def assume(self, model: str | None, window: int | None = None) -> tuple[ModelInfo, str | None]:
+        """:func:`assume_model` in this registry."""
+        return assume_model(model, window, self._added)
+
+    def known(self) -> list[str]:
+        """Every model name this registry resolves exactly (built-in and added), sorted."""
+        return known_models(self._added)

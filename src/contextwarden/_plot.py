@@ -1,7 +1,7 @@
 """A picture of a replay: context size per call, without and with contextwarden, against the
 window, and below it what the provider would bill (cumulative, prompt caching counted, beside
-the list price). matplotlib is imported only here, only when a plot is asked for (the ``plot``
-extra)."""
+the list price). matplotlib (the ``plot`` extra) is imported only here, by :func:`pyplot`, when
+a plot is asked for."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from typing import Any
 from ._exceptions import ContextWardenError
 from ._replay import ReplayReport
 
-__all__ = ["plot_replay"]
+__all__ = ["plot_replay", "pyplot"]
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` drawing to files (the Agg backend: no display needed); a
+    :class:`~contextwarden.ContextWardenError` naming the ``plot`` extra without matplotlib.
+    The one place matplotlib is imported, when a plot is asked for."""
     try:
         import matplotlib
     except ImportError as exc:
@@ -42,7 +45,7 @@ def plot_replay(
     with contextwarden, cache-aware; its title gives the totals beside the list price (what a
     token count alone would claim) and the cache hit ratios.
     """
-    plt = _pyplot()
+    plt = pyplot()
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

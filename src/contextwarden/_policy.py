@@ -14,13 +14,20 @@ removes are then not read on any later call. So an edit is made when:
 * **free**: the provider's cache has gone cold (longer than its TTL since the conversation's
   previous call), so the next request is a full write whatever it holds;
 * **immediate**: the model has no prompt caching (or ``mode: immediate``): every call, as
-  soon as an edit helps (seed 000's behaviour with ``clear_at_least: 0``).
+  soon as an edit helps (with ``clear_at_least: 0``).
 
-The calls to come are unknown; the policy takes as many as the conversation has made so far
-(an agent that has run 40 steps is likely to run about as many more), at least ``min_horizon``,
-unless ``horizon`` fixes the number; and never more than the calls until the next compaction
-is expected (the request grows by about as much per call as it has so far), since a compaction
-rewrites the request anyway.
+The calls to come are unknown. An agent that has run 40 steps is as likely as not to run
+about as many more, but an edit that has not paid back when the session ends leaves the bill
+dearer than sending everything, so the policy counts on only ``horizon_ratio`` (half) of the
+calls made so far, at least ``min_horizon``, unless ``horizon`` fixes the number; and never more
+than the calls until the next compaction is expected (the request grows by about as much per
+call as it has so far), since a compaction rewrites the request anyway.
+
+The same test decides whether a request over the trigger but within the hard limit is cut now
+or waits (``compaction.defer``): cutting to the target removes ``request - target`` tokens and
+rewrites the target, plus the summarizer's calls when it is an LLM, and pays only over the calls
+until the request would reach the hard limit, where it must be cut anyway. With cheap cache
+reads (DeepSeek's at 2% of the input price) it waits for the hard limit.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ._models import find_model
 
 __all__ = ["PolicyConfig"]
 
@@ -48,14 +57,14 @@ class PolicyConfig(BaseModel):
         "cache_aware",
         description="cache_aware: edit when over the trigger, when an edit pays for itself in "
         "cache reads, or when the cache has gone cold; immediate: every call, as soon as an "
-        "edit helps (seed 000). Models without prompt caching always behave as immediate. "
+        "edit helps. Models without prompt caching always behave as immediate. "
         "Default: cache_aware.",
     )
     clear_at_least: int = Field(
         4_000,
         ge=0,
         description="A mask/strip edit that is not required removes at least this many tokens "
-        "at once, so the cache is rewritten rarely. 0 with mode immediate is seed 000 exactly. "
+        "at once, so the cache is rewritten rarely. 0 with mode immediate masks as soon as a result leaves the recent ones. "
         "Default: 4000.",
     )
     pricing: Literal["conservative", "model"] = Field(
@@ -68,11 +77,20 @@ class PolicyConfig(BaseModel):
     horizon: int | None = Field(
         None,
         ge=1,
-        description="Calls expected to come after this one. Default: none (as many as the "
-        "conversation has made so far, at least min_horizon).",
+        description="Calls expected to come after this one. Default: none (horizon_ratio of "
+        "the calls the conversation has made so far, at least min_horizon).",
+    )
+    horizon_ratio: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="The calls to come, as a share of the calls made so far (at least "
+        "min_horizon): how long a session goes on is unknown, and an edit that does not pay "
+        "back before the session ends makes the bill dearer than sending everything. "
+        "Default: 0.5.",
     )
     min_horizon: int = Field(
-        8, ge=0, description="The least number of calls to come assumed. Default: 8."
+        4, ge=0, description="The least number of calls to come assumed. Default: 4."
     )
     cache_ttl_s: float | None = Field(
         None,
@@ -107,9 +125,7 @@ def rates_for(
     read = write = ttl = None
     caching = True
     if model is not None:
-        from ._models import _find
-
-        info = _find(model, overrides)
+        info = find_model(model, overrides)
         if info is not None:
             price = info.input_price_per_mtok
             cached = getattr(info, "cache_read_price_per_mtok", None)
@@ -141,12 +157,14 @@ def edit_pays(
     rates: CacheRates,
     config: PolicyConfig,
     calls_left: int | None = None,
+    extra_cost: float = 0.0,
 ) -> bool:
     """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
     tokens (the suffix after the first message it changes, as it will be sent) pays, given the
     ``new_tokens`` this call writes anyway (see the module docstring). ``calls_left`` caps the
     calls it pays over: the calls until the next compaction is expected, which rewrites the
-    request anyway (None: no compaction in sight)."""
+    request anyway (None: no compaction in sight). ``extra_cost``, in input tokens, is what
+    else the edit costs (the summarizer calls of a compaction)."""
     if removed <= 0:
         return False
     if not rates.caching:
@@ -154,10 +172,12 @@ def edit_pays(
     if removed < config.clear_at_least:
         return False
     horizon = (
-        config.horizon if config.horizon is not None else max(calls_so_far, config.min_horizon)
+        config.horizon
+        if config.horizon is not None
+        else max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
     )
     if calls_left is not None:
         horizon = min(horizon, calls_left)
     gain = removed * rates.read * (horizon + 1)
-    cost = max(rewritten - new_tokens, 0) * rates.rewrite
+    cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
     return gain > cost

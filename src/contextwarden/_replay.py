@@ -40,26 +40,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ._billing import CachePricing, CallBill, PromptRequest, bill_after
+from ._budget import Budget
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
-from ._models import ModelInfo, apply_model_overrides
+from ._models import ModelInfo, model_info
+from ._tokens import TokenCounter
+from ._warden import TransformResult, Warden
+from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 from .transcripts._common import AgentCompaction
-
-if TYPE_CHECKING:
-    from ._budget import Budget
-    from ._tokens import TokenCounter
-    from ._warden import TransformResult, Warden
 
 __all__ = [
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
     "compact_history",
+    "epoch_seconds",
     "iter_replay",
+    "prompt_request",
     "replay",
 ]
 
@@ -250,16 +251,12 @@ class ReplayReport:
 def make_warden(config: WardenConfig) -> Warden:
     """The warden an agent would build from ``config``: ``Warden(config)``, compaction with
     the embedded extractive summarizer included unless ``compaction.enabled`` is false."""
-    from ._warden import Warden
-
     return Warden(config)
 
 
 def _problems(
     result: TransformResult, provider: Provider, window: int, validate: bool = True
 ) -> list[str]:
-    from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
-
     if not validate:
         if result.tokens_after > window:
             return [f"request is {result.tokens_after} tokens, over the {window}-token window"]
@@ -294,8 +291,6 @@ def cache_pricing(
     if pricing == "model":
         return CachePricing.for_model(model, overrides)
     if pricing == "anthropic":
-        from ._models import model_info
-
         try:
             price = model_info(model, overrides).input_price_per_mtok
         except UnknownModelError:
@@ -304,7 +299,7 @@ def cache_pricing(
     raise ConfigError(f"pricing must be 'model', 'anthropic' or a CachePricing, got {pricing!r}")
 
 
-def _epoch_seconds(stamp: Any) -> float | None:
+def epoch_seconds(stamp: Any) -> float | None:
     """A transcript timestamp as epoch seconds: numbers in seconds or milliseconds (pi writes
     milliseconds), ISO 8601 strings (Claude Code); ``None`` for anything else."""
     if isinstance(stamp, bool):
@@ -328,7 +323,7 @@ def _call_time(context: Sequence[Message], reply: Message) -> float | None:
     out as soon as its last input exists), else of the reply."""
     for message in (context[-1] if context else None, reply):
         if message is not None:
-            at = _epoch_seconds(message.timestamp)
+            at = epoch_seconds(message.timestamp)
             if at is not None:
                 return at
     return None
@@ -342,7 +337,7 @@ def _takes_now(warden: Warden) -> bool:
         return False
 
 
-def _prompt(
+def prompt_request(
     messages: Sequence[Message],
     counter: TokenCounter,
     prefix_key: str,
@@ -400,7 +395,7 @@ def iter_replay(
     """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
     :func:`replay`)."""
     config, warden, budget = _setup(config, warden, model, window, "replay")
-    prices = cache_pricing(model, pricing, apply_model_overrides(config))
+    prices = cache_pricing(model, pricing, warden.models)
     # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
     rules = prices or CachePricing.ratios(0.0)
     counter = warden.counter_for(model)
@@ -434,8 +429,8 @@ def iter_replay(
             tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
         total_without += tokens_sent
         total_with += result.tokens_after
-        sent_without = _prompt(agent_sent, counter, prefix_key, prefix_tokens, at)
-        sent_with = _prompt(result.messages, counter, prefix_key, prefix_tokens, at)
+        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
+        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
         bill_without = _bill(previous_without, sent_without, rules)
         bill_with = _bill(previous_with, sent_with, rules)
         previous_without, previous_with = sent_without, sent_with
@@ -583,10 +578,8 @@ def replay(
     Raises :class:`~contextwarden.UnknownModelError` for a model the registry lacks when no
     window is given. ``messages`` is never mutated.
     """
-    from ._models import model_info
-
     config, warden, budget = _setup(config, warden, model, window, "replay")
-    overrides = apply_model_overrides(config)
+    overrides = warden.models
     calls: list[ReplayCall] = []
     for c in iter_replay(
         messages,
@@ -711,7 +704,7 @@ def compact_history(
     """The history an agent would send next, compacted: the warden's working copy of the
     whole of ``messages`` (lossless layers; compaction when over the trigger; the window).
 
-    ``force`` compacts even under the trigger (the API trigger of seed 003), with the
+    ``force`` compacts even under the trigger (the API trigger), with the
     warden's summarizer (the config's ``summarizer:``). ``messages`` is never mutated.
     """
     config, warden, budget = _setup(config, None, model, window, "compaction")

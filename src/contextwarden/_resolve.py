@@ -17,7 +17,7 @@ from typing import Any
 from ._budget import Budget
 from ._config import WardenConfig
 from ._messages import Message, TextBlock
-from ._models import ModelInfo
+from ._models import ModelRegistry
 from ._policy import CacheRates, rates_for
 from ._tokens import TokenCounter, counter_spec, new_counter
 from .formats import check_tools
@@ -32,7 +32,7 @@ class Resolver:
         self,
         config: WardenConfig,
         counter: TokenCounter | None,
-        models: dict[str, ModelInfo],
+        models: ModelRegistry,
         counter_cache: int = 100_000,
     ) -> None:
         self.config = config
@@ -71,11 +71,17 @@ class Resolver:
         model = model or self.config.model
         counter: TokenCounter | None = self._recall(self._counters, model)
         if counter is None:
-            spec = counter_spec(model) if self.config.counter == "exact" else None
+            exact = self.config.counter == "exact"
+            spec = counter_spec(model, self.models) if exact else None
             with self._lock:
                 counter = self._by_spec.get(spec)
             if counter is None:
-                made = new_counter(model, kind=self.config.counter, cache_size=self.counter_cache)
+                made = new_counter(
+                    model,
+                    kind=self.config.counter,
+                    cache_size=self.counter_cache,
+                    models=self.models,
+                )
                 with self._lock:
                     counter = self._by_spec.setdefault(spec, made)
             self._remember(self._counters, model, counter)

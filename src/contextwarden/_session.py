@@ -1,4 +1,4 @@
-"""Session: the I/O edge around the pure warden (seeds 001, 002, 003).
+"""Session: the I/O edge around the pure warden.
 
 A session keeps the *original* history append-only in a :class:`SessionStore` (SQLite, WAL) and
 hands the model a *working view* built by the :class:`Warden` before each call. The working view
@@ -6,11 +6,11 @@ may be lossy; the originals never are: every span a compaction elided is stored 
 reference, ``session.recall(ref)`` returns it verbatim, and :attr:`Session.recall_tool` lets the
 model ask for it.
 
-Triggers (seed 003): tokens over the trigger ratio (inside the warden), the turn count since the
+Triggers: tokens over the trigger ratio (inside the warden), the turn count since the
 last compaction (default 200), the model writing ``!!!SUMMARY!!!``, a ``/compact [focus]`` user
 command, and :meth:`Session.compact`. Before a lossy compaction an optional confirmation callback
-is asked (seed 001); on refusal the session drops oldest units, starts fresh, or raises, as
-configured. :meth:`Session.call` implements seed 002's overflow flow: a context-overflow error
+is asked; on refusal the session drops oldest units, starts fresh, or raises, as
+configured. :meth:`Session.call` recovers from an overflow: a context-overflow error
 from the provider (or our own check) -> compact -> rebuild as system + summary hint + original
 question -> retry once.
 """
@@ -22,23 +22,22 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
 from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
+from ._warden import Warden
+from .formats import from_anthropic, from_openai, to_anthropic, to_openai
 from .store.logs import SQLiteLogStore
 from .store.sqlite import SessionStore
-
-if TYPE_CHECKING:
-    from ._warden import Warden
+from .strategies.triggers import explicit_trigger
 
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
 T = TypeVar("T")
 
-_COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>.+?))?\s*$", re.DOTALL)
 
 #: Phrases providers use when a request does not fit (OpenAI ``context_length_exceeded``,
 #: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
@@ -69,7 +68,7 @@ def is_context_overflow(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class ConfirmRequest:
-    """What the confirmation callback is asked about (seed 001)."""
+    """What the confirmation callback is asked about."""
 
     tokens: int
     window: int
@@ -109,8 +108,6 @@ class Session:
         confirm: ConfirmCallback | None = None,
         warden: Any = None,
     ) -> None:
-        from ._warden import Warden
-
         self.config = config or WardenConfig()
         self.model = model or self.config.model
         self.window = window or self.config.context_window
@@ -150,18 +147,14 @@ class Session:
         self._messages.extend(messages)
 
     def extend_openai(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        from .formats import from_openai
-
         self.append(*from_openai(list(messages)))
 
     def extend_anthropic(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        from .formats import from_anthropic
-
         self.append(*from_anthropic(list(messages)))
 
     @property
     def turns(self) -> int:
-        """Assistant turns since the last compaction (the seed 003 turn counter)."""
+        """Assistant turns since the last compaction (the turn trigger's counter)."""
         total = sum(1 for m in self._messages if m.role == "assistant")
         return total - self._turns_at_compaction
 
@@ -178,8 +171,6 @@ class Session:
         if self.confirm is not None:
             # a warden of its own, so that asking does not record the window cut in our log
             if self._probe is None:
-                from ._warden import Warden
-
                 self._probe = Warden(self.config, compactor=None)
             probe = self._probe.transform(
                 self._messages,
@@ -219,17 +210,13 @@ class Session:
 
     def openai_messages(self, *, focus: str | None = None) -> list[dict[str, Any]]:
         """The working view as OpenAI Chat Completions messages."""
-        from .formats import to_openai
-
         return to_openai(self.context(focus=focus).messages)
 
     def anthropic_request(self, *, focus: str | None = None) -> tuple[Any, list[dict[str, Any]]]:
         """The working view as Anthropic ``(system, messages)``."""
-        from .formats import to_anthropic
-
         return to_anthropic(self.context(focus=focus).messages)
 
-    # -- seed 002: overflow -> compact -> rebuild -> retry once ------------------------------
+    # -- overflow -> compact -> rebuild -> retry once ------------------------------
     def call(self, fn: Callable[[list[Message]], T]) -> T:
         """Call ``fn(working_view)``; on a context overflow, rebuild and retry once."""
         try:
@@ -293,8 +280,6 @@ class Session:
 
     def answer_recall(self, call: ToolCallBlock) -> Message:
         """The tool message answering a call of :attr:`recall_tool`."""
-        from .formats import to_openai
-
         ref = call.input.get("ref") if isinstance(call.input, dict) else None
         try:
             found = self.recall(str(ref))
@@ -305,25 +290,10 @@ class Session:
 
     # -- internals ---------------------------------------------------------------------------
     def _explicit_trigger(self) -> tuple[str | None, str | None]:
-        """The seed 003 triggers besides tokens: a ``/compact [focus]`` command as the newest
-        message, the marker in the newest assistant message (possibly followed by its tool
-        results), or the turn count. Returns (reason, focus)."""
-        cfg = self.config.compaction
-        newest = self._messages[-1] if self._messages else None
-        if newest is not None and newest.role == "user":
-            match = _COMPACT_CMD.match(newest.text)
-            if match:
-                return "user command /compact", match.group("focus")
-        last_assistant = next((m for m in reversed(self._messages) if m.role != "tool"), None)
-        if (
-            last_assistant is not None
-            and last_assistant.role == "assistant"
-            and cfg.summary_marker in last_assistant.text
-        ):
-            return f"model wrote {cfg.summary_marker}", None
-        if self.turns >= cfg.turn_threshold:
-            return f"{self.turns} turns since the last compaction", None
-        return None, None
+        """The triggers besides tokens (:func:`explicit_trigger`), counting turns since
+        the last compaction. Returns (reason, focus)."""
+        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
+        return (None, None) if found is None else (found.detail, found.focus)
 
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None

@@ -34,6 +34,12 @@ Caching
     keyed by :attr:`Message.fingerprint`, so an equal message rebuilt from provider dicts
     is not re-tokenized either. Recounting an unchanged history is a dictionary lookup per
     message.
+
+Loading
+    The Rust tokenizers are loaded once per process, when first used (:func:`_tokenizer`): the
+    one piece of process-wide state, read-only once loaded. :func:`_load_bindings` reaches
+    bpe-openai's extension module without running its package ``__init__`` (which would build
+    vocabularies we never use); it imports the package the ordinary way only if that fails.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from ._exceptions import ConfigError, TokenizerError
 from ._messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._models import ModelInfo, find_model, normalise_model_name
 
 __all__ = [
     "ExactCounter",
@@ -589,14 +596,15 @@ _CALIBRATED: tuple[tuple[str, str], ...] = (("claude", "anthropic"), ("deepseek"
 _HEURISTIC = HeuristicCounter()
 
 
-def _counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
-    """(encoding, scale, count_ids) for ``model`` (see the module docstring)."""
+def _counter_spec(
+    model: str | None, models: Mapping[str, ModelInfo] | None = None
+) -> tuple[Encoding, float, bool]:
+    """(encoding, scale, count_ids) for ``model`` (see the module docstring), as ``models`` (a
+    :class:`~contextwarden.ModelRegistry`) or the built-in registry knows it."""
     if model is None:
         return ("o200k_base", 1.0, False)
-    from ._models import _find, _normalise
-
-    name = _normalise(model)
-    info = _find(model)
+    name = normalise_model_name(model)
+    info = find_model(model, models)
     provider = info.provider if info is not None else None
     family = next(
         (f for f, p in _CALIBRATED if provider == p or name.startswith(f)),
@@ -612,36 +620,51 @@ def _counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
     return ("cl100k_base" if _CL100K_MODELS.match(name) else "o200k_base", 1.0, False)
 
 
-def counter_spec(model: str | None) -> tuple[Encoding, float, bool]:
-    """How ``model`` is counted: ``(encoding, scale, count_ids)``; models with one spec count
-    alike (one counter may serve them)."""
-    return _counter_spec(model)
+def counter_spec(
+    model: str | None, models: Mapping[str, ModelInfo] | None = None
+) -> tuple[Encoding, float, bool]:
+    """How ``model`` is counted: ``(encoding, scale, count_ids)``, as ``models`` or the
+    built-in registry knows it; models with one spec count alike (one counter may serve
+    them)."""
+    return _counter_spec(model, models)
 
 
 def new_counter(
-    model: str | None = None, *, kind: CounterKind = "exact", cache_size: int = 100_000
+    model: str | None = None,
+    *,
+    kind: CounterKind = "exact",
+    cache_size: int = 100_000,
+    models: Mapping[str, ModelInfo] | None = None,
 ) -> TokenCounter:
     """A counter of its own for ``model`` (its caches shared with nobody): what a
-    :class:`~contextwarden.Warden` counts with. The tokenizers are loaded once per process."""
+    :class:`~contextwarden.Warden` counts with, its encoding from ``models`` (the warden's
+    :class:`~contextwarden.ModelRegistry`) or the built-in registry. The tokenizers are loaded
+    once per process."""
     if kind == "heuristic":
         return _HEURISTIC
     if kind != "exact":
         raise ConfigError(f"kind must be 'exact' or 'heuristic', got {kind!r}")
-    encoding, scale, count_ids = _counter_spec(model)
+    encoding, scale, count_ids = _counter_spec(model, models)
     return ExactCounter(encoding, scale=scale, count_ids=count_ids, cache_size=cache_size)
 
 
-def get_counter(model: str | None = None, *, kind: CounterKind = "exact") -> TokenCounter:
+def get_counter(
+    model: str | None = None,
+    *,
+    kind: CounterKind = "exact",
+    models: Mapping[str, ModelInfo] | None = None,
+) -> TokenCounter:
     """The shared counter for ``model`` (one instance per configuration, so caches are shared).
 
-    ``kind="exact"`` (default) picks the BPE by model as the module docstring describes;
+    ``kind="exact"`` (default) picks the BPE by model as the module docstring describes (as
+    ``models``, a :class:`~contextwarden.ModelRegistry`, or the built-in registry knows it);
     ``kind="heuristic"`` returns the chars/4 :class:`HeuristicCounter` whatever the model.
     """
     if kind == "heuristic":
         return _HEURISTIC
     if kind != "exact":
         raise ConfigError(f"kind must be 'exact' or 'heuristic', got {kind!r}")
-    spec = _counter_spec(model)
+    spec = _counter_spec(model, models)
     counter = _COUNTERS.get(spec)
     if counter is None:
         encoding, scale, count_ids = spec
@@ -656,6 +679,7 @@ def count_tokens(
     model: str | None = None,
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    models: Mapping[str, ModelInfo] | None = None,
 ) -> int:
     """Tokens in a string, or in a request made of ``Message`` values (plus ``tools``).
 
@@ -663,9 +687,10 @@ def count_tokens(
     cl100k_base; times the calibration factor for Claude). A list of :class:`Message` counts
     with framing, tool calls, thinking, images, tool definitions and reply priming, as the
     module docstring describes. Provider dicts are not accepted: convert them with
-    ``contextwarden.formats.from_openai`` / ``from_anthropic`` first.
+    ``contextwarden.formats.from_openai`` / ``from_anthropic`` first. ``models``: a
+    :class:`~contextwarden.ModelRegistry` that knows ``model`` (default: the built-in one).
     """
-    counter = get_counter(model)
+    counter = get_counter(model, models=models)
     if isinstance(text_or_messages, str):
         if tools:
             return counter.count_text(text_or_messages) + _tools_cost(counter, tools)

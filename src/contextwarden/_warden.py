@@ -39,7 +39,8 @@ from ._exceptions import ConfigError, FormatError
 from ._hooks import takes_keyword
 from ._log import Edit, conversation_key
 from ._messages import Message
-from ._models import apply_model_overrides
+from ._model_overrides import registry_for
+from ._models import ModelRegistry
 from ._policy import CacheRates
 from ._resolve import Resolver
 from ._tokens import TokenCounter
@@ -48,11 +49,12 @@ from .context.result import CompactionHook, TransformResult
 from .context.table import ConversationTable
 from .formats._prefix import ImagedList, PrefixCodec
 from .formats.cache_control import add_cache_breakpoints
-from .layers.base import Layer, LayerContext, LayerResult, check_messages
+from .layers.base import Layer, LayerContext, LayerResult, require_messages
 from .layers.pending import drop_open_calls, pending_calls, repair_tail
 from .layers.window import ensure_within, sliding_window
 from .store.logs import LogStore
 from .summarizers.build import build_summarizer
+from .summarizers.extractive import ExtractiveSummarizer
 
 __all__ = ["CompactionHook", "TransformResult", "Warden", "takes_keyword"]
 
@@ -71,9 +73,11 @@ class Warden:
     ``log_store`` keeps each conversation's log where other processes (or this one after a
     restart) continue it (:mod:`contextwarden.store.logs`); ``codec`` reads and writes provider
     dicts (a bounded :class:`~contextwarden.formats._prefix.PrefixCodec` of its own by default);
-    ``max_state_bytes``: the bytes its conversations may keep alive (:meth:`state_bytes`
-    counts them), the least recently used forgotten beyond (default: no bound but the number
-    of conversations). Thread-safe: calls of
+    ``models`` is a :class:`~contextwarden.ModelRegistry` of models you registered, to which the
+    config's ``models:`` section is added (the warden keeps a copy); ``max_state_bytes``: the
+    bytes its conversations may keep alive (:meth:`state_bytes` counts them), the least recently
+    used forgotten beyond (default: no bound but the number of conversations). Thread-safe:
+    calls of
     different conversations run in parallel, calls of one conversation one at a time. The
     window for a call is ``window=`` if given, else ``config.context_window``, else the model
     registry's figure; with none of them only the lossless edits run.
@@ -91,6 +95,7 @@ class Warden:
         log_store: LogStore | None = None,
         codec: PrefixCodec | None = None,
         counter_cache: int = 100_000,
+        models: ModelRegistry | None = None,
         max_state_bytes: int | None = None,
     ) -> None:
         # model_validate: mypy does not see pydantic's positional Field defaults
@@ -116,8 +121,9 @@ class Warden:
         self._hook_takes = _takes(self.compactor)
         self.layers = tuple(layers)
         self.log_store = log_store
-        #: the config's ``models:`` section, consulted before the registry
-        self.models = apply_model_overrides(self.config)
+        #: the models this warden knows: ``models``' and the config's ``models:`` section's, then
+        #: the built-in tables
+        self.models = registry_for(self.config, models)
         self._resolve = Resolver(self.config, counter, self.models, counter_cache)
         self._table = ConversationTable(self.config, log_store, max_state_bytes)
         self._codec = codec if codec is not None else PrefixCodec()
@@ -249,7 +255,7 @@ class Warden:
         tools: Sequence[Mapping[str, Any]] | None = None,
         conversation: str | None = None,
     ) -> TransformResult:
-        """Seed 002's recovery after a context overflow: compact now with the full summary
+        """The recovery after a context overflow: compact now with the full summary
         (the system prompt gains a summary hint, the original question is kept)."""
         base = self.compactor if isinstance(self.compactor, Compactor) else None
         cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
@@ -285,7 +291,7 @@ class Warden:
         counter = resolve.counter_for(model)
         budget = resolve.budget_for(model, window)
         msgs = resolve.with_system(messages, system)
-        check_messages(msgs)
+        require_messages(msgs)
         history, tail = split_tail(msgs)
         key = conversation if conversation is not None else conversation_key(history, tools_list)
         conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
@@ -299,7 +305,18 @@ class Warden:
             tail_tokens=sum(counter.count_message(m) for m in tail),
             focus=focus,
             summarizer=summarizer,
+            summary_calls=self._summary_calls(summarizer),
         )
+
+    def _summary_calls(self, summarizer: Any) -> int:
+        """The summarizer calls a compaction now would pay for: ``max_summary_calls`` with an
+        LLM summarizer (``summarizer`` for this call, else the compactor's), 0 with the
+        embedded extractive one or a compaction hook of the caller's."""
+        base = self.compactor
+        if not isinstance(base, Compactor):
+            return 0
+        used = summarizer if summarizer is not None else base.summarizer
+        return 0 if isinstance(used, ExtractiveSummarizer) else base.config.max_summary_calls
 
     def _plan(self, call: Call, now: float | None, force: bool, allow: bool, hook: Any) -> Any:
         """Continue the conversation, append and make the lossless edits; ``hook`` when a
@@ -346,7 +363,12 @@ class Warden:
                 view, repaired = drop_open_calls(view, frozenset(still_open), ctx)
                 call.events.extend(repaired)
                 total = ctx.request_tokens(view)
-            if budget is not None and total + call.tail_tokens > budget.trigger:
+            # a request the policy let wait over the trigger is left whole within the limit
+            if (
+                budget is not None
+                and total + call.tail_tokens > budget.trigger
+                and not (call.deferred and total + call.tail_tokens <= budget.limit)
+            ):
                 guarded = sliding_window(view, ctx)
                 view = guarded.messages
                 call.events.extend(guarded.events)
@@ -358,7 +380,7 @@ class Warden:
                 raise TypeError(
                     f"layer {layer!r} returned {type(result).__name__}, not LayerResult"
                 )
-            check_messages(result.messages)
+            require_messages(result.messages)
             call.events.extend(result.events)
             view = result.messages
             total = ctx.request_tokens(view)

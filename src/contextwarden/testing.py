@@ -195,7 +195,7 @@ class ConversationBuilder:
         return self
 
     def pin(self, text: str) -> ConversationBuilder:
-        """A user message carrying ``<Pin>text</Pin>`` (seed 003's inline pin)."""
+        """A user message carrying ``<Pin>text</Pin>`` (an inline pin)."""
         return self.user(f"<Pin>{text}</Pin>")
 
     def assistant(

@@ -285,7 +285,7 @@ def nibbled(cooldown: float) -> list[bool]:
     """Which calls compacted, with a hook that frees little, at the given cool-down. A small
     reserve leaves room between the trigger (24k) and the hard limit (30k)."""
     cfg = WardenConfig.model_validate(
-        {"reserve_tokens": 2_000, "compaction": {"cooldown_ratio": cooldown}}
+        {"reserve_tokens": 2_000, "compaction": {"cooldown_ratio": cooldown, "defer": False}}
     )
     hook = Nibbler()
     warden = Warden(cfg, compactor=hook)

@@ -66,7 +66,7 @@ def test_an_optional_mask_is_not_made_just_before_a_compaction_would_rewrite_eve
 
     rates = CacheRates(read=0.1, write=1.25, ttl_s=300, caching=True)
     cfg = PolicyConfig()
-    # 12k tokens removed, a 26k suffix rewritten, 20 calls so far
-    assert edit_pays(12_000, 26_000, 6_000, 20, rates, cfg)
-    assert not edit_pays(12_000, 26_000, 6_000, 20, rates, cfg, calls_left=4)
-    assert edit_pays(12_000, 26_000, 6_000, 20, rates, cfg, calls_left=40)
+    # 12k tokens removed, a 26k suffix rewritten, 40 calls so far (20 to come)
+    assert edit_pays(12_000, 26_000, 6_000, 40, rates, cfg)
+    assert not edit_pays(12_000, 26_000, 6_000, 40, rates, cfg, calls_left=4)
+    assert edit_pays(12_000, 26_000, 6_000, 40, rates, cfg, calls_left=40)

@@ -17,6 +17,7 @@ from contextwarden._messages import (
     user,
 )
 from contextwarden.layers.units import HistoryIndex
+from contextwarden.strategies.base import Layout
 
 
 def spans(index: HistoryIndex) -> list[tuple[int, int]]:
@@ -115,3 +116,35 @@ def test_extending_equals_building_fresh_and_dirty_is_safe(
     old_spans = spans(before)
     for u in range(min(unit, len(old_spans) - 1)):
         assert spans(inc)[u] == old_spans[u] and inc.unit_keep[u] == before.unit_keep[u]
+
+
+def test_a_task_that_moves_after_the_examples_moves_what_is_kept() -> None:
+    """aider's opening: its repository map, worked examples, the reset message, then the real
+    task. Built message by message, the index first takes the example for the task, then moves
+    it; what it keeps is then what a fresh index (and the compaction layout) keeps."""
+    msgs = [
+        system("You are aider."),
+        user("Here are summaries of some files present in my git repository:\nsrc/a.py"),
+        assistant("Ok."),
+        user("Change get_factorial() to use math.factorial"),
+        assistant("Here is the edit."),
+        user("I switched to a new code base. Please don't consider the above files."),
+        assistant("Ok."),
+        user("Fix the parser bug in src/parse.py"),
+        *[m for k in range(12) for m in (assistant(f"step {k}"), user(f"result {k}"))],
+    ]
+    inc = HistoryIndex()
+    for n in range(1, len(msgs) + 1):
+        inc.extend(msgs[:n], n - 1)
+    fresh = HistoryIndex()
+    fresh.extend(msgs, 0)
+    assert inc.task == fresh.task == 7
+    assert inc.unit_keep == fresh.unit_keep
+    example = inc.unit_of(3)
+    assert not inc.unit_keep[example]  # the example run may go; the real task stays
+    assert inc.unit_keep[inc.unit_of(7)]
+    layout = Layout.of(msgs)
+    assert set(layout.protected) == {
+        s for (s, _), k in zip(spans(inc), inc.unit_keep, strict=True) if k
+    }
+    assert example in inc.droppable()

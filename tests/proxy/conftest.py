@@ -52,11 +52,11 @@ def start_proxy() -> Iterator[StartProxy]:
             config.setdefault("cache", "memory")
             if warden_config is not None:
                 config["warden"] = warden_config
-            from contextwarden.proxy.server import DeadlineH11Protocol
+            from contextwarden.proxy.server import protocol
 
             settings = ProxyConfig.model_validate({"upstream": upstream_url, **config})
             app = create_app(settings, warden=warden)
-            return stack.enter_context(serve(app, http=DeadlineH11Protocol))
+            return stack.enter_context(serve(app, http=protocol(settings.header_timeout)))
 
         yield start
 

@@ -24,7 +24,6 @@ from proxy_doubles import StartProxy, agent_history
 from test_proxy_clients import post
 
 from contextwarden.proxy import ProxyConfig, create_app
-from contextwarden.proxy.server import DeadlineH11Protocol
 
 Upstream = tuple[FakeUpstream, str]
 
@@ -76,36 +75,32 @@ def test_headers_trickled_past_the_header_timeout_close_the_connection(
     upstream: Upstream, start_proxy: StartProxy
 ) -> None:
     _, url = upstream
-    DeadlineH11Protocol.header_timeout = 0.5
-    try:
-        proxy = start_proxy(url)
-        sock = _connect(proxy)
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
-        closed = threading.Event()
+    proxy = start_proxy(url, header_timeout=0.5)
+    sock = _connect(proxy)
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+    closed = threading.Event()
 
-        def trickle() -> None:
-            for i in range(40):  # a header line every 0.2 s, for 8 s at most
-                if closed.is_set():
-                    return
-                try:
-                    sock.sendall(f"X-Pad-{i}: {i}\r\n".encode())
-                except OSError:
-                    return
-                time.sleep(0.2)
+    def trickle() -> None:
+        for i in range(40):  # a header line every 0.2 s, for 8 s at most
+            if closed.is_set():
+                return
+            try:
+                sock.sendall(f"X-Pad-{i}: {i}\r\n".encode())
+            except OSError:
+                return
+            time.sleep(0.2)
 
-        worker = threading.Thread(target=trickle, daemon=True)
-        worker.start()
-        got = _read_all(sock)
-        closed.set()
-        worker.join()
-        assert got == b""  # closed, nothing answered (there was no request yet)
-        # well before the trickle would have ended: the server closed it, not the client
-        assert worker.is_alive() is False
-        # and a normal client still gets through
-        r = httpx.get(f"{proxy}/stats", timeout=10)
-        assert r.status_code == 200
-    finally:
-        DeadlineH11Protocol.header_timeout = 10.0
+    worker = threading.Thread(target=trickle, daemon=True)
+    worker.start()
+    got = _read_all(sock)
+    closed.set()
+    worker.join()
+    assert got == b""  # closed, nothing answered (there was no request yet)
+    # well before the trickle would have ended: the server closed it, not the client
+    assert worker.is_alive() is False
+    # and a normal client still gets through
+    r = httpx.get(f"{proxy}/stats", timeout=10)
+    assert r.status_code == 200
 
 
 def test_a_body_trickled_past_the_body_timeout_gets_408_and_is_dropped(

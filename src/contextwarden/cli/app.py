@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-import contextwarden
-
+from .._version import __version__
 from .compact import compact
 from .config_cmd import config_app
 from .count import count
@@ -30,7 +29,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"contextwarden {contextwarden.__version__}")
+        typer.echo(f"contextwarden {__version__}")
         raise typer.Exit()
 
 

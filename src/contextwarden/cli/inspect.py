@@ -13,6 +13,7 @@ from rich.text import Text
 from .._breakdown import token_breakdown
 from .._budget import Budget
 from .._messages import Message
+from .._model_overrides import registry_for
 from .._tokens import get_counter
 from ._common import (
     ConfigOption,
@@ -78,9 +79,11 @@ def inspect(
     transcript, cfg, name = load_recording(file, config, model=model, window=window)
     if name is None and cfg.context_window is None:
         raise fail(f"{file}: the recording names no model; give --model (or --window)")
-    budget = Budget.for_config(cfg, name, cfg.context_window)  # before any output: fail early
+    models = registry_for(cfg)  # the config's models: section, then the built-in tables
+    # before any output: fail early
+    budget = Budget.for_config(cfg, name, cfg.context_window, overrides=models)
     size = budget.window
-    counter = get_counter(name, kind=cfg.counter)
+    counter = get_counter(name, kind=cfg.counter, models=models)
     with progress("counting tokens", len(transcript.messages)) as advance:
         b = token_breakdown(
             transcript.messages, counter, tools=transcript.tools or None, on_message=advance

@@ -21,7 +21,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from .._config import WardenConfig
-from .._models import ModelOverride, apply_model_overrides, assume_model
+from .._model_overrides import ModelOverride, apply_model_overrides
+from .._models import assume_model
+from .._plot import plot_replay
 from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
 from .._transcripts import Transcript, load_transcripts
 from ..transcripts._common import FORMATS, TranscriptFormat
@@ -343,8 +345,6 @@ def replay_command(
         reports.append((t, _replay_one(t, run_cfg, name, pricing), notes))
     written = None
     if plot is not None:
-        from .._plot import plot_replay
-
         written = plot_replay(reports[-1][1], plot)
     if as_json:
         items = [_as_json(file, t, report, notes) for t, report, notes in reports]

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from .._plot import pyplot
 from ..store.sqlite import data_dir
 from ..transcripts.inventory import SessionSummary, find_session_files, summarize_files
 from ._common import check_output_path, err, fail, guarded, out
@@ -154,9 +155,7 @@ def _totals_table(totals: list[dict[str, Any]]) -> Table:
 
 def plot_spend(rows: list[SessionSummary], path: Path) -> Path:
     """A PNG of spend per day, billed and with contextwarden, stacked by agent for the bill."""
-    from .._plot import _pyplot
-
-    plt = _pyplot()
+    plt = pyplot()
     totals = totals_by_day_and_agent(rows)
     days = sorted({g["day"] for g in totals if g["day"] != "?"})
     agents = sorted({g["agent"] for g in totals})

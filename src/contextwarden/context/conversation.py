@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._config import WardenConfig
-from .._events import CompactResult, Event, emit
+from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
 from .._messages import (
     Message,
@@ -49,7 +49,8 @@ from ..layers.mask import mask_message
 from ..layers.repair import RepairState, repair_appended, unchanged_next
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
-from ..strategies.base import Layout, compaction_target, make_ref
+from ..layers.units import HistoryIndex
+from ..strategies.base import compaction_target, make_ref
 
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 
@@ -78,8 +79,13 @@ class Call:
     tokens_before: int = 0
     new_start: int = 0
     must_compact: bool = False
+    #: over the trigger and within the hard limit, cutting now would not pay: the request
+    #: waits for the hard limit (the final guard leaves it whole up to the limit)
+    deferred: bool = False
     focus: str | None = None
     summarizer: Any = None
+    #: the summarizer calls a compaction would pay for now (0 with the embedded summarizer)
+    summary_calls: int = 0
     events: list[Event] = field(default_factory=list)
     compactor_events: list[Event] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
@@ -267,6 +273,9 @@ class Conversation:
             and (time.time() if now is None else now) - self.last_time > call.rates.ttl_s
         )
         must = budget is not None and call.total > budget.trigger
+        if must and not cold and self._defers(call, call.total):
+            must = False  # over the trigger, within the hard limit: cutting now does not pay
+            call.deferred = True
         reason: EditReason = "must" if must else ("free" if cold else "pays")
         if not call.rates.caching and not must:
             reason = "immediate"
@@ -561,16 +570,63 @@ class Conversation:
             ),
         )
 
+    def _pace(self) -> float:
+        """Tokens the history has grown by per call, on average so far."""
+        return self.input_tokens / (self.calls + 1)
+
     def _calls_until_compaction(self, call: Call, total: int) -> int | None:
         """About how many calls, at the pace the history has grown so far, until a request of
-        ``total`` tokens reaches the trigger (None without a window or compaction)."""
+        ``total`` tokens is compacted: when it reaches the trigger, or the hard limit when a
+        compaction before it would not pay (see :meth:`_defers`). None without a window or
+        compaction."""
         budget = call.ctx.budget
         if budget is None or not self.config.compaction.enabled:
             return None
-        pace = self.input_tokens / (self.calls + 1)
+        pace = self._pace()
         if pace <= 0:
             return None
-        return max(int((budget.trigger - total) / pace), 0)
+        at = budget.limit if self._defers(call, max(total, budget.trigger)) else budget.trigger
+        return max(int((at - total) / pace), 0)
+
+    def _defers(self, call: Call, total: int) -> bool:
+        """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
+        waits: cutting it to the target now (a compaction or a window cut) would not pay for
+        itself, at the model's cache prices, before the request reaches the hard limit, where
+        it must be cut anyway, nor within the calls the session can be expected to still make
+        (:func:`~contextwarden._policy.edit_pays`). Cheap cache reads (DeepSeek's at 2% of the
+        input price) make reading a long request again cheaper than rewriting a short one."""
+        budget = call.ctx.budget
+        if (
+            budget is None
+            or not self.config.compaction.defer
+            or not call.rates.caching
+            or budget.trigger >= budget.limit
+            or total > budget.limit
+        ):
+            return False
+        pace = self._pace()
+        if pace <= 0:
+            return False
+        summarises = self.config.compaction.enabled
+        aim = compaction_target(budget) if summarises else budget.trigger
+        lead = 0  # the leading system messages stay, and stay cached
+        for m, t in zip(self.view, self.tokens, strict=False):
+            if m.role != "system":
+                break
+            lead += t
+        removed = max(total - aim, 0)
+        # each summarizer call reads about what the compaction replaces, at the input price
+        summaries = call.summary_calls * removed if summarises else 0
+        return not edit_pays(
+            removed,
+            max(aim - lead - call.overhead, 0),
+            sum(self.tokens[call.new_start :]),
+            self.calls,
+            call.rates,
+            self.config.policy,
+            int((budget.limit - total) / pace),
+            summaries,
+        )
 
     def _note(self, edit: Edit) -> None:
         """Put ``edit`` in the log and extend what the log reaches."""
@@ -626,7 +682,8 @@ class Conversation:
         call.events.extend(call.compactor_events)
         budget = call.ctx.budget
         if result is not None:
-            edit = _diff_edit(self.view, self.sources, result.new_messages, self.inputs)
+            plan = result.plan or CompactionPlan.between(self.view, result.new_messages)
+            edit = _plan_edit(plan, self.sources, len(self.inputs))
             if edit is not None:
                 before = call.total
                 hidden = self._hidden(edit)
@@ -678,17 +735,14 @@ class Conversation:
         if budget is None or not self.config.window.enabled:
             return
         aim = compaction_target(budget)
-        layout = Layout.of(self.view)
+        index = HistoryIndex(keep_results=0, keep_thinking=0)
+        index.extend(self.view, 0)
         drop: list[int] = []
         excess = call.total - aim
-        for start, end in layout.body():
+        for u in index.droppable(self.view, (self._no_summary,)):
             if excess <= 0:
                 break
-            if any(
-                isinstance(s := self.sources[p], tuple) and self.edits[s[0]].kind == "compaction"
-                for p in range(start, end)
-            ):
-                continue  # an earlier summary stays: it stands for what was cut before
+            start, end = index.unit_span(u)
             drop.extend(range(start, end))
             excess -= sum(self.tokens[start:end])
         if not drop:
@@ -723,6 +777,14 @@ class Conversation:
                 f"({before} -> {call.total} tokens)",
                 data={"ref": ref},
             ),
+        )
+
+    def _no_summary(self, view: Sequence[Message], start: int, end: int) -> bool:
+        """A cut rule: an earlier compaction's summary stays, as it stands for what was cut
+        before."""
+        return not any(
+            isinstance(s := self.sources[p], tuple) and self.edits[s[0]].kind == "compaction"
+            for p in range(start, end)
         )
 
     def stable_prefix(self) -> int:
@@ -773,46 +835,28 @@ def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _diff_edit(
-    view: Sequence[Message],
-    sources: Sequence[Source],
-    new: Sequence[Message],
-    history: Sequence[Message],
-) -> Edit | None:
-    """The compaction edit that turns ``view`` into ``new``: kept messages are the same objects;
-    the others are removed, new ones inserted before the next kept history message (a new
-    system message replaces the system message it stands for). None when nothing changed."""
-    where = {id(m): p for p, m in enumerate(view)}
-    kept = {where[id(m)] for m in new if id(m) in where}
-    removed_pos = [p for p in range(len(view)) if p not in kept]
-    removed_hist = [s for p in removed_pos if isinstance(s := sources[p], int)]
-    dropped = sorted({s[0] for p in removed_pos if isinstance(s := sources[p], tuple)})
-    inserted: list[tuple[int, Message]] = []
-    replaced: list[tuple[int, Message]] = []
-    systems = [
-        s for p in removed_pos if isinstance(s := sources[p], int) and view[p].role == "system"
-    ]
-    pending: list[Message] = []
-    for m in new:
-        if id(m) in where:
-            source = sources[where[id(m)]]
-            if isinstance(source, int):
-                inserted.extend((source, note) for note in pending)
-                pending = []
-            continue
-        if m.role == "system" and systems:
-            replaced.append((systems.pop(0), m))
-        else:
-            pending.append(m)
-    inserted.extend((len(history), note) for note in pending)
-    restored = {p for p, _ in replaced}
-    removed_hist = [s for s in removed_hist if s not in restored]
-    if not removed_hist and not inserted and not replaced and not dropped:
+def _plan_edit(plan: CompactionPlan, sources: Sequence[Source], history: int) -> Edit | None:
+    """The ``compaction`` edit of ``plan``, made on the view whose message sources are
+    ``sources``: removed history messages leave by position, removed summaries of earlier
+    edits drop those edits, each inserted message is anchored to the next history message kept
+    (or the end of the ``history`` messages). None when the plan changes nothing."""
+    gone = set(plan.removed)
+    removed = sorted(s for p in plan.removed if isinstance(s := sources[p], int))
+    dropped = sorted({s[0] for p in plan.removed if isinstance(s := sources[p], tuple)})
+    anchor = [history] * (len(sources) + 1)  # view position -> next kept history position
+    for p in range(len(sources) - 1, -1, -1):
+        s = sources[p]
+        anchor[p] = s if isinstance(s, int) and p not in gone else anchor[p + 1]
+    inserted = tuple((anchor[p], m) for p, m in plan.inserted)
+    replaced = tuple(
+        (s, m) for p, m in plan.replaced if isinstance(s := sources[p], int) and p not in gone
+    )
+    if not removed and not inserted and not replaced and not dropped:
         return None
     return Edit(
         "compaction",
-        removed=_ranges(sorted(removed_hist)),
-        inserted=tuple(inserted),
-        replaced=tuple(replaced),
+        removed=_ranges(removed),
+        inserted=inserted,
+        replaced=replaced,
         dropped=tuple(dropped),
     )

@@ -20,8 +20,10 @@ __all__ = ["CompactionHook", "TransformResult"]
 class CompactionHook(Protocol):
     """What the warden calls when over the trigger after the lossless edits (the built-in
     :class:`~contextwarden._compaction.Compactor` is one). Return ``None`` to decline (a window
-    cut then does the job). The messages it returns must keep, as the same objects, every
-    message it does not elide; new messages (summaries) are recorded in the edit log."""
+    cut then does the job). The result's ``plan`` (:class:`~contextwarden._events.CompactionPlan`:
+    positions removed, summaries inserted, messages replaced) is appended to the
+    conversation's log as it is; a result with only ``new_messages`` keeps the messages equal
+    in content to the input's, in order, and the others are its summaries."""
 
     def compact(
         self,

@@ -206,19 +206,28 @@ def frozen(d: dict[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(d) if d else EMPTY
 
 
-_HINTS: dict[tuple[str, str, str | None], Mapping[str, Any]] = {}
+def _hints(provider: str, content: str, role: str | None) -> Mapping[str, Any]:
+    d: dict[str, Any] = {"format": provider, "content": content}
+    if role is not None:
+        d["role"] = role
+    return MappingProxyType(d)
+
+
+#: Every spelling the readers record, made once: the messages of one spelling share its mapping.
+_HINTS: Mapping[tuple[str, str, str | None], Mapping[str, Any]] = MappingProxyType(
+    {
+        (provider, content, role): _hints(provider, content, role)
+        for provider in ("openai", "anthropic")
+        for content in ("str", "list", "null", "absent")
+        for role in (None, "developer", "function", "system")
+    }
+)
 
 
 def hints_for(provider: Provider, content: str, role: str | None = None) -> Mapping[str, Any]:
-    """The shared, read-only hints mapping for one spelling (interned: messages share it)."""
-    key = (provider, content, role)
-    h = _HINTS.get(key)
-    if h is None:
-        d: dict[str, Any] = {"format": provider, "content": content}
-        if role is not None:
-            d["role"] = role
-        h = _HINTS[key] = MappingProxyType(d)
-    return h
+    """The read-only hints mapping for one spelling (shared by the messages of that spelling)."""
+    h = _HINTS.get((provider, content, role))
+    return h if h is not None else _hints(provider, content, role)
 
 
 def is_native(message: Message, provider: Provider) -> bool:

@@ -96,7 +96,9 @@ class _Entry:
         # an entry that extends ``base`` (all of it, then more) counts only what it adds
         n = len(base.messages) if base is not None else 0
         known = base.size if base is not None else 0
-        self.size = known + sum(map(held_bytes, messages[n:])) + _DIGEST_BYTES * (len(images) - n)
+        self.size: int = (
+            known + sum(map(held_bytes, messages[n:])) + _DIGEST_BYTES * (len(images) - n)
+        )
 
 
 def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:

@@ -105,6 +105,8 @@ def from_responses(
         )
     run: list[Block] = []  # the assistant run being collected
     reasoning = 0
+    # the hints of the tool results of one key order, shared by the results of this input
+    output_hints: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]] = {}
 
     def close_run() -> None:
         nonlocal reasoning
@@ -141,7 +143,7 @@ def from_responses(
             reasoning += 1
         elif kind in _OUTPUTS:
             close_run()
-            out.append(_output(i, item))
+            out.append(_output(i, item, output_hints))
         elif type(item.get("call_id")) is str:
             # A call or output of a built-in tool (computer, shell...): kept whole, but paired
             # like a function call so that the window never separates the two.
@@ -290,7 +292,9 @@ def _reasoning(i: int, item: Mapping[str, Any]) -> ThinkingBlock:
     )
 
 
-def _output(i: int, item: Mapping[str, Any]) -> Message:
+def _output(
+    i: int, item: Mapping[str, Any], shared: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]]
+) -> Message:
     call_id = item.get("call_id")
     if type(call_id) is not str:
         raise fail(i, "call_id", "a string", call_id)
@@ -311,7 +315,10 @@ def _output(i: int, item: Mapping[str, Any]) -> Message:
     else:
         extra = frozen({k: deep_copy(v) for k, v in item.items() if k not in _OUTPUT_KEYS})
     return Message(
-        "tool", (ToolResultBlock(call_id, result),), extra=extra, hints=_output_hints(kind, order)
+        "tool",
+        (ToolResultBlock(call_id, result),),
+        extra=extra,
+        hints=_output_hints(kind, order, shared),
     )
 
 
@@ -320,18 +327,20 @@ _OUTPUT_KEYS = ("call_id", "output")
 _OUTPUT_TYPES = {t: MappingProxyType({"type": t}) for t in _OUTPUTS}
 
 
-def _output_hints(kind: str, order: tuple[str, ...]) -> Mapping[str, Any]:
-    """The hints of a tool result spelled with ``order`` (interned: results share them)."""
-    key = (kind, order)
-    hints = _OUTPUT_HINTS.get(key)
+def _output_hints(
+    kind: str, order: tuple[str, ...], shared: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]]
+) -> Mapping[str, Any]:
+    """The hints of a tool result spelled with ``order``: the common spelling's are made once,
+    the others once per input (``shared``), so that the results of one input share them."""
+    if order == _PLAIN_OUTPUT and kind in _PLAIN_OUTPUT_HINTS:
+        return _PLAIN_OUTPUT_HINTS[kind]
+    hints = shared.get((kind, order))
     if hints is None:
-        hints = _hints(kind, order=order)
-        if len(_OUTPUT_HINTS) < 256:  # a bound: key orders are few in practice
-            _OUTPUT_HINTS[key] = hints
+        hints = shared[(kind, order)] = _hints(kind, order=order)
     return hints
 
 
-_OUTPUT_HINTS: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]] = {}
+_PLAIN_OUTPUT_HINTS = {kind: _hints(kind, order=_PLAIN_OUTPUT) for kind in ("str", "list")}
 
 
 # -- writing ---------------------------------------------------------------------------------------

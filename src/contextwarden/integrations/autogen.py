@@ -30,11 +30,13 @@ from ._common import hook_warden, require
 if TYPE_CHECKING:
     from autogen_core import Component
     from autogen_core.model_context import ChatCompletionContext
-    from autogen_core.models import LLMMessage
-else:
+    from autogen_core.models import LLMMessage, SystemMessage, UserMessage
+else:  # the framework, imported with a message naming the extra when it is missing
     _core = require("autogen_core", "autogen")
     Component = _core.Component
     ChatCompletionContext = require("autogen_core.model_context", "autogen").ChatCompletionContext
+    _models = require("autogen_core.models", "autogen")
+    SystemMessage, UserMessage = _models.SystemMessage, _models.UserMessage
     LLMMessage = Any
 
 __all__ = ["WardenChatCompletionContext", "WardenContextConfig"]
@@ -140,8 +142,6 @@ def to_message(m: Any, key: str) -> Message:
 
 def _back(out: Message, stored: list[Any], given: list[Message]) -> Any:
     """The AutoGen message for one canonical output message."""
-    from autogen_core.models import SystemMessage, UserMessage
-
     key = out.id or ""
     index = int(key[3:]) if key.startswith("ag-") else -1
     if index < 0:  # written by the warden (a summary)

@@ -29,8 +29,16 @@ from ._common import hook_warden, require
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware
-else:
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+else:  # the framework, imported with a message naming the extra when it is missing
     AgentMiddleware = require("langchain.agents.middleware", "langchain").AgentMiddleware
+    _lc_messages = require("langchain_core.messages", "langchain")
+    convert_to_messages = _lc_messages.convert_to_messages
+    convert_to_openai_messages = _lc_messages.convert_to_openai_messages
+    convert_to_openai_tool = require(
+        "langchain_core.utils.function_calling", "langchain"
+    ).convert_to_openai_tool
 
 __all__ = ["ContextWardenMiddleware"]
 
@@ -80,8 +88,6 @@ class _Plan:
     """One call's conversion: canonical messages, and the way back to LangChain objects."""
 
     def __init__(self, owner: ContextWardenMiddleware, request: Any) -> None:
-        from langchain_core.messages import convert_to_openai_messages
-
         self.request = request
         self.model = owner._model or _model_name(request.model)
         self.tools = _tool_definitions(request.tools)
@@ -137,8 +143,6 @@ class _Plan:
         given = self.canonical.get(key)
         if original is not None and (msg is given or msg == given):
             return original  # untouched: the agent's own object
-        from langchain_core.messages import convert_to_messages
-
         d = to_openai([msg])[0]
         fresh = convert_to_messages([d])[0]
         if original is None:
@@ -165,8 +169,6 @@ def _tool_definitions(tools: Sequence[Any] | None) -> list[Mapping[str, Any]] | 
     """The request's tools as OpenAI tool definitions: they count against the window."""
     if not tools:
         return None
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     out: list[Mapping[str, Any]] = []
     for tool in tools:
         try:

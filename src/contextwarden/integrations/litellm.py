@@ -18,6 +18,7 @@ from typing import Any
 from .._config import WardenConfig
 from .._exceptions import UnknownModelError
 from .._warden import TransformResult
+from ..formats.openai import from_openai, to_openai
 from ..formats.responses import from_responses, to_responses
 from ._common import hook_warden, require
 
@@ -58,8 +59,6 @@ class ContextWardenHook(CustomLogger):  # type: ignore[misc]
         model = self._model or (data.get("model") if isinstance(data.get("model"), str) else None)
         tools = data.get("tools") if isinstance(data.get("tools"), list) else None
         if kind in _CHAT_CALLS and isinstance(data.get("messages"), list):
-            from ..formats.openai import from_openai, to_openai
-
             result = await self._run(from_openai(data["messages"]), model, tools)
             return {**data, "messages": to_openai(list(result.messages))}
         if (

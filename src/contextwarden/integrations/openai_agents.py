@@ -18,12 +18,17 @@ keeps every item, only the model sees the shorter list.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._config import WardenConfig
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
 from ._common import hook_warden, require
+
+if TYPE_CHECKING:
+    from agents.run_config import ModelInputData
+else:  # the framework, imported with a message naming the extra when it is missing
+    ModelInputData = require("agents.run_config", "openai-agents").ModelInputData
 
 __all__ = ["WardenInputFilter", "input_filter"]
 
@@ -42,7 +47,6 @@ def input_filter(
     :class:`~contextwarden.Warden` for its lifetime, and the warden one log per conversation,
     so reuse one filter for all the runs of an application.
     """
-    require("agents", "openai-agents")
     return WardenInputFilter(hook_warden(config, model, window), model)
 
 
@@ -60,8 +64,6 @@ class WardenInputFilter:
         self.last_result: TransformResult | None = None
 
     async def __call__(self, data: Any) -> Any:
-        from agents.run_config import ModelInputData
-
         model_data = data.model_data
         # Items are dicts as the SDK keeps them; one a caller passed as a pydantic object is
         # read the way the SDK itself turns output items into input items.

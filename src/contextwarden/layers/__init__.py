@@ -1,13 +1,13 @@
 """The layers: pure functions ``(messages, ctx) -> LayerResult``, one file each, config beside.
 
-=============  ==========  ================================================  ============
-name           stage       what                                              seed
-=============  ==========  ================================================  ============
-``truncate``   lossless    head + tail of tool output over 50,000 chars       004 L1
-``mask``       lossless    old tool results -> first 3 + last 2 lines         000 L1
-``thinking``   lossless    thinking only on the newest assistant with it      000 L2
-``window``     guard       drop oldest units while over the trigger           000 L3, 004 L2
-=============  ==========  ================================================  ============
+=============  ==========  ================================================
+name           stage       what
+=============  ==========  ================================================
+``truncate``   lossless    head + tail of tool output over 50,000 chars
+``mask``       lossless    old tool results -> first 3 + last 2 lines
+``thinking``   lossless    thinking only on the newest assistant with it
+``window``     guard       drop oldest units while over the trigger
+=============  ==========  ================================================
 
 Each is usable on its own. The :class:`~contextwarden._warden.Warden` applies the same per-message
 functions through the conversation's edit log (:mod:`contextwarden._log`): truncation once, when a

@@ -29,7 +29,7 @@ __all__ = [
     "LayerResult",
     "cut_middle",
     "truncation_marker",
-    "check_messages",
+    "require_messages",
     "edit_result_text",
     "shrink_event",
 ]
@@ -151,7 +151,7 @@ def place_events(templates: tuple[Event, ...], index: int, out: list[Event], *, 
 
 
 def truncation_marker(omitted: int) -> str:
-    """The marker put where characters were cut (seed 004): ``... [N characters truncated] ...``
+    """The marker put where characters were cut: ``... [N characters truncated] ...``
     framed by blank lines."""
     return f"\n\n... [{omitted} characters truncated] ...\n\n"
 
@@ -221,7 +221,7 @@ def shrink_event(
     )
 
 
-def check_messages(messages: Sequence[object], start: int = 0) -> None:
+def require_messages(messages: Sequence[object], start: int = 0) -> None:
     """Raise :class:`FormatError` naming the index of the first item that is not a Message."""
     for i in range(start, len(messages)):
         m = messages[i]

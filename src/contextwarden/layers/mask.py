@@ -27,14 +27,16 @@ from typing import Any, Literal
 
 from .._events import Event
 from .._messages import Message, ToolResultBlock
+from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
+from ..summarizers._shell import analyze_command, command_key, patch_targets
 from .base import (
     Applied,
     LayerContext,
     LayerResult,
     apply_memoized,
-    check_messages,
     edit_result_text,
     place_events,
+    require_messages,
     shrink_event,
 )
 from .config import MaskConfig
@@ -171,7 +173,7 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
     longer than ``min_chars`` (see the module docstring). Position-based: it counts results
     from the end, not user turns. Pure; one ``masked`` event per message changed."""
     cfg = ctx.config.mask
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=cfg.keep_recent, keep_thinking=0)
@@ -269,8 +271,6 @@ def same_file(a: str, b: str) -> bool:
 
 
 def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None]:
-    from ..summarizers._shell import analyze_command, command_key, patch_targets
-
     if "*** Begin Patch" in command or "*** Update File:" in command:
         return "edit", tuple(_norm_path(p) for p in patch_targets(command)), None
     effects = analyze_command(command)
@@ -294,8 +294,6 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
 
 
 def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
-    from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
-
     n = norm_name(name)
     a = args if isinstance(args, dict) else {}
     paths = tuple(_norm_path(p) for p in all_paths(a))
@@ -310,8 +308,6 @@ def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolActio
     if n in _EDIT_TOOLS:
         text = a.get("input") or a.get("patch") or a.get("diff") or a.get("_raw")
         if not paths and isinstance(text, str):
-            from ..summarizers._shell import patch_targets
-
             paths = tuple(_norm_path(p) for p in patch_targets(text))
         return ToolAction(call_id, position, "edit", paths)
     if n in _READ_TOOLS and paths:

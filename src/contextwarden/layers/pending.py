@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from .._events import Event
 from .._messages import Message, ThinkingBlock, ToolCallBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
 
 __all__ = [
     "drop_open_calls",
@@ -140,6 +140,6 @@ def drop_open_calls(
 def drop_pending_calls(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
     """Remove the tool calls at the end of the history that no result answers (see the module
     docstring). Pure; one ``dropped`` event when it acts."""
-    check_messages(messages)
+    require_messages(messages)
     repaired, events = repair_tail(messages, ctx)
     return LayerResult(tuple(repaired), events)

@@ -61,7 +61,7 @@ from .._messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from .base import check_messages
+from .base import require_messages
 
 __all__ = [
     "DROPPED_RESULTS_TEXT",
@@ -156,7 +156,7 @@ def repair_appended(
         raise ValueError(f"the repair state has seen {state.n} messages, cannot go on from {start}")
     end = len(messages) if stop is None else stop
     if stop is None:
-        check_messages(messages, start)
+        require_messages(messages, start)
     out: list[Message] = []
     events: list[Event] = []
 

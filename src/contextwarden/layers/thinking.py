@@ -1,4 +1,4 @@
-"""Layer: strip old thinking (seed 000, layer 2).
+"""Layer: strip old thinking (layer 2).
 
 Thinking stays on the ``keep_recent`` newest assistant messages that have it and is removed from
 older ones. Provider rules come first:
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .._events import Event
 from .._messages import Message, ThinkingBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, check_messages, place_events
+from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
 from .config import ThinkingConfig
 from .units import HistoryIndex
 
@@ -64,11 +64,11 @@ def strip_decision(message: Message, i: int, index: HistoryIndex, keep_current_t
 
 
 def strip_thinking(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Seed 000 L2: remove thinking from all but the ``keep_recent`` newest assistant messages
+    """Remove thinking from all but the ``keep_recent`` newest assistant messages
     that have it, within the provider rules in the module docstring. Pure; one
     ``thinking_stripped`` event per message changed."""
     cfg = ctx.config.thinking
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=0, keep_thinking=cfg.keep_recent)

@@ -1,4 +1,4 @@
-"""Layer: truncate oversized tool output, head + tail (seed 004, L1).
+"""Layer: truncate oversized tool output, head + tail (L1).
 
 A tool result whose text is longer than ``max_chars`` keeps its first ``head_chars`` and last
 ``tail_chars`` characters, joined by ``\\n\\n... [N characters truncated] ...\\n\\n`` where N is
@@ -19,10 +19,10 @@ from .base import (
     LayerContext,
     LayerResult,
     apply_memoized,
-    check_messages,
     cut_middle,
     edit_result_text,
     place_events,
+    require_messages,
     shrink_event,
 )
 from .config import TruncateConfig
@@ -88,11 +88,11 @@ def truncate_message(message: Message, names: tuple[str, ...], ctx: LayerContext
 
 
 def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Seed 004 L1: cut every tool result text longer than ``ctx.config.truncate.max_chars`` to
+    """Cut every tool result text longer than ``ctx.config.truncate.max_chars`` to
     head + marker + tail. Pure: returns new messages (unchanged ones are the same objects) and
     one ``truncated`` event per message changed; the input is never mutated."""
     cfg = ctx.config.truncate
-    check_messages(messages)
+    require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = HistoryIndex(keep_results=0, keep_thinking=0)

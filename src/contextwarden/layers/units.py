@@ -1,7 +1,7 @@
 """The structure of a history, built by appending: units, the task, tool names, and which tool
 results and thinking blocks are recent.
 
-Every layer decides by *position from the end*, never by user turns (seed 000): an agent run is
+Every layer decides by *position from the end*, never by user turns: an agent run is
 usually one user message followed by hundreds of tool calls. :class:`HistoryIndex` records what
 those decisions need and can be extended when messages are appended, reporting the earliest
 message whose decision may have changed; that is what makes a warm call cheap.
@@ -20,12 +20,17 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .._task import LOOKAHEAD, task_index
 
-__all__ = ["HistoryIndex"]
+__all__ = ["CutRule", "HistoryIndex"]
+
+#: A rule of where a cut may fall: may the unit ``messages[start:end]`` leave the request?
+#: The index's own answer (never a kept unit, never the newest) is intersected with every
+#: rule a caller adds (the conversation keeps units holding an earlier summary).
+CutRule = Callable[[Sequence[Message], int, int], bool]
 
 
 class HistoryIndex:
@@ -55,7 +60,10 @@ class HistoryIndex:
         #: indices of the newest assistant messages that carry thinking
         self.thinking: deque[int] = deque(maxlen=keep_thinking)
         self.unit_starts: list[int] = []
+        #: per unit: never dropped (see the module docstring)
         self.unit_keep: list[bool] = []
+        #: per unit: holds a system message or pinned content (kept whatever the task is)
+        self._fixed: list[bool] = []
 
     # -- building ----------------------------------------------------------------------------
     def extend(self, messages: Sequence[Message], start: int) -> tuple[int, int]:
@@ -87,6 +95,7 @@ class HistoryIndex:
             else:
                 self.unit_starts.append(i)
                 self.unit_keep.append(False)
+                self._fixed.append(False)
                 if role == "assistant":
                     for b in m.content:
                         if isinstance(b, ToolCallBlock):
@@ -101,7 +110,7 @@ class HistoryIndex:
                         self.unit_keep[:] = [True] * len(self.unit_keep)
                     self.last_user = i
             if role == "system" or m.is_pinned:
-                self.unit_keep[-1] = True
+                self.unit_keep[-1] = self._fixed[-1] = True
             self.names.append(names)
         self.n = len(messages)
         if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
@@ -109,10 +118,10 @@ class HistoryIndex:
             task = task_index(messages[: self.n])
             if task != self.task:
                 dirty = min(dirty, self.task if self.task is not None else start)
+                if self.task is not None:  # the task moved (a client's example run ended)
+                    first_unit = min(first_unit, self.unit_of(self.task))
                 self.task = task
-                if task is not None:
-                    u = self.unit_of(task)
-                    self.unit_keep[u] = True
+                self._settle_keep()
         if new_result:
             dirty = min(dirty, old_results_head if old_results_head is not None else start)
         if new_thinking and old_thinking_head is not None:
@@ -126,6 +135,7 @@ class HistoryIndex:
         if not self.unit_starts:  # a history opening with a tool message: its own unit
             self.unit_starts.append(i)
             self.unit_keep.append(False)
+            self._fixed.append(False)
             return 0
         last = len(self.unit_starts) - 1
         owners = [
@@ -134,14 +144,44 @@ class HistoryIndex:
         if owners:
             u = self.unit_of(min(owners))
             if u < last:  # answers a call from an earlier unit: merge everything in between
-                keep = any(self.unit_keep[u:])
+                keep, fixed = any(self.unit_keep[u:]), any(self._fixed[u:])
                 del self.unit_starts[u + 1 :]
                 del self.unit_keep[u + 1 :]
-                self.unit_keep[u] = keep
+                del self._fixed[u + 1 :]
+                self.unit_keep[u], self._fixed[u] = keep, fixed
                 return u
         return last
 
+    def _settle_keep(self) -> None:
+        """Every unit's kept flag again: the opening (up to the first user message), the task's
+        unit, system messages and pinned content."""
+        opening = -1 if self.first_user is None else self.first_user
+        task_unit = None if self.task is None else self.unit_of(self.task)
+        for u, start in enumerate(self.unit_starts):
+            self.unit_keep[u] = self._fixed[u] or start <= opening or u == task_unit
+
     # -- questions ---------------------------------------------------------------------------
+    def droppable(
+        self, messages: Sequence[Message] = (), rules: Sequence[CutRule] = ()
+    ) -> list[int]:
+        """The units that may leave the request, oldest first: not kept, not the newest (the
+        model must see what it answers), and allowed by every one of ``rules`` (which read
+        ``messages``, the indexed history)."""
+        out: list[int] = []
+        for u in range(len(self.unit_starts) - 1):
+            if self.unit_keep[u]:
+                continue
+            if rules:
+                start, end = self.unit_span(u)
+                if not all(rule(messages, start, end) for rule in rules):
+                    continue
+            out.append(u)
+        return out
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Every unit as ``(start, end)`` message indices, in order."""
+        return [self.unit_span(u) for u in range(len(self.unit_starts))]
+
     def unit_of(self, i: int) -> int:
         """The unit holding message ``i``."""
         return bisect_right(self.unit_starts, i) - 1

@@ -32,7 +32,7 @@ from typing import Any
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
-from .base import LayerContext, LayerResult, check_messages, cut_middle
+from .base import LayerContext, LayerResult, cut_middle, require_messages
 from .config import WindowConfig
 from .mask import mask_text
 from .pending import repair_tail
@@ -50,12 +50,6 @@ _MARKER_ROOM = 64
 
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------
-def droppable_units(index: HistoryIndex) -> list[int]:
-    """Units that may be dropped, oldest first: not kept, and not the newest."""
-    keep = index.unit_keep
-    return [u for u in range(len(keep) - 1) if not keep[u]]
-
-
 def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int]) -> list[int]:
     """``cum[k]`` = tokens of the first ``k`` of ``units``; ``prefix[i]`` = tokens of
     messages ``[:i]``."""
@@ -481,7 +475,7 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     end (:func:`~contextwarden.layers.pending.drop_pending_calls`; a no-op when that layer ran). Leaves the messages alone when disabled; without a budget
     only that repair runs. Pure; one ``dropped`` event per unit dropped, ``newest_truncated``
     events for cuts."""
-    check_messages(messages)
+    require_messages(messages)
     cfg = ctx.config.window
     if not cfg.enabled or not messages:
         return LayerResult(tuple(messages))
@@ -498,7 +492,7 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
         return LayerResult(tuple(messages), repaired)
     index = HistoryIndex(keep_results=0, keep_thinking=0)
     index.extend(messages, 0)
-    units = droppable_units(index)
+    units = index.droppable()
     cum = cumulative(index, units, prefix)
     k = drops_needed(cum, total, trigger)
     result, _ = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx, log=True)
@@ -521,7 +515,7 @@ def finish_window(
     newest_start: int | None = None,
 ) -> tuple[LayerResult, int]:
     """Assemble the output once the units to drop are chosen (``dropped`` must be the first
-    ``k`` of :func:`droppable_units`): everything but them, then :func:`cut_newest` when still
+    ``k`` of :meth:`HistoryIndex.droppable`): everything but them, then :func:`cut_newest` when still
     over. ``total`` is the request's tokens after the drops. ``drop_events`` may carry ready-made
     events for the dropped units (the warden caches them); otherwise they are made, and logged if
     ``log``. ``newest_start`` overrides where the newest unit starts (when ``messages`` is the

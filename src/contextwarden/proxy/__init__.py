@@ -2,34 +2,28 @@
 
 ``create_app(ProxyConfig(upstream=...))`` is a Starlette ASGI app; ``contextwarden proxy`` runs it
 on uvicorn. Importing this package does not import Starlette or uvicorn (the ``proxy`` extra):
-:func:`create_app` imports them when called.
+``create_app`` is imported from :mod:`contextwarden.proxy.app` the first time it is used, as the
+package ``contextwarden`` does with its names.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .config import ProxyConfig
 from .stats import ProxyStats, RequestRecord
 
 if TYPE_CHECKING:
-    from collections.abc import MutableMapping
-
-    from starlette.applications import Starlette
-
-    from .transform import BodyWarden
+    from .app import create_app
 
 __all__ = ["ProxyConfig", "ProxyStats", "RequestRecord", "create_app"]
 
 
-def create_app(
-    config: ProxyConfig,
-    *,
-    warden: BodyWarden | None = None,
-    cache: MutableMapping[str, str] | None = None,
-) -> Starlette:
-    """The proxy ASGI app (see :func:`contextwarden.proxy.app.create_app`); needs the ``proxy``
-    extra (starlette, uvicorn)."""
-    from .app import create_app as _create_app
-
-    return _create_app(config, warden=warden, cache=cache)
+def __getattr__(name: str) -> Any:
+    """``create_app``, from :mod:`contextwarden.proxy.app` (Starlette: the ``proxy`` extra)."""
+    if name != "create_app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = import_module(".app", __name__).create_app
+    globals()[name] = value  # later lookups skip this function
+    return value

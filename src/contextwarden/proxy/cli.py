@@ -1,20 +1,26 @@
 """``contextwarden proxy``: the typer command (mounted by the CLI app). Thin: builds a
-:class:`ProxyConfig` and runs :func:`create_app` on uvicorn. Starlette and uvicorn are imported
-only when the command runs, so ``contextwarden --help`` stays fast without the proxy extra."""
+:class:`ProxyConfig` and serves it with :mod:`contextwarden.proxy.server`.
+
+The server half needs Starlette and uvicorn (the ``proxy`` extra): :func:`_server` imports it by
+name when the command runs, so that importing this module, ``contextwarden --help`` and
+``contextwarden proxy --help`` work without the extra.
+"""
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
-import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import ModuleType
+from typing import Annotated, Literal
 
 import typer
 from pydantic import ValidationError
 
 from .._config import load_config
 from .._exceptions import ContextWardenError
+from ..store.cache import RedisCache
 from .config import ProxyConfig
 
 __all__ = ["app", "main", "proxy", "redact", "serve"]
@@ -164,74 +170,46 @@ def proxy(
     serve(settings, workers=workers)
 
 
-def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
-    """Run the proxy in the foreground until interrupted; ``workers`` > 1 runs that many
-    processes on the same port (the transform is CPU-bound: one process uses one core)."""
+def _server() -> ModuleType:
+    """:mod:`contextwarden.proxy.server` (Starlette and uvicorn: the ``proxy`` extra), imported
+    when the command runs; exits naming the extra when it is not installed."""
     try:
-        import uvicorn
-
-        from .app import CONFIG_ENV, configure_logging, create_app
-        from .server import DeadlineH11Protocol, tune_gc
+        return importlib.import_module("contextwarden.proxy.server")
     except ImportError as exc:
         typer.echo(
             "contextwarden proxy needs starlette and uvicorn: pip install 'contextwarden[proxy]'",
             err=True,
         )
         raise typer.Exit(1) from exc
+
+
+def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
+    """Run the proxy in the foreground until interrupted; ``workers`` > 1 runs that many
+    processes on the same port (the transform is CPU-bound: one process uses one core)."""
+    server = _server()
     if settings.token is None and not _is_loopback(settings.host):
         typer.echo(
             f"warning: listening on {settings.host} without --token; anyone who can reach it can "
             "use it (and the upstream keys its clients send)",
             err=True,
         )
-    configure_logging()
     if settings.cache == "redis" and settings.redis_url:
         _check_redis(settings.redis_url)
-    app: Any
-    factory = workers > 1
-    DeadlineH11Protocol.header_timeout = settings.header_timeout
-    if factory:
-        # Worker processes import the app by name and rebuild it from the config in the env.
-        app = "contextwarden.proxy.app:app_from_env"
-        if settings.client_key is None:  # the workers must agree on who is who
-            import secrets
-
-            settings = settings.model_copy(update={"client_key": secrets.token_hex(32)})
-        # exclude_unset: the warden tells defaults from explicit settings (e.g. reserve_tokens)
-        os.environ[CONFIG_ENV] = settings.model_dump_json(exclude_unset=True)
-    else:
-        try:
-            app = create_app(settings)
-        except ContextWardenError as exc:
-            typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
-            raise typer.Exit(2) from None
+    try:
+        app, settings = server.app_for(settings, workers)
+    except ContextWardenError as exc:
+        typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(
         f"contextwarden proxy on http://{settings.host}:{settings.port} -> "
         f"{redact(settings.upstream)}" + (f" ({workers} workers)" if workers > 1 else ""),
         err=True,
     )
-    if not factory:
-        tune_gc()  # this process serves (workers tune their own: app_from_env)
-    # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
-    # the upstream's, which pass through.
-    uvicorn.run(
-        app,
-        factory=factory,
-        workers=workers if workers > 1 else None,
-        host=settings.host,
-        port=settings.port,
-        access_log=False,
-        server_header=False,
-        date_header=False,
-        log_level="warning",
-        http=DeadlineH11Protocol,
-    )
+    server.run(app, settings, workers)
 
 
 def _check_redis(url: str) -> None:
     """Warn (do not fail) when Redis does not answer: a cache miss never fails a request."""
-    from ..store.cache import RedisCache
-
     cache = RedisCache(url)
     try:
         cache.ping()

@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .._config import WardenConfig
+from .._exceptions import ConfigError
+from ..summarizers.config import parse_summarizer_spec
 
 __all__ = ["ProxyConfig"]
 
@@ -201,9 +203,6 @@ class ProxyConfig(BaseModel):
     def _check_summarizer(cls, value: str | None) -> str | None:
         if value is None or value.strip().lower() in ("upstream", "config"):
             return value.strip().lower() if value else value
-        from .._exceptions import ConfigError
-        from ..summarizers.config import parse_summarizer_spec
-
         try:
             parse_summarizer_spec(value)
         except ConfigError as exc:

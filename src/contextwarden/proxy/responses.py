@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
+from .._models import ModelInfo
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
@@ -49,6 +50,7 @@ def transform_responses_body(
     window_cap: int | None = None,
     window_override: int | None = None,
     summarizer_for: Callable[[str | None], Any] | None = None,
+    models: Mapping[str, ModelInfo] | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` (a :class:`~contextwarden.Warden`) on the Responses API request ``raw``.
 
@@ -87,7 +89,7 @@ def transform_responses_body(
     warning: str | None = None
     try:
         messages = from_responses(items, instructions=instructions)
-        window = effective_window(model, window_cap, window_override)
+        window = effective_window(model, window_cap, window_override, models)
         extra = {"summarizer": summarizer_for(model)} if summarizer_for is not None else {}
         try:
             result = warden.transform(messages, model=model, window=window, tools=tools, **extra)
@@ -165,6 +167,7 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
                             window_cap=cfg.window,
                             window_override=cfg.warden.context_window,
                             summarizer_for=proxy.summarizer_for(request, "openai", state, budgets),
+                            models=proxy.models,
                         ),
                     )
                 except ContextOverflowError as exc:

@@ -1,52 +1,39 @@
-"""The HTTP/1.1 protocol the proxy serves with: uvicorn's h11 protocol with a deadline for a
-request's headers.
+"""Serving the proxy on uvicorn (the ``proxy`` extra): :func:`app_for` and :func:`run`, and the
+HTTP/1.1 protocol it serves with, uvicorn's h11 protocol with a deadline for a request's headers.
 
 uvicorn closes an idle keep-alive connection, but a connection that trickles a header line now
 and then is never closed: a thousand of them hold a thousand sockets and buffers for good. Here a
 connection has ``header_timeout`` seconds, from when it opens or its previous response ends, to
 send a whole request head; then it is closed. (A slow body is the app's to cut: see
 ``body_timeout`` in :class:`~contextwarden.proxy.ProxyConfig`.)
-
-:func:`tune_gc` sets the garbage collector of a proxy process (``contextwarden proxy`` calls
-it, never the library).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-from typing import Any
+import functools
+import os
+import secrets
+from collections.abc import Callable
+from typing import Any, cast
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["GC_THRESHOLDS", "DeadlineH11Protocol", "tune_gc"]
+from .app import CONFIG_ENV, configure_logging, create_app, tune_gc
+from .config import ProxyConfig
 
-#: The proxy process's collector thresholds (CPython's are 700, 10, 10). A request body of
-#: thousands of messages makes hundreds of thousands of objects that live as long as their
-#: conversation, and each collection of the older generations walks every one of them again:
-#: with the defaults, a third of the CPU time of a body of 100,000 tiny messages. The state is
-#: freed by reference counting (the conversations hold no cycles), so collecting less often
-#: costs no memory that the state budget does not count.
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
-def tune_gc() -> None:
-    """Move what start-up made out of the collector's sight (:func:`gc.freeze`) and collect
-    less often (:data:`GC_THRESHOLDS`): for the process that serves the proxy only."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+__all__ = ["DeadlineH11Protocol", "app_for", "protocol", "run"]
 
 
 class DeadlineH11Protocol(H11Protocol):
-    """:class:`H11Protocol` with a header deadline of :attr:`header_timeout` seconds (set once
-    per process, before serving: ``contextwarden proxy`` sets it from the config)."""
+    """:class:`H11Protocol` closing a connection that has not sent a whole request head within
+    ``header_timeout`` seconds (give uvicorn :func:`protocol`, which sets it)."""
 
-    header_timeout: float = 10.0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, header_timeout: float = 10.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.header_timeout = header_timeout
         self._head_timer: asyncio.TimerHandle | None = None
 
     def _arm(self) -> None:
@@ -85,3 +72,48 @@ class DeadlineH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+
+def protocol(header_timeout: float) -> Callable[..., DeadlineH11Protocol]:
+    """uvicorn's ``http=``: :class:`DeadlineH11Protocol` with this header deadline (a partial,
+    which pickles: worker processes get the same deadline)."""
+    return functools.partial(DeadlineH11Protocol, header_timeout=header_timeout)
+
+
+def app_for(settings: ProxyConfig, workers: int = 1) -> tuple[Any, ProxyConfig]:
+    """What uvicorn serves for ``settings``, and the settings it serves: the app itself, or with
+    ``workers`` > 1 the factory each worker process calls by name (it rebuilds the app from the
+    settings, passed as JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON``, with a client key they share).
+    Sets up the proxy's JSON log lines. Raises :class:`~contextwarden.ContextWardenError` for a
+    config the warden cannot use."""
+    configure_logging()
+    if workers <= 1:
+        return create_app(settings), settings
+    if settings.client_key is None:  # the workers must agree on who is who
+        settings = settings.model_copy(update={"client_key": secrets.token_hex(32)})
+    # exclude_unset: the warden tells defaults from explicit settings (e.g. reserve_tokens)
+    os.environ[CONFIG_ENV] = settings.model_dump_json(exclude_unset=True)
+    return "contextwarden.proxy.app:app_from_env", settings
+
+
+def run(app: Any, settings: ProxyConfig, workers: int = 1) -> None:
+    """Serve ``app`` (from :func:`app_for`) in the foreground until interrupted (this process
+    collects garbage as a proxy does: :func:`~.app.tune_gc`; each worker process does the
+    same)."""
+    if workers <= 1:
+        tune_gc()
+    # uvicorn's access log would duplicate our JSON line; its Server/Date headers would duplicate
+    # the upstream's, which pass through.
+    uvicorn.run(
+        app,
+        factory=workers > 1,
+        workers=workers if workers > 1 else None,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_level="warning",
+        # uvicorn calls ``http`` as it would a protocol class
+        http=cast("type[asyncio.Protocol]", protocol(settings.header_timeout)),
+    )

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
+from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
 from ..formats.cache_control import add_counting, count_cache_breakpoints
 
@@ -161,16 +162,20 @@ class BodyOutcome:
     conversation: str = ""
 
 
-def effective_window(model: str | None, cap: int | None, override: int | None = None) -> int | None:
+def effective_window(
+    model: str | None,
+    cap: int | None,
+    override: int | None = None,
+    models: Mapping[str, ModelInfo] | None = None,
+) -> int | None:
     """The window to give the warden: ``None`` without a cap (the warden asks the model registry),
-    else ``min(model's window, cap)``, or the cap alone when the model is unknown."""
+    else ``min(model's window, cap)``, or the cap alone when the model is unknown. ``models``:
+    the proxy's :class:`~contextwarden.ModelRegistry` (its config's ``models:`` section)."""
     if cap is None:
         return None
-    from .._models import context_window  # the registry; imported on first use only
-
     known: int | None
     try:
-        known = context_window(model, override) if (model or override) else None
+        known = context_window(model, override, models) if (model or override) else None
     except UnknownModelError:
         known = None
     return min(known, cap) if known else cap
@@ -186,6 +191,7 @@ def transform_body(
     cache_breakpoints: bool = False,
     summarizer_for: Callable[[str | None], Any] | None = None,
     bodies: BodyReader | None = None,
+    models: Mapping[str, ModelInfo] | None = None,
 ) -> BodyOutcome:
     """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
     messages / count_tokens body). Never raises for bad input: see the module docstring.
@@ -195,7 +201,7 @@ def transform_body(
     credentials); without it the warden's own writes. ``bodies`` remembers the last body of each
     of the client's conversations, so that their known messages are not parsed again (one per
     client: a body reader shared by clients would answer faster for a history another client
-    sent)."""
+    sent). ``models``: the proxy's model registry, for the window under ``window_cap``."""
     read = bodies.read(raw) if bodies is not None else None
     if read is not None:
         body, fast = read.body, read.finite
@@ -239,7 +245,7 @@ def transform_body(
         )
 
     try:
-        window = effective_window(model, window_cap, window_override)
+        window = effective_window(model, window_cap, window_override, models)
         try:
             new_system, new_messages, result = run(model, window)
         except UnknownModelError as exc:

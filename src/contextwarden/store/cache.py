@@ -12,6 +12,9 @@ Both backends are ``MutableMapping[str, str]`` so the compactor does not care wh
 Keys and values are plain strings; anything else is a ``TypeError`` (the mapping contract). Backend
 failures (sqlite3, redis) are translated to :class:`~contextwarden.StoreError` with the original
 error chained.
+
+``redis`` is an optional extra: :func:`_redis` imports it when a Redis cache is made, so that the
+other caches work without it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from .._exceptions import ConfigError, StoreError
@@ -258,13 +262,12 @@ class RedisCache(MutableMapping[str, str]):
         self.ttl = ttl
         self._url = url
         if client is None:
-            try:
-                import redis
-            except ImportError as exc:
+            redis = _redis()
+            if redis is None:
                 raise ConfigError(
                     "the Redis summary cache needs the redis package: "
                     "pip install 'contextwarden[redis]'"
-                ) from exc
+                )
             try:
                 client = redis.Redis.from_url(str(url), decode_responses=False)
             except ValueError as exc:
@@ -349,9 +352,17 @@ def _redact_url(url: str) -> str:
     return f"{scheme}://***@{host}" if at else url
 
 
-def _redis_error_types() -> tuple[type[BaseException], ...]:
+def _redis() -> ModuleType | None:
+    """The ``redis`` package (the ``redis`` extra), or ``None`` when it is not installed."""
     try:
         import redis
-    except ImportError:  # a client was injected without the redis package (a test double)
+    except ImportError:
+        return None
+    return redis
+
+
+def _redis_error_types() -> tuple[type[BaseException], ...]:
+    redis = _redis()
+    if redis is None:  # a client was injected without the redis package (a test double)
         return (ConnectionError, OSError)
     return (redis.RedisError, ConnectionError, OSError)

@@ -12,7 +12,8 @@ continues the log another process wrote, with no new compaction and the cached p
 
 Both keep the record as JSON bytes under the conversation's key (which the caller scopes: the
 proxy prefixes a keyed hash of the client's credential). Failures are
-:class:`~contextwarden.StoreError` naming the store.
+:class:`~contextwarden.StoreError` naming the store. ``redis`` is an optional extra: :func:`_redis`
+imports it when a Redis store is made.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from .._exceptions import StoreError
@@ -176,14 +178,7 @@ class RedisLogStore:
         if client is None:
             if url is None:
                 raise StoreError("RedisLogStore needs a url or a client")
-            try:
-                import redis
-            except ImportError as exc:
-                raise StoreError(
-                    "the Redis log store needs the redis package: "
-                    "pip install 'contextwarden[redis]'"
-                ) from exc
-            client = redis.Redis.from_url(url, decode_responses=False)
+            client = _redis().Redis.from_url(url, decode_responses=False)
         self._client = client
         self._prefix = prefix
         self._ttl = ttl_s
@@ -200,3 +195,15 @@ class RedisLogStore:
             self._client.set(self._prefix + key, dumps(record), ex=self._ttl)
         except Exception as exc:
             raise StoreError(f"log store (redis): {exc}") from exc
+
+
+def _redis() -> ModuleType:
+    """The ``redis`` package (the ``redis`` extra); a :class:`~contextwarden.StoreError` naming
+    the extra when it is not installed."""
+    try:
+        import redis
+    except ImportError as exc:
+        raise StoreError(
+            "the Redis log store needs the redis package: pip install 'contextwarden[redis]'"
+        ) from exc
+    return redis

@@ -1,4 +1,4 @@
-"""Compaction strategies (seed 003), one file each; :data:`BUILTIN_STRATEGIES` names them.
+"""Compaction strategies, one file each; :data:`BUILTIN_STRATEGIES` names them.
 
 ``sliding_window``, ``importance``, ``key_events``, ``incremental`` and ``full_summary`` are pure
 functions ``(messages, ctx) -> StrategyOutcome | None``; :func:`detect_task_type` picks their

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._config import CompactionConfig, TaskType
 from .._memo import Memo
-from .._messages import Message, TextBlock
+from .._messages import PIN_RE, Message, TextBlock
 from .._task import task_index, task_text
+from ..layers.units import HistoryIndex
 from ..summarizers.base import Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
@@ -140,38 +141,16 @@ class Layout:
 
     @classmethod
     def of(cls, messages: Sequence[Message]) -> Layout:
+        """The layout of ``messages``, read from their :class:`HistoryIndex` (the one unit
+        model every layer, window and strategy shares)."""
         msgs = tuple(messages)
-        starts: list[int] = []
-        owner: dict[str, int] = {}  # tool call id -> the unit (index in starts) that made it
-        for i, m in enumerate(msgs):
-            if m.role != "tool" or i == 0:
-                starts.append(i)
-                for b in m.tool_calls:
-                    owner[b.id] = len(starts) - 1
-                continue
-            # a result answering a call of an earlier unit: everything in between is one unit,
-            # so a call and its result are always kept or elided together
-            first = min(
-                (owner.get(b.tool_call_id, len(starts)) for b in m.tool_results),
-                default=len(starts),
-            )
-            if first < len(starts) - 1:
-                del starts[first + 1 :]
-                owner = {k: min(u, first) for k, u in owner.items()}
-        units = tuple(zip(starts, [*starts[1:], len(msgs)], strict=True))
-        task = task_index(msgs)
-        opening = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
-        protected: set[int] = set()
-        for start, end in units:
-            span = msgs[start:end]
-            if (
-                (opening is not None and start <= opening)  # the client's opening included
-                or (task is not None and start <= task < end)
-                or msgs[start].role == "system"
-                or any(m.is_pinned for m in span)
-            ):
-                protected.add(start)
-        return cls(msgs, units, task, frozenset(protected))
+        index = HistoryIndex(keep_results=0, keep_thinking=0)
+        index.extend(msgs, 0)
+        units = tuple(index.spans())
+        protected = frozenset(
+            s for (s, _), keep in zip(units, index.unit_keep, strict=True) if keep
+        )
+        return cls(msgs, units, index.task, protected)
 
     def body(
         self, tail_start: int | None = None, *, keep_last: bool = True
@@ -239,8 +218,6 @@ def summary_body(message: Message) -> str:
 def pinned_texts(messages: Sequence[Message]) -> tuple[str, ...]:
     """The pinned content of ``messages``: ``<Pin>`` contents, or the whole text of a message
     pinned by flag. In order, without repeats."""
-    from .._messages import PIN_RE
-
     out: dict[str, None] = {}
     for m in messages:
         if not m.is_pinned:

@@ -1,4 +1,4 @@
-"""Full summary, the last resort (seeds 002 and 003): rebuild the history as the system prompt
+"""Full summary, the last resort: rebuild the history as the system prompt
 with a summary hint folded in, the original task verbatim, pinned units verbatim, and ONE summary
 message holding the four-part summary plus, verbatim, the agent's last memories
 (``config.recent_memories``, default 10), its task list and the latest git diff stats (read by
@@ -46,7 +46,7 @@ def state_sections(
 
 def full_summary(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
     """Elide everything but system, task, pins and the newest unit into one summary (the newest
-    unit is what the model answers: seed 004 keeps it; when it is too large, the final guard
+    unit is what the model answers: it is always kept; when it is too large, the final guard
     cuts it instead)."""
     layout = Layout.of(messages)
     body = layout.body()

@@ -1,4 +1,4 @@
-"""Importance-scoring compaction (seed 003): score every message, keep the ones that matter,
+"""Importance-scoring compaction: score every message, keep the ones that matter,
 summarize the rest except the most recent few.
 
 Scores (a unit scores the maximum of its messages; kept when ``>= config.importance_threshold``,

@@ -1,4 +1,4 @@
-"""Incremental chunk summaries (seed 003): split the history into chunks of
+"""Incremental chunk summaries: split the history into chunks of
 ``config.chunk_turns`` turns (default 20; a turn is a unit: one user message, or one assistant
 message with its tool results), summarize every chunk but the last, each summary updating the
 previous one, and keep the last chunk whole.

@@ -1,4 +1,4 @@
-"""Key-event extraction (seed 003): keep the events that carry the work, summarize the rest
+"""Key-event extraction: keep the events that carry the work, summarize the rest
 except the most recent few.
 
 A unit is a key event when it holds:

@@ -1,4 +1,4 @@
-"""Sliding-window compaction (seed 003, first in every order): keep as much recent history
+"""Sliding-window compaction (first in every order): keep as much recent history
 verbatim as the compaction target allows and summarize everything between the task and it.
 
 The kept tail is at least ``config.sliding_window_size`` messages (default 9: 5 assistant + 4

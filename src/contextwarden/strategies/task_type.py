@@ -1,4 +1,4 @@
-"""Task-type detection (seed 003): code, analysis, conversation, mixed or unknown, read from the
+"""Task-type detection: code, analysis, conversation, mixed or unknown, read from the
 history itself, which picks the order the compaction strategies run in.
 
 Rules, in order (counts are over the assistant's tool calls, see :mod:`._signals`):

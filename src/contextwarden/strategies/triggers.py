@@ -1,4 +1,4 @@
-"""The triggers of a compaction (seed 003): tokens over the trigger, the turn count, the model
+"""The triggers of a compaction: tokens over the trigger, the turn count, the model
 writing the summary marker, a ``/compact [focus]`` user command; the fifth, an explicit API
 call, is ``Compactor.compact(..., force=True)``."""
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .._budget import Budget
     from .._tokens import TokenCounter
 
-__all__ = ["Trigger", "TriggerReason", "should_compact"]
+__all__ = ["Trigger", "TriggerReason", "explicit_trigger", "should_compact"]
 
 TriggerReason = Literal["tokens", "turns", "marker", "command", "api"]
 
@@ -25,7 +25,7 @@ _COMPACT_CMD = re.compile(r"^\s*/compact(?:\s+(?P<focus>\S.*?))?\s*$", re.DOTALL
 
 @dataclass(frozen=True)
 class Trigger:
-    """Why a compaction should run now (seed 003): ``reason``, and the ``focus`` a ``/compact``
+    """Why a compaction should run now: ``reason``, and the ``focus`` a ``/compact``
     command asked for."""
 
     reason: TriggerReason
@@ -55,6 +55,25 @@ def should_compact(
     The fifth trigger, an API call, is ``Compactor.compact(..., force=True)``.
     """
     cfg = config or CompactionConfig.model_validate({})
+    explicit = explicit_trigger(messages, turns=turns, config=cfg)
+    if explicit is not None:
+        return explicit
+    tokens = counter.count_messages(messages, tools=tools)
+    if tokens > budget.trigger:
+        return Trigger("tokens", None, f"{tokens} tokens over the trigger {budget.trigger}")
+    return None
+
+
+def explicit_trigger(
+    messages: Sequence[Message],
+    *,
+    turns: int | None = None,
+    config: CompactionConfig | None = None,
+) -> Trigger | None:
+    """The triggers besides tokens, in the order of :func:`should_compact`: the ``/compact``
+    command, the summary marker, the turn count (``turns`` since the last compaction; default:
+    the assistant messages in ``messages``)."""
+    cfg = config or CompactionConfig.model_validate({})
     if messages:
         last = messages[-1]
         if last.role == "user":
@@ -69,7 +88,4 @@ def should_compact(
     n = turns if turns is not None else sum(1 for m in messages if m.role == "assistant")
     if n >= cfg.turn_threshold:
         return Trigger("turns", None, f"{n} turns (threshold {cfg.turn_threshold})")
-    tokens = counter.count_messages(messages, tools=tools)
-    if tokens > budget.trigger:
-        return Trigger("tokens", None, f"{tokens} tokens over the trigger {budget.trigger}")
     return None

@@ -1,4 +1,4 @@
-"""Summarizers: turn a span of agent history into seed 002's four-part summary.
+"""Summarizers: turn a span of agent history into a four-part summary.
 
 - :class:`ExtractiveSummarizer`: the embedded default, no LLM, deterministic.
 - :class:`LLMSummarizer`: any OpenAI-compatible endpoint or the Anthropic Messages API.
@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ._sections import SummarySections, parse_summary
@@ -27,12 +29,12 @@ from .base import (
     request_facts,
     summary_cache_key,
 )
-from .build import build_summarizer
 from .config import SummarizerConfig, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
 from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 
 if TYPE_CHECKING:
+    from .build import build_summarizer
     from .llm import LLMSummarizer
     from .upstream import summarizer_for_request
 
@@ -59,16 +61,20 @@ __all__ = [
     "summary_cache_key",
 ]
 
+#: The names whose modules talk HTTP (httpx, with its own imports, is a tenth of a second): each is
+#: imported from its module on first use, so that the extractive summarizer, the facts and the
+#: command readers (which masking uses) do not pay for it.
+_HOMES: Mapping[str, str] = {
+    "LLMSummarizer": ".llm",
+    "build_summarizer": ".build",
+    "summarizer_for_request": ".upstream",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # LLMSummarizer pulls in httpx; import it only when asked for, so that using the
-    # extractive summarizer (the default) keeps ``import contextwarden`` light.
-    if name == "LLMSummarizer":
-        from .llm import LLMSummarizer
-
-        return LLMSummarizer
-    if name == "summarizer_for_request":
-        from .upstream import summarizer_for_request
-
-        return summarizer_for_request
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

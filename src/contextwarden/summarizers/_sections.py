@@ -1,4 +1,4 @@
-"""The four-part summary of seed 002 as a value, and a renderer that fits it under a length cap.
+"""The four-part summary as a value, and a renderer that fits it under a length cap.
 
 A summary is four XML-tagged sections, always in this order::
 

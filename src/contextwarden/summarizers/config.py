@@ -46,7 +46,7 @@ DEFAULT_KEY_ENVS: Mapping[str, str] = {
 class SummarizerConfig(BaseModel):
     """Who writes compaction summaries: the embedded extractive one (offline) or an LLM."""
 
-    # Seeds 001-003 summarise with an LLM; the default stays offline. A summary is written once
+    # An LLM writes better summaries; the default stays offline. A summary is written once
     # per compaction and kept; when an LLM summary fails, the extractive one stands in for it.
 
     model_config = ConfigDict(extra="forbid", frozen=True)

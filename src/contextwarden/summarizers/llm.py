@@ -2,7 +2,7 @@
 Messages API, over httpx (sync and async).
 
 :class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
-clipped to head + tail), asks for seed 002's four sections, passes the previous summary for an
+clipped to head + tail), asks for the four sections of a summary, passes the previous summary for an
 incremental update, and validates the reply. When the transcript does not fit its own input
 budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
 (recursively when even those do not fit), so compaction works when the agent's context is full.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import functools
 import hashlib
 import math
 import os
@@ -83,10 +82,8 @@ _JOIN_GRACE_S = 0.05
 _MAX_SHRINKS = 3
 
 
-@functools.cache
 def _tls() -> ssl.SSLContext | bool:
-    """httpx's default TLS settings, made once: building them (loading the CA bundle) costs
-    milliseconds, and a summarizer opens a client per summary (a proxy, one per request)."""
+    """httpx's default TLS settings (building them loads the CA bundle: milliseconds)."""
     make = getattr(httpx, "create_ssl_context", None)
     return make() if make is not None else True
 
@@ -249,6 +246,15 @@ class LLMSummarizer:
         self.asleep = asleep
         self.max_concurrency = max_concurrency
         self.name = f"llm:{provider}:{model}"
+        # the TLS settings of this summarizer's clients, made at its first summary (it opens a
+        # client per summary)
+        self._verify: ssl.SSLContext | bool | None = None
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        """This summarizer's TLS settings, made once (a race makes them twice: harmless)."""
+        if self._verify is None:
+            self._verify = _tls()
+        return self._verify
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -331,7 +337,9 @@ class LLMSummarizer:
         deadline: float,
         meter: SummaryMeter | None = None,
     ) -> str:
-        with httpx.Client(timeout=self.timeout, transport=self.transport, verify=_tls()) as client:
+        with httpx.Client(
+            timeout=self.timeout, transport=self.transport, verify=self._tls()
+        ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
                 plan = self._plan(request, facts, cap, budget)
@@ -386,7 +394,7 @@ class LLMSummarizer:
                 return await self._acomplete(client, call, deadline, meter)
 
         async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.async_transport, verify=_tls()
+            timeout=self.timeout, transport=self.async_transport, verify=self._tls()
         ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):

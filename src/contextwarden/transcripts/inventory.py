@@ -28,7 +28,14 @@ from .._billing import CachePricing, PromptRequest, bill_after
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
 from .._models import ModelInfo, assume_model
-from .._replay import _epoch_seconds, _prompt, provider_for, recorded_usage, replay, sent_context
+from .._replay import (
+    epoch_seconds,
+    prompt_request,
+    provider_for,
+    recorded_usage,
+    replay,
+    sent_context,
+)
 from .._tokens import get_counter
 from .._transcripts import load_transcripts
 from ._common import Transcript
@@ -207,7 +214,7 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         tokens, cost = 0, 0.0
         for i in replies:
             sent = sent_context(t.messages, t.compactions, i)
-            request = _prompt(sent, counter, "", 0, None)
+            request = prompt_request(sent, counter, "", 0, None)
             bill = bill_after(previous, request, rules)
             previous = request
             tokens += request.total
@@ -283,7 +290,7 @@ def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
 
 def _started(t: Transcript, shown: str) -> str | None:
     for m in t.messages:
-        at = _epoch_seconds(m.timestamp)
+        at = epoch_seconds(m.timestamp)
         if at is not None:
             return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
         if isinstance(m.timestamp, str) and len(m.timestamp) >= 10:

@@ -1,0 +1,111 @@
+"""When an optional edit is made: it pays back within the calls a session can be expected to
+still make, and a cut over the trigger waits for the hard limit when it would not pay before it
+(issue 21: never dearer than sending everything)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_continuity import openai_steps  # noqa: E402
+
+from contextwarden import Warden, WardenConfig  # noqa: E402
+from contextwarden._policy import CacheRates, PolicyConfig, edit_pays  # noqa: E402
+
+RATES = CacheRates(read=0.1, write=1.25, ttl_s=300, caching=True)
+
+
+def test_an_optional_edit_pays_back_within_half_the_calls_made_so_far() -> None:
+    # 8k tokens removed, 10k rewritten: 0.8k saved a call against 11.5k once, 14 calls to pay
+    args = (8_000, 10_000, 0)
+    assert not edit_pays(*args, 20, RATES, PolicyConfig())  # 10 calls to come: not made
+    assert edit_pays(*args, 28, RATES, PolicyConfig())  # 14 to come
+    # as many to come as made so far, the policy before issue 21, makes it at 20
+    assert edit_pays(*args, 20, RATES, PolicyConfig(horizon_ratio=1.0))
+    # never over more calls than the next compaction is away
+    assert not edit_pays(*args, 40, RATES, PolicyConfig(), calls_left=10)
+
+
+def test_what_else_an_edit_costs_counts() -> None:
+    assert edit_pays(8_000, 10_000, 0, 40, RATES, PolicyConfig())
+    assert not edit_pays(8_000, 10_000, 0, 40, RATES, PolicyConfig(), extra_cost=50_000)
+
+
+WINDOW = 128_000
+#: trigger 38.4k, target 25.6k, hard limit 127k: room for many calls (3.5k each) between them;
+#: and a long session to come (min_horizon)
+SPREAD: dict[str, Any] = {
+    "trigger_ratio": 0.3,
+    "target_ratio": 0.2,
+    "reserve_tokens": 1_000,
+    "policy": {"min_horizon": 20},
+}
+
+
+def run(model: str, config: dict[str, Any]) -> list[tuple[int, int, bool, int]]:
+    """``(tokens before, tokens sent, compacted, messages the request shares with the previous
+    one)`` per call of a growing agent history."""
+    warden = Warden(WardenConfig.model_validate(config))
+    out = []
+    previous: list[dict[str, Any]] = []
+    for history in openai_steps("Fix the failing test in tests/test_io.py", 40):
+        request, result = warden.transform_openai(history, model=model, window=WINDOW)
+        shared = 0
+        while shared < min(len(request), len(previous)) and request[shared] == previous[shared]:
+            shared += 1
+        out.append(
+            (result.tokens_before, result.tokens_after, result.compaction is not None, shared)
+        )
+        previous = request
+    return out
+
+
+def first_cut(calls: list[tuple[int, int, bool, int]]) -> int:
+    return next(i for i, call in enumerate(calls) if call[2])
+
+
+def budget(model: str) -> Any:
+    return Warden(WardenConfig.model_validate(SPREAD)).budget_for(model, WINDOW)
+
+
+def test_a_cut_over_the_trigger_is_made_when_it_pays_back_before_the_hard_limit() -> None:
+    calls = run("gpt-4o", SPREAD)  # cache reads weighed at 0.1x the input price
+    first = first_cut(calls)
+    trigger = budget("gpt-4o").trigger
+    assert calls[first - 1][0] <= trigger < calls[first][0]  # the first request over it
+
+
+def test_with_cheap_cache_reads_a_cut_waits_for_the_hard_limit() -> None:
+    limits = budget("deepseek-v4-flash")
+    calls = run("deepseek-v4-flash", SPREAD)  # cache reads at 2% of the input price
+    first = first_cut(calls)
+    assert calls[first - 1][0] <= limits.limit < calls[first][0]  # the first over the limit
+    waited = [i for i, c in enumerate(calls[:first]) if c[0] > limits.trigger]
+    assert len(waited) >= 10
+    for i in waited:  # sent whole, each request the previous one and the new messages
+        before, sent, _, shared = calls[i]
+        assert sent == before and shared == 2 + 2 * (i - 1)  # system, task, 2 a step
+    # compaction.defer: false cuts as soon as the request is over the trigger
+    eager = run("deepseek-v4-flash", {**SPREAD, "compaction": {"defer": False}})
+    at = first_cut(eager)
+    assert eager[at - 1][0] <= limits.trigger < eager[at][0]
+
+
+def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
+    """With an LLM summarizer a compaction also pays for its summary calls (each reads about
+    what it replaces): where gpt-4o compacts at the trigger with the embedded summarizer, it
+    waits for the hard limit (meanwhile masking pays) and asks the summarizer nothing."""
+    from contextwarden.testing import FakeSummarizer
+
+    llm = FakeSummarizer()
+    warden = Warden(WardenConfig.model_validate(SPREAD), summarizer=llm)
+    limits = budget("gpt-4o")
+    over = 0
+    for history in openai_steps("Fix the failing test in tests/test_io.py", 40):
+        _, result = warden.transform_openai(history, model="gpt-4o", window=WINDOW)
+        assert result.compaction is None and result.tokens_after <= limits.limit
+        over += result.tokens_after > limits.trigger
+    assert over >= 5 and not llm.calls
+    assert first_cut(run("gpt-4o", SPREAD)) < 40  # the embedded summarizer's compaction

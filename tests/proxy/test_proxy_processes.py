@@ -1,0 +1,125 @@
+"""Two ``contextwarden proxy`` processes behind one address, sharing one redis-server: an agent's
+requests alternate between them and the upstream sees exactly what one process would have sent,
+with no compaction made twice."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fake_upstream import FakeUpstream
+from redis_server import free_port
+
+from contextwarden.store.cache import RedisCache
+
+Upstream = tuple[FakeUpstream, str]
+KEY = "one-team-shares-this-client-key"
+WINDOW = 16_000
+
+
+@contextmanager
+def proxy_process(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator[str]:
+    """A real ``contextwarden proxy`` in a process of its own, on loopback."""
+    port = free_port()
+    env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "contextwarden",
+            "proxy",
+            "--upstream",
+            upstream_url,
+            "--port",
+            str(port),
+            "--window",
+            str(WINDOW),
+            "--cache",
+            "redis",
+            "--redis-url",
+            redis_url,
+            "--client-key",
+            KEY,
+            "--summarizer",
+            "extractive",
+        ],
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/stats")
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "no proxy"
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def agent_calls(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """What the agent sent, call by call: its history before each assistant message."""
+    return [history[:k] for k, m in enumerate(history) if m["role"] == "assistant" and k > 1]
+
+
+def run(
+    proxies: list[str], model: str, calls: list[list[dict[str, Any]]], fake: FakeUpstream
+) -> list[Any]:
+    """Send the calls round robin; the message lists the upstream received for them."""
+    seen = len(fake.requests)
+    for n, messages in enumerate(calls):
+        r = httpx.post(
+            f"{proxies[n % len(proxies)]}/v1/chat/completions",
+            json={"model": model, "messages": messages},
+            headers={"Authorization": "Bearer sk-team"},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+    return [req.json["messages"] for req in fake.requests[seen:]]
+
+
+def compactions(proxies: list[str]) -> int:
+    return sum(int(httpx.get(f"{p}/stats").json()["compactions"]) for p in proxies)
+
+
+def test_requests_alternating_between_two_processes_on_one_redis(
+    upstream: Upstream,
+    redis_url: str,
+    openai_recording: tuple[str, list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    fake, url = upstream
+    model, history = openai_recording
+    calls = agent_calls(history)
+    base = redis_url.rsplit("/", 1)[0]
+    for db in ("/6", "/7"):
+        cache = RedisCache(base + db)
+        for key in list(cache):
+            del cache[key]
+        cache.close()
+    with proxy_process(url, base + "/6", tmp_path / "one") as alone:
+        expected = run([alone], model, calls, fake)
+        once = compactions([alone])
+    assert once >= 1, "the recording does not need a compaction at this window"
+    with (
+        proxy_process(url, base + "/7", tmp_path / "a") as a,
+        proxy_process(url, base + "/7", tmp_path / "b") as b,
+    ):
+        sent = run([a, b], model, calls, fake)
+        assert compactions([a, b]) == once
+    assert sent == expected
+    # between compactions, each request begins with the one before it
+    grew = sum(1 for prev, cur in zip(sent, sent[1:], strict=False) if cur[: len(prev)] == prev)
+    assert grew >= len(sent) - 1 - once
