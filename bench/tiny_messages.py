@@ -27,20 +27,17 @@ import argparse
 import gc
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from contextwarden import Warden  # noqa: E402
-from contextwarden.formats._body import BodyReader  # noqa: E402
-from contextwarden.proxy.config import ProxyConfig  # noqa: E402
-from contextwarden.proxy.transform import transform_body  # noqa: E402
-from contextwarden.proxy.warden import WardenFactory  # noqa: E402
+# the contextwarden on the path (PYTHONPATH=src for a checkout's own), not one this script picks
+from contextwarden import Warden
+from contextwarden.formats._body import BodyReader
+from contextwarden.proxy.config import ProxyConfig
+from contextwarden.proxy.transform import transform_body
+from contextwarden.proxy.warden import WardenFactory
 
 MODEL = "gpt-4o"
 
