@@ -7,7 +7,7 @@
 
 Benchmarks, in run order: overhead, counting, peers, savings, retention, memory,
 measures_run (the judges' ``measures.py`` on every recording, peers side by side; this package), then the scripts other parts own, each run as its own process when present:
-calibrate (``bench/calibrate_claude.py``), warm_transform, proxy_load. ``docs/benchmarks.md``
+calibrate (``bench/calibrate_claude.py``), warm_transform, proxy_load, tiny_messages. ``docs/benchmarks.md``
 and ``docs/img/*.png`` are rewritten from the JSON at the end (``bench/report.py``) unless
 ``--no-report`` or ``--out`` elsewhere is given.
 """
@@ -32,6 +32,7 @@ SCRIPTS = {
     "calibrate": "calibrate_claude.py",
     "warm_transform": "warm_transform.py",
     "proxy_load": "proxy_load.py",
+    "tiny_messages": "tiny_messages.py",
 }
 HERE = Path(__file__).resolve().parent
 
@@ -44,6 +45,8 @@ def _run_script(name: str, opts: Options) -> None:
     args = [sys.executable, str(path)]
     if name == "proxy_load":  # it writes its own JSON; keep quick runs out of bench/results
         args += ["--out", str(opts.out / "proxy_load.json")] + (["--quick"] if opts.quick else [])
+    if name == "tiny_messages" and opts.quick:
+        args += ["--messages", "10000", "--repeat", "1"]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=HERE.parent, timeout=900)
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / f"{name}.txt").write_text(proc.stdout + proc.stderr)
