@@ -285,9 +285,9 @@ _T = TypeVar("_T")
 class _Written:
     """What Message objects were written as, by identity: the marshal image of the dicts, read
     back into new dicts on every use (in C), and for callers that only read them
-    (``shared=True``) the dicts themselves, the same for every such call (only what its callers
-    use is kept: a shared caller's entry holds no image until a caller that takes copies needs
-    one). Each entry holds its message, so an id is not reused while it is remembered. Two
+    (``shared=True``) the dicts themselves, the same for every such call (only what its caller
+    uses is kept: an entry a shared caller made holds no image, and copies its dicts for a
+    caller that takes copies). Each entry holds its message, so an id is not reused while it is remembered. Two
     generations: when the current one keeps ``limit`` bytes alive (the messages,
     :func:`~contextwarden._messages.held_bytes` each, the images and the dicts) it becomes the
     previous one, and what is used from the previous one moves back."""
@@ -320,9 +320,9 @@ class _Written:
             if hit is not None and hit[0] is msg:
                 self.hits += 1
                 if not shared:
-                    if hit[1] is None:
-                        hit[1] = marshal.dumps(hit[2], _VERSION)  # imaged when it was kept
-                    written: _T = marshal.loads(hit[1])
+                    # an entry a shared caller made keeps no image: a copy of its dicts then
+                    image = hit[1] if hit[1] is not None else marshal.dumps(hit[2], _VERSION)
+                    written: _T = marshal.loads(image)
                     return written
                 if hit[2] is None:
                     hit[2] = marshal.loads(hit[1])
