@@ -16,7 +16,18 @@ import pytest
 from fake_upstream import FakeUpstream, serve
 from proxy_doubles import StartProxy, agent_history
 
-from contextwarden.proxy.clients import STATE_PER_BODY_BYTE, ClientTable, ScopedCache, client_id
+from contextwarden.formats._body import BodyReader
+from contextwarden.proxy.clients import (
+    CLIENT_BYTES,
+    STATE_PER_BODY_BYTE,
+    ClientTable,
+    ScopedCache,
+    client_id,
+    held_bytes,
+)
+from contextwarden.proxy.config import ProxyConfig
+from contextwarden.proxy.transform import transform_body
+from contextwarden.proxy.warden import WardenFactory
 
 Upstream = tuple[FakeUpstream, str]
 
@@ -183,12 +194,6 @@ def test_the_table_evicts_by_bytes_the_clients_own_first_then_the_least_recent_o
 
 
 def test_the_table_counts_what_each_client_keeps_by_its_parts() -> None:
-    from contextwarden.formats._body import BodyReader
-    from contextwarden.proxy.clients import CLIENT_BYTES, held_bytes
-    from contextwarden.proxy.config import ProxyConfig
-    from contextwarden.proxy.transform import transform_body
-    from contextwarden.proxy.warden import WardenFactory
-
     factory = WardenFactory(ProxyConfig(upstream="http://127.0.0.1:9", cache="memory"), None)
     mib = 1 << 20
     table = ClientTable(factory, max_state_bytes=mib, client_state_bytes=mib // 2)
