@@ -24,10 +24,11 @@ than the calls until the next compaction is expected (the request grows by about
 call as it has so far), since a compaction rewrites the request anyway.
 
 The same test decides whether a request over the trigger but within the hard limit is cut now
-or waits (``compaction.defer``): cutting to the target removes ``request - target`` tokens and
-rewrites the target, plus the summarizer's calls when it is an LLM, and pays only over the calls
-until the request would reach the hard limit, where it must be cut anyway. With cheap cache
-reads (DeepSeek's at 2% of the input price) it waits for the hard limit.
+or waits (``compaction.defer``). When the session is expected to reach the hard limit, the cut
+comes anyway and is cheaper now: it is made. Otherwise cutting to the target removes
+``request - target`` tokens and rewrites the target, plus the summarizer's calls when it is an
+LLM, and is made only when that pays back within the calls expected. With cheap cache reads
+(DeepSeek's at 2% of the input price) it waits until the limit is within reach.
 """
 
 from __future__ import annotations
@@ -149,6 +150,14 @@ def rates_for(
     return CacheRates(read, write, ttl if ttl is not None else 300.0, True)
 
 
+def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
+    """How many more calls the session is counted on to make: ``config.horizon`` when set,
+    else ``horizon_ratio`` of the calls made so far, at least ``min_horizon``."""
+    if config.horizon is not None:
+        return config.horizon
+    return max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
+
+
 def edit_pays(
     removed: int,
     rewritten: int,
@@ -171,11 +180,7 @@ def edit_pays(
         return removed >= config.clear_at_least or config.clear_at_least == 0
     if removed < config.clear_at_least:
         return False
-    horizon = (
-        config.horizon
-        if config.horizon is not None
-        else max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
-    )
+    horizon = expected_calls(calls_so_far, config)
     if calls_left is not None:
         horizon = min(horizon, calls_left)
     gain = removed * rates.read * (horizon + 1)

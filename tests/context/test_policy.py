@@ -77,35 +77,55 @@ def test_a_cut_over_the_trigger_is_made_when_it_pays_back_before_the_hard_limit(
     assert calls[first - 1][0] <= trigger < calls[first][0]  # the first request over it
 
 
-def test_with_cheap_cache_reads_a_cut_waits_for_the_hard_limit() -> None:
+def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() -> None:
+    """At 2% cache reads, cutting rewrites more than reading the long request again saves
+    over the few calls a session is counted on to make: the requests over the trigger go
+    whole, each the previous one and the new messages, until the hard limit is near enough
+    to be reached before the session is expected to end; then the cut is made."""
     limits = budget("deepseek-v4-flash")
-    calls = run("deepseek-v4-flash", SPREAD)  # cache reads at 2% of the input price
+    short = {**SPREAD, "policy": {}}  # counted on for half as many calls again as made so far
+    calls = run("deepseek-v4-flash", short)
     first = first_cut(calls)
-    assert calls[first - 1][0] <= limits.limit < calls[first][0]  # the first over the limit
     waited = [i for i, c in enumerate(calls[:first]) if c[0] > limits.trigger]
-    assert len(waited) >= 10
-    for i in waited:  # sent whole, each request the previous one and the new messages
+    assert len(waited) >= 5
+    for i in waited:
         before, sent, _, shared = calls[i]
         assert sent == before and shared == 2 + 2 * (i - 1)  # system, task, 2 a step
+    assert calls[first][0] <= limits.limit
     # compaction.defer: false cuts as soon as the request is over the trigger
-    eager = run("deepseek-v4-flash", {**SPREAD, "compaction": {"defer": False}})
+    eager = run("deepseek-v4-flash", {**short, "compaction": {"defer": False}})
     at = first_cut(eager)
     assert eager[at - 1][0] <= limits.trigger < eager[at][0]
+    assert at < first
+
+
+def test_a_session_expected_to_reach_the_hard_limit_is_cut_before_it() -> None:
+    """Counted on for 20 more calls, the session reaches the hard limit: the cut comes
+    anyway, and earlier is cheaper, so it is made as soon as the limit is within reach."""
+    limits = budget("deepseek-v4-flash")
+    long = run("deepseek-v4-flash", SPREAD)
+    short = run("deepseek-v4-flash", {**SPREAD, "policy": {}})
+    assert long[first_cut(long)][0] < limits.limit
+    assert first_cut(long) < first_cut(short)
 
 
 def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
     """With an LLM summarizer a compaction also pays for its summary calls (each reads about
-    what it replaces): where gpt-4o compacts at the trigger with the embedded summarizer, it
-    waits for the hard limit (meanwhile masking pays) and asks the summarizer nothing."""
+    what it replaces): where the embedded summarizer lets gpt-4o compact at the trigger, the
+    LLM one waits (meanwhile masking pays), in a session that may end before the hard limit."""
     from contextwarden.testing import FakeSummarizer
 
-    llm = FakeSummarizer()
-    warden = Warden(WardenConfig.model_validate(SPREAD), summarizer=llm)
+    short = {**SPREAD, "policy": {}}  # counted on for half as many calls again as made so far
     limits = budget("gpt-4o")
-    over = 0
-    for history in openai_steps("Fix the failing test in tests/test_io.py", 40):
-        _, result = warden.transform_openai(history, model="gpt-4o", window=WINDOW)
-        assert result.compaction is None and result.tokens_after <= limits.limit
-        over += result.tokens_after > limits.trigger
-    assert over >= 5 and not llm.calls
-    assert first_cut(run("gpt-4o", SPREAD)) < 40  # the embedded summarizer's compaction
+
+    def first_compaction(summarizer: Any) -> int:
+        warden = Warden(WardenConfig.model_validate(short), summarizer=summarizer)
+        steps = openai_steps("Fix the failing test in tests/test_io.py", 40)
+        for n, history in enumerate(steps):
+            _, result = warden.transform_openai(history, model="gpt-4o", window=WINDOW)
+            assert result.tokens_after <= limits.limit
+            if result.compaction is not None:
+                return n
+        return len(steps)
+
+    assert first_compaction(FakeSummarizer()) > first_compaction(None) + 5

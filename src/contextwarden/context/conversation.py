@@ -42,7 +42,7 @@ from .._messages import (
     ToolResultBlock,
     held_bytes,
 )
-from .._policy import CacheRates, edit_pays
+from .._policy import CacheRates, edit_pays, expected_calls
 from .._task import strip_injected
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
@@ -591,9 +591,9 @@ class Conversation:
     def _defers(self, call: Call, total: int) -> bool:
         """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
         waits: cutting it to the target now (a compaction or a window cut) would not pay for
-        itself, at the model's cache prices, before the request reaches the hard limit, where
-        it must be cut anyway, nor within the calls the session can be expected to still make
-        (:func:`~contextwarden._policy.edit_pays`). Cheap cache reads (DeepSeek's at 2% of the
+        itself, at the model's cache prices, within the calls the session can be expected to
+        still make (:func:`~contextwarden._policy.edit_pays`), and the session is not expected
+        to reach the hard limit (where the cut would come anyway, so it is cheaper now). Cheap cache reads (DeepSeek's at 2% of the
         input price) make reading a long request again cheaper than rewriting a short one."""
         budget = call.ctx.budget
         if (
@@ -614,6 +614,9 @@ class Conversation:
             if m.role != "system":
                 break
             lead += t
+        until_limit = int((budget.limit - total) / pace)
+        if expected_calls(self.calls, self.config.policy) > until_limit:
+            return False  # the session is expected to reach the limit: the cut comes anyway
         removed = max(total - aim, 0)
         # each summarizer call reads about what the compaction replaces, at the input price
         summaries = call.summary_calls * removed if summarises else 0
@@ -624,7 +627,7 @@ class Conversation:
             self.calls,
             call.rates,
             self.config.policy,
-            int((budget.limit - total) / pace),
+            until_limit,
             summaries,
         )
 
