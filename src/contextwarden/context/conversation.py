@@ -413,9 +413,27 @@ class Conversation:
             else:
                 # the marker names the reference the original is kept under (elided)
                 ref = make_ref((self.inputs[i],))
-                done = mask_message(m, (len(names), names), ctx, ref)[0]
+                held = self._call_words(m)
+                done = mask_message(m, (len(names), names), ctx, ref, held=held)[0]
             self.masked[i] = done
         return done
+
+    def _call_words(self, m: Message) -> frozenset[str]:
+        """The paths and code names of the calls ``m``'s results answer (their arguments stay
+        in the request: a mask's names line need not repeat them)."""
+        from ..summarizers._mentions import words_of
+
+        out: set[str] = set()
+        for r in m.tool_results:
+            at = self.call_at.get(r.tool_call_id)
+            if at is None:
+                continue
+            for c in self.base[at].tool_calls:
+                if c.id == r.tool_call_id:
+                    paths, names = words_of(c.arguments)
+                    out.update(paths)
+                    out.update(names)
+        return frozenset(out)
 
     def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:
         """History message ``i`` without its thinking."""

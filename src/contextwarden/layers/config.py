@@ -43,6 +43,13 @@ class MaskConfig(BaseModel):
     exclude_tools: tuple[str, ...] = Field(
         default=(), description="Tool names whose results are never masked. Default: none."
     )
+    names: int = Field(
+        default=16,
+        ge=0,
+        description="A masked result keeps a line naming up to this many files and code names "
+        "of its omitted lines (definitions, paths, then the most frequent names), those the "
+        "request does not hold otherwise; 0 for none. Default: 16.",
+    )
 
 
 class ThinkingConfig(BaseModel):

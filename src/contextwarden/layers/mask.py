@@ -71,11 +71,60 @@ SUPERSEDED_MARKER_RE = re.compile(
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
 
+#: The line after the marker naming the files and code names of the omitted lines.
+NAMES_LINE_RE = re.compile(r"^\[names in them: [^\n]*\]$", re.MULTILINE)
+NAMES_LINE_PREFIX = "[names in them: "
+#: The names line holds one name per this many omitted characters (and at most
+#: ``MaskConfig.names``): a long file read names more than a short listing.
+NAMES_PER_CHARS = 300
 
-def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = None) -> str:
+
+def omitted_names(
+    omitted: str, kept: str = "", held: frozenset[str] = frozenset(), limit: int = 12
+) -> tuple[str, ...]:
+    """The files and code names of ``omitted`` (the lines a mask drops) that the agent is most
+    likely to need again, best first, at most ``limit``: what it defines (``def``/``class``),
+    the files it names (``grep`` hits, traceback frames, test ids, paths), then the other code
+    names, most frequent first. Names in ``kept`` (the lines the mask keeps) or in ``held``
+    (what the request holds anyway, such as the call's own arguments) are left out."""
+    if limit <= 0 or not omitted:
+        return ()
+    from ..summarizers._mentions import defined_names, words_of
+
+    paths, names = words_of(omitted)
+    skip = set(held)
+    if kept:
+        kept_paths, kept_names = words_of(kept)
+        skip.update(kept_paths, kept_names)
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = omitted.count(n)
+    ranked = [
+        *defined_names(omitted),
+        *paths,
+        *sorted(names, key=lambda n: -counts[n]),  # stable: first seen first among equals
+    ]
+    out: list[str] = []
+    for n in ranked:
+        if n in skip or n in out:
+            continue
+        out.append(n)
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+def mask_text(
+    text: str,
+    config: MaskConfig | None = None,
+    ref: str | None = None,
+    held: frozenset[str] = frozenset(),
+) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
-    reference the original is kept under, is named in the marker."""
+    reference the original is kept under, is named in the marker; the line after it names the
+    files and code names of the omitted lines (:func:`omitted_names`, at most
+    ``config.names``; ``held``: names the request holds anyway)."""
     cfg = config or MaskConfig()
     if (
         len(text) <= cfg.min_chars
@@ -100,7 +149,13 @@ def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = Non
     tail = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in tail]
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted{recall} ...]"
-    masked = "\n".join([*head, marker, *tail])
+    names: tuple[str, ...] = ()
+    if cfg.names and omitted_lines:
+        middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
+        limit = min(cfg.names, 1 + len(middle) // NAMES_PER_CHARS)
+        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit)
+    index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
+    masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
 
 
@@ -111,11 +166,13 @@ def mask_message(
     ref: str | None = None,
     *,
     plan: MaskPlan | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
     ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
     (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
-    whole and a superseded one becomes :func:`superseded_text`'s one-line marker."""
+    whole and a superseded one becomes :func:`superseded_text`'s one-line marker. ``held``:
+    names the request holds anyway (the calls' arguments), left out of the names line."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -131,7 +188,7 @@ def mask_message(
                 old = False
             if old and name not in cfg.exclude_tools:
                 by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
-                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by))
+                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by, held))
                 if nb is not b:
                     before += b_before
                     after += b_after
@@ -145,12 +202,14 @@ def mask_message(
     return out, (event,)
 
 
-def _masker(cfg: MaskConfig, ref: str | None, by: str) -> Callable[[str], str]:
+def _masker(
+    cfg: MaskConfig, ref: str | None, by: str, held: frozenset[str] = frozenset()
+) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
     (``by``) superseded it, else the head-and-tail mask."""
     if by:
         return lambda text: superseded_text(text, ref, by)
-    return lambda text: mask_text(text, cfg, ref)
+    return lambda text: mask_text(text, cfg, ref, held)
 
 
 def mask_decision(

@@ -277,7 +277,28 @@ def summary_request(
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
         max_chars=max_chars or ctx.config.summary_max_chars,
+        held=held_names(messages, elided),
     )
+
+
+def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[str]:
+    """The paths and code names the messages kept beside a summary of ``messages[elided]``
+    hold (the system prompt, the task, the kept tail; not earlier summaries, which the new one
+    replaces): what the summary's names index need not repeat."""
+    from ..summarizers._mentions import words_of
+
+    gone = set(elided)
+    out: set[str] = set()
+    for i, m in enumerate(messages):
+        if i in gone or is_summary_message(m):
+            continue
+        texts = [m.text, *(c.arguments for c in m.tool_calls), *(r.text for r in m.tool_results)]
+        for text in texts:
+            if text:
+                paths, names = words_of(text)
+                out.update(paths)
+                out.update(names)
+    return frozenset(out)
 
 
 def elide_except_recent(

@@ -58,7 +58,9 @@ class SummaryRequest:
     length cap (default 4000, the config's ``summary_max_chars``). ``pinned``: texts that must
     appear verbatim. ``ref``: the ``cw:`` reference the originals of ``messages`` are kept
     under (default none); the summary names it, so that the agent or ``recall`` can bring back
-    anything the summary only points to.
+    anything the summary only points to. ``held``: the paths and code names the request holds
+    beside the summary (the system prompt, the task, the messages kept verbatim): the summary's
+    names index need not repeat them.
     """
 
     messages: tuple[Message, ...]
@@ -68,12 +70,15 @@ class SummaryRequest:
     max_chars: int = 4000
     pinned: tuple[str, ...] = ()
     ref: str | None = None
+    held: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
             object.__setattr__(self, "messages", tuple(self.messages))
         if not isinstance(self.pinned, tuple):
             object.__setattr__(self, "pinned", tuple(self.pinned))
+        if not isinstance(self.held, frozenset):
+            object.__setattr__(self, "held", frozenset(self.held))
         if self.max_chars <= 0:
             raise ValueError(f"SummaryRequest.max_chars must be positive, got {self.max_chars}")
 
@@ -218,6 +223,7 @@ def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | No
         str(request.max_chars),
         *request.pinned,
         *((f"ref={request.ref}",) if request.ref else ()),
+        *((f"held={chr(31).join(sorted(request.held))}",) if request.held else ()),
     ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     h.update(b"\x01")
