@@ -71,6 +71,9 @@ SUPERSEDED_MARKER_RE = re.compile(
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
 
+#: The key of :attr:`Message.hints` under which a masked message keeps the message it masks.
+UNMASKED = "unmasked"
+
 #: The line after the marker naming the files and code names of the omitted lines.
 NAMES_LINE_RE = re.compile(r"^\[names in them: [^\n]*\]$", re.MULTILINE)
 NAMES_LINE_PREFIX = "[names in them: "
@@ -197,7 +200,10 @@ def mask_message(
         blocks.append(b)
     if not masked_names:
         return message, ()
-    out = message.replace(content=tuple(blocks))
+    # the message as it was before the mask rides along (not sent): a summary of a span
+    # holding it is written from what the agent saw, not from the marker
+    original = message.hints.get(UNMASKED, message)
+    out = message.replace(content=tuple(blocks), hints={**message.hints, UNMASKED: original})
     event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)
 
@@ -304,7 +310,9 @@ class ToolAction:
     command: tests, searches, listings) or ``other``; ``paths`` are the files it read or
     edited; ``key`` is what makes two actions equivalent (the same file and line range read,
     the same normalised command run): the later of two actions with one key supersedes the
-    earlier's output.
+    earlier's output. ``quotes``: an edit that names the text it replaces (Edit/MultiEdit
+    ``old_string``, ``str_replace``, pi ``oldText``, Cline SEARCH blocks, ``apply_patch``
+    context lines): the agent had to reproduce the file's lines exactly, from what it read.
     """
 
     id: str
@@ -312,6 +320,7 @@ class ToolAction:
     kind: ActionKind
     paths: tuple[str, ...] = ()
     key: str | None = None
+    quotes: bool = False
 
 
 def _norm_path(path: str) -> str:
@@ -331,7 +340,7 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
     from ..summarizers._shell import analyze_command, command_key, patch_targets
 
     if "*** Begin Patch" in command or "*** Update File:" in command:
-        return "edit", tuple(_norm_path(p) for p in patch_targets(command)), None
+        return "edit", tuple(_norm_path(p) for p in patch_targets(command)), "quotes"
     effects = analyze_command(command)
     written = [*effects.writes, *effects.deletes, *effects.reverts]
     if written:
@@ -365,14 +374,14 @@ def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolActio
             key = f"read {paths[0]} {span}" if span else f"read {paths[0]}"
             return ToolAction(call_id, position, "read", paths[:1], key)
         if sub in _EDITOR_EDIT and paths:
-            return ToolAction(call_id, position, "edit", paths[:1])
+            return ToolAction(call_id, position, "edit", paths[:1], quotes=_quotes(a))
     if n in _EDIT_TOOLS:
         text = a.get("input") or a.get("patch") or a.get("diff") or a.get("_raw")
         if not paths and isinstance(text, str):
             from ..summarizers._shell import patch_targets
 
             paths = tuple(_norm_path(p) for p in patch_targets(text))
-        return ToolAction(call_id, position, "edit", paths)
+        return ToolAction(call_id, position, "edit", paths, quotes=_quotes(a))
     if n in _READ_TOOLS and paths:
         span = [a.get(k) for k in ("offset", "limit", "start_line", "end_line", "view_range")]
         key = f"read {paths[0]}" + "".join(f" {s}" for s in span if s is not None)
@@ -390,9 +399,28 @@ def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolActio
         command = a["_raw"]
     if command is not None:
         kind, cpaths, run_key = _shell_action(command)
+        if run_key == "quotes":  # a patch: its context lines quote the file
+            return ToolAction(call_id, position, kind, cpaths, None, quotes=True)
         return ToolAction(call_id, position, kind, cpaths, run_key)
     path = first_path(a)
     return ToolAction(call_id, position, "other", (_norm_path(path),) if path else ())
+
+
+_OLD_TEXT_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
+
+
+def _quotes(args: Mapping[str, Any]) -> bool:
+    """Whether an edit call's arguments name the text it replaces."""
+    if any(isinstance(args.get(k), str) and args[k] for k in _OLD_TEXT_KEYS):
+        return True
+    edits = args.get("edits")
+    if isinstance(edits, list) and any(
+        isinstance(e, Mapping) and any(isinstance(e.get(k), str) for k in _OLD_TEXT_KEYS)
+        for e in edits
+    ):
+        return True
+    text = args.get("diff") or args.get("input") or args.get("patch")
+    return isinstance(text, str) and ("SEARCH" in text or "*** Update File" in text or "@@" in text)
 
 
 def _text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
@@ -416,6 +444,8 @@ def _text_actions(message: Message, position: int, history: Sequence[Message]) -
     if _SWE_EDIT.match(command):
         return [ToolAction(rid, position + 1, "edit", ())]
     kind, paths, key = _shell_action(command)
+    if key == "quotes":
+        return [ToolAction(rid, position + 1, kind, paths, None, quotes=True)]
     return [ToolAction(rid, position + 1, kind, paths, key)]
 
 
@@ -489,7 +519,9 @@ def superseded_results(history: Sequence[Message]) -> dict[str, str]:
     return out
 
 
-def protected_results(history: Sequence[Message], recent_edits: int = 8) -> frozenset[str]:
+def protected_results(
+    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+) -> frozenset[str]:
     """The tool results that should outlive a mask edit: the latest reads of the files the
     agent is working on.
 
@@ -501,13 +533,15 @@ def protected_results(history: Sequence[Message], recent_edits: int = 8) -> froz
     what its next edit must quote exactly) and (2) every read made after the first of those
     recent edits (the agent reads what it is about to edit). Superseded results
     (:func:`superseded_results`) are never protected. A history without edits protects
-    nothing. Pure; the ids are those of :func:`tool_actions`.
+    nothing. Pure; the ids are those of :func:`tool_actions`. With ``quoting``, only edits
+    that name the text they replace (:attr:`ToolAction.quotes`) count: the agent must quote
+    what it read exactly only for those (a ``sed -i`` or a whole-file write needs no read).
 
     Protection is a ranking, not a promise: a caller masks protected results last and keeps
     them whole while the budget allows, but a window cut may still drop them.
     """
     actions = tool_actions(history)
-    edits = [a for a in actions if a.kind == "edit" and a.paths]
+    edits = [a for a in actions if a.kind == "edit" and a.paths and (a.quotes or not quoting)]
     if not edits:
         return frozenset()
     recent = edits[-recent_edits:]
@@ -533,9 +567,13 @@ class MaskPlan:
     superseded: Mapping[str, str]
 
 
-def mask_plan(history: Sequence[Message], recent_edits: int = 8) -> MaskPlan:
+def mask_plan(
+    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+) -> MaskPlan:
     """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value."""
-    return MaskPlan(protected_results(history, recent_edits), superseded_results(history))
+    return MaskPlan(
+        protected_results(history, recent_edits, quoting=quoting), superseded_results(history)
+    )
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from .._config import CompactionConfig, TaskType
 from .._messages import Message, TextBlock
 from .._task import task_index, task_text
-from ..summarizers.base import Summarizer, SummaryRequest
+from ..layers.mask import UNMASKED
+from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
     from .._budget import Budget
@@ -265,18 +266,28 @@ def summary_request(
     at = task_index(messages)
     span: list[Message] = []
     previous = [previous_summary] if previous_summary else []
+    cap = max_chars or ctx.config.summary_max_chars
+    sent = 0  # characters of the span as the request holds it
+    unmasked = False
     for i in elided:
         m = messages[i]
         if is_summary_message(m):
             previous.append(summary_body(m))
         else:
-            span.append(m)
+            # a masked tool result is summarised from what it masks (what the agent saw)
+            original = m.hints.get(UNMASKED, m)
+            unmasked = unmasked or original is not m
+            span.append(original)
+            sent += m.char_count
+    if unmasked:
+        # the summary stays clearly smaller than what it replaces in the request, masked
+        cap = min(cap, max(int(sent * TARGET_SUMMARY_RATIO), 1))
     return SummaryRequest(
         messages=tuple(span),
         task=task_text(messages[at]) if at is not None else "",
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
-        max_chars=max_chars or ctx.config.summary_max_chars,
+        max_chars=cap,
         held=held_names(messages, elided),
     )
 

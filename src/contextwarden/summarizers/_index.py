@@ -100,6 +100,12 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(n for n in (x.strip() for x in text.split(",")) if n and " " not in n)
 
 
+def _wordy(name: str) -> bool:
+    """A name with at least three letters: ``w3_14_2`` or ``x_1`` is a generated label, not a
+    name the agent will type again from memory."""
+    return sum(c.isalpha() for c in name) >= 3
+
+
 class _Ranked:
     def __init__(self) -> None:
         self.score: dict[str, float] = {}
@@ -159,7 +165,9 @@ def _lines(
 ) -> list[IndexLine]:
     # a scratch script's name is its file's: listed with the file already
     stems = {p.rsplit("/", 1)[-1].split(".", 1)[0] for p in (*status, *paths.score)}
-    wanted = [n for n in names.best() if n not in held and n not in stems][:max_names]
+    wanted = [
+        n for n in names.best() if n not in held and n not in stems and _wordy(n)
+    ][:max_names]
     by_file: dict[str, list[str]] = {}
     for n in wanted:
         seen = names.files.get(n)
