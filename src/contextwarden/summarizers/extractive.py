@@ -234,15 +234,30 @@ def _entries(
         yield Entry("notes", clip(memory, 240), 7, (2, i), "Findings", recency=i)
     earlier_refs = [r for r in _earlier_refs(facts) if r != ref]
     if earlier_refs:
+        # the newest spans' references must stay; the older ones give way to what the agent
+        # needs next (a long session piles up one reference per compaction)
+        older, newer = earlier_refs[:-EARLIER_REFS], earlier_refs[-EARLIER_REFS:]
         yield Entry(
             "notes",
-            "Earlier spans, recallable: " + ", ".join(earlier_refs),
+            "Earlier spans, recallable: " + ", ".join(newer),
             1,
             (3,),
             bullet=False,
         )
+        if older:
+            yield Entry(
+                "notes",
+                "Older spans, recallable: " + ", ".join(older),
+                8,
+                (4,),
+                bullet=False,
+                min_chars=60,
+            )
     yield from _earlier_entries(facts.earlier)
 
+
+#: The newest earlier spans whose references a summary always carries.
+EARLIER_REFS = 4
 
 #: The working set shows at most this many edit sites (newest first), each at most this long.
 WORKING_SITES = 2
@@ -370,7 +385,7 @@ def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
         else:
             group = f"Earlier ({heading})" if heading else "Earlier"
         text = line[2:] if line.startswith("- ") else line
-        if text.startswith("Earlier spans, recallable:"):
+        if text.startswith(("Earlier spans, recallable:", "Older spans, recallable:")):
             continue  # carried by its own entry, with the references this summary adds
         yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
 
