@@ -112,7 +112,8 @@ def test_a_masked_result_is_summarised_from_what_it_masked() -> None:
             m = m.replace(content=(block,), hints={UNMASKED: m})
         view.append(m)
     ctx = StrategyContext(
-        budget=Budget(32_000, reserve=0), counter=FixedCounter(per_message=4),
+        budget=Budget(32_000, reserve=0),
+        counter=FixedCounter(per_message=4),
         summarizer=FakeSummarizer(),
     )
     request = summary_request(view, list(range(1, len(view))), ctx)

@@ -472,11 +472,7 @@ class Conversation:
         superseded results reduced to a marker wherever they are), the tokens it removes and
         the first view position it changes."""
         plan = self._mask_plan() if self.config.mask.plan else MaskPlan(frozenset(), {})
-        where = {
-            r.tool_call_id: pos
-            for pos in self.results
-            for r in self.base[pos].tool_results
-        }
+        where = {r.tool_call_id: pos for pos in self.results for r in self.base[pos].tool_results}
         budget = ctx.budget
         room = int(self.config.mask.protect_ratio * budget.window) if budget is not None else 0
         keep: list[str] = []

@@ -165,9 +165,7 @@ def _lines(
 ) -> list[IndexLine]:
     # a scratch script's name is its file's: listed with the file already
     stems = {p.rsplit("/", 1)[-1].split(".", 1)[0] for p in (*status, *paths.score)}
-    wanted = [
-        n for n in names.best() if n not in held and n not in stems and _wordy(n)
-    ][:max_names]
+    wanted = [n for n in names.best() if n not in held and n not in stems and _wordy(n)][:max_names]
     by_file: dict[str, list[str]] = {}
     for n in wanted:
         seen = names.files.get(n)

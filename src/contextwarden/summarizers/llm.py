@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 from .._exceptions import ConfigError, SummarizerError
 from .._tokens import TokenCounter
+from ._index import INDEX_GROUP, names_index
 from ._prompt import (
     PROMPT_VERSION,
     SYSTEM_PROMPT,
@@ -48,7 +49,6 @@ from ._prompt import (
 from ._sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
 from .base import SummaryRequest, effective_cap, request_facts, task_key
 from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
-from ._index import INDEX_GROUP, names_index
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
 from .facts import Facts
 
@@ -585,15 +585,16 @@ class LLMSummarizer:
                 entries.append(
                     Entry("current_state", f"originals: {request.ref}", 1, (2, -1), bullet=False)
                 )
-            for e in facts_entries(
+            for fact in facts_entries(
                 facts, task=None, pinned=request.pinned, cap=cap, ref=request.ref, held=request.held
             ):
                 # the must-keep facts, and the names index: what the reply left out of it
-                if _in_index(e):
-                    e = _missing_names(e, flat)
-                    if e is None:
-                        continue
-                elif e.tier > 3 or _present(e, flat, facts):
+                e: Entry | None = fact
+                if _in_index(fact):
+                    e = _missing_names(fact, flat)
+                elif fact.tier > 3 or _present(fact, flat, facts):
+                    e = None
+                if e is None:
                     continue
                 order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
                 # the files in play fill what room the reply's own lines (tier 5) leave
@@ -880,7 +881,13 @@ def _missing_names(entry: Entry, flat: str) -> Entry | None:
     if not text:
         return None
     return Entry(
-        entry.section, text, entry.tier, entry.order, entry.group, entry.recency, entry.bullet,
+        entry.section,
+        text,
+        entry.tier,
+        entry.order,
+        entry.group,
+        entry.recency,
+        entry.bullet,
         entry.min_chars,
     )
 
