@@ -35,9 +35,6 @@ INDEX_GROUP = "Files and code in play"
 #: A name of the earlier index counts like one the agent wrote once at the start of the span
 #: (``WEIGHT_ACTION`` in :mod:`._mentions`), the first of them, down to half that for the last.
 EARLIER_WEIGHT = 3.0
-#: A name seen in what the agent read of a file it changed weighs this many times more: the
-#: next edit there is likely to quote it.
-WORKING_BOOST = 4.0
 #: Names listed under one file, at most.
 NAMES_PER_PATH = 8
 #: The loose names (not tied to a listed file) are written this many a line.
@@ -129,7 +126,6 @@ def names_index(
     *,
     status: dict[str, str] | None = None,
     held: frozenset[str] = frozenset(),
-    working: frozenset[str] = frozenset(),
     max_paths: int = 40,
     max_names: int = 240,
 ) -> list[IndexLine]:
@@ -141,7 +137,7 @@ def names_index(
     for m in code.paths:
         paths.add(m.name, m.score)
     for m in code.names:
-        names.add(m.name, m.score * (WORKING_BOOST if m.name in working else 1.0), m.files)
+        names.add(m.name, m.score, m.files)
     lines = earlier_index(earlier)
     total = sum(1 + len(ns) for _, ns in lines) or 1
     rank = 0
