@@ -122,12 +122,14 @@ def measures_section(m: Json, before: Json | None, exp: Json | None) -> str:
     if before:
         rows = [a for a in before["all"] if a["sender"] == "contextwarden"]
         if rows:
+            commit = (before.get("environment") or {}).get("commit", "?")
             parts += [
                 "",
-                "### Before the summarizer changes",
+                "### Before the names index and the mask plans",
                 "",
-                "`Warden()` defaults at the commit before the working-set summaries and the "
-                "task detection (`bench/results/measures_before.json`), all recordings:",
+                f"`Warden()` defaults at commit `{commit}`, before the summaries' names index, the "
+                "masks' names lines, the summaries written from what a mask hid and the plans "
+                "recorded in mask edits (`bench/results/measures_before.json`), all recordings:",
                 "",
                 _table(rows),
             ]
@@ -143,8 +145,11 @@ def measures_section(m: Json, before: Json | None, exp: Json | None) -> str:
                 "`contextwarden.layers.mask.mask_plan` on the history of that call: a protected "
                 "read keeps its text (masked again, oldest first and in one batch, only where the "
                 "warden rewrote its request anyway or the window would overflow), a superseded "
-                "output gets the one-line marker. Dropped and summarised messages stay dropped. It measures what the core could gain by calling `mask_plan` "
-                "when it masks; it is not what `Warden()` does. All recordings:",
+                "output gets the one-line marker. Dropped and summarised messages stay dropped. "
+                f"Measured at commit `{(exp.get('environment') or {}).get('commit', '?')}`, before "
+                "the core recorded mask plans itself (`mask.plan`: kept reads of the files an "
+                "agent edits by quoting them, within `mask.protect_ratio` of the window; "
+                "`mask.supersede`, off by default); not what `Warden()` does. All recordings:",
                 "",
                 _table(rows),
             ]

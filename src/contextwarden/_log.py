@@ -12,7 +12,11 @@ stable because a history that does not extend the one the log was built on start
 =================  ==========================================================================
 kind               effect on the view
 =================  ==========================================================================
-``mask``           tool results of messages ``<= upto`` shrink to head and tail lines
+``mask``           tool results of messages ``<= upto`` shrink to head and tail lines, except
+                   those in ``keep`` (the latest reads of the files the agent works on, left
+                   whole); the ``superseded`` results (a file read again, a command run again,
+                   a duplicate), wherever they are, become a one-line marker. Once masked, a
+                   result stays masked: a later mask edit only adds to it
 ``strip_thinking`` thinking blocks of assistant messages ``<= upto`` are removed
 ``compaction``     the ``removed`` ranges leave the view; ``inserted`` messages (the summary)
                    stand before the history message they are anchored to; ``dropped`` names
@@ -67,6 +71,9 @@ class Edit:
     inserted messages leave the view. ``ref`` is the ``cw:`` reference of the originals hidden;
     ``summary`` the summary text and ``summarizer`` who wrote it (``llm:openai:gpt-4o-mini``,
     ``extractive``...); ``tokens_before``/``tokens_after`` the request's size around the edit.
+    A mask edit's plan: ``keep``, the ids of results at or before ``upto`` it leaves whole;
+    ``superseded``, ``(position, result id, id of the result that superseded it)`` triples of
+    results it reduces to a one-line marker (at any position).
     """
 
     kind: EditKind
@@ -83,6 +90,8 @@ class Edit:
     tokens_before: int = 0
     tokens_after: int = 0
     call: int = 0
+    keep: tuple[str, ...] = ()
+    superseded: tuple[tuple[int, str, str], ...] = ()
     data: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,6 +111,8 @@ class Edit:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "call": self.call,
+            "keep": list(self.keep),
+            "superseded": [list(t) for t in self.superseded],
         }
 
     @classmethod
@@ -126,6 +137,10 @@ class Edit:
                 tokens_before=int(data.get("tokens_before", 0)),
                 tokens_after=int(data.get("tokens_after", 0)),
                 call=int(data.get("call", 0)),
+                keep=tuple(str(k) for k in data.get("keep", ())),
+                superseded=tuple(
+                    (int(p), str(r), str(by)) for p, r, by in data.get("superseded", ())
+                ),
             )
         except FormatError:
             raise
@@ -149,6 +164,7 @@ def apply(
     must be pure: same input, same output). Deterministic; never mutates its inputs.
     """
     mask_upto = strip_upto = -1
+    also: set[int] = set()  # positions after mask_upto holding superseded results
     removed: list[bool] = [False] * len(history)
     inserted: dict[int, list[tuple[Source, Message]]] = {}
     replaced: dict[int, Message] = {}
@@ -156,6 +172,7 @@ def apply(
     for number, e in enumerate(edits):
         if e.kind == "mask":
             mask_upto = max(mask_upto, e.upto)
+            also.update(p for p, _, _ in e.superseded)
         elif e.kind == "strip_thinking":
             strip_upto = max(strip_upto, e.upto)
         else:
@@ -177,7 +194,7 @@ def apply(
         if i in replaced:
             m = replaced[i]
         else:
-            if i <= mask_upto:
+            if i <= mask_upto or i in also:
                 m = mask(i, m)
             if i <= strip_upto:
                 m = strip(i, m)

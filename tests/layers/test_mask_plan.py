@@ -332,3 +332,17 @@ def test_mask_message_with_a_plan_spares_protected_and_shortens_superseded() -> 
         mask_text(big, None, ref),
         mask_text(big, None, ref),
     ]
+
+
+QUOTING = {"claude-code", "claude-code-multiedit", "codex", "codex-shell", "pi", "cline"}
+
+
+@pytest.mark.parametrize("agent", sorted(VOCABULARIES))
+def test_an_edit_quotes_when_it_names_the_text_it_replaces(agent: str) -> None:
+    (rname, rargs), (ename, eargs) = VOCABULARIES[agent]
+    history = _history(_pair("r1", rname, **rargs), _pair("e1", ename, "edited", **eargs))
+    edit = next(a for a in tool_actions(history) if a.id == "e1")
+    # the openhands fixture's str_replace names no old_str: nothing to quote
+    assert edit.quotes is (agent in QUOTING)
+    quoting_only = protected_results(history, quoting=True)
+    assert quoting_only == ({"r1"} if agent in QUOTING else frozenset())

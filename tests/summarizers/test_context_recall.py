@@ -1,13 +1,10 @@
-"""The issue's acceptance measure on the recordings we have: with the defaults, one warden per
-conversation and ``transform_openai`` call by call, the request sent before each action holds
-the paths and code names that action uses and that the agent first met more than 10 messages
-earlier (not in the task), while sending a fraction of the raw tokens.
-
-Targets (from the issue, for recordings outside the repository): at least 80% held while
-sending at most 40% of the raw tokens at a 16k window; at least 90% with at most 55% at 32k.
-Measured here on the 10 mini-swe-agent recordings (defaults of 2026-11-25: target ratio 0.3):
-91.0% / 22.1% at 16k, 94.5% / 40.0% at 32k (at the earlier 0.5 target: 91.6% / 25.6% and
-95.6% / 44.3%).
+"""The repository's own reference recall on what the warden sends (not the judges' name recall,
+which also reads the action's text and reasoning: ``tests/measures`` runs that one): with the
+defaults, one warden per conversation and ``transform_openai`` call by call, the request sent
+before each action holds the paths and code names in that action's tool-call arguments that the
+agent first met more than 10 messages earlier (not in the task), while sending a fraction of
+the raw tokens. Floors: at least 80% held while sending at most 40% of the raw tokens at a 16k
+window; at least 90% with at most 55% at 32k (10 mini-swe-agent recordings).
 """
 
 from __future__ import annotations

@@ -229,6 +229,25 @@ def test_previous_summary_and_focus_are_passed(fake: FakeProvider) -> None:
     assert "<focus>\nthe quoting rules" in user
 
 
+def test_the_names_index_is_asked_for_and_what_the_reply_left_out_is_added(
+    fake: FakeProvider,
+) -> None:
+    fake.queue(Reply(summary=GOOD))
+    b = ConversationBuilder().user(TASK)
+    b.bash("grep -rn 'def quote_field' src/", "src/util/text.py:12:def quote_field(value):\n" * 40)
+    b.bash("python -c 'from src.exporter import export_rows'", "imported\n" * 40)
+    request = SummaryRequest(b.messages, task=TASK, held=frozenset({"export_rows"}))
+    summary = _summarizer(fake).summarize(request)
+    user = fake.requests[0].user_text
+    names = user.split("<names>")[1].split("</names>")[0]
+    assert "src/util/text.py: quote_field" in names
+    assert "export_rows" not in names  # the request holds it beside the summary
+    assert "Files and code in play" in str(fake.requests[0].json)  # asked in the system prompt
+    # the reply (GOOD) named none of them: the summary carries them anyway
+    assert "quote_field" in summary and "src/util/text.py" in summary
+    assert check_summary(summary, request) == []
+
+
 def test_tool_outputs_are_clipped_in_the_input(fake: FakeProvider) -> None:
     fake.queue(Reply(summary=GOOD))
     huge = "line of noisy log output\n" * 4000  # 100k characters

@@ -45,14 +45,18 @@ from .._messages import (
 from .._policy import CacheRates, edit_pays, expected_calls
 from .._task import strip_injected
 from ..layers.base import LayerContext
-from ..layers.mask import mask_message
+from ..layers.mask import MaskPlan, mask_message, mask_plan
 from ..layers.repair import RepairState, repair_appended, unchanged_next
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
 from ..layers.units import HistoryIndex
 from ..strategies.base import compaction_target, make_ref
+from ..summarizers._mentions import words_of
 
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
+
+#: The fates (:attr:`Conversation.fate`) that leave a result whole.
+_WHOLE = frozenset({"keep", "whole"})
 
 #: The version of :meth:`Conversation.record`'s layout.
 RECORD_VERSION = 1
@@ -108,7 +112,7 @@ def _may_rewind(n: int, shared: int, touched: int, anchored: int) -> bool:
 def _reach(edit: Edit) -> tuple[int, int]:
     """``(touched, anchored)``: the last history position ``edit`` changes or removes, and the
     last position a message it inserts is anchored before (-1 for none)."""
-    touched = edit.upto
+    touched = max([edit.upto, *(p for p, _, _ in edit.superseded)])
     for _, end in edit.removed:
         touched = max(touched, end - 1)
     for p, _ in edit.replaced:
@@ -144,7 +148,11 @@ class Conversation:
         self.results: list[int] = []  # history positions holding tool results, in order
         self.thinking: list[int] = []  # history positions of assistant messages with thinking
         self.last_user = -1
-        self.masked: dict[int, Message] = {}
+        self.masked: dict[tuple[int, tuple[str, ...]], Message] = {}
+        #: what the mask edits so far decided for each result they reached, by result id:
+        #: ``mask``, ``keep`` (whole) or ``by:<id>`` (superseded by that result); see _marked
+        self.fate: dict[str, str] = {}
+        self._plan: tuple[int, MaskPlan] | None = None
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
         self.positions: dict[int, int] | None = None  # history position -> view position
@@ -438,20 +446,143 @@ class Conversation:
 
     # -- lossless edits: mask and strip, batched -----------------------------------------------
     def mask(self, ctx: LayerContext, i: int, m: Message) -> Message:
-        """History message ``i`` (``m`` as it entered the view) with its tool results masked."""
-        done = self.masked.get(i)
+        """History message ``i`` (``m`` as it entered the view) with its tool results as the
+        mask edits so far decided (:attr:`fate`)."""
+        return self._masked(ctx, i, m, self.fate)
+
+    def _masked(self, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, str]) -> Message:
+        """History message ``i`` with its tool results as ``fate`` says: masked, kept whole,
+        or reduced to the superseded marker (a result ``fate`` does not name stays whole)."""
+        names = self.names[i]
+        if not names or m.is_pinned or not self.config.mask.enabled:
+            return m
+        key = tuple(fate.get(r.tool_call_id, "whole") for r in m.tool_results)
+        done = self.masked.get((i, key))
         if done is None:
-            names = self.names[i]
-            if not names or m.is_pinned or not self.config.mask.enabled:
-                done = m
-            else:
-                # the marker names the reference the original is kept under (elided)
-                ref = make_ref((self.inputs[i],))
-                done = mask_message(m, (len(names), names), ctx, ref)[0]
-                if done is not m:
-                    self.bytes += held_bytes(done)
-            self.masked[i] = done
+            # the marker names the reference the original is kept under (elided)
+            ref = make_ref((self.inputs[i],))
+            whole = frozenset(
+                r.tool_call_id for r, f in zip(m.tool_results, key, strict=True) if f in _WHOLE
+            )
+            by = {
+                r.tool_call_id: f[3:]
+                for r, f in zip(m.tool_results, key, strict=True)
+                if f.startswith("by:")
+            }
+            plan = MaskPlan(whole, by)
+            held = self._call_words(m)
+            done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held)[0]
+            if done is not m:
+                self.bytes += held_bytes(done)
+            self.masked[(i, key)] = done
         return done
+
+    def _marked(self, fate: Mapping[str, str], edit: Edit) -> dict[str, str]:
+        """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
+        other results at or before its ``upto`` are masked unless it keeps them (a result masked
+        or superseded before stays so)."""
+        out = dict(fate)
+        for _, rid, by in edit.superseded:
+            if out.get(rid) in (None, "keep"):
+                out[rid] = "by:" + by
+        keep = set(edit.keep)
+        for pos in self.results:
+            if pos > edit.upto:
+                break
+            for r in self.base[pos].tool_results:
+                if out.get(r.tool_call_id) in (None, "keep"):
+                    out[r.tool_call_id] = "keep" if r.tool_call_id in keep else "mask"
+        return out
+
+    def _mask_plan(self) -> MaskPlan:
+        """:func:`~..layers.mask.mask_plan` of the history so far (computed once per length)."""
+        n = len(self.base)
+        if self._plan is None or self._plan[0] != n:
+            self._plan = (n, mask_plan(self.base, quoting=True))
+        return self._plan[1]
+
+    def _mask_edit(
+        self, ctx: LayerContext, reason: EditReason, upto: int
+    ) -> tuple[Edit, int, int | None]:
+        """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
+        agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
+        superseded results reduced to a marker wherever they are), the tokens it removes and
+        the first view position it changes."""
+        plan = self._mask_plan() if self.config.mask.plan else MaskPlan(frozenset(), {})
+        where = {r.tool_call_id: pos for pos in self.results for r in self.base[pos].tool_results}
+        budget = ctx.budget
+        room = int(self.config.mask.protect_ratio * budget.window) if budget is not None else 0
+        keep: list[str] = []
+        # results kept whole before stay so (releasing one rewrites the request from there),
+        # unless over the trigger, where the request is rewritten anyway: newest first there
+        kept = [] if reason == "must" else [r for r, f in self.fate.items() if f == "keep"]
+        fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
+        for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]:
+            pos = where.get(rid)
+            if pos is None or pos > upto or self.fate.get(rid) not in (None, "keep"):
+                continue
+            p = self.position(pos)
+            if p is None:
+                continue
+            size = self.tokens[p]
+            if size > room:
+                continue
+            room -= size
+            keep.append(rid)
+        superseded = tuple(
+            sorted(
+                (where[rid], rid, by)
+                for rid, by in plan.superseded.items()
+                if self.config.mask.supersede
+                and rid in where
+                and self.fate.get(rid) in (None, "keep")
+                and self.position(where[rid]) is not None
+            )
+        )
+        edit = Edit(
+            "mask",
+            reason,
+            upto=upto,
+            call=self.calls,
+            keep=tuple(sorted(keep)),
+            superseded=superseded,
+        )
+        fate = self._marked(self.fate, edit)
+        changed = sorted(
+            {where[rid] for rid, f in fate.items() if f != self.fate.get(rid) and rid in where}
+        )
+        removed = 0
+        first: int | None = None
+        count = ctx.counter.count_message
+        for pos in changed:
+            p = self.position(pos)
+            if p is None:
+                continue
+            now = self.view[p]
+            after = self._masked(ctx, pos, self.base[pos], fate)
+            if pos <= self.strip_upto:
+                after = self.strip(ctx, pos, after)
+            gain = self.tokens[p] - count(after) if after is not now else 0
+            if gain != 0:
+                removed += gain
+                first = p if first is None else min(first, p)
+        return edit, removed, first
+
+    def _call_words(self, m: Message) -> frozenset[str]:
+        """The paths and code names of the calls ``m``'s results answer (their arguments stay
+        in the request: a mask's names line need not repeat them)."""
+
+        out: set[str] = set()
+        for r in m.tool_results:
+            at = self.call_at.get(r.tool_call_id)
+            if at is None:
+                continue
+            for c in self.base[at].tool_calls:
+                if c.id == r.tool_call_id:
+                    paths, names = words_of(c.arguments)
+                    out.update(paths)
+                    out.update(names)
+        return frozenset(out)
 
     def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:
         """History message ``i`` without its thinking."""
@@ -512,10 +643,10 @@ class Conversation:
             return
         removed = 0
         first: int | None = None
-        for kind, done, upto, positions in (
-            ("mask", self.mask_upto, mask_to, self.results),
-            ("strip", self.strip_upto, strip_to, self.thinking),
-        ):
+        mask_edit: Edit | None = None
+        if mask_to > self.mask_upto and self.config.mask.enabled:
+            mask_edit, removed, first = self._mask_edit(call.ctx, reason, mask_to)
+        for kind, done, upto, positions in (("strip", self.strip_upto, strip_to, self.thinking),):
             for i in reversed(positions):
                 if i <= done:
                     break
@@ -541,8 +672,8 @@ class Conversation:
             return
         before = call.total
         new_edits: list[Edit] = []
-        if mask_to > self.mask_upto:
-            new_edits.append(Edit("mask", reason, upto=mask_to, call=self.calls))
+        if mask_edit is not None:
+            new_edits.append(mask_edit)
         if strip_to > self.strip_upto:
             new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=self.calls))
         self._commit(call, new_edits, first)
@@ -652,6 +783,9 @@ class Conversation:
         records made earlier back as they are."""
         before = call.total
         ctx = call.ctx
+        for e in edits:
+            if e.kind == "mask":
+                self.fate = self._marked(self.fate, e)
         view, sources = apply(
             self.base,
             [*self.edits, *edits],

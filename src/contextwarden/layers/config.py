@@ -43,6 +43,34 @@ class MaskConfig(BaseModel):
     exclude_tools: tuple[str, ...] = Field(
         default=(), description="Tool names whose results are never masked. Default: none."
     )
+    plan: bool = Field(
+        default=True,
+        description="Mask knowing what a result is: the latest reads of the files the agent "
+        "is editing by quoting their text (Edit, str_replace, apply_patch, SEARCH/REPLACE) "
+        "stay whole within protect_ratio of the window; see also supersede. Default: true.",
+    )
+    supersede: bool = Field(
+        default=False,
+        description="With plan: a result superseded by a later one (the same file read again "
+        "over the same lines, the same command run again, the same output) becomes a one-line "
+        "marker as soon as a mask edit is made, even among the keep_recent newest. Off by "
+        "default: on the recordings measured it lost lines later edits quote and saved little. "
+        "Default: false.",
+    )
+    protect_ratio: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="With plan: the latest reads of the files the agent is editing stay whole, "
+        "newest first, up to this share of the window in tokens. Default: 0.1.",
+    )
+    names: int = Field(
+        default=16,
+        ge=0,
+        description="A masked result keeps a line naming up to this many files and code names "
+        "of its omitted lines (definitions, paths, then the most frequent names), those the "
+        "request does not hold otherwise; 0 for none. Default: 16.",
+    )
 
 
 class ThinkingConfig(BaseModel):

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from .._events import Event
 from .._messages import Message, ToolResultBlock
+from ..summarizers._mentions import defined_names, words_of
 from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
 from ..summarizers._shell import analyze_command, command_key, patch_targets
 from .base import (
@@ -73,11 +74,62 @@ SUPERSEDED_MARKER_RE = re.compile(
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
 
+#: The key of :attr:`Message.hints` under which a masked message keeps the message it masks.
+UNMASKED = "unmasked"
 
-def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = None) -> str:
+#: The line after the marker naming the files and code names of the omitted lines.
+NAMES_LINE_RE = re.compile(r"^\[names in them: [^\n]*\]$", re.MULTILINE)
+NAMES_LINE_PREFIX = "[names in them: "
+#: The names line holds one name per this many omitted characters (and at most
+#: ``MaskConfig.names``): a long file read names more than a short listing.
+NAMES_PER_CHARS = 300
+
+
+def omitted_names(
+    omitted: str, kept: str = "", held: frozenset[str] = frozenset(), limit: int = 12
+) -> tuple[str, ...]:
+    """The files and code names of ``omitted`` (the lines a mask drops) that the agent is most
+    likely to need again, best first, at most ``limit``: what it defines (``def``/``class``),
+    the files it names (``grep`` hits, traceback frames, test ids, paths), then the other code
+    names, most frequent first. Names in ``kept`` (the lines the mask keeps) or in ``held``
+    (what the request holds anyway, such as the call's own arguments) are left out."""
+    if limit <= 0 or not omitted:
+        return ()
+
+    paths, names = words_of(omitted)
+    skip = set(held)
+    if kept:
+        kept_paths, kept_names = words_of(kept)
+        skip.update(kept_paths, kept_names)
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = omitted.count(n)
+    ranked = [
+        *defined_names(omitted),
+        *paths,
+        *sorted(names, key=lambda n: -counts[n]),  # stable: first seen first among equals
+    ]
+    out: list[str] = []
+    for n in ranked:
+        if n in skip or n in out:
+            continue
+        out.append(n)
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+def mask_text(
+    text: str,
+    config: MaskConfig | None = None,
+    ref: str | None = None,
+    held: frozenset[str] = frozenset(),
+) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
-    reference the original is kept under, is named in the marker."""
+    reference the original is kept under, is named in the marker; the line after it names the
+    files and code names of the omitted lines (:func:`omitted_names`, at most
+    ``config.names``; ``held``: names the request holds anyway)."""
     cfg = config or MaskConfig()
     if (
         len(text) <= cfg.min_chars
@@ -102,7 +154,13 @@ def mask_text(text: str, config: MaskConfig | None = None, ref: str | None = Non
     tail = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in tail]
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted{recall} ...]"
-    masked = "\n".join([*head, marker, *tail])
+    names: tuple[str, ...] = ()
+    if cfg.names and omitted_lines:
+        middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
+        limit = min(cfg.names, 1 + len(middle) // NAMES_PER_CHARS)
+        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit)
+    index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
+    masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
 
 
@@ -113,11 +171,13 @@ def mask_message(
     ref: str | None = None,
     *,
     plan: MaskPlan | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
     ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
     (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
-    whole and a superseded one becomes :func:`superseded_text`'s one-line marker."""
+    whole and a superseded one becomes :func:`superseded_text`'s one-line marker. ``held``:
+    names the request holds anyway (the calls' arguments), left out of the names line."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -133,7 +193,7 @@ def mask_message(
                 old = False
             if old and name not in cfg.exclude_tools:
                 by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
-                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by))
+                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by, held))
                 if nb is not b:
                     before += b_before
                     after += b_after
@@ -142,17 +202,22 @@ def mask_message(
         blocks.append(b)
     if not masked_names:
         return message, ()
-    out = message.replace(content=tuple(blocks))
+    # the message as it was before the mask rides along (not sent): a summary of a span
+    # holding it is written from what the agent saw, not from the marker
+    original = message.hints.get(UNMASKED, message)
+    out = message.replace(content=tuple(blocks), hints={**message.hints, UNMASKED: original})
     event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)
 
 
-def _masker(cfg: MaskConfig, ref: str | None, by: str) -> Callable[[str], str]:
+def _masker(
+    cfg: MaskConfig, ref: str | None, by: str, held: frozenset[str] = frozenset()
+) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
     (``by``) superseded it, else the head-and-tail mask."""
     if by:
         return lambda text: superseded_text(text, ref, by)
-    return lambda text: mask_text(text, cfg, ref)
+    return lambda text: mask_text(text, cfg, ref, held)
 
 
 def mask_decision(
@@ -247,7 +312,9 @@ class ToolAction:
     command: tests, searches, listings) or ``other``; ``paths`` are the files it read or
     edited; ``key`` is what makes two actions equivalent (the same file and line range read,
     the same normalised command run): the later of two actions with one key supersedes the
-    earlier's output.
+    earlier's output. ``quotes``: an edit that names the text it replaces (Edit/MultiEdit
+    ``old_string``, ``str_replace``, pi ``oldText``, Cline SEARCH blocks, ``apply_patch``
+    context lines): the agent had to reproduce the file's lines exactly, from what it read.
     """
 
     id: str
@@ -255,6 +322,7 @@ class ToolAction:
     kind: ActionKind
     paths: tuple[str, ...] = ()
     key: str | None = None
+    quotes: bool = False
 
 
 def _norm_path(path: str) -> str:
@@ -272,7 +340,7 @@ def same_file(a: str, b: str) -> bool:
 
 def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None]:
     if "*** Begin Patch" in command or "*** Update File:" in command:
-        return "edit", tuple(_norm_path(p) for p in patch_targets(command)), None
+        return "edit", tuple(_norm_path(p) for p in patch_targets(command)), "quotes"
     effects = analyze_command(command)
     written = [*effects.writes, *effects.deletes, *effects.reverts]
     if written:
@@ -304,12 +372,12 @@ def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolActio
             key = f"read {paths[0]} {span}" if span else f"read {paths[0]}"
             return ToolAction(call_id, position, "read", paths[:1], key)
         if sub in _EDITOR_EDIT and paths:
-            return ToolAction(call_id, position, "edit", paths[:1])
+            return ToolAction(call_id, position, "edit", paths[:1], quotes=_quotes(a))
     if n in _EDIT_TOOLS:
         text = a.get("input") or a.get("patch") or a.get("diff") or a.get("_raw")
         if not paths and isinstance(text, str):
             paths = tuple(_norm_path(p) for p in patch_targets(text))
-        return ToolAction(call_id, position, "edit", paths)
+        return ToolAction(call_id, position, "edit", paths, quotes=_quotes(a))
     if n in _READ_TOOLS and paths:
         span = [a.get(k) for k in ("offset", "limit", "start_line", "end_line", "view_range")]
         key = f"read {paths[0]}" + "".join(f" {s}" for s in span if s is not None)
@@ -327,9 +395,28 @@ def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolActio
         command = a["_raw"]
     if command is not None:
         kind, cpaths, run_key = _shell_action(command)
+        if run_key == "quotes":  # a patch: its context lines quote the file
+            return ToolAction(call_id, position, kind, cpaths, None, quotes=True)
         return ToolAction(call_id, position, kind, cpaths, run_key)
     path = first_path(a)
     return ToolAction(call_id, position, "other", (_norm_path(path),) if path else ())
+
+
+_OLD_TEXT_KEYS = ("old_string", "old_str", "oldText", "old_text", "search")
+
+
+def _quotes(args: Mapping[str, Any]) -> bool:
+    """Whether an edit call's arguments name the text it replaces."""
+    if any(isinstance(args.get(k), str) and args[k] for k in _OLD_TEXT_KEYS):
+        return True
+    edits = args.get("edits")
+    if isinstance(edits, list) and any(
+        isinstance(e, Mapping) and any(isinstance(e.get(k), str) for k in _OLD_TEXT_KEYS)
+        for e in edits
+    ):
+        return True
+    text = args.get("diff") or args.get("input") or args.get("patch")
+    return isinstance(text, str) and ("SEARCH" in text or "*** Update File" in text or "@@" in text)
 
 
 def _text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
@@ -353,6 +440,8 @@ def _text_actions(message: Message, position: int, history: Sequence[Message]) -
     if _SWE_EDIT.match(command):
         return [ToolAction(rid, position + 1, "edit", ())]
     kind, paths, key = _shell_action(command)
+    if key == "quotes":
+        return [ToolAction(rid, position + 1, kind, paths, None, quotes=True)]
     return [ToolAction(rid, position + 1, kind, paths, key)]
 
 
@@ -426,7 +515,9 @@ def superseded_results(history: Sequence[Message]) -> dict[str, str]:
     return out
 
 
-def protected_results(history: Sequence[Message], recent_edits: int = 8) -> frozenset[str]:
+def protected_results(
+    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+) -> frozenset[str]:
     """The tool results that should outlive a mask edit: the latest reads of the files the
     agent is working on.
 
@@ -438,13 +529,15 @@ def protected_results(history: Sequence[Message], recent_edits: int = 8) -> froz
     what its next edit must quote exactly) and (2) every read made after the first of those
     recent edits (the agent reads what it is about to edit). Superseded results
     (:func:`superseded_results`) are never protected. A history without edits protects
-    nothing. Pure; the ids are those of :func:`tool_actions`.
+    nothing. Pure; the ids are those of :func:`tool_actions`. With ``quoting``, only edits
+    that name the text they replace (:attr:`ToolAction.quotes`) count: the agent must quote
+    what it read exactly only for those (a ``sed -i`` or a whole-file write needs no read).
 
     Protection is a ranking, not a promise: a caller masks protected results last and keeps
     them whole while the budget allows, but a window cut may still drop them.
     """
     actions = tool_actions(history)
-    edits = [a for a in actions if a.kind == "edit" and a.paths]
+    edits = [a for a in actions if a.kind == "edit" and a.paths and (a.quotes or not quoting)]
     if not edits:
         return frozenset()
     recent = edits[-recent_edits:]
@@ -470,9 +563,13 @@ class MaskPlan:
     superseded: Mapping[str, str]
 
 
-def mask_plan(history: Sequence[Message], recent_edits: int = 8) -> MaskPlan:
+def mask_plan(
+    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+) -> MaskPlan:
     """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value."""
-    return MaskPlan(protected_results(history, recent_edits), superseded_results(history))
+    return MaskPlan(
+        protected_results(history, recent_edits, quoting=quoting), superseded_results(history)
+    )
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:

@@ -35,8 +35,10 @@ from .._config import CompactionConfig, TaskType
 from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock
 from .._task import task_index, task_text
+from ..layers.mask import UNMASKED
 from ..layers.units import HistoryIndex
-from ..summarizers.base import Summarizer, SummaryRequest
+from ..summarizers._mentions import words_of
+from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
     from .._budget import Budget
@@ -245,20 +247,50 @@ def summary_request(
     at = task_index(messages)
     span: list[Message] = []
     previous = [previous_summary] if previous_summary else []
+    cap = max_chars or ctx.config.summary_max_chars
+    sent = 0  # characters of the span as the request holds it
+    unmasked = False
     for i in elided:
         m = messages[i]
         if is_summary_message(m):
             previous.append(summary_body(m))
         else:
-            span.append(m)
+            # a masked tool result is summarised from what it masks (what the agent saw)
+            original = m.hints.get(UNMASKED, m)
+            unmasked = unmasked or original is not m
+            span.append(original)
+            sent += m.char_count
+    if unmasked:
+        # the summary stays clearly smaller than what it replaces in the request, masked
+        cap = min(cap, max(int(sent * TARGET_SUMMARY_RATIO), 1))
     return SummaryRequest(
         messages=tuple(span),
         task=task_text(messages[at]) if at is not None else "",
         previous_summary="\n\n".join(previous) if previous else None,
         focus=ctx.focus,
-        max_chars=max_chars or ctx.config.summary_max_chars,
+        max_chars=cap,
         memo=ctx.memo,
+        held=held_names(messages, elided),
     )
+
+
+def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[str]:
+    """The paths and code names the messages kept beside a summary of ``messages[elided]``
+    hold (the system prompt, the task, the kept tail; not earlier summaries, which the new one
+    replaces): what the summary's names index need not repeat."""
+
+    gone = set(elided)
+    out: set[str] = set()
+    for i, m in enumerate(messages):
+        if i in gone or is_summary_message(m):
+            continue
+        texts = [m.text, *(c.arguments for c in m.tool_calls), *(r.text for r in m.tool_results)]
+        for text in texts:
+            if text:
+                paths, names = words_of(text)
+                out.update(paths)
+                out.update(names)
+    return frozenset(out)
 
 
 def elide_except_recent(

@@ -30,6 +30,7 @@ __all__ = [
     "CodeMentions",
     "Mention",
     "code_mentions",
+    "defined_names",
     "is_code_name",
     "names_of",
     "path_like",
@@ -47,7 +48,7 @@ _PATH = re.compile(
 )
 #: Candidate code names: words with an underscore or a lower-upper hump inside
 #: (:func:`is_code_name` has the last word); plain words are skipped by the regex itself.
-_WORD = re.compile(r"(?<![\w.$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
+_WORD = re.compile(r"(?<![\w$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
 #: A definition line, possibly behind a ``grep -n`` prefix naming its file.
 _DEF = re.compile(
     r"^(?:([\w./@+-]+\.[A-Za-z]\w*)[:-]\d+[:-])?\s*(?:async\s+)?"
@@ -57,6 +58,8 @@ _DEF = re.compile(
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
+#: The line a mask leaves naming the files and code names of the lines it omitted.
+_NAMES_LINE = re.compile(r"^\[names in them: ([^\n]*)\]$", re.M)
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
@@ -132,6 +135,12 @@ def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
     clean = tuple(p for p in paths if path_like(p))
     return clean, names_of(text)
+
+
+def defined_names(text: str) -> tuple[str, ...]:
+    """The names ``text`` defines (``def``/``class``/``function``... lines), in order, without
+    repeats."""
+    return tuple(dict.fromkeys(name for _, name in _DEF.findall(text) if name not in _NOISE))
 
 
 def names_of(text: str) -> tuple[str, ...]:
@@ -226,6 +235,15 @@ class _Tally:
                 self.seen_in(func, path)
         for name in self.memo(names_of, text, _names_size):
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
+        for line in _NAMES_LINE.findall(text):
+            # a masked result's line naming what its omitted lines held: its best names
+            paths, names = words_of(line)
+            for path in paths:
+                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+            for name in names:
+                self.add(name, False, index, WEIGHT_OUTPUT - WEIGHT_SEEN, agent=False)
+                if read:
+                    self.seen_in(name, read)
         for path, test in _TEST_ID.findall(text):
             self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
             name = test.split("::")[-1].split("[")[0]

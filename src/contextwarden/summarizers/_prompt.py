@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the prompt text changes, so cached summaries of the old prompt are not reused.
-PROMPT_VERSION = "3"
+PROMPT_VERSION = "4"
 
 SYSTEM_PROMPT = """\
 You condense the working history of an autonomous agent so that it can carry on with its task \
@@ -46,7 +46,9 @@ as in the history, and for each file still being edited the lines around its lat
 copied verbatim (indentation included: the next edit must quote them exactly); the files the \
 agent read and relied on, each with the functions, classes and tests it looked at or changed \
 there, names spelled exactly; every error still open, its error line quoted verbatim; test \
-status, key values, environment facts.
+status, key values, environment facts. When the request lists <names>, end with "Files and code \
+in play:" and as many of them as room allows, best first, spelled exactly: the agent will type \
+them again.
 </current_state>
 <notes>
 Pitfalls already met and how to avoid them, constraints, decisions and why; any pinned text, \
@@ -128,15 +130,19 @@ def summary_prompt(
     pinned: Sequence[str],
     focus: str | None,
     ref: str | None = None,
+    names: Sequence[str] = (),
 ) -> str:
     """The user turn asking for a summary of ``transcript``; ``ref`` is the ``cw:`` reference
-    its originals are kept under. ``task`` is given without the blocks clients inject into the
-    user's turn (environment context, system reminders: :func:`contextwarden._task.strip_injected`)."""
+    its originals are kept under; ``names``, the span's names index (files with the code names
+    seen in them, then other names, best first: what the summary should carry). ``task`` is
+    given without the blocks clients inject into the user's turn (environment context, system
+    reminders: :func:`contextwarden._task.strip_injected`)."""
     task = strip_injected(task) or None if task else None
     parts = [
         _tagged("task", task),
         _tagged("pinned", "\n".join(pinned) if pinned else None),
         _tagged("reference", ref),
+        _tagged("names", "\n".join(names) if names else None),
     ]
     if previous_summary and previous_summary.strip():
         parts.append(
@@ -158,14 +164,17 @@ def merge_prompt(
     pinned: Sequence[str],
     focus: str | None,
     ref: str | None = None,
+    names: Sequence[str] = (),
 ) -> str:
-    """The user turn asking to merge partial summaries (the reduce step)."""
+    """The user turn asking to merge partial summaries (the reduce step); ``names`` as for
+    :func:`summary_prompt`."""
     task = strip_injected(task) or None if task else None
     body = "".join(f'<part n="{i}">\n{p.strip()}\n</part>\n' for i, p in enumerate(parts, 1))
     out = [
         _tagged("task", task),
         _tagged("pinned", "\n".join(pinned) if pinned else None),
         _tagged("reference", ref),
+        _tagged("names", "\n".join(names) if names else None),
         _tagged("focus", focus) if focus else "",
         _MERGE_INSTRUCTIONS + "\n\n",
         body,

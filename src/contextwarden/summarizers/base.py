@@ -59,6 +59,9 @@ class SummaryRequest:
     anything the summary only points to. ``memo``: where :func:`request_facts` keeps the facts
     (and what they are read from) for the summarizer and the checks that follow; the compactor
     passes its own (not part of the request's value: it takes no part in equality).
+    ``held``: the paths and code names the request holds
+    beside the summary (the system prompt, the task, the messages kept verbatim): the summary's
+    names index need not repeat them.
     """
 
     messages: tuple[Message, ...]
@@ -69,12 +72,15 @@ class SummaryRequest:
     pinned: tuple[str, ...] = ()
     ref: str | None = None
     memo: Memo | None = field(default=None, compare=False, repr=False)
+    held: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
             object.__setattr__(self, "messages", tuple(self.messages))
         if not isinstance(self.pinned, tuple):
             object.__setattr__(self, "pinned", tuple(self.pinned))
+        if not isinstance(self.held, frozenset):
+            object.__setattr__(self, "held", frozenset(self.held))
         if self.max_chars <= 0:
             raise ValueError(f"SummaryRequest.max_chars must be positive, got {self.max_chars}")
 
@@ -226,6 +232,7 @@ def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | No
         str(request.max_chars),
         *request.pinned,
         *((f"ref={request.ref}",) if request.ref else ()),
+        *((f"held={chr(31).join(sorted(request.held))}",) if request.held else ()),
     ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     h.update(b"\x01")

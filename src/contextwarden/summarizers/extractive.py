@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterator
 
 from .._exceptions import SummarizerError
+from ._index import INDEX_GROUP, names_index
 from ._sections import REF_RE, SECTIONS, Entry, SummarySections, clip, fit, heading_name, with_ref
 from .base import SummaryRequest, effective_cap, request_facts
 from .facts import CommandRun, Facts
@@ -38,7 +39,7 @@ MIN_SUMMARY_CHARS = 200
 #: room goes to what the agent learnt since).
 TASK_SHARE = 0.1
 
-_EARLIER_SKIP = {"original task", "files changed", "focus", "working set"}
+_EARLIER_SKIP = {"original task", "files changed", "focus", "working set", INDEX_GROUP.lower()}
 
 
 def _focus_words(focus: str | None) -> frozenset[str]:
@@ -67,11 +68,14 @@ def facts_entries(
     focus: str | None = None,
     cap: int = 4000,
     ref: str | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> list[Entry]:
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
     the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
     with the LLM summarizer, which adds the must-keep ones to its output."""
-    entries = list(_entries(facts, task=task, pinned=pinned, focus=focus, cap=cap, ref=ref))
+    entries = list(
+        _entries(facts, task=task, pinned=pinned, focus=focus, cap=cap, ref=ref, held=held)
+    )
     words = _focus_words(focus)
     if words:
         # what the user asked to keep moves up two tiers (never above the must-keep ones)
@@ -101,6 +105,7 @@ def _entries(
     focus: str | None,
     cap: int,
     ref: str | None,
+    held: frozenset[str],
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = facts.task or task  # the user's own words (client-injected blocks removed)
@@ -210,7 +215,7 @@ def _entries(
         yield Entry(
             "current_state", f"Last command: {_command_line(final, 1)}", 5, (3,), bullet=False
         )
-    yield from _code_entries(facts, ref)
+    yield from _code_entries(facts, ref, cap, held)
     # notes: pins, other errors, findings, what an earlier summary said -----------------------
     pins = list(dict.fromkeys((*pinned, *facts.pins, *_earlier_pins(facts))))
     for i, pin in enumerate(pins):
@@ -229,15 +234,30 @@ def _entries(
         yield Entry("notes", clip(memory, 240), 7, (2, i), "Findings", recency=i)
     earlier_refs = [r for r in _earlier_refs(facts) if r != ref]
     if earlier_refs:
+        # the newest spans' references must stay; the older ones give way to what the agent
+        # needs next (a long session piles up one reference per compaction)
+        older, newer = earlier_refs[:-EARLIER_REFS], earlier_refs[-EARLIER_REFS:]
         yield Entry(
             "notes",
-            "Earlier spans, recallable: " + ", ".join(earlier_refs),
+            "Earlier spans, recallable: " + ", ".join(newer),
             1,
             (3,),
             bullet=False,
         )
+        if older:
+            yield Entry(
+                "notes",
+                "Older spans, recallable: " + ", ".join(older),
+                8,
+                (4,),
+                bullet=False,
+                min_chars=60,
+            )
     yield from _earlier_entries(facts.earlier)
 
+
+#: The newest earlier spans whose references a summary always carries.
+EARLIER_REFS = 4
 
 #: The working set shows at most this many edit sites (newest first), each at most this long.
 WORKING_SITES = 2
@@ -281,63 +301,42 @@ def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
         n += 1
 
 
-#: The code group lists at most this many files, this many names for each, and this many
-#: names not tied to a listed file; the length cap usually stops it before.
-CODE_PATHS = 30
-NAMES_PER_PATH = 8
-LOOSE_NAMES = 120
-NAMES_PER_LINE = 10
+#: The share of the cap the names index may fill ranking with the open plan (tier 4): a name
+#: costs a summary a dozen characters and is what the agent types again (paths, functions,
+#: tests, variables), so names go before the detail of past commands and findings; the rest of
+#: the index ranks after the commands run (tier 7).
+INDEX_SHARE = 0.65
 
 
-def _code_tier(rank: int) -> int:
-    """Files and names rank with the open plan (tier 4) up to rank 60, the rest with the commands
-    run (6): a name costs a summary a dozen characters and is what the agent types again (paths,
-    functions, tests), so names go before the detail of past commands and findings."""
-    return 4 if rank < 60 else 6
-
-
-def _code_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
-    """The files and code names in play, best first: each file with the functions, classes
-    and tests seen in it, then the other names the agent used."""
-    code = facts.code
-    group = with_ref("Files and code in play", ref)
-    status = facts.file_status()
-    shown: set[str] = set()
+def _code_entries(
+    facts: Facts, ref: str | None, cap: int, held: frozenset[str] = frozenset()
+) -> Iterator[Entry]:
+    """The names index (:func:`~._index.names_index`): each file in play with the functions,
+    classes and tests seen in it, then the other names the agent used, best first, carried over
+    from the earlier summary, without what the request holds beside the summary."""
+    group = with_ref(INDEX_GROUP, ref)
+    lines = names_index(facts.code, facts.earlier, status=dict(facts.file_status()), held=held)
     listed: set[str] = set()
-    for mention in code.paths[:CODE_PATHS]:
-        path = mention.name
-        names = [n.name for n in code.names_in(path) if n.name not in shown][:NAMES_PER_PATH]
-        note = status.get(path)
-        if note is not None and note != "read" and not names:
-            continue  # already under "Files changed", and nothing to add to it
-        rank = len(listed)
-        listed.add(path)
-        shown.update(names)
-        label = f"{path} ({note})" if note is not None and note != "read" else path
-        text = f"{label}: {', '.join(names)}" if names else label
+    used = 0
+    for line in lines:
+        if line.path is not None:
+            listed.add(line.path)
+            if line.note is not None and not line.names:
+                continue  # already under "Files changed", and nothing to add to it
+        text = line.text
+        used += len(text) + 3
         yield Entry(
             "current_state",
             text,
-            _code_tier(rank),
-            (4, rank),
+            4 if used <= cap * INDEX_SHARE else 7,
+            (4, line.rank),
             group,
-            recency=-rank,
-            min_chars=len(label) + 8,
+            recency=-line.rank,
+            min_chars=40 if line.path is None else len(line.path) + 8,
         )
-    for i, path in enumerate(p for p in facts.read_files if p not in listed):
-        yield Entry("current_state", path, 8, (4, CODE_PATHS + i), group, recency=-CODE_PATHS - i)
-    loose = [n.name for n in code.names if n.name not in shown][:LOOSE_NAMES]
-    for chunk, start in enumerate(range(0, len(loose), NAMES_PER_LINE)):
-        names = loose[start : start + NAMES_PER_LINE]
-        yield Entry(
-            "current_state",
-            "names: " + ", ".join(names),
-            _code_tier(chunk * 6),
-            (5, chunk),
-            group,
-            recency=-chunk,
-            min_chars=40,
-        )
+    rest = [p for p in facts.read_files if p not in listed and p not in held]
+    for i, path in enumerate(rest):
+        yield Entry("current_state", path, 8, (5, i), group, recency=-len(lines) - i)
 
 
 def _earlier_refs(facts: Facts) -> list[str]:
@@ -386,7 +385,7 @@ def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
         else:
             group = f"Earlier ({heading})" if heading else "Earlier"
         text = line[2:] if line.startswith("- ") else line
-        if text.startswith("Earlier spans, recallable:"):
+        if text.startswith(("Earlier spans, recallable:", "Older spans, recallable:")):
             continue  # carried by its own entry, with the references this summary adds
         yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
 
@@ -434,6 +433,7 @@ class ExtractiveSummarizer:
             focus=request.focus,
             cap=cap,
             ref=request.ref,
+            held=request.held,
         )
         return fit(entries, cap)
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 from .._exceptions import ConfigError, SummarizerError
 from .._tokens import TokenCounter
+from ._index import INDEX_GROUP, names_index
 from ._prompt import (
     PROMPT_VERSION,
     SYSTEM_PROMPT,
@@ -457,6 +458,7 @@ class LLMSummarizer:
         """
         task = self._task_text(request, facts)
         pinned = tuple(dict.fromkeys((*request.pinned, *facts.pins)))
+        names = _names_lines(facts, request.held, cap)
         rendered = render_transcript(request.messages, self.tool_output_chars)
         overhead = self._tokens(SYSTEM_PROMPT) + self._tokens(
             summary_prompt(
@@ -466,6 +468,7 @@ class LLMSummarizer:
                 pinned=pinned,
                 ref=request.ref,
                 focus=request.focus,
+                names=names,
             )
         )
         room = budget - overhead
@@ -485,6 +488,7 @@ class LLMSummarizer:
                         pinned=pinned,
                         ref=request.ref,
                         focus=request.focus,
+                        names=names,
                     ),
                     cap,
                 )
@@ -533,7 +537,14 @@ class LLMSummarizer:
                 groups = [parts[i : i + 2] for i in range(0, len(parts), 2)]
             merged: list[str] = yield [
                 _Call(
-                    merge_prompt(g, task=task, pinned=pinned, focus=request.focus, ref=request.ref),
+                    merge_prompt(
+                        g,
+                        task=task,
+                        pinned=pinned,
+                        focus=request.focus,
+                        ref=request.ref,
+                        names=names,
+                    ),
                     cap,
                 )
                 if len(g) > 1
@@ -582,12 +593,16 @@ class LLMSummarizer:
                 entries.append(
                     Entry("current_state", f"originals: {request.ref}", 1, (2, -1), bullet=False)
                 )
-            for e in facts_entries(
-                facts, task=None, pinned=request.pinned, cap=cap, ref=request.ref
+            for fact in facts_entries(
+                facts, task=None, pinned=request.pinned, cap=cap, ref=request.ref, held=request.held
             ):
-                # the must-keep facts, and the files the agent relied on most
-                wanted = e.tier <= 3 or (e.tier <= 4 and _is_code_file(e))
-                if not wanted or _present(e, flat, facts):
+                # the must-keep facts, and the names index: what the reply left out of it
+                e: Entry | None = fact
+                if _in_index(fact):
+                    e = _missing_names(fact, flat)
+                elif fact.tier > 3 or _present(fact, flat, facts):
+                    e = None
+                if e is None:
                     continue
                 order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
                 # the files in play fill what room the reply's own lines (tier 5) leave
@@ -848,10 +863,55 @@ class LLMSummarizer:
 _KEEP_RANK: Mapping[str, int] = {"remaining": 0, "current_state": 1, "notes": 2, "completed": 3}
 
 
+def _in_index(entry: Entry) -> bool:
+    """A line of the names index ("Files and code in play")."""
+    return heading_name(entry.group or "") == INDEX_GROUP
+
+
 def _is_code_file(entry: Entry) -> bool:
     """A "Files and code in play" line naming a file (not a line of loose names)."""
-    group = heading_name(entry.group or "")
-    return group == "Files and code in play" and not entry.text.startswith("names: ")
+    return _in_index(entry) and not entry.text.startswith("names: ")
+
+
+def _missing_names(entry: Entry, flat: str) -> Entry | None:
+    """The index line ``entry`` with only what the reply ``flat`` does not hold (None when it
+    holds all of it): a file line keeps its file, as the anchor of its names."""
+    if entry.text.startswith("names: "):
+        names = [n for n in entry.text[len("names: ") :].split(", ") if n not in flat]
+        text = "names: " + ", ".join(names) if names else ""
+    else:
+        label, _, rest = entry.text.partition(": ")
+        path = label.split(" (", 1)[0]
+        names = [n for n in rest.split(", ") if n and n not in flat]
+        if path in flat and not names:
+            return None
+        text = f"{label}: {', '.join(names)}" if names else label
+    if not text:
+        return None
+    return Entry(
+        entry.section,
+        text,
+        entry.tier,
+        entry.order,
+        entry.group,
+        entry.recency,
+        entry.bullet,
+        entry.min_chars,
+    )
+
+
+def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...]:
+    """The names index of the span (:func:`~._index.names_index`) as lines for the prompt's
+    ``<names>``, best first, within half the summary's cap."""
+    lines: list[str] = []
+    used = 0
+    for line in names_index(facts.code, facts.earlier, status=dict(facts.file_status()), held=held):
+        text = line.text
+        if used + len(text) > cap // 2:
+            break
+        lines.append(text)
+        used += len(text) + 1
+    return tuple(lines)
 
 
 def _present(entry: Entry, flat: str, facts: Facts) -> bool:

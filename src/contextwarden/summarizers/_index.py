@@ -1,0 +1,188 @@
+"""The names index of a summary: the files and code names of what it replaces, ranked for the
+agent that will type them again.
+
+An agent's next command reuses names it met long before: the file it read forty steps ago, the
+helper a ``grep`` found, the test it ran first, the variable it set in a script. Once the
+messages that held them are summarised, a name the summary does not carry is gone until the
+agent searches again. :func:`names_index` ranks the candidates for the summary's
+"Files and code in play" group:
+
+- the paths and code names of the span (:func:`~._mentions.code_mentions`: what the agent wrote
+  counts most, then definitions, frames, ``grep`` hits and test ids, then any name a result
+  showed; later mentions weigh more);
+- the index of the earlier summary the span absorbs, so that names survive a second, third...
+  compaction instead of falling to the bottom of the list (they rank like a name the agent
+  wrote once at the start of the span, best first, and gain from any new mention);
+- minus the names the request already holds beside the summary (``held``: the system prompt,
+  the task, the messages kept verbatim), which it would only repeat.
+
+Each file comes with the names seen in it; the rest are listed by rank. Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._mentions import CodeMentions
+from ._sections import SummarySections, heading_name
+
+__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]
+
+#: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
+INDEX_GROUP = "Files and code in play"
+#: A name of the earlier index counts like one the agent wrote once at the start of the span
+#: (``WEIGHT_ACTION`` in :mod:`._mentions`), the first of them, down to half that for the last.
+EARLIER_WEIGHT = 3.0
+#: Names listed under one file, at most.
+NAMES_PER_PATH = 8
+#: The loose names (not tied to a listed file) are written this many a line.
+NAMES_PER_LINE = 12
+
+_NOTE = re.compile(r"^(?P<path>\S+?)(?: \((?P<note>[a-z]+)\))?$")
+
+
+@dataclass(frozen=True)
+class IndexLine:
+    """One line of the index: a file (``path``, with ``note``, its change, when it was
+    written) and the names seen in it, or (``path`` None) a run of other names. ``rank`` is
+    the line's place in the ranking (0 first): the summary admits lines best first."""
+
+    path: str | None
+    names: tuple[str, ...]
+    rank: int
+    note: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.path is None:
+            return "names: " + ", ".join(self.names)
+        label = f"{self.path} ({self.note})" if self.note else self.path
+        return f"{label}: {', '.join(self.names)}" if self.names else label
+
+
+def earlier_index(earlier: SummarySections | None) -> list[tuple[str | None, tuple[str, ...]]]:
+    """The index lines of an earlier summary, in its order: ``(path, names)`` for a file line,
+    ``(None, names)`` for a line of loose names."""
+    if earlier is None:
+        return []
+    out: list[tuple[str | None, tuple[str, ...]]] = []
+    inside = False
+    for raw in earlier.current_state.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith("- ") and line.endswith(":"):
+            name = heading_name(line[:-1]).strip()
+            if name.startswith("Earlier (") and name.endswith(")"):
+                name = name[len("Earlier (") : -1]
+            inside = name == INDEX_GROUP
+            continue
+        if not inside or not line.startswith("- "):
+            continue
+        body = line[2:]
+        if body.startswith("names: "):
+            out.append((None, _split(body[len("names: ") :])))
+            continue
+        head, _, rest = body.partition(": ")
+        m = _NOTE.match(head)
+        if m is None:
+            continue
+        out.append((m.group("path"), _split(rest)))
+    return out
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(n for n in (x.strip() for x in text.split(",")) if n and " " not in n)
+
+
+def _wordy(name: str) -> bool:
+    """A name with at least three letters: ``w3_14_2`` or ``x_1`` is a generated label, not a
+    name the agent will type again from memory."""
+    return sum(c.isalpha() for c in name) >= 3
+
+
+class _Ranked:
+    def __init__(self) -> None:
+        self.score: dict[str, float] = {}
+        self.files: dict[str, list[str]] = {}  # name -> files it was seen in, latest last
+
+    def add(self, name: str, score: float, files: Iterable[str] = ()) -> None:
+        self.score[name] = self.score.get(name, 0.0) + score
+        seen = self.files.setdefault(name, [])
+        for f in files:
+            if f in seen:
+                seen.remove(f)
+            seen.append(f)
+
+    def best(self) -> list[str]:
+        return sorted(self.score, key=lambda n: (-self.score[n], n))
+
+
+def names_index(
+    code: CodeMentions,
+    earlier: SummarySections | None = None,
+    *,
+    status: dict[str, str] | None = None,
+    held: frozenset[str] = frozenset(),
+    max_paths: int = 40,
+    max_names: int = 240,
+) -> list[IndexLine]:
+    """The index lines, best first (see the module docstring). ``status``: each path's change
+    (``modified``, ``created``...) to note beside it; ``held``: names the request holds outside
+    the summary; at most ``max_paths`` files and ``max_names`` names."""
+    status = status or {}
+    paths, names = _Ranked(), _Ranked()
+    for m in code.paths:
+        paths.add(m.name, m.score)
+    for m in code.names:
+        names.add(m.name, m.score, m.files)
+    lines = earlier_index(earlier)
+    total = sum(1 + len(ns) for _, ns in lines) or 1
+    rank = 0
+    for path, ns in lines:
+        if path is not None:
+            paths.add(path, EARLIER_WEIGHT * (1 - rank / (2 * total)))
+            rank += 1
+        for n in ns:
+            names.add(n, EARLIER_WEIGHT * (1 - rank / (2 * total)), (path,) if path else ())
+            rank += 1
+    return _lines(paths, names, status, held, max_paths, max_names)
+
+
+def _lines(
+    paths: _Ranked,
+    names: _Ranked,
+    status: dict[str, str],
+    held: frozenset[str],
+    max_paths: int,
+    max_names: int,
+) -> list[IndexLine]:
+    # a scratch script's name is its file's: listed with the file already
+    stems = {p.rsplit("/", 1)[-1].split(".", 1)[0] for p in (*status, *paths.score)}
+    wanted = [n for n in names.best() if n not in held and n not in stems and _wordy(n)][:max_names]
+    by_file: dict[str, list[str]] = {}
+    for n in wanted:
+        seen = names.files.get(n)
+        if seen:
+            by_file.setdefault(seen[-1], []).append(n)
+    shown: set[str] = set()
+    scored: list[tuple[float, int, str | None, tuple[str, ...], str | None]] = []
+    for path in paths.best():
+        if len(scored) >= max_paths:
+            break
+        ns = [n for n in by_file.get(path, ()) if n not in shown][:NAMES_PER_PATH]
+        note = status.get(path)
+        note = note if note not in (None, "read") else None
+        if path in held and not ns:
+            continue  # the request holds it already, and there is nothing to add to it
+        shown.update(ns)
+        score = max([paths.score[path], *(names.score[n] for n in ns)])
+        scored.append((score, len(scored), path, tuple(ns), note))
+    loose = [n for n in wanted if n not in shown]
+    for start in range(0, len(loose), NAMES_PER_LINE):
+        chunk = tuple(loose[start : start + NAMES_PER_LINE])
+        scored.append((names.score[chunk[0]], len(scored), None, chunk, None))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [IndexLine(path, ns, rank, note) for rank, (_, _, path, ns, note) in enumerate(scored)]

@@ -1,0 +1,141 @@
+"""Mask edits that know what a tool result is, recorded in the log: the latest read of a file the
+agent edits by quoting it stays whole (``Edit.keep``), superseded outputs become a one-line
+marker when asked (``Edit.superseded``), and a log replayed elsewhere gives the same request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from contextwarden import Warden, WardenConfig
+from contextwarden._log import Edit
+from contextwarden.layers.mask import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
+from contextwarden.store.logs import MemoryLogStore
+
+FILE = "\n".join(f"    value_{i} = compute_value_{i}(config_entry)  # line {i}" for i in range(60))
+
+
+def _call(cid: str, name: str, **args: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
+
+
+def _result(cid: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": cid, "content": text}
+
+
+def _history(edit: dict[str, Any], steps: int = 40) -> list[dict[str, Any]]:
+    """A read of src/app.py, an edit of it, then many unrelated long outputs."""
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the bug in src/app.py"},
+        _call("read1", "Read", file_path="src/app.py"),
+        _result("read1", FILE),
+        _call("edit1", edit["name"], **edit["args"]),
+        _result("edit1", "The file src/app.py has been updated."),
+    ]
+    for i in range(steps):
+        out += [
+            _call(f"run{i}", "Bash", command=f"python -m pytest tests/test_{i}.py -q"),
+            _result(f"run{i}", "\n".join(f"test_{i}_{k} PASSED [{k}%]" for k in range(60))),
+        ]
+    out.append({"role": "assistant", "content": "Done."})
+    return out
+
+
+QUOTING = {
+    "name": "Edit",
+    "args": {"file_path": "src/app.py", "old_string": "value_3 =", "new_string": "value_3 :="},
+}
+SHELL = {"name": "Bash", "args": {"command": "sed -i 's/value_3 =/value_3 :=/' src/app.py"}}
+
+
+def _run(history: list[dict[str, Any]], warden: Warden, window: int = 40_000) -> Any:
+    out = None
+    for k in range(3, len(history) + 1):
+        if history[k - 1]["role"] == "assistant":
+            out = warden.transform_openai(
+                history[: k - 1], model="gpt-4o", window=window, conversation="c"
+            )
+    return out
+
+
+def _contents(request: list[dict[str, Any]]) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request if m["role"] == "tool"}
+
+
+def test_the_read_of_a_file_edited_by_quoting_stays_whole() -> None:
+    warden = Warden()
+    request, _ = _run(_history(QUOTING), warden)
+    sent = _contents(request)
+    masks = [e for e in warden.edit_log("c") if e.kind == "mask"]
+    assert masks and all("read1" in e.keep for e in masks)
+    assert sent["read1"] == FILE  # what the next Edit must quote is still there
+    assert MASK_MARKER_RE.search(sent["run0"])  # the old test runs are masked
+
+
+def test_an_edit_that_quotes_nothing_protects_nothing() -> None:
+    warden = Warden()
+    request, _ = _run(_history(SHELL), warden)
+    assert MASK_MARKER_RE.search(_contents(request)["read1"])
+    assert all(not e.keep for e in warden.edit_log("c") if e.kind == "mask")
+
+
+def test_without_the_plan_every_old_result_is_masked() -> None:
+    warden = Warden(WardenConfig.model_validate({"mask": {"plan": False}}))
+    request, _ = _run(_history(QUOTING), warden)
+    assert MASK_MARKER_RE.search(_contents(request)["read1"])
+
+
+def test_superseded_outputs_become_a_one_line_marker_when_asked() -> None:
+    history = _history(QUOTING)
+    # the same test run again, last: the earlier run is superseded
+    again = [_call("again", "Bash", command="python -m pytest tests/test_39.py -q")]
+    again.append(_result("again", "\n".join(f"test_39_{k} PASSED" for k in range(60))))
+    more = _history(QUOTING, steps=60)[2 + 4 + 2 * 40 : -1]  # runs 40..59: a mask edit comes
+    history = history[:-1] + again + more + [{"role": "assistant", "content": "Done."}]
+    warden = Warden(WardenConfig.model_validate({"mask": {"supersede": True}}))
+    request, _ = _run(history, warden)
+    sent = _contents(request)
+    assert SUPERSEDED_MARKER_RE.search(sent["run39"]) and "by again" in sent["run39"]
+    recorded = {rid: by for e in warden.edit_log("c") for _, rid, by in e.superseded}
+    assert recorded["run39"] == "again"
+
+
+def test_the_plan_is_stored_and_a_restored_log_sends_the_same_request() -> None:
+    store = MemoryLogStore()
+    history = _history(QUOTING)
+    first = Warden(log_store=store)
+    alone = Warden()
+    for k in range(3, len(history) + 1):
+        if history[k - 1]["role"] != "assistant":
+            continue
+        part = history[: k - 1]
+        # a fresh warden on the same store each call: the log is read back every time
+        served, _ = Warden(log_store=store).transform_openai(part, model="gpt-4o", window=40_000)
+        expected, _ = alone.transform_openai(part, model="gpt-4o", window=40_000)
+        assert served == expected
+    del first
+    edits = [Edit.from_dict(e.as_dict()) for e in alone.edit_log(_key(alone))]
+    assert any(e.keep for e in edits)
+
+
+def _key(warden: Warden) -> str:
+    return next(iter(warden._table._conversations))
+
+
+def test_an_older_record_without_a_plan_reads_back() -> None:
+    raw = Edit("mask", "must", upto=7).as_dict()
+    del raw["keep"], raw["superseded"]
+    assert Edit.from_dict(raw) == Edit("mask", "must", upto=7)
+    planned = Edit("mask", "pays", upto=9, keep=("a",), superseded=((4, "b", "c"),))
+    assert Edit.from_dict(json.loads(json.dumps(planned.as_dict()))) == planned

@@ -1,0 +1,85 @@
+"""A masked result names what its omitted lines held (``contextwarden.layers.mask``): the files
+and code names the agent may need again, ranked and bounded, without what the request holds."""
+
+from __future__ import annotations
+
+from contextwarden.layers.config import MaskConfig
+from contextwarden.layers.mask import (
+    MASK_MARKER_RE,
+    NAMES_LINE_PREFIX,
+    NAMES_LINE_RE,
+    mask_text,
+    omitted_names,
+)
+from contextwarden.summarizers._mentions import code_mentions
+from contextwarden.testing import ConversationBuilder
+
+SOURCE = "\n".join(
+    [
+        "import os",
+        "",
+        "",
+        "class ConfigLoader:",
+        "    def load_config(self, path):",
+        "        raw_text = open(path).read()",
+        *(f"        parsed_value = raw_text.split()  # step {i}" for i in range(30)),
+        "        return parsed_value",
+        "",
+        "def resolve_path(base_dir, name):",
+        "    return os.path.join(base_dir, name)",
+        "",
+        "# end of file",
+    ]
+)
+
+
+def _names_line(masked: str) -> str:
+    found = NAMES_LINE_RE.search(masked)
+    assert found is not None, masked
+    return found.group(0)
+
+
+def test_the_names_line_follows_the_marker_and_names_definitions_first() -> None:
+    masked = mask_text(SOURCE, MaskConfig(), "cw:0123456789abcdef")
+    lines = masked.split("\n")
+    at = next(i for i, ln in enumerate(lines) if MASK_MARKER_RE.match(ln))
+    assert lines[at + 1].startswith(NAMES_LINE_PREFIX)
+    names = _names_line(masked)[len(NAMES_LINE_PREFIX) : -1].split(", ")
+    # what the omitted lines define comes first, then the most frequent names
+    assert set(names[:3]) == {"ConfigLoader", "load_config", "resolve_path"}
+    assert set(names[3:5]) == {"parsed_value", "raw_text"}
+    assert len(masked) < len(SOURCE)
+
+
+def test_names_the_request_holds_are_left_out() -> None:
+    held = frozenset({"load_config", "parsed_value"})
+    names = omitted_names(SOURCE, held=held)
+    assert "load_config" not in names and "parsed_value" not in names
+    assert "resolve_path" in names
+
+
+def test_the_line_is_bounded_and_can_be_switched_off() -> None:
+    many = "header\n" + "\n".join(f"value_{i} = compute_{i}()" for i in range(200)) + "\nend"
+    masked = mask_text(many, MaskConfig(names=5))
+    assert len(_names_line(masked)[len(NAMES_LINE_PREFIX) : -1].split(", ")) == 5
+    assert NAMES_LINE_RE.search(mask_text(many, MaskConfig(names=0))) is None
+    # a short omission names few: one name per 300 omitted characters
+    short = "a\nb\nc\n" + "\n".join(f"x = item_{i}" for i in range(12)) + "\ny\nz"
+    found = NAMES_LINE_RE.search(mask_text(short, MaskConfig(min_chars=10)))
+    assert found is None or len(found.group(0).split(", ")) <= 1 + len(short) // 300
+
+
+def test_masking_twice_changes_nothing() -> None:
+    once = mask_text(SOURCE, MaskConfig(), "cw:0123456789abcdef")
+    assert mask_text(once, MaskConfig(), "cw:0123456789abcdef") is once
+
+
+def test_a_summary_reads_the_names_line_as_the_results_best_names() -> None:
+    masked = mask_text(SOURCE, MaskConfig())
+    b = ConversationBuilder().user("Fix the loader")
+    b.tool_loop("read", {"path": "src/config.py"}, masked)
+    code = code_mentions(b.messages)
+    by_name = {m.name: m for m in code.names}
+    # a name the line carries counts like a definition the result showed
+    assert by_name["load_config"].score >= by_name["ConfigLoader"].score
+    assert "src/config.py" in by_name["resolve_path"].files

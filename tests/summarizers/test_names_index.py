@@ -1,0 +1,122 @@
+"""A summary's names index (``contextwarden.summarizers._index``): ranked for the agent, carried
+across compactions, without what the request already holds; and summaries written from what
+a mask hid."""
+
+from __future__ import annotations
+
+from contextwarden._messages import Message
+from contextwarden.layers.mask import UNMASKED
+from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
+from contextwarden.summarizers._index import earlier_index, names_index
+from contextwarden.summarizers._mentions import code_mentions, names_of
+from contextwarden.summarizers._sections import parse_summary
+from contextwarden.testing import ConversationBuilder
+
+TASK = "Make the CSV exporter quote fields that contain commas"
+SOURCE = (
+    "class RowWriter:\n    def write_row(self, row):\n        return ','.join(row)\n\n\n"
+    "def export_rows(rows, quote_char='\"'):\n    return [RowWriter().write_row(r) for r in rows]\n"
+)
+
+
+def _first_span() -> ConversationBuilder:
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat src/exporter.py", SOURCE)
+    b.bash("python -c 'import csv; print(csv.QUOTE_MINIMAL)'", "0\n" + "csv output line\n" * 60)
+    b.bash("grep -rn quote_field src/", "src/util/text.py:12:def quote_field(value):\n")
+    return b
+
+
+def _index_names(summary: str) -> set[str]:
+    lines = earlier_index(parse_summary(summary, strict=False))
+    return {n for path, names in lines for n in (*names, *((path,) if path else ()))}
+
+
+def test_attribute_names_count_as_code_names() -> None:
+    # a method reached through a module or an object is a name the agent types again
+    assert "print_exc" in names_of("traceback.print_exc()")
+    assert "get_field" in names_of("model._meta.get_field('pk')")
+
+
+def test_the_index_of_an_earlier_summary_is_carried_into_the_next() -> None:
+    first = ExtractiveSummarizer().summarize(SummaryRequest(_first_span().messages, task=TASK))
+    assert {"export_rows", "quote_field", "src/exporter.py"} <= _index_names(first)
+    later = ConversationBuilder().user(TASK)
+    for i in range(6):
+        later.bash(f"python -m pytest tests/test_export.py -q -k case_{i}", f"{i} passed\n" * 40)
+    second = ExtractiveSummarizer().summarize(
+        SummaryRequest(later.messages, task=TASK, previous_summary=first)
+    )
+    carried = _index_names(second)
+    # the names of the first span are still indexed, not demoted to "Earlier (...)" lines
+    assert {"export_rows", "quote_field", "src/exporter.py"} <= carried
+    assert "Earlier (Files and code in play)" not in second
+
+
+def test_names_the_request_holds_beside_the_summary_are_not_repeated() -> None:
+    request = SummaryRequest(_first_span().messages, task=TASK)
+    summary = ExtractiveSummarizer().summarize(request)
+    assert "quote_field" in summary
+    held = SummaryRequest(_first_span().messages, task=TASK, held=frozenset({"quote_field"}))
+    without = ExtractiveSummarizer().summarize(held)
+    assert "quote_field" not in _index_names(without)
+    assert check_summary(without, held) == []
+
+
+def test_a_scratch_scripts_name_is_its_files() -> None:
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat > reproduce_issue.py << 'EOF'\nprint(1)\nEOF", "")
+    b.bash("python reproduce_issue.py", "1")
+    lines = names_index(code_mentions(b.messages))
+    texts = [line.text for line in lines]
+    assert any(t.startswith("reproduce_issue.py") for t in texts)
+    assert not any("reproduce_issue" in line.names for line in lines)
+
+
+def test_generated_labels_are_not_indexed() -> None:
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat data.txt", " ".join(f"w{i}_{j}_{i}" for i in range(5) for j in range(5)))
+    b.bash("grep load_config src/", "src/config.py:3:def load_config(path):")
+    names = {n for line in names_index(code_mentions(b.messages)) for n in line.names}
+    assert "load_config" in names
+    assert not any(n.startswith("w") and n[1].isdigit() for n in names)
+
+
+def test_the_index_ranks_what_the_agent_typed_first() -> None:
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat src/exporter.py", SOURCE + "\n".join(f"helper_{i} = {i}" for i in range(30)))
+    b.bash("python -c 'from src.exporter import export_rows; export_rows([])'", "[]")
+    names = [n for line in names_index(code_mentions(b.messages)) for n in line.names]
+    assert names.index("export_rows") < names.index("helper_3")
+
+
+def test_a_masked_result_is_summarised_from_what_it_masked() -> None:
+    from contextwarden._budget import Budget
+    from contextwarden.layers.config import MaskConfig
+    from contextwarden.layers.mask import mask_text
+    from contextwarden.strategies import StrategyContext
+    from contextwarden.strategies.base import summary_request
+    from contextwarden.testing import FakeSummarizer, FixedCounter
+
+    long_source = SOURCE + "\n".join(f"# line {i}" for i in range(40))
+    b = ConversationBuilder().user(TASK)
+    b.bash("cat src/exporter.py", long_source)
+    b.bash("ls", "README.md")
+    view: list[Message] = []
+    for m in b.messages:
+        r = m.tool_results[0] if m.tool_results else None
+        if r is not None and "RowWriter" in r.text:
+            masked = mask_text(r.text, MaskConfig(names=0))
+            assert "export_rows" not in masked  # the marker alone would lose it
+            block = type(r)(r.tool_call_id, masked)
+            m = m.replace(content=(block,), hints={UNMASKED: m})
+        view.append(m)
+    ctx = StrategyContext(
+        budget=Budget(32_000, reserve=0),
+        counter=FixedCounter(per_message=4),
+        summarizer=FakeSummarizer(),
+    )
+    request = summary_request(view, list(range(1, len(view))), ctx)
+    assert any("export_rows" in r.text for m in request.messages for r in m.tool_results)
+    # the cap stays at most half of what the span holds in the request (masked)
+    assert request.max_chars <= sum(m.char_count for m in view[1:]) // 2 + 1
