@@ -86,28 +86,31 @@ class Memo:
         if not costly and type(arg) is str and len(arg) < self.min_chars:
             return fn(arg)
         key = (fn, arg)
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return hit[0]  # type: ignore[no-any-return]
-            self.misses += 1
+        found = self._lookup(key)
+        if found:
+            return found[0]  # type: ignore[no-any-return]
         value = fn(arg)
         chars = _chars(arg)
         self._keep(key, value, chars + (size(value) if size is not None else chars))
         return value
 
+    def _lookup(self, key: Hashable) -> tuple[Any] | tuple[()]:
+        """``(value,)`` remembered under ``key`` (now the most recent), else ``()``; counted."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                self.misses += 1
+                return ()
+            self._data.move_to_end(key)
+            self.hits += 1
+            return (hit[0],)
+
     def keep(self, key: Hashable, compute: Callable[[], _T], size: Callable[[_T], int]) -> _T:
         """The value remembered under ``key`` (a tuple naming what it is, texts included), else
         ``compute()``, remembered with an estimated size of ``size(value)`` characters."""
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return hit[0]  # type: ignore[no-any-return]
-            self.misses += 1
+        found = self._lookup(key)
+        if found:
+            return found[0]  # type: ignore[no-any-return]
         value = compute()
         self._keep(key, value, _chars(key) + size(value))
         return value

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from contextwarden import FormatError, UnknownModelError
 
@@ -102,3 +106,15 @@ def agent_history(task: str, steps: int) -> list[dict[str, Any]]:
         )
         out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
     return out
+
+
+def wait_listening(proc: subprocess.Popen[Any], base: str, seconds: float = 30) -> None:
+    """Wait (bounded) until the proxy process ``proc`` answers on ``base``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            httpx.get(f"{base}/stats")
+            return
+        except httpx.TransportError:
+            assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
+            time.sleep(0.1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 from fake_upstream import FakeUpstream
+from proxy_doubles import wait_listening
 from redis_server import free_port
 
 from contextwarden.store.cache import RedisCache
@@ -55,14 +55,7 @@ def proxy_process(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/stats")
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "no proxy"
-                time.sleep(0.1)
+        wait_listening(proc, base)
         yield base
     finally:
         proc.terminate()

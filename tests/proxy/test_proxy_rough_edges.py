@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from fake_upstream import FakeUpstream
-from proxy_doubles import StartProxy, StubWarden
+from proxy_doubles import StartProxy, StubWarden, wait_listening
 from redis_server import free_port
 from typer.testing import CliRunner
 
@@ -91,14 +91,7 @@ def test_the_banner_never_shows_upstream_credentials(upstream: Upstream, tmp_pat
         env=env,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/stats")
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "did not start"
-                time.sleep(0.1)
+        wait_listening(proc, f"http://127.0.0.1:{port}")
         httpx.get(f"http://127.0.0.1:{port}/v1/models")
     finally:
         proc.terminate()
