@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+from redis_server import free_port
 
 from contextwarden import FormatError, UnknownModelError
 
-__all__ = ["StartProxy", "StubResult", "StubWarden", "agent_history"]
+__all__ = [
+    "ProxyProcess",
+    "StartProxy",
+    "StubResult",
+    "StubWarden",
+    "agent_history",
+    "proxy_process",
+    "wait_listening",
+]
 
 #: ``start_proxy(upstream_url, warden=None, **config) -> proxy URL`` (the fixture's type).
 StartProxy = Callable[..., str]
@@ -118,3 +131,38 @@ def wait_listening(proc: subprocess.Popen[Any], base: str, seconds: float = 30) 
         except httpx.TransportError:
             assert proc.poll() is None and time.monotonic() < deadline, "the proxy did not start"
             time.sleep(0.1)
+
+
+@dataclass
+class ProxyProcess:
+    """A running ``contextwarden proxy``: its URL, and what it wrote to stderr once stopped."""
+
+    base: str
+    stderr: str = ""
+
+
+@contextmanager
+def proxy_process(
+    upstream_url: str, *args: str, data_dir: Path, env: dict[str, str] | None = None
+) -> Iterator[ProxyProcess]:
+    """The real ``contextwarden proxy --upstream URL ARGS...`` in a process of its own, on a free
+    loopback port, its data (and its stderr, read back when it stops) in ``data_dir``."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = data_dir / "stderr.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "contextwarden", "proxy", "--upstream", upstream_url]
+            + ["--port", str(port), *args],
+            stderr=err,
+            text=True,
+            env={**os.environ, "CONTEXTWARDEN_DATA_DIR": str(data_dir), **(env or {})},
+        )
+    running = ProxyProcess(f"http://127.0.0.1:{port}")
+    try:
+        wait_listening(proc, running.base)
+        yield running
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        running.stderr = log.read_text()

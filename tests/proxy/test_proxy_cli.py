@@ -4,17 +4,15 @@ command serves on loopback (a subprocess); importing the package or the CLI stay
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fake_upstream import FakeUpstream
-from redis_server import free_port
+from proxy_doubles import proxy_process
 from typer.testing import CliRunner
 
 from contextwarden.cli import app as main_app
@@ -107,55 +105,19 @@ def test_the_real_command_serves_and_logs_json(
     upstream: Upstream, tmp_path: Path, workers: int
 ) -> None:
     fake, url = upstream
-    port = free_port()
-    env = {
-        **os.environ,
-        "CONTEXTWARDEN_DATA_DIR": str(tmp_path),
-        "CONTEXTWARDEN_PROXY_TOKEN": "t0k",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "contextwarden",
-            "proxy",
-            "--upstream",
-            url,
-            "--port",
-            str(port),
-            "--window",
-            "8000",
-            "--workers",
-            str(workers),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:  # wait for it to listen (bounded)
-            try:
-                httpx.get(f"{base}/stats", headers={"X-Contextwarden-Token": "t0k"})
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    "the proxy did not start"
-                )
-                time.sleep(0.1)
+    args = ["--window", "8000", "--workers", str(workers)]
+    token = {"CONTEXTWARDEN_PROXY_TOKEN": "t0k"}
+    with proxy_process(url, *args, data_dir=tmp_path, env=token) as running:
         body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
         r = httpx.post(
-            f"{base}/v1/chat/completions",
+            f"{running.base}/v1/chat/completions",
             json=body,
             headers={"X-Contextwarden-Token": "t0k", "Authorization": "Bearer sk-cli"},
         )
         assert r.status_code == 200 and r.headers["x-contextwarden-tokens-before"]
         assert fake.last.json == body and fake.last.headers["authorization"] == "Bearer sk-cli"
-        assert httpx.get(f"{base}/stats").status_code == 401
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=20)
+        assert httpx.get(f"{running.base}/stats").status_code == 401
+    err = running.stderr
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     # one line per proxied request (/stats is the proxy's own page, not logged)
     assert [(x["path"], x["status"], x["model"]) for x in lines] == [

@@ -4,9 +4,6 @@ with no compaction made twice."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,8 +11,7 @@ from typing import Any
 
 import httpx
 from fake_upstream import FakeUpstream
-from proxy_doubles import wait_listening
-from redis_server import free_port
+from proxy_doubles import proxy_process
 
 from contextwarden.store.cache import RedisCache
 
@@ -25,41 +21,12 @@ WINDOW = 16_000
 
 
 @contextmanager
-def proxy_process(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator[str]:
-    """A real ``contextwarden proxy`` in a process of its own, on loopback."""
-    port = free_port()
-    env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(data_dir)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "contextwarden",
-            "proxy",
-            "--upstream",
-            upstream_url,
-            "--port",
-            str(port),
-            "--window",
-            str(WINDOW),
-            "--cache",
-            "redis",
-            "--redis-url",
-            redis_url,
-            "--client-key",
-            KEY,
-            "--summarizer",
-            "extractive",
-        ],
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_listening(proc, base)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+def team_proxy(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator[str]:
+    """A proxy process of the team's: one redis store, one client key, the embedded summary."""
+    args = ["--window", str(WINDOW), "--cache", "redis", "--redis-url", redis_url]
+    args += ["--client-key", KEY, "--summarizer", "extractive"]
+    with proxy_process(upstream_url, *args, data_dir=data_dir) as running:
+        yield running.base
 
 
 def agent_calls(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -102,13 +69,13 @@ def test_requests_alternating_between_two_processes_on_one_redis(
         for key in list(cache):
             del cache[key]
         cache.close()
-    with proxy_process(url, base + "/6", tmp_path / "one") as alone:
+    with team_proxy(url, base + "/6", tmp_path / "one") as alone:
         expected = run([alone], model, calls, fake)
         once = compactions([alone])
     assert once >= 1, "the recording does not need a compaction at this window"
     with (
-        proxy_process(url, base + "/7", tmp_path / "a") as a,
-        proxy_process(url, base + "/7", tmp_path / "b") as b,
+        team_proxy(url, base + "/7", tmp_path / "a") as a,
+        team_proxy(url, base + "/7", tmp_path / "b") as b,
     ):
         sent = run([a, b], model, calls, fake)
         assert compactions([a, b]) == once

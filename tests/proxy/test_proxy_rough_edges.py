@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from fake_upstream import FakeUpstream
-from proxy_doubles import StartProxy, StubWarden, wait_listening
-from redis_server import free_port
+from proxy_doubles import StartProxy, StubWarden, proxy_process
 from typer.testing import CliRunner
 
 from contextwarden.cli import app as main_app
@@ -72,30 +68,10 @@ def test_a_bad_warden_config_is_one_line(served: list[Any], tmp_path: Path) -> N
 
 def test_the_banner_never_shows_upstream_credentials(upstream: Upstream, tmp_path: Path) -> None:
     fake, url = upstream
-    port = free_port()
     with_creds = url.replace("http://", f"http://bob:{SECRET}@")
-    env = {**os.environ, "CONTEXTWARDEN_DATA_DIR": str(tmp_path)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "contextwarden",
-            "proxy",
-            "--upstream",
-            with_creds,
-            "--port",
-            str(port),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        wait_listening(proc, f"http://127.0.0.1:{port}")
-        httpx.get(f"http://127.0.0.1:{port}/v1/models")
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=20)
+    with proxy_process(with_creds, data_dir=tmp_path) as running:
+        httpx.get(f"{running.base}/v1/models")
+    err = running.stderr
     assert f"-> http://***@127.0.0.1:{urlsplit(url).port}" in err
     assert SECRET not in err
 
