@@ -1,4 +1,4 @@
-"""The compaction engine (seeds 001, 002, 003): adaptive strategy selection, summary
+"""The compaction engine: adaptive strategy selection, summary
 validation with fallback, references to what was elided, and the triggers.
 
 :class:`Compactor` is what the :class:`~contextwarden._warden.Warden` calls (through its
@@ -206,7 +206,7 @@ class Compactor:
     request key (default: a new dict; pass a persistent mapping to pay each summary once across
     processes); ``strategies``: your own strategies by name, beside the built-ins (a name in the
     config that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary
-    also folds seed 002's rebuild hint into the system prompt (the overflow recovery does; an
+    also folds the rebuild hint into the system prompt (the overflow recovery does; an
     ordinary compaction does not, so the cached system prompt stays as it is).
 
     One compaction reads the same messages several times (the facts of the whole history for

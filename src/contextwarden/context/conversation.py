@@ -866,7 +866,7 @@ class Conversation:
         return tuple(out)
 
     def window_cut(self, call: Call) -> None:
-        """Seed 000 L3 / 004 L2 as an edit: drop whole oldest units (never the system prompt,
+        """The window as an edit: drop whole oldest units (never the system prompt,
         the task, pinned content or the newest unit) until the request is at the target."""
         budget = call.ctx.budget
         if budget is None or not self.config.window.enabled:

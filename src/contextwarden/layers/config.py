@@ -19,7 +19,7 @@ MARKER_ROOM = 64
 
 
 class MaskConfig(BaseModel):
-    """Observation masking: old, long tool results shrink to head and tail lines (seed 000 L1)."""
+    """Observation masking: old, long tool results shrink to head and tail lines."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,7 +74,7 @@ class MaskConfig(BaseModel):
 
 
 class ThinkingConfig(BaseModel):
-    """Thinking stays only on the most recent assistant message(s) that have it (seed 000 L2)."""
+    """Thinking stays only on the most recent assistant message(s) that have it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -92,7 +92,7 @@ class ThinkingConfig(BaseModel):
 
 
 class TruncateConfig(BaseModel):
-    """Head-and-tail truncation of one tool result's text (seed 004 L1)."""
+    """Head-and-tail truncation of one tool result's text."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -133,7 +133,7 @@ class WindowConfig(BaseModel):
     keep_recent_messages: int = Field(
         default=20,
         ge=1,
-        description="Messages at the end the window prefers to keep (seed 000); it still drops "
+        description="Messages at the end the window prefers to keep; it still drops "
         "into them, oldest first, when the budget demands it. Default: 20.",
     )
 

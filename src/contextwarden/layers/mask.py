@@ -1,4 +1,4 @@
-"""Layer: mask old tool results (seed 000, layer 1).
+"""Layer: mask old tool results.
 
 The ``keep_recent`` newest tool results (counted as result blocks, newest first, whatever the
 message layout) stay whole. An older result whose text is longer than ``min_chars`` becomes its
@@ -234,7 +234,7 @@ def mask_decision(
 
 
 def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Seed 000 L1: keep the ``keep_recent`` newest tool results whole and mask older ones
+    """Keep the ``keep_recent`` newest tool results whole and mask older ones
     longer than ``min_chars`` (see the module docstring). Position-based: it counts results
     from the end, not user turns. Pure; one ``masked`` event per message changed."""
     cfg = ctx.config.mask

@@ -1,4 +1,4 @@
-"""Layer: the sliding window / context guard (seed 000 layer 3, seed 004 L2).
+"""Layer: the sliding window / context guard.
 
 Runs only when the request is over ``budget.trigger``. It then drops whole units (see
 :mod:`contextwarden.layers.units`: an assistant message with all the tool results answering its
@@ -469,7 +469,7 @@ def ensure_within(messages: Sequence[Message], ctx: LayerContext, tokens: int | 
 
 
 def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Seed 000 L3 / seed 004 L2: when the request is over ``ctx.budget.trigger``, drop the
+    """When the request is over ``ctx.budget.trigger``, drop the
     oldest droppable units until it is not, then cut the newest unit if still needed (see the
     module docstring). As the final guard it also removes tool calls left unanswered at the very
     end (:func:`~contextwarden.layers.pending.drop_pending_calls`; a no-op when that layer ran). Leaves the messages alone when disabled; without a budget

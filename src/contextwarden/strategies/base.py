@@ -66,7 +66,7 @@ __all__ = [
 #: Every summary message starts with this, so a later compaction recognises it.
 SUMMARY_PREFIX = "[Context summary: "
 _SUMMARY_RE = re.compile(r"^\[Context summary: [^\]]*\]\n?")
-#: The hint the full summary folds into the system message (seed 002), recognised on re-compaction.
+#: The hint the full summary folds into the system message, recognised on re-compaction.
 HINT_RE = re.compile(
     r"\n*\[contextwarden: the earlier history of this session was compacted[^\]]*\]\s*$"
 )
@@ -102,11 +102,11 @@ class StrategyOutcome:
     ``requests`` are summarized in order; each one after the first gets the previous result as
     its ``previous_summary`` (incremental chunk summaries); the last result is the summary.
     ``summary`` (when set) is a summary the strategy already wrote: no summarizer runs.
-    ``rebuild`` (the full summary, seed 002) folds a hint into the first system message and
+    ``rebuild`` (the full summary) folds a hint into the first system message and
     puts the summary message right after the task. ``appendix``: titled sections of lines the
     summary message carries verbatim after the summary (memories, task list, diff stats); a
     line the summary already holds is not repeated.
-    ``reset_turns`` tells the caller to reset its turn counter (seed 003, full summary).
+    ``reset_turns`` tells the caller to reset its turn counter (a full summary ran).
     """
 
     strategy: str
@@ -324,7 +324,7 @@ def elide_except_recent(
 
 # -- assembly ----------------------------------------------------------------------------------
 def hint_text(ref: str) -> str:
-    """The hint the full summary folds into the system prompt (seed 002's rebuild)."""
+    """The hint the full summary folds into the system prompt."""
     return (
         "[contextwarden: the earlier history of this session was compacted into the summary "
         f"message after the task ({ref}). Continue the original task from that summary; do not "

@@ -3,7 +3,7 @@ judged before it replaces anything.
 
 A compaction strategy hands a :class:`SummaryRequest` (the span being replaced, the original
 task, the previous summary, a focus, a length cap, pinned texts) to a :class:`Summarizer` and
-gets back the four-part text of seed 002 (``<completed>``, ``<remaining>``,
+gets back the four-part text (``<completed>``, ``<remaining>``,
 ``<current_state>``, ``<notes>``). Before using it, the engine calls :func:`check_summary`: a
 summary that is not clearly smaller than what it replaces, or that lost a must-keep fact (the
 task, pinned text, a modified file path, the last unresolved error), is rejected and the next

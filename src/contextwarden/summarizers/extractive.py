@@ -1,6 +1,6 @@
 """The embedded summarizer: no LLM, deterministic, built from the history itself.
 
-:class:`ExtractiveSummarizer` extracts the span's :class:`~.facts.Facts` and writes seed 002's
+:class:`ExtractiveSummarizer` extracts the span's :class:`~.facts.Facts` and writes the
 four sections from them, most important first until the length cap is reached:
 
 1. the user's task (its opening at least; the client's injected blocks taken out) and the

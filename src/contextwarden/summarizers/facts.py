@@ -73,7 +73,7 @@ __all__ = [
 
 #: Commands are quoted at most this long in facts (summaries clip further).
 COMMAND_CHARS = 300
-#: Seed 003 keeps "the last 10 memories".
+#: How many memories (the newest) a summary keeps.
 MAX_MEMORIES = 10
 
 _WRITE_ACTIONS: frozenset[str] = frozenset({"created", "modified", "deleted", "reverted"})
