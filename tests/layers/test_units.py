@@ -20,10 +20,6 @@ from contextwarden.layers.units import HistoryIndex
 from contextwarden.strategies.base import Layout
 
 
-def spans(index: HistoryIndex) -> list[tuple[int, int]]:
-    return [index.unit_span(u) for u in range(len(index.unit_starts))]
-
-
 def test_units_of_a_small_history() -> None:
     msgs = [
         system("s"),
@@ -36,7 +32,7 @@ def test_units_of_a_small_history() -> None:
     ]
     index = HistoryIndex()
     index.extend(msgs, 0)
-    assert spans(index) == [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)]
+    assert index.spans() == [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)]
     assert index.unit_keep == [True, True, False, False, False]
     assert index.task == 1 and index.last_user == 5
     assert index.names == [(), (), (), ("bash",), ("bash",), (), ()]
@@ -52,10 +48,10 @@ def test_a_late_result_merges_the_units_in_between() -> None:
     ]
     index = HistoryIndex()
     index.extend(msgs[:3], 0)
-    assert spans(index) == [(0, 1), (1, 2), (2, 3)]
+    assert index.spans() == [(0, 1), (1, 2), (2, 3)]
     _, unit = index.extend(msgs, 3)
     assert unit == 1
-    assert spans(index) == [(0, 1), (1, 4), (4, 5)]
+    assert index.spans() == [(0, 1), (1, 4), (4, 5)]
 
 
 def test_pins_keep_their_unit_and_leading_tool_message_is_its_own_unit() -> None:
@@ -67,7 +63,7 @@ def test_pins_keep_their_unit_and_leading_tool_message_is_its_own_unit() -> None
     ]
     index = HistoryIndex()
     index.extend(msgs, 0)
-    assert spans(index) == [(0, 1), (1, 2), (2, 4)]
+    assert index.spans() == [(0, 1), (1, 2), (2, 4)]
     # everything up to the task is kept (what a client sends before the task stays)
     assert index.unit_keep == [True, True, True]
 
@@ -113,9 +109,9 @@ def test_extending_equals_building_fresh_and_dirty_is_safe(
                 i, keep_current_turn=turn
             )
     # units before `unit` are unchanged
-    old_spans = spans(before)
+    old_spans = before.spans()
     for u in range(min(unit, len(old_spans) - 1)):
-        assert spans(inc)[u] == old_spans[u] and inc.unit_keep[u] == before.unit_keep[u]
+        assert inc.spans()[u] == old_spans[u] and inc.unit_keep[u] == before.unit_keep[u]
 
 
 def test_a_task_that_moves_after_the_examples_moves_what_is_kept() -> None:
@@ -145,6 +141,6 @@ def test_a_task_that_moves_after_the_examples_moves_what_is_kept() -> None:
     assert inc.unit_keep[inc.unit_of(7)]
     layout = Layout.of(msgs)
     assert set(layout.protected) == {
-        s for (s, _), k in zip(spans(inc), inc.unit_keep, strict=True) if k
+        s for (s, _), k in zip(inc.spans(), inc.unit_keep, strict=True) if k
     }
     assert example in inc.droppable()
