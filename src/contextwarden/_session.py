@@ -30,6 +30,7 @@ from ._exceptions import CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from ._warden import Warden
 from .formats import from_anthropic, from_openai, to_anthropic, to_openai
+from .recall import recall_answer, recall_ref, recall_tool
 from .store.logs import SQLiteLogStore
 from .store.sqlite import SessionStore
 from .strategies.triggers import explicit_trigger
@@ -46,8 +47,6 @@ _OVERFLOW_RE = re.compile(
     r"context window|too many tokens|exceeds the (?:maximum|context)|input is too long",
     re.IGNORECASE,
 )
-
-RECALL_TOOL_NAME = "contextwarden_recall"
 
 
 def is_context_overflow(exc: BaseException) -> bool:
@@ -261,32 +260,19 @@ class Session:
 
     @property
     def recall_tool(self) -> dict[str, Any]:
-        """An OpenAI tool definition the model can call to read an elided span back."""
-        return {
-            "type": "function",
-            "function": {
-                "name": RECALL_TOOL_NAME,
-                "description": "Read back, verbatim, earlier conversation content that was "
-                "compacted into a summary. Pass the reference shown in the summary (cw:...).",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "ref": {"type": "string", "description": "The cw:... reference."}
-                    },
-                    "required": ["ref"],
-                },
-            },
-        }
+        """An OpenAI tool definition the model can call to read an elided span back
+        (:func:`contextwarden.recall.recall_tool` gives the other APIs' shapes)."""
+        return recall_tool("openai")
 
     def answer_recall(self, call: ToolCallBlock) -> Message:
         """The tool message answering a call of :attr:`recall_tool`."""
-        ref = call.input.get("ref") if isinstance(call.input, dict) else None
+        ref = recall_ref(call.input)
         try:
-            found = self.recall(str(ref))
-        except KeyError as exc:
-            return Message("tool", (ToolResultBlock(call.id, str(exc.args[0]), is_error=True),))
-        text = json.dumps(to_openai(found), ensure_ascii=False, indent=1)
-        return Message("tool", (ToolResultBlock(call.id, text),))
+            found: list[Message] | None = self.recall(ref) if ref else None
+        except KeyError:
+            found = None
+        text, error = recall_answer(ref, found)
+        return Message("tool", (ToolResultBlock(call.id, text, is_error=error),))
 
     # -- internals ---------------------------------------------------------------------------
     def _explicit_trigger(self) -> tuple[str | None, str | None]:

@@ -146,6 +146,17 @@ class Warden:
         """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
         return self._table.edit_log(conversation)
 
+    def recall(self, conversation: str, ref: str) -> tuple[Message, ...]:
+        """The agent's original messages ``conversation`` keeps under ``ref``, verbatim: a
+        masked tool result, stripped reasoning, a span a summary or a window cut replaced (the
+        ``cw:`` reference its marker or summary shows). :func:`contextwarden.recall.recall_tool` is
+        the tool that lets the model ask for them. Raises :class:`KeyError` naming the
+        reference when the conversation (held in memory) keeps nothing under it."""
+        found = self._table.recall(conversation, ref)
+        if found is None:
+            raise KeyError(f"no content under reference {ref!r} in conversation {conversation!r}")
+        return found
+
     def state_bytes(self) -> int:
         """About how many bytes this warden keeps alive: its conversations (their messages,
         the copies edits made, what is remembered of them), its codec's entries and what it

@@ -924,6 +924,20 @@ class Conversation:
             for p in range(start, end)
         )
 
+    def recall(self, ref: str) -> tuple[Message, ...] | None:
+        """The agent's original messages behind ``ref`` (a ``cw:`` reference a marker or a
+        summary of this conversation shows), verbatim; ``None`` if it names none of them."""
+        for edit in reversed(self.edits):
+            if edit.ref == ref and edit.removed:
+                return self._hidden(edit)
+        for s in (*self.results, *self.thinking):  # a masked result, a stripped reasoning
+            if make_ref((self.inputs[s],)) == ref:
+                return (self.inputs[s],)
+        for edit in reversed(self.edits):  # a step of a compaction its summary names
+            if edit.kind == "compaction" and edit.summary and ref in edit.summary:
+                return self._hidden(edit)
+        return None
+
     def stable_prefix(self) -> int:
         """View messages before the first one a pending mask or strip would change."""
         frontier = max(self.mask_upto, self.strip_upto)

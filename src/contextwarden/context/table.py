@@ -124,6 +124,15 @@ class ConversationTable:
             conv = self._conversations.get(conversation)
         return tuple(conv.edits) if conv is not None else ()
 
+    def recall(self, conversation: str, ref: str) -> tuple[Message, ...] | None:
+        """The originals ``conversation`` keeps under ``ref`` (see :meth:`Conversation.recall`)."""
+        with self._lock:
+            conv = self._conversations.get(conversation)
+        if conv is None:
+            return None
+        with conv.lock:
+            return conv.recall(ref)
+
     def forget(self, key: str) -> None:
         with self._lock:
             self._conversations.pop(key, None)

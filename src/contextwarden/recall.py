@@ -1,0 +1,96 @@
+"""The recall tool: the model reads back, by its ``cw:`` reference, what an edit hid.
+
+Every masked tool result, stripped reasoning, summarised span and window cut names the
+reference its originals are kept under (``[... 120 lines, 8345 characters omitted; recall
+cw:3f2a9c0d11e4b7a6 ...]``). :func:`recall_tool` is the tool definition to offer the model,
+in the API's own shape; :func:`recall_answer` the text that answers a call of it, from what
+:meth:`contextwarden.Warden.recall` (or :meth:`contextwarden.Session.recall`) found. The
+proxy and the integrations offer the tool and answer it themselves, so the agent never sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ._messages import Message
+from .summarizers._prompt import clip_middle, render_transcript
+
+__all__ = ["RECALL_TOOL_NAME", "recall_answer", "recall_ref", "recall_tool"]
+
+RECALL_TOOL_NAME = "contextwarden_recall"
+
+_DESCRIPTION = (
+    "Read back, verbatim, earlier conversation content that was shortened to save context: "
+    "a tool output shown as '[... omitted; recall cw:...]', or messages a summary replaced "
+    "('ref cw:...'). Pass the cw:... reference exactly as shown. Use it instead of running a "
+    "command or reading a file again when the earlier output is what you need."
+)
+_REF = {"type": "string", "description": "The reference, e.g. cw:3f2a9c0d11e4b7a6."}
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ref": _REF},
+    "required": ["ref"],
+    "additionalProperties": False,
+}
+
+#: the most characters one answer carries (the middle is cut beyond, saying how much)
+ANSWER_MAX_CHARS = 60_000
+
+
+def recall_tool(api: Literal["openai", "anthropic", "responses"] = "openai") -> dict[str, Any]:
+    """The recall tool's definition for ``api``: OpenAI Chat Completions (``openai``),
+    Anthropic Messages (``anthropic``) or OpenAI Responses (``responses``)."""
+    if api == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": RECALL_TOOL_NAME,
+                "description": _DESCRIPTION,
+                "parameters": _PARAMETERS,
+            },
+        }
+    if api == "anthropic":
+        return {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "input_schema": _PARAMETERS}
+    if api == "responses":
+        return {
+            "type": "function",
+            "name": RECALL_TOOL_NAME,
+            "description": _DESCRIPTION,
+            "parameters": _PARAMETERS,
+        }
+    raise ValueError(f"recall_tool: api must be 'openai', 'anthropic' or 'responses', not {api!r}")
+
+
+def recall_ref(arguments: Any) -> str:
+    """The reference a call of the tool asks for: from its arguments as a dict or as the JSON
+    text a provider sends (a bare ``cw:...`` string is taken as it is). Empty if none."""
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if text.startswith("cw:"):
+            return text
+        try:
+            arguments = json.loads(text) if text else {}
+        except ValueError:
+            return ""
+    if isinstance(arguments, dict):
+        ref = arguments.get("ref")
+        return ref.strip() if isinstance(ref, str) else ""
+    return ""
+
+
+def recall_answer(
+    ref: str, found: Sequence[Message] | None, *, max_chars: int = ANSWER_MAX_CHARS
+) -> tuple[str, bool]:
+    """The tool's answer for ``ref`` and whether it is an error: the messages found, as a
+    transcript (each tool output whole up to ``max_chars`` in all), or why there are none."""
+    if not ref:
+        return "contextwarden_recall needs a 'ref' argument: the cw:... reference shown.", True
+    if not found:
+        return f"No content is kept under {ref} in this conversation.", True
+    text = "\n\n".join(render_transcript(found, max_chars))
+    return (
+        f"[recalled {ref}: {len(found)} message(s), verbatim]\n{clip_middle(text, max_chars)}",
+        False,
+    )
