@@ -10,14 +10,24 @@ proxy and the integrations offer the tool and answer it themselves, so the agent
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from ._messages import Message
+from ._budget import Budget
+from ._messages import Message, TextBlock, ToolResultBlock
 from .summarizers._prompt import clip_middle, render_transcript
 
-__all__ = ["RECALL_TOOL_NAME", "recall_answer", "recall_ref", "recall_tool"]
+__all__ = [
+    "RECALL_TOOL_NAME",
+    "answer_max_chars",
+    "recall_answer",
+    "recall_ref",
+    "recall_tool",
+    "shown_refs",
+]
 
 RECALL_TOOL_NAME = "contextwarden_recall"
 
@@ -27,21 +37,32 @@ _DESCRIPTION = (
     "('ref cw:...'). Pass the cw:... reference exactly as shown. Use it instead of running a "
     "command or reading a file again when the earlier output is what you need."
 )
-_REF = {"type": "string", "description": "The reference, e.g. cw:3f2a9c0d11e4b7a6."}
+_REF_ARG = {"type": "string", "description": "The reference, e.g. cw:3f2a9c0d11e4b7a6."}
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {"ref": _REF},
+    "properties": {"ref": _REF_ARG},
     "required": ["ref"],
     "additionalProperties": False,
 }
 
 #: the most characters one answer carries (the middle is cut beyond, saying how much)
 ANSWER_MAX_CHARS = 60_000
+#: the fewest characters an answer is allowed, however full the window (it says what it cut)
+ANSWER_MIN_CHARS = 2_000
+#: characters per token assumed when an answer is fitted to the room left in a window (few:
+#: code and logs run about 3 to 4, so the answer errs short)
+_CHARS_PER_TOKEN = 3
+_REF = re.compile(r"\bcw:[0-9a-f]{16}\b")
 
 
 def recall_tool(api: Literal["openai", "anthropic", "responses"] = "openai") -> dict[str, Any]:
     """The recall tool's definition for ``api``: OpenAI Chat Completions (``openai``),
-    Anthropic Messages (``anthropic``) or OpenAI Responses (``responses``)."""
+    Anthropic Messages (``anthropic``) or OpenAI Responses (``responses``). A new dict each
+    call: the caller may change it."""
+    return copy.deepcopy(_definition(api))
+
+
+def _definition(api: str) -> dict[str, Any]:
     if api == "openai":
         return {
             "type": "function",
@@ -94,3 +115,29 @@ def recall_answer(
         f"[recalled {ref}: {len(found)} message(s), verbatim]\n{clip_middle(text, max_chars)}",
         False,
     )
+
+
+def shown_refs(messages: Sequence[Message]) -> list[str]:
+    """The ``cw:`` references ``messages`` show (in their text and tool outputs), each once, in
+    order: what a call of the tool can ask for. Empty when nothing was shortened."""
+    return list(dict.fromkeys(ref for text in _texts(messages) for ref in _REF.findall(text)))
+
+
+def answer_max_chars(budget: Budget | None, tokens: int, spent: int = 0) -> int:
+    """How many characters an answer may carry on top of a request of ``tokens`` tokens and
+    ``spent`` characters of answers already added, so it stays under ``budget``'s hard limit
+    (at least ``ANSWER_MIN_CHARS``, at most ``ANSWER_MAX_CHARS``; the latter when no budget is
+    known)."""
+    if budget is None:
+        return ANSWER_MAX_CHARS
+    room = budget.remaining(max(tokens, 0)) * _CHARS_PER_TOKEN - spent
+    return max(ANSWER_MIN_CHARS, min(ANSWER_MAX_CHARS, room))
+
+
+def _texts(messages: Sequence[Message]) -> Iterator[str]:
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, TextBlock):
+                yield b.text
+            elif isinstance(b, ToolResultBlock):
+                yield b.text

@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 from shared_data import SHARED_DATA, trajectory_files
 
-from contextwarden import Warden, load_transcript, to_openai
-from contextwarden.recall import RECALL_TOOL_NAME, recall_answer, recall_ref, recall_tool
+from contextwarden import Budget, Warden, from_openai, load_transcript, to_openai
+from contextwarden.recall import (
+    ANSWER_MAX_CHARS,
+    ANSWER_MIN_CHARS,
+    RECALL_TOOL_NAME,
+    answer_max_chars,
+    recall_answer,
+    recall_ref,
+    recall_tool,
+    shown_refs,
+)
 
 REF = re.compile(r"cw:[0-9a-f]{16}")
 
@@ -84,3 +93,20 @@ def test_the_tool_definitions_and_their_arguments() -> None:
     assert recall_ref({"ref": " cw:0123456789abcdef "}) == "cw:0123456789abcdef"
     assert recall_ref("cw:0123456789abcdef") == "cw:0123456789abcdef"
     assert recall_ref("not json") == "" and recall_ref({"other": 1}) == ""
+
+
+def test_the_references_a_request_shows_and_the_room_for_an_answer() -> None:
+    messages = _recording("marshmallow-1343")
+    warden = Warden()
+    sent, result = warden.transform_openai(messages, model="gpt-4o", window=32_000)
+    shown = shown_refs(result.messages)
+    assert shown and shown == list(dict.fromkeys(REF.findall(json.dumps(sent))))
+    assert shown_refs(from_openai([{"role": "user", "content": "hi"}])) == []
+    assert answer_max_chars(None, 10**6) == ANSWER_MAX_CHARS
+    budget = Budget(16_000, reserve=4_000)
+    assert answer_max_chars(budget, 11_000) == 3 * 1_000
+    assert answer_max_chars(budget, 15_000) == ANSWER_MIN_CHARS  # over the limit: the floor
+    assert answer_max_chars(budget, 0) == 36_000
+    assert answer_max_chars(budget, 0, spent=30_000) == 6_000  # answers already added
+    assert answer_max_chars(Budget(128_000), 0) == ANSWER_MAX_CHARS
+    assert recall_tool("openai") is not recall_tool("openai")  # the caller's own copy
