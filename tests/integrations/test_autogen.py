@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
 
 pytest.importorskip("autogen_core", reason="autogen-core is not installed")
 
-from autogen_core import FunctionCall
+from autogen_core import CancellationToken, FunctionCall
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import (
     AssistantMessage,
@@ -22,10 +23,12 @@ from autogen_core.models import (
 
 from contextwarden import WardenConfig, count_tokens
 from contextwarden.integrations.autogen import SOURCE, WardenChatCompletionContext, to_message
+from contextwarden.recall import RECALL_TOOL_NAME
 
 TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
 WINDOW = 16_000
 CALLS = 60
+REF = re.compile(r"cw:[0-9a-f]{16}")
 
 
 def file_body(k: int) -> str:
@@ -128,3 +131,46 @@ def test_component_config_round_trip() -> None:
 def test_not_an_autogen_message() -> None:
     with pytest.raises(TypeError, match="message ag-0: not an AutoGen LLMMessage"):
         to_message({"role": "user"}, "ag-0")
+
+
+def test_the_recall_tool_reads_back_a_masked_result() -> None:
+    """The loop an AutoGen agent runs with the recall tool among its tools: the model calls it
+    with a reference its view shows, the agent runs it, the next view carries the original."""
+    config = WardenConfig.model_validate({"compaction": {"enabled": False}})
+    context = WardenChatCompletionContext(model="gpt-4o", window=32_000, config=config)
+    tool = context.recall_tool()
+    assert tool.name == RECALL_TOOL_NAME and tool.schema["parameters"]["required"] == ["ref"]
+    for m in [SystemMessage(content="sys"), UserMessage(content=TASK, source="user")]:
+        asyncio.run(context.add_message(m))
+    for k in range(30):
+        call = FunctionCall(id=f"c{k}", name="read_file", arguments="{}")
+        asyncio.run(context.add_message(AssistantMessage(content=[call], source="coder")))
+        result = FunctionExecutionResult(content=file_body(k), name="read_file", call_id=f"c{k}")
+        asyncio.run(context.add_message(FunctionExecutionResultMessage(content=[result])))
+    view = asyncio.run(context.get_messages())
+    masked = next(
+        m.content[0]
+        for m in view
+        if isinstance(m, FunctionExecutionResultMessage) and REF.search(m.content[0].content)
+    )
+    ref = REF.findall(masked.content)[0]
+    arguments = json.dumps({"ref": ref})
+    asyncio.run(
+        context.add_message(
+            AssistantMessage(
+                content=[FunctionCall(id="r1", name=RECALL_TOOL_NAME, arguments=arguments)],
+                source="coder",
+            )
+        )
+    )
+    output = asyncio.run(tool.run_json(json.loads(arguments), CancellationToken(), call_id="r1"))
+    text = tool.return_value_as_string(output)
+    original = file_body(int(masked.call_id[1:]))
+    assert original in text and original not in masked.content
+    answer = FunctionExecutionResult(content=text, name=RECALL_TOOL_NAME, call_id="r1")
+    asyncio.run(context.add_message(FunctionExecutionResultMessage(content=[answer])))
+    after = asyncio.run(context.get_messages())
+    assert original in after[-1].content[0].content  # the model's next view carries it
+    assert context.recalls == 1
+    unknown = asyncio.run(tool.run_json({"ref": "cw:0000000000000000"}, CancellationToken()))
+    assert "No content is kept under cw:0000000000000000" in unknown

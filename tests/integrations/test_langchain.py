@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,11 +22,14 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_openai_messages,
 )
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from pydantic import Field
 
 from contextwarden import WardenConfig, count_tokens
 from contextwarden.formats import from_openai
 from contextwarden.integrations.langchain import ContextWardenMiddleware
+from contextwarden.recall import RECALL_TOOL_NAME
 
 TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
 SYSTEM = "You are a coding agent."
@@ -200,3 +204,150 @@ def test_bad_arguments_are_named() -> None:
         ContextWardenMiddleware(window=-5)
     with pytest.raises(TypeError, match="model must be a string, got int"):
         ContextWardenMiddleware(model=4)  # type: ignore[arg-type]
+
+
+# -- the recall tool: offered when a cw: reference is shown, answered in the middleware -------
+
+REF = re.compile(r"cw:[0-9a-f]{16}")
+NO_COMPACTION = WardenConfig.model_validate({"compaction": {"enabled": False}})
+
+
+class PolicyModel(GenericFakeChatModel):
+    """A chat model whose reply is ``policy(messages)``; records each request and its tools."""
+
+    policy: Any = None
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[list[str]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PolicyModel:
+        self.bound.append([t["function"]["name"] if isinstance(t, dict) else t.name for t in tools])
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=self.policy(messages))])
+
+
+def shown(messages: list[BaseMessage]) -> list[str]:
+    return REF.findall("\n".join(str(m.content) for m in messages))
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id}
+
+
+class Recaller:
+    """Reads files until a reference is shown, recalls it (with one more read the middleware
+    drops), then answers quoting a line only the recalled original holds."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name == RECALL_TOOL_NAME:
+            return AIMessage(f"Found: {quote(str(last.content), messages[:-2])}")
+        read = call("read_file", {"path": f"src/mod_{self.reads}.py"}, f"call_{self.reads}")
+        if refs := shown(messages):
+            recall = call(RECALL_TOOL_NAME, {"ref": refs[0]}, "recall_1")
+            return AIMessage("", tool_calls=[recall, {**read, "id": "dropped"}])
+        self.reads += 1
+        return AIMessage("", tool_calls=[read])
+
+
+def quote(answer: str, before: list[BaseMessage]) -> str:
+    """A line of the recalled content the request before the recall did not show."""
+    sent = "\n".join(str(m.content) for m in before)
+    return next(line for line in answer.splitlines() if "compute(" in line and line not in sent)
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_recall_is_answered_in_the_middleware(run_async: bool) -> None:
+    model = PolicyModel(messages=iter([]), policy=Recaller())
+    middleware = ContextWardenMiddleware(model="gpt-4o", window=WINDOW)
+    agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
+    start = {"messages": [HumanMessage(TASK)]}
+    config = {"recursion_limit": 4 * CALLS}
+    if run_async:
+        state = asyncio.run(agent.ainvoke(start, config))  # type: ignore[arg-type]
+    else:
+        state = agent.invoke(start, config)  # type: ignore[arg-type]
+
+    assert middleware.recalls == 1
+    # the agent never saw the recall: no call of it, no answer, no call dropped with it
+    messages = state["messages"]
+    assert all(c["name"] == "read_file" for m in messages for c in getattr(m, "tool_calls", []))
+    assert not any(isinstance(m, ToolMessage) and m.name == RECALL_TOOL_NAME for m in messages)
+    assert "dropped" not in {c["id"] for m in messages for c in getattr(m, "tool_calls", [])}
+    check_valid(messages)
+    # the model's request after its recall call carries the original output, whole
+    first = next(i for i, sent in enumerate(model.seen) if shown(sent))
+    ref = shown(model.seen[first])[0]
+    again = model.seen[first + 1]
+    assert isinstance(again[-2], AIMessage) and again[-2].tool_calls[0]["args"] == {"ref": ref}
+    assert [c["id"] for c in again[-2].tool_calls] == ["recall_1"]  # the read was dropped
+    answer = again[-1]
+    assert isinstance(answer, ToolMessage) and answer.name == RECALL_TOOL_NAME
+    before = "\n".join(str(m.content) for m in model.seen[first])
+    originals = [
+        m.content
+        for m in messages
+        if isinstance(m, ToolMessage) and m.content in answer.content and m.content not in before
+    ]
+    assert originals  # outputs the request had shortened, back whole
+    # ... and the model's final answer quotes what only the originals hold
+    assert messages[-1].content.startswith("Found: ")
+    found = messages[-1].content.removeprefix("Found: ")
+    assert found not in before and any(found in o for o in originals)
+    # the tool is offered exactly when the request shows a reference
+    assert len(model.bound) == len(model.seen) == first + 2
+    for sent, tools in zip(model.seen, model.bound, strict=True):
+        assert (RECALL_TOOL_NAME in tools) == bool(shown(sent)), tools
+    assert model.bound[0] == ["read_file"]
+
+
+def masked_request(recall: bool = True) -> tuple[ContextWardenMiddleware, ModelRequest]:
+    middleware = ContextWardenMiddleware(
+        model="gpt-4o", window=32_000, config=NO_COMPACTION, recall=recall
+    )
+    return middleware, request_for(history(30))
+
+
+def test_at_most_three_model_calls_the_last_without_the_tool() -> None:
+    middleware, request = masked_request()
+    got: list[ModelRequest] = []
+
+    def handler(r: ModelRequest) -> ModelResponse:  # a model that recalls forever
+        got.append(r)
+        ref = shown(r.messages)[0]
+        calls = [call(RECALL_TOOL_NAME, {"ref": ref}, f"r{len(got)}")]
+        return ModelResponse(result=[AIMessage("still looking", tool_calls=calls)])
+
+    response = middleware.wrap_model_call(request, handler)
+    assert len(got) == 3 and middleware.recalls == 2
+    names = [
+        [t["function"]["name"] if isinstance(t, dict) else t.name for t in r.tools] for r in got
+    ]
+    assert names == [["read_file", RECALL_TOOL_NAME]] * 2 + [["read_file"]]
+    assert len(got[2].messages) == len(got[0].messages) + 4  # two calls, two answers
+    (final,) = response.result
+    assert final.tool_calls == [] and final.content == "still looking"  # never the recall
+    assert request.tools == [read_file] and len(request.messages) == 61  # the request as given
+
+
+def test_no_tool_without_a_reference_or_with_recall_off() -> None:
+    got: list[ModelRequest] = []
+
+    def handler(r: ModelRequest) -> ModelResponse:
+        got.append(r)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    small = request_for(history(3))  # nothing shortened: no reference shown
+    ContextWardenMiddleware(model="gpt-4o", window=WINDOW).wrap_model_call(small, handler)
+    middleware, request = masked_request(recall=False)
+    middleware.wrap_model_call(request, handler)
+    assert shown(got[1].messages)  # references shown, but recall is off
+    assert [r.tools for r in got] == [[read_file], [read_file]]
+    assert middleware.recalls == 0
+    with pytest.raises(TypeError, match="recall must be a bool"):
+        ContextWardenMiddleware(recall="yes")  # type: ignore[arg-type]

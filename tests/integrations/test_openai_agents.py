@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ pytest.importorskip("agents.testing", reason="openai-agents (with agents.testing
 
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
-from agents.testing import ScriptedModel
+from agents.testing import ModelCall, ModelStep, ScriptedModel
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -24,6 +25,7 @@ from openai.types.responses import (
 from contextwarden import WardenConfig, count_tokens
 from contextwarden.formats import from_responses
 from contextwarden.integrations.openai_agents import input_filter
+from contextwarden.recall import RECALL_TOOL_NAME
 
 TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
 WINDOW = 16_000
@@ -196,3 +198,79 @@ def test_items_given_as_sdk_objects_are_read_as_the_sdk_reads_them() -> None:
     out = asyncio.run(input_filter(model="gpt-4o", window=WINDOW)(data))
     assert out.input[1] == call.model_dump(exclude_unset=True)
     assert out.input[2] == items[2] and out.instructions is None
+
+
+# -- the recall tool: a FunctionTool the SDK runs in-process ----------------------------------
+
+REF = re.compile(r"cw:[0-9a-f]{16}")
+
+
+def recall_step(call: ModelCall) -> list[Any]:
+    """Call the recall tool with the first reference the request shows."""
+    ref = REF.findall(json.dumps(call.input))[0]
+    return [
+        ResponseFunctionToolCall(
+            type="function_call",
+            call_id="recall_1",
+            name=RECALL_TOOL_NAME,
+            arguments=json.dumps({"ref": ref}),
+        )
+    ]
+
+
+def quote_step(call: ModelCall) -> list[Any]:
+    """Answer quoting a line of the recalled content the request before did not show."""
+    answer = call.input[-1]["output"]
+    sent = json.dumps(call.input[:-2])
+    line = next(
+        x for x in answer.splitlines() if "compute(" in x and json.dumps(x)[1:-1] not in sent
+    )
+    text = ResponseOutputText(type="output_text", text=f"Found: {line}", annotations=[])
+    return [
+        ResponseOutputMessage(
+            id="msg_final", type="message", role="assistant", status="completed", content=[text]
+        )
+    ]
+
+
+def test_the_recall_tool_reads_back_what_the_request_shortened() -> None:
+    reads = 30
+    steps = [*(step(k, False) for k in range(reads))]
+    model = ScriptedModel([*steps, ModelStep.respond(recall_step), ModelStep.respond(quote_step)])
+    warden_filter = input_filter(model="gpt-4o", window=2 * WINDOW)  # room for the answer
+    agent = Agent(
+        name="coder",
+        instructions="You are a coding agent.",
+        model=model,
+        tools=[read_file, warden_filter.recall_tool()],
+    )
+    config = RunConfig(call_model_input_filter=warden_filter, tracing_disabled=True)
+    result = Runner.run_sync(agent, TASK, run_config=config, max_turns=reads + 5)
+
+    assert warden_filter.recalls == 1
+    # the tool is offered on every call (its definition counted, the conversation's key stable)
+    assert all(RECALL_TOOL_NAME in [t.name for t in c.tools] for c in model.calls)
+    recall_call = model.calls[-2]
+    ref = json.loads(recall_step(recall_call)[0].arguments)["ref"]
+    last = model.calls[-1].input
+    assert last[-2]["name"] == RECALL_TOOL_NAME and ref in last[-2]["arguments"]
+    answer = last[-1]["output"]
+    assert answer.startswith(f"[recalled {ref}:")
+    # the answer carries outputs whole that the request with the reference had shortened
+    shown = json.dumps(recall_call.input)
+    whole = [
+        b for b in map(file_body, range(reads)) if b in answer and json.dumps(b)[1:-1] not in shown
+    ]
+    assert whole
+    assert result.final_output.startswith("Found: ")
+    found = result.final_output.removeprefix("Found: ")
+    assert any(found in b for b in whole) and json.dumps(found)[1:-1] not in shown
+
+
+def test_the_recall_tool_names_an_unknown_reference() -> None:
+    warden_filter = input_filter(model="gpt-4o", window=WINDOW)
+    tool = warden_filter.recall_tool()
+    assert tool.name == RECALL_TOOL_NAME and tool.params_json_schema["required"] == ["ref"]
+    text = asyncio.run(tool.on_invoke_tool(None, json.dumps({"ref": "cw:0000000000000000"})))  # type: ignore[arg-type]
+    assert "No content is kept under cw:0000000000000000" in text
+    assert warden_filter.recalls == 1

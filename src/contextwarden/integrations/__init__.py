@@ -15,6 +15,11 @@ them. Every hook keeps the framework's own history whole and hands the model the
 * :mod:`.litellm`: :class:`~.litellm.ContextWardenHook`, a ``CustomLogger`` for the litellm
   proxy's ``async_pre_call_hook``.
 
+The recall tool (:mod:`contextwarden.recall`): the LangChain middleware offers it and answers it
+itself; the Agents SDK filter and the AutoGen context each give a ``FunctionTool`` for the
+agent's tools (``recall_tool()``), which the framework runs in-process; the mini-swe-agent
+wrapper and the litellm hook do not offer it.
+
 See ``docs/integrations.md`` for what each hook sees and what it cannot.
 """
 

@@ -13,11 +13,17 @@ The context stores every message the agent adds, whole (``save_state`` saves the
 alone are the stored objects themselves; an edited one (a masked tool result, stripped
 thought) is a copy with new content; a summary the warden wrote is a new ``UserMessage`` whose
 ``source`` is ``"contextwarden"``.
+
+The recall tool: :meth:`WardenChatCompletionContext.recall_tool` is an ``autogen-core``
+``FunctionTool`` named ``contextwarden_recall`` to give the agent with its other tools
+(``AssistantAgent(..., tools=[..., context.recall_tool()])``). The agent runs it like any other
+tool; it answers from the warden's originals of the conversation the context's latest view
+came from, so the model can read back what its view shows by a ``cw:`` reference.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,15 +31,19 @@ from .._config import WardenConfig
 from .._messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock
 from .._messages import ToolResultBlock as ResultBlock
 from .._warden import TransformResult
+from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer
+from ..recall import recall_tool as recall_definition
 from ._common import hook_warden, require
 
 if TYPE_CHECKING:
     from autogen_core import Component
     from autogen_core.model_context import ChatCompletionContext
     from autogen_core.models import LLMMessage, SystemMessage, UserMessage
+    from autogen_core.tools import FunctionTool
 else:  # the framework, imported with a message naming the extra when it is missing
     _core = require("autogen_core", "autogen")
     Component = _core.Component
+    FunctionTool = require("autogen_core.tools", "autogen").FunctionTool
     ChatCompletionContext = require("autogen_core.model_context", "autogen").ChatCompletionContext
     _models = require("autogen_core.models", "autogen")
     SystemMessage, UserMessage = _models.SystemMessage, _models.UserMessage
@@ -68,7 +78,8 @@ class WardenChatCompletionContext(ChatCompletionContext, Component[WardenContext
 
     ``model`` names the tokenizer and (without ``window``) the registry's window; ``window``
     overrides it; ``config`` is the :class:`~contextwarden.WardenConfig` (default: the
-    defaults). ``last_result`` is the latest :class:`~contextwarden.TransformResult`.
+    defaults). ``last_result`` is the latest :class:`~contextwarden.TransformResult`;
+    ``recalls`` how many calls of :meth:`recall_tool` were answered.
     """
 
     component_config_schema = WardenContextConfig
@@ -86,6 +97,28 @@ class WardenChatCompletionContext(ChatCompletionContext, Component[WardenContext
         self._window = window
         self.warden = hook_warden(config, model, window)
         self.last_result: TransformResult | None = None
+        self.recalls = 0
+
+    def recall_tool(self) -> FunctionTool:
+        """The recall tool: an ``autogen-core`` ``FunctionTool`` answering from this context's
+        latest view (its conversation in the warden)."""
+        description = recall_definition("openai")["function"]["description"]
+        return FunctionTool(self._answer_recall, description, name=RECALL_TOOL_NAME, strict=True)
+
+    async def _answer_recall(
+        self, ref: Annotated[str, "The reference, e.g. cw:3f2a9c0d11e4b7a6."]
+    ) -> str:
+        result = self.last_result
+        found: tuple[Message, ...] | None = None
+        if result is not None and ref:
+            try:
+                found = self.warden.recall(result.conversation, ref.strip())
+            except KeyError:
+                found = None
+        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
+        text, _ = recall_answer(ref.strip(), found, max_chars=answer_max_chars(budget, tokens))
+        self.recalls += 1
+        return text
 
     async def get_messages(self) -> list[LLMMessage]:
         """The warden's copy of the stored messages, for the next model call."""

@@ -14,6 +14,13 @@ every message, the model sees the shorter list. Messages the warden left alone a
 as the very objects the agent holds (ids, metadata, ``response_metadata`` intact); an edited
 message (a masked tool output, a cut huge output) is a copy of the original with new content;
 a summary the warden wrote is a new ``HumanMessage``.
+
+The recall tool (``recall=True``, the default): when the model's copy shows a ``cw:`` reference
+(a masked tool output, a summary), the request also offers ``contextwarden_recall``, as a dict
+tool definition. A call of it is answered here, by the middleware, from the warden's originals:
+the model is called again with its call and the answer appended (the other calls of that turn
+dropped: the model makes them again), at most :data:`RECALL_ROUNDS` model calls in all, the
+last without the tool. The agent gets only the final response; its state never holds a recall.
 """
 
 from __future__ import annotations
@@ -25,24 +32,43 @@ from .._config import WardenConfig
 from .._messages import Message
 from .._warden import TransformResult, Warden
 from ..formats.openai import from_openai, to_openai
+from ..recall import (
+    RECALL_TOOL_NAME,
+    answer_max_chars,
+    recall_answer,
+    recall_ref,
+    recall_tool,
+    shown_refs,
+)
 from ._common import hook_warden, require
 
 if TYPE_CHECKING:
-    from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+    from langchain.agents.middleware import AgentMiddleware, ModelResponse
+    from langchain_core.messages import (
+        AIMessage,
+        ToolMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+    )
     from langchain_core.utils.function_calling import convert_to_openai_tool
 else:  # the framework, imported with a message naming the extra when it is missing
-    AgentMiddleware = require("langchain.agents.middleware", "langchain").AgentMiddleware
+    _lc_middleware = require("langchain.agents.middleware", "langchain")
+    AgentMiddleware, ModelResponse = _lc_middleware.AgentMiddleware, _lc_middleware.ModelResponse
     _lc_messages = require("langchain_core.messages", "langchain")
+    AIMessage, ToolMessage = _lc_messages.AIMessage, _lc_messages.ToolMessage
     convert_to_messages = _lc_messages.convert_to_messages
     convert_to_openai_messages = _lc_messages.convert_to_openai_messages
     convert_to_openai_tool = require(
         "langchain_core.utils.function_calling", "langchain"
     ).convert_to_openai_tool
 
-__all__ = ["ContextWardenMiddleware"]
+__all__ = ["RECALL_ROUNDS", "ContextWardenMiddleware"]
 
 _SYSTEM_ID = "lc-system"
+#: the most model calls one agent step makes when the model recalls (the last without the tool)
+RECALL_ROUNDS = 3
+#: content block types that carry a tool call (Anthropic, LangChain's standard, Responses)
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "function_call"})
 
 
 class ContextWardenMiddleware(AgentMiddleware):
@@ -56,6 +82,10 @@ class ContextWardenMiddleware(AgentMiddleware):
     middleware keeps one Warden, and the warden one log per conversation: reuse the middleware
     across the threads of an agent. ``last_result`` is the latest call's
     :class:`~contextwarden.TransformResult`.
+
+    ``recall`` offers the model the recall tool when its copy shows a ``cw:`` reference and
+    answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
+    calls of it answered so far.
     """
 
     def __init__(
@@ -63,10 +93,16 @@ class ContextWardenMiddleware(AgentMiddleware):
         model: str | None = None,
         window: int | None = None,
         config: WardenConfig | None = None,
+        *,
+        recall: bool = True,
     ) -> None:
         super().__init__()
+        if type(recall) is not bool:
+            raise TypeError(f"recall must be a bool, got {type(recall).__name__}")
         self.warden: Warden = hook_warden(config, model, window)
         self._model = model
+        self.recall = recall
+        self.recalls = 0
         self.last_result: TransformResult | None = None
 
     @property
@@ -75,13 +111,119 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         plan = _Plan(self, request)
-        result = self.warden.transform(plan.messages, model=plan.model, tools=plan.tools)
-        return handler(plan.request_for(self, result))
+        result = self.warden.transform(plan.messages, model=plan.model, tools=plan.counted)
+        rounds = _Rounds(self, plan.request_for(self, result), result)
+        response = handler(rounds.request())
+        while rounds.answer(response):
+            response = handler(rounds.request())
+        return rounds.final(response)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         plan = _Plan(self, request)
-        result = await self.warden.atransform(plan.messages, model=plan.model, tools=plan.tools)
-        return await handler(plan.request_for(self, result))
+        result = await self.warden.atransform(plan.messages, model=plan.model, tools=plan.counted)
+        rounds = _Rounds(self, plan.request_for(self, result), result)
+        response = await handler(rounds.request())
+        while rounds.answer(response):
+            response = await handler(rounds.request())
+        return rounds.final(response)
+
+
+class _Rounds:
+    """One agent step's model calls: the warden's request, then (while the model recalls) the
+    same request with its recall calls and their answers appended."""
+
+    def __init__(self, owner: ContextWardenMiddleware, request: Any, result: TransformResult):
+        self.owner = owner
+        self.base = request
+        self.result = result
+        self.offered = owner.recall and bool(shown_refs(result.messages))
+        self.added: list[Any] = []  # the recall turns so far: AIMessage, ToolMessage...
+        self.calls = 0  # model calls made
+        self.answered_chars = 0
+
+    def request(self) -> Any:
+        """The request for the next model call (the tool offered but on the last round)."""
+        self.calls += 1
+        if not self.offered:
+            return self.base
+        overrides: dict[str, Any] = {"messages": [*self.base.messages, *self.added]}
+        if self.calls < RECALL_ROUNDS:
+            overrides["tools"] = [*self.base.tools, recall_tool("openai")]
+        return self.base.override(**overrides)
+
+    def answer(self, response: Any) -> bool:
+        """Answer the response's recall calls (keeping them for the next request); False when
+        there are none to answer: the response is the step's."""
+        ai = _ai_message(response)
+        calls = _recall_calls(ai)
+        if not self.offered or not calls or self.calls >= RECALL_ROUNDS:
+            return False
+        self.added.append(_with_calls(ai, calls))
+        self.added.extend(self._answer(call) for call in calls)
+        return True
+
+    def final(self, response: Any) -> Any:
+        """The response the agent gets: without recall calls (a model calling the tool on the
+        last round, when it was not offered)."""
+        ai = _ai_message(response)
+        if not self.offered or not _recall_calls(ai):
+            return response
+        kept = [c for c in ai.tool_calls if c.get("name") != RECALL_TOOL_NAME]
+        clean = _with_calls(ai, kept)
+        if isinstance(response, AIMessage):
+            return clean
+        result = [clean if m is ai else m for m in response.result]
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+    def _answer(self, call: Mapping[str, Any]) -> Any:
+        ref = recall_ref(call.get("args"))
+        try:
+            found: tuple[Message, ...] | None = self.owner.warden.recall(
+                self.result.conversation, ref
+            )
+        except KeyError:
+            found = None
+        room = answer_max_chars(self.result.budget, self.result.tokens_after, self.answered_chars)
+        text, is_error = recall_answer(ref, found, max_chars=room)
+        self.answered_chars += len(text)
+        self.owner.recalls += 1
+        return ToolMessage(
+            content=text,
+            tool_call_id=call.get("id") or "",
+            name=RECALL_TOOL_NAME,
+            status="error" if is_error else "success",
+        )
+
+
+def _ai_message(response: Any) -> Any:
+    """The model's ``AIMessage`` in a handler's response (``None`` if it has none)."""
+    if isinstance(response, AIMessage):
+        return response
+    for m in getattr(response, "result", None) or ():
+        if isinstance(m, AIMessage):
+            return m
+    return None
+
+
+def _recall_calls(ai: Any) -> list[Mapping[str, Any]]:
+    if ai is None:
+        return []
+    return [c for c in ai.tool_calls if c.get("name") == RECALL_TOOL_NAME]
+
+
+def _with_calls(ai: Any, calls: Sequence[Mapping[str, Any]]) -> Any:
+    """A copy of ``ai`` making only ``calls`` (content blocks of other calls left out)."""
+    ids = {c.get("id") for c in calls}
+    content = ai.content
+    if isinstance(content, list):
+        content = [b for b in content if not _other_call(b, ids)]
+    return ai.model_copy(update={"tool_calls": list(calls), "content": content})
+
+
+def _other_call(block: Any, ids: set[Any]) -> bool:
+    if not isinstance(block, Mapping) or block.get("type") not in _CALL_BLOCKS:
+        return False
+    return block.get("id") not in ids and block.get("call_id") not in ids
 
 
 class _Plan:
@@ -91,6 +233,10 @@ class _Plan:
         self.request = request
         self.model = owner._model or _model_name(request.model)
         self.tools = _tool_definitions(request.tools)
+        # with recall on, its definition is always counted: it may be offered, and the same
+        # tools every call keep the conversation's key
+        recall = [recall_tool("openai")] if owner.recall else []
+        self.counted = [*(self.tools or ()), *recall] or None
         originals: list[Any] = []
         if request.system_message is not None:
             originals.append(request.system_message)

@@ -9,6 +9,10 @@ Before the proxy routes a request, the hook replaces its ``messages`` (chat comp
 ``input`` items and ``instructions`` (Responses API) with the warden's copy; every other field is
 left as sent. Requests carrying ``previous_response_id`` (the server holds that history) and
 calls of other kinds (embeddings, images...) are returned unchanged.
+
+The recall tool (:mod:`contextwarden.recall`) is not offered here: the hook can only rewrite the
+request, the model's reply goes back to the client, so a call of a tool the hook added would
+reach a client that does not know it, and the hook cannot call the model again with the answer.
 """
 
 from __future__ import annotations

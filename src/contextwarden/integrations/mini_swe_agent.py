@@ -19,6 +19,11 @@ itself (actions, cost, the raw response); the model never sends it, so the warde
 out. Messages with another role (``exit``) are not sent either. A model speaking the Responses API
 (``litellm_response_model``) keeps response objects in the history: those requests are passed
 through unchanged.
+
+The recall tool (:mod:`contextwarden.recall`) is not offered here: mini-swe-agent's agents act
+through text (a bash block) or, with a tool-calling model, through the one ``bash`` tool the
+model's own ``query`` sends; the wrapper cannot add a tool to that request, and the agent takes
+any other call for a format error.
 """
 
 from __future__ import annotations

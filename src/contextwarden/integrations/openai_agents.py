@@ -13,6 +13,13 @@ just before every model call; the filter returns the warden's copy (the items co
 :func:`~contextwarden.formats.from_responses`, transformed, converted back with
 :func:`~contextwarden.formats.to_responses`). The run's own items are never changed: the run
 keeps every item, only the model sees the shorter list.
+
+The recall tool: :meth:`WardenInputFilter.recall_tool` is an SDK ``FunctionTool`` named
+``contextwarden_recall`` to add to the agent's tools. The SDK runs it in-process like any other
+function tool; it answers from the warden's originals of the conversation the filter's latest call
+ran (:meth:`contextwarden.Warden.recall`), so the model can read back a masked output or a
+summarised span by the ``cw:`` reference its copy shows. The call and its answer are ordinary
+items of the run.
 """
 
 from __future__ import annotations
@@ -21,13 +28,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._config import WardenConfig
+from .._messages import Message
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
+from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer, recall_ref, recall_tool
 from ._common import hook_warden, require
 
 if TYPE_CHECKING:
+    from agents import FunctionTool
     from agents.run_config import ModelInputData
 else:  # the framework, imported with a message naming the extra when it is missing
+    FunctionTool = require("agents", "openai-agents").FunctionTool
     ModelInputData = require("agents.run_config", "openai-agents").ModelInputData
 
 __all__ = ["WardenInputFilter", "input_filter"]
@@ -55,13 +66,44 @@ class WardenInputFilter:
 
     ``warden`` is the :class:`~contextwarden.Warden` it runs; ``last_result`` the
     :class:`~contextwarden.TransformResult` of the latest call (token counts, events), for
-    logging and tests.
+    logging and tests; ``recalls`` how many calls of :meth:`recall_tool` were answered.
     """
 
     def __init__(self, warden: Warden, model: str | None) -> None:
         self.warden = warden
         self._model = model
         self.last_result: TransformResult | None = None
+        self.recalls = 0
+
+    def recall_tool(self) -> FunctionTool:
+        """The recall tool, for ``Agent(tools=[..., warden_filter.recall_tool()])``.
+
+        It answers from the conversation of this filter's latest call: give each agent run that
+        goes on at the same time as another its own filter.
+        """
+        definition = recall_tool("responses")
+        return FunctionTool(
+            name=RECALL_TOOL_NAME,
+            description=definition["description"],
+            params_json_schema=definition["parameters"],
+            on_invoke_tool=self._answer_recall,
+            strict_json_schema=True,
+        )
+
+    async def _answer_recall(self, context: Any, arguments: str) -> str:
+        """The tool's output for one call: the originals kept under its ``ref``, or why none."""
+        ref = recall_ref(arguments)
+        result = self.last_result
+        found: tuple[Message, ...] | None = None
+        if result is not None and ref:
+            try:
+                found = self.warden.recall(result.conversation, ref)
+            except KeyError:
+                found = None
+        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
+        text, _ = recall_answer(ref, found, max_chars=answer_max_chars(budget, tokens))
+        self.recalls += 1
+        return text
 
     async def __call__(self, data: Any) -> Any:
         model_data = data.model_data
