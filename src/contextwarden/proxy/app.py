@@ -9,7 +9,9 @@ Routes:
   replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
   ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
   window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
-  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
+  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`). When the
+  reduced request shows a ``cw:`` reference, the recall tool is offered and answered here
+  (:mod:`contextwarden.proxy.recall_rounds`); the client gets the last round's reply.
 * ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
   guard, the same headers; see :mod:`contextwarden.proxy.responses`.
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
