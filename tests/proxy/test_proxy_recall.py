@@ -20,9 +20,11 @@ from contextwarden.proxy.recall import (
     AnthropicSplice,
     OpenAISplice,
     add_usage,
+    may_offer,
     parse_events,
     round_body,
 )
+from contextwarden.proxy.stats import RequestRecord
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -515,3 +517,28 @@ def test_usage_adds_field_by_field() -> None:
         "output_tokens": 5,
     }
     assert add_usage(None, b) == b
+
+
+def test_when_the_tool_may_be_offered() -> None:
+    run = OPENAI_TOOLS[0]
+    assert may_offer("openai", {"tools": [run], "tool_choice": "auto"})
+    assert may_offer("openai", {"tool_choice": "required"})
+    assert not may_offer("openai", {"tools": [run], "tool_choice": "none"})
+    assert not may_offer("openai", {"n": 2})
+    assert not may_offer("openai", {"functions": [RUN]})
+    assert not may_offer("openai", {"tools": {"run": run}})
+    assert not may_offer(
+        "openai", {"tools": [round_body("openai", {}, [], last=False)["tools"][0]]}
+    )
+    assert may_offer("anthropic", {"tool_choice": {"type": "any"}})
+    assert not may_offer("anthropic", {"tool_choice": {"type": "none"}})
+    assert not may_offer("anthropic", {"tool_choice": {"type": "tool", "name": "run"}})
+
+
+def test_the_log_line_carries_the_recall_counts() -> None:
+    record = RequestRecord("POST", "/v1/messages", "anthropic")
+    assert "recall_calls" not in record.as_log()
+    record.recall_offered, record.recall_calls, record.recall_unknown = True, 2, 1
+    record.recall_rounds = 2
+    line = record.as_log()
+    assert (line["recall_calls"], line["recall_unknown"], line["recall_rounds"]) == (2, 1, 2)

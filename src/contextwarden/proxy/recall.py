@@ -52,13 +52,14 @@ def shows_ref(body: bytes) -> bool:
 
 def may_offer(api: ChatApi, body: dict[str, Any]) -> bool:
     """Whether the recall tool may be added to ``body``: its ``tools`` (if any) a list without a
-    tool of that name, its ``tool_choice`` forcing neither a tool nor none, one choice asked."""
+    tool of that name, its ``tool_choice`` forcing neither a tool nor none, one choice asked,
+    and (OpenAI) no legacy ``functions``, which the API refuses beside ``tools``."""
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         return False
     if any(_tool_name(api, t) == RECALL_TOOL_NAME for t in tools or ()):
         return False
-    if api == "openai" and body.get("n") not in (None, 1):
+    if api == "openai" and (body.get("n") not in (None, 1) or "functions" in body):
         return False
     choice = body.get("tool_choice")
     if choice is None:
