@@ -9,7 +9,9 @@ Routes:
   replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
   ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
   window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
-  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`).
+  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`). When the
+  reduced request shows a ``cw:`` reference, the recall tool is offered and answered here
+  (:mod:`contextwarden.proxy.recall_rounds`); the client gets the last round's reply.
 * ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
   guard, the same headers; see :mod:`contextwarden.proxy.responses`.
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
@@ -52,6 +54,7 @@ from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
+from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
 from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
     CLIENT_LEFT,
@@ -62,7 +65,7 @@ from .stats import (
 )
 from .stats import Route as RouteName
 from .summaries import Breaker, SummaryBudget
-from .transform import Api, BodyWarden, transform_body
+from .transform import Api, BodyOutcome, BodyWarden, transform_body
 from .warden import WardenFactory, build_cache, build_log_store, request_summarizer
 
 _T = TypeVar("_T")
@@ -424,6 +427,7 @@ class _Proxy:
                 return await self.refuse(record, provider, started, why or "too_large")
             api: Api = "openai" if route == "openai" else "anthropic"
             extra: dict[str, str] = {}
+            recall: tuple[dict[str, Any], bool, Answer] | None = None
             if request.headers.get("content-encoding", "identity").lower() != "identity":
                 body, extra["X-Contextwarden-Skipped"] = raw, "encoded_body"
                 record.skipped = "encoded_body"
@@ -454,11 +458,32 @@ class _Proxy:
                 body = outcome.body
                 fill_record(record, outcome, budgets, started)
                 extra = outcome_headers(outcome, record)
+                recall = await self.recall_offer(route, state, outcome)
             client, done = self.pool()
+            url = self.config.upstream_url(raw_path(request), request.url.query)
+            if recall is not None:
+                body_json, fast, answer = recall
+                rounds = Rounds(
+                    client,
+                    url,
+                    request_headers(request.headers.raw),
+                    api,
+                    body_json,
+                    fast,
+                    answer,
+                    record,
+                )
+                return await forward_recall(
+                    rounds,
+                    provider=provider,
+                    started=started,
+                    extra_headers=extra,
+                    finish=self.finish_with(done),
+                )
             return await forward(
                 client,
                 method=request.method,
-                url=self.config.upstream_url(raw_path(request), request.url.query),
+                url=url,
                 headers=request_headers(request.headers.raw),
                 content=body,
                 provider=provider,
@@ -469,6 +494,24 @@ class _Proxy:
             )
         finally:
             self.release(held)
+
+    async def recall_offer(
+        self, route: RouteName, state: ClientState, outcome: BodyOutcome
+    ) -> tuple[dict[str, Any], bool, Answer] | None:
+        """The forwarded body parsed (and whether the fast parser read it) and how to answer
+        the recall tool, when the tool is to be offered: ``recall_tool`` on, a chat request the
+        warden ran on, with a ``recall`` of its own, whose result shows a ``cw:`` reference
+        (:func:`recall_body`). Parsed in a worker thread."""
+        if not self.config.recall_tool or route not in ("openai", "anthropic"):
+            return None
+        recall = getattr(getattr(state.warden, "inner", state.warden), "recall", None)
+        if outcome.skipped or not outcome.conversation or not callable(recall):
+            return None
+        api: Api = "openai" if route == "openai" else "anthropic"
+        parsed = await anyio.to_thread.run_sync(
+            recall_body, api, outcome.body, limiter=self._transforms
+        )
+        return None if parsed is None else (*parsed, answerer(recall, outcome.conversation))
 
     def finish_with(self, done: Callable[[], None]) -> Callable[[RequestRecord], Awaitable[None]]:
         """:meth:`finish`, also handing the upstream pool's slot back."""

@@ -90,6 +90,13 @@ def proxy(
             help="Add Anthropic prompt-cache breakpoints to /v1/messages requests that set none."
         ),
     ] = True,
+    recall_tool: Annotated[
+        bool,
+        typer.Option(
+            help="Offer the model the contextwarden_recall tool when a request shows a cw: "
+            "reference, and answer it at the proxy."
+        ),
+    ] = True,
     summarizer: Annotated[
         str | None,
         typer.Option(
@@ -155,6 +162,7 @@ def proxy(
                 "timeout": timeout,
                 "max_body_bytes": max_body_bytes,
                 "cache_breakpoints": cache_breakpoints,
+                "recall_tool": recall_tool,
                 "summarizer": summarizer,
                 "summary_model": summary_model,
                 "client_key": client_key or None,

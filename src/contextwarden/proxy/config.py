@@ -83,6 +83,13 @@ class ProxyConfig(BaseModel):
         "requests whose client set none: on the newest message, the end of the stable prefix and "
         "the system prompt, at most 4 in all. Default: true.",
     )
+    recall_tool: bool = Field(
+        True,
+        description="Offer the model the contextwarden_recall tool on chat requests (Chat "
+        "Completions, Messages) whose reduced history shows a cw: reference, and answer its "
+        "calls at the proxy from the conversation's kept originals, calling the upstream again "
+        "(at most 3 upstream calls per request); the client never sees the tool. Default: true.",
+    )
 
     client_key: str | None = Field(
         None,

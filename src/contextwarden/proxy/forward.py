@@ -21,7 +21,16 @@ from starlette.types import Receive, Scope, Send
 from .errors import ErrorKind, Provider, error_body, error_sse, status_for
 from .stats import CLIENT_LEFT, CLIENT_LEFT_STATUS, RequestRecord
 
-__all__ = ["HOP_BY_HOP", "error_response", "forward", "request_headers", "response_headers"]
+__all__ = [
+    "HOP_BY_HOP",
+    "UpstreamResponse",
+    "error_response",
+    "failed",
+    "forward",
+    "relay",
+    "request_headers",
+    "response_headers",
+]
 
 #: RFC 9110 7.6.1 connection-specific headers, never forwarded in either direction.
 HOP_BY_HOP = frozenset(
@@ -85,11 +94,12 @@ def error_response(
     )
 
 
-class _UpstreamResponse(StreamingResponse):
+class UpstreamResponse(StreamingResponse):
     """Relays an open httpx response. Closes it and calls ``finish`` exactly once, before the end
     of the body goes out, so a client that has read the whole reply finds it in ``/stats`` and the
     log; or when the client goes away mid-stream. With a ``Content-Length`` the end is the chunk
-    that completes it (the client stops reading there), else the terminating empty chunk."""
+    that completes it (the client stops reading there), else the terminating empty chunk.
+    ``sized=False``: the body is not the upstream's as sent (its ``Content-Length`` is not it)."""
 
     def __init__(
         self,
@@ -97,6 +107,8 @@ class _UpstreamResponse(StreamingResponse):
         body: AsyncGenerator[bytes, None],
         raw_headers: list[tuple[bytes, bytes]],
         finish: Callable[[], Awaitable[None]],
+        *,
+        sized: bool = True,
     ) -> None:
         super().__init__(body, status_code=upstream.status_code)
         self.raw_headers = raw_headers
@@ -105,7 +117,7 @@ class _UpstreamResponse(StreamingResponse):
         self._finish = finish
         self._finished = False
         length = upstream.headers.get("content-length", "")
-        self._length = int(length) if length.isdigit() else None
+        self._length = int(length) if sized and length.isdigit() else None
 
     async def _complete(self) -> None:
         if not self._finished:
@@ -163,9 +175,22 @@ async def forward(
         await finish(record)
         return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
     except httpx.TimeoutException as exc:
-        return await _failed(record, started, finish, provider, "timeout", exc, extra_headers)
+        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await _failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+    return relay(upstream, provider, record, started, extra_headers, finish)
+
+
+def relay(
+    upstream: httpx.Response,
+    provider: Provider,
+    record: RequestRecord,
+    started: float,
+    extra_headers: dict[str, str],
+    finish: Finish,
+) -> Response:
+    """The response relaying the open ``upstream`` answer to the client, raw, with
+    ``extra_headers``; ``record`` completed and handed to ``finish`` when it is over."""
     record.status = upstream.status_code
     record.headers_ms = (time.perf_counter() - started) * 1000
 
@@ -194,10 +219,10 @@ async def forward(
         record.latency_ms = (time.perf_counter() - started) * 1000
         await finish(record)
 
-    return _UpstreamResponse(upstream, body(), out_headers, done)
+    return UpstreamResponse(upstream, body(), out_headers, done)
 
 
-async def _failed(
+async def failed(
     record: RequestRecord,
     started: float,
     finish: Finish,
@@ -206,6 +231,8 @@ async def _failed(
     exc: Exception,
     extra_headers: dict[str, str],
 ) -> Response:
+    """The proxy's own error for an upstream that timed out or could not be reached,
+    ``record`` completed and handed to ``finish``."""
     record.status = status_for(kind)
     record.error = "upstream_timeout" if kind == "timeout" else "upstream_unreachable"
     what = "did not answer in time" if kind == "timeout" else "could not be reached"

@@ -39,8 +39,9 @@ MODEL_TABLE = 100
 #: status recorded for it (nginx's "client closed request"; never sent, not counted in errors).
 CLIENT_LEFT = "client_disconnected"
 CLIENT_LEFT_STATUS = 499
-#: The ``error`` values of a stream that broke or stalled after its status line went out.
-STREAM_FAILED = frozenset({"upstream_broken", "upstream_timeout"})
+#: The ``error`` values of a stream that broke or stalled after its status line went out (or
+#: whose later recall round the upstream refused: :mod:`.recall_rounds`).
+STREAM_FAILED = frozenset({"upstream_broken", "upstream_timeout", "recall_round_failed"})
 #: The ``error`` of a request answered with the provider's context-length error (400).
 CONTEXT_OVERFLOW = "context_overflow"
 #: The ``skipped`` reason of a body the warden raised on: forwarded unchanged, counted apart.
@@ -79,6 +80,12 @@ class RequestRecord:
     summary_models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
     summary_pool_full: bool = False
+    #: the recall tool was offered; its calls the proxy answered, those naming a reference the
+    #: conversation does not keep, and the extra upstream calls they took
+    recall_offered: bool = False
+    recall_calls: int = 0
+    recall_unknown: int = 0
+    recall_rounds: int = 0
 
     def as_log(self) -> dict[str, Any]:
         """The JSON object logged for this request (only fields that carry information; text
@@ -112,6 +119,10 @@ class RequestRecord:
                 out["summary_breaker_open"] = True
             if self.summary_pool_full:
                 out["summary_pool_full"] = True
+            if self.recall_offered:
+                out["recall_calls"] = self.recall_calls
+                out["recall_unknown"] = self.recall_unknown
+                out["recall_rounds"] = self.recall_rounds
         out["headers_ms"] = round(self.headers_ms, 2)
         if self.skipped:
             out["skipped"] = clip(self.skipped)
@@ -154,6 +165,10 @@ class ProxyStats:
     summary_failed_calls: int = 0
     summary_breaker_open: int = 0
     summary_pool_full: int = 0
+    recall_offered: int = 0
+    recall_calls: int = 0
+    recall_unknown_refs: int = 0
+    recall_rounds: int = 0
     summaries_by_model: OrderedDict[str, dict[str, int]] = field(default_factory=OrderedDict)
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
@@ -210,6 +225,10 @@ class ProxyStats:
                 self.summary_breaker_open += 1
             if rec.summary_pool_full:
                 self.summary_pool_full += 1
+            self.recall_offered += rec.recall_offered
+            self.recall_calls += rec.recall_calls
+            self.recall_unknown_refs += rec.recall_unknown
+            self.recall_rounds += rec.recall_rounds
             if rec.error == CLIENT_LEFT:
                 self.client_disconnects += 1
             elif rec.status >= 400:
@@ -260,6 +279,10 @@ class ProxyStats:
                 "summary_failed_calls": self.summary_failed_calls,
                 "summary_breaker_open": self.summary_breaker_open,
                 "summary_pool_full": self.summary_pool_full,
+                "recall_offered": self.recall_offered,
+                "recall_calls": self.recall_calls,
+                "recall_unknown_refs": self.recall_unknown_refs,
+                "recall_rounds": self.recall_rounds,
                 "summaries_by_model": {
                     k: dict(v) for k, v in sorted(self.summaries_by_model.items())
                 },

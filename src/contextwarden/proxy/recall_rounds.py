@@ -1,0 +1,304 @@
+"""The rounds of a request the proxy offered the recall tool with: while the model calls it (at
+most :data:`~.recall.MAX_ROUNDS` upstream calls in all), the proxy answers from the warden and
+calls the upstream again with the same headers; the client gets the last round's reply (a
+stream: every round's text, one message). An upstream error on a later round reaches the client
+as the upstream sent it (a stream: as the provider's error event)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import httpx
+from starlette.responses import Response
+
+from ..recall import recall_answer
+from .errors import Provider, error_sse
+from .forward import Finish, UpstreamResponse, failed, relay, response_headers
+from .recall import (
+    MAX_ROUNDS,
+    AnthropicSplice,
+    ChatApi,
+    OpenAISplice,
+    Turn,
+    add_usage,
+    answer_messages,
+    may_offer,
+    new_splice,
+    parse_events,
+    read_event,
+    reply_turn,
+    round_body,
+    shows_ref,
+)
+from .stats import RequestRecord
+from .transform import dump_body, load_body
+
+__all__ = ["Answer", "Rounds", "answerer", "forward_recall", "recall_body"]
+
+#: The answer to one call for a reference: (text, is_error).
+Answer = Callable[[str], Awaitable[tuple[str, bool]]]
+
+#: The ``error`` of a stream whose later round the upstream refused or failed.
+RECALL_ROUND_FAILED = "recall_round_failed"
+
+
+def recall_body(api: ChatApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
+    """The forwarded body, parsed (and whether the fast parser read it), when the recall tool
+    is to be offered with it: it shows a ``cw:`` reference and :func:`~.recall.may_offer`."""
+    if not shows_ref(forwarded):
+        return None
+    try:
+        body, fast = load_body(forwarded)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    return (body, fast) if may_offer(api, body) else None
+
+
+def answerer(recall: Callable[[str, str], Any], conversation: str) -> Answer:
+    """The answers from ``recall(conversation, ref)`` (a warden's), looked up in a worker
+    thread: the lookup waits for the conversation's lock, which a compaction may hold a while."""
+
+    def look(ref: str) -> tuple[str, bool]:
+        try:
+            found = recall(conversation, ref) if ref else None
+        except KeyError:
+            found = None
+        return recall_answer(ref, found)
+
+    async def answer(ref: str) -> tuple[str, bool]:
+        return await anyio.to_thread.run_sync(look, ref)
+
+    return answer
+
+
+@dataclass
+class Rounds:
+    """What every round of one request needs: where and how to send it, its body as the warden
+    made it, and how to answer a reference."""
+
+    client: httpx.AsyncClient
+    url: str
+    headers: list[tuple[bytes, bytes]]
+    api: ChatApi
+    body: dict[str, Any]
+    fast_json: bool
+    answer: Answer
+    record: RequestRecord
+
+    async def send(self, index: int, extra: list[dict[str, Any]]) -> httpx.Response:
+        """Open round ``index`` (0: the client's own) with the exchanges ``extra``."""
+        body = round_body(self.api, self.body, extra, last=index == MAX_ROUNDS - 1)
+        content = dump_body(body, self.fast_json)
+        request = self.client.build_request("POST", self.url, headers=self.headers, content=content)
+        self.record.recall_rounds += 1 if index else 0
+        return await self.client.send(request, stream=True)
+
+    async def answers(self, turn: Turn) -> list[dict[str, Any]]:
+        """The messages answering ``turn``'s recall calls, counted in the record."""
+        found = [await self.answer(ref) for _, ref in turn.calls]
+        self.record.recall_calls += len(found)
+        self.record.recall_unknown += sum(1 for _, error in found if error)
+        return answer_messages(self.api, turn, found)
+
+
+async def forward_recall(
+    rounds: Rounds,
+    *,
+    provider: Provider,
+    started: float,
+    extra_headers: dict[str, str],
+    finish: Finish,
+) -> Response:
+    """Send the request with the recall tool offered and answer its calls (see the module
+    docstring); a first reply that is not a 200 JSON or event stream is relayed as it is."""
+    record = rounds.record
+    record.recall_offered = True
+    try:
+        first = await rounds.send(0, [])
+    except httpx.TimeoutException as exc:
+        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
+    except httpx.TransportError as exc:
+        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+    kind = first.headers.get("content-type", "")
+    if first.status_code == 200 and kind.startswith("text/event-stream"):
+        return _stream(rounds, first, provider, started, extra_headers, finish)
+    if first.status_code == 200 and "json" in kind:
+        return await _whole(rounds, first, provider, started, extra_headers, finish)
+    return relay(first, provider, record, started, extra_headers, finish)
+
+
+def _headers(upstream: httpx.Response, extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers for a body the proxy wrote (decoded, its length its own)."""
+    mine = {b"content-length", b"content-encoding"}
+    out = [(k, v) for k, v in response_headers(upstream.headers.raw) if k.lower() not in mine]
+    return out + [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+
+
+async def _whole(
+    rounds: Rounds,
+    upstream: httpx.Response,
+    provider: Provider,
+    started: float,
+    extra_headers: dict[str, str],
+    finish: Finish,
+) -> Response:
+    """The rounds of a request answered in one JSON body each; the last one's goes back with
+    its usage the sum over rounds."""
+    record = rounds.record
+    record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
+    extra: list[dict[str, Any]] = []
+    usage: Any = None
+    try:
+        for index in range(MAX_ROUNDS):
+            if index:
+                upstream = await rounds.send(index, extra)
+                if upstream.status_code != 200:
+                    return relay(upstream, provider, record, started, extra_headers, finish)
+            try:
+                raw = await upstream.aread()
+            finally:
+                await upstream.aclose()
+            reply = _json(raw)
+            if reply is None:
+                break
+            usage = add_usage(usage, reply.get("usage"))
+            turn = reply_turn(rounds.api, reply)
+            if not turn.calls or index == MAX_ROUNDS - 1:
+                break
+            extra += await rounds.answers(turn)
+    except httpx.TimeoutException as exc:
+        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
+    except httpx.TransportError as exc:
+        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+    if index and reply is not None and usage is not None:
+        raw = dump_body({**reply, "usage": usage}, False)
+    response = Response(raw, status_code=upstream.status_code)
+    response.raw_headers = _headers(upstream, extra_headers)
+    response.raw_headers.append((b"content-length", str(len(raw)).encode()))
+    record.latency_ms = (time.perf_counter() - started) * 1000
+    await finish(record)
+    return response
+
+
+def _json(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _stream(
+    rounds: Rounds,
+    first: httpx.Response,
+    provider: Provider,
+    started: float,
+    extra_headers: dict[str, str],
+    finish: Finish,
+) -> Response:
+    """The rounds of a streamed request, spliced into one client stream."""
+    record = rounds.record
+    record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
+
+    async def body() -> AsyncGenerator[bytes, None]:
+        splice = new_splice(rounds.api)
+        upstream: httpx.Response | None = first
+        extra: list[dict[str, Any]] = []
+        for index in range(MAX_ROUNDS):
+            if index:
+                splice.next_round()
+                upstream, refused = await _next(rounds, index, extra, provider)
+                if upstream is None:
+                    yield refused
+                    return
+            assert upstream is not None
+            try:
+                async for out in _round(upstream, splice):
+                    yield out
+            except httpx.TimeoutException:
+                record.error = "upstream_timeout"
+                yield error_sse(provider, "timeout", "the upstream stopped sending (timed out)")
+                return
+            except httpx.TransportError as exc:
+                record.error = "upstream_broken"
+                yield error_sse(
+                    provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
+                )
+                return
+            finally:
+                await upstream.aclose()
+            turn = splice.end_round()
+            if splice.failed or not turn.calls or index == MAX_ROUNDS - 1:
+                yield b"".join(splice.flush())
+                return
+            extra += await rounds.answers(turn)
+
+    async def done() -> None:
+        record.latency_ms = (time.perf_counter() - started) * 1000
+        await finish(record)
+
+    return UpstreamResponse(first, body(), _headers(first, extra_headers), done, sized=False)
+
+
+async def _round(
+    upstream: httpx.Response, splice: AnthropicSplice | OpenAISplice
+) -> AsyncIterator[bytes]:
+    """What the client gets of one round's stream as it arrives."""
+    buffer = b""
+    async for chunk in upstream.aiter_bytes():
+        events, buffer = parse_events(buffer + chunk)
+        out = b"".join(b for event in events for b in splice.feed(event))
+        if out:
+            yield out
+    if buffer.strip():
+        out = b"".join(splice.feed(read_event(buffer)))
+        if out:
+            yield out
+
+
+async def _next(
+    rounds: Rounds, index: int, extra: list[dict[str, Any]], provider: Provider
+) -> tuple[httpx.Response | None, bytes]:
+    """Round ``index``'s open stream, or None and the error event the client gets instead."""
+    record = rounds.record
+    try:
+        upstream = await rounds.send(index, extra)
+    except httpx.TimeoutException:
+        record.error = "upstream_timeout"
+        return None, error_sse(provider, "timeout", "the upstream did not answer in time")
+    except httpx.TransportError as exc:
+        record.error = "upstream_unreachable"
+        return None, error_sse(
+            provider, "unreachable", f"the upstream could not be reached: {type(exc).__name__}"
+        )
+    if upstream.status_code == 200 and upstream.headers.get("content-type", "").startswith(
+        "text/event-stream"
+    ):
+        return upstream, b""
+    try:
+        raw = await upstream.aread()
+    except httpx.HTTPError:
+        raw = b""
+    finally:
+        await upstream.aclose()
+    record.error = RECALL_ROUND_FAILED
+    return None, _error_event(provider, upstream.status_code, raw)
+
+
+def _error_event(provider: Provider, status: int, raw: bytes) -> bytes:
+    """The upstream's error body as the provider's error event (its own words when it has any)."""
+    body = _json(raw)
+    if body is None or not isinstance(body.get("error"), dict):
+        message = f"contextwarden proxy: the upstream answered {status} to a recall round"
+        return error_sse(provider, "unreachable", message)
+    if provider == "anthropic":
+        data = json.dumps({"type": "error", **body}, separators=(",", ":"))
+        return f"event: error\ndata: {data}\n\n".encode()
+    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()

@@ -1,0 +1,217 @@
+"""A scripted upstream for the recall tests, speaking Chat Completions and Messages, streamed or
+not: it records what it gets and, when the request offers ``contextwarden_recall``, calls it for
+the first ``cw:`` reference the request shows; once the request carries the tool's answer, it
+answers with text quoting the ``SECRET-nnnn`` the answer holds. ``mode`` varies the script:
+
+* ``recall``: as above; ``mixed``: the recall call comes with a call of the client's ``run`` tool;
+* ``always``: calls the tool whenever it is offered (the round limit ends it);
+* ``unknown``: asks for a reference nobody keeps; ``fail_second``: answers every later round
+  (a request carrying a recall answer) 429.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+RECALL = "contextwarden_recall"
+REF = re.compile(r"cw:[0-9a-f]{16}")
+SECRET = re.compile(r"SECRET-\d{4}")
+USAGE_IN, USAGE_OUT = 100, 7
+
+
+class RecallUpstream:
+    def __init__(self, mode: str = "recall") -> None:
+        self.mode = mode
+        self.requests: list[dict[str, Any]] = []
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._openai, methods=["POST"]),
+                Route("/v1/messages", self._anthropic, methods=["POST"]),
+            ]
+        )
+
+    def _plan(self, body: dict[str, Any], api: str) -> tuple[str, list[tuple[str, str, Any]]]:
+        """The reply's text and tool calls (id, name, input) for ``body``."""
+        offered = any(_name(t) == RECALL for t in body.get("tools") or []) and body.get(
+            "tool_choice"
+        ) not in ("none", {"type": "none"})
+        answered = _recall_answers(body["messages"], api)
+        rounds = len(self.requests)
+        if answered and not (self.mode == "always" and offered):
+            found = SECRET.findall(answered[-1])
+            return f"quoted: {found[-1] if found else 'nothing'}", []
+        if not offered:
+            return "plain answer", []
+        refs = REF.findall(json.dumps(body["messages"]))
+        ref = "cw:0000000000000000" if self.mode == "unknown" else refs[0]
+        calls: list[tuple[str, str, Any]] = [(f"call_recall_{rounds}", RECALL, {"ref": ref})]
+        if self.mode == "mixed":
+            calls.append((f"call_run_{rounds}", "run", {"cmd": "ls"}))
+        return "Let me look. ", calls
+
+    async def _read(self, request: Request, api: str) -> tuple[dict[str, Any], Response | None]:
+        body = await request.json()
+        self.requests.append(body)
+        if self.mode == "fail_second" and _recall_answers(body["messages"], api):
+            error = {"type": "rate_limit_error", "message": "slow down"}
+            payload = {"type": "error", "error": error} if api == "anthropic" else {"error": error}
+            return body, JSONResponse(payload, status_code=429)
+        return body, None
+
+    async def _openai(self, request: Request) -> Response:
+        body, refused = await self._read(request, "openai")
+        if refused is not None:
+            return refused
+        text, calls = self._plan(body, "openai")
+        tool_calls = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, n, a in calls
+        ]
+        usage = {
+            "prompt_tokens": USAGE_IN,
+            "completion_tokens": USAGE_OUT,
+            "total_tokens": USAGE_IN + USAGE_OUT,
+        }
+        finish = "tool_calls" if calls else "stop"
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if tool_calls:
+                message["tool_calls"] = tool_calls
+            return JSONResponse(
+                {
+                    "id": f"chatcmpl-{len(self.requests)}",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                }
+            )
+        with_usage = (body.get("stream_options") or {}).get("include_usage")
+        return _sse(_openai_chunks(body, text, tool_calls, finish, usage if with_usage else None))
+
+    async def _anthropic(self, request: Request) -> Response:
+        body, refused = await self._read(request, "anthropic")
+        if refused is not None:
+            return refused
+        text, calls = self._plan(body, "anthropic")
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
+        stop = "tool_use" if calls else "end_turn"
+        usage = {
+            "input_tokens": USAGE_IN,
+            "output_tokens": USAGE_OUT,
+            "cache_read_input_tokens": 10,
+        }
+        message = {
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if not body.get("stream"):
+            return JSONResponse(message)
+        return _sse(_anthropic_events(message))
+
+
+def _name(tool: dict[str, Any]) -> Any:
+    return tool.get("name") or (tool.get("function") or {}).get("name")
+
+
+def _recall_answers(messages: list[dict[str, Any]], api: str) -> list[str]:
+    """The texts of the recall answers the request carries (calls named call_recall_*)."""
+    if api == "openai":
+        return [
+            m["content"]
+            for m in messages
+            if m["role"] == "tool" and m["tool_call_id"].startswith("call_recall_")
+        ]
+    return [
+        b["content"]
+        for m in messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result" and b["tool_use_id"].startswith("call_recall_")
+    ]
+
+
+def _sse(events: list[bytes]) -> Response:
+    async def gen() -> Any:
+        for event in events:
+            yield event
+
+    return StreamingResponse(gen(), media_type="text/event-stream")
+
+
+def _halves(text: str) -> list[str]:
+    return [text[: len(text) // 2], text[len(text) // 2 :]]
+
+
+def _openai_chunks(
+    body: dict[str, Any],
+    text: str,
+    tool_calls: list[dict[str, Any]],
+    finish: str,
+    usage: dict[str, int] | None,
+) -> list[bytes]:
+    base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1}
+    base["model"] = body["model"]
+
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": reason}
+        return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": part}) for part in _halves(text)]
+    for k, call in enumerate(tool_calls):
+        fn = call["function"]
+        head = {"index": k, "id": call["id"], "type": "function"}
+        out.append(
+            chunk({"tool_calls": [{**head, "function": {"name": fn["name"], "arguments": ""}}]})
+        )
+        for part in _halves(fn["arguments"]):
+            out.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": part}}]}))
+    out.append(chunk({}, finish))
+    if usage is not None:
+        out.append(
+            b"data: " + json.dumps({**base, "choices": [], "usage": usage}).encode() + b"\n\n"
+        )
+    return [*out, b"data: [DONE]\n\n"]
+
+
+def _anthropic_events(message: dict[str, Any]) -> list[bytes]:
+    def ev(data: dict[str, Any]) -> bytes:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": {**message["usage"], "output_tokens": 1},
+    }
+    out = [ev({"type": "message_start", "message": start}), ev({"type": "ping"})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opened: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _halves(block["text"])]
+        else:
+            opened = {**block, "input": {}}
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _halves(raw)]
+        out.append(ev({"type": "content_block_start", "index": i, "content_block": opened}))
+        out += [ev({"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
+        out.append(ev({"type": "content_block_stop", "index": i}))
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    out.append(ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": USAGE_OUT}}))
+    return [*out, ev({"type": "message_stop"})]
