@@ -37,7 +37,7 @@ _DESCRIPTION = (
     "('ref cw:...'). Pass the cw:... reference exactly as shown. Use it instead of running a "
     "command or reading a file again when the earlier output is what you need."
 )
-_REF_ARG = {"type": "string", "description": "The reference, e.g. cw:3f2a9c0d11e4b7a6."}
+_REF_ARG = {"type": "string", "description": "The reference as shown: cw: and 16 hex digits."}
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {"ref": _REF_ARG},

@@ -47,9 +47,9 @@ class RecallUpstream:
         if answered and not (self.mode == "always" and offered):
             found = SECRET.findall(answered[-1])
             return f"quoted: {found[-1] if found else 'nothing'}", []
-        if not offered:
-            return "plain answer", []
         refs = REF.findall(json.dumps(body["messages"]))
+        if not offered or not (refs or self.mode == "unknown"):
+            return "plain answer", []
         ref = "cw:0000000000000000" if self.mode == "unknown" else refs[0]
         calls: list[tuple[str, str, Any]] = [(f"call_recall_{rounds}", RECALL, {"ref": ref})]
         if self.mode == "mixed":

@@ -25,6 +25,7 @@ from contextwarden.proxy.recall import (
     round_body,
 )
 from contextwarden.proxy.stats import RequestRecord
+from contextwarden.recall import RECALL_TOOL_NAME
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -290,9 +291,11 @@ def test_an_unknown_reference_is_answered_as_an_error_and_counted(
 # -- when the tool is not offered, and the limit -------------------------------------------------
 
 
-def test_no_reference_no_tool(
+def test_a_client_with_tools_is_offered_it_from_the_first_request(
     scripted: tuple[RecallUpstream, str], start_proxy: StartProxy
 ) -> None:
+    """The tool list a prompt cache's prefix begins with stays the same from the first call,
+    whether or not anything was hidden yet; a client without tools gets none until then."""
     fake, url = scripted
     proxy = start_proxy(url, window=WINDOW)
     reply = _openai(proxy).chat.completions.create(
@@ -300,12 +303,13 @@ def test_no_reference_no_tool(
     )
     assert reply.choices[0].message.content == "plain answer"
     (only,) = fake.requests
-    assert not REF.search(json.dumps(only)) and _tool_names(only) == ["run"]
+    assert not REF.search(json.dumps(only))
+    assert _tool_names(only) == ["run", RECALL_TOOL_NAME]
     _anthropic(proxy).messages.create(
         model=ANTHROPIC_MODEL, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
     )
     assert "tools" not in fake.requests[-1]
-    assert _stats(proxy)["recall_offered"] == 0
+    assert _stats(proxy)["recall_offered"] == 1
 
 
 @pytest.mark.parametrize("choice", ["none", {"type": "function", "function": {"name": "run"}}])

@@ -49,14 +49,20 @@ RECALL_ROUND_FAILED = "recall_round_failed"
 
 def recall_body(api: ChatApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
     """The forwarded body, parsed (and whether the fast parser read it), when the recall tool
-    is to be offered with it: it shows a ``cw:`` reference and :func:`~.recall.may_offer`."""
-    if not shows_ref(forwarded):
+    is to be offered with it (:func:`~.recall.may_offer`): from the first request of a client
+    that sends tools of its own, so the tool list, which a prompt cache's prefix begins with,
+    never changes mid-conversation; to a client without tools, once the request shows a ``cw:``
+    reference (something the warden hid)."""
+    shown = shows_ref(forwarded)
+    if not shown and b'"tools"' not in forwarded:
         return None
     try:
         body, fast = load_body(forwarded)
     except ValueError:
         return None
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    if not shown and not body.get("tools"):
         return None
     return (body, fast) if may_offer(api, body) else None
 
