@@ -24,11 +24,13 @@ than the calls until the next compaction is expected (the request grows by about
 call as it has so far), since a compaction rewrites the request anyway.
 
 The same test decides whether a request over the trigger but within the hard limit is cut now
-or waits (``compaction.defer``). When the session is expected to reach the hard limit, the cut
-comes anyway and is cheaper now: it is made. Otherwise cutting to the target removes
-``request - target`` tokens and rewrites the target, plus the summarizer's calls when it is an
-LLM, and is made only when that pays back within the calls expected. With cheap cache reads
-(DeepSeek's at 2% of the input price) it waits until the limit is within reach.
+or waits (``compaction.defer``): cutting to the target removes ``request - target`` tokens and
+rewrites the target, plus the summarizer's calls when it is an LLM, and is made only when that
+pays back within the calls expected before the limit. When the session is expected to reach the
+hard limit, the cut comes anyway; it is made now unless cutting each time the request reaches
+the limit costs less per call, over many cuts, than cutting each time it passes the trigger
+(:func:`cheaper_at_limit`: waiting spaces the rewrites out, and reads more in between). With
+cheap cache reads (DeepSeek's at 2% of the input price) it waits for the limit.
 """
 
 from __future__ import annotations
@@ -156,6 +158,24 @@ def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
     if config.horizon is not None:
         return config.horizon
     return max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
+
+
+def cheaper_at_limit(
+    aim: int, trigger: int, limit: int, pace: float, rates: CacheRates, extra_cost: float = 0.0
+) -> bool:
+    """Whether, in a session that goes on, cutting the request back to ``aim`` tokens each time
+    it reaches ``limit`` costs less per call than cutting it each time it passes ``trigger``,
+    growing by ``pace`` tokens a call. A cut rewrites what it keeps (``aim`` at the write price,
+    plus ``extra_cost``: the summarizer's calls); between cuts each call reads the request again
+    (at the read price), on average half-way between ``aim`` and where the cut comes."""
+    if pace <= 0 or limit <= trigger or trigger <= aim:
+        return False
+
+    def per_call(at: int) -> float:
+        calls = (at - aim) / pace
+        return (aim * rates.write + extra_cost) / calls + rates.read * (aim + at) / 2
+
+    return per_call(limit) < per_call(trigger)
 
 
 def edit_pays(

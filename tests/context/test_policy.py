@@ -11,8 +11,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from test_continuity import openai_steps  # noqa: E402
 
-from contextwarden import Warden, WardenConfig  # noqa: E402
-from contextwarden._policy import CacheRates, PolicyConfig, edit_pays  # noqa: E402
+from contextwarden import Warden, WardenConfig, from_openai  # noqa: E402
+from contextwarden._policy import (  # noqa: E402
+    CacheRates,
+    PolicyConfig,
+    cheaper_at_limit,
+    edit_pays,
+)
 
 RATES = CacheRates(read=0.1, write=1.25, ttl_s=300, caching=True)
 
@@ -91,7 +96,8 @@ def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() ->
     for i in waited:
         before, sent, _, shared = calls[i]
         assert sent == before and shared == 2 + 2 * (i - 1)  # system, task, 2 a step
-    assert calls[first][0] <= limits.limit
+    # the first request over the hard limit is the one cut, and what is sent fits it
+    assert calls[first - 1][0] <= limits.limit and calls[first][1] <= limits.limit
     # compaction.defer: false cuts as soon as the request is over the trigger
     eager = run("deepseek-v4-flash", {**short, "compaction": {"defer": False}})
     at = first_cut(eager)
@@ -99,14 +105,51 @@ def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() ->
     assert at < first
 
 
-def test_a_session_expected_to_reach_the_hard_limit_is_cut_before_it() -> None:
-    """Counted on for 20 more calls, the session reaches the hard limit: the cut comes
-    anyway, and earlier is cheaper, so it is made as soon as the limit is within reach."""
-    limits = budget("deepseek-v4-flash")
-    long = run("deepseek-v4-flash", SPREAD)
-    short = run("deepseek-v4-flash", {**SPREAD, "policy": {}})
-    assert long[first_cut(long)][0] < limits.limit
-    assert first_cut(long) < first_cut(short)
+def test_a_session_expected_to_reach_the_hard_limit_is_cut_where_cuts_cost_least() -> None:
+    """Counted on for 20 more calls, the session reaches the hard limit: the cut comes anyway.
+    Cutting each time at the limit spaces the rewrites out and reads more between them. At 2%
+    cache reads that costs less per call, and the cut waits for the limit; at 10% reads with
+    the trigger at 60% of the window, cutting at the trigger costs less, and it is made there."""
+    cheap = run("deepseek-v4-flash", SPREAD)
+    cut = first_cut(cheap)
+    limit = budget("deepseek-v4-flash").limit
+    assert cheap[cut - 1][0] <= limit < cheap[cut][0]
+    near = {**SPREAD, "trigger_ratio": 0.6}
+    dear = run("gpt-4o", near)
+    trigger = Warden(WardenConfig.model_validate(near)).budget_for("gpt-4o", WINDOW).trigger
+    cut = first_cut(dear)
+    assert dear[cut - 1][0] <= trigger < dear[cut][0]
+
+
+def test_cutting_at_the_limit_costs_less_with_cheap_reads_or_cuts_close_together() -> None:
+    cheap = CacheRates(read=0.02, write=1.25, ttl_s=300, caching=True)
+    # target 25.6k, 3.5k tokens a call: cuts at a 38.4k trigger come every 4 calls
+    assert cheaper_at_limit(25_600, 38_400, 127_000, 3_500, cheap)
+    assert cheaper_at_limit(25_600, 38_400, 127_000, 3_500, RATES)
+    # at a 76.8k trigger every 15 calls: at 10% reads, reading 50k more a call costs more
+    assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, cheap)
+    assert not cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES)
+    # no room between the trigger and the limit, or no growth: nothing to wait for
+    assert not cheaper_at_limit(25_600, 76_800, 76_800, 3_500, cheap)
+    assert not cheaper_at_limit(25_600, 76_800, 127_000, 0, cheap)
+    # a summarizer's calls make each cut dearer, so fewer cuts pay more
+    assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES, extra_cost=80_000)
+
+
+def test_the_default_reserve_fits_the_replies_the_conversation_has_shown() -> None:
+    """Left at its default, the reserve for the reply is twice the longest reply so far (at
+    least a 16th of the window), when that is less: the request may grow into the room its
+    replies never used. A reserve the config sets is kept."""
+    history = openai_steps("Fix the failing test in tests/test_io.py", 12)[-1]
+    warden = Warden()
+    _, result = warden.transform_openai(history, model="gpt-4o", window=32_000)
+    counter = warden.counter_for("gpt-4o")
+    replies = [counter.count_message(m) for m in from_openai(history) if m.role == "assistant"]
+    assert result.budget is not None
+    assert result.budget.reserve == max(2 * max(replies), 32_000 // 16) < 8_000
+    set_ = Warden(WardenConfig.model_validate({"reserve_tokens": 8_000}))
+    _, kept = set_.transform_openai(history, model="gpt-4o", window=32_000)
+    assert kept.budget is not None and kept.budget.reserve == 8_000
 
 
 def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._budget import Budget
 from .._config import WardenConfig
 from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
@@ -42,7 +43,7 @@ from .._messages import (
     ToolResultBlock,
     held_bytes,
 )
-from .._policy import CacheRates, edit_pays, expected_calls
+from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
 from .._task import strip_injected
 from ..layers.base import LayerContext
 from ..layers.mask import MaskPlan, mask_message, mask_plan
@@ -158,6 +159,8 @@ class Conversation:
         self.positions: dict[int, int] | None = None  # history position -> view position
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
+        #: the most tokens one of the agent's replies took: the room its replies need
+        self.longest_reply = 0
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
@@ -273,7 +276,9 @@ class Conversation:
         ctx = call.ctx
         call.new_start = len(self.view)
         self._append(call, len(self.inputs), len(call.messages))
-        budget = ctx.budget
+        budget = self.fitted(ctx.budget)
+        if budget is not ctx.budget:
+            ctx = call.ctx = replace(ctx, budget=budget)
         cold = (
             call.rates.caching
             and call.rates.ttl_s is not None
@@ -296,6 +301,20 @@ class Conversation:
             summarises = cfg.compaction.enabled
             aim = compaction_target(budget) if summarises else budget.trigger
             call.must_compact = call.total > aim and not self._cooling(call)
+
+    def fitted(self, budget: Budget | None) -> Budget | None:
+        """``budget`` with the reply room this conversation has shown it needs: a reserve left
+        at its default (``reserve_tokens`` not set) is lowered to twice the longest reply so far,
+        at least a 16th of the window, so that a request is not cut for room its replies never
+        used. An explicit reserve, or one already smaller, is kept."""
+        if (
+            budget is None
+            or not self.longest_reply
+            or "reserve_tokens" in self.config.model_fields_set
+        ):
+            return budget
+        room = max(2 * self.longest_reply, budget.window // 16)
+        return replace(budget, reserve=room) if room < budget.reserve else budget
 
     def _cooling(self, call: Call) -> bool:
         """Within the cool-down after the last compaction: the request has grown by less than
@@ -320,6 +339,8 @@ class Conversation:
             self.bytes += held_bytes(m) + SLOT_BYTES
             tokens = count(m)
             self.input_tokens += tokens
+            if m.role == "assistant":
+                self.longest_reply = max(self.longest_reply, tokens)
             names: list[str] = []
             thinking = False
             for b in m.content:
@@ -723,9 +744,11 @@ class Conversation:
         """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
         waits: cutting it to the target now (a compaction or a window cut) would not pay for
         itself, at the model's cache prices, within the calls the session can be expected to
-        still make (:func:`~contextwarden._policy.edit_pays`), and the session is not expected
-        to reach the hard limit (where the cut would come anyway, so it is cheaper now). Cheap cache reads (DeepSeek's at 2% of the
-        input price) make reading a long request again cheaper than rewriting a short one."""
+        still make before the limit (:func:`~contextwarden._policy.edit_pays`); a session
+        expected to reach the limit, where the cut comes anyway, waits only when cutting at the
+        limit each time costs less per call (:func:`~contextwarden._policy.cheaper_at_limit`).
+        Cheap cache reads (DeepSeek's at 2% of the input price) make reading a long request
+        again cheaper than rewriting a short one."""
         budget = call.ctx.budget
         if (
             budget is None
@@ -746,11 +769,13 @@ class Conversation:
                 break
             lead += t
         until_limit = int((budget.limit - total) / pace)
-        if expected_calls(self.calls, self.config.policy) > until_limit:
-            return False  # the session is expected to reach the limit: the cut comes anyway
         removed = max(total - aim, 0)
         # each summarizer call reads about what the compaction replaces, at the input price
         summaries = call.summary_calls * removed if summarises else 0
+        if expected_calls(self.calls, self.config.policy) > until_limit:
+            # the session is expected to reach the limit: the cut comes anyway, now or there
+            extra = call.summary_calls * (budget.trigger - aim) if summarises else 0
+            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates, extra)
         return not edit_pays(
             removed,
             max(aim - lead - call.overhead, 0),
