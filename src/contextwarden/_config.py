@@ -119,8 +119,10 @@ class CompactionConfig(BaseModel):
         "compaction waits while cutting the request to the target now would not pay for "
         "itself, at the model's cache prices, before the request reaches the hard limit or "
         "within the calls the session can be expected to still make (with cheap cache reads, "
-        "reading a long request again costs less than rewriting a short one); it is made at "
-        "the hard limit. false: compact as soon as the request is over the trigger. "
+        "reading a long request again costs less than rewriting a short one); a session "
+        "expected to reach the hard limit waits only when cutting there each time costs less "
+        "per call than cutting at the trigger. false: compact as soon as the request is over "
+        "the trigger. "
         "Default: true.",
     )
     strategy_order: dict[TaskType, list[StrategyName]] = Field(
@@ -153,7 +155,11 @@ class WardenConfig(BaseModel):
         None, ge=1, description="Override the model's context window. Default: from the registry."
     )
     reserve_tokens: int = Field(
-        8_192, ge=0, description="Tokens reserved for the model's output. Default: 8192."
+        8_192,
+        ge=0,
+        description="Tokens reserved for the model's output. Left unset, the smallest of 8192, "
+        "a quarter of the window, the model's max output and, once the conversation has "
+        "replies, twice its longest reply (at least a 16th of the window). Default: 8192.",
     )
     trigger_ratio: float = Field(
         0.75,
