@@ -49,6 +49,9 @@ __all__ = ["PolicyConfig"]
 #: input) and 5-minute write (1.25x input), from Anthropic's prompt-caching pricing page.
 CONSERVATIVE_READ = 0.1
 CONSERVATIVE_WRITE = 1.25
+#: How much less per call cutting at the hard limit must cost than cutting at the trigger for
+#: a session expected to reach the limit to wait (:func:`cheaper_at_limit`).
+WAIT_MARGIN = 0.1
 
 
 class PolicyConfig(BaseModel):
@@ -167,7 +170,9 @@ def cheaper_at_limit(
     it reaches ``limit`` costs less per call than cutting it each time it passes ``trigger``,
     growing by ``pace`` tokens a call. A cut rewrites what it keeps (``aim`` at the write price,
     plus ``extra_cost``: the summarizer's calls); between cuts each call reads the request again
-    (at the read price), on average half-way between ``aim`` and where the cut comes."""
+    (at the read price), on average half-way between ``aim`` and where the cut comes. Waiting
+    must save at least :data:`WAIT_MARGIN` of the per-call cost: a session that ends soon after
+    the cut at the limit pays for that cut and gets little back, so a close call cuts early."""
     if pace <= 0 or limit <= trigger or trigger <= aim:
         return False
 
@@ -175,7 +180,7 @@ def cheaper_at_limit(
         calls = (at - aim) / pace
         return (aim * rates.write + extra_cost) / calls + rates.read * (aim + at) / 2
 
-    return per_call(limit) < per_call(trigger)
+    return per_call(limit) < (1 - WAIT_MARGIN) * per_call(trigger)
 
 
 def edit_pays(

@@ -129,11 +129,13 @@ def test_cutting_at_the_limit_costs_less_with_cheap_reads_or_cuts_close_together
     # at a 76.8k trigger every 15 calls: at 10% reads, reading 50k more a call costs more
     assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, cheap)
     assert not cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES)
+    # a close call (cutting at the limit 3% cheaper) cuts early
+    assert not cheaper_at_limit(6_400, 12_000, 14_500, 380, RATES)
     # no room between the trigger and the limit, or no growth: nothing to wait for
     assert not cheaper_at_limit(25_600, 76_800, 76_800, 3_500, cheap)
     assert not cheaper_at_limit(25_600, 76_800, 127_000, 0, cheap)
     # a summarizer's calls make each cut dearer, so fewer cuts pay more
-    assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES, extra_cost=80_000)
+    assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES, extra_cost=120_000)
 
 
 def test_the_default_reserve_fits_the_replies_the_conversation_has_shown() -> None:

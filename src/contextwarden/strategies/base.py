@@ -271,6 +271,7 @@ def summary_request(
         max_chars=cap,
         memo=ctx.memo,
         held=held_names(messages, elided),
+        task_held=at is not None and at not in set(elided),
     )
 
 

@@ -61,7 +61,8 @@ class SummaryRequest:
     passes its own (not part of the request's value: it takes no part in equality).
     ``held``: the paths and code names the request holds
     beside the summary (the system prompt, the task, the messages kept verbatim): the summary's
-    names index need not repeat them.
+    names index need not repeat them. ``task_held``: the request keeps the task's message
+    verbatim beside the summary, which then quotes only the task's opening.
     """
 
     messages: tuple[Message, ...]
@@ -73,6 +74,7 @@ class SummaryRequest:
     ref: str | None = None
     memo: Memo | None = field(default=None, compare=False, repr=False)
     held: frozenset[str] = frozenset()
+    task_held: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
@@ -233,6 +235,7 @@ def summary_cache_key(request: SummaryRequest, summarizer: Summarizer | str | No
         *request.pinned,
         *((f"ref={request.ref}",) if request.ref else ()),
         *((f"held={chr(31).join(sorted(request.held))}",) if request.held else ()),
+        *(("task_held",) if request.task_held else ()),
     ):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     h.update(b"\x01")

@@ -38,6 +38,8 @@ MIN_SUMMARY_CHARS = 200
 #: original first message, which compaction never drops, so its opening is enough here (the
 #: room goes to what the agent learnt since).
 TASK_SHARE = 0.1
+#: the shortest quote of the task, and the whole of it when the request holds the task
+TASK_QUOTE_CHARS = 240
 
 _EARLIER_SKIP = {"original task", "files changed", "focus", "working set", INDEX_GROUP.lower()}
 
@@ -69,12 +71,22 @@ def facts_entries(
     cap: int = 4000,
     ref: str | None = None,
     held: frozenset[str] = frozenset(),
+    task_held: bool = False,
 ) -> list[Entry]:
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
     the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
     with the LLM summarizer, which adds the must-keep ones to its output."""
     entries = list(
-        _entries(facts, task=task, pinned=pinned, focus=focus, cap=cap, ref=ref, held=held)
+        _entries(
+            facts,
+            task=task,
+            pinned=pinned,
+            focus=focus,
+            cap=cap,
+            ref=ref,
+            held=held,
+            task_held=task_held,
+        )
     )
     words = _focus_words(focus)
     if words:
@@ -106,11 +118,13 @@ def _entries(
     cap: int,
     ref: str | None,
     held: frozenset[str],
+    task_held: bool = False,
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
-        limit = max(240, int(cap * TASK_SHARE))
+        # the request holds the task's message beside the summary: its opening identifies it
+        limit = TASK_QUOTE_CHARS if task_held else max(TASK_QUOTE_CHARS, int(cap * TASK_SHARE))
         yield Entry(
             "remaining",
             clip(task_text.strip(), limit),
@@ -434,6 +448,7 @@ class ExtractiveSummarizer:
             cap=cap,
             ref=request.ref,
             held=request.held,
+            task_held=request.task_held,
         )
         return fit(entries, cap)
 
