@@ -307,8 +307,22 @@ def exit_code(text: str) -> int | None:
     return None
 
 
+#: The lines a mask writes into a tool result it shortens (the omitted-lines marker, the names
+#: line): not the tool's output, never an error's line.
+_MASK_LINES = re.compile(
+    r"^\[(?:names in them: [^\n]*|\.\.\. (?:superseded[^\n]*|\d+ lines, [^\n]*omitted[^\n]*))\]$\n?",
+    re.MULTILINE,
+)
+
+
+def without_mask_lines(text: str) -> str:
+    """``text`` without the lines a mask wrote into it (see :data:`_MASK_LINES`)."""
+    return _MASK_LINES.sub("", text) if "[" in text else text
+
+
 def error_key(text: str) -> str | None:
     """The line that names an error in ``text``, or ``None`` when none stands out."""
+    text = without_mask_lines(text)
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     if TRACEBACK in text:
         after = text.rsplit(TRACEBACK, 1)[1].splitlines()
@@ -342,6 +356,7 @@ def last_lines(text: str, lines: int) -> str:
 
 def output_body(text: str) -> str:
     """The result text without the status framing (``<returncode>``, ``<output>`` tags)."""
+    text = without_mask_lines(text)
     if "<" not in text:
         return text.strip()
     body = _RETURNCODE_TAG.sub("", text[:200]) + text[200:]
