@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
+from ..layers.mask import UNMASKED
 from ..summarizers.facts import walk_facts
 
 __all__ = ["flatten", "must_keep"]
@@ -30,8 +31,10 @@ def must_keep(messages: Sequence[Message], *, memo: Memo | None = None) -> tuple
     """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
     message or a summary): each modified file path and the signature of the last unresolved
     error, as found by :func:`~contextwarden.summarizers.facts.extract_facts`, limited to those
-    spelled out in ``messages`` themselves (whitespace collapsed). ``memo``: the compactor's."""
-    facts = walk_facts(messages, memo=memo)
+    spelled out in ``messages`` themselves (whitespace collapsed). The facts are read from what
+    the agent saw (a masked result's original, which summaries are written from too), so the
+    lines a mask kept or wrote are not taken for an error. ``memo``: the compactor's."""
+    facts = walk_facts([m.hints.get(UNMASKED, m) for m in messages], memo=memo)
     wanted = list(facts.changed_files)
     error = facts.last_unresolved_error
     if error is not None:
