@@ -161,8 +161,7 @@ class WardenConfig(BaseModel):
         8_192,
         ge=0,
         description="Tokens reserved for the model's output. Left unset, the smallest of 8192, "
-        "a quarter of the window, the model's max output and, once the conversation has "
-        "replies, twice its longest reply (at least a 16th of the window). Default: 8192.",
+        "a quarter of the window and the model's max output. Default: 8192.",
     )
     trigger_ratio: float = Field(
         0.75,

@@ -11,7 +11,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from test_continuity import openai_steps  # noqa: E402
 
-from contextwarden import Warden, WardenConfig, from_openai  # noqa: E402
+from contextwarden import Warden, WardenConfig  # noqa: E402
 from contextwarden._policy import (  # noqa: E402
     CacheRates,
     PolicyConfig,
@@ -136,22 +136,6 @@ def test_cutting_at_the_limit_costs_less_with_cheap_reads_or_cuts_close_together
     assert not cheaper_at_limit(25_600, 76_800, 127_000, 0, cheap)
     # a summarizer's calls make each cut dearer, so fewer cuts pay more
     assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES, extra_cost=120_000)
-
-
-def test_the_default_reserve_fits_the_replies_the_conversation_has_shown() -> None:
-    """Left at its default, the reserve for the reply is twice the longest reply so far (at
-    least a 16th of the window), when that is less: the request may grow into the room its
-    replies never used. A reserve the config sets is kept."""
-    history = openai_steps("Fix the failing test in tests/test_io.py", 12)[-1]
-    warden = Warden()
-    _, result = warden.transform_openai(history, model="gpt-4o", window=32_000)
-    counter = warden.counter_for("gpt-4o")
-    replies = [counter.count_message(m) for m in from_openai(history) if m.role == "assistant"]
-    assert result.budget is not None
-    assert result.budget.reserve == max(2 * max(replies), 32_000 // 16) < 8_000
-    set_ = Warden(WardenConfig.model_validate({"reserve_tokens": 8_000}))
-    _, kept = set_.transform_openai(history, model="gpt-4o", window=32_000)
-    assert kept.budget is not None and kept.budget.reserve == 8_000
 
 
 def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:

@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._budget import Budget
 from .._config import WardenConfig
 from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
@@ -159,8 +158,6 @@ class Conversation:
         self.positions: dict[int, int] | None = None  # history position -> view position
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
-        #: the most tokens one of the agent's replies took: the room its replies need
-        self.longest_reply = 0
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
@@ -276,9 +273,7 @@ class Conversation:
         ctx = call.ctx
         call.new_start = len(self.view)
         self._append(call, len(self.inputs), len(call.messages))
-        budget = self.fitted(ctx.budget)
-        if budget is not ctx.budget:
-            ctx = call.ctx = replace(ctx, budget=budget)
+        budget = ctx.budget
         cold = (
             call.rates.caching
             and call.rates.ttl_s is not None
@@ -301,20 +296,6 @@ class Conversation:
             summarises = cfg.compaction.enabled
             aim = compaction_target(budget) if summarises else budget.trigger
             call.must_compact = call.total > aim and not self._cooling(call)
-
-    def fitted(self, budget: Budget | None) -> Budget | None:
-        """``budget`` with the reply room this conversation has shown it needs: a reserve left
-        at its default (``reserve_tokens`` not set) is lowered to twice the longest reply so far,
-        at least a 16th of the window, so that a request is not cut for room its replies never
-        used. An explicit reserve, or one already smaller, is kept."""
-        if (
-            budget is None
-            or not self.longest_reply
-            or "reserve_tokens" in self.config.model_fields_set
-        ):
-            return budget
-        room = max(2 * self.longest_reply, budget.window // 16)
-        return replace(budget, reserve=room) if room < budget.reserve else budget
 
     def _cooling(self, call: Call) -> bool:
         """Within the cool-down after the last compaction: the request has grown by less than
@@ -339,8 +320,6 @@ class Conversation:
             self.bytes += held_bytes(m) + SLOT_BYTES
             tokens = count(m)
             self.input_tokens += tokens
-            if m.role == "assistant":
-                self.longest_reply = max(self.longest_reply, tokens)
             names: list[str] = []
             thinking = False
             for b in m.content:
