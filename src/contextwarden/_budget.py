@@ -28,6 +28,9 @@ __all__ = ["Budget", "BudgetSettings"]
 
 #: Tokens kept free for the reply by default.
 DEFAULT_RESERVE = 8_192
+#: The most a target ratio is raised to keep ``min_target`` tokens on a small window: a cut
+#: still leaves room for many calls before the next one.
+RAISED_TARGET_RATIO = 0.4
 
 
 class BudgetSettings(Protocol):
@@ -39,6 +42,8 @@ class BudgetSettings(Protocol):
     def trigger_ratio(self) -> float: ...
     @property
     def target_ratio(self) -> float: ...
+    @property
+    def min_target_tokens(self) -> int: ...
     @property
     def model_fields_set(self) -> set[str]: ...
 
@@ -102,8 +107,15 @@ class Budget:
         trigger_ratio: float = 0.75,
         target_ratio: float = 0.5,
         overrides: Mapping[str, ModelInfo] | None = None,
+        min_target: int = 0,
     ) -> Budget:
         """The budget for ``model``, its window from the registry unless ``window`` is given.
+
+        ``min_target``: the tokens a compaction should keep where the window allows. On a
+        window where ``target_ratio`` leaves fewer, the ratio rises towards them, up to
+        :data:`RAISED_TARGET_RATIO` (and never above ``trigger_ratio``): the recent work an
+        agent goes on from (the files it is editing, the last outputs) takes about as many
+        tokens on a small window as on a large one.
 
         ``reserve`` defaults to the smallest of 8,192, the model's max output tokens (when
         the registry knows the model: no reply can be longer) and a quarter of the window
@@ -119,6 +131,9 @@ class Budget:
             info = find_model(model, overrides) if model is not None else None
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
+        if min_target > 0 and isinstance(size, int) and size > 0:
+            raised = min(RAISED_TARGET_RATIO, min_target / size, trigger_ratio)
+            target_ratio = max(target_ratio, raised)
         return cls(size, reserve, trigger_ratio, target_ratio)
 
     @classmethod
@@ -153,6 +168,7 @@ class Budget:
             trigger_ratio=config.trigger_ratio,
             target_ratio=config.target_ratio,
             overrides=overrides,
+            min_target=config.min_target_tokens,
         )
 
     @property

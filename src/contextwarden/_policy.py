@@ -163,22 +163,22 @@ def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
     return max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
 
 
-def cheaper_at_limit(
-    aim: int, trigger: int, limit: int, pace: float, rates: CacheRates, extra_cost: float = 0.0
-) -> bool:
+def cheaper_at_limit(aim: int, trigger: int, limit: int, pace: float, rates: CacheRates) -> bool:
     """Whether, in a session that goes on, cutting the request back to ``aim`` tokens each time
     it reaches ``limit`` costs less per call than cutting it each time it passes ``trigger``,
-    growing by ``pace`` tokens a call. A cut rewrites what it keeps (``aim`` at the write price,
-    plus ``extra_cost``: the summarizer's calls); between cuts each call reads the request again
-    (at the read price), on average half-way between ``aim`` and where the cut comes. Waiting
-    must save at least :data:`WAIT_MARGIN` of the per-call cost: a session that ends soon after
-    the cut at the limit pays for that cut and gets little back, so a close call cuts early."""
+    growing by ``pace`` tokens a call. A cut rewrites what it keeps (``aim`` at the write
+    price); between cuts each call reads the request again (at the read price), on average
+    half-way between ``aim`` and where the cut comes. An LLM summarizer's calls do not tip it
+    either way: each reads what its cut replaces, and both ways replace ``pace`` tokens a call.
+    Waiting must save at least :data:`WAIT_MARGIN` of the per-call cost: a session that ends
+    soon after the cut at the limit pays for that cut and gets little back, so a close call
+    cuts early."""
     if pace <= 0 or limit <= trigger or trigger <= aim:
         return False
 
     def per_call(at: int) -> float:
         calls = (at - aim) / pace
-        return (aim * rates.write + extra_cost) / calls + rates.read * (aim + at) / 2
+        return aim * rates.write / calls + rates.read * (aim + at) / 2
 
     return per_call(limit) < (1 - WAIT_MARGIN) * per_call(trigger)
 

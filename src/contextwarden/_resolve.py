@@ -122,6 +122,7 @@ class Resolver:
                 trigger_ratio=cfg.trigger_ratio,
                 target_ratio=cfg.target_ratio,
                 overrides=self.models,
+                min_target=cfg.min_target_tokens,
             )
             self._remember(self._budgets, (model, window), budget)
         return budget

@@ -134,8 +134,6 @@ def test_cutting_at_the_limit_costs_less_with_cheap_reads_or_cuts_close_together
     # no room between the trigger and the limit, or no growth: nothing to wait for
     assert not cheaper_at_limit(25_600, 76_800, 76_800, 3_500, cheap)
     assert not cheaper_at_limit(25_600, 76_800, 127_000, 0, cheap)
-    # a summarizer's calls make each cut dearer, so fewer cuts pay more
-    assert cheaper_at_limit(25_600, 76_800, 127_000, 3_500, RATES, extra_cost=120_000)
 
 
 def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:

@@ -753,8 +753,7 @@ class Conversation:
         summaries = call.summary_calls * removed if summarises else 0
         if expected_calls(self.calls, self.config.policy) > until_limit:
             # the session is expected to reach the limit: the cut comes anyway, now or there
-            extra = call.summary_calls * (budget.trigger - aim) if summarises else 0
-            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates, extra)
+            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates)
         return not edit_pays(
             removed,
             max(aim - lead - call.overhead, 0),
