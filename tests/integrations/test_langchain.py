@@ -299,11 +299,11 @@ def test_a_recall_is_answered_in_the_middleware(run_async: bool) -> None:
     assert messages[-1].content.startswith("Found: ")
     found = messages[-1].content.removeprefix("Found: ")
     assert found not in before and any(found in o for o in originals)
-    # the tool is offered exactly when the request shows a reference
+    # the agent has tools: the recall tool is offered from the first call on, the tool list
+    # the same on every call
     assert len(model.bound) == len(model.seen) == first + 2
-    for sent, tools in zip(model.seen, model.bound, strict=True):
-        assert (RECALL_TOOL_NAME in tools) == bool(shown(sent)), tools
-    assert model.bound[0] == ["read_file"]
+    assert not shown(model.seen[0])
+    assert all(tools == ["read_file", RECALL_TOOL_NAME] for tools in model.bound), model.bound
 
 
 def masked_request(recall: bool = True) -> tuple[ContextWardenMiddleware, ModelRequest]:
@@ -335,7 +335,7 @@ def test_at_most_three_model_calls_the_last_without_the_tool() -> None:
     assert request.tools == [read_file] and len(request.messages) == 61  # the request as given
 
 
-def test_no_tool_without_a_reference_or_with_recall_off() -> None:
+def test_offered_from_the_first_call_to_an_agent_with_tools_and_never_with_recall_off() -> None:
     got: list[ModelRequest] = []
 
     def handler(r: ModelRequest) -> ModelResponse:
@@ -344,10 +344,17 @@ def test_no_tool_without_a_reference_or_with_recall_off() -> None:
 
     small = request_for(history(3))  # nothing shortened: no reference shown
     ContextWardenMiddleware(model="gpt-4o", window=WINDOW).wrap_model_call(small, handler)
+    assert not shown(got[0].messages)
+    assert got[0].tools[0] is read_file and got[0].tools[1]["function"]["name"] == RECALL_TOOL_NAME
+    # an agent without tools: nothing shown, nothing offered
+    ContextWardenMiddleware(model="gpt-4o", window=WINDOW).wrap_model_call(
+        small.override(tools=[]), handler
+    )
+    assert got[1].tools == []
     middleware, request = masked_request(recall=False)
     middleware.wrap_model_call(request, handler)
-    assert shown(got[1].messages)  # references shown, but recall is off
-    assert [r.tools for r in got] == [[read_file], [read_file]]
+    assert shown(got[2].messages)  # references shown, but recall is off
+    assert got[2].tools == [read_file]
     assert middleware.recalls == 0
     with pytest.raises(TypeError, match="recall must be a bool"):
         ContextWardenMiddleware(recall="yes")  # type: ignore[arg-type]

@@ -15,9 +15,10 @@ as the very objects the agent holds (ids, metadata, ``response_metadata`` intact
 message (a masked tool output, a cut huge output) is a copy of the original with new content;
 a summary the warden wrote is a new ``HumanMessage``.
 
-The recall tool (``recall=True``, the default): when the model's copy shows a ``cw:`` reference
-(a masked tool output, a summary), the request also offers ``contextwarden_recall``, as a dict
-tool definition. A call of it is answered here, by the middleware, from the warden's originals:
+The recall tool (``recall=True``, the default): an agent with tools is offered
+``contextwarden_recall`` (a dict tool definition) from its first model call, so its tool list
+never changes mid-conversation; an agent without tools, once the model's copy shows a ``cw:``
+reference (a masked tool output, a summary). A call of it is answered here, by the middleware, from the warden's originals:
 the model is called again with its call and the answer appended (the other calls of that turn
 dropped: the model makes them again), at most :data:`RECALL_ROUNDS` model calls in all, the
 last without the tool. The agent gets only the final response; its state never holds a recall.
@@ -83,8 +84,8 @@ class ContextWardenMiddleware(AgentMiddleware):
     across the threads of an agent. ``last_result`` is the latest call's
     :class:`~contextwarden.TransformResult`.
 
-    ``recall`` offers the model the recall tool when its copy shows a ``cw:`` reference and
-    answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
+    ``recall`` offers the model the recall tool (from the first call when the agent has tools,
+    else once its copy shows a ``cw:`` reference) and answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
     calls of it answered so far.
     """
 
@@ -136,7 +137,9 @@ class _Rounds:
         self.owner = owner
         self.base = request
         self.result = result
-        self.offered = owner.recall and bool(shown_refs(result.messages))
+        # from the first call when the agent has tools (a prompt cache's prefix begins with
+        # them: a tool list that changed when the first reference appeared would rewrite it)
+        self.offered = owner.recall and bool(request.tools or shown_refs(result.messages))
         self.added: list[Any] = []  # the recall turns so far: AIMessage, ToolMessage...
         self.calls = 0  # model calls made
         self.answered_chars = 0
