@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from ._budget import Budget
+from ._markers import REF_PATTERN
 from ._messages import Message, TextBlock, ToolResultBlock
 from .summarizers._prompt import clip_middle, render_transcript
 
@@ -52,7 +53,7 @@ ANSWER_MIN_CHARS = 2_000
 #: characters per token assumed when an answer is fitted to the room left in a window (few:
 #: code and logs run about 3 to 4, so the answer errs short)
 _CHARS_PER_TOKEN = 3
-_REF = re.compile(r"\bcw:[0-9a-f]{16}\b")
+_REF = re.compile(rf"\b{REF_PATTERN}\b")
 
 
 def recall_tool(api: Literal["openai", "anthropic", "responses"] = "openai") -> dict[str, Any]:

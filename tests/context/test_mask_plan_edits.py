@@ -9,7 +9,7 @@ from typing import Any
 
 from contextwarden import Warden, WardenConfig
 from contextwarden._log import Edit
-from contextwarden.layers.mask import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
+from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
 from contextwarden.store.logs import MemoryLogStore
 
 FILE = "\n".join(f"    value_{i} = compute_value_{i}(config_entry)  # line {i}" for i in range(60))

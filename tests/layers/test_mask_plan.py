@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shared_data import SHARED_DATA, trajectory_files
 
+from contextwarden._markers import SUPERSEDED_MARKER_RE
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result, user
 from contextwarden.layers.mask import (
-    SUPERSEDED_MARKER_RE,
     mask_plan,
     mask_text,
     protected_results,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._events import Event
+from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Message, ToolResultBlock
 from ..summarizers._mentions import defined_names, words_of
 from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
@@ -59,27 +60,12 @@ __all__ = [
 
 LAYER = "mask"
 
-#: A line produced by :func:`mask_text`; its presence means "already masked".
-MASK_MARKER_RE = re.compile(
-    r"^\[\.\.\. \d+ lines, \d+ characters omitted(?:; recall cw:[0-9a-f]+)? \.\.\.\]$",
-    re.MULTILINE,
-)
-
-#: The one-line marker of :func:`superseded_text`.
-SUPERSEDED_MARKER_RE = re.compile(
-    r"^\[\.\.\. superseded(?: by \S+)?: \d+ lines, \d+ characters omitted(?:; recall cw:[0-9a-f]+)? \.\.\.\]$",
-    re.MULTILINE,
-)
-
 #: Appended to a kept line that was cut at ``line_chars``.
 LINE_CUT = " [...]"
 
 #: The key of :attr:`Message.hints` under which a masked message keeps the message it masks.
 UNMASKED = "unmasked"
 
-#: The line after the marker naming the files and code names of the omitted lines.
-NAMES_LINE_RE = re.compile(r"^\[names in them: [^\n]*\]$", re.MULTILINE)
-NAMES_LINE_PREFIX = "[names in them: "
 #: The names line holds one name per this many omitted characters (and at most
 #: ``MaskConfig.names``): a long file read names more than a short listing.
 NAMES_PER_CHARS = 300

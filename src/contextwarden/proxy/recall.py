@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._markers import REF_PATTERN
 from ..recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 
 __all__ = [
@@ -42,7 +43,7 @@ ChatApi = Literal["openai", "anthropic"]
 #: Upstream calls one client request may make: its own and up to two answering recall calls.
 MAX_ROUNDS = 3
 
-_REF = re.compile(rb"cw:[0-9a-f]{16}")
+_REF = re.compile(REF_PATTERN.encode())
 
 
 def shows_ref(body: bytes) -> bool:

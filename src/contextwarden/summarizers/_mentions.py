@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._markers import NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message
 from ._shell import analyze_command
@@ -59,7 +60,6 @@ _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 #: The line a mask leaves naming the files and code names of the lines it omitted.
-_NAMES_LINE = re.compile(r"^\[names in them: ([^\n]*)\]$", re.M)
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
@@ -235,7 +235,7 @@ class _Tally:
                 self.seen_in(func, path)
         for name in self.memo(names_of, text, _names_size):
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
-        for line in _NAMES_LINE.findall(text):
+        for line in NAMES_LINE_RE.findall(text):
             # a masked result's line naming what its omitted lines held: its best names
             paths, names = words_of(line)
             for path in paths:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._markers import without_mask_lines
 from .._messages import ToolResultBlock
 from ._sections import clip
 
@@ -305,19 +306,6 @@ def exit_code(text: str) -> int | None:
         if codes:
             return max(codes)[1]
     return None
-
-
-#: The lines a mask writes into a tool result it shortens (the omitted-lines marker, the names
-#: line): not the tool's output, never an error's line.
-_MASK_LINES = re.compile(
-    r"^\[(?:names in them: [^\n]*|\.\.\. (?:superseded[^\n]*|\d+ lines, [^\n]*omitted[^\n]*))\]$\n?",
-    re.MULTILINE,
-)
-
-
-def without_mask_lines(text: str) -> str:
-    """``text`` without the lines a mask wrote into it (see :data:`_MASK_LINES`)."""
-    return _MASK_LINES.sub("", text) if "[" in text else text
 
 
 def error_key(text: str) -> str | None:
