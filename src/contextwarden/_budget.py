@@ -131,7 +131,7 @@ class Budget:
             info = find_model(model, overrides) if model is not None else None
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
-        if min_target > 0 and isinstance(size, int) and size > 0:
+        if min_target > 0:
             raised = min(RAISED_TARGET_RATIO, min_target / size, trigger_ratio)
             target_ratio = max(target_ratio, raised)
         return cls(size, reserve, trigger_ratio, target_ratio)

@@ -742,18 +742,18 @@ class Conversation:
             return False
         summarises = self.config.compaction.enabled
         aim = compaction_target(budget) if summarises else budget.trigger
+        until_limit = int((budget.limit - total) / pace)
+        if expected_calls(self.calls, self.config.policy) > until_limit:
+            # the session is expected to reach the limit: the cut comes anyway, now or there
+            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates)
         lead = 0  # the leading system messages stay, and stay cached
         for m, t in zip(self.view, self.tokens, strict=False):
             if m.role != "system":
                 break
             lead += t
-        until_limit = int((budget.limit - total) / pace)
         removed = max(total - aim, 0)
         # each summarizer call reads about what the compaction replaces, at the input price
         summaries = call.summary_calls * removed if summarises else 0
-        if expected_calls(self.calls, self.config.policy) > until_limit:
-            # the session is expected to reach the limit: the cut comes anyway, now or there
-            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates)
         return not edit_pays(
             removed,
             max(aim - lead - call.overhead, 0),
