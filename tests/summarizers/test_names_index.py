@@ -53,6 +53,24 @@ def test_the_index_of_an_earlier_summary_is_carried_into_the_next() -> None:
     assert "Earlier (Files and code in play)" not in second
 
 
+def test_a_short_span_does_not_shrink_the_index_it_carries() -> None:
+    # an update absorbing an earlier summary replaces that summary as well as the span: its
+    # length is measured against both, so a short span still leaves room for the earlier index
+    # (measured against the span alone, this one had no room for a summary at all)
+    defs = "".join(f"def handle_case_{i}(row):\n    return row\n\n" for i in range(40))
+    first_span = ConversationBuilder().user(TASK)
+    first_span.bash("cat src/handlers.py", defs)
+    first = ExtractiveSummarizer().summarize(SummaryRequest(first_span.messages, task=TASK))
+    earlier = _index_names(first)
+    assert len({n for n in earlier if n.startswith("handle_case_")}) >= 30
+    later = ConversationBuilder().user(TASK)
+    later.bash("python -m pytest tests/test_handlers.py -q", "3 passed in 0.2s\n" * 12)
+    request = SummaryRequest(later.messages, task=TASK, previous_summary=first)
+    second = ExtractiveSummarizer().summarize(request)
+    assert check_summary(second, request) == []
+    assert len(earlier & _index_names(second)) >= len(earlier) // 2
+
+
 def test_names_the_request_holds_beside_the_summary_are_not_repeated() -> None:
     request = SummaryRequest(_first_span().messages, task=TASK)
     summary = ExtractiveSummarizer().summarize(request)

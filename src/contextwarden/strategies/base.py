@@ -254,6 +254,7 @@ def summary_request(
         m = messages[i]
         if is_summary_message(m):
             previous.append(summary_body(m))
+            sent += m.char_count  # the new summary replaces the earlier one too
         else:
             # a masked tool result is summarised from what it masks (what the agent saw)
             original = m.hints.get(UNMASKED, m)

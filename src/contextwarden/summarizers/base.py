@@ -105,8 +105,9 @@ class Summarizer(Protocol):
 
 
 def replaced_chars(request: SummaryRequest) -> int:
-    """Characters of the span being replaced (text, thinking, tool calls and results)."""
-    return sum(m.char_count for m in request.messages)
+    """Characters of what the summary replaces: the span (text, thinking, tool calls and
+    results) and the earlier summary it updates, which it stands in for as well."""
+    return sum(m.char_count for m in request.messages) + len(request.previous_summary or "")
 
 
 def effective_cap(request: SummaryRequest) -> int:
