@@ -65,11 +65,11 @@ class MaskConfig(BaseModel):
         "newest first, up to this share of the window in tokens. Default: 0.1.",
     )
     names: int = Field(
-        default=16,
+        default=32,
         ge=0,
         description="A masked result keeps a line naming up to this many files and code names "
         "of its omitted lines (definitions, paths, then the most frequent names), those the "
-        "request does not hold otherwise; 0 for none. Default: 16.",
+        "request does not hold otherwise; 0 for none. Default: 32.",
     )
 
 

@@ -68,7 +68,7 @@ UNMASKED = "unmasked"
 
 #: The names line holds one name per this many omitted characters (and at most
 #: ``MaskConfig.names``): a long file read names more than a short listing.
-NAMES_PER_CHARS = 300
+NAMES_PER_CHARS = 150
 
 
 def omitted_names(
