@@ -139,3 +139,19 @@ def test_an_older_record_without_a_plan_reads_back() -> None:
     assert Edit.from_dict(raw) == Edit("mask", "must", upto=7)
     planned = Edit("mask", "pays", upto=9, keep=("a",), superseded=((4, "b", "c"),))
     assert Edit.from_dict(json.loads(json.dumps(planned.as_dict()))) == planned
+
+
+def test_a_names_line_leaves_out_what_the_agent_wrote_before() -> None:
+    # the agent's own command names compute_value_3 before the read: the request holds it there
+    history = _history(SHELL)
+    history[2:2] = [
+        _call("grep0", "Bash", command="grep -n compute_value_3 src/app.py"),
+        _result("grep0", "4:    value_3 = compute_value_3(config_entry)  # line 3"),
+    ]
+    request, _ = _run(history, Warden())
+    read = _contents(request)["read1"]
+    assert MASK_MARKER_RE.search(read)
+    names_line = next(ln for ln in read.split("\n") if ln.startswith("[names in them: "))
+    assert "compute_value_3" not in names_line
+    assert "compute_value_4" in names_line
+    assert "compute_value_3" in json.dumps(request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextwarden._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, NAMES_LINE_RE
 from contextwarden.layers.config import MaskConfig
-from contextwarden.layers.mask import mask_text, omitted_names
+from contextwarden.layers.mask import NAMES_PER_CHARS, mask_text, omitted_names
 from contextwarden.summarizers._mentions import code_mentions
 from contextwarden.testing import ConversationBuilder
 
@@ -58,10 +58,19 @@ def test_the_line_is_bounded_and_can_be_switched_off() -> None:
     masked = mask_text(many, MaskConfig(names=5))
     assert len(_names_line(masked)[len(NAMES_LINE_PREFIX) : -1].split(", ")) == 5
     assert NAMES_LINE_RE.search(mask_text(many, MaskConfig(names=0))) is None
-    # a short omission names few: one name per 300 omitted characters
+    # a short omission names few: one name per NAMES_PER_CHARS omitted characters
     short = "a\nb\nc\n" + "\n".join(f"x = item_{i}" for i in range(12)) + "\ny\nz"
     found = NAMES_LINE_RE.search(mask_text(short, MaskConfig(min_chars=10)))
-    assert found is None or len(found.group(0).split(", ")) <= 1 + len(short) // 300
+    assert found is None or len(found.group(0).split(", ")) <= 1 + len(short) // NAMES_PER_CHARS
+
+
+def test_a_file_read_names_more_than_other_output_of_its_size() -> None:
+    # a file's lines hold the definitions and identifiers the agent comes back to
+    def count(masked: str) -> int:
+        return len(_names_line(masked)[len(NAMES_LINE_PREFIX) : -1].split(", "))
+
+    text = "header\n" + "\n".join(f"value_{i} = compute_{i}()" for i in range(40)) + "\nend"
+    assert count(mask_text(text, MaskConfig(), read=True)) > count(mask_text(text, MaskConfig()))
 
 
 def test_masking_twice_changes_nothing() -> None:

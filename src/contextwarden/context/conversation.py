@@ -45,7 +45,7 @@ from .._messages import (
 from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
 from .._task import strip_injected
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan, mask_message, mask_plan
+from ..layers.mask import MaskPlan, mask_message, mask_plan, prints_file
 from ..layers.repair import RepairState, repair_appended, unchanged_next
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
@@ -136,6 +136,9 @@ class Conversation:
         self.names: list[tuple[str, ...]] = []  # tool names of each message's results
         self.call_names: dict[str, str] = {}
         self.call_at: dict[str, int] = {}  # a call's id in the view -> its history position
+        # the paths and code names written outside tool results (the agent's text and calls,
+        # the user's and system messages), each with the history position it was first in
+        self.typed: dict[str, int] = {}
         self.edits: list[Edit] = []
         self.view: list[Message] = []
         self.sources: list[Source] = []
@@ -344,6 +347,7 @@ class Conversation:
                 entry = self._answered(call, i, entry)
             if entry is None:  # a repair took it out: it stays in the history, not the view
                 self.base.append(m)
+                self._note_typed(i, m)
                 continue
             if (
                 needs_truncation(entry, cfg) or _oversized_client_block(entry, cfg.max_chars)
@@ -356,6 +360,7 @@ class Conversation:
             for b in entry.tool_calls:
                 self.call_at[b.id] = i
             self.base.append(entry)
+            self._note_typed(i, entry)
             if self.positions is not None:
                 self.positions[i] = len(self.view)
             self.view.append(entry)
@@ -470,8 +475,10 @@ class Conversation:
                 if f.startswith("by:")
             }
             plan = MaskPlan(whole, by)
-            held = self._call_words(m)
-            done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held)[0]
+            held, reads = self._call_words(m) | self._typed_before(i, m), self._reads(m)
+            done = mask_message(
+                m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads
+            )[0]
             if done is not m:
                 self.bytes += held_bytes(done)
             self.masked[(i, key)] = done
@@ -582,6 +589,37 @@ class Conversation:
                     paths, names = words_of(c.arguments)
                     out.update(paths)
                     out.update(names)
+        return frozenset(out)
+
+    def _note_typed(self, i: int, m: Message) -> None:
+        if m.role == "tool":
+            return
+        for text in (m.text, *(c.arguments for c in m.tool_calls)):
+            if text:
+                paths, names = words_of(text)
+                for w in (*paths, *names):
+                    self.typed.setdefault(w, i)
+
+    def _typed_before(self, i: int, m: Message) -> frozenset[str]:
+        """The names of ``m``'s results that a message before position ``i`` outside the tool
+        results holds: the agent wrote them (or the user did), so the request holds them
+        while that message stands, and a summary of it lists what the agent wrote first."""
+        out: set[str] = set()
+        for r in m.tool_results:
+            paths, names = words_of(r.text)
+            out.update(w for w in (*paths, *names) if self.typed.get(w, i) < i)
+        return frozenset(out)
+
+    def _reads(self, m: Message) -> frozenset[str]:
+        """The ids of ``m``'s results that print a file's lines (their call is a read)."""
+        out: set[str] = set()
+        for r in m.tool_results:
+            at = self.call_at.get(r.tool_call_id)
+            if at is None:
+                continue
+            for c in self.base[at].tool_calls:
+                if c.id == r.tool_call_id and prints_file(c):
+                    out.add(c.id)
         return frozenset(out)
 
     def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:

@@ -69,7 +69,9 @@ class MaskConfig(BaseModel):
         ge=0,
         description="A masked result keeps a line naming up to this many files and code names "
         "of its omitted lines (definitions, paths, then the most frequent names), those the "
-        "request does not hold otherwise; 0 for none. Default: 32.",
+        "request does not hold otherwise (the call's arguments, what the agent or user wrote "
+        "before it): one per 120 omitted characters of a file read, one per 400 of other "
+        "output; 0 for none. Default: 32.",
     )
 
 

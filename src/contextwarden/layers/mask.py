@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
-from .._messages import Message, ToolResultBlock
+from .._messages import Message, ToolCallBlock, ToolResultBlock
 from ..summarizers._mentions import defined_names, words_of
 from ..summarizers._readers import all_paths, first_path, norm_name, shell_command
 from ..summarizers._shell import analyze_command, command_key, patch_targets
@@ -55,6 +55,7 @@ __all__ = [
     "same_file",
     "superseded_results",
     "superseded_text",
+    "prints_file",
     "tool_actions",
 ]
 
@@ -67,8 +68,11 @@ LINE_CUT = " [...]"
 UNMASKED = "unmasked"
 
 #: The names line holds one name per this many omitted characters (and at most
-#: ``MaskConfig.names``): a long file read names more than a short listing.
-NAMES_PER_CHARS = 150
+#: ``MaskConfig.names``): a long output names more than a short listing.
+NAMES_PER_CHARS = 400
+#: ... and one per this many of a file's lines (a read): the definitions and identifiers an
+#: agent comes back to, to call or to edit, are in the files it read.
+NAMES_PER_CHARS_READ = 120
 
 
 def omitted_names(
@@ -110,12 +114,15 @@ def mask_text(
     config: MaskConfig | None = None,
     ref: str | None = None,
     held: frozenset[str] = frozenset(),
+    *,
+    read: bool = False,
 ) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
     reference the original is kept under, is named in the marker; the line after it names the
     files and code names of the omitted lines (:func:`omitted_names`, at most
-    ``config.names``; ``held``: names the request holds anyway)."""
+    ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
+    holds anyway)."""
     cfg = config or MaskConfig()
     if (
         len(text) <= cfg.min_chars
@@ -143,7 +150,8 @@ def mask_text(
     names: tuple[str, ...] = ()
     if cfg.names and omitted_lines:
         middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
-        limit = min(cfg.names, 1 + len(middle) // NAMES_PER_CHARS)
+        per = NAMES_PER_CHARS_READ if read else NAMES_PER_CHARS
+        limit = min(cfg.names, 1 + len(middle) // per)
         names = omitted_names(middle, "\n".join([*head, *tail]), held, limit)
     index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
     masked = "\n".join([*head, marker, *index, *tail])
@@ -158,12 +166,14 @@ def mask_message(
     *,
     plan: MaskPlan | None = None,
     held: frozenset[str] = frozenset(),
+    reads: frozenset[str] = frozenset(),
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
     ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
     (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
     whole and a superseded one becomes :func:`superseded_text`'s one-line marker. ``held``:
-    names the request holds anyway (the calls' arguments), left out of the names line."""
+    names the request holds anyway (the calls' arguments), left out of the names line;
+    ``reads``: the ids of the results that print a file's lines (:func:`prints_file`)."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -179,7 +189,9 @@ def mask_message(
                 old = False
             if old and name not in cfg.exclude_tools:
                 by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
-                nb, b_before, b_after = edit_result_text(b, _masker(cfg, ref, by, held))
+                nb, b_before, b_after = edit_result_text(
+                    b, _masker(cfg, ref, by, held, b.tool_call_id in reads)
+                )
                 if nb is not b:
                     before += b_before
                     after += b_after
@@ -197,13 +209,17 @@ def mask_message(
 
 
 def _masker(
-    cfg: MaskConfig, ref: str | None, by: str, held: frozenset[str] = frozenset()
+    cfg: MaskConfig,
+    ref: str | None,
+    by: str,
+    held: frozenset[str] = frozenset(),
+    read: bool = False,
 ) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
     (``by``) superseded it, else the head-and-tail mask."""
     if by:
         return lambda text: superseded_text(text, ref, by)
-    return lambda text: mask_text(text, cfg, ref, held)
+    return lambda text: mask_text(text, cfg, ref, held, read=read)
 
 
 def mask_decision(
@@ -345,6 +361,12 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
             span = ""
         return "read", (reads[0],), f"read {reads[0]} {span}".rstrip()
     return "run", tuple(reads), f"run {key}"
+
+
+def prints_file(call: ToolCallBlock) -> bool:
+    """Whether ``call`` prints a file's lines (Read, ``view``, ``cat``, ``sed -n``, ``nl -ba``,
+    ``head``/``tail`` of a file): a :class:`ToolAction` of kind ``read``."""
+    return _call_action(call.name, call.input, call.id, 0).kind == "read"
 
 
 def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
