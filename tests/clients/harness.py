@@ -320,7 +320,15 @@ class Run:
             "proxy_ms": self.proxy_ms(),
             "stats": {
                 k: self.stats[k]
-                for k in ("requests", "transformed", "skipped", "compactions", "llm_summaries")
+                for k in (
+                    "requests",
+                    "transformed",
+                    "skipped",
+                    "compactions",
+                    "llm_summaries",
+                    "recall_offered",
+                    "recall_calls",
+                )
                 if k in self.stats
             },
         }

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from . import harness
+from . import harness, upstream
 from .harness import TASK, Run
 
 pytestmark = pytest.mark.clients
@@ -265,6 +265,24 @@ def test_stats_report_summary_calls() -> None:
         f"/stats summary_calls is {reported!r}, the upstream received {calls} summary requests "
         f"({json.dumps({k: v for k, v in stats.items() if 'summar' in k})})"
     )
+
+
+def test_codex_recall_is_answered_at_the_proxy() -> None:
+    """The scripted model calls the proxy's recall tool (upstream.RECALLS times): the proxy
+    answers each call from the conversation's originals and asks again, and Codex never sees a
+    call (it would send back an output of its own for a tool it does not know)."""
+    run = codex("proxy")
+    outputs = [
+        it
+        for r in run.main
+        for it in r.body.get("input") or []
+        if isinstance(it, dict)
+        and it.get("type") == "function_call_output"
+        and str(it.get("call_id", "")).startswith(upstream.RECALL_CALL)
+    ]
+    assert outputs, f"no recall round reached the upstream: {run.stats}"
+    assert all(str(o["output"]).startswith("[recalled cw:") for o in outputs), outputs[:1]
+    assert run.stats.get("recall_calls") == upstream.RECALLS, run.stats
 
 
 def test_report_written() -> None:

@@ -16,6 +16,10 @@ the client parses (mini-swe-agent's bash block, aider's whole-file edit). Which 
 is read from the request itself: every call id and reply carries ``cw-step-N``, so the newest
 assistant turn in the request says where the agent is, whatever was cut from the history.
 
+Through the proxy, a Responses request that offers the proxy's ``contextwarden_recall`` tool and
+shows a ``cw:`` reference gets a call of it instead of its step, at most ``RECALLS`` times a run:
+the proxy answers it and asks again, and the client must never see the call.
+
 A request is a *summary call* when its system prompt is contextwarden's summariser prompt (or it
 comes without tools from plain httpx, as the proxy's summariser sends it); it gets a
 four-section summary that quotes the ``<task>`` it was given. Requests are recorded
@@ -39,6 +43,12 @@ FINAL_MARK = "CW-FINAL-ANSWER"
 STEP_RE = re.compile(r"cw-step-(\d+)")
 # mini-swe-agent ends a run when a command's output starts with this line
 MINI_SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+RECALL_TOOL = "contextwarden_recall"
+REF_RE = re.compile(r"cw:[0-9a-f]{16}")
+#: the recall calls a run makes at most (each costs the proxy one more upstream round)
+RECALLS = 2
+#: the call ids of those calls begin with this (no step marker: the proxy's round is no step)
+RECALL_CALL = "call_cw_recall_"
 
 
 @dataclass
@@ -348,6 +358,7 @@ class Upstream:
         self.text_format = text_format
         self.thinking = thinking
         self.requests: list[Recorded] = []
+        self.recalls = 0
         self.cache = PromptCache()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -504,7 +515,10 @@ class Upstream:
             else:
                 step = last_step(body, api) + 1
             rec.step = step
-            if step > self.steps:
+            recall = self._recall_move(body, api, tools, step)
+            if recall is not None:
+                move = recall
+            elif step > self.steps:
                 move = final_move(step, tools, self.text_format)
             else:
                 move = plan_move(step, tools, self.workdir, self.big_files, self.text_format)
@@ -516,6 +530,31 @@ class Upstream:
         if api == "openai":
             return _openai_completion(body, move, usage)
         return _responses_response(body, move, usage, thinking)
+
+    def _recall_move(
+        self, body: dict[str, Any], api: str, tools: list[dict[str, Any]], step: int
+    ) -> Move | None:
+        """A call of the proxy's recall tool for the first ``cw:`` reference a Responses request
+        shows, when the request offers the tool and carries no recall answer yet (at most
+        ``RECALLS`` a run)."""
+        if api != "responses" or RECALL_TOOL not in {_tool_name(t) for t in tools}:
+            return None
+        text = json.dumps(body.get("input"))
+        refs = REF_RE.findall(text)
+        if not refs or RECALL_CALL in text:
+            return None
+        with self._lock:
+            if self.recalls >= RECALLS:
+                return None
+            self.recalls += 1
+            n = self.recalls
+        return Move(
+            step,
+            text="I read an earlier output back first.",
+            tool=RECALL_TOOL,
+            arguments={"ref": refs[0]},
+            call_id=RECALL_CALL.removeprefix("call_") + str(n),
+        )
 
     def _usage(self, rec: Recorded, move: Move) -> dict[str, int]:
         body, api = rec.body, rec.api
@@ -803,12 +842,14 @@ def _responses_response(
 ) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if thinking:
+        # a recall is no step: its reasoning must not mark one
+        what = "a recall" if move.tool == RECALL_TOOL else f"cw-step-{move.step}"
         output.append(
             {
                 "type": "reasoning",
                 "id": f"rs_{_nonce()}",
-                "summary": [{"type": "summary_text", "text": f"Planning cw-step-{move.step}."}],
-                "encrypted_content": f"enc-cw-step-{move.step}-{_nonce()}",
+                "summary": [{"type": "summary_text", "text": f"Planning {what}."}],
+                "encrypted_content": f"enc-{what.replace(' ', '-')}-{_nonce()}",
             }
         )
     if move.text:

@@ -1,12 +1,16 @@
-"""A scripted upstream for the recall tests, speaking Chat Completions and Messages, streamed or
-not: it records what it gets and, when the request offers ``contextwarden_recall``, calls it for
-the first ``cw:`` reference the request shows; once the request carries the tool's answer, it
-answers with text quoting the ``SECRET-nnnn`` the answer holds. ``mode`` varies the script:
+"""A scripted upstream for the recall tests, speaking Chat Completions, Messages and Responses,
+streamed or not: it records what it gets and, when the request offers ``contextwarden_recall``,
+calls it for the first ``cw:`` reference the request shows; once the request carries the tool's
+answer, it answers with text quoting the ``SECRET-nnnn`` the answer holds. ``mode`` varies the
+script:
 
-* ``recall``: as above; ``mixed``: the recall call comes with a call of the client's ``run`` tool;
+* ``recall``: as above; ``mixed``: the recall call comes with a call of the client's ``run`` tool
+  (on the Responses API, before it);
 * ``always``: calls the tool whenever it is offered (the round limit ends it);
 * ``unknown``: asks for a reference nobody keeps; ``fail_second``: answers every later round
-  (a request carrying a recall answer) 429.
+  (a request carrying a recall answer) ``fail_status`` (429).
+
+``reasoning``: each Responses reply begins with a reasoning item carrying encrypted content.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ USAGE_IN, USAGE_OUT = 100, 7
 class RecallUpstream:
     def __init__(self, mode: str = "recall") -> None:
         self.mode = mode
+        self.fail_status = 429
+        self.reasoning = False
         self.requests: list[dict[str, Any]] = []
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
             ]
         )
 
@@ -42,27 +49,31 @@ class RecallUpstream:
         offered = any(_name(t) == RECALL for t in body.get("tools") or []) and body.get(
             "tool_choice"
         ) not in ("none", {"type": "none"})
-        answered = _recall_answers(body["messages"], api)
+        history = body["input"] if api == "responses" else body["messages"]
+        answered = _recall_answers(history, api)
         rounds = len(self.requests)
         if answered and not (self.mode == "always" and offered):
             found = SECRET.findall(answered[-1])
             return f"quoted: {found[-1] if found else 'nothing'}", []
-        refs = REF.findall(json.dumps(body["messages"]))
+        refs = REF.findall(json.dumps(history))
         if not offered or not (refs or self.mode == "unknown"):
             return "plain answer", []
         ref = "cw:0000000000000000" if self.mode == "unknown" else refs[0]
         calls: list[tuple[str, str, Any]] = [(f"call_recall_{rounds}", RECALL, {"ref": ref})]
         if self.mode == "mixed":
-            calls.append((f"call_run_{rounds}", "run", {"cmd": "ls"}))
+            run = (f"call_run_{rounds}", "run", {"cmd": "ls"})
+            calls = [run, *calls] if api == "responses" else [*calls, run]
         return "Let me look. ", calls
 
     async def _read(self, request: Request, api: str) -> tuple[dict[str, Any], Response | None]:
         body = await request.json()
         self.requests.append(body)
-        if self.mode == "fail_second" and _recall_answers(body["messages"], api):
-            error = {"type": "rate_limit_error", "message": "slow down"}
+        history = body["input"] if api == "responses" else body["messages"]
+        if self.mode == "fail_second" and _recall_answers(history, api):
+            kind = "rate_limit_error" if self.fail_status == 429 else "server_error"
+            error = {"type": kind, "message": "slow down"}
             payload = {"type": "error", "error": error} if api == "anthropic" else {"error": error}
-            return body, JSONResponse(payload, status_code=429)
+            return body, JSONResponse(payload, status_code=self.fail_status)
         return body, None
 
     async def _openai(self, request: Request) -> Response:
@@ -124,6 +135,65 @@ class RecallUpstream:
             return JSONResponse(message)
         return _sse(_anthropic_events(message))
 
+    async def _responses(self, request: Request) -> Response:
+        body, refused = await self._read(request, "responses")
+        if refused is not None:
+            return refused
+        text, calls = self._plan(body, "responses")
+        n = len(self.requests)
+        output: list[dict[str, Any]] = []
+        if self.reasoning:
+            output.append(
+                {
+                    "type": "reasoning",
+                    "id": f"rs_{n}",
+                    "summary": [{"type": "summary_text", "text": f"Thinking {n}."}],
+                    "encrypted_content": f"enc-{n}",
+                }
+            )
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+        output += [
+            {
+                "type": "function_call",
+                "id": f"fc_{i}",
+                "call_id": i,
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+            for i, name, args in calls
+        ]
+        usage = {
+            "input_tokens": USAGE_IN,
+            "input_tokens_details": {"cached_tokens": 10},
+            "output_tokens": USAGE_OUT,
+            "output_tokens_details": {"reasoning_tokens": 3},
+            "total_tokens": USAGE_IN + USAGE_OUT,
+        }
+        response = {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": 1,
+            "model": body["model"],
+            "status": "completed",
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "usage": usage,
+        }
+        if not body.get("stream"):
+            return JSONResponse(response)
+        return _sse(_responses_events(response))
+
 
 def _name(tool: dict[str, Any]) -> Any:
     return tool.get("name") or (tool.get("function") or {}).get("name")
@@ -131,6 +201,12 @@ def _name(tool: dict[str, Any]) -> Any:
 
 def _recall_answers(messages: list[dict[str, Any]], api: str) -> list[str]:
     """The texts of the recall answers the request carries (calls named call_recall_*)."""
+    if api == "responses":
+        return [
+            m["output"]
+            for m in messages
+            if m.get("type") == "function_call_output" and m["call_id"].startswith("call_recall_")
+        ]
     if api == "openai":
         return [
             m["content"]
@@ -215,3 +291,88 @@ def _anthropic_events(message: dict[str, Any]) -> list[bytes]:
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     out.append(ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": USAGE_OUT}}))
     return [*out, ev({"type": "message_stop"})]
+
+
+def _responses_events(response: dict[str, Any]) -> list[bytes]:
+    """The events the Responses API streams ``response`` with, numbered from 0."""
+    sequence: list[dict[str, Any]] = []
+    pending = {**response, "status": "in_progress", "output": [], "usage": None}
+    sequence += [
+        {"type": "response.created", "response": pending},
+        {"type": "response.in_progress", "response": pending},
+    ]
+    for i, item in enumerate(response["output"]):
+        at = {"item_id": item["id"], "output_index": i}
+        if item["type"] == "message":
+            part = item["content"][0]
+            sequence.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
+            sequence.append(
+                {
+                    "type": "response.content_part.added",
+                    **at,
+                    "content_index": 0,
+                    "part": {**part, "text": ""},
+                }
+            )
+            sequence += [
+                {
+                    "type": "response.output_text.delta",
+                    **at,
+                    "content_index": 0,
+                    "delta": half,
+                    "logprobs": [],
+                }
+                for half in _halves(part["text"])
+            ]
+            sequence += [
+                {
+                    "type": "response.output_text.done",
+                    **at,
+                    "content_index": 0,
+                    "text": part["text"],
+                    "logprobs": [],
+                },
+                {"type": "response.content_part.done", **at, "content_index": 0, "part": part},
+            ]
+        elif item["type"] == "function_call":
+            sequence.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            )
+            sequence += [
+                {"type": "response.function_call_arguments.delta", **at, "delta": half}
+                for half in _halves(item["arguments"])
+            ]
+            sequence.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "arguments": item["arguments"],
+                }
+            )
+        else:
+            summary = item["summary"][0]
+            sequence += [
+                {"type": "response.output_item.added", "output_index": i, "item": item},
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    **at,
+                    "summary_index": 0,
+                    "delta": summary["text"],
+                },
+            ]
+        sequence.append({"type": "response.output_item.done", "output_index": i, "item": item})
+    sequence.append({"type": "response.completed", "response": response})
+    return [
+        f"event: {d['type']}\ndata: {json.dumps({**d, 'sequence_number': n})}\n\n".encode()
+        for n, d in enumerate(sequence)
+    ]

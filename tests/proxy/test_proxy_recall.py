@@ -469,7 +469,7 @@ def test_anthropic_splice_renumbers_a_later_rounds_blocks() -> None:
     assert rest == b"" and len(sent) == 5  # message_start and the thinking block
     turn = splice.end_round()
     assert turn.calls == (("t", "cw:1"),)
-    assert turn.message["content"][0] == {**think, "thinking": "hm", "signature": "s"}
+    assert turn.sent[0]["content"][0] == {**think, "thinking": "hm", "signature": "s"}
     splice.next_round()
     text = {"type": "text", "text": ""}
     second = _events(

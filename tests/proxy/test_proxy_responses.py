@@ -21,6 +21,7 @@ from starlette.routing import Route
 from contextwarden import count_tokens
 from contextwarden.formats import from_responses
 from contextwarden.proxy.responses import transform_responses_body
+from contextwarden.recall import recall_tool
 
 openai = pytest.importorskip("openai")
 
@@ -173,7 +174,8 @@ def test_the_sdk_through_the_proxy_gets_a_valid_input_within_the_window(
     check_valid(sent["input"])
     assert sent["input"][0] == items[0]  # the task
     assert sent["instructions"].startswith("You are a coder.")
-    assert sent["model"] == "gpt-4o" and sent["tools"] == TOOLS
+    assert sent["model"] == "gpt-4o"
+    assert sent["tools"] == [*TOOLS, recall_tool("responses")]  # a client with tools is offered it
     assert sent.get("stream", False) is stream
     assert (
         count_tokens(

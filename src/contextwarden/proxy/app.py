@@ -13,7 +13,8 @@ Routes:
   reduced request shows a ``cw:`` reference, the recall tool is offered and answered here
   (:mod:`contextwarden.proxy.recall_rounds`); the client gets the last round's reply.
 * ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
-  guard, the same headers; see :mod:`contextwarden.proxy.responses`.
+  guard, the same headers, the recall tool offered and answered alike; see
+  :mod:`contextwarden.proxy.responses`.
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
 * anything else, any method: forwarded as is.
 
@@ -54,6 +55,7 @@ from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path
 from .forward import error_response, forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
+from .recall import RecallApi
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
 from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
@@ -458,7 +460,8 @@ class _Proxy:
                 body = outcome.body
                 fill_record(record, outcome, budgets, started)
                 extra = outcome_headers(outcome, record)
-                recall = await self.recall_offer(route, state, outcome)
+                if route in ("openai", "anthropic"):
+                    recall = await self.recall_offer(api, state, outcome)
             client, done = self.pool()
             url = self.config.upstream_url(raw_path(request), request.url.query)
             if recall is not None:
@@ -496,18 +499,18 @@ class _Proxy:
             self.release(held)
 
     async def recall_offer(
-        self, route: RouteName, state: ClientState, outcome: BodyOutcome
+        self, api: RecallApi, state: ClientState, outcome: BodyOutcome
     ) -> tuple[dict[str, Any], bool, Answer] | None:
         """The forwarded body parsed (and whether the fast parser read it) and how to answer
-        the recall tool, when the tool is to be offered: ``recall_tool`` on, a chat request the
-        warden ran on, with a ``recall`` of its own, whose result shows a ``cw:`` reference
-        (:func:`recall_body`). Parsed in a worker thread."""
-        if not self.config.recall_tool or route not in ("openai", "anthropic"):
+        the recall tool, when the tool is to be offered: ``recall_tool`` on, a Chat Completions,
+        Messages or Responses request the warden ran on, with a ``recall`` of its own, whose
+        result shows a ``cw:`` reference or whose client sends tools (:func:`recall_body`).
+        Parsed in a worker thread."""
+        if not self.config.recall_tool:
             return None
         recall = getattr(getattr(state.warden, "inner", state.warden), "recall", None)
         if outcome.skipped or not outcome.conversation or not callable(recall):
             return None
-        api: Api = "openai" if route == "openai" else "anthropic"
         parsed = await anyio.to_thread.run_sync(
             recall_body, api, outcome.body, limiter=self._transforms
         )

@@ -7,7 +7,8 @@ context-length error, so agents that handle it by compacting or restarting still
 that did not arrive within the read deadline (408), a path that climbs out of its route with
 ``..`` (400), the proxy's memory budget for bodies in flight spent (503, retried by the SDKs),
 an upstream that does not answer in time (504) or cannot be reached (502), a proxy bug (500). The
-SDKs parse them like the provider's own.
+SDKs parse them like the provider's own. A stream whose status line went out already carries
+the error as an event instead (:func:`error_sse`; the Responses API's: :func:`responses_error_sse`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ __all__ = [
     "error_body",
     "error_sse",
     "provider_for_path",
+    "responses_error_code",
+    "responses_error_sse",
     "status_for",
 ]
 
@@ -122,3 +125,38 @@ def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:
     if provider == "anthropic":
         return f"event: error\ndata: {data}\n\n".encode()
     return f"data: {data}\n\n".encode()
+
+
+def responses_error_code(kind: ErrorKind) -> str:
+    """The ``code`` an OpenAI error of ``kind`` carries (``upstream_timeout``...)."""
+    return _OPENAI_TYPE[kind][1]
+
+
+def responses_error_sse(
+    code: str, message: str, sequence_number: int, response: dict[str, Any] | None
+) -> bytes:
+    """An error after a Responses stream has started, as that API streams one: an ``error``
+    event (``{"type": "error", "code", "message", "param", "sequence_number"}``, which the SDK
+    yields as a ``ResponseErrorEvent``), then, when the stream's ``response`` is known, the
+    terminal ``response.failed`` event carrying it with status ``failed`` and the error (Codex
+    reads that one: it retries on ``rate_limit_exceeded``, stops on ``context_length_exceeded``)."""
+    error = {
+        "type": "error",
+        "code": code,
+        "message": message,
+        "param": None,
+        "sequence_number": sequence_number,
+    }
+    out = f"event: error\ndata: {json.dumps(error, separators=(',', ':'))}\n\n"
+    if response is not None:
+        failed = {
+            "type": "response.failed",
+            "response": {
+                **response,
+                "status": "failed",
+                "error": {"code": code, "message": message},
+            },
+            "sequence_number": sequence_number + 1,
+        }
+        out += f"event: response.failed\ndata: {json.dumps(failed, separators=(',', ':'))}\n\n"
+    return out.encode()

@@ -2,11 +2,12 @@
 
 When the request the model sees shows a ``cw:`` reference, the proxy offers the recall tool
 (:func:`round_body`) and answers the model's calls of it itself: each round's assistant output
-(:class:`Turn`, from a JSON reply or a stream) and the answers become messages appended to the
-next round's request (:func:`answer_messages`). A client's stream is made of every round's
-stream: :class:`AnthropicSplice` and :class:`OpenAISplice` pass text and thinking on as they come,
-hold tool calls and the end of each message, and renumber what a later round sends so that the
-client reads one well-formed message. The rounds against the upstream: :mod:`.recall_rounds`.
+(:class:`Turn`, from a JSON reply or a stream) and the answers become messages (Responses:
+input items) appended to the next round's request (:func:`answer_messages`). A client's stream
+is made of every round's stream: :class:`AnthropicSplice` and :class:`OpenAISplice` pass text and
+thinking on as they come, hold tool calls and the end of each message, and renumber what a later
+round sends so that the client reads one well-formed message (the Responses API's splice:
+:mod:`.recall_responses`). The rounds against the upstream: :mod:`.recall_rounds`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ __all__ = [
     "ChatApi",
     "Event",
     "OpenAISplice",
+    "RecallApi",
     "Turn",
     "add_usage",
     "answer_messages",
+    "client_reply",
     "encode_event",
+    "hide_recall_tool",
+    "is_recall_call",
     "may_offer",
     "new_splice",
     "parse_events",
@@ -39,6 +44,8 @@ __all__ = [
 ]
 
 ChatApi = Literal["openai", "anthropic"]
+#: The APIs the recall tool is answered on: Chat Completions, Messages and Responses.
+RecallApi = Literal["openai", "anthropic", "responses"]
 
 #: Upstream calls one client request may make: its own and up to two answering recall calls.
 MAX_ROUNDS = 3
@@ -51,10 +58,11 @@ def shows_ref(body: bytes) -> bool:
     return b"cw:" in body and _REF.search(body) is not None
 
 
-def may_offer(api: ChatApi, body: dict[str, Any]) -> bool:
+def may_offer(api: RecallApi, body: dict[str, Any]) -> bool:
     """Whether the recall tool may be added to ``body``: its ``tools`` (if any) a list without a
     tool of that name, its ``tool_choice`` forcing neither a tool nor none, one choice asked,
-    and (OpenAI) no legacy ``functions``, which the API refuses beside ``tools``."""
+    (OpenAI) no legacy ``functions``, which the API refuses beside ``tools``, and (Responses)
+    not run in the ``background``, whose output the client fetches later, past the proxy."""
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         return False
@@ -62,15 +70,17 @@ def may_offer(api: ChatApi, body: dict[str, Any]) -> bool:
         return False
     if api == "openai" and (body.get("n") not in (None, 1) or "functions" in body):
         return False
+    if api == "responses" and body.get("background") is True:
+        return False
     choice = body.get("tool_choice")
     if choice is None:
         return True
-    if api == "openai":
+    if api in ("openai", "responses"):
         return choice in ("auto", "required")
     return isinstance(choice, dict) and choice.get("type") in ("auto", "any")
 
 
-def _tool_name(api: ChatApi, tool: Any) -> Any:
+def _tool_name(api: RecallApi, tool: Any) -> Any:
     if not isinstance(tool, dict):
         return None
     if api == "openai":
@@ -80,30 +90,52 @@ def _tool_name(api: ChatApi, tool: Any) -> Any:
 
 
 def round_body(
-    api: ChatApi, body: dict[str, Any], extra: list[dict[str, Any]], *, last: bool
+    api: RecallApi, body: dict[str, Any], extra: list[dict[str, Any]], *, last: bool
 ) -> dict[str, Any]:
     """One round's request: ``body`` with the recall exchanges so far (``extra``) after its
-    messages and the tool offered at the end of its tools, unless the round is the ``last``:
-    then the client's tools alone, or, when it sent none, the tool described (the exchanges
-    name it) with ``tool_choice`` none."""
+    messages (Responses: its ``input`` items) and the tool offered at the end of its tools,
+    unless the round is the ``last``: then the client's tools alone, or, when it sent none, the
+    tool described (the exchanges name it) with ``tool_choice`` none. A Responses request with
+    ``store`` false sends the exchanges without item ids (see :func:`_unstored`)."""
     tools = list(body.get("tools") or [])
     out = dict(body)
     if extra:
-        out["messages"] = [*body["messages"], *extra]
+        key = "input" if api == "responses" else "messages"
+        unstored = api == "responses" and body.get("store") is False
+        out[key] = [*body[key], *(_unstored(extra) if unstored else extra)]
     if not last:
         out["tools"] = [*tools, recall_tool(api)]
     elif extra and not tools:
         out["tools"] = [recall_tool(api)]
-        out["tool_choice"] = "none" if api == "openai" else {"type": "none"}
+        out["tool_choice"] = {"type": "none"} if api == "anthropic" else "none"
+    return out
+
+
+#: Output items whose ``id`` an unstored request must leave out (the API looks an id up among
+#: the items it stored, and stored none); the others are sent back as they came.
+_STORED_IDS = frozenset({"message", "reasoning", "function_call"})
+
+
+def _unstored(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` as a request with ``store`` false sends them back (Codex does the same): no id
+    on messages, reasoning and function calls, and a reasoning item only with the
+    ``encrypted_content`` that carries it (without it, nothing is left to send)."""
+    out = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "reasoning" and not item.get("encrypted_content"):
+            continue
+        out.append({k: v for k, v in item.items() if k != "id"} if kind in _STORED_IDS else item)
     return out
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One round's assistant message as the next round sends it back (its text, thinking and
-    recall calls; the client's own tool calls left out) and its recall calls: (id, ref)."""
+    """One round's reply as the next round sends it back (``sent``: the assistant message with
+    its text, thinking and recall calls; Responses: the output items but the client's calls)
+    and its recall calls: (call id, ref). The client's own tool calls are left out."""
 
-    message: dict[str, Any]
+    sent: tuple[dict[str, Any], ...]
     calls: tuple[tuple[str, str], ...]
 
 
@@ -121,7 +153,7 @@ def _anthropic_turn(blocks: list[Any]) -> Turn:
         elif kind == "text" and not block.get("text"):
             continue  # the API refuses an empty text block
         kept.append(block)
-    return Turn({"role": "assistant", "content": kept}, tuple(calls))
+    return Turn(({"role": "assistant", "content": kept},), tuple(calls))
 
 
 def _openai_turn(message: dict[str, Any]) -> Turn:
@@ -138,11 +170,42 @@ def _openai_turn(message: dict[str, Any]) -> Turn:
         for (i, _), c in zip(calls, recalls, strict=True)
     ]
     content = message.get("content") or None
-    return Turn({"role": "assistant", "content": content, "tool_calls": tool_calls}, calls)
+    return Turn(({"role": "assistant", "content": content, "tool_calls": tool_calls},), calls)
 
 
-def reply_turn(api: ChatApi, reply: dict[str, Any]) -> Turn:
+def is_recall_call(item: Any) -> bool:
+    """Whether a Responses output item is a call of the recall tool."""
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and item.get("name") == RECALL_TOOL_NAME
+    )
+
+
+def responses_turn(output: Any) -> Turn:
+    """The :class:`Turn` of a Responses reply's ``output`` items: all of them, as returned
+    (reasoning with its ``encrypted_content``, ids and call ids kept), but the calls the client
+    is to answer: an item with a ``call_id`` that no output item of the reply answers (a hosted
+    tool's call comes with its output) or an MCP approval request."""
+    items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
+    answered = {str(i.get("call_id")) for i in items if str(i.get("type", "")).endswith("_output")}
+    sent: list[dict[str, Any]] = []
+    calls: list[tuple[str, str]] = []
+    for item in items:
+        if is_recall_call(item):
+            calls.append((str(item.get("call_id", "")), recall_ref(item.get("arguments"))))
+        elif item.get("type") == "mcp_approval_request" or (
+            "call_id" in item and str(item.get("call_id")) not in answered
+        ):
+            continue  # the client's call: never shown to it, asked again after the recall
+        sent.append(item)
+    return Turn(tuple(sent), tuple(calls))
+
+
+def reply_turn(api: RecallApi, reply: dict[str, Any]) -> Turn:
     """The :class:`Turn` of a whole (not streamed) reply."""
+    if api == "responses":
+        return responses_turn(reply.get("output"))
     if api == "anthropic":
         content = reply.get("content")
         return _anthropic_turn(content if isinstance(content, list) else [])
@@ -153,11 +216,12 @@ def reply_turn(api: ChatApi, reply: dict[str, Any]) -> Turn:
 
 
 def answer_messages(
-    api: ChatApi, turn: Turn, answers: list[tuple[str, bool]]
+    api: RecallApi, turn: Turn, answers: list[tuple[str, bool]]
 ) -> list[dict[str, Any]]:
     """The messages a round appends: ``turn``'s assistant message, then each call's answer
     (text, is_error): Anthropic ``tool_result`` blocks in one user message, OpenAI ``tool``
-    messages."""
+    messages; Responses: ``turn``'s items, then a ``function_call_output`` item per call (an
+    error says so in its text: the item has no error flag)."""
     pairs = zip(turn.calls, answers, strict=True)
     if api == "anthropic":
         results = [
@@ -165,14 +229,46 @@ def answer_messages(
             | ({"is_error": True} if error else {})
             for (call_id, _), (text, error) in pairs
         ]
-        return [turn.message, {"role": "user", "content": results}]
+        return [*turn.sent, {"role": "user", "content": results}]
+    if api == "responses":
+        return [
+            *turn.sent,
+            *(
+                {"type": "function_call_output", "call_id": call_id, "output": text}
+                for (call_id, _), (text, _) in pairs
+            ),
+        ]
     return [
-        turn.message,
+        *turn.sent,
         *(
             {"role": "tool", "tool_call_id": call_id, "content": text}
             for (call_id, _), (text, _) in pairs
         ),
     ]
+
+
+def client_reply(api: RecallApi, reply: dict[str, Any], usage: Any) -> dict[str, Any]:
+    """The last round's whole reply as the client gets it: its ``usage`` the sum over the
+    rounds (``usage``, when known) and, on the Responses API, its ``output`` without recall
+    calls (a model may call the tool on the last round, which does not offer it) and its
+    ``tools`` without the tool (:func:`hide_recall_tool`)."""
+    out = dict(reply) if usage is None else {**reply, "usage": usage}
+    if api == "responses":
+        out = hide_recall_tool(out)
+        if isinstance(reply.get("output"), list):
+            out["output"] = [i for i in reply["output"] if not is_recall_call(i)]
+    return out
+
+
+def hide_recall_tool(response: dict[str, Any]) -> dict[str, Any]:
+    """A Responses ``response`` object without the recall tool in ``tools`` (the request's
+    tools, which it repeats): the client never sees the tool. ``response`` itself when the
+    tool is not there."""
+    tools = response.get("tools")
+    if not isinstance(tools, list):
+        return response
+    kept = [t for t in tools if _tool_name("responses", t) != RECALL_TOOL_NAME]
+    return response if len(kept) == len(tools) else {**response, "tools": kept}
 
 
 def add_usage(a: Any, b: Any) -> Any:

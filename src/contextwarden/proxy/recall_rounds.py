@@ -2,7 +2,9 @@
 most :data:`~.recall.MAX_ROUNDS` upstream calls in all), the proxy answers from the warden and
 calls the upstream again with the same headers; the client gets the last round's reply (a
 stream: every round's text, one message). An upstream error on a later round reaches the client
-as the upstream sent it (a stream: as the provider's error event)."""
+as the upstream sent it (a stream: as the provider's error event; the Responses API's ``error``
+and ``response.failed``). Chat Completions, Messages and Responses alike: the wire formats are
+:mod:`.recall` and :mod:`.recall_responses`."""
 
 from __future__ import annotations
 
@@ -10,23 +12,23 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 import httpx
 from starlette.responses import Response
 
 from ..recall import recall_answer
-from .errors import Provider, error_sse
+from .errors import ErrorKind, Provider, error_sse, responses_error_code
 from .forward import Finish, UpstreamResponse, failed, relay, response_headers
 from .recall import (
     MAX_ROUNDS,
-    AnthropicSplice,
-    ChatApi,
-    OpenAISplice,
+    Event,
+    RecallApi,
     Turn,
     add_usage,
     answer_messages,
+    client_reply,
     may_offer,
     new_splice,
     parse_events,
@@ -35,10 +37,11 @@ from .recall import (
     round_body,
     shows_ref,
 )
+from .recall_responses import ResponsesSplice
 from .stats import RequestRecord
 from .transform import dump_body, load_body
 
-__all__ = ["Answer", "Rounds", "answerer", "forward_recall", "recall_body"]
+__all__ = ["Answer", "Rounds", "Splice", "answerer", "forward_recall", "recall_body"]
 
 #: The answer to one call for a reference: (text, is_error).
 Answer = Callable[[str], Awaitable[tuple[str, bool]]]
@@ -47,7 +50,20 @@ Answer = Callable[[str], Awaitable[tuple[str, bool]]]
 RECALL_ROUND_FAILED = "recall_round_failed"
 
 
-def recall_body(api: ChatApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
+class Splice(Protocol):
+    """What makes a client's one stream of the rounds' streams, per API
+    (:class:`~.recall.AnthropicSplice`, :class:`~.recall.OpenAISplice`,
+    :class:`~.recall_responses.ResponsesSplice`)."""
+
+    failed: bool
+
+    def feed(self, event: Event) -> list[bytes]: ...
+    def end_round(self) -> Turn: ...
+    def next_round(self) -> None: ...
+    def flush(self) -> list[bytes]: ...
+
+
+def recall_body(api: RecallApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
     """The forwarded body, parsed (and whether the fast parser read it), when the recall tool
     is to be offered with it (:func:`~.recall.may_offer`): from the first request of a client
     that sends tools of its own, so the tool list, which a prompt cache's prefix begins with,
@@ -60,7 +76,8 @@ def recall_body(api: ChatApi, forwarded: bytes) -> tuple[dict[str, Any], bool] |
         body, fast = load_body(forwarded)
     except ValueError:
         return None
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+    items = "input" if api == "responses" else "messages"
+    if not isinstance(body, dict) or not isinstance(body.get(items), list):
         return None
     if not shown and not body.get("tools"):
         return None
@@ -92,7 +109,7 @@ class Rounds:
     client: httpx.AsyncClient
     url: str
     headers: list[tuple[bytes, bytes]]
-    api: ChatApi
+    api: RecallApi
     body: dict[str, Any]
     fast_json: bool
     answer: Answer
@@ -183,8 +200,8 @@ async def _whole(
         return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
         return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
-    if index and reply is not None and usage is not None:
-        raw = dump_body({**reply, "usage": usage}, False)
+    if reply is not None and (index or turn.calls or rounds.api == "responses"):
+        raw = dump_body(client_reply(rounds.api, reply, usage if index else None), False)
     response = Response(raw, status_code=upstream.status_code)
     response.raw_headers = _headers(upstream, extra_headers)
     response.raw_headers.append((b"content-length", str(len(raw)).encode()))
@@ -214,13 +231,13 @@ def _stream(
     record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
 
     async def body() -> AsyncGenerator[bytes, None]:
-        splice = new_splice(rounds.api)
+        splice: Splice = ResponsesSplice() if rounds.api == "responses" else new_splice(rounds.api)
         upstream: httpx.Response | None = first
         extra: list[dict[str, Any]] = []
         for index in range(MAX_ROUNDS):
             if index:
                 splice.next_round()
-                upstream, refused = await _next(rounds, index, extra, provider)
+                upstream, refused = await _next(rounds, index, extra, provider, splice)
                 if upstream is None:
                     yield refused
                     return
@@ -230,12 +247,17 @@ def _stream(
                     yield out
             except httpx.TimeoutException:
                 record.error = "upstream_timeout"
-                yield error_sse(provider, "timeout", "the upstream stopped sending (timed out)")
+                yield _broke(
+                    splice, provider, "timeout", "the upstream stopped sending (timed out)"
+                )
                 return
             except httpx.TransportError as exc:
                 record.error = "upstream_broken"
-                yield error_sse(
-                    provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
+                yield _broke(
+                    splice,
+                    provider,
+                    "unreachable",
+                    f"the upstream stream broke: {type(exc).__name__}",
                 )
                 return
             finally:
@@ -253,9 +275,7 @@ def _stream(
     return UpstreamResponse(first, body(), _headers(first, extra_headers), done, sized=False)
 
 
-async def _round(
-    upstream: httpx.Response, splice: AnthropicSplice | OpenAISplice
-) -> AsyncIterator[bytes]:
+async def _round(upstream: httpx.Response, splice: Splice) -> AsyncIterator[bytes]:
     """What the client gets of one round's stream as it arrives."""
     buffer = b""
     async for chunk in upstream.aiter_bytes():
@@ -270,7 +290,7 @@ async def _round(
 
 
 async def _next(
-    rounds: Rounds, index: int, extra: list[dict[str, Any]], provider: Provider
+    rounds: Rounds, index: int, extra: list[dict[str, Any]], provider: Provider, splice: Splice
 ) -> tuple[httpx.Response | None, bytes]:
     """Round ``index``'s open stream, or None and the error event the client gets instead."""
     record = rounds.record
@@ -278,11 +298,14 @@ async def _next(
         upstream = await rounds.send(index, extra)
     except httpx.TimeoutException:
         record.error = "upstream_timeout"
-        return None, error_sse(provider, "timeout", "the upstream did not answer in time")
+        return None, _broke(splice, provider, "timeout", "the upstream did not answer in time")
     except httpx.TransportError as exc:
         record.error = "upstream_unreachable"
-        return None, error_sse(
-            provider, "unreachable", f"the upstream could not be reached: {type(exc).__name__}"
+        return None, _broke(
+            splice,
+            provider,
+            "unreachable",
+            f"the upstream could not be reached: {type(exc).__name__}",
         )
     if upstream.status_code == 200 and upstream.headers.get("content-type", "").startswith(
         "text/event-stream"
@@ -295,15 +318,40 @@ async def _next(
     finally:
         await upstream.aclose()
     record.error = RECALL_ROUND_FAILED
+    if isinstance(splice, ResponsesSplice):
+        return None, _responses_refused(splice, upstream.status_code, raw)
     return None, _error_event(provider, upstream.status_code, raw)
+
+
+def _broke(splice: Splice, provider: Provider, kind: ErrorKind, message: str) -> bytes:
+    """The error event that ends the client's stream when the upstream failed the proxy."""
+    if isinstance(splice, ResponsesSplice):
+        return splice.fail(responses_error_code(kind), f"contextwarden proxy: {message}")
+    return error_sse(provider, kind, message)
+
+
+def _refused_message(status: int) -> str:
+    return f"contextwarden proxy: the upstream answered {status} to a recall round"
+
+
+def _responses_refused(splice: ResponsesSplice, status: int, raw: bytes) -> bytes:
+    """The upstream's refusal of a later round as the Responses API's error events, its code
+    and words when its body has them (``rate_limit_exceeded`` for a 429 that says none)."""
+    body = _json(raw)
+    error = body.get("error") if body is not None else None
+    error = error if isinstance(error, dict) else {}
+    code = error.get("code") or error.get("type")
+    if not isinstance(code, str) or not code:
+        code = "rate_limit_exceeded" if status == 429 else "server_error"
+    message = error.get("message")
+    return splice.fail(code, message if isinstance(message, str) else _refused_message(status))
 
 
 def _error_event(provider: Provider, status: int, raw: bytes) -> bytes:
     """The upstream's error body as the provider's error event (its own words when it has any)."""
     body = _json(raw)
     if body is None or not isinstance(body.get("error"), dict):
-        message = f"contextwarden proxy: the upstream answered {status} to a recall round"
-        return error_sse(provider, "unreachable", message)
+        return error_sse(provider, "unreachable", _refused_message(status))
     if provider == "anthropic":
         data = json.dumps({"type": "error", **body}, separators=(",", ":"))
         return f"event: error\ndata: {data}\n\n".encode()

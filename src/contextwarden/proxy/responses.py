@@ -3,7 +3,10 @@
 The request's ``input`` items and ``instructions`` go through the warden (converted with
 :func:`~contextwarden.formats.from_responses` / :func:`~contextwarden.formats.to_responses`);
 every other field is forwarded as sent, and the reply (streamed or not) comes back untouched with
-the same ``X-Contextwarden-*`` headers as chat.
+the same ``X-Contextwarden-*`` headers as chat. The recall tool is offered and answered as on
+chat (:meth:`~contextwarden.proxy.app._Proxy.recall_offer`, :mod:`.recall_rounds`), in the
+Responses shape: the model's output items and a ``function_call_output`` per recall call go
+back to the upstream, and the client gets one response without the recall calls.
 
 Forwarded **unchanged**, with the reason in ``X-Contextwarden-Skipped`` and the log line:
 
@@ -29,6 +32,7 @@ from .._models import ModelInfo
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
+from .recall_rounds import Rounds, forward_recall
 from .stats import RequestRecord
 from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
@@ -150,6 +154,7 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
             state = proxy.client_for(request)
             warden = getattr(state.warden, "inner", state.warden)
             budgets: list[Any] = []
+            recall = None
             if request.headers.get("content-encoding", "identity").lower() != "identity":
                 outcome = BodyOutcome(raw, False, skipped="encoded_body")
             elif not callable(getattr(warden, "transform", None)):
@@ -175,12 +180,33 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
                 except Exception as exc:
                     outcome = unread(raw, path, exc)
                 proxy.clients.account(state, outcome.conversation, len(raw))
+                recall = await proxy.recall_offer("responses", state, outcome)
             fill_record(record, outcome, budgets, started)
             client, done = proxy.pool()
+            url = proxy.config.upstream_url(raw_path(request), request.url.query)
+            if recall is not None:
+                body, fast, answer = recall
+                rounds = Rounds(
+                    client,
+                    url,
+                    request_headers(request.headers.raw),
+                    "responses",
+                    body,
+                    fast,
+                    answer,
+                    record,
+                )
+                return await forward_recall(
+                    rounds,
+                    provider="openai",
+                    started=started,
+                    extra_headers=outcome_headers(outcome, record),
+                    finish=proxy.finish_with(done),
+                )
             return await forward(
                 client,
                 method=request.method,
-                url=proxy.config.upstream_url(raw_path(request), request.url.query),
+                url=url,
                 headers=request_headers(request.headers.raw),
                 content=outcome.body,
                 provider="openai",
