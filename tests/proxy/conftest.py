@@ -14,6 +14,7 @@ pytest.importorskip("uvicorn")
 
 from fake_upstream import FakeUpstream, serve  # noqa: E402
 from proxy_doubles import StartProxy  # noqa: E402
+from recall_upstream import RecallUpstream  # noqa: E402
 
 from contextwarden.proxy import ProxyConfig, create_app  # noqa: E402
 
@@ -34,6 +35,14 @@ def upstream() -> Iterator[tuple[FakeUpstream, str]]:
     """A fresh recording fake upstream and its base URL."""
     fake = FakeUpstream()
     with serve(fake.app, log_level="critical") as url:  # its on-purpose failures are not news
+        yield fake, url
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[RecallUpstream, str]]:
+    """A scripted upstream for the recall tool's rounds (``recall_upstream.py``) and its URL."""
+    fake = RecallUpstream()
+    with serve(fake.app, log_level="critical") as url:
         yield fake, url
 
 

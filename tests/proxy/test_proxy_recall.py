@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fake_upstream import serve
 from proxy_doubles import StartProxy
 from recall_upstream import RECALL, USAGE_IN, USAGE_OUT, RecallUpstream
 
@@ -76,13 +74,6 @@ def _anthropic_history(turns: int = 12) -> list[dict[str, Any]]:
         messages.append({"role": "assistant", "content": [use]})
         messages.append({"role": "user", "content": [result]})
     return messages
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[RecallUpstream, str]]:
-    fake = RecallUpstream()
-    with serve(fake.app, log_level="critical") as url:
-        yield fake, url
 
 
 def _openai(proxy: str) -> Any:

@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import re
 import typing
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from fake_upstream import serve
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proxy_doubles import StartProxy
@@ -65,13 +63,6 @@ def _history(turns: int = 12) -> list[dict[str, Any]]:
         )
         items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": _output(i)})
     return items
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[RecallUpstream, str]]:
-    fake = RecallUpstream()
-    with serve(fake.app, log_level="critical") as url:
-        yield fake, url
 
 
 def _client(proxy: str) -> Any:

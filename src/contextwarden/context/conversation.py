@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -580,16 +580,18 @@ class Conversation:
         in the request: a mask's names line need not repeat them)."""
 
         out: set[str] = set()
+        for c in self._answered_calls(m):
+            paths, names = words_of(c.arguments)
+            out.update(paths)
+            out.update(names)
+        return frozenset(out)
+
+    def _answered_calls(self, m: Message) -> Iterator[ToolCallBlock]:
+        """The calls ``m``'s results answer, as the history holds them."""
         for r in m.tool_results:
             at = self.call_at.get(r.tool_call_id)
-            if at is None:
-                continue
-            for c in self.base[at].tool_calls:
-                if c.id == r.tool_call_id:
-                    paths, names = words_of(c.arguments)
-                    out.update(paths)
-                    out.update(names)
-        return frozenset(out)
+            if at is not None:
+                yield from (c for c in self.base[at].tool_calls if c.id == r.tool_call_id)
 
     def _note_typed(self, i: int, m: Message) -> None:
         if m.role == "tool":
@@ -612,15 +614,7 @@ class Conversation:
 
     def _reads(self, m: Message) -> frozenset[str]:
         """The ids of ``m``'s results that print a file's lines (their call is a read)."""
-        out: set[str] = set()
-        for r in m.tool_results:
-            at = self.call_at.get(r.tool_call_id)
-            if at is None:
-                continue
-            for c in self.base[at].tool_calls:
-                if c.id == r.tool_call_id and prints_file(c):
-                    out.add(c.id)
-        return frozenset(out)
+        return frozenset(c.id for c in self._answered_calls(m) if prints_file(c))
 
     def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:
         """History message ``i`` without its thinking."""
