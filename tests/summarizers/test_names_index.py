@@ -71,6 +71,21 @@ def test_a_short_span_does_not_shrink_the_index_it_carries() -> None:
     assert len(earlier & _index_names(second)) >= len(earlier) // 2
 
 
+def test_a_name_the_new_span_mentions_outranks_what_is_only_carried_over() -> None:
+    first_span = ConversationBuilder().user(TASK)
+    first_span.bash("env | sort", "\n".join(f"handle_case_{i}=on" for i in range(40)))
+    first = ExtractiveSummarizer().summarize(SummaryRequest(first_span.messages, task=TASK))
+    later = ConversationBuilder().user(TASK)
+    later.assistant("The header must go through parse_header_row before the rows.")
+    later.bash("python -m pytest -q", "3 passed")
+    lines = names_index(code_mentions(later.messages), parse_summary(first, strict=False))
+    order = [n for line in sorted(lines, key=lambda ln: ln.rank) for n in line.names]
+    carried = [k for k, n in enumerate(order) if n.startswith("handle_case_")]
+    assert len(carried) >= 10
+    # a name the agent wrote in the new span comes before the carried ones
+    assert order.index("parse_header_row") < min(carried)
+
+
 def test_names_the_request_holds_beside_the_summary_are_not_repeated() -> None:
     request = SummaryRequest(_first_span().messages, task=TASK)
     summary = ExtractiveSummarizer().summarize(request)

@@ -32,9 +32,11 @@ __all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]
 
 #: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
 INDEX_GROUP = "Files and code in play"
-#: A name of the earlier index counts like one the agent wrote once at the start of the span
-#: (``WEIGHT_ACTION`` in :mod:`._mentions`), the first of them, down to half that for the last.
-EARLIER_WEIGHT = 3.0
+#: A name of the earlier index counts like one a tool result showed once at the start of the
+#: span (``WEIGHT_OUTPUT`` in :mod:`._mentions`), the first of them, down to half that for the
+#: last: what the new span shows or the agent writes in it outranks what is only carried over,
+#: and a carried name stays while nothing newer needs its place.
+EARLIER_WEIGHT = 1.0
 #: Names listed under one file, at most.
 NAMES_PER_PATH = 8
 #: The loose names (not tied to a listed file) are written this many a line.
