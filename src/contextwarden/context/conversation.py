@@ -594,6 +594,7 @@ class Conversation:
                 yield from (c for c in self.base[at].tool_calls if c.id == r.tool_call_id)
 
     def _note_typed(self, i: int, m: Message) -> None:
+        """Record the paths and code names history message ``i`` writes outside tool results."""
         if m.role == "tool":
             return
         for text in (m.text, *(c.arguments for c in m.tool_calls)):

@@ -51,11 +51,11 @@ __all__ = [
     "mask_plan",
     "mask_text",
     "mask_tool_results",
+    "prints_file",
     "protected_results",
     "same_file",
     "superseded_results",
     "superseded_text",
-    "prints_file",
     "tool_actions",
 ]
 
