@@ -465,23 +465,12 @@ class _Proxy:
             client, done = self.pool()
             url = self.config.upstream_url(raw_path(request), request.url.query)
             if recall is not None:
-                body_json, fast, answer = recall
-                rounds = Rounds(
-                    client,
-                    url,
-                    request_headers(request.headers.raw),
-                    api,
-                    body_json,
-                    fast,
-                    answer,
-                    record,
-                )
-                return await forward_recall(
-                    rounds,
-                    provider=provider,
-                    started=started,
-                    extra_headers=extra,
-                    finish=self.finish_with(done),
+                return await self.with_recall(
+                    Rounds(client, url, request_headers(request.headers.raw), api, *recall, record),
+                    provider,
+                    started,
+                    extra,
+                    done,
                 )
             return await forward(
                 client,
@@ -497,6 +486,24 @@ class _Proxy:
             )
         finally:
             self.release(held)
+
+    async def with_recall(
+        self,
+        rounds: Rounds,
+        provider: Provider,
+        started: float,
+        extra: dict[str, str],
+        done: Callable[[], None],
+    ) -> Response:
+        """Forward a request offered the recall tool: its rounds, answered here, and one reply
+        for the client (:func:`~.recall_rounds.forward_recall`)."""
+        return await forward_recall(
+            rounds,
+            provider=provider,
+            started=started,
+            extra_headers=extra,
+            finish=self.finish_with(done),
+        )
 
     async def recall_offer(
         self, api: RecallApi, state: ClientState, outcome: BodyOutcome

@@ -32,7 +32,7 @@ from .._models import ModelInfo
 from ..formats.responses import from_responses, to_responses
 from .forward import forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
-from .recall_rounds import Rounds, forward_recall
+from .recall_rounds import Rounds
 from .stats import RequestRecord
 from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
 
@@ -186,22 +186,13 @@ def responses_endpoint(proxy: Any) -> Callable[[Request], Awaitable[Response]]:
             url = proxy.config.upstream_url(raw_path(request), request.url.query)
             if recall is not None:
                 body, fast, answer = recall
-                rounds = Rounds(
-                    client,
-                    url,
-                    request_headers(request.headers.raw),
-                    "responses",
-                    body,
-                    fast,
-                    answer,
-                    record,
-                )
-                return await forward_recall(
-                    rounds,
-                    provider="openai",
-                    started=started,
-                    extra_headers=outcome_headers(outcome, record),
-                    finish=proxy.finish_with(done),
+                headers = request_headers(request.headers.raw)
+                return await proxy.with_recall(  # type: ignore[no-any-return]
+                    Rounds(client, url, headers, "responses", body, fast, answer, record),
+                    "openai",
+                    started,
+                    outcome_headers(outcome, record),
+                    done,
                 )
             return await forward(
                 client,
