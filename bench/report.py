@@ -18,6 +18,7 @@ from typing import Any
 from ._common import RESULTS_DIR
 from ._report_billed import bills_section, savings_section, target_rows
 from ._report_measures import measures_section
+from ._report_never_dearer import never_dearer_section
 
 __all__ = ["main", "render"]
 
@@ -667,6 +668,10 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
                 judged, _load(results, "measures_before"), _load(results, "mask_experiment")
             ),
         ]
+    never_file = results / "never_dearer.json"  # a list of rows (bench/never_dearer.py --json)
+    never = json.loads(never_file.read_text()) if never_file.exists() else None
+    if isinstance(never, list) and never:
+        parts += ["", never_dearer_section(never)]
     bills = bills_section(pe, sv, img)
     if bills:
         parts += ["", bills]

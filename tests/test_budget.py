@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from contextwarden._budget import DEFAULT_RESERVE, Budget
+from contextwarden._budget import DEFAULT_RESERVE, Budget, reply_tokens
 from contextwarden._exceptions import ConfigError, UnknownModelError
 
 
@@ -98,3 +98,63 @@ def test_for_model_uses_the_registry() -> None:
     assert (custom.reserve, custom.trigger_ratio, custom.target_ratio) == (1_000, 0.9, 0.6)
     with pytest.raises(UnknownModelError, match="give its context window"):
         Budget.for_model("unknown-model")
+
+
+# -- the reply's reserve ------------------------------------------------------------------------
+
+
+def test_a_default_reserve_is_fitted_to_the_longest_reply() -> None:
+    b = Budget.for_model("gpt-4o", 32_000)  # default reserve: a quarter of the window
+    assert b.reserve == 8_000
+    assert b.for_reply(0) is b  # no reply yet: the default
+    assert b.for_reply(300).reserve == 1_024  # at least MIN_REPLY_ROOM
+    assert b.for_reply(2_000).reserve == 2_500  # a quarter more than the longest
+    assert b.for_reply(7_000).reserve == 8_000  # never more than the default
+    fitted = b.for_reply(2_000)
+    assert (fitted.limit, fitted.trigger) == (29_500, 24_000)  # the trigger stays where it was
+
+
+def test_an_explicit_reserve_is_kept_and_raised_only_by_the_requests_limit() -> None:
+    b = Budget.for_model("gpt-4o", 32_000, reserve=3_000)
+    assert b.for_reply(200) is b
+    assert b.for_reply(200, max_tokens=2_000) is b  # the larger of the two
+    assert b.for_reply(200, max_tokens=5_000).reserve == 5_000
+    assert Budget(32_000, reserve=3_000).for_reply(200) == Budget(32_000, reserve=3_000)
+
+
+def test_the_requests_output_limit_is_the_reserve_up_to_half_the_window() -> None:
+    b = Budget.for_model("claude-sonnet-4-5", 200_000)
+    assert b.for_reply(500, max_tokens=32_000).reserve == 32_000  # Claude Code's default
+    assert b.for_reply(500, max_tokens=64).reserve == 64  # the provider checks no more
+    assert Budget.for_model("gpt-4o", 32_000).for_reply(0, max_tokens=64_000).reserve == 16_000
+
+
+@given(
+    window=st.integers(4_000, 2_000_000),
+    longest=st.integers(0, 100_000),
+    more=st.integers(0, 100_000),
+    max_tokens=st.none() | st.integers(1, 3_000_000),
+)
+def test_a_fitted_reserve_is_bounded_and_grows_with_the_replies(
+    window: int, longest: int, more: int, max_tokens: int | None
+) -> None:
+    b = Budget.for_model("gpt-4o", window)
+    fitted = b.for_reply(longest, max_tokens)
+    assert 0 < fitted.reserve < window and fitted.window == window
+    assert fitted.trigger <= b.trigger and fitted.target <= fitted.trigger <= fitted.limit
+    if max_tokens is None:
+        assert fitted.reserve <= b.reserve
+        assert fitted.reserve >= min(b.reserve, 1_024, max(longest, 1))
+        assert fitted.reserve >= min(b.reserve, longest)  # the longest reply still fits
+        if longest > 0:  # none yet keeps the default: nothing to fit it to
+            assert b.for_reply(longest + more).reserve >= fitted.reserve
+    else:
+        assert fitted.reserve == min(max_tokens, window // 2)
+
+
+def test_a_reply_takes_its_recorded_output_when_the_history_keeps_less() -> None:
+    assert reply_tokens(120, None) == 120
+    assert reply_tokens(120, {"input_tokens": 9_000, "output_tokens": 3_000}) == 3_000
+    assert reply_tokens(120, {"prompt_tokens": 9_000, "completion_tokens": 40}) == 120
+    assert reply_tokens(120, {"input": 5, "output": 100, "thoughts": 900}) == 1_000  # Gemini
+    assert reply_tokens(120, {"output_tokens": True}) == 120  # not a count

@@ -3,8 +3,12 @@
 Three thresholds:
 
 ``limit = window - reserve``
-    The hard limit (reserve 8,192 by default). A request over it either is rejected by the
-    provider or leaves the reply less room than reserved.
+    The hard limit. A request over it either is rejected by the provider or leaves the reply
+    less room than reserved. The reserve is the request's own output limit when it states one
+    (``max_tokens``: the provider refuses a prompt that leaves less), else, unless set
+    explicitly, fitted to the agent's replies (:meth:`Budget.for_reply`): a quarter more than
+    the longest so far, at least :data:`MIN_REPLY_ROOM`, at most the default (8,192, the
+    model's max output or a quarter of the window, whichever is least).
 ``trigger = min(limit, floor(window * trigger_ratio))``
     Where lossy compaction starts (``window * 0.75`` by default). Capped at the limit,
     so a large reserve on a small window still triggers before the hard limit.
@@ -17,17 +21,23 @@ All three are in the counter's tokens (see :mod:`contextwarden._tokens`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from ._exceptions import ConfigError
 from ._models import ModelInfo, context_window, find_model
 
-__all__ = ["Budget", "BudgetSettings"]
+__all__ = ["Budget", "BudgetSettings", "reply_tokens"]
 
 #: Tokens kept free for the reply by default.
 DEFAULT_RESERVE = 8_192
+#: A reserve fitted to the agent's replies lets the next reply be this much longer than the
+#: longest so far.
+REPLY_MARGIN = 1.25
+#: The least room a reserve fitted to the agent's replies keeps.
+MIN_REPLY_ROOM = 1_024
 #: The most a target ratio is raised to keep ``min_target`` tokens on a small window: a cut
 #: still leaves room for many calls before the next one.
 RAISED_TARGET_RATIO = 0.4
@@ -80,6 +90,8 @@ class Budget:
     reserve: int = DEFAULT_RESERVE
     trigger_ratio: float = 0.75
     target_ratio: float = 0.5
+    #: the reserve is a default, which :meth:`for_reply` may fit to the agent's replies
+    fits_replies: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_int("window", self.window, 1)
@@ -131,10 +143,13 @@ class Budget:
             info = find_model(model, overrides) if model is not None else None
             if info is not None:
                 reserve = min(reserve, info.max_output_tokens)
+            fits = True
+        else:
+            fits = False
         if min_target > 0:
             raised = min(RAISED_TARGET_RATIO, min_target / size, trigger_ratio)
             target_ratio = max(target_ratio, raised)
-        return cls(size, reserve, trigger_ratio, target_ratio)
+        return cls(size, reserve, trigger_ratio, target_ratio, fits)
 
     @classmethod
     def for_config(
@@ -171,6 +186,26 @@ class Budget:
             min_target=config.min_target_tokens,
         )
 
+    def for_reply(self, longest: int, max_tokens: int | None = None) -> Budget:
+        """This budget with the reserve the next reply needs.
+
+        ``max_tokens``: the output limit the request gives the provider, which refuses a
+        prompt that leaves less room (Anthropic's "input length and max_tokens exceed context
+        limit", OpenAI's "maximum context length"); it is the reserve, or raises an explicit
+        one, up to half the window. Without it, a default reserve (:attr:`fits_replies`) is
+        fitted to ``longest``, the longest reply of the conversation so far (0: none yet):
+        :data:`REPLY_MARGIN` times it, at least :data:`MIN_REPLY_ROOM`, at most the default.
+        A request that leaves the agent's replies the room they have needed is not cut for
+        want of more; an explicit reserve is kept as it is."""
+        if max_tokens is not None and max_tokens > 0:
+            room = max_tokens if self.fits_replies else max(self.reserve, max_tokens)
+            room = min(room, self.window // 2)
+        elif self.fits_replies and longest > 0:
+            room = min(self.reserve, max(MIN_REPLY_ROOM, math.ceil(longest * REPLY_MARGIN)))
+        else:
+            return self
+        return self if room == self.reserve else replace(self, reserve=room)
+
     @property
     def limit(self) -> int:
         """The hard limit: ``window - reserve``."""
@@ -205,6 +240,25 @@ class Budget:
     def excess(self, tokens: int) -> int:
         """Tokens to remove to reach the target (0 when already at or below it)."""
         return max(0, _tokens(tokens) - self.target)
+
+
+def reply_tokens(counted: int, usage: Mapping[str, Any] | None) -> int:
+    """The room a reply took in the window: ``counted``, its tokens as the history holds it, or
+    its recorded output when larger (reasoning the history does not keep: Anthropic and
+    OpenAI ``output_tokens``, ``completion_tokens``, pi's and Gemini CLI's ``output`` plus
+    ``thoughts``)."""
+    if not isinstance(usage, Mapping):
+        return counted
+    out = 0
+    for key in ("output_tokens", "completion_tokens", "output"):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out = value
+            break
+    thoughts = usage.get("thoughts")
+    if isinstance(thoughts, int) and not isinstance(thoughts, bool):
+        out += thoughts
+    return max(counted, out)
 
 
 def _tokens(tokens: int) -> int:

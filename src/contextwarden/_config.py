@@ -161,7 +161,9 @@ class WardenConfig(BaseModel):
         8_192,
         ge=0,
         description="Tokens reserved for the model's output. Left unset, the smallest of 8192, "
-        "a quarter of the window and the model's max output. Default: 8192.",
+        "a quarter of the window and the model's max output, fitted on each call to the "
+        "conversation's replies (a quarter more than the longest so far, at least 1024); a "
+        "request's own max_tokens replaces it (raises a value you set). Default: 8192.",
     )
     trigger_ratio: float = Field(
         0.75,

@@ -38,7 +38,7 @@ def plot_replay(
     """Draw ``report`` as a PNG at ``path`` (parent folders are created); returns the path.
 
     Top panel: tokens sent per call without contextwarden (grey) and with it (blue); the
-    window (red), the limit (window minus the output reserve, dashed) and the trigger
+    window (red), the limit (window minus the reply's reserve, per call, dashed) and the trigger
     (dotted); calls where a compaction ran, and those where old tool results were masked or
     old thinking stripped, are marked. The title gives the cumulative saving.
     Bottom panel (when the model has a price): the cumulative billed input cost without and
@@ -70,16 +70,20 @@ def plot_replay(
     ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
     ax.plot(calls, with_, color="#1f77b4", linewidth=2.2, label="with contextwarden")
     ax.axhline(report.window, color="#d62728", linewidth=1.6, label=f"window ({report.window:,})")
-    same = report.trigger == report.limit  # one line, not two drawn on top of each other
-    ax.axhline(
-        report.limit,
+    limits = [c.limit or report.limit for c in report.calls]
+    # one line, not two drawn on top of each other
+    same = all(limit == report.trigger for limit in limits)
+    ax.step(
+        calls,
+        limits,
+        where="mid",
         color="#d62728",
         linewidth=1,
         linestyle="--",
         alpha=0.7,
         label=f"limit (window - output reserve) = compaction trigger ({report.limit:,})"
         if same
-        else f"limit: window - output reserve ({report.limit:,})",
+        else f"limit: window - reply reserve ({report.limit:,} at the end)",
     )
     if not same:
         ax.axhline(
@@ -169,18 +173,25 @@ def _money_panel(ax: Any, report: ReplayReport, calls: list[int]) -> None:
     ax.plot(calls, bill_with, color="#1f77b4", linewidth=2.2, label="with contextwarden")
     saved = t.billed_saved_ratio or 0.0
     verb = f"{saved:.0%} saved" if saved >= 0 else f"{-saved:.0%} dearer"
+    if t.not_payable_without and t.payable_billed_cost_without is not None:
+        # the saving is stated on the calls the baseline could pay, not on these totals
+        verb += (
+            f" on the {t.calls - t.not_payable_without} payable calls: "
+            f"\\${t.payable_billed_cost_without:,.4f} -> "
+            f"\\${t.billed_cost_with_on_payable or 0:,.4f}"
+        )
     p = report.cache_pricing
     # Dollars escaped: a bare "$" starts matplotlib's mathtext.
     rates = f"read \\${p.read_per_mtok:g}/M, write \\${p.write_per_mtok:g}/M" if p else ""
     listed = (
-        f"; list price \\${t.cost_without:,.2f} -> \\${t.cost_with:,.2f}"
+        f"list price \\${t.cost_without:,.2f} -> \\${t.cost_with:,.2f}; "
         if t.cost_without is not None and t.cost_with is not None
         else ""
     )
     ax.set_title(
         f"Billed input cost, cache-aware: \\${t.billed_cost_without or 0:,.4f} -> "
-        f"\\${t.billed_cost_with or 0:,.4f} ({verb}){listed}\n"
-        f"{rates}; cache hit ratio {t.cache_hit_ratio_without:.0%} without, "
+        f"\\${t.billed_cost_with or 0:,.4f} ({verb})\n"
+        f"{listed}{rates}; cache hit ratio {t.cache_hit_ratio_without:.0%} without, "
         f"{t.cache_hit_ratio_with:.0%} with",
         fontsize=10,
     )

@@ -26,10 +26,16 @@ recorded history on every call: the agent's own compactions (``compactions``: Cl
 call *k* is billed for the summary and what followed it. Where the recording has the
 provider's usage for a call (Claude Code, pi, Codex, Gemini CLI, Cline, OpenHands), that call's
 recorded bill is reported too; when every call has it, the recorded bill is the baseline and
-contextwarden's bill is that bill plus the difference it makes to the estimated bill. A baseline call larger than the window could not have been sent:
-it is marked *not payable* and left out of the payable baseline; the saving is stated against
-the payable baseline, on the calls it covers. :attr:`ReplayTotals.baseline` says which
-baseline a report used.
+contextwarden's bill is that bill plus the difference it makes to the estimated bill.
+
+A baseline call that does not fit the window could not have been sent as recorded: it is
+marked *not payable* and left out of the payable baseline; the saving is stated against the
+payable baseline, on the calls it covers. Both sides are held to one rule of fit: the prompt
+leaves the reply the room the agent's replies have needed, as the warden's reserve is fitted
+(:meth:`~contextwarden.Budget.for_reply`: a quarter more than the longest reply so far, at
+least 1,024 tokens, at most the default reserve); the baseline's own reply counts among
+them, so a request the warden would cut for want of room is never billed to the baseline.
+:attr:`ReplayTotals.baseline` says which baseline a report used.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ._billing import CachePricing, CallBill, PromptRequest, bill_after
-from ._budget import Budget
+from ._budget import Budget, reply_tokens
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
@@ -115,9 +121,11 @@ class ReplayCall:
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request is larger than the window (by its recorded size when every call
-    has one, else by ``tokens_without``): the provider would have refused it, so it is not
-    billed. ``recorded_*``: the provider usage the recording states for this call
+    when the baseline request (by its recorded size when every call has one, else by
+    ``tokens_without``) does not leave its reply the room the warden's own requests leave
+    (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
+    the provider would have refused it or cut the reply short, so it is not billed. ``limit``:
+    the hard limit the warden kept to on this call (the window less the reply's reserve). ``recorded_*``: the provider usage the recording states for this call
     (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
     prices, ``None`` when the recording has none.
     """
@@ -146,6 +154,7 @@ class ReplayCall:
     at: float | None = None
     tokens_full: int = 0
     payable: bool = True
+    limit: int = 0
     recorded_input: int | None = None
     recorded_cached: int | None = None
     recorded_written: int | None = None
@@ -219,7 +228,9 @@ class ReplayTotals:
 @dataclass(frozen=True)
 class ReplayReport:
     """A replay: every call, the totals, and what it ran against (``pricing``: whose cache
-    prices billed it, ``cache_pricing`` the prices themselves, ``None`` when unknown)."""
+    prices billed it, ``cache_pricing`` the prices themselves, ``None`` when unknown).
+    ``limit`` is the hard limit at the last call (each call's is :attr:`ReplayCall.limit`:
+    the reserve is fitted to the replies as they come)."""
 
     calls: tuple[ReplayCall, ...]
     totals: ReplayTotals
@@ -406,6 +417,7 @@ def iter_replay(
     # Sizes as recorded decide what fits when every call has them (the recorded baseline);
     # otherwise our estimates do, so that both sides of the comparison count alike.
     by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
+    longest = 0  # the longest reply so far, this call's included (the baseline's reserve)
     previous_without: PromptRequest | None = None
     previous_with: PromptRequest | None = None
     total_without = total_with = 0
@@ -414,6 +426,7 @@ def iter_replay(
         if message.role != "assistant":
             continue
         call += 1
+        longest = max(longest, reply_tokens(counter.count_message(message), message.usage))
         context = messages[:index]
         at = _call_time(context, message)
         before = _summaries(warden)
@@ -459,8 +472,11 @@ def iter_replay(
             at=at,
             tokens_full=result.tokens_before,
             payable=_payable(
-                tokens_sent, recorded_usage(message.usage) if by_record else None, budget.window
+                tokens_sent,
+                recorded_usage(message.usage) if by_record else None,
+                budget.for_reply(longest),
             ),
+            limit=result.budget.limit if result.budget is not None else budget.limit,
             **_recorded(message, prices),
         )
 
@@ -524,10 +540,11 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
     return total, cached or 0, 0
 
 
-def _payable(estimated: int, recorded: tuple[int, int, int] | None, window: int) -> bool:
-    """Whether the agent's request fits ``window``: by its recorded size when given (the
-    provider's own count), else by our estimate."""
-    return (recorded[0] if recorded is not None else estimated) <= window
+def _payable(estimated: int, recorded: tuple[int, int, int] | None, budget: Budget) -> bool:
+    """Whether the agent's request fits the window with the room its reply needs (``budget``,
+    fitted to the replies up to this call's): by its recorded size when given (the provider's
+    own count), else by our estimate."""
+    return (recorded[0] if recorded is not None else estimated) <= budget.limit
 
 
 def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
@@ -644,7 +661,7 @@ def replay(
         totals=totals,
         model=model,
         window=budget.window,
-        limit=budget.limit,
+        limit=calls[-1].limit if calls else budget.limit,
         trigger=budget.trigger,
         provider=provider,
         input_price_per_mtok=info.input_price_per_mtok if info is not None else None,

@@ -192,6 +192,7 @@ class Warden:
         conversation: str | None = None,
         now: float | None = None,
         summarizer: Any = None,
+        max_tokens: int | None = None,
     ) -> TransformResult:
         """The request to send now for the history ``messages`` (see the module docstring).
 
@@ -203,12 +204,17 @@ class Warden:
         names the conversation explicitly; ``now`` is the call's time in epoch seconds (default:
         the clock), which tells whether the provider's cache has gone cold. ``summarizer``
         writes this call's summary, if it compacts, instead of the configured one (a proxy
-        passes one that asks its upstream with the calling client's credentials). Raises
+        passes one that asks its upstream with the calling client's credentials).
+        ``max_tokens``: the output limit the request gives the provider, which refuses a prompt
+        that leaves the reply less; it replaces the reserve a default budget fits to the
+        conversation's replies (see :meth:`~contextwarden.Budget.for_reply`). Raises
         :class:`~contextwarden.FormatError` naming the index of an item that is not a
         :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
-        call = self._begin(messages, model, window, system, tools, conversation, focus, summarizer)
+        call = self._begin(
+            messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
+        )
         with call.conv.lock:
             return self._run(call, now, force_compact, allow_compaction, self.compactor)
 
@@ -235,10 +241,13 @@ class Warden:
         conversation: str | None = None,
         now: float | None = None,
         summarizer: Any = None,
+        max_tokens: int | None = None,
     ) -> TransformResult:
         """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
         when it has one (else runs ``compact`` in a worker thread)."""
-        call = self._begin(messages, model, window, system, tools, conversation, focus, summarizer)
+        call = self._begin(
+            messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
+        )
         lock = call.conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
@@ -288,6 +297,7 @@ class Warden:
         conversation: str | None,
         focus: str | None = None,
         summarizer: Any = None,
+        max_tokens: int | None = None,
     ) -> Call:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise FormatError(
@@ -297,6 +307,10 @@ class Warden:
             raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
         if conversation is not None and not isinstance(conversation, str):
             raise ConfigError(f"conversation must be a str id, got {type(conversation).__name__}")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
         resolve = self._resolve
         tools_list, tools_key = resolve.tools(tools)
         counter = resolve.counter_for(model)
@@ -317,6 +331,7 @@ class Warden:
             focus=focus,
             summarizer=summarizer,
             summary_calls=self._summary_calls(summarizer),
+            max_tokens=max_tokens,
         )
 
     def _summary_calls(self, summarizer: Any) -> int:
@@ -446,6 +461,7 @@ class Warden:
         conversation: str | None = None,
         now: float | None = None,
         summarizer: Any = None,
+        max_tokens: int | None = None,
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
         result = self.transform(
@@ -456,6 +472,7 @@ class Warden:
             conversation=conversation,
             now=now,
             summarizer=summarizer,
+            max_tokens=max_tokens,
         )
         # the proxy's reader (an ImagedList) only serialises what it gets: no copies for it
         shared = type(messages) is ImagedList
@@ -473,6 +490,7 @@ class Warden:
         now: float | None = None,
         cache_breakpoints: bool = False,
         summarizer: Any = None,
+        max_tokens: int | None = None,
     ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
         """Anthropic Messages in (``system`` as the API takes it: a string or blocks), the
         same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
@@ -486,6 +504,7 @@ class Warden:
             conversation=conversation,
             now=now,
             summarizer=summarizer,
+            max_tokens=max_tokens,
         )
         shared = type(messages) is ImagedList  # see transform_openai
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from contextwarden import Warden
+from contextwarden._budget import reply_tokens
 from contextwarden._tokens import get_counter
 from contextwarden._transcripts import load_transcript
 from contextwarden.cli import app
@@ -55,17 +56,25 @@ def test_inspect_reserve_larger_than_window_is_one_line(openai_file: Path) -> No
 @pytest.mark.parametrize("window", [1_000, 8_000, 32_000, 200_000])
 def test_inspect_shows_the_budget_the_warden_uses(openai_file: Path, window: int) -> None:
     """A small window is accepted (the default reserve shrinks to fit), and the limit and
-    trigger shown are the warden's own, so inspect and replay agree."""
+    trigger shown are the warden's own for the next call: the reserve fitted to the session's
+    replies, so inspect and replay agree."""
     result = runner.invoke(
         app, ["inspect", str(openai_file), "--model", "deepseek-chat", "-w", str(window)]
     )
     assert result.exit_code == 0, result.output
-    budget = Warden().budget_for("deepseek-chat", window)
-    assert budget is not None
+    default = Warden().budget_for("deepseek-chat", window)
+    assert default is not None
+    counter = get_counter("deepseek-chat")
+    longest = max(
+        reply_tokens(counter.count_message(m), m.usage)
+        for m in load_transcript(openai_file).messages
+        if m.role == "assistant"
+    )
+    budget = default.for_reply(longest)
     assert f"limit : {budget.limit:,}" in result.stdout
     assert f"trigger | {budget.trigger:,}" in result.stdout
-    if window == 32_000:
-        assert budget.limit == 24_000  # what replay reports at this window
+    if window == 32_000:  # a quarter of the window by default; these replies need less
+        assert default.limit == 24_000 < budget.limit
 
 
 def test_inspect_at_32k_agrees_with_replay(openai_file: Path) -> None:

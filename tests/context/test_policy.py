@@ -156,3 +156,43 @@ def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
         return len(steps)
 
     assert first_compaction(FakeSummarizer()) > first_compaction(None) + 5
+
+
+def steps(window: int, model: str, **options: Any) -> list[tuple[int, int, bool, Any]]:
+    """``(tokens before, tokens sent, compacted, budget)`` per call of a growing history run
+    with the default config at ``window``."""
+    warden = Warden()
+    out = []
+    for history in openai_steps("Fix the failing test in tests/test_io.py", 40):
+        _, result = warden.transform_openai(history, model=model, window=window, **options)
+        out.append(
+            (
+                result.tokens_before,
+                result.tokens_after,
+                result.compaction is not None,
+                result.budget,
+            )
+        )
+    return out
+
+
+def test_a_request_that_leaves_the_replies_their_room_is_not_cut_for_a_larger_reserve() -> None:
+    """The default reserve at 32k is a quarter of the window (8,000 tokens), but this agent's
+    replies (writing a file at most) take under 1,600: the reserve is fitted to them (a
+    quarter more than the longest), and at 2% cache reads the requests go whole up to that limit, not the default one. A request
+    that states its output limit (``max_tokens``) keeps that room instead."""
+    default = Warden().budget_for("deepseek-v4-flash", 32_000)
+    assert default is not None and default.limit == default.trigger == 24_000
+    calls = steps(32_000, "deepseek-v4-flash")
+    cut = next(i for i, c in enumerate(calls) if c[2])
+    fitted = calls[cut][3]
+    assert 1_024 <= fitted.reserve <= 2_000 and fitted.limit == 32_000 - fitted.reserve
+    assert calls[cut - 1][0] > default.limit  # sent whole past the default limit
+    assert all(sent == before for before, sent, _, _ in calls[:cut])
+    assert calls[cut - 1][0] <= fitted.limit < calls[cut][0]  # cut where the room runs out
+    # the request's own output limit: the reserve it asks for
+    asked = steps(32_000, "deepseek-v4-flash", max_tokens=6_000)
+    cut = next(i for i, c in enumerate(asked) if c[2])
+    assert asked[cut][3].limit == 26_000
+    assert asked[cut - 1][0] <= 26_000 < asked[cut][0]
+    assert all(budget.limit == 26_000 for *_, budget in asked)

@@ -237,7 +237,11 @@ def test_the_recall_tool_reads_back_what_the_request_shortened() -> None:
     reads = 30
     steps = [*(step(k, False) for k in range(reads))]
     model = ScriptedModel([*steps, ModelStep.respond(recall_step), ModelStep.respond(quote_step)])
-    warden_filter = input_filter(model="gpt-4o", window=2 * WINDOW)  # room for the answer
+    # room for the answer: an explicit reserve cuts at 24k of 32k (fitted to these short
+    # replies, the reserve would let the request wait to 31k, leaving the answer 1k tokens)
+    warden_filter = input_filter(
+        model="gpt-4o", window=2 * WINDOW, config=WardenConfig(reserve_tokens=8_000)
+    )
     agent = Agent(
         name="coder",
         instructions="You are a coding agent.",

@@ -67,8 +67,17 @@ class StubWarden:
         model: str | None = None,
         window: int | None = None,
         tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
     ) -> tuple[list[dict[str, Any]], StubResult]:
-        self.calls.append({"api": "openai", "model": model, "window": window, "tools": tools})
+        self.calls.append(
+            {
+                "api": "openai",
+                "model": model,
+                "window": window,
+                "tools": tools,
+                "max_tokens": max_tokens,
+            }
+        )
         self._check(messages, model, window)
         out = messages if len(messages) <= self.keep + 1 else [messages[0], *messages[-self.keep :]]
         compaction = (
@@ -86,9 +95,17 @@ class StubWarden:
         model: str | None = None,
         window: int | None = None,
         tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
     ) -> tuple[Any, list[dict[str, Any]], StubResult]:
         self.calls.append(
-            {"api": "anthropic", "model": model, "window": window, "tools": tools, "system": system}
+            {
+                "api": "anthropic",
+                "model": model,
+                "window": window,
+                "tools": tools,
+                "system": system,
+                "max_tokens": max_tokens,
+            }
         )
         self._check(messages, model, window)
         out = messages if len(messages) <= self.keep else messages[-self.keep :]

@@ -18,7 +18,7 @@ from formats.providers import anthropic_requests
 from formats.test_cache_control import HOUR, _places, api_problems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from proxy_doubles import StartProxy, StubResult, StubWarden
+from proxy_doubles import StartProxy, StubResult, StubWarden, agent_history
 
 from contextwarden._compaction import Compactor
 from contextwarden._models import context_window
@@ -29,7 +29,7 @@ from contextwarden.formats import (
     validate_anthropic,
     validate_openai,
 )
-from contextwarden.proxy.transform import effective_window, transform_body
+from contextwarden.proxy.transform import effective_window, reply_limit, transform_body
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -556,3 +556,41 @@ def test_the_proxy_marks_what_the_warden_marks(
         assert (sent["system"], sent["messages"]) == (want_system, want)
         stable_marks += out.cache_breakpoints == 3
     assert stable_marks > 0  # the stable end was marked apart from the newest at least once
+
+
+# -- the reply's room ------------------------------------------------------------------------------
+def _agent_loop(steps: int, **extra: Any) -> Any:
+    """An agent's calls through transform_body at a 32k cap, one per tool result; the last
+    outcome (DeepSeek's prices: a cut waits for the hard limit)."""
+    warden = Warden()
+    history = agent_history("Fix the failing test in tests/test_io.py", steps)
+    out = None
+    for k in range(3, len(history) + 1):
+        if history[k - 1]["role"] != "tool":
+            continue
+        body = {"model": "deepseek-v4-flash", "messages": history[:k], **extra}
+        out = transform_body(warden, "openai", json.dumps(body).encode(), window_cap=32_000)
+    assert out is not None and out.tokens_after is not None and out.tokens_before is not None
+    return out
+
+
+@pytest.mark.parametrize("key", ["max_tokens", "max_completion_tokens"])
+def test_a_request_keeps_the_room_its_output_limit_asks_for(key: str) -> None:
+    """28.7k tokens go whole in a 32k window when the agent's replies have needed little room
+    (the reserve is fitted to them); a request that asks for 6,000 output tokens, which the
+    provider would refuse over 26k, is cut to leave them."""
+    whole = _agent_loop(28)
+    assert whole.tokens_after == whole.tokens_before > 28_000
+    asked = _agent_loop(28, **{key: 6_000})
+    assert asked.tokens_before == whole.tokens_before
+    assert asked.tokens_after + 6_000 <= 32_000
+
+
+def test_the_output_limit_is_read_where_each_api_gives_it() -> None:
+    assert reply_limit({"max_tokens": 64}, "anthropic") == 64
+    assert reply_limit({"max_completion_tokens": 500, "max_tokens": 64}, "openai") == 500
+    assert reply_limit({"max_output_tokens": 900, "max_tokens": 64}, "responses") == 900
+    # none, or one the provider will refuse itself: no reserve from it
+    for bad in ({}, {"max_tokens": 0}, {"max_tokens": True}, {"max_tokens": "64"}):
+        assert reply_limit(bad, "anthropic") is None
+    assert reply_limit({"max_completion_tokens": None, "max_tokens": 64}, "openai") == 64

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._breakdown import token_breakdown
-from .._budget import Budget
+from .._budget import Budget, reply_tokens
 from .._messages import Message
 from .._model_overrides import registry_for
 from .._tokens import get_counter
@@ -106,12 +106,23 @@ def inspect(
         largest.add_row(str(i), m.role, f"{tokens:,}", pct(tokens, b.total), preview)
     out.print(largest)
 
+    # the reserve the next call keeps: fitted to the replies so far, as the warden fits it
+    longest = max(
+        (
+            reply_tokens(b.per_message[i], m.usage)
+            for i, m in enumerate(transcript.messages)
+            if m.role == "assistant"
+        ),
+        default=0,
+    )
+    budget = budget.for_reply(longest)
     out.print(f"[bold]Budget[/bold] ({name or 'given window'}, window {size:,} tokens)")
     out.print(budget_bar(b.total, budget))
     out.print(
         f"used {b.total:,} tokens ({pct(b.total, size)} of the window); "
         f"trigger | {budget.trigger:,} ({cfg.trigger_ratio:.0%}); "
-        f"limit : {budget.limit:,} (window - {budget.reserve:,} reserved for output)"
+        f"limit : {budget.limit:,} (window - {budget.reserve:,} reserved for the reply"
+        + (", fitted to the longest so far)" if budget.fits_replies and longest else ")")
     )
     if b.total > budget.limit:
         again = f"contextwarden replay {file} --model {name}" + (

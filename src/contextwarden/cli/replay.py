@@ -239,8 +239,8 @@ def baseline_line(report: ReplayReport) -> str:
         line += "; contextwarden's bill: the recorded one plus the difference it makes"
     if t.not_payable_without:
         line += (
-            f"; {t.not_payable_without:,} of its calls exceed the {report.window:,}-token window: "
-            "not payable, left out of the baseline"
+            f"; {t.not_payable_without:,} of its calls do not fit the {report.window:,}-token "
+            "window with room for their reply: not payable, left out of the baseline"
         )
     return line
 

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._budget import reply_tokens
 from .._config import WardenConfig
 from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Edit, EditReason, Source, apply
@@ -90,6 +91,8 @@ class Call:
     summarizer: Any = None
     #: the summarizer calls a compaction would pay for now (0 with the embedded summarizer)
     summary_calls: int = 0
+    #: the output limit the request gives the provider (its ``max_tokens``), if any
+    max_tokens: int | None = None
     events: list[Event] = field(default_factory=list)
     compactor_events: list[Event] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
@@ -149,6 +152,7 @@ class Conversation:
         self.touched = -1  # the last history position an edit changed or removed
         self.anchored = -1  # the last position an edit's inserted message stands before
         self.results: list[int] = []  # history positions holding tool results, in order
+        self.longest_reply = 0  # the room the longest assistant message took (reply_tokens)
         self.thinking: list[int] = []  # history positions of assistant messages with thinking
         self.last_user = -1
         self.masked: dict[tuple[int, tuple[str, ...]], Message] = {}
@@ -277,6 +281,10 @@ class Conversation:
         call.new_start = len(self.view)
         self._append(call, len(self.inputs), len(call.messages))
         budget = ctx.budget
+        if budget is not None:  # the reserve the next reply needs, from the replies so far
+            budget = budget.for_reply(self.longest_reply, call.max_tokens)
+            if budget is not ctx.budget:
+                ctx = call.ctx = replace(ctx, budget=budget)
         cold = (
             call.rates.caching
             and call.rates.ttl_s is not None
@@ -340,8 +348,10 @@ class Conversation:
                 self.names.append(())
                 if role == "user":
                     self.last_user = i
-            if thinking and role == "assistant":
-                self.thinking.append(i)
+            if role == "assistant":
+                if thinking:
+                    self.thinking.append(i)
+                self.longest_reply = max(self.longest_reply, reply_tokens(tokens, m.usage))
             entry = m if unchanged_next(self.repair, m) else self._repair(call, i, m)
             if entry is not None and entry.role == "tool":
                 entry = self._answered(call, i, entry)

@@ -34,7 +34,14 @@ from .forward import forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Rounds
 from .stats import RequestRecord
-from .transform import BodyOutcome, effective_window, lone_surrogate, ran, surrogate_outcome
+from .transform import (
+    BodyOutcome,
+    effective_window,
+    lone_surrogate,
+    ran,
+    reply_limit,
+    surrogate_outcome,
+)
 
 __all__ = ["RESPONSES_PATHS", "responses_endpoint", "transform_responses_body"]
 
@@ -94,7 +101,12 @@ def transform_responses_body(
     try:
         messages = from_responses(items, instructions=instructions)
         window = effective_window(model, window_cap, window_override, models)
-        extra = {"summarizer": summarizer_for(model)} if summarizer_for is not None else {}
+        extra: dict[str, Any] = {}
+        if summarizer_for is not None:
+            extra["summarizer"] = summarizer_for(model)
+        limit = reply_limit(body, "responses")
+        if limit is not None:
+            extra["max_tokens"] = limit
         try:
             result = warden.transform(messages, model=model, window=window, tools=tools, **extra)
         except UnknownModelError as exc:

@@ -46,6 +46,7 @@ __all__ = [
     "effective_window",
     "load_body",
     "ran",
+    "reply_limit",
     "transform_body",
 ]
 
@@ -109,7 +110,9 @@ class TransformResultLike(Protocol):
 class BodyWarden(Protocol):
     """What the proxy needs from a warden (``contextwarden.Warden`` fits). It must only read the
     ``messages``, ``system`` and ``tools`` it is given: the proxy gives the messages a
-    conversation's previous request had to the next one as they were parsed (not again)."""
+    conversation's previous request had to the next one as they were parsed (not again). A
+    request that states the reply's output limit is run with ``max_tokens=`` as well, and a
+    compaction with the upstream's summarizer with ``summarizer=``."""
 
     def transform_openai(
         self,
@@ -181,6 +184,28 @@ def effective_window(
     return min(known, cap) if known else cap
 
 
+#: Where each API's request gives the reply's output limit, in the order a server reads them.
+REPLY_LIMIT_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("max_completion_tokens", "max_tokens"),
+    "anthropic": ("max_tokens",),
+    "responses": ("max_output_tokens",),
+}
+
+
+def reply_limit(body: Mapping[str, Any], api: str) -> int | None:
+    """The output limit the request ``body`` of ``api`` gives the provider (its
+    :data:`REPLY_LIMIT_KEYS`), or None when it gives none that is a whole number above 0
+    (the provider answers a bad one itself)."""
+    for key in REPLY_LIMIT_KEYS[api]:
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return None
+    return None
+
+
 def transform_body(
     warden: BodyWarden,
     api: Api,
@@ -230,11 +255,17 @@ def transform_body(
         return surrogate_outcome(raw, model, stream)
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
+    limit = reply_limit(body, api)
     warning: str | None = None
 
     def run(model: str | None, window: int | None) -> tuple[Any, list[dict[str, Any]], Any]:
-        # only a warden that is asked to use another summarizer needs to accept the keyword
-        extra = {"summarizer": summarizer_for(model)} if summarizer_for is not None else {}
+        # only a warden that is asked to use another summarizer (or told the reply's limit)
+        # needs to accept the keyword
+        extra: dict[str, Any] = {}
+        if summarizer_for is not None:
+            extra["summarizer"] = summarizer_for(model)
+        if limit is not None:
+            extra["max_tokens"] = limit
         if api == "openai":
             out, result = warden.transform_openai(
                 messages, model=model, window=window, tools=tools, **extra
