@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from contextwarden import Warden, count_tokens
+from contextwarden import Warden, WardenConfig, count_tokens
 from contextwarden.formats import from_responses
 from contextwarden.proxy.responses import transform_responses_body
 from contextwarden.recall import recall_tool
@@ -230,17 +230,18 @@ def test_what_cannot_be_read_is_forwarded_unchanged(body: bytes, skipped: str) -
 
 
 def test_a_request_keeps_the_room_its_max_output_tokens_asks_for() -> None:
-    """A Codex-like loop at a 32k cap (DeepSeek's prices: a cut waits for the hard limit):
-    without ``max_output_tokens`` the input goes past 26k, the reserve fitted to the short
-    replies; asking for 6,000 output tokens, every input leaves them."""
+    """A Codex-like loop on a model whose own window is 32k (DeepSeek's prices: a cut waits
+    for the hard limit): without ``max_output_tokens`` the input goes past 26k, the reserve
+    fitted to the short replies; asking for 6,000 output tokens, every input leaves them."""
     items = long_items(40)
 
     def loop(**extra: Any) -> list[int]:
-        warden = Warden()
+        warden = Warden(WardenConfig(context_window=32_000))
         sent = []
         for k in range(3, len(items) + 1, 2):  # the task, then each call and its output
             body = {"model": "deepseek-v4-flash", "input": items[:k], **extra}
-            out = transform_responses_body(warden, json.dumps(body).encode(), window_cap=32_000)
+            raw = json.dumps(body).encode()
+            out = transform_responses_body(warden, raw, window_override=32_000)
             assert out.tokens_after is not None
             sent.append(out.tokens_after)
         return sent

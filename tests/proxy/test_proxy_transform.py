@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from proxy_doubles import StartProxy, StubResult, StubWarden, agent_history
 
 from contextwarden._compaction import Compactor
+from contextwarden._config import WardenConfig
 from contextwarden._models import context_window
 from contextwarden._warden import Warden
 from contextwarden.formats import (
@@ -29,7 +30,12 @@ from contextwarden.formats import (
     validate_anthropic,
     validate_openai,
 )
-from contextwarden.proxy.transform import effective_window, reply_limit, transform_body
+from contextwarden.proxy.transform import (
+    effective_window,
+    reply_limit,
+    reply_room,
+    transform_body,
+)
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -559,17 +565,21 @@ def test_the_proxy_marks_what_the_warden_marks(
 
 
 # -- the reply's room ------------------------------------------------------------------------------
-def _agent_loop(steps: int, **extra: Any) -> Any:
-    """An agent's calls through transform_body at a 32k cap, one per tool result; the last
-    outcome (DeepSeek's prices: a cut waits for the hard limit)."""
-    warden = Warden()
+def _agent_loop(steps: int, cap: int | None = None, **extra: Any) -> Any:
+    """An agent's calls through transform_body, one per tool result, on a model whose own
+    window is 32k (the proxy's ``context_window``), or capped at ``cap`` (``--window``); the
+    last outcome. DeepSeek's prices: a cut waits for the hard limit."""
+    own = None if cap else 32_000
+    warden = Warden(WardenConfig(context_window=own) if own else None)
     history = agent_history("Fix the failing test in tests/test_io.py", steps)
     out = None
     for k in range(3, len(history) + 1):
         if history[k - 1]["role"] != "tool":
             continue
         body = {"model": "deepseek-v4-flash", "messages": history[:k], **extra}
-        out = transform_body(warden, "openai", json.dumps(body).encode(), window_cap=32_000)
+        out = transform_body(
+            warden, "openai", json.dumps(body).encode(), window_cap=cap, window_override=own
+        )
     assert out is not None and out.tokens_after is not None and out.tokens_before is not None
     return out
 
@@ -584,6 +594,20 @@ def test_a_request_keeps_the_room_its_output_limit_asks_for(key: str) -> None:
     asked = _agent_loop(28, **{key: 6_000})
     assert asked.tokens_before == whole.tokens_before
     assert asked.tokens_after + 6_000 <= 32_000
+
+
+def test_under_a_cap_the_output_limit_counts_against_the_models_own_window() -> None:
+    """``--window 32000`` on a model of a 1M window: the provider checks 6,000 output tokens
+    against its 1M, which the capped request leaves anyway; so the request goes as it would
+    without them. 990,000 leave 10,000 in 1M: the capped request keeps 22,000 of its 32k free
+    for them, at most half of it (16,000)."""
+    assert reply_room(6_000, "deepseek-v4-flash", 32_000) is None
+    assert reply_room(990_000, "deepseek-v4-flash", 32_000) == 22_000
+    assert reply_room(6_000, "deepseek-v4-flash", None) == 6_000  # the model's own window
+    assert reply_room(6_000, "no-such-model", 32_000) == 6_000  # unknown: as it is
+    whole = _agent_loop(28, cap=32_000)
+    assert _agent_loop(28, cap=32_000, max_tokens=6_000).tokens_after == whole.tokens_after
+    assert _agent_loop(28, cap=32_000, max_tokens=990_000).tokens_after + 16_000 <= 32_000
 
 
 def test_the_output_limit_is_read_where_each_api_gives_it() -> None:

@@ -40,6 +40,7 @@ from .transform import (
     lone_surrogate,
     ran,
     reply_limit,
+    reply_room,
     surrogate_outcome,
 )
 
@@ -104,7 +105,7 @@ def transform_responses_body(
         extra: dict[str, Any] = {}
         if summarizer_for is not None:
             extra["summarizer"] = summarizer_for(model)
-        limit = reply_limit(body, "responses")
+        limit = reply_room(reply_limit(body, "responses"), model, window, window_override, models)
         if limit is not None:
             extra["max_tokens"] = limit
         try:

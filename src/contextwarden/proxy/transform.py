@@ -47,6 +47,7 @@ __all__ = [
     "load_body",
     "ran",
     "reply_limit",
+    "reply_room",
     "transform_body",
 ]
 
@@ -206,6 +207,30 @@ def reply_limit(body: Mapping[str, Any], api: str) -> int | None:
     return None
 
 
+def reply_room(
+    limit: int | None,
+    model: str | None,
+    window: int | None,
+    override: int | None = None,
+    models: Mapping[str, ModelInfo] | None = None,
+) -> int | None:
+    """The room a request's output ``limit`` (:func:`reply_limit`) asks for in ``window``, the
+    window the warden is given. The provider checks the limit against the model's own window:
+    under a cap (``--window``) smaller than that, the limit asks for less room, and for none
+    once the cap leaves more than it. ``window`` None (the model's own) or a model of unknown
+    window: the limit as it is."""
+    if limit is None or window is None:
+        return limit
+    try:
+        own = context_window(model, override, models) if (model or override) else None
+    except UnknownModelError:
+        own = None
+    if own is None or own <= window:
+        return limit
+    left = limit - (own - window)
+    return left if left > 0 else None
+
+
 def transform_body(
     warden: BodyWarden,
     api: Api,
@@ -255,7 +280,7 @@ def transform_body(
         return surrogate_outcome(raw, model, stream)
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
-    limit = reply_limit(body, api)
+    limit: int | None = None
     warning: str | None = None
 
     def run(model: str | None, window: int | None) -> tuple[Any, list[dict[str, Any]], Any]:
@@ -277,6 +302,7 @@ def transform_body(
 
     try:
         window = effective_window(model, window_cap, window_override, models)
+        limit = reply_room(reply_limit(body, api), model, window, window_override, models)
         try:
             new_system, new_messages, result = run(model, window)
         except UnknownModelError as exc:
