@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import re
 import sys
@@ -452,14 +453,21 @@ def test_real_trajectories_at_four_windows(shared_data: Path) -> None:
         assert fitted >= 2, path.name
 
 
-def test_openhands_250k_token_output_fits_8k_by_truncation(shared_data: Path) -> None:
+def test_openhands_250k_token_output_fits_8k_by_truncation(
+    shared_data: Path, tmp_path: Path
+) -> None:
     from contextwarden._tokens import get_counter
     from contextwarden._transcripts import load_transcript
 
     path = shared_data / "openhands" / "fastjson2-2775.output.jsonl"
     if not path.exists():
         pytest.skip(f"{path} not present")
-    t = load_transcript(path)
+    # the run as an OpenHands set to send observations whole (max_message_chars: none) sends it
+    run = json.loads(path.read_text(encoding="utf-8"))
+    run["metadata"]["llm_config"]["max_message_chars"] = None
+    whole = tmp_path / "output.jsonl"
+    whole.write_text(json.dumps(run) + "\n", encoding="utf-8")
+    t = load_transcript(whole)
     w = Warden(counter=get_counter(t.model))
     r = w.transform(t.messages, model=t.model, window=8_000)
     assert r.tokens_before > 200_000

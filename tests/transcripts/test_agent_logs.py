@@ -518,3 +518,34 @@ def test_a_damaged_first_line_of_an_agent_log_is_skipped_too(
     t = load_transcript(damaged)
     assert t.format == "claude-code" and t.warnings[0].startswith("line 1: not valid JSON")
     assert t.messages == load_transcript(path).messages
+
+
+def test_openhands_observations_are_cut_as_openhands_sends_them(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """The run's ``max_message_chars`` (30,000) cuts a 915,640-character output to its first and
+    last 15,000 characters, as OpenHands sent it: the prompt the provider recorded for the next
+    call grew by as much as the history read here (tool definitions aside, which the file does
+    not count the same way), where the output whole would be 270k tokens."""
+    path = shared_data / "openhands" / "fastjson2-2775.output.jsonl"
+    run = json.loads(path.read_text("utf-8"))
+    t = load_transcript(path)
+    marker = "\n[... Observation truncated due to length ...]\n"
+    cut = [b.content for m in t.messages for b in m.tool_results if marker in str(b.content)]
+    assert len(cut) == t.meta["truncated"] == 2
+    assert all(len(str(c)) == 30_000 + len(marker) for c in cut)
+    longest = max((e.get("content", "") for e in run["history"] if "observation" in e), key=len)
+    assert len(longest) == 915_640 and str(cut[0]) == (
+        longest[:15_000] + marker + longest[-15_000:]
+    )
+    counter = get_counter("gpt-5")
+    replies = [i for i, m in enumerate(t.messages) if m.role == "assistant"]
+    before, after = replies[11], replies[12]  # calls 12 and 13: the output came between them
+    recorded = [t.messages[i].usage["prompt_tokens"] for i in (before, after)]
+    counted = [counter.count_messages(t.messages[:i]) for i in (before, after)]
+    assert abs((recorded[1] - recorded[0]) - (counted[1] - counted[0])) < 200
+    # a run that sets no limit sends it whole
+    whole = {**run, "metadata": {**run["metadata"], "llm_config": {"max_message_chars": None}}}
+    again = load_transcript(write_lines(tmp_path / "o.jsonl", [whole]))
+    assert "truncated" not in again.meta
+    assert any(len(str(b.content)) == 915_640 for m in again.messages for b in m.tool_results)

@@ -18,10 +18,18 @@ messages the way OpenHands' own conversation memory builds its requests:
                                          call whose id is synthesised from the event id
                                          (``oh-<id>``), so the ids are stable across loads
     observation answering a call      -> ``tool`` message (``content``; ``is_error`` for
-                                         ``error`` observations)
+                                         ``error`` observations), cut as OpenHands cuts it
+                                         (below)
     ``error`` observation answering nothing -> ``user`` message (OpenHands reports it so)
     ``finish``                        -> ``assistant`` text (its thought, the model's text or,
                                          when both are empty, the event's message), no call
+
+OpenHands sends an observation longer than ``max_message_chars`` (the run's
+``metadata.llm_config``; 30,000 characters by default, and for a UI export) as its first and
+last halves of that length around a ``[... Observation truncated due to length ...]`` line: the
+observations here are cut the same way, so the history is what the agent sent (a 915,640-
+character output becomes 30,000; the provider's recorded prompt agrees). ``meta["truncated"]``
+counts them.
 
 Observations that answer nothing and are not errors (state changes, recalls) carry nothing for
 the model and are skipped; calls no observation ever answered (the run stopped first) and
@@ -61,6 +69,10 @@ _BOOKKEEPING = frozenset(
     {"thought", "hidden", "confirmation_state", "security_risk", "is_confirmed", "blocking"}
 )
 _META_KEYS = ("instance_id", "metadata", "error", "test_result", "metrics", "instance")
+#: OpenHands' default ``LLMConfig.max_message_chars``: the longest observation it sends whole.
+MAX_MESSAGE_CHARS = 30_000
+#: The line OpenHands puts where it cut an observation's middle out.
+TRUNCATED_LINE = "\n[... Observation truncated due to length ...]\n"
 
 
 def is_openhands(value: Any) -> bool:
@@ -112,14 +124,19 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[T
         meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
         llm = (run.get("metadata") or {}).get("llm_config") or {}
         fallback = llm.get("model") if isinstance(llm.get("model"), str) else None
-        out.append(_events(history, loc, meta, path, fallback, number, len(records)))
+        limit = llm.get("max_message_chars", MAX_MESSAGE_CHARS)
+        if limit is None:  # set to none: OpenHands sends every observation whole
+            limit = -1
+        elif isinstance(limit, bool) or not isinstance(limit, int):
+            limit = MAX_MESSAGE_CHARS
+        out.append(_events(history, loc, meta, path, fallback, number, len(records), limit))
     return out
 
 
 def parse_openhands_events(doc: Any, path: Path, shown: str) -> Transcript:
     """An OpenHands UI trajectory export (a JSON list of events)."""
     loc = Loc(shown)
-    return _events(loc.check(doc, list, "document"), loc, {}, path, None, 1, 1)
+    return _events(loc.check(doc, list, "document"), loc, {}, path, None, 1, 1, MAX_MESSAGE_CHARS)
 
 
 def _events(
@@ -130,8 +147,9 @@ def _events(
     fallback: str | None,
     run: int,
     runs: int,
+    max_chars: int,
 ) -> Transcript:
-    builder = _Builder(loc, meta)
+    builder = _Builder(loc, meta, max_chars)
     for i, event in enumerate(history):
         builder.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
     model = builder.model or fallback
@@ -148,9 +166,10 @@ def _events(
 
 
 class _Builder:
-    def __init__(self, loc: Loc, meta: dict[str, Any]) -> None:
+    def __init__(self, loc: Loc, meta: dict[str, Any], max_chars: int) -> None:
         self.loc = loc
         self.meta = meta
+        self.max_chars = max_chars  # OpenHands' max_message_chars (below 0: no limit)
         self.slots: list[Message | _Turn] = []
         self.turns: dict[str, _Turn] = {}  # model_response id -> its message
         self.synthetic: dict[Any, str] = {}  # action event id -> synthesised call id
@@ -291,7 +310,7 @@ class _Builder:
             call_id = loc.get(tcm, "tool_call_id", str, f"{where}.tool_call_metadata")
         elif ev.get("cause") in self.synthetic:
             call_id = self.synthetic[ev["cause"]]
-        content = loc.opt(ev, "content", str, where) or ""
+        content = self._as_sent(loc.opt(ev, "content", str, where) or "")
         meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
         if call_id is not None:
             result = ToolResultBlock(call_id, content, is_error=kind == "error")
@@ -302,6 +321,15 @@ class _Builder:
             )
         else:
             skipped(self.meta, f"observation {kind!r} answering no call")
+
+    def _as_sent(self, content: str) -> str:
+        """``content`` as OpenHands sends it: whole up to ``max_chars``, else its first and last
+        halves of that length around :data:`TRUNCATED_LINE`."""
+        if self.max_chars < 0 or len(content) <= self.max_chars:
+            return content
+        self.meta["truncated"] = self.meta.get("truncated", 0) + 1
+        half = self.max_chars // 2
+        return content[:half] + TRUNCATED_LINE + content[len(content) - half :]
 
     # -- result ----------------------------------------------------------------------------
     def finish(self) -> tuple[Message, ...]:
