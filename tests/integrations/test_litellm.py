@@ -99,3 +99,22 @@ def test_an_unknown_alias_gets_the_lossless_layers() -> None:
 def test_other_calls_pass_through() -> None:
     data = {"model": "text-embedding-3-small", "input": ["a", "b"]}
     assert call(ContextWardenHook(window=WINDOW), data, "aembedding") is data
+
+
+def test_a_request_keeps_the_room_its_max_tokens_asks_for() -> None:
+    """An agent's calls at a 32k window (DeepSeek's prices: a cut waits for the hard limit):
+    the requests go past 26k while the reserve is fitted to the short replies; with
+    ``max_tokens: 6000`` every request leaves those 6,000 tokens."""
+
+    def loop(**extra: Any) -> list[int]:
+        hook = ContextWardenHook(window=32_000)
+        history = chat(28)
+        sent = []
+        for k in range(4, len(history) + 1, 2):  # system, task, then each call and its result
+            data = {"model": "deepseek-v4-flash", "messages": history[:k], **extra}
+            out = call(hook, data, "acompletion")
+            sent.append(count_tokens(from_openai(out["messages"]), model="deepseek-v4-flash"))
+        return sent
+
+    assert max(loop()) > 26_000
+    assert max(loop(max_tokens=6_000)) + 6_000 <= 32_000

@@ -67,6 +67,7 @@ __all__ = [
     "opaque_payload",
     "opaque_text",
     "render_opaque",
+    "reply_limit",
     "reserved_check",
     "tname",
     "too_deep",
@@ -316,3 +317,25 @@ def opaque_payload(block: Block) -> tuple[str, Mapping[str, Any]] | None:
     if isinstance(block, TextBlock) and block.text != render_opaque(original):
         return None
     return str(extra.get(FORMAT, "")), original
+
+
+#: Where each API's request gives the reply's output limit, in the order a server reads them.
+REPLY_LIMIT_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("max_completion_tokens", "max_tokens"),
+    "anthropic": ("max_tokens",),
+    "responses": ("max_output_tokens",),
+}
+
+
+def reply_limit(body: Mapping[str, Any], api: str) -> int | None:
+    """The output limit the request ``body`` of ``api`` gives the provider (its
+    :data:`REPLY_LIMIT_KEYS`), or None when it gives none that is a whole number above 0
+    (the provider answers a bad one itself)."""
+    for key in REPLY_LIMIT_KEYS[api]:
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return None
+    return None

@@ -22,6 +22,7 @@ from typing import Any
 from .._config import WardenConfig
 from .._exceptions import UnknownModelError
 from .._warden import TransformResult
+from ..formats._common import reply_limit
 from ..formats.openai import from_openai, to_openai
 from ..formats.responses import from_responses, to_responses
 from ._common import hook_warden, require
@@ -63,7 +64,8 @@ class ContextWardenHook(CustomLogger):  # type: ignore[misc]
         model = self._model or (data.get("model") if isinstance(data.get("model"), str) else None)
         tools = data.get("tools") if isinstance(data.get("tools"), list) else None
         if kind in _CHAT_CALLS and isinstance(data.get("messages"), list):
-            result = await self._run(from_openai(data["messages"]), model, tools)
+            limit = reply_limit(data, "openai")
+            result = await self._run(from_openai(data["messages"]), model, tools, limit)
             return {**data, "messages": to_openai(list(result.messages))}
         if (
             kind in _RESPONSES_CALLS
@@ -71,7 +73,7 @@ class ContextWardenHook(CustomLogger):  # type: ignore[misc]
             and data.get("previous_response_id") is None
         ):
             messages = from_responses(data["input"], instructions=data.get("instructions"))
-            result = await self._run(messages, model, None)
+            result = await self._run(messages, model, None, reply_limit(data, "responses"))
             instructions, items = to_responses(list(result.messages))
             out = {**data, "input": items}
             if instructions is not None:
@@ -79,9 +81,14 @@ class ContextWardenHook(CustomLogger):  # type: ignore[misc]
             return out
         return data
 
-    async def _run(self, messages: Any, model: str | None, tools: Any) -> TransformResult:
+    async def _run(
+        self, messages: Any, model: str | None, tools: Any, limit: int | None = None
+    ) -> TransformResult:
+        """``limit``: the request's output limit, the room its reply keeps."""
         try:
-            result = await self.warden.atransform(messages, model=model, tools=tools)
+            result = await self.warden.atransform(
+                messages, model=model, tools=tools, max_tokens=limit
+            )
         except UnknownModelError:
             # A proxy alias the registry does not know: the lossless layers still help.
             result = await self.warden.atransform(messages, tools=tools)

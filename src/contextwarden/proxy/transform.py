@@ -36,6 +36,7 @@ from typing import Any, Literal, Protocol
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
+from ..formats._common import reply_limit
 from ..formats.cache_control import add_counting, count_cache_breakpoints
 
 __all__ = [
@@ -183,28 +184,6 @@ def effective_window(
     except UnknownModelError:
         known = None
     return min(known, cap) if known else cap
-
-
-#: Where each API's request gives the reply's output limit, in the order a server reads them.
-REPLY_LIMIT_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("max_completion_tokens", "max_tokens"),
-    "anthropic": ("max_tokens",),
-    "responses": ("max_output_tokens",),
-}
-
-
-def reply_limit(body: Mapping[str, Any], api: str) -> int | None:
-    """The output limit the request ``body`` of ``api`` gives the provider (its
-    :data:`REPLY_LIMIT_KEYS`), or None when it gives none that is a whole number above 0
-    (the provider answers a bad one itself)."""
-    for key in REPLY_LIMIT_KEYS[api]:
-        value = body.get(key)
-        if value is None:
-            continue
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        return None
-    return None
 
 
 def reply_room(
