@@ -170,7 +170,10 @@ def test_the_override_wins_and_is_validated() -> None:
 def test_known_windows_of_each_provider() -> None:
     assert context_window("gpt-4o") == 128_000
     assert context_window("gpt-4.1") == 1_047_576
-    assert context_window("gpt-5") == 400_000
+    # GPT-5's 400k keep 128k for the output: the API takes at most 272k of input
+    assert context_window("gpt-5") == context_window("gpt-5-codex") == 272_000
+    assert context_window("gpt-5.2") == 272_000  # from the catalog's 400k, the same rule
+    assert context_window("gpt-5-pro") == 128_000  # 272k of its 400k for the output
     assert context_window("claude-sonnet-4-5") == 200_000
     assert context_window("gemini-2.5-pro") == 1_048_576
     assert context_window("deepseek-chat") == 128_000
@@ -185,7 +188,10 @@ def test_registry_is_consistent() -> None:
     assert known_models() == sorted(known_models())
     for name, info in _BUILTIN.items():
         assert name == info.name == name.lower()
-        assert info.max_output_tokens <= info.context_window, name
+        # the window is the most input a request may hold; it holds the output too, but for
+        # gpt-5-pro, whose 272k of output come on top of its 128k of input (400k in all)
+        if name != "gpt-5-pro":
+            assert info.max_output_tokens <= info.context_window, name
         if info.provider in ("openai", "anthropic", "google", "deepseek", "mistral"):
             assert info.input_price_per_mtok is not None, name
             assert info.output_price_per_mtok is not None or name.startswith("text-embedding")

@@ -40,7 +40,10 @@ Where the figures come from (``docs/prices.md`` has the whole story):
 - **Cache behaviour** (caching mode, TTL, minimum cacheable prefix, whether writes cost extra)
   comes from the providers' prompt-caching pages, in :data:`_CACHE_RULES` below.
 - **Windows and output limits** are the providers' defaults (Claude Sonnet 4/4.5 offer 1M
-  tokens behind a beta flag: pass ``window=1_000_000`` to use it). Open-weight models (Qwen,
+  tokens behind a beta flag: pass ``window=1_000_000`` to use it). A window is the most a
+  request may hold: OpenAI's 400k-token GPT-5 models keep 128k of it for the output and refuse
+  more than 272k of input ("Input tokens exceed the configured limit of 272,000 tokens"), so
+  their window here is :data:`GPT5_INPUT_WINDOW` (the catalog's 400k OpenAI models too). Open-weight models (Qwen,
   Llama) have no single list price (hosts differ), so their prices are ``None`` and their
   caching ``"none"``; their ``max_output_tokens`` is a typical host limit.
 """
@@ -404,19 +407,23 @@ def _build(spec: _Spec) -> ModelInfo:
 
 _K = 1_000
 _M = 1_048_576  # Google's and OpenAI's "1M" windows are 2**20 tokens
+#: What OpenAI's 400k-token GPT-5 models take as input: 400k less the 128k kept for the output
+#: (the GPT-5 launch post; the API refuses more, whatever the request's output limit).
+GPT5_INPUT_WINDOW = 272_000
+_GPT5_ADVERTISED = 400_000
 
 # fmt: off
 _SPECS: tuple[_Spec, ...] = (
     # -- OpenAI -------------------------------------------------------------------------------
-    _Spec("gpt-5", "openai", 400_000, 128_000),
-    _Spec("gpt-5-mini", "openai", 400_000, 128_000),
-    _Spec("gpt-5-nano", "openai", 400_000, 128_000),
-    _Spec("gpt-5-pro", "openai", 400_000, 272_000),
-    _Spec("gpt-5-codex", "openai", 400_000, 128_000),
+    _Spec("gpt-5", "openai", GPT5_INPUT_WINDOW, 128_000),
+    _Spec("gpt-5-mini", "openai", GPT5_INPUT_WINDOW, 128_000),
+    _Spec("gpt-5-nano", "openai", GPT5_INPUT_WINDOW, 128_000),
+    _Spec("gpt-5-pro", "openai", 400_000 - 272_000, 272_000),  # 272k of its 400k: output
+    _Spec("gpt-5-codex", "openai", GPT5_INPUT_WINDOW, 128_000),
     _Spec("gpt-5-chat-latest", "openai", 128_000, 16_384),
-    _Spec("gpt-5.1", "openai", 400_000, 128_000),
-    _Spec("gpt-5.1-codex", "openai", 400_000, 128_000),
-    _Spec("gpt-5.1-codex-mini", "openai", 400_000, 128_000),
+    _Spec("gpt-5.1", "openai", GPT5_INPUT_WINDOW, 128_000),
+    _Spec("gpt-5.1-codex", "openai", GPT5_INPUT_WINDOW, 128_000),
+    _Spec("gpt-5.1-codex-mini", "openai", GPT5_INPUT_WINDOW, 128_000),
     _Spec("gpt-5.1-chat-latest", "openai", 128_000, 16_384),
     _Spec("gpt-4.1", "openai", 1_047_576, 32_768),
     _Spec("gpt-4.1-mini", "openai", 1_047_576, 32_768),
@@ -513,6 +520,8 @@ def _catalog_entry(name: str) -> ModelInfo | None:
     note = ""
     if not isinstance(window, int) or window <= 0:
         window, note = _DEFAULT_WINDOW, f"; no window in the source: {_DEFAULT_WINDOW:,} assumed"
+    elif provider == "openai" and window == _GPT5_ADVERTISED:
+        window, note = GPT5_INPUT_WINDOW, "; 400k window, of which 128k for the output"
     spec = _Spec(name, provider, window, min(window, 128_000))
     rules = _CACHE_RULES.get(provider, _OTHER_CACHE)
     price_in = entry["input"]
