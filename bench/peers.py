@@ -52,6 +52,7 @@ from typing import Any
 
 from contextwarden._budget import Budget
 from contextwarden._config import WardenConfig
+from contextwarden._exceptions import ContextOverflowError
 from contextwarden._messages import Message
 from contextwarden._tokens import REPLY_PRIMING_TOKENS, ExactCounter
 from contextwarden._warden import Warden
@@ -485,6 +486,9 @@ def run(opts: Options) -> dict[str, Any]:
         row["ratio_vs_warm"] = row["latency"]["p50_ms"] / ref["latency"]["p50_ms"]
 
     validity: list[dict[str, Any]] = []
+    # (recording, window) where what is never cut (system prompt, tools, task) alone is over
+    # the window: contextwarden says so (ContextOverflowError), and no peer has a case to meet
+    overflow: list[dict[str, Any]] = []
     if have_real_data():
         trajs = real_trajectories()
         if opts.quick:
@@ -494,12 +498,18 @@ def run(opts: Options) -> dict[str, Any]:
             task = task_text(history)
             for window in opts.windows:
                 wbudget = budget_for(window)
-                for peer in peers:
-                    if peer.name in SAME_OUTPUT:
-                        continue
-                    call = peer.prepare(history, wbudget)
-                    out = peer.finish(call())
-                    validity.append(
+                cells: list[dict[str, Any]] = []
+                try:
+                    outputs = [
+                        (peer, peer.finish(peer.prepare(history, wbudget)()))
+                        for peer in peers
+                        if peer.name not in SAME_OUTPUT
+                    ]
+                except ContextOverflowError as exc:
+                    overflow.append({"trajectory": traj.name, "window": window, "error": str(exc)})
+                    continue
+                for peer, out in outputs:
+                    cells.append(
                         {
                             "trajectory": traj.name,
                             "source": traj.source,
@@ -508,6 +518,7 @@ def run(opts: Options) -> dict[str, Any]:
                             **check_output(out, task, wbudget, counter),
                         }
                     )
+                validity.extend(cells)
             print(f"  peers validity: {traj.name}", flush=True)
     summary: list[dict[str, Any]] = []
     for peer in peers:
@@ -533,6 +544,7 @@ def run(opts: Options) -> dict[str, Any]:
         "skipped": skipped,
         "latency": latency,
         "validity": validity,
+        "validity_overflow": overflow,
         "validity_summary": summary,
         "validity_same_output": SAME_OUTPUT,
         "billed": billed_rows,

@@ -480,6 +480,15 @@ def _peers_section(p: Json, img: str | None) -> str:
             "",
             _table(["peer", "cases", "valid", "task kept", "fits window", "mean tokens"], val_rows),
         ]
+        overflow = p.get("validity_overflow") or []
+        if overflow:
+            out += [
+                "",
+                "Left out, as no request can fit: "
+                + "; ".join(f"{o['trajectory']} at {o['window']:,}" for o in overflow)
+                + " (the system prompt, tool definitions and task alone are over the window; "
+                "contextwarden raises `ContextOverflowError` saying so).",
+            ]
     trim = [
         v
         for v in p["validity"]

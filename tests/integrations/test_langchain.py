@@ -358,3 +358,26 @@ def test_offered_from_the_first_call_to_an_agent_with_tools_and_never_with_recal
     assert middleware.recalls == 0
     with pytest.raises(TypeError, match="recall must be a bool"):
         ContextWardenMiddleware(recall="yes")  # type: ignore[arg-type]
+
+
+class LimitedModel(ScriptedToolModel):
+    """The scripted model with the output limit a chat model gives its provider."""
+
+    max_tokens: int | None = None
+
+
+@pytest.mark.parametrize("limit", [None, 6_000])
+def test_the_models_max_tokens_keeps_its_room(limit: int | None) -> None:
+    """At a 32k window (DeepSeek's prices: a cut waits for the hard limit) the requests go
+    past 26k with the reserve fitted to the short replies; a model whose ``max_tokens`` is
+    6,000 gets requests that leave them."""
+    model = LimitedModel(messages=script(), max_tokens=limit)
+    model.seen = []
+    middleware = ContextWardenMiddleware(model="deepseek-v4-flash", window=32_000)
+    agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 4 * CALLS})
+    largest = max(tokens(seen) for seen in model.seen)
+    if limit is None:
+        assert largest > 26_000
+    else:
+        assert largest + limit <= 32_000

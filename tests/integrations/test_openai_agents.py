@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("agents.testing", reason="openai-agents (with agents.testing) is not installed")
 
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelCall, ModelStep, ScriptedModel
 from openai.types.responses import (
@@ -278,3 +278,29 @@ def test_the_recall_tool_names_an_unknown_reference() -> None:
     text = asyncio.run(tool.on_invoke_tool(None, json.dumps({"ref": "cw:0000000000000000"})))  # type: ignore[arg-type]
     assert "No content is kept under cw:0000000000000000" in text
     assert warden_filter.recalls == 1
+
+
+@pytest.mark.parametrize("limit", [None, 6_000])
+def test_the_agents_max_tokens_keeps_its_room(limit: int | None) -> None:
+    """At a 32k window (DeepSeek's prices: a cut waits for the hard limit) the inputs go past
+    26k with the reserve fitted to the short replies; an agent whose ``model_settings`` ask
+    for 6,000 output tokens gets inputs that leave them."""
+    model = ScriptedModel([*(step(k, False) for k in range(CALLS)), final()])
+    agent = Agent(
+        name="coder",
+        instructions="You are a coding agent.",
+        model=model,
+        tools=[read_file],
+        model_settings=ModelSettings(max_tokens=limit),
+    )
+    warden_filter = input_filter(model="deepseek-v4-flash", window=32_000)
+    config = RunConfig(call_model_input_filter=warden_filter, tracing_disabled=True)
+    Runner.run_sync(agent, TASK, run_config=config, max_turns=CALLS + 5)
+    largest = max(
+        count_tokens(from_responses(c.input, instructions=c.system_instructions), model="gpt-4o")
+        for c in model.calls
+    )
+    if limit is None:
+        assert largest > 26_000
+    else:
+        assert largest + limit <= 32_000

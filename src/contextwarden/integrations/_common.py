@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
 from .._config import WardenConfig
 from .._warden import Warden
 
-__all__ = ["hook_warden", "require"]
+__all__ = ["hook_warden", "output_limit", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -41,3 +43,18 @@ def hook_warden(config: WardenConfig | None, model: str | None, window: int | No
     if changes:
         base = base.model_copy(update=changes)
     return Warden(base)
+
+
+def output_limit(*sources: Any) -> int | None:
+    """The reply's output limit a framework's model or settings give the provider: the first
+    ``max_tokens`` / ``max_completion_tokens`` / ``max_output_tokens`` that is a whole number
+    above 0, read as an attribute or a mapping key of each of ``sources`` in turn (None for
+    none: the warden fits the reserve to the replies)."""
+    for source in sources:
+        if source is None:
+            continue
+        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None

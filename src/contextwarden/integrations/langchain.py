@@ -41,7 +41,7 @@ from ..recall import (
     recall_tool,
     shown_refs,
 )
-from ._common import hook_warden, require
+from ._common import hook_warden, output_limit, require
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
@@ -112,7 +112,9 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         plan = _Plan(self, request)
-        result = self.warden.transform(plan.messages, model=plan.model, tools=plan.counted)
+        result = self.warden.transform(
+            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
+        )
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = handler(rounds.request())
         while rounds.answer(response):
@@ -121,7 +123,9 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         plan = _Plan(self, request)
-        result = await self.warden.atransform(plan.messages, model=plan.model, tools=plan.counted)
+        result = await self.warden.atransform(
+            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
+        )
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = await handler(rounds.request())
         while rounds.answer(response):
@@ -235,6 +239,8 @@ class _Plan:
     def __init__(self, owner: ContextWardenMiddleware, request: Any) -> None:
         self.request = request
         self.model = owner._model or _model_name(request.model)
+        # the output limit the call gives the provider: its settings', else the model's own
+        self.max_tokens = output_limit(getattr(request, "model_settings", None), request.model)
         self.tools = _tool_definitions(request.tools)
         # with recall on, its definition is always counted: it may be offered, and the same
         # tools every call keep the conversation's key

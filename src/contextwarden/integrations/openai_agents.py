@@ -32,7 +32,7 @@ from .._messages import Message
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
 from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer, recall_ref, recall_tool
-from ._common import hook_warden, require
+from ._common import hook_warden, output_limit, require
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -115,8 +115,9 @@ class WardenInputFilter:
         ]
         model = self._model or _agent_model(data.agent)
         messages = from_responses(items, instructions=model_data.instructions)
+        limit = output_limit(getattr(data.agent, "model_settings", None))
         result = await self.warden.atransform(
-            messages, model=model, tools=_tool_definitions(data.agent)
+            messages, model=model, tools=_tool_definitions(data.agent), max_tokens=limit
         )
         self.last_result = result
         instructions, out = to_responses(list(result.messages))
