@@ -346,3 +346,25 @@ def test_an_edit_quotes_when_it_names_the_text_it_replaces(agent: str) -> None:
     assert edit.quotes is (agent in QUOTING)
     quoting_only = protected_results(history, quoting=True)
     assert quoting_only == ({"r1"} if agent in QUOTING else frozenset())
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["mini-swe-agent/deepseek_chat_test_1-100__django__django-15695", "pi/large-session"],
+)
+def test_a_plan_made_with_a_memo_as_the_history_grows_is_the_plan_made_afresh(
+    pattern: str,
+) -> None:
+    """A conversation keeps one memo of what each answered command does and plans again at
+    each length: every plan equals the one made from nothing, and a command is analysed once
+    (planning the same history again adds nothing to the memo)."""
+    history = _recording(pattern)
+    memo: dict[tuple[str, int], tuple[object, ...]] = {}
+    ends = [i + 1 for i, m in enumerate(history) if m.role != "assistant"][::7]
+    for end in ends:
+        prefix = history[:end]
+        assert mask_plan(prefix, quoting=True, memo=memo) == mask_plan(prefix, quoting=True)
+        assert tool_actions(prefix, memo) == tool_actions(prefix)
+    known = dict(memo)
+    mask_plan(history[: ends[-1]], quoting=True, memo=memo)
+    assert memo == known and len(known) >= len(tool_actions(history[: ends[-1]])) > 0

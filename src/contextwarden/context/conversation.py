@@ -46,7 +46,7 @@ from .._messages import (
 from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
 from .._task import strip_injected
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan, mask_message, mask_plan, prints_file
+from ..layers.mask import ActionMemo, MaskPlan, mask_message, mask_plan, prints_file
 from ..layers.repair import RepairState, repair_appended, unchanged_next
 from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
@@ -66,6 +66,8 @@ RECORD_VERSION = 1
 SLOT_BYTES = 240
 #: What one remembered gain (of a mask or strip) costs.
 GAIN_BYTES = 120
+#: What one remembered tool action (of a mask plan) costs.
+ACTION_BYTES = 200
 
 
 @dataclass
@@ -160,6 +162,7 @@ class Conversation:
         #: ``mask``, ``keep`` (whole) or ``by:<id>`` (superseded by that result); see _marked
         self.fate: dict[str, str] = {}
         self._plan: tuple[int, MaskPlan] | None = None
+        self._actions: ActionMemo = {}  # what each answered command does (mask plans)
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
         self.positions: dict[int, int] | None = None  # history position -> view position
@@ -515,7 +518,9 @@ class Conversation:
         """:func:`~..layers.mask.mask_plan` of the history so far (computed once per length)."""
         n = len(self.base)
         if self._plan is None or self._plan[0] != n:
-            self._plan = (n, mask_plan(self.base, quoting=True))
+            known = len(self._actions)
+            self._plan = (n, mask_plan(self.base, quoting=True, memo=self._actions))
+            self.bytes += ACTION_BYTES * (len(self._actions) - known)
         return self._plan[1]
 
     def _mask_edit(

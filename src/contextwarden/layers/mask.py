@@ -45,6 +45,7 @@ from .config import MaskConfig
 from .units import HistoryIndex
 
 __all__ = [
+    "ActionMemo",
     "MaskConfig",
     "MaskPlan",
     "ToolAction",
@@ -453,10 +454,16 @@ def _text_actions(message: Message, position: int, history: Sequence[Message]) -
     return [ToolAction(rid, position + 1, kind, paths, key)]
 
 
-def tool_actions(history: Sequence[Message]) -> list[ToolAction]:
+#: What :func:`tool_actions` remembers between calls on a growing history: the actions of a
+#: call by ``(call id, result position)``, of an answered text command by ``("", position)``.
+ActionMemo = dict[tuple[str, int], tuple[ToolAction, ...]]
+
+
+def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> list[ToolAction]:
     """Every tool call of ``history`` (and every command written in an assistant's text and
     answered by the next user message) as a :class:`ToolAction`, in history order. A call with
-    no result in ``history`` is left out. Pure."""
+    no result in ``history`` is left out. Pure; ``memo`` (kept by the caller for one growing
+    history) spares analysing the same commands again on each call."""
     where: dict[str, int] = {}
     for i, m in enumerate(history):
         for r in m.tool_results:
@@ -467,11 +474,23 @@ def tool_actions(history: Sequence[Message]) -> list[ToolAction]:
             continue
         calls = m.tool_calls
         if not calls:
-            out.extend(_text_actions(m, i, history))
+            found = memo.get(("", i)) if memo is not None else None
+            if found is None:
+                found = tuple(_text_actions(m, i, history))
+                if memo is not None and i + 1 < len(history):  # answered: it stays so
+                    memo["", i] = found
+            out.extend(found)
             continue
         for c in calls:
-            if c.id in where:
-                out.append(_call_action(c.name, c.input, c.id, where[c.id]))
+            at = where.get(c.id)
+            if at is None:
+                continue
+            found = memo.get((c.id, at)) if memo is not None else None
+            if found is None:
+                found = (_call_action(c.name, c.input, c.id, at),)
+                if memo is not None:
+                    memo[c.id, at] = found
+            out.extend(found)
     out.sort(key=lambda a: a.position)
     return out
 
@@ -486,7 +505,9 @@ def _result_texts(history: Sequence[Message]) -> dict[str, str]:
     return texts
 
 
-def superseded_results(history: Sequence[Message]) -> dict[str, str]:
+def superseded_results(
+    history: Sequence[Message], *, actions: Sequence[ToolAction] | None = None
+) -> dict[str, str]:
     """The tool results a later one made redundant, each mapped to the id of the result that
     superseded it (the latest one).
 
@@ -496,9 +517,9 @@ def superseded_results(history: Sequence[Message]) -> dict[str, str]:
     text (a duplicate, whatever produced it; empty and one-line results are not counted). Such
     results can go first, and be reduced to a one-line marker: the agent has the newer output.
     Edits' own results are never superseded by key (each edit changed something). Pure; keys
-    are the ids of :func:`tool_actions`.
+    are the ids of :func:`tool_actions` (``actions``: those already made of ``history``).
     """
-    actions = tool_actions(history)
+    actions = tool_actions(history) if actions is None else actions
     texts = _result_texts(history)
     latest_by_key: dict[str, str] = {}
     latest_by_text: dict[str, str] = {}
@@ -524,7 +545,12 @@ def superseded_results(history: Sequence[Message]) -> dict[str, str]:
 
 
 def protected_results(
-    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+    history: Sequence[Message],
+    recent_edits: int = 8,
+    *,
+    quoting: bool = False,
+    actions: Sequence[ToolAction] | None = None,
+    superseded: Mapping[str, str] | None = None,
 ) -> frozenset[str]:
     """The tool results that should outlive a mask edit: the latest reads of the files the
     agent is working on.
@@ -542,16 +568,18 @@ def protected_results(
     what it read exactly only for those (a ``sed -i`` or a whole-file write needs no read).
 
     Protection is a ranking, not a promise: a caller masks protected results last and keeps
-    them whole while the budget allows, but a window cut may still drop them.
+    them whole while the budget allows, but a window cut may still drop them. ``actions`` and
+    ``superseded``: those already made of ``history``.
     """
-    actions = tool_actions(history)
+    actions = tool_actions(history) if actions is None else actions
     edits = [a for a in actions if a.kind == "edit" and a.paths and (a.quotes or not quoting)]
     if not edits:
         return frozenset()
     recent = edits[-recent_edits:]
     working = {p for a in recent for p in a.paths}
     since = recent[0].position
-    superseded = superseded_results(history)
+    if superseded is None:
+        superseded = superseded_results(history, actions=actions)
     out: set[str] = set()
     for a in actions:
         if a.kind != "read" or a.id in superseded:
@@ -572,12 +600,20 @@ class MaskPlan:
 
 
 def mask_plan(
-    history: Sequence[Message], recent_edits: int = 8, *, quoting: bool = False
+    history: Sequence[Message],
+    recent_edits: int = 8,
+    *,
+    quoting: bool = False,
+    memo: ActionMemo | None = None,
 ) -> MaskPlan:
-    """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value."""
-    return MaskPlan(
-        protected_results(history, recent_edits, quoting=quoting), superseded_results(history)
+    """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value,
+    its tool actions made once (``memo``: see :func:`tool_actions`)."""
+    actions = tool_actions(history, memo)
+    superseded = superseded_results(history, actions=actions)
+    protected = protected_results(
+        history, recent_edits, quoting=quoting, actions=actions, superseded=superseded
     )
+    return MaskPlan(protected, superseded)
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:
