@@ -535,7 +535,7 @@ def superseded_results(
                 out[a.id] = later
             else:
                 latest_by_key[a.key] = a.id
-        if text.count("\n") >= 1 and text.strip():
+        if "\n" in text and not text.isspace():
             dup = latest_by_text.get(text)
             if dup is not None:
                 out.setdefault(a.id, dup)
