@@ -328,12 +328,20 @@ def _savings_notes(sv: Json) -> list[str]:
     oh = [r for r in sv["rows"] if r["source"] == "openhands" and r["window"] == small]
     om = next((r for r in oh if r["sender"] == "mask" and "error" not in r), None)
     ot = next((r for r in oh if r["sender"] == "+truncate" and "error" not in r), None)
-    if om and ot:
+    if om and ot and om["tokens_ratio"] - ot["tokens_ratio"] > 0.01:
         notes.append(
-            f"- **Truncation matters on one recording**: the OpenHands run with a ~250k-token tool "
-            f"output sends {_pct(om['tokens_ratio'])} of the raw tokens with masking alone and "
+            f"- **Truncation matters on one recording**: the OpenHands run sends "
+            f"{_pct(om['tokens_ratio'])} of the raw tokens with masking alone and "
             f"{_pct(ot['tokens_ratio'])} with truncation; mini-swe-agent caps its own outputs at "
             "10,000 characters, so truncation never fires there."
+        )
+    elif om and ot:
+        notes.append(
+            "- **Truncation does not fire on these recordings**: the agents cut their own "
+            "outputs before they send them (mini-swe-agent at 10,000 characters, OpenHands at "
+            f"its `max_message_chars`, 30,000), so the OpenHands run sends {_pct(om['tokens_ratio'])} "
+            f"of the raw tokens with masking alone and {_pct(ot['tokens_ratio'])} with "
+            "truncation too."
         )
     return notes
 
