@@ -159,3 +159,26 @@ def test_workers_and_the_cache_give_the_same_figures(tmp_path: Path) -> None:
 def test_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sessions", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such file or folder" in result.stderr
+
+
+def test_billed_and_with_contextwarden_compare_the_same_calls() -> None:
+    """An estimated bill is the replay's payable baseline, the calls contextwarden's column is
+    billed on, whether or not the replay runs: tool definitions counted, a call payable when
+    it leaves its reply the warden's room. The OpenHands export's tools once made its estimated
+    bill ($0.0176) look cheaper than contextwarden's ($0.0177) on the same requests."""
+    from contextwarden.transcripts.inventory import summarize_file
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "recordings"
+    checked = 0
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        quick = {(s.path, s.run): s for s in summarize_file(path, estimate=False)}
+        for full in summarize_file(path):
+            if full.error or full.billed_basis != "estimated" or full.contextwarden is None:
+                continue
+            assert full.billed is not None
+            assert quick[full.path, full.run].billed == pytest.approx(full.billed, rel=1e-9)
+            assert full.contextwarden <= full.billed + 1e-12, full.path
+            checked += 1
+    assert checked >= 5

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from .._billing import CachePricing, PromptRequest, bill_after
+from .._budget import DEFAULT_RESERVE, Budget, reply_tokens
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
 from .._models import ModelInfo, assume_model
 from .._replay import (
+    ReplayTotals,
     epoch_seconds,
     prompt_request,
     provider_for,
@@ -210,23 +212,33 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
     else:
         counter = get_counter(info.name if note is None else None)
         rules = prices or CachePricing.ratios(0.0)
+        tools = list(t.tools) or None
+        prefix = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
+        overhead = counter.count_messages([], tools=tools)
+        # a call is payable when it leaves its reply the room the warden would: replay's rule
+        window = info.context_window
+        reserve = min(DEFAULT_RESERVE, window // 4, info.max_output_tokens)
+        budget = Budget(window, reserve, fits_replies=True)  # the warden's own, at this window
         previous: PromptRequest | None = None
-        tokens, cost = 0, 0.0
+        tokens, cost, longest = 0, 0.0, 0
         for i in replies:
+            reply = t.messages[i]
+            longest = max(longest, reply_tokens(counter.count_message(reply), reply.usage))
             sent = sent_context(t.messages, t.compactions, i)
-            request = prompt_request(sent, counter, "", 0, None)
+            request = prompt_request(sent, counter, prefix, overhead, None)
             bill = bill_after(previous, request, rules)
             previous = request
             tokens += request.total
-            if request.total <= info.context_window:  # over the window: not payable
+            if request.total <= budget.for_reply(longest).limit:
                 cost += bill.cost
         billed = cost if prices is not None else None
         basis = "estimated"
-    contextwarden = (
-        _estimate(t, info.name if note is None else None, info.context_window)
-        if (estimate and replies and prices is not None)
-        else None
-    )
+    contextwarden = None
+    if estimate and replies and prices is not None:
+        report = _estimate(t, info.name if note is None else None, info.context_window)
+        contextwarden = report.billed_cost_with_on_payable
+        if basis == "estimated":  # both columns from the one replay: the same calls, alike
+            billed = report.payable_billed_cost_without
     return SessionSummary(
         **base,  # type: ignore[arg-type]
         tokens=tokens,
@@ -253,9 +265,9 @@ def _pricing(info: ModelInfo) -> CachePricing | None:
     )
 
 
-def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
-    """What contextwarden would have billed: the replay's bill on the payable baseline's
-    calls (see :mod:`contextwarden._replay`)."""
+def _estimate(t: Transcript, model: str | None, window: int) -> ReplayTotals:
+    """The replay's totals: what contextwarden would have billed on the payable baseline's
+    calls, and that baseline (see :mod:`contextwarden._replay`)."""
     name = model or t.model or "unknown"
     cfg = WardenConfig.model_validate({})
     if model is None:  # an assumed model: describe it to the warden
@@ -285,7 +297,7 @@ def _estimate(t: Transcript, model: str | None, window: int) -> float | None:
         compactions=t.compactions,
         validate=False,  # the bill is wanted, not the requests' validity
     )
-    return report.totals.billed_cost_with_on_payable
+    return report.totals
 
 
 def _started(t: Transcript, shown: str) -> str | None:
