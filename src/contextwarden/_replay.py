@@ -125,9 +125,10 @@ class ReplayCall:
     ``tokens_without``) does not leave its reply the room the warden's own requests leave
     (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
     the provider would have refused it or cut the reply short, so it is not billed. ``limit``:
-    the hard limit the warden kept to on this call (the window less the reply's reserve). ``recorded_*``: the provider usage the recording states for this call
-    (prompt tokens in all, read from the cache, written to it) and its cost at the replay's
-    prices, ``None`` when the recording has none.
+    the hard limit the warden kept to on this call (the window less the reply's reserve).
+    ``recorded_*``: the provider usage the recording states for this call (prompt tokens in
+    all, read from the cache, written to it) and its cost at the replay's prices, ``None``
+    when the recording has none.
     """
 
     call: int

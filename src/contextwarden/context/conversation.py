@@ -488,7 +488,7 @@ class Conversation:
                 if f.startswith("by:")
             }
             plan = MaskPlan(whole, by)
-            held, reads = self._call_words(m) | self._typed_before(i, m), self._reads(m)
+            held, reads = self._call_words(m) | self._typed_before(i, m), self._reads(i, m)
             done = mask_message(
                 m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads
             )[0]
@@ -628,9 +628,15 @@ class Conversation:
             out.update(w for w in (*paths, *names) if self.typed.get(w, i) < i)
         return frozenset(out)
 
-    def _reads(self, m: Message) -> frozenset[str]:
-        """The ids of ``m``'s results that print a file's lines (their call is a read)."""
-        return frozenset(c.id for c in self._answered_calls(m) if prints_file(c))
+    def _reads(self, i: int, m: Message) -> frozenset[str]:
+        """The ids of history message ``i``'s results that print a file's lines (their call is
+        a read): as the mask plan found them when it made the call's action, else read now."""
+        out: set[str] = set()
+        for c in self._answered_calls(m):
+            known = self._actions.get((c.id, i))
+            if (known[0].kind == "read") if known else prints_file(c):
+                out.add(c.id)
+        return frozenset(out)
 
     def strip(self, ctx: LayerContext, i: int, m: Message) -> Message:
         """History message ``i`` without its thinking."""

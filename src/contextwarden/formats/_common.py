@@ -64,6 +64,7 @@ __all__ = [
     "hints_for",
     "is_native",
     "opaque_media",
+    "limit_value",
     "opaque_payload",
     "opaque_text",
     "render_opaque",
@@ -327,15 +328,19 @@ REPLY_LIMIT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+def limit_value(value: Any) -> int | None:
+    """``value`` when it is an output limit a provider takes (a whole number above 0), else
+    None (the provider answers a bad one itself)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
 def reply_limit(body: Mapping[str, Any], api: str) -> int | None:
-    """The output limit the request ``body`` of ``api`` gives the provider (its
-    :data:`REPLY_LIMIT_KEYS`), or None when it gives none that is a whole number above 0
-    (the provider answers a bad one itself)."""
+    """The output limit the request ``body`` of ``api`` gives the provider: the first of its
+    :data:`REPLY_LIMIT_KEYS` present, if it is a :func:`limit_value`."""
     for key in REPLY_LIMIT_KEYS[api]:
         value = body.get(key)
-        if value is None:
-            continue
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        return None
+        if value is not None:
+            return limit_value(value)
     return None

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._config import WardenConfig
 from .._warden import Warden
+from ..formats._common import limit_value
 
 __all__ = ["hook_warden", "output_limit", "require"]
 
@@ -55,6 +56,7 @@ def output_limit(*sources: Any) -> int | None:
             continue
         for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
             value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
+            limit = limit_value(value)
+            if limit is not None:
+                return limit
     return None

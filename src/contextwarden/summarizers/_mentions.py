@@ -59,7 +59,6 @@ _DEF = re.compile(
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
-#: The line a mask leaves naming the files and code names of the lines it omitted.
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(

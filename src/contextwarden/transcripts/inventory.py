@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._billing import CachePricing, PromptRequest, bill_after
-from .._budget import DEFAULT_RESERVE, Budget, reply_tokens
+from .._budget import Budget, reply_tokens
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
 from .._models import ModelInfo, assume_model
@@ -216,9 +216,8 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         prefix = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
         overhead = counter.count_messages([], tools=tools)
         # a call is payable when it leaves its reply the room the warden would: replay's rule
-        window = info.context_window
-        reserve = min(DEFAULT_RESERVE, window // 4, info.max_output_tokens)
-        budget = Budget(window, reserve, fits_replies=True)  # the warden's own, at this window
+        # the warden's own default budget for this model, at its window
+        budget = Budget.for_model(info.name, info.context_window, overrides={info.name: info})
         previous: PromptRequest | None = None
         tokens, cost, longest = 0, 0.0, 0
         for i in replies:
