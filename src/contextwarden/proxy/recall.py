@@ -35,7 +35,6 @@ __all__ = [
     "hide_recall_tool",
     "is_recall_call",
     "may_offer",
-    "new_splice",
     "parse_events",
     "read_event",
     "reply_turn",
@@ -560,8 +559,3 @@ def _carries(choice: Any) -> bool:
     return bool(choice.get("finish_reason")) or (
         isinstance(delta, dict) and any(v for v in delta.values())
     )
-
-
-def new_splice(api: ChatApi) -> AnthropicSplice | OpenAISplice:
-    """The splice state for a stream of ``api``."""
-    return AnthropicSplice() if api == "anthropic" else OpenAISplice()

@@ -23,14 +23,15 @@ from .errors import ErrorKind, Provider, error_sse, responses_error_code
 from .forward import Finish, UpstreamResponse, failed, relay, response_headers
 from .recall import (
     MAX_ROUNDS,
+    AnthropicSplice,
     Event,
+    OpenAISplice,
     RecallApi,
     Turn,
     add_usage,
     answer_messages,
     client_reply,
     may_offer,
-    new_splice,
     parse_events,
     read_event,
     reply_turn,
@@ -41,7 +42,15 @@ from .recall_responses import ResponsesSplice
 from .stats import RequestRecord
 from .transform import dump_body, load_body
 
-__all__ = ["Answer", "Rounds", "Splice", "answerer", "forward_recall", "recall_body"]
+__all__ = [
+    "Answer",
+    "Rounds",
+    "Splice",
+    "answerer",
+    "forward_recall",
+    "new_splice",
+    "recall_body",
+]
 
 #: The answer to one call for a reference: (text, is_error).
 Answer = Callable[[str], Awaitable[tuple[str, bool]]]
@@ -61,6 +70,13 @@ class Splice(Protocol):
     def end_round(self) -> Turn: ...
     def next_round(self) -> None: ...
     def flush(self) -> list[bytes]: ...
+
+
+def new_splice(api: RecallApi) -> Splice:
+    """The splice state for a stream of ``api``."""
+    if api == "responses":
+        return ResponsesSplice()
+    return AnthropicSplice() if api == "anthropic" else OpenAISplice()
 
 
 def recall_body(api: RecallApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
@@ -231,7 +247,7 @@ def _stream(
     record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
 
     async def body() -> AsyncGenerator[bytes, None]:
-        splice: Splice = ResponsesSplice() if rounds.api == "responses" else new_splice(rounds.api)
+        splice = new_splice(rounds.api)
         upstream: httpx.Response | None = first
         extra: list[dict[str, Any]] = []
         for index in range(MAX_ROUNDS):
