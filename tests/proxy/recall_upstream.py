@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -28,6 +29,22 @@ RECALL = "contextwarden_recall"
 REF = re.compile(r"cw:[0-9a-f]{16}")
 SECRET = re.compile(r"SECRET-\d{4}")
 USAGE_IN, USAGE_OUT = 100, 7
+
+
+def tool_output(i: int) -> str:
+    """Call ``i``'s tool output in the recall tests: 75 lines, then its ``SECRET-nnnn``."""
+    lines = "\n".join(f"line {j} of file{i}: value_{i}_{j} = compute({j})" for j in range(75))
+    return f"{lines}\nSECRET-{i:04d}"
+
+
+def proxy_stats(proxy: str) -> dict[str, Any]:
+    """The proxy's ``/stats``."""
+    return httpx.get(proxy + "/stats").json()
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    """The names of a request's tools, whatever the API's shape of a tool."""
+    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
 
 
 class RecallUpstream:

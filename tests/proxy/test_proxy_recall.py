@@ -6,13 +6,20 @@ round's answer, which quotes what only the original tool output held."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import httpx
 import pytest
 from proxy_doubles import StartProxy
-from recall_upstream import RECALL, USAGE_IN, USAGE_OUT, RecallUpstream
+from recall_upstream import (
+    RECALL,
+    REF,
+    USAGE_IN,
+    USAGE_OUT,
+    RecallUpstream,
+    proxy_stats,
+    tool_names,
+    tool_output,
+)
 
 from contextwarden.proxy.recall import (
     AnthropicSplice,
@@ -31,17 +38,11 @@ anthropic = pytest.importorskip("anthropic")
 WINDOW = 32_000
 OPENAI_MODEL = "gpt-4o"
 ANTHROPIC_MODEL = "claude-opus-4-7"
-REF = re.compile(r"cw:[0-9a-f]{16}")
 RUN = {"name": "run", "description": "Run a shell command.", "parameters": {"type": "object"}}
 OPENAI_TOOLS = [{"type": "function", "function": RUN}]
 ANTHROPIC_TOOLS = [
     {"name": "run", "description": RUN["description"], "input_schema": {"type": "object"}}
 ]
-
-
-def _output(i: int) -> str:
-    lines = "\n".join(f"line {j} of file{i}: value_{i}_{j} = compute({j})" for j in range(75))
-    return f"{lines}\nSECRET-{i:04d}"
 
 
 def _openai_history(turns: int = 12) -> list[dict[str, Any]]:
@@ -57,7 +58,7 @@ def _openai_history(turns: int = 12) -> list[dict[str, Any]]:
             "function": {"name": "run", "arguments": args},
         }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": _output(i)})
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": tool_output(i)})
     return messages
 
 
@@ -70,7 +71,7 @@ def _anthropic_history(turns: int = 12) -> list[dict[str, Any]]:
             "name": "run",
             "input": {"cmd": f"cat file{i}.py"},
         }
-        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": _output(i)}
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": tool_output(i)}
         messages.append({"role": "assistant", "content": [use]})
         messages.append({"role": "user", "content": [result]})
     return messages
@@ -93,17 +94,9 @@ def _asked(first: dict[str, Any]) -> str:
         for b in blocks:
             if ref in str(b.get("content")):
                 i = int(str(b.get("tool_call_id") or b.get("tool_use_id")).split("_")[-1])
-                assert _output(i) not in text  # the model did not see the original
+                assert tool_output(i) not in text  # the model did not see the original
                 return f"SECRET-{i:04d}"
     raise AssertionError(f"{ref} is on no tool result")
-
-
-def _stats(proxy: str) -> dict[str, Any]:
-    return httpx.get(proxy + "/stats").json()
-
-
-def _tool_names(body: dict[str, Any]) -> list[str]:
-    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
 
 
 # -- OpenAI Chat Completions ---------------------------------------------------------------------
@@ -126,13 +119,13 @@ def test_openai_recall_is_answered_at_the_proxy(
         2 * USAGE_IN,
         2 * USAGE_OUT,
     )
-    assert _tool_names(first) == ["run", RECALL] and _tool_names(second) == ["run", RECALL]
+    assert tool_names(first) == ["run", RECALL] and tool_names(second) == ["run", RECALL]
     call, answer = second["messages"][-2:]
     assert second["messages"][:-2] == first["messages"]
     assert [c["function"]["name"] for c in call["tool_calls"]] == [RECALL]
     i = int(secret.split("-")[1])
-    assert answer["role"] == "tool" and _output(i) in answer["content"]
-    stats = _stats(proxy)
+    assert answer["role"] == "tool" and tool_output(i) in answer["content"]
+    stats = proxy_stats(proxy)
     assert (stats["recall_offered"], stats["recall_calls"], stats["recall_rounds"]) == (1, 1, 1)
     assert stats["recall_unknown_refs"] == 0
 
@@ -214,12 +207,12 @@ def test_anthropic_recall_is_answered_at_the_proxy(
         2 * USAGE_OUT,
         20,
     )
-    assert _tool_names(first) == ["run", RECALL]
+    assert tool_names(first) == ["run", RECALL]
     call, answer = second["messages"][-2:]
     assert [b["name"] for b in call["content"] if b["type"] == "tool_use"] == [RECALL]
     (result,) = answer["content"]
     assert result["type"] == "tool_result" and "is_error" not in result
-    assert _output(int(secret.split("-")[1])) in result["content"]
+    assert tool_output(int(secret.split("-")[1])) in result["content"]
 
 
 def test_anthropic_stream_is_one_message_with_contiguous_blocks(
@@ -275,7 +268,7 @@ def test_an_unknown_reference_is_answered_as_an_error_and_counted(
     )
     (result,) = fake.requests[1]["messages"][-1]["content"]
     assert result["is_error"] is True and "cw:0000000000000000" in result["content"]
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert (stats["recall_calls"], stats["recall_unknown_refs"]) == (1, 1)
 
 
@@ -295,12 +288,12 @@ def test_a_client_with_tools_is_offered_it_from_the_first_request(
     assert reply.choices[0].message.content == "plain answer"
     (only,) = fake.requests
     assert not REF.search(json.dumps(only))
-    assert _tool_names(only) == ["run", RECALL_TOOL_NAME]
+    assert tool_names(only) == ["run", RECALL_TOOL_NAME]
     _anthropic(proxy).messages.create(
         model=ANTHROPIC_MODEL, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
     )
     assert "tools" not in fake.requests[-1]
-    assert _stats(proxy)["recall_offered"] == 1
+    assert proxy_stats(proxy)["recall_offered"] == 1
 
 
 @pytest.mark.parametrize("choice", ["none", {"type": "function", "function": {"name": "run"}}])
@@ -313,7 +306,7 @@ def test_a_forced_openai_tool_choice_is_respected(
         model=OPENAI_MODEL, messages=_openai_history(), tools=OPENAI_TOOLS, tool_choice=choice
     )
     (only,) = fake.requests
-    assert REF.search(json.dumps(only)) and _tool_names(only) == ["run"]
+    assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
 
 
 def test_a_forced_anthropic_tool_choice_is_respected(
@@ -329,7 +322,7 @@ def test_a_forced_anthropic_tool_choice_is_respected(
         tool_choice={"type": "tool", "name": "run"},
     )
     (only,) = fake.requests
-    assert REF.search(json.dumps(only)) and _tool_names(only) == ["run"]
+    assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
 
 
 def test_the_option_turns_it_off(
@@ -341,7 +334,7 @@ def test_the_option_turns_it_off(
         model=OPENAI_MODEL, messages=_openai_history(), tools=OPENAI_TOOLS
     )
     (only,) = fake.requests
-    assert _tool_names(only) == ["run"]
+    assert tool_names(only) == ["run"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -362,10 +355,10 @@ def test_three_rounds_at_most_the_last_without_the_tool(
             message = s.get_final_message()
     else:
         message = _anthropic(proxy).messages.create(**args)
-    assert [_tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
+    assert [tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
     assert message.content[-1].text.startswith("quoted: SECRET-")
     assert all(b.type == "text" for b in message.content)
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert (stats["recall_calls"], stats["recall_rounds"]) == (2, 2)
 
 
@@ -378,10 +371,10 @@ def test_the_last_round_of_a_client_without_tools_describes_the_tool_uncallable(
     reply = _openai(proxy).chat.completions.create(model=OPENAI_MODEL, messages=_openai_history())
     assert reply.choices[0].message.content.startswith("quoted: SECRET-")
     first, _, last = fake.requests
-    assert "tool_choice" not in first and _tool_names(first) == [RECALL]
-    assert _tool_names(last) == [RECALL] and last["tool_choice"] == "none"
+    assert "tool_choice" not in first and tool_names(first) == [RECALL]
+    assert tool_names(last) == [RECALL] and last["tool_choice"] == "none"
     body = round_body("anthropic", {"messages": []}, [{"role": "user"}], last=True)
-    assert _tool_names(body) == [RECALL] and body["tool_choice"] == {"type": "none"}
+    assert tool_names(body) == [RECALL] and body["tool_choice"] == {"type": "none"}
 
 
 # -- upstream errors on a later round ------------------------------------------------------------
@@ -411,7 +404,7 @@ def test_a_later_round_error_reaches_the_client(
                 model=OPENAI_MODEL, messages=_openai_history(), tools=OPENAI_TOOLS, stream=True
             )
         )
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert stats["by_status"].get("500") is None and stats["stream_failures"] == 2
 
 

@@ -7,7 +7,6 @@ which quotes what only the original tool output held."""
 from __future__ import annotations
 
 import json
-import re
 import typing
 from typing import Any
 
@@ -16,7 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proxy_doubles import StartProxy
-from recall_upstream import RECALL, USAGE_IN, USAGE_OUT, RecallUpstream, _responses_events
+from recall_upstream import (
+    RECALL,
+    REF,
+    USAGE_IN,
+    USAGE_OUT,
+    RecallUpstream,
+    _responses_events,
+    proxy_stats,
+    tool_names,
+    tool_output,
+)
 
 from contextwarden.proxy.recall import (
     MAX_ROUNDS,
@@ -34,7 +43,6 @@ from openai.types.responses import ResponseStreamEvent  # noqa: E402
 
 WINDOW = 32_000
 MODEL = "gpt-4o"
-REF = re.compile(r"cw:[0-9a-f]{16}")
 TOOLS = [
     {
         "type": "function",
@@ -47,11 +55,6 @@ TOOLS = [
 EVENT_TYPES = tuple(typing.get_args(typing.get_args(ResponseStreamEvent)[0]))
 
 
-def _output(i: int) -> str:
-    lines = "\n".join(f"line {j} of file{i}: value_{i}_{j} = compute({j})" for j in range(75))
-    return f"{lines}\nSECRET-{i:04d}"
-
-
 def _history(turns: int = 12) -> list[dict[str, Any]]:
     """An agent's input items: a task, then ``turns`` calls of ``run`` and their outputs (the
     warden masks the older ones, each then showing a ``cw:`` reference)."""
@@ -61,7 +64,9 @@ def _history(turns: int = 12) -> list[dict[str, Any]]:
         items.append(
             {"type": "function_call", "call_id": f"call_{i}", "name": "run", "arguments": args}
         )
-        items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": _output(i)})
+        items.append(
+            {"type": "function_call_output", "call_id": f"call_{i}", "output": tool_output(i)}
+        )
     return items
 
 
@@ -76,17 +81,9 @@ def _asked(first: dict[str, Any]) -> str:
     for item in first["input"]:
         if item.get("type") == "function_call_output" and ref in str(item["output"]):
             i = int(item["call_id"].split("_")[-1])
-            assert _output(i) not in text  # the model did not see the original
+            assert tool_output(i) not in text  # the model did not see the original
             return f"SECRET-{i:04d}"
     raise AssertionError(f"{ref} is on no function_call_output")
-
-
-def _stats(proxy: str) -> dict[str, Any]:
-    return httpx.get(proxy + "/stats").json()
-
-
-def _tool_names(body: dict[str, Any]) -> list[str]:
-    return [t["name"] for t in body.get("tools") or []]
 
 
 def _added(body: dict[str, Any], first: dict[str, Any]) -> list[dict[str, Any]]:
@@ -118,7 +115,7 @@ def test_a_recall_is_answered_at_the_proxy(
     assert (usage.input_tokens, usage.output_tokens) == (2 * USAGE_IN, 2 * USAGE_OUT)
     assert usage.input_tokens_details.cached_tokens == 20
     assert usage.output_tokens_details.reasoning_tokens == 6
-    assert _tool_names(first) == ["run", RECALL] and _tool_names(second) == ["run", RECALL]
+    assert tool_names(first) == ["run", RECALL] and tool_names(second) == ["run", RECALL]
     message, call, answer = _added(second, first)
     assert (message["type"], message["id"]) == ("message", "msg_1")  # stored: sent as returned
     assert (call["id"], call["call_id"], call["name"]) == (
@@ -127,8 +124,8 @@ def test_a_recall_is_answered_at_the_proxy(
         RECALL,
     )
     assert answer["type"] == "function_call_output" and answer["call_id"] == "call_recall_1"
-    assert _output(int(secret.split("-")[1])) in answer["output"]
-    stats = _stats(proxy)
+    assert tool_output(int(secret.split("-")[1])) in answer["output"]
+    stats = proxy_stats(proxy)
     assert (stats["recall_offered"], stats["recall_calls"], stats["recall_rounds"]) == (1, 1, 1)
     assert stats["recall_unknown_refs"] == 0
 
@@ -243,7 +240,7 @@ def test_an_unknown_reference_is_answered_as_an_error_and_counted(
     answer = fake.requests[1]["input"][-1]
     assert answer["type"] == "function_call_output"
     assert answer["output"] == "No content is kept under cw:0000000000000000 in this conversation."
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert (stats["recall_calls"], stats["recall_unknown_refs"]) == (1, 1)
 
 
@@ -258,10 +255,10 @@ def test_a_client_with_tools_is_offered_it_from_the_first_request(
     reply = _client(proxy).responses.create(model=MODEL, input=_history(1), tools=TOOLS)
     assert reply.output_text == "plain answer"
     (only,) = fake.requests
-    assert not REF.search(json.dumps(only)) and _tool_names(only) == ["run", RECALL]
+    assert not REF.search(json.dumps(only)) and tool_names(only) == ["run", RECALL]
     _client(proxy).responses.create(model=MODEL, input=[{"role": "user", "content": "hi"}])
     assert "tools" not in fake.requests[-1]
-    assert _stats(proxy)["recall_offered"] == 1
+    assert proxy_stats(proxy)["recall_offered"] == 1
 
 
 @pytest.mark.parametrize(
@@ -282,8 +279,8 @@ def test_it_is_not_offered_when_turned_off_or_a_choice_is_forced(
     proxy = start_proxy(url, window=WINDOW, **config)
     _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS, **args)
     (only,) = fake.requests
-    assert REF.search(json.dumps(only)) and _tool_names(only) == ["run"]
-    assert _stats(proxy)["recall_offered"] == 0
+    assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
+    assert proxy_stats(proxy)["recall_offered"] == 0
 
 
 def test_a_skipped_request_is_not_offered_it(
@@ -297,7 +294,7 @@ def test_a_skipped_request_is_not_offered_it(
     )
     assert raw.headers["x-contextwarden-skipped"].startswith("previous_response_id")
     (only,) = fake.requests
-    assert _tool_names(only) == ["run"]
+    assert tool_names(only) == ["run"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -312,11 +309,11 @@ def test_three_rounds_at_most_the_last_without_the_tool(
             final = s.get_final_response()
     else:
         final = _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS)
-    assert [_tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
+    assert [tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
     assert final.output[-1].content[0].text.startswith("quoted: SECRET-")
     assert all(i.type == "message" for i in final.output)
     assert final.usage.input_tokens == MAX_ROUNDS * USAGE_IN
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert (stats["recall_calls"], stats["recall_rounds"]) == (2, 2)
 
 
@@ -329,8 +326,8 @@ def test_the_last_round_of_a_client_without_tools_describes_the_tool_uncallable(
     reply = _client(proxy).responses.create(model=MODEL, input=_history())
     assert reply.output_text.startswith("quoted: SECRET-")
     first, _, last = fake.requests
-    assert "tool_choice" not in first and _tool_names(first) == [RECALL]
-    assert _tool_names(last) == [RECALL] and last["tool_choice"] == "none"
+    assert "tool_choice" not in first and tool_names(first) == [RECALL]
+    assert tool_names(last) == [RECALL] and last["tool_choice"] == "none"
 
 
 # -- upstream errors on a later round ------------------------------------------------------------
@@ -356,7 +353,7 @@ def test_a_later_round_error_reaches_the_client(
     assert [i.type for i in failed.response.output] == ["message"]  # what the client had
     numbers = [e.sequence_number for e in events]
     assert numbers == sorted(set(numbers))
-    stats = _stats(proxy)
+    stats = proxy_stats(proxy)
     assert stats["stream_failures"] == 1 and stats["by_status"]["500"] == 1  # the relayed one
 
 
