@@ -23,7 +23,7 @@ from ...formats.validate import validate_gemini
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Ran, Turn, Wire
+from ._base import Has, Ran, Turn, Wire
 
 __all__ = ["GEMINI", "GeminiSplice", "GeminiWire"]
 
@@ -72,7 +72,7 @@ class GeminiWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,

@@ -32,7 +32,7 @@ from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Ran, Splice, Turn, Wire, json_object, refused_message
+from ._base import Has, Ran, Splice, Turn, Wire, json_object, refused_message
 
 __all__ = ["RESPONSES", "ResponsesSplice", "ResponsesWire", "hide_recall_tool"]
 
@@ -71,7 +71,7 @@ class ResponsesWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,
