@@ -129,7 +129,6 @@ def test_summary_model_picks_the_model_asked(
 def test_a_failed_summary_falls_back_and_the_call_goes_through(
     upstream: Upstream,
     openai_recording: tuple[str, list[dict[str, Any]]],
-    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake, url = upstream
     # no retries (the summarizer: section's own setting), so one scripted failure is the story
@@ -154,10 +153,6 @@ def test_a_failed_summary_falls_back_and_the_call_goes_through(
     assert "<completed>" in _text(sent)  # the embedded summary stands in
     assert int(r.headers["x-contextwarden-tokens-after"]) <= 16_000
     assert r.headers["x-contextwarden-summarizer"] == "extractive"
-    # why it failed: in /stats (by the kind of error, with its words) and in the log
-    (failure,) = stats["summary_failures"].values()
-    assert failure["count"] == 1 and "500" in failure["last"]
-    assert any("summary for /v1/chat/completions failed" in m for m in caplog.messages)
 
 
 def test_extractive_stays_offline(

@@ -61,14 +61,6 @@ def fill_record(
         record.summary_failed_calls += calls.failed_calls
         record.breaker_open = record.breaker_open or calls.breaker_open
         record.summary_pool_full = record.summary_pool_full or calls.pool_full
-        if calls.failure is not None:
-            record.summary_failure = calls.failure
-            logger.warning(
-                "contextwarden proxy: a summary for %s failed (%s); the extractive summary "
-                "was used",
-                record.path,
-                calls.failure,
-            )
         for model, counts in calls.models.items():
             entry = record.summary_models.setdefault(model, [0, 0, 0])
             for i, n in enumerate(counts):

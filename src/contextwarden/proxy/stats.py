@@ -80,8 +80,6 @@ class RequestRecord:
     summary_models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
     summary_pool_full: bool = False
-    #: why a summary failed (the summarizer's error), when one did
-    summary_failure: str | None = None
     #: the recall tool was offered; its calls the proxy answered, those naming a reference the
     #: conversation does not keep, and the extra upstream calls they took
     recall_offered: bool = False
@@ -117,8 +115,6 @@ class RequestRecord:
                 out["summary_output_tokens"] = self.summary_output_tokens
                 if self.summary_failed_calls:
                     out["summary_failed_calls"] = self.summary_failed_calls
-            if self.summary_failure:
-                out["summary_failure"] = clip(self.summary_failure)
             if self.breaker_open:
                 out["summary_breaker_open"] = True
             if self.summary_pool_full:
@@ -174,8 +170,6 @@ class ProxyStats:
     recall_unknown_refs: int = 0
     recall_rounds: int = 0
     summaries_by_model: OrderedDict[str, dict[str, int]] = field(default_factory=OrderedDict)
-    #: failed summaries by the kind of their error, with the last one's words
-    summary_failures: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
     by_model: OrderedDict[str, int] = field(default_factory=OrderedDict)
@@ -210,14 +204,6 @@ class ProxyStats:
                     self.llm_summaries += 1
                 else:
                     self.extractive_summaries += 1
-            if rec.summary_failure:
-                kind = clip(rec.summary_failure.split(":", 1)[0], 60)
-                entry = self.summary_failures.get(kind)
-                if entry is None and len(self.summary_failures) < MODEL_TABLE:
-                    entry = self.summary_failures[kind] = {"count": 0, "last": ""}
-                if entry is not None:
-                    entry["count"] += 1
-                    entry["last"] = clip(rec.summary_failure)
             if rec.summary_calls:
                 self.summary_calls += rec.summary_calls
                 self.summary_input_tokens += rec.summary_input_tokens
@@ -291,7 +277,6 @@ class ProxyStats:
                 "summary_input_tokens": self.summary_input_tokens,
                 "summary_output_tokens": self.summary_output_tokens,
                 "summary_failed_calls": self.summary_failed_calls,
-                "summary_failures": {k: dict(v) for k, v in self.summary_failures.items()},
                 "summary_breaker_open": self.summary_breaker_open,
                 "summary_pool_full": self.summary_pool_full,
                 "recall_offered": self.recall_offered,

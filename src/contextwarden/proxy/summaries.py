@@ -74,8 +74,6 @@ class SummaryCalls:
     models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
     pool_full: bool = False
-    #: why the last summary that was not written failed (the summarizer's error)
-    failure: str | None = None
 
 
 class SummaryBudget:
@@ -184,22 +182,11 @@ class SummaryBudget:
         if self.slots is not None:
             self.slots.release()
 
-    def _failed_with(self, exc: Exception) -> None:
-        with self._lock:
-            self.calls.failure = f"{type(exc).__name__}: {exc}"
-
     def summarize(self, request: Any) -> str:
-        try:
-            deadline = self._begin()
-            self._slot()
-        except Exception as exc:
-            self._failed_with(exc)
-            raise
+        deadline = self._begin()
+        self._slot()
         try:
             return self._summarize(request, deadline)
-        except Exception as exc:
-            self._failed_with(exc)
-            raise
         finally:
             self._free()
 
@@ -217,17 +204,10 @@ class SummaryBudget:
         return text
 
     async def asummarize(self, request: Any) -> str:
-        try:
-            deadline = self._begin()
-            self._slot()
-        except Exception as exc:
-            self._failed_with(exc)
-            raise
+        deadline = self._begin()
+        self._slot()
         try:
             return await self._asummarize(request, deadline)
-        except Exception as exc:
-            self._failed_with(exc)
-            raise
         finally:
             self._free()
 
