@@ -96,8 +96,8 @@ def run_one(task: tuple[str, Path, str | None, int | None]) -> list[Row]:
     from contextwarden._billing import CachePricing
     from contextwarden._replay import count_calls, provider_for, replay
     from contextwarden._transcripts import load_transcripts
+    from contextwarden._model_overrides import resolve_model
     from contextwarden.cli._common import config_for
-    from contextwarden.cli.replay import _model_for
 
     name, path, model, window = task
     rows = []
@@ -106,7 +106,8 @@ def run_one(task: tuple[str, Path, str | None, int | None]) -> list[Row]:
     for number, t in enumerate(runs, 1):
         if not count_calls(t.messages):
             continue
-        run_cfg, key, _ = _model_for(t, cfg)
+        resolved = resolve_model(cfg, t.model, t.window)
+        run_cfg, key = resolved.config, resolved.name
         t0 = time.perf_counter()
         options: dict[str, Any] = dict(
             model=key,

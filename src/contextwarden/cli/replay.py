@@ -13,34 +13,32 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .._config import WardenConfig
-from .._model_overrides import ModelOverride, apply_model_overrides
-from .._models import assume_model
 from .._plot import plot_replay
 from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
-from .._transcripts import Transcript, load_transcripts
-from ..transcripts._common import FORMATS, TranscriptFormat
 from ._common import (
     ConfigOption,
     FileArgument,
+    FormatOption,
     ModelOption,
+    Reading,
+    RunOption,
     SummarizerOption,
     WindowOption,
     check_output_path,
-    config_for,
-    err,
     fail,
     guarded,
+    one_or_runs,
     out,
+    plural,
     progress,
-    require_file,
+    read_session,
 )
 from ._tables import ordinal, pct
 
@@ -281,16 +279,27 @@ def replay_command(
     window: WindowOption = None,
     config: ConfigOption = None,
     summarizer: SummarizerOption = None,
+    fmt: FormatOption = None,
+    run: RunOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print exactly one JSON object: calls and totals.")
     ] = False,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write a PNG of context size per call (folders created)."),
+        typer.Option(
+            "--plot",
+            metavar="PNG",
+            help="Write a PNG of context size and bill per call (folders created).",
+        ),
     ] = None,
     every: Annotated[
         int | None,
-        typer.Option("--every", min=1, help="Per-call table: every Nth call (default: ~20 rows)."),
+        typer.Option(
+            "--every",
+            min=1,
+            metavar="N",
+            help="Per-call table: every Nth call (default: about 20 rows).",
+        ),
     ] = None,
     pricing: Annotated[
         Literal["model", "anthropic"],
@@ -300,19 +309,6 @@ def replay_command(
             "ratios on its input price, read 0.1x and write 1.25x (anthropic).",
         ),
     ] = "model",
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help=f"Read the file as this format instead of detecting it: {', '.join(FORMATS)}.",
-        ),
-    ] = None,
-    run: Annotated[
-        int | None,
-        typer.Option(
-            "--run", min=1, help="Replay only run N of a file holding several (default: all)."
-        ),
-    ] = None,
 ) -> None:
     """Replay a recorded session call by call and show what contextwarden saves.
 
@@ -320,79 +316,34 @@ def replay_command(
     copy of it, as an agent would before each call. Reports tokens sent without contextwarden
     (what the agent really sent: its own compactions applied, its recorded usage where the file
     has it) and with it, the tokens a provider's prompt cache would read and write, the billed
-    input cost (cache-aware) against the payable baseline, compactions, and whether every
-    request is valid for the provider.
+    input cost (cache-aware), the calls that could not have been sent without it, compactions,
+    and whether every request is valid for the provider.
     """
-    if fmt is not None and fmt not in FORMATS:
-        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
-    chosen: TranscriptFormat | None = fmt  # type: ignore[assignment]
-    runs = load_transcripts(require_file(file), format=chosen)
-    if run is not None:
-        if run > len(runs):
-            raise fail(f"{file}: no run {run}: the file holds {len(runs)} run(s)")
-        runs = [runs[run - 1]]
-    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     plot = check_output_path(plot, inputs=(file,)) if plot is not None else None
-    for t in runs:
-        for warning in t.warnings:
-            err.print(f"[yellow]warning:[/yellow] {escape(str(file))}: {escape(warning)}")
-    playable = [t for t in runs if count_calls(t.messages)]
+    readings = read_session(
+        file, config, model=model, window=window, fmt=fmt, run=run, summarizer=summarizer
+    )
+    playable = [r for r in readings if count_calls(r.transcript.messages)]
     if not playable:
         raise fail(f"{file}: no assistant message to replay")
-    reports: list[tuple[Transcript, ReplayReport, list[str]]] = []
-    for t in playable:
-        run_cfg, name, notes = _model_for(t, cfg)
-        reports.append((t, _replay_one(t, run_cfg, name, pricing), notes))
+    reports = [(r, _replay_one(r, pricing)) for r in playable]
     written = None
     if plot is not None:
         written = plot_replay(reports[-1][1], plot)
     if as_json:
-        items = [_as_json(file, t, report, notes) for t, report, notes in reports]
-        data = items[0] if len(items) == 1 else {"file": str(file), "runs": items}
+        data = one_or_runs(file, [{**r.as_json(), **report.as_dict()} for r, report in reports])
         if written is not None:
             data["plot"] = str(written)
         sys.stdout.write(json.dumps(data) + "\n")
         return
-    for t, report, notes in reports:
-        _print_report(file, t, report, notes, every)
+    for r, report in reports:
+        _print_report(r, report, every)
     if written is not None:
-        out.print(f"plot written to {written}")
+        out.print(f"plot written to {escape(str(written))}")
 
 
-def _model_for(t: Transcript, cfg: WardenConfig) -> tuple[WardenConfig, str, list[str]]:
-    """The config to replay ``t`` with, its model name and what was assumed: the options' or
-    config's model, else the recording's; the window given, else the one the file records,
-    else the registry's; a model the registry lacks is added to the config as what
-    :func:`~contextwarden._models.assume_model` takes it for."""
-    name = cfg.model or t.model
-    window = cfg.context_window or t.window
-    info, note = assume_model(name, window, apply_model_overrides(cfg))
-    notes = [note] if note else []
-    if cfg.context_window is None and t.window is not None:
-        notes.append(f"window {t.window:,} as the recording states it")
-    key = name or info.name
-    known = key in cfg.models
-    if note is not None and not known:
-        entry = ModelOverride(
-            provider=info.provider,
-            context_window=info.context_window,
-            max_output_tokens=info.max_output_tokens,
-            encoding=info.encoding,
-            input_price_per_mtok=info.input_price_per_mtok,
-            output_price_per_mtok=info.output_price_per_mtok,
-            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
-            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
-            cache_ttl_s=info.cache_ttl_s,
-            min_cacheable_tokens=info.min_cacheable_tokens,
-            caching=info.caching,
-        )
-        cfg = cfg.model_copy(update={"models": {**cfg.models, key: entry}})
-    if window is not None and cfg.context_window is None:
-        cfg = cfg.model_copy(update={"context_window": window})
-    return cfg, key, notes
-
-
-def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> ReplayReport:
+def _replay_one(r: Reading, pricing: str) -> ReplayReport:
+    t = r.transcript
     mode: PricingMode = "anthropic" if pricing == "anthropic" else "model"
     total = count_calls(t.messages)
     with progress(
@@ -404,9 +355,9 @@ def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> Re
 
         return replay(
             t.messages,
-            model=name,
-            window=cfg.context_window,
-            config=cfg,
+            model=r.model,
+            window=r.window,
+            config=r.config,
             tools=t.tools or None,
             provider=provider_for(t.format),
             on_call=advance,
@@ -415,29 +366,11 @@ def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> Re
         )
 
 
-def _as_json(file: Path, t: Transcript, report: ReplayReport, notes: list[str]) -> dict[str, Any]:
-    data: dict[str, Any] = {"file": str(file), "format": t.format}
-    if t.runs > 1:
-        data["run"] = t.run
-        data["runs"] = t.runs
-    data["assumed"] = notes
-    data["warnings"] = list(t.warnings)
-    data.update(report.as_dict())
-    return data
-
-
-def _print_report(
-    file: Path, t: Transcript, report: ReplayReport, notes: list[str], every: int | None
-) -> None:
-    total = report.totals
-    which = f" (run {t.run} of {t.runs})" if t.runs > 1 else ""
+def _print_report(r: Reading, report: ReplayReport, every: int | None) -> None:
     out.print(
-        f"[bold]{escape(str(file))}[/bold]{which}: {t.format}, {total.calls} calls, model "
-        f"{escape(report.model)}, window {report.window:,} (limit {report.limit:,}, trigger "
-        f"{report.trigger:,})"
+        f"{r.title()}: {plural(report.totals.calls, 'call')} (limit {report.limit:,}, "
+        f"trigger {report.trigger:,})"
     )
-    for note in notes:
-        out.print(f"[yellow]assumed:[/yellow] {escape(note)}")
     out.print(_calls_table(report, every, out.width))
     out.print(_totals_table(report))
     out.print(escape(baseline_line(report)))
