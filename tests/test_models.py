@@ -145,7 +145,8 @@ def test_a_recording_without_a_model_is_replayable() -> None:
     info, note = assume_model(None)
     assert info.context_window == 128_000 and info.encoding == "o200k_base"
     assert note == (
-        "the recording names no model: o200k tokens, window 128,000 assumed, no price: no bill"
+        "the recording names no model: counted with o200k_base, window 128,000 assumed, "
+        "no price: no bill"
     )
 
 

@@ -781,7 +781,7 @@ def assume_model(
         what = (
             f"model {model!r} is not in the registry" if model else "the recording names no model"
         )
-        assumed = "o200k tokens" + ("" if window else f", window {size:,} assumed")
+        assumed = "counted with o200k_base" + ("" if window else f", window {size:,} assumed")
         notes.append(what + f": {assumed}" + ("" if server else ", no price: no bill"))
     if server is not None:
         info = replace(

@@ -115,16 +115,20 @@ class ReplayCall:
 
     Billed, prompt caching counted: ``cached_*`` tokens read from the provider's cache (the
     leading messages equal to the previous request's), ``written_*`` tokens written to it,
-    ``billed_cost_*`` the call's input cost in USD at the replay's cache prices (``None`` when
-    the model has no price). ``at``: the call's time in epoch seconds, when the transcript
-    has timestamps.
+    ``estimated_cost_*`` the call's input cost in USD at the replay's cache prices (``None``
+    when the model has no price) and ``billed_cost_*`` its bill on the report's baseline: the
+    estimate, or, when every call of the recording states its usage, the recorded cost and
+    the recorded cost plus the difference contextwarden makes to the estimate (so the calls'
+    bills add up to the totals). ``at``: the call's time in epoch seconds, when the
+    transcript has timestamps.
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
     when the baseline request (by its recorded size when every call has one, else by
     ``tokens_without``) does not leave its reply the room the warden's own requests leave
     (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
-    the provider would have refused it or cut the reply short, so it is not billed. ``limit``:
+    the provider would have refused it or cut the reply short, so it is not billed;
+    ``fits_with`` is the same rule for contextwarden's request. ``limit``:
     the hard limit the warden kept to on this call (the window less the reply's reserve).
     ``recorded_*``: the provider usage the recording states for this call (prompt tokens in
     all, read from the cache, written to it) and its cost at the replay's prices, ``None``
@@ -152,9 +156,12 @@ class ReplayCall:
     written_with: int = 0
     billed_cost_without: float | None = None
     billed_cost_with: float | None = None
+    estimated_cost_without: float | None = None
+    estimated_cost_with: float | None = None
     at: float | None = None
     tokens_full: int = 0
     payable: bool = True
+    fits_with: bool = True
     limit: int = 0
     recorded_input: int | None = None
     recorded_cached: int | None = None
@@ -172,26 +179,24 @@ class ReplayCall:
 class ReplayTotals:
     """The whole replay: input tokens summed over calls without and with the warden,
     ``saved_ratio = 1 - with/without``, compactions (summaries written), calls that used a
-    compacted history, invalid requests, calls over the window without and with the warden,
-    and the list-price input cost in USD (``None`` when the model has no known price).
+    compacted history, invalid requests, and the list-price input cost in USD (``None`` when
+    the model has no known price).
 
-    What the provider would bill, prompt caching counted: ``billed_cost_*`` in USD at the
-    replay's cache prices (``None`` when unknown), ``billed_saved_ratio = 1 - with/without``
-    (``None`` when unknown), and ``cache_hit_ratio_*``: tokens read from the cache over all
-    input tokens.
+    What the provider would bill, prompt caching counted, for the whole session:
+    ``billed_cost_*`` in USD, the sum of the calls' :attr:`ReplayCall.billed_cost_without` /
+    ``_with`` (``None`` without a price), and ``cache_hit_ratio_*``: tokens read from the
+    cache over all input tokens.
 
     The baseline (see the module docstring): ``baseline`` names it; ``agent_compactions``
-    counts the agent's own compactions applied; ``not_payable_without`` the baseline calls over
-    the window; ``payable_billed_cost_without`` the baseline's bill on the payable calls (the
-    recorded bill when ``baseline`` is ``"recorded-usage"``) and
-    ``billed_cost_with_on_payable`` contextwarden's on the same calls (with a recorded baseline:
-    the recorded bill plus the difference contextwarden makes to the estimated bill, since what
-    a recording leaves out, a system prompt or tool definitions, costs the same with and
-    without it); ``billed_saved_ratio`` is
-    ``1 - with/without`` on those; ``dearer`` is true when contextwarden's bill is above the
-    payable baseline's. ``recorded_calls`` / ``recorded_billed_cost``: the calls with provider
-    usage and their bill; ``input_tokens_full_history``: the whole recorded history summed
-    over calls (what a replay that ignores the agent's compactions would call the baseline).
+    counts the agent's own compactions applied; ``not_payable_without`` /
+    ``not_payable_with`` the calls whose request does not fit the window with room for the
+    reply (:attr:`ReplayCall.payable`, :attr:`ReplayCall.fits_with`);
+    ``payable_billed_cost_without`` and ``billed_cost_with_on_payable`` the bills of the
+    payable calls alone, ``billed_saved_ratio = 1 - with/without`` on those; ``dearer`` is
+    true when contextwarden's bill is above the payable baseline's. ``recorded_calls`` /
+    ``recorded_billed_cost``: the calls with provider usage and their bill;
+    ``input_tokens_full_history``: the whole recorded history summed over calls (what a
+    replay that ignores the agent's compactions would call the baseline).
     """
 
     calls: int
@@ -201,8 +206,6 @@ class ReplayTotals:
     compactions: int
     compacted_calls: int
     invalid_requests: int
-    over_window_without: int
-    over_window_with: int
     max_context_without: int
     max_context_with: int
     cost_without: float | None
@@ -215,6 +218,7 @@ class ReplayTotals:
     baseline: Baseline = "full-history"
     agent_compactions: int = 0
     not_payable_without: int = 0
+    not_payable_with: int = 0
     payable_billed_cost_without: float | None = None
     billed_cost_with_on_payable: float | None = None
     recorded_calls: int = 0
@@ -448,6 +452,17 @@ def iter_replay(
         bill_without = _bill(previous_without, sent_without, rules)
         bill_with = _bill(previous_with, sent_with, rules)
         previous_without, previous_with = sent_without, sent_with
+        recorded = _recorded(message, prices)
+        cost_without = cost_with = None
+        if prices is not None:
+            cost_without, cost_with = bill_without.cost, bill_with.cost
+            if by_record:
+                # The recorded bill, changed by what contextwarden changes in the estimate:
+                # what a recording leaves out (Claude Code's system prompt and tools) costs
+                # the same with and without it.
+                cost_without = recorded["recorded_cost"]
+                cost_with = cost_without + bill_with.cost - bill_without.cost
+        limit = budget.for_reply(longest)
         yield ReplayCall(
             call=call,
             message_index=index,
@@ -468,17 +483,18 @@ def iter_replay(
             written_without=bill_without.written_tokens,
             cached_with=bill_with.cached_tokens,
             written_with=bill_with.written_tokens,
-            billed_cost_without=bill_without.cost if prices is not None else None,
-            billed_cost_with=bill_with.cost if prices is not None else None,
+            billed_cost_without=cost_without,
+            billed_cost_with=cost_with,
+            estimated_cost_without=bill_without.cost if prices is not None else None,
+            estimated_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
             payable=_payable(
-                tokens_sent,
-                recorded_usage(message.usage) if by_record else None,
-                budget.for_reply(longest),
+                tokens_sent, recorded_usage(message.usage) if by_record else None, limit
             ),
+            fits_with=result.tokens_after <= limit.limit,
             limit=result.budget.limit if result.budget is not None else budget.limit,
-            **_recorded(message, prices),
+            **recorded,
         )
 
 
@@ -621,18 +637,13 @@ def replay(
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
     prices = cache_pricing(model, pricing, overrides)
-    billed_without = billed_with = saved = None
+    billed_without = billed_with = None
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
         billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
-        saved = (1 - billed_with / billed_without) if billed_without else 0.0
     sent_without = sum(c.cached_without + c.written_without for c in calls)
     sent_with = sum(c.cached_with + c.written_with for c in calls)
     base = _baseline(calls, prices, len(compactions))
-    if base["payable_billed_cost_without"] is not None:
-        payable_without = base["payable_billed_cost_without"]
-        on_payable = base["billed_cost_with_on_payable"]
-        saved = (1 - on_payable / payable_without) if payable_without else 0.0
     totals = ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
@@ -641,15 +652,12 @@ def replay(
         compactions=sum(c.summaries_written for c in calls),
         compacted_calls=sum(1 for c in calls if c.compacted),
         invalid_requests=sum(1 for c in calls if not c.valid),
-        over_window_without=sum(1 for c in calls if c.tokens_without > budget.window),
-        over_window_with=sum(1 for c in calls if c.tokens_with > budget.window),
         max_context_without=max((c.tokens_without for c in calls), default=0),
         max_context_with=max((c.tokens_with for c in calls), default=0),
         cost_without=info.cost(without) if info is not None else None,
         cost_with=info.cost(with_) if info is not None else None,
         billed_cost_without=billed_without,
         billed_cost_with=billed_with,
-        billed_saved_ratio=saved,
         cache_hit_ratio_without=(
             sum(c.cached_without for c in calls) / sent_without if sent_without else 0.0
         ),
@@ -685,27 +693,23 @@ def _baseline(
         "baseline": kind,
         "agent_compactions": compactions,
         "not_payable_without": len(calls) - len(payable),
+        "not_payable_with": sum(1 for c in calls if not c.fits_with),
         "recorded_calls": len(recorded),
         "recorded_billed_cost": (
             sum(c.recorded_cost or 0.0 for c in recorded) if recorded and prices else None
         ),
         "payable_billed_cost_without": None,
         "billed_cost_with_on_payable": None,
+        "billed_saved_ratio": None,
         "dearer": False,
     }
     if prices is None:
         return out
-    estimated_without = sum(c.billed_cost_without or 0.0 for c in payable)
-    estimated_with = sum(c.billed_cost_with or 0.0 for c in payable)
-    if every:
-        # The recorded bill, changed by what contextwarden changes in the estimate: the parts
-        # a recording leaves out (Claude Code's system prompt and tools) cost the same in both.
-        without = sum(c.recorded_cost or 0.0 for c in payable)
-        with_ = without + estimated_with - estimated_without
-    else:
-        without, with_ = estimated_without, estimated_with
+    without = sum(c.billed_cost_without or 0.0 for c in payable)
+    with_ = sum(c.billed_cost_with or 0.0 for c in payable)
     out["payable_billed_cost_without"] = without
     out["billed_cost_with_on_payable"] = with_
+    out["billed_saved_ratio"] = (1 - with_ / without) if without else 0.0
     out["dearer"] = with_ > without + 1e-12
     return out
 

@@ -191,7 +191,7 @@ def test_a_model_missing_from_the_registry_replays_with_the_window_the_file_reco
     assert data["totals"]["billed_cost_with"] is not None  # priced as its family
     assert "window 258,400 as the recording states it" in data["assumed"]
     text = runner.invoke(app, ["replay", str(renamed)], env={"COLUMNS": "200"})
-    assert text.exit_code == 0 and "assumed:" in text.stdout
+    assert text.exit_code == 0 and "assumed:" in text.stderr
     assert "register_model" not in text.output
 
 
@@ -218,7 +218,7 @@ def test_every_run_of_a_file_is_replayed_or_the_one_asked_for(
     second = json.loads(runner.invoke(app, ["replay", str(path), "--run", "2", "--json"]).stdout)
     assert second["totals"] == both["runs"][1]["totals"]
     missing = runner.invoke(app, ["replay", str(path), "--run", "3"])
-    assert missing.exit_code == 1 and "no run 3: the file holds 2 run(s)" in missing.stderr
+    assert missing.exit_code == 2 and f"--run 3: {path} holds 2 runs" in missing.stderr
 
 
 def test_the_report_names_its_baseline(shared_data: Path) -> None:

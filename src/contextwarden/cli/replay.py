@@ -172,6 +172,11 @@ def _totals_table(report: ReplayReport) -> Table:
     table.add_column("with contextwarden", justify="right")
     table.add_row("calls", f"{t.calls:,}", f"{t.calls:,}")
     table.add_row(
+        f"calls that do not fit the {report.window:,}-token window with room for the reply",
+        f"{t.not_payable_without:,}",
+        f"{t.not_payable_with:,}",
+    )
+    table.add_row(
         "input tokens (cumulative)",
         f"{t.input_tokens_without:,}",
         f"[bold]{t.input_tokens_with:,}[/bold]",
@@ -180,10 +185,17 @@ def _totals_table(report: ReplayReport) -> Table:
     table.caption = f"billed: {_prices(report)} ({_price_detail(report)})"
     table.caption_justify = "left"
     table.add_row(
-        "[bold]billed input cost[/bold] (cache-aware)",
+        "[bold]billed input cost[/bold], whole session (cache-aware)",
         _money(t.billed_cost_without),
         f"[bold]{_money(t.billed_cost_with)}[/bold]",
     )
+    if t.not_payable_without:
+        table.add_row(
+            f"billed input cost, the {plural(t.calls - t.not_payable_without, 'call')} that "
+            "fit without contextwarden",
+            _money(t.payable_billed_cost_without),
+            _money(t.billed_cost_with_on_payable),
+        )
     table.add_row(
         "cache hit ratio (tokens read)",
         f"{t.cache_hit_ratio_without:.1%}",
@@ -191,29 +203,19 @@ def _totals_table(report: ReplayReport) -> Table:
     )
     price = report.input_price_per_mtok
     label = (
-        f"input cost at list price (${price}/M, no cache)"
+        f"input cost at list price (${price:g}/M, no cache)"
         if price is not None
         else "input cost at list price (no price)"
     )
     table.add_row(label, _money(t.cost_without), _money(t.cost_with))
     table.add_row(
-        f"calls over the {report.window:,} window",
-        f"{t.over_window_without:,}",
-        f"{t.over_window_with:,}",
-    )
-    table.add_row(
         "compactions (summaries written)",
         f"{t.agent_compactions:,} by the agent",
         f"{t.compactions:,}",
     )
-    table.add_row(
-        "[bold]payable baseline[/bold] (calls within the window)",
-        _money(t.payable_billed_cost_without),
-        f"[bold]{_money(t.billed_cost_with_on_payable)}[/bold]",
-    )
-    if t.recorded_calls:
+    if t.recorded_calls and t.baseline != "recorded-usage":  # else it is the bill above
         table.add_row(
-            f"recorded usage ({t.recorded_calls:,} calls)",
+            f"recorded usage ({plural(t.recorded_calls, 'call')})",
             _money(t.recorded_billed_cost),
             "-",
         )
@@ -230,46 +232,62 @@ BASELINES = {
 
 
 def baseline_line(report: ReplayReport) -> str:
-    """Which baseline the report used, and the calls it could not have sent."""
-    t = report.totals
-    line = f"baseline: {BASELINES[t.baseline]}"
-    if t.baseline == "recorded-usage":
-        line += "; contextwarden's bill: the recorded one plus the difference it makes"
-    if t.not_payable_without:
-        line += (
-            f"; {t.not_payable_without:,} of its calls do not fit the {report.window:,}-token "
-            "window with room for their reply: not payable, left out of the baseline"
-        )
+    """Which baseline the report used."""
+    line = f"without contextwarden: {BASELINES[report.totals.baseline]}"
+    if report.totals.baseline == "recorded-usage":
+        line += "; with it: the recorded bill plus the difference it makes"
     return line
 
 
+def _change(before: float, after: float) -> str:
+    """``12.3% less``, ``the same``, ``4.5% more``: what ``after`` bills beside ``before``."""
+    ratio = 1 - after / before if before else 0.0
+    if abs(ratio) < 0.0005:
+        return "the same"
+    return f"{abs(ratio):.1%} {'less' if ratio > 0 else 'more'}"
+
+
 def headline(report: ReplayReport) -> str:
-    """The closing line: the billed saving against the payable baseline first (what the bill
-    shows), then the tokens."""
+    """The closing line, in the order a newcomer asks: did every call fit, what did the calls
+    that could be sent anyway cost, what does the whole session cost, and the tokens."""
     t = report.totals
+    parts: list[str] = []
+    payable = t.calls - t.not_payable_without
+    if t.not_payable_without:
+        made = t.not_payable_without - t.not_payable_with
+        parts.append(
+            f"contextwarden made {made:,} of the {plural(t.calls, 'call')} fit the "
+            f"{report.window:,}-token window that did not fit without it"
+            + (f" ({t.not_payable_with:,} still do not)" if t.not_payable_with else "")
+        )
+    p = report.cache_pricing
+    if p is None or t.billed_cost_without is None or t.payable_billed_cost_without is None:
+        parts.append(f"no bill: no price known for {report.model}")
+    elif p.input_per_mtok == 0:
+        parts.append(f"no bill: {report.model} is billed at $0 (a local model)")
+    else:
+        on = t.billed_cost_with_on_payable or 0.0
+        change = _change(t.payable_billed_cost_without, on)
+        money = f"{_money(t.payable_billed_cost_without)} -> {_money(on)}"
+        if t.not_payable_without:
+            parts.append(
+                f"on the {plural(payable, 'call')} that fit without it, it bills {change} "
+                f"({money}); the whole session costs {_money(t.billed_cost_with)} with it "
+                f"({_money(t.billed_cost_without)} had every call fit without it)"
+            )
+        else:
+            who = "contextwarden bills" if not parts else "it bills"
+            parts.append(f"{who} {change} ({money})")
+        parts[-1] += f", cache-aware at {_prices(report)}"
     tokens = (
-        f"{t.saved_ratio:.1%} of input tokens "
+        f"{t.saved_ratio:.1%} fewer input tokens "
         f"({t.input_tokens_without - t.input_tokens_with:,} of {t.input_tokens_without:,})"
     )
-    if t.billed_saved_ratio is None or t.billed_cost_without is None:
-        colour = "green" if t.saved_ratio > 0 else "yellow"
-        return (
-            f"[bold {colour}]contextwarden saves {tokens}[/bold {colour}] "
-            "(no price known: no billed cost)"
-        )
-    money = (
-        f"({_money(t.payable_billed_cost_without)} -> {_money(t.billed_cost_with_on_payable)} "
-        f"against the payable baseline, cache-aware at {_prices(report)})"
-    )
-    if t.billed_saved_ratio >= 0:
-        return (
-            f"[bold green]contextwarden saves {t.billed_saved_ratio:.1%} of the billed input "
-            f"cost[/bold green] {money}; {tokens}"
-        )
-    return (
-        f"[bold yellow]contextwarden raises the billed input cost by "
-        f"{-t.billed_saved_ratio:.1%}[/bold yellow] {money}, though it saves {tokens}"
-    )
+    parts.append(tokens if t.saved_ratio >= 0 else f"{-t.saved_ratio:.1%} more input tokens")
+    colour = "yellow" if t.dearer or t.invalid_requests or t.not_payable_with else "green"
+    if t.invalid_requests:
+        parts.append(f"{plural(t.invalid_requests, 'invalid request')}")
+    return f"[bold {colour}]{escape('; '.join(parts))}[/bold {colour}]"
 
 
 @guarded
