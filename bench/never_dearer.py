@@ -150,16 +150,14 @@ def _prefixes(report: Any, skip: int = 10) -> tuple[float | None, int, int, int]
     (the replay is causal: the warden's decisions at a call depend only on the calls before
     it): the highest with/without ratio of the bills summed so far, its call, how many cuts
     were compared and how many of them were dearer."""
-    every = report.totals.baseline == "recorded-usage"
     without = with_ = 0.0
     worst: float | None = None
     at = seen = dearer = 0
     for c in report.calls:
         if not c.payable or c.billed_cost_without is None or c.billed_cost_with is None:
             continue
-        base = (c.recorded_cost or 0.0) if every else c.billed_cost_without
-        without += base
-        with_ += base + c.billed_cost_with - c.billed_cost_without
+        without += c.billed_cost_without
+        with_ += c.billed_cost_with
         if c.call < skip or without <= 0:
             continue
         seen += 1
