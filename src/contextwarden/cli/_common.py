@@ -35,6 +35,7 @@ from ..summarizers.config import parse_summarizer_spec
 from ..transcripts._common import FORMATS
 
 __all__ = [
+    "HELP_LAYOUT",
     "ConfigOption",
     "EXIT_BAD_INPUT",
     "EXIT_USAGE",
@@ -70,6 +71,14 @@ EXIT_USAGE = 2
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+#: How help is laid out: click's plain layout, which reflows each paragraph to the terminal's
+#: width (as wide as it is; 80 columns in a pipe unless $COLUMNS says otherwise) and shows a
+#: flag as a flag and an option with its metavar (``--model MODEL``), not typer's typed columns.
+HELP_LAYOUT: dict[str, Any] = {
+    "rich_markup_mode": None,
+    "context_settings": {"max_content_width": 10_000},
+}
 
 #: The width tables are laid out to when the output is not a terminal (a pipe, a file): wide
 #: enough that no table wraps or breaks a word, as a reader of the file would expect.

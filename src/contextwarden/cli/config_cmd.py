@@ -11,7 +11,7 @@ import yaml
 
 from .._config import config_problems
 from .._config_docs import config_reference
-from ._common import ConfigOption, config_for, fail, guarded, out, require_file
+from ._common import HELP_LAYOUT, ConfigOption, config_for, fail, guarded, out, require_file
 
 __all__ = ["config_app"]
 
@@ -19,6 +19,7 @@ config_app = typer.Typer(
     name="config",
     help="Check a configuration file, print the effective configuration or the reference.",
     no_args_is_help=True,
+    **HELP_LAYOUT,
 )
 
 

@@ -206,7 +206,7 @@ def sessions_command(
             help="Folders (or files) to look in; default: where Claude Code, Codex CLI, Gemini "
             "CLI, pi and Cline keep their sessions under your home folder.",
             show_default=False,
-            metavar="[FOLDER]...",
+            metavar="FOLDER",
         ),
     ] = None,
     model: ModelOption = None,
