@@ -18,7 +18,6 @@ from contextwarden._models import model_info
 from contextwarden._replay import (
     compact_history,
     count_calls,
-    make_warden,
     recorded_usage,
     replay,
 )
@@ -265,7 +264,7 @@ def test_the_warden_is_told_each_calls_time() -> None:
     import inspect
 
     seen: list[float | None] = []
-    base = make_warden(LOSSLESS)
+    base = Warden(LOSSLESS)
     takes_now = "now" in inspect.signature(base.transform).parameters
 
     class Recording(type(base)):  # type: ignore[misc]

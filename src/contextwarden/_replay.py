@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ._billing import CachePricing, CallBill, PromptRequest, bill_after
+from ._billing import CachePricing, PromptRequest, bill_after
 from ._budget import Budget, reply_tokens
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
@@ -78,27 +78,6 @@ Baseline = Literal["recorded-usage", "agent-compactions", "full-history"]
 #: Whose cache prices bill a replay: the model's own (from the registry) or Anthropic's ratios
 #: (read 0.1x, write 1.25x the model's input price, 5-minute TTL) whatever the model.
 PricingMode = Literal["model", "anthropic"]
-
-#: The provider API a recording's requests went to, by transcript format.
-_PROVIDERS: Mapping[str, Provider] = {
-    "openai": "openai",
-    "openai-jsonl": "openai",
-    "mini-swe-agent": "openai",
-    "openhands": "openai",
-    "anthropic": "anthropic",
-    "pi": "anthropic",
-    "claude-code": "anthropic",
-    "cline": "anthropic",
-    "codex": "openai",
-    "gemini-cli": "openai",
-    "aider": "openai",
-    "swe-agent": "openai",
-}
-
-
-def provider_for(fmt: str) -> Provider:
-    """The provider whose request format a transcript format maps to (OpenAI for unknown)."""
-    return _PROVIDERS.get(fmt, "openai")
 
 
 @dataclass(frozen=True)
@@ -264,12 +243,6 @@ class ReplayReport:
         }
 
 
-def make_warden(config: WardenConfig) -> Warden:
-    """The warden an agent would build from ``config``: ``Warden(config)``, compaction with
-    the embedded extractive summarizer included unless ``compaction.enabled`` is false."""
-    return Warden(config)
-
-
 def _problems(
     result: TransformResult, provider: Provider, window: int, validate: bool = True
 ) -> list[str]:
@@ -370,13 +343,6 @@ def prompt_request(
     )
 
 
-def _bill(
-    previous: PromptRequest | None, current: PromptRequest, pricing: CachePricing
-) -> CallBill:
-    """The bill of ``current`` after ``previous`` (the cache only remembers the last one)."""
-    return bill_after(previous, current, pricing)
-
-
 def _setup(
     config: WardenConfig | None,
     warden: Warden | None,
@@ -384,11 +350,11 @@ def _setup(
     window: int | None,
     purpose: str,
 ) -> tuple[WardenConfig, Warden, Budget]:
-    """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
+    """The config (default: the seeds' defaults), the warden (default: ``Warden(config)``) and
     the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
     (cannot happen with a model; kept for type checkers)."""
     config = config or WardenConfig.model_validate({})
-    warden = warden or make_warden(config)
+    warden = warden or Warden(config)
     budget = warden.budget_for(model, window)
     if budget is None:
         raise ConfigError(f"{purpose} needs a context window: give a model or a window")
@@ -449,8 +415,8 @@ def iter_replay(
         total_with += result.tokens_after
         sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
         sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
-        bill_without = _bill(previous_without, sent_without, rules)
-        bill_with = _bill(previous_with, sent_with, rules)
+        bill_without = bill_after(previous_without, sent_without, rules)
+        bill_with = bill_after(previous_with, sent_with, rules)
         previous_without, previous_with = sent_without, sent_with
         recorded = _recorded(message, prices)
         cost_without = cost_with = None

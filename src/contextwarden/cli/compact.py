@@ -12,13 +12,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from .._replay import compact_history, provider_for
-from .._transcripts import TranscriptFormat, save_transcript
+from .._replay import compact_history
+from .._transcripts import WRITABLE, TranscriptFormat, output_format, save_transcript
 from ._common import (
     ConfigOption,
     FileArgument,
@@ -39,9 +39,6 @@ from ._common import (
 from ._tables import pct
 
 __all__ = ["compact"]
-
-#: Formats written back as they were read; any other (an agent's log) becomes provider messages.
-KEPT = frozenset({"openai", "openai-jsonl", "anthropic", "mini-swe-agent"})
 
 #: What each written format is, for the closing line.
 WRITTEN_AS: dict[TranscriptFormat, str] = {
@@ -108,7 +105,7 @@ def compact(
             tools=transcript.tools or None,
             force=force,
         )
-    fmt_out = _output_format(transcript.format, output)
+    fmt_out = output_format(transcript.format, jsonl=output.suffix.lower() == ".jsonl")
     compacted = dataclasses.replace(transcript, messages=result.messages)
     try:
         written = save_transcript(compacted, output, format=fmt_out)
@@ -116,7 +113,7 @@ def compact(
         raise fail(f"-o {output}: cannot write it ({exc.strerror or exc})") from None
     before, after = result.tokens_before, result.tokens_after
     kind = WRITTEN_AS[fmt_out]
-    if transcript.format not in KEPT:
+    if transcript.format not in WRITABLE:
         kind += f"; {transcript.format} sessions are not written back: this is their request"
     if as_json:
         data = {
@@ -150,13 +147,3 @@ def compact(
     if result.newest_truncated:
         out.print("[yellow]the newest message alone was over the budget and was cut[/yellow]")
     out.print(f"written to {escape(str(written))} ({kind})")
-
-
-def _output_format(read: str, output: Path) -> TranscriptFormat:
-    """The format to write: the input's for a provider file; for an agent's log, OpenAI JSONL
-    when ``output`` ends in ``.jsonl``, else its provider's JSON."""
-    if read in KEPT:
-        return cast(TranscriptFormat, read)
-    if output.suffix.lower() == ".jsonl":
-        return "openai-jsonl"
-    return "anthropic" if provider_for(read) == "anthropic" else "openai"

@@ -21,7 +21,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from .._plot import plot_replay
-from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
+from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, replay
+from .._transcripts import provider_for
 from ._common import (
     ConfigOption,
     FileArgument,

@@ -13,14 +13,6 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from .._plot import pyplot
@@ -37,6 +29,7 @@ from ._common import (
     guarded,
     out,
     plural,
+    progress,
     warn_about,
 )
 
@@ -260,25 +253,13 @@ def sessions_command(
         raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
     plot = check_output_path(plot) if plot is not None else None
     files = find_session_files(folders or ())
-    progress = Progress(
-        TextColumn("reading sessions"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not sys.stdout.isatty() or not err.is_terminal or len(files) < 2,
-    )
-    with progress:
-        task = progress.add_task("sessions", total=len(files))
+    with progress("reading sessions", len(files)) as advance:
         rows = summarize_files(
             files,
             estimate=estimate,
             workers=workers,
             cache=data_dir() / "sessions-cache.json" if cache else None,
-            on_done=lambda _path, _rows: progress.advance(task),
+            on_done=lambda _path, _rows: advance(1),
             model=model,
             window=window,
             format=fmt,  # type: ignore[arg-type]

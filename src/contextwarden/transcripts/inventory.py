@@ -32,13 +32,12 @@ from .._model_overrides import ResolvedModel, registry_for, resolve_model
 from .._replay import (
     epoch_seconds,
     prompt_request,
-    provider_for,
     recorded_usage,
     replay,
     sent_context,
 )
 from .._tokens import get_counter
-from .._transcripts import load_transcripts
+from .._transcripts import load_transcripts, provider_for
 from ._common import Transcript, TranscriptFormat
 
 __all__ = [
