@@ -94,8 +94,7 @@ def files(only: str = "") -> list[tuple[str, Path, str | None]]:
 def run_one(task: tuple[str, Path, str | None, int | None]) -> list[Row]:
     """Replay every run of one file at ``window`` (None: the model's own), as the CLI does."""
     from contextwarden._billing import CachePricing
-    from contextwarden._model_overrides import resolve_model
-    from contextwarden._replay import count_calls, replay
+    from contextwarden._replay import count_calls, replay, resolve_model
     from contextwarden._transcripts import load_transcripts, provider_for
     from contextwarden.cli._common import config_for
 

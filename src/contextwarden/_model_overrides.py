@@ -1,7 +1,5 @@
 """The config's ``models:`` section: :class:`ModelOverride` (one entry) and
-:func:`apply_model_overrides` (the registry entries the section describes); and
-:func:`resolve_model`, the one way every command (and ``sessions``) settles a recording's
-model and window.
+:func:`apply_model_overrides` (the registry entries the section describes).
 
 Apart from :mod:`contextwarden._models` because it is a pydantic model: the registry's lookups
 (and :func:`~contextwarden.count_tokens`, which asks the registry for a model's tokenizer) do not
@@ -11,8 +9,8 @@ pay for importing pydantic.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,21 +21,11 @@ from ._models import (
     ModelInfo,
     ModelRegistry,
     Provider,
-    assume_model,
     find_model,
     normalise_model_name,
 )
 
-if TYPE_CHECKING:  # _config imports this module for ModelOverride
-    from ._config import WardenConfig
-
-__all__ = [
-    "ModelOverride",
-    "ResolvedModel",
-    "apply_model_overrides",
-    "registry_for",
-    "resolve_model",
-]
+__all__ = ["ModelOverride", "apply_model_overrides", "registry_for"]
 
 
 class ModelOverride(BaseModel):
@@ -159,61 +147,3 @@ def registry_for(config: Any, base: ModelRegistry | None = None) -> ModelRegistr
     for info in apply_model_overrides(config, registry).values():
         registry.register(info)
     return registry
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """What a command counts, replays and bills a recording with: ``config`` (the user's,
-    with ``model`` and ``context_window`` settled, and an assumed model described in its
-    ``models:`` section so the warden knows it), the model's ``name``, its ``info`` and the
-    ``notes`` saying what was assumed (empty when nothing was)."""
-
-    config: WardenConfig
-    name: str
-    info: ModelInfo
-    notes: tuple[str, ...]
-
-    @property
-    def window(self) -> int:
-        """The context window every command uses."""
-        return self.info.context_window
-
-    @property
-    def priced(self) -> bool:
-        """Whether a bill can be made (the model has an input price)."""
-        return self.info.input_price_per_mtok is not None
-
-
-def resolve_model(
-    config: WardenConfig, recorded_model: str | None = None, recorded_window: int | None = None
-) -> ResolvedModel:
-    """The model and window for a recording: ``--model`` (or the config's ``model``), else the
-    recording's; ``--window`` (or the config's ``context_window``), else the window the
-    recording states, else the model's. The model is resolved by
-    :func:`~contextwarden._models.assume_model`, which never fails: another spelling, a
-    family, a local server (billed at 0) or an unknown model (128,000 tokens, no bill) are
-    stated in ``notes``."""
-    name = config.model or recorded_model
-    window = config.context_window or recorded_window
-    info, note = assume_model(name, window, apply_model_overrides(config))
-    notes = [note] if note else []
-    if config.context_window is None and recorded_window is not None:
-        notes.append(f"window {recorded_window:,} as the recording states it")
-    key = name or info.name
-    models = dict(config.models)
-    if note is not None and key not in models:
-        models[key] = ModelOverride(
-            provider=info.provider,
-            context_window=info.context_window,
-            max_output_tokens=info.max_output_tokens,
-            encoding=info.encoding,
-            input_price_per_mtok=info.input_price_per_mtok,
-            output_price_per_mtok=info.output_price_per_mtok,
-            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
-            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
-            cache_ttl_s=info.cache_ttl_s,
-            min_cacheable_tokens=info.min_cacheable_tokens,
-            caching=info.caching,
-        )
-    update = {"model": key, "context_window": info.context_window, "models": models}
-    return ResolvedModel(config.model_copy(update=update), key, info, tuple(notes))

@@ -53,7 +53,8 @@ from ._budget import Budget, reply_tokens
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
-from ._models import ModelInfo, model_info
+from ._model_overrides import ModelOverride, apply_model_overrides
+from ._models import ModelInfo, assume_model, model_info
 from ._tokens import TokenCounter
 from ._warden import TransformResult, Warden
 from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
@@ -63,11 +64,13 @@ __all__ = [
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
+    "ResolvedModel",
     "compact_history",
     "epoch_seconds",
     "iter_replay",
     "prompt_request",
     "replay",
+    "resolve_model",
 ]
 
 Provider = Literal["openai", "anthropic"]
@@ -343,6 +346,12 @@ def prompt_request(
     )
 
 
+def make_warden(config: WardenConfig) -> Warden:
+    """The warden an agent would build from ``config`` (compaction included unless
+    ``compaction.enabled`` is false)."""
+    return Warden(config)
+
+
 def _setup(
     config: WardenConfig | None,
     warden: Warden | None,
@@ -350,11 +359,11 @@ def _setup(
     window: int | None,
     purpose: str,
 ) -> tuple[WardenConfig, Warden, Budget]:
-    """The config (default: the seeds' defaults), the warden (default: ``Warden(config)``) and
+    """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
     the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
     (cannot happen with a model; kept for type checkers)."""
     config = config or WardenConfig.model_validate({})
-    warden = warden or Warden(config)
+    warden = warden or make_warden(config)
     budget = warden.budget_for(model, window)
     if budget is None:
         raise ConfigError(f"{purpose} needs a context window: give a model or a window")
@@ -427,7 +436,7 @@ def iter_replay(
                 # what a recording leaves out (Claude Code's system prompt and tools) costs
                 # the same with and without it.
                 cost_without = recorded["recorded_cost"]
-                cost_with = cost_without + bill_with.cost - bill_without.cost
+                cost_with = cost_without + (bill_with.cost - bill_without.cost)
         limit = budget.for_reply(longest)
         yield ReplayCall(
             call=call,
@@ -678,6 +687,64 @@ def _baseline(
     out["billed_saved_ratio"] = (1 - with_ / without) if without else 0.0
     out["dearer"] = with_ > without + 1e-12
     return out
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a command counts, replays and bills a recording with: ``config`` (the user's,
+    with ``model`` and ``context_window`` settled, and an assumed model described in its
+    ``models:`` section so the warden knows it), the model's ``name``, its ``info`` and the
+    ``notes`` saying what was assumed (empty when nothing was)."""
+
+    config: WardenConfig
+    name: str
+    info: ModelInfo
+    notes: tuple[str, ...]
+
+    @property
+    def window(self) -> int:
+        """The context window every command uses."""
+        return self.info.context_window
+
+    @property
+    def priced(self) -> bool:
+        """Whether a bill can be made (the model has an input price)."""
+        return self.info.input_price_per_mtok is not None
+
+
+def resolve_model(
+    config: WardenConfig, recorded_model: str | None = None, recorded_window: int | None = None
+) -> ResolvedModel:
+    """The model and window for a recording: ``--model`` (or the config's ``model``), else the
+    recording's; ``--window`` (or the config's ``context_window``), else the window the
+    recording states, else the model's. The model is resolved by
+    :func:`~contextwarden._models.assume_model`, which never fails: another spelling, a
+    family, a local server (billed at 0) or an unknown model (128,000 tokens, no bill) are
+    stated in ``notes``."""
+    name = config.model or recorded_model
+    window = config.context_window or recorded_window
+    info, note = assume_model(name, window, apply_model_overrides(config))
+    notes = [note] if note else []
+    if config.context_window is None and recorded_window is not None:
+        notes.append(f"window {recorded_window:,} as the recording states it")
+    key = name or info.name
+    models = dict(config.models)
+    if note is not None and key not in models:
+        models[key] = ModelOverride(
+            provider=info.provider,
+            context_window=info.context_window,
+            max_output_tokens=info.max_output_tokens,
+            encoding=info.encoding,
+            input_price_per_mtok=info.input_price_per_mtok,
+            output_price_per_mtok=info.output_price_per_mtok,
+            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
+            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
+            cache_ttl_s=info.cache_ttl_s,
+            min_cacheable_tokens=info.min_cacheable_tokens,
+            caching=info.caching,
+        )
+    update = {"model": key, "context_window": info.context_window, "models": models}
+    return ResolvedModel(config.model_copy(update=update), key, info, tuple(notes))
 
 
 def compact_history(

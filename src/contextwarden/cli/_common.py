@@ -29,7 +29,7 @@ from rich.progress import (
 
 from .._config import WardenConfig, load_config
 from .._exceptions import ContextWardenError
-from .._model_overrides import ResolvedModel, resolve_model
+from .._replay import ResolvedModel, resolve_model
 from .._transcripts import Transcript, load_transcripts
 from ..summarizers.config import parse_summarizer_spec
 from ..transcripts._common import FORMATS

@@ -23,10 +23,12 @@ config_app = typer.Typer(
 )
 
 
-@config_app.command("check")
+@config_app.command("check", short_help="Report every bad key or value of a file.")
 @guarded
 def check(
-    file: Annotated[Path, typer.Argument(help="The YAML file to check.", show_default=False)],
+    file: Annotated[
+        Path, typer.Argument(help="The YAML file to check.", show_default=False, metavar="FILE")
+    ],
 ) -> None:
     """Report every bad key or value in FILE, one line each (exit 1), or print "ok"."""
     require_file(file)
@@ -36,13 +38,13 @@ def check(
     out.print("ok")
 
 
-@config_app.command("docs")
+@config_app.command("docs", short_help="Print the configuration reference.")
 def docs() -> None:
     """Print the configuration reference (Markdown) generated from WardenConfig."""
     sys.stdout.write(config_reference())
 
 
-@config_app.command("show")
+@config_app.command("show", short_help="Print the effective configuration.")
 @guarded
 def show(config: ConfigOption = None) -> None:
     """Print the effective configuration as YAML: defaults, the file, then CONTEXTWARDEN_*."""

@@ -28,12 +28,14 @@ from .._billing import CachePricing, PromptRequest, bill_after
 from .._budget import Budget, reply_tokens
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
-from .._model_overrides import ResolvedModel, registry_for, resolve_model
+from .._model_overrides import registry_for
 from .._replay import (
+    ResolvedModel,
     epoch_seconds,
     prompt_request,
     recorded_usage,
     replay,
+    resolve_model,
     sent_context,
 )
 from .._tokens import get_counter
