@@ -182,3 +182,25 @@ def test_one_is_singular(tmp_path: Path) -> None:
     assert "2 messages" in count
     replayed = runner.invoke(app, ["replay", str(path), "--model", "gpt-4o"]).stdout
     assert ": 1 call (" in replayed and "1 calls" not in replayed
+
+
+def test_a_recorded_bill_is_one_figure_in_the_calls_the_totals_and_the_headline() -> None:
+    """A Codex session records every call's usage: the report bills on it, and the calls'
+    bills, the totals and the headline give the same dollars (the plot draws the calls)."""
+    path = HERE / "recordings/codex/raze-codex-session.jsonl"
+    runs, _ = _json(["replay", str(path)])
+    data = runs[0]
+    t, calls = data["totals"], data["calls"]
+    assert t["baseline"] == "recorded-usage" and t["not_payable_without"] == 0
+    assert t["billed_cost_without"] == pytest.approx(t["recorded_billed_cost"])
+    assert t["billed_cost_without"] == pytest.approx(t["payable_billed_cost_without"])
+    assert sum(c["billed_cost_without"] for c in calls) == pytest.approx(t["billed_cost_without"])
+    assert sum(c["billed_cost_with"] for c in calls) == pytest.approx(t["billed_cost_with"])
+    for c in calls:  # contextwarden changes the recorded bill by what it changes in the estimate
+        change = c["estimated_cost_with"] - c["estimated_cost_without"]
+        assert c["billed_cost_with"] - c["recorded_cost"] == pytest.approx(change)
+    text = runner.invoke(app, ["replay", str(path)]).stdout
+    money = f"${t['billed_cost_without']:,.4f} -> ${t['billed_cost_with']:,.4f}"
+    assert money in text.strip().splitlines()[-1]
+    row = next(line for line in text.splitlines() if "billed input cost, whole session" in line)
+    assert f"${t['billed_cost_without']:,.4f}" in row and f"${t['billed_cost_with']:,.4f}" in row

@@ -103,7 +103,7 @@ def inspect(
                 | {"largest": largest, "trigger": budget.trigger, "limit": budget.limit}
             )
             continue
-        _print(r, counter.name, b, budget, top, window)
+        _print(r, counter.name, b, budget, top, model, window)
     if as_json:
         sys.stdout.write(json.dumps(one_or_runs(file, items)) + "\n")
 
@@ -125,7 +125,13 @@ def _budget(r: Reading, b: Breakdown) -> Budget:
 
 
 def _print(
-    r: Reading, counter: str, b: Breakdown, budget: Budget, top: int, window: int | None
+    r: Reading,
+    counter: str,
+    b: Breakdown,
+    budget: Budget,
+    top: int,
+    model: str | None,
+    window: int | None,
 ) -> None:
     messages = r.transcript.messages
     out.print(f"{r.title()}; tokens counted with {counter}")
@@ -153,9 +159,9 @@ def _print(
         + (", fitted to the longest so far)" if budget.fits_replies else ")")
     )
     if b.total > budget.limit:
-        again = f"contextwarden replay {r.file} --model {r.model}" + (
-            f" --window {size}" if window else ""
-        )
+        options = [f"--model {model}"] if model else []
+        options += [f"--window {window}"] if window else []
+        again = " ".join(["contextwarden replay", str(r.file), *options])
         out.print(
             f"[red]over the limit by {b.total - budget.limit:,} tokens:[/red] "
             f"`{escape(again)}` shows what the warden would send instead"
