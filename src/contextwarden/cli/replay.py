@@ -248,11 +248,18 @@ def _change(before: float, after: float) -> str:
     return f"{abs(ratio):.1%} {'less' if ratio > 0 else 'more'}"
 
 
-def headline(report: ReplayReport) -> str:
+def headline(report: ReplayReport, named: bool = True) -> str:
     """The closing line, in the order a newcomer asks: did every call fit, what did the calls
-    that could be sent anyway cost, what does the whole session cost, and the tokens."""
+    that could be sent anyway cost, what does the whole session cost, and the tokens.
+    ``named``: the recording (or the user) named the model."""
     t = report.totals
     parts: list[str] = []
+    unchanged = not (t.saved_ratio or t.compactions or t.not_payable_without or t.invalid_requests)
+    if unchanged:
+        parts.append(
+            f"contextwarden left every request as the agent sent it: all "
+            f"{plural(t.calls, 'call')} fit the {report.window:,}-token window"
+        )
     payable = t.calls - t.not_payable_without
     if t.not_payable_without:
         made = t.not_payable_without - t.not_payable_with
@@ -262,7 +269,9 @@ def headline(report: ReplayReport) -> str:
             + (f" ({t.not_payable_with:,} still do not)" if t.not_payable_with else "")
         )
     p = report.cache_pricing
-    if p is None or t.billed_cost_without is None or t.payable_billed_cost_without is None:
+    if not named:
+        parts.append("no bill: the recording names no model (give --model)")
+    elif p is None or t.billed_cost_without is None or t.payable_billed_cost_without is None:
         parts.append(f"no bill: no price known for {report.model}")
     elif p.input_per_mtok == 0:
         parts.append(f"no bill: {report.model} is billed at $0 (a local model)")
@@ -277,14 +286,15 @@ def headline(report: ReplayReport) -> str:
                 f"({_money(t.billed_cost_without)} had every call fit without it)"
             )
         else:
-            who = "contextwarden bills" if not parts else "it bills"
+            who = "contextwarden bills" if not parts else "billed"
             parts.append(f"{who} {change} ({money})")
         parts[-1] += f", cache-aware at {_prices(report)}"
     tokens = (
         f"{t.saved_ratio:.1%} fewer input tokens "
         f"({t.input_tokens_without - t.input_tokens_with:,} of {t.input_tokens_without:,})"
     )
-    parts.append(tokens if t.saved_ratio >= 0 else f"{-t.saved_ratio:.1%} more input tokens")
+    if not unchanged:
+        parts.append(tokens if t.saved_ratio >= 0 else f"{-t.saved_ratio:.1%} more input tokens")
     colour = "yellow" if t.dearer or t.invalid_requests or t.not_payable_with else "green"
     if t.invalid_requests:
         parts.append(f"{plural(t.invalid_requests, 'invalid request')}")
@@ -393,4 +403,4 @@ def _print_report(r: Reading, report: ReplayReport, every: int | None) -> None:
     out.print(_calls_table(report, every, out.width))
     out.print(_totals_table(report))
     out.print(escape(baseline_line(report)))
-    out.print(headline(report))
+    out.print(headline(report, named=r.transcript.model is not None or r.model != "unknown"))
