@@ -298,7 +298,7 @@ def config_for(
 class Reading:
     """One run of a recorded session as every command reads it: the transcript and the model
     and window it is counted, replayed and billed with (see
-    :func:`~contextwarden._model_overrides.resolve_model`)."""
+    :func:`~contextwarden._replay.resolve_model`)."""
 
     file: Path
     transcript: Transcript
@@ -373,7 +373,7 @@ def read_session(
 ) -> list[Reading]:
     """Read ``file`` (every run, or run ``run``) as every command reads it, behind a spinner
     (a large session takes seconds): the format detected or ``fmt``; the model and window
-    settled by one rule (:func:`~contextwarden._model_overrides.resolve_model`: the options,
+    settled by one rule (:func:`~contextwarden._replay.resolve_model`: the options,
     the config, the recording, then assumptions, each stated). What the reader warned about
     and what was assumed go to stderr, once each. Usage errors (exit status 2) for a missing
     file, an unknown format, a run the file does not hold."""

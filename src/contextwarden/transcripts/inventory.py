@@ -172,7 +172,7 @@ def summarize_file(
     """Every run of ``path`` summarized (see :class:`SessionSummary`); one summary holding
     the error when the file cannot be read. ``estimate`` runs the contextwarden replay too.
     ``model``, ``window`` and ``format`` are the command's options, settled as every command
-    settles them (:func:`~contextwarden._model_overrides.resolve_model`)."""
+    settles them (:func:`~contextwarden._replay.resolve_model`)."""
     shown = os.fspath(path)
     try:
         runs = load_transcripts(path, format=format)
