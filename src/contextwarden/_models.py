@@ -763,7 +763,7 @@ def assume_model(
             if found is not None:
                 notes.append(
                     f"model {model!r} is not in the registry: assumed to be like {found.name} "
-                    "(its prices and window)"
+                    + ("(its prices and window)" if window is None else "(its prices)")
                 )
         if found is not None:
             info = replace(found, name=normalise_model_name(model))

@@ -725,8 +725,6 @@ def resolve_model(
     window = config.context_window or recorded_window
     info, note = assume_model(name, window, apply_model_overrides(config))
     notes = [note] if note else []
-    if config.context_window is None and recorded_window is not None:
-        notes.append(f"window {recorded_window:,} as the recording states it")
     key = name or info.name
     models = dict(config.models)
     if note is not None and key not in models:

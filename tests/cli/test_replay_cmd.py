@@ -204,7 +204,9 @@ def test_a_model_missing_from_the_registry_replays_with_the_window_the_file_reco
     assert data["totals"]["invalid_requests"] == 0
     assert "not in the registry: assumed to be like gpt-5" in data["assumed"][0]
     assert data["totals"]["billed_cost_with"] is not None  # priced as its family
-    assert "window 258,400 as the recording states it" in data["assumed"]
+    assert data["assumed"] == [
+        "model 'gpt-5.9' is not in the registry: assumed to be like gpt-5 (its prices)"
+    ]
     text = runner.invoke(app, ["replay", str(renamed)], env={"COLUMNS": "200"})
     assert text.exit_code == 0 and "assumed:" in text.stderr
     assert "register_model" not in text.output
