@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...formats._common import limit_value
 from ...formats.gemini import from_gemini, to_gemini
 from ...formats.validate import validate_gemini
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
@@ -55,10 +56,7 @@ class GeminiWire(Wire):
         config = body.get("generationConfig", body.get("generation_config"))
         if not isinstance(config, Mapping):
             return None
-        value = config.get("maxOutputTokens", config.get("max_output_tokens"))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        return None
+        return limit_value(config.get("maxOutputTokens", config.get("max_output_tokens")))
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
         """The function declarations in the chat shape the counter reads."""
