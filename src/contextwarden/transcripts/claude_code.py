@@ -48,10 +48,12 @@ from ._common import (
     Loc,
     Record,
     Transcript,
+    dumps_arguments,
     merge_user_runs,
     pair_calls,
     place_marks,
     skipped,
+    warn,
 )
 
 __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
@@ -100,7 +102,7 @@ class _Merged:
 def _is_conversation(value: Any, sidechain: bool = False) -> bool:
     return (
         isinstance(value, dict)
-        and value.get("type") in ("user", "assistant")
+        and value.get("type") in ("user", "assistant", "attachment")
         and (value.get("isSidechain") is True) == sidechain
     )
 
@@ -131,34 +133,55 @@ def _parent(value: dict[str, Any]) -> Any:
     return parent
 
 
-def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
-    """The conversation's lines (and compact boundaries) in chain order; see the module
-    docstring."""
+@dataclass
+class _Chain:
+    """The lines of the conversation in chain order, and where the walk back from the last
+    line stopped (``broken``: the line whose parent is not in the file)."""
+
+    lines: list[Record]
+    broken: Record | None = None
+
+
+def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> _Chain:
+    """The conversation's lines (user, assistant, attachment lines and compact boundaries) in
+    chain order; see the module docstring. Every line with a ``uuid`` is a link of the chain
+    (``system`` and ``progress`` lines too), so the walk passes through lines that carry
+    nothing for the model."""
     side = _sub_agent_file(records)
-    lines = [r for r in records if _is_conversation(r.value, side) or _is_boundary(r.value)]
-    for r in records:
-        if not side and isinstance(r.value, dict) and r.value.get("isSidechain") is True:
+    dicts = [r for r in records if isinstance(r.value, dict)]
+    for r in dicts:
+        if not side and r.value.get("isSidechain") is True:
             skipped(meta, "sub-agent (sidechain) line")
-    if not any("parentUuid" in r.value for r in lines):
-        return lines
+    wanted = [r for r in dicts if _is_conversation(r.value, side) or _is_boundary(r.value)]
+    if not any("parentUuid" in r.value for r in wanted):
+        return _Chain(wanted)
+    links = [r for r in dicts if (r.value.get("isSidechain") is True) == side]
     by_uuid: dict[Any, int] = {}
-    for i, r in enumerate(lines):
+    for i, r in enumerate(links):
         if r.value.get("uuid") is not None:
             by_uuid[r.value["uuid"]] = i
     leaf = next(
-        (i for i in range(len(lines) - 1, -1, -1) if _is_conversation(lines[i].value, side)), None
+        (
+            i
+            for i in range(len(links) - 1, -1, -1)
+            if links[i].value.get("type") in ("user", "assistant")
+        ),
+        None,
     )
     if leaf is None:
-        return []
+        return _Chain([])
     chain: set[int] = set()
     node: int | None = leaf
+    last = leaf
     while node is not None and node not in chain:
         chain.add(node)
-        node = by_uuid.get(_parent(lines[node].value))
+        last = node
+        node = by_uuid.get(_parent(links[node].value))
+    broken = links[last] if _parent(links[last].value) is not None else None
     calls: set[str] = set()
     api_ids: set[str] = set()
     for i in chain:
-        message = lines[i].value.get("message")
+        message = links[i].value.get("message")
         if not isinstance(message, dict):
             continue
         if isinstance(message.get("id"), str):
@@ -166,26 +189,41 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
         for block in _blocks(message):
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 calls.add(block["id"])
-    keep = set(chain)
-    for i, r in enumerate(lines):
+    keep = {
+        i for i in chain if _is_conversation(links[i].value, side) or _is_boundary(links[i].value)
+    }
+    # Off the chain but part of it: the other parts of a streamed reply, the results of
+    # parallel calls, and the attachments hanging off such a result (hook output).
+    for i, r in enumerate(links):
         if i in chain or not _is_conversation(r.value, side):
             continue
         message = r.value.get("message")
-        if not isinstance(message, dict):
-            continue
-        if message.get("id") in api_ids or any(
-            b.get("type") == "tool_result" and b.get("tool_use_id") in calls
-            for b in _blocks(message)
+        if r.value.get("type") == "attachment":
+            parent = by_uuid.get(_parent(r.value))
+            if parent is not None and parent in keep and parent not in chain:
+                keep.add(i)
+                continue
+        elif isinstance(message, dict) and (
+            message.get("id") in api_ids
+            or any(
+                b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+                for b in _blocks(message)
+            )
         ):
             keep.add(i)
-        else:
-            skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
-    # Topological order (parent first), file order among lines that are ready together.
+            continue
+        skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    # Topological order (parent first), file order among lines that are ready together. A
+    # line whose parent is a link left out (a system line) hangs from that link's ancestor.
     children: dict[int, list[int]] = {}
     waiting: dict[int, int] = {}
     ready: list[int] = []
     for i in sorted(keep):
-        parent = by_uuid.get(_parent(lines[i].value))
+        parent = by_uuid.get(_parent(links[i].value))
+        seen: set[int] = set()
+        while parent is not None and parent not in keep and parent not in seen:
+            seen.add(parent)
+            parent = by_uuid.get(_parent(links[parent].value))
         if parent is not None and parent in keep and parent != i:
             children.setdefault(parent, []).append(i)
             waiting[i] = 1
@@ -202,7 +240,7 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
                 heapq.heappush(ready, child)
     if len(order) < len(keep):  # a cycle: the rest in file order
         order.extend(sorted(keep - set(order)))
-    return [lines[i] for i in order]
+    return _Chain([links[i] for i in order], broken)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -218,13 +256,14 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
     meta: dict[str, Any] = {}
     for rec in records:
         kind = rec.value.get("type") if isinstance(rec.value, dict) else None
-        if kind not in ("user", "assistant") and not _is_boundary(rec.value):
+        if kind not in ("user", "assistant", "attachment") and not _is_boundary(rec.value):
             skipped(meta, f"line type {kind!r}")
     merged: list[_Merged] = []
     by_api_id: dict[str, _Merged] = {}
     marks: list[tuple[int, Any, int]] = []  # (merged index, summary line, file line)
     pending_boundary: int | None = None
-    for rec in _ordered(records, meta):
+    chain = _ordered(records, meta)
+    for rec in chain.lines:
         loc = base.at(line=rec.line)
         line = loc.check(rec.value, dict, "")
         if _is_boundary(line):
@@ -234,7 +273,14 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         for key in ("sessionId", "cwd", "version", "gitBranch"):
             if key in line and key not in meta:
                 meta[key] = line[key]
-        message = loc.get(line, "message", dict, "")
+        if kind == "attachment":
+            sent = _attachment_blocks(line)
+            if not sent:
+                skipped(meta, "attachment sending nothing to the model")
+                continue
+            kind, message = "user", {"role": "user", "content": sent}
+        else:
+            message = loc.get(line, "message", dict, "")
         if message.get("model") == "<synthetic>":  # an error Claude Code showed, never sent
             skipped(meta, "synthetic assistant line (an API error shown to the user)")
             continue
@@ -263,7 +309,7 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             target = None
         if target is not None:
             target.parts.append((rec.line, len(target.content)))
-            target.content.extend(blocks)
+            _extend(target.content, blocks)
             target.as_string = False
             if role == "assistant":
                 target.usage = message.get("usage", target.usage)
@@ -313,6 +359,7 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         AgentCompaction(at, (_summary(line),), number)
         for at, (_, line, number) in zip(positions, marks, strict=True)
     )
+    _check_reach(records, messages, chain.broken, meta)
     return Transcript(
         messages, "claude-code", str(path), model, (), freeze(meta), compactions=compactions
     )
@@ -368,3 +415,177 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
     elif match:
         fld = f"content{match.group(2)}"
     base.at(line=line).reraise(FormatError(exc.reason, field=fld or None), "message", by_line=True)
+
+
+def _extend(content: list[Any], blocks: list[Any]) -> None:
+    """Append a user line's blocks to the user message they join, its tool results before the
+    text already there (Anthropic wants the results first; Claude Code sends them so)."""
+    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    at = next(
+        (
+            i
+            for i, b in enumerate(content)
+            if not (isinstance(b, dict) and b.get("type") == "tool_result")
+        ),
+        len(content),
+    )
+    content[at:at] = results
+    content.extend(
+        b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")
+    )
+
+
+def _check_reach(
+    records: Sequence[Record],
+    messages: Sequence[Message],
+    broken: Record | None,
+    meta: dict[str, Any],
+) -> None:
+    """Warn when the chain from the last line reaches far fewer replies than the file holds
+    (a ``parentUuid`` naming a line that is not there, or most of the file on side branches)."""
+    side = _sub_agent_file(records)
+    replies: set[Any] = set()
+    lines = 0
+    for r in records:
+        v = r.value
+        if not _is_conversation(v, side) or v.get("type") != "assistant":
+            continue
+        message = v.get("message")
+        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+            continue
+        lines += 1
+        replies.add(message.get("id") or v.get("uuid") or r.line)
+    got = sum(1 for m in messages if m.role == "assistant")
+    if got >= 0.95 * len(replies):
+        return
+    why = (
+        f"broken at line {broken.line} (type {broken.value.get('type')}): its parent "
+        f"{_parent(broken.value)!r} is not in the file"
+        if broken is not None
+        else "the rest are on side branches (edited prompts, rewinds)"
+    )
+    warn(
+        meta,
+        f"{lines} assistant lines ({len(replies)} replies) but the chain from the last line "
+        f"reaches {got}: {why}",
+    )
+
+
+#: Attachment types Claude Code sends nothing for (bookkeeping, UI-only, suppressed hooks).
+_SILENT = frozenset(
+    {
+        "command_permissions",
+        "hook_system_message",
+        "hook_non_blocking_error",
+        "hook_cancelled",
+        "hook_error_during_execution",
+        "hook_permission_decision",
+        "hook_deferred_tool",
+        "structured_output",
+        "max_turns_reached",
+        "dynamic_skill",
+        "already_read_file",
+        "edited_image_file",
+        "goal_status",
+        "teammate_shutdown_batch",
+        "context_efficiency",
+        "autocheckpointing",
+        "background_task_status",
+        "todo",
+        "task_progress",
+        "compaction_reminder",
+        "current_session_memory",
+        "thinking_reminder",
+        "prompt_snapshot",
+        "environment",
+        "model",
+    }
+)
+#: Hook events whose ``hook_success`` output goes to the model (the others are shown only).
+_SENT_HOOKS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
+#: How an attachment's fields read in the request, where the line does not record it
+#: (``rendered``). The wording around the fields is ours, short: the fields are what count.
+_TEMPLATES: dict[str, str] = {
+    "hook_success": "{hookName} hook success: {content}",
+    "hook_additional_context": "{hookName} hook additional context: {content}",
+    "hook_blocking_error": "{hookName} hook blocking error: {blockingError}",
+    "hook_stopped_continuation": "{hookName} hook stopped continuation: {message}",
+    "async_hook_response": "{hookName}: {content}",
+    "skill_listing": "Skills available to the Skill tool:\n\n{content}",
+    "edited_text_file": "Note: {filename} was modified by the user or a linter:\n{snippet}",
+    "date_change": "The date has changed. Today's date is now {newDate}.",
+    "nested_memory": "Contents of {path}:\n\n{content}",
+    "deferred_tools_delta": "Deferred tools now available:\n{addedLines}",
+    "agent_listing_delta": "Agent types for the Agent tool:\n{addedLines}",
+    "mcp_instructions_delta": "# MCP Server Instructions\n\n{addedBlocks}",
+    "task_reminder": "The task tools have not been used recently. The task list:\n{content}",
+    "todo_reminder": "The TodoWrite tool has not been used recently. The list:\n{content}",
+    "diagnostics": "<new-diagnostics>{files}</new-diagnostics>",
+    "opened_file_in_ide": "The user opened the file {filename} in the IDE.",
+    "selected_lines_in_ide": "The user selected lines {lineStart} to {lineEnd} of {filename}:"
+    "\n{content}",
+    "plan_file_reference": "A plan file exists at {planFilePath}:\n{planContent}",
+    "compact_file_reference": "Note: {filename} was read before the conversation was summarized.",
+}
+#: Fields an attachment of another type carries its text in, in order of preference.
+_TEXT_FIELDS = ("content", "text", "prompt", "snippet", "message", "stdout")
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _field_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return "\n".join(value)
+    return "" if value is None else dumps_arguments(value)
+
+
+def _attachment_blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Anthropic content blocks an ``attachment`` line adds to the next request: the text
+    Claude Code recorded it rendered (``rendered``), else the attachment's own fields in a
+    ``<system-reminder>``; a queued prompt as the user typed it; nothing for the types Claude
+    Code does not send."""
+    a = line.get("attachment")
+    if not isinstance(a, dict):
+        return []
+    rendered = line.get("rendered")
+    if isinstance(rendered, list) and rendered:
+        texts = [_field_text(r.get("content")) for r in rendered if isinstance(r, dict)]
+        return [{"type": "text", "text": t} for t in texts if t]
+    kind = a.get("type")
+    if kind in _SILENT or (kind == "hook_success" and a.get("hookEvent") not in _SENT_HOOKS):
+        return []
+    if kind == "queued_command":
+        prompt = a.get("prompt")
+        if isinstance(prompt, list):
+            return [b for b in prompt if isinstance(b, dict)]
+        return [{"type": "text", "text": prompt}] if isinstance(prompt, str) and prompt else []
+    template = _TEMPLATES.get(str(kind))
+    if template is not None:
+        if not any(
+            _field_text(a.get(k))
+            for k in (
+                "content",
+                "snippet",
+                "addedLines",
+                "addedBlocks",
+                "files",
+                "newDate",
+                "message",
+                "blockingError",
+                "filename",
+                "planContent",
+                "path",
+            )
+        ):
+            return []
+        text = template.format_map(_Fields({k: _field_text(v) for k, v in a.items()}))
+    else:
+        text = next((t for t in (_field_text(a.get(k)) for k in _TEXT_FIELDS) if t), "")
+    if not text:
+        return []
+    return [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}]
