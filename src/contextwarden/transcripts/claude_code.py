@@ -278,7 +278,8 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             if not sent:
                 skipped(meta, "attachment sending nothing to the model")
                 continue
-            kind, message = "user", {"role": "user", "content": sent}
+            kind = "user"
+            message: dict[str, Any] = {"role": "user", "content": sent}
         else:
             message = loc.get(line, "message", dict, "")
         if message.get("model") == "<synthetic>":  # an error Claude Code showed, never sent
