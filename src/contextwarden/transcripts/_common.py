@@ -25,7 +25,9 @@ __all__ = [
     "Record",
     "Transcript",
     "TranscriptFormat",
+    "combine_turns",
     "dumps_arguments",
+    "join_blocks",
     "merge_user_runs",
     "pair_calls",
     "place_marks",
@@ -364,3 +366,46 @@ def place_marks(
                 break
         out.append(at)
     return out
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+def join_blocks(content: list[Any], blocks: Sequence[Any]) -> None:
+    """Append ``blocks`` (Anthropic content blocks) to the user turn ``content``, their tool
+    results before the text already there: the API wants a turn's results first."""
+    at = next((i for i, b in enumerate(content) if not _is_result(b)), len(content))
+    content[at:at] = [b for b in blocks if _is_result(b)]
+    content.extend(b for b in blocks if not _is_result(b))
+
+
+def combine_turns(api: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Anthropic messages with each run of consecutive messages of one role joined into one
+    turn, as the Messages API combines them (an agent's log may hold a tool's results and a
+    resumed task's prompt as two user messages); and, for each joined message, the index of
+    the first message it holds. Messages are copied, never changed."""
+    out: list[dict[str, Any]] = []
+    first: list[int] = []
+    joined: set[int] = set()
+    for i, m in enumerate(api):
+        role = m.get("role")
+        if out and role == out[-1].get("role") and role in ("user", "assistant"):
+            prev = out[-1]
+            if len(out) not in joined:  # a list of our own from here on: the input stays
+                joined.add(len(out))
+                prev["content"] = _as_blocks(prev.get("content"))
+            if role == "user":
+                join_blocks(prev["content"], _as_blocks(m.get("content")))
+            else:
+                prev["content"].extend(_as_blocks(m.get("content")))
+            continue
+        out.append(dict(m))
+        first.append(i)
+    return out, first
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else [content]

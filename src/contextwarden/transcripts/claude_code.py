@@ -49,6 +49,7 @@ from ._common import (
     Record,
     Transcript,
     dumps_arguments,
+    join_blocks,
     merge_user_runs,
     pair_calls,
     place_marks,
@@ -310,7 +311,7 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             target = None
         if target is not None:
             target.parts.append((rec.line, len(target.content)))
-            _extend(target.content, blocks)
+            join_blocks(target.content, blocks)
             target.as_string = False
             if role == "assistant":
                 target.usage = message.get("usage", target.usage)
@@ -416,24 +417,6 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
     elif match:
         fld = f"content{match.group(2)}"
     base.at(line=line).reraise(FormatError(exc.reason, field=fld or None), "message", by_line=True)
-
-
-def _extend(content: list[Any], blocks: list[Any]) -> None:
-    """Append a user line's blocks to the user message they join, its tool results before the
-    text already there (Anthropic wants the results first; Claude Code sends them so)."""
-    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-    at = next(
-        (
-            i
-            for i, b in enumerate(content)
-            if not (isinstance(b, dict) and b.get("type") == "tool_result")
-        ),
-        len(content),
-    )
-    content[at:at] = results
-    content.extend(
-        b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")
-    )
 
 
 def _check_reach(

@@ -31,7 +31,7 @@ from typing import Any
 from .._exceptions import FormatError
 from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
 from ..formats import from_anthropic
-from ._common import Loc, Transcript, merge_user_runs, pair_calls
+from ._common import Loc, Transcript, combine_turns, merge_user_runs, pair_calls
 
 __all__ = ["is_cline", "parse_cline"]
 
@@ -74,10 +74,13 @@ def parse_cline(doc: Any, path: Path, shown: str) -> Transcript:
         m = Loc(shown, index=i).check(m, dict, "")
         api.append({"role": m.get("role"), "content": m.get("content")})
         stamps.append(m.get("ts"))
+    api, first = combine_turns(api)
+    stamps = [stamps[i] for i in first]
     try:
         converted = list(from_anthropic(api))
     except FormatError as exc:
-        loc.reraise(exc)
+        at = first[exc.index] if exc.index is not None and exc.index < len(first) else None
+        loc.reraise(FormatError(exc.reason, index=at, field=exc.field))
     out: list[Message] = []
     for msg, ts in zip(converted, stamps, strict=True):
         msg = msg.replace(timestamp=ts) if ts is not None else msg
