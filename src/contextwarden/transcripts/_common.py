@@ -9,7 +9,7 @@ offending field path (``message.content[1].type``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
@@ -338,13 +338,22 @@ def pair_calls(messages: Sequence[Message], meta: dict[str, Any]) -> tuple[Messa
     return tuple(out)
 
 
-def merge_user_runs(messages: Sequence[Message]) -> tuple[Message, ...]:
+def merge_user_runs(
+    messages: Sequence[Message], *, apart: Collection[int] = ()
+) -> tuple[Message, ...]:
     """``messages`` with each run of consecutive ``user`` messages merged into one (its blocks
     in order), as an agent's request merges a tool-result turn left as text and the prompt
-    that follows ("Continue"). Returns the input's own values when nothing merges."""
+    that follows ("Continue"); messages whose ``id()`` is in ``apart`` stay on their own.
+    Returns the input's own values when nothing merges."""
     out: list[Message] = []
     for m in messages:
-        if out and m.role == "user" and out[-1].role == "user":
+        if (
+            out
+            and m.role == "user"
+            and out[-1].role == "user"
+            and id(m) not in apart
+            and id(out[-1]) not in apart
+        ):
             out[-1] = out[-1].replace(content=(*out[-1].content, *m.content))
         else:
             out.append(m)

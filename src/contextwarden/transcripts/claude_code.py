@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .._exceptions import FormatError
-from .._messages import Message, TextBlock, freeze
+from .._messages import EMPTY, Message, TextBlock, freeze
 from ..formats import from_anthropic
 from ._common import (
     AgentCompaction,
@@ -98,6 +98,7 @@ class _Merged:
     usage: Any = None
     model: str | None = None
     as_string: bool = False  # the single line's content was a plain string
+    injected: bool = False  # attachments: a message of their own, joined to the turn on writing
 
 
 def _is_conversation(value: Any, sidechain: bool = False) -> bool:
@@ -274,7 +275,8 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         for key in ("sessionId", "cwd", "version", "gitBranch"):
             if key in line and key not in meta:
                 meta[key] = line[key]
-        if kind == "attachment":
+        injected = kind == "attachment"
+        if injected:
             sent = _attachment_blocks(line)
             if not sent:
                 skipped(meta, "attachment sending nothing to the model")
@@ -301,11 +303,16 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         else:
             blocks = list(loc.get(message, "content", list, "message"))
         api_id = message.get("id") if isinstance(message.get("id"), str) else None
-        prev = merged[-1] if merged else None
+        # Attachments stand apart: a line of the conversation goes before the ones at the end
+        # (a tool's result before the hook output written ahead of it).
+        at = len(merged)
+        while not injected and at and merged[at - 1].injected:
+            at -= 1
+        prev = merged[at - 1] if at else None
         owner = by_api_id.get(api_id) if role == "assistant" and api_id is not None else None
         if owner is not None and _only_results_after(owner, merged):
             target: _Merged | None = owner
-        elif prev is not None and prev.role == role == "user":
+        elif prev is not None and prev.role == role == "user" and not injected:
             target = prev
         else:
             target = None
@@ -327,8 +334,12 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             message.get("usage"),
             message.get("model") if isinstance(message.get("model"), str) else None,
             isinstance(content, str),
+            injected,
         )
-        merged.append(new)
+        if role == "user" and any(b.get("type") == "tool_result" for b in _blocks(message)):
+            merged.insert(at, new)
+        else:
+            merged.append(new)
         if role == "assistant" and api_id is not None:
             by_api_id[api_id] = new
     api = [
@@ -354,8 +365,12 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             if src.model is not None:
                 model = src.model
                 changes["extra"] = freeze({**msg.extra, "model": src.model})
+        if src.injected:  # written into the turn it follows, not as a turn of its own
+            changes["hints"] = EMPTY
         out.append(msg.replace(**changes))
-    messages = merge_user_runs(pair_calls(out, meta))  # an interrupted session can end mid-tool
+    apart = {id(m) for m, src in zip(out, merged, strict=True) if src.injected}
+    # an interrupted session can end mid-tool
+    messages = merge_user_runs(pair_calls(out, meta), apart=apart)
     positions = place_marks(out, messages, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, (_summary(line),), number)
@@ -381,6 +396,9 @@ def _only_results_after(owner: _Merged, merged: list[_Merged]) -> bool:
     at = len(merged) - 1
     while at >= 0 and merged[at] is not owner:
         m = merged[at]
+        if m.injected:
+            at -= 1
+            continue
         if m.role != "user" or any(
             not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content
         ):
