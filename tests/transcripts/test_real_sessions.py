@@ -1,0 +1,209 @@
+"""Real session files of current agent versions (``tests/data/transcripts/real``, sources and
+licence in its README): each is read whole (the replies counted from the raw file, by the
+agent's own record of its calls, within 5%), and replayed with no invalid request at the
+model's window and at 32k."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextwarden._replay import provider_for, replay
+from contextwarden._transcripts import Transcript, load_transcript
+from contextwarden.formats import check_messages
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "transcripts" / "real"
+FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.parent != REAL)
+CLINE = REAL.parent / "cline" / "1763000000000" / "api_conversation_history.json"
+
+
+def lines(path: Path) -> list[Any]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def claude_replies(path: Path) -> int:
+    """Distinct API replies: the assistant lines of one ``message.id`` are one reply."""
+    return len(
+        {
+            v["message"].get("id") or v["uuid"]
+            for v in lines(path)
+            if v.get("type") == "assistant"
+            and not v.get("isSidechain")
+            and v["message"].get("model") != "<synthetic>"
+        }
+    )
+
+
+def codex_replies(path: Path) -> int:
+    """Runs of the model's own items (messages, calls, reasoning with something in it)
+    between the items it was sent."""
+    runs, open_run = 0, False
+    for v in lines(path):
+        if v.get("type") != "response_item":
+            continue
+        item = v["payload"]
+        mine = item.get("type") in ("function_call", "custom_tool_call", "web_search_call") or (
+            item.get("type") == "message" and item.get("role") == "assistant"
+        )
+        if item.get("type") == "reasoning":
+            continue  # rides with the reply it belongs to
+        if mine and not open_run:
+            runs += 1
+        open_run = mine
+    return runs
+
+
+def gemini_replies(path: Path) -> int:
+    return sum(
+        1 for m in json.loads(path.read_text(encoding="utf-8"))["messages"] if m["type"] == "gemini"
+    )
+
+
+EXPECTED = {"claude-code": claude_replies, "codex": codex_replies, "gemini-cli": gemini_replies}
+
+
+def file_id(p: Path) -> str:
+    return f"{p.parent.name}/{p.name}"
+
+
+def replay_invalid(t: Transcript, window: int | None) -> int:
+    report = replay(
+        t.messages,
+        model=t.model or "gpt-4o",
+        window=window,
+        provider=provider_for(t.format),
+        tools=list(t.tools) or None,
+        compactions=t.compactions,
+    )
+    assert report.totals.calls == sum(1 for m in t.messages if m.role == "assistant")
+    return report.totals.invalid_requests
+
+
+@pytest.mark.parametrize("path", FILES, ids=file_id)
+def test_a_real_session_is_read_whole(path: Path) -> None:
+    t = load_transcript(path)
+    assert t.format == path.parent.name
+    expected = EXPECTED[t.format](path)
+    replies = sum(1 for m in t.messages if m.role == "assistant")
+    assert abs(replies - expected) <= 0.05 * expected, (replies, expected)
+    assert check_messages(t.messages) == []
+    assert t.warnings == ()  # read whole: nothing to warn about
+
+
+@pytest.mark.parametrize("path", [*FILES, CLINE], ids=file_id)
+@pytest.mark.parametrize("window", [None, 32_000], ids=["model-window", "32k"])
+def test_a_real_session_replays_with_no_invalid_request(path: Path, window: int | None) -> None:
+    t = load_transcript(path)
+    assert replay_invalid(t, window) == 0
+
+
+# -- Claude Code ---------------------------------------------------------------------------------
+CLAUDE = REAL / "claude-code" / "entire-graph-2.1.168-excerpt.jsonl"
+
+
+def test_claude_code_attachments_are_read_as_sent() -> None:
+    raw = lines(CLAUDE)
+    hooks = [v["attachment"] for v in raw if v.get("type") == "attachment"]
+    sent = [a for a in hooks if a["type"] == "hook_success" and a["content"]]
+    shown = [a for a in hooks if a["type"] == "hook_system_message" and a["content"].strip()]
+    assert sent and shown and all(a["hookEvent"] == "SessionStart" for a in sent)
+    t = load_transcript(CLAUDE)
+    text = "\n".join(m.text for m in t.messages if m.role == "user")
+    for a in sent:  # a session-start hook's output reaches the model, in a reminder
+        assert f"<system-reminder>\n{a['hookName']} hook success: {a['content']}" in text
+    for a in shown:  # a hook's message to the user is only shown to the user
+        assert a["content"].strip() not in text
+    # the reminders are messages of their own: the task is what the user typed
+    typed = next(v for v in raw if v.get("type") == "user")["message"]["content"]
+    task = next(m for m in t.messages if m.role == "user" and "<system-reminder>" not in m.text)
+    assert task.text == typed
+
+
+def test_a_broken_claude_code_chain_is_named_in_a_warning(tmp_path: Path) -> None:
+    raw = CLAUDE.read_text(encoding="utf-8").splitlines()
+    values = [json.loads(x) for x in raw]
+    # take out a link in the middle of the chain: an attachment line
+    gone = next(
+        i
+        for i, v in enumerate(values)
+        if i > len(values) // 2
+        and v.get("type") == "attachment"
+        and any(w.get("parentUuid") == v["uuid"] for w in values)
+    )
+    child = next(i for i, w in enumerate(values) if w.get("parentUuid") == values[gone]["uuid"])
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join(x for i, x in enumerate(raw) if i != gone) + "\n", encoding="utf-8")
+    t = load_transcript(path)
+    expected = claude_replies(path)
+    replies = sum(1 for m in t.messages if m.role == "assistant")
+    assert replies < 0.95 * expected
+    line = child  # its 1-based line in the new file: one line before it is gone
+    (warning,) = t.warnings
+    assistant_lines = sum(1 for v in values if v.get("type") == "assistant")
+    assert warning.startswith(f"{assistant_lines} assistant lines ({expected} replies)")
+    assert f"reaches {replies}: broken at line {line}" in warning
+    assert values[gone]["uuid"] in warning
+
+
+# -- Cline ---------------------------------------------------------------------------------------
+def test_cline_turns_of_one_role_in_a_row_are_one_turn() -> None:
+    raw = json.loads(CLINE.read_text(encoding="utf-8"))
+    runs = 1 + sum(1 for a, b in zip(raw, raw[1:], strict=False) if a["role"] != b["role"])
+    t = load_transcript(CLINE)
+    assert len(t.messages) == runs
+    roles = ["assistant" if m.role == "assistant" else "user" for m in t.messages]
+    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    resumed = next(m for m in t.messages if "[TASK RESUMPTION]" in m.text)
+    assert resumed.role == "tool" and resumed.tool_results  # joined to the results before it
+    assert raw == json.loads(CLINE.read_text(encoding="utf-8"))  # the file's values untouched
+
+
+# -- Codex ---------------------------------------------------------------------------------------
+def test_codex_reasoning_that_carries_nothing_is_left_out(tmp_path: Path) -> None:
+    real = lines(REAL / "codex" / "entire-graph-gpt-5.6-excerpt.jsonl")
+    empty = [
+        v
+        for v in real
+        if v.get("type") == "response_item"
+        and v["payload"]["type"] == "reasoning"
+        and not v["payload"].get("encrypted_content")
+        and not v["payload"]["summary"]
+    ]
+    assert empty  # the current models record such items
+    t = load_transcript(REAL / "codex" / "entire-graph-gpt-5.6-excerpt.jsonl")
+    assert t.meta["skipped"]["reasoning item with no summary and no encrypted content"] == len(
+        empty
+    )
+    # a step cut short by an incoming message: a reply of reasoning only, then a user message
+    head = [v for v in real if v.get("type") in ("session_meta", "turn_context")]
+    step = {
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "**Checking the rename**"}],
+        "encrypted_content": "gAAAAB",
+    }
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "stop"}]}
+    asked = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Stopped."}],
+    }
+    body = [
+        {"timestamp": "2026-07-24T04:29:03.539Z", "type": "response_item", "payload": x}
+        for x in (asked, step, said, answer)
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(v) + "\n" for v in [*head, *body]), encoding="utf-8")
+    t = load_transcript(path)
+    assert [m.role for m in t.messages if m.role != "system"] == ["user", "user", "assistant"]
+    assert t.meta["skipped"]["reply holding only reasoning (a step cut short)"] == 1
+    assert replay_invalid(t, None) == 0
