@@ -1,19 +1,35 @@
 """Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``).
 
-Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; other
-line types (``summary``, ``file-history-snapshot``, ``queue-operation``...) are bookkeeping and
-skipped, except the ``system`` line of subtype ``compact_boundary`` (below).
+Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``;
+``attachment`` lines hold what Claude Code adds to the next request (below); the ``system``
+line of subtype ``compact_boundary`` marks a compaction (below). Other lines (``system``
+lines of other subtypes such as ``turn_duration`` or ``stop_hook_summary``, ``progress``,
+``file-history-snapshot``, ``last-prompt``...) carry nothing for the model and are skipped,
+counted in ``meta["skipped"]``.
 
 **Order.** The conversation is the ``parentUuid`` chain, not the file order: Claude Code may
-write a tool result before the line of its call. The reader takes the chain from the last
-conversation line back to the root, adds the lines hanging off it that belong to the same
-API messages (the other parts of a streamed reply, the results of parallel calls), and puts
-them in an order where every line comes after its parent (file order among siblings). Lines
-on other branches (an edited prompt, a rewind) are left out and counted as
-``side branch`` in ``meta["skipped"]``. A file whose lines have no ``parentUuid`` is read in
+write a tool result before the line of its call. Every line with a ``uuid``, whatever its
+type, is a link of the chain. The reader walks the chain from the last ``user`` or
+``assistant`` line back to the root, adds the lines hanging off it that belong to the same
+API messages (the other parts of a streamed reply, the results of parallel calls and the
+attachments hanging off those), and puts them in an order where every line comes after its
+parent (file order among siblings). Lines on other branches (an edited prompt, a rewind) are
+left out and counted as ``side branch``. A file whose lines have no ``parentUuid`` is read in
 file order. Sub-agent lines (``isSidechain``) are another conversation, left out (a file
-holding only such lines is a sub-agent's own transcript, and is read), and so are the
-assistant lines Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were never sent: skipped.
+holding only such lines is a sub-agent's own transcript, and is read); the assistant lines
+Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were
+never sent: skipped. When the chain reaches fewer than 95% of the file's replies (a
+``parentUuid`` naming a line that is not in the file, or most of the file on side branches),
+a warning says so and where the walk stopped.
+
+**Attachments** are read as Claude Code sends them: the text it recorded it rendered
+(``rendered``) when the line has it, else the attachment's own fields (hook output, skill and
+tool listings, edited-file snippets, task reminders, diagnostics...) in a
+``<system-reminder>``; a prompt queued while the agent worked (``queued_command``) as typed.
+Types Claude Code sends nothing for (``command_permissions``, ``hook_system_message``, the
+output of tool and stop hooks...) are skipped. Each becomes a user message of its own, written
+into the request turn it follows (:func:`contextwarden.formats.to_anthropic` joins it), so the
+user's task stays the words the user typed.
 
 **Compactions.** A ``compact_boundary`` line starts a new chain (its ``logicalParentUuid``
 names the line before); the ``isCompactSummary`` user line after it is the summary Claude
@@ -24,11 +40,11 @@ the summary.
 Claude Code writes one line per content block as a response streams in: lines sharing one
 ``message.id`` are parts of one API message and are merged in order (the last part's
 ``usage`` kept). Consecutive user lines (parallel results, a result then "Continue") are
-merged as the request Claude Code sends merges them. The merged messages go through
-:func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user) or the API
-message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for assistants the
-provider ``usage`` and ``model``. A call an interrupted session never answered is removed
-(:func:`~contextwarden.transcripts._common.pair_calls`).
+merged as the request Claude Code sends merges them, tool results first. The merged messages
+go through :func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user)
+or the API message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for
+assistants the provider ``usage`` and ``model``. A call an interrupted session never answered
+is removed (:func:`~contextwarden.transcripts._common.pair_calls`).
 """
 
 from __future__ import annotations
