@@ -13,7 +13,7 @@ Formats read (detected from the content, not the file name; see
     ``claude-code``     Claude Code session JSONL
     ``codex``           Codex CLI rollout JSONL
     ``gemini-cli``      Gemini CLI chat recording (JSON or JSONL)
-    ``cline``           Cline / Roo ``api_conversation_history.json``
+    ``cline``           Cline / Roo ``api_conversation_history.json``, Cline SDK session
     ``aider``           ``.aider.chat.history.md`` (one run per chat)
     ``swe-agent``       SWE-agent ``.traj``
     ``openhands``       OpenHands evaluation ``output.jsonl`` (one run per line) or UI export
@@ -266,6 +266,8 @@ def _json_format(doc: Any, shown: str) -> str:
             return "swe-agent"
         if is_openhands(doc):
             return "openhands"
+        if is_cline(doc):
+            return "cline"
         if isinstance(doc.get("messages"), list):
             if "info" in doc:
                 return "mini-swe-agent"

@@ -17,6 +17,7 @@ from contextwarden.formats import check_messages
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "transcripts" / "real"
 FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.parent != REAL)
+assert FILES, f"no real session files in {REAL}"
 CLINE = REAL.parent / "cline" / "1763000000000" / "api_conversation_history.json"
 
 
@@ -68,7 +69,19 @@ def gemini_replies(path: Path) -> int:
     )
 
 
-EXPECTED = {"claude-code": claude_replies, "codex": codex_replies, "gemini-cli": gemini_replies}
+def cline_replies(path: Path) -> int:
+    """Runs of assistant messages (the API joins turns of one role in a row)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    roles = [m["role"] for m in (doc["messages"] if isinstance(doc, dict) else doc)]
+    return sum(1 for i, r in enumerate(roles) if r == "assistant" and (i == 0 or roles[i - 1] != r))
+
+
+EXPECTED = {
+    "claude-code": claude_replies,
+    "codex": codex_replies,
+    "gemini-cli": gemini_replies,
+    "cline": cline_replies,
+}
 
 
 def file_id(p: Path) -> str:
@@ -207,3 +220,22 @@ def test_codex_reasoning_that_carries_nothing_is_left_out(tmp_path: Path) -> Non
     assert [m.role for m in t.messages if m.role != "system"] == ["user", "user", "assistant"]
     assert t.meta["skipped"]["reply holding only reasoning (a step cut short)"] == 1
     assert replay_invalid(t, None) == 0
+
+
+def test_a_cline_sdk_session_is_read_as_cline_sends_it() -> None:
+    path = REAL / "cline" / "cline-sdk-session.messages.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    t = load_transcript(path)
+    assert t.format == "cline" and t.system == doc["system_prompt"]
+    assert t.model == [m for m in doc["messages"] if "modelInfo" in m][-1]["modelInfo"]["id"]
+    files = [b for m in doc["messages"] for b in m["content"] if b["type"] == "file"]
+    assert files
+    for f in files:  # an attached file goes as text headed by its path
+        assert any(
+            f'<file_content path="{f["path"]}">\n{f["content"]}' in m.text for m in t.messages
+        )
+    calls = [b["id"] for m in doc["messages"] for b in m["content"] if b["type"] == "tool_use"]
+    assert [b.tool_call_id for m in t.messages for b in m.tool_results] == calls
+    metrics = [m["metrics"] for m in doc["messages"] if m.get("metrics")]
+    usage = [m.usage for m in t.messages if m.role == "assistant" and m.usage]
+    assert [u["input_tokens"] for u in usage] == [x["inputTokens"] for x in metrics]

@@ -63,7 +63,8 @@ FORMATS: Mapping[TranscriptFormat, str] = {
     "codex": "Codex CLI rollout JSONL (session_meta/turn_context/response_item records)",
     "gemini-cli": "Gemini CLI chat recording (session-*.json or .jsonl: sessionId, projectHash, "
     "messages of type user/gemini)",
-    "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages)",
+    "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages) or "
+    "a Cline SDK session (<id>.messages.json: version, sessionId, messages)",
     "aider": "aider .aider.chat.history.md (Markdown: '# aider chat started at', '#### ' turns)",
     "swe-agent": 'SWE-agent .traj (JSON object with "history" and "trajectory")',
 }
