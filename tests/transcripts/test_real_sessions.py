@@ -6,6 +6,7 @@ model's window and at 32k."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from contextwarden._replay import provider_for, replay
 from contextwarden._transcripts import Transcript, load_transcript
 from contextwarden.formats import check_messages
+from contextwarden.transcripts.inventory import find_session_files
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "transcripts" / "real"
 FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.parent != REAL)
@@ -239,3 +241,12 @@ def test_a_cline_sdk_session_is_read_as_cline_sends_it() -> None:
     metrics = [m["metrics"] for m in doc["messages"] if m.get("metrics")]
     usage = [m.usage for m in t.messages if m.role == "assistant" and m.usage]
     assert [u["input_tokens"] for u in usage] == [x["inputTokens"] for x in metrics]
+
+
+def test_cline_sdk_sessions_are_found_where_cline_keeps_them(tmp_path: Path) -> None:
+    folder = tmp_path / ".cline" / "data" / "sessions" / "1784094124598_rruoq"
+    folder.mkdir(parents=True)
+    (folder / "1784094124598_rruoq.json").write_text('{"version": 1}')  # its metadata
+    session = folder / "1784094124598_rruoq.messages.json"
+    shutil.copy(REAL / "cline" / "cline-sdk-session.messages.json", session)
+    assert find_session_files(home=tmp_path) == [session]

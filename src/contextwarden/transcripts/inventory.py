@@ -66,7 +66,8 @@ AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
     "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
     "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
-    "cline": tuple(
+    "cline": ((".cline/data/sessions", "*/*.messages.json"),)
+    + tuple(
         (f"{base}/{editor}/User/globalStorage/{ext}/tasks", "*/api_conversation_history.json")
         for base in (".config", "Library/Application Support", "AppData/Roaming")
         for editor in _EDITORS
