@@ -549,3 +549,35 @@ def test_openhands_observations_are_cut_as_openhands_sends_them(
     again = load_transcript(write_lines(tmp_path / "o.jsonl", [whole]))
     assert "truncated" not in again.meta
     assert any(len(str(b.content)) == 915_640 for m in again.messages for b in m.tool_results)
+
+
+def test_pi_sends_the_users_shell_commands_and_branch_summaries(tmp_path: Path) -> None:
+    # shapes after pi-mono's packages/coding-agent/src/core/messages.ts (BashExecutionMessage,
+    # CustomMessage) and session-manager.ts (BranchSummaryEntry)
+    def msg(message: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "message", "timestamp": "2025-12-09T00:40:04.042Z", "message": message}
+
+    bash = {"role": "bashExecution", "command": "ls", "output": "README.md\n", "exitCode": 0}
+    kept_out = {**bash, "command": "cat .env", "excludeFromContext": True}
+    failed = {**bash, "command": "make", "output": "", "exitCode": 2}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "Seen."}]}
+    path = write_lines(
+        tmp_path / "s.jsonl",
+        [
+            {"type": "session", "id": "s", "timestamp": "2025-12-09T00:40:00.000Z", "cwd": "/w"},
+            msg(bash),
+            msg(kept_out),
+            msg(failed),
+            {"type": "branch_summary", "fromId": "x", "summary": "Tried a rewrite; dropped."},
+            msg({"role": "custom", "customType": "note", "content": "from an extension"}),
+            msg({"role": "user", "content": "go on"}),
+            msg(reply),
+        ],
+    )
+    t = load_transcript(path)
+    texts = [m.text for m in t.messages if m.role == "user"]
+    assert texts[0] == "Ran `ls`\n```\nREADME.md\n\n```"
+    assert texts[1] == "Ran `make`\n(no output)\n\nCommand exited with code 2"
+    assert "Tried a rewrite; dropped.\n</summary>" in texts[2]
+    assert texts[3:] == ["from an extension", "go on"]
+    assert all("cat .env" not in x for x in texts)
