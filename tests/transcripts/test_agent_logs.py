@@ -581,3 +581,131 @@ def test_pi_sends_the_users_shell_commands_and_branch_summaries(tmp_path: Path) 
     assert "Tried a rewrite; dropped.\n</summary>" in texts[2]
     assert texts[3:] == ["from an extension", "go on"]
     assert all("cat .env" not in x for x in texts)
+
+
+def test_openhands_sdk_events_and_a_condensation(tmp_path: Path) -> None:
+    # shapes after OpenHands/software-agent-sdk openhands/sdk/event (llm_convertible, condenser)
+    def ev(i: int, kind: str, source: str, **more: Any) -> dict[str, Any]:
+        return {
+            "id": f"e{i}",
+            "timestamp": f"2026-06-16T05:39:{i:02d}",
+            "source": source,
+            "kind": kind,
+            **more,
+        }
+
+    def text(t: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": t}]
+
+    def act(i: int, call: str, rid: str) -> dict[str, Any]:
+        tool_call = {"id": call, "name": "terminal", "arguments": '{"command": "ls"}'}
+        return ev(
+            i,
+            "ActionEvent",
+            "agent",
+            thought=text(f"step {i}"),
+            tool_call=tool_call,
+            tool_name="terminal",
+            tool_call_id=call,
+            llm_response_id=rid,
+            action={"command": "ls", "kind": "TerminalAction"},
+        )
+
+    def obs(i: int, call: str) -> dict[str, Any]:
+        observation = {
+            "content": text(f"out {i}"),
+            "is_error": False,
+            "kind": "TerminalObservation",
+        }
+        return ev(
+            i,
+            "ObservationEvent",
+            "environment",
+            tool_name="terminal",
+            tool_call_id=call,
+            observation=observation,
+        )
+
+    user = {"role": "user", "content": text("fix the bug")}
+    events = [
+        ev(
+            0,
+            "SystemPromptEvent",
+            "agent",
+            system_prompt={"type": "text", "text": "You are OH"},
+            tools=[{"name": "terminal"}],
+        ),
+        ev(1, "MessageEvent", "user", llm_message=user, extended_content=text("<skill/>")),
+        act(2, "c1", "r1"),
+        act(3, "c2", "r1"),  # two calls of one response
+        obs(4, "c1"),
+        obs(5, "c2"),
+        act(6, "c3", "r2"),
+        obs(7, "c3"),
+        ev(
+            8,
+            "Condensation",
+            "environment",
+            forgotten_event_ids=["e2", "e3", "e4", "e5"],
+            summary="Listed the files twice.",
+            summary_offset=2,
+            llm_response_id="r3",
+        ),
+        act(9, "c4", "r4"),
+        ev(
+            10,
+            "AgentErrorEvent",
+            "agent",
+            tool_call_id="c4",
+            tool_name="terminal",
+            error="timed out",
+        ),
+        ev(
+            11,
+            "ConversationStateUpdateEvent",
+            "environment",
+            key="execution_status",
+            value="finished",
+        ),
+    ]
+    path = write_lines(tmp_path / "events.jsonl", events)
+    t = load_transcript(path)
+    assert t.format == "openhands" and t.tools == ({"name": "terminal"},)
+    assert [m.role for m in t.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert t.messages[1].text == "fix the bug\n<skill/>"
+    assert [c.id for c in t.messages[2].tool_calls] == ["c1", "c2"]
+    assert t.messages[-1].tool_results[0].is_error
+    (c,) = t.compactions  # from the call after it: head, summary, then what followed
+    assert c.at == 5 and [m.text for m in c.replacement] == [
+        "fix the bug\n<skill/>",
+        "Listed the files twice.",
+    ]
+    assert_valid(t)
+    assert load_transcripts(tmp_path / "events.jsonl")[0].messages == t.messages
+
+
+def test_an_openhands_sdk_event_log_excerpt() -> None:
+    path = DATA / "openhands-sdk" / "goal-events.jsonl"
+    events = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    t = load_transcript(path)
+    stats = [e for e in events if e.get("key") == "stats"]
+    assert t.model == stats[-1]["value"]["usage_to_metrics"]["default"]["model_name"]
+    actions = [e for e in events if e["kind"] == "ActionEvent"]
+    assert [c.id for m in t.messages for c in m.tool_calls] == [
+        a["tool_call"]["id"] for a in actions
+    ]
+    # the observation answering a call made before the excerpt is left out, counted
+    assert t.meta["skipped"]["tool result answering no open call"] == 1
+    assert [r.tool_call_id for m in t.messages for r in m.tool_results] == [
+        a["tool_call"]["id"] for a in actions
+    ]
