@@ -78,7 +78,13 @@ def cline_replies(path: Path) -> int:
     return sum(1 for i, r in enumerate(roles) if r == "assistant" and (i == 0 or roles[i - 1] != r))
 
 
+def swe_agent_replies(path: Path) -> int:
+    """The calls the run's own bill counts."""
+    return int(json.loads(path.read_text(encoding="utf-8"))["info"]["model_stats"]["api_calls"])
+
+
 EXPECTED = {
+    "swe-agent": swe_agent_replies,
     "claude-code": claude_replies,
     "codex": codex_replies,
     "gemini-cli": gemini_replies,
@@ -250,3 +256,15 @@ def test_cline_sdk_sessions_are_found_where_cline_keeps_them(tmp_path: Path) -> 
     session = folder / "1784094124598_rruoq.messages.json"
     shutil.copy(REAL / "cline" / "cline-sdk-session.messages.json", session)
     assert find_session_files(home=tmp_path) == [session]
+
+
+def test_swe_agent_call_ids_used_again_are_made_unique() -> None:
+    path = REAL / "swe-agent" / "marshmallow-1867-function-calling.traj"
+    history = json.loads(path.read_text(encoding="utf-8"))["history"]
+    raw = [c["id"] for m in history for c in m.get("tool_calls") or ()]
+    assert len(set(raw)) < len(raw)  # the replayed run used some ids twice
+    t = load_transcript(path)
+    calls = [c.id for m in t.messages for c in m.tool_calls]
+    assert len(set(calls)) == len(calls) == len(raw)
+    assert [r.tool_call_id for m in t.messages for r in m.tool_results] == calls
+    assert t.meta["skipped"]["tool call id used again (renamed)"] == len(raw) - len(set(raw))

@@ -8,6 +8,7 @@ offending field path (``message.content[1].type``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ __all__ = [
     "pair_calls",
     "place_marks",
     "read_records",
+    "unique_call_ids",
 ]
 
 TranscriptFormat: TypeAlias = Literal[
@@ -419,3 +421,44 @@ def _as_blocks(content: Any) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content) if isinstance(content, list) else [content]
+
+
+def unique_call_ids(messages: Sequence[Message], meta: dict[str, Any]) -> list[Message]:
+    """``messages`` with a tool call id used again by a later call (a replayed recording
+    reuses them; the API refuses a request holding one id twice) renamed ``<id>~<n>``, in the
+    call and in the results that answer it before the next assistant message."""
+    seen: set[str] = set()
+    renamed: dict[str, str] = {}
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "assistant":
+            renamed = {}
+            blocks: list[Block] = []
+            for b in m.content:
+                if isinstance(b, ToolCallBlock) and b.id in seen:
+                    n = 2
+                    while f"{b.id}~{n}" in seen:
+                        n += 1
+                    renamed[b.id] = f"{b.id}~{n}"
+                    b = dataclasses.replace(b, id=renamed[b.id])
+                    skipped(meta, "tool call id used again (renamed)")
+                if isinstance(b, ToolCallBlock):
+                    seen.add(b.id)
+                blocks.append(b)
+            out.append(m.replace(content=tuple(blocks)) if renamed else m)
+        elif m.role == "tool" and any(
+            isinstance(b, ToolResultBlock) and b.tool_call_id in renamed for b in m.content
+        ):
+            out.append(
+                m.replace(
+                    content=tuple(
+                        dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
+                        if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
+                        else b
+                        for b in m.content
+                    )
+                )
+            )
+        else:
+            out.append(m)
+    return out

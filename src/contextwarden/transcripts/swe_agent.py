@@ -5,7 +5,8 @@
 ``system`` / ``user`` / ``assistant`` (demonstrations are user messages flagged ``is_demo``:
 they were sent too). Older versions call no tools (commands sit in fenced blocks of the
 reply text); newer ones record ``tool_calls`` on assistant entries and ``role: "tool"``
-results with ``tool_call_ids``: both are read. ``trajectory`` (the steps, with the commands'
+results with ``tool_call_ids``: both are read (a call id a replayed run uses again is made
+unique, in the call and its results). ``trajectory`` (the steps, with the commands'
 full output) only repeats the history and is not read. The model is
 ``replay_config.agent.model.name`` when recorded; ``info.model_stats`` (the run's own bill)
 is kept in ``meta``.
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
-from ._common import Loc, Transcript, merge_user_runs, pair_calls
+from ._common import Loc, Transcript, merge_user_runs, pair_calls, unique_call_ids
 
 __all__ = ["is_swe_agent", "parse_swe_agent"]
 
@@ -72,7 +73,7 @@ def parse_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
         else:
             at.fail("role", f"unknown role {role!r} (expected system, user, assistant or tool)")
     model = _model(doc.get("replay_config"))
-    kept = merge_user_runs(pair_calls(messages, meta))
+    kept = merge_user_runs(pair_calls(unique_call_ids(messages, meta), meta))
     return Transcript(kept, "swe-agent", str(path), model, (), freeze(meta))
 
 
