@@ -491,33 +491,14 @@ def _check_reach(
 
 #: Attachment types Claude Code sends nothing for (bookkeeping, UI-only, suppressed hooks).
 _SILENT = frozenset(
-    {
-        "command_permissions",
-        "hook_system_message",
-        "hook_non_blocking_error",
-        "hook_cancelled",
-        "hook_error_during_execution",
-        "hook_permission_decision",
-        "hook_deferred_tool",
-        "structured_output",
-        "max_turns_reached",
-        "dynamic_skill",
-        "already_read_file",
-        "edited_image_file",
-        "goal_status",
-        "teammate_shutdown_batch",
-        "context_efficiency",
-        "autocheckpointing",
-        "background_task_status",
-        "todo",
-        "task_progress",
-        "compaction_reminder",
-        "current_session_memory",
-        "thinking_reminder",
-        "prompt_snapshot",
-        "environment",
-        "model",
-    }
+    (
+        "command_permissions hook_system_message hook_non_blocking_error hook_cancelled "
+        "hook_error_during_execution hook_permission_decision hook_deferred_tool structured_output "
+        "max_turns_reached dynamic_skill already_read_file edited_image_file goal_status "
+        "teammate_shutdown_batch context_efficiency autocheckpointing background_task_status todo "
+        "task_progress compaction_reminder current_session_memory thinking_reminder prompt_snapshot "
+        "environment model"
+    ).split()
 )
 #: Hook events whose ``hook_success`` output goes to the model (the others are shown only).
 _SENT_HOOKS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})

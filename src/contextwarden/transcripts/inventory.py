@@ -317,7 +317,7 @@ def _started(t: Transcript, shown: str) -> str | None:
 
 # -- many files: workers and an incremental cache ---------------------------------------------
 #: Bumped when a summary's meaning changes: cached figures of another version are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def _key(path: Path, estimate: bool) -> str | None:
