@@ -246,7 +246,12 @@ def test_a_cline_sdk_session_is_read_as_cline_sends_it() -> None:
     assert [b.tool_call_id for m in t.messages for b in m.tool_results] == calls
     metrics = [m["metrics"] for m in doc["messages"] if m.get("metrics")]
     usage = [m.usage for m in t.messages if m.role == "assistant" and m.usage]
-    assert [u["input_tokens"] for u in usage] == [x["inputTokens"] for x in metrics]
+    # the SDK counts the cached tokens in inputTokens; Anthropic's names count them apart
+    assert [
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+        for u in usage
+    ] == [x["inputTokens"] for x in metrics]
+    assert [u["cache_read_input_tokens"] for u in usage] == [x["cacheReadTokens"] for x in metrics]
 
 
 def test_cline_sdk_sessions_are_found_where_cline_keeps_them(tmp_path: Path) -> None:

@@ -162,10 +162,12 @@ def _sdk_usage(metrics: Any) -> dict[str, int] | None:
     """The provider usage the SDK records with a reply (``metrics``), in Anthropic's names."""
     if not isinstance(metrics, dict) or not isinstance(metrics.get("inputTokens"), int):
         return None
-    return {
-        "input_tokens": metrics["inputTokens"],
-        "cache_read_input_tokens": metrics.get("cacheReadTokens") or 0,
-        "cache_creation_input_tokens": metrics.get("cacheWriteTokens") or 0,
+    read = metrics.get("cacheReadTokens") or 0
+    written = metrics.get("cacheWriteTokens") or 0
+    return {  # the SDK's inputTokens holds the cached ones too (ai-sdk.ts prices the rest)
+        "input_tokens": max(0, metrics["inputTokens"] - read - written),
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
         "output_tokens": metrics.get("outputTokens") or 0,
     }
 
