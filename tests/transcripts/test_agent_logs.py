@@ -709,3 +709,57 @@ def test_an_openhands_sdk_event_log_excerpt() -> None:
     assert [r.tool_call_id for m in t.messages for r in m.tool_results] == [
         a["tool_call"]["id"] for a in actions
     ]
+
+
+def test_claude_code_reads_on_past_a_parent_it_never_wrote(tmp_path: Path) -> None:
+    # As Claude Code 2.0.76-2.1.29 wrote them (real files of entireio/cli's checkpoints): a
+    # progress line whose parent was never written, a compaction whose logical parent is
+    # missing, and a reply right after a reply with only a stop-hook summary between.
+    def line(kind: str, uuid: str, parent: str | None, **more: Any) -> dict[str, Any]:
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", **more}
+
+    def said(role: str, uuid: str, parent: str | None, text: str, mid: str = "") -> dict[str, Any]:
+        message: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": text}]}
+        if role == "assistant":
+            message |= {"id": mid or f"msg_{uuid}", "model": "claude-opus-4-5"}
+        return line(role, uuid, parent, message=message)
+
+    lines = [
+        said("user", "u1", None, "first task"),
+        said("assistant", "a1", "u1", "done one"),
+        line("progress", "p1", "never-written", data={"type": "hook_progress"}),
+        line("system", "s1", "p1", subtype="stop_hook_summary"),
+        said("user", "u2", "s1", "second task"),
+        said("assistant", "a2", "u2", "done two"),
+        line("system", "s2", "a2", subtype="stop_hook_summary"),
+        said("assistant", "a3", "s2", "and stopped"),
+        line("system", "b1", None, subtype="compact_boundary", logicalParentUuid="gone"),
+        said("user", "c1", "b1", "This session is being continued from a previous one."),
+        said("user", "u3", "c1", "third task"),
+        said("assistant", "a4", "u3", "done three"),
+    ]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    assert [m.text for m in t.messages if m.role == "assistant"] == [
+        "done one",
+        "done two",
+        "and stopped",
+        "done three",
+    ]
+    assert t.warnings == (
+        "line 9 (type system): its parent 'gone' is not in the file; read on from line 8",
+        "line 3 (type progress): its parent 'never-written' is not in the file; read on from "
+        "line 2",
+    )
+    (c,) = t.compactions
+    assert c.replacement[0].text.startswith("This session is being continued")
+    # the two replies in a row are one turn of the request, as the API joins them
+    system, body = to_anthropic(t.messages)
+    assert [m["role"] for m in body] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert_valid(t)

@@ -191,10 +191,28 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> _Chain:
     chain: set[int] = set()
     node: int | None = leaf
     last = leaf
+    bridges: list[str] = []
     while node is not None and node not in chain:
         chain.add(node)
         last = node
-        node = by_uuid.get(_parent(links[node].value))
+        parent = _parent(links[node].value)
+        node = by_uuid.get(parent)
+        if node is None and parent is not None:
+            # A parent Claude Code never wrote (a progress line's, a compaction's logical
+            # parent): the conversation goes on from the line written before this one.
+            node = next(
+                (j for j in range(last - 1, -1, -1) if links[j].value.get("uuid") is not None),
+                None,
+            )
+            if node is not None:
+                bridges.append(
+                    f"line {links[last].line} (type {links[last].value.get('type')}): its "
+                    f"parent {parent!r} is not in the file; read on from line {links[node].line}"
+                )
+    for note in bridges[:3]:
+        warn(meta, note)
+    if len(bridges) > 3:
+        warn(meta, f"{len(bridges) - 3} more lines whose parent is not in the file")
     broken = links[last] if _parent(links[last].value) is not None else None
     calls: set[str] = set()
     api_ids: set[str] = set()
@@ -381,7 +399,9 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             if src.model is not None:
                 model = src.model
                 changes["extra"] = freeze({**msg.extra, "model": src.model})
-        if src.injected:  # written into the turn it follows, not as a turn of its own
+        # An attachment is written into the turn it follows, not as a turn of its own; so is
+        # a reply right after a reply (nothing came between: the API joins the two turns).
+        if src.injected or (src.role == "assistant" and out and out[-1].role == "assistant"):
             changes["hints"] = EMPTY
         out.append(msg.replace(**changes))
     apart = {id(m) for m, src in zip(out, merged, strict=True) if src.injected}
