@@ -746,9 +746,9 @@ def test_claude_code_reads_on_past_a_parent_it_never_wrote(tmp_path: Path) -> No
         "done three",
     ]
     assert t.warnings == (
-        "line 9 (type system): its parent 'gone' is not in the file; read on from line 8",
         "line 3 (type progress): its parent 'never-written' is not in the file; read on from "
         "line 2",
+        "line 9 (type system): its parent 'gone' is not in the file; read on from line 8",
     )
     (c,) = t.compactions
     assert c.replacement[0].text.startswith("This session is being continued")

@@ -149,7 +149,7 @@ def test_claude_code_attachments_are_read_as_sent() -> None:
     assert task.text == typed
 
 
-def test_a_broken_claude_code_chain_is_named_in_a_warning(tmp_path: Path) -> None:
+def test_a_missing_link_of_a_claude_code_chain_is_named_and_read_past(tmp_path: Path) -> None:
     raw = CLAUDE.read_text(encoding="utf-8").splitlines()
     values = [json.loads(x) for x in raw]
     # take out a link in the middle of the chain: an attachment line
@@ -164,15 +164,44 @@ def test_a_broken_claude_code_chain_is_named_in_a_warning(tmp_path: Path) -> Non
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(x for i, x in enumerate(raw) if i != gone) + "\n", encoding="utf-8")
     t = load_transcript(path)
-    expected = claude_replies(path)
-    replies = sum(1 for m in t.messages if m.role == "assistant")
-    assert replies < 0.95 * expected
-    line = child  # its 1-based line in the new file: one line before it is gone
-    (warning,) = t.warnings
-    assistant_lines = sum(1 for v in values if v.get("type") == "assistant")
-    assert warning.startswith(f"{assistant_lines} assistant lines ({expected} replies)")
-    assert f"reaches {replies}: broken at line {line}" in warning
-    assert values[gone]["uuid"] in warning
+    # nothing is lost: the chain goes on from the line written before the missing one
+    assert sum(1 for m in t.messages if m.role == "assistant") == claude_replies(path)
+    # lines are 1-based, and one line before the child is gone
+    assert t.warnings == (
+        f"line {child} (type {values[child]['type']}): its parent {values[gone]['uuid']!r} is "
+        f"not in the file; read on from line {child - 1}",
+    )
+
+
+def test_a_rewind_that_leaves_most_replies_behind_is_named_in_a_warning(tmp_path: Path) -> None:
+    values = lines(CLAUDE)
+    first = next(v for v in values if v.get("type") == "user")
+    # the user rewinds to the first prompt and asks again: only the new branch is sent
+    again = {**first, "uuid": "rewound-1", "message": {"role": "user", "content": "once more"}}
+    reply = next(v for v in values if v.get("type") == "assistant")
+    answer = {
+        **reply,
+        "uuid": "rewound-2",
+        "parentUuid": "rewound-1",
+        "message": {
+            **reply["message"],
+            "id": "msg_rewound",
+            "content": [{"type": "text", "text": "ok"}],
+        },
+    }
+    path = tmp_path / "rewound.jsonl"
+    path.write_text(
+        "".join(json.dumps(v) + "\n" for v in [*values, again, answer]), encoding="utf-8"
+    )
+    t = load_transcript(path)
+    assert [m.text for m in t.messages if m.role != "system"][-2:] == ["once more", "ok"]
+    replies = claude_replies(path)
+    assistant_lines = sum(1 for v in [*values, answer] if v.get("type") == "assistant")
+    got = sum(1 for m in t.messages if m.role == "assistant")
+    assert t.warnings == (
+        f"{assistant_lines} assistant lines ({replies} replies) but the chain from the last line "
+        f"reaches {got}: the rest are on side branches (edited prompts, rewinds)",
+    )
 
 
 # -- Cline ---------------------------------------------------------------------------------------

@@ -49,9 +49,11 @@ is removed (:func:`~contextwarden.transcripts._common.pair_calls`).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import heapq
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -160,11 +162,12 @@ class _Chain:
     broken: Record | None = None
 
 
-def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> _Chain:
-    """The conversation's lines (user, assistant, attachment lines and compact boundaries) in
-    chain order; see the module docstring. Every line with a ``uuid`` is a link of the chain
-    (``system`` and ``progress`` lines too), so the walk passes through lines that carry
-    nothing for the model."""
+def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Chain]:
+    """The file's conversations, each its lines (user, assistant, attachment lines and compact
+    boundaries) in chain order; see the module docstring. Every line with a ``uuid`` is a link
+    of a chain (``system`` and ``progress`` lines too), so a walk passes through lines that
+    carry nothing for the model. A line with no parent starts a conversation (``/clear``
+    starts a new one in the same file); each conversation is the chain from its last line."""
     side = _sub_agent_file(records)
     dicts = [r for r in records if isinstance(r.value, dict)]
     for r in dicts:
@@ -172,47 +175,69 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> _Chain:
             skipped(meta, "sub-agent (sidechain) line")
     wanted = [r for r in dicts if _is_conversation(r.value, side) or _is_boundary(r.value)]
     if not any("parentUuid" in r.value for r in wanted):
-        return _Chain(wanted)
+        return [_Chain(wanted)]
     links = [r for r in dicts if (r.value.get("isSidechain") is True) == side]
     by_uuid: dict[Any, int] = {}
     for i, r in enumerate(links):
         if r.value.get("uuid") is not None:
             by_uuid[r.value["uuid"]] = i
-    leaf = next(
-        (
-            i
-            for i in range(len(links) - 1, -1, -1)
-            if links[i].value.get("type") in ("user", "assistant")
-        ),
-        None,
-    )
-    if leaf is None:
-        return _Chain([])
+    bridges: dict[int, str] = {}
+
+    def up(i: int) -> int | None:
+        """The line before ``i`` in its chain: its parent or, for a parent Claude Code never
+        wrote (a progress line's, a compaction's logical parent), the line written before."""
+        parent = _parent(links[i].value)
+        j = by_uuid.get(parent)
+        if j is None and parent is not None:
+            j = next((k for k in range(i - 1, -1, -1) if "uuid" in links[k].value), None)
+            if j is not None:
+                bridges[i] = (
+                    f"line {links[i].line} (type {links[i].value.get('type')}): its parent "
+                    f"{parent!r} is not in the file; read on from line {links[j].line}"
+                )
+        return j
+
+    root: dict[int, int] = {}
+    leaves: dict[int, int] = {}  # root -> the conversation's last user or assistant line
+    for i, r in enumerate(links):
+        if r.value.get("type") not in ("user", "assistant"):
+            continue
+        path: list[int] = []
+        node: int | None = i
+        while node is not None and node not in root and node not in path:
+            path.append(node)
+            node = up(node)
+        top = root[node] if node is not None and node in root else path[-1]
+        root.update(dict.fromkeys(path, top))
+        leaves[top] = i
+    chains = [_chain(links, by_uuid, leaf, side, up) for leaf in sorted(leaves.values())]
+    notes = sorted(bridges.items())
+    for _, note in notes[:3]:
+        warn(meta, note)
+    if len(notes) > 3:
+        warn(meta, f"{len(notes) - 3} more lines whose parent is not in the file")
+    read = {id(r) for c in chains for r in c.lines}
+    for r in links:
+        if _is_conversation(r.value, side) and id(r) not in read:
+            skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    return chains or [_Chain([])]
+
+
+def _chain(
+    links: list[Record],
+    by_uuid: dict[Any, int],
+    leaf: int,
+    side: bool,
+    up: Callable[[int], int | None],
+) -> _Chain:
+    """The conversation whose last line is ``leaf``, in chain order."""
     chain: set[int] = set()
     node: int | None = leaf
     last = leaf
-    bridges: list[str] = []
     while node is not None and node not in chain:
         chain.add(node)
         last = node
-        parent = _parent(links[node].value)
-        node = by_uuid.get(parent)
-        if node is None and parent is not None:
-            # A parent Claude Code never wrote (a progress line's, a compaction's logical
-            # parent): the conversation goes on from the line written before this one.
-            node = next(
-                (j for j in range(last - 1, -1, -1) if links[j].value.get("uuid") is not None),
-                None,
-            )
-            if node is not None:
-                bridges.append(
-                    f"line {links[last].line} (type {links[last].value.get('type')}): its "
-                    f"parent {parent!r} is not in the file; read on from line {links[node].line}"
-                )
-    for note in bridges[:3]:
-        warn(meta, note)
-    if len(bridges) > 3:
-        warn(meta, f"{len(bridges) - 3} more lines whose parent is not in the file")
+        node = up(node)
     broken = links[last] if _parent(links[last].value) is not None else None
     calls: set[str] = set()
     api_ids: set[str] = set()
@@ -247,19 +272,17 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> _Chain:
             )
         ):
             keep.add(i)
-            continue
-        skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
     # Topological order (parent first), file order among lines that are ready together. A
     # line whose parent is a link left out (a system line) hangs from that link's ancestor.
     children: dict[int, list[int]] = {}
     waiting: dict[int, int] = {}
     ready: list[int] = []
     for i in sorted(keep):
-        parent = by_uuid.get(_parent(links[i].value))
+        parent = up(i)
         seen: set[int] = set()
         while parent is not None and parent not in keep and parent not in seen:
             seen.add(parent)
-            parent = by_uuid.get(_parent(links[parent].value))
+            parent = up(parent)
         if parent is not None and parent in keep and parent != i:
             children.setdefault(parent, []).append(i)
             waiting[i] = 1
@@ -286,19 +309,42 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Transcript:
-    """Read a Claude Code session (records already parsed from its lines)."""
-    base = Loc(shown)
+def parse_claude_code(
+    records: Sequence[Record], path: Path, shown: str
+) -> Transcript | list[Transcript]:
+    """Read a Claude Code session (records already parsed from its lines): one transcript, or
+    one per conversation when the file holds several (``/clear``)."""
     meta: dict[str, Any] = {}
     for rec in records:
         kind = rec.value.get("type") if isinstance(rec.value, dict) else None
         if kind not in ("user", "assistant", "attachment") and not _is_boundary(rec.value):
             skipped(meta, f"line type {kind!r}")
+    chains = _conversations(records, meta)
+    answered = [c for c in chains if any(r.value.get("type") == "assistant" for r in c.lines)]
+    for c in chains if len(answered) < len(chains) and answered else ():
+        if c not in answered:  # a prompt never answered (an edited first prompt): not a run
+            for _ in c.lines:
+                skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    runs = [_read(chain, path, shown, meta) for chain in answered or chains[-1:]]
+    short = _check_reach(records, runs, [c.broken for c in chains])
+    if short is not None:
+        runs = [
+            dataclasses.replace(t, meta=freeze({**t.meta, "warnings": [*t.warnings, short]}))
+            for t in runs
+        ]
+    if len(runs) == 1:
+        return runs[0]
+    return [dataclasses.replace(t, run=i, runs=len(runs)) for i, t in enumerate(runs, 1)]
+
+
+def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> Transcript:
+    """One conversation of the file as a transcript."""
+    base = Loc(shown)
+    meta: dict[str, Any] = copy.deepcopy(file_meta)
     merged: list[_Merged] = []
     by_api_id: dict[str, _Merged] = {}
     marks: list[tuple[int, Any, int]] = []  # (merged index, summary line, file line)
     pending_boundary: int | None = None
-    chain = _ordered(records, meta)
     for rec in chain.lines:
         loc = base.at(line=rec.line)
         line = loc.check(rec.value, dict, "")
@@ -407,12 +453,20 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
     apart = {id(m) for m, src in zip(out, merged, strict=True) if src.injected}
     # an interrupted session can end mid-tool
     messages = merge_user_runs(pair_calls(out, meta), apart=apart)
+    start = next((i for i, m in enumerate(messages) if m.role == "user"), 0)
+    if start and chain.lines:  # an excerpt: the requests of its first replies are not in it
+        warn(
+            meta,
+            f"the conversation starts mid-way at line {chain.lines[0].line}: the {start} "
+            "messages before its first user message are left out (their requests are not in "
+            "the file)",
+        )
+        messages = messages[start:]
     positions = place_marks(out, messages, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, (_summary(line),), number)
         for at, (_, line, number) in zip(positions, marks, strict=True)
     )
-    _check_reach(records, messages, chain.broken, meta)
     return Transcript(
         messages, "claude-code", str(path), model, (), freeze(meta), compactions=compactions
     )
@@ -474,13 +528,10 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
 
 
 def _check_reach(
-    records: Sequence[Record],
-    messages: Sequence[Message],
-    broken: Record | None,
-    meta: dict[str, Any],
-) -> None:
-    """Warn when the chain from the last line reaches far fewer replies than the file holds
-    (a ``parentUuid`` naming a line that is not there, or most of the file on side branches)."""
+    records: Sequence[Record], runs: Sequence[Transcript], broken: Sequence[Record | None]
+) -> str | None:
+    """A warning when the chains reach far fewer replies than the file holds (a ``parentUuid``
+    naming a line that is not there, or most of the file on side branches), else None."""
     side = _sub_agent_file(records)
     replies: set[Any] = set()
     lines = 0
@@ -493,19 +544,19 @@ def _check_reach(
             continue
         lines += 1
         replies.add(message.get("id") or v.get("uuid") or r.line)
-    got = sum(1 for m in messages if m.role == "assistant")
+    got = sum(1 for t in runs for m in t.messages if m.role == "assistant")
     if got >= 0.95 * len(replies):
-        return
+        return None
+    stop = next((b for b in broken if b is not None), None)
     why = (
-        f"broken at line {broken.line} (type {broken.value.get('type')}): its parent "
-        f"{_parent(broken.value)!r} is not in the file"
-        if broken is not None
+        f"broken at line {stop.line} (type {stop.value.get('type')}): its parent "
+        f"{_parent(stop.value)!r} is not in the file"
+        if stop is not None
         else "the rest are on side branches (edited prompts, rewinds)"
     )
-    warn(
-        meta,
+    return (
         f"{lines} assistant lines ({len(replies)} replies) but the chain from the last line "
-        f"reaches {got}: {why}",
+        f"reaches {got}: {why}"
     )
 
 
