@@ -12,6 +12,7 @@ import pytest
 
 from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
 from contextwarden._tokens import get_counter
+from contextwarden._replay import replay
 from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
 from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
 from contextwarden.transcripts import FORMATS
@@ -709,6 +710,14 @@ def test_an_openhands_sdk_event_log_excerpt() -> None:
     assert [r.tool_call_id for m in t.messages for r in m.tool_results] == [
         a["tool_call"]["id"] for a in actions
     ]
+    # it starts with the agent's reply: a placeholder prompt stands for what came before
+    assert t.messages[0].role == "user" and t.messages[0].text == "(continued)"
+    assert t.warnings == (
+        "the conversation starts mid-way at its first event: a placeholder prompt "
+        "'(continued)' stands for what came before",
+    )
+    report = replay(t.messages, model="gpt-4o", window=32_000, provider="openai")
+    assert report.totals.calls == len(actions) and report.totals.invalid_requests == 0
 
 
 def test_claude_code_reads_on_past_a_parent_it_never_wrote(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 from .._exceptions import FormatError, TranscriptError
 from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
+from ..formats.anthropic import LEADING_USER_TEXT
 
 __all__ = [
     "FORMATS",
@@ -29,6 +30,7 @@ __all__ = [
     "combine_turns",
     "dumps_arguments",
     "join_blocks",
+    "lead_with_prompt",
     "merge_user_runs",
     "pair_calls",
     "place_marks",
@@ -462,3 +464,21 @@ def unique_call_ids(messages: Sequence[Message], meta: dict[str, Any]) -> list[M
         else:
             out.append(m)
     return out
+
+
+def lead_with_prompt(
+    messages: Sequence[Message], meta: dict[str, Any], where: str
+) -> tuple[Message, ...]:
+    """``messages``, and when they start with a reply (an excerpt that starts mid-way, at
+    ``where``) a placeholder prompt before it, so that every reply's request is a valid one;
+    with a warning saying so."""
+    at = next((i for i, m in enumerate(messages) if m.role != "system"), None)
+    if at is None or messages[at].role == "user":
+        return tuple(messages)
+    warn(
+        meta,
+        f"the conversation starts mid-way at {where}: a placeholder prompt "
+        f"{LEADING_USER_TEXT!r} stands for what came before",
+    )
+    prompt = Message("user", (TextBlock(LEADING_USER_TEXT),))
+    return (*messages[:at], prompt, *messages[at:])

@@ -68,6 +68,7 @@ from ._common import (
     Transcript,
     dumps_arguments,
     join_blocks,
+    lead_with_prompt,
     merge_user_runs,
     pair_calls,
     place_marks,
@@ -453,15 +454,8 @@ def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> T
     apart = {id(m) for m, src in zip(out, merged, strict=True) if src.injected}
     # an interrupted session can end mid-tool
     messages = merge_user_runs(pair_calls(out, meta), apart=apart)
-    start = next((i for i, m in enumerate(messages) if m.role == "user"), 0)
-    if start and chain.lines:  # an excerpt: the requests of its first replies are not in it
-        warn(
-            meta,
-            f"the conversation starts mid-way at line {chain.lines[0].line}: the {start} "
-            "messages before its first user message are left out (their requests are not in "
-            "the file)",
-        )
-        messages = messages[start:]
+    if chain.lines:
+        messages = lead_with_prompt(messages, meta, f"line {chain.lines[0].line}")
     positions = place_marks(out, messages, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, (_summary(line),), number)

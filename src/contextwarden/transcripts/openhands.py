@@ -68,7 +68,16 @@ from .._messages import (
     freeze,
 )
 from ..formats._media import anthropic_image_cost
-from ._common import AgentCompaction, Loc, Record, Transcript, pair_calls, place_marks, skipped
+from ._common import (
+    AgentCompaction,
+    Loc,
+    Record,
+    Transcript,
+    lead_with_prompt,
+    pair_calls,
+    place_marks,
+    skipped,
+)
 
 __all__ = ["is_openhands", "is_openhands_events", "parse_openhands", "parse_openhands_events"]
 
@@ -458,7 +467,7 @@ class _Builder:
                 turn = Message("assistant", blocks, id=slot.id, timestamp=slot.timestamp)
                 out.append(turn.replace(usage=slot.usage, extra=extra))
         at_slot.append(len(out))
-        kept = pair_calls(out, self.meta)
+        kept = lead_with_prompt(pair_calls(out, self.meta), self.meta, "its first event")
         # A condensation forgets events: from then on OpenHands sent the ones before the first
         # forgotten (its head), the summary, then what came after the last forgotten.
         ends = place_marks(out, kept, [at_slot[max(f) + 1] for _, f, _ in self.condensations])
