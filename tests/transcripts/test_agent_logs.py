@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
-from contextwarden._tokens import get_counter
 from contextwarden._replay import replay
+from contextwarden._tokens import get_counter
 from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
 from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
 from contextwarden.transcripts import FORMATS
