@@ -37,6 +37,7 @@ from ._common import (
     Loc,
     Record,
     Transcript,
+    lead_with_prompt,
     pair_calls,
     place_marks,
     skipped,
@@ -164,6 +165,7 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
             skipped(meta, f"record type {kind!r}")
     flush()
     kept = pair_calls(_drop_bare_reasoning(messages, meta), meta)
+    kept = lead_with_prompt(kept, meta, f"line {records[0].line}" if records else "its start")
     ats = place_marks(messages, kept, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, _replacement(kept[:at], what), line)
