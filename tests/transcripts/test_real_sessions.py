@@ -15,7 +15,7 @@ import pytest
 from contextwarden._replay import provider_for, replay
 from contextwarden._transcripts import Transcript, load_transcript
 from contextwarden.formats import check_messages
-from contextwarden.transcripts.inventory import find_session_files
+from contextwarden.transcripts.inventory import find_session_files, summarize_file
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "transcripts" / "real"
 FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.parent != REAL)
@@ -94,6 +94,10 @@ EXPECTED = {
 
 def file_id(p: Path) -> str:
     return f"{p.parent.name}/{p.name}"
+
+
+def replies_of(t: Transcript) -> int:
+    return sum(1 for m in t.messages if m.role == "assistant")
 
 
 def replay_invalid(t: Transcript, window: int | None) -> int:
@@ -302,3 +306,10 @@ def test_swe_agent_call_ids_used_again_are_made_unique() -> None:
     assert len(set(calls)) == len(calls) == len(raw)
     assert [r.tool_call_id for m in t.messages for r in m.tool_results] == calls
     assert t.meta["skipped"]["tool call id used again (renamed)"] == len(raw) - len(set(raw))
+
+
+@pytest.mark.parametrize("path", [*FILES, CLINE], ids=file_id)
+def test_a_real_session_gets_a_bill(path: Path) -> None:
+    (summary,) = summarize_file(path, estimate=False)
+    assert summary.error is None and summary.calls == replies_of(load_transcript(path))
+    assert summary.billed is not None and summary.billed > 0, summary
