@@ -772,3 +772,29 @@ def test_claude_code_reads_on_past_a_parent_it_never_wrote(tmp_path: Path) -> No
         "assistant",
     ]
     assert_valid(t)
+
+
+def test_pi_names_the_replies_left_on_other_branches(tmp_path: Path) -> None:
+    def entry(id_: str, parent: str | None, role: str, text: str) -> dict[str, Any]:
+        content = [{"type": "text", "text": text}]
+        return {
+            "type": "message",
+            "id": id_,
+            "parentId": parent,
+            "message": {"role": role, "content": content},
+        }
+
+    lines = [entry("u1", None, "user", "task")]
+    for i in range(1, 6):  # five replies on the first branch
+        lines += [
+            entry(f"a{i}", lines[-1]["id"], "assistant", f"step {i}"),
+            entry(f"u{i + 1}", f"a{i}", "user", "go on"),
+        ]
+    # /tree back to the first prompt: a new branch with one reply
+    lines += [entry("b1", "u1", "assistant", "another way")]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    assert [m.text for m in t.messages] == ["task", "another way"]
+    assert t.warnings == (
+        "6 replies in the file but the active branch holds 1: the rest are on other branches "
+        "of the session tree (/tree, /fork)",
+    )

@@ -144,6 +144,22 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
     kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
+    replies = sum(
+        1
+        for r in records
+        if isinstance(r.value, dict)
+        and r.value.get("type") == "message"
+        and isinstance(r.value.get("message"), dict)
+        and r.value["message"].get("role") == "assistant"
+        and r.value["message"].get("stopReason") not in _FAILED_STOPS
+    )
+    got = sum(1 for m in kept if m.role == "assistant")
+    if got < 0.95 * replies:
+        warn(
+            meta,
+            f"{replies} replies in the file but the active branch holds {got}: the rest are on "
+            "other branches of the session tree (/tree, /fork)",
+        )
     ats = place_marks(messages, kept, [m[0] for m in marks])
     firsts = place_marks(messages, kept, [m[1] for m in marks])
     compactions = tuple(
