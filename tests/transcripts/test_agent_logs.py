@@ -798,3 +798,14 @@ def test_pi_names_the_replies_left_on_other_branches(tmp_path: Path) -> None:
         "6 replies in the file but the active branch holds 1: the rest are on other branches "
         "of the session tree (/tree, /fork)",
     )
+
+
+def test_swe_agent_0x_model_from_its_run_folder(shared_data: Path, tmp_path: Path) -> None:
+    folder = (
+        tmp_path / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1"
+    )
+    folder.mkdir()
+    path = folder / "pydicom__pydicom-1458.traj"
+    path.write_bytes((shared_data / "swe-agent" / "pydicom-1458.traj").read_bytes())
+    assert load_transcript(path).model == "gpt4"
+    assert load_transcript(shared_data / "swe-agent" / "pydicom-1458.traj").model is None
