@@ -203,12 +203,12 @@ def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Cha
     for i, r in enumerate(links):
         if r.value.get("type") not in ("user", "assistant"):
             continue
-        path: list[int] = []
+        path: dict[int, None] = {}  # ordered, and a cycle is seen at once
         node: int | None = i
         while node is not None and node not in root and node not in path:
-            path.append(node)
+            path[node] = None
             node = up(node)
-        top = root[node] if node is not None and node in root else path[-1]
+        top = root[node] if node is not None and node in root else next(reversed(path))
         root.update(dict.fromkeys(path, top))
         leaves[top] = i
     chains = [_chain(links, by_uuid, leaf, side, up) for leaf in sorted(leaves.values())]
