@@ -16,6 +16,7 @@ from contextwarden._tokens import get_counter
 from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
 from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
 from contextwarden.transcripts import FORMATS
+from contextwarden.transcripts.inventory import find_session_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 GEMINI_JSON = DATA / "gemini-cli" / "session-2025-09-18T10-12-7f3c2a10.json"
@@ -809,3 +810,28 @@ def test_swe_agent_0x_model_from_its_run_folder(shared_data: Path, tmp_path: Pat
     path.write_bytes((shared_data / "swe-agent" / "pydicom-1458.traj").read_bytes())
     assert load_transcript(path).model == "gpt4"
     assert load_transcript(shared_data / "swe-agent" / "pydicom-1458.traj").model is None
+
+
+def test_an_openhands_sdk_conversation_folder(tmp_path: Path) -> None:
+    # as the SDK persists one (openhands/sdk/conversation/persistence_const.py): base_state.json
+    # and events/event-<index>-<event id>.json
+    events = [
+        json.loads(x)
+        for x in (DATA / "openhands-sdk" / "goal-events.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    folder = tmp_path / ".openhands" / "conversations" / "e18b827d3440425a"
+    (folder / "events").mkdir(parents=True)
+    for i, ev in enumerate(reversed(events)):  # written in any order: the index orders them
+        index = len(events) - 1 - i
+        (folder / "events" / f"event-{index:05d}-{ev['id']}.json").write_text(json.dumps(ev))
+    state = {"id": "e18b827d", "agent": {"llm": {"model": "litellm_proxy/minimax-m2.7"}}}
+    (folder / "base_state.json").write_text(json.dumps(state))
+    t = load_transcript(folder)
+    assert t.format == "openhands" and t.model == "litellm_proxy/minimax-m2.7"
+    assert t.messages == load_transcript(DATA / "openhands-sdk" / "goal-events.jsonl").messages
+    assert load_transcript(folder / "events").messages == t.messages
+    # the sessions command finds it where OpenHands keeps it, as one session
+    assert find_session_files(home=tmp_path) == [folder]
+    assert find_session_files([tmp_path]) == [folder]

@@ -36,7 +36,8 @@ the model and are skipped; calls no observation ever answered (the run stopped f
 results of calls never made are removed so the history stays a valid request
 (:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
 ``meta["skipped"]``.
-The OpenHands SDK (V1) tags its events by ``kind`` (``SystemPromptEvent``, ``MessageEvent``,
+The OpenHands SDK (V1) keeps a conversation in a folder (``base_state.json`` with the agent's
+model, ``events/event-<index>-<id>.json`` one event a file) and tags its events by ``kind`` (``SystemPromptEvent``, ``MessageEvent``,
 ``ActionEvent`` with the model's ``tool_call``, ``ObservationEvent``, ``AgentErrorEvent``,
 ``UserRejectObservation``, ``Condensation``...): a file of them, one a line, a JSON list of
 them, or a run's ``history`` of them is read as the SDK's ``to_llm_message`` sends them, the
@@ -50,7 +51,9 @@ A file with several runs yields every run, each a :class:`Transcript` of its own
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +78,20 @@ from ._common import (
     Transcript,
     lead_with_prompt,
     pair_calls,
+    parse_json,
     place_marks,
+    read_text,
     skipped,
 )
 
-__all__ = ["is_openhands", "is_openhands_events", "parse_openhands", "parse_openhands_events"]
+__all__ = [
+    "is_conversation_folder",
+    "is_openhands",
+    "is_openhands_events",
+    "parse_openhands",
+    "parse_openhands_events",
+    "read_conversation_folder",
+]
 
 #: ``args`` keys that are OpenHands bookkeeping, not tool arguments (left out of synthesised
 #: calls).
@@ -168,6 +180,37 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[T
             limit = MAX_MESSAGE_CHARS
         out.append(_events(history, loc, meta, path, fallback, number, len(records), limit))
     return out
+
+
+#: The SDK's event files: ``events/event-<index>-<event id>.json`` (``persistence_const.py``).
+_EVENT_FILE = re.compile(r"^event-(?P<index>\d{5,})-[0-9a-fA-F-]{8,}\.json$")
+
+
+def is_conversation_folder(path: Path) -> bool:
+    """Whether ``path`` is an OpenHands SDK conversation folder (``~/.openhands/conversations/
+    <id>/``, holding ``events/``) or its ``events`` folder."""
+    events = path if path.name == "events" else path / "events"
+    return events.is_dir() and any(_EVENT_FILE.match(f.name) for f in events.iterdir())
+
+
+def read_conversation_folder(path: Path, shown: str) -> Transcript:
+    """An OpenHands SDK conversation as it persists it: one JSON file per event, in order of
+    their index, and the agent's settings (the model) in ``base_state.json``."""
+    events_dir = path if path.name == "events" else path / "events"
+    files = sorted(
+        (int(m.group("index")), f)
+        for f in events_dir.iterdir()
+        if (m := _EVENT_FILE.match(f.name)) is not None
+    )
+    events = [parse_json(read_text(f, str(f)), str(f)) for _, f in files]
+    t = parse_openhands_events(events, path, shown)
+    state = events_dir.parent / "base_state.json"
+    try:
+        llm = json.loads(state.read_text("utf-8"))["agent"]["llm"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return t
+    model = llm.get("model") if isinstance(llm, dict) else None
+    return dataclasses.replace(t, model=model) if isinstance(model, str) else t
 
 
 def parse_openhands_events(doc: Any, path: Path, shown: str) -> Transcript:
