@@ -630,24 +630,11 @@ def _attachment_blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"type": "text", "text": prompt}] if isinstance(prompt, str) and prompt else []
     template = _TEMPLATES.get(str(kind))
     if template is not None:
-        if not any(
-            _field_text(a.get(k))
-            for k in (
-                "content",
-                "snippet",
-                "addedLines",
-                "addedBlocks",
-                "files",
-                "newDate",
-                "message",
-                "blockingError",
-                "filename",
-                "planContent",
-                "path",
-            )
-        ):
-            return []
-        text = template.format_map(_Fields({k: _field_text(v) for k, v in a.items()}))
+        fields = _Fields({k: _field_text(v) for k, v in a.items()})
+        said = [k for k in re.findall(r"{(\w+)}", template) if k != "hookName"]
+        if not any(fields.get(k) for k in said):
+            return []  # nothing of its own to say
+        text = template.format_map(fields)
     else:
         text = next((t for t in (_field_text(a.get(k)) for k in _TEXT_FIELDS) if t), "")
     if not text:
