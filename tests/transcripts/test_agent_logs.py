@@ -835,3 +835,70 @@ def test_an_openhands_sdk_conversation_folder(tmp_path: Path) -> None:
     # the sessions command finds it where OpenHands keeps it, as one session
     assert find_session_files(home=tmp_path) == [folder]
     assert find_session_files([tmp_path]) == [folder]
+
+
+def test_claude_code_attachments_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
+    # attachment types and fields as Claude Code 2.1.1xx-2.1.2xx writes them (real files of
+    # entireio/entire-graph's checkpoints; `rendered` as 2.1.270 records it)
+    def attach(
+        uuid: str, parent: str | None, attachment: dict[str, Any], **more: Any
+    ) -> dict[str, Any]:
+        return {
+            "type": "attachment",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "attachment": attachment,
+            **more,
+        }
+
+    hook = {"type": "hook_success", "hookName": "SessionStart:startup", "hookEvent": "SessionStart"}
+    lines = [
+        attach("h1", None, {**hook, "content": "project rules"}),
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": "h1",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "fix it"},
+        },
+        attach("h2", "u1", {**hook, "hookEvent": "PostToolUse", "content": "formatted"}),
+        attach("h3", "h2", {"type": "command_permissions", "allowedTools": ["Bash"]}),
+        attach("h4", "h3", {"type": "date_change", "newDate": "2026-05-02"}),
+        attach("h5", "h4", {"type": "queued_command", "prompt": "and the docs"}),
+        attach("h6", "h5", {"type": "some_new_kind", "text": "a new reminder"}),
+        attach(
+            "h7",
+            "h6",
+            {"type": "model", "text": "short"},
+            rendered=[{"content": "<system-reminder>\nYou are model X.\n</system-reminder>"}],
+        ),
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "h7",
+            "sessionId": "s",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "done"}],
+            },
+        },
+    ]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    sent = [m.text for m in t.messages if m.role == "user"]
+    assert sent == [
+        "<system-reminder>\nSessionStart:startup hook success: project rules\n</system-reminder>",
+        "fix it",
+        "<system-reminder>\nThe date has changed. Today's date is now 2026-05-02.\n"
+        "</system-reminder>",
+        "and the docs",
+        "<system-reminder>\na new reminder\n</system-reminder>",
+        "<system-reminder>\nYou are model X.\n</system-reminder>",
+    ]
+    assert t.meta["skipped"]["attachment sending nothing to the model"] == 2
+    # one user turn in the request, the task being what the user typed
+    system, body = to_anthropic(t.messages)
+    assert [m["role"] for m in body] == ["user", "assistant"]
+    assert_valid(t)
