@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from contextwarden._replay import provider_for, replay
-from contextwarden._transcripts import Transcript, load_transcript
+from contextwarden._replay import replay
+from contextwarden._transcripts import Transcript, load_transcript, provider_for
 from contextwarden.formats import check_messages
 from contextwarden.transcripts.inventory import find_session_files, summarize_file
 
