@@ -1,0 +1,211 @@
+"""The pydantic-ai capability in real ``Agent`` runs against a scripted ``FunctionModel``."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai.capabilities", reason="pydantic-ai is not installed")
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
+
+from contextwarden import count_tokens, from_openai
+from contextwarden.integrations.pydantic_ai import ContextWarden
+
+TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
+INSTRUCTIONS = "You are a coding agent."
+WINDOW = 16_000
+CALLS = 60
+LIMITS = UsageLimits(request_limit=4 * CALLS)
+
+
+def file_body(k: int) -> str:
+    return "\n".join(
+        f"src/mod_{k}.py:{j}: total = compute({j}, {k * j}) # step {j}" for j in range(90)
+    )
+
+
+def openai_dicts(messages: list[ModelMessage], instructions: str | None) -> list[dict[str, Any]]:
+    """The request as an OpenAI chat body would carry it (what the tokens are counted on)."""
+    out: list[dict[str, Any]] = []
+    if instructions:
+        out.append({"role": "system", "content": instructions})
+    for m in messages:
+        if isinstance(m, ModelResponse):
+            calls = [
+                {
+                    "id": p.tool_call_id,
+                    "type": "function",
+                    "function": {"name": p.tool_name, "arguments": p.args_as_json_str()},
+                }
+                for p in m.parts
+                if isinstance(p, ToolCallPart)
+            ]
+            text = "".join(p.content for p in m.parts if isinstance(p, TextPart))
+            out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            continue
+        for p in m.parts:
+            if isinstance(p, ToolReturnPart):
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": p.tool_call_id,
+                        "content": p.model_response_str(),
+                    }
+                )
+            elif isinstance(p, RetryPromptPart | UserPromptPart | SystemPromptPart):
+                text = p.model_response() if isinstance(p, RetryPromptPart) else p.content
+                role = "system" if isinstance(p, SystemPromptPart) else "user"
+                out.append({"role": role, "content": str(text)})
+    for d in out:
+        if not d.get("tool_calls", True):
+            del d["tool_calls"]
+    return out
+
+
+def check_valid(messages: list[ModelMessage]) -> None:
+    """Requests and responses alternate, from a request to a request; every call of a response
+    is answered in the next request and every tool return answers a call of the response before."""
+    assert isinstance(messages[0], ModelRequest) and isinstance(messages[-1], ModelRequest)
+    for i, m in enumerate(messages):
+        if i:
+            assert type(m) is not type(messages[i - 1]), f"message {i}: two {type(m).__name__}s"
+        if isinstance(m, ModelRequest):
+            returned = {p.tool_call_id for p in m.parts if isinstance(p, ToolReturnPart)}
+            prev = messages[i - 1] if i else None
+            called = (
+                {p.tool_call_id for p in prev.parts if isinstance(p, ToolCallPart)}
+                if isinstance(prev, ModelResponse)
+                else set()
+            )
+            assert returned == called, f"message {i}: returns {returned} for calls {called}"
+
+
+class Script:
+    """A model that reads ``CALLS`` files, one tool call a turn, then answers; it records the
+    messages and instructions of every request it gets."""
+
+    def __init__(self, calls: int = CALLS, ids: str = "c") -> None:
+        self.calls = calls
+        self.ids = ids
+        self.requests: list[tuple[list[ModelMessage], str | None]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.requests.append((list(messages), info.instructions))
+        k = len(self.requests) - 1
+        if k < self.calls:
+            call = ToolCallPart(
+                "read_file", {"path": f"src/mod_{k}.py"}, tool_call_id=f"{self.ids}{k}"
+            )
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("Fixed.")])
+
+
+def make_agent(script: Script, capability: Any) -> Agent[None, str]:
+    agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS, capabilities=[capability])
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return file_body(int(path.rsplit("_", 1)[1].split(".")[0]))
+
+    return agent
+
+
+def tokens(messages: list[ModelMessage], instructions: str | None) -> int:
+    return count_tokens(from_openai(openai_dicts(messages, instructions)), model="gpt-4o")
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["run_sync", "run"])
+def test_a_long_agent_run_is_cut_to_the_window_and_the_run_keeps_everything(
+    run_async: bool,
+) -> None:
+    script = Script()
+    warden = ContextWarden(model="gpt-4o", window=WINDOW)
+    agent = make_agent(script, warden)
+    if run_async:
+        result = asyncio.run(agent.run(TASK, usage_limits=LIMITS))
+    else:
+        result = agent.run_sync(TASK, usage_limits=LIMITS)
+
+    assert result.output == "Fixed."
+    assert len(script.requests) == CALLS + 1
+    for sent, instructions in script.requests:
+        check_valid(sent)
+        assert instructions == INSTRUCTIONS
+        assert tokens(sent, instructions) <= WINDOW
+        first = sent[0].parts
+        assert any(isinstance(p, UserPromptPart) and p.content == TASK for p in first)
+    # the run keeps every message: the task, 60 calls and their whole outputs, the answer
+    history = result.all_messages()
+    assert len(history) == 1 + 2 * CALLS + 1
+    returns = [p for m in history for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [p.content for p in returns] == [file_body(k) for k in range(CALLS)]
+    assert tokens(history, INSTRUCTIONS) > 4 * WINDOW  # ... far over the window
+    assert len(script.requests[-1][0]) < len(history)
+    assert warden.last_result is not None and warden.last_result.tokens_after <= WINDOW
+
+
+def test_the_callers_history_is_not_mutated_and_untouched_messages_are_its_objects() -> None:
+    first = make_agent(Script(calls=40), ContextWarden(model="gpt-4o", window=WINDOW))
+    earlier = first.run_sync(TASK, usage_limits=LIMITS).all_messages()
+    kept = copy.deepcopy(earlier)
+
+    script = Script(calls=5, ids="d")
+    agent = make_agent(script, ContextWarden(model="gpt-4o", window=WINDOW))
+    result = agent.run_sync("Now run the tests.", message_history=earlier)
+
+    assert earlier == kept  # the list and every message in it as they were
+    assert result.all_messages()[: len(earlier)] == earlier
+    for sent, instructions in script.requests:
+        check_valid(sent)
+        assert tokens(sent, instructions) <= WINDOW
+    last = script.requests[-1][0]
+    # what the warden did not edit is the caller's own object; what it did is a copy
+    own = [m for m in last if any(m is e for e in earlier)]
+    assert own and len(own) < len(earlier)
+    # the task is the caller's own part; the summary of what was cut a new user part
+    task, summary = last[0].parts[:2]
+    assert task is earlier[0].parts[0]
+    assert isinstance(summary, UserPromptPart) and "cw:" in summary.content
+    assert not any(summary is p for m in earlier for p in m.parts)
+
+
+def test_as_a_history_processor_the_run_keeps_the_wardens_copy() -> None:
+    script = Script()
+    warden = ContextWarden(model="gpt-4o", window=WINDOW)
+    result = make_agent(script, ProcessHistory(warden)).run_sync(TASK, usage_limits=LIMITS)
+
+    assert result.output == "Fixed."
+    for sent, instructions in script.requests:
+        check_valid(sent)
+        assert tokens(sent, instructions) <= WINDOW
+    # pydantic-ai writes a processor's output back to the run: the history is the short copy
+    history = result.all_messages()
+    check_valid(history[:-1])
+    assert tokens(history, INSTRUCTIONS) <= WINDOW + 1_000
+    assert len(history) < 1 + 2 * CALLS + 1
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(ValueError, match="window must be a positive int, got 0"):
+        ContextWarden(window=0)
+    with pytest.raises(TypeError, match="model must be a string, got int"):
+        ContextWarden(model=4)  # type: ignore[arg-type]
