@@ -15,6 +15,14 @@ as the very objects the agent holds (ids, metadata, ``response_metadata`` intact
 message (a masked tool output, a cut huge output) is a copy of the original with new content;
 a summary the warden wrote is a new ``HumanMessage``.
 
+Summaries in LangChain's shape: pass a chat model as ``model`` and it writes the summaries of
+the warden's compactions (the warden's four-part summary prompt, a long span summarised in
+chunks and merged); ``trigger`` and ``keep`` take ``SummarizationMiddleware``'s units,
+``("tokens", N)``, ``("messages", N)``, ``("fraction", f)`` (a ``{"tokens": N, "messages": M}``
+clause needs all of its thresholds, a list any of its items). The trigger is read on the copy
+the model would be sent; when it is met the warden compacts that copy now. The agent's state
+still keeps every message: the summary is in the model's copy only.
+
 The recall tool (``recall=True``, the default): an agent with tools is offered
 ``contextwarden_recall`` (a dict tool definition) from its first model call, so its tool list
 never changes mid-conversation; an agent without tools, once the model's copy shows a ``cw:``
@@ -27,11 +35,9 @@ last without the tool. The agent gets only the final response; its state never h
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .._config import WardenConfig
-from .._messages import Message
-from .._warden import TransformResult, Warden
+from .. import Message, SummarizerError, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
 from ..recall import (
     RECALL_TOOL_NAME,
@@ -41,12 +47,17 @@ from ..recall import (
     recall_tool,
     shown_refs,
 )
+from ..summarizers import LLMSummarizer
+from ..summarizers._prompt import SYSTEM_PROMPT
 from ._common import hook_warden, output_limit, require
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import (
         AIMessage,
+        HumanMessage,
+        SystemMessage,
         ToolMessage,
         convert_to_messages,
         convert_to_openai_messages,
@@ -57,13 +68,19 @@ else:  # the framework, imported with a message naming the extra when it is miss
     AgentMiddleware, ModelResponse = _lc_middleware.AgentMiddleware, _lc_middleware.ModelResponse
     _lc_messages = require("langchain_core.messages", "langchain")
     AIMessage, ToolMessage = _lc_messages.AIMessage, _lc_messages.ToolMessage
+    HumanMessage, SystemMessage = _lc_messages.HumanMessage, _lc_messages.SystemMessage
+    BaseChatModel = require("langchain_core.language_models", "langchain").BaseChatModel
     convert_to_messages = _lc_messages.convert_to_messages
     convert_to_openai_messages = _lc_messages.convert_to_openai_messages
     convert_to_openai_tool = require(
         "langchain_core.utils.function_calling", "langchain"
     ).convert_to_openai_tool
 
-__all__ = ["RECALL_ROUNDS", "ContextWardenMiddleware"]
+__all__ = ["RECALL_ROUNDS", "ChatModelSummarizer", "ContextSize", "ContextWardenMiddleware"]
+
+#: ``SummarizationMiddleware``'s unit of a context size: tokens, messages or a share of the window
+ContextSize: TypeAlias = tuple[Literal["tokens", "messages", "fraction"], int | float]
+_UNITS = ("tokens", "messages", "fraction")
 
 _SYSTEM_ID = "lc-system"
 #: the most model calls one agent step makes when the model recalls (the last without the tool)
@@ -84,6 +101,15 @@ class ContextWardenMiddleware(AgentMiddleware):
     across the threads of an agent. ``last_result`` is the latest call's
     :class:`~contextwarden.TransformResult`.
 
+    ``model`` may instead be a LangChain chat model: it then writes the compactions' summaries
+    (:class:`ChatModelSummarizer`) and the agent's chat model names the tokenizer. ``trigger``
+    (default: the config's ``trigger_ratio``) compacts the model's copy when it reaches a
+    :data:`ContextSize`, a ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them),
+    or any item of a list of those; ``keep`` is what a compaction keeps verbatim at the end:
+    ``("messages", N)`` at least the last N messages (whole tool-call turns), ``("tokens", N)``
+    about N tokens of request, ``("fraction", f)`` about that share of the window. A trigger
+    needs the window (``window=`` or a model the registry knows) to size the compaction by.
+
     ``recall`` offers the model the recall tool (from the first call when the agent has tools,
     else once its copy shows a ``cw:`` reference) and answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
     calls of it answered so far.
@@ -91,16 +117,28 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def __init__(
         self,
-        model: str | None = None,
+        model: str | BaseChatModel | None = None,
         window: int | None = None,
         config: WardenConfig | None = None,
         *,
+        trigger: ContextSize | Mapping[str, float] | Sequence[Any] | None = None,
+        keep: ContextSize | None = None,
         recall: bool = True,
     ) -> None:
         super().__init__()
         if type(recall) is not bool:
             raise TypeError(f"recall must be a bool, got {type(recall).__name__}")
-        self.warden: Warden = hook_warden(config, model, window)
+        summarizer = None
+        if model is not None and not isinstance(model, str):
+            if not isinstance(model, BaseChatModel):
+                raise TypeError(
+                    f"model must be a model name or a LangChain chat model, got "
+                    f"{type(model).__name__}"
+                )
+            summarizer, model = ChatModelSummarizer(model), None
+        self._triggers = _trigger_clauses(trigger)
+        config = _keeping(config, keep)
+        self.warden: Warden = hook_warden(config, model, window, summarizer)
         self._model = model
         self.recall = recall
         self.recalls = 0
@@ -112,9 +150,10 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         plan = _Plan(self, request)
-        result = self.warden.transform(
-            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
-        )
+        options = plan.options()
+        result = self.warden.transform(plan.messages, **options)
+        if self._due(result):
+            result = self.warden.transform(plan.messages, force_compact=True, **options)
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = handler(rounds.request())
         while rounds.answer(response):
@@ -123,14 +162,134 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         plan = _Plan(self, request)
-        result = await self.warden.atransform(
-            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
-        )
+        options = plan.options()
+        result = await self.warden.atransform(plan.messages, **options)
+        if self._due(result):
+            result = await self.warden.atransform(plan.messages, force_compact=True, **options)
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = await handler(rounds.request())
         while rounds.answer(response):
             response = await handler(rounds.request())
         return rounds.final(response)
+
+    def _due(self, result: TransformResult) -> bool:
+        """A ``trigger`` is met on the copy the model would be sent, which this call did not
+        compact already."""
+        if not self._triggers or result.compaction is not None:
+            return False
+        if result.budget is None:  # nothing to size a compaction by
+            raise ValueError(
+                "ContextWardenMiddleware: a trigger needs the model's window to compact: give "
+                "window= or a model name the registry knows"
+            )
+        sizes = {
+            "tokens": result.tokens_after,
+            "messages": sum(1 for m in result.messages if m.role != "system"),
+            "fraction": result.tokens_after / result.budget.window,
+        }
+        return any(all(sizes[k] >= v for k, v in c.items()) for c in self._triggers)
+
+
+class ChatModelSummarizer(LLMSummarizer):
+    """Summaries written by a LangChain chat model: the prompts, chunking of long spans and
+    must-keep facts of :class:`~contextwarden.summarizers.LLMSummarizer`, each completion made
+    with ``model.invoke`` / ``model.ainvoke``. A reply without the four sections, or a model
+    that raises, is a :class:`~contextwarden.SummarizerError` (the compaction then uses the
+    extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
+    ``input_token_budget``...)."""
+
+    def __init__(self, model: BaseChatModel, **options: Any) -> None:
+        name = _model_name(model) or type(model).__name__
+        options.setdefault("max_retries", 0)  # a chat model retries with its own settings
+        super().__init__(model=name, key_from_env=False, **options)
+        self.chat_model = model
+        self.name = f"langchain:{name}"
+
+    @property
+    def config_id(self) -> str:
+        return f"langchain:{type(self.chat_model).__name__}:{super().config_id}"
+
+    def _messages(self, call: Any) -> list[Any]:
+        system = SYSTEM_PROMPT.format(max_chars=call.max_chars)
+        return [SystemMessage(system), HumanMessage(call.user)]
+
+    def _reply(self, reply: Any) -> str:
+        text = str(reply.text) if isinstance(reply, AIMessage) else str(reply)
+        try:
+            return self._checked(text)
+        except Exception as exc:  # the parser names the missing section
+            raise SummarizerError(f"{self.name}: the reply is not a summary: {exc}") from exc
+
+    def _complete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
+        if not call.user:
+            return ""
+        try:
+            reply = self.chat_model.invoke(self._messages(call))
+        except Exception as exc:
+            raise SummarizerError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        return self._reply(reply)
+
+    async def _acomplete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
+        if not call.user:
+            return ""
+        try:
+            reply = await self.chat_model.ainvoke(self._messages(call))
+        except Exception as exc:
+            raise SummarizerError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        return self._reply(reply)
+
+
+def _trigger_clauses(trigger: Any) -> list[dict[str, float]]:
+    """``trigger`` as clauses (each met when all its thresholds are), any one of which fires."""
+    if trigger is None:
+        return []
+    items = trigger if isinstance(trigger, list) else [trigger]
+    clauses: list[dict[str, float]] = []
+    for i, item in enumerate(items):
+        where = f"trigger[{i}]" if isinstance(trigger, list) else "trigger"
+        pairs = list(item.items()) if isinstance(item, Mapping) else [item]
+        clause = dict(_context_size(pair, where) for pair in pairs)
+        if not clause:
+            raise ValueError(f"{where}: an empty clause")
+        clauses.append(clause)
+    return clauses
+
+
+def _context_size(size: Any, where: str) -> tuple[str, float]:
+    """A checked ``(unit, value)``: tokens and messages a whole number > 0, a fraction in
+    (0, 1]."""
+    if not isinstance(size, tuple) or len(size) != 2 or size[0] not in _UNITS:
+        raise ValueError(
+            f"{where} must be ('tokens', N), ('messages', N) or ('fraction', f), got {size!r}"
+        )
+    unit, value = size
+    if unit == "fraction":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
+    else:
+        ok = type(value) is int and value > 0
+    if not ok:
+        want = "in (0, 1]" if unit == "fraction" else "a whole number > 0"
+        raise ValueError(f"{where}: {unit} must be {want}, got {value!r}")
+    return unit, float(value)
+
+
+def _keeping(config: WardenConfig | None, keep: Any) -> WardenConfig | None:
+    """``config`` with its compaction keeping what ``keep`` asks."""
+    if keep is None:
+        return config
+    unit, value = _context_size(keep, "keep")
+    base = config if isinstance(config, WardenConfig) else WardenConfig.model_validate({})
+    if unit == "messages":
+        compaction = base.compaction.model_copy(update={"sliding_window_size": int(value)})
+        return base.model_copy(update={"compaction": compaction})
+    if unit == "tokens":  # the target is raised to N tokens (up to 0.4 of the window)
+        return base.model_copy(update={"target_ratio": 0.01, "min_target_tokens": int(value)})
+    if value > base.trigger_ratio:
+        raise ValueError(
+            f"keep: ('fraction', {value}) is above the trigger_ratio {base.trigger_ratio}: a "
+            "compaction would end above the point that starts it"
+        )
+    return base.model_copy(update={"target_ratio": value, "min_target_tokens": 0})
 
 
 class _Rounds:
@@ -273,6 +432,10 @@ class _Plan:
                 self.originals[mkey] = lc
                 self.canonical[mkey] = msg
                 self.messages.append(msg)
+
+    def options(self) -> dict[str, Any]:
+        """The warden's options for this call (besides the messages)."""
+        return {"model": self.model, "tools": self.counted, "max_tokens": self.max_tokens}
 
     def request_for(self, owner: ContextWardenMiddleware, result: TransformResult) -> Any:
         owner.last_result = result
