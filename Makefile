@@ -32,7 +32,7 @@ $(CREWAI_VENV)/bin/.installed: pyproject.toml
 	touch $@
 
 test-crewai: $(CREWAI_VENV)/bin/.installed
-	$(CREWAI_VENV)/bin/python -m pytest tests/integrations/test_crewai.py
+	$(CREWAI_VENV)/bin/python -m pytest tests/integrations/test_crewai.py tests/integrations/test_docs.py
 
 lint: install
 	$(BIN)/ruff check src tests
