@@ -29,17 +29,13 @@ from pydantic_ai.usage import UsageLimits
 from contextwarden import count_tokens, from_openai
 from contextwarden.integrations.pydantic_ai import ContextWarden
 
+from .fake_llm import FINAL, FakeLLM, file_body
+
 TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
 INSTRUCTIONS = "You are a coding agent."
 WINDOW = 16_000
 CALLS = 60
 LIMITS = UsageLimits(request_limit=4 * CALLS)
-
-
-def file_body(k: int) -> str:
-    return "\n".join(
-        f"src/mod_{k}.py:{j}: total = compute({j}, {k * j}) # step {j}" for j in range(90)
-    )
 
 
 def openai_dicts(messages: list[ModelMessage], instructions: str | None) -> list[dict[str, Any]]:
@@ -209,3 +205,31 @@ def test_bad_arguments_are_named() -> None:
         ContextWarden(window=0)
     with pytest.raises(TypeError, match="model must be a string, got int"):
         ContextWarden(model=4)  # type: ignore[arg-type]
+
+
+def test_over_the_wire_with_pydantic_ais_openai_client_every_request_is_valid() -> None:
+    openai_models = pytest.importorskip("pydantic_ai.models.openai")
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    warden = ContextWarden(window=WINDOW)  # the model name comes from the serving model
+    with FakeLLM(calls=40) as fake:
+        provider = OpenAIProvider(base_url=fake.base_url, api_key="sk-test")
+        model = openai_models.OpenAIChatModel("gpt-4o", provider=provider)
+        agent = Agent(model, instructions=INSTRUCTIONS, capabilities=[warden])
+
+        @agent.tool_plain
+        def read_file(path: str) -> str:
+            """Read a file of the repository."""
+            return file_body(int(path.rsplit("_", 1)[1].split(".")[0]))
+
+        result = agent.run_sync(TASK, usage_limits=LIMITS)
+
+    assert result.output == FINAL
+    assert len(fake.received) == 41 and fake.invalid() == []
+    for r in fake.received:
+        body = r.body
+        assert (
+            count_tokens(from_openai(body["messages"]), model="gpt-4o", tools=body["tools"])
+            <= WINDOW
+        )
+    assert len(result.all_messages()) == 1 + 2 * 40 + 1
