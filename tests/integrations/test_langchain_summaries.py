@@ -166,3 +166,22 @@ def test_a_trigger_without_a_window_says_so() -> None:
     middleware = ContextWardenMiddleware(trigger=("fraction", 0.5))  # a fake model: no window
     with pytest.raises(ValueError, match="a trigger needs the model's window to compact"):
         run(middleware)
+
+
+@pytest.mark.parametrize("keep", [("tokens", 6_000), ("fraction", 0.05)])
+def test_keep_in_tokens_caps_the_copy_after_a_compaction(keep: Any) -> None:
+    writer = SummaryModel(messages=iter([]))
+    writer.asked = []
+    middleware = ContextWardenMiddleware(
+        model=writer, window=128_000, trigger=("tokens", 20_000), keep=keep
+    )
+    state, model = run(middleware)
+
+    assert state["messages"][-1].content == "Fixed."
+    cap = 6_000 if keep[0] == "tokens" else int(0.05 * 128_000)
+    sizes = [tokens(sent) for sent in model.seen]
+    shown = [[str(m.content) for m in summaries(sent)] for sent in model.seen]
+    compacted = [i for i in range(1, len(sizes)) if shown[i] and shown[i] != shown[i - 1]]
+    assert len(compacted) >= 3
+    assert all(sizes[i] <= cap for i in compacted)
+    assert max(sizes) <= 20_000 + 2_600

@@ -20,7 +20,8 @@ the warden's compactions (the warden's four-part summary prompt, a long span sum
 chunks and merged); ``trigger`` and ``keep`` take ``SummarizationMiddleware``'s units,
 ``("tokens", N)``, ``("messages", N)``, ``("fraction", f)`` (a ``{"tokens": N, "messages": M}``
 clause needs all of its thresholds, a list any of its items). The trigger is read on the copy
-the model would be sent; when it is met the warden compacts that copy now. The agent's state
+the model would be sent, after the lossless edits; when it is met the warden compacts that copy
+now. The agent's state
 still keeps every message: the summary is in the model's copy only.
 
 The recall tool (``recall=True``, the default): an agent with tools is offered
@@ -107,7 +108,9 @@ class ContextWardenMiddleware(AgentMiddleware):
     :data:`ContextSize`, a ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them),
     or any item of a list of those; ``keep`` is what a compaction keeps verbatim at the end:
     ``("messages", N)`` at least the last N messages (whole tool-call turns), ``("tokens", N)``
-    about N tokens of request, ``("fraction", f)`` about that share of the window. A trigger
+    / ``("fraction", f)`` a request of at most about that size, the summary's room included. The
+    trigger is read after the lossless edits (masking old outputs may bring the copy under it,
+    and then nothing is summarised). A trigger
     needs the window (``window=`` or a model the registry knows) to size the compaction by.
 
     ``recall`` offers the model the recall tool (from the first call when the agent has tools,
