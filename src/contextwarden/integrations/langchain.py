@@ -36,9 +36,9 @@ last without the tool. The agent gets only the final response; its state never h
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from .. import Message, SummarizerError, TransformResult, Warden, WardenConfig
+from .. import Message, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
 from ..recall import (
     RECALL_TOOL_NAME,
@@ -48,17 +48,20 @@ from ..recall import (
     recall_tool,
     shown_refs,
 )
-from ..summarizers import LLMSummarizer
-from ..summarizers._prompt import SYSTEM_PROMPT
 from ._common import hook_warden, output_limit, require
+from ._langchain_summaries import (
+    ChatModelSummarizer,
+    ContextSize,
+    keeping,
+    model_name,
+    trigger_clauses,
+)
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import (
         AIMessage,
-        HumanMessage,
-        SystemMessage,
         ToolMessage,
         convert_to_messages,
         convert_to_openai_messages,
@@ -69,7 +72,6 @@ else:  # the framework, imported with a message naming the extra when it is miss
     AgentMiddleware, ModelResponse = _lc_middleware.AgentMiddleware, _lc_middleware.ModelResponse
     _lc_messages = require("langchain_core.messages", "langchain")
     AIMessage, ToolMessage = _lc_messages.AIMessage, _lc_messages.ToolMessage
-    HumanMessage, SystemMessage = _lc_messages.HumanMessage, _lc_messages.SystemMessage
     BaseChatModel = require("langchain_core.language_models", "langchain").BaseChatModel
     convert_to_messages = _lc_messages.convert_to_messages
     convert_to_openai_messages = _lc_messages.convert_to_openai_messages
@@ -79,9 +81,6 @@ else:  # the framework, imported with a message naming the extra when it is miss
 
 __all__ = ["RECALL_ROUNDS", "ChatModelSummarizer", "ContextSize", "ContextWardenMiddleware"]
 
-#: ``SummarizationMiddleware``'s unit of a context size: tokens, messages or a share of the window
-ContextSize: TypeAlias = tuple[Literal["tokens", "messages", "fraction"], int | float]
-_UNITS = ("tokens", "messages", "fraction")
 
 _SYSTEM_ID = "lc-system"
 #: the most model calls one agent step makes when the model recalls (the last without the tool)
@@ -139,8 +138,8 @@ class ContextWardenMiddleware(AgentMiddleware):
                     f"{type(model).__name__}"
                 )
             summarizer, model = ChatModelSummarizer(model), None
-        self._triggers = _trigger_clauses(trigger)
-        config = _keeping(config, keep)
+        self._triggers = trigger_clauses(trigger)
+        config = keeping(config, keep)
         self.warden: Warden = hook_warden(config, model, window, summarizer)
         self._model = model
         self.recall = recall
@@ -191,108 +190,6 @@ class ContextWardenMiddleware(AgentMiddleware):
             "fraction": result.tokens_after / result.budget.window,
         }
         return any(all(sizes[k] >= v for k, v in c.items()) for c in self._triggers)
-
-
-class ChatModelSummarizer(LLMSummarizer):
-    """Summaries written by a LangChain chat model: the prompts, chunking of long spans and
-    must-keep facts of :class:`~contextwarden.summarizers.LLMSummarizer`, each completion made
-    with ``model.invoke`` / ``model.ainvoke``. A reply without the four sections, or a model
-    that raises, is a :class:`~contextwarden.SummarizerError` (the compaction then uses the
-    extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
-    ``input_token_budget``...)."""
-
-    def __init__(self, model: BaseChatModel, **options: Any) -> None:
-        name = _model_name(model) or type(model).__name__
-        options.setdefault("max_retries", 0)  # a chat model retries with its own settings
-        super().__init__(model=name, key_from_env=False, **options)
-        self.chat_model = model
-        self.name = f"langchain:{name}"
-
-    @property
-    def config_id(self) -> str:
-        return f"langchain:{type(self.chat_model).__name__}:{super().config_id}"
-
-    def _messages(self, call: Any) -> list[Any]:
-        system = SYSTEM_PROMPT.format(max_chars=call.max_chars)
-        return [SystemMessage(system), HumanMessage(call.user)]
-
-    def _reply(self, reply: Any) -> str:
-        text = str(reply.text) if isinstance(reply, AIMessage) else str(reply)
-        try:
-            return self._checked(text)
-        except Exception as exc:  # the parser names the missing section
-            raise SummarizerError(f"{self.name}: the reply is not a summary: {exc}") from exc
-
-    def _complete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
-        if not call.user:
-            return ""
-        try:
-            reply = self.chat_model.invoke(self._messages(call))
-        except Exception as exc:
-            raise SummarizerError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        return self._reply(reply)
-
-    async def _acomplete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
-        if not call.user:
-            return ""
-        try:
-            reply = await self.chat_model.ainvoke(self._messages(call))
-        except Exception as exc:
-            raise SummarizerError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        return self._reply(reply)
-
-
-def _trigger_clauses(trigger: Any) -> list[dict[str, float]]:
-    """``trigger`` as clauses (each met when all its thresholds are), any one of which fires."""
-    if trigger is None:
-        return []
-    items = trigger if isinstance(trigger, list) else [trigger]
-    clauses: list[dict[str, float]] = []
-    for i, item in enumerate(items):
-        where = f"trigger[{i}]" if isinstance(trigger, list) else "trigger"
-        pairs = list(item.items()) if isinstance(item, Mapping) else [item]
-        clause = dict(_context_size(pair, where) for pair in pairs)
-        if not clause:
-            raise ValueError(f"{where}: an empty clause")
-        clauses.append(clause)
-    return clauses
-
-
-def _context_size(size: Any, where: str) -> tuple[str, float]:
-    """A checked ``(unit, value)``: tokens and messages a whole number > 0, a fraction in
-    (0, 1]."""
-    if not isinstance(size, tuple) or len(size) != 2 or size[0] not in _UNITS:
-        raise ValueError(
-            f"{where} must be ('tokens', N), ('messages', N) or ('fraction', f), got {size!r}"
-        )
-    unit, value = size
-    if unit == "fraction":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
-    else:
-        ok = type(value) is int and value > 0
-    if not ok:
-        want = "in (0, 1]" if unit == "fraction" else "a whole number > 0"
-        raise ValueError(f"{where}: {unit} must be {want}, got {value!r}")
-    return unit, float(value)
-
-
-def _keeping(config: WardenConfig | None, keep: Any) -> WardenConfig | None:
-    """``config`` with its compaction keeping what ``keep`` asks."""
-    if keep is None:
-        return config
-    unit, value = _context_size(keep, "keep")
-    base = config if isinstance(config, WardenConfig) else WardenConfig.model_validate({})
-    if unit == "messages":
-        compaction = base.compaction.model_copy(update={"sliding_window_size": int(value)})
-        return base.model_copy(update={"compaction": compaction})
-    if unit == "tokens":  # the target is raised to N tokens (up to 0.4 of the window)
-        return base.model_copy(update={"target_ratio": 0.01, "min_target_tokens": int(value)})
-    if value > base.trigger_ratio:
-        raise ValueError(
-            f"keep: ('fraction', {value}) is above the trigger_ratio {base.trigger_ratio}: a "
-            "compaction would end above the point that starts it"
-        )
-    return base.model_copy(update={"target_ratio": value, "min_target_tokens": 0})
 
 
 class _Rounds:
@@ -400,7 +297,7 @@ class _Plan:
 
     def __init__(self, owner: ContextWardenMiddleware, request: Any) -> None:
         self.request = request
-        self.model = owner._model or _model_name(request.model)
+        self.model = owner._model or model_name(request.model)
         # the output limit the call gives the provider: its settings', else the model's own
         self.max_tokens = output_limit(getattr(request, "model_settings", None), request.model)
         self.tools = _tool_definitions(request.tools)
@@ -476,14 +373,6 @@ class _Plan:
 
 def _is_system(lc: Any) -> bool:
     return getattr(lc, "type", None) == "system"
-
-
-def _model_name(model: Any) -> str | None:
-    for attr in ("model_name", "model", "model_id"):
-        name = getattr(model, attr, None)
-        if isinstance(name, str) and name:
-            return name
-    return None
 
 
 def _tool_definitions(tools: Sequence[Any] | None) -> list[Mapping[str, Any]] | None:
