@@ -21,7 +21,7 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from contextwarden.integrations.langchain import ChatModelSummarizer, ContextWardenMiddleware
+from contextwarden.integrations.langchain import ContextWardenMiddleware
 
 from .test_langchain import (
     CALLS,
@@ -108,9 +108,11 @@ def test_a_message_trigger_keeps_the_copy_short() -> None:
     writer = SummaryModel(messages=iter([]))
     writer.asked = []
     middleware = ContextWardenMiddleware(
-        "gpt-4o", trigger=[("messages", 24), {"tokens": 10**6, "messages": 1}], keep=("messages", 8)
+        model=writer,
+        window=128_000,
+        trigger=[("messages", 24), {"tokens": 10**6, "messages": 1}],
+        keep=("messages", 8),
     )
-    middleware.warden.compactor.summarizer = ChatModelSummarizer(writer)  # type: ignore[union-attr]
     state, model = run(middleware)
 
     assert state["messages"][-1].content == "Fixed."
@@ -118,6 +120,7 @@ def test_a_message_trigger_keeps_the_copy_short() -> None:
         check_valid(sent)
         assert len([m for m in sent if not isinstance(m, SystemMessage)]) <= 24 + 2
     assert max(len(s) for s in model.seen) < len(state["messages"]) // 3
+    assert writer.asked and any(summaries(sent) for sent in model.seen)
 
 
 def test_a_failing_summary_model_falls_back_and_the_loop_goes_on() -> None:
