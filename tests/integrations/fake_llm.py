@@ -2,7 +2,8 @@
 ``generateContent``, and checks every request it receives as the provider would.
 
 The model plays an agent that calls ``read_file`` ``calls`` times (one call a turn, on the
-paths ``src/mod_K.py``) and then answers ``FINAL``. Each request is recorded with the problems
+paths ``src/mod_K.py``) and then answers ``FINAL``; it also answers at the steps in ``answers``
+(the end of one user turn of several). Each request is recorded with the problems
 found in it (tool results without their call, calls left unanswered, roles out of order, an
 empty message); a request with problems gets the 400 the provider would give, so a framework
 that sends one fails loudly.
@@ -69,17 +70,18 @@ def openai_problems(body: dict[str, Any]) -> list[str]:
 
 def gemini_problems(body: dict[str, Any]) -> list[str]:
     """What Gemini refuses: a function response turn whose responses do not match the calls of
-    the model turn just before it, calls not answered in the next turn, a first turn that is
-    not the user's, a turn without parts."""
+    the model turn just before it, calls not answered in the next turn, a turn without parts, a
+    role other than user and model. (A model turn may come first: ADK's own events compaction
+    sends its summary as one.)"""
     problems: list[str] = []
     contents = body.get("contents") or []
     if not contents:
         return ["contents: the list is empty"]
-    if contents[0].get("role") != "user":
-        problems.append("contents[0]: the first turn must be the user's")
     calls: list[str] = []
     for i, c in enumerate(contents):
         parts = c.get("parts") or []
+        if c.get("role") not in ("user", "model"):
+            problems.append(f"contents[{i}]: unknown role {c.get('role')!r}")
         if not parts:
             problems.append(f"contents[{i}]: a turn without parts")
         responses = [p["functionResponse"]["name"] for p in parts if "functionResponse" in p]
@@ -98,8 +100,9 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
 class FakeLLM:
     """The server; ``base_url`` for OpenAI clients (``/v1``), ``root`` for Gemini clients."""
 
-    def __init__(self, calls: int) -> None:
+    def __init__(self, calls: int, answers: frozenset[int] = frozenset()) -> None:
         self.calls = calls
+        self.answers = answers
         self.received: list[Received] = []
         self._step = 0
         self._lock = threading.Lock()
@@ -170,12 +173,13 @@ class FakeLLM:
         if rec.problems:
             return 400, {"error": {"message": "; ".join(rec.problems), "code": 400}}, False
         step = self._next_step()
+        calls = step if step in self.answers else self.calls
         if rec.api == "openai":
-            reply = _openai_reply(step, self.calls)
+            reply = _openai_reply(step, calls)
             if body.get("stream"):
                 return 200, _openai_chunks(reply), True
             return 200, reply, False
-        return 200, _gemini_reply(step, self.calls), False
+        return 200, _gemini_reply(step, calls), False
 
 
 def _openai_reply(step: int, calls: int) -> dict[str, Any]:

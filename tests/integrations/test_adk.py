@@ -167,3 +167,79 @@ def test_a_masked_output_keeps_its_calls_id_and_name() -> None:
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="window must be a positive int, got 0"):
         WardenCallback(window=0)
+
+
+ADK_SUMMARY = "ADK-EVENTS-SUMMARY: the agent read src/mod_0.py to src/mod_19.py."
+
+
+def test_with_adks_events_compaction_both_apply_and_every_request_is_valid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two user turns of 20 tool calls each; ADK summarises the first turn's events after it
+    ends (its own summary LLM), the callback fits every request of both turns to the window."""
+    from collections.abc import AsyncGenerator
+
+    from google.adk.apps.app import App, EventsCompactionConfig
+    from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+    from google.adk.models import BaseLlm, LlmResponse
+
+    class Summarizer(BaseLlm):
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            part = types.Part(text=ADK_SUMMARY)
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    callback = WardenCallback(model="gemini-2.5-flash", window=WINDOW)
+    turn = 20
+
+    async def main(fake: FakeLLM) -> list[Any]:
+        agent = LlmAgent(
+            name="coder",
+            model=Gemini(model="gemini-2.5-flash", base_url=fake.root),
+            instruction=INSTRUCTION,
+            tools=[read_file],
+            before_model_callback=callback,
+        )
+        compaction = EventsCompactionConfig(
+            compaction_interval=1,
+            overlap_size=0,
+            summarizer=LlmEventSummarizer(llm=Summarizer(model="summary")),
+        )
+        app = App(name="cw", root_agent=agent, events_compaction_config=compaction)
+        runner = InMemoryRunner(app=app)
+        session = await runner.session_service.create_session(app_name="cw", user_id="u")
+        for text in (TASK, "Now run the tests."):
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for _ in runner.run_async(
+                user_id="u", session_id=session.id, new_message=message
+            ):
+                pass
+        stored = await runner.session_service.get_session(
+            app_name="cw", user_id="u", session_id=session.id
+        )
+        assert stored is not None
+        return stored.events
+
+    with FakeLLM(calls=2 * turn + 1, answers=frozenset({turn})) as fake:
+        events = asyncio.run(main(fake))
+
+    assert len(fake.received) == 2 * turn + 2
+    assert fake.invalid() == []
+    for r in fake.received:
+        assert count_tokens(from_openai(as_openai(r.body)), model="gpt-4o") <= WINDOW
+    # ADK put its summary of the first turn in the second turn's requests; the warden's cuts
+    # come on top of it
+    second = [json.dumps(r.body) for r in fake.received[turn + 1 :]]
+    assert all(ADK_SUMMARY in body for body in second)
+    assert ADK_SUMMARY not in json.dumps(fake.received[turn].body)
+    # the session keeps every event, and ADK's compaction event beside them
+    assert any(e.actions and e.actions.compaction for e in events)
+    outputs = [
+        p.function_response.response["result"]
+        for e in events
+        for p in (e.content.parts or [] if e.content else [])
+        if p.function_response is not None
+    ]
+    assert len(outputs) == 2 * turn and outputs[0] == file_body(0)
