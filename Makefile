@@ -21,7 +21,7 @@ demo: install
 	$(BIN)/contextwarden replay examples/data/demo-session.traj.json --model deepseek-v4-flash --window 32000 --plot out/demo.png
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # crewai 1.x pins openai<3 and the dev set's Agents SDK needs openai>=3: its own venv, its tests only
 CREWAI_VENV ?= .venv-crewai
