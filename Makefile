@@ -25,10 +25,10 @@ test: install
 
 # crewai 1.x pins openai<3 and the dev set's Agents SDK needs openai>=3: its own venv, its tests only
 CREWAI_VENV ?= .venv-crewai
-$(CREWAI_VENV)/bin/.installed: pyproject.toml
+$(CREWAI_VENV)/bin/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(CREWAI_VENV)
 	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
-	$(CREWAI_VENV)/bin/pip install --quiet -e '.[crewai]' 'pytest>=8' 'pytest-asyncio>=0.23'
+	$(CREWAI_VENV)/bin/pip install --quiet -e '.[crewai]' 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6.100'
 	touch $@
 
 test-crewai: $(CREWAI_VENV)/bin/.installed
