@@ -19,6 +19,7 @@ from pydantic_ai.messages import (
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -26,7 +27,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
-from contextwarden import count_tokens, from_openai
+from contextwarden import WardenConfig, count_tokens, from_openai
 from contextwarden.integrations.pydantic_ai import ContextWarden
 
 from .fake_llm import FINAL, FakeLLM, file_body
@@ -95,12 +96,14 @@ def check_valid(messages: list[ModelMessage]) -> None:
 
 
 class Script:
-    """A model that reads ``CALLS`` files, one tool call a turn, then answers; it records the
-    messages and instructions of every request it gets."""
+    """A model that reads ``CALLS`` files, one tool call a turn (with its reasoning when
+    ``think``), then answers; it records the messages and instructions of every request it
+    gets."""
 
-    def __init__(self, calls: int = CALLS, ids: str = "c") -> None:
+    def __init__(self, calls: int = CALLS, ids: str = "c", think: bool = False) -> None:
         self.calls = calls
         self.ids = ids
+        self.think = think
         self.requests: list[tuple[list[ModelMessage], str | None]] = []
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -110,12 +113,16 @@ class Script:
             call = ToolCallPart(
                 "read_file", {"path": f"src/mod_{k}.py"}, tool_call_id=f"{self.ids}{k}"
             )
-            return ModelResponse(parts=[call])
+            thought = ThinkingPart(
+                f"mod_{k - 1} was fine; next, src/mod_{k}.py.", signature=f"sig{k}"
+            )
+            return ModelResponse(parts=[thought, call] if self.think else [call])
         return ModelResponse(parts=[TextPart("Fixed.")])
 
 
 def make_agent(script: Script, capability: Any) -> Agent[None, str]:
-    agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS, capabilities=[capability])
+    capabilities = [capability] if capability is not None else []
+    agent = Agent(FunctionModel(script), instructions=INSTRUCTIONS, capabilities=capabilities)
 
     @agent.tool_plain
     def read_file(path: str) -> str:
@@ -198,6 +205,37 @@ def test_as_a_history_processor_the_run_keeps_the_wardens_copy() -> None:
     check_valid(history[:-1])
     assert tokens(history, INSTRUCTIONS) <= WINDOW + 1_000
     assert len(history) < 1 + 2 * CALLS + 1
+
+
+def test_reasoning_of_an_earlier_turn_is_stripped_from_copies_of_the_responses() -> None:
+    earlier = make_agent(Script(calls=12, think=True), None).run_sync(TASK, usage_limits=LIMITS)
+    history = earlier.all_messages()
+    thoughts = [p for m in history for p in m.parts if isinstance(p, ThinkingPart)]
+    assert len(thoughts) == 12
+
+    script = Script(calls=2, ids="d", think=True)
+    lossless = WardenConfig.model_validate({"compaction": {"enabled": False}})
+    warden = ContextWarden(model="gpt-4o", window=24_000, config=lossless)
+    result = make_agent(script, warden).run_sync(
+        "Now run the tests.", message_history=history, usage_limits=LIMITS
+    )
+
+    kept = [p for m in result.all_messages() for p in m.parts if isinstance(p, ThinkingPart)]
+    assert len(kept) == 12 + 2  # the run keeps every thought, signature and all
+    last = script.requests[-1][0]
+    check_valid(last)
+    sent = [p for m in last for p in m.parts if isinstance(p, ThinkingPart)]
+    assert sent and sent[-1] is kept[-1]  # the current turn's reasoning kept as is
+    stripped = [
+        m
+        for m in last
+        if isinstance(m, ModelResponse)
+        and not any(m is h for h in history)
+        and any(m.parts[-1] is h.parts[-1] for h in history)
+    ]
+    assert stripped  # copies of the earlier turn's responses without their reasoning ...
+    for m in stripped:
+        assert [type(p) for p in m.parts] == [ToolCallPart]  # ... keeping their calls
 
 
 def test_bad_arguments_are_named() -> None:
