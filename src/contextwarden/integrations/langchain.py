@@ -21,8 +21,7 @@ chunks and merged); ``trigger`` and ``keep`` take ``SummarizationMiddleware``'s 
 ``("tokens", N)``, ``("messages", N)``, ``("fraction", f)`` (a ``{"tokens": N, "messages": M}``
 clause needs all of its thresholds, a list any of its items). The trigger is read on the copy
 the model would be sent, after the lossless edits; when it is met the warden compacts that copy
-now. The agent's state
-still keeps every message: the summary is in the model's copy only.
+now. The agent's state still keeps every message: the summary is in the model's copy only.
 
 The recall tool (``recall=True``, the default): an agent with tools is offered
 ``contextwarden_recall`` (a dict tool definition) from its first model call, so its tool list
@@ -109,8 +108,8 @@ class ContextWardenMiddleware(AgentMiddleware):
     ``("messages", N)`` at least the last N messages (whole tool-call turns), ``("tokens", N)``
     / ``("fraction", f)`` a request of at most about that size, the summary's room included. The
     trigger is read after the lossless edits (masking old outputs may bring the copy under it,
-    and then nothing is summarised). A trigger
-    needs the window (``window=`` or a model the registry knows) to size the compaction by.
+    and then nothing is summarised). A trigger needs the window (``window=`` or a model the
+    registry knows) to size the compaction by.
 
     ``recall`` offers the model the recall tool (from the first call when the agent has tools,
     else once its copy shows a ``cw:`` reference) and answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
