@@ -30,7 +30,7 @@ from contextwarden.strategies import (
     StrategyOutcome,
 )
 from contextwarden.strategies.base import HINT_RE, is_summary_message
-from contextwarden.summarizers.facts import extract_facts
+from contextwarden.analysis.facts import extract_facts
 from contextwarden.testing import ConversationBuilder, FakeSummarizer, FixedCounter
 
 COUNTER = FixedCounter(per_message=4)

@@ -20,7 +20,7 @@ from contextwarden.summarizers import (
     check_summary,
     extract_facts,
 )
-from contextwarden.summarizers._mentions import code_mentions, is_code_name
+from contextwarden.analysis.mentions import code_mentions, is_code_name
 from contextwarden.testing import ConversationBuilder
 
 TASK = "Make the CSV exporter quote fields that contain commas"

@@ -15,7 +15,7 @@ from contextwarden.summarizers import (
     parse_summary,
     summary_cache_key,
 )
-from contextwarden.summarizers._sections import Entry, fit
+from contextwarden.analysis.sections import Entry, fit
 from contextwarden.testing import ConversationBuilder, FakeSummarizer
 
 TASK = "Port the date parser to use zoneinfo instead of pytz everywhere in the package"

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._sections import SummarySections, parse_summary
+from ..analysis.facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
+from ..analysis.sections import SummarySections, parse_summary
 from .base import (
     Summarizer,
     SummaryRequest,
@@ -31,7 +32,6 @@ from .base import (
 )
 from .config import SummarizerConfig, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
-from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 
 if TYPE_CHECKING:
     from .build import build_summarizer

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 from .._exceptions import ConfigError, SummarizerError
 from .._tokens import TokenCounter
+from ..analysis.facts import Facts
+from ..analysis.sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
 from ._index import INDEX_GROUP, names_index
 from ._prompt import (
     PROMPT_VERSION,
@@ -45,11 +47,9 @@ from ._prompt import (
     render_transcript,
     summary_prompt,
 )
-from ._sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
 from .base import SummaryRequest, effective_cap, request_facts, task_key
 from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
-from .facts import Facts
 
 __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 

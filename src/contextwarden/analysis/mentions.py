@@ -25,7 +25,7 @@ from typing import Any
 from .._markers import NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message
-from ._shell import analyze_command
+from .shell import analyze_command
 
 __all__ = [
     "CodeMentions",
