@@ -227,8 +227,7 @@ def test_layers_and_the_analysis_floor_import_no_summarizer() -> None:
     below = [m for m in edges if m.startswith(("contextwarden.layers", "contextwarden.analysis"))]
     assert below
     reaching = {
-        m: sorted(t for t in edges[m] if t.startswith("contextwarden.summarizers"))
-        for m in below
+        m: sorted(t for t in edges[m] if t.startswith("contextwarden.summarizers")) for m in below
     }
     assert {m: ts for m, ts in reaching.items() if ts} == {}
 

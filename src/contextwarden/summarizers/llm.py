@@ -1,5 +1,6 @@
-"""Summaries written by an LLM: any OpenAI-compatible Chat Completions endpoint, or the Anthropic
-Messages API, over httpx (sync and async).
+"""Summaries written by an LLM through the API the caller uses: Chat Completions (any
+OpenAI-compatible server), Anthropic Messages, the Responses API or Gemini ``generateContent``
+(:mod:`._wire`), over httpx (sync and async), retried with tenacity.
 
 :class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
 clipped to head + tail), asks for the four sections of a summary, passes the previous summary for an
@@ -7,7 +8,8 @@ incremental update, and validates the reply. When the transcript does not fit it
 budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
 (recursively when even those do not fit), so compaction works when the agent's context is full.
 
-Failures are :class:`~contextwarden.SummarizerError`: HTTP errors after retries (429, 408, 409
+Failures are :class:`~contextwarden.SummarizerError` with the HTTP ``status`` (when one came)
+and the upstream's own error text as ``reason``, for callers to log and count: HTTP errors after retries (429, 408, 409
 and 5xx, timeouts and connection errors are retried with exponential backoff, honouring
 ``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty, and
 no answer within ``timeout``: one deadline for the whole summary, retries included. The
@@ -27,9 +29,10 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
+import tenacity
 
 if TYPE_CHECKING:
     import ssl
@@ -47,20 +50,17 @@ from ._prompt import (
     render_transcript,
     summary_prompt,
 )
+from ._wire import ANTHROPIC_VERSION, WIRES, Provider, error_text
 from .base import SummaryRequest, effective_cap, request_facts, task_key
 from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
 
 __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
-Provider = Literal["openai", "anthropic"]
-
-#: The ``anthropic-version`` header sent with every Anthropic request.
-ANTHROPIC_VERSION = "2023-06-01"
 _DEFAULT_BASE_URL = DEFAULT_BASE_URLS
 _DEFAULT_KEY_ENV = DEFAULT_KEY_ENVS
 #: Headers that carry credentials (their digest keeps one caller's summaries its own).
-_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key"})
+_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 #: Phrases providers use when the input is over the model's window (then we split finer).
@@ -103,6 +103,15 @@ def _check_clock(response: httpx.Response, attempt_ends: float, deadline: float)
         raise httpx.ReadTimeout(
             "the body was still arriving at the attempt's time limit", request=response.request
         )
+
+
+class _Retry(Exception):
+    """One attempt failed in a way a later one may not: ``last`` says how, ``status`` is the
+    HTTP status (None when no answer came), ``asked`` the delay the server asked for."""
+
+    def __init__(self, last: str, status: int | None = None, asked: float | None = None) -> None:
+        super().__init__(last)
+        self.last, self.status, self.asked = last, status, asked
 
 
 class _InputTooLarge(Exception):
@@ -199,9 +208,9 @@ class LLMSummarizer:
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_concurrency: int = 4,
     ) -> None:
-        if provider not in _DEFAULT_BASE_URL:
+        if provider not in WIRES:
             raise ConfigError(
-                f"LLMSummarizer provider must be 'openai' or 'anthropic', got {provider!r}"
+                f"LLMSummarizer provider must be one of {', '.join(WIRES)}, got {provider!r}"
             )
         if not model or not isinstance(model, str):
             raise ConfigError("LLMSummarizer model must be a non-empty string")
@@ -277,9 +286,7 @@ class LLMSummarizer:
     @property
     def url(self) -> str:
         """Where requests go."""
-        if self.provider == "anthropic":
-            return f"{self.base_url}/v1/messages"
-        return f"{self.base_url}/chat/completions"
+        return self.base_url + WIRES[self.provider].path(self.model)
 
     def __repr__(self) -> str:
         return (
@@ -414,10 +421,12 @@ class LLMSummarizer:
             f"shrinking the chunk budget to {budget} tokens"
         )
 
-    def _late(self, last: str) -> SummarizerError:
+    def _late(self, last: str, status: int | None = None) -> SummarizerError:
         return SummarizerError(
             f"{self.name}: no summary from {self.url} within timeout={self.timeout:g}s (the "
-            f"total for one summary, retries included); last: {last}"
+            f"total for one summary, retries included); last: {last}",
+            status=status,
+            reason=f"timed out; last: {last}",
         )
 
     # -- the plan: single call or map-reduce (sans I/O) ----------------------------------------
@@ -618,28 +627,22 @@ class LLMSummarizer:
         headers = {"content-type": "application/json"}
         if self.provider == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
-            if key:
-                headers["x-api-key"] = key
-        elif key:
-            headers["authorization"] = f"Bearer {key}"
+        if key:
+            headers.update(WIRES[self.provider].auth(key))
         headers.update(self.headers)
         return headers
 
     def _payload(self, call: _Call) -> dict[str, Any]:
+        wire = WIRES[self.provider]
         system = SYSTEM_PROMPT.format(max_chars=call.max_chars)
-        payload: dict[str, Any] = {"model": self.model}
-        if self.provider == "anthropic":
-            payload["max_tokens"] = self.max_output_tokens
-            payload["system"] = system
-            payload["messages"] = [{"role": "user", "content": call.user}]
-        else:
+        payload = wire.body(self.model, system, call.user, self.max_output_tokens)
+        if self.provider == "openai":
             payload[self.max_tokens_param] = self.max_output_tokens
-            payload["messages"] = [
-                {"role": "system", "content": system},
-                {"role": "user", "content": call.user},
-            ]
         if self.temperature is not None:
-            payload["temperature"] = self.temperature
+            if wire.temperature_in is None:
+                payload["generationConfig"]["temperature"] = self.temperature
+            else:
+                payload[wire.temperature_in] = self.temperature
         payload.update(self.extra_body)
         return payload
 
@@ -647,29 +650,23 @@ class LLMSummarizer:
         try:
             data = response.json()
         except ValueError as exc:
-            raise SummarizerError(
-                f"{self.name}: response body is not JSON: {response.text[:200]!r}"
+            raise self._error(
+                f"response body is not JSON: {response.text[:200]!r}", response.status_code
             ) from exc
         try:
-            if self.provider == "anthropic":
-                text = "".join(
-                    b.get("text", "")
-                    for b in data["content"]
-                    if isinstance(b, dict) and b.get("type") == "text"
-                )
-            else:
-                content = data["choices"][0]["message"]["content"]
-                if isinstance(content, list):
-                    content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-                text = content or ""
+            text = WIRES[self.provider].text(data)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise SummarizerError(
-                f"{self.name}: response is not a {self.provider} completion "
-                f"(missing {exc!s}): {str(data)[:200]!r}"
+            raise self._error(
+                f"response is not a {self.provider} completion (missing {exc!s}): "
+                f"{str(data)[:200]!r}",
+                response.status_code,
             ) from exc
         if not isinstance(text, str) or not text.strip():
-            raise SummarizerError(f"{self.name}: the model returned an empty summary")
+            raise self._error("the model returned an empty summary", response.status_code)
         return text
+
+    def _error(self, reason: str, status: int | None = None) -> SummarizerError:
+        return SummarizerError(f"{self.name}: {reason}", status=status, reason=reason)
 
     def _classify(self, response: httpx.Response, call: _Call) -> float | None:
         """``None`` when ``response`` is a success; else the delay before retrying. Raises for
@@ -682,6 +679,7 @@ class LLMSummarizer:
             raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)
+        reason = error_text(response.text)
         hint = ""
         if status in (401, 403) and not self.key_from_env:
             hint = " (with the credentials in the summarizer's headers)"
@@ -690,7 +688,11 @@ class LLMSummarizer:
                 f" (key read from ${self.api_key_env}"
                 f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})"
             )
-        raise SummarizerError(f"{self.name}: {self.url} answered {status}{hint}: {body!r}")
+        raise SummarizerError(
+            f"{self.name}: {self.url} answered {status}{hint}: {body!r}",
+            status=status,
+            reason=reason,
+        )
 
     def _delay(self, attempt: int, asked: float | None) -> float:
         if asked is not None and asked >= 0:
@@ -707,31 +709,39 @@ class LLMSummarizer:
         span = left if self.attempt_timeout is None else min(self.attempt_timeout, left)
         return span, now + span
 
-    def _send(self, client: httpx.Client, call: _Call, deadline: float) -> httpx.Response:
+    def _send(
+        self, client: httpx.Client, call: _Call, deadline: float
+    ) -> httpx.Response | httpx.TransportError:
         """One POST, its body read in full before ``deadline`` (and the attempt's own limit):
         a server trickling bytes slower than it should is cut off between two chunks."""
         span, ends = self._attempt_timeout(deadline)
-        with client.stream(
-            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
-        ) as response:
-            body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                _check_clock(response, ends, deadline)
+        try:
+            with client.stream(
+                "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
+            ) as response:
+                body = bytearray()
+                for chunk in response.iter_raw():
+                    body += chunk
+                    _check_clock(response, ends, deadline)
+        except httpx.TransportError as exc:
+            return exc
         return self._whole(response, bytes(body))
 
     async def _asend(
         self, client: httpx.AsyncClient, call: _Call, deadline: float
-    ) -> httpx.Response:
+    ) -> httpx.Response | httpx.TransportError:
         """:meth:`_send` for the async client."""
         span, ends = self._attempt_timeout(deadline)
-        async with client.stream(
-            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
-        ) as response:
-            body = bytearray()
-            async for chunk in response.aiter_raw():
-                body += chunk
-                _check_clock(response, ends, deadline)
+        try:
+            async with client.stream(
+                "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
+            ) as response:
+                body = bytearray()
+                async for chunk in response.aiter_raw():
+                    body += chunk
+                    _check_clock(response, ends, deadline)
+        except httpx.TransportError as exc:
+            return exc
         return self._whole(response, bytes(body))
 
     def _whole(self, response: httpx.Response, body: bytes) -> httpx.Response:
@@ -748,13 +758,28 @@ class LLMSummarizer:
                 f"{self.name}: the body from {self.url} could not be decoded: {exc}"
             ) from exc
 
-    def _wait(self, attempt: int, asked: float | None, deadline: float, last: str) -> float:
-        """The delay before the next attempt; raises when waiting it would pass ``deadline``
-        (no point in a retry that cannot finish)."""
-        delay = self._delay(attempt, asked)
-        if time.monotonic() + delay >= deadline:
-            raise self._late(f"{last} (a retry in {delay:g}s would pass the deadline)")
-        return delay
+    def _retrying(self, deadline: float, sleep: Callable[[float], Any]) -> dict[str, Any]:
+        """tenacity's settings for one call: retry what :meth:`_attempt` marks retryable, at
+        most ``max_retries`` times, waiting what the server asked for or ``backoff * 2**n``
+        (capped at ``max_backoff``); a wait that would pass ``deadline`` ends the summary."""
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            failed = state.outcome.exception() if state.outcome is not None else None
+            last = failed if isinstance(failed, _Retry) else _Retry("no attempt made")
+            delay = self._delay(state.attempt_number - 1, last.asked)
+            if time.monotonic() + delay >= deadline:
+                raise self._late(
+                    f"{last.last} (a retry in {delay:g}s would pass the deadline)", last.status
+                )
+            return delay
+
+        return {
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "wait": wait,
+            "retry": tenacity.retry_if_exception_type(_Retry),
+            "sleep": sleep,
+            "reraise": True,
+        }
 
     def _complete(
         self,
@@ -765,26 +790,21 @@ class LLMSummarizer:
     ) -> str:
         if not call.user:
             return ""
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if meter is not None:
-                meter.start()
-            try:
-                response = self._send(client, call, deadline)
-            except _Late:
-                self._metered(meter, call, None)
-                raise self._late(last) from None
-            except httpx.TransportError as exc:
-                self._metered(meter, call, None)
-                text, last, asked = self._outcome(call, exc)
-            else:
-                self._metered(meter, call, response)
-                text, last, asked = self._outcome(call, response)
-            if text is not None:
-                return text
-            if attempt < self.max_retries:
-                self.sleep(self._wait(attempt, asked, deadline, last))
-        raise self._exhausted(last)
+        last: list[_Retry] = []
+        try:
+            for attempt in tenacity.Retrying(**self._retrying(deadline, self.sleep)):
+                with attempt:
+                    if meter is not None:
+                        meter.start()
+                    try:
+                        response = self._send(client, call, deadline)
+                    except _Late:
+                        self._metered(meter, call, None)
+                        raise self._late_after(last) from None
+                    return self._attempt(meter, call, response, last)
+        except _Retry as failed:
+            raise self._exhausted(failed) from None
+        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
 
     async def _acomplete(
         self,
@@ -795,41 +815,50 @@ class LLMSummarizer:
     ) -> str:
         if not call.user:
             return ""
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if meter is not None:
-                meter.start()
-            try:
-                response = await self._asend(client, call, deadline)
-            except _Late:
-                self._metered(meter, call, None)
-                raise self._late(last) from None
-            except httpx.TransportError as exc:
-                self._metered(meter, call, None)
-                text, last, asked = self._outcome(call, exc)
-            else:
-                self._metered(meter, call, response)
-                text, last, asked = self._outcome(call, response)
-            if text is not None:
-                return text
-            if attempt < self.max_retries:
-                await self.asleep(self._wait(attempt, asked, deadline, last))
-        raise self._exhausted(last)
+        last: list[_Retry] = []
+        try:
+            async for attempt in tenacity.AsyncRetrying(**self._retrying(deadline, self.asleep)):
+                with attempt:
+                    if meter is not None:
+                        meter.start()
+                    try:
+                        response = await self._asend(client, call, deadline)
+                    except _Late:
+                        self._metered(meter, call, None)
+                        raise self._late_after(last) from None
+                    return self._attempt(meter, call, response, last)
+        except _Retry as failed:
+            raise self._exhausted(failed) from None
+        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
 
-    def _outcome(
-        self, call: _Call, reply: httpx.Response | httpx.TransportError
-    ) -> tuple[str | None, str, float | None]:
-        """One attempt judged, for the sync and async loops alike: ``(summary text or None to
-        retry, what went wrong, the delay the server asked for)``."""
-        if isinstance(reply, httpx.TimeoutException):
-            return None, f"timed out ({type(reply).__name__}: {reply!s})", None
+    def _attempt(
+        self,
+        meter: SummaryMeter | None,
+        call: _Call,
+        reply: httpx.Response | httpx.TransportError,
+        last: list[_Retry],
+    ) -> str:
+        """One attempt judged, for the sync and async loops alike: the summary text, or
+        :class:`_Retry` (remembered in ``last``) for what a retry may fix."""
         if isinstance(reply, httpx.TransportError):
-            return None, f"transport error: {reply!s}", None
-        wait = self._classify(reply, call)
-        if wait is None:
-            return self._checked(self._reply_text(reply)), "", None
-        last = f"HTTP {reply.status_code}: {reply.text[:200]!r}"
-        return None, last, wait if wait >= 0 else None
+            self._metered(meter, call, None)
+            kind = "timed out" if isinstance(reply, httpx.TimeoutException) else "transport error"
+            failed = _Retry(f"{kind} ({type(reply).__name__}: {reply!s})")
+        else:
+            self._metered(meter, call, reply)
+            wait = self._classify(reply, call)
+            if wait is None:
+                return self._checked(self._reply_text(reply))
+            failed = _Retry(
+                f"HTTP {reply.status_code}: {error_text(reply.text)[:200]!r}",
+                reply.status_code,
+                wait if wait >= 0 else None,
+            )
+        last.append(failed)
+        raise failed
+
+    def _late_after(self, last: list[_Retry]) -> SummarizerError:
+        return self._late(last[-1].last, last[-1].status) if last else self._late("no attempt made")
 
     def _metered(
         self, meter: SummaryMeter | None, call: _Call, response: httpx.Response | None
@@ -850,9 +879,12 @@ class LLMSummarizer:
             used_out = self._tokens(response.text) if response.is_success else 0
         meter.done(self.model, used_in, used_out, response.status_code)
 
-    def _exhausted(self, last: str) -> SummarizerError:
+    def _exhausted(self, last: _Retry) -> SummarizerError:
         return SummarizerError(
-            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
+            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; "
+            f"last: {last.last}",
+            status=last.status,
+            reason=last.last,
         )
 
     def _checked(self, text: str) -> str:
@@ -928,27 +960,12 @@ def _present(entry: Entry, flat: str, facts: Facts) -> bool:
 
 
 def _usage(response: httpx.Response, provider: Provider) -> tuple[int | None, int | None]:
-    """(input, output) tokens a reply's ``usage`` reports, None where it says nothing. Anthropic's
-    input counts its cache reads and writes too (they are billed, at their own rates)."""
+    """(input, output) tokens a reply's usage reports, None where it says nothing."""
     try:
         data = response.json()
     except ValueError:
         return None, None
-    usage = data.get("usage") if isinstance(data, dict) else None
-    if not isinstance(usage, dict):
-        return None, None
-
-    def number(*keys: str) -> int | None:
-        values = [usage.get(k) for k in keys]
-        found = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
-        return sum(found) if found else None
-
-    if provider == "anthropic":
-        return (
-            number("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
-            number("output_tokens"),
-        )
-    return number("prompt_tokens"), number("completion_tokens")
+    return WIRES[provider].usage(data) if isinstance(data, dict) else (None, None)
 
 
 def _retry_after(response: httpx.Response) -> float:
