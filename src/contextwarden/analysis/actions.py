@@ -60,19 +60,9 @@ FILE_TOOLS: Mapping[str, FileAction] = {
     **dict.fromkeys(("write", "write_file", "write_to_file", "create_file"), "created"),
     **dict.fromkeys(
         (
-            "edit",
-            "multiedit",
-            "multi_edit",
-            "edit_file",
-            "replace_in_file",
-            "str_replace",
-            "insert",
-            "notebookedit",
-            "apply_patch",
-            "applypatch",
-            "apply_diff",
-            "patch",
-        ),
+            "edit multiedit multi_edit edit_file replace_in_file str_replace insert notebookedit "
+            "apply_patch applypatch apply_diff patch"
+        ).split(),
         "modified",
     ),
 }
@@ -92,55 +82,21 @@ EDITOR_COMMANDS: Mapping[str, FileAction] = {
 }
 #: Tools that run a shell command (the command is read by :mod:`.shell`).
 SHELL_TOOLS = frozenset(
-    {
-        "bash",
-        "shell",
-        "execute_bash",
-        "run",
-        "terminal",
-        "run_command",
-        "exec_command",
-        "local_shell",
-        "run_shell_command",
-        "execute_command",
-        "cmd",
-        "command",
-        "sh",
-        "run_terminal_cmd",
-        "container.exec",
-    }
+    (
+        "bash shell execute_bash run terminal run_command exec_command local_shell "
+        "run_shell_command execute_command cmd command sh run_terminal_cmd container.exec"
+    ).split()
 )
 #: Tools that look around without printing a file's lines or changing one.
 SEARCH_TOOLS = frozenset(
-    {
-        "grep",
-        "glob",
-        "search",
-        "find",
-        "ls",
-        "list",
-        "list_dir",
-        "list_directory",
-        "list_files",
-        "search_files",
-        "file_search",
-        "grep_search",
-        "codebase_search",
-    }
+    (
+        "grep glob search find ls list list_dir list_directory list_files search_files "
+        "file_search grep_search codebase_search"
+    ).split()
 )
 #: Tools that write the agent's plan or todo list.
 TODO_TOOLS = frozenset(
-    {
-        "todowrite",
-        "todo_write",
-        "update_plan",
-        "task_tracker",
-        "write_todos",
-        "todo",
-        "todos",
-        "update_todos",
-        "plan",
-    }
+    "todowrite todo_write update_plan task_tracker write_todos todo todos update_todos plan".split()
 )
 #: A name no table holds: the words that make it a write, an edit or a read (first match).
 _GUESSES: tuple[tuple[FileAction, tuple[str, ...]], ...] = (
@@ -149,17 +105,9 @@ _GUESSES: tuple[tuple[FileAction, tuple[str, ...]], ...] = (
     ("read", ("read", "view", "open", "cat", "show_file", "look")),
 )
 #: Argument keys that name the file a call works on, most specific first.
-PATH_KEYS = (
-    "path",
-    "file_path",
-    "filepath",
-    "file",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "absolute_path",
-    "target",
-    "file_name",
+PATH_KEYS = tuple(
+    "path file_path filepath file filename target_file notebook_path absolute_path target "
+    "file_name".split()
 )
 
 

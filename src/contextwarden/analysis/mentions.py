@@ -62,29 +62,12 @@ _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
-    {
-        "__init__",
-        "__main__",
-        "__name__",
-        "__file__",
-        "__future__",
-        "self",
-        "None",
-        "True",
-        "False",
-        "print_function",
-        "unicode_literals",
-        "annotations",
-        "PYTHONPATH",
-        "EOF",
-        "dev_null",
-        "returncode",
-        "stdout",
-        "stderr",
+    (
+        "__init__ __main__ __name__ __file__ __future__ self None True False print_function "
+        "unicode_literals annotations PYTHONPATH EOF dev_null returncode stdout stderr "
         # todo-tool statuses and tool-protocol fields, not code
-        "in_progress",
-        "tool_use_id",
-    }
+        "in_progress tool_use_id"
+    ).split()
 )
 #: Path-like strings that are not files the agent works on.
 _NOT_PATHS = (

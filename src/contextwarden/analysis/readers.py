@@ -132,23 +132,7 @@ EXIT_LINE = re.compile(
     r"(?i)^\s*(<returncode>.*|\[?(the )?command (exited|finished|completed) with .*|exit code.*)$"
 )
 #: Programs whose exit status 1 means "no match" / "differs" / "false", not failure.
-SEARCH_PROGRAMS = frozenset(
-    {
-        "grep",
-        "egrep",
-        "fgrep",
-        "zgrep",
-        "rg",
-        "ag",
-        "ack",
-        "test",
-        "[",
-        "diff",
-        "cmp",
-        "which",
-        "git",
-    }
-)
+SEARCH_PROGRAMS = frozenset("grep egrep fgrep zgrep rg ag ack test [ diff cmp which git".split())
 DIFF_STAT_LINE = re.compile(r"^\s*\S.*\s\|\s+(\d+\s*[+-]*|Bin .*)\s*$")
 DIFF_SUMMARY = re.compile(r"^\s*\d+ files? changed\b.*$")
 DIFF_HEADER = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)")

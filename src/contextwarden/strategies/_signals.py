@@ -40,42 +40,15 @@ CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "m
 _TODO_WORDS = frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})
 _MEMORY_WORDS = frozenset({"memory", "remember", "memorize", "note", "notes"})
 _RESEARCH_WORDS = frozenset(
-    {
-        "web",
-        "websearch",
-        "webfetch",
-        "fetch",
-        "browse",
-        "browser",
-        "http",
-        "url",
-        "sql",
-        "query",
-        "database",
-        "db",
-        "api",
-        "docs",
-        "lookup",
-    }
+    (
+        "web websearch webfetch fetch browse browser http url sql query database db api docs lookup"
+    ).split()
 )
 _EXEC_WORDS = frozenset(
-    {
-        "bash",
-        "shell",
-        "sh",
-        "terminal",
-        "run",
-        "exec",
-        "execute",
-        "command",
-        "cmd",
-        "python",
-        "ipython",
-        "jupyter",
-        "git",
-        "code",
-        "interpreter",
-    }
+    (
+        "bash shell sh terminal run exec execute command cmd python ipython jupyter git code "
+        "interpreter"
+    ).split()
 )
 _COMPLETE_WORDS = frozenset({"finish", "submit", "complete", "done", "attempt_completion"})
 

@@ -173,10 +173,11 @@ class LLMSummarizer:
     output-limit field for OpenAI-style servers (``max_completion_tokens`` for o-series).
     ``headers`` / ``extra_body``: merged into every request. ``key_from_env``: read the key
     from ``api_key_env`` (default true); false sends only the credentials in ``headers`` (the
-    proxy summarising with its caller's own). ``transport`` /
-    ``async_transport``: httpx transports (tests, proxies). ``sleep`` / ``asleep``: how to
-    wait between retries (tests pass recorders). ``max_concurrency``: parallel chunk calls in
-    the async map step (default 4).
+    proxy summarising with its caller's own). ``transport``: an httpx async transport (tests,
+    proxies; both :meth:`summarize` and :meth:`asummarize` run on an async client). ``sleep`` /
+    ``asleep``: how :meth:`summarize` / :meth:`asummarize` wait between retries (tests pass
+    recorders). ``max_concurrency``: parallel chunk calls in the async map step (default 4;
+    :meth:`summarize` makes them one after another).
     """
 
     def __init__(
@@ -202,8 +203,7 @@ class LLMSummarizer:
         counter: TokenCounter | None = None,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
-        transport: httpx.BaseTransport | None = None,
-        async_transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_concurrency: int = 4,
@@ -251,7 +251,6 @@ class LLMSummarizer:
         self.key_from_env = key_from_env
         self.extra_body = dict(extra_body or {})
         self.transport = transport
-        self.async_transport = async_transport
         self.sleep = sleep
         self.asleep = asleep
         self.max_concurrency = max_concurrency
@@ -319,7 +318,9 @@ class LLMSummarizer:
 
         def work() -> None:
             try:
-                outcome.append(self._summarize_by(request, cap, facts, deadline, meter))
+                # the calls one after another, as the caller of a blocking summary expects
+                run = self._run(request, cap, facts, deadline, meter, self._blocking_sleep, 1)
+                outcome.append(asyncio.run(run))
             except BaseException as exc:  # handed to the caller's thread below
                 outcome.append(exc)
 
@@ -337,35 +338,6 @@ class LLMSummarizer:
         own = time.monotonic() + self.timeout
         return own if given is None else min(own, given)
 
-    def _summarize_by(
-        self,
-        request: SummaryRequest,
-        cap: int,
-        facts: Facts,
-        deadline: float,
-        meter: SummaryMeter | None = None,
-    ) -> str:
-        with httpx.Client(
-            timeout=self.timeout, transport=self.transport, verify=self._tls()
-        ) as client:
-            budget = self.input_token_budget
-            for _ in range(_MAX_SHRINKS + 1):
-                plan = self._plan(request, facts, cap, budget)
-                try:
-                    batch = next(plan)
-                    while True:
-                        batch = plan.send(
-                            [self._complete(client, call, deadline, meter) for call in batch]
-                        )
-                except StopIteration as done:
-                    return self._finish(str(done.value), request, facts, cap)
-                except _InputTooLarge as refused:
-                    budget = min(budget, refused.tokens) // 2
-        raise SummarizerError(
-            f"{self.name}: input still too long for the model after "
-            f"shrinking the chunk budget to {budget} tokens"
-        )
-
     async def asummarize(
         self,
         request: SummaryRequest,
@@ -378,31 +350,50 @@ class LLMSummarizer:
         ``deadline`` (see :meth:`summarize`)."""
         cap, facts = self._prepare(request)
         deadline = self._deadline(deadline)
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline <= time.monotonic():
             raise self._late("no time left before the deadline")
-        try:
-            async with asyncio.timeout(left):
-                return await self._asummarize_by(request, cap, facts, deadline, meter)
-        except TimeoutError:
-            raise self._late("the request was still running") from None
+        return await self._run(request, cap, facts, deadline, meter, self.asleep, None)
 
-    async def _asummarize_by(
+    async def _blocking_sleep(self, seconds: float) -> None:
+        """``sleep`` for the blocking :meth:`summarize` (its own event loop runs nothing else)."""
+        if self.sleep is time.sleep:
+            await asyncio.sleep(seconds)
+        else:
+            self.sleep(seconds)
+
+    async def _run(
         self,
         request: SummaryRequest,
         cap: int,
         facts: Facts,
         deadline: float,
-        meter: SummaryMeter | None = None,
+        meter: SummaryMeter | None,
+        sleep: Callable[[float], Awaitable[None]],
+        concurrency: int | None,
     ) -> str:
-        limit = asyncio.Semaphore(self.max_concurrency)
+        """The summary, by :meth:`_plan`'s calls (``concurrency`` at once, default
+        ``max_concurrency``), within ``deadline``."""
+        limit = asyncio.Semaphore(concurrency or self.max_concurrency)
 
         async def one(client: httpx.AsyncClient, call: _Call) -> str:
             async with limit:
-                return await self._acomplete(client, call, deadline, meter)
+                return await self._complete(client, call, deadline, meter, sleep)
 
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                return await self._calls(request, cap, facts, one)
+        except TimeoutError:
+            raise self._late("the request was still running") from None
+
+    async def _calls(
+        self,
+        request: SummaryRequest,
+        cap: int,
+        facts: Facts,
+        one: Callable[[httpx.AsyncClient, _Call], Awaitable[str]],
+    ) -> str:
         async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.async_transport, verify=self._tls()
+            timeout=self.timeout, transport=self.transport, verify=self._tls()
         ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
@@ -709,25 +700,7 @@ class LLMSummarizer:
         span = left if self.attempt_timeout is None else min(self.attempt_timeout, left)
         return span, now + span
 
-    def _send(
-        self, client: httpx.Client, call: _Call, deadline: float
-    ) -> httpx.Response | httpx.TransportError:
-        """One POST, its body read in full before ``deadline`` (and the attempt's own limit):
-        a server trickling bytes slower than it should is cut off between two chunks."""
-        span, ends = self._attempt_timeout(deadline)
-        try:
-            with client.stream(
-                "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
-            ) as response:
-                body = bytearray()
-                for chunk in response.iter_raw():
-                    body += chunk
-                    _check_clock(response, ends, deadline)
-        except httpx.TransportError as exc:
-            return exc
-        return self._whole(response, bytes(body))
-
-    async def _asend(
+    async def _send(
         self, client: httpx.AsyncClient, call: _Call, deadline: float
     ) -> httpx.Response | httpx.TransportError:
         """:meth:`_send` for the async client."""
@@ -781,48 +754,24 @@ class LLMSummarizer:
             "reraise": True,
         }
 
-    def _complete(
-        self,
-        client: httpx.Client,
-        call: _Call,
-        deadline: float,
-        meter: SummaryMeter | None = None,
-    ) -> str:
-        if not call.user:
-            return ""
-        last: list[_Retry] = []
-        try:
-            for attempt in tenacity.Retrying(**self._retrying(deadline, self.sleep)):
-                with attempt:
-                    if meter is not None:
-                        meter.start()
-                    try:
-                        response = self._send(client, call, deadline)
-                    except _Late:
-                        self._metered(meter, call, None)
-                        raise self._late_after(last) from None
-                    return self._attempt(meter, call, response, last)
-        except _Retry as failed:
-            raise self._exhausted(failed) from None
-        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
-
-    async def _acomplete(
+    async def _complete(
         self,
         client: httpx.AsyncClient,
         call: _Call,
         deadline: float,
-        meter: SummaryMeter | None = None,
+        meter: SummaryMeter | None,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> str:
         if not call.user:
             return ""
         last: list[_Retry] = []
         try:
-            async for attempt in tenacity.AsyncRetrying(**self._retrying(deadline, self.asleep)):
+            async for attempt in tenacity.AsyncRetrying(**self._retrying(deadline, sleep)):
                 with attempt:
                     if meter is not None:
                         meter.start()
                     try:
-                        response = await self._asend(client, call, deadline)
+                        response = await self._send(client, call, deadline)
                     except _Late:
                         self._metered(meter, call, None)
                         raise self._late_after(last) from None

@@ -89,8 +89,7 @@ def summarizer_for_request(
     timeout_s: float = 60.0,
     max_retries: int = 2,
     max_chars: int = 4000,
-    transport: httpx.BaseTransport | None = None,
-    async_transport: httpx.AsyncBaseTransport | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> LLMSummarizer:
     """A summarizer that asks ``upstream_base_url`` in the request's own ``api`` wire format,
     with the client's credentials from ``headers`` (any case), and the request's ``model``
@@ -98,7 +97,7 @@ def summarizer_for_request(
     ``query_key``: a Gemini key the client sent as ``key=`` in the query string.
 
     ``timeout_s`` and ``max_retries`` as in :class:`~contextwarden.SummarizerConfig`;
-    ``max_chars`` caps the summary (the compaction's ``summary_max_chars``); the transports are
+    ``max_chars`` caps the summary (the compaction's ``summary_max_chars``); the transport is
     for tests and custom networking. Raises :class:`~contextwarden.ConfigError` for an API
     other than ``openai``/``anthropic``/``responses``/``gemini``, an upstream that is not an http(s) URL, or no model.
     """
@@ -129,6 +128,5 @@ def summarizer_for_request(
         headers=passed,
         key_from_env=False,
         transport=transport,
-        async_transport=async_transport,
         **_request_shape(api, chosen.strip()),
     )
