@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result, user
-from contextwarden.analysis import edit_sites, extract_facts, file_action, tool_actions
 from contextwarden.analysis.actions import (
     EDITOR_COMMANDS,
     EDITOR_TOOLS,
@@ -19,7 +18,11 @@ from contextwarden.analysis.actions import (
     SEARCH_TOOLS,
     SHELL_TOOLS,
     TODO_TOOLS,
+    file_action,
+    tool_actions,
 )
+from contextwarden.analysis.facts import extract_facts
+from contextwarden.analysis.working import edit_sites
 from contextwarden.strategies._signals import call_kinds
 
 OLD = "def area(r):\n    return 3.14 * r * r"

@@ -45,7 +45,7 @@ from .._messages import (
 )
 from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
 from .._task import strip_injected
-from ..analysis import words_of
+from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
 from ..layers.mask import ActionMemo, MaskPlan, mask_message, mask_plan, prints_file
 from ..layers.repair import RepairState, repair_appended, unchanged_next

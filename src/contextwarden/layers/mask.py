@@ -26,17 +26,16 @@ from dataclasses import dataclass
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Message, ToolResultBlock
-from ..analysis import (
+from ..analysis.actions import (
     ActionMemo,
     ToolAction,
-    defined_names,
     prints_file,
     protected_results,
     same_file,
     superseded_results,
     tool_actions,
-    words_of,
 )
+from ..analysis.mentions import defined_names, words_of
 from .base import (
     Applied,
     LayerContext,

@@ -35,7 +35,7 @@ from .._config import CompactionConfig, TaskType
 from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock
 from .._task import task_index, task_text
-from ..analysis import words_of
+from ..analysis.mentions import words_of
 from ..layers.mask import UNMASKED
 from ..layers.units import HistoryIndex
 from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
-from ..analysis import walk_facts
+from ..analysis.facts import walk_facts
 from ..layers.mask import UNMASKED
 
 __all__ = ["flatten", "must_keep"]

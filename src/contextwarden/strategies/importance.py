@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
-from ..analysis import walk_facts
+from ..analysis.facts import walk_facts
 from ._signals import (
     is_completion,
     is_decision,

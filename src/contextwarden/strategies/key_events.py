@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
-from ..analysis import walk_facts
+from ..analysis.facts import walk_facts
 from ._signals import is_completion, is_observation, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..analysis import CodeMentions
+from ..analysis.mentions import CodeMentions
 from ..analysis.sections import SummarySections, heading_name
 
 __all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]

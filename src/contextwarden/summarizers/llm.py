@@ -57,8 +57,6 @@ from .extractive import MIN_SUMMARY_CHARS, facts_entries
 
 __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
-_DEFAULT_BASE_URL = DEFAULT_BASE_URLS
-_DEFAULT_KEY_ENV = DEFAULT_KEY_ENVS
 #: Headers that carry credentials (their digest keeps one caller's summaries its own).
 _CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
@@ -81,12 +79,6 @@ _CHARS_PER_TOKEN_ESTIMATE = 3
 _JOIN_GRACE_S = 0.05
 #: How many times a "context length exceeded" reply halves the budget before giving up.
 _MAX_SHRINKS = 3
-
-
-def _tls() -> ssl.SSLContext | bool:
-    """httpx's default TLS settings (building them loads the CA bundle: milliseconds)."""
-    make = getattr(httpx, "create_ssl_context", None)
-    return make() if make is not None else True
 
 
 class _Late(Exception):
@@ -231,9 +223,9 @@ class LLMSummarizer:
             if not value > above:
                 raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
         self.provider: Provider = provider
-        self.base_url = (base_url or _DEFAULT_BASE_URL[provider]).rstrip("/")
+        self.base_url = (base_url or DEFAULT_BASE_URLS[provider]).rstrip("/")
         self.model = model
-        self.api_key_env = api_key_env or _DEFAULT_KEY_ENV[provider]
+        self.api_key_env = api_key_env or DEFAULT_KEY_ENVS[provider]
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout
         self.max_retries = max_retries
@@ -261,8 +253,9 @@ class LLMSummarizer:
 
     def _tls(self) -> ssl.SSLContext | bool:
         """This summarizer's TLS settings, made once (a race makes them twice: harmless)."""
-        if self._verify is None:
-            self._verify = _tls()
+        if self._verify is None:  # httpx's defaults (loading the CA bundle takes milliseconds)
+            make = getattr(httpx, "create_ssl_context", None)
+            self._verify = make() if make is not None else True
         return self._verify
 
     # -- identity -----------------------------------------------------------------------------
@@ -821,7 +814,12 @@ class LLMSummarizer:
         if response is None:
             meter.done(self.model, sent, 0, 0)
             return
-        used_in, used_out = _usage(response, self.provider)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        usage = WIRES[self.provider].usage
+        used_in, used_out = usage(data) if isinstance(data, dict) else (None, None)
         if used_in is None:
             used_in = sent if response.is_success else 0
         if used_out is None:
@@ -906,15 +904,6 @@ def _present(entry: Entry, flat: str, facts: Facts) -> bool:
         path = entry.text.rsplit(" (", 1)[0] if entry.text.endswith(")") else entry.text
         return path in flat
     return " ".join(entry.text.split()) in flat
-
-
-def _usage(response: httpx.Response, provider: Provider) -> tuple[int | None, int | None]:
-    """(input, output) tokens a reply's usage reports, None where it says nothing."""
-    try:
-        data = response.json()
-    except ValueError:
-        return None, None
-    return WIRES[provider].usage(data) if isinstance(data, dict) else (None, None)
 
 
 def _retry_after(response: httpx.Response) -> float:
