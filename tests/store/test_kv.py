@@ -5,6 +5,7 @@ appending what each call adds (the bytes a call writes do not grow with the hist
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -23,8 +24,14 @@ from test_continuity import openai_steps  # noqa: E402
 
 from contextwarden import Warden  # noqa: E402
 from contextwarden.store.cache import SummaryCache  # noqa: E402
-from contextwarden.store.kv import KeyValueStore, MemoryStore, RedisStore, SQLiteStore  # noqa: E402
-from contextwarden.store.logs import LogStore, SQLiteLogStore  # noqa: E402
+from contextwarden.store.kv import (  # noqa: E402
+    KeyValueStore,
+    MemoryStore,
+    RedisStore,
+    Scoped,
+    SQLiteStore,
+)
+from contextwarden.store.logs import LogStore, SQLiteLogStore, dumps  # noqa: E402
 
 Make = Callable[[], KeyValueStore]
 
@@ -105,8 +112,6 @@ def test_every_backend_is_the_same_model(make: Make, program: list[tuple[Any, ..
 
 
 def test_scopes_and_namespaces_never_meet(make: Make) -> None:
-    from contextwarden.store.kv import Scoped
-
     store = make()
     alice, bob = Scoped(store, "alice"), Scoped(store, "bob")
     alice.put("summary", "k", b"alice's")
@@ -141,13 +146,14 @@ def test_a_call_writes_what_it_adds_not_the_whole_log(tmp_path: Path) -> None:
     # a call without a new edit writes its new messages' hashes and the small header: as many
     # bytes at call 190 as at call 20 (the whole record grew tenfold in between)
     assert max(late) <= max(early) + 16
-    stored = SQLiteLogStore(tmp_path / "logs.db").get_log(next(iter(_conversations(tmp_path))))
-    assert stored is not None and len(stored["history"]) > 10 * max(late) // 40
+    (key,) = _conversations(tmp_path)
+    stored = SQLiteLogStore(tmp_path / "logs.db").get_log(key)
+    assert stored is not None and len(stored["history"]) == 402
+    # what the store used to rewrite on every call: the whole record, by then 20x bigger
+    assert len(dumps(stored)) > 20 * max(late)
 
 
 def _conversations(tmp_path: Path) -> list[str]:
-    import sqlite3
-
     with sqlite3.connect(tmp_path / "logs.db") as conn:
         return [r[0] for r in conn.execute("SELECT key FROM contextwarden_kv WHERE ns = 'log'")]
 
