@@ -101,7 +101,9 @@ TODO_TOOLS = frozenset(
 #: A name no table holds: the words that make it a write, an edit or a read (first match).
 _GUESSES: tuple[tuple[FileAction, tuple[str, ...]], ...] = (
     ("created", ("write", "create", "new_file", "save")),
-    ("modified", ("edit", "replace", "insert", "patch", "modify", "update", "rewrite")),
+    ("deleted", ("delete", "unlink")),
+    ("modified", ("edit", "replace", "insert", "patch", "modify", "update", "rewrite", "apply")),
+    ("modified", ("move", "rename")),
     ("read", ("read", "view", "open", "cat", "show_file", "look")),
 )
 #: Argument keys that name the file a call works on, most specific first.
