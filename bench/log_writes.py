@@ -1,7 +1,7 @@
 """Bytes the conversation log store writes per call: the whole record rewritten on every call (as
 the store did) against the store's appends (what each call adds, and the small header).
 
-    PYTHONPATH=src .venv/bin/python bench/log_writes.py [--steps 200]
+    PYTHONPATH=src .venv/bin/python -m bench.log_writes [--steps 200]
 
 A synthetic session of ``--steps`` calls (a bash call and a large result each, as
 ``tests/context/test_continuity.openai_steps`` makes them) and every real recording, each at
@@ -21,9 +21,11 @@ from typing import Any
 from contextwarden import Warden
 from contextwarden.store.logs import SQLiteLogStore, dumps
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "context"))
-sys.path.insert(0, str(HERE.parent))
+from ._recordings import recordings
+
+# the synthetic session is the tests' own (tests/context/test_continuity.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "context"))
+from test_continuity import openai_steps  # noqa: E402
 
 
 def measure(histories: list[list[dict[str, Any]]], window: int) -> tuple[int, int, int, int]:
@@ -45,10 +47,6 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--window", type=int, default=32_000)
     args = ap.parse_args()
-    from test_continuity import openai_steps
-
-    from bench._recordings import recordings
-
     runs = {"synthetic": openai_steps("Fix the failing test", args.steps)[1:]}
     for rec in recordings():
         msgs = [dict(m) for m in rec.messages]
