@@ -27,7 +27,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -383,7 +383,7 @@ class LLMSummarizer:
         request: SummaryRequest,
         cap: int,
         facts: Facts,
-        one: Callable[[httpx.AsyncClient, _Call], Awaitable[str]],
+        one: Callable[[httpx.AsyncClient, _Call], Coroutine[Any, Any, str]],
     ) -> str:
         async with httpx.AsyncClient(
             timeout=self.timeout, transport=self.transport, verify=self._tls()
@@ -394,8 +394,7 @@ class LLMSummarizer:
                 try:
                     batch = next(plan)
                     while True:
-                        results = await asyncio.gather(*(one(client, c) for c in batch))
-                        batch = plan.send(list(results))
+                        batch = plan.send(await _all(one(client, c) for c in batch))
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
                 except _InputTooLarge as refused:
@@ -904,6 +903,17 @@ def _present(entry: Entry, flat: str, facts: Facts) -> bool:
         path = entry.text.rsplit(" (", 1)[0] if entry.text.endswith(")") else entry.text
         return path in flat
     return " ".join(entry.text.split()) in flat
+
+
+async def _all(calls: Iterable[Coroutine[Any, Any, str]]) -> list[str]:
+    """The results of ``calls``, run concurrently; the first failure cancels the others and is
+    raised once they have stopped (none is left running, half-connected, when it is raised)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(call) for call in calls]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
 
 
 def _retry_after(response: httpx.Response) -> float:
