@@ -152,10 +152,6 @@ class CodeMentions:
     paths: tuple[Mention, ...] = ()
     names: tuple[Mention, ...] = ()
 
-    def names_in(self, path: str) -> tuple[Mention, ...]:
-        """The names seen in ``path``, best first."""
-        return tuple(m for m in self.names if path in m.files)
-
 
 def _names_size(value: tuple[str, ...]) -> int:
     return sum(len(n) for n in value)

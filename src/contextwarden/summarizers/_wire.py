@@ -42,8 +42,7 @@ class Wire:
     body: Callable[[str, str, str, int], dict[str, Any]]
     text: Callable[[Any], str]
     usage: Callable[[Any], Usage]
-    #: the body field of the output limit, and of the temperature (None: sent in a nested object)
-    limit_field: str
+    #: the body field of the temperature (None: in ``generationConfig``)
     temperature_in: str | None = None
 
 
@@ -94,7 +93,6 @@ WIRES: Mapping[Provider, Wire] = {
             _count(d.get("usage"), "prompt_tokens"),
             _count(d.get("usage"), "completion_tokens"),
         ),
-        limit_field="max_tokens",
         temperature_in="temperature",
     ),
     "anthropic": Wire(
@@ -117,7 +115,6 @@ WIRES: Mapping[Provider, Wire] = {
             ),
             _count(d.get("usage"), "output_tokens"),
         ),
-        limit_field="max_tokens",
         temperature_in="temperature",
     ),
     "responses": Wire(
@@ -135,7 +132,6 @@ WIRES: Mapping[Provider, Wire] = {
             _count(d.get("usage"), "input_tokens"),
             _count(d.get("usage"), "output_tokens"),
         ),
-        limit_field="max_output_tokens",
         temperature_in="temperature",
     ),
     "gemini": Wire(
@@ -152,7 +148,6 @@ WIRES: Mapping[Provider, Wire] = {
             _count(d.get("usageMetadata"), "promptTokenCount"),
             _count(d.get("usageMetadata"), "candidatesTokenCount", "thoughtsTokenCount"),
         ),
-        limit_field="maxOutputTokens",
         temperature_in=None,
     ),
 }
