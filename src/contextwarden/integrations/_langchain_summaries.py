@@ -30,9 +30,9 @@ _UNITS = ("tokens", "messages", "fraction")
 class ChatModelSummarizer(LLMSummarizer):
     """Summaries written by a LangChain chat model: the prompts, chunking of long spans and
     must-keep facts of :class:`~contextwarden.summarizers.LLMSummarizer`, each completion made
-    with ``model.ainvoke`` (a model without async support runs ``invoke`` in a thread). A reply without the four sections, or a model
-    that raises, is a :class:`~contextwarden.SummarizerError` (the compaction then uses the
-    extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
+    with ``model.ainvoke`` (a model without async support runs ``invoke`` in a thread). A reply
+    without the four sections, or a model that raises, is a
+    :class:`~contextwarden.SummarizerError` (the compaction then uses the extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
     ``input_token_budget``...)."""
 
     def __init__(self, model: BaseChatModel, **options: Any) -> None:
