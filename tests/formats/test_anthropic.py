@@ -65,7 +65,10 @@ def test_claude_code_recording_round_trips(shared_data: Path) -> None:
     d = _claude_code_messages(shared_data)
     assert len(d) > 50
     messages = from_anthropic(d)
-    assert to_anthropic(messages) == (None, d)
+    # the transcript keeps one assistant line per block; a request joins them into turns
+    _, written = to_anthropic(messages)
+    assert validate_anthropic(None, written) == []
+    assert _blocks(written) == _blocks(d)
     for line in d:  # and one line at a time, as a transcript loader may call it
         assert to_anthropic(from_anthropic([line])) == (None, [line])
     calls = sum(len(m.tool_calls) for m in messages)
@@ -194,18 +197,62 @@ def test_built_messages_become_a_valid_request() -> None:
     ]
 
 
-def test_adjacent_anthropic_messages_stay_apart_but_converted_ones_merge() -> None:
+def test_two_user_turns_in_a_row_are_written_as_one_valid_turn() -> None:
     d: list[dict[str, Any]] = [
         {"role": "user", "content": "a"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"}]},
+        {"role": "assistant", "content": "removed by a compaction"},
         {"role": "user", "content": "b"},
     ]
     messages = from_anthropic(d)
-    assert to_anthropic(messages) == (None, d)
-    _, merged = to_anthropic([*messages, user("c")])
-    assert merged == [
-        {"role": "user", "content": "a"},
-        {"role": "user", "content": [{"type": "text", "text": "b"}, {"type": "text", "text": "c"}]},
+    _, out = to_anthropic([*messages[:3], messages[4]])
+    assert out[2:] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "r"},
+                {"type": "text", "text": "b"},
+            ],
+        }
     ]
+    assert validate_anthropic(None, out) == []
+    _, converted = to_anthropic([*messages, user("c")])
+    assert converted[-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "b"}, {"type": "text", "text": "c"}],
+    }
+
+
+def _blocks(d: list[dict[str, Any]]) -> list[str]:
+    """Every content block of ``d`` (a string content as its text block), sorted."""
+    out = []
+    for m in d:
+        c = m.get("content")
+        items = [{"type": "text", "text": c}] if isinstance(c, str) else c or []
+        out += [json.dumps([m["role"], b], sort_keys=True) for b in items]
+    return sorted(out)
+
+
+@settings(max_examples=150, deadline=None)
+@given(anthropic_requests(exotic=True))
+def test_removing_replies_keeps_the_request_valid_and_loses_nothing(req: Request) -> None:
+    sys_, d = req
+    keep = [
+        i
+        for i, m in enumerate(d)
+        if m["role"] != "assistant"
+        or any(isinstance(b, dict) and b.get("type") == "tool_use" for b in m["content"])
+    ]
+    messages = from_anthropic(d, system=sys_)
+    head = len(messages) - len(d)  # the system prompt's message
+    out_sys, out = to_anthropic(messages[:head] + [messages[head + i] for i in keep])
+    assert out_sys == sys_
+    assert validate_anthropic(sys_, out) == []
+    assert _blocks(out) == _blocks([d[i] for i in keep])
 
 
 @pytest.mark.parametrize(

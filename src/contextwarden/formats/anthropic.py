@@ -29,12 +29,12 @@ other message keys (``id``, ``model``, ``usage``)  ``Message.extra`` verbatim (`
 Messages from OpenAI (or built in code) are converted into a valid request: every ``system``
 message goes into the system prompt (only one read from inside Anthropic ``messages`` stays
 there), ``tool`` messages become ``user`` messages of
-``tool_result`` blocks, consecutive messages of the same role are merged (tool results first),
+``tool_result`` blocks, consecutive messages of the same role are merged (tool results first;
+also two Anthropic originals whose turn between was removed, so every request alternates),
 empty messages are dropped, a request that would start with the assistant gets a short user
 turn (:data:`LEADING_USER_TEXT`) before it, unsigned thinking is dropped (the API refuses it),
 tool ids are made to match ``[a-zA-Z0-9_-]+`` and OpenAI-only keys are dropped (a
-``cache_control`` on a content part is kept). Two adjacent messages that both came from
-Anthropic are never merged: the input had them apart, and the API accepts that.
+``cache_control`` on a content part is kept).
 """
 
 from __future__ import annotations
@@ -383,21 +383,20 @@ def write_anthropic(
         d = produce(i, msg)
         if d is None:
             continue
-        exact = msg.hints.get("format") == "anthropic"
         role = d["role"]
         k = len(out) - 1
-        if not exact:
-            # an inline system message stands outside the user/assistant alternation: a
-            # converted message (a summary note...) joins the turn before it
-            while k >= 0 and out[k]["role"] == "system":
-                k -= 1
-        if not inline and k >= 0 and out[k]["role"] == role and not (exact and exact_out[k]):
+        # an inline system message stands outside the user/assistant alternation: a turn of
+        # the same role as the one before it (its reply removed by a compaction) joins it,
+        # so the request alternates strictly, as validate_anthropic requires
+        while k >= 0 and out[k]["role"] == "system":
+            k -= 1
+        if not inline and k >= 0 and out[k]["role"] == role:
             out[k] = dict(out[k])  # a new dict: the produced ones may be shared
             _merge(out[k], d)
             exact_out[k] = False
             continue
         out.append(d)
-        exact_out.append(exact)
+        exact_out.append(msg.hints.get("format") == "anthropic")
     if out and out[0]["role"] == "assistant" and not exact_out[0]:
         out.insert(0, {"role": "user", "content": LEADING_USER_TEXT})
     return _system_out(system_msgs), out
