@@ -40,7 +40,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .._exceptions import FormatError
-from .._messages import EMPTY, Block, ImageBlock, Message, TextBlock
+from .._messages import EMPTY, Block, ImageBlock, Message, TextBlock, ThinkingBlock
 
 __all__ = [
     "FIELD",
@@ -71,6 +71,7 @@ __all__ = [
     "render_opaque",
     "reply_limit",
     "reserved_check",
+    "thinking_out",
     "tname",
     "too_deep",
 ]
@@ -281,6 +282,16 @@ def fill(out: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
         if k not in out and k not in RESERVED:
             out[k] = deep_copy(v)
     return out
+
+
+def thinking_out(b: ThinkingBlock, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The Anthropic ``thinking`` / ``redacted_thinking`` block for ``b``, then ``extra``'s keys."""
+    if b.redacted:
+        return fill({"type": "redacted_thinking", "data": b.data or ""}, extra)
+    d: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
+    if b.signature is not None:
+        d["signature"] = b.signature
+    return fill(d, extra)
 
 
 # -- opaque blocks -------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from typing import Any
 
 from .._exceptions import FormatError
 from .._messages import (
+    EMPTY,
     Block,
     ImageBlock,
     Message,
@@ -73,6 +74,7 @@ from ._common import (
     opaque_payload,
     opaque_text,
     reserved_check,
+    thinking_out,
     tname,
     too_deep,
 )
@@ -518,17 +520,9 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
         return _result_out(i, j, b, origin)
     if t is ThinkingBlock:
         assert isinstance(b, ThinkingBlock)
-        if b.redacted:
-            if not exact and b.data is None:
-                return None
-            d = {"type": "redacted_thinking", "data": b.data or ""}
-        else:
-            if not exact and not b.signature:
-                return None
-            d = {"type": "thinking", "thinking": b.thinking}
-            if b.signature is not None:
-                d["signature"] = b.signature
-        return fill(d, b.extra) if b.extra and origin != "openai" else d
+        if not exact and (b.data is None if b.redacted else not b.signature):
+            return None  # the API refuses unsigned thinking
+        return thinking_out(b, EMPTY if origin == "openai" else b.extra)
     assert isinstance(b, ImageBlock)
     return _image_out(i, j, b)
 

@@ -68,6 +68,7 @@ from ._common import (
     opaque_payload,
     opaque_text,
     reserved_check,
+    thinking_out,
     tname,
 )
 from ._media import media_cost, openai_image_cost, openai_image_url_from_anthropic
@@ -707,20 +708,11 @@ def _thinking_out(d: dict[str, Any], blocks: list[ThinkingBlock], origin: Any) -
         by_field.setdefault(str(b.extra.get(FIELD, "reasoning_content")), []).append(b)
     for fld, group in by_field.items():
         if fld == "thinking_blocks":
-            d[fld] = [_thinking_block_out(b) for b in group]
+            d[fld] = [thinking_out(b, b.extra) for b in group]
         else:
             texts = [b.thinking for b in group if not b.redacted]
             if texts:
                 d[fld] = texts[0] if len(texts) == 1 else "\n".join(texts)
-
-
-def _thinking_block_out(b: ThinkingBlock) -> dict[str, Any]:
-    if b.redacted:
-        return fill({"type": "redacted_thinking", "data": b.data or ""}, b.extra)
-    d: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
-    if b.signature is not None:
-        d["signature"] = b.signature
-    return fill(d, b.extra)
 
 
 def _call_out(c: ToolCallBlock, origin: Any) -> dict[str, Any]:

@@ -99,16 +99,10 @@ def check_messages(messages: Sequence[Message], *, allow_pending: bool = False) 
 
 
 def _has_content(m: Message) -> bool:
-    for b in m.content:
-        if type(b) is TextBlock:
-            if b.text:
-                return True
-        elif type(b) is ThinkingBlock:
-            if b.thinking or b.data:
-                return True
-        else:
-            return True
-    return False
+    return any(
+        b.text if type(b) is TextBlock else b.thinking or b.data if type(b) is ThinkingBlock else 1
+        for b in m.content
+    )
 
 
 def _unanswered(problems: list[str], pending: dict[str, tuple[int, str]], at: int | None) -> None:
