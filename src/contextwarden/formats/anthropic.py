@@ -419,9 +419,7 @@ def _content_exact(d: dict[str, Any], msg: Message, blocks: list[dict[str, Any]]
     """``content`` in the spelling the message was read with."""
     kind = msg.hints.get("content")
     if kind == "str" and _all_plain_text(blocks):
-        d["content"] = (
-            blocks[0]["text"] if len(blocks) == 1 else "\n".join(b["text"] for b in blocks)
-        )
+        d["content"] = "\n".join(b["text"] for b in blocks)
     elif kind == "null" and not blocks:
         d["content"] = None
     elif kind != "absent" or blocks:
@@ -430,9 +428,8 @@ def _content_exact(d: dict[str, Any], msg: Message, blocks: list[dict[str, Any]]
 
 def _merge(prev: dict[str, Any], new: dict[str, Any]) -> None:
     """Append ``new``'s content to ``prev`` (same role), tool results first."""
-    a = _as_list(prev.get("content"))
     b = _as_list(new.get("content"))
-    merged = a + b
+    merged = _as_list(prev.get("content")) + b
     if any(x.get("type") == "tool_result" for x in b):
         merged.sort(key=lambda x: x.get("type") != "tool_result")
     prev["content"] = merged
@@ -457,19 +454,16 @@ def _system_out(system_msgs: list[tuple[int, Message]]) -> SystemPrompt:
         if msg.hints.get("content") == "str" and _all_plain_text(blocks):
             return "\n".join(b["text"] for b in blocks)
         return blocks
-    blocks = []
-    for i, msg in system_msgs:
-        origin = msg.hints.get("format")
-        for j, b in enumerate(msg.content):
-            out = _system_block(i, j, b, origin)
-            if out is not None:  # an empty text of a converted message has no place
-                blocks.append(out)
-    blocks = [b for b in blocks if b.get("type") != "text" or b.get("text")]
+    blocks = [  # an empty text of a converted message has no place
+        out
+        for i, msg in system_msgs
+        for j, b in enumerate(msg.content)
+        if (out := _system_block(i, j, b, msg.hints.get("format"))) is not None
+        and (out.get("type") != "text" or out.get("text"))
+    ]
     if not blocks:
         return None
-    if _all_plain_text(blocks):
-        return "\n\n".join(b["text"] for b in blocks)
-    return blocks
+    return "\n\n".join(b["text"] for b in blocks) if _all_plain_text(blocks) else blocks
 
 
 def _system_block(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:

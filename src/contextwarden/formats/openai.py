@@ -567,10 +567,6 @@ def _finish(d: dict[str, Any], msg: Message, origin: Any) -> None:
         fill(d, msg.extra)
 
 
-def _plain_text(blocks: Sequence[Block]) -> bool:
-    return all(type(b) is TextBlock and not b.extra for b in blocks)
-
-
 def _set_content(
     d: dict[str, Any],
     i: int,
@@ -582,19 +578,15 @@ def _set_content(
 ) -> None:
     """Write ``content`` for ``blocks``: the recorded spelling ``kind`` when there is one, else
     a string when every block is text (text only from a converted message), else parts."""
-    if kind == "list":
+    if kind != "list" and not blocks:
+        if kind != "absent":
+            d["content"] = None if kind == "null" or (kind is None and role == "assistant") else ""
+    elif kind != "list" and all(
+        type(b) is TextBlock and (origin == "anthropic" or not b.extra) for b in blocks
+    ):
+        d["content"] = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    else:
         d["content"] = [_part_out(i, j, b, origin) for j, b in enumerate(blocks)]
-        return
-    if not blocks:
-        if kind == "absent":
-            return
-        d["content"] = None if kind == "null" or (kind is None and role == "assistant") else ""
-        return
-    if _plain_text(blocks) or (origin == "anthropic" and all(type(b) is TextBlock for b in blocks)):
-        texts = [b.text for b in blocks if isinstance(b, TextBlock)]
-        d["content"] = texts[0] if len(texts) == 1 else "\n".join(texts)
-        return
-    d["content"] = [_part_out(i, j, b, origin) for j, b in enumerate(blocks)]
 
 
 def _kind(msg: Message, origin: Any) -> Any:
