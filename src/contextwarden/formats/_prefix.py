@@ -108,7 +108,7 @@ def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
     except (ValueError, TypeError):
         out: list[bytes] = []
         for v in values:
-            if not _exact(v):
+            if type(v) is not dict:  # a cheap first check: marshal images subclasses inexactly
                 break
             try:
                 out.append(image_digest(v, head))
@@ -117,20 +117,12 @@ def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
         return out
 
 
-def _exact(value: Any) -> bool:
-    """A cheap first check: marshal only images the built-in types exactly (subclasses fail)."""
-    return type(value) is dict
-
-
 def _common(a: Sequence[bytes], b: Sequence[bytes]) -> int:
     """The length of the longest common prefix of two image lists."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:  # the usual case (an agent appended), compared in C
         return n
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n  # pragma: no cover - the slices differed
+    return next(i for i in range(n) if a[i] != b[i])
 
 
 class PrefixCodec:

@@ -79,14 +79,8 @@ def lone_surrogate(has: Has, body: Any) -> bool:
 
 
 def surrogate_outcome(raw: bytes, model: str | None, stream: bool) -> BodyOutcome:
-    return BodyOutcome(
-        raw,
-        False,
-        model,
-        stream,
-        skipped="lone_surrogate",
-        detail="a string holds a lone surrogate (half a character); forwarded unchanged",
-    )
+    detail = "a string holds a lone surrogate (half a character); forwarded unchanged"
+    return BodyOutcome(raw, False, model, stream, skipped="lone_surrogate", detail=detail)
 
 
 class TransformResultLike(Protocol):
