@@ -165,6 +165,7 @@ class BodyOutcome:
     cache_breakpoints: int = 0
     summarizer: str | None = None
     conversation: str = ""
+    edited: bool = False
 
 
 def effective_window(
@@ -368,6 +369,7 @@ def ran(
         summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
         warning=warning,
         conversation=str(getattr(result, "conversation", "") or ""),
+        edited=bool(getattr(result, "edits", ())),
         **extra,
     )
 
