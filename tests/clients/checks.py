@@ -119,6 +119,12 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
                 seen.add(str(cid))
                 if not isinstance(b.get("input"), dict):
                     out.append(f"messages[{i}].content[{j}]: tool_use input is not an object")
+            if t == "compaction":
+                if role != "assistant":
+                    out.append(f"messages[{i}].content[{j}]: compaction in {role} turn")
+                summary = b.get("content")
+                if summary is not None and (not isinstance(summary, str) or not summary):
+                    out.append(f"messages[{i}].content[{j}]: compaction content not text or null")
             if t in ("thinking", "redacted_thinking"):
                 if role != "assistant":
                     out.append(f"messages[{i}].content[{j}]: {t} in {role} turn")
@@ -218,6 +224,12 @@ def responses_problems(body: dict[str, Any]) -> list[str]:
                 and nxt.get("role") != "assistant"
             ):
                 out.append(f"input[{i}]: reasoning item not followed by the item it produced")
+        elif t == "compaction":
+            if not isinstance(it.get("encrypted_content"), str) or not it["encrypted_content"]:
+                out.append(f"input[{i}]: compaction item without encrypted_content")
+        elif t == "compaction_trigger":
+            if i != len(items) - 1:
+                out.append(f"input[{i}]: compaction_trigger is not the last item")
         elif t == "message":
             if it.get("role") not in ("user", "assistant", "system", "developer"):
                 out.append(f"input[{i}]: bad role {it.get('role')!r}")

@@ -29,12 +29,18 @@ from starlette.responses import Response
 
 from .._exceptions import ContextOverflowError, ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo
-from ..formats.responses import from_responses, to_responses
+from ..formats.responses import (
+    compaction_item_at,
+    from_responses,
+    provider_compaction,
+    to_responses,
+)
 from .forward import forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Rounds
 from .stats import RequestRecord
 from .transform import (
+    PROVIDER_COMPACTION,
     BodyOutcome,
     effective_window,
     lone_surrogate,
@@ -96,11 +102,16 @@ def transform_responses_body(
         return BodyOutcome(
             raw, False, model, stream, skipped="no_items", detail="'input' is not a list of items"
         )
+    provider = provider_compaction(body)
+    if provider is not None:
+        return BodyOutcome(raw, False, model, stream, skipped=PROVIDER_COMPACTION, detail=provider)
+    # the items before the last compaction item are carried by it: kept as sent, not reduced
+    kept = items[: compaction_item_at(items) or 0]
     instructions = body.get("instructions")
     tools = _chat_tools(body.get("tools"))
     warning: str | None = None
     try:
-        messages = from_responses(items, instructions=instructions)
+        messages = from_responses(items[len(kept) :], instructions=instructions)
         window = effective_window(model, window_cap, window_override, models)
         extra: dict[str, Any] = {}
         if summarizer_for is not None:
@@ -114,6 +125,7 @@ def transform_responses_body(
             warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
             result = warden.transform(messages, tools=tools, **extra)
         new_instructions, new_items = to_responses(list(result.messages))
+        new_items = [*kept, *new_items]
     except FormatError as exc:
         return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
     except ContextOverflowError:

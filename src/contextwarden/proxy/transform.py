@@ -37,9 +37,11 @@ from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
 from ..formats._common import reply_limit
+from ..formats.anthropic import provider_compaction as anthropic_compaction
 from ..formats.cache_control import add_counting, count_cache_breakpoints
 
 __all__ = [
+    "PROVIDER_COMPACTION",
     "Api",
     "BodyOutcome",
     "BodyWarden",
@@ -67,6 +69,11 @@ Api = Literal["openai", "anthropic"]
 
 #: A ``\\uD800``-``\\uDFFF`` escape: a body holding one may hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+#: The ``skipped`` reason of a request whose history the provider compacts itself (its
+#: ``context_management``, a compaction block or Codex's ``compaction_trigger``): forwarded as
+#: sent, so that the same history is not compacted twice.
+PROVIDER_COMPACTION = "provider_compaction"
 
 
 def lone_surrogate(raw: bytes, body: Any) -> bool:
@@ -258,6 +265,9 @@ def transform_body(
         )
     if lone_surrogate(raw, body):
         return surrogate_outcome(raw, model, stream)
+    provider = anthropic_compaction(body) if api == "anthropic" else None
+    if provider is not None:
+        return BodyOutcome(raw, False, model, stream, skipped=PROVIDER_COMPACTION, detail=provider)
     tools = body.get("tools") if isinstance(body.get("tools"), list) else None
     system = body.get("system")
     limit: int | None = None
