@@ -358,6 +358,7 @@ def _collect(
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
+    env = dict(env, PWD=str(cwd))  # some clients (opencode) take their directory from $PWD
     try:
         p = subprocess.run(
             cmd,
@@ -431,6 +432,66 @@ def codex(steps: int, window: int | None, model: str = "gpt-5-codex") -> Run:
             return _run(cmd, work, env)
 
         run = _collect("codex", "responses", up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- qwen-code -----------------------------------------------------------------------------------
+def qwen_code(steps: int, window: int | None, model: str = "qwen3-coder-plus") -> Run:
+    """qwen-code in headless mode (its positional prompt) on the OpenAI chat API."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-qwen-home-"))
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            env = _base_env(home)
+            env.update(QWEN_CODE_NO_RELAUNCH="1", NO_BROWSER="1", CI="1")
+            cmd = [str(NPM_BIN / "qwen"), TASK, "--yolo", "--auth-type", "openai"]
+            cmd += ["--openai-base-url", f"{base_url}/v1", "--openai-api-key", "sk-cw-fake"]
+            cmd += ["--model", model, "--chat-recording", "false"]
+            return _run(cmd, work, env)
+
+        run = _collect("qwen-code", "openai", up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- opencode ------------------------------------------------------------------------------------
+def opencode(steps: int, window: int | None, provider: str = "anthropic") -> Run:
+    """opencode's ``run`` (headless) with its built-in provider pointed at the upstream:
+    ``anthropic`` (Messages) or ``openai`` (Responses)."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-opencode-home-"))
+    model = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-codex"}[provider]
+    api = {"anthropic": "anthropic", "openai": "responses"}[provider]
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            config = {
+                "$schema": "https://opencode.ai/config.json",
+                "autoupdate": False,
+                "share": "disabled",
+                "permission": {"bash": "allow", "edit": "allow", "read": "allow"},
+                "model": f"{provider}/{model}",
+                "provider": {
+                    provider: {"options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-cw-fake"}}
+                },
+            }
+            env = _base_env(home)
+            env.update(
+                OPENCODE_CONFIG_CONTENT=json.dumps(config),
+                OPENCODE_DISABLE_AUTOUPDATE="1",
+                OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+                OPENCODE_DISABLE_MODELS_FETCH="1",
+                XDG_CONFIG_HOME=str(home / ".config"),
+                XDG_DATA_HOME=str(home / ".local" / "share"),
+                XDG_CACHE_HOME=str(home / ".cache"),
+            )
+            return _run([str(NPM_BIN / "opencode"), "run", TASK], work, env)
+
+        run = _collect(f"opencode {provider}", api, up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run
