@@ -241,9 +241,55 @@ def responses_problems(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def gemini_problems(body: dict[str, Any]) -> list[str]:
+    """Gemini's rules for ``contents``: user and model turns, no empty part; a model turn's
+    function calls answered by the next turn's function responses, one each, the first call of
+    each model turn carrying its ``thoughtSignature`` (Gemini 3 refuses the request without it)."""
+    out: list[str] = []
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return ["contents: missing or empty"]
+    waiting: list[str] = []
+    for i, c in enumerate(contents):
+        role = c.get("role") if isinstance(c, dict) else None
+        parts = c.get("parts") if isinstance(c, dict) else None
+        if role not in ("user", "model"):
+            out.append(f"contents[{i}]: bad role {role!r}")
+        if not isinstance(parts, list) or not parts:
+            out.append(f"contents[{i}]: no parts")
+            continue
+        calls = [p["functionCall"] for p in parts if isinstance(p, dict) and "functionCall" in p]
+        answers = [
+            p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p
+        ]
+        for j, p in enumerate(parts):
+            if not isinstance(p, dict) or not any(
+                k in p
+                for k in ("text", "functionCall", "functionResponse", "inlineData", "fileData")
+            ):
+                out.append(f"contents[{i}].parts[{j}]: empty or unknown part")
+            elif "text" in p and not p["text"] and len(p) == 1:
+                out.append(f"contents[{i}].parts[{j}]: empty text")
+        if waiting:
+            got = [a.get("name") for a in answers]
+            if role != "user" or sorted(got) != sorted(waiting):
+                out.append(f"contents[{i}]: answers {got} for calls {waiting}")
+        elif answers:
+            out.append(f"contents[{i}]: function responses answer no call")
+        if calls and role != "model":
+            out.append(f"contents[{i}]: function call in a {role} turn")
+        if calls:
+            first = next(p for p in parts if isinstance(p, dict) and "functionCall" in p)
+            if not first.get("thoughtSignature"):
+                out.append(f"contents[{i}]: first function call without its thoughtSignature")
+        waiting = [str(c.get("name")) for c in calls]
+    return out
+
+
 def problems(api: str, body: dict[str, Any]) -> list[str]:
     return {
         "anthropic": anthropic_problems,
         "openai": openai_problems,
         "responses": responses_problems,
+        "gemini": gemini_problems,
     }[api](body)

@@ -221,7 +221,7 @@ class Run:
     def invalid(self) -> list[tuple[int, list[str]]]:
         out = []
         for i, r in enumerate(self.requests):
-            if r.api in ("anthropic", "openai", "responses"):
+            if r.api in ("anthropic", "openai", "responses", "gemini"):
                 p = problems(r.api, r.body)
                 if p:
                     out.append((i, p))
@@ -492,6 +492,43 @@ def opencode(steps: int, window: int | None, provider: str = "anthropic") -> Run
             return _run([str(NPM_BIN / "opencode"), "run", TASK], work, env)
 
         run = _collect(f"opencode {provider}", api, up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------------
+def gemini_cli(steps: int, window: int | None, model: str = "gemini-3-pro-preview") -> Run:
+    """Gemini CLI headless (``-p``) on the Gemini API (``GOOGLE_GEMINI_BASE_URL``)."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-gemini-home-"))
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "telemetry": {"enabled": False},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            }
+        )
+    )
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            env = _base_env(home)
+            env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+            env.update(
+                GEMINI_API_KEY="cw-fake-gemini-key",
+                GOOGLE_GEMINI_BASE_URL=base_url,
+                GEMINI_CLI_NO_RELAUNCH="true",
+                GEMINI_CLI_TRUST_WORKSPACE="true",
+                CI="1",
+            )
+            cmd = [str(NPM_BIN / "gemini"), "-p", TASK, "--yolo", "-m", model]
+            return _run(cmd, work, env)
+
+        run = _collect("gemini-cli", "gemini", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run

@@ -7,6 +7,9 @@
   ``prompt_tokens_details.cached_tokens`` from the longest prefix seen before);
 * ``POST /v1/responses`` (OpenAI Responses; streaming events, reasoning items),
   ``POST /v1/responses/compact``;
+* ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
+  (Gemini; ``functionCall`` parts with a ``thoughtSignature`` on the first, ``thought`` parts,
+  ``usageMetadata`` with ``cachedContentTokenCount``), ``:countTokens``;
 * ``GET /v1/models``.
 
 It does what the providers do with their own context management. Anthropic server-side
@@ -172,6 +175,13 @@ def last_step(body: dict[str, Any], api: str) -> int:
                 if found:
                     return max(int(x) for x in found)
         return 0
+    if api == "gemini":
+        for c in reversed(body.get("contents") or []):
+            if isinstance(c, dict) and c.get("role") == "model":
+                found = STEP_RE.findall(json.dumps(c))
+                if found:
+                    return max(int(x) for x in found)
+        return 0
     for m in reversed(body.get("messages") or []):
         if isinstance(m, dict) and m.get("role") == "assistant":
             blob = json.dumps(m)
@@ -181,9 +191,24 @@ def last_step(body: dict[str, Any], api: str) -> int:
     return 0
 
 
+def _gemini_text(content: Any) -> str:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    out = []
+    for p in parts if isinstance(parts, list) else []:
+        if isinstance(p, dict):
+            if isinstance(p.get("text"), str):
+                out.append(p["text"])
+            for k in ("functionCall", "functionResponse"):
+                if isinstance(p.get(k), dict):
+                    out.append(json.dumps(p[k]))
+    return "\n".join(out)
+
+
 def system_text(body: dict[str, Any], api: str) -> str:
     if api == "anthropic":
         return _text_of(body.get("system"))
+    if api == "gemini":
+        return _gemini_text(body.get("systemInstruction"))
     if api == "responses":
         return str(body.get("instructions") or "")
     msgs = body.get("messages") or []
@@ -195,6 +220,11 @@ def system_text(body: dict[str, Any], api: str) -> str:
 
 
 def last_user_text(body: dict[str, Any], api: str) -> str:
+    if api == "gemini":
+        for c in reversed(body.get("contents") or []):
+            if isinstance(c, dict) and c.get("role") == "user":
+                return _gemini_text(c)
+        return ""
     seq = body.get("input") if api == "responses" else body.get("messages")
     if isinstance(seq, str):
         return seq
@@ -206,7 +236,19 @@ def last_user_text(body: dict[str, Any], api: str) -> str:
 
 def tools_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     tools = body.get("tools")
-    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    if not isinstance(tools, list):
+        return []
+    out = []
+    for t in tools:
+        if isinstance(t, dict) and isinstance(t.get("functionDeclarations"), list):
+            # Gemini: one tool holds the function declarations
+            for d in t["functionDeclarations"]:
+                if isinstance(d, dict):
+                    params = d.get("parametersJsonSchema") or d.get("parameters") or {}
+                    out.append({"name": d.get("name", ""), "parameters": params})
+        elif isinstance(t, dict):
+            out.append(t)
+    return out
 
 
 def live(body: dict[str, Any], api: str) -> dict[str, Any]:
@@ -544,8 +586,16 @@ class Upstream:
                 },
             )
             return
+        if ":countTokens" in path:
+            rec = Recorded("count_tokens", path, headers, body, kind="side")
+            self._record(rec)
+            self._send_json(h, 200, {"totalTokens": approx_tokens(_canon(body))})
+            return
+        gemini_stream = ":streamGenerateContent" in path
         if path.endswith("/messages"):
             api = "anthropic"
+        elif gemini_stream or ":generateContent" in path:
+            api = "gemini"
         elif path.endswith("/chat/completions"):
             api = "openai"
         elif path.endswith("/responses"):
@@ -560,7 +610,7 @@ class Upstream:
         rec = Recorded(api, path, headers, body)
         reply = self._reply(rec)
         self._record(rec)
-        stream = body.get("stream") is True
+        stream = body.get("stream") is True or gemini_stream
         if not stream:
             self._send_json(h, 200, reply)
             return
@@ -573,6 +623,7 @@ class Upstream:
             "anthropic": _anthropic_events,
             "openai": _openai_chunks,
             "responses": _responses_events,
+            "gemini": _gemini_chunks,
         }[api](reply, body)
         for chunk in events:
             h.wfile.write(chunk.encode())
@@ -650,6 +701,8 @@ class Upstream:
             return msg
         if api == "openai":
             return _openai_completion(body, move, usage)
+        if api == "gemini":
+            return _gemini_response(body, move, usage, thinking)
         reply = _responses_response(body, move, usage, thinking)
         if compaction is not None:
             reply["output"] = [compaction, *reply["output"]]
@@ -724,8 +777,10 @@ class Upstream:
                 "cache_read_input_tokens": read,
                 "output_tokens": out_tokens,
             }
-        seq = body.get("messages") if api == "openai" else body.get("input")
-        lead = [_canon(body.get("tools")), _canon(body.get("instructions"))]
+        seq = {"openai": "messages", "gemini": "contents"}.get(api, "input")
+        seq = body.get(seq)
+        system = body.get("systemInstruction") if api == "gemini" else body.get("instructions")
+        lead = [_canon(body.get("tools")), _canon(system)]
         blocks = lead + [_canon(m) for m in (seq if isinstance(seq, list) else [seq])]
         bounds = self.cache.boundaries(blocks)
         read, _ = self.cache.use(bounds, list(range(len(bounds))))
@@ -759,6 +814,10 @@ def _aider_main(body: dict[str, Any]) -> bool:
 
 
 def _wants_thinking(body: dict[str, Any], api: str) -> bool:
+    if api == "gemini":
+        config = body.get("generationConfig") or {}
+        thinking = config.get("thinkingConfig") if isinstance(config, dict) else None
+        return isinstance(thinking, dict) and bool(thinking.get("includeThoughts"))
     if api == "anthropic":
         t = body.get("thinking")
         return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
@@ -1159,3 +1218,60 @@ def _nonce() -> str:
     with _counter_lock:
         _counter += 1
         return f"{_counter:06d}"
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+#: the signature Gemini 3 puts on the first function call of a turn (and wants back)
+GEMINI_SIGNATURE = "Q3dTY3JpcHRlZFRob3VnaHRTaWduYXR1cmU="
+
+
+def _gemini_response(
+    body: dict[str, Any], move: Move, usage: dict[str, Any], thinking: bool
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": f"Planning cw-step-{move.step}.", "thought": True})
+    if move.tool:
+        parts.append({"text": f"Running cw-step-{move.step}."})
+        parts.append(
+            {
+                "functionCall": {
+                    "name": move.tool,
+                    "args": move.arguments or {},
+                    "id": f"{move.call_id}-{_nonce()}",
+                },
+                "thoughtSignature": GEMINI_SIGNATURE,
+            }
+        )
+    elif move.text:
+        parts.append({"text": move.text})
+    total = usage["input_tokens"]
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": total,
+            "cachedContentTokenCount": usage["cached_tokens"],
+            "candidatesTokenCount": usage["output_tokens"],
+            "totalTokenCount": total + usage["output_tokens"],
+        },
+        "modelVersion": "gemini-scripted",
+        "responseId": f"gem-{_nonce()}",
+    }
+
+
+def _gemini_chunks(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
+    """The reply as ``alt=sse`` chunks: one per part, the usage and finish reason on the last."""
+    cand = resp["candidates"][0]
+    parts = cand["content"]["parts"]
+    for i, part in enumerate(parts):
+        chunk: dict[str, Any] = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+            "modelVersion": resp["modelVersion"],
+            "responseId": resp["responseId"],
+        }
+        if i == len(parts) - 1:
+            chunk["candidates"][0]["finishReason"] = cand["finishReason"]
+            chunk["usageMetadata"] = resp["usageMetadata"]
+        yield _sse(None, chunk)
