@@ -178,6 +178,8 @@ class Run:
     stats: dict[str, Any] = field(default_factory=dict)
     api: str = "anthropic"
     turns: int = 0  # a client driven turn by turn (aider): the turns it must get through
+    #: the compaction blocks / items the upstream handed out (the provider's own compaction)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
 
     # figures --------------------------------------------------------------------------------
     @property
@@ -244,7 +246,8 @@ class Run:
         return sum(1 for r in chat if not r.get("skipped")) / len(chat)
 
     @property
-    def compactions(self) -> int:
+    def proxy_compactions(self) -> int:
+        """Compactions the proxy made."""
         return sum(1 for r in self.proxy_log if int(r.get("compacted") or 0) > 0)
 
     @property
@@ -313,7 +316,8 @@ class Run:
             "summary_tokens": self.tokens(self.summaries),
             "billed": round(self.billed(self.chat + self.summaries)),
             "invalid": len(self.invalid),
-            "compactions": self.compactions,
+            "compactions": self.proxy_compactions,
+            "provider_compactions": len(self.compactions),
             "skipped": self.skipped,
             "transformed": round(self.transformed_share, 3),
             "missing_task": len(self.missing_task()),
@@ -347,14 +351,17 @@ def _collect(
     t0 = time.monotonic()
     if window is None:
         rc, output = launch(up.base_url)
-        return Run(client, "direct", rc, output, time.monotonic() - t0, list(up.requests), api=api)
-    with proxy(up.base_url, window, *proxy_args) as p:
-        rc, output = launch(p.base_url)
-        stats = p.stats()
-        log = p.log()
-    return Run(
-        client, "proxy", rc, output, time.monotonic() - t0, list(up.requests), log, stats, api
-    )
+        run = Run(client, "direct", rc, output, time.monotonic() - t0, list(up.requests), api=api)
+    else:
+        with proxy(up.base_url, window, *proxy_args) as p:
+            rc, output = launch(p.base_url)
+            stats = p.stats()
+            log = p.log()
+        run = Run(
+            client, "proxy", rc, output, time.monotonic() - t0, list(up.requests), log, stats, api
+        )
+    run.compactions = list(up.compactions)
+    return run
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
@@ -414,24 +421,33 @@ def claude_code(steps: int, window: int | None, model: str | None = None) -> Run
 
 
 # -- Codex CLI -----------------------------------------------------------------------------------
-def codex(steps: int, window: int | None, model: str = "gpt-5-codex") -> Run:
+def codex(
+    steps: int, window: int | None, model: str = "gpt-5-codex", remote_compact: int = 0
+) -> Run:
+    """Codex CLI ``exec`` on the Responses API. ``remote_compact`` > 0: Codex compacts its
+    history through the provider (``compaction_trigger``) past that many tokens, as it does
+    with OpenAI itself (its provider named ``OpenAI``)."""
     work = make_workdir()
     home = Path(tempfile.mkdtemp(prefix="cw-codex-home-"))
     with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
 
         def launch(base_url: str) -> tuple[int, str]:
+            limit = f"model_auto_compact_token_limit = {remote_compact}\n" if remote_compact else ""
+            features = "\n[features]\nremote_compaction_v2 = true\n" if remote_compact else ""
+            name = "OpenAI" if remote_compact else "cw"
             (home / "config.toml").write_text(
                 f'model = "{model}"\nmodel_provider = "cw"\napproval_policy = "never"\n'
-                'sandbox_mode = "danger-full-access"\n\n[model_providers.cw]\nname = "cw"\n'
-                f'base_url = "{base_url}/v1"\nenv_key = "CW_FAKE_OPENAI_KEY"\n'
-                'wire_api = "responses"\n'
+                f'sandbox_mode = "danger-full-access"\n{limit}\n[model_providers.cw]\n'
+                f'name = "{name}"\nbase_url = "{base_url}/v1"\nenv_key = "CW_FAKE_OPENAI_KEY"\n'
+                f'wire_api = "responses"\n{features}'
             )
             env = _base_env(home)
             env.update(CODEX_HOME=str(home), CW_FAKE_OPENAI_KEY="sk-cw-fake")
             cmd = [str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", TASK]
             return _run(cmd, work, env)
 
-        run = _collect("codex", "responses", up, window, launch)
+        name = f"codex remote-compact {remote_compact}" if remote_compact else "codex"
+        run = _collect(name, "responses", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run
@@ -788,7 +804,8 @@ def report_table(runs: list[Run]) -> str:
     """A markdown table of the runs' figures, direct and proxied side by side."""
     head = (
         "| client | mode | finished | requests | tokens in | billed in (cache prices) | "
-        "summary calls (tokens) | compactions | invalid | skipped | task missing | time s |\n"
+        "summary calls (tokens) | compactions (provider's) | invalid | skipped | task missing | "
+        "time s |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
@@ -798,7 +815,8 @@ def report_table(runs: list[Run]) -> str:
         rows.append(
             f"| {f['client']} | {f['mode']} | {'yes' if f['finished'] else 'NO'} | "
             f"{f['requests']} | {f['tokens']:,} | {f['billed']:,} | "
-            f"{f['summary_calls']} ({f['summary_tokens']:,}) | {f['compactions']} | "
+            f"{f['summary_calls']} ({f['summary_tokens']:,}) | {f['compactions']} "
+            f"({f['provider_compactions']}) | "
             f"{f['invalid']} | {skipped} | {f['missing_task']} | {f['seconds']} |"
         )
     return head + "\n".join(rows) + "\n"
