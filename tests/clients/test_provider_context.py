@@ -242,3 +242,28 @@ def test_responses_server_compaction_and_compact_endpoint_pass_through() -> None
     chat = [x for x in log if x.get("path") == "/v1/responses"]
     assert chat and all(x.get("skipped") == "provider_compaction" for x in chat)
     assert [x["route"] for x in log if x.get("path") == "/v1/responses/compact"] == ["passthrough"]
+
+
+def test_count_tokens_counts_what_the_provider_reads() -> None:
+    """Claude Code asks ``count_tokens`` to decide its own compaction: with a compaction block
+    in the history the proxy forwards the count as sent, so the provider counts the request it
+    will read (from the block on), not one the proxy would have reduced again."""
+    block = {"type": "compaction", "content": "Summary: cw-step-7 reached.", "signature": "s1"}
+    messages = [
+        {"role": "user", "content": TASK + " " + "old context " * 3_000},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "Going on."}]},
+        {"role": "user", "content": "Carry on."},
+    ]
+    with Upstream(steps=4, text_format="tools", big_files=4) as up:
+        with harness.proxy(up.base_url, 8_000) as p:
+            client = anthropic.Anthropic(base_url=p.base_url, api_key="sk-ant-cw", max_retries=0)
+            counted = client.beta.messages.count_tokens(
+                model="claude-opus-4-7",
+                messages=messages,  # type: ignore[arg-type]
+                betas=["compact-2026-01-12"],
+            )
+            log = [x for x in p.log() if x.get("path") == "/v1/messages/count_tokens"]
+    (sent,) = [r for r in up.requests if r.api == "count_tokens"]
+    assert sent.body["messages"] == messages  # byte for byte: the 3,000 old words included
+    assert counted.input_tokens > 0
+    assert [x.get("skipped") for x in log] == ["provider_compaction"]

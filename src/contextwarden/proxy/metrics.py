@@ -35,56 +35,41 @@ RUN_ENV = "CONTEXTWARDEN_PROXY_RUN"
 #: Seconds between two publications of a worker's counters, when it has news.
 PUBLISH_EVERY_S = 1.0
 
-#: ``/stats`` key -> (metric name without ``contextwarden_`` and ``_total``, help)
-COUNTERS: dict[str, tuple[str, str]] = {
-    "requests": ("requests", "Requests served, all routes."),
-    "transformed": ("requests_transformed", "Chat requests the warden ran on."),
-    "skipped": ("requests_skipped", "Chat requests forwarded unchanged (see the log's reason)."),
-    "warden_errors": ("warden_errors", "Chat requests the warden raised on (forwarded as sent)."),
-    "unbounded": ("requests_unbounded", "Requests for a model of unknown window, not bounded."),
-    "tokens_before": ("input_tokens_before", "Input tokens of the requests as clients sent them."),
-    "tokens_after": ("input_tokens_after", "Input tokens of the requests as forwarded."),
-    "billed_before": (
-        "billed_input_before",
-        "Input of the requests as sent, at cache prices, in input-token equivalents.",
-    ),
-    "billed_after": (
-        "billed_input_after",
-        "Input of the requests as forwarded, at cache prices, in input-token equivalents.",
-    ),
-    "cost_usd_before": ("cost_usd_before", "USD of the requests as sent (priced models)."),
-    "cost_usd_after": (
-        "cost_usd_after",
-        "USD of the requests as forwarded and the summary calls (priced models).",
-    ),
-    "compactions": ("compactions", "Compactions made."),
-    "llm_summaries": ("llm_summaries", "Compaction summaries an LLM wrote."),
-    "extractive_summaries": ("extractive_summaries", "Compaction summaries written offline."),
-    "errors": ("errors", "Responses with a status of 400 or more."),
-    "context_overflows": ("context_overflows", "Requests over the window even when reduced."),
-    "stream_failures": ("stream_failures", "Streams broken after their status line."),
-    "client_disconnects": ("client_disconnects", "Clients gone before their answer."),
-    "upstream_timeouts": ("upstream_timeouts", "Requests the upstream did not answer in time."),
-    "upstream_unreachable": (
-        "upstream_unreachable",
-        "Requests the upstream could not be reached for.",
-    ),
-    "summary_calls": ("summary_calls", "Summary calls made to an LLM."),
-    "summary_input_tokens": ("summary_input_tokens", "Input tokens of the summary calls."),
-    "summary_output_tokens": ("summary_output_tokens", "Output tokens of the summary calls."),
-    "summary_failed_calls": ("summary_failed_calls", "Summary calls that failed."),
-    "summary_failures": (
-        "summary_failures",
-        "Requests whose summary failed and got the extractive one (reason in the log).",
-    ),
-    "summary_breaker_open": ("summary_breaker_open", "Requests that found the breaker open."),
-    "summary_pool_full": ("summary_pool_full", "Requests that found the summary pool busy."),
-    "recall_offered": ("recall_offered", "Requests offered the recall tool."),
-    "recall_calls": ("recall_calls", "Recall calls answered by the proxy."),
-    "recall_unknown_refs": ("recall_unknown_refs", "Recall calls naming an unknown reference."),
-    "recall_rounds": ("recall_rounds", "Extra upstream rounds the recall calls took."),
-    "evicted_clients": ("evicted_clients", "Clients whose state was dropped for room."),
-    "evicted_conversations": ("evicted_conversations", "Conversations dropped for room."),
+#: ``/stats`` counters, each the metric ``contextwarden_<key>_total``: its help
+COUNTERS: dict[str, str] = {
+    "requests": "Requests served, all routes.",
+    "transformed": "Chat requests the warden ran on.",
+    "skipped": "Chat requests forwarded as sent (the log says why).",
+    "warden_errors": "Chat requests the warden raised on (forwarded as sent).",
+    "unbounded": "Requests for a model of unknown window, not bounded.",
+    "tokens_before": "Input tokens of the requests as the clients sent them.",
+    "tokens_after": "Input tokens of the requests as forwarded.",
+    "billed_before": "Input as sent, at cache prices, in input-token equivalents.",
+    "billed_after": "Input as forwarded, at cache prices, in input-token equivalents.",
+    "cost_usd_before": "USD of the requests as sent (models with a known price).",
+    "cost_usd_after": "USD of the requests as forwarded and of the summary calls.",
+    "compactions": "Compactions made.",
+    "llm_summaries": "Compaction summaries an LLM wrote.",
+    "extractive_summaries": "Compaction summaries written offline.",
+    "errors": "Responses with a status of 400 or more.",
+    "context_overflows": "Requests over the window even when reduced.",
+    "stream_failures": "Streams broken after their status line.",
+    "client_disconnects": "Clients gone before their answer.",
+    "upstream_timeouts": "Requests the upstream did not answer in time.",
+    "upstream_unreachable": "Requests for which the upstream could not be reached.",
+    "summary_calls": "Summary calls made to an LLM.",
+    "summary_input_tokens": "Input tokens of the summary calls.",
+    "summary_output_tokens": "Output tokens of the summary calls.",
+    "summary_failed_calls": "Summary calls that failed.",
+    "summary_failures": "Requests whose summary failed (the reason is logged).",
+    "summary_breaker_open": "Requests that found the summary breaker open.",
+    "summary_pool_full": "Requests that found the summary pool busy.",
+    "recall_offered": "Requests offered the recall tool.",
+    "recall_calls": "Recall calls answered by the proxy.",
+    "recall_unknown_refs": "Recall calls naming an unknown reference.",
+    "recall_rounds": "Extra upstream rounds the recall calls took.",
+    "evicted_clients": "Clients whose state was dropped for room.",
+    "evicted_conversations": "Conversations dropped for room.",
 }
 
 #: ``/stats`` key -> (metric name without ``contextwarden_``, help)
@@ -139,9 +124,9 @@ class _Figures:
 
     def collect(self) -> Iterator[Metric]:
         f = self.figures
-        for key, (name, text) in COUNTERS.items():
+        for key, text in COUNTERS.items():
             if key in f:
-                yield CounterMetricFamily(f"contextwarden_{name}", text, value=float(f[key]))
+                yield CounterMetricFamily(f"contextwarden_{key}", text, value=float(f[key]))
         for key, (name, text) in GAUGES.items():
             if key in f:
                 yield GaugeMetricFamily(f"contextwarden_{name}", text, value=float(f[key]))

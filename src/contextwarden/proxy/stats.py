@@ -19,7 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from .._billing import ANTHROPIC_READ, ANTHROPIC_WRITE, CachePricing, PromptRequest, bill_after
@@ -353,49 +353,20 @@ class ProxyStats:
             self.by_model.popitem(last=False)
 
     def snapshot(self) -> dict[str, Any]:
-        """The ``/stats`` JSON of this process: totals, tokens and bills saved, and uptime in
-        seconds."""
+        """The ``/stats`` JSON of this process: every counter, the tables sorted, and the
+        figures :func:`with_totals` derives."""
         with self._lock:
-            out = {
-                "requests": self.requests,
-                "transformed": self.transformed,
-                "skipped": self.skipped,
-                "warden_errors": self.warden_errors,
-                "unbounded": self.unbounded,
-                "tokens_before": self.tokens_before,
-                "tokens_after": self.tokens_after,
-                "billed_before": round(self.billed_before, 1),
-                "billed_after": round(self.billed_after, 1),
-                "cost_usd_before": round(self.cost_usd_before, 6),
-                "cost_usd_after": round(self.cost_usd_after, 6),
-                "compactions": self.compactions,
-                "llm_summaries": self.llm_summaries,
-                "extractive_summaries": self.extractive_summaries,
-                "errors": self.errors,
-                "context_overflows": self.context_overflows,
-                "stream_failures": self.stream_failures,
-                "client_disconnects": self.client_disconnects,
-                "upstream_timeouts": self.upstream_timeouts,
-                "upstream_unreachable": self.upstream_unreachable,
-                "summary_calls": self.summary_calls,
-                "summary_input_tokens": self.summary_input_tokens,
-                "summary_output_tokens": self.summary_output_tokens,
-                "summary_failed_calls": self.summary_failed_calls,
-                "summary_failures": self.summary_failures,
-                "summary_breaker_open": self.summary_breaker_open,
-                "summary_pool_full": self.summary_pool_full,
-                "recall_offered": self.recall_offered,
-                "recall_calls": self.recall_calls,
-                "recall_unknown_refs": self.recall_unknown_refs,
-                "recall_rounds": self.recall_rounds,
-                "summaries_by_model": {
-                    k: dict(v) for k, v in sorted(self.summaries_by_model.items())
-                },
-                "by_route": dict(sorted(self.by_route.items())),
-                "by_status": dict(sorted(self.by_status.items())),
-                "by_model": dict(sorted(self.by_model.items())),
-                "started_at": self.started_at,
-            }
+            out: dict[str, Any] = {}
+            for f in fields(self):
+                value = getattr(self, f.name)
+                if f.name.startswith("_") or f.name == "pricing":
+                    continue
+                if isinstance(value, dict):
+                    value = {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()}
+                    value = dict(sorted(value.items()))
+                elif isinstance(value, float) and f.name != "started_at":
+                    value = round(value, 6)
+                out[f.name] = value
         return with_totals(out)
 
 
