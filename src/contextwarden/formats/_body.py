@@ -259,8 +259,9 @@ class BodyReader:
         self._bytes = 0
         self._next = 0
 
-    def read(self, raw: bytes) -> BodyRead | None:
-        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring)."""
+    def read(self, raw: bytes, key: str = "messages") -> BodyRead | None:
+        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring);
+        ``key`` names its history list (``messages``, ``input``, ``contents``)."""
         if type(raw) is not bytes or raw[:1] != b"{":
             return None
         with self._lock:
@@ -268,17 +269,17 @@ class BodyReader:
         best: tuple[int, _Entry] | None = None
         k = 0
         slices = _Slices(raw)
-        for key, entry in reversed(entries):  # the most recent first
+        for slot, entry in reversed(entries):  # the most recent first
             n = entry.common(slices, k)
             if n > k:
-                best, k = (key, entry), n
+                best, k = (slot, entry), n
                 if n == len(entry.ends):
                     break
         try:
             if best is not None:
-                read = self._resume(raw, best[1], k)
+                read = self._resume(raw, best[1], k, key)
             else:
-                read = self._whole(raw)
+                read = self._whole(raw, key)
         except (ValueError, RecursionError):
             return None  # json.loads judges it (and says why)
         if read is None:
@@ -293,7 +294,7 @@ class BodyReader:
         return self._bytes
 
     # -- reading ---------------------------------------------------------------------------------
-    def _whole(self, raw: bytes) -> tuple[BodyRead, _Entry] | None:
+    def _whole(self, raw: bytes, key: str) -> tuple[BodyRead, _Entry] | None:
         text = raw.decode("utf-8", "surrogatepass")
         walk = _Walk(text)
         i = walk.ws(walk.expect(0, "{"))
@@ -301,11 +302,11 @@ class BodyReader:
         while True:  # the members before ``messages``
             if text[i : i + 1] == "}":
                 return None  # no messages: nothing to follow
-            key, i = walk.key(i)
-            if key == "messages":
+            name, i = walk.key(i)
+            if name == key:
                 break
             value, i = walk.value(i)
-            head.append((key, value))
+            head.append((name, value))
             i = walk.ws(walk.expect(walk.ws(i), ","))
         if text[i : i + 1] != "[":
             return None  # not a list: the caller reads it
@@ -320,10 +321,12 @@ class BodyReader:
         else:
             i = self._messages(walk, i, values, ends, finite)
         return self._finish(
-            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0
+            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0, key
         )
 
-    def _resume(self, raw: bytes, entry: _Entry, k: int) -> tuple[BodyRead, _Entry] | None:
+    def _resume(
+        self, raw: bytes, entry: _Entry, k: int, key: str
+    ) -> tuple[BodyRead, _Entry] | None:
         start = entry.ends[k - 1]
         walk = _Walk(raw[start:].decode("utf-8", "surrogatepass"))
         i = walk.ws(0)
@@ -336,7 +339,19 @@ class BodyReader:
             i = walk.expect(i, "]")
         head_finite, head = marshal.loads(entry.head)
         return self._finish(
-            raw, walk, i, head, head_finite, entry.head_end, entry, k, values, ends, finite, start
+            raw,
+            walk,
+            i,
+            head,
+            head_finite,
+            entry.head_end,
+            entry,
+            k,
+            values,
+            ends,
+            finite,
+            start,
+            key,
         )
 
     @staticmethod
@@ -370,6 +385,7 @@ class BodyReader:
         ends: list[int],
         finite: list[bool],
         base: int,
+        key: str,
     ) -> tuple[BodyRead, _Entry] | None:
         """The members after the list, then the body read and the entry that remembers it
         (``old``'s first ``k`` messages kept; ``values`` read from ``walk``, whose text starts
@@ -384,7 +400,7 @@ class BodyReader:
         else:
             i = walk.expect(i, "}")
         walk.end(i)
-        keys = [key for key, _ in head] + ["messages"] + [key for key, _ in tail]
+        keys = [name for name, _ in head] + [key] + [name for name, _ in tail]
         if len(set(keys)) != len(keys):
             return None  # json.loads keeps a repeated key's last value: the caller reads it
         images = _images(values)
@@ -397,7 +413,7 @@ class BodyReader:
         cumulative = [*(old.finite[:k] if old is not None else ()), *(prior and f for f in finite)]
         all_ends = [*(old.ends[:k] if old is not None else ()), *_byte_ends(walk.text, ends, base)]
         body: dict[str, Any] = dict(head)
-        body["messages"] = messages
+        body[key] = messages
         body.update(tail)
         result = BodyRead(body, prior and walk.finite, k)
         if not all(type(m) is dict for m in values):

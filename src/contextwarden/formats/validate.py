@@ -20,7 +20,7 @@ from typing import Any
 from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._common import tname
 
-__all__ = ["check_messages", "validate_anthropic", "validate_openai"]
+__all__ = ["check_messages", "validate_anthropic", "validate_openai", "validate_responses"]
 
 _OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -487,3 +487,56 @@ def _check_blocks(
             after_other = True
     for cid, a in answering.items():
         problems.append(f"message {a}: tool_use {cid!r} is not answered in message {i}")
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------
+def validate_responses(items: Sequence[Any]) -> list[str]:
+    """Problems of an OpenAI Responses ``input`` item list (empty list = valid).
+
+    Checks that the list is not empty; that every item is an object with a string ``type``
+    (or a ``role``: a message); that messages have a known role and content; that every call
+    output (``function_call_output``, ``custom_tool_call_output``, ...) answers a call of the
+    same ``call_id`` earlier in the list, once, and every call with a ``call_id`` is answered
+    later in it; call ids unique.
+    """
+    if not isinstance(items, list | tuple):
+        return [f"input: expected a list of items, got {tname(items)}"]
+    if not items:
+        return ["input: no items"]
+    problems: list[str] = []
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            problems.append(f"item {i}: expected an object, got {tname(item)}")
+            continue
+        kind = item.get("type", "message" if "role" in item else None)
+        if not isinstance(kind, str):
+            problems.append(f"item {i}: 'type' must be a string")
+            continue
+        if kind == "message":
+            if item.get("role") not in ("system", "developer", "user", "assistant"):
+                problems.append(f"item {i}: unknown role {item.get('role')!r}")
+            content = item.get("content")
+            if not isinstance(content, str | list) or (
+                item.get("role") != "assistant" and not content
+            ):
+                problems.append(f"item {i} ({item.get('role')}): empty or missing content")
+            continue
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if kind.endswith("_output"):
+            if call_id not in calls:
+                problems.append(f"item {i}: output for call {call_id!r} with no call before it")
+            elif call_id in answered:
+                problems.append(f"item {i}: call {call_id!r} is answered twice")
+            answered.add(call_id)
+        elif kind.endswith("_call"):
+            if call_id in calls:
+                problems.append(f"item {i}: call id {call_id!r} is not unique")
+            calls[call_id] = i
+    for call_id, i in calls.items():
+        if call_id not in answered:
+            problems.append(f"item {i}: call {call_id!r} has no output")
+    return problems

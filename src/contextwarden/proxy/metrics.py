@@ -98,6 +98,9 @@ class Observed(Protocol):
     buffered: int
     shared: SharedStats | None
 
+    @property
+    def pools_busy(self) -> list[int]: ...
+
     def authorized(self, request: Request) -> bool: ...
 
 
@@ -113,7 +116,7 @@ def current(proxy: Observed) -> dict[str, Any]:
     else:
         proxy.shared.publish(own)
         out = proxy.shared.gather(own)
-    return out | {"buffered_bytes": proxy.buffered}
+    return out | {"buffered_bytes": proxy.buffered, "pools_busy": list(proxy.pools_busy)}
 
 
 class _Figures:
