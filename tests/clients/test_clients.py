@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
+from contextwarden.proxy.wire import WIRES
+
 from . import harness, upstream
 from .harness import TASK, Run
 
@@ -113,6 +115,8 @@ def opencode(mode: str) -> Run:
 
 def gemini(mode: str, window: int = 32_000) -> Run:
     _need_npm("@google/gemini-cli", "GEMINI_CLI_VERSION")
+    if mode == "proxy" and "gemini" not in WIRES:
+        pytest.skip("this proxy has no Gemini route: Gemini CLI's requests would pass through")
     return _run(
         f"gemini-cli {window // 1000}k", mode, lambda w: harness.gemini_cli(GEMINI_STEPS, w), window
     )
@@ -362,3 +366,17 @@ def test_claude_code_inline_system_messages_kept() -> None:
     assert any(want.values()), "the client sent no system message inside messages"
     lost = [r.step for r in run.main if inline(r) < want.get(r.step, 0)]
     assert lost == [], f"system messages dropped at steps {lost}"
+
+
+@pytest.mark.parametrize("client", ["gemini-cli-32k", "gemini-cli-128k"])
+def test_gemini_cli_every_request_transformed(client: str) -> None:
+    """Every Gemini CLI model call goes through the warden (none passes through untouched)."""
+    run = CLIENTS[client]("proxy")
+    calls = [
+        r
+        for r in run.proxy_log
+        if ":generateContent" in str(r.get("path"))
+        or (":streamGenerateContent" in str(r.get("path")))
+    ]
+    assert calls and all(r.get("route") == "gemini" for r in calls), _explain(run)
+    assert run.transformed_share == 1.0, _explain(run)
