@@ -26,7 +26,7 @@ from .clients import ClientTable
 from .forward import error_response
 from .stats import ProxyStats, SharedStats
 
-__all__ = ["RUN_ENV", "COUNTERS", "GAUGES", "Observed", "metrics_text", "observing", "publishing"]
+__all__ = ["COUNTERS", "GAUGES", "RUN_ENV", "Observed", "metrics_text", "observing", "publishing"]
 
 #: Names the run whose workers sum their counters (set by ``contextwarden proxy --workers N``
 #: for its worker processes).
@@ -194,7 +194,7 @@ def shared_stats(store: Any) -> SharedStats | None:
 @asynccontextmanager
 async def publishing(proxy: Observed) -> AsyncIterator[None]:
     """While the app runs: the worker's counters to the shared store about once a second when
-    they changed, and once more at shutdown (nothing without a shared store)."""
+    they changed; withdrawn at shutdown (nothing without a shared store)."""
     shared = proxy.shared
     if shared is None:
         yield
@@ -218,4 +218,4 @@ async def publishing(proxy: Observed) -> AsyncIterator[None]:
                 group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(shared.publish, _own(proxy))
+            await anyio.to_thread.run_sync(shared.withdraw)

@@ -441,6 +441,15 @@ class SharedStats:
         except Exception as exc:  # the store is down: /stats answers for this process alone
             self._warn(exc)
 
+    def withdraw(self) -> None:
+        """Take this worker's entry out of the store (at shutdown: the run is over)."""
+        try:
+            del self.store[self.key]
+        except KeyError:
+            pass
+        except Exception as exc:
+            self._warn(exc)
+
     def gather(self, own: dict[str, Any]) -> dict[str, Any]:
         """The run's totals, this worker's counters as ``own`` (fresher than its entry)."""
         parts = [own]
