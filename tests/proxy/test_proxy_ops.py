@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import Behaviour, FakeUpstream, serve
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from proxy_doubles import StartProxy, proxy_process
 
@@ -238,3 +240,39 @@ def test_metrics_needs_the_token(upstream: Upstream, start_proxy: StartProxy) ->
     page = httpx.get(f"{proxy}/metrics", headers={"X-Contextwarden-Token": "t0k"})
     assert page.status_code == 200
     assert _metrics(page.text)[("contextwarden_requests_total", ())] == 0
+
+
+_records = st.builds(
+    RequestRecord,
+    method=st.just("POST"),
+    path=st.sampled_from(["/v1/messages", "/v1/chat/completions", "/v1/models"]),
+    route=st.sampled_from(["anthropic", "openai", "passthrough"]),
+    model=st.sampled_from([None, "claude-sonnet-4-5", "gpt-4o", "made-up-model"]),
+    status=st.sampled_from([200, 400, 429, 500, 499]),
+    tokens_before=st.one_of(st.none(), st.integers(0, 200_000)),
+    tokens_after=st.integers(0, 200_000),
+    compacted=st.integers(0, 3),
+    summary_calls=st.integers(0, 2),
+    summary_input_tokens=st.integers(0, 5_000),
+    summary_failure=st.sampled_from([None, "SummarizerError: 404"]),
+    skipped=st.sampled_from([None, "provider_compaction", "warden_error"]),
+)
+
+
+@given(st.lists(st.tuples(_records, st.booleans()), max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_workers_summed_equal_one_process(requests: list[tuple[RequestRecord, bool]]) -> None:
+    """Requests spread over two workers add up to what one process seeing them all counts
+    (no conversation: the bill of each request stands alone)."""
+    one, a, b = ProxyStats(), ProxyStats(), ProxyStats()
+    for rec, first in requests:
+        one.record(rec)
+        (a if first else b).record(rec)
+    whole, summed = one.snapshot(), combine([a.snapshot(), b.snapshot()])
+    for key, value in whole.items():
+        if key in ("started_at", "uptime_s"):
+            continue
+        if isinstance(value, float):
+            assert summed[key] == pytest.approx(value, abs=0.01), key
+        else:
+            assert summed[key] == value, key
