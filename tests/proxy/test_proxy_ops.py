@@ -54,12 +54,21 @@ def _chat_call(base: str, n: int, key: str = "sk-team") -> httpx.Response:
     return r
 
 
-def test_workers_sum_their_counters_and_metrics_parse(upstream: Upstream, tmp_path: Path) -> None:
+def _store(request: pytest.FixtureRequest, cache: str) -> list[str]:
+    if cache == "sqlite":
+        return []  # the default: the SQLite file in the data directory
+    url: str = request.getfixturevalue("redis_url")
+    return ["--cache", "redis", "--redis-url", url]
+
+
+@pytest.mark.parametrize("cache", ["sqlite", "redis"])
+def test_workers_sum_their_counters_and_metrics_parse(
+    upstream: Upstream, tmp_path: Path, request: pytest.FixtureRequest, cache: str
+) -> None:
     fake, url = upstream
     calls = 12
-    with proxy_process(
-        url, "--workers", "2", "--window", "8000", "--log-format", "text", data_dir=tmp_path
-    ) as running:
+    args = ["--workers", "2", "--window", "8000", "--log-format", "text", *_store(request, cache)]
+    with proxy_process(url, *args, data_dir=tmp_path) as running:
         for n in range(calls):
             _chat_call(running.base, n)
         deadline = time.monotonic() + 15
