@@ -408,7 +408,13 @@ class _Proxy:
         return make
 
     def client_for(self, request: Request) -> ClientState:
-        return self.clients.get(self.clients.id_for(request.headers.raw))
+        """The client's state: its credential headers, or the Gemini API's ``key=`` in the
+        query string."""
+        headers = request.headers.raw
+        key = request.query_params.get("key")
+        if key and "x-goog-api-key" not in request.headers:
+            headers = [*headers, (b"x-goog-api-key", key.encode("utf-8", "surrogateescape"))]
+        return self.clients.get(self.clients.id_for(headers))
 
     async def route(self, request: Request) -> Response:
         """Every request but ``/stats``: a POST to a path a wire format serves goes through
@@ -425,7 +431,7 @@ class _Proxy:
         started = time.perf_counter()
         path = request.url.path
         provider = wire.provider
-        record = RequestRecord(request.method, path, wire.name)  # type: ignore[arg-type]
+        record = RequestRecord(request.method, path, wire.name)
         if not self.authorized(request):
             return await self.deny(record, provider, started)
         if climbs(request):

@@ -40,8 +40,8 @@ __all__ = [
     "combine",
 ]
 
-#: Which handler served a request: a chat API, Anthropic's token counting, or plain forwarding.
-Route = Literal["openai", "anthropic", "responses", "gemini", "count_tokens", "passthrough"]
+#: Which wire format served a request (:mod:`.wire`), or plain forwarding.
+Route = Literal["openai", "anthropic", "count_tokens", "responses", "gemini", "passthrough"]
 
 #: Longest text a log field or a ``/stats`` key carries: a client controls the model name and the
 #: path, and a 2 MB model name must not become a 2 MB log line.

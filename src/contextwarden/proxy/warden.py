@@ -183,13 +183,14 @@ def request_summarizer(
                 max_retries=settings.summarizer.max_retries,
                 max_chars=settings.compaction.summary_max_chars,
             )
-        except ContextWardenError:
+        except ContextWardenError as exc:
             # an API or model name it cannot use: the warden's own summary, said in the log
             logger.warning(
-                "contextwarden proxy: no %s summarizer for model %r; the extractive summary writes",
+                "contextwarden proxy: no %s summarizer for model %r (%s); the extractive "
+                "summary writes",
                 api,
                 model,
-                exc_info=True,
+                exc,
             )
             return None
 

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from ._base import Ran, Splice, Turn, Wire
 from .chat import CHAT
+from .gemini import GEMINI
 from .messages import COUNT_TOKENS, MESSAGES
 from .responses import RESPONSES
 
 __all__ = ["WIRES", "Ran", "Splice", "Turn", "Wire", "wire_for"]
 
 #: Every wire format, by name.
-WIRES: dict[str, Wire] = {w.name: w for w in (CHAT, MESSAGES, COUNT_TOKENS, RESPONSES)}
+WIRES: dict[str, Wire] = {w.name: w for w in (CHAT, MESSAGES, COUNT_TOKENS, RESPONSES, GEMINI)}
 
 
 def wire_for(path: str) -> Wire | None:

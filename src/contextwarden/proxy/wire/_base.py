@@ -11,6 +11,7 @@ from ...formats._common import reply_limit
 from ...recall import RECALL_TOOL_NAME
 from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event
+from ..stats import Route
 
 __all__ = ["PROVIDER_COMPACTION", "Ran", "Splice", "Turn", "Wire", "json_object"]
 
@@ -57,7 +58,7 @@ class Wire:
     in the list under :attr:`items` and its tools under ``tools``."""
 
     #: the route's name in the log and ``/stats``
-    name: str = ""
+    name: Route = "openai"
     #: whose error bodies the proxy's own errors on this route imitate
     provider: Provider = "openai"
     #: the key of the history list in the body

@@ -10,13 +10,14 @@ from typing import Any
 from ...formats.validate import validate_openai
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
+from ..stats import Route
 from ._base import Ran, Turn, Wire
 
 __all__ = ["CHAT", "ChatWire", "OpenAISplice"]
 
 
 class ChatWire(Wire):
-    name = "openai"
+    name: Route = "openai"
     provider = "openai"
     items = "messages"
     paths = ("/v1/chat/completions", "/chat/completions")

@@ -24,13 +24,14 @@ from ...formats.cache_control import add_counting, count_cache_breakpoints
 from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
+from ..stats import Route
 from ._base import PROVIDER_COMPACTION, Ran, Turn, Wire
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
 
 class MessagesWire(Wire):
-    name = "anthropic"
+    name: Route = "anthropic"
     provider = "anthropic"
     items = "messages"
     paths = ("/v1/messages",)
@@ -125,7 +126,7 @@ class CountTokensWire(MessagesWire):
     """``/v1/messages/count_tokens``: the same body without a reply, counted as the proxy would
     send it; no recall tool (nothing is generated)."""
 
-    name = "count_tokens"
+    name: Route = "count_tokens"
     paths = ("/v1/messages/count_tokens",)
     recall = False
     breakpoints = False

@@ -36,6 +36,7 @@ from ...formats.validate import validate_responses
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
 from ..recall import Event, add_usage, encode_event
+from ..stats import Route
 from ._base import PROVIDER_COMPACTION, Ran, Splice, Turn, Wire, json_object, refused_message
 
 __all__ = ["RESPONSES", "ResponsesSplice", "ResponsesWire", "hide_recall_tool"]
@@ -45,7 +46,7 @@ _SERVER_STATE = ("previous_response_id", "conversation")
 
 
 class ResponsesWire(Wire):
-    name = "responses"
+    name: Route = "responses"
     provider = "openai"
     items = "input"
     paths = ("/v1/responses", "/responses")
