@@ -544,7 +544,8 @@ def gemini_cli(steps: int, window: int | None, model: str = "gemini-3-pro-previe
             cmd = [str(NPM_BIN / "gemini"), "-p", TASK, "--yolo", "-m", model]
             return _run(cmd, work, env)
 
-        run = _collect("gemini-cli", "gemini", up, window, launch)
+        name = "gemini-cli" if window is None else f"gemini-cli {window // 1000}k"
+        run = _collect(name, "gemini", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run

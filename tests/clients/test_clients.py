@@ -117,9 +117,8 @@ def gemini(mode: str, window: int = 32_000) -> Run:
     _need_npm("@google/gemini-cli", "GEMINI_CLI_VERSION")
     if mode == "proxy" and "gemini" not in WIRES:
         pytest.skip("this proxy has no Gemini route: Gemini CLI's requests would pass through")
-    return _run(
-        f"gemini-cli {window // 1000}k", mode, lambda w: harness.gemini_cli(GEMINI_STEPS, w), window
-    )
+    name = "gemini-cli" if mode == "direct" else f"gemini-cli {window // 1000}k"
+    return _run(name, mode, lambda w: harness.gemini_cli(GEMINI_STEPS, w), window)
 
 
 def aider(mode: str) -> Run:

@@ -646,8 +646,10 @@ class Upstream:
             rec.kind = "summary"
             move = Move(0, text=summary_text(body, api), final=True)
         elif not tools and self.text_format not in ("mini", "aider"):
-            rec.kind = "side"  # a client's title / topic / quota call
-            move = Move(0, text="ok", final=True)
+            rec.kind = "side"  # a client's title / topic / quota / loop-check call
+            schema = _answer_schema(body)
+            text = "ok" if schema is None else json.dumps(_schema_instance(schema))
+            move = Move(0, text=text, final=True)
         elif not tools and self.text_format == "aider" and not _aider_main(body):
             rec.kind = "side"  # aider's own history summary, commit message...
             move = Move(0, text="Summary of the chat so far: notes files were updated.")
@@ -792,6 +794,37 @@ class Upstream:
     # -- figures ---------------------------------------------------------------------------------
     def of_kind(self, *kinds: str) -> list[Recorded]:
         return [r for r in self.requests if r.kind in kinds]
+
+
+def _answer_schema(body: dict[str, Any]) -> Any:
+    """The JSON schema the reply must follow (Gemini's ``responseJsonSchema`` /
+    ``responseSchema``, OpenAI's ``response_format``), if the request sets one."""
+    config = body.get("generationConfig")
+    if isinstance(config, dict):
+        return config.get("responseJsonSchema") or config.get("responseSchema")
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
+        return fmt["json_schema"].get("schema")
+    return None
+
+
+def _schema_instance(schema: Any) -> Any:
+    """A small value that follows ``schema`` (its required properties, each the simplest value
+    of its type): the side calls that want JSON get JSON."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    kind = (kind[0] if kind else None) if isinstance(kind, list) else kind
+    if isinstance(kind, str):
+        kind = kind.lower()
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _schema_instance(props.get(k)) for k in schema.get("required") or list(props)}
+    return {"array": [], "string": "", "number": 0, "integer": 0, "boolean": False}.get(
+        str(kind), None
+    )
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:
