@@ -645,11 +645,12 @@ class Upstream:
         if SUMMARY_SYSTEM_MARK in sys_text or proxy_made:
             rec.kind = "summary"
             move = Move(0, text=summary_text(body, api), final=True)
+        elif _answer_schema(body) is not None:
+            rec.kind = "side"  # a call for structured output (Gemini CLI's loop check...)
+            move = Move(0, text=json.dumps(_schema_instance(_answer_schema(body))), final=True)
         elif not tools and self.text_format not in ("mini", "aider"):
-            rec.kind = "side"  # a client's title / topic / quota / loop-check call
-            schema = _answer_schema(body)
-            text = "ok" if schema is None else json.dumps(_schema_instance(schema))
-            move = Move(0, text=text, final=True)
+            rec.kind = "side"  # a client's title / topic / quota call
+            move = Move(0, text="ok", final=True)
         elif not tools and self.text_format == "aider" and not _aider_main(body):
             rec.kind = "side"  # aider's own history summary, commit message...
             move = Move(0, text="Summary of the chat so far: notes files were updated.")
