@@ -13,6 +13,15 @@ import httpx
 import pytest
 from fake_upstream import Behaviour, FakeUpstream
 from proxy_doubles import GEMINI_CLI_CONTEXT, StartProxy, gemini_history
+from recall_upstream import (
+    RECALL,
+    USAGE_IN,
+    USAGE_OUT,
+    RecallUpstream,
+    signature,
+    tool_names,
+    tool_output,
+)
 
 from contextwarden.formats.gemini import from_gemini
 from contextwarden.formats.validate import validate_gemini
@@ -216,3 +225,79 @@ def test_a_real_agent_session_as_gemini_contents(
     assert task[:200] in json.dumps(sent["contents"], ensure_ascii=False) or any(
         task[:100] in (p.get("text") or "") for c in sent["contents"] for p in c["parts"]
     )
+
+
+# -- the recall tool on the Gemini API -------------------------------------------------------------
+
+#: Old tool output masked (behind references), no compaction: every upstream call is a round.
+RECALL_WINDOW = 32_000
+
+
+def _recall_history(steps: int = 12) -> list[Any]:
+    contents = gemini_history(TASK, steps)
+    for i, c in enumerate(contents):
+        for p in c["parts"]:
+            if "functionResponse" in p:
+                p["functionResponse"]["response"] = {"output": tool_output((i - 3) // 2)}
+    return [types.Content.model_validate(c) for c in contents]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_recall_is_answered_at_the_proxy_signatures_and_all(
+    scripted: tuple[RecallUpstream, str], start_proxy: StartProxy, stream: bool
+) -> None:
+    fake, url = scripted
+    proxy = start_proxy(url, window=RECALL_WINDOW)
+    client = _client(proxy)
+    config = types.GenerateContentConfig(tools=[types.Tool.model_validate(t) for t in TOOLS])
+    contents = _recall_history()
+    if stream:
+        chunks = list(
+            client.models.generate_content_stream(model=MODEL, contents=contents, config=config)
+        )
+        text = "".join(c.text or "" for c in chunks)
+        usage = chunks[-1].usage_metadata
+        calls = [c.function_calls for c in chunks if c.function_calls]
+    else:
+        reply = client.models.generate_content(model=MODEL, contents=contents, config=config)
+        text, usage, calls = reply.text or "", reply.usage_metadata, reply.function_calls
+    first, second = fake.requests
+    assert tool_names(first) == ["read_file", RECALL]
+    assert "quoted: SECRET-" in text and not calls
+    # the rounds' usage summed, cached tokens included
+    assert (usage.prompt_token_count, usage.candidates_token_count) == (2 * USAGE_IN, 2 * USAGE_OUT)
+    assert usage.cached_content_token_count == 20
+    # the second round: the first's contents, the model's turn as it came (its signatures
+    # with it), then the answer
+    assert second["contents"][:-2] == first["contents"]
+    turn, answer = second["contents"][-2:]
+    assert turn["role"] == "model" and turn["parts"][0]["thoughtSignature"] == signature("text-1")
+    (call,) = [p for p in turn["parts"] if "functionCall" in p]
+    assert call["functionCall"]["name"] == RECALL
+    assert call["thoughtSignature"] == signature("call_recall_1")
+    (response,) = answer["parts"]
+    assert response["functionResponse"]["name"] == RECALL
+    assert "SECRET-" in response["functionResponse"]["response"]["output"]
+    assert validate_gemini(second["contents"]) == []
+    stats = httpx.get(proxy + "/stats").json()
+    assert (stats["recall_offered"], stats["recall_calls"], stats["recall_rounds"]) == (1, 1, 1)
+
+
+def test_recall_with_a_call_of_the_clients_own_in_a_stream(
+    scripted: tuple[RecallUpstream, str], start_proxy: StartProxy
+) -> None:
+    """The client's own call beside a recall call is never shown: asked again after."""
+    fake, url = scripted
+    fake.mode = "mixed"
+    proxy = start_proxy(url, window=RECALL_WINDOW)
+    client = _client(proxy)
+    config = types.GenerateContentConfig(tools=[types.Tool.model_validate(t) for t in TOOLS])
+    chunks = list(
+        client.models.generate_content_stream(
+            model=MODEL, contents=_recall_history(), config=config
+        )
+    )
+    assert len(fake.requests) == 2
+    assert not [c for c in chunks if c.function_calls]
+    turn = fake.requests[1]["contents"][-2]
+    assert [p["functionCall"]["name"] for p in turn["parts"] if "functionCall" in p] == [RECALL]

@@ -45,6 +45,7 @@ from .._messages import (
 )
 from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
 from .._task import strip_injected
+from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
 from ..layers.mask import ActionMemo, MaskPlan, mask_message, mask_plan, prints_file
 from ..layers.repair import RepairState, repair_appended, unchanged_next
@@ -52,7 +53,6 @@ from ..layers.thinking import strip_message
 from ..layers.truncate import needs_truncation, truncate_message
 from ..layers.units import HistoryIndex
 from ..strategies.base import compaction_target, make_ref
-from ..summarizers._mentions import words_of
 
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 

@@ -53,7 +53,7 @@ from .._model_overrides import registry_for
 from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
-from .errors import ErrorKind, Provider, context_length_message, provider_for_path
+from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
 from .forward import error_response, forward, request_headers
 from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
 from .metrics import observing, publishing, shared_stats
@@ -266,13 +266,39 @@ class _Proxy:
         self.stats.record(record)
         log_request(record.as_log(), warning=record.status >= 500 or bool(record.summary_failure))
 
-    async def deny(self, record: RequestRecord, provider: Provider, started: float) -> Response:
-        record.status, record.error = 401, "bad_proxy_token"
+    async def answer(
+        self,
+        record: RequestRecord,
+        provider: Provider,
+        started: float,
+        kind: ErrorKind,
+        error: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """The proxy's own answer to a request (the provider's error shape), logged and
+        counted: ``error`` in the record, ``message`` to the client."""
+        record.status, record.error = status_for(kind), error
         record.latency_ms = (time.perf_counter() - started) * 1000
         await self.finish(record)
-        return error_response(
-            provider, "unauthorized", "contextwarden proxy: missing or wrong X-Contextwarden-Token"
-        )
+        return error_response(provider, kind, message, headers)
+
+    async def checked(
+        self, request: Request, record: RequestRecord, provider: Provider, started: float
+    ) -> Response | None:
+        """The answer to a request without the proxy's token or whose path climbs out of its
+        route (see :func:`climbs`), None for one that may go on."""
+        if not self.authorized(request):
+            message = "contextwarden proxy: missing or wrong X-Contextwarden-Token"
+            return await self.answer(
+                record, provider, started, "unauthorized", "bad_proxy_token", message
+            )
+        if climbs(request):
+            message = (
+                "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself"
+            )
+            return await self.answer(record, provider, started, "bad_path", "bad_path", message)
+        return None
 
     async def read_body(self, request: Request) -> tuple[bytes | None, ErrorKind | None, int]:
         """``(body, None, held)``, or ``(None, why, held)`` as soon as it is known that the body
@@ -315,58 +341,27 @@ class _Proxy:
         self, record: RequestRecord, provider: Provider, started: float, why: ErrorKind
     ) -> Response:
         """The answer to a body that could not be taken (see :meth:`read_body`)."""
+        cfg = self.config
         if why == "too_large":
-            return await self.too_large(record, provider, started)
-        record.status = 503 if why == "overloaded" else 408
-        record.error = "proxy_overloaded" if why == "overloaded" else "body_timeout"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
+            message = (
+                f"contextwarden proxy: the request body is over the limit of "
+                f"{cfg.max_body_bytes:,} bytes (--max-body-bytes)"
+            )
+            return await self.answer(record, provider, started, why, "body_too_large", message)
         if why == "overloaded":
             message = (
                 "contextwarden proxy: too many request bodies in flight "
-                f"(max_buffered_bytes={self.config.max_buffered_bytes:,}); retry shortly"
+                f"(max_buffered_bytes={cfg.max_buffered_bytes:,}); retry shortly"
             )
-            headers = {"Retry-After": "1"}
-        else:
-            message = (
-                "contextwarden proxy: the request body did not arrive within "
-                f"{self.config.body_timeout:g} s (body_timeout)"
+            return await self.answer(
+                record, provider, started, why, "proxy_overloaded", message, {"Retry-After": "1"}
             )
-            headers = {"Connection": "close"}
-        return error_response(provider, why, message, headers)
-
-    async def bad_path(self, record: RequestRecord, provider: Provider, started: float) -> Response:
-        record.status, record.error = 400, "bad_path"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        return error_response(
-            provider,
-            "bad_path",
-            "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself",
+        message = (
+            "contextwarden proxy: the request body did not arrive within "
+            f"{cfg.body_timeout:g} s (body_timeout)"
         )
-
-    async def too_large(
-        self, record: RequestRecord, provider: Provider, started: float
-    ) -> Response:
-        record.status, record.error = 413, "body_too_large"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        limit = self.config.max_body_bytes
-        return error_response(
-            provider,
-            "too_large",
-            f"contextwarden proxy: the request body is over the limit of {limit:,} bytes "
-            "(--max-body-bytes)",
-        )
-
-    async def overflow(
-        self, record: RequestRecord, provider: Provider, started: float, exc: ContextOverflowError
-    ) -> Response:
-        record.status, record.error = 400, CONTEXT_OVERFLOW
-        record.latency_ms = record.transform_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        message = context_length_message(provider, exc.tokens, exc.limit)
-        return error_response(provider, "context_length", message)
+        headers = {"Connection": "close"}
+        return await self.answer(record, provider, started, why, "body_timeout", message, headers)
 
     async def client_left(self, record: RequestRecord, started: float) -> Response:
         """The client went away before its body was read: one log line, nothing forwarded."""
@@ -432,10 +427,9 @@ class _Proxy:
         path = request.url.path
         provider = wire.provider
         record = RequestRecord(request.method, path, wire.name)
-        if not self.authorized(request):
-            return await self.deny(record, provider, started)
-        if climbs(request):
-            return await self.bad_path(record, provider, started)
+        refused = await self.checked(request, record, provider, started)
+        if refused is not None:
+            return refused
         held = 0
         try:
             try:
@@ -513,26 +507,29 @@ class _Proxy:
                     ),
                 )
             except _Overflow as overflow:
-                return await self.overflow(record, wire.provider, started, overflow.error)
+                record.transform_ms = (time.perf_counter() - started) * 1000
+                error = overflow.error
+                message = context_length_message(wire.provider, error.tokens, error.limit)
+                return await self.answer(
+                    record, wire.provider, started, "context_length", CONTEXT_OVERFLOW, message
+                )
             except Exception as exc:
                 outcome = unread(raw, request.url.path, exc)
             self.clients.account(state, outcome.conversation, len(raw))
             fill_record(record, outcome, budgets, started)
             if outcome.refused is not None:
-                return await self.invalid(record, wire.provider, started, outcome.refused)
+                logger.warning("%s", outcome.refused)
+                return await self.answer(
+                    record,
+                    wire.provider,
+                    started,
+                    "invalid_request",
+                    "invalid_output",
+                    outcome.refused,
+                )
             return outcome
         fill_record(record, outcome, [], started)
         return outcome
-
-    async def invalid(
-        self, record: RequestRecord, provider: Provider, started: float, message: str
-    ) -> Response:
-        """The answer to a request whose reduced form would break the provider's rules."""
-        record.status, record.error = 400, "invalid_output"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        logger.warning("%s", message)
-        await self.finish(record)
-        return error_response(provider, "invalid_request", message)
 
     async def recall_offer(
         self, wire: Wire, state: ClientState, outcome: BodyOutcome
@@ -576,10 +573,9 @@ class _Proxy:
         path = request.url.path
         provider = provider_for_path(path)
         record = RequestRecord(request.method, path, "passthrough")
-        if not self.authorized(request):
-            return await self.deny(record, provider, started)
-        if climbs(request):
-            return await self.bad_path(record, provider, started)
+        refused = await self.checked(request, record, provider, started)
+        if refused is not None:
+            return refused
         if request.method == "POST" and _MODEL_CALL.search(path):
             # a model call in an API the proxy does not serve: never silently
             record.skipped = UNSUPPORTED_ROUTE

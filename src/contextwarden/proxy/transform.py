@@ -34,6 +34,7 @@ from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
 from .wire import WIRES, Ran, Wire
+from .wire._base import Has
 
 __all__ = [
     "Api",
@@ -65,10 +66,10 @@ Api = Literal["openai", "anthropic", "count_tokens", "responses", "gemini"]
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def lone_surrogate(raw: bytes, body: Any) -> bool:
-    """Whether the parsed ``body`` holds a lone surrogate (only looked for when ``raw`` escapes
+def lone_surrogate(has: Has, body: Any) -> bool:
+    """Whether the parsed ``body`` holds a lone surrogate (only looked for when its bytes escape
     a surrogate: paired escapes, an emoji, are one character once parsed)."""
-    if b"\\u" not in raw or _SURROGATE_ESCAPE.search(raw) is None:
+    if not has(_SURROGATE_ESCAPE, 6):
         return False
     try:
         json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -238,9 +239,11 @@ def transform_body(
     registry, for the window under ``window_cap``."""
     wire = WIRES[api] if isinstance(api, str) else api
     read = bodies.read(raw, wire.items) if bodies is not None else None
+    has: Has
     if read is not None:
-        body, fast = read.body, read.finite
+        body, fast, has = read.body, read.finite, read.has
     else:
+        has = lambda pattern, _: pattern.search(raw) is not None  # noqa: E731
         try:
             body, fast = load_body(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -263,7 +266,7 @@ def transform_body(
     skip = wire.skip(body)
     if skip is not None:
         return BodyOutcome(raw, False, model, stream, skipped=skip[0], detail=skip[1])
-    if lone_surrogate(raw, body):
+    if lone_surrogate(has, body):
         return surrogate_outcome(raw, model, stream)
     warning: str | None = None
     options: dict[str, Any] = {}
@@ -276,7 +279,7 @@ def transform_body(
         return wire.run(
             warden,
             body,
-            raw,
+            has,
             model=model,
             window=window,
             options=options,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,7 +14,11 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event
 from ..stats import Route
 
-__all__ = ["PROVIDER_COMPACTION", "Ran", "Splice", "Turn", "Wire", "json_object"]
+__all__ = ["PROVIDER_COMPACTION", "Has", "Ran", "Splice", "Turn", "Wire", "json_object"]
+
+#: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
+#: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
+Has = Callable[[re.Pattern[bytes], int], bool]
 
 #: The ``skipped`` reason of a request whose history the provider compacts itself (its
 #: ``context_management``, a compaction block, Codex's ``compaction_trigger``): forwarded as
@@ -99,14 +104,15 @@ class Wire:
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,
         options: dict[str, Any],
         cache_breakpoints: bool,
     ) -> Ran:
-        """The warden on the body's history (``options``: ``summarizer``, ``max_tokens``)."""
+        """The warden on the body's history (``options``: ``summarizer``, ``max_tokens``;
+        ``has(pattern, width)``: whether the body's bytes match a pattern)."""
         raise NotImplementedError
 
     def problems(self, body: Mapping[str, Any]) -> list[str]:

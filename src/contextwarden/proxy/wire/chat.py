@@ -11,7 +11,7 @@ from ...formats.validate import validate_openai
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Ran, Turn, Wire
+from ._base import Has, Ran, Turn, Wire
 
 __all__ = ["CHAT", "ChatWire", "OpenAISplice"]
 
@@ -28,7 +28,7 @@ class ChatWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,

@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...formats._common import limit_value
 from ...formats.gemini import from_gemini, to_gemini
 from ...formats.validate import validate_gemini
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Ran, Turn, Wire
+from ._base import Has, Ran, Turn, Wire
 
 __all__ = ["GEMINI", "GeminiSplice", "GeminiWire"]
 
@@ -55,10 +56,7 @@ class GeminiWire(Wire):
         config = body.get("generationConfig", body.get("generation_config"))
         if not isinstance(config, Mapping):
             return None
-        value = config.get("maxOutputTokens", config.get("max_output_tokens"))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        return None
+        return limit_value(config.get("maxOutputTokens", config.get("max_output_tokens")))
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
         """The function declarations in the chat shape the counter reads."""
@@ -72,7 +70,7 @@ class GeminiWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,
@@ -104,9 +102,18 @@ class GeminiWire(Wire):
         return {"functionDeclarations": [fn]}
 
     def may_offer(self, body: Mapping[str, Any]) -> bool:
-        """Not beside ``cachedContent`` (its tools are in the cache), nor when the client's
+        """Not beside ``cachedContent`` (its tools are in the cache), nor on a call for
+        structured output (``responseMimeType`` JSON or a response schema: Gemini CLI's loop
+        check retries for minutes on a reply that is a call), nor when the client's
         ``toolConfig`` forbids calls or names the functions allowed."""
         if body.get("cachedContent") is not None:
+            return False
+        config = body.get("generationConfig")
+        if isinstance(config, dict) and (
+            config.get("responseMimeType") == "application/json"
+            or config.get("responseJsonSchema") is not None
+            or config.get("responseSchema") is not None
+        ):
             return False
         tools = body.get("tools")
         if tools is not None and not isinstance(tools, list):

@@ -14,6 +14,7 @@ is left alone: it knows its cache better than we do.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Ran, Turn, Wire
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -50,7 +51,7 @@ class MessagesWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,
@@ -68,7 +69,7 @@ class MessagesWire(Wire):
         if (
             cache_breakpoints
             and self.breakpoints
-            and not _client_caches(raw, body, system, messages, tools)
+            and not _client_caches(has, body, system, messages, tools)
         ):
             new_system, new_messages, new_tools, added = add_counting(
                 new_system, new_messages, tools, _stable(result, len(new_messages))
@@ -153,14 +154,20 @@ def _stable(result: Any, written: int) -> int | None:
     return stable
 
 
+#: A ``cache_control`` key, and a ``\\u`` escape (which could spell one): literal patterns,
+#: searched at the speed of a byte scan.
+_CACHE_KEY = re.compile(rb'"cache_control"')
+_ESCAPE = re.compile(rb"\\u")
+
+
 def _client_caches(
-    raw: bytes, body: Mapping[str, Any], system: Any, messages: list[Any], tools: Any
+    has: Has, body: Mapping[str, Any], system: Any, messages: list[Any], tools: Any
 ) -> bool:
     """Whether the client asked for prompt caching itself: a breakpoint anywhere, or top-level
     automatic caching. A request we cannot read counts as yes (we leave it as it is)."""
     if body.get("cache_control") is not None:
         return True
-    if b"cache_control" not in raw and b"\\u" not in raw:
+    if not has(_CACHE_KEY, 15) and not has(_ESCAPE, 2):
         return False  # the common case, without walking the history: the key is nowhere
     try:
         return count_cache_breakpoints(system, messages, tools) > 0

@@ -37,7 +37,16 @@ from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Ran, Splice, Turn, Wire, json_object, refused_message
+from ._base import (
+    PROVIDER_COMPACTION,
+    Has,
+    Ran,
+    Splice,
+    Turn,
+    Wire,
+    json_object,
+    refused_message,
+)
 
 __all__ = ["RESPONSES", "ResponsesSplice", "ResponsesWire", "hide_recall_tool"]
 
@@ -77,7 +86,7 @@ class ResponsesWire(Wire):
         self,
         warden: Any,
         body: dict[str, Any],
-        raw: bytes,
+        has: Has,
         *,
         model: str | None,
         window: int | None,
