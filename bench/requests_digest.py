@@ -75,7 +75,13 @@ def replay(rec: Recording, window: int | None) -> dict[str, Any]:
             body = f"{type(exc).__name__}: {exc}".encode()
         digests.append(hashlib.sha256(body).hexdigest())
     whole = hashlib.sha256("".join(digests).encode()).hexdigest()
-    return {"model": model, "calls": len(digests), "errors": errors, "all": whole, "calls_sha": digests}
+    return {
+        "model": model,
+        "calls": len(digests),
+        "errors": errors,
+        "all": whole,
+        "calls_sha": digests,
+    }
 
 
 def run() -> dict[str, Any]:
@@ -107,7 +113,11 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
             continue
         differ += 1
         first = next(
-            (i for i, (x, y) in enumerate(zip(a["calls_sha"], b["calls_sha"])) if x != y),
+            (
+                i
+                for i, (x, y) in enumerate(zip(a["calls_sha"], b["calls_sha"], strict=False))
+                if x != y
+            ),
             min(len(a["calls_sha"]), len(b["calls_sha"])),
         )
         print(f"{key}: differs from call {first} of {a['calls']}")
