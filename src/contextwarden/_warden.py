@@ -28,31 +28,33 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._budget import Budget
-from ._config import WardenConfig
+import contextwarden.context as context
+
 from ._events import logger
-from ._exceptions import ConfigError
 from ._hooks import takes_keyword
-from ._log import Edit, conversation_key
-from ._messages import Message
-from ._model_overrides import registry_for
-from ._models import ModelRegistry
-from ._policy import CacheRates
-from ._resolve import Resolver
-from ._tokens import TokenCounter
+from ._log import conversation_key
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
 from .context.guard import final_guard, run_layers
-from .context.hook import HookCaller, build_hook, rebuilder, summary_calls
+from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
-from .context.table import ConversationTable
 from .formats._prefix import ImagedList, PrefixCodec
 from .formats.cache_control import add_cache_breakpoints
-from .layers.base import Layer, LayerContext, require_messages
+from .layers.base import LayerContext, require_messages
 from .layers.window import ensure_within
-from .store.logs import LogStore
+
+if TYPE_CHECKING:
+    from ._budget import Budget
+    from ._config import WardenConfig
+    from ._log import Edit
+    from ._messages import Message
+    from ._models import ModelRegistry
+    from ._policy import CacheRates
+    from ._tokens import TokenCounter
+    from .layers.base import Layer
+    from .store.logs import LogStore
 
 __all__ = ["CompactionHook", "TransformResult", "Warden", "takes_keyword"]
 
@@ -95,20 +97,22 @@ class Warden:
         models: ModelRegistry | None = None,
         max_state_bytes: int | None = None,
     ) -> None:
-        # model_validate: mypy does not see pydantic's positional Field defaults
-        self.config = config if config is not None else WardenConfig.model_validate({})
-        if not isinstance(self.config, WardenConfig):
-            raise ConfigError(f"config must be a WardenConfig, got {type(self.config).__name__}")
-        self.counter = counter
-        self.compactor = build_hook(self.config, compactor, summarizer, strategies)
-        self._hook = HookCaller(self.compactor) if self.compactor is not None else None
-        self.layers = tuple(layers)
-        self.log_store = log_store
-        #: the models this warden knows: ``models``' and the config's ``models:`` section's, then
-        #: the built-in tables
-        self.models = registry_for(self.config, models)
-        self._resolve = Resolver(self.config, counter, self.models, counter_cache)
-        self._table = ConversationTable(self.config, log_store, max_state_bytes)
+        self.counter, self.layers, self.log_store = counter, tuple(layers), log_store
+        #: ``models``: the models this warden knows (``models``' and the config's ``models:``
+        #: section's, then the built-in tables)
+        self.config, self.compactor, self.models, self._hook, self._resolve, self._table = (
+            context.build_parts(
+                config,
+                counter,
+                compactor,
+                summarizer,
+                strategies,
+                log_store,
+                counter_cache,
+                models,
+                max_state_bytes,
+            )
+        )
         self._codec = codec if codec is not None else PrefixCodec()
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
@@ -263,7 +267,9 @@ class Warden:
         (the system prompt gains a summary hint, the original question is kept)."""
         conv, call = self._begin(messages, model, window, system, tools, conversation)
         with conv.lock:
-            return self._run(conv, call, None, True, True, rebuilder(self.config, self.compactor))
+            return self._run(
+                conv, call, None, True, True, context.rebuilder(self.config, self.compactor)
+            )
 
     # -- stages ------------------------------------------------------------------------------
     def _begin(
@@ -297,7 +303,7 @@ class Warden:
             tail_tokens=sum(counter.count_message(m) for m in tail),
             focus=focus,
             summarizer=summarizer,
-            summary_calls=summary_calls(self.compactor, summarizer),
+            summary_calls=context.summary_calls(self.compactor, summarizer),
             max_tokens=max_tokens,
         )
 
@@ -432,18 +438,10 @@ class Warden:
         shared = type(messages) is ImagedList  # see transform_openai
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
-            # the system prompt: the system messages before the first other one (those in the
-            # middle are written in place, inside the messages)
-            leading = next(
-                (k for k, m in enumerate(result.messages) if m.role != "system"),
-                len(result.messages),
-            )
-            stable = result.stable_prefix - leading
             system_out, out, _ = add_cache_breakpoints(
                 system_out,
                 out,
                 tools=list(tools) if tools else None,
-                # to_anthropic may merge messages: past the end means "no stable mark"
-                stable_end=(max(stable, 0) or None) if stable < len(out) else None,
+                stable_end=result.stable_end(len(out)),
             )
         return system_out, out, result

@@ -12,12 +12,10 @@ from dataclasses import replace
 
 from .._budget import reply_tokens
 from .._events import Event, emit
-from .._log import Edit
+from .._log import Repair
 from .._messages import (
     Message,
     TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
     ToolResultBlock,
     held_bytes,
 )
@@ -38,55 +36,35 @@ def append(s: State, call: Call, start: int, stop: int) -> None:
     msgs = call.messages
     count = ctx.counter.count_message
     cfg = s.config.truncate
+    index = s.index
+    index.extend(msgs, start, stop)
     for i in range(start, stop):
         m = msgs[i]
         s.inputs.append(m)
         s.bytes += held_bytes(m) + SLOT_BYTES
         tokens = count(m)
         s.input_tokens += tokens
-        names: list[str] = []
-        thinking = False
-        for b in m.content:
-            if isinstance(b, ToolCallBlock):
-                s.call_names[b.id] = b.name
-            elif isinstance(b, ToolResultBlock):
-                names.append(s.call_names.get(b.tool_call_id, ""))
-            elif isinstance(b, ThinkingBlock):
-                thinking = True
-        role = m.role
-        if names:
-            s.names.append(tuple(names))
-            s.results.append(i)
-        else:
-            s.names.append(())
-            if role == "user":
-                s.last_user = i
-        if role == "assistant":
-            if thinking:
-                s.thinking.append(i)
+        names = index.names[i]
+        if m.role == "assistant":
             s.longest_reply = max(s.longest_reply, reply_tokens(tokens, m.usage))
         entry = m if unchanged_next(s.repair, m) else _repair(s, call, i, m)
         if entry is not None and entry.role == "tool":
             entry = _answered(s, call, i, entry)
         if entry is None:  # a repair took it out: it stays in the history, not the view
             s.base.append(m)
-            for r in m.tool_results if names else ():
-                s.where[r.tool_call_id] = i
             _note_typed(s, i, m)
             continue
         if (
             needs_truncation(entry, cfg) or _oversized_client_block(entry, cfg.max_chars)
         ) and not entry.is_pinned:
-            entry, events = truncate_message(entry, tuple(names), ctx)
+            entry, events = truncate_message(entry, names, ctx)
             for e in events:
                 emit(call.out.events, replace(e, index=len(s.view)))
         if entry is not m:  # a copy (repaired, cut): kept beside the agent's message
             s.bytes += held_bytes(entry)
-        for b in entry.tool_calls:
-            s.call_at[b.id] = i
+            for c in entry.tool_calls:  # an id the repair made unique
+                index.call_at.setdefault(c.id, i)
         s.base.append(entry)
-        for r in entry.tool_results if names else ():
-            s.where[r.tool_call_id] = i
         _note_typed(s, i, entry)
         if s.positions is not None:
             s.positions[i] = len(s.view)
@@ -115,15 +93,13 @@ def _repair(s: State, call: Call, i: int, m: Message) -> Message | None:
         synthetic = [
             x
             for x in out
-            if x.role == "tool" and all(_in_view(s, r.tool_call_id) for r in x.tool_results)
+            if x.role == "tool" and all(_in_view(s, r.tool_call_id, i) for r in x.tool_results)
         ]
         rest = [x for x in out if x.role != "tool"]
         entry = rest[0] if rest else None
     if synthetic or entry is None:
         number = len(s.edits)
-        edit = Edit(
-            "repair",
-            "must",
+        edit = Repair(
             removed=((i, i + 1),) if entry is None else (),
             inserted=tuple((i, x) for x in synthetic),
             call=s.calls,
@@ -146,7 +122,7 @@ def _answered(s: State, call: Call, i: int, entry: Message) -> Message | None:
     gone = [
         b
         for b in entry.content
-        if isinstance(b, ToolResultBlock) and not _in_view(s, b.tool_call_id)
+        if isinstance(b, ToolResultBlock) and not _in_view(s, b.tool_call_id, i)
     ]
     if not gone:
         return entry
@@ -166,15 +142,17 @@ def _answered(s: State, call: Call, i: int, entry: Message) -> Message | None:
         return entry.replace(content=rest)
     if rest:
         return entry.replace(role="user", content=rest)
-    edit = Edit("repair", "must", removed=((i, i + 1),), call=s.calls)
+    edit = Repair(removed=((i, i + 1),), call=s.calls)
     note(s, edit)
     call.out.edits.append(edit)
     return None
 
 
-def _in_view(s: State, call_id: str) -> bool:
-    at = s.call_at.get(call_id)
-    return at is None or s.position(at) is not None
+def _in_view(s: State, call_id: str, i: int) -> bool:
+    """Whether the call ``call_id`` answered at history position ``i`` is in the view (a call
+    of the same id made later, which a repair renames, does not count)."""
+    at = s.index.call_at.get(call_id)
+    return at is None or at >= i or s.position(at) is not None
 
 
 def _note_typed(s: State, i: int, m: Message) -> None:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._events import CompactResult, Event
 from .._exceptions import ConfigError, FormatError
 from .._log import Edit
 from .._messages import Message
-from .._policy import CacheRates
 from ..layers.base import LayerContext
+
+if TYPE_CHECKING:
+    from .._policy import CacheRates
 
 __all__ = ["Call", "Outcome", "check_arguments"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .._log import Edit, apply
+from .._log import Compaction, Edit, Mask, Repair, StripThinking, WindowCut, apply
 from .._messages import held_bytes
 from .call import Call
 from .render import marked, mask, strip
@@ -22,13 +22,17 @@ __all__ = ["commit", "note", "reach"]
 def reach(edit: Edit) -> tuple[int, int]:
     """``(touched, anchored)``: the last history position ``edit`` changes or removes, and the
     last position a message it inserts is anchored before (-1 for none)."""
-    touched = max([edit.upto, *(p for p, _, _ in edit.superseded)])
-    for _, end in edit.removed:
-        touched = max(touched, end - 1)
-    for p, _ in edit.replaced:
-        touched = max(touched, p)
+    if isinstance(edit, Mask):
+        return max([edit.upto, *(p for p, _, _ in edit.superseded)]), -1
+    if isinstance(edit, StripThinking):
+        return edit.upto, -1
+    touched = max((end - 1 for _, end in edit.removed), default=-1)
+    if isinstance(edit, WindowCut):
+        return touched, -1
     anchored = max((a for a, _ in edit.inserted), default=-1)
-    if edit.kind == "repair":  # synthetic results close calls of the message before the anchor
+    if isinstance(edit, Compaction):
+        touched = max([touched, *(p for p, _ in edit.replaced)])
+    else:  # a repair's synthetic results close calls of the message before the anchor
         touched = max(touched, anchored)
     return touched, anchored
 
@@ -36,11 +40,14 @@ def reach(edit: Edit) -> tuple[int, int]:
 def note(s: State, edit: Edit) -> None:
     """Put ``edit`` in the log and extend what the log reaches."""
     s.edits.append(edit)
-    s.bytes += sum(held_bytes(m) for _, m in (*edit.inserted, *edit.replaced))
-    if edit.kind == "mask":
+    if isinstance(edit, Mask):
         s.mask_upto = max(s.mask_upto, edit.upto)
-    elif edit.kind == "strip_thinking":
+    elif isinstance(edit, StripThinking):
         s.strip_upto = max(s.strip_upto, edit.upto)
+    elif isinstance(edit, Compaction):
+        s.bytes += sum(held_bytes(m) for _, m in (*edit.inserted, *edit.replaced))
+    elif isinstance(edit, Repair):
+        s.bytes += sum(held_bytes(m) for _, m in edit.inserted)
     touched, anchored = reach(edit)
     s.touched = max(s.touched, touched)
     s.anchored = max(s.anchored, anchored)
@@ -55,9 +62,9 @@ def commit(
     records made earlier back as they are."""
     before = s.total
     ctx = call.ctx
-    if any(e.kind == "mask" for e in edits):
+    if any(isinstance(e, Mask) for e in edits):
         for e in edits:
-            if e.kind == "mask":
+            if isinstance(e, Mask):
                 s.fate = marked(s, s.fate, e)
         s.kept = {r: None for r, f in s.fate.items() if f == "keep"}
         s.open_superseded = {r: None for r in s.open_superseded if s.fate.get(r) in (None, "keep")}

@@ -25,14 +25,14 @@ it runs under the conversation's lock, one call at a time.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from .._events import CompactResult
-from .._log import Edit
+from .._log import Compaction, Edit, Repair, WindowCut, edit_from_dict, make_ref
 from .._messages import Message
-from ..strategies.base import make_ref
 from .append import append
 from .call import Call, Outcome
 from .commit import commit
@@ -44,7 +44,7 @@ from .state import State
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
 
 #: The version of :meth:`Conversation.record`'s layout.
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 #: How many of its newest messages a request may replace and still continue a conversation:
 #: clients rewrite the end of a request each call (aider moves its files-in-chat turn after the
@@ -106,8 +106,8 @@ class Conversation(State):
         fresh.lock = self.lock
         scratch = replace(call, out=Outcome())
         append(fresh, scratch, 0, upto)
-        again = [(e.removed, e.inserted) for e in fresh.edits]
-        before = [(e.removed, e.inserted) for e in edits if e.kind == "repair"]
+        again = [(e.removed, e.inserted) for e in fresh.edits if isinstance(e, Repair)]
+        before = [(e.removed, e.inserted) for e in edits if isinstance(e, Repair)]
         if again != before:
             raise Diverged  # the same content repaired differently: cannot happen, but never guess
         fresh.edits, fresh.mask_upto, fresh.strip_upto = [], -1, -1
@@ -149,7 +149,7 @@ class Conversation(State):
 
     def restore(self, call: Call, record: Mapping[str, Any], upto: int) -> Conversation:
         """The conversation ``record`` describes, made from ``call.messages[:upto]``."""
-        edits = [Edit.from_dict(raw) for raw in record["edits"]]
+        edits = [edit_from_dict(raw) for raw in record["edits"]]
         compacted = record.get("compacted_at")
         return self._replay(
             call,
@@ -191,21 +191,28 @@ class Conversation(State):
         """The agent's original messages behind ``ref`` (a ``cw:`` reference a marker or a
         summary of this conversation shows), verbatim; ``None`` if it names none of them."""
         for edit in reversed(self.edits):
-            if edit.ref == ref and edit.removed:
+            if isinstance(edit, Compaction | WindowCut) and edit.ref == ref and edit.removed:
                 return self.hidden(edit)
-        for s in (*self.results, *self.thinking):  # a masked result, a stripped reasoning
+        for s in (*self.index.results, *self.index.thinking):  # a masked result, stripped reasoning
             if make_ref((self.inputs[s],)) == ref:
                 return (self.inputs[s],)
         for edit in reversed(self.edits):  # a step of a compaction its summary names
-            if edit.kind == "compaction" and edit.summary and ref in edit.summary:
+            if isinstance(edit, Compaction) and edit.summary and ref in edit.summary:
                 return self.hidden(edit)
         return None
 
     def stable_prefix(self) -> int:
         """View messages before the first one a pending mask or strip would change."""
         frontier = max(self.mask_upto, self.strip_upto)
-        for p, s in enumerate(self.sources):
-            if isinstance(s, int) and s > frontier and (self.names[s] or s in self.thinking):
+        results, thinking = self.index.results, self.index.thinking
+        r, k = bisect_right(results, frontier), bisect_right(thinking, frontier)
+        while r < len(results) or k < len(thinking):  # in history order: the first in the view
+            if k == len(thinking) or (r < len(results) and results[r] < thinking[k]):
+                i, r = results[r], r + 1
+            else:
+                i, k = thinking[k], k + 1
+            p = self.position(i)
+            if p is not None:
                 return p
         return len(self.sources)
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .._events import CompactionPlan, CompactResult, Event, emit
-from .._log import Edit, Source
+from .._log import Compaction, Source, WindowCut, make_ref
 from .._messages import Message
-from ..layers.units import HistoryIndex
-from ..strategies.base import compaction_target, make_ref
+from ..layers.units import index_of
+from ..layers.window import compaction_target
 from .call import Call
 from .commit import commit
 from .state import State
@@ -76,8 +76,7 @@ def window_cut(s: State, call: Call) -> None:
     if budget is None or not s.config.window.enabled:
         return
     aim = compaction_target(budget)
-    index = HistoryIndex(keep_results=0, keep_thinking=0)
-    index.extend(s.view, 0)
+    index = index_of(s.view, keep_results=0, keep_thinking=0)
 
     def no_summary(view: Sequence[Message], start: int, end: int) -> bool:
         # an earlier compaction's summary stays: it stands for what was cut before
@@ -102,9 +101,7 @@ def window_cut(s: State, call: Call) -> None:
     inserts = sorted({x[0] for p in drop if isinstance(x := s.sources[p], tuple)})
     before = s.total
     ref = make_ref([s.inputs[i] for i in positions])
-    edit = Edit(
-        "window_cut",
-        "must",
+    edit = WindowCut(
         removed=_ranges(positions),
         dropped=tuple(inserts),
         ref=ref,
@@ -140,7 +137,7 @@ def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _plan_edit(plan: CompactionPlan, sources: Sequence[Source], history: int) -> Edit | None:
+def _plan_edit(plan: CompactionPlan, sources: Sequence[Source], history: int) -> Compaction | None:
     """The ``compaction`` edit of ``plan``, made on the view whose message sources are
     ``sources``: removed history messages leave by position, removed summaries of earlier
     edits drop those edits, each inserted message is anchored to the next history message kept
@@ -158,8 +155,7 @@ def _plan_edit(plan: CompactionPlan, sources: Sequence[Source], history: int) ->
     )
     if not removed and not inserted and not replaced and not dropped:
         return None
-    return Edit(
-        "compaction",
+    return Compaction(
         removed=_ranges(removed),
         inserted=inserted,
         replaced=replaced,

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._log import EditReason
 from .._policy import cheaper_at_limit, edit_pays, expected_calls
-from ..strategies.base import compaction_target
+from ..layers.window import compaction_target
 from .call import Call
 from .state import State
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["Due", "compaction_due", "edit_reason", "lossless_pays"]
 

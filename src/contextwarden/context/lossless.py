@@ -12,10 +12,10 @@ from bisect import bisect_left, bisect_right
 from collections import ChainMap
 
 from .._events import Event, emit
-from .._log import Edit, EditReason
+from .._log import Edit, EditReason, Mask, StripThinking, make_ref
 from ..layers.base import LayerContext
 from ..layers.mask import MaskPlan
-from ..strategies.base import make_ref
+from ..layers.mask_plan import kept_whole
 from .call import Call
 from .commit import commit
 from .decide import lossless_pays
@@ -34,16 +34,16 @@ def frontiers(s: State) -> tuple[int, int]:
     mask_to = -1
     if cfg.mask.enabled:
         kept = 0
-        for pos in reversed(s.results):
-            kept += len(s.names[pos])
+        for pos in reversed(s.index.results):
+            kept += len(s.index.names[pos])
             if kept > keep:
                 mask_to = pos
                 break
     strip_to = -1
-    if cfg.thinking.enabled and len(s.thinking) > cfg.thinking.keep_recent:
-        strip_to = s.thinking[len(s.thinking) - cfg.thinking.keep_recent - 1]
+    if cfg.thinking.enabled and len(s.index.thinking) > cfg.thinking.keep_recent:
+        strip_to = s.index.thinking[len(s.index.thinking) - cfg.thinking.keep_recent - 1]
         if cfg.thinking.keep_current_turn:
-            strip_to = min(strip_to, s.last_user - 1)
+            strip_to = min(strip_to, s.index.last_user - 1)
     return mask_to, strip_to
 
 
@@ -54,10 +54,10 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         return
     removed = 0
     first: int | None = None
-    mask_edit: Edit | None = None
+    mask_edit: Mask | None = None
     if mask_to > s.mask_upto and s.config.mask.enabled:
         mask_edit, removed, first = _mask_edit(s, call.ctx, reason, mask_to)
-    for i in reversed(s.thinking):
+    for i in reversed(s.index.thinking):
         if i <= s.strip_upto:
             break
         if i > strip_to:
@@ -78,7 +78,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if mask_edit is not None:
         new_edits.append(mask_edit)
     if strip_to > s.strip_upto:
-        new_edits.append(Edit("strip_thinking", reason, upto=strip_to, call=s.calls))
+        new_edits.append(StripThinking(reason=reason, upto=strip_to, call=s.calls))
     commit(s, call, new_edits, first)
     originals = {
         make_ref((s.inputs[x],)): (s.inputs[x],)
@@ -123,33 +123,31 @@ def _mask_plan(s: State) -> MaskPlan:
 
 def _mask_edit(
     s: State, ctx: LayerContext, reason: EditReason, upto: int
-) -> tuple[Edit, int, int | None]:
+) -> tuple[Mask, int, int | None]:
     """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
     agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
     superseded results reduced to a marker wherever they are), the tokens it removes and
     the first view position it changes. Costs the results it may change, not the history."""
     cfg = s.config.mask
     plan = _mask_plan(s) if cfg.plan else MaskPlan(frozenset(), {})
-    where = s.where
+    where = s.index.result_at
     budget = ctx.budget
     room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
-    keep: list[str] = []
     # results kept whole before stay so (releasing one rewrites the request from there),
     # unless over the trigger, where the request is rewritten anyway: newest first there
     kept = [] if reason == "must" else list(s.kept)
     fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
-    for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]:
-        pos = where.get(rid)
-        if pos is None or pos > upto or s.fate.get(rid) not in (None, "keep"):
-            continue
+    order = [
+        rid
+        for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]
+        if s.fate.get(rid) in (None, "keep")
+    ]
+
+    def size(pos: int) -> int | None:
         p = s.position(pos)
-        if p is None:
-            continue
-        size = s.tokens[p]
-        if size > room:
-            continue
-        room -= size
-        keep.append(rid)
+        return None if p is None else s.tokens[p]
+
+    keep = kept_whole(order, where, upto, size, room)
     superseded = tuple(
         sorted(
             (where[rid], rid, plan.superseded[rid])
@@ -157,8 +155,8 @@ def _mask_edit(
             if rid in where and s.position(where[rid]) is not None
         )
     )
-    edit = Edit(
-        "mask", reason, upto=upto, call=s.calls, keep=tuple(sorted(keep)), superseded=superseded
+    edit = Mask(
+        reason=reason, upto=upto, call=s.calls, keep=tuple(sorted(keep)), superseded=superseded
     )
     fate = ChainMap(_fates(s, edit), s.fate)
     changed = sorted({where[rid] for rid in fate.maps[0] if rid in where})
@@ -180,7 +178,7 @@ def _mask_edit(
     return edit, removed, first
 
 
-def _fates(s: State, edit: Edit) -> dict[str, str]:
+def _fates(s: State, edit: Mask) -> dict[str, str]:
     """The results whose fate mask edit ``edit`` changes, with their new fate (what
     :func:`.render.marked` would change): its superseded results, and the results at or
     before its ``upto`` no mask edit reached yet or kept whole."""
@@ -190,9 +188,9 @@ def _fates(s: State, edit: Edit) -> dict[str, str]:
         if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    reach = [*(s.where[r] for r in s.kept if r in s.where), s.mask_upto + 1]
-    start = bisect_left(s.results, min(reach))
-    for pos in s.results[start : bisect_right(s.results, edit.upto)]:
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    start = bisect_left(s.index.results, min(reach))
+    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
         for r in s.base[pos].tool_results:
             rid = r.tool_call_id
             if out.get(rid, fate.get(rid)) in (None, "keep"):

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from .._log import Edit
+from .._log import Mask, make_ref
 from .._messages import Message, ToolCallBlock, held_bytes
 from ..layers.base import LayerContext
 from ..layers.mask import MaskPlan, mask_message, prints_file
 from ..layers.thinking import strip_message
-from ..strategies.base import make_ref
 from ..summarizers._mentions import words_of
 from .state import State
 
@@ -34,7 +33,7 @@ def mask(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
 def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, str]) -> Message:
     """History message ``i`` with its tool results as ``fate`` says: masked, kept whole,
     or reduced to the superseded marker (a result ``fate`` does not name stays whole)."""
-    names = s.names[i]
+    names = s.index.names[i]
     if not names or m.is_pinned or not s.config.mask.enabled:
         return m
     key = tuple(fate.get(r.tool_call_id, "whole") for r in m.tool_results)
@@ -59,7 +58,7 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     return done
 
 
-def marked(s: State, fate: Mapping[str, str], edit: Edit) -> dict[str, str]:
+def marked(s: State, fate: Mapping[str, str], edit: Mask) -> dict[str, str]:
     """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
     other results at or before its ``upto`` are masked unless it keeps them (a result masked
     or superseded before stays so)."""
@@ -68,7 +67,7 @@ def marked(s: State, fate: Mapping[str, str], edit: Edit) -> dict[str, str]:
         if out.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    for pos in s.results:
+    for pos in s.index.results:
         if pos > edit.upto:
             break
         for r in s.base[pos].tool_results:
@@ -105,7 +104,7 @@ def _call_words(s: State, m: Message) -> frozenset[str]:
 def _answered_calls(s: State, m: Message) -> Iterator[ToolCallBlock]:
     """The calls ``m``'s results answer, as the history holds them."""
     for r in m.tool_results:
-        at = s.call_at.get(r.tool_call_id)
+        at = s.index.call_at.get(r.tool_call_id)
         if at is not None:
             yield from (c for c in s.base[at].tool_calls if c.id == r.tool_call_id)
 

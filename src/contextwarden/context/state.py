@@ -9,13 +9,17 @@ and what is remembered of them); the modules beside this one are the steps that 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from .._config import WardenConfig
-from .._log import Edit, Source
+from .._log import Compaction, Edit, Repair, Source, WindowCut
 from .._messages import Message
 from ..layers.mask import ActionMemo
 from ..layers.mask_plan import MaskPlanner
 from ..layers.repair import RepairState
+from ..layers.units import index_of
+
+if TYPE_CHECKING:
+    from .._config import WardenConfig
 
 __all__ = ["State"]
 
@@ -39,9 +43,8 @@ class State:
         self.config = config
         self.inputs: list[Message] = []  # the agent's messages, as given
         self.base: list[Message] = []  # the same, huge tool output cut on entry
-        self.names: list[tuple[str, ...]] = []  # tool names of each message's results
-        self.call_names: dict[str, str] = {}
-        self.call_at: dict[str, int] = {}  # a call's id in the view -> its history position
+        #: the history's index: tool names, calls and results, thinking, the last user message
+        self.index = index_of((), keep_results=0, keep_thinking=0)
         # the paths and code names written outside tool results (the agent's text and calls,
         # the user's and system messages), each with the history position it was first in
         self.typed: dict[str, int] = {}
@@ -54,17 +57,13 @@ class State:
         self.strip_upto = -1
         self.touched = -1  # the last history position an edit changed or removed
         self.anchored = -1  # the last position an edit's inserted message stands before
-        self.results: list[int] = []  # history positions holding tool results, in order
         self.longest_reply = 0  # the room the longest assistant message took (reply_tokens)
-        self.thinking: list[int] = []  # history positions of assistant messages with thinking
-        self.last_user = -1
         self.masked: dict[tuple[int, tuple[str, ...]], Message] = {}
         #: what the mask edits so far decided for each result they reached, by result id:
         #: ``mask``, ``keep`` (whole) or ``by:<id>`` (superseded by that result)
         self.fate: dict[str, str] = {}
         self.actions: ActionMemo = {}  # what each answered command does (mask plans)
         self.planner = MaskPlanner(quoting=True, memo=self.actions)
-        self.where: dict[str, int] = {}  # a result's id -> its history position
         #: the results the mask edits kept whole so far (fate ``keep``), in the fate's order
         self.kept: dict[str, None] = {}
         #: the superseded results no mask edit reached yet (fate none or ``keep``), and how
@@ -97,6 +96,6 @@ class State:
     def hidden(self, edit: Edit) -> tuple[Message, ...]:
         """The agent's original messages an edit takes out of the view."""
         out: list[Message] = []
-        for start, end in edit.removed:
+        for start, end in edit.removed if isinstance(edit, Compaction | WindowCut | Repair) else ():
             out.extend(self.inputs[start:end])
         return tuple(out)

@@ -11,16 +11,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._config import WardenConfig
 from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
-from ..store.logs import LogStore
 from .call import Call
 from .conversation import RECORD_VERSION, Conversation, Diverged
+
+if TYPE_CHECKING:
+    from .._config import WardenConfig
+    from ..store.logs import LogStore
 
 __all__ = ["ConversationTable"]
 

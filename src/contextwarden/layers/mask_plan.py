@@ -11,20 +11,20 @@ so a call costs the new messages, not the history. A history that breaks the usu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .._messages import Message, ToolCallBlock
 from .mask import (
     ActionMemo,
     MaskPlan,
     ToolAction,
-    _call_action,
-    _text_actions,
+    call_action,
     same_file,
+    text_actions,
     tool_actions,
 )
 
-__all__ = ["MaskPlanner"]
+__all__ = ["MaskPlanner", "kept_whole"]
 
 
 class MaskPlanner:
@@ -82,7 +82,7 @@ class MaskPlanner:
             if j > 0 and history[j - 1].role == "assistant" and not history[j - 1].tool_calls:
                 acts = self.memo.get(("", j - 1))
                 if acts is None:
-                    acts = tuple(_text_actions(history[j - 1], j - 1, history))
+                    acts = tuple(text_actions(history[j - 1], j - 1, history))
                     self.memo["", j - 1] = acts
                 found.extend((j - 1, k, a) for k, a in enumerate(acts))
             if m.role == "user":
@@ -103,7 +103,7 @@ class MaskPlanner:
                 acts = self.memo.get((rid, j))
                 if acts is None:
                     call = owner[2]
-                    acts = (_call_action(call.name, call.input, call.id, j),)
+                    acts = (call_action(call.name, call.input, call.id, j),)
                     self.memo[rid, j] = acts
                 found.append((owner[0], owner[1], acts[0]))
             if not self.irregular:
@@ -179,3 +179,27 @@ class MaskPlanner:
             protected = frozenset(x for x in self._candidates if x not in self.superseded)
             self._plan = MaskPlan(protected, self.superseded)
         return self._plan
+
+
+def kept_whole(
+    order: Iterable[str],
+    at: Mapping[str, int],
+    upto: int,
+    size: Callable[[int], int | None],
+    room: int,
+) -> list[str]:
+    """The results a mask reaching history position ``upto`` keeps whole: of ``order`` (the
+    candidates, best first: a plan's protected results, newest first), each at or before
+    ``upto`` (``at``: a result's position), in the request (``size`` of its position, its
+    tokens, is not None) and within the ``room`` the ones before it left."""
+    keep: list[str] = []
+    for rid in order:
+        pos = at.get(rid)
+        if pos is None or pos > upto:
+            continue
+        tokens = size(pos)
+        if tokens is None or tokens > room:
+            continue
+        room -= tokens
+        keep.append(rid)
+    return keep
