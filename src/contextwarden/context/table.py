@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._events import logger
@@ -56,7 +56,7 @@ class ConversationTable:
         share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
         ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
         explicit ``conversation=`` id has one log."""
-        ids = [key] if explicit else [key, *(f"{key}#{n}" for n in range(2, MAX_BRANCHES + 1))]
+        ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
         free: str | None = None
@@ -75,9 +75,11 @@ class ConversationTable:
                 if at is not None and at > best_at:
                     best, best_at = conv, at
             if best is None and free is None:  # every branch taken: the least recently used goes
-                free = next(cid for cid in self._conversations if cid in set(ids))
+                taken = set(_branches(key, MAX_BRANCHES))
+                free = next(cid for cid in self._conversations if cid in taken)
         if best is None and self.log_store is not None:
-            for cid in ids:  # another process may have written this conversation's log
+            # another process may have written this conversation's log
+            for cid in _branches(key, 1 if explicit else MAX_BRANCHES):
                 record = self._read(cid)
                 if record is None:
                     break
@@ -180,3 +182,10 @@ class ConversationTable:
             return None
         # a record of another layout is a conversation to start anew
         return record if record is not None and record.get("v") == RECORD_VERSION else None
+
+
+def _branches(key: str, count: int) -> Iterator[str]:
+    """The ids of the logs ``key`` may have, in the order they are taken: ``key``, ``key#2``..."""
+    yield key
+    for n in range(2, count + 1):
+        yield f"{key}#{n}"

@@ -21,7 +21,7 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -79,7 +79,7 @@ NAMES_PER_CHARS_READ = 120
 
 
 def omitted_names(
-    omitted: str, kept: str = "", held: frozenset[str] = frozenset(), limit: int = 12
+    omitted: str, kept: str = "", held: Container[str] = frozenset(), limit: int = 12
 ) -> tuple[str, ...]:
     """The files and code names of ``omitted`` (the lines a mask drops) that the agent is most
     likely to need again, best first, at most ``limit``: what it defines (``def``/``class``),
@@ -90,7 +90,7 @@ def omitted_names(
         return ()
 
     paths, names = words_of(omitted)
-    skip = set(held)
+    skip: set[str] = set()
     if kept:
         kept_paths, kept_names = words_of(kept)
         skip.update(kept_paths, kept_names)
@@ -104,7 +104,7 @@ def omitted_names(
     ]
     out: list[str] = []
     for n in ranked:
-        if n in skip or n in out:
+        if n in skip or n in held or n in out:
             continue
         out.append(n)
         if len(out) >= limit:
@@ -116,7 +116,7 @@ def mask_text(
     text: str,
     config: MaskConfig | None = None,
     ref: str | None = None,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     *,
     read: bool = False,
 ) -> str:
@@ -168,7 +168,7 @@ def mask_message(
     ref: str | None = None,
     *,
     plan: MaskPlan | None = None,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     reads: frozenset[str] = frozenset(),
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
@@ -215,7 +215,7 @@ def _masker(
     cfg: MaskConfig,
     ref: str | None,
     by: str,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     read: bool = False,
 ) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
