@@ -25,7 +25,6 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Message, ToolCallBlock, ToolResultBlock
 from ..summarizers._mentions import defined_names, words_of
@@ -34,15 +33,10 @@ from ..summarizers._shell import analyze_command, command_key, patch_targets
 from .base import (
     Applied,
     LayerContext,
-    LayerResult,
-    apply_memoized,
     edit_result_text,
-    place_events,
-    require_messages,
     shrink_event,
 )
 from .config import MaskConfig
-from .units import HistoryIndex, index_of
 
 __all__ = [
     "ActionMemo",
@@ -52,7 +46,6 @@ __all__ = [
     "call_action",
     "mask_plan",
     "mask_text",
-    "mask_tool_results",
     "prints_file",
     "protected_results",
     "same_file",
@@ -223,43 +216,6 @@ def _masker(
     if by:
         return lambda text: superseded_text(text, ref, by)
     return lambda text: mask_text(text, cfg, ref, held, read=read)
-
-
-def mask_decision(
-    message: Message, i: int, index: HistoryIndex
-) -> tuple[int, tuple[str, ...]] | None:
-    """What masking message ``i`` depends on besides its content, or None when it is untouched."""
-    names = index.names[i]
-    if not names or message.is_pinned:
-        return None
-    n_old = index.old_results(i, len(names))
-    if n_old == 0:
-        return None
-    return n_old, names[:n_old]
-
-
-def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Keep the ``keep_recent`` newest tool results whole and mask older ones
-    longer than ``min_chars`` (see the module docstring). Position-based: it counts results
-    from the end, not user turns. Pure; one ``masked`` event per message changed."""
-    cfg = ctx.config.mask
-    require_messages(messages)
-    if not cfg.enabled:
-        return LayerResult(tuple(messages))
-    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
-    out: list[Message] = []
-    events: list[Event] = []
-    for i, m in enumerate(messages):
-        d = mask_decision(m, i, index)
-        if d is None:
-            out.append(m)
-            continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, d, lambda msg, dec: mask_message(msg, dec, ctx), ctx.memo
-        )
-        out.append(new)
-        place_events(templates, i, events, log=fresh)
-    return LayerResult(tuple(out), tuple(events))
 
 
 # -- what a tool result is: reads, edits, runs ----------------------------------------------------

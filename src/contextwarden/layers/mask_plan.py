@@ -1,4 +1,5 @@
-"""The mask plan of a growing history, brought up to date message by message.
+"""The mask plan of a growing history, brought up to date message by message, and the mask
+layer that applies it to a history on its own (:func:`mask_tool_results`).
 
 A mask edit keeps the latest reads of the files the agent works on whole (*protected*) and
 reduces results a later one made redundant to a one-line marker (*superseded*); see
@@ -13,18 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from .._events import Event
 from .._messages import Message, ToolCallBlock
+from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
 from .mask import (
     ActionMemo,
     MaskPlan,
     ToolAction,
     call_action,
+    mask_message,
     same_file,
     text_actions,
     tool_actions,
 )
+from .units import index_of
 
-__all__ = ["MaskPlanner", "kept_whole"]
+__all__ = ["MaskPlanner", "kept_whole", "mask_tool_results"]
 
 
 class MaskPlanner:
@@ -203,3 +208,77 @@ def kept_whole(
         room -= tokens
         keep.append(rid)
     return keep
+
+
+def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+    """Mask old tool results as the warden's mask edits do (see :mod:`.mask`), on a history
+    of its own: the ``keep_recent`` newest results (counted as result blocks from the end, not
+    by user turns) stay whole; of the older ones, the plan's protected results (the latest
+    reads of the files the agent edits) stay whole within ``protect_ratio`` of the window,
+    newest first (none without a budget), and the rest longer than ``min_chars`` are masked;
+    superseded results, wherever they are, become the one-line superseded marker. The
+    planner (:class:`MaskPlanner`) and the rule that keeps results whole (:func:`kept_whole`)
+    are the warden's. Pure; one ``masked`` event per message changed."""
+    cfg = ctx.config.mask
+    require_messages(messages)
+    if not cfg.enabled:
+        return LayerResult(tuple(messages))
+    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
+    plan = MaskPlan(frozenset(), {})
+    if cfg.plan:
+        planner = MaskPlanner(quoting=True)
+        planner.extend(messages)
+        plan = planner.plan()
+    blocks, keep_recent = index.result_blocks, cfg.keep_recent
+    upto = len(messages) - 1  # the last message holding an old result
+    if keep_recent:
+        upto = -1
+        if len(blocks) >= keep_recent:
+            at, k = blocks[-keep_recent]
+            upto = at if k else at - 1
+    room = int(cfg.protect_ratio * ctx.budget.window) if ctx.budget is not None else 0
+    where = index.result_at
+    keep = frozenset(
+        kept_whole(
+            sorted(plan.protected, key=lambda r: -where.get(r, -1)),
+            where,
+            upto,
+            lambda pos: ctx.counter.count_message(messages[pos]),
+            room,
+        )
+    )
+    superseded = plan.superseded if cfg.supersede else {}
+    out: list[Message] = []
+    events: list[Event] = []
+    for i, m in enumerate(messages):
+        names = index.names[i]
+        if not names or m.is_pinned:
+            out.append(m)
+            continue
+        old = index.old_results(i, len(names))
+        fates = tuple(
+            "by:" + superseded[r.tool_call_id]
+            if r.tool_call_id in superseded
+            else ("mask" if k < old and r.tool_call_id not in keep else "whole")
+            for k, r in enumerate(m.tool_results)
+        )
+        if all(f == "whole" for f in fates):
+            out.append(m)
+            continue
+        (new, templates), fresh = apply_memoized(
+            "mask", m, (names, fates), lambda msg, d: _masked(msg, d, ctx), ctx.memo
+        )
+        out.append(new)
+        place_events(templates, i, events, log=fresh)
+    return LayerResult(tuple(out), tuple(events))
+
+
+def _masked(
+    message: Message, decision: tuple[tuple[str, ...], tuple[str, ...]], ctx: LayerContext
+) -> Applied:
+    """``message`` with each result as its fate says (``mask``, ``whole``, ``by:<id>``)."""
+    names, fates = decision
+    results = message.tool_results
+    whole = frozenset(r.tool_call_id for r, f in zip(results, fates, strict=True) if f == "whole")
+    by = {r.tool_call_id: f[3:] for r, f in zip(results, fates, strict=True) if f[:3] == "by:"}
+    return mask_message(message, (len(names), names), ctx, plan=MaskPlan(whole, by))
