@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 from .._log import Mask, make_ref
 from .._messages import Message, ToolCallBlock, held_bytes
+from ..analysis.actions import prints_file
+from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan, mask_message, prints_file
+from ..layers.mask import MaskPlan, mask_message
 from ..layers.thinking import strip_message
-from ..summarizers._mentions import words_of
 from .state import State
 
 __all__ = ["marked", "mask", "masked", "strip"]

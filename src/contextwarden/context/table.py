@@ -9,6 +9,7 @@ forgotten starts anew on its next request (its stored log, if any, is read again
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,12 +18,12 @@ from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
+from ..store.logs import LogStore, Written
 from .call import Call
 from .conversation import RECORD_VERSION, Conversation, Diverged
 
 if TYPE_CHECKING:
     from .._config import WardenConfig
-    from ..store.logs import LogStore
 
 __all__ = ["ConversationTable"]
 
@@ -48,6 +49,8 @@ class ConversationTable:
         self.evicted = 0
         self._lock = threading.Lock()  # guards the table, never held during a call
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        #: what the log store holds of each conversation this table wrote (appends go on from it)
+        self._written: dict[str, tuple[weakref.ref[Conversation], Written]] = {}
 
     def find(
         self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
@@ -102,9 +105,12 @@ class ConversationTable:
         history otherwise)."""
         msgs = call.messages
         made: Conversation | None = None
-        record = self._read(conv.key)
+        header = self._read(conv.key, whole=False)
+        record = None
+        if header is not None and int(header.get("calls", 0)) > conv.calls:
+            record = self._read(conv.key)
         try:
-            if record is not None and int(record.get("calls", 0)) > conv.calls:
+            if record is not None:
                 at = Conversation.record_continues(record, msgs)
                 made = conv.restore(call, record, at) if at is not None else None
                 if made is None:
@@ -121,6 +127,9 @@ class ConversationTable:
             made.lock = conv.lock
             with self._lock:
                 self._conversations[conv.key] = made
+                if record is not None and made.calls == record.get("calls"):
+                    # restored whole from the stored record: its next save appends to it
+                    self._written[conv.key] = (weakref.ref(made), _stored(record))
             return made
         return conv
 
@@ -165,18 +174,25 @@ class ConversationTable:
         """Write ``conv``'s record to the log store, if any (after a call)."""
         if self.log_store is None:
             return
+        prior = self._written.get(conv.key)
+        since = prior[1] if prior is not None and prior[0]() is conv else None
         try:
-            self.log_store.put_log(conv.key, conv.record())
+            written = self.log_store.save(conv.key, conv.record(), since)
         except StoreError as exc:  # the next call here still has the log in memory
             logger.warning("contextwarden: the conversation log was not stored: %s", exc)
+            return
+        with self._lock:
+            if len(self._written) > 2 * MAX_CONVERSATIONS:  # forget the conversations gone
+                self._written = {k: v for k, v in self._written.items() if v[0]() is not None}
+            self._written[conv.key] = (weakref.ref(conv), written)
 
-    def _read(self, key: str) -> Mapping[str, Any] | None:
+    def _read(self, key: str, *, whole: bool = True) -> Mapping[str, Any] | None:
         """The stored record of ``key``; None when there is none, or the store cannot be read
         (the conversation then goes on from what this process knows)."""
         if self.log_store is None:
             return None
         try:
-            record = self.log_store.get_log(key)
+            record = self.log_store.get_log(key, whole=whole)
         except StoreError as exc:
             logger.warning("contextwarden: the conversation log could not be read: %s", exc)
             return None
@@ -189,3 +205,8 @@ def _branches(key: str, count: int) -> Iterator[str]:
     yield key
     for n in range(2, count + 1):
         yield f"{key}#{n}"
+
+
+def _stored(record: Mapping[str, Any]) -> Written:
+    """What the log store holds of the conversation ``record`` was read from."""
+    return Written(str(record.get("generation")), (len(record["history"]), len(record["edits"])))

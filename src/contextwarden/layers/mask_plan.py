@@ -3,7 +3,8 @@ layer that applies it to a history on its own (:func:`mask_tool_results`).
 
 A mask edit keeps the latest reads of the files the agent works on whole (*protected*) and
 reduces results a later one made redundant to a one-line marker (*superseded*); see
-:func:`~.mask.superseded_results` and :func:`~.mask.protected_results` for the rules.
+:func:`~contextwarden.analysis.actions.superseded_results` and
+:func:`~contextwarden.analysis.actions.protected_results` for the rules.
 :class:`MaskPlanner` keeps both for one history that only grows: each new tool action updates
 them by what it changes (the results with its key or its text, the reads of a working file),
 so a call costs the new messages, not the history. A history that breaks the usual order
@@ -16,17 +17,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .._events import Event
 from .._messages import Message, ToolCallBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
-from .mask import (
+from ..analysis.actions import (
     ActionMemo,
-    MaskPlan,
     ToolAction,
     call_action,
-    mask_message,
     same_file,
     text_actions,
     tool_actions,
 )
+from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
+from .mask import MaskPlan, mask_message
 from .units import index_of
 
 __all__ = ["MaskPlanner", "kept_whole", "mask_tool_results"]
