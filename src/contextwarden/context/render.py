@@ -16,7 +16,8 @@ from .._messages import Message, ToolCallBlock, held_bytes
 from ..analysis.actions import prints_file
 from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan, mask_message
+from ..layers.mask import mask_message
+from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 

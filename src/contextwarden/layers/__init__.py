@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .base import Layer, LayerContext, LayerResult
     from .config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
-    from .mask import mask_text
-    from .mask_plan import mask_tool_results
+    from .mask import mask_text, mask_tool_results
     from .pending import drop_pending_calls
     from .pins import is_protected, pinned_spans
     from .thinking import strip_thinking
@@ -49,7 +48,7 @@ _HOMES: Mapping[str, str] = {
     "drop_pending_calls": ".pending",
     "is_protected": ".pins",
     "mask_text": ".mask",
-    "mask_tool_results": ".mask_plan",
+    "mask_tool_results": ".mask",
     "pinned_spans": ".pins",
     "sliding_window": ".window",
     "strip_thinking": ".thinking",

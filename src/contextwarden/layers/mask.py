@@ -20,9 +20,9 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
 
+from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Message, ToolResultBlock
 from ..analysis.actions import (
@@ -38,10 +38,16 @@ from ..analysis.mentions import defined_names, words_of
 from .base import (
     Applied,
     LayerContext,
+    LayerResult,
+    apply_memoized,
     edit_result_text,
+    place_events,
+    require_messages,
     shrink_event,
 )
 from .config import MaskConfig
+from .mask_plan import MaskPlan, MaskPlanner, kept_whole, mask_plan
+from .units import index_of
 
 __all__ = [
     "ActionMemo",
@@ -50,6 +56,7 @@ __all__ = [
     "ToolAction",
     "mask_plan",
     "mask_text",
+    "mask_tool_results",
     "prints_file",
     "protected_results",
     "same_file",
@@ -221,33 +228,6 @@ def _masker(
     return lambda text: mask_text(text, cfg, ref, held, read=read)
 
 
-@dataclass(frozen=True)
-class MaskPlan:
-    """What a mask edit should know about the results it may mask: ``protected`` (keep whole
-    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
-    each mapped to the id of the result that superseded it)."""
-
-    protected: frozenset[str]
-    superseded: Mapping[str, str]
-
-
-def mask_plan(
-    history: Sequence[Message],
-    recent_edits: int = 8,
-    *,
-    quoting: bool = False,
-    memo: ActionMemo | None = None,
-) -> MaskPlan:
-    """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value,
-    its tool actions made once (``memo``: see :func:`tool_actions`)."""
-    actions = tool_actions(history, memo)
-    superseded = superseded_results(history, actions=actions)
-    protected = protected_results(
-        history, recent_edits, quoting=quoting, actions=actions, superseded=superseded
-    )
-    return MaskPlan(protected, superseded)
-
-
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:
     """The one-line marker that replaces a superseded result: its size, the result that
     superseded it (``by``, a tool call id) and the ``cw:`` reference the original is kept
@@ -259,3 +239,77 @@ def superseded_text(text: str, ref: str | None = None, by: str | None = None) ->
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... superseded{later}: {lines} lines, {len(text)} characters omitted{recall} ...]"
     return marker if len(marker) < len(text) else text
+
+
+def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+    """Mask old tool results as the warden's mask edits do (see :mod:`.mask`), on a history
+    of its own: the ``keep_recent`` newest results (counted as result blocks from the end, not
+    by user turns) stay whole; of the older ones, the plan's protected results (the latest
+    reads of the files the agent edits) stay whole within ``protect_ratio`` of the window,
+    newest first (none without a budget), and the rest longer than ``min_chars`` are masked;
+    superseded results, wherever they are, become the one-line superseded marker. The
+    planner (:class:`MaskPlanner`) and the rule that keeps results whole (:func:`kept_whole`)
+    are the warden's. Pure; one ``masked`` event per message changed."""
+    cfg = ctx.config.mask
+    require_messages(messages)
+    if not cfg.enabled:
+        return LayerResult(tuple(messages))
+    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
+    plan = MaskPlan(frozenset(), {})
+    if cfg.plan:
+        planner = MaskPlanner(quoting=True)
+        planner.extend(messages)
+        plan = planner.plan()
+    blocks, keep_recent = index.result_blocks, cfg.keep_recent
+    upto = len(messages) - 1  # the last message holding an old result
+    if keep_recent:
+        upto = -1
+        if len(blocks) >= keep_recent:
+            at, k = blocks[-keep_recent]
+            upto = at if k else at - 1
+    room = int(cfg.protect_ratio * ctx.budget.window) if ctx.budget is not None else 0
+    where = index.result_at
+    keep = frozenset(
+        kept_whole(
+            sorted(plan.protected, key=lambda r: -where.get(r, -1)),
+            where,
+            upto,
+            lambda pos: ctx.counter.count_message(messages[pos]),
+            room,
+        )
+    )
+    superseded = plan.superseded if cfg.supersede else {}
+    out: list[Message] = []
+    events: list[Event] = []
+    for i, m in enumerate(messages):
+        names = index.names[i]
+        if not names or m.is_pinned:
+            out.append(m)
+            continue
+        old = index.old_results(i, len(names))
+        fates = tuple(
+            "by:" + superseded[r.tool_call_id]
+            if r.tool_call_id in superseded
+            else ("mask" if k < old and r.tool_call_id not in keep else "whole")
+            for k, r in enumerate(m.tool_results)
+        )
+        if all(f == "whole" for f in fates):
+            out.append(m)
+            continue
+        (new, templates), fresh = apply_memoized(
+            LAYER, m, (names, fates), lambda msg, d: _masked(msg, d, ctx), ctx.memo
+        )
+        out.append(new)
+        place_events(templates, i, events, log=fresh)
+    return LayerResult(tuple(out), tuple(events))
+
+
+def _masked(
+    message: Message, decision: tuple[tuple[str, ...], tuple[str, ...]], ctx: LayerContext
+) -> Applied:
+    """``message`` with each result as its fate says (``mask``, ``whole``, ``by:<id>``)."""
+    names, fates = decision
+    results = message.tool_results
+    whole = frozenset(r.tool_call_id for r, f in zip(results, fates, strict=True) if f == "whole")
+    by = {r.tool_call_id: f[3:] for r, f in zip(results, fates, strict=True) if f[:3] == "by:"}
+    return mask_message(message, (len(names), names), ctx, plan=MaskPlan(whole, by))

@@ -1,5 +1,4 @@
-"""The mask plan of a growing history, brought up to date message by message, and the mask
-layer that applies it to a history on its own (:func:`mask_tool_results`).
+"""The mask plan of a growing history, brought up to date message by message.
 
 A mask edit keeps the latest reads of the files the agent works on whole (*protected*) and
 reduces results a later one made redundant to a one-line marker (*superseded*); see
@@ -14,8 +13,8 @@ so a call costs the new messages, not the history. A history that breaks the usu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from .._events import Event
 from .._messages import Message, ToolCallBlock
 from ..analysis.actions import (
     ActionMemo,
@@ -25,11 +24,18 @@ from ..analysis.actions import (
     text_actions,
     tool_actions,
 )
-from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
-from .mask import MaskPlan, mask_message
-from .units import index_of
 
-__all__ = ["MaskPlanner", "kept_whole", "mask_tool_results"]
+__all__ = ["MaskPlan", "MaskPlanner", "kept_whole", "mask_plan"]
+
+
+@dataclass(frozen=True)
+class MaskPlan:
+    """What a mask edit should know about the results it may mask: ``protected`` (keep whole
+    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
+    each mapped to the id of the result that superseded it)."""
+
+    protected: frozenset[str]
+    superseded: Mapping[str, str]
 
 
 class MaskPlanner:
@@ -210,75 +216,15 @@ def kept_whole(
     return keep
 
 
-def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Mask old tool results as the warden's mask edits do (see :mod:`.mask`), on a history
-    of its own: the ``keep_recent`` newest results (counted as result blocks from the end, not
-    by user turns) stay whole; of the older ones, the plan's protected results (the latest
-    reads of the files the agent edits) stay whole within ``protect_ratio`` of the window,
-    newest first (none without a budget), and the rest longer than ``min_chars`` are masked;
-    superseded results, wherever they are, become the one-line superseded marker. The
-    planner (:class:`MaskPlanner`) and the rule that keeps results whole (:func:`kept_whole`)
-    are the warden's. Pure; one ``masked`` event per message changed."""
-    cfg = ctx.config.mask
-    require_messages(messages)
-    if not cfg.enabled:
-        return LayerResult(tuple(messages))
-    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
-    plan = MaskPlan(frozenset(), {})
-    if cfg.plan:
-        planner = MaskPlanner(quoting=True)
-        planner.extend(messages)
-        plan = planner.plan()
-    blocks, keep_recent = index.result_blocks, cfg.keep_recent
-    upto = len(messages) - 1  # the last message holding an old result
-    if keep_recent:
-        upto = -1
-        if len(blocks) >= keep_recent:
-            at, k = blocks[-keep_recent]
-            upto = at if k else at - 1
-    room = int(cfg.protect_ratio * ctx.budget.window) if ctx.budget is not None else 0
-    where = index.result_at
-    keep = frozenset(
-        kept_whole(
-            sorted(plan.protected, key=lambda r: -where.get(r, -1)),
-            where,
-            upto,
-            lambda pos: ctx.counter.count_message(messages[pos]),
-            room,
-        )
-    )
-    superseded = plan.superseded if cfg.supersede else {}
-    out: list[Message] = []
-    events: list[Event] = []
-    for i, m in enumerate(messages):
-        names = index.names[i]
-        if not names or m.is_pinned:
-            out.append(m)
-            continue
-        old = index.old_results(i, len(names))
-        fates = tuple(
-            "by:" + superseded[r.tool_call_id]
-            if r.tool_call_id in superseded
-            else ("mask" if k < old and r.tool_call_id not in keep else "whole")
-            for k, r in enumerate(m.tool_results)
-        )
-        if all(f == "whole" for f in fates):
-            out.append(m)
-            continue
-        (new, templates), fresh = apply_memoized(
-            "mask", m, (names, fates), lambda msg, d: _masked(msg, d, ctx), ctx.memo
-        )
-        out.append(new)
-        place_events(templates, i, events, log=fresh)
-    return LayerResult(tuple(out), tuple(events))
-
-
-def _masked(
-    message: Message, decision: tuple[tuple[str, ...], tuple[str, ...]], ctx: LayerContext
-) -> Applied:
-    """``message`` with each result as its fate says (``mask``, ``whole``, ``by:<id>``)."""
-    names, fates = decision
-    results = message.tool_results
-    whole = frozenset(r.tool_call_id for r, f in zip(results, fates, strict=True) if f == "whole")
-    by = {r.tool_call_id: f[3:] for r, f in zip(results, fates, strict=True) if f[:3] == "by:"}
-    return mask_message(message, (len(names), names), ctx, plan=MaskPlan(whole, by))
+def mask_plan(
+    history: Sequence[Message],
+    recent_edits: int = 8,
+    *,
+    quoting: bool = False,
+    memo: ActionMemo | None = None,
+) -> MaskPlan:
+    """The plan of ``history`` read at once (:class:`MaskPlanner`; ``memo``: see
+    :func:`~contextwarden.analysis.actions.tool_actions`)."""
+    planner = MaskPlanner(recent_edits, quoting=quoting, memo=memo)
+    planner.extend(history)
+    return planner.plan()
