@@ -32,7 +32,8 @@ Messages from OpenAI (or built in code) are converted into a valid request: ever
 message goes into the system prompt (only one read from inside Anthropic ``messages`` stays
 there), ``tool`` messages become ``user`` messages of
 ``tool_result`` blocks, consecutive messages of the same role are merged (tool results first;
-also two Anthropic originals whose turn between was removed, so every request alternates),
+two user turns from Anthropic too, as when a compaction removed the reply between them; two
+assistant messages from Anthropic stay apart, as the input had them),
 empty messages are dropped, a request that would start with the assistant gets a short user
 turn (:data:`LEADING_USER_TEXT`) before it, unsigned thinking is dropped (the API refuses it),
 tool ids are made to match ``[a-zA-Z0-9_-]+`` and OpenAI-only keys are dropped (a
@@ -438,20 +439,22 @@ def write_anthropic(
         d = produce(i, msg)
         if d is None:
             continue
-        role = d["role"]
+        role, exact = d["role"], msg.hints.get("format") == "anthropic"
         k = len(out) - 1
-        # an inline system message stands outside the user/assistant alternation: a turn of
-        # the same role as the one before it (its reply removed by a compaction) joins it,
-        # so the request alternates strictly, as validate_anthropic requires
+        # an inline system message stands outside the user/assistant alternation: a user turn
+        # after a user turn (the reply between removed by a compaction) joins it, so the request
+        # alternates as validate_anthropic requires; two assistant originals stay apart (a
+        # compaction block stands alone, Claude Code records a turn per block)
         while k >= 0 and out[k]["role"] == "system":
             k -= 1
-        if not inline and k >= 0 and out[k]["role"] == role:
+        apart = role == "assistant" and exact and k >= 0 and exact_out[k]
+        if not inline and not apart and k >= 0 and out[k]["role"] == role:
             out[k] = dict(out[k])  # a new dict: the produced ones may be shared
             _merge(out[k], d)
             exact_out[k] = False
             continue
         out.append(d)
-        exact_out.append(msg.hints.get("format") == "anthropic")
+        exact_out.append(exact)
     if out and out[0]["role"] == "assistant" and not exact_out[0]:
         out.insert(0, {"role": "user", "content": LEADING_USER_TEXT})
     return _system_out(system_msgs), out
