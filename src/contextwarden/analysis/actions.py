@@ -34,6 +34,7 @@ __all__ = [
     "FileAction",
     "ToolAction",
     "all_paths",
+    "call_action",
     "file_action",
     "first_path",
     "norm_name",
@@ -43,6 +44,7 @@ __all__ = [
     "same_file",
     "shell_command",
     "superseded_results",
+    "text_actions",
     "tool_actions",
 ]
 
@@ -257,10 +259,11 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
 def prints_file(call: ToolCallBlock) -> bool:
     """Whether ``call`` prints a file's lines (Read, ``view``, ``cat``, ``sed -n``, ``nl -ba``,
     ``head``/``tail`` of a file): a :class:`ToolAction` of kind ``read``."""
-    return _call_action(call.name, call.input, call.id, 0).kind == "read"
+    return call_action(call.name, call.input, call.id, 0).kind == "read"
 
 
-def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
+def call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
+    """What the call ``name(args)`` with id ``call_id``, answered at ``position``, did."""
     a = args if isinstance(args, dict) else {}
     paths = tuple(norm_path(p) for p in all_paths(a))
     action = file_action(name, a)
@@ -310,7 +313,7 @@ def _quotes(args: Mapping[str, Any]) -> bool:
     return isinstance(text, str) and ("SEARCH" in text or "*** Update File" in text or "@@" in text)
 
 
-def _text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
+def text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
     """The command an assistant message writes in its text, answered by the next user message."""
     if position + 1 >= len(history) or history[position + 1].role != "user":
         return []
@@ -358,7 +361,7 @@ def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> 
         if not calls:
             found = memo.get(("", i)) if memo is not None else None
             if found is None:
-                found = tuple(_text_actions(m, i, history))
+                found = tuple(text_actions(m, i, history))
                 if memo is not None and i + 1 < len(history):  # answered: it stays so
                     memo["", i] = found
             out.extend(found)
@@ -369,7 +372,7 @@ def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> 
                 continue
             found = memo.get((c.id, at)) if memo is not None else None
             if found is None:
-                found = (_call_action(c.name, c.input, c.id, at),)
+                found = (call_action(c.name, c.input, c.id, at),)
                 if memo is not None:
                     memo[c.id, at] = found
             out.extend(found)

@@ -11,16 +11,19 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .._config import WardenConfig
 from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
 from ..store.logs import LogStore, Written
-from .conversation import RECORD_VERSION, Call, Conversation, Diverged
+from .call import Call
+from .conversation import RECORD_VERSION, Conversation, Diverged
+
+if TYPE_CHECKING:
+    from .._config import WardenConfig
 
 __all__ = ["ConversationTable"]
 
@@ -56,7 +59,7 @@ class ConversationTable:
         share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
         ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
         explicit ``conversation=`` id has one log."""
-        ids = [key] if explicit else [key, *(f"{key}#{n}" for n in range(2, MAX_BRANCHES + 1))]
+        ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
         free: str | None = None
@@ -75,9 +78,11 @@ class ConversationTable:
                 if at is not None and at > best_at:
                     best, best_at = conv, at
             if best is None and free is None:  # every branch taken: the least recently used goes
-                free = next(cid for cid in self._conversations if cid in set(ids))
+                taken = set(_branches(key, MAX_BRANCHES))
+                free = next(cid for cid in self._conversations if cid in taken)
         if best is None and self.log_store is not None:
-            for cid in ids:  # another process may have written this conversation's log
+            # another process may have written this conversation's log
+            for cid in _branches(key, 1 if explicit else MAX_BRANCHES):
                 record = self._read(cid)
                 if record is None:
                     break
@@ -94,11 +99,11 @@ class ConversationTable:
                 self._conversations.popitem(last=False)
         return best
 
-    def enter(self, call: Call) -> None:
-        """Under the conversation's lock: make sure ``call.conv`` is the conversation the call
-        continues (another thread or process may have moved it on) and as the request spells
-        its history."""
-        conv, msgs = call.conv, call.messages
+    def enter(self, conv: Conversation, call: Call) -> Conversation:
+        """Under the conversation's lock: the conversation ``call`` continues, ``conv`` or
+        made again (another thread or process may have moved it on, the request spells its
+        history otherwise)."""
+        msgs = call.messages
         made: Conversation | None = None
         header = self._read(conv.key, whole=False)
         record = None
@@ -125,7 +130,8 @@ class ConversationTable:
                 if record is not None and made.calls == record.get("calls"):
                     # restored whole from the stored record: its next save appends to it
                     self._written[conv.key] = (weakref.ref(made), _stored(record))
-            call.conv = made
+            return made
+        return conv
 
     def edit_log(self, conversation: str) -> tuple[Edit, ...]:
         """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""
@@ -192,6 +198,13 @@ class ConversationTable:
             return None
         # a record of another layout is a conversation to start anew
         return record if record is not None and record.get("v") == RECORD_VERSION else None
+
+
+def _branches(key: str, count: int) -> Iterator[str]:
+    """The ids of the logs ``key`` may have, in the order they are taken: ``key``, ``key#2``..."""
+    yield key
+    for n in range(2, count + 1):
+        yield f"{key}#{n}"
 
 
 def _stored(record: Mapping[str, Any]) -> Written:

@@ -20,8 +20,7 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
 
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
@@ -40,14 +39,14 @@ from .base import (
     Applied,
     LayerContext,
     LayerResult,
-    apply_memoized,
     edit_result_text,
     place_events,
     require_messages,
     shrink_event,
 )
 from .config import MaskConfig
-from .units import HistoryIndex
+from .mask_plan import MaskPlan, MaskPlanner, kept_whole, mask_plan
+from .units import index_of
 
 __all__ = [
     "ActionMemo",
@@ -82,7 +81,7 @@ NAMES_PER_CHARS_READ = 120
 
 
 def omitted_names(
-    omitted: str, kept: str = "", held: frozenset[str] = frozenset(), limit: int = 12
+    omitted: str, kept: str = "", held: Container[str] = frozenset(), limit: int = 12
 ) -> tuple[str, ...]:
     """The files and code names of ``omitted`` (the lines a mask drops) that the agent is most
     likely to need again, best first, at most ``limit``: what it defines (``def``/``class``),
@@ -93,7 +92,7 @@ def omitted_names(
         return ()
 
     paths, names = words_of(omitted)
-    skip = set(held)
+    skip: set[str] = set()
     if kept:
         kept_paths, kept_names = words_of(kept)
         skip.update(kept_paths, kept_names)
@@ -107,7 +106,7 @@ def omitted_names(
     ]
     out: list[str] = []
     for n in ranked:
-        if n in skip or n in out:
+        if n in skip or n in held or n in out:
             continue
         out.append(n)
         if len(out) >= limit:
@@ -119,7 +118,7 @@ def mask_text(
     text: str,
     config: MaskConfig | None = None,
     ref: str | None = None,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     *,
     read: bool = False,
 ) -> str:
@@ -171,7 +170,7 @@ def mask_message(
     ref: str | None = None,
     *,
     plan: MaskPlan | None = None,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     reads: frozenset[str] = frozenset(),
 ) -> Applied:
     """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
@@ -218,7 +217,7 @@ def _masker(
     cfg: MaskConfig,
     ref: str | None,
     by: str,
-    held: frozenset[str] = frozenset(),
+    held: Container[str] = frozenset(),
     read: bool = False,
 ) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
@@ -226,71 +225,6 @@ def _masker(
     if by:
         return lambda text: superseded_text(text, ref, by)
     return lambda text: mask_text(text, cfg, ref, held, read=read)
-
-
-def mask_decision(
-    message: Message, i: int, index: HistoryIndex
-) -> tuple[int, tuple[str, ...]] | None:
-    """What masking message ``i`` depends on besides its content, or None when it is untouched."""
-    names = index.names[i]
-    if not names or message.is_pinned:
-        return None
-    n_old = index.old_results(i, len(names))
-    if n_old == 0:
-        return None
-    return n_old, names[:n_old]
-
-
-def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
-    """Keep the ``keep_recent`` newest tool results whole and mask older ones
-    longer than ``min_chars`` (see the module docstring). Position-based: it counts results
-    from the end, not user turns. Pure; one ``masked`` event per message changed."""
-    cfg = ctx.config.mask
-    require_messages(messages)
-    if not cfg.enabled:
-        return LayerResult(tuple(messages))
-    index = HistoryIndex(keep_results=cfg.keep_recent, keep_thinking=0)
-    index.extend(messages, 0)
-    out: list[Message] = []
-    events: list[Event] = []
-    for i, m in enumerate(messages):
-        d = mask_decision(m, i, index)
-        if d is None:
-            out.append(m)
-            continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, d, lambda msg, dec: mask_message(msg, dec, ctx), ctx.memo
-        )
-        out.append(new)
-        place_events(templates, i, events, log=fresh)
-    return LayerResult(tuple(out), tuple(events))
-
-
-@dataclass(frozen=True)
-class MaskPlan:
-    """What a mask edit should know about the results it may mask: ``protected`` (keep whole
-    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
-    each mapped to the id of the result that superseded it)."""
-
-    protected: frozenset[str]
-    superseded: Mapping[str, str]
-
-
-def mask_plan(
-    history: Sequence[Message],
-    recent_edits: int = 8,
-    *,
-    quoting: bool = False,
-    memo: ActionMemo | None = None,
-) -> MaskPlan:
-    """:func:`protected_results` and :func:`superseded_results` of ``history`` in one value,
-    its tool actions made once (``memo``: see :func:`tool_actions`)."""
-    actions = tool_actions(history, memo)
-    superseded = superseded_results(history, actions=actions)
-    protected = protected_results(
-        history, recent_edits, quoting=quoting, actions=actions, superseded=superseded
-    )
-    return MaskPlan(protected, superseded)
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:
@@ -304,3 +238,75 @@ def superseded_text(text: str, ref: str | None = None, by: str | None = None) ->
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... superseded{later}: {lines} lines, {len(text)} characters omitted{recall} ...]"
     return marker if len(marker) < len(text) else text
+
+
+def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerResult:
+    """Mask old tool results as the warden's mask edits do (see :mod:`.mask`), on a history
+    of its own: the ``keep_recent`` newest results (counted as result blocks from the end, not
+    by user turns) stay whole; of the older ones, the plan's protected results (the latest
+    reads of the files the agent edits) stay whole within ``protect_ratio`` of the window,
+    newest first (none without a budget), and the rest longer than ``min_chars`` are masked;
+    superseded results, wherever they are, become the one-line superseded marker. The
+    planner (:class:`MaskPlanner`) and the rule that keeps results whole (:func:`kept_whole`)
+    are the warden's. Pure; one ``masked`` event per message changed."""
+    cfg = ctx.config.mask
+    require_messages(messages)
+    if not cfg.enabled:
+        return LayerResult(tuple(messages))
+    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
+    plan = MaskPlan(frozenset(), {})
+    if cfg.plan:
+        planner = MaskPlanner(quoting=True)
+        planner.extend(messages)
+        plan = planner.plan()
+    blocks, keep_recent = index.result_blocks, cfg.keep_recent
+    upto = len(messages) - 1  # the last message holding an old result
+    if keep_recent:
+        upto = -1
+        if len(blocks) >= keep_recent:
+            at, k = blocks[-keep_recent]
+            upto = at if k else at - 1
+    room = int(cfg.protect_ratio * ctx.budget.window) if ctx.budget is not None else 0
+    where = index.result_at
+    keep = frozenset(
+        kept_whole(
+            sorted(plan.protected, key=lambda r: -where.get(r, -1)),
+            where,
+            upto,
+            lambda pos: ctx.counter.count_message(messages[pos]),
+            room,
+        )
+    )
+    superseded = plan.superseded if cfg.supersede else {}
+    out: list[Message] = []
+    events: list[Event] = []
+    for i, m in enumerate(messages):
+        names = index.names[i]
+        if not names or m.is_pinned:
+            out.append(m)
+            continue
+        old = index.old_results(i, len(names))
+        fates = tuple(
+            "by:" + superseded[r.tool_call_id]
+            if r.tool_call_id in superseded
+            else ("mask" if k < old and r.tool_call_id not in keep else "whole")
+            for k, r in enumerate(m.tool_results)
+        )
+        if all(f == "whole" for f in fates):
+            out.append(m)
+            continue
+        new, templates = _masked(m, (names, fates), ctx)
+        out.append(new)
+        place_events(templates, i, events)
+    return LayerResult(tuple(out), tuple(events))
+
+
+def _masked(
+    message: Message, decision: tuple[tuple[str, ...], tuple[str, ...]], ctx: LayerContext
+) -> Applied:
+    """``message`` with each result as its fate says (``mask``, ``whole``, ``by:<id>``)."""
+    names, fates = decision
+    results = message.tool_results
+    whole = frozenset(r.tool_call_id for r, f in zip(results, fates, strict=True) if f == "whole")
+    by = {r.tool_call_id: f[3:] for r, f in zip(results, fates, strict=True) if f[:3] == "by:"}
+    return mask_message(message, (len(names), names), ctx, plan=MaskPlan(whole, by))

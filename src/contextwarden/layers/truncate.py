@@ -18,7 +18,6 @@ from .base import (
     Applied,
     LayerContext,
     LayerResult,
-    apply_memoized,
     cut_middle,
     edit_result_text,
     place_events,
@@ -26,7 +25,7 @@ from .base import (
     shrink_event,
 )
 from .config import TruncateConfig
-from .units import HistoryIndex
+from .units import index_of
 
 __all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
 
@@ -95,17 +94,14 @@ def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> Laye
     require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
-    index = HistoryIndex(keep_results=0, keep_thinking=0)
-    index.extend(messages, 0)
+    index = index_of(messages, keep_results=0, keep_thinking=0)
     out: list[Message] = []
     events: list[Event] = []
     for i, m in enumerate(messages):
         if m.is_pinned or not needs_truncation(m, cfg):
             out.append(m)
             continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, index.names[i], lambda msg, d: truncate_message(msg, d, ctx), ctx.memo
-        )
+        new, templates = truncate_message(m, index.names[i], ctx)
         out.append(new)
-        place_events(templates, i, events, log=fresh)
+        place_events(templates, i, events)
     return LayerResult(tuple(out), tuple(events))
