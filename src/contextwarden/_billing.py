@@ -70,20 +70,14 @@ class CachePricing:
                 or value < 0
             ):
                 raise ConfigError(f"CachePricing.{name} must be a number >= 0, got {value!r}")
-        if self.ttl_s is not None and (
-            isinstance(self.ttl_s, bool)
-            or not isinstance(self.ttl_s, int | float)
-            or not self.ttl_s > 0
+        ttl, least = self.ttl_s, self.min_cacheable_tokens
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
         ):
-            raise ConfigError(f"CachePricing.ttl_s must be > 0 or None, got {self.ttl_s!r}")
-        if (
-            isinstance(self.min_cacheable_tokens, bool)
-            or not isinstance(self.min_cacheable_tokens, int)
-            or self.min_cacheable_tokens < 0
-        ):
+            raise ConfigError(f"CachePricing.ttl_s must be > 0 or None, got {ttl!r}")
+        if isinstance(least, bool) or not isinstance(least, int) or least < 0:
             raise ConfigError(
-                "CachePricing.min_cacheable_tokens must be an int >= 0, "
-                f"got {self.min_cacheable_tokens!r}"
+                f"CachePricing.min_cacheable_tokens must be an int >= 0, got {least!r}"
             )
 
     @classmethod

@@ -372,19 +372,35 @@ def _build(spec: _Spec) -> ModelInfo:
             source="open weights: no single list price (hosts differ); window from the model card",
             as_of=_PRICES["as_of"],
         )
-    price_in = entry["input"]
-    read, write, write_1h = entry["cache_read"], entry["cache_write"], entry["cache_write_1h"]
     caching: Caching = rules.caching
-    if read is None or spec.name in _NO_IMPLICIT_CACHE:
+    if entry["cache_read"] is None or spec.name in _NO_IMPLICIT_CACHE:
         caching = "none"
-    if caching == "none":
-        read = write = price_in
-        write_1h = None
         cache_note = "no prompt caching for this model: reads and writes at the input price"
     else:
-        if write is None:  # automatic caching: the providers above bill no write premium
-            write = price_in
         cache_note = f"cache rules: {rules.url}"
+    min_tokens = _MIN_CACHEABLE.get(spec.name, rules.min_tokens)
+    return _priced(
+        spec, entry, rules, caching, min_tokens, f"prices: {entry['source']}; {cache_note}"
+    )
+
+
+def _priced(
+    spec: _Spec,
+    entry: Mapping[str, Any],
+    rules: _CacheRules,
+    caching: Caching,
+    min_tokens: int,
+    source: str,
+) -> ModelInfo:
+    """``spec`` priced from a snapshot ``entry``; without caching, reads and writes cost the
+    input price; automatic caching bills no write premium."""
+    price_in = entry["input"]
+    read, write = entry["cache_read"], entry["cache_write"]
+    cached = caching != "none"
+    if not cached:
+        read = write = price_in
+    elif write is None:
+        write = price_in
     return ModelInfo(
         name=spec.name,
         provider=spec.provider,
@@ -395,13 +411,11 @@ def _build(spec: _Spec) -> ModelInfo:
         output_price_per_mtok=entry["output"],
         cache_read_price_per_mtok=read,
         cache_write_price_per_mtok=write,
-        cache_write_1h_price_per_mtok=write_1h,
-        cache_ttl_s=rules.ttl_s if caching != "none" else None,
-        min_cacheable_tokens=_MIN_CACHEABLE.get(spec.name, rules.min_tokens)
-        if caching != "none"
-        else 0,
+        cache_write_1h_price_per_mtok=entry.get("cache_write_1h") if cached else None,
+        cache_ttl_s=rules.ttl_s if cached else None,
+        min_cacheable_tokens=min_tokens if cached else 0,
         caching=caching,
-        source=f"prices: {entry['source']}; {cache_note}",
+        source=source,
         as_of=entry["as_of"],
     )
 
@@ -525,28 +539,9 @@ def _catalog_entry(name: str) -> ModelInfo | None:
         window, note = GPT5_INPUT_WINDOW, "; 400k window, of which 128k for the output"
     spec = _Spec(name, provider, window, min(window, 128_000))
     rules = _CACHE_RULES.get(provider, _OTHER_CACHE)
-    price_in = entry["input"]
-    read, write = entry["cache_read"], entry["cache_write"]
-    caching: Caching = rules.caching if read is not None else "none"
-    if caching == "none":
-        read = write = price_in
-    elif write is None:
-        write = price_in
-    return ModelInfo(
-        name=spec.name,
-        provider=provider,
-        context_window=spec.window,
-        max_output_tokens=spec.max_out,
-        input_price_per_mtok=price_in,
-        output_price_per_mtok=entry["output"],
-        cache_read_price_per_mtok=read,
-        cache_write_price_per_mtok=write,
-        cache_write_1h_price_per_mtok=entry.get("cache_write_1h") if caching != "none" else None,
-        cache_ttl_s=rules.ttl_s if caching != "none" else None,
-        min_cacheable_tokens=rules.min_tokens if caching != "none" else 0,
-        caching=caching,
-        source=f"prices: {entry['source']}{note}",
-        as_of=entry["as_of"],
+    caching: Caching = rules.caching if entry["cache_read"] is not None else "none"
+    return _priced(
+        spec, entry, rules, caching, rules.min_tokens, f"prices: {entry['source']}{note}"
     )
 
 

@@ -93,43 +93,29 @@ def plot_replay(
             linestyle=":",
             label=f"compaction trigger ({report.trigger:,})",
         )
-    marks = [(c.call, c.tokens_with) for c in report.calls if c.summaries_written]
-    if marks:
-        xs, ys = zip(*marks, strict=True)
-        ax.scatter(
-            xs, ys, marker="v", color="#2ca02c", s=46, zorder=5, label=f"compaction ({len(marks)})"
-        )
-    # Lossless edits: old tool results masked or old thinking stripped on this call.
-    edits = [
-        (c.call, c.tokens_with)
-        for c in report.calls
-        if not c.summaries_written and (c.events.get("masked") or c.events.get("thinking_stripped"))
+    # Summaries written; lossless edits (old tool results masked, old thinking stripped); bad requests.
+    kinds: list[tuple[Any, str, dict[str, Any]]] = [
+        (lambda c: c.summaries_written, "compaction", {"marker": "v", "color": "#2ca02c"}),
+        (
+            lambda c: (
+                not c.summaries_written
+                and (c.events.get("masked") or c.events.get("thinking_stripped"))
+            ),
+            "masking edit",
+            {"marker": "o", "facecolors": "none", "edgecolors": "#9467bd", "linewidths": 1.5},
+        ),
+        (
+            lambda c: not c.valid,
+            "invalid request",
+            {"marker": "x", "color": "#d62728", "s": 60, "zorder": 6},
+        ),
     ]
-    if edits:
-        xs, ys = zip(*edits, strict=True)
-        ax.scatter(
-            xs,
-            ys,
-            marker="o",
-            facecolors="none",
-            edgecolors="#9467bd",
-            s=46,
-            linewidths=1.5,
-            zorder=5,
-            label=f"masking edit ({len(edits)})",
-        )
-    bad = [(c.call, c.tokens_with) for c in report.calls if not c.valid]
-    if bad:
-        xs, ys = zip(*bad, strict=True)
-        ax.scatter(
-            xs,
-            ys,
-            marker="x",
-            color="#d62728",
-            s=60,
-            zorder=6,
-            label=f"invalid request ({len(bad)})",
-        )
+    for keep, name, style in kinds:
+        points = [(c.call, c.tokens_with) for c in report.calls if keep(c)]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            style = {"s": 46, "zorder": 5, **style}
+            ax.scatter(xs, ys, label=f"{name} ({len(points)})", **style)
 
     ax.set_ylabel(f"input tokens per call ({report.model})")
     ax.set_xlim(left=min(calls, default=0), right=max(calls, default=1))

@@ -249,16 +249,13 @@ class ReplayReport:
 def _problems(
     result: TransformResult, provider: Provider, window: int, validate: bool = True
 ) -> list[str]:
-    if not validate:
-        if result.tokens_after > window:
-            return [f"request is {result.tokens_after} tokens, over the {window}-token window"]
-        return []
-    msgs = list(result.messages)
-    if provider == "anthropic":
-        system, converted = to_anthropic(msgs)
-        problems = list(validate_anthropic(system, converted))
-    else:
-        problems = list(validate_openai(to_openai(msgs)))
+    problems: list[str] = []
+    if validate:
+        msgs = list(result.messages)
+        if provider == "anthropic":
+            problems = list(validate_anthropic(*to_anthropic(msgs)))
+        else:
+            problems = list(validate_openai(to_openai(msgs)))
     if result.tokens_after > window:
         problems.append(f"request is {result.tokens_after} tokens, over the {window}-token window")
     return problems

@@ -172,13 +172,7 @@ class Session:
             if self._probe is None:
                 self._probe = Warden(self.config, compactor=None)
             probe = self._probe.transform(
-                self._messages,
-                model=self.model,
-                window=self.window,
-                system=self.system,
-                tools=self.tools or None,
-                allow_compaction=False,
-                conversation=self.id,
+                self._messages, allow_compaction=False, **self._call_args()
             )
             # the window had to drop or cut: a compaction would run if allowed
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
@@ -190,15 +184,16 @@ class Session:
 
     def _transform(self, **options: Any) -> Any:
         """The warden's request for this session's history, in this session's conversation."""
-        return self.warden.transform(
-            self._messages,
-            model=self.model,
-            window=self.window,
-            system=self.system,
-            tools=self.tools or None,
-            conversation=self.id,
-            **options,
-        )
+        return self.warden.transform(self._messages, **self._call_args(), **options)
+
+    def _call_args(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "window": self.window,
+            "system": self.system,
+            "tools": self.tools or None,
+            "conversation": self.id,
+        }
 
     def compact(self, focus: str | None = None) -> CompactResult | None:
         """Compact now (the API trigger); returns what was done, if anything."""
@@ -235,14 +230,7 @@ class Session:
             return await fn(self._rebuild(exc))
 
     def _rebuild(self, exc: BaseException) -> list[Message]:
-        result = self.warden.rebuild(
-            self._messages,
-            model=self.model,
-            window=self.window,
-            system=self.system,
-            tools=self.tools or None,
-            conversation=self.id,
-        )
+        result = self.warden.rebuild(self._messages, **self._call_args())
         emit(self.events, Event("warning", "session", detail=f"context overflow, rebuilt: {exc}"))
         self._record(result)
         return list(result.messages)

@@ -596,11 +596,12 @@ _CALIBRATED: tuple[tuple[str, str], ...] = (("claude", "anthropic"), ("deepseek"
 _HEURISTIC = HeuristicCounter()
 
 
-def _counter_spec(
+def counter_spec(
     model: str | None, models: Mapping[str, ModelInfo] | None = None
 ) -> tuple[Encoding, float, bool]:
-    """(encoding, scale, count_ids) for ``model`` (see the module docstring), as ``models`` (a
-    :class:`~contextwarden.ModelRegistry`) or the built-in registry knows it."""
+    """How ``model`` is counted: ``(encoding, scale, count_ids)`` (see the module docstring), as
+    ``models`` (a :class:`~contextwarden.ModelRegistry`) or the built-in registry knows it;
+    models with one spec count alike (one counter may serve them)."""
     if model is None:
         return ("o200k_base", 1.0, False)
     name = normalise_model_name(model)
@@ -620,15 +621,6 @@ def _counter_spec(
     return ("cl100k_base" if _CL100K_MODELS.match(name) else "o200k_base", 1.0, False)
 
 
-def counter_spec(
-    model: str | None, models: Mapping[str, ModelInfo] | None = None
-) -> tuple[Encoding, float, bool]:
-    """How ``model`` is counted: ``(encoding, scale, count_ids)``, as ``models`` or the
-    built-in registry knows it; models with one spec count alike (one counter may serve
-    them)."""
-    return _counter_spec(model, models)
-
-
 def new_counter(
     model: str | None = None,
     *,
@@ -644,7 +636,7 @@ def new_counter(
         return _HEURISTIC
     if kind != "exact":
         raise ConfigError(f"kind must be 'exact' or 'heuristic', got {kind!r}")
-    encoding, scale, count_ids = _counter_spec(model, models)
+    encoding, scale, count_ids = counter_spec(model, models)
     return ExactCounter(encoding, scale=scale, count_ids=count_ids, cache_size=cache_size)
 
 
@@ -660,18 +652,12 @@ def get_counter(
     ``models``, a :class:`~contextwarden.ModelRegistry`, or the built-in registry knows it);
     ``kind="heuristic"`` returns the chars/4 :class:`HeuristicCounter` whatever the model.
     """
-    if kind == "heuristic":
-        return _HEURISTIC
     if kind != "exact":
-        raise ConfigError(f"kind must be 'exact' or 'heuristic', got {kind!r}")
-    spec = _counter_spec(model, models)
-    counter = _COUNTERS.get(spec)
-    if counter is None:
-        encoding, scale, count_ids = spec
-        counter = _COUNTERS.setdefault(
-            spec, ExactCounter(encoding, scale=scale, count_ids=count_ids)
-        )
-    return counter
+        return new_counter(model, kind=kind, models=models)
+    spec = counter_spec(model, models)
+    if spec not in _COUNTERS:
+        _COUNTERS.setdefault(spec, ExactCounter(spec[0], scale=spec[1], count_ids=spec[2]))
+    return _COUNTERS[spec]
 
 
 def count_tokens(

@@ -64,24 +64,13 @@ def recall_tool(api: Literal["openai", "anthropic", "responses"] = "openai") -> 
 
 
 def _definition(api: str) -> dict[str, Any]:
+    named = {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION}
     if api == "openai":
-        return {
-            "type": "function",
-            "function": {
-                "name": RECALL_TOOL_NAME,
-                "description": _DESCRIPTION,
-                "parameters": _PARAMETERS,
-            },
-        }
+        return {"type": "function", "function": {**named, "parameters": _PARAMETERS}}
     if api == "anthropic":
-        return {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "input_schema": _PARAMETERS}
+        return {**named, "input_schema": _PARAMETERS}
     if api == "responses":
-        return {
-            "type": "function",
-            "name": RECALL_TOOL_NAME,
-            "description": _DESCRIPTION,
-            "parameters": _PARAMETERS,
-        }
+        return {"type": "function", **named, "parameters": _PARAMETERS}
     raise ValueError(f"recall_tool: api must be 'openai', 'anthropic' or 'responses', not {api!r}")
 
 

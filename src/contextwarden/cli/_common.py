@@ -229,15 +229,12 @@ def check_output_path(
     and any other suffix is refused. Refused too: an existing directory, one of ``inputs`` (or a
     hard or symbolic link to it), a folder that cannot be created or written to.
     """
+    if suffix is not None and not path.suffix and not path.is_dir():
+        path = path.with_name(path.name + suffix)
     if path.is_dir():
         raise fail(f"{option} {path}: is a directory; give a file name", EXIT_USAGE)
-    if suffix is not None:
-        if not path.suffix:
-            path = path.with_name(path.name + suffix)
-            if path.is_dir():
-                raise fail(f"{option} {path}: is a directory; give a file name", EXIT_USAGE)
-        elif path.suffix.lower() != suffix:
-            raise fail(f"{option} {path}: the file name must end in {suffix}", EXIT_USAGE)
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise fail(f"{option} {path}: the file name must end in {suffix}", EXIT_USAGE)
     for source in inputs:
         if path.exists() and source.exists() and os.path.samefile(path, source):
             raise fail(

@@ -377,11 +377,7 @@ def _replay_one(r: Reading, pricing: str) -> ReplayReport:
     total = count_calls(t.messages)
     with progress(
         f"replaying {total:,} calls", total if total >= PROGRESS_FROM else None
-    ) as advance_by:
-
-        def advance(_call: ReplayCall) -> None:
-            advance_by(1)
-
+    ) as advance:
         return replay(
             t.messages,
             model=r.model,
@@ -389,7 +385,7 @@ def _replay_one(r: Reading, pricing: str) -> ReplayReport:
             config=r.config,
             tools=t.tools or None,
             provider=provider_for(t.format),
-            on_call=advance,
+            on_call=lambda _call: advance(1),
             pricing=mode,
             compactions=t.compactions,
         )

@@ -53,6 +53,7 @@ import copy
 import dataclasses
 import heapq
 import re
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -595,11 +596,6 @@ _TEMPLATES: dict[str, str] = {
 _TEXT_FIELDS = ("content", "text", "prompt", "snippet", "message", "stdout")
 
 
-class _Fields(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return ""
-
-
 def _field_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -630,7 +626,7 @@ def _attachment_blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"type": "text", "text": prompt}] if isinstance(prompt, str) and prompt else []
     template = _TEMPLATES.get(str(kind))
     if template is not None:
-        fields = _Fields({k: _field_text(v) for k, v in a.items()})
+        fields = defaultdict(str, {k: _field_text(v) for k, v in a.items()})
         said = [k for k in re.findall(r"{(\w+)}", template) if k != "hookName"]
         if not any(fields.get(k) for k in said):
             return []  # nothing of its own to say
