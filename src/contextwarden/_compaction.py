@@ -407,27 +407,17 @@ class Compactor:
         current = original
         origin: list[int | None] = list(range(len(original)))  # input position, None: new
         shown: dict[int, Message] = {}  # input position -> the message shown instead
-        allowance = [self.config.max_summary_calls]  # summarizer calls left (the embedded
-        # summary, which calls nothing, writes the rest)
+        # one call of the configured summarizer per compaction; a strategy that chains several
+        # summaries (incremental chunks) gets the embedded one for the rest
+        allowance = [1]
         steps: list[_Step] = []
         compacted = 0
         for name in order:
-            if steps and tokens <= aim:
+            if steps:
+                # one summary per compaction: the first strategy that lands is kept; what is
+                # still over the target is cut by the window, not summarised again
                 break
-            if name == LAST_RESORT:
-                # the full summary reads the input itself, not a summary of summaries; it
-                # replaces what the progressive strategies did only when it ends up smaller
-                step = yield from self._step(
-                    name, original, ctx, before, tools, events, keep, allowance
-                )
-                if step is None or step.tokens >= tokens:
-                    continue
-                steps, compacted, current = [], 0, original
-                origin, shown = list(range(len(original))), {}
-            else:
-                step = yield from self._step(
-                    name, current, ctx, tokens, tools, events, keep, allowance
-                )
+            step = yield from self._step(name, current, ctx, tokens, tools, events, keep, allowance)
             if step is None:
                 continue
             compacted += sum(1 for i in step.outcome.elided if origin[i] is not None)
@@ -550,9 +540,7 @@ class Compactor:
                 request = replace(request, ref=ref)
             asked = chain
             if chain[0] is not self.fallback:
-                # the last call is kept for the full summary, which replaces what the
-                # progressive strategies wrote when they cannot reach the target
-                if allowance[0] <= (0 if name == LAST_RESORT else 1):
+                if allowance[0] <= 0:
                     asked = (self.fallback,)
                 else:
                     allowance[0] -= 1

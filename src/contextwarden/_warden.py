@@ -335,14 +335,14 @@ class Warden:
         )
 
     def _summary_calls(self, summarizer: Any) -> int:
-        """The summarizer calls a compaction now would pay for: ``max_summary_calls`` with an
-        LLM summarizer (``summarizer`` for this call, else the compactor's), 0 with the
-        embedded extractive one or a compaction hook of the caller's."""
+        """The summarizer calls a compaction now would pay for: one with an LLM summarizer
+        (``summarizer`` for this call, else the compactor's), 0 with the embedded extractive
+        one or a compaction hook of the caller's."""
         base = self.compactor
         if not isinstance(base, Compactor):
             return 0
         used = summarizer if summarizer is not None else base.summarizer
-        return 0 if isinstance(used, ExtractiveSummarizer) else base.config.max_summary_calls
+        return 0 if isinstance(used, ExtractiveSummarizer) else 1
 
     def _plan(self, call: Call, now: float | None, force: bool, allow: bool, hook: Any) -> Any:
         """Continue the conversation, append and make the lossless edits; ``hook`` when a

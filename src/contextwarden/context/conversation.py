@@ -43,8 +43,16 @@ from .._messages import (
     ToolResultBlock,
     held_bytes,
 )
-from .._policy import CacheRates, cheaper_at_limit, edit_pays, expected_calls
-from .._task import strip_injected
+from .._policy import (
+    CacheRates,
+    Inputs,
+    Plan,
+    Ledger,
+    calls_until_cut,
+    decide,
+    edit_pays,
+)
+from .._task import strip_injected, task_index
 from ..layers.base import LayerContext
 from ..layers.mask import ActionMemo, MaskPlan, mask_message, mask_plan, prints_file
 from ..layers.repair import RepairState, repair_appended, unchanged_next
@@ -171,6 +179,12 @@ class Conversation:
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
+        #: (history messages read, their fixed tokens, the task's position or -1): _fixed
+        self._fixed_seen: tuple[int, int, int] = (0, 0, -1)
+        self.warned_tight = False
+        #: what the conversation was billed so far, and against sending everything
+        self.ledger = Ledger()
+        self.ledger_raw = 0  # the previous call's whole history, in tokens
         #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
         #: agent's, and the copies edits made), their slots, what it remembers of them
         self.bytes = 0
@@ -282,10 +296,16 @@ class Conversation:
         ``call.must_compact`` when a compaction (or a window cut) is due."""
         ctx = call.ctx
         call.new_start = len(self.view)
+        if self.calls:  # bill the previous call, as it was sent
+            self.ledger = self.ledger.settle(
+                self.ledger_raw, sum(self.tokens) + call.overhead, call.rates
+            )
         self._append(call, len(self.inputs), len(call.messages))
+        self.ledger_raw = call.tokens_before
         budget = ctx.budget
-        if budget is not None:  # the reserve the next reply needs, from the replies so far
+        if budget is not None:  # the reserve the next reply needs, and the fixed part's room
             budget = budget.for_reply(self.longest_reply, call.max_tokens)
+            budget = budget.with_fixed(self._fixed(call))
             if budget is not ctx.budget:
                 ctx = call.ctx = replace(ctx, budget=budget)
         cold = (
@@ -294,34 +314,97 @@ class Conversation:
             and self.last_time is not None
             and (time.time() if now is None else now) - self.last_time > call.rates.ttl_s
         )
-        must = budget is not None and call.total > budget.trigger
-        if must and not cold and self._defers(call, call.total):
-            must = False  # over the trigger, within the hard limit: cutting now does not pay
-            call.deferred = True
+        plan = self._decide(call, cold) if budget is not None else None
+        must = plan is not None and plan.action in ("compact", "window_cut")
+        call.deferred = plan is not None and plan.action == "wait"
         reason: EditReason = "must" if must else ("free" if cold else "pays")
         if not call.rates.caching and not must:
             reason = "immediate"
         self._lossless_edit(call, reason)
-        if must and budget is not None:
-            # over the trigger: cut to the target now, not just under the trigger, so the next
-            # calls only append instead of trimming a little on every call (a window cut,
-            # which loses what it drops, waits until the lossless edits are not enough)
-            cfg = self.config
-            summarises = cfg.compaction.enabled
-            aim = compaction_target(budget) if summarises else budget.trigger
-            call.must_compact = call.total > aim and not self._cooling(call)
+        if plan is None or not must:
+            return
+        # the lossless edits come first; then the cut the model chose, down to its aim, so the
+        # next calls only append instead of trimming a little on every call
+        plan = self._decide(call, cold)
+        call.deferred = plan.action == "wait"
+        if plan.action == "compact" or (
+            plan.action == "window_cut" and not self.config.compaction.enabled
+        ):
+            call.must_compact = call.total > plan.aim
+        elif plan.action == "window_cut":
+            self.window_cut(call)
 
-    def _cooling(self, call: Call) -> bool:
-        """Within the cool-down after the last compaction: the request has grown by less than
-        ``compaction.cooldown_ratio`` of the window since, and is within the hard limit."""
+    def _fixed(self, call: Call) -> int:
+        """The tokens of the request no edit removes: tools, system messages, pinned messages
+        and the user's task (counted as they arrive, once)."""
+        count = call.ctx.counter.count_message
+        n, tokens, task = self._fixed_seen
+        for i in range(n, len(self.base)):
+            m = self.base[i]
+            if m.role == "system" or m.is_pinned:
+                tokens += count(m)
+        if task < 0 and self.last_user >= 0:
+            found = task_index(self.base)
+            if found is not None:
+                m = self.base[found]
+                task = found
+                tokens += 0 if m.role == "system" or m.is_pinned else count(m)
+        self._fixed_seen = (len(self.base), tokens, task)
+        return tokens + call.overhead
+
+    def _inputs(self, call: Call, total: int, cold: bool = False) -> Inputs:
+        """What the cost model decides from, for a request of ``total`` tokens now."""
         budget = call.ctx.budget
-        if self.compacted_at is None or budget is None:
-            return False
-        grown = call.total - self.compacted_at
-        return (
-            grown < self.config.compaction.cooldown_ratio * budget.window
-            and call.total <= budget.limit
+        assert budget is not None
+        last = max((e.call for e in self.edits if e.kind == "compaction"), default=None)
+        lead = call.overhead  # the leading system messages stay, and stay cached
+        for m, t in zip(self.view, self.tokens, strict=False):
+            if m.role != "system":
+                break
+            lead += t
+        return Inputs(
+            budget,
+            total,
+            self._pace(call),
+            self.calls,
+            call.rates,
+            new_tokens=sum(self.tokens[call.new_start :]),
+            summary_cost=float(call.summary_calls),
+            since_summary=None if last is None else self.calls - last,
+            cold=cold,
+            lead=lead,
         )
+
+    def _decide(self, call: Call, cold: bool) -> Plan:
+        """The cost model's plan for the request now; warns once when the fixed part leaves too
+        little room for a summary to buy its calls."""
+        budget = call.ctx.budget
+        assert budget is not None
+        if call.total <= budget.trigger:
+            return Plan("none", budget.target, "under the trigger")
+        policy = self.config.policy
+        plan = decide(
+            self._inputs(call, call.total, cold), policy, summarises=self.config.compaction.enabled
+        )
+        if plan.tight and not self.warned_tight:
+            self.warned_tight = True
+            emit(
+                call.events,
+                Event(
+                    "warning",
+                    "policy",
+                    tokens_before=budget.fixed,
+                    tokens_after=budget.limit,
+                    detail=f"the fixed part (system prompt, tools, task, pins: {budget.fixed:,} "
+                    f"tokens) leaves {budget.limit - budget.fixed:,} of the {budget.limit:,} "
+                    "a request may use: too little for a summary to buy "
+                    f"{policy.summary_spacing} calls at {self._pace(call):,.0f} tokens a call; "
+                    "summaries are spaced that far apart and whole oldest turns are cut "
+                    "between them",
+                    data={"fixed": budget.fixed, "limit": budget.limit, "tight": True},
+                ),
+            )
+        return plan
 
     def _append(self, call: Call, start: int, stop: int) -> None:
         ctx = call.ctx
@@ -720,7 +803,11 @@ class Conversation:
             rewritten = sum(self.tokens[first:]) - removed
             new_tokens = sum(self.tokens[call.new_start :])
             left = self._calls_until_compaction(call, call.total - removed)
-            if not edit_pays(removed, rewritten, new_tokens, self.calls, call.rates, policy, left):
+            # the bill so far, this call included as it stands (see Ledger)
+            now = self.ledger.settle(call.tokens_before, call.total, call.rates)
+            if not edit_pays(
+                removed, rewritten, new_tokens, self.calls, call.rates, policy, left, ledger=now
+            ):
                 return
         elif reason == "immediate" and not edit_pays(removed, 0, 0, self.calls, call.rates, policy):
             return
@@ -755,69 +842,19 @@ class Conversation:
             ),
         )
 
-    def _pace(self) -> float:
-        """Tokens the history has grown by per call, on average so far."""
-        return self.input_tokens / (self.calls + 1)
+    def _pace(self, call: Call) -> float:
+        """Tokens the history has grown by per call, on average so far (the fixed part aside)."""
+        budget = call.ctx.budget
+        fixed = budget.fixed if budget is not None else call.overhead
+        return max(self.input_tokens + call.overhead - fixed, 0) / (self.calls + 1)
 
     def _calls_until_compaction(self, call: Call, total: int) -> int | None:
-        """About how many calls, at the pace the history has grown so far, until a request of
-        ``total`` tokens is compacted: when it reaches the trigger, or the hard limit when a
-        compaction before it would not pay (see :meth:`_defers`). None without a window or
-        compaction."""
+        """About how many calls until a request of ``total`` tokens is cut (see
+        :func:`~contextwarden._policy.calls_until_cut`). None without a window or compaction."""
         budget = call.ctx.budget
         if budget is None or not self.config.compaction.enabled:
             return None
-        pace = self._pace()
-        if pace <= 0:
-            return None
-        at = budget.limit if self._defers(call, max(total, budget.trigger)) else budget.trigger
-        return max(int((at - total) / pace), 0)
-
-    def _defers(self, call: Call, total: int) -> bool:
-        """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
-        waits: cutting it to the target now (a compaction or a window cut) would not pay for
-        itself, at the model's cache prices, within the calls the session can be expected to
-        still make before the limit (:func:`~contextwarden._policy.edit_pays`); a session
-        expected to reach the limit, where the cut comes anyway, waits only when cutting at the
-        limit each time costs less per call (:func:`~contextwarden._policy.cheaper_at_limit`).
-        Cheap cache reads (DeepSeek's at 2% of the input price) make reading a long request
-        again cheaper than rewriting a short one."""
-        budget = call.ctx.budget
-        if (
-            budget is None
-            or not self.config.compaction.defer
-            or not call.rates.caching
-            or budget.trigger >= budget.limit
-            or total > budget.limit
-        ):
-            return False
-        pace = self._pace()
-        if pace <= 0:
-            return False
-        summarises = self.config.compaction.enabled
-        aim = compaction_target(budget) if summarises else budget.trigger
-        until_limit = int((budget.limit - total) / pace)
-        if expected_calls(self.calls, self.config.policy) > until_limit:
-            # the session is expected to reach the limit: the cut comes anyway, now or there
-            return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates)
-        lead = 0  # the leading system messages stay, and stay cached
-        for m, t in zip(self.view, self.tokens, strict=False):
-            if m.role != "system":
-                break
-            lead += t
-        removed = max(total - aim, 0)
-        # each summarizer call reads about what the compaction replaces, at the input price
-        summaries = call.summary_calls * removed if summarises else 0
-        return not edit_pays(
-            removed,
-            max(aim - lead - call.overhead, 0),
-            sum(self.tokens[call.new_start :]),
-            self.calls,
-            call.rates,
-            self.config.policy,
-            until_limit,
-            summaries,
-        )
+        return calls_until_cut(self._inputs(call, total), self.config.policy)
 
     def _note(self, edit: Edit) -> None:
         """Put ``edit`` in the log and extend what the log reaches."""
@@ -856,6 +893,10 @@ class Conversation:
         while same < limit and view[same] is old_view[same]:
             same += 1
         known = {id(m): t for m, t in zip(old_view[same:], old_tokens[same:], strict=True)}
+        if not replay:
+            kept = sum(old_tokens[:same]) + call.overhead
+            cut = self.ledger.cut_from
+            self.ledger = replace(self.ledger, cut_from=kept if cut is None else min(cut, kept))
         self.view, self.sources = view, sources
         self.tokens = old_tokens[:same] + [
             t if (t := known.get(id(m))) is not None else count(m) for m in view[same:]

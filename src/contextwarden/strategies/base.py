@@ -124,11 +124,9 @@ Strategy = Callable[[Sequence[Message], StrategyContext], "StrategyOutcome | Non
 
 
 def compaction_target(budget: Budget) -> int:
-    """Where a compaction stops: ``budget.target``, capped at ``trigger * target_ratio /
-    trigger_ratio`` (two thirds of the trigger with the defaults) so there is always room
-    between the end of one compaction and the start of the next."""
-    ratio = budget.target_ratio / budget.trigger_ratio if budget.trigger_ratio else 1.0
-    return min(budget.target, int(budget.trigger * ratio))
+    """Where a compaction stops: ``budget.target``, which leaves room between the end of one
+    compaction and the start of the next (see :mod:`contextwarden._budget`)."""
+    return budget.target
 
 
 # -- layout ------------------------------------------------------------------------------------
