@@ -112,13 +112,13 @@ class PolicyConfig(BaseModel):
         "so far. Lower: never dearer by more than that, fewer early savings. Default: 0.01.",
     )
     summary_spacing: int = Field(
-        5,
+        6,
         ge=1,
         description="The fewest calls between two compactions with a summary: compactions "
         "over n calls are at most ceil(n / summary_spacing). Where the fixed part leaves too "
         "little room for a summary to buy that many calls, the window is cut without a "
         "summary in between. Higher: fewer summary calls and waits, a summary that lags "
-        "further behind what was cut (recall by reference covers the gap). Default: 5.",
+        "further behind what was cut (recall by reference covers the gap). Default: 6.",
     )
     cache_ttl_s: float | None = Field(
         None,

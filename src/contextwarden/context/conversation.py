@@ -323,16 +323,15 @@ class Conversation:
         self._lossless_edit(call, reason)
         if plan is None or not must:
             return
-        # the lossless edits come first; then the cut the model chose, down to its aim, so the
-        # next calls only append instead of trimming a little on every call
-        plan = self._decide(call, cold)
-        call.deferred = plan.action == "wait"
-        if plan.action == "compact" or (
-            plan.action == "window_cut" and not self.config.compaction.enabled
-        ):
+        # the lossless edits come first; then the cut the model chose, down to its aim (not
+        # just under the trigger), so the next calls only append instead of trimming a little
+        # on every call
+        if plan.action == "compact" or not self.config.compaction.enabled:
             call.must_compact = call.total > plan.aim
-        elif plan.action == "window_cut":
+        elif call.total > budget.limit:  # a summary is recent: whole oldest units go
             self.window_cut(call)
+        else:
+            call.deferred = True
 
     def _fixed(self, call: Call) -> int:
         """The tokens of the request no edit removes: tools, system messages, pinned messages
