@@ -972,13 +972,20 @@ class Conversation:
         index = HistoryIndex(keep_results=0, keep_thinking=0)
         index.extend(self.view, 0)
         drop: list[int] = []
+        chosen: set[int] = set()
         excess = call.total - aim
-        for u in index.droppable(self.view, (self._no_summary,)):
-            if excess <= 0:
-                break
-            start, end = index.unit_span(u)
-            drop.extend(range(start, end))
-            excess -= sum(self.tokens[start:end])
+        # the user's own instructions go last: only when dropping everything else is not enough
+        for rules in ((self._no_summary, _no_instruction), (self._no_summary,)):
+            for u in index.droppable(self.view, rules):
+                if excess <= 0:
+                    break
+                start, end = index.unit_span(u)
+                if start in chosen:
+                    continue
+                chosen.add(start)
+                drop.extend(range(start, end))
+                excess -= sum(self.tokens[start:end])
+        drop.sort()
         if not drop:
             return
         positions = sorted(s for p in drop if isinstance(s := self.sources[p], int))
@@ -1069,6 +1076,13 @@ def _oversized_client_block(message: Message, limit: int) -> bool:
         message.role == "user"
         and any(isinstance(b, TextBlock) and len(b.text) > limit for b in message.content)
         and not strip_injected(message.text)
+    )
+
+
+def _no_instruction(view: Sequence[Message], start: int, end: int) -> bool:
+    """A cut rule: a unit holding words the user wrote (not only what a client injects)."""
+    return not any(
+        m.role == "user" and strip_injected(m.text) for m in view[start:end]
     )
 
 

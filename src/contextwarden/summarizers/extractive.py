@@ -138,6 +138,17 @@ def _entries(
         yield Entry(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
         )
+    # every later instruction of the user's, verbatim: the agent works to them as to the task
+    for i, said in enumerate(facts.instructions):
+        yield Entry(
+            "remaining",
+            clip(said, INSTRUCTION_CHARS),
+            0,
+            (1, i),
+            INSTRUCTIONS,
+            min_chars=120,
+            recency=i,
+        )
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
         label = (
@@ -174,6 +185,15 @@ def _entries(
             8,
             (2,),
             bullet=False,
+        )
+    # what was done, in the files: each path written, with what happened to it
+    for i, (path, action) in enumerate(facts.file_status().items()):
+        if action != "read":
+            yield Entry("completed", f"{action} {path}", 6, (4, i), "Done to files", recency=i)
+    viewed = [p for p, a in facts.file_status().items() if a == "read"]
+    if viewed:
+        yield Entry(
+            "completed", "Read: " + ", ".join(viewed[-READ_PATHS:]), 7, (5,), bullet=False
         )
     for err in facts.errors:
         if err.fixed:
@@ -269,6 +289,13 @@ def _entries(
             )
     yield from _earlier_entries(facts.earlier)
 
+
+#: The heading the user's later instructions are listed under.
+INSTRUCTIONS = "User instructions (verbatim, in order)"
+#: A later instruction of the user's is quoted up to this many characters.
+INSTRUCTION_CHARS = 1_200
+#: The files a summary names as read (the newest).
+READ_PATHS = 12
 
 #: The newest earlier spans whose references a summary always carries.
 EARLIER_REFS = 4
@@ -392,6 +419,10 @@ def _earlier_pins(facts: Facts) -> list[str]:
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
     for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
         h = heading.lower()
+        if h == INSTRUCTIONS.lower():  # the user's words stay verbatim, first, summary after summary
+            said = line[2:] if line.startswith("- ") else line
+            yield Entry("remaining", said, 0, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
+            continue
         if h in _EARLIER_SKIP or h == "pinned (verbatim)":
             continue  # the task, files and pins are carried by their own entries
         if h.startswith("earlier"):
