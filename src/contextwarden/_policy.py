@@ -178,72 +178,6 @@ def rates_for(
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """What a decision is made from. Tokens are the counter's; costs are in input tokens (one
-    token at the model's input price).
-
-    ``budget``: window, hard limit, reserve and the fixed part (its trigger and target are in
-    the room the fixed part leaves); ``request``: the request's tokens now; ``growth``: tokens
-    the history grows by per call; ``calls``: calls made so far; ``new_tokens``: tokens this
-    call writes anyway (the new messages); ``summary_cost``: what a compaction's summarizer
-    calls cost per token they replace (0 with the embedded summarizer; about 1 per LLM call,
-    which reads the span at the input price); ``since_summary``: calls since the last compaction
-    with a summary (None: none yet); ``cold``: the provider's cache has expired."""
-
-    budget: Budget
-    request: int
-    growth: float
-    calls: int
-    rates: CacheRates
-    new_tokens: int = 0
-    summary_cost: float = 0.0
-    since_summary: int | None = None
-    cold: bool = False
-    #: the leading system messages and tools: they stay cached through any cut
-    lead: int = 0
-
-
-Action = Literal["none", "wait", "compact", "window_cut"]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What the cost model decided for the history: ``action`` (``none``: under the trigger;
-    ``wait``: over it, within the hard limit, cutting now does not pay or a summary was made
-    too recently; ``compact``: a compaction with a summary down to ``aim``; ``window_cut``: whole
-    oldest units dropped down to ``aim``, no summary), why, and ``bill``: the expected cost per
-    call (input tokens) until the next cut, at the model's cache prices. ``tight``: the fixed
-    part leaves too little room for a summary to buy ``summary_spacing`` calls."""
-
-    action: Action
-    aim: int
-    reason: str
-    bill: float = 0.0
-    tight: bool = False
-
-
-def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
-    """How many more calls the session is counted on to make: ``config.horizon`` when set, else
-    as many as it has made so far (at least 1)."""
-    if config.horizon is not None:
-        return config.horizon
-    return max(calls_so_far, 1)
-
-
-def calls_bought(budget: Budget, growth: float) -> int:
-    """Calls a cut to the target buys before the request is over the trigger again."""
-    if growth <= 0:
-        return 1 << 30
-    return int((budget.trigger - budget.target) / growth)
-
-
-def tight(budget: Budget, growth: float, config: PolicyConfig) -> bool:
-    """Whether the fixed part leaves too little room for a summary to buy
-    ``summary_spacing`` calls at ``growth`` tokens a call."""
-    return calls_bought(budget, growth) < config.summary_spacing
-
-
-@dataclass(frozen=True)
 class Ledger:
     """What a conversation has been billed so far, in input tokens at the rates the policy
     weighs edits at: ``raw``, had every call sent the whole history (the payable baseline), and
@@ -290,6 +224,74 @@ def bet_ok(loss: float, ledger: Ledger, config: PolicyConfig) -> bool:
     covered by what earlier edits saved plus ``loss_cap`` of the bill sending everything would
     have made so far: the session then ends at most ``loss_cap`` dearer than that."""
     return loss <= ledger.bank() + config.loss_cap * ledger.raw
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a decision is made from. Tokens are the counter's; costs are in input tokens (one
+    token at the model's input price).
+
+    ``budget``: window, hard limit, reserve and the fixed part (its trigger and target are in
+    the room the fixed part leaves); ``request``: the request's tokens now; ``growth``: tokens
+    the history grows by per call; ``calls``: calls made so far; ``new_tokens``: tokens this
+    call writes anyway (the new messages); ``summary_cost``: what a compaction's summarizer
+    calls cost per token they replace (0 with the embedded summarizer; about 1 per LLM call,
+    which reads the span at the input price); ``since_summary``: calls since the last compaction
+    with a summary (None: none yet); ``cold``: the provider's cache has expired."""
+
+    budget: Budget
+    request: int
+    growth: float
+    calls: int
+    rates: CacheRates
+    new_tokens: int = 0
+    summary_cost: float = 0.0
+    since_summary: int | None = None
+    cold: bool = False
+    #: the leading system messages and tools: they stay cached through any cut
+    lead: int = 0
+    #: the bill so far, this call included as it stands (None: no bet check)
+    ledger: Ledger | None = None
+
+
+Action = Literal["none", "wait", "compact", "window_cut"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the cost model decided for the history: ``action`` (``none``: under the trigger;
+    ``wait``: over it, within the hard limit, cutting now does not pay or a summary was made
+    too recently; ``compact``: a compaction with a summary down to ``aim``; ``window_cut``: whole
+    oldest units dropped down to ``aim``, no summary), why, and ``bill``: the expected cost per
+    call (input tokens) until the next cut, at the model's cache prices. ``tight``: the fixed
+    part leaves too little room for a summary to buy ``summary_spacing`` calls."""
+
+    action: Action
+    aim: int
+    reason: str
+    bill: float = 0.0
+    tight: bool = False
+
+
+def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
+    """How many more calls the session is counted on to make: ``config.horizon`` when set, else
+    as many as it has made so far (at least 1)."""
+    if config.horizon is not None:
+        return config.horizon
+    return max(calls_so_far, 1)
+
+
+def calls_bought(budget: Budget, growth: float) -> int:
+    """Calls a cut to the target buys before the request is over the trigger again."""
+    if growth <= 0:
+        return 1 << 30
+    return int((budget.trigger - budget.target) / growth)
+
+
+def tight(budget: Budget, growth: float, config: PolicyConfig) -> bool:
+    """Whether the fixed part leaves too little room for a summary to buy
+    ``summary_spacing`` calls at ``growth`` tokens a call."""
+    return calls_bought(budget, growth) < config.summary_spacing
 
 
 def cheaper_at_limit(aim: int, trigger: int, limit: int, pace: float, rates: CacheRates) -> bool:
@@ -366,10 +368,16 @@ def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:
         return False
     aim = budget.target if summarises else budget.trigger
     until_limit = int((budget.limit - total) / pace)
-    if expected_calls(inputs.calls, config) > until_limit:
-        return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, rates)
     removed = max(total - aim, 0)
     summaries = inputs.summary_cost * removed if summarises else 0.0
+    if inputs.ledger is not None:
+        # a cut before the limit is a bet too: the whole history could still be sent
+        rewritten = max(aim - inputs.lead - inputs.new_tokens, 0)
+        loss = rewritten * rates.rewrite + summaries - removed * rates.read
+        if not bet_ok(loss, inputs.ledger, config):
+            return True
+    if expected_calls(inputs.calls, config) > until_limit:
+        return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, rates)
     return not edit_pays(
         removed,
         max(aim - inputs.lead, 0),

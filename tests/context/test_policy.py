@@ -56,8 +56,10 @@ SPREAD: dict[str, Any] = {
     "trigger_ratio": 0.3,
     "target_ratio": 0.2,
     "reserve_tokens": 1_000,
-    "policy": {"horizon": 20},
+    "policy": {"horizon": 20, "loss_cap": 1.0},
 }
+#: the same with the default loss cap: a cut before the hard limit is a bet it rarely covers
+CAREFUL: dict[str, Any] = {**SPREAD, "policy": {"horizon": 20}}
 
 
 def run(model: str, config: dict[str, Any]) -> list[tuple[int, int, bool, int]]:
@@ -86,11 +88,18 @@ def budget(model: str) -> Any:
     return Warden(WardenConfig.model_validate(SPREAD)).budget_for(model, WINDOW)
 
 
-def test_a_cut_over_the_trigger_is_made_when_it_pays_back_before_the_hard_limit() -> None:
+def test_a_cut_over_the_trigger_is_made_when_it_pays_back_and_the_bet_is_covered() -> None:
+    """Cutting before the hard limit is a bet (the whole history could still be sent): made at
+    the trigger when it pays back and losing it is covered (here a loss cap of the whole bill),
+    else it waits for the limit, where the cut is due anyway."""
     calls = run("gpt-4o", SPREAD)  # cache reads weighed at 0.1x the input price
     first = first_cut(calls)
     trigger = budget("gpt-4o").trigger
     assert calls[first - 1][0] <= trigger < calls[first][0]  # the first request over it
+    careful = run("gpt-4o", CAREFUL)
+    limit = budget("gpt-4o").limit
+    assert not any(compacted for *_, compacted, _ in careful)
+    assert all(sent == before for before, sent, *_ in careful if before <= limit)
 
 
 def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() -> None:
@@ -99,7 +108,7 @@ def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() ->
     whole, each the previous one and the new messages, until the hard limit is near enough
     to be reached before the session is expected to end; then the cut is made."""
     limits = budget("deepseek-v4-flash")
-    short = {**SPREAD, "policy": {}}  # counted on for as many calls again as made so far
+    short = {**SPREAD, "policy": {"loss_cap": 1.0}}  # as many calls again as made so far
     calls = run("deepseek-v4-flash", short)
     first = first_cut(calls)
     waited = [i for i, c in enumerate(calls[:first]) if c[0] > limits.trigger]
@@ -148,7 +157,7 @@ def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
     LLM one waits (meanwhile masking pays), in a session that may end before the hard limit."""
     from contextwarden.testing import FakeSummarizer
 
-    short = {**SPREAD, "policy": {}}  # counted on for as many calls again as made so far
+    short = {**SPREAD, "policy": {"loss_cap": 1.0}}  # counted on for as many calls again as made
     limits = budget("gpt-4o")
 
     def first_compaction(summarizer: Any) -> int:

@@ -351,7 +351,9 @@ class Conversation:
         self._fixed_seen = (len(self.base), tokens, task)
         return tokens + call.overhead
 
-    def _inputs(self, call: Call, total: int, cold: bool = False) -> Inputs:
+    def _inputs(
+        self, call: Call, total: int, cold: bool = False, *, bet: bool = False
+    ) -> Inputs:
         """What the cost model decides from, for a request of ``total`` tokens now."""
         budget = call.ctx.budget
         assert budget is not None
@@ -372,6 +374,7 @@ class Conversation:
             since_summary=None if last is None else self.calls - last,
             cold=cold,
             lead=lead,
+            ledger=self.ledger.settle(call.tokens_before, total, call.rates) if bet else None,
         )
 
     def _decide(self, call: Call, cold: bool) -> Plan:
@@ -383,7 +386,9 @@ class Conversation:
             return Plan("none", budget.target, "under the trigger")
         policy = self.config.policy
         plan = decide(
-            self._inputs(call, call.total, cold), policy, summarises=self.config.compaction.enabled
+            self._inputs(call, call.total, cold, bet=True),
+            policy,
+            summarises=self.config.compaction.enabled,
         )
         if plan.tight and not self.warned_tight:
             self.warned_tight = True
@@ -394,12 +399,12 @@ class Conversation:
                     "policy",
                     tokens_before=budget.fixed,
                     tokens_after=budget.limit,
-                    detail=f"the fixed part (system prompt, tools, task, pins: {budget.fixed:,} "
-                    f"tokens) leaves {budget.limit - budget.fixed:,} of the {budget.limit:,} "
-                    "a request may use: too little for a summary to buy "
-                    f"{policy.summary_spacing} calls at {self._pace(call):,.0f} tokens a call; "
-                    "summaries are spaced that far apart and whole oldest turns are cut "
-                    "between them",
+                    detail=f"between the trigger ({budget.trigger:,} tokens) and the target "
+                    f"({budget.target:,}), in the room the fixed part (system prompt, tools, "
+                    f"task, pins: {budget.fixed:,}) leaves under the limit ({budget.limit:,}), "
+                    f"a summary buys fewer than {policy.summary_spacing} calls at "
+                    f"{self._pace(call):,.0f} tokens a call: summaries are spaced that far "
+                    "apart, and whole oldest turns are cut between them",
                     data={"fixed": budget.fixed, "limit": budget.limit, "tight": True},
                 ),
             )
