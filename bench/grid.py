@@ -122,7 +122,9 @@ def bill(reqs: Sequence[Sequence[Msg]], read: float, write: float) -> tuple[floa
     return tokens, cost
 
 
-def _warden_sender(model: str, window: int, stats: dict[str, int]) -> Callable[[list[Msg]], list[Msg]]:
+def _warden_sender(
+    model: str, window: int, stats: dict[str, int]
+) -> Callable[[list[Msg]], list[Msg]]:
     from contextwarden import Warden
 
     warden = Warden()

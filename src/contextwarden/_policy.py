@@ -193,7 +193,11 @@ class Ledger:
 
     def call_cost(self, total: int, rates: CacheRates, cold: bool = False) -> float:
         """What a request of ``total`` tokens costs after this ledger's last one."""
-        read = 0 if cold else min(self.cached, total, self.cut_from if self.cut_from is not None else total)
+        read = (
+            0
+            if cold
+            else min(self.cached, total, self.cut_from if self.cut_from is not None else total)
+        )
         return _cost(read, total, rates)
 
     def settle(self, raw: int, total: int, rates: CacheRates, cold: bool = False) -> Ledger:
@@ -415,7 +419,9 @@ def decide(inputs: Inputs, config: PolicyConfig, *, summarises: bool) -> Plan:
     if spaced:
         return Plan("compact", aim, "over the trigger", bill, narrow)
     if over_limit:
-        return Plan("window_cut", budget.target, "over the limit, a summary is recent", bill, narrow)
+        return Plan(
+            "window_cut", budget.target, "over the limit, a summary is recent", bill, narrow
+        )
     return Plan("wait", aim, "a summary is recent; within the limit", bill, narrow)
 
 

@@ -123,7 +123,9 @@ def test_the_plan_is_stored_and_a_restored_log_sends_the_same_request() -> None:
             continue
         part = history[: k - 1]
         # a fresh warden on the same store each call: the log is read back every time
-        served, _ = Warden(WardenConfig.model_validate(EAGER), log_store=store).transform_openai(part, model="gpt-4o", window=40_000)
+        served, _ = Warden(WardenConfig.model_validate(EAGER), log_store=store).transform_openai(
+            part, model="gpt-4o", window=40_000
+        )
         expected, _ = alone.transform_openai(part, model="gpt-4o", window=40_000)
         assert served == expected
     del first

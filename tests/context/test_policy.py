@@ -14,8 +14,8 @@ from test_continuity import openai_steps  # noqa: E402
 from contextwarden import Warden, WardenConfig  # noqa: E402
 from contextwarden._policy import (  # noqa: E402
     CacheRates,
-    PolicyConfig,
     Ledger,
+    PolicyConfig,
     cheaper_at_limit,
     edit_pays,
 )

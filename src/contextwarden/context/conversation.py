@@ -46,8 +46,8 @@ from .._messages import (
 from .._policy import (
     CacheRates,
     Inputs,
-    Plan,
     Ledger,
+    Plan,
     calls_until_cut,
     decide,
     edit_pays,
@@ -321,7 +321,7 @@ class Conversation:
         if not call.rates.caching and not must:
             reason = "immediate"
         self._lossless_edit(call, reason)
-        if plan is None or not must:
+        if plan is None or budget is None or not must:
             return
         # the lossless edits come first; then the cut the model chose, down to its aim (not
         # just under the trigger), so the next calls only append instead of trimming a little
@@ -351,9 +351,7 @@ class Conversation:
         self._fixed_seen = (len(self.base), tokens, task)
         return tokens + call.overhead
 
-    def _inputs(
-        self, call: Call, total: int, cold: bool = False, *, bet: bool = False
-    ) -> Inputs:
+    def _inputs(self, call: Call, total: int, cold: bool = False, *, bet: bool = False) -> Inputs:
         """What the cost model decides from, for a request of ``total`` tokens now."""
         budget = call.ctx.budget
         assert budget is not None
@@ -1086,9 +1084,7 @@ def _oversized_client_block(message: Message, limit: int) -> bool:
 
 def _no_instruction(view: Sequence[Message], start: int, end: int) -> bool:
     """A cut rule: a unit holding words the user wrote (not only what a client injects)."""
-    return not any(
-        m.role == "user" and strip_injected(m.text) for m in view[start:end]
-    )
+    return not any(m.role == "user" and strip_injected(m.text) for m in view[start:end])
 
 
 def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from .._messages import Message
 from ..summarizers.base import request_facts
-from .sliding_window import recent_tail
 from .base import (
     Layout,
     Section,
@@ -26,6 +25,7 @@ from .base import (
     is_summary_message,
     summary_request,
 )
+from .sliding_window import recent_tail
 
 __all__ = ["full_summary", "state_sections"]
 

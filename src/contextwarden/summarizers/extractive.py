@@ -187,14 +187,12 @@ def _entries(
             bullet=False,
         )
     # what was done, in the files: each path written, with what happened to it
-    for i, (path, action) in enumerate(facts.file_status().items()):
-        if action != "read":
-            yield Entry("completed", f"{action} {path}", 6, (4, i), "Done to files", recency=i)
+    for i, (touched, how) in enumerate(facts.file_status().items()):
+        if how != "read":
+            yield Entry("completed", f"{how} {touched}", 6, (4, i), "Done to files", recency=i)
     viewed = [p for p, a in facts.file_status().items() if a == "read"]
     if viewed:
-        yield Entry(
-            "completed", "Read: " + ", ".join(viewed[-READ_PATHS:]), 7, (5,), bullet=False
-        )
+        yield Entry("completed", "Read: " + ", ".join(viewed[-READ_PATHS:]), 7, (5,), bullet=False)
     for err in facts.errors:
         if err.fixed:
             yield Entry(
@@ -419,7 +417,9 @@ def _earlier_pins(facts: Facts) -> list[str]:
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
     for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
         h = heading.lower()
-        if h == INSTRUCTIONS.lower():  # the user's words stay verbatim, first, summary after summary
+        if (
+            h == INSTRUCTIONS.lower()
+        ):  # the user's words stay verbatim, first, summary after summary
             said = line[2:] if line.startswith("- ") else line
             yield Entry("remaining", said, 0, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
             continue
