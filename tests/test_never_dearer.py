@@ -31,8 +31,9 @@ RECORDINGS = ROOT / "tests" / "data" / "recordings"
             32_000,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="+1.1% over its 12 payable calls: a mask at call 11 that pays back by "
-                "call 13, where a 270k-token tool output ends what the baseline can send",
+                reason="+1.1% over its 12 payable calls: a mask at call 11 expected to pay back "
+                "by call 13 (a small bet), where a 270k-token tool output ends what the baseline "
+                "can send",
             ),
         ),
         (DEMO, DEMO_MODEL, None),

@@ -51,6 +51,7 @@ from .._policy import (
     calls_until_cut,
     decide,
     edit_pays,
+    payable_calls,
 )
 from .._task import strip_injected, task_index
 from ..layers.base import LayerContext
@@ -72,6 +73,8 @@ RECORD_VERSION = 1
 #: What a conversation keeps per history message besides the message: its slots in the lists
 #: and maps of :class:`Conversation` (inputs, base, view, sources, tokens, names, positions...).
 SLOT_BYTES = 240
+#: Calls after which the growth per call is measured well enough to warn that the room is tight.
+MEASURED_CALLS = 3
 #: What one remembered gain (of a mask or strip) costs.
 GAIN_BYTES = 120
 #: What one remembered tool action (of a mask plan) costs.
@@ -388,7 +391,8 @@ class Conversation:
             policy,
             summarises=self.config.compaction.enabled,
         )
-        if plan.tight and not self.warned_tight:
+        # said once growth is measured: a first call's whole history is not growth per call
+        if plan.tight and not self.warned_tight and self.calls >= MEASURED_CALLS:
             self.warned_tight = True
             emit(
                 call.events,
@@ -805,6 +809,15 @@ class Conversation:
             rewritten = sum(self.tokens[first:]) - removed
             new_tokens = sum(self.tokens[call.new_start :])
             left = self._calls_until_compaction(call, call.total - removed)
+            # an edit pays back while the whole history could still be sent, or not at all
+            budget = call.ctx.budget
+            payable = (
+                payable_calls(call.tokens_before, budget.window, self._pace(call))
+                if budget is not None
+                else None
+            )
+            if payable is not None:
+                left = payable if left is None else min(left, payable)
             # the bill so far, this call included as it stands (see Ledger)
             now = self.ledger.settle(call.tokens_before, call.total, call.rates)
             if not edit_pays(

@@ -139,11 +139,12 @@ def _entries(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
         )
     # every later instruction of the user's, verbatim: the agent works to them as to the task
-    for i, said in enumerate(facts.instructions):
+    # (after the must-keep facts: the changed files, the pins, the last error)
+    for i, said in enumerate(dict.fromkeys(facts.instructions)):
         yield Entry(
             "remaining",
             clip(said, INSTRUCTION_CHARS),
-            0,
+            4,
             (1, i),
             INSTRUCTIONS,
             min_chars=120,
@@ -421,7 +422,7 @@ def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
             h == INSTRUCTIONS.lower()
         ):  # the user's words stay verbatim, first, summary after summary
             said = line[2:] if line.startswith("- ") else line
-            yield Entry("remaining", said, 0, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
+            yield Entry("remaining", said, 4, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
             continue
         if h in _EARLIER_SKIP or h == "pinned (verbatim)":
             continue  # the task, files and pins are carried by their own entries
