@@ -650,24 +650,18 @@ class Compactor:
         return (primary, self.fallback)
 
     def _summarize(self, ask: _Ask) -> _Summary:
-        failure: str | None = None
-        for summarizer in ask.summarizers:
-            key = summary_cache_key(ask.request, summarizer)
-            hit = self._cached(key)
-            if hit is not None:
-                return _Summary(hit, failure, summarizer.name)
-            try:
-                text: object = summarizer.summarize(ask.request)
-                problem = self._garbage(text, ask.request)
-            except Exception as exc:  # never let a summarizer break the agent
-                problem = f"raised {type(exc).__name__}: {exc}"
-            if problem is None and isinstance(text, str):
-                self._store(key, text)
-                return _Summary(text, failure, summarizer.name)
-            failure = failure or f"{summarizer.name} {problem}"
-        return _Summary(None, failure)
+        # the async path with the summarizers called synchronously: it never awaits, so it ends
+        # on its first step
+        step = self._asummarize(ask, sync=True)
+        try:
+            step.send(None)
+        except StopIteration as done:
+            answer: _Summary = done.value
+            return answer
+        step.close()
+        raise RuntimeError("a synchronous summary awaited")
 
-    async def _asummarize(self, ask: _Ask) -> _Summary:
+    async def _asummarize(self, ask: _Ask, *, sync: bool = False) -> _Summary:
         failure: str | None = None
         for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
@@ -675,7 +669,10 @@ class Compactor:
             if hit is not None:
                 return _Summary(hit, failure, summarizer.name)
             try:
-                text: object = await summarizer.asummarize(ask.request)
+                if sync:
+                    text: object = summarizer.summarize(ask.request)
+                else:
+                    text = await summarizer.asummarize(ask.request)
                 problem = self._garbage(text, ask.request)
             except Exception as exc:  # never let a summarizer break the agent
                 problem = f"raised {type(exc).__name__}: {exc}"

@@ -48,7 +48,6 @@ than cutting at the trigger (:func:`cheaper_at_limit`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,9 +143,6 @@ class CacheRates:
     def rewrite(self) -> float:
         """What one token moved from a read to a write costs extra."""
         return max(self.write - self.read, 0.0)
-
-
-NO_CACHE = CacheRates(1.0, 1.0, None, False)
 
 
 def rates_for(
@@ -450,11 +446,6 @@ def decide(inputs: Inputs, config: PolicyConfig, *, summarises: bool) -> Plan:
             "window_cut", budget.target, "over the limit, a summary is recent", bill, narrow
         )
     return Plan("wait", aim, "a summary is recent; within the limit", bill, narrow)
-
-
-def summaries_bound(calls: int, config: PolicyConfig) -> int:
-    """The most compactions with a summary ``calls`` calls make (forced ones aside)."""
-    return math.ceil(calls / config.summary_spacing)
 
 
 def calls_until_cut(inputs: Inputs, config: PolicyConfig) -> int | None:
