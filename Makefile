@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/contextwarden replay examples/data/demo-session.traj.json --model deepseek-v4-flash --window 32000 --plot out/demo.png
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 lint: install
 	$(BIN)/ruff check src tests

@@ -94,10 +94,9 @@ def files(only: str = "") -> list[tuple[str, Path, str | None]]:
 def run_one(task: tuple[str, Path, str | None, int | None]) -> list[Row]:
     """Replay every run of one file at ``window`` (None: the model's own), as the CLI does."""
     from contextwarden._billing import CachePricing
-    from contextwarden._replay import count_calls, provider_for, replay
-    from contextwarden._transcripts import load_transcripts
+    from contextwarden._replay import count_calls, replay, resolve_model
+    from contextwarden._transcripts import load_transcripts, provider_for
     from contextwarden.cli._common import config_for
-    from contextwarden.cli.replay import _model_for
 
     name, path, model, window = task
     rows = []
@@ -106,7 +105,8 @@ def run_one(task: tuple[str, Path, str | None, int | None]) -> list[Row]:
     for number, t in enumerate(runs, 1):
         if not count_calls(t.messages):
             continue
-        run_cfg, key, _ = _model_for(t, cfg)
+        resolved = resolve_model(cfg, t.model, t.window)
+        run_cfg, key = resolved.config, resolved.name
         t0 = time.perf_counter()
         options: dict[str, Any] = dict(
             model=key,
@@ -149,16 +149,14 @@ def _prefixes(report: Any, skip: int = 10) -> tuple[float | None, int, int, int]
     (the replay is causal: the warden's decisions at a call depend only on the calls before
     it): the highest with/without ratio of the bills summed so far, its call, how many cuts
     were compared and how many of them were dearer."""
-    every = report.totals.baseline == "recorded-usage"
     without = with_ = 0.0
     worst: float | None = None
     at = seen = dearer = 0
     for c in report.calls:
         if not c.payable or c.billed_cost_without is None or c.billed_cost_with is None:
             continue
-        base = (c.recorded_cost or 0.0) if every else c.billed_cost_without
-        without += base
-        with_ += base + c.billed_cost_with - c.billed_cost_without
+        without += c.billed_cost_without
+        with_ += c.billed_cost_with
         if c.call < skip or without <= 0:
             continue
         seen += 1

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from shared_data import SHARED_DATA, trajectory_files
 
 # Scripts the tests start (the benchmarks' smoke tests) read the same recordings.
@@ -27,3 +28,11 @@ def shared_data() -> Path:
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Point the session store at a temp folder so tests never touch the user's data dir."""
     monkeypatch.setenv("CONTEXTWARDEN_DATA_DIR", str(tmp_path_factory.mktemp("cwdata")))
+
+
+# Hypothesis: no per-example deadline (a shared core can stall any example), and by default the
+# examples are derived from each test's name, so the suite takes the same time on every run.
+# HYPOTHESIS_PROFILE=explore draws new examples each run (and keeps failures in .hypothesis/).
+settings.register_profile("steady", deadline=None, derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "steady"))

@@ -25,6 +25,7 @@ from contextwarden._models import (
     assume_model,
     context_window,
     known_models,
+    local_server,
     model_info,
 )
 from contextwarden._tokens import ExactCounter, get_counter
@@ -145,8 +146,8 @@ def test_a_recording_without_a_model_is_replayable() -> None:
     info, note = assume_model(None)
     assert info.context_window == 128_000 and info.encoding == "o200k_base"
     assert note == (
-        "the recording names no model: o200k tokens, no price (billed costs not shown), "
-        "window 128,000 assumed"
+        "the recording names no model: counted with o200k_base, window 128,000 assumed, "
+        "no price: no bill"
     )
 
 
@@ -722,3 +723,55 @@ def test_prices_doc_table_is_current() -> None:
     )
     for name in PRICED:
         assert f"| `{name}` |" in text, name
+
+
+@pytest.mark.parametrize(
+    ("query", "meant"),
+    [
+        ("claude_4_5_opus", "claude-opus-4-5"),  # Cline's spelling
+        ("claude-4-5-sonnet", "claude-sonnet-4-5"),
+        ("gpt4o", "gpt-4o"),
+        ("gpt4o-mini", "gpt-4o-mini"),
+        ("GPT_4o", "gpt-4o"),
+    ],
+)
+def test_another_spelling_of_a_known_model_is_that_model(query: str, meant: str) -> None:
+    info, note = assume_model(query)
+    known = model_info(meant)
+    assert (info.context_window, info.input_price_per_mtok) == (
+        known.context_window,
+        known.input_price_per_mtok,
+    )
+    assert note == f"model {query!r} read as {meant}"
+
+
+@pytest.mark.parametrize("query", ["gpt4", "gpt-4-1106-preview", "gpt-4-0125-preview"])
+def test_gpt_4_turbo_previews_are_gpt_4_turbo_not_gpt_4(query: str) -> None:
+    """SWE-agent's ``gpt4`` is gpt-4-1106-preview: 128k tokens at GPT-4 Turbo's price, not the
+    8k gpt-4 a prefix match would give."""
+    assert model_info(query).name == "gpt-4-turbo"
+    assert model_info(query).context_window == 128_000
+
+
+@pytest.mark.parametrize(
+    ("query", "server"),
+    [
+        ("lm_studio/qwen3.6-35b-a3b", "lm_studio"),
+        ("ollama/llama3.1:8b", "ollama"),
+        ("ollama_chat/qwen3:32b", "ollama_chat"),
+        ("hosted_vllm/meta-llama/Llama-3.3-70B-Instruct", "hosted_vllm"),
+        ("llama.cpp/model.gguf", "llama.cpp"),
+    ],
+)
+def test_a_local_model_is_billed_at_zero_and_said_to_be_local(query: str, server: str) -> None:
+    assert local_server(query) == server
+    info, note = assume_model(query)
+    assert info.input_price_per_mtok == 0 and info.caching == "none"
+    assert note is not None and f"runs locally ({server}): billed at $0" in note
+    assert info.cached_cost(1000, 1000, 1000) == 0
+
+
+@given(st.sampled_from(["openai", "anthropic", "openrouter", "deepseek", "models"]))
+def test_a_provider_is_not_a_local_server(prefix: str) -> None:
+    assert local_server(f"{prefix}/gpt-4o") is None
+    assert assume_model(f"{prefix}/gpt-4o") == (model_info("gpt-4o"), None)

@@ -18,7 +18,6 @@ from contextwarden._models import model_info
 from contextwarden._replay import (
     compact_history,
     count_calls,
-    make_warden,
     recorded_usage,
     replay,
 )
@@ -83,8 +82,8 @@ def test_cost_is_the_list_price() -> None:
 def test_a_small_window_forces_savings_and_every_request_stays_valid() -> None:
     report = replay(session(20), model=MODEL, window=8_000)
     t = report.totals
-    assert t.over_window_without > 0  # the raw history would not have fit
-    assert t.over_window_with == 0 and t.invalid_requests == 0
+    assert t.not_payable_without > 0  # the raw history would not have fit
+    assert t.not_payable_with == 0 and t.invalid_requests == 0
     assert t.max_context_with <= report.window
     assert t.saved_ratio > 0
     assert all(c.tokens_with <= c.tokens_without for c in report.calls)
@@ -265,7 +264,7 @@ def test_the_warden_is_told_each_calls_time() -> None:
     import inspect
 
     seen: list[float | None] = []
-    base = make_warden(LOSSLESS)
+    base = Warden(LOSSLESS)
     takes_now = "now" in inspect.signature(base.transform).parameters
 
     class Recording(type(base)):  # type: ignore[misc]
@@ -303,7 +302,7 @@ def test_real_recording_at_32k(shared_data: Path) -> None:
     transcript = load_transcript(smallest)
     report = replay(transcript.messages, model="deepseek-chat", window=32_000)
     assert report.totals.invalid_requests == 0
-    assert report.totals.over_window_with == 0
+    assert report.totals.not_payable_with == 0
     assert report.totals.input_tokens_with < report.totals.input_tokens_without
 
 

@@ -580,7 +580,7 @@ def test_a_per_call_summarizer_writes_that_calls_summary_and_the_log_names_it() 
     """``transform(summarizer=...)`` (what the proxy passes: its upstream with the caller's key)
     writes the summary of a compaction made on that call; the edit log records who wrote it, and
     keeps it through its JSON form."""
-    from contextwarden._log import Edit
+    from contextwarden._log import Compaction, edit_from_dict
     from contextwarden.testing import ConversationBuilder, FakeSummarizer
 
     b = ConversationBuilder().system("You are a coding agent.").user("Fix the parser bug")
@@ -590,11 +590,12 @@ def test_a_per_call_summarizer_writes_that_calls_summary_and_the_log_names_it() 
     own, guest = FakeSummarizer(name="own"), FakeSummarizer(name="guest")
     w = Warden(summarizer=own)
     result = w.transform(history, model="gpt-4o", window=16_000, summarizer=guest)
-    [edit] = [e for e in result.edits if e.kind == "compaction"]
+    [edit] = [e for e in result.edits if isinstance(e, Compaction)]
     assert edit.summarizer == "guest" and guest.calls and not own.calls
     assert all(r.ref == edit.ref for r in guest.calls)  # the summary can point back to them
-    assert Edit.from_dict(edit.as_dict()).summarizer == "guest"
-    assert w.edit_log(result.conversation)[-1].summarizer == "guest"
+    assert edit_from_dict(edit.as_dict()) == edit
+    last = w.edit_log(result.conversation)[-1]
+    assert isinstance(last, Compaction) and last.summarizer == "guest"
 
 
 def test_agents_sharing_a_task_at_different_points_keep_a_log_each() -> None:

@@ -120,24 +120,24 @@ def test_a_tool_set_sent_again_is_not_checked_again_and_stays_exact() -> None:
     tools = [{"type": "function", "function": {"name": "sh", "parameters": {"strict": True}}}]
 
     def begun(t: Any) -> Any:
-        return warden._begin(history, "gpt-4o", None, None, t, None)  # the call as resolved
+        return warden._begin(history, "gpt-4o", None, None, t, None)  # (conversation, call)
 
-    first = begun(copy.deepcopy(tools))
-    again = begun(copy.deepcopy(tools))  # new objects, same content: what a proxy parses
+    (conv, first) = begun(copy.deepcopy(tools))
+    (conv_again, again) = begun(copy.deepcopy(tools))  # new objects, same content: a proxy's
     assert again.ctx.tools is first.ctx.tools and again.overhead == first.overhead
-    assert again.conv is first.conv
+    assert conv_again is conv
     twin = copy.deepcopy(tools)
     twin[0]["function"]["parameters"]["strict"] = 1  # == True, but another request
-    other = begun(twin)
+    other = begun(twin)[1]
     assert other.ctx.tools is not first.ctx.tools
     assert repr(other.ctx.tools) == repr(twin) and repr(first.ctx.tools) == repr(tools)
     mine = copy.deepcopy(tools)
     begun(mine)
     mine[0]["function"]["name"] = "changed later"  # the caller's list is not what is kept
-    assert begun(copy.deepcopy(tools)).ctx.tools[0]["function"]["name"] == "sh"
+    assert begun(copy.deepcopy(tools))[1].ctx.tools[0]["function"]["name"] == "sh"
     for bad in (["x"], "tools", [None]):
         with pytest.raises(FormatError):
             begun(bad)
         with pytest.raises(FormatError):
             begun(bad)  # every time
-    assert begun([]).ctx.tools is None and begun(None).ctx.tools is None
+    assert begun([])[1].ctx.tools is None and begun(None)[1].ctx.tools is None

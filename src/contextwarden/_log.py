@@ -9,20 +9,22 @@ An edit reaches history messages by their *position* in the conversation's histo
 stable because a history that does not extend the one the log was built on starts a new log
 (:class:`~contextwarden._warden.Warden` checks this on every call).
 
+One type per kind (:data:`Edit` is their union), each with what it needs:
+
 =================  ==========================================================================
 kind               effect on the view
 =================  ==========================================================================
-``mask``           tool results of messages ``<= upto`` shrink to head and tail lines, except
+:class:`Mask`      tool results of messages ``<= upto`` shrink to head and tail lines, except
                    those in ``keep`` (the latest reads of the files the agent works on, left
                    whole); the ``superseded`` results (a file read again, a command run again,
                    a duplicate), wherever they are, become a one-line marker. Once masked, a
                    result stays masked: a later mask edit only adds to it
-``strip_thinking`` thinking blocks of assistant messages ``<= upto`` are removed
-``compaction``     the ``removed`` ranges leave the view; ``inserted`` messages (the summary)
+StripThinking      thinking blocks of assistant messages ``<= upto`` are removed
+:class:`Compaction` the ``removed`` ranges leave the view; ``inserted`` messages (the summary)
                    stand before the history message they are anchored to; ``dropped`` names
                    earlier compactions whose summaries this one absorbed
-``window_cut``     the ``removed`` ranges leave the view, with no summary
-``repair``         made as a message enters: a tool result without its call leaves the view
+:class:`WindowCut` the ``removed`` ranges leave the view, with no summary
+:class:`Repair`    made as a message enters: a tool result without its call leaves the view
                    (``removed``); synthetic results close calls left unanswered before the
                    anchor message (``inserted``). Fixes that keep a message in place (ids made
                    unique, an empty user message's placeholder) are made on entry, like the cut
@@ -38,14 +40,23 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal
 
 from ._codec import message_from_dict, message_to_dict
 from ._exceptions import FormatError
 from ._messages import Message
 
-__all__ = ["Edit"]
+__all__ = [
+    "Compaction",
+    "Edit",
+    "Mask",
+    "Repair",
+    "StripThinking",
+    "WindowCut",
+    "edit_from_dict",
+    "make_ref",
+]
 
 EditKind = Literal["mask", "strip_thinking", "compaction", "window_cut", "repair"]
 #: Why an edit was made: over the trigger (``must``), it pays for itself in cache reads
@@ -56,96 +67,135 @@ EditReason = Literal["must", "pays", "free", "immediate", "forced"]
 #: message an edit inserted.
 Source = int | tuple[int, int]
 
-_KINDS: tuple[str, ...] = ("mask", "strip_thinking", "compaction", "window_cut", "repair")
+Span = tuple[tuple[int, int], ...]
+Placed = tuple[tuple[int, Message], ...]
 
 
-@dataclass(frozen=True)
-class Edit:
-    """One decision of the warden for one conversation (a value; see the module docstring).
+@dataclass(frozen=True, kw_only=True)
+class _Record:
+    """What every edit records: why it was made (``reason``), at which call of the conversation
+    (``call``), and the request's tokens before and after it."""
 
-    ``upto``: the last history position a mask or strip reaches (inclusive). ``removed``:
-    half-open ranges of history positions taken out of the view. ``inserted``: ``(anchor,
-    message)`` pairs, each message placed just before history position ``anchor``.
-    ``replaced``: ``(position, message)`` pairs shown instead of the history message (a hint
-    folded into the system prompt). ``dropped``: log numbers of earlier compactions whose
-    inserted messages leave the view. ``ref`` is the ``cw:`` reference of the originals hidden;
-    ``summary`` the summary text and ``summarizer`` who wrote it (``llm:openai:gpt-4o-mini``,
-    ``extractive``...); ``tokens_before``/``tokens_after`` the request's size around the edit.
-    A mask edit's plan: ``keep``, the ids of results at or before ``upto`` it leaves whole;
-    ``superseded``, ``(position, result id, id of the result that superseded it)`` triples of
-    results it reduces to a one-line marker (at any position).
-    """
-
-    kind: EditKind
+    kind: ClassVar[EditKind]
     reason: EditReason = "must"
+    call: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (messages in the canonical codec), for stores."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("inserted", "replaced"):
+                value = [[a, message_to_dict(m)] for a, m in value]
+            elif isinstance(value, tuple):
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mask(_Record):
+    """Tool results of messages ``<= upto`` shrink to head and tail lines, except those in
+    ``keep`` (ids left whole); the ``superseded`` results, ``(position, result id, id of the
+    result that superseded it)`` wherever they are, become a one-line marker."""
+
+    kind: ClassVar[EditKind] = "mask"
     upto: int = -1
-    removed: tuple[tuple[int, int], ...] = ()
-    inserted: tuple[tuple[int, Message], ...] = ()
-    replaced: tuple[tuple[int, Message], ...] = ()
+    keep: tuple[str, ...] = ()
+    superseded: tuple[tuple[int, str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StripThinking(_Record):
+    """Thinking blocks of assistant messages ``<= upto`` are removed."""
+
+    kind: ClassVar[EditKind] = "strip_thinking"
+    upto: int = -1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction(_Record):
+    """The ``removed`` ranges of history positions (half-open) leave the view; each
+    ``inserted`` message (the summary) stands before the history position it is anchored to;
+    ``replaced`` messages are shown instead of theirs (a hint folded into the system prompt);
+    ``dropped`` names earlier compactions whose summaries this one absorbed. ``ref`` is the
+    ``cw:`` reference of the originals, ``summary`` its text, written by ``summarizer``
+    (``llm:openai:gpt-4o-mini``, ``extractive``...) with ``strategy``."""
+
+    kind: ClassVar[EditKind] = "compaction"
+    removed: Span = ()
+    inserted: Placed = ()
+    replaced: Placed = ()
     dropped: tuple[int, ...] = ()
     ref: str | None = None
     strategy: str | None = None
     summary: str | None = None
     summarizer: str | None = None
-    tokens_before: int = 0
-    tokens_after: int = 0
-    call: int = 0
-    keep: tuple[str, ...] = ()
-    superseded: tuple[tuple[int, str, str], ...] = ()
-    data: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (messages in the canonical codec), for stores."""
-        return {
-            "kind": self.kind,
-            "reason": self.reason,
-            "upto": self.upto,
-            "removed": [list(r) for r in self.removed],
-            "inserted": [[a, message_to_dict(m)] for a, m in self.inserted],
-            "replaced": [[p, message_to_dict(m)] for p, m in self.replaced],
-            "dropped": list(self.dropped),
-            "ref": self.ref,
-            "strategy": self.strategy,
-            "summary": self.summary,
-            "summarizer": self.summarizer,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "call": self.call,
-            "keep": list(self.keep),
-            "superseded": [list(t) for t in self.superseded],
-        }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Edit:
-        """The edit :meth:`as_dict` wrote; :class:`FormatError` naming the field when not."""
-        try:
-            kind = data["kind"]
-            if kind not in _KINDS:
-                raise FormatError(f"edit kind must be one of {_KINDS}, got {kind!r}")
-            return cls(
-                kind=kind,
-                reason=data.get("reason", "must"),
-                upto=int(data.get("upto", -1)),
-                removed=tuple((int(a), int(b)) for a, b in data.get("removed", ())),
-                inserted=tuple((int(a), message_from_dict(m)) for a, m in data.get("inserted", ())),
-                replaced=tuple((int(p), message_from_dict(m)) for p, m in data.get("replaced", ())),
-                dropped=tuple(int(n) for n in data.get("dropped", ())),
-                ref=data.get("ref"),
-                strategy=data.get("strategy"),
-                summary=data.get("summary"),
-                summarizer=data.get("summarizer"),
-                tokens_before=int(data.get("tokens_before", 0)),
-                tokens_after=int(data.get("tokens_after", 0)),
-                call=int(data.get("call", 0)),
-                keep=tuple(str(k) for k in data.get("keep", ())),
-                superseded=tuple(
-                    (int(p), str(r), str(by)) for p, r, by in data.get("superseded", ())
-                ),
-            )
-        except FormatError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"not an edit record ({type(exc).__name__}: {exc})") from exc
+@dataclass(frozen=True, kw_only=True)
+class WindowCut(_Record):
+    """The ``removed`` ranges leave the view with no summary (``ref``: the originals'
+    reference); ``dropped`` names earlier edits whose inserted messages left with them."""
+
+    kind: ClassVar[EditKind] = "window_cut"
+    removed: Span = ()
+    dropped: tuple[int, ...] = ()
+    ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Repair(_Record):
+    """Made as a message enters: a tool result without its call leaves the view
+    (``removed``); synthetic results close calls left unanswered before the anchor message
+    (``inserted``)."""
+
+    kind: ClassVar[EditKind] = "repair"
+    removed: Span = ()
+    inserted: Placed = ()
+
+
+#: One decision of the warden for one conversation (a value; see the module docstring).
+Edit = Mask | StripThinking | Compaction | WindowCut | Repair
+
+_TYPES: Mapping[str, type[Edit]] = {
+    t.kind: t for t in (Mask, StripThinking, Compaction, WindowCut, Repair)
+}
+
+
+def edit_from_dict(data: Mapping[str, Any]) -> Edit:
+    """The edit ``as_dict`` wrote; :class:`FormatError` naming the field when not."""
+    try:
+        kind = data["kind"]
+        cls = _TYPES.get(kind)
+        if cls is None:
+            raise FormatError(f"edit kind must be one of {tuple(_TYPES)}, got {kind!r}")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            raw = data[f.name]
+            if f.name in ("inserted", "replaced"):
+                values[f.name] = tuple((int(a), message_from_dict(m)) for a, m in raw)
+            elif f.name == "removed":
+                values[f.name] = tuple((int(a), int(b)) for a, b in raw)
+            elif f.name == "superseded":
+                values[f.name] = tuple((int(p), str(r), str(by)) for p, r, by in raw)
+            elif f.name == "keep":
+                values[f.name] = tuple(str(k) for k in raw)
+            elif f.name == "dropped":
+                values[f.name] = tuple(int(n) for n in raw)
+            elif f.name in ("upto", "call", "tokens_before", "tokens_after"):
+                values[f.name] = int(raw)
+            else:
+                values[f.name] = raw
+        return cls(**values)
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"not an edit record ({type(exc).__name__}: {exc})") from exc
 
 
 MessageEdit = Callable[[int, Message], Message]
@@ -168,21 +218,22 @@ def apply(
     removed: list[bool] = [False] * len(history)
     inserted: dict[int, list[tuple[Source, Message]]] = {}
     replaced: dict[int, Message] = {}
-    gone: set[int] = {n for e in edits for n in e.dropped}
+    gone: set[int] = {n for e in edits if isinstance(e, Compaction | WindowCut) for n in e.dropped}
     for number, e in enumerate(edits):
-        if e.kind == "mask":
+        if isinstance(e, Mask):
             mask_upto = max(mask_upto, e.upto)
             also.update(p for p, _, _ in e.superseded)
-        elif e.kind == "strip_thinking":
+        elif isinstance(e, StripThinking):
             strip_upto = max(strip_upto, e.upto)
         else:
             for start, end in e.removed:
                 for i in range(max(start, 0), min(end, len(history))):
                     removed[i] = True
-            if number not in gone:
+            if number not in gone and not isinstance(e, WindowCut):
                 for k, (anchor, m) in enumerate(e.inserted):
                     inserted.setdefault(anchor, []).append(((number, k), m))
-            replaced.update(e.replaced)
+            if isinstance(e, Compaction):
+                replaced.update(e.replaced)
     out: list[Message] = []
     sources: list[Source] = []
     for i, m in enumerate(history):
@@ -223,3 +274,12 @@ def conversation_key(
     if tools:
         h.update(json.dumps(list(tools), sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+def make_ref(messages: Sequence[Message]) -> str:
+    """The stable reference of an elided span: ``cw:`` + a hash of its messages' fingerprints.
+    The same span always gets the same reference, on any machine."""
+    h = hashlib.blake2b(digest_size=8)
+    if messages:  # each fingerprint (hex digits) and a NUL, hashed at once
+        h.update(("\x00".join([m.fingerprint for m in messages]) + "\x00").encode())
+    return "cw:" + h.hexdigest()

@@ -68,6 +68,7 @@ __all__ = [
     "context_window",
     "find_model",
     "known_models",
+    "local_server",
     "model_info",
     "normalise_model_name",
 ]
@@ -566,6 +567,15 @@ _ALIASES: dict[str, str] = {
     "qwen3": "qwen3-32b",
     "deepseek-v3": "deepseek-chat",
     "deepseek-r1": "deepseek-reasoner",
+    # GPT-4 Turbo's previews (128k, not gpt-4's 8k), and SWE-agent's shorthands for them
+    # (its OpenAIModel.SHORTCUTS: gpt4 is gpt-4-1106-preview, gpt3 gpt-3.5-turbo-1106).
+    "gpt-4-1106-preview": "gpt-4-turbo",
+    "gpt-4-0125-preview": "gpt-4-turbo",
+    "gpt-4-turbo-preview": "gpt-4-turbo",
+    "gpt4": "gpt-4-turbo",
+    "gpt4-0125": "gpt-4-turbo",
+    "gpt4-legacy": "gpt-4",
+    "gpt3": "gpt-3.5-turbo",
 }
 
 _SEPARATORS = ("-", ":", "@", "_")
@@ -674,29 +684,90 @@ def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo 
     return None
 
 
+#: Servers that run a model on the user's own machine (the routing prefix litellm and aider
+#: write, or the server's own name): no per-token price, so a bill of 0.
+_LOCAL_SERVERS = frozenset(
+    {
+        "lm_studio",
+        "lmstudio",
+        "ollama",
+        "ollama_chat",
+        "llamacpp",
+        "llama.cpp",
+        "llama_cpp",
+        "llamafile",
+        "vllm",
+        "hosted_vllm",
+        "local",
+    }
+)
+_CLAUDE_VERSION_FIRST = re.compile(r"^claude-(\d+(?:-\d+)?)-(opus|sonnet|haiku)(-\d{8})?$")
+_LETTER_DIGIT = re.compile(r"(?<=[a-z])(?=\d)")
+
+
+def local_server(model: str | None) -> str | None:
+    """The local server ``model`` is routed to (``lm_studio/qwen3`` -> ``lm_studio``), or
+    ``None`` for a model a provider serves."""
+    if not model or "/" not in model:
+        return None
+    head = model.strip().lower().split("/", 1)[0]
+    return head if head in _LOCAL_SERVERS else None
+
+
+def _respelled(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo | None:
+    """A known model ``model`` is another spelling of: underscores for dashes, no dash
+    between name and version (``gpt4`` -> ``gpt-4``), Claude's version before its family
+    (``claude_4_5_opus`` -> ``claude-opus-4-5``)."""
+    original = normalise_model_name(model)
+    name = original.replace("_", "-")
+    candidates = [name, _LETTER_DIGIT.sub("-", name, count=1)]
+    for candidate in list(candidates):
+        claude = _CLAUDE_VERSION_FIRST.match(candidate)
+        if claude is not None:
+            version, family, date = claude.groups()
+            candidates.append(f"claude-{family}-{version}{date or ''}")
+    for candidate in dict.fromkeys(candidates):
+        found = find_model(candidate, overrides) if candidate != original else None
+        if found is not None:
+            return found
+    return None
+
+
 def assume_model(
     model: str | None,
     window: int | None = None,
     overrides: Mapping[str, ModelInfo] | None = None,
 ) -> tuple[ModelInfo, str | None]:
-    """The :class:`ModelInfo` to replay or bill ``model`` with, and what was assumed (``None``
-    when nothing was): never raises for an unknown model.
+    """The :class:`ModelInfo` to count, replay or bill ``model`` with, and what was assumed
+    (``None`` when nothing was): never raises for an unknown model. The one rule every command
+    follows:
 
-    A model the registry knows is itself. Otherwise its family stands in (see
-    :func:`model_info`'s fallbacks), and failing that an unpriced model with the given window
-    (or 128,000 tokens) and the o200k tokenizer. ``window`` (the window a recording states)
-    replaces the registry's figure either way.
+    - a model the registry knows is itself; another spelling of one (``gpt4``,
+      ``claude_4_5_opus``) is that model;
+    - else its family stands in (``gpt-5.9`` -> ``gpt-5``, see :func:`_family`);
+    - else an unknown model: o200k tokens, the given window or 128,000 tokens, no price (so no
+      bill), each assumption stated;
+    - a model served locally (``lm_studio/``, ``ollama/``, ``llama.cpp/``, ``vllm/``...) is
+      priced at 0: the user pays no provider per token.
+
+    ``window`` (the window a recording states, or the user's) replaces the registry's figure.
     """
     info = find_model(model, overrides) if model else None
-    note: str | None = None
+    notes: list[str] = []
     if info is None and model:
-        family = _family(model, overrides)
-        if family is not None:
-            info = replace(family, name=normalise_model_name(model))
-            note = (
-                f"model {model!r} is not in the registry: assumed to be like {family.name} "
-                f"(its prices and window)"
-            )
+        found = _respelled(model, overrides)
+        if found is not None:
+            notes.append(f"model {model!r} read as {found.name}")
+        else:
+            found = _family(model, overrides)
+            if found is not None:
+                notes.append(
+                    f"model {model!r} is not in the registry: assumed to be like {found.name} "
+                    + ("(its prices and window)" if window is None else "(its prices)")
+                )
+        if found is not None:
+            info = replace(found, name=normalise_model_name(model))
+    server = local_server(model)
     if info is None:
         size = window or _DEFAULT_WINDOW
         info = ModelInfo(
@@ -707,15 +778,32 @@ def assume_model(
             source="assumed: unknown model, no price",
             as_of="",
         )
-        what = f"model {model!r} is unknown" if model else "the recording names no model"
-        note = f"{what}: o200k tokens, no price (billed costs not shown)"
-        if window is None:
-            note += f", window {size:,} assumed"
+        what = (
+            f"model {model!r} is not in the registry" if model else "the recording names no model"
+        )
+        assumed = "counted with o200k_base" + ("" if window else f", window {size:,} assumed")
+        notes.append(what + f": {assumed}" + ("" if server else ", no price: no bill"))
+    if server is not None:
+        info = replace(
+            info,
+            provider="other",
+            input_price_per_mtok=0.0,
+            output_price_per_mtok=0.0,
+            cache_read_price_per_mtok=0.0,
+            cache_write_price_per_mtok=0.0,
+            cache_write_1h_price_per_mtok=None,
+            cache_ttl_s=None,
+            min_cacheable_tokens=0,
+            caching="none",
+            source=f"local model ({server}): no per-token price",
+        )
+        who = "it" if notes else f"model {model!r}"
+        notes.append(f"{who} runs locally ({server}): billed at $0")
     if window is not None and window != info.context_window:
         info = replace(
             info, context_window=window, max_output_tokens=min(info.max_output_tokens, window)
         )
-    return info, note
+    return info, "; ".join(notes) or None
 
 
 def model_info(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo:

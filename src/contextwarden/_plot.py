@@ -42,8 +42,8 @@ def plot_replay(
     (dotted); calls where a compaction ran, and those where old tool results were masked or
     old thinking stripped, are marked. The title gives the cumulative saving.
     Bottom panel (when the model has a price): the cumulative billed input cost without and
-    with contextwarden, cache-aware; its title gives the totals beside the list price (what a
-    token count alone would claim) and the cache hit ratios.
+    with contextwarden, cache-aware; its title gives the same totals as the text report (the
+    whole session, and the calls that fit without contextwarden) and the cache hit ratios.
     """
     plt = pyplot()
     target = Path(path)
@@ -136,11 +136,16 @@ def plot_replay(
     ax.set_ylim(bottom=0, top=max([report.window, *without, *with_]) * 1.08)
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _pos: f"{v / 1000:.0f}k"))
     ax.grid(True, alpha=0.25)
-    saved = f"{t.saved_ratio:.0%}"
+    fit = (
+        f"\n{t.not_payable_without} of {t.calls} calls do not fit the window without "
+        f"contextwarden, {t.not_payable_with} with it"
+        if t.not_payable_without
+        else ""
+    )
     ax.set_title(
         title
         or f"Context per call: {t.input_tokens_without:,} -> {t.input_tokens_with:,} input "
-        f"tokens in total ({saved} saved)",
+        f"tokens in total ({t.saved_ratio:.1%} fewer){fit}",
         fontsize=11,
     )
     ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
@@ -171,27 +176,20 @@ def _money_panel(ax: Any, report: ReplayReport, calls: list[int]) -> None:
     ax.plot(calls, bill_without, color="#757575", linewidth=1.8, label="without contextwarden")
     ax.fill_between(calls, bill_with, color="#1f77b4", alpha=0.18, linewidth=0)
     ax.plot(calls, bill_with, color="#1f77b4", linewidth=2.2, label="with contextwarden")
-    saved = t.billed_saved_ratio or 0.0
-    verb = f"{saved:.0%} saved" if saved >= 0 else f"{-saved:.0%} dearer"
+    p = report.cache_pricing
+    # Dollars escaped: a bare "$" starts matplotlib's mathtext. The figures are the report's
+    # totals, the same the text and the JSON give.
+    whole = f"\\${t.billed_cost_without or 0:,.4f} -> \\${t.billed_cost_with or 0:,.4f}"
+    line = f"Billed input cost, cache-aware, whole session: {whole}"
     if t.not_payable_without and t.payable_billed_cost_without is not None:
-        # the saving is stated on the calls the baseline could pay, not on these totals
-        verb += (
-            f" on the {t.calls - t.not_payable_without} payable calls: "
+        line += (
+            f"\non the {t.calls - t.not_payable_without} calls that fit without contextwarden: "
             f"\\${t.payable_billed_cost_without:,.4f} -> "
             f"\\${t.billed_cost_with_on_payable or 0:,.4f}"
         )
-    p = report.cache_pricing
-    # Dollars escaped: a bare "$" starts matplotlib's mathtext.
-    rates = f"read \\${p.read_per_mtok:g}/M, write \\${p.write_per_mtok:g}/M" if p else ""
-    listed = (
-        f"list price \\${t.cost_without:,.2f} -> \\${t.cost_with:,.2f}; "
-        if t.cost_without is not None and t.cost_with is not None
-        else ""
-    )
+    rates = f"read \\${p.read_per_mtok:g}/M, write \\${p.write_per_mtok:g}/M; " if p else ""
     ax.set_title(
-        f"Billed input cost, cache-aware: \\${t.billed_cost_without or 0:,.4f} -> "
-        f"\\${t.billed_cost_with or 0:,.4f} ({verb})\n"
-        f"{listed}{rates}; cache hit ratio {t.cache_hit_ratio_without:.0%} without, "
+        f"{line}\n{rates}cache hit ratio {t.cache_hit_ratio_without:.0%} without, "
         f"{t.cache_hit_ratio_with:.0%} with",
         fontsize=10,
     )

@@ -48,12 +48,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ._billing import CachePricing, CallBill, PromptRequest, bill_after
+from ._billing import CachePricing, PromptRequest, bill_after
 from ._budget import Budget, reply_tokens
 from ._config import WardenConfig
 from ._exceptions import ConfigError, UnknownModelError
 from ._messages import Message
-from ._models import ModelInfo, model_info
+from ._model_overrides import ModelOverride, apply_model_overrides
+from ._models import ModelInfo, assume_model, model_info
 from ._tokens import TokenCounter
 from ._warden import TransformResult, Warden
 from .formats import to_anthropic, to_openai, validate_anthropic, validate_openai
@@ -63,11 +64,13 @@ __all__ = [
     "ReplayCall",
     "ReplayReport",
     "ReplayTotals",
+    "ResolvedModel",
     "compact_history",
     "epoch_seconds",
     "iter_replay",
     "prompt_request",
     "replay",
+    "resolve_model",
 ]
 
 Provider = Literal["openai", "anthropic"]
@@ -78,27 +81,6 @@ Baseline = Literal["recorded-usage", "agent-compactions", "full-history"]
 #: Whose cache prices bill a replay: the model's own (from the registry) or Anthropic's ratios
 #: (read 0.1x, write 1.25x the model's input price, 5-minute TTL) whatever the model.
 PricingMode = Literal["model", "anthropic"]
-
-#: The provider API a recording's requests went to, by transcript format.
-_PROVIDERS: Mapping[str, Provider] = {
-    "openai": "openai",
-    "openai-jsonl": "openai",
-    "mini-swe-agent": "openai",
-    "openhands": "openai",
-    "anthropic": "anthropic",
-    "pi": "anthropic",
-    "claude-code": "anthropic",
-    "cline": "anthropic",
-    "codex": "openai",
-    "gemini-cli": "openai",
-    "aider": "openai",
-    "swe-agent": "openai",
-}
-
-
-def provider_for(fmt: str) -> Provider:
-    """The provider whose request format a transcript format maps to (OpenAI for unknown)."""
-    return _PROVIDERS.get(fmt, "openai")
 
 
 @dataclass(frozen=True)
@@ -115,16 +97,20 @@ class ReplayCall:
 
     Billed, prompt caching counted: ``cached_*`` tokens read from the provider's cache (the
     leading messages equal to the previous request's), ``written_*`` tokens written to it,
-    ``billed_cost_*`` the call's input cost in USD at the replay's cache prices (``None`` when
-    the model has no price). ``at``: the call's time in epoch seconds, when the transcript
-    has timestamps.
+    ``estimated_cost_*`` the call's input cost in USD at the replay's cache prices (``None``
+    when the model has no price) and ``billed_cost_*`` its bill on the report's baseline: the
+    estimate, or, when every call of the recording states its usage, the recorded cost and
+    the recorded cost plus the difference contextwarden makes to the estimate (so the calls'
+    bills add up to the totals). ``at``: the call's time in epoch seconds, when the
+    transcript has timestamps.
 
     The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
     applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
     when the baseline request (by its recorded size when every call has one, else by
     ``tokens_without``) does not leave its reply the room the warden's own requests leave
     (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
-    the provider would have refused it or cut the reply short, so it is not billed. ``limit``:
+    the provider would have refused it or cut the reply short, so it is not billed;
+    ``fits_with`` is the same rule for contextwarden's request. ``limit``:
     the hard limit the warden kept to on this call (the window less the reply's reserve).
     ``recorded_*``: the provider usage the recording states for this call (prompt tokens in
     all, read from the cache, written to it) and its cost at the replay's prices, ``None``
@@ -152,9 +138,12 @@ class ReplayCall:
     written_with: int = 0
     billed_cost_without: float | None = None
     billed_cost_with: float | None = None
+    estimated_cost_without: float | None = None
+    estimated_cost_with: float | None = None
     at: float | None = None
     tokens_full: int = 0
     payable: bool = True
+    fits_with: bool = True
     limit: int = 0
     recorded_input: int | None = None
     recorded_cached: int | None = None
@@ -172,26 +161,24 @@ class ReplayCall:
 class ReplayTotals:
     """The whole replay: input tokens summed over calls without and with the warden,
     ``saved_ratio = 1 - with/without``, compactions (summaries written), calls that used a
-    compacted history, invalid requests, calls over the window without and with the warden,
-    and the list-price input cost in USD (``None`` when the model has no known price).
+    compacted history, invalid requests, and the list-price input cost in USD (``None`` when
+    the model has no known price).
 
-    What the provider would bill, prompt caching counted: ``billed_cost_*`` in USD at the
-    replay's cache prices (``None`` when unknown), ``billed_saved_ratio = 1 - with/without``
-    (``None`` when unknown), and ``cache_hit_ratio_*``: tokens read from the cache over all
-    input tokens.
+    What the provider would bill, prompt caching counted, for the whole session:
+    ``billed_cost_*`` in USD, the sum of the calls' :attr:`ReplayCall.billed_cost_without` /
+    ``_with`` (``None`` without a price), and ``cache_hit_ratio_*``: tokens read from the
+    cache over all input tokens.
 
     The baseline (see the module docstring): ``baseline`` names it; ``agent_compactions``
-    counts the agent's own compactions applied; ``not_payable_without`` the baseline calls over
-    the window; ``payable_billed_cost_without`` the baseline's bill on the payable calls (the
-    recorded bill when ``baseline`` is ``"recorded-usage"``) and
-    ``billed_cost_with_on_payable`` contextwarden's on the same calls (with a recorded baseline:
-    the recorded bill plus the difference contextwarden makes to the estimated bill, since what
-    a recording leaves out, a system prompt or tool definitions, costs the same with and
-    without it); ``billed_saved_ratio`` is
-    ``1 - with/without`` on those; ``dearer`` is true when contextwarden's bill is above the
-    payable baseline's. ``recorded_calls`` / ``recorded_billed_cost``: the calls with provider
-    usage and their bill; ``input_tokens_full_history``: the whole recorded history summed
-    over calls (what a replay that ignores the agent's compactions would call the baseline).
+    counts the agent's own compactions applied; ``not_payable_without`` /
+    ``not_payable_with`` the calls whose request does not fit the window with room for the
+    reply (:attr:`ReplayCall.payable`, :attr:`ReplayCall.fits_with`);
+    ``payable_billed_cost_without`` and ``billed_cost_with_on_payable`` the bills of the
+    payable calls alone, ``billed_saved_ratio = 1 - with/without`` on those; ``dearer`` is
+    true when contextwarden's bill is above the payable baseline's. ``recorded_calls`` /
+    ``recorded_billed_cost``: the calls with provider usage and their bill;
+    ``input_tokens_full_history``: the whole recorded history summed over calls (what a
+    replay that ignores the agent's compactions would call the baseline).
     """
 
     calls: int
@@ -201,8 +188,6 @@ class ReplayTotals:
     compactions: int
     compacted_calls: int
     invalid_requests: int
-    over_window_without: int
-    over_window_with: int
     max_context_without: int
     max_context_with: int
     cost_without: float | None
@@ -215,6 +200,7 @@ class ReplayTotals:
     baseline: Baseline = "full-history"
     agent_compactions: int = 0
     not_payable_without: int = 0
+    not_payable_with: int = 0
     payable_billed_cost_without: float | None = None
     billed_cost_with_on_payable: float | None = None
     recorded_calls: int = 0
@@ -258,12 +244,6 @@ class ReplayReport:
             "calls": [c.as_dict() for c in self.calls],
             "totals": self.totals.as_dict(),
         }
-
-
-def make_warden(config: WardenConfig) -> Warden:
-    """The warden an agent would build from ``config``: ``Warden(config)``, compaction with
-    the embedded extractive summarizer included unless ``compaction.enabled`` is false."""
-    return Warden(config)
 
 
 def _problems(
@@ -366,11 +346,10 @@ def prompt_request(
     )
 
 
-def _bill(
-    previous: PromptRequest | None, current: PromptRequest, pricing: CachePricing
-) -> CallBill:
-    """The bill of ``current`` after ``previous`` (the cache only remembers the last one)."""
-    return bill_after(previous, current, pricing)
+def make_warden(config: WardenConfig) -> Warden:
+    """The warden an agent would build from ``config`` (compaction included unless
+    ``compaction.enabled`` is false)."""
+    return Warden(config)
 
 
 def _setup(
@@ -445,9 +424,20 @@ def iter_replay(
         total_with += result.tokens_after
         sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
         sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
-        bill_without = _bill(previous_without, sent_without, rules)
-        bill_with = _bill(previous_with, sent_with, rules)
+        bill_without = bill_after(previous_without, sent_without, rules)
+        bill_with = bill_after(previous_with, sent_with, rules)
         previous_without, previous_with = sent_without, sent_with
+        recorded = _recorded(message, prices)
+        cost_without = cost_with = None
+        if prices is not None:
+            cost_without, cost_with = bill_without.cost, bill_with.cost
+            if by_record:
+                # The recorded bill, changed by what contextwarden changes in the estimate:
+                # what a recording leaves out (Claude Code's system prompt and tools) costs
+                # the same with and without it.
+                cost_without = recorded["recorded_cost"]
+                cost_with = cost_without + (bill_with.cost - bill_without.cost)
+        limit = budget.for_reply(longest)
         yield ReplayCall(
             call=call,
             message_index=index,
@@ -468,17 +458,18 @@ def iter_replay(
             written_without=bill_without.written_tokens,
             cached_with=bill_with.cached_tokens,
             written_with=bill_with.written_tokens,
-            billed_cost_without=bill_without.cost if prices is not None else None,
-            billed_cost_with=bill_with.cost if prices is not None else None,
+            billed_cost_without=cost_without,
+            billed_cost_with=cost_with,
+            estimated_cost_without=bill_without.cost if prices is not None else None,
+            estimated_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
             payable=_payable(
-                tokens_sent,
-                recorded_usage(message.usage) if by_record else None,
-                budget.for_reply(longest),
+                tokens_sent, recorded_usage(message.usage) if by_record else None, limit
             ),
+            fits_with=result.tokens_after <= limit.limit,
             limit=result.budget.limit if result.budget is not None else budget.limit,
-            **_recorded(message, prices),
+            **recorded,
         )
 
 
@@ -621,18 +612,13 @@ def replay(
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
     prices = cache_pricing(model, pricing, overrides)
-    billed_without = billed_with = saved = None
+    billed_without = billed_with = None
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
         billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
-        saved = (1 - billed_with / billed_without) if billed_without else 0.0
     sent_without = sum(c.cached_without + c.written_without for c in calls)
     sent_with = sum(c.cached_with + c.written_with for c in calls)
     base = _baseline(calls, prices, len(compactions))
-    if base["payable_billed_cost_without"] is not None:
-        payable_without = base["payable_billed_cost_without"]
-        on_payable = base["billed_cost_with_on_payable"]
-        saved = (1 - on_payable / payable_without) if payable_without else 0.0
     totals = ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
@@ -641,15 +627,12 @@ def replay(
         compactions=sum(c.summaries_written for c in calls),
         compacted_calls=sum(1 for c in calls if c.compacted),
         invalid_requests=sum(1 for c in calls if not c.valid),
-        over_window_without=sum(1 for c in calls if c.tokens_without > budget.window),
-        over_window_with=sum(1 for c in calls if c.tokens_with > budget.window),
         max_context_without=max((c.tokens_without for c in calls), default=0),
         max_context_with=max((c.tokens_with for c in calls), default=0),
         cost_without=info.cost(without) if info is not None else None,
         cost_with=info.cost(with_) if info is not None else None,
         billed_cost_without=billed_without,
         billed_cost_with=billed_with,
-        billed_saved_ratio=saved,
         cache_hit_ratio_without=(
             sum(c.cached_without for c in calls) / sent_without if sent_without else 0.0
         ),
@@ -685,29 +668,81 @@ def _baseline(
         "baseline": kind,
         "agent_compactions": compactions,
         "not_payable_without": len(calls) - len(payable),
+        "not_payable_with": sum(1 for c in calls if not c.fits_with),
         "recorded_calls": len(recorded),
         "recorded_billed_cost": (
             sum(c.recorded_cost or 0.0 for c in recorded) if recorded and prices else None
         ),
         "payable_billed_cost_without": None,
         "billed_cost_with_on_payable": None,
+        "billed_saved_ratio": None,
         "dearer": False,
     }
     if prices is None:
         return out
-    estimated_without = sum(c.billed_cost_without or 0.0 for c in payable)
-    estimated_with = sum(c.billed_cost_with or 0.0 for c in payable)
-    if every:
-        # The recorded bill, changed by what contextwarden changes in the estimate: the parts
-        # a recording leaves out (Claude Code's system prompt and tools) cost the same in both.
-        without = sum(c.recorded_cost or 0.0 for c in payable)
-        with_ = without + estimated_with - estimated_without
-    else:
-        without, with_ = estimated_without, estimated_with
+    without = sum(c.billed_cost_without or 0.0 for c in payable)
+    with_ = sum(c.billed_cost_with or 0.0 for c in payable)
     out["payable_billed_cost_without"] = without
     out["billed_cost_with_on_payable"] = with_
+    out["billed_saved_ratio"] = (1 - with_ / without) if without else 0.0
     out["dearer"] = with_ > without + 1e-12
     return out
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What a command counts, replays and bills a recording with: ``config`` (the user's,
+    with ``model`` and ``context_window`` settled, and an assumed model described in its
+    ``models:`` section so the warden knows it), the model's ``name``, its ``info`` and the
+    ``notes`` saying what was assumed (empty when nothing was)."""
+
+    config: WardenConfig
+    name: str
+    info: ModelInfo
+    notes: tuple[str, ...]
+
+    @property
+    def window(self) -> int:
+        """The context window every command uses."""
+        return self.info.context_window
+
+    @property
+    def priced(self) -> bool:
+        """Whether a bill can be made (the model has an input price)."""
+        return self.info.input_price_per_mtok is not None
+
+
+def resolve_model(
+    config: WardenConfig, recorded_model: str | None = None, recorded_window: int | None = None
+) -> ResolvedModel:
+    """The model and window for a recording: ``--model`` (or the config's ``model``), else the
+    recording's; ``--window`` (or the config's ``context_window``), else the window the
+    recording states, else the model's. The model is resolved by
+    :func:`~contextwarden._models.assume_model`, which never fails: another spelling, a
+    family, a local server (billed at 0) or an unknown model (128,000 tokens, no bill) are
+    stated in ``notes``."""
+    name = config.model or recorded_model
+    window = config.context_window or recorded_window
+    info, note = assume_model(name, window, apply_model_overrides(config))
+    notes = [note] if note else []
+    key = name or info.name
+    models = dict(config.models)
+    if note is not None and key not in models:
+        models[key] = ModelOverride(
+            provider=info.provider,
+            context_window=info.context_window,
+            max_output_tokens=info.max_output_tokens,
+            encoding=info.encoding,
+            input_price_per_mtok=info.input_price_per_mtok,
+            output_price_per_mtok=info.output_price_per_mtok,
+            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
+            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
+            cache_ttl_s=info.cache_ttl_s,
+            min_cacheable_tokens=info.min_cacheable_tokens,
+            caching=info.caching,
+        )
+    update = {"model": key, "context_window": info.context_window, "models": models}
+    return ResolvedModel(config.model_copy(update=update), key, info, tuple(notes))
 
 
 def compact_history(

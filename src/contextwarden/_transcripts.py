@@ -1,22 +1,10 @@
 """Recorded sessions in and out: :func:`load_transcript`, :func:`load_transcripts` and
 :func:`save_transcript`.
 
-Formats read (detected from the content, not the file name; see
-:data:`~contextwarden.transcripts.FORMATS`):
-
-    ``openai``          a JSON list of OpenAI chat messages, or ``{"messages", "tools"?, ...}``
-    ``openai-jsonl``    one OpenAI chat message per line
-    ``anthropic``       ``{"system"?, "messages", "tools"?, ...}`` in Anthropic's form
-    ``mini-swe-agent``  ``.traj.json``: ``{"info", "messages", ...}`` (the final ``exit`` record
-                        is not a message)
-    ``pi``              pi coding-agent session JSONL
-    ``claude-code``     Claude Code session JSONL
-    ``codex``           Codex CLI rollout JSONL
-    ``gemini-cli``      Gemini CLI chat recording (JSON or JSONL)
-    ``cline``           Cline / Roo ``api_conversation_history.json``
-    ``aider``           ``.aider.chat.history.md`` (one run per chat)
-    ``swe-agent``       SWE-agent ``.traj``
-    ``openhands``       OpenHands evaluation ``output.jsonl`` (one run per line) or UI export
+Formats read, detected from the content, not the file name: provider message lists (OpenAI
+JSON or JSONL, Anthropic), and the agents' own logs (mini-swe-agent, pi, Claude Code, Codex CLI,
+Gemini CLI, Cline / Roo, aider, SWE-agent, OpenHands); each with its shape in
+:data:`~contextwarden.transcripts.FORMATS`.
 
 Each reader lives in :mod:`contextwarden.transcripts`. A malformed file raises exactly one
 :class:`~contextwarden.TranscriptError` naming the file, the line (JSONL) or message index
@@ -36,7 +24,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 from ._exceptions import TranscriptError
 from ._messages import Message, freeze
@@ -104,24 +92,26 @@ _TOLERANT = frozenset({"pi", "claude-code", "codex", "gemini-cli"})
 _ANNOTATIONS = frozenset(
     {"model", "provider", "api", "stopReason", "errorMessage", "responseId", "toolName"}
 )
-_LOG_FORMATS = frozenset(
-    {"pi", "claude-code", "openhands", "codex", "gemini-cli", "cline", "aider", "swe-agent"}
-)
-#: What ``save_transcript`` writes when no format is given.
-_DEFAULT_OUT: dict[str, TranscriptFormat] = {
-    "openai": "openai",
-    "openai-jsonl": "openai-jsonl",
-    "anthropic": "anthropic",
-    "mini-swe-agent": "mini-swe-agent",
-    "claude-code": "anthropic",
-    "pi": "anthropic",
-    "cline": "anthropic",
-    "openhands": "openai",
-    "codex": "openai",
-    "gemini-cli": "openai",
-    "aider": "openai",
-    "swe-agent": "openai",
-}
+#: Formats written back as they were read; any other is an agent's own log, written as the
+#: request it amounts to.
+WRITABLE: frozenset[str] = frozenset({"openai", "openai-jsonl", "anthropic", "mini-swe-agent"})
+#: Formats whose requests went to Anthropic's Messages API (the others: OpenAI's).
+_ANTHROPIC = frozenset({"anthropic", "pi", "claude-code", "cline"})
+
+
+def provider_for(fmt: str) -> Literal["openai", "anthropic"]:
+    """The provider API a recording's requests went to, by transcript format."""
+    return "anthropic" if fmt in _ANTHROPIC else "openai"
+
+
+def output_format(read: str, jsonl: bool = False) -> TranscriptFormat:
+    """The format a transcript read as ``read`` is written in: the same for a provider file;
+    for an agent's log, OpenAI JSONL when ``jsonl``, else its provider's JSON."""
+    if read in WRITABLE:
+        return cast(TranscriptFormat, read)
+    if jsonl:
+        return "openai-jsonl"
+    return "anthropic" if provider_for(read) == "anthropic" else "openai"
 
 
 def load_transcripts(
@@ -320,7 +310,7 @@ def save_transcript(
     """
     if not isinstance(transcript, Transcript):
         transcript = Transcript(tuple(transcript), "openai")
-    fmt = format or _DEFAULT_OUT[transcript.format]
+    fmt = format or output_format(transcript.format)
     doc = _render(transcript, fmt)
     out = Path(path)
     if fmt == "openai-jsonl":
@@ -334,7 +324,7 @@ def save_transcript(
 def _render(t: Transcript, fmt: str) -> Any:
 
     messages: Sequence[Message] = t.messages
-    if t.format in _LOG_FORMATS:
+    if t.format not in WRITABLE:
         messages = [_plain(m) for m in messages]
     fields: dict[str, Any] = dict(t.meta.get("fields") or {})
     same = t.format == fmt

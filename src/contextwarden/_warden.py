@@ -12,13 +12,12 @@ of the two. One call of :meth:`Warden.transform`:
    :mod:`contextwarden.context.conversation`); a history that rewrote what an edit stands on
    gets a log of its own, never another conversation's. With a log store the log another
    process wrote for it is read first;
-3. appends the new messages (a huge tool output cut once, when it enters), and the policy
-   (:mod:`contextwarden._policy`) may add edits: over the trigger it must (mask and strip old
-   content, then compaction or a window cut down to the target), else a mask/strip batch is made
-   when it pays for itself in cache reads or the cache has gone cold;
-4. the final guard: tool calls left unanswered at the very end are removed, a request still over
-   the trigger (the newest message alone too large) is cut for this call only, and the
-   request's per-call tail goes back at the end.
+3. appends the new messages (:mod:`.context.append`: a huge tool output cut once, when it
+   enters), and the policy (:mod:`.context.decide`) may add edits: over the trigger it must
+   (mask and strip old content, then compaction or a window cut down to the target), else a
+   mask/strip batch is made when it pays for itself or the cache has gone cold;
+4. the final guard (:mod:`.context.guard`), then the request's per-call tail goes back at the
+   end.
 
 Between edits the request for call k+1 begins with the request for call k, so a provider's
 prompt cache reads it. A warm call (no new edit) costs about the new messages.
@@ -29,32 +28,33 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._budget import Budget
-from ._compaction import Compactor
-from ._config import WardenConfig
+import contextwarden.context as context
+
 from ._events import logger
-from ._exceptions import ConfigError, FormatError
 from ._hooks import takes_keyword
-from ._log import Edit, conversation_key
-from ._messages import Message
-from ._model_overrides import registry_for
-from ._models import ModelRegistry
-from ._policy import CacheRates
-from ._resolve import Resolver
-from ._tokens import TokenCounter
-from .context.conversation import Call, split_tail
+from ._log import conversation_key
+from .context.call import Call, check_arguments
+from .context.conversation import Conversation, split_tail
+from .context.guard import final_guard, run_layers
+from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
-from .context.table import ConversationTable
 from .formats._prefix import ImagedList, PrefixCodec
 from .formats.cache_control import add_cache_breakpoints
-from .layers.base import Layer, LayerContext, LayerResult, require_messages
-from .layers.pending import drop_open_calls, pending_calls, repair_tail
-from .layers.window import ensure_within, sliding_window
-from .store.logs import LogStore
-from .summarizers.build import build_summarizer
-from .summarizers.extractive import ExtractiveSummarizer
+from .layers.base import LayerContext, require_messages
+from .layers.window import ensure_within
+
+if TYPE_CHECKING:
+    from ._budget import Budget
+    from ._config import WardenConfig
+    from ._log import Edit
+    from ._messages import Message
+    from ._models import ModelRegistry
+    from ._policy import CacheRates
+    from ._tokens import TokenCounter
+    from .layers.base import Layer
+    from .store.logs import LogStore
 
 __all__ = ["CompactionHook", "TransformResult", "Warden", "takes_keyword"]
 
@@ -77,10 +77,9 @@ class Warden:
     config's ``models:`` section is added (the warden keeps a copy); ``max_state_bytes``: the
     bytes its conversations may keep alive (:meth:`state_bytes` counts them), the least recently
     used forgotten beyond (default: no bound but the number of conversations). Thread-safe:
-    calls of
-    different conversations run in parallel, calls of one conversation one at a time. The
-    window for a call is ``window=`` if given, else ``config.context_window``, else the model
-    registry's figure; with none of them only the lossless edits run.
+    calls of different conversations run in parallel, calls of one conversation one at a time.
+    The window for a call is ``window=`` if given, else ``config.context_window``, else the
+    model registry's figure; with none of them only the lossless edits run.
     """
 
     def __init__(
@@ -98,34 +97,22 @@ class Warden:
         models: ModelRegistry | None = None,
         max_state_bytes: int | None = None,
     ) -> None:
-        # model_validate: mypy does not see pydantic's positional Field defaults
-        self.config = config if config is not None else WardenConfig.model_validate({})
-        if not isinstance(self.config, WardenConfig):
-            raise ConfigError(f"config must be a WardenConfig, got {type(self.config).__name__}")
-        self.counter = counter
-        self.compactor: CompactionHook | None
-        if compactor is not None:
-            bind = getattr(compactor, "bind", None)
-            self.compactor = bind(self.config.compaction) if bind is not None else compactor
-        elif self.config.compaction.enabled:
-            if summarizer is None and self.config.summarizer.provider != "extractive":
-                summarizer = build_summarizer(
-                    self.config.summarizer, max_chars=self.config.compaction.summary_max_chars
-                )
-            self.compactor = Compactor(
-                self.config.compaction, summarizer=summarizer, strategies=strategies
+        self.counter, self.layers, self.log_store = counter, tuple(layers), log_store
+        #: ``models``: the models this warden knows (``models``' and the config's ``models:``
+        #: section's, then the built-in tables)
+        self.config, self.compactor, self.models, self._hook, self._resolve, self._table = (
+            context.build_parts(
+                config,
+                counter,
+                compactor,
+                summarizer,
+                strategies,
+                log_store,
+                counter_cache,
+                models,
+                max_state_bytes,
             )
-        else:
-            self.compactor = None
-        #: the options the compaction hook takes (one written before an option is called without)
-        self._hook_takes = _takes(self.compactor)
-        self.layers = tuple(layers)
-        self.log_store = log_store
-        #: the models this warden knows: ``models``' and the config's ``models:`` section's, then
-        #: the built-in tables
-        self.models = registry_for(self.config, models)
-        self._resolve = Resolver(self.config, counter, self.models, counter_cache)
-        self._table = ConversationTable(self.config, log_store, max_state_bytes)
+        )
         self._codec = codec if codec is not None else PrefixCodec()
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
@@ -212,20 +199,25 @@ class Warden:
         :class:`Message`, :class:`~contextwarden.UnknownModelError` for an unknown model
         without a window.
         """
-        call = self._begin(
+        conv, call = self._begin(
             messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
         )
-        with call.conv.lock:
-            return self._run(call, now, force_compact, allow_compaction, self.compactor)
+        with conv.lock:
+            return self._run(conv, call, now, force_compact, allow_compaction, self._hook)
 
     def _run(
-        self, call: Call, now: float | None, force: bool, allow: bool, hook: Any
+        self,
+        conv: Conversation,
+        call: Call,
+        now: float | None,
+        force: bool,
+        allow: bool,
+        hook: HookCaller | None,
     ) -> TransformResult:
-        hook = self._plan(call, now, force, allow, hook)
+        conv, call, deferred, hook = self._plan(conv, call, now, force, allow, hook)
         if hook is not None:
-            compaction = hook.compact(call.conv.view, **self._hook_options(call, hook))
-            call.conv.record_compaction(call, compaction, force)
-        return self._finish(call, now)
+            hook.run(conv, call, force)
+        return self._finish(conv, call, now, deferred)
 
     async def atransform(
         self,
@@ -245,23 +237,19 @@ class Warden:
     ) -> TransformResult:
         """:meth:`transform` for async code: a compaction awaits the compactor's ``acompact``
         when it has one (else runs ``compact`` in a worker thread)."""
-        call = self._begin(
+        conv, call = self._begin(
             messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
         )
-        lock = call.conv.lock
+        lock = conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
         try:
-            hook = self._plan(call, now, force_compact, allow_compaction, self.compactor)
+            conv, call, deferred, hook = self._plan(
+                conv, call, now, force_compact, allow_compaction, self._hook
+            )
             if hook is not None:
-                options = self._hook_options(call, hook)
-                acompact = getattr(hook, "acompact", None)
-                if acompact is not None and asyncio.iscoroutinefunction(acompact):
-                    result = await acompact(call.conv.view, **options)
-                else:
-                    result = await asyncio.to_thread(hook.compact, call.conv.view, **options)
-                call.conv.record_compaction(call, result, force_compact)
-            return self._finish(call, now)
+                await hook.arun(conv, call, force_compact)
+            return self._finish(conv, call, now, deferred)
         finally:
             lock.release()
 
@@ -277,14 +265,11 @@ class Warden:
     ) -> TransformResult:
         """The recovery after a context overflow: compact now with the full summary
         (the system prompt gains a summary hint, the original question is kept)."""
-        base = self.compactor if isinstance(self.compactor, Compactor) else None
-        cfg = self.config.compaction.model_copy(update={"strategy_order": {}, "fallback_order": []})
-        rebuilder = Compactor(
-            cfg, summarizer=base.summarizer if base is not None else None, hint_system=True
-        )
-        call = self._begin(messages, model, window, system, tools, conversation)
-        with call.conv.lock:
-            return self._run(call, None, True, True, rebuilder)
+        conv, call = self._begin(messages, model, window, system, tools, conversation)
+        with conv.lock:
+            return self._run(
+                conv, call, None, True, True, context.rebuilder(self.config, self.compactor)
+            )
 
     # -- stages ------------------------------------------------------------------------------
     def _begin(
@@ -298,19 +283,8 @@ class Warden:
         focus: str | None = None,
         summarizer: Any = None,
         max_tokens: int | None = None,
-    ) -> Call:
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-            raise FormatError(
-                f"messages must be a sequence of Message, got {type(messages).__name__}"
-            )
-        if model is not None and not isinstance(model, str):
-            raise ConfigError(f"model must be a model name (str), got {type(model).__name__}")
-        if conversation is not None and not isinstance(conversation, str):
-            raise ConfigError(f"conversation must be a str id, got {type(conversation).__name__}")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise ConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+    ) -> tuple[Conversation, Call]:
+        check_arguments(messages, model, conversation, max_tokens)
         resolve = self._resolve
         tools_list, tools_key = resolve.tools(tools)
         counter = resolve.counter_for(model)
@@ -320,96 +294,51 @@ class Warden:
         history, tail = split_tail(msgs)
         key = conversation if conversation is not None else conversation_key(history, tools_list)
         conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
-        return Call(
+        return conv, Call(
             history,
             LayerContext(counter, self.config, budget, tools_list),
-            conv,
             resolve.overhead(counter, tools_list, tools_key),
             resolve.rates_for(model),
             tail=tail,
             tail_tokens=sum(counter.count_message(m) for m in tail),
             focus=focus,
             summarizer=summarizer,
-            summary_calls=self._summary_calls(summarizer),
+            summary_calls=context.summary_calls(self.compactor, summarizer),
             max_tokens=max_tokens,
         )
 
-    def _summary_calls(self, summarizer: Any) -> int:
-        """The summarizer calls a compaction now would pay for: one with an LLM summarizer
-        (``summarizer`` for this call, else the compactor's), 0 with the embedded extractive
-        one or a compaction hook of the caller's."""
-        base = self.compactor
-        if not isinstance(base, Compactor):
-            return 0
-        used = summarizer if summarizer is not None else base.summarizer
-        return 0 if isinstance(used, ExtractiveSummarizer) else 1
+    def _plan(
+        self,
+        conv: Conversation,
+        call: Call,
+        now: float | None,
+        force: bool,
+        allow: bool,
+        hook: HookCaller | None,
+    ) -> tuple[Conversation, Call, bool, HookCaller | None]:
+        """Continue the conversation, append and make the lossless edits: the conversation, the
+        call (with its reply reserve), whether the request was let wait over the trigger, and
+        ``hook`` when a compaction is due now, else None (a window cut was made if one was
+        due)."""
+        conv = self._table.enter(conv, call)
+        call, due = conv.prepare(call, now)
+        if (due.compact or force) and call.ctx.budget is not None:
+            if hook is not None and allow and self.config.compaction.enabled:
+                return conv, call, due.deferred, hook
+            conv.window_cut(call)
+        return conv, call, due.deferred, None
 
-    def _plan(self, call: Call, now: float | None, force: bool, allow: bool, hook: Any) -> Any:
-        """Continue the conversation, append and make the lossless edits; ``hook`` when a
-        compaction is due now, else None (a window cut was made if one was due)."""
-        self._table.enter(call)
-        call.conv.prepare(call, now)
-        if not (call.must_compact or force) or call.ctx.budget is None:
-            return None
-        if hook is None or not allow or not self.config.compaction.enabled:
-            call.conv.window_cut(call)
-            return None
-        return hook
-
-    def _hook_options(self, call: Call, hook: Any) -> dict[str, Any]:
-        takes = self._hook_takes if hook is self.compactor else _takes(hook)
-        options: dict[str, Any] = dict(
-            budget=call.ctx.budget, counter=call.ctx.counter, tools=call.ctx.tools, focus=call.focus
-        )
-        if takes["force"]:
-            options["force"] = True  # the warden decided: over the target after the lossless edits
-        if takes["events"]:
-            options["events"] = call.compactor_events
-        if call.summarizer is not None and takes["summarizer"]:
-            options["summarizer"] = call.summarizer
-        return options
-
-    def _finish(self, call: Call, now: float | None) -> TransformResult:
+    def _finish(
+        self, conv: Conversation, call: Call, now: float | None, deferred: bool
+    ) -> TransformResult:
         """The final guard (see the module docstring), then the result; the log is stored."""
-        conv, ctx = call.conv, call.ctx
+        ctx, budget = call.ctx, call.ctx.budget
         view: Sequence[Message] = conv.view
-        total = call.total
-        newest_truncated = False
-        budget = ctx.budget
+        total, newest_truncated = conv.total, False
         if self.config.window.enabled:
-            j, pending = pending_calls(view)
-            if pending:  # a recording's final state: calls not answered yet, which no API takes
-                before = conv.tokens[j]
-                view, repaired = repair_tail(view, ctx)
-                call.events.extend(repaired)
-                after = ctx.counter.count_message(view[j]) if len(view) == len(conv.view) else 0
-                total += after - before
-            still_open = set(conv.repair.pending) - pending
-            if still_open:  # a final turn split over several assistant messages
-                view, repaired = drop_open_calls(view, frozenset(still_open), ctx)
-                call.events.extend(repaired)
-                total = ctx.request_tokens(view)
-            # a request the policy let wait over the trigger is left whole within the limit
-            if (
-                budget is not None
-                and total + call.tail_tokens > budget.trigger
-                and not (call.deferred and total + call.tail_tokens <= budget.limit)
-            ):
-                guarded = sliding_window(view, ctx)
-                view = guarded.messages
-                call.events.extend(guarded.events)
-                newest_truncated = guarded.newest_truncated
-                total = ctx.request_tokens(view)
-        for layer in self.layers:
-            result = layer(tuple(view), ctx)
-            if not isinstance(result, LayerResult):
-                raise TypeError(
-                    f"layer {layer!r} returned {type(result).__name__}, not LayerResult"
-                )
-            require_messages(result.messages)
-            call.events.extend(result.events)
-            view = result.messages
-            total = ctx.request_tokens(view)
+            view, total, newest_truncated = final_guard(conv, call, deferred)
+        if self.layers:
+            view, total = run_layers(self.layers, view, call)
         if call.tail:  # the request's own reminder, last, as it came
             view = [*view, *call.tail]
             total += call.tail_tokens
@@ -421,16 +350,16 @@ class Warden:
             ensure_within(view, ctx, total)  # ContextOverflowError: nothing left to cut
         return TransformResult(
             tuple(view),
-            call.tokens_before + call.tail_tokens,
+            conv.input_tokens + call.overhead + call.tail_tokens,
             total,
-            tuple(call.events),
-            call.compaction,
+            tuple(call.out.events),
+            call.out.compaction,
             newest_truncated,
             budget,
             conv.key,
-            tuple(call.edits),
+            tuple(call.out.edits),
             conv.stable_prefix(),
-            dict(call.elided),
+            dict(call.out.elided),
         )
 
     # -- hooks and provider dicts ------------------------------------------------------------
@@ -509,23 +438,10 @@ class Warden:
         shared = type(messages) is ImagedList  # see transform_openai
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
-            # the system prompt: the system messages before the first other one (those in the
-            # middle are written in place, inside the messages)
-            leading = next(
-                (k for k, m in enumerate(result.messages) if m.role != "system"),
-                len(result.messages),
-            )
-            stable = result.stable_prefix - leading
             system_out, out, _ = add_cache_breakpoints(
                 system_out,
                 out,
                 tools=list(tools) if tools else None,
-                # to_anthropic may merge messages: past the end means "no stable mark"
-                stable_end=(max(stable, 0) or None) if stable < len(out) else None,
+                stable_end=result.stable_end(len(out)),
             )
         return system_out, out, result
-
-
-def _takes(hook: Any) -> dict[str, bool]:
-    compact = getattr(hook, "compact", None)
-    return {k: takes_keyword(compact, k) for k in ("force", "events", "summarizer")}

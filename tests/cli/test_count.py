@@ -140,10 +140,14 @@ def test_inspect_under_budget(openai_file: Path) -> None:
     assert "128,000" in result.stdout and "over the" not in result.stdout
 
 
-def test_inspect_needs_a_model_when_the_file_names_none(openai_file: Path) -> None:
+def test_inspect_of_a_file_naming_no_model_says_what_it_assumed(openai_file: Path) -> None:
     result = runner.invoke(app, ["inspect", str(openai_file)])
-    assert result.exit_code == 1
-    assert len(result.stderr.strip().splitlines()) == 1 and "--model" in result.stderr
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"assumed: {openai_file}: the recording names no model: counted with o200k_base, "
+        "window 128,000 assumed, no price: no bill"
+    ]
+    assert "window 128,000" in result.stdout
 
 
 def test_real_recording_counts(shared_data: Path) -> None:

@@ -60,8 +60,10 @@ def test_unknown_model_without_window_is_replayed_on_a_stated_assumption(
         app, ["replay", str(openai_file), "--model", "no-such-model-q"], env={"COLUMNS": "200"}
     )
     assert result.exit_code == 0, result.output
-    assert "assumed: model 'no-such-model-q' is unknown" in result.stdout
-    assert "window 128,000 assumed" in result.stdout and "register_model" not in result.output
+    assert f"assumed: {openai_file}: model 'no-such-model-q' is not in the registry" in (
+        result.stderr
+    )
+    assert "window 128,000 assumed" in result.stderr and "register_model" not in result.output
 
 
 def test_bad_env_variable(openai_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,7 +50,7 @@ def test_table_and_plot_in_a_new_folder(openai_file: Path, tmp_path: Path) -> No
         ["replay", str(openai_file), "-m", "gpt-4o", "-w", "16000", "--plot", str(plot)],
     )
     assert result.exit_code == 0, result.output
-    assert "Totals" in result.stdout and "saves" in result.stdout
+    assert "Totals" in result.stdout and "fewer input tokens" in result.stdout
     assert "billed input cost" in result.stdout and "cache hit ratio" in result.stdout
     assert plot.read_bytes()[:8] == PNG_MAGIC
     assert png_height(plot) > png_height_of_a_one_panel_plot(openai_file, tmp_path)
@@ -69,26 +69,38 @@ def png_height_of_a_one_panel_plot(openai_file: Path, tmp_path: Path) -> int:
     return png_height(plot)
 
 
-def test_the_headline_states_the_billed_saving_first(openai_file: Path) -> None:
+def test_the_headline_says_what_contextwarden_did_with_the_figures_of_the_json(
+    openai_file: Path,
+) -> None:
     args = ["replay", str(openai_file), "-m", "gpt-4o", "-w", "16000"]
     result = runner.invoke(app, [*args, "--json"])
-    totals = json.loads(result.stdout)["totals"]
-    table = runner.invoke(app, args, env={"COLUMNS": "200"})
+    t = json.loads(result.stdout)["totals"]
+    table = runner.invoke(app, args)
     assert table.exit_code == 0, table.output
-    last = table.stdout.strip().splitlines()[-1]
-    saved = totals["billed_saved_ratio"]
-    verb = "saves" if saved >= 0 else "raises the billed input cost by"
-    assert last.startswith(f"contextwarden {verb}"), last
-    assert f"{abs(saved):.1%}" in last.split(";")[0]
+    last = table.stdout.strip().splitlines()[-1]  # one line in a pipe, never wrapped
+    assert t["not_payable_without"] > 0 and t["not_payable_with"] == 0
+    made, payable = t["not_payable_without"], t["calls"] - t["not_payable_without"]
+    assert last.startswith(
+        f"contextwarden made {made} of the {t['calls']} calls fit the 16,000-token window "
+        "that did not fit without it; "
+    ), last
+    paid, ours = t["payable_billed_cost_without"], t["billed_cost_with_on_payable"]
+    assert f"on the {payable} calls that fit without it, it bills " in last
+    assert f"(${paid:,.4f} -> ${ours:,.4f})" in last
+    whole, whole_with = t["billed_cost_without"], t["billed_cost_with"]
+    assert f"the whole session costs ${whole_with:,.4f} with it (${whole:,.4f} had" in last
     assert "cache-aware at gpt-4o's prices" in last
-    # against the payable baseline (the calls within the 16k window), which the report names
-    paid, ours = totals["payable_billed_cost_without"], totals["billed_cost_with_on_payable"]
-    assert f"${paid:,.4f} -> ${ours:,.4f} against the payable baseline" in last
-    assert totals["not_payable_without"] > 0
-    assert f"{totals['not_payable_without']:,} of its calls do not fit the 16,000-token window" in (
-        table.stdout.replace("\n", " ")
+    assert f"{t['saved_ratio']:.1%} fewer input tokens" in last
+    # the table states the same figures, once each
+    rows = {line.split("│")[1].strip(): line for line in table.stdout.splitlines() if "│" in line}
+    fit = rows["calls that do not fit the 16,000-token window with room for the reply"]
+    assert fit.split("│")[2].strip() == str(made) and fit.split("│")[3].strip() == "0"
+    assert f"${whole:,.4f}" in rows["billed input cost, whole session (cache-aware)"]
+    assert (
+        f"${paid:,.4f}"
+        in rows[f"billed input cost, the {payable} calls that fit without contextwarden"]
     )
-    assert f"{totals['saved_ratio']:.1%} of input tokens" in last
+    assert not any("over the" in name for name in rows)
 
 
 def test_pricing_anthropic(openai_file: Path) -> None:
@@ -143,20 +155,23 @@ def test_compact_refuses_to_overwrite_its_input(openai_file: Path) -> None:
 
 @pytest.mark.skipif(not DEMO.is_file(), reason="examples/data/demo-session.traj.json not present")
 def test_the_readme_demo(tmp_path: Path) -> None:
-    """What `make demo` runs, on the shipped recording: it saves, and no request is invalid."""
+    """What `make demo` runs, on the shipped recording: every call fits with contextwarden, no
+    request is invalid, and the headline says so in the figures the JSON holds."""
     plot = tmp_path / "out" / "demo.png"
-    args = ["replay", str(DEMO), "--model", "deepseek-chat", "--window", "32000"]
+    args = ["replay", str(DEMO), "--model", "deepseek-v4-flash", "--window", "32000"]
     result = runner.invoke(app, [*args, "--plot", str(plot), "--json"])
     assert result.exit_code == 0, result.output
-    totals = json.loads(result.stdout)["totals"]
-    assert totals["invalid_requests"] == 0 and totals["saved_ratio"] > 0
-    assert totals["billed_cost_with"] is not None and totals["billed_saved_ratio"] is not None
+    t = json.loads(result.stdout)["totals"]
+    assert t["invalid_requests"] == 0 and t["saved_ratio"] > 0 and t["not_payable_with"] == 0
+    assert t["billed_cost_with"] is not None and t["billed_saved_ratio"] is not None
     assert plot.read_bytes()[:8] == PNG_MAGIC
-    # The headline states the billed saving (cache-aware at deepseek-chat's prices) first.
-    table = runner.invoke(app, args, env={"COLUMNS": "200"})
-    last = table.stdout.strip().splitlines()[-1]
-    assert "of the billed input cost" in last.split(";")[0]
-    assert "cache-aware at deepseek-chat's prices" in last
+    last = runner.invoke(app, args).stdout.strip().splitlines()[-1]
+    assert last.startswith(
+        f"contextwarden made {t['not_payable_without']} of the {t['calls']} calls fit the "
+        "32,000-token window"
+    )
+    assert "cache-aware at deepseek-v4-flash's prices" in last
+    assert "saves 0.0%" not in last
 
 
 @pytest.mark.parametrize("columns", [80, 120])
@@ -189,9 +204,11 @@ def test_a_model_missing_from_the_registry_replays_with_the_window_the_file_reco
     assert data["totals"]["invalid_requests"] == 0
     assert "not in the registry: assumed to be like gpt-5" in data["assumed"][0]
     assert data["totals"]["billed_cost_with"] is not None  # priced as its family
-    assert "window 258,400 as the recording states it" in data["assumed"]
+    assert data["assumed"] == [
+        "model 'gpt-5.9' is not in the registry: assumed to be like gpt-5 (its prices)"
+    ]
     text = runner.invoke(app, ["replay", str(renamed)], env={"COLUMNS": "200"})
-    assert text.exit_code == 0 and "assumed:" in text.stdout
+    assert text.exit_code == 0 and "assumed:" in text.stderr
     assert "register_model" not in text.output
 
 
@@ -218,7 +235,7 @@ def test_every_run_of_a_file_is_replayed_or_the_one_asked_for(
     second = json.loads(runner.invoke(app, ["replay", str(path), "--run", "2", "--json"]).stdout)
     assert second["totals"] == both["runs"][1]["totals"]
     missing = runner.invoke(app, ["replay", str(path), "--run", "3"])
-    assert missing.exit_code == 1 and "no run 3: the file holds 2 run(s)" in missing.stderr
+    assert missing.exit_code == 2 and f"--run 3: {path} holds 2 runs" in missing.stderr
 
 
 def test_the_report_names_its_baseline(shared_data: Path) -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from contextwarden import Warden, WardenConfig
-from contextwarden._log import Edit
+from contextwarden._exceptions import FormatError
+from contextwarden._log import Compaction, Mask, edit_from_dict
 from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
 from contextwarden.store.logs import MemoryLogStore
 
@@ -79,7 +82,7 @@ def test_the_read_of_a_file_edited_by_quoting_stays_whole() -> None:
     warden = Warden(WardenConfig.model_validate(EAGER))
     request, _ = _run(_history(QUOTING), warden)
     sent = _contents(request)
-    masks = [e for e in warden.edit_log("c") if e.kind == "mask"]
+    masks = [e for e in warden.edit_log("c") if isinstance(e, Mask)]
     assert masks and all("read1" in e.keep for e in masks)
     assert sent["read1"] == FILE  # what the next Edit must quote is still there
     assert MASK_MARKER_RE.search(sent["run0"])  # the old test runs are masked
@@ -89,7 +92,7 @@ def test_an_edit_that_quotes_nothing_protects_nothing() -> None:
     warden = Warden(WardenConfig.model_validate(EAGER))
     request, _ = _run(_history(SHELL), warden)
     assert MASK_MARKER_RE.search(_contents(request)["read1"])
-    assert all(not e.keep for e in warden.edit_log("c") if e.kind == "mask")
+    assert all(not e.keep for e in warden.edit_log("c") if isinstance(e, Mask))
 
 
 def test_without_the_plan_every_old_result_is_masked() -> None:
@@ -109,7 +112,9 @@ def test_superseded_outputs_become_a_one_line_marker_when_asked() -> None:
     request, _ = _run(history, warden)
     sent = _contents(request)
     assert SUPERSEDED_MARKER_RE.search(sent["run39"]) and "by again" in sent["run39"]
-    recorded = {rid: by for e in warden.edit_log("c") for _, rid, by in e.superseded}
+    recorded = {
+        rid: by for e in warden.edit_log("c") if isinstance(e, Mask) for _, rid, by in e.superseded
+    }
     assert recorded["run39"] == "again"
 
 
@@ -129,20 +134,25 @@ def test_the_plan_is_stored_and_a_restored_log_sends_the_same_request() -> None:
         expected, _ = alone.transform_openai(part, model="gpt-4o", window=40_000)
         assert served == expected
     del first
-    edits = [Edit.from_dict(e.as_dict()) for e in alone.edit_log(_key(alone))]
-    assert any(e.keep for e in edits)
+    edits = [edit_from_dict(e.as_dict()) for e in alone.edit_log(_key(alone))]
+    assert any(isinstance(e, Mask) and e.keep for e in edits)
 
 
 def _key(warden: Warden) -> str:
     return next(iter(warden._table._conversations))
 
 
-def test_an_older_record_without_a_plan_reads_back() -> None:
-    raw = Edit("mask", "must", upto=7).as_dict()
+def test_a_record_reads_back_as_the_edit_of_its_kind() -> None:
+    raw = Mask(upto=7).as_dict()
     del raw["keep"], raw["superseded"]
-    assert Edit.from_dict(raw) == Edit("mask", "must", upto=7)
-    planned = Edit("mask", "pays", upto=9, keep=("a",), superseded=((4, "b", "c"),))
-    assert Edit.from_dict(json.loads(json.dumps(planned.as_dict()))) == planned
+    assert edit_from_dict(raw) == Mask(upto=7)
+    planned = Mask(reason="pays", upto=9, keep=("a",), superseded=((4, "b", "c"),))
+    assert edit_from_dict(json.loads(json.dumps(planned.as_dict()))) == planned
+    cut = Compaction(removed=((2, 5),), ref="cw:x", summary="s", call=3)
+    assert edit_from_dict(json.loads(json.dumps(cut.as_dict()))) == cut
+    assert set(cut.as_dict()) >= {"kind", "removed", "summary"} and "upto" not in cut.as_dict()
+    with pytest.raises(FormatError, match="edit kind"):
+        edit_from_dict({"kind": "erase"})
 
 
 def test_a_names_line_leaves_out_what_the_agent_wrote_before() -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -28,15 +29,22 @@ from rich.progress import (
 
 from .._config import WardenConfig, load_config
 from .._exceptions import ContextWardenError
-from .._transcripts import Transcript, load_transcript
+from .._replay import ResolvedModel, resolve_model
+from .._transcripts import Transcript, load_transcripts
 from ..summarizers.config import parse_summarizer_spec
+from ..transcripts._common import FORMATS
 
 __all__ = [
+    "HELP_LAYOUT",
     "ConfigOption",
     "EXIT_BAD_INPUT",
     "EXIT_USAGE",
     "FileArgument",
+    "FormatOption",
+    "JsonOption",
     "ModelOption",
+    "Reading",
+    "RunOption",
     "SummarizerOption",
     "WindowOption",
     "check_output_path",
@@ -44,12 +52,13 @@ __all__ = [
     "err",
     "fail",
     "guarded",
-    "load_recording",
+    "one_or_runs",
     "out",
+    "plural",
     "progress",
-    "read_recording",
-    "recorded_model",
+    "read_session",
     "require_file",
+    "warn_about",
 ]
 
 P = ParamSpec("P")
@@ -62,6 +71,14 @@ EXIT_USAGE = 2
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+#: How help is laid out: click's plain layout, which reflows each paragraph to the terminal's
+#: width (as wide as it is; 80 columns in a pipe unless $COLUMNS says otherwise) and shows a
+#: flag as a flag and an option with its metavar (``--model MODEL``), not typer's typed columns.
+HELP_LAYOUT: dict[str, Any] = {
+    "rich_markup_mode": None,
+    "context_settings": {"max_content_width": 10_000},
+}
 
 #: The width tables are laid out to when the output is not a terminal (a pipe, a file): wide
 #: enough that no table wraps or breaks a word, as a reader of the file would expect.
@@ -106,25 +123,61 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
 FileArgument = Annotated[
     Path,
     typer.Argument(
-        help="A recorded session: OpenAI JSON/JSONL, mini-swe-agent .traj.json, pi or Claude Code "
-        "session JSONL, OpenHands output.jsonl.",
+        help="A recorded session in any of these formats, detected from its content: "
+        + ", ".join(FORMATS)
+        + " (--format forces one).",
         show_default=False,
         metavar="FILE",
     ),
 ]
 ModelOption = Annotated[
     str | None,
-    typer.Option("--model", "-m", help="Model name: picks the tokenizer, window and price."),
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Model name: picks the tokenizer, window and price (default: the recording's; "
+        "an unknown model is counted with o200k at 128,000 tokens, with no bill, and said so).",
+    ),
 ]
 WindowOption = Annotated[
     int | None,
-    typer.Option("--window", "-w", min=1, help="Context window in tokens (overrides the model's)."),
+    typer.Option(
+        "--window",
+        "-w",
+        min=1,
+        metavar="TOKENS",
+        help="Context window in tokens (default: the window the recording states, else the "
+        "model's).",
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="Read the file as this format instead of detecting it: " + ", ".join(FORMATS) + ".",
+    ),
+]
+RunOption = Annotated[
+    int | None,
+    typer.Option(
+        "--run",
+        min=1,
+        metavar="N",
+        help="Only run N of a file holding several (aider chats, OpenHands runs); default: "
+        "every run.",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print exactly one JSON object instead of tables.")
 ]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
         "-c",
+        metavar="FILE",
         help="A contextwarden.yaml (default: $CONTEXTWARDEN_CONFIG, else ./contextwarden.yaml).",
     ),
 ]
@@ -134,6 +187,7 @@ SummarizerOption = Annotated[
     str | None,
     typer.Option(
         "--summarizer",
+        metavar="PROVIDER:MODEL",
         help="Who writes compaction summaries, as PROVIDER:MODEL (openai:gpt-4o-mini, "
         "anthropic:claude-haiku-4-5) or extractive; overrides the config's summarizer.",
     ),
@@ -240,51 +294,109 @@ def config_for(
     return load_config(config, **overrides)
 
 
-def read_recording(file: Path) -> Transcript:
-    """Load ``file`` (a usage error when it is not a file) behind a spinner: a large session
-    takes seconds to read."""
+@dataclass(frozen=True)
+class Reading:
+    """One run of a recorded session as every command reads it: the transcript and the model
+    and window it is counted, replayed and billed with (see
+    :func:`~contextwarden._replay.resolve_model`)."""
+
+    file: Path
+    transcript: Transcript
+    resolved: ResolvedModel
+
+    @property
+    def config(self) -> WardenConfig:
+        return self.resolved.config
+
+    @property
+    def model(self) -> str:
+        return self.resolved.name
+
+    @property
+    def window(self) -> int:
+        return self.resolved.window
+
+    def title(self) -> str:
+        """``FILE (run 2 of 3): FORMAT, N messages, model M, window W`` (markup escaped)."""
+        t = self.transcript
+        which = f" (run {t.run} of {t.runs})" if t.runs > 1 else ""
+        return (
+            f"[bold]{escape(str(self.file))}[/bold]{which}: {t.format}, "
+            f"{plural(len(t.messages), 'message')}, model {escape(self.model)}, "
+            f"window {self.window:,}"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """What every command's JSON says about the run it read."""
+        t = self.transcript
+        data: dict[str, Any] = {"file": str(self.file), "format": t.format}
+        if t.runs > 1:
+            data |= {"run": t.run, "runs": t.runs}
+        data |= {"model": self.model, "window": self.window, "priced": self.resolved.priced}
+        data |= {"assumed": list(self.resolved.notes), "warnings": list(t.warnings)}
+        return data
+
+
+def one_or_runs(file: Path, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON of a command over a file: one run's object, or ``{"file", "runs": [...]}``."""
+    return items[0] if len(items) == 1 else {"file": str(file), "runs": items}
+
+
+def warn_about(file: Path, warnings: Iterable[str], assumed: Iterable[str] = ()) -> None:
+    """What a reader warned about ``file`` and what was assumed about its model, on stderr,
+    each once: the same lines from every command."""
+    said: set[str] = set()
+    for label, notes in (("warning", warnings), ("assumed", assumed)):
+        for note in notes:
+            if note not in said:
+                said.add(note)
+                err.print(
+                    f"[yellow]{label}:[/yellow] {escape(str(file))}: {escape(note)}",
+                    soft_wrap=True,
+                )
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 call``, ``2 calls``, ``1,024 messages``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def read_session(
+    file: Path,
+    config: Path | None = None,
+    *,
+    model: str | None = None,
+    window: int | None = None,
+    fmt: str | None = None,
+    run: int | None = None,
+    summarizer: str | None = None,
+) -> list[Reading]:
+    """Read ``file`` (every run, or run ``run``) as every command reads it, behind a spinner
+    (a large session takes seconds): the format detected or ``fmt``; the model and window
+    settled by one rule (:func:`~contextwarden._replay.resolve_model`: the options,
+    the config, the recording, then assumptions, each stated). What the reader warned about
+    and what was assumed go to stderr, once each. Usage errors (exit status 2) for a missing
+    file, an unknown format, a run the file does not hold."""
     require_file(file)
+    if fmt is not None and fmt not in FORMATS:
+        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", EXIT_USAGE)
+    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     size = file.stat().st_size
     with progress(f"reading {file.name} ({size / 1e6:,.1f} MB)", None):
-        transcript = load_transcript(file)
-    if not transcript.messages:
-        err.print(
-            f"[yellow]warning:[/yellow] {escape(str(file))}: no messages in this "
-            f"{transcript.format} file",
-            soft_wrap=True,
-        )
-    return transcript
-
-
-def load_recording(
-    file: Path,
-    config: Path | None,
-    *,
-    model: str | None,
-    window: int | None,
-    summarizer: str | None = None,
-) -> tuple[Transcript, WardenConfig, str | None]:
-    """Load ``file`` (a usage error when it is not a file), then the effective config (see
-    :func:`config_for`); also the model to use: ``--model``/the config's, else the recording's,
-    else None."""
-    transcript = read_recording(file)
-    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
-    return transcript, cfg, cfg.model or transcript.model
-
-
-def recorded_model(
-    file: Path,
-    config: Path | None,
-    *,
-    model: str | None,
-    window: int | None,
-    summarizer: str | None = None,
-) -> tuple[Transcript, WardenConfig, str]:
-    """:func:`load_recording` for a command that needs a model: an error telling the user to
-    give --model when neither the options, the config nor the recording name one."""
-    transcript, cfg, name = load_recording(
-        file, config, model=model, window=window, summarizer=summarizer
+        runs = load_transcripts(file, format=fmt)  # type: ignore[arg-type]
+    if run is not None:
+        if run > len(runs):
+            raise fail(f"--run {run}: {file} holds {plural(len(runs), 'run')}", EXIT_USAGE)
+        runs = [runs[run - 1]]
+    readings = [Reading(file, t, resolve_model(cfg, t.model, t.window)) for t in runs]
+    empty = [
+        f"no messages in this {r.transcript.format} file"
+        for r in readings
+        if not r.transcript.messages
+    ]
+    warn_about(
+        file,
+        [*(w for r in readings for w in r.transcript.warnings), *empty],
+        ["; ".join(r.resolved.notes) for r in readings if r.resolved.notes],
     )
-    if name is None:
-        raise fail(f"{file}: the recording names no model; give --model")
-    return transcript, cfg, name
+    return readings

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from .._breakdown import Breakdown, Row
-from .._transcripts import Transcript
 
-__all__ = ["breakdown_tables", "header", "ordinal", "pct"]
+__all__ = ["breakdown_tables", "ordinal", "pct"]
 
 
 def pct(part: int | float, whole: int | float) -> str:
@@ -52,13 +51,4 @@ def breakdown_tables(b: Breakdown) -> tuple[Table, Table]:
     return (
         _table("Tokens by role", "role", "messages", roles, b.total),
         _table("Tokens by block kind", "kind", "blocks", b.by_kind, b.total),
-    )
-
-
-def header(t: Transcript, counter_name: str) -> str:
-    """One line naming the file, its format, its size and the tokenizer."""
-    model = f", recorded with {t.model}" if t.model else ""
-    return (
-        f"[bold]{t.path}[/bold]: {t.format}, {len(t.messages):,} messages{model}; "
-        f"tokens counted with {counter_name}"
     )

@@ -1,56 +1,73 @@
-"""``contextwarden count FILE [--model M]``: tokens by role and by block kind."""
+"""``contextwarden count FILE``: tokens by role and by block kind."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+from .._breakdown import Breakdown, token_breakdown
+from .._model_overrides import registry_for
+from .._tokens import TokenCounter, get_counter
+from ._common import (
+    ConfigOption,
+    FileArgument,
+    FormatOption,
+    JsonOption,
+    ModelOption,
+    Reading,
+    RunOption,
+    WindowOption,
+    guarded,
+    one_or_runs,
+    out,
+    progress,
+    read_session,
+)
+from ._tables import breakdown_tables
 
-from .._breakdown import token_breakdown
-from .._exceptions import UnknownModelError
-from .._models import model_info
-from .._tokens import get_counter
-from ._common import FileArgument, ModelOption, err, guarded, out, progress, read_recording
-from ._tables import breakdown_tables, header
+__all__ = ["count", "counted"]
 
-__all__ = ["count"]
+
+def counted(r: Reading) -> tuple[TokenCounter, Breakdown]:
+    """The counter for ``r``'s model (as the config and registry know it) and the breakdown
+    of its messages, behind a progress bar."""
+    cfg = r.config
+    counter = get_counter(r.model, kind=cfg.counter, models=registry_for(cfg))
+    t = r.transcript
+    with progress("counting tokens", len(t.messages)) as advance:
+        b = token_breakdown(t.messages, counter, tools=t.tools or None, on_message=advance)
+    return counter, b
 
 
 @guarded
 def count(
     file: FileArgument,
     model: ModelOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
-    ] = False,
+    window: WindowOption = None,
+    config: ConfigOption = None,
+    fmt: FormatOption = None,
+    run: RunOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Count a recorded session's tokens, by role and by block kind.
 
-    The model picks the tokenizer (default: the recording's model, else o200k_base). A model
-    the registry does not know is counted with o200k_base, with a warning.
+    The model picks the tokenizer: --model, else the recording's; a model the registry does
+    not know is counted with o200k_base, with a warning (the same model, window and warnings
+    as inspect, replay and compact give for the file).
     """
-    transcript = read_recording(file)
-    counter = get_counter(model or transcript.model)
-    if model is not None:
-        try:
-            model_info(model)
-        except UnknownModelError:
-            err.print(
-                f"[yellow]warning:[/yellow] --model {model}: not a model the registry knows; "
-                f"counting with {counter.name}",
-                soft_wrap=True,
+    readings = read_session(file, config, model=model, window=window, fmt=fmt, run=run)
+    items: list[dict[str, Any]] = []
+    for r in readings:
+        counter, b = counted(r)
+        if as_json:
+            items.append(
+                {**r.as_json(), "tokenizer": counter.name, "messages": len(r.transcript.messages)}
+                | b.as_dict()
             )
-    with progress("counting tokens", len(transcript.messages)) as advance:
-        b = token_breakdown(
-            transcript.messages, counter, tools=transcript.tools or None, on_message=advance
-        )
+            continue
+        out.print(f"{r.title()}; tokens counted with {counter.name}")
+        for table in breakdown_tables(b):
+            out.print(table)
     if as_json:
-        data: dict[str, Any] = {"file": str(file), "format": transcript.format}
-        data |= {"tokenizer": counter.name, "messages": len(transcript.messages), **b.as_dict()}
-        sys.stdout.write(json.dumps(data) + "\n")
-        return
-    out.print(header(transcript, counter.name))
-    for table in breakdown_tables(b):
-        out.print(table)
+        sys.stdout.write(json.dumps(one_or_runs(file, items)) + "\n")

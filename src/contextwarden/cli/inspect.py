@@ -1,32 +1,37 @@
-"""``contextwarden inspect FILE --model M [--window N]``: where the tokens are, the largest
+"""``contextwarden inspect FILE [--model M] [--window N]``: where the tokens are, the largest
 messages, and a budget bar against the model's window."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+import sys
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .._breakdown import token_breakdown
+from .._breakdown import Breakdown
 from .._budget import Budget, reply_tokens
 from .._messages import Message
 from .._model_overrides import registry_for
-from .._tokens import get_counter
 from ._common import (
     ConfigOption,
     FileArgument,
+    FormatOption,
+    JsonOption,
     ModelOption,
+    Reading,
+    RunOption,
     WindowOption,
-    fail,
     guarded,
-    load_recording,
+    one_or_runs,
     out,
-    progress,
+    read_session,
 )
-from ._tables import breakdown_tables, header, pct
+from ._tables import breakdown_tables, pct
+from .count import counted
 
 __all__ = ["budget_bar", "inspect"]
 
@@ -69,29 +74,69 @@ def inspect(
     model: ModelOption = None,
     window: WindowOption = None,
     config: ConfigOption = None,
-    top: Annotated[int, typer.Option("--top", min=1, help="How many largest messages.")] = 10,
+    fmt: FormatOption = None,
+    run: RunOption = None,
+    as_json: JsonOption = False,
+    top: Annotated[
+        int, typer.Option("--top", min=1, metavar="N", help="How many largest messages.")
+    ] = 10,
 ) -> None:
     """Tokens by role and block kind, the largest messages, and the budget against the window.
 
-    The model picks the tokenizer and the window (default: the recording's model); --window
-    overrides the window; the reserve and trigger come from the config.
+    The model picks the tokenizer and the window: --model, else the recording's (an unknown
+    model is assumed to have 128,000 tokens, with a warning); --window overrides the window;
+    the reserve and trigger come from the config.
     """
-    transcript, cfg, name = load_recording(file, config, model=model, window=window)
-    if name is None and cfg.context_window is None:
-        raise fail(f"{file}: the recording names no model; give --model (or --window)")
-    models = registry_for(cfg)  # the config's models: section, then the built-in tables
-    # before any output: fail early
-    budget = Budget.for_config(cfg, name, cfg.context_window, overrides=models)
-    size = budget.window
-    counter = get_counter(name, kind=cfg.counter, models=models)
-    with progress("counting tokens", len(transcript.messages)) as advance:
-        b = token_breakdown(
-            transcript.messages, counter, tools=transcript.tools or None, on_message=advance
-        )
-    out.print(header(transcript, counter.name))
+    readings = read_session(file, config, model=model, window=window, fmt=fmt, run=run)
+    items: list[dict[str, Any]] = []
+    for r in readings:
+        counter, b = counted(r)
+        budget = _budget(r, b)
+        if as_json:
+            largest = [
+                {"index": i, "role": r.transcript.messages[i].role, "tokens": b.per_message[i]}
+                for i in b.largest(top)
+            ]
+            items.append(
+                {**r.as_json(), "tokenizer": counter.name}
+                | b.as_dict()
+                | {"largest": largest, "trigger": budget.trigger, "limit": budget.limit}
+            )
+            continue
+        _print(r, counter.name, b, budget, top, model, window)
+    if as_json:
+        sys.stdout.write(json.dumps(one_or_runs(file, items)) + "\n")
+
+
+def _budget(r: Reading, b: Breakdown) -> Budget:
+    """The budget of the next call: the reserve fitted to the replies so far, as the warden
+    fits it."""
+    cfg = r.config
+    budget = Budget.for_config(cfg, r.model, r.window, overrides=registry_for(cfg))
+    longest = max(
+        (
+            reply_tokens(b.per_message[i], m.usage)
+            for i, m in enumerate(r.transcript.messages)
+            if m.role == "assistant"
+        ),
+        default=0,
+    )
+    return budget.for_reply(longest)
+
+
+def _print(
+    r: Reading,
+    counter: str,
+    b: Breakdown,
+    budget: Budget,
+    top: int,
+    model: str | None,
+    window: int | None,
+) -> None:
+    messages = r.transcript.messages
+    out.print(f"{r.title()}; tokens counted with {counter}")
     for table in breakdown_tables(b):
         out.print(table)
-
     largest = Table(title=f"The {top} largest messages", title_justify="left")
     largest.add_column("#", justify="right", no_wrap=True)
     largest.add_column("role", no_wrap=True)
@@ -100,34 +145,23 @@ def inspect(
     room = max(20, out.width - 40)  # what the four narrow columns and borders leave
     largest.add_column("starts with", no_wrap=True, max_width=room)
     for i in b.largest(top):
-        m = transcript.messages[i]
         tokens = b.per_message[i]
-        preview = escape(_preview(m, room))
-        largest.add_row(str(i), m.role, f"{tokens:,}", pct(tokens, b.total), preview)
+        preview = escape(_preview(messages[i], room))
+        largest.add_row(str(i), messages[i].role, f"{tokens:,}", pct(tokens, b.total), preview)
     out.print(largest)
-
-    # the reserve the next call keeps: fitted to the replies so far, as the warden fits it
-    longest = max(
-        (
-            reply_tokens(b.per_message[i], m.usage)
-            for i, m in enumerate(transcript.messages)
-            if m.role == "assistant"
-        ),
-        default=0,
-    )
-    budget = budget.for_reply(longest)
-    out.print(f"[bold]Budget[/bold] ({name or 'given window'}, window {size:,} tokens)")
+    size = r.window
+    out.print(f"[bold]Budget[/bold] ({escape(r.model)}, window {size:,} tokens)")
     out.print(budget_bar(b.total, budget))
     out.print(
         f"used {b.total:,} tokens ({pct(b.total, size)} of the window); "
-        f"trigger | {budget.trigger:,} ({cfg.trigger_ratio:.0%}); "
+        f"trigger | {budget.trigger:,} ({r.config.trigger_ratio:.0%}); "
         f"limit : {budget.limit:,} (window - {budget.reserve:,} reserved for the reply"
-        + (", fitted to the longest so far)" if budget.fits_replies and longest else ")")
+        + (", fitted to the longest so far)" if budget.fits_replies else ")")
     )
     if b.total > budget.limit:
-        again = f"contextwarden replay {file} --model {name}" + (
-            f" --window {size}" if window else ""
-        )
+        options = [f"--model {model}"] if model else []
+        options += [f"--window {window}"] if window else []
+        again = " ".join(["contextwarden replay", str(r.file), *options])
         out.print(
             f"[red]over the limit by {b.total - budget.limit:,} tokens:[/red] "
             f"`{escape(again)}` shows what the warden would send instead"

@@ -13,34 +13,33 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from .._config import WardenConfig
-from .._model_overrides import ModelOverride, apply_model_overrides
-from .._models import assume_model
 from .._plot import plot_replay
-from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, provider_for, replay
-from .._transcripts import Transcript, load_transcripts
-from ..transcripts._common import FORMATS, TranscriptFormat
+from .._replay import PricingMode, ReplayCall, ReplayReport, count_calls, replay
+from .._transcripts import provider_for
 from ._common import (
     ConfigOption,
     FileArgument,
+    FormatOption,
     ModelOption,
+    Reading,
+    RunOption,
     SummarizerOption,
     WindowOption,
     check_output_path,
-    config_for,
-    err,
     fail,
     guarded,
+    one_or_runs,
     out,
+    plural,
     progress,
-    require_file,
+    read_session,
 )
 from ._tables import ordinal, pct
 
@@ -174,6 +173,11 @@ def _totals_table(report: ReplayReport) -> Table:
     table.add_column("with contextwarden", justify="right")
     table.add_row("calls", f"{t.calls:,}", f"{t.calls:,}")
     table.add_row(
+        f"calls that do not fit the {report.window:,}-token window with room for the reply",
+        f"{t.not_payable_without:,}",
+        f"{t.not_payable_with:,}",
+    )
+    table.add_row(
         "input tokens (cumulative)",
         f"{t.input_tokens_without:,}",
         f"[bold]{t.input_tokens_with:,}[/bold]",
@@ -182,10 +186,17 @@ def _totals_table(report: ReplayReport) -> Table:
     table.caption = f"billed: {_prices(report)} ({_price_detail(report)})"
     table.caption_justify = "left"
     table.add_row(
-        "[bold]billed input cost[/bold] (cache-aware)",
+        "[bold]billed input cost[/bold], whole session (cache-aware)",
         _money(t.billed_cost_without),
         f"[bold]{_money(t.billed_cost_with)}[/bold]",
     )
+    if t.not_payable_without:
+        table.add_row(
+            f"billed input cost, the {plural(t.calls - t.not_payable_without, 'call')} that "
+            "fit without contextwarden",
+            _money(t.payable_billed_cost_without),
+            _money(t.billed_cost_with_on_payable),
+        )
     table.add_row(
         "cache hit ratio (tokens read)",
         f"{t.cache_hit_ratio_without:.1%}",
@@ -193,29 +204,19 @@ def _totals_table(report: ReplayReport) -> Table:
     )
     price = report.input_price_per_mtok
     label = (
-        f"input cost at list price (${price}/M, no cache)"
+        f"input cost at list price (${price:g}/M, no cache)"
         if price is not None
         else "input cost at list price (no price)"
     )
     table.add_row(label, _money(t.cost_without), _money(t.cost_with))
     table.add_row(
-        f"calls over the {report.window:,} window",
-        f"{t.over_window_without:,}",
-        f"{t.over_window_with:,}",
-    )
-    table.add_row(
         "compactions (summaries written)",
         f"{t.agent_compactions:,} by the agent",
         f"{t.compactions:,}",
     )
-    table.add_row(
-        "[bold]payable baseline[/bold] (calls within the window)",
-        _money(t.payable_billed_cost_without),
-        f"[bold]{_money(t.billed_cost_with_on_payable)}[/bold]",
-    )
-    if t.recorded_calls:
+    if t.recorded_calls and t.baseline != "recorded-usage":  # else it is the bill above
         table.add_row(
-            f"recorded usage ({t.recorded_calls:,} calls)",
+            f"recorded usage ({plural(t.recorded_calls, 'call')})",
             _money(t.recorded_billed_cost),
             "-",
         )
@@ -232,46 +233,72 @@ BASELINES = {
 
 
 def baseline_line(report: ReplayReport) -> str:
-    """Which baseline the report used, and the calls it could not have sent."""
-    t = report.totals
-    line = f"baseline: {BASELINES[t.baseline]}"
-    if t.baseline == "recorded-usage":
-        line += "; contextwarden's bill: the recorded one plus the difference it makes"
-    if t.not_payable_without:
-        line += (
-            f"; {t.not_payable_without:,} of its calls do not fit the {report.window:,}-token "
-            "window with room for their reply: not payable, left out of the baseline"
-        )
+    """Which baseline the report used."""
+    line = f"without contextwarden: {BASELINES[report.totals.baseline]}"
+    if report.totals.baseline == "recorded-usage":
+        line += "; with it: the recorded bill plus the difference it makes"
     return line
 
 
-def headline(report: ReplayReport) -> str:
-    """The closing line: the billed saving against the payable baseline first (what the bill
-    shows), then the tokens."""
+def _change(before: float, after: float) -> str:
+    """``12.3% less``, ``the same``, ``4.5% more``: what ``after`` bills beside ``before``."""
+    ratio = 1 - after / before if before else 0.0
+    if abs(ratio) < 0.0005:
+        return "the same"
+    return f"{abs(ratio):.1%} {'less' if ratio > 0 else 'more'}"
+
+
+def headline(report: ReplayReport, named: bool = True) -> str:
+    """The closing line, in the order a newcomer asks: did every call fit, what did the calls
+    that could be sent anyway cost, what does the whole session cost, and the tokens.
+    ``named``: the recording (or the user) named the model."""
     t = report.totals
+    parts: list[str] = []
+    unchanged = not (t.saved_ratio or t.compactions or t.not_payable_without or t.invalid_requests)
+    if unchanged:
+        parts.append(
+            f"contextwarden left every request as the agent sent it: all "
+            f"{plural(t.calls, 'call')} fit the {report.window:,}-token window"
+        )
+    payable = t.calls - t.not_payable_without
+    if t.not_payable_without:
+        made = t.not_payable_without - t.not_payable_with
+        parts.append(
+            f"contextwarden made {made:,} of the {plural(t.calls, 'call')} fit the "
+            f"{report.window:,}-token window that did not fit without it"
+            + (f" ({t.not_payable_with:,} still do not)" if t.not_payable_with else "")
+        )
+    p = report.cache_pricing
+    if not named:
+        parts.append("no bill: the recording names no model (give --model)")
+    elif p is None or t.billed_cost_without is None or t.payable_billed_cost_without is None:
+        parts.append(f"no bill: no price known for {report.model}")
+    elif p.input_per_mtok == 0:
+        parts.append(f"no bill: {report.model} is billed at $0 (a local model)")
+    else:
+        on = t.billed_cost_with_on_payable or 0.0
+        change = _change(t.payable_billed_cost_without, on)
+        money = f"{_money(t.payable_billed_cost_without)} -> {_money(on)}"
+        if t.not_payable_without:
+            parts.append(
+                f"on the {plural(payable, 'call')} that fit without it, it bills {change} "
+                f"({money}); the whole session costs {_money(t.billed_cost_with)} with it "
+                f"({_money(t.billed_cost_without)} had every call fit without it)"
+            )
+        else:
+            who = "contextwarden bills" if not parts else "billed"
+            parts.append(f"{who} {change} ({money})")
+        parts[-1] += f", cache-aware at {_prices(report)}"
     tokens = (
-        f"{t.saved_ratio:.1%} of input tokens "
+        f"{t.saved_ratio:.1%} fewer input tokens "
         f"({t.input_tokens_without - t.input_tokens_with:,} of {t.input_tokens_without:,})"
     )
-    if t.billed_saved_ratio is None or t.billed_cost_without is None:
-        colour = "green" if t.saved_ratio > 0 else "yellow"
-        return (
-            f"[bold {colour}]contextwarden saves {tokens}[/bold {colour}] "
-            "(no price known: no billed cost)"
-        )
-    money = (
-        f"({_money(t.payable_billed_cost_without)} -> {_money(t.billed_cost_with_on_payable)} "
-        f"against the payable baseline, cache-aware at {_prices(report)})"
-    )
-    if t.billed_saved_ratio >= 0:
-        return (
-            f"[bold green]contextwarden saves {t.billed_saved_ratio:.1%} of the billed input "
-            f"cost[/bold green] {money}; {tokens}"
-        )
-    return (
-        f"[bold yellow]contextwarden raises the billed input cost by "
-        f"{-t.billed_saved_ratio:.1%}[/bold yellow] {money}, though it saves {tokens}"
-    )
+    if not unchanged:
+        parts.append(tokens if t.saved_ratio >= 0 else f"{-t.saved_ratio:.1%} more input tokens")
+    colour = "yellow" if t.dearer or t.invalid_requests or t.not_payable_with else "green"
+    if t.invalid_requests:
+        parts.append(f"{plural(t.invalid_requests, 'invalid request')}")
+    return f"[bold {colour}]{escape('; '.join(parts))}[/bold {colour}]"
 
 
 @guarded
@@ -281,16 +308,27 @@ def replay_command(
     window: WindowOption = None,
     config: ConfigOption = None,
     summarizer: SummarizerOption = None,
+    fmt: FormatOption = None,
+    run: RunOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print exactly one JSON object: calls and totals.")
     ] = False,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write a PNG of context size per call (folders created)."),
+        typer.Option(
+            "--plot",
+            metavar="PNG",
+            help="Write a PNG of context size and bill per call (folders created).",
+        ),
     ] = None,
     every: Annotated[
         int | None,
-        typer.Option("--every", min=1, help="Per-call table: every Nth call (default: ~20 rows)."),
+        typer.Option(
+            "--every",
+            min=1,
+            metavar="N",
+            help="Per-call table: every Nth call (default: about 20 rows).",
+        ),
     ] = None,
     pricing: Annotated[
         Literal["model", "anthropic"],
@@ -300,19 +338,6 @@ def replay_command(
             "ratios on its input price, read 0.1x and write 1.25x (anthropic).",
         ),
     ] = "model",
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help=f"Read the file as this format instead of detecting it: {', '.join(FORMATS)}.",
-        ),
-    ] = None,
-    run: Annotated[
-        int | None,
-        typer.Option(
-            "--run", min=1, help="Replay only run N of a file holding several (default: all)."
-        ),
-    ] = None,
 ) -> None:
     """Replay a recorded session call by call and show what contextwarden saves.
 
@@ -320,79 +345,34 @@ def replay_command(
     copy of it, as an agent would before each call. Reports tokens sent without contextwarden
     (what the agent really sent: its own compactions applied, its recorded usage where the file
     has it) and with it, the tokens a provider's prompt cache would read and write, the billed
-    input cost (cache-aware) against the payable baseline, compactions, and whether every
-    request is valid for the provider.
+    input cost (cache-aware), the calls that could not have been sent without it, compactions,
+    and whether every request is valid for the provider.
     """
-    if fmt is not None and fmt not in FORMATS:
-        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
-    chosen: TranscriptFormat | None = fmt  # type: ignore[assignment]
-    runs = load_transcripts(require_file(file), format=chosen)
-    if run is not None:
-        if run > len(runs):
-            raise fail(f"{file}: no run {run}: the file holds {len(runs)} run(s)")
-        runs = [runs[run - 1]]
-    cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     plot = check_output_path(plot, inputs=(file,)) if plot is not None else None
-    for t in runs:
-        for warning in t.warnings:
-            err.print(f"[yellow]warning:[/yellow] {escape(str(file))}: {escape(warning)}")
-    playable = [t for t in runs if count_calls(t.messages)]
+    readings = read_session(
+        file, config, model=model, window=window, fmt=fmt, run=run, summarizer=summarizer
+    )
+    playable = [r for r in readings if count_calls(r.transcript.messages)]
     if not playable:
         raise fail(f"{file}: no assistant message to replay")
-    reports: list[tuple[Transcript, ReplayReport, list[str]]] = []
-    for t in playable:
-        run_cfg, name, notes = _model_for(t, cfg)
-        reports.append((t, _replay_one(t, run_cfg, name, pricing), notes))
+    reports = [(r, _replay_one(r, pricing)) for r in playable]
     written = None
     if plot is not None:
         written = plot_replay(reports[-1][1], plot)
     if as_json:
-        items = [_as_json(file, t, report, notes) for t, report, notes in reports]
-        data = items[0] if len(items) == 1 else {"file": str(file), "runs": items}
+        data = one_or_runs(file, [{**r.as_json(), **report.as_dict()} for r, report in reports])
         if written is not None:
             data["plot"] = str(written)
         sys.stdout.write(json.dumps(data) + "\n")
         return
-    for t, report, notes in reports:
-        _print_report(file, t, report, notes, every)
+    for r, report in reports:
+        _print_report(r, report, every)
     if written is not None:
-        out.print(f"plot written to {written}")
+        out.print(f"plot written to {escape(str(written))}")
 
 
-def _model_for(t: Transcript, cfg: WardenConfig) -> tuple[WardenConfig, str, list[str]]:
-    """The config to replay ``t`` with, its model name and what was assumed: the options' or
-    config's model, else the recording's; the window given, else the one the file records,
-    else the registry's; a model the registry lacks is added to the config as what
-    :func:`~contextwarden._models.assume_model` takes it for."""
-    name = cfg.model or t.model
-    window = cfg.context_window or t.window
-    info, note = assume_model(name, window, apply_model_overrides(cfg))
-    notes = [note] if note else []
-    if cfg.context_window is None and t.window is not None:
-        notes.append(f"window {t.window:,} as the recording states it")
-    key = name or info.name
-    known = key in cfg.models
-    if note is not None and not known:
-        entry = ModelOverride(
-            provider=info.provider,
-            context_window=info.context_window,
-            max_output_tokens=info.max_output_tokens,
-            encoding=info.encoding,
-            input_price_per_mtok=info.input_price_per_mtok,
-            output_price_per_mtok=info.output_price_per_mtok,
-            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
-            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
-            cache_ttl_s=info.cache_ttl_s,
-            min_cacheable_tokens=info.min_cacheable_tokens,
-            caching=info.caching,
-        )
-        cfg = cfg.model_copy(update={"models": {**cfg.models, key: entry}})
-    if window is not None and cfg.context_window is None:
-        cfg = cfg.model_copy(update={"context_window": window})
-    return cfg, key, notes
-
-
-def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> ReplayReport:
+def _replay_one(r: Reading, pricing: str) -> ReplayReport:
+    t = r.transcript
     mode: PricingMode = "anthropic" if pricing == "anthropic" else "model"
     total = count_calls(t.messages)
     with progress(
@@ -404,9 +384,9 @@ def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> Re
 
         return replay(
             t.messages,
-            model=name,
-            window=cfg.context_window,
-            config=cfg,
+            model=r.model,
+            window=r.window,
+            config=r.config,
             tools=t.tools or None,
             provider=provider_for(t.format),
             on_call=advance,
@@ -415,30 +395,12 @@ def _replay_one(t: Transcript, cfg: WardenConfig, name: str, pricing: str) -> Re
         )
 
 
-def _as_json(file: Path, t: Transcript, report: ReplayReport, notes: list[str]) -> dict[str, Any]:
-    data: dict[str, Any] = {"file": str(file), "format": t.format}
-    if t.runs > 1:
-        data["run"] = t.run
-        data["runs"] = t.runs
-    data["assumed"] = notes
-    data["warnings"] = list(t.warnings)
-    data.update(report.as_dict())
-    return data
-
-
-def _print_report(
-    file: Path, t: Transcript, report: ReplayReport, notes: list[str], every: int | None
-) -> None:
-    total = report.totals
-    which = f" (run {t.run} of {t.runs})" if t.runs > 1 else ""
+def _print_report(r: Reading, report: ReplayReport, every: int | None) -> None:
     out.print(
-        f"[bold]{escape(str(file))}[/bold]{which}: {t.format}, {total.calls} calls, model "
-        f"{escape(report.model)}, window {report.window:,} (limit {report.limit:,}, trigger "
-        f"{report.trigger:,})"
+        f"{r.title()}: {plural(report.totals.calls, 'call')} (limit {report.limit:,}, "
+        f"trigger {report.trigger:,})"
     )
-    for note in notes:
-        out.print(f"[yellow]assumed:[/yellow] {escape(note)}")
     out.print(_calls_table(report, every, out.width))
     out.print(_totals_table(report))
     out.print(escape(baseline_line(report)))
-    out.print(headline(report))
+    out.print(headline(report, named=r.transcript.model is not None or r.model != "unknown"))

@@ -13,20 +13,25 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from .._plot import pyplot
 from ..store.sqlite import data_dir
+from ..transcripts._common import FORMATS
 from ..transcripts.inventory import SessionSummary, find_session_files, summarize_files
-from ._common import check_output_path, err, fail, guarded, out
+from ._common import (
+    FormatOption,
+    ModelOption,
+    WindowOption,
+    check_output_path,
+    err,
+    fail,
+    guarded,
+    out,
+    plural,
+    progress,
+    warn_about,
+)
 
 __all__ = ["sessions_command"]
 
@@ -76,9 +81,10 @@ def totals_by_day_and_agent(rows: list[SessionSummary]) -> list[dict[str, Any]]:
     ]
 
 
-def _sessions_table(rows: list[SessionSummary], width: int) -> Table:
-    """One row per session; the file's name is shown on terminals of 120 columns or more."""
-    wide = width >= 120
+def _sessions_table(rows: list[SessionSummary], width: int, terminal: bool) -> Table:
+    """One row per session; the file's name is shown on terminals of 120 columns or more and
+    in a pipe or a file, where nothing is cut."""
+    wide = width >= 120 or not terminal
     table = Table(
         title="Sessions",
         title_justify="left",
@@ -105,7 +111,11 @@ def _sessions_table(rows: list[SessionSummary], width: int) -> Table:
             justify=justify,  # type: ignore[arg-type]
             no_wrap=True,
             overflow="ellipsis",
-            max_width=(24 if wide else 16) if name in ("model", "session") else None,
+            max_width=None
+            if not terminal
+            else (24 if wide else 16)
+            if name in ("model", "session")
+            else None,
         )
     for s in rows:
         if s.error is not None:
@@ -189,15 +199,21 @@ def sessions_command(
             help="Folders (or files) to look in; default: where Claude Code, Codex CLI, Gemini "
             "CLI, pi and Cline keep their sessions under your home folder.",
             show_default=False,
+            metavar="FOLDER",
         ),
     ] = None,
+    model: ModelOption = None,
+    window: WindowOption = None,
+    fmt: FormatOption = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print one JSON object: sessions, totals, unreadable files."),
     ] = False,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write a PNG of spend per day (folders created)."),
+        typer.Option(
+            "--plot", metavar="PNG", help="Write a PNG of spend per day (folders created)."
+        ),
     ] = None,
     estimate: Annotated[
         bool,
@@ -209,7 +225,9 @@ def sessions_command(
     ] = True,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", min=1, help="Worker processes (default: one per CPU)."),
+        typer.Option(
+            "--workers", min=1, metavar="N", help="Worker processes (default: one per CPU)."
+        ),
     ] = None,
     cache: Annotated[
         bool,
@@ -224,32 +242,27 @@ def sessions_command(
 
     For each session: agent, model, calls, prompt tokens, what it was billed (its recorded
     usage, else estimated from what the agent sent) and what contextwarden would have billed
-    at the model's window; then totals per day and agent.
+    at the model's window; then totals per day and agent. The model and window of each
+    session are settled as count, inspect, replay and compact settle them (--model and
+    --window apply to every session).
     """
     for folder in folders or ():
         if not folder.exists():
             raise fail(f"{folder}: no such file or folder", 2)
+    if fmt is not None and fmt not in FORMATS:
+        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
     plot = check_output_path(plot) if plot is not None else None
     files = find_session_files(folders or ())
-    progress = Progress(
-        TextColumn("reading sessions"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not sys.stdout.isatty() or not err.is_terminal or len(files) < 2,
-    )
-    with progress:
-        task = progress.add_task("sessions", total=len(files))
+    with progress("reading sessions", len(files)) as advance:
         rows = summarize_files(
             files,
             estimate=estimate,
             workers=workers,
             cache=data_dir() / "sessions-cache.json" if cache else None,
-            on_done=lambda _path, _rows: progress.advance(task),
+            on_done=lambda _path, _rows: advance(1),
+            model=model,
+            window=window,
+            format=fmt,  # type: ignore[arg-type]
         )
     rows.sort(key=lambda s: (s.started or "", s.path, s.run))
     errors = [s for s in rows if s.error is not None]
@@ -272,10 +285,10 @@ def sessions_command(
         where = ", ".join(map(str, folders)) if folders else "the agents' folders in your home"
         out.print(f"no sessions found in {escape(where)}")
         return
-    out.print(_sessions_table(good, out.width))
+    out.print(_sessions_table(good, out.width, out.is_terminal))
     out.print(_totals_table(totals))
     billed = sum(s.billed or 0.0 for s in good)
-    line = f"{len(good):,} sessions, billed {_money(billed)}"
+    line = f"{plural(len(good), 'session')}, billed {_money(billed)}"
     both = [s for s in good if s.billed is not None and s.contextwarden is not None]
     if estimate and both:
         paid = sum(s.billed or 0.0 for s in both)
@@ -285,6 +298,9 @@ def sessions_command(
             f"with contextwarden ({_saved(paid, ours)})"
         )
     out.print(line)
+    for s in good:  # what count, inspect, replay and compact say about the file, once
+        if s.run == 1 or s.runs == 1:
+            warn_about(Path(s.path), s.warnings, (s.assumed,) if s.assumed else ())
     for s in errors:
         err.print(f"[yellow]skipped:[/yellow] {escape(s.error or '')}", soft_wrap=True)
     if written is not None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._budget import Budget
-from .._events import CompactResult, Event
-from .._log import Edit
 from .._messages import Message
-from .._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from .._budget import Budget
+    from .._events import CompactResult, Event
+    from .._log import Edit
+    from .._tokens import TokenCounter
 
 __all__ = ["CompactionHook", "TransformResult"]
 
@@ -72,3 +74,13 @@ class TransformResult:
     def within_budget(self) -> bool:
         """True when no budget is known or the result is at or under its trigger."""
         return self.budget is None or self.tokens_after <= self.budget.trigger
+
+    def stable_end(self, written: int) -> int | None:
+        """Where the stable prefix ends among the ``written`` messages of an API that writes
+        the leading system messages apart (Anthropic's ``system``; those in the middle stay in
+        place): None for no stable mark (the writer may merge messages: past the end is none)."""
+        leading = next(
+            (k for k, m in enumerate(self.messages) if m.role != "system"), len(self.messages)
+        )
+        stable = self.stable_prefix - leading
+        return (max(stable, 0) or None) if stable < written else None

@@ -11,15 +11,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._config import WardenConfig
 from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
-from ..store.logs import LogStore
-from .conversation import RECORD_VERSION, Call, Conversation, Diverged
+from .call import Call
+from .conversation import RECORD_VERSION, Conversation, Diverged
+
+if TYPE_CHECKING:
+    from .._config import WardenConfig
+    from ..store.logs import LogStore
 
 __all__ = ["ConversationTable"]
 
@@ -91,11 +94,11 @@ class ConversationTable:
                 self._conversations.popitem(last=False)
         return best
 
-    def enter(self, call: Call) -> None:
-        """Under the conversation's lock: make sure ``call.conv`` is the conversation the call
-        continues (another thread or process may have moved it on) and as the request spells
-        its history."""
-        conv, msgs = call.conv, call.messages
+    def enter(self, conv: Conversation, call: Call) -> Conversation:
+        """Under the conversation's lock: the conversation ``call`` continues, ``conv`` or
+        made again (another thread or process may have moved it on, the request spells its
+        history otherwise)."""
+        msgs = call.messages
         made: Conversation | None = None
         record = self._read(conv.key)
         try:
@@ -116,7 +119,8 @@ class ConversationTable:
             made.lock = conv.lock
             with self._lock:
                 self._conversations[conv.key] = made
-            call.conv = made
+            return made
+        return conv
 
     def edit_log(self, conversation: str) -> tuple[Edit, ...]:
         """The edits recorded for ``conversation`` (a :attr:`TransformResult.conversation`)."""

@@ -46,6 +46,7 @@ __all__ = [
     "FIELD",
     "FORMAT",
     "FUNCTION_EXTRA",
+    "ITEM",
     "LEGACY",
     "OPAQUE",
     "MAX_DEPTH",
@@ -82,7 +83,8 @@ FORMAT = "_cw_format"  # "openai" / "anthropic": whose block an image or opaque 
 FIELD = "_cw_field"  # OpenAI thinking: the message field it came from (default reasoning_content)
 LEGACY = "_cw_legacy"  # OpenAI tool call spelled as the legacy ``function_call``
 FUNCTION_EXTRA = "_cw_function"  # OpenAI tool call: unknown keys inside ``function``
-RESERVED = frozenset({OPAQUE, FORMAT, FIELD, LEGACY, FUNCTION_EXTRA})
+ITEM = "_cw_item"  # Responses: the item an assistant-run block came from
+RESERVED = frozenset({OPAQUE, FORMAT, FIELD, LEGACY, FUNCTION_EXTRA, ITEM})
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _PLAIN = frozenset({int, float, bool, type(None)})

@@ -53,14 +53,11 @@ from .._messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import FORMAT, OPAQUE, RESERVED, deep_copy, fail, frozen, tname
+from ._common import FORMAT, ITEM, OPAQUE, RESERVED, deep_copy, fail, frozen, tname
 from ._media import openai_image_cost
 
 __all__ = ["from_responses", "to_responses"]
 
-#: Reserved block-``extra`` key: the item an assistant-run block came from.
-ITEM = "_cw_item"
-_RESERVED = RESERVED | {ITEM}
 _FMT = "responses"
 
 _MESSAGE_ROLES: dict[str, Role] = {
@@ -231,8 +228,8 @@ def _part(i: int, path: str, p: Any, tag: Any) -> TextBlock | ImageBlock:
 
 
 def _reserved(rest: Mapping[str, Any], i: int, path: str) -> None:
-    if not _RESERVED.isdisjoint(rest):
-        k = min(_RESERVED.intersection(rest))
+    if not RESERVED.isdisjoint(rest):
+        k = min(RESERVED.intersection(rest))
         raise FormatError(f"key {k!r} is reserved by contextwarden", index=i, field=f"{path}.{k}")
 
 
@@ -409,7 +406,7 @@ def _plain(blocks: Sequence[Block]) -> bool:
 
 def _fill(d: dict[str, Any], extra: Mapping[str, Any]) -> None:
     for k, v in extra.items():
-        if k not in d and k not in _RESERVED:
+        if k not in d and k not in RESERVED:
             d[k] = deep_copy(v)
 
 

@@ -19,14 +19,42 @@ passed to the warden that runs them (``Warden(layers=[...])``), not registered p
 
 from __future__ import annotations
 
-from .base import Layer, LayerContext, LayerResult
-from .mask import MaskConfig, mask_text, mask_tool_results
-from .pending import drop_pending_calls
-from .pins import is_protected, pinned_spans
-from .thinking import ThinkingConfig, strip_thinking
-from .truncate import TruncateConfig, truncate_text, truncate_tool_output
-from .units import HistoryIndex
-from .window import WindowConfig, sliding_window
+from collections.abc import Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Layer, LayerContext, LayerResult
+    from .config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
+    from .mask import mask_text, mask_tool_results
+    from .pending import drop_pending_calls
+    from .pins import is_protected, pinned_spans
+    from .thinking import strip_thinking
+    from .truncate import truncate_text, truncate_tool_output
+    from .units import HistoryIndex
+    from .window import sliding_window
+
+#: Where each name is defined, imported from there on first use: a module that needs one
+#: layer (or only the settings) does not load the others.
+_HOMES: Mapping[str, str] = {
+    "HistoryIndex": ".units",
+    "Layer": ".base",
+    "LayerContext": ".base",
+    "LayerResult": ".base",
+    "MaskConfig": ".config",
+    "ThinkingConfig": ".config",
+    "TruncateConfig": ".config",
+    "WindowConfig": ".config",
+    "drop_pending_calls": ".pending",
+    "is_protected": ".pins",
+    "mask_text": ".mask",
+    "mask_tool_results": ".mask",
+    "pinned_spans": ".pins",
+    "sliding_window": ".window",
+    "strip_thinking": ".thinking",
+    "truncate_text": ".truncate",
+    "truncate_tool_output": ".truncate",
+}
 
 __all__ = [
     "HistoryIndex",
@@ -47,3 +75,16 @@ __all__ = [
     "truncate_text",
     "truncate_tool_output",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -42,13 +42,14 @@ from .base import (
     shrink_event,
 )
 from .config import MaskConfig
-from .units import HistoryIndex
+from .units import HistoryIndex, index_of
 
 __all__ = [
     "ActionMemo",
     "MaskConfig",
     "MaskPlan",
     "ToolAction",
+    "call_action",
     "mask_plan",
     "mask_text",
     "mask_tool_results",
@@ -57,6 +58,7 @@ __all__ = [
     "same_file",
     "superseded_results",
     "superseded_text",
+    "text_actions",
     "tool_actions",
 ]
 
@@ -244,8 +246,7 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
     require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
-    index = HistoryIndex(keep_results=cfg.keep_recent, keep_thinking=0)
-    index.extend(messages, 0)
+    index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
     out: list[Message] = []
     events: list[Event] = []
     for i, m in enumerate(messages):
@@ -367,10 +368,11 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
 def prints_file(call: ToolCallBlock) -> bool:
     """Whether ``call`` prints a file's lines (Read, ``view``, ``cat``, ``sed -n``, ``nl -ba``,
     ``head``/``tail`` of a file): a :class:`ToolAction` of kind ``read``."""
-    return _call_action(call.name, call.input, call.id, 0).kind == "read"
+    return call_action(call.name, call.input, call.id, 0).kind == "read"
 
 
-def _call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
+def call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
+    """What the call ``name(args)`` with id ``call_id``, answered at ``position``, did."""
     n = norm_name(name)
     a = args if isinstance(args, dict) else {}
     paths = tuple(_norm_path(p) for p in all_paths(a))
@@ -428,7 +430,7 @@ def _quotes(args: Mapping[str, Any]) -> bool:
     return isinstance(text, str) and ("SEARCH" in text or "*** Update File" in text or "@@" in text)
 
 
-def _text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
+def text_actions(message: Message, position: int, history: Sequence[Message]) -> list[ToolAction]:
     """The command an assistant message writes in its text, answered by the next user message."""
     if position + 1 >= len(history) or history[position + 1].role != "user":
         return []
@@ -476,7 +478,7 @@ def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> 
         if not calls:
             found = memo.get(("", i)) if memo is not None else None
             if found is None:
-                found = tuple(_text_actions(m, i, history))
+                found = tuple(text_actions(m, i, history))
                 if memo is not None and i + 1 < len(history):  # answered: it stays so
                     memo["", i] = found
             out.extend(found)
@@ -487,7 +489,7 @@ def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> 
                 continue
             found = memo.get((c.id, at)) if memo is not None else None
             if found is None:
-                found = (_call_action(c.name, c.input, c.id, at),)
+                found = (call_action(c.name, c.input, c.id, at),)
                 if memo is not None:
                     memo[c.id, at] = found
             out.extend(found)

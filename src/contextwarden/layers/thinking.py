@@ -22,7 +22,7 @@ from .._events import Event
 from .._messages import Message, ThinkingBlock
 from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
 from .config import ThinkingConfig
-from .units import HistoryIndex
+from .units import HistoryIndex, index_of
 
 __all__ = ["ThinkingConfig", "strip_thinking"]
 
@@ -71,8 +71,7 @@ def strip_thinking(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
-    index = HistoryIndex(keep_results=0, keep_thinking=cfg.keep_recent)
-    index.extend(messages, 0)
+    index = index_of(messages, keep_results=0, keep_thinking=cfg.keep_recent)
     out: list[Message] = []
     events: list[Event] = []
     for i, m in enumerate(messages):

@@ -26,7 +26,7 @@ from .base import (
     shrink_event,
 )
 from .config import TruncateConfig
-from .units import HistoryIndex
+from .units import index_of
 
 __all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
 
@@ -95,8 +95,7 @@ def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> Laye
     require_messages(messages)
     if not cfg.enabled:
         return LayerResult(tuple(messages))
-    index = HistoryIndex(keep_results=0, keep_thinking=0)
-    index.extend(messages, 0)
+    index = index_of(messages, keep_results=0, keep_thinking=0)
     out: list[Message] = []
     events: list[Event] = []
     for i, m in enumerate(messages):

@@ -19,25 +19,38 @@ first user message (a client's opening: Codex's environment, aider's examples).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .._task import LOOKAHEAD, task_index
 
-__all__ = ["CutRule", "HistoryIndex"]
+__all__ = ["CutRule", "HistoryIndex", "index_of"]
 
 #: A rule of where a cut may fall: may the unit ``messages[start:end]`` leave the request?
 #: The index's own answer (never a kept unit, never the newest) is intersected with every
 #: rule a caller adds (the conversation keeps units holding an earlier summary).
+_T = TypeVar("_T")
+
 CutRule = Callable[[Sequence[Message], int, int], bool]
 
 
+def index_of(
+    messages: Sequence[Message] = (), *, keep_results: int = 6, keep_thinking: int = 1
+) -> HistoryIndex:
+    """The index of ``messages`` (see :class:`HistoryIndex`): the one way one is made; a
+    conversation makes its own of no messages and extends it as its history grows."""
+    index = HistoryIndex(keep_results=keep_results, keep_thinking=keep_thinking)
+    index.extend(messages, 0)
+    return index
+
+
 class HistoryIndex:
-    """Positional facts about ``messages[:n]``.
+    """Positional facts about ``messages[:n]``, extended as messages are appended.
 
     ``keep_results`` is how many of the newest tool results (blocks, newest first) count as
     recent; ``keep_thinking`` how many of the newest assistant messages with thinking keep it.
+    Made by :func:`index_of`.
     """
 
     def __init__(self, *, keep_results: int = 6, keep_thinking: int = 1) -> None:
@@ -52,13 +65,17 @@ class HistoryIndex:
         self.last_user = -1
         #: per message: the tool name of each of its tool results ("" when the call is unknown)
         self.names: list[tuple[str, ...]] = []
-        #: per message: True when it is a tool message holding results
-        self._call_names: dict[str, str] = {}
-        self._call_owner: dict[str, int] = {}
-        #: (message index, ordinal among that message's results) of the newest results
-        self.results: deque[tuple[int, int]] = deque(maxlen=keep_results)
-        #: indices of the newest assistant messages that carry thinking
-        self.thinking: deque[int] = deque(maxlen=keep_thinking)
+        self.call_names: dict[str, str] = {}
+        #: a tool call's id -> the index of the message making it
+        self.call_at: dict[str, int] = {}
+        #: a tool result's id -> the index of the (last) message holding it
+        self.result_at: dict[str, int] = {}
+        #: indices of the messages holding tool results, in order
+        self.results: list[int] = []
+        #: (message index, ordinal among that message's results) of every result, in order
+        self.result_blocks: list[tuple[int, int]] = []
+        #: indices of the assistant messages that carry thinking, in order
+        self.thinking: list[int] = []
         self.unit_starts: list[int] = []
         #: per unit: never dropped (see the module docstring)
         self.unit_keep: list[bool] = []
@@ -66,32 +83,38 @@ class HistoryIndex:
         self._fixed: list[bool] = []
 
     # -- building ----------------------------------------------------------------------------
-    def extend(self, messages: Sequence[Message], start: int) -> tuple[int, int]:
-        """Index ``messages[start:]``; ``messages[:start]`` must be exactly what was indexed.
+    def extend(
+        self, messages: Sequence[Message], start: int, stop: int | None = None
+    ) -> tuple[int, int]:
+        """Index ``messages[start:stop]``; ``messages[:start]`` must be what was indexed.
 
         Returns ``(dirty, unit)``: the first message index whose layer decisions may differ from
         before, and the first unit whose extent or kept flag may differ.
         """
         if start != self.n:
             raise ValueError(f"index holds {self.n} messages, cannot extend from {start}")
+        stop = len(messages) if stop is None else stop
         dirty = start
         first_unit = max(len(self.unit_starts) - 1, 0)
-        old_results_head = self.results[0][0] if self.results else None
-        old_thinking_head = min(self.thinking) if self.thinking else None
+        head = _head(self.result_blocks, self.keep_results)
+        old_results_head = head[0] if head is not None else None
+        old_thinking_head = _head(self.thinking, self.keep_thinking)
         old_last_user = self.last_user
         new_result = new_thinking = False
-        for i in range(start, len(messages)):
+        for i in range(start, stop):
             m = messages[i]
             role = m.role
+            results = m.tool_results
             names: tuple[str, ...] = ()
+            if results:
+                new_result = True
+                names = tuple(self.call_names.get(b.tool_call_id, "") for b in results)
+                self.results.append(i)
+                for k, r in enumerate(results):
+                    self.result_blocks.append((i, k))
+                    self.result_at[r.tool_call_id] = i
             if role == "tool":
-                results = [b for b in m.content if isinstance(b, ToolResultBlock)]
-                if results:
-                    new_result = True
-                    names = tuple(self._call_names.get(b.tool_call_id, "") for b in results)
-                    for k in range(len(results)):
-                        self.results.append((i, k))
-                first_unit = min(first_unit, self._attach_tool(i, results))
+                first_unit = min(first_unit, self._attach_tool(i, list(results)))
             else:
                 self.unit_starts.append(i)
                 self.unit_keep.append(False)
@@ -99,8 +122,8 @@ class HistoryIndex:
                 if role == "assistant":
                     for b in m.content:
                         if isinstance(b, ToolCallBlock):
-                            self._call_names[b.id] = b.name
-                            self._call_owner[b.id] = i
+                            self.call_names[b.id] = b.name
+                            self.call_at[b.id] = i
                     if any(isinstance(b, ThinkingBlock) for b in m.content):
                         new_thinking = True
                         self.thinking.append(i)
@@ -108,11 +131,12 @@ class HistoryIndex:
                     if self.first_user is None:
                         self.first_user = i
                         self.unit_keep[:] = [True] * len(self.unit_keep)
-                    self.last_user = i
+                    if not results:
+                        self.last_user = i
             if role == "system" or m.is_pinned:
                 self.unit_keep[-1] = self._fixed[-1] = True
             self.names.append(names)
-        self.n = len(messages)
+        self.n = stop
         if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
             # the task is settled once a few messages follow it (a client's example run ends)
             task = task_index(messages[: self.n])
@@ -138,9 +162,7 @@ class HistoryIndex:
             self._fixed.append(False)
             return 0
         last = len(self.unit_starts) - 1
-        owners = [
-            self._call_owner[b.tool_call_id] for b in results if b.tool_call_id in self._call_owner
-        ]
+        owners = [self.call_at[b.tool_call_id] for b in results if b.tool_call_id in self.call_at]
         if owners:
             u = self.unit_of(min(owners))
             if u < last:  # answers a call from an earlier unit: merge everything in between
@@ -196,9 +218,9 @@ class HistoryIndex:
         ``keep_results`` newest."""
         if self.keep_results == 0:
             return count
-        if len(self.results) < self.keep_results:
+        if len(self.result_blocks) < self.keep_results:
             return 0
-        b_msg, b_ord = self.results[0]
+        b_msg, b_ord = self.result_blocks[-self.keep_results]
         if i < b_msg:
             return count
         if i == b_msg:
@@ -211,4 +233,12 @@ class HistoryIndex:
         last user message, i.e. it is not part of the tool loop in progress."""
         if keep_current_turn and i > self.last_user:
             return False
-        return i not in self.thinking
+        keep = self.keep_thinking
+        return keep == 0 or i not in self.thinking[-keep:]
+
+
+def _head(items: Sequence[_T], keep: int) -> _T | None:
+    """The oldest of the ``keep`` newest ``items`` (None when there are none)."""
+    if keep <= 0 or not items:
+        return None
+    return items[max(len(items) - keep, 0)]

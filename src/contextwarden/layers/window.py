@@ -27,7 +27,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
@@ -37,9 +37,17 @@ from .config import WindowConfig
 from .mask import mask_text
 from .pending import repair_tail
 from .pins import is_protected
-from .units import HistoryIndex
+from .units import HistoryIndex, index_of
 
-__all__ = ["WindowConfig", "ensure_within", "sliding_window"]
+if TYPE_CHECKING:
+    from .._budget import Budget
+
+__all__ = [
+    "WindowConfig",
+    "compaction_target",
+    "ensure_within",
+    "sliding_window",
+]
 
 LAYER = "window"
 
@@ -50,6 +58,12 @@ _MARKER_ROOM = 64
 
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------
+def compaction_target(budget: Budget) -> int:
+    """Where a compaction stops: ``budget.target``, which leaves room between the end of one
+    compaction and the start of the next (see :mod:`contextwarden._budget`)."""
+    return budget.target
+
+
 def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int]) -> list[int]:
     """``cum[k]`` = tokens of the first ``k`` of ``units``; ``prefix[i]`` = tokens of
     messages ``[:i]``."""
@@ -490,8 +504,7 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     total = prefix[-1] + ctx.overhead_tokens()
     if total <= trigger:
         return LayerResult(tuple(messages), repaired)
-    index = HistoryIndex(keep_results=0, keep_thinking=0)
-    index.extend(messages, 0)
+    index = index_of(messages, keep_results=0, keep_thinking=0)
     units = index.droppable()
     cum = cumulative(index, units, prefix)
     k = drops_needed(cum, total, trigger)

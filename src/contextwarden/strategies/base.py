@@ -25,18 +25,19 @@ Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._config import CompactionConfig, TaskType
+from .._log import make_ref
 from .._memo import Memo
 from .._messages import Message, TextBlock
 from .._task import task_index, task_text
 from ..layers.mask import UNMASKED
-from ..layers.units import HistoryIndex
+from ..layers.units import index_of
+from ..layers.window import compaction_target
 from ..summarizers._mentions import words_of
 from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
@@ -122,12 +123,6 @@ class StrategyOutcome:
 Strategy = Callable[[Sequence[Message], StrategyContext], "StrategyOutcome | None"]
 
 
-def compaction_target(budget: Budget) -> int:
-    """Where a compaction stops: ``budget.target``, which leaves room between the end of one
-    compaction and the start of the next (see :mod:`contextwarden._budget`)."""
-    return budget.target
-
-
 # -- layout ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Layout:
@@ -143,8 +138,7 @@ class Layout:
         """The layout of ``messages``, read from their :class:`HistoryIndex` (the one unit
         model every layer, window and strategy shares)."""
         msgs = tuple(messages)
-        index = HistoryIndex(keep_results=0, keep_thinking=0)
-        index.extend(msgs, 0)
+        index = index_of(msgs, keep_results=0, keep_thinking=0)
         units = tuple(index.spans())
         protected = frozenset(
             s for (s, _), keep in zip(units, index.unit_keep, strict=True) if keep
@@ -193,15 +187,6 @@ class Layout:
 def is_summary_message(message: Message) -> bool:
     """A summary message written by an earlier compaction."""
     return message.role == "user" and message.text.startswith(SUMMARY_PREFIX)
-
-
-def make_ref(messages: Sequence[Message]) -> str:
-    """The stable reference of an elided span: ``cw:`` + a hash of its messages' fingerprints.
-    The same span always gets the same reference, on any machine."""
-    h = hashlib.blake2b(digest_size=8)
-    if messages:  # each fingerprint (hex digits) and a NUL, hashed at once
-        h.update(("\x00".join([m.fingerprint for m in messages]) + "\x00").encode())
-    return "cw:" + h.hexdigest()
 
 
 def summary_header(count: int, ref: str) -> str:

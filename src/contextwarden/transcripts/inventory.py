@@ -28,19 +28,19 @@ from .._billing import CachePricing, PromptRequest, bill_after
 from .._budget import Budget, reply_tokens
 from .._config import WardenConfig
 from .._exceptions import ContextWardenError
-from .._models import ModelInfo, assume_model
+from .._model_overrides import registry_for
 from .._replay import (
-    ReplayTotals,
+    ResolvedModel,
     epoch_seconds,
     prompt_request,
-    provider_for,
     recorded_usage,
     replay,
+    resolve_model,
     sent_context,
 )
 from .._tokens import get_counter
-from .._transcripts import load_transcripts
-from ._common import Transcript
+from .._transcripts import load_transcripts, provider_for
+from ._common import Transcript, TranscriptFormat
 
 __all__ = [
     "AGENT_FOLDERS",
@@ -161,45 +161,58 @@ class SessionSummary:
         return data
 
 
-def summarize_file(path: str | os.PathLike[str], *, estimate: bool = True) -> list[SessionSummary]:
+def summarize_file(
+    path: str | os.PathLike[str],
+    *,
+    estimate: bool = True,
+    model: str | None = None,
+    window: int | None = None,
+    format: TranscriptFormat | None = None,
+) -> list[SessionSummary]:
     """Every run of ``path`` summarized (see :class:`SessionSummary`); one summary holding
-    the error when the file cannot be read. ``estimate`` runs the contextwarden replay too."""
+    the error when the file cannot be read. ``estimate`` runs the contextwarden replay too.
+    ``model``, ``window`` and ``format`` are the command's options, settled as every command
+    settles them (:func:`~contextwarden._replay.resolve_model`)."""
     shown = os.fspath(path)
     try:
-        runs = load_transcripts(path)
+        runs = load_transcripts(path, format=format)
     except ContextWardenError as exc:
         return [SessionSummary(shown, error=str(exc))]
     except (OSError, RecursionError, MemoryError) as exc:  # pragma: no cover - the OS's
         return [SessionSummary(shown, error=f"{shown}: {exc}")]
+    config = WardenConfig.model_validate(
+        {k: v for k, v in (("model", model), ("context_window", window)) if v is not None}
+    )
     out: list[SessionSummary] = []
     for t in runs:
         try:
-            out.append(_summarize(t, shown, estimate))
+            out.append(_summarize(t, shown, estimate, resolve_model(config, t.model, t.window)))
         except ContextWardenError as exc:
             out.append(SessionSummary(shown, t.run, t.runs, t.format, t.model, error=str(exc)))
     return out
 
 
-def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
-    info, note = assume_model(t.model, t.window)
+def _summarize(t: Transcript, shown: str, estimate: bool, r: ResolvedModel) -> SessionSummary:
+    info = r.info
+    models = registry_for(r.config)
     replies = [i for i, m in enumerate(t.messages) if m.role == "assistant"]
-    prices = _pricing(info)
+    prices = CachePricing.for_model(r.name, models)
     recorded = [recorded_usage(t.messages[i].usage) for i in replies]
     base = dict(
         path=shown,
         run=t.run,
         runs=t.runs,
         agent=t.format,
-        model=t.model or None,
+        model=r.name if r.name != "unknown" else None,
         started=_started(t, shown),
         calls=len(replies),
         window=info.context_window,
-        assumed=note,
+        assumed="; ".join(r.notes) or None,
         warnings=t.warnings,
     )
-    if replies and all(r is not None for r in recorded):
-        usage = [r for r in recorded if r is not None]
-        tokens = sum(r[0] for r in usage)
+    if replies and all(u is not None for u in recorded):
+        usage = [u for u in recorded if u is not None]
+        tokens = sum(u[0] for u in usage)
         billed = (
             sum(
                 prices.cost(read, written, max(0, total - read - written))
@@ -210,7 +223,7 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         )
         basis = "recorded-usage"
     else:
-        counter = get_counter(info.name if note is None else None)
+        counter = get_counter(r.name, models=models)
         rules = prices or CachePricing.ratios(0.0)
         tools = list(t.tools) or None
         prefix = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
@@ -234,10 +247,19 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         basis = "estimated"
     contextwarden = None
     if estimate and replies and prices is not None:
-        report = _estimate(t, info.name if note is None else None, info.context_window)
-        contextwarden = report.billed_cost_with_on_payable
+        report = replay(
+            t.messages,
+            model=r.name,
+            window=r.window,
+            config=r.config,
+            tools=t.tools or None,
+            provider=provider_for(t.format),
+            compactions=t.compactions,
+            validate=False,  # the bill is wanted, not the requests' validity
+        )
+        contextwarden = report.totals.billed_cost_with_on_payable
         if basis == "estimated":  # both columns from the one replay: the same calls, alike
-            billed = report.payable_billed_cost_without
+            billed = report.totals.payable_billed_cost_without
     return SessionSummary(
         **base,  # type: ignore[arg-type]
         tokens=tokens,
@@ -245,58 +267,6 @@ def _summarize(t: Transcript, shown: str, estimate: bool) -> SessionSummary:
         billed_basis=basis,
         contextwarden=contextwarden,
     )
-
-
-def _pricing(info: ModelInfo) -> CachePricing | None:
-    price = info.input_price_per_mtok
-    if price is None:
-        return None
-    read = info.cache_read_price_per_mtok
-    if info.caching == "none" or read is None:
-        return CachePricing(price, price, price, ttl_s=None)
-    write = info.cache_write_price_per_mtok
-    return CachePricing(
-        price,
-        read,
-        price if write is None else write,
-        ttl_s=info.cache_ttl_s,
-        min_cacheable_tokens=info.min_cacheable_tokens,
-    )
-
-
-def _estimate(t: Transcript, model: str | None, window: int) -> ReplayTotals:
-    """The replay's totals: what contextwarden would have billed on the payable baseline's
-    calls, and that baseline (see :mod:`contextwarden._replay`)."""
-    name = model or t.model or "unknown"
-    cfg = WardenConfig.model_validate({})
-    if model is None:  # an assumed model: describe it to the warden
-        info, _ = assume_model(t.model, t.window)
-        cfg = WardenConfig.model_validate(
-            {
-                "models": {
-                    name: {
-                        "provider": info.provider,
-                        "context_window": info.context_window,
-                        "max_output_tokens": info.max_output_tokens,
-                        "input_price_per_mtok": info.input_price_per_mtok,
-                        "cache_read_price_per_mtok": info.cache_read_price_per_mtok,
-                        "cache_write_price_per_mtok": info.cache_write_price_per_mtok,
-                        "caching": info.caching,
-                    }
-                }
-            }
-        )
-    report = replay(
-        t.messages,
-        model=name,
-        window=window,
-        config=cfg,
-        tools=t.tools or None,
-        provider=provider_for(t.format),
-        compactions=t.compactions,
-        validate=False,  # the bill is wanted, not the requests' validity
-    )
-    return report.totals
 
 
 def _started(t: Transcript, shown: str) -> str | None:
@@ -316,15 +286,16 @@ def _started(t: Transcript, shown: str) -> str | None:
 
 # -- many files: workers and an incremental cache ---------------------------------------------
 #: Bumped when a summary's meaning changes: cached figures of another version are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
-def _key(path: Path, estimate: bool) -> str | None:
+def _key(path: Path, estimate: bool, options: Mapping[str, Any]) -> str | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    return f"{CACHE_VERSION}|{estimate}|{path}|{st.st_size}|{st.st_mtime_ns}"
+    given = ",".join(f"{k}={v}" for k, v in sorted(options.items()) if v is not None)
+    return f"{CACHE_VERSION}|{estimate}|{given}|{path}|{st.st_size}|{st.st_mtime_ns}"
 
 
 def summarize_files(
@@ -334,19 +305,23 @@ def summarize_files(
     workers: int | None = None,
     cache: str | os.PathLike[str] | None = None,
     on_done: Callable[[Path, list[SessionSummary]], None] | None = None,
+    model: str | None = None,
+    window: int | None = None,
+    format: TranscriptFormat | None = None,
 ) -> list[SessionSummary]:
     """:func:`summarize_file` over ``paths`` (in their order), in ``workers`` processes
     (default: one per CPU; 1 works in this process). ``cache``: a JSON file of earlier
-    summaries, keyed by path, size and modification time; unchanged files are not read again,
-    and the file is rewritten with this run's summaries. ``on_done(path, summaries)`` is
-    called as each file is done (for a progress bar)."""
+    summaries, keyed by path, size, modification time and the options; unchanged files are not
+    read again, and the file is rewritten with this run's summaries. ``on_done(path,
+    summaries)`` is called as each file is done (for a progress bar)."""
+    options: dict[str, Any] = {"model": model, "window": window, "format": format}
     files = list(paths)
     cached = _read_cache(cache)
     fresh: dict[str, list[dict[str, Any]]] = {}
     results: dict[Path, list[SessionSummary]] = {}
     todo: list[Path] = []
     for path in files:
-        key = _key(path, estimate)
+        key = _key(path, estimate, options)
         if key is not None and key in cached:
             results[path] = [_from_dict(d) for d in cached[key]]
             fresh[key] = cached[key]
@@ -354,9 +329,9 @@ def summarize_files(
                 on_done(path, results[path])
         else:
             todo.append(path)
-    for path, summaries in _run(todo, estimate, workers):
+    for path, summaries in _run(todo, estimate, workers, options):
         results[path] = summaries
-        key = _key(path, estimate)
+        key = _key(path, estimate, options)
         if key is not None:
             fresh[key] = [s.as_dict() for s in summaries]
         if on_done is not None:
@@ -367,17 +342,19 @@ def summarize_files(
 
 
 def _run(
-    todo: list[Path], estimate: bool, workers: int | None
+    todo: list[Path], estimate: bool, workers: int | None, options: Mapping[str, Any]
 ) -> Iterator[tuple[Path, list[SessionSummary]]]:
     count = workers if workers is not None else (os.cpu_count() or 1)
     if count <= 1 or len(todo) <= 1:
         for path in todo:
-            yield path, summarize_file(path, estimate=estimate)
+            yield path, summarize_file(path, estimate=estimate, **options)
         return
     # Large files first: the pool stays busy to the end.
     order = sorted(todo, key=lambda p: -_size(p))
     with ProcessPoolExecutor(max_workers=count) as pool:
-        futures = {pool.submit(summarize_file, path, estimate=estimate): path for path in order}
+        futures = {
+            pool.submit(summarize_file, path, estimate=estimate, **options): path for path in order
+        }
         for future in as_completed(futures):
             yield futures[future], future.result()
 

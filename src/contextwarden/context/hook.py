@@ -1,0 +1,54 @@
+"""Calling the compaction hook: with the options it takes, sync or async, its result recorded.
+
+A hook written before an option existed is called without it (its ``compact`` is read once);
+the conversation records what it returns (:meth:`~.conversation.Conversation.record_compaction`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .._hooks import takes_keyword
+from .call import Call
+from .conversation import Conversation
+
+__all__ = ["HookCaller"]
+
+
+class HookCaller:
+    """One compaction hook and the options its ``compact`` takes."""
+
+    def __init__(self, hook: Any) -> None:
+        self.hook = hook
+        compact = getattr(hook, "compact", None)
+        self.takes = {k: takes_keyword(compact, k) for k in ("force", "events", "summarizer")}
+
+    def options(self, call: Call) -> dict[str, Any]:
+        """The keyword arguments of this call's ``compact``."""
+        ctx = call.ctx
+        options: dict[str, Any] = dict(
+            budget=ctx.budget, counter=ctx.counter, tools=ctx.tools, focus=call.focus
+        )
+        if self.takes["force"]:
+            options["force"] = True  # the warden decided: over the target after the lossless edits
+        if self.takes["events"]:
+            options["events"] = call.out.compactor_events
+        if call.summarizer is not None and self.takes["summarizer"]:
+            options["summarizer"] = call.summarizer
+        return options
+
+    def run(self, conv: Conversation, call: Call, forced: bool) -> None:
+        """Compact the view now and record the result."""
+        conv.record_compaction(call, self.hook.compact(conv.view, **self.options(call)), forced)
+
+    async def arun(self, conv: Conversation, call: Call, forced: bool) -> None:
+        """:meth:`run` awaiting the hook's ``acompact`` when it has one (else ``compact`` in a
+        worker thread)."""
+        options = self.options(call)
+        acompact = getattr(self.hook, "acompact", None)
+        if acompact is not None and asyncio.iscoroutinefunction(acompact):
+            result = await acompact(conv.view, **options)
+        else:
+            result = await asyncio.to_thread(self.hook.compact, conv.view, **options)
+        conv.record_compaction(call, result, forced)

@@ -1,0 +1,211 @@
+"""The lossless edits: mask old tool results and strip old thinking, in batches.
+
+:func:`plan_lossless` plans one mask edit and/or one strip edit reaching as far as the recent
+ones allow (:func:`frontiers`), with the tokens they would remove and the first view message
+they change; the policy (:func:`.decide.lossless_pays`) says whether to make them now, and
+:func:`lossless_edit` commits them to the log.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import ChainMap
+
+from .._events import Event, emit
+from .._log import Edit, EditReason, Mask, StripThinking, make_ref
+from ..layers.base import LayerContext
+from ..layers.mask import MaskPlan
+from ..layers.mask_plan import kept_whole
+from .call import Call
+from .commit import commit
+from .decide import lossless_pays
+from .render import mask, masked, strip
+from .state import ACTION_BYTES, GAIN_BYTES, State
+
+__all__ = ["frontiers", "lossless_edit"]
+
+
+def frontiers(s: State) -> tuple[int, int]:
+    """How far a mask and a strip may reach now: all but the ``keep_recent`` newest tool
+    results; all but the ``keep_recent`` newest assistant messages with thinking (and, with
+    ``keep_current_turn``, nothing after the last user message)."""
+    cfg = s.config
+    keep = cfg.mask.keep_recent
+    mask_to = -1
+    if cfg.mask.enabled:
+        kept = 0
+        for pos in reversed(s.index.results):
+            kept += len(s.index.names[pos])
+            if kept > keep:
+                mask_to = pos
+                break
+    strip_to = -1
+    if cfg.thinking.enabled and len(s.index.thinking) > cfg.thinking.keep_recent:
+        strip_to = s.index.thinking[len(s.index.thinking) - cfg.thinking.keep_recent - 1]
+        if cfg.thinking.keep_current_turn:
+            strip_to = min(strip_to, s.index.last_user - 1)
+    return mask_to, strip_to
+
+
+def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
+    """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
+    mask_to, strip_to = frontiers(s)
+    if mask_to <= s.mask_upto and strip_to <= s.strip_upto:
+        return
+    removed = 0
+    first: int | None = None
+    mask_edit: Mask | None = None
+    if mask_to > s.mask_upto and s.config.mask.enabled:
+        mask_edit, removed, first = _mask_edit(s, call.ctx, reason, mask_to)
+    for i in reversed(s.index.thinking):
+        if i <= s.strip_upto:
+            break
+        if i > strip_to:
+            continue
+        p = s.position(i)
+        if p is None:
+            continue
+        gain = _gain(s, call.ctx, i, p, "strip")
+        if gain > 0:
+            removed += gain
+            first = p if first is None else min(first, p)
+    if first is None or removed <= 0:
+        return
+    if not lossless_pays(s, call, reason, removed, first):
+        return
+    before = s.total
+    new_edits: list[Edit] = []
+    if mask_edit is not None:
+        new_edits.append(mask_edit)
+    if strip_to > s.strip_upto:
+        new_edits.append(StripThinking(reason=reason, upto=strip_to, call=s.calls))
+    commit(s, call, new_edits, first)
+    originals = {
+        make_ref((s.inputs[x],)): (s.inputs[x],)
+        for p, x in enumerate(s.sources[first:], first)
+        if isinstance(x, int) and s.view[p] is not s.base[x]
+    }
+    call.out.elided.update(originals)
+    kinds = " and ".join("masked" if e.kind == "mask" else "thinking stripped" for e in new_edits)
+    emit(
+        call.out.events,
+        Event(
+            "masked" if new_edits[0].kind == "mask" else "thinking_stripped",
+            "policy",
+            first,
+            None,
+            before,
+            s.total,
+            detail=f"{kinds} up to history message {max(mask_to, strip_to)} ({reason}): "
+            f"{before - s.total} tokens removed",
+            data={"reason": reason, "refs": tuple(originals)},
+        ),
+    )
+
+
+def _mask_plan(s: State) -> MaskPlan:
+    """The mask plan of the history so far (:class:`~..layers.mask_plan.MaskPlanner`, taking
+    in what was appended since the last call), with the superseded results no mask edit has
+    reached yet brought up to date (:attr:`State.open_superseded`)."""
+    planner = s.planner
+    known = len(s.actions)
+    planner.extend(s.base)
+    s.bytes += ACTION_BYTES * (len(s.actions) - known)
+    generation, read = s.superseded_read
+    if generation != planner.generation:
+        s.open_superseded, read = {}, 0
+    for rid in planner.log[read:]:
+        if s.fate.get(rid) in (None, "keep"):
+            s.open_superseded[rid] = None
+    s.superseded_read = (planner.generation, len(planner.log))
+    return planner.plan()
+
+
+def _mask_edit(
+    s: State, ctx: LayerContext, reason: EditReason, upto: int
+) -> tuple[Mask, int, int | None]:
+    """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
+    agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
+    superseded results reduced to a marker wherever they are), the tokens it removes and
+    the first view position it changes. Costs the results it may change, not the history."""
+    cfg = s.config.mask
+    plan = _mask_plan(s) if cfg.plan else MaskPlan(frozenset(), {})
+    where = s.index.result_at
+    budget = ctx.budget
+    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    # results kept whole before stay so (releasing one rewrites the request from there),
+    # unless over the trigger, where the request is rewritten anyway: newest first there
+    kept = [] if reason == "must" else list(s.kept)
+    fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
+    order = [
+        rid
+        for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]
+        if s.fate.get(rid) in (None, "keep")
+    ]
+
+    def size(pos: int) -> int | None:
+        p = s.position(pos)
+        return None if p is None else s.tokens[p]
+
+    keep = kept_whole(order, where, upto, size, room)
+    superseded = tuple(
+        sorted(
+            (where[rid], rid, plan.superseded[rid])
+            for rid in (s.open_superseded if cfg.plan and cfg.supersede else ())
+            if rid in where and s.position(where[rid]) is not None
+        )
+    )
+    edit = Mask(
+        reason=reason, upto=upto, call=s.calls, keep=tuple(sorted(keep)), superseded=superseded
+    )
+    fate = ChainMap(_fates(s, edit), s.fate)
+    changed = sorted({where[rid] for rid in fate.maps[0] if rid in where})
+    removed = 0
+    first: int | None = None
+    count = ctx.counter.count_message
+    for pos in changed:
+        p = s.position(pos)
+        if p is None:
+            continue
+        now = s.view[p]
+        after = masked(s, ctx, pos, s.base[pos], fate)
+        if pos <= s.strip_upto:
+            after = strip(s, ctx, pos, after)
+        gain = s.tokens[p] - count(after) if after is not now else 0
+        if gain != 0:
+            removed += gain
+            first = p if first is None else min(first, p)
+    return edit, removed, first
+
+
+def _fates(s: State, edit: Mask) -> dict[str, str]:
+    """The results whose fate mask edit ``edit`` changes, with their new fate (what
+    :func:`.render.marked` would change): its superseded results, and the results at or
+    before its ``upto`` no mask edit reached yet or kept whole."""
+    out: dict[str, str] = {}
+    fate = s.fate
+    for _, rid, by in edit.superseded:
+        if fate.get(rid) in (None, "keep"):
+            out[rid] = "by:" + by
+    keep = set(edit.keep)
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    start = bisect_left(s.index.results, min(reach))
+    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
+        for r in s.base[pos].tool_results:
+            rid = r.tool_call_id
+            if out.get(rid, fate.get(rid)) in (None, "keep"):
+                out[rid] = "keep" if rid in keep else "mask"
+    return {rid: f for rid, f in out.items() if f != fate.get(rid)}
+
+
+def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:
+    """Tokens a mask (or strip) of history message ``i``, at view position ``p``, removes."""
+    key = (kind, i)
+    gain = s.gains.get(key)
+    if gain is None:
+        m = s.view[p]
+        after = mask(s, ctx, i, m) if kind == "mask" else strip(s, ctx, i, m)
+        gain = s.tokens[p] - ctx.counter.count_message(after) if after is not m else 0
+        s.gains[key] = gain
+        s.bytes += GAIN_BYTES
+    return gain

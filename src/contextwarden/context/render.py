@@ -1,0 +1,131 @@
+"""How a history message shows in the view under the log's mask and strip edits.
+
+The mask edits decide, result by result, a *fate* (``mask``, ``keep`` whole, or ``by:<id>``:
+superseded by that later result); :func:`masked` renders a message under a fate map and
+:func:`strip` without its thinking. Both are pure in what they return and remembered per
+message, so rebuilding the view reuses what an earlier call made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from .._log import Mask, make_ref
+from .._messages import Message, ToolCallBlock, held_bytes
+from ..layers.base import LayerContext
+from ..layers.mask import MaskPlan, mask_message, prints_file
+from ..layers.thinking import strip_message
+from ..summarizers._mentions import words_of
+from .state import State
+
+__all__ = ["marked", "mask", "masked", "strip"]
+
+#: The fates that leave a result whole.
+_WHOLE = frozenset({"keep", "whole"})
+
+
+def mask(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
+    """History message ``i`` (``m`` as it entered the view) with its tool results as the
+    mask edits so far decided (:attr:`State.fate`)."""
+    return masked(s, ctx, i, m, s.fate)
+
+
+def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, str]) -> Message:
+    """History message ``i`` with its tool results as ``fate`` says: masked, kept whole,
+    or reduced to the superseded marker (a result ``fate`` does not name stays whole)."""
+    names = s.index.names[i]
+    if not names or m.is_pinned or not s.config.mask.enabled:
+        return m
+    key = tuple(fate.get(r.tool_call_id, "whole") for r in m.tool_results)
+    done = s.masked.get((i, key))
+    if done is None:
+        # the marker names the reference the original is kept under (elided)
+        ref = make_ref((s.inputs[i],))
+        whole = frozenset(
+            r.tool_call_id for r, f in zip(m.tool_results, key, strict=True) if f in _WHOLE
+        )
+        by = {
+            r.tool_call_id: f[3:]
+            for r, f in zip(m.tool_results, key, strict=True)
+            if f.startswith("by:")
+        }
+        plan = MaskPlan(whole, by)
+        held, reads = _call_words(s, m) | _typed_before(s, i, m), _reads(s, i, m)
+        done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
+        if done is not m:
+            s.bytes += held_bytes(done)
+        s.masked[(i, key)] = done
+    return done
+
+
+def marked(s: State, fate: Mapping[str, str], edit: Mask) -> dict[str, str]:
+    """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
+    other results at or before its ``upto`` are masked unless it keeps them (a result masked
+    or superseded before stays so)."""
+    out = dict(fate)
+    for _, rid, by in edit.superseded:
+        if out.get(rid) in (None, "keep"):
+            out[rid] = "by:" + by
+    keep = set(edit.keep)
+    for pos in s.index.results:
+        if pos > edit.upto:
+            break
+        for r in s.base[pos].tool_results:
+            if out.get(r.tool_call_id) in (None, "keep"):
+                out[r.tool_call_id] = "keep" if r.tool_call_id in keep else "mask"
+    return out
+
+
+def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
+    """History message ``i`` without its thinking."""
+    done = s.stripped.get(i)
+    if done is None:
+        if m.role != "assistant" or m.is_pinned or not s.config.thinking.enabled:
+            done = m
+        else:
+            done = strip_message(m, ctx)[0]
+            if done is not m:
+                s.bytes += held_bytes(done)
+        s.stripped[i] = done
+    return done
+
+
+def _call_words(s: State, m: Message) -> frozenset[str]:
+    """The paths and code names of the calls ``m``'s results answer (their arguments stay
+    in the request: a mask's names line need not repeat them)."""
+    out: set[str] = set()
+    for c in _answered_calls(s, m):
+        paths, names = words_of(c.arguments)
+        out.update(paths)
+        out.update(names)
+    return frozenset(out)
+
+
+def _answered_calls(s: State, m: Message) -> Iterator[ToolCallBlock]:
+    """The calls ``m``'s results answer, as the history holds them."""
+    for r in m.tool_results:
+        at = s.index.call_at.get(r.tool_call_id)
+        if at is not None:
+            yield from (c for c in s.base[at].tool_calls if c.id == r.tool_call_id)
+
+
+def _typed_before(s: State, i: int, m: Message) -> frozenset[str]:
+    """The names of ``m``'s results that a message before position ``i`` outside the tool
+    results holds: the agent wrote them (or the user did), so the request holds them
+    while that message stands, and a summary of it lists what the agent wrote first."""
+    out: set[str] = set()
+    for r in m.tool_results:
+        paths, names = words_of(r.text)
+        out.update(w for w in (*paths, *names) if s.typed.get(w, i) < i)
+    return frozenset(out)
+
+
+def _reads(s: State, i: int, m: Message) -> frozenset[str]:
+    """The ids of history message ``i``'s results that print a file's lines (their call is
+    a read): as the mask plan found them when it made the call's action, else read now."""
+    out: set[str] = set()
+    for c in _answered_calls(s, m):
+        known = s.actions.get((c.id, i))
+        if (known[0].kind == "read") if known else prints_file(c):
+            out.add(c.id)
+    return frozenset(out)

@@ -1,0 +1,109 @@
+"""What one conversation holds.
+
+:class:`State` is the data of a conversation (its history, its log of edits, the view they give
+and what is remembered of them); the modules beside this one are the steps that change it
+(:mod:`.append`, :mod:`.commit`, :mod:`.lossless`, :mod:`.cuts`) and
+:class:`~.conversation.Conversation` is the one object that runs them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from .._log import Compaction, Edit, Repair, Source, WindowCut
+from .._messages import Message
+from .._policy import Ledger
+from ..layers.mask import ActionMemo
+from ..layers.mask_plan import MaskPlanner
+from ..layers.repair import RepairState
+from ..layers.units import index_of
+
+if TYPE_CHECKING:
+    from .._config import WardenConfig
+
+__all__ = ["State"]
+
+#: What a conversation keeps per history message besides the message: its slots in the lists
+#: and maps of :class:`State` (inputs, base, view, sources, tokens, names, positions...).
+SLOT_BYTES = 240
+#: What one remembered gain (of a mask or strip) costs.
+GAIN_BYTES = 120
+#: What one remembered tool action (of a mask plan) costs.
+ACTION_BYTES = 200
+
+
+class State:
+    """The data of one conversation (see the module docstring). ``key`` names it in its
+    warden's table (and store); ``counter_name`` is the token counter its counts were made
+    with."""
+
+    def __init__(self, key: str, counter_name: str, config: WardenConfig) -> None:
+        self.key = key
+        self.counter_name = counter_name
+        self.config = config
+        self.inputs: list[Message] = []  # the agent's messages, as given
+        self.base: list[Message] = []  # the same, huge tool output cut on entry
+        #: the history's index: tool names, calls and results, thinking, the last user message
+        self.index = index_of((), keep_results=0, keep_thinking=0)
+        # the paths and code names written outside tool results (the agent's text and calls,
+        # the user's and system messages), each with the history position it was first in
+        self.typed: dict[str, int] = {}
+        self.edits: list[Edit] = []
+        self.view: list[Message] = []
+        self.sources: list[Source] = []
+        self.tokens: list[int] = []  # per view message
+        self.input_tokens = 0
+        self.mask_upto = -1
+        self.strip_upto = -1
+        self.touched = -1  # the last history position an edit changed or removed
+        self.anchored = -1  # the last position an edit's inserted message stands before
+        self.longest_reply = 0  # the room the longest assistant message took (reply_tokens)
+        self.masked: dict[tuple[int, tuple[str, ...]], Message] = {}
+        #: what the mask edits so far decided for each result they reached, by result id:
+        #: ``mask``, ``keep`` (whole) or ``by:<id>`` (superseded by that result)
+        self.fate: dict[str, str] = {}
+        self.actions: ActionMemo = {}  # what each answered command does (mask plans)
+        self.planner = MaskPlanner(quoting=True, memo=self.actions)
+        #: the results the mask edits kept whole so far (fate ``keep``), in the fate's order
+        self.kept: dict[str, None] = {}
+        #: the superseded results no mask edit reached yet (fate none or ``keep``), and how
+        #: far the planner's log of superseded entries was read
+        self.open_superseded: dict[str, None] = {}
+        self.superseded_read = (0, 0)
+        self.stripped: dict[int, Message] = {}
+        self.gains: dict[tuple[str, int], int] = {}
+        self.positions: dict[int, int] | None = None  # history position -> view position
+        self.repair = RepairState()  # what the history so far leaves open (ids, calls)
+        self.calls = 0
+        self.last_time: float | None = None
+        #: the request's tokens right after the last compaction (the cool-down starts there)
+        self.compacted_at: int | None = None
+        #: (history messages read, their fixed tokens, the task's position or -1): what
+        #: :func:`.decide.fixed_tokens` counted so far
+        self.fixed_seen: tuple[int, int, int] = (0, 0, -1)
+        self.warned_tight = False
+        #: what the conversation was billed so far, and sending everything would have been
+        self.ledger = Ledger()
+        self.ledger_raw = 0  # the previous call's whole history, in tokens
+        #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
+        #: agent's, and the copies edits made), their slots, what it remembers of them
+        self.bytes = 0
+        self.lock = threading.Lock()
+        #: the request's tokens as the view stands (tool definitions included), and the view
+        #: position this call's new messages start at: figures of the call in progress
+        self.total = 0
+        self.new_start = 0
+
+    def position(self, i: int) -> int | None:
+        """Where history message ``i`` stands in the view (None when an edit removed it)."""
+        if self.positions is None:
+            self.positions = {s: p for p, s in enumerate(self.sources) if isinstance(s, int)}
+        return self.positions.get(i)
+
+    def hidden(self, edit: Edit) -> tuple[Message, ...]:
+        """The agent's original messages an edit takes out of the view."""
+        out: list[Message] = []
+        for start, end in edit.removed if isinstance(edit, Compaction | WindowCut | Repair) else ():
+            out.extend(self.inputs[start:end])
+        return tuple(out)
