@@ -18,9 +18,9 @@ it removes are then not read on any later call.
 * **must**: the request is over the trigger (they come before any lossy cut);
 * **pays**: ``removed x read x (calls to come + 1) > (suffix rewritten - new tokens) x
   (write - read)``, the edit removes at least ``clear_at_least`` tokens, and the bet is small:
-  what it is expected to lose if the session ends before it has paid back (:func:`bet_ok`) is
-  covered by what earlier edits saved plus ``loss_cap`` (1%) of the bill sending everything
-  would have made so far;
+  what it loses if the session ends right after this call (:func:`bet_ok`) is covered by what
+  earlier edits saved plus ``loss_cap`` (1%) of the bill sending everything would have made so
+  far;
 * **free**: the provider's cache has gone cold (longer than its TTL since the previous call);
 * **immediate**: the model has no prompt caching (or ``mode: immediate``).
 
@@ -68,8 +68,6 @@ CONSERVATIVE_WRITE = 1.25
 #: How much less per call cutting at the hard limit must cost than cutting at the trigger for
 #: a session expected to reach the limit to wait (:func:`cheaper_at_limit`).
 WAIT_MARGIN = 0.1
-#: The most calls an edit's expected loss is summed over (:func:`expected_loss`).
-MAX_PAYBACK = 1_000
 
 
 class PolicyConfig(BaseModel):
@@ -221,35 +219,12 @@ def _cost(read: int, total: int, rates: CacheRates) -> float:
     return read * rates.read + (total - read) * rates.write
 
 
-def expected_loss(loss: float, gain: float, calls_so_far: int) -> float:
-    """What an edit is expected to lose against not making it: ``loss`` if the session ends
-    right after this call, ``gain`` less for each call it goes on, weighed by how likely it is
-    to end there. With nothing else known, a session that has made ``n`` calls goes on for at
-    least ``k`` more with probability ``n / (n + k)`` (as likely as not to go on as long as it
-    has), so it ends after exactly ``k`` more with probability ``n / ((n + k) (n + k + 1))``."""
-    if loss <= 0:
-        return 0.0
-    n = max(calls_so_far, 1)
-    if gain <= 0:
-        return loss
-    total = 0.0
-    k = 0
-    while (left := loss - k * gain) > 0:
-        if k >= MAX_PAYBACK:  # the rest, as if it never paid back
-            return total + left * n / (n + k)
-        total += left * n / ((n + k) * (n + k + 1))
-        k += 1
-    return total
-
-
-def bet_ok(
-    loss: float, gain: float, calls_so_far: int, ledger: Ledger, config: PolicyConfig
-) -> bool:
-    """Whether an optional edit is a small enough bet: what it is expected to lose
-    (:func:`expected_loss`: ``loss`` if the session ends right after this call, ``gain`` less
-    a call after that) is covered by what earlier edits saved plus ``loss_cap`` of the bill
-    sending everything would have made so far."""
-    return expected_loss(loss, gain, calls_so_far) <= ledger.bank() + config.loss_cap * ledger.raw
+def bet_ok(loss: float, ledger: Ledger, config: PolicyConfig) -> bool:
+    """Whether an optional edit is a small enough bet: ``loss``, what it costs if the session
+    ends right after this call (the suffix it made a write again, less the reads it saved), is
+    covered by what earlier edits saved plus ``loss_cap`` of the bill sending everything would
+    have made so far: the session then ends at most ``loss_cap`` dearer than that."""
+    return loss <= ledger.bank() + config.loss_cap * ledger.raw
 
 
 @dataclass(frozen=True)
@@ -376,8 +351,7 @@ def edit_pays(
         return False
     if ledger is None:
         return True
-    gain = removed * rates.read
-    return bet_ok(cost - gain, gain, calls_so_far, ledger, config)
+    return bet_ok(cost - removed * rates.read, ledger, config)
 
 
 def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:
@@ -399,9 +373,8 @@ def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:
     if inputs.ledger is not None:
         # a cut before the limit is a bet too: the whole history could still be sent
         rewritten = max(aim - inputs.lead - inputs.new_tokens, 0)
-        gain = removed * rates.read
-        loss = rewritten * rates.rewrite + summaries - gain
-        if not bet_ok(loss, gain, inputs.calls, inputs.ledger, config):
+        loss = rewritten * rates.rewrite + summaries - removed * rates.read
+        if not bet_ok(loss, inputs.ledger, config):
             return True
     if expected_calls(inputs.calls, config) > until_limit:
         return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, rates)
