@@ -156,13 +156,6 @@ class Layout:
             stop = min(stop, self.units[-1][0])
         return [(s, e) for s, e in self.units if e <= stop and s not in self.protected]
 
-    def unit_start(self, index: int) -> int:
-        """The start of the unit holding message ``index`` (a safe cut at or before it)."""
-        for start, end in self.units:
-            if start <= index < end:
-                return start
-        return len(self.messages)
-
     def tail_from_end(self, n_assistant: int, n_other: int) -> int:
         """The boundary that keeps the fewest whole final units holding at least ``n_assistant``
         assistant messages and ``n_other`` user/tool messages, or more than ``n_assistant +
