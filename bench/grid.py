@@ -45,7 +45,7 @@ from typing import Any
 from ._recordings import recordings
 from .measures_run import measures
 
-__all__ = ["PRICES", "WINDOWS", "bill", "cell", "main", "table"]
+__all__ = ["PRICES", "WINDOWS", "bill", "cell", "grid_section", "main", "table"]
 
 Msg = dict[str, Any]
 
@@ -232,6 +232,38 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def grid_section(data: dict[str, Any]) -> str:
+    """The section of ``docs/benchmarks.md`` for ``bench/results/grid.json``."""
+    rows = data.get("rows") or []
+    failed = [r for r in rows if "error" in r]
+    lines = [
+        "## The policy's grid (`bench/grid.py`)",
+        "",
+        "`python -m bench.grid --json bench/results/grid.json` replays every recording (the "
+        "shared trajectories and the repository's"
+        + (f"; {data['note']}" if data.get("note") else "")
+        + ") at 16k, 32k, 128k and the price model's own window, for each of the four price "
+        "structures (the warden is told the model: claude-sonnet-4-5, gpt-4o, deepseek-chat, "
+        "gemini-2.5-pro; the bill uses its cache ratios) and two fixed parts: the recording as "
+        "it is, and about 19,000 tokens of system prompt and tools prepended (Claude Code's "
+        "size). Billed saved is against sending the whole history on every call, billed the "
+        "way `measures.billed` bills (leading messages identical to the previous request's are "
+        "cache reads). Summary calls are those an LLM summarizer would make (one per "
+        "compaction; the default embedded summarizer makes none), summary tokens what they "
+        "would read. Names and edit lines: `../shared/measures/measures.py`, as given.",
+        "",
+        *table(rows),
+    ]
+    if failed:
+        lines += [
+            "",
+            "Not measured (the fixed part alone does not fit the window with room for the reply): "
+            + "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
+            + ".",
+        ]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.grid", description=__doc__.split("\n")[0])
     ap.add_argument("--windows", default="16000,32000,128000,model")
@@ -263,7 +295,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = list(pool.imap_unordered(cell, work))
     if a.json is not None:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"rows": rows, "cells": aggregate(rows)}, indent=1))
+        note = f"leaving out {a.skip}" if a.skip else ""
+        a.json.write_text(
+            json.dumps({"rows": rows, "cells": aggregate(rows), "note": note}, indent=1)
+        )
     for r in rows:
         if "error" in r:
             print(f"not measured: {r['recording']} {r['window']} {r['price']}: {r['error']}")
