@@ -148,6 +148,8 @@ class ProxyStats:
     skipped: int = 0
     warden_errors: int = 0
     unbounded: int = 0
+    #: conversations the cost model warned that their fixed part leaves the history little room
+    tight_rooms: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
     compactions: int = 0
@@ -197,6 +199,8 @@ class ProxyStats:
                     self.warden_errors += 1
             if rec.warning == "unknown_model":
                 self.unbounded += 1
+            elif rec.warning and rec.warning.startswith("tight_room"):
+                self.tight_rooms += 1  # a conversation whose fixed part leaves little room
             if rec.compacted:
                 self.compactions += 1
             if rec.summarizer:  # who wrote a new compaction's summary
@@ -256,6 +260,7 @@ class ProxyStats:
                 "skipped": self.skipped,
                 "warden_errors": self.warden_errors,
                 "unbounded": self.unbounded,
+                "tight_room_warnings": self.tight_rooms,
                 "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after,
                 "tokens_saved": self.tokens_before - self.tokens_after,

@@ -337,6 +337,10 @@ def transform_body(
     )
 
 
+#: The warning a request record carries when the cost model said the room is tight.
+TIGHT_ROOM = "tight_room"
+
+
 def ran(
     raw: bytes,
     rebuilt: dict[str, Any] | None,
@@ -353,6 +357,11 @@ def ran(
     ``fast_json``: the body was read by :func:`load_body`'s fast parser (see :func:`dump_body`)."""
     if rebuilt is not None:
         raw = dump_body(rebuilt, fast_json)
+    if warning is None:  # the cost model's: the room the fixed part leaves is tight
+        tight = [
+            e for e in getattr(result, "events", ()) if e.kind == "warning" and e.layer == "policy"
+        ]
+        warning = f"{TIGHT_ROOM}: {tight[0].detail}" if tight else None
     compaction = result.compaction
     return BodyOutcome(
         raw,
