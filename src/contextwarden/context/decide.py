@@ -85,9 +85,8 @@ def pace(s: State, call: Call) -> float:
     return max(s.input_tokens + call.overhead - fixed, 0) / (s.calls + 1)
 
 
-def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = False) -> Inputs:
-    """What the cost model decides from, for a request of ``total`` tokens now; ``bet``: with
-    the ledger, so a cut before the hard limit is weighed as a bet."""
+def inputs(s: State, call: Call, total: int, cold: bool = False) -> Inputs:
+    """What the cost model decides from, for a request of ``total`` tokens now."""
     budget = call.ctx.budget
     assert budget is not None
     last = max((e.call for e in s.edits if e.kind == "compaction"), default=None)
@@ -96,7 +95,6 @@ def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = 
         if m.role != "system":
             break
         lead += t
-    raw = s.input_tokens + call.overhead
     return Inputs(
         budget,
         total,
@@ -108,7 +106,6 @@ def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = 
         since_summary=None if last is None else s.calls - last,
         cold=cold,
         lead=lead,
-        ledger=s.ledger.settle(raw, total, call.rates) if bet else None,
     )
 
 
@@ -121,7 +118,7 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
         return Plan("none", budget.target, "under the trigger")
     policy = s.config.policy
     plan = decide(
-        inputs(s, call, s.total, cold, bet=True),
+        inputs(s, call, s.total, cold),
         policy,
         summarises=s.config.compaction.enabled,
     )
