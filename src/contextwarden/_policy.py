@@ -251,6 +251,8 @@ class Inputs:
     cold: bool = False
     #: the leading system messages and tools: they stay cached through any cut
     lead: int = 0
+    #: the bill so far, this call included as it stands (None: no bet check)
+    ledger: Ledger | None = None
 
 
 Action = Literal["none", "wait", "compact", "window_cut"]
@@ -368,6 +370,12 @@ def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:
     until_limit = int((budget.limit - total) / pace)
     removed = max(total - aim, 0)
     summaries = inputs.summary_cost * removed if summarises else 0.0
+    if inputs.ledger is not None:
+        # a cut before the limit is a bet too: the whole history could still be sent
+        rewritten = max(aim - inputs.lead - inputs.new_tokens, 0)
+        loss = rewritten * rates.rewrite + summaries - removed * rates.read
+        if not bet_ok(loss, inputs.ledger, config):
+            return True
     if expected_calls(inputs.calls, config) > until_limit:
         return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, rates)
     return not edit_pays(

@@ -59,6 +59,8 @@ SPREAD: dict[str, Any] = {
     "reserve_tokens": 1_000,
     "policy": {"horizon": 20, "loss_cap": 1.0},
 }
+#: the same with the default loss cap: a cut before the hard limit is a bet it rarely covers
+CAREFUL: dict[str, Any] = {**SPREAD, "policy": {"horizon": 20}}
 
 
 def run(model: str, config: dict[str, Any]) -> list[tuple[int, int, bool, int]]:
@@ -87,11 +89,18 @@ def budget(model: str) -> Any:
     return Warden(WardenConfig.model_validate(SPREAD)).budget_for(model, WINDOW)
 
 
-def test_a_cut_over_the_trigger_is_made_when_it_pays_back_before_the_hard_limit() -> None:
+def test_a_cut_over_the_trigger_is_made_when_it_pays_back_and_the_bet_is_covered() -> None:
+    """Cutting before the hard limit is a bet (the whole history could still be sent): made at
+    the trigger when it pays back and losing it is covered (here a loss cap of the whole bill),
+    else it waits for the limit, where the cut is due anyway."""
     calls = run("gpt-4o", SPREAD)  # cache reads weighed at 0.1x the input price
     first = first_cut(calls)
     trigger = budget("gpt-4o").trigger
     assert calls[first - 1][0] <= trigger < calls[first][0]  # the first request over it
+    careful = run("gpt-4o", CAREFUL)
+    limit = budget("gpt-4o").limit
+    assert not any(compacted for *_, compacted, _ in careful)
+    assert all(sent == before for before, sent, *_ in careful if before <= limit)
 
 
 def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() -> None:

@@ -85,8 +85,9 @@ def pace(s: State, call: Call) -> float:
     return max(s.input_tokens + call.overhead - fixed, 0) / (s.calls + 1)
 
 
-def inputs(s: State, call: Call, total: int, cold: bool = False) -> Inputs:
-    """What the cost model decides from, for a request of ``total`` tokens now."""
+def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = False) -> Inputs:
+    """What the cost model decides from, for a request of ``total`` tokens now; ``bet``: with
+    the ledger, so a cut before the hard limit is weighed as a bet."""
     budget = call.ctx.budget
     assert budget is not None
     last = max((e.call for e in s.edits if e.kind == "compaction"), default=None)
@@ -95,6 +96,7 @@ def inputs(s: State, call: Call, total: int, cold: bool = False) -> Inputs:
         if m.role != "system":
             break
         lead += t
+    raw = s.input_tokens + call.overhead
     return Inputs(
         budget,
         total,
@@ -106,6 +108,7 @@ def inputs(s: State, call: Call, total: int, cold: bool = False) -> Inputs:
         since_summary=None if last is None else s.calls - last,
         cold=cold,
         lead=lead,
+        ledger=s.ledger.settle(raw, total, call.rates) if bet else None,
     )
 
 
@@ -118,7 +121,7 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
         return Plan("none", budget.target, "under the trigger")
     policy = s.config.policy
     plan = decide(
-        inputs(s, call, s.total, cold),
+        inputs(s, call, s.total, cold, bet=True),
         policy,
         summarises=s.config.compaction.enabled,
     )
