@@ -2,6 +2,7 @@
 #   make install -- .venv with contextwarden (editable) and the dev tools
 #   make demo    -- replay a real recorded session shipped with the project (no key, no network)
 #   make test    -- the test suite (.ci/run runs it, then make lint)
+#   make test-crewai -- the CrewAI hook's tests, in .venv-crewai (crewai needs openai<3, dev openai>=3)
 #   make wheel   -- build dist/contextwarden-VERSION-py3-none-any.whl
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,7 +14,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install demo test lint bench clients wheel clean
+.PHONY: install demo test test-crewai lint bench clients wheel clean
 install: $(BIN)/.installed
 
 demo: install
@@ -21,6 +22,17 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -n 2
+
+# crewai 1.x pins openai<3 and the dev set's Agents SDK needs openai>=3: its own venv, its tests only
+CREWAI_VENV ?= .venv-crewai
+$(CREWAI_VENV)/bin/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
+	$(CREWAI_VENV)/bin/pip install --quiet -e '.[crewai]' 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6.100'
+	touch $@
+
+test-crewai: $(CREWAI_VENV)/bin/.installed
+	$(CREWAI_VENV)/bin/python -m pytest tests/integrations/test_crewai.py tests/integrations/test_docs.py
 
 lint: install
 	$(BIN)/ruff check src tests
@@ -40,4 +52,4 @@ wheel: install
 	@ls dist/*.whl
 
 clean:
-	rm -rf $(VENV) out dist build .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(CREWAI_VENV) out dist build .pytest_cache .mypy_cache

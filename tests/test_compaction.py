@@ -24,13 +24,13 @@ from contextwarden._compaction import (
 )
 from contextwarden._config import CompactionConfig
 from contextwarden._events import Event
+from contextwarden.analysis.facts import extract_facts
 from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 from contextwarden.strategies import (
     StrategyContext,
     StrategyOutcome,
 )
 from contextwarden.strategies.base import HINT_RE, is_summary_message
-from contextwarden.summarizers.facts import extract_facts
 from contextwarden.testing import ConversationBuilder, FakeSummarizer, FixedCounter
 
 COUNTER = FixedCounter(per_message=4)

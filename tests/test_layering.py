@@ -2,7 +2,7 @@
 module, no private name imported from another module, and no module-level state that changes.
 
 An import is an edge from the importing module to the module it names and to every package above
-that one it does not already sit in (importing ``contextwarden.summarizers._shell`` runs
+that one it does not already sit in (importing ``contextwarden.analysis.shell`` runs
 ``contextwarden/summarizers/__init__.py``). ``TYPE_CHECKING`` imports count, and so do the names
 a package's façade imports on first use (its ``_HOMES`` table) and a literal
 ``importlib.import_module("contextwarden...")``: a circle closed by any of them is a circle.
@@ -213,11 +213,23 @@ def test_the_graph_is_read() -> None:
         t for s in edges["contextwarden._warden"] for t in edges[s]
     }
     # a package above the module imported is an edge; the importer's own packages are not
-    assert "contextwarden.summarizers" in edges["contextwarden.layers.mask"]
+    assert "contextwarden.analysis" in edges["contextwarden.layers.mask"]
     assert "contextwarden.layers" not in edges["contextwarden.layers.mask"]
     # the façade's names imported on first use are edges
     assert "contextwarden._warden" in edges["contextwarden"]
     assert "contextwarden.proxy.server" in edges["contextwarden.proxy.cli"]
+
+
+def test_layers_and_the_analysis_floor_import_no_summarizer() -> None:
+    """Layers plan edits and the analysis floor reads histories; both stand below the
+    summarizers, which import them (never the other way)."""
+    edges = _graph()
+    below = [m for m in edges if m.startswith(("contextwarden.layers", "contextwarden.analysis"))]
+    assert below
+    reaching = {
+        m: sorted(t for t in edges[m] if t.startswith("contextwarden.summarizers")) for m in below
+    }
+    assert {m: ts for m, ts in reaching.items() if ts} == {}
 
 
 def test_no_import_circle() -> None:

@@ -97,7 +97,14 @@ class TokenizerError(ContextWardenError, RuntimeError):
 
 
 class SummarizerError(ContextWardenError, RuntimeError):
-    """A summarizer failed or returned an unusable summary."""
+    """A summarizer failed or returned an unusable summary. ``status``: the HTTP status of the
+    last answer when an LLM was asked (None when none came); ``reason``: why, in the upstream's
+    own words where it gave some (what a caller logs and counts)."""
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason or message
 
 
 class ContextOverflowError(ContextWardenError):

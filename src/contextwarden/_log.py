@@ -9,27 +9,11 @@ An edit reaches history messages by their *position* in the conversation's histo
 stable because a history that does not extend the one the log was built on starts a new log
 (:class:`~contextwarden._warden.Warden` checks this on every call).
 
-One type per kind (:data:`Edit` is their union), each with what it needs:
-
-=================  ==========================================================================
-kind               effect on the view
-=================  ==========================================================================
-:class:`Mask`      tool results of messages ``<= upto`` shrink to head and tail lines, except
-                   those in ``keep`` (the latest reads of the files the agent works on, left
-                   whole); the ``superseded`` results (a file read again, a command run again,
-                   a duplicate), wherever they are, become a one-line marker. Once masked, a
-                   result stays masked: a later mask edit only adds to it
-StripThinking      thinking blocks of assistant messages ``<= upto`` are removed
-:class:`Compaction` the ``removed`` ranges leave the view; ``inserted`` messages (the summary)
-                   stand before the history message they are anchored to; ``dropped`` names
-                   earlier compactions whose summaries this one absorbed
-:class:`WindowCut` the ``removed`` ranges leave the view, with no summary
-:class:`Repair`    made as a message enters: a tool result without its call leaves the view
-                   (``removed``); synthetic results close calls left unanswered before the
-                   anchor message (``inserted``). Fixes that keep a message in place (ids made
-                   unique, an empty user message's placeholder) are made on entry, like the cut
-                   of a huge tool output
-=================  ==========================================================================
+One type per kind, each holding what that kind needs and saying what it does to the view:
+:class:`Mask`, :class:`StripThinking`, :class:`Compaction`, :class:`WindowCut` and
+:class:`Repair` (made as a message enters; fixes that keep a message in place, such as ids made
+unique or an empty user message's placeholder, are made on entry like the cut of a huge tool
+output). :data:`Edit` is their union.
 
 (pi writes a compaction as a session entry naming its first kept entry; OpenHands appends a
 condensation event and derives its view from the event log. This is the same idea.)

@@ -45,6 +45,8 @@ _TAGS = (
     "user_shell_command",
     # Cline / Roo
     "environment_details",
+    # Gemini CLI: its first user turn (date, OS, folder listing, GEMINI.md)
+    "session_context",
     # Claude Code
     "system-reminder",
     "command-name",

@@ -44,10 +44,12 @@ from .transcripts.cline import is_cline, parse_cline
 from .transcripts.codex import is_codex, parse_codex
 from .transcripts.gemini import is_gemini, parse_gemini, parse_gemini_json
 from .transcripts.openhands import (
+    is_conversation_folder,
     is_openhands,
     is_openhands_events,
     parse_openhands,
     parse_openhands_events,
+    read_conversation_folder,
 )
 from .transcripts.pi import is_pi, parse_pi
 from .transcripts.provider import (
@@ -126,6 +128,8 @@ def load_transcripts(
     """
     p = Path(path)
     shown = os.fspath(path)
+    if p.is_dir() and is_conversation_folder(p):
+        return [read_conversation_folder(p, shown)]
     text = read_text(p, shown)
     runs = _read(text, p, shown, format)
     return runs if isinstance(runs, list) else [runs]
@@ -256,6 +260,8 @@ def _json_format(doc: Any, shown: str) -> str:
             return "swe-agent"
         if is_openhands(doc):
             return "openhands"
+        if is_cline(doc):
+            return "cline"
         if isinstance(doc.get("messages"), list):
             if "info" in doc:
                 return "mini-swe-agent"

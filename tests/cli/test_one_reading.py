@@ -204,3 +204,22 @@ def test_a_recorded_bill_is_one_figure_in_the_calls_the_totals_and_the_headline(
     assert money in text.strip().splitlines()[-1]
     row = next(line for line in text.splitlines() if "billed input cost, whole session" in line)
     assert f"${t['billed_cost_without']:,.4f}" in row and f"${t['billed_cost_with']:,.4f}" in row
+
+
+def test_a_session_folder_is_read_by_every_command(tmp_path: Path) -> None:
+    # an OpenHands SDK conversation folder (events/event-<index>-<id>.json) is one session, for
+    # count, inspect, replay and compact as for sessions
+    lines = (HERE / "transcripts" / "openhands-sdk" / "goal-events.jsonl").read_text("utf-8")
+    folder = tmp_path / "conversations" / "e18b827d3440425a"
+    (folder / "events").mkdir(parents=True)
+    for index, line in enumerate(lines.splitlines()):
+        event = json.loads(line)
+        (folder / "events" / f"event-{index:05d}-{event['id']}.json").write_text(line)
+    counted, _ = _json(["count", str(folder)])
+    inspected, _ = _json(["inspect", str(folder)])
+    replayed, _ = _json(["replay", str(folder)])
+    compacted, _ = _json(["compact", str(folder), "-o", str(tmp_path / "out.json")])
+    assert counted[0]["messages"] > 0
+    assert {_seen(r) for r in (*counted, *inspected, *replayed, *compacted)} == {_seen(counted[0])}
+    missing = runner.invoke(app, ["count", str(tmp_path / "conversations")])
+    assert missing.exit_code == 2 and "not a file" in missing.stderr

@@ -52,7 +52,7 @@ def test_what_else_an_edit_costs_counts() -> None:
 
 WINDOW = 128_000
 #: trigger 38.4k, target 25.6k, hard limit 127k: room for many calls (3.5k each) between them;
-#: and a long session to come (min_horizon)
+#: and a long session to come (horizon)
 SPREAD: dict[str, Any] = {
     "trigger_ratio": 0.3,
     "target_ratio": 0.2,

@@ -20,6 +20,9 @@ FRAMEWORKS = {
     "autogen_core": "autogen-core",
     "minisweagent": "mini-swe-agent",
     "litellm": "litellm",
+    "pydantic_ai": "pydantic-ai-slim",
+    "crewai": "crewai",
+    "google.adk": "google-adk",
 }
 
 

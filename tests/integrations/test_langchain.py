@@ -202,7 +202,7 @@ def test_edited_messages_keep_their_ids_and_metadata_sync_and_async() -> None:
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="window must be a positive int"):
         ContextWardenMiddleware(window=-5)
-    with pytest.raises(TypeError, match="model must be a string, got int"):
+    with pytest.raises(TypeError, match="model must be a model name or a LangChain chat model"):
         ContextWardenMiddleware(model=4)  # type: ignore[arg-type]
 
 

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 
-from histories import agent_run, call, config, ctx, lines
+import pytest
+from histories import CharCounter, agent_run, call, config, ctx, lines
 
-from contextwarden._messages import Message, ToolResultBlock, assistant, tool_result, user
+from contextwarden import Warden
+from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
+from contextwarden._messages import (
+    Message,
+    ToolCallBlock,
+    ToolResultBlock,
+    assistant,
+    tool_result,
+    user,
+)
 from contextwarden.layers import MaskConfig, mask_text, mask_tool_results
 
 MARKER = re.compile(r"^\[\.\.\. (\d+) lines, (\d+) characters omitted \.\.\.\]$")
@@ -118,3 +130,57 @@ def test_disabled() -> None:
 def test_default_config_matches_the_seed() -> None:
     cfg = MaskConfig()
     assert (cfg.keep_recent, cfg.min_chars, cfg.head_lines, cfg.tail_lines) == (6, 500, 3, 2)
+
+
+def _fates(messages: Sequence[Message]) -> list[str]:
+    """What became of each tool result: whole, masked or superseded (the markers' own text
+    differs between the layer and the warden: only the warden names a ``cw:`` reference)."""
+    out = []
+    for m in messages:
+        for r in m.tool_results:
+            text = r.text
+            out.append(
+                "superseded"
+                if SUPERSEDED_MARKER_RE.search(text)
+                else "masked"
+                if MASK_MARKER_RE.search(text)
+                else "whole"
+            )
+    return out
+
+
+def _working_session() -> list[Message]:
+    """A file read, then edited by quoting it; a listing run twice; other reads in between."""
+
+    def step(cid: str, name: str, output: str, **args: object) -> list[Message]:
+        return [
+            assistant("", tool_calls=[ToolCallBlock(cid, name, json.dumps(args))]),
+            tool_result(cid, output),
+        ]
+
+    msgs = [user("Fix the parser in src/p.py")]
+    msgs += step("r1", "Read", lines(80, tag="src"), file_path="src/p.py")
+    msgs += step("l1", "bash", lines(40, tag="ls1"), command="ls -la src")
+    msgs += step("g1", "bash", lines(40, tag="grep"), command="grep -rn parse src")
+    msgs += step("e1", "Edit", "ok", file_path="src/p.py", old_string="a", new_string="b")
+    msgs += step("l2", "bash", lines(40, tag="ls2"), command="ls -la src")
+    return msgs
+
+
+@pytest.mark.parametrize("supersede", [False, True])
+@pytest.mark.parametrize("window", [None, 200_000])
+def test_the_layer_decides_as_the_warden_does(supersede: bool, window: int | None) -> None:
+    msgs = _working_session()
+    cfg = config(
+        mask={"keep_recent": 0, "supersede": supersede, "min_chars": 100},
+        policy={"mode": "immediate", "clear_at_least": 0},
+        thinking={"enabled": False},
+    )
+    alone = _fates(mask_tool_results(msgs, ctx(cfg=cfg, window=window)).messages)
+    warden = Warden(cfg, counter=CharCounter(), compactor=None)
+    sent = _fates(warden.transform(msgs, window=window).messages)
+    assert alone == sent
+    # the read the edit quoted stays whole only where the window leaves room to keep it
+    assert alone[0] == ("whole" if window else "masked")
+    assert alone[1] == ("superseded" if supersede else "masked")  # the listing run again
+    assert alone[2] == "masked" and alone[3] == "whole"  # "ok" is too short to mask

@@ -4,9 +4,9 @@ and code names the agent may need again, ranked and bounded, without what the re
 from __future__ import annotations
 
 from contextwarden._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, NAMES_LINE_RE
+from contextwarden.analysis.mentions import code_mentions
 from contextwarden.layers.config import MaskConfig
 from contextwarden.layers.mask import NAMES_PER_CHARS, mask_text, omitted_names
-from contextwarden.summarizers._mentions import code_mentions
 from contextwarden.testing import ConversationBuilder
 
 SOURCE = "\n".join(

@@ -21,6 +21,7 @@ from contextwarden.layers.mask import (
     superseded_text,
     tool_actions,
 )
+from contextwarden.layers.mask_plan import MaskPlanner
 
 BODY = "\n".join(f"line {i} of the file" for i in range(40))
 
@@ -368,3 +369,27 @@ def test_a_plan_made_with_a_memo_as_the_history_grows_is_the_plan_made_afresh(
     known = dict(memo)
     mask_plan(history[: ends[-1]], quoting=True, memo=memo)
     assert memo == known and len(known) >= len(tool_actions(history[: ends[-1]])) > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_step, max_size=25),
+    st.lists(st.integers(0, 4), min_size=25, max_size=25),
+    st.lists(st.integers(1, 6), max_size=12),
+    st.booleans(),
+)
+def test_the_planner_grown_message_by_message_plans_as_the_whole_history_does(
+    steps: list[tuple[str, str]], outputs: list[int], growth: list[int], quoting: bool
+) -> None:
+    """The conversation extends its planner as the history grows: at every length the plan
+    follows the rules read from the whole history at once (superseded_results and
+    protected_results of the analysis floor), whatever the steps the history grows by."""
+    history = _build(steps, outputs)
+    planner = MaskPlanner(quoting=quoting)
+    n = 0
+    for step in [*growth, len(history)]:
+        n = min(n + step, len(history))
+        planner.extend(history[:n])
+        assert planner.plan().protected == protected_results(history[:n], quoting=quoting)
+        assert planner.plan().superseded == superseded_results(history[:n])
+    assert not planner.irregular

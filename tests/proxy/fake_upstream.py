@@ -1,4 +1,4 @@
-"""A fake OpenAI + Anthropic API for the proxy tests and the load bench, served on loopback.
+"""A fake OpenAI + Anthropic + Gemini API for the proxy tests and the load bench, on loopback.
 
 It records every request it receives (method, path, headers, body) and answers in either wire
 format, streamed (server-sent events, one chunk per write) or not. Scripted behaviours let a test
@@ -26,7 +26,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["Behaviour", "FakeUpstream", "Recorded", "serve"]
+__all__ = ["Behaviour", "FakeUpstream", "Recorded", "gemini_reply", "serve"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,8 @@ class FakeUpstream:
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1beta/models/{call}", self._gemini, methods=["POST"]),
+                Route("/v1/models/{call}", self._gemini, methods=["POST"]),
                 Route(
                     "/{path:path}", self._echo, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]
                 ),
@@ -191,6 +193,9 @@ class FakeUpstream:
             "<current_state>\nMid-task.\n</current_state>\n<notes>\n</notes>"
         )
         usage = {"prompt_tokens": len(body) // 4, "completion_tokens": 40}
+        who = who if who != "-" else request.headers.get("x-goog-api-key", "-")
+        if request.url.path.endswith("generateContent"):
+            return JSONResponse(gemini_reply(text, len(body) // 4, 40))
         if request.url.path.endswith("/messages"):
             return JSONResponse(
                 {
@@ -366,6 +371,33 @@ class FakeUpstream:
         self._sent([raw])
         return Response(raw, media_type="application/json", headers=headers)
 
+    async def _gemini(self, request: Request) -> Response:
+        signed = await self._signed_summary(request)
+        if signed is not None:
+            return signed
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        n = len(rec.json.get("contents", []))
+        words = [f"w{i} " for i in range(self.chunks)]
+        prompt = len(rec.body) // 4
+        if rec.path.endswith(":streamGenerateContent"):
+            events = [
+                b"data: "
+                + json.dumps(gemini_reply(w, prompt, i + 1, end=False)).encode()
+                + b"\r\n\r\n"
+                for i, w in enumerate([f"received {n} contents: ", *words])
+            ]
+            events.append(
+                b"data: " + json.dumps(gemini_reply("", prompt, self.chunks)).encode() + b"\r\n\r\n"
+            )
+            return self._stream(events, b, dict(b.headers))
+        reply = gemini_reply(f"received {n} contents: " + "".join(words), prompt, self.chunks)
+        raw = json.dumps(reply).encode()
+        self._sent([raw])
+        return Response(raw, media_type="application/json", headers=b.headers)
+
     async def _count_tokens(self, request: Request) -> Response:
         rec, b = await self._record(request)
         canned = self._canned(b)
@@ -382,6 +414,27 @@ class FakeUpstream:
             {"method": rec.method, "path": rec.path, "query": rec.query, "body_len": len(rec.body)},
             headers={"x-echo": "1", **b.headers},
         )
+
+
+def gemini_reply(
+    text: str, prompt: int, output: int, *, end: bool = True, cached: int = 0
+) -> dict[str, Any]:
+    """A Gemini ``GenerateContentResponse`` (or stream chunk: ``end`` False leaves out the
+    finish reason) of one text part."""
+    candidate: dict[str, Any] = {
+        "content": {"role": "model", "parts": [{"text": text}]},
+        "index": 0,
+    }
+    if end:
+        candidate["finishReason"] = "STOP"
+    usage = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": output,
+        "totalTokenCount": prompt + output,
+    }
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-pro"}
 
 
 async def _client_left(request: Request, exc: Exception) -> Response:

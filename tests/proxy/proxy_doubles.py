@@ -23,7 +23,9 @@ __all__ = [
     "StartProxy",
     "StubResult",
     "StubWarden",
+    "GEMINI_CLI_CONTEXT",
     "agent_history",
+    "gemini_history",
     "proxy_process",
     "wait_listening",
 ]
@@ -183,3 +185,36 @@ def proxy_process(
         proc.terminate()
         proc.wait(timeout=20)
         running.stderr = log.read_text()
+
+
+#: Gemini CLI's first user turn (its shape: ``getEnvironmentContext`` in gemini-cli's
+#: packages/core/src/utils/environmentContext.ts), then the user's words in the next one.
+GEMINI_CLI_CONTEXT = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+    "Today's date is Saturday, November 28, 2026 (formatted according to the user's locale).\n"
+    "My operating system is: linux\nThe project's temporary directory is: /tmp/gemini/abc\n"
+    "Showing up to 200 items (files + folders).\n/work/app/\n├───pyproject.toml\n└───src/\n"
+    "</session_context>"
+)
+
+
+def gemini_history(task: str, steps: int, *, signed: bool = True) -> list[dict[str, Any]]:
+    """Gemini CLI ``contents``: its context turn, the task, then ``steps`` model turns each
+    calling ``read_file`` (its ``thoughtSignature`` on the call, as Gemini 3 returns it; every
+    third turn opening with a signed empty text part) and the user turn with the response."""
+    out: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": GEMINI_CLI_CONTEXT}]},
+        {"role": "user", "parts": [{"text": task}]},
+    ]
+    for i in range(steps):
+        call: dict[str, Any] = {"functionCall": {"name": "read_file", "args": {"path": f"m{i}.py"}}}
+        parts: list[dict[str, Any]] = [call]
+        if signed:
+            call["thoughtSignature"] = f"c2lnLWNhbGwt{i:04d}"
+            if i % 3 == 0:
+                parts.insert(0, {"text": "", "thoughtSignature": f"c2lnLXRleHQt{i:04d}"})
+        out.append({"role": "model", "parts": parts})
+        body = "\n".join(f"line {j} of src/m{i}.py: value = {i * j}" for j in range(60))
+        response = {"name": "read_file", "response": {"output": body}}
+        out.append({"role": "user", "parts": [{"functionResponse": response}]})
+    return out

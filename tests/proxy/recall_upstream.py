@@ -1,4 +1,5 @@
-"""A scripted upstream for the recall tests, speaking Chat Completions, Messages and Responses,
+"""A scripted upstream for the recall tests, speaking Chat Completions, Messages, Responses and
+the Gemini API,
 streamed or not: it records what it gets and, when the request offers ``contextwarden_recall``,
 calls it for the first ``cw:`` reference the request shows; once the request carries the tool's
 answer, it answers with text quoting the ``SECRET-nnnn`` the answer holds. ``mode`` varies the
@@ -15,6 +16,7 @@ script:
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -44,7 +46,13 @@ def proxy_stats(proxy: str) -> dict[str, Any]:
 
 def tool_names(body: dict[str, Any]) -> list[str]:
     """The names of a request's tools, whatever the API's shape of a tool."""
-    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
+    names = []
+    for t in body.get("tools") or []:
+        if "functionDeclarations" in t:
+            names += [d["name"] for d in t["functionDeclarations"]]
+        else:
+            names.append(t.get("name") or t["function"]["name"])
+    return names
 
 
 class RecallUpstream:
@@ -58,6 +66,7 @@ class RecallUpstream:
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/v1beta/models/{call}", self._gemini, methods=["POST"]),
             ]
         )
 
@@ -66,7 +75,10 @@ class RecallUpstream:
         offered = any(_name(t) == RECALL for t in body.get("tools") or []) and body.get(
             "tool_choice"
         ) not in ("none", {"type": "none"})
-        history = body["input"] if api == "responses" else body["messages"]
+        if api == "gemini":
+            mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode")
+            offered = RECALL in tool_names(body) and mode != "NONE"
+        history = _history(body, api)
         answered = _recall_answers(history, api)
         rounds = len(self.requests)
         if answered and not (self.mode == "always" and offered):
@@ -85,7 +97,7 @@ class RecallUpstream:
     async def _read(self, request: Request, api: str) -> tuple[dict[str, Any], Response | None]:
         body = await request.json()
         self.requests.append(body)
-        history = body["input"] if api == "responses" else body["messages"]
+        history = _history(body, api)
         if self.mode == "fail_second" and _recall_answers(history, api):
             kind = "rate_limit_error" if self.fail_status == 429 else "server_error"
             error = {"type": kind, "message": "slow down"}
@@ -211,13 +223,74 @@ class RecallUpstream:
             return JSONResponse(response)
         return _sse(_responses_events(response))
 
+    async def _gemini(self, request: Request) -> Response:
+        body, refused = await self._read(request, "gemini")
+        if refused is not None:
+            return refused
+        text, calls = self._plan(body, "gemini")
+        parts: list[dict[str, Any]] = [
+            {"text": text, "thoughtSignature": signature(f"text-{len(self.requests)}")}
+        ]
+        # as Gemini 3 does: no call id, the signature on the first call of the turn
+        parts += [
+            {"functionCall": {"name": n, "args": a}}
+            | ({} if k else {"thoughtSignature": signature(i)})
+            for k, (i, n, a) in enumerate(calls)
+        ]
+        usage = {
+            "promptTokenCount": USAGE_IN,
+            "candidatesTokenCount": USAGE_OUT,
+            "cachedContentTokenCount": 10,
+            "totalTokenCount": USAGE_IN + USAGE_OUT,
+        }
+        reply = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": usage,
+            "modelVersion": "gemini-2.5-pro",
+        }
+        if not request.url.path.endswith(":streamGenerateContent"):
+            return JSONResponse(reply)
+        # text first, in its own chunks, then the calls and the end with the usage
+        first = {"candidates": [{"content": {"role": "model", "parts": parts[:1]}, "index": 0}]}
+        last = {
+            **reply,
+            "candidates": [
+                {
+                    **reply["candidates"][0],
+                    "content": {"role": "model", "parts": parts[1:] or [{"text": ""}]},
+                }
+            ],
+        }
+        return _sse([f"data: {json.dumps(x)}\r\n\r\n".encode() for x in (first, last)])
+
+
+def signature(what: str) -> str:
+    """A thought signature as Gemini sends one (base64; opaque to everyone but the model)."""
+    return base64.b64encode(f"sig-{what}".encode()).decode()
+
+
+def _history(body: dict[str, Any], api: str) -> list[dict[str, Any]]:
+    if api == "gemini":
+        return list(body["contents"])
+    return list(body["input"] if api == "responses" else body["messages"])
+
 
 def _name(tool: dict[str, Any]) -> Any:
     return tool.get("name") or (tool.get("function") or {}).get("name")
 
 
 def _recall_answers(messages: list[dict[str, Any]], api: str) -> list[str]:
-    """The texts of the recall answers the request carries (calls named call_recall_*)."""
+    """The texts of the recall answers the request carries (calls named call_recall_*; on
+    the Gemini API, which has no call ids, responses of the tool's name)."""
+    if api == "gemini":
+        return [
+            p["functionResponse"]["response"].get("output", "")
+            for c in messages
+            for p in c["parts"]
+            if p.get("functionResponse", {}).get("name") == RECALL
+        ]
     if api == "responses":
         return [
             m["output"]

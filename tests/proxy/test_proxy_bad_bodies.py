@@ -180,6 +180,10 @@ def test_no_body_shape_gets_a_5xx(
     assert r.status_code < 500, r.text
     if r.status_code == 400 and r.json() == UPSTREAM_400:
         return  # the upstream's verdict (forwarded)
+    if r.status_code == 400:  # the proxy's own: what it would send breaks the API's rules
+        assert "the reduced request would be invalid" in r.text, r.text
+        fake.script.clear()
+        return
     assert r.status_code == 200
 
 

@@ -154,6 +154,6 @@ def test_summarizer_options(served: list[ProxyConfig], tmp_path: Path) -> None:
     config.write_text("summarizer: {timeout_s: 5}\n")
     assert _run(*up, "--config", str(config)).exit_code == 0
     assert served[-1].summary_source == "upstream"  # its deadline alone does not
-    bad = _run(*up, "--summarizer", "gemini:pro")
-    assert bad.exit_code == 2 and "unknown provider 'gemini'" in bad.output
+    bad = _run(*up, "--summarizer", "cohere:command")
+    assert bad.exit_code == 2 and "unknown provider 'cohere'" in bad.output
     assert len(served) == 6

@@ -21,15 +21,11 @@ from recall_upstream import (
     tool_output,
 )
 
-from contextwarden.proxy.recall import (
-    AnthropicSplice,
-    OpenAISplice,
-    add_usage,
-    may_offer,
-    parse_events,
-    round_body,
-)
+from contextwarden.proxy.recall import add_usage, parse_events
 from contextwarden.proxy.stats import RequestRecord
+from contextwarden.proxy.wire import WIRES
+from contextwarden.proxy.wire.chat import OpenAISplice
+from contextwarden.proxy.wire.messages import AnthropicSplice
 from contextwarden.recall import RECALL_TOOL_NAME
 
 openai = pytest.importorskip("openai")
@@ -373,7 +369,7 @@ def test_the_last_round_of_a_client_without_tools_describes_the_tool_uncallable(
     first, _, last = fake.requests
     assert "tool_choice" not in first and tool_names(first) == [RECALL]
     assert tool_names(last) == [RECALL] and last["tool_choice"] == "none"
-    body = round_body("anthropic", {"messages": []}, [{"role": "user"}], last=True)
+    body = WIRES["anthropic"].round_body({"messages": []}, [{"role": "user"}], last=True)
     assert tool_names(body) == [RECALL] and body["tool_choice"] == {"type": "none"}
 
 
@@ -509,18 +505,18 @@ def test_usage_adds_field_by_field() -> None:
 
 def test_when_the_tool_may_be_offered() -> None:
     run = OPENAI_TOOLS[0]
-    assert may_offer("openai", {"tools": [run], "tool_choice": "auto"})
-    assert may_offer("openai", {"tool_choice": "required"})
-    assert not may_offer("openai", {"tools": [run], "tool_choice": "none"})
-    assert not may_offer("openai", {"n": 2})
-    assert not may_offer("openai", {"functions": [RUN]})
-    assert not may_offer("openai", {"tools": {"run": run}})
-    assert not may_offer(
-        "openai", {"tools": [round_body("openai", {}, [], last=False)["tools"][0]]}
+    assert WIRES["openai"].may_offer({"tools": [run], "tool_choice": "auto"})
+    assert WIRES["openai"].may_offer({"tool_choice": "required"})
+    assert not WIRES["openai"].may_offer({"tools": [run], "tool_choice": "none"})
+    assert not WIRES["openai"].may_offer({"n": 2})
+    assert not WIRES["openai"].may_offer({"functions": [RUN]})
+    assert not WIRES["openai"].may_offer({"tools": {"run": run}})
+    assert not WIRES["openai"].may_offer(
+        {"tools": [WIRES["openai"].round_body({}, [], last=False)["tools"][0]]}
     )
-    assert may_offer("anthropic", {"tool_choice": {"type": "any"}})
-    assert not may_offer("anthropic", {"tool_choice": {"type": "none"}})
-    assert not may_offer("anthropic", {"tool_choice": {"type": "tool", "name": "run"}})
+    assert WIRES["anthropic"].may_offer({"tool_choice": {"type": "any"}})
+    assert not WIRES["anthropic"].may_offer({"tool_choice": {"type": "none"}})
+    assert not WIRES["anthropic"].may_offer({"tool_choice": {"type": "tool", "name": "run"}})
 
 
 def test_the_log_line_carries_the_recall_counts() -> None:

@@ -27,16 +27,8 @@ from recall_upstream import (
     tool_output,
 )
 
-from contextwarden.proxy.recall import (
-    MAX_ROUNDS,
-    answer_messages,
-    client_reply,
-    may_offer,
-    parse_events,
-    reply_turn,
-    round_body,
-)
-from contextwarden.proxy.recall_responses import ResponsesSplice
+from contextwarden.proxy.recall import MAX_ROUNDS, parse_events
+from contextwarden.proxy.wire.responses import RESPONSES, ResponsesSplice
 
 openai = pytest.importorskip("openai")
 from openai.types.responses import ResponseStreamEvent  # noqa: E402
@@ -361,13 +353,13 @@ def test_a_later_round_error_reaches_the_client(
 
 
 def test_when_the_tool_may_be_offered() -> None:
-    assert may_offer("responses", {"tools": TOOLS, "tool_choice": "auto"})
-    assert may_offer("responses", {"tool_choice": "required"})
-    assert not may_offer("responses", {"tools": TOOLS, "tool_choice": "none"})
-    assert not may_offer("responses", {"tool_choice": {"type": "allowed_tools", "tools": []}})
-    assert not may_offer("responses", {"background": True})
-    offered = round_body("responses", {"input": []}, [], last=False)
-    assert not may_offer("responses", offered)
+    assert RESPONSES.may_offer({"tools": TOOLS, "tool_choice": "auto"})
+    assert RESPONSES.may_offer({"tool_choice": "required"})
+    assert not RESPONSES.may_offer({"tools": TOOLS, "tool_choice": "none"})
+    assert not RESPONSES.may_offer({"tool_choice": {"type": "allowed_tools", "tools": []}})
+    assert not RESPONSES.may_offer({"background": True})
+    offered = RESPONSES.round_body({"input": []}, [], last=False)
+    assert not RESPONSES.may_offer(offered)
 
 
 def test_a_turn_keeps_what_the_next_round_needs() -> None:
@@ -386,14 +378,14 @@ def test_a_turn_keeps_what_the_next_round_needs() -> None:
         {"type": "web_search_call", "id": "ws", "status": "completed"},
         {"type": "mcp_approval_request", "id": "ap", "name": "x", "arguments": "{}"},
     ]
-    turn = reply_turn("responses", {"output": output})
+    turn = RESPONSES.reply_turn({"output": output})
     assert turn.calls == (("c2", "cw:1"),)
     assert [i["id"] for i in turn.sent] == ["rs", "fc2", "sh", "so", "ws"]
-    extra = answer_messages("responses", turn, [("text", False)])
+    extra = RESPONSES.answers(turn, [("text", False)])
     assert extra[-1] == {"type": "function_call_output", "call_id": "c2", "output": "text"}
-    body = round_body("responses", {"input": [], "store": False}, extra, last=True)
+    body = RESPONSES.round_body({"input": [], "store": False}, extra, last=True)
     assert [i.get("id") for i in body["input"]] == [None, None, "sh", "so", "ws", None]
-    reply = client_reply("responses", {"output": output, "usage": {"input_tokens": 1}}, None)
+    reply = RESPONSES.client_reply({"output": output, "usage": {"input_tokens": 1}}, None)
     assert RECALL not in json.dumps(reply["output"]) and reply["usage"] == {"input_tokens": 1}
 
 

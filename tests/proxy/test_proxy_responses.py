@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from contextwarden import Warden, WardenConfig, count_tokens
 from contextwarden.formats import from_responses
-from contextwarden.proxy.responses import transform_responses_body
+from contextwarden.proxy.transform import transform_body
 from contextwarden.recall import recall_tool
 
 openai = pytest.importorskip("openai")
@@ -207,7 +207,7 @@ def test_a_short_conversation_passes_byte_for_byte() -> None:
     from contextwarden import Warden
 
     raw = json.dumps({"model": "gpt-4o", "input": long_items(2), "store": False}).encode()
-    outcome = transform_responses_body(Warden(), raw, window_cap=WINDOW)
+    outcome = transform_body(Warden(), "responses", raw, window_cap=WINDOW)
     assert outcome.body is raw and not outcome.changed
     assert outcome.tokens_before == outcome.tokens_after
 
@@ -217,7 +217,7 @@ def test_a_short_conversation_passes_byte_for_byte() -> None:
     [
         (b"not json", "not_json"),
         (b"[1]", "not_json"),
-        (json.dumps({"model": "gpt-4o", "input": "hello"}).encode(), "no_items"),
+        (json.dumps({"model": "gpt-4o", "input": "hello"}).encode(), "no_messages"),
         (json.dumps({"model": "gpt-4o", "input": [{"role": "robot"}]}).encode(), "invalid_request"),
         (json.dumps({"input": [], "conversation": "conv_1"}).encode(), "conversation"),
     ],
@@ -225,7 +225,7 @@ def test_a_short_conversation_passes_byte_for_byte() -> None:
 def test_what_cannot_be_read_is_forwarded_unchanged(body: bytes, skipped: str) -> None:
     from contextwarden import Warden
 
-    outcome = transform_responses_body(Warden(), body, window_cap=WINDOW)
+    outcome = transform_body(Warden(), "responses", body, window_cap=WINDOW)
     assert outcome.body is body and outcome.skipped == skipped
 
 
@@ -241,7 +241,7 @@ def test_a_request_keeps_the_room_its_max_output_tokens_asks_for() -> None:
         for k in range(3, len(items) + 1, 2):  # the task, then each call and its output
             body = {"model": "deepseek-v4-flash", "input": items[:k], **extra}
             raw = json.dumps(body).encode()
-            out = transform_responses_body(warden, raw, window_override=32_000)
+            out = transform_body(warden, "responses", raw, window_override=32_000)
             assert out.tokens_after is not None
             sent.append(out.tokens_after)
         return sent

@@ -112,6 +112,49 @@ def test_count_tokens_is_reduced_then_forwarded(
     assert counted.input_tokens == len(fake.last.body) // 4  # the upstream's answer, untouched
 
 
+def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages without the proxy's cache breakpoints (count_tokens gets none)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            content = [{k: v for k, v in b.items() if k != "cache_control"} for b in content]
+        out.append({**m, "content": content})
+    return out
+
+
+@pytest.mark.parametrize("max_tokens", [1024, 8000])
+@pytest.mark.parametrize("first", [True, False])
+def test_count_tokens_counts_the_request_the_proxy_sends(
+    upstream: Upstream,
+    start_proxy: StartProxy,
+    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+    max_tokens: int,
+    first: bool,
+) -> None:
+    """Claude Code asks count_tokens to decide its own auto-compact: the count is of what the
+    proxy sends for that history, with the reply room the conversation's calls ask for (the
+    count request states none), whether it comes between two calls or before the first."""
+    fake, url = upstream
+    system, history = anthropic_recording
+    system = system or "You are Claude Code."
+    proxy = start_proxy(url, window=WINDOW, recall_tool=False)
+    client = _client(proxy)
+    cut = len(history) * 2 // 3
+    while history[cut - 1]["role"] != "user":
+        cut -= 1
+    if not first:
+        client.messages.create(
+            model=MODEL, max_tokens=max_tokens, system=system, messages=history[:cut]
+        )
+    client.messages.count_tokens(model=MODEL, system=system, messages=history)
+    counted = fake.last.json
+    client.messages.create(model=MODEL, max_tokens=max_tokens, system=system, messages=history)
+    sent = fake.last.json
+    assert _plain(counted["messages"]) == _plain(sent["messages"])
+    assert "max_tokens" not in counted and "tools" not in counted
+
+
 def test_upstream_errors_reach_the_client_as_such(
     upstream: Upstream, start_proxy: StartProxy
 ) -> None:

@@ -203,8 +203,8 @@ def test_anthropic_requests_summarise_with_the_clients_key_and_version(
 def test_bad_summarizer_option_is_a_clear_error() -> None:
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="unknown provider 'gemini'"):
-        ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "gemini:x"})
+    with pytest.raises(ValidationError, match="unknown provider 'cohere'"):
+        ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "cohere:x"})
     with pytest.raises(ValidationError, match="needs a model"):
         ProxyConfig.model_validate({"upstream": "http://127.0.0.1:1", "summarizer": "openai"})
 

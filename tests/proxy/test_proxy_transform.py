@@ -30,9 +30,9 @@ from contextwarden.formats import (
     validate_anthropic,
     validate_openai,
 )
+from contextwarden.formats._common import reply_limit
 from contextwarden.proxy.transform import (
     effective_window,
-    reply_limit,
     reply_room,
     transform_body,
 )

@@ -3,6 +3,7 @@ loopback when the binary is installed) behave as MutableMapping[str, str] and ar
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from redis_server import free_port, redis_server
 
 from contextwarden import ConfigError, StoreError
 from contextwarden.store.cache import RedisCache, SqliteCache, default_cache_path
+from contextwarden.store.kv import MIGRATIONS
 
 fakeredis = pytest.importorskip("fakeredis")
 redis = pytest.importorskip("redis")
@@ -113,7 +115,19 @@ def test_sqlite_file_is_wal_and_survives_reopen(tmp_path: Path) -> None:
         cache["h1"] = "summary one"
     with SqliteCache(path) as again:  # migrations run once: reopening neither fails nor wipes
         assert again["h1"] == "summary one"
-        assert again._conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    with sqlite3.connect(path) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM contextwarden_kv_migrations")]
+    assert names == [name for name, _ in MIGRATIONS]
+
+
+def test_summaries_of_the_previous_file_layout_stay_found(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE summaries (key TEXT PRIMARY KEY, value TEXT, created_at REAL)")
+        conn.execute("INSERT INTO summaries VALUES ('h-old', 'kept before', 0)")
+        conn.execute("PRAGMA user_version=1")
+    with SqliteCache(path) as cache:
+        assert cache["h-old"] == "kept before" and list(cache) == ["h-old"]
 
 
 def test_sqlite_default_path_is_under_the_data_dir(

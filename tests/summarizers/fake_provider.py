@@ -1,5 +1,7 @@
 """A fake LLM provider: a real HTTP server on 127.0.0.1 speaking the OpenAI Chat Completions
-(``POST /v1/chat/completions``) and Anthropic Messages (``POST /v1/messages``) wire formats.
+(``POST /v1/chat/completions``), Anthropic Messages (``POST /v1/messages``), OpenAI Responses
+(``POST /v1/responses``) and Gemini (``POST /v1beta/models/{model}:generateContent``) wire
+formats (a success without streaming for the last two).
 
 Reusable by any test that needs an upstream model (the summarizer tests here, the proxy's
 tests)::
@@ -47,7 +49,9 @@ __all__ = [
     "Reply",
     "anthropic_completion",
     "default_summary",
+    "gemini_completion",
     "openai_completion",
+    "responses_completion",
 ]
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -81,17 +85,37 @@ class RecordedRequest:
 
     @property
     def provider(self) -> str:
-        """``"openai"``, ``"anthropic"`` or ``""`` (another path), from the path."""
-        if self.path.endswith("/chat/completions"):
+        """``"openai"``, ``"anthropic"``, ``"responses"``, ``"gemini"`` or ``""`` (another
+        path), from the path."""
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/chat/completions"):
             return "openai"
-        if self.path.endswith("/messages"):
+        if path.endswith("/messages"):
             return "anthropic"
+        if path.endswith("/responses"):
+            return "responses"
+        if path.startswith("/v1beta/models/") and path.endswith(":generateContent"):
+            return "gemini"
         return ""
 
     @property
+    def model(self) -> str:
+        """The model asked for: in the body, or (Gemini) in the path."""
+        if self.provider == "gemini":
+            return self.path.split("?", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+        return str((self.json or {}).get("model", "fake-model"))
+
+    @property
     def user_text(self) -> str:
-        """The text of the last user message in the body (either format)."""
-        messages = (self.json or {}).get("messages") or []
+        """The text of the last user message in the body (any format)."""
+        body = self.json or {}
+        if self.provider == "gemini":
+            parts = (body.get("contents") or [{}])[-1].get("parts") or []
+            return "".join(p.get("text", "") for p in parts)
+        if self.provider == "responses" and isinstance(body.get("input"), str):
+            return str(body["input"])
+        messages = body.get("input") if self.provider == "responses" else body.get("messages")
+        messages = messages or []
         for m in reversed(messages):
             if m.get("role") == "user":
                 c = m.get("content")
@@ -142,6 +166,59 @@ def anthropic_completion(text: str, model: str = "fake-model", n: int = 1) -> di
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": len(text) // 4},
     }
+
+
+def responses_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
+    """A Responses API response body whose reply is ``text`` (after a reasoning item)."""
+    return {
+        "id": f"resp_fake_{n}",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": "completed",
+        "model": model,
+        "output": [
+            {"id": f"rs_{n}", "type": "reasoning", "summary": []},
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            },
+        ],
+        "usage": {"input_tokens": 10, "output_tokens": len(text) // 4, "total_tokens": 0},
+    }
+
+
+def gemini_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
+    """A Gemini ``generateContent`` response body whose reply is ``text`` (after a thought)."""
+    return {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"text": "Thinking about it.", "thought": True}, {"text": text}],
+                },
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 10,
+            "candidatesTokenCount": len(text) // 4,
+            "thoughtsTokenCount": 3,
+        },
+        "modelVersion": model,
+        "responseId": f"gemini-fake-{n}",
+    }
+
+
+_COMPLETIONS: dict[str, Callable[[str, str, int], dict[str, Any]]] = {
+    "openai": openai_completion,
+    "anthropic": anthropic_completion,
+    "responses": responses_completion,
+    "gemini": gemini_completion,
+}
 
 
 def _sse_openai(text: str, model: str, n: int) -> Iterator[str]:
@@ -353,16 +430,14 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             text = reply.summary if reply.summary is not None else default_summary(request, number)
-            model = str((request.json or {}).get("model", "fake-model"))
+            model = request.model
             if (request.json or {}).get("stream"):
                 events = (_sse_openai if request.provider == "openai" else _sse_anthropic)(
                     text, model, number
                 )
                 self._send(reply.status, "".join(events).encode(), headers, "text/event-stream")
                 return
-            payload = (openai_completion if request.provider == "openai" else anthropic_completion)(
-                text, model, number
-            )
+            payload = _COMPLETIONS[request.provider](text, model, number)
             self._send(reply.status, json.dumps(payload).encode(), headers)
 
     return Handler

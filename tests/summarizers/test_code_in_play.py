@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from reference_recall import action_references, measure
 from summarizer_loaders import load_messages
 
+from contextwarden.analysis.mentions import code_mentions, is_code_name
 from contextwarden.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -20,7 +21,6 @@ from contextwarden.summarizers import (
     check_summary,
     extract_facts,
 )
-from contextwarden.summarizers._mentions import code_mentions, is_code_name
 from contextwarden.testing import ConversationBuilder
 
 TASK = "Make the CSV exporter quote fields that contain commas"

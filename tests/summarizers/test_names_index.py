@@ -5,11 +5,11 @@ a mask hid."""
 from __future__ import annotations
 
 from contextwarden._messages import Message
+from contextwarden.analysis.mentions import code_mentions, names_of
+from contextwarden.analysis.sections import parse_summary
 from contextwarden.layers.mask import UNMASKED
 from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
 from contextwarden.summarizers._index import earlier_index, names_index
-from contextwarden.summarizers._mentions import code_mentions, names_of
-from contextwarden.summarizers._sections import parse_summary
 from contextwarden.testing import ConversationBuilder
 
 TASK = "Make the CSV exporter quote fields that contain commas"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.summarizers._shell import (
+from contextwarden.analysis.shell import (
     analyze_command,
     command_key,
     patch_targets,

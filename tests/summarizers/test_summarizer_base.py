@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden import SummarizerError
+from contextwarden.analysis.sections import Entry, fit
 from contextwarden.summarizers import (
     SummaryRequest,
     SummarySections,
@@ -15,7 +16,6 @@ from contextwarden.summarizers import (
     parse_summary,
     summary_cache_key,
 )
-from contextwarden.summarizers._sections import Entry, fit
 from contextwarden.testing import ConversationBuilder, FakeSummarizer
 
 TASK = "Port the date parser to use zoneinfo instead of pytz everywhere in the package"

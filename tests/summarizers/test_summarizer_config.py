@@ -92,8 +92,8 @@ def test_env_alone_selects_an_llm() -> None:
         ),
         (
             {"CONTEXTWARDEN_SUMMARIZER__PROVIDER": "cohere"},
-            "CONTEXTWARDEN_SUMMARIZER__PROVIDER: Input should be 'extractive', 'openai' or "
-            "'anthropic'",
+            "CONTEXTWARDEN_SUMMARIZER__PROVIDER: Input should be 'extractive', 'openai', "
+            "'anthropic', 'responses' or 'gemini'",
         ),
         (
             {"CONTEXTWARDEN_SUMMARIZER__BASE_URL": "localhost:8080"},
@@ -173,7 +173,7 @@ def test_cli_spec(spec: str, settings: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("gemini:flash", "unknown provider 'gemini'"),
+        ("cohere:command", "unknown provider 'cohere'"),
         ("openai", "openai needs a model, as openai:MODEL"),
         ("openai:", "openai needs a model"),
         ("extractive:big", "extractive takes no model"),

@@ -98,7 +98,10 @@ def test_a_client_without_credentials_sends_none(fake: FakeProvider) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("http://x", {}, "m", "gemini"), "api must be 'openai' or 'anthropic'"),
+        (
+            ("http://x", {}, "m", "cohere"),
+            "api must be one of openai, anthropic, responses, gemini",
+        ),
         (("x.example.com", {}, "m", "openai"), "must be an http\\(s\\) URL"),
         (("http://x", {}, "", "openai"), "names no model"),
     ],

@@ -8,8 +8,8 @@ import pytest
 from shared_data import SHARED_DATA, trajectory_files
 
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result, user
+from contextwarden.analysis.working import edit_sites
 from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
-from contextwarden.summarizers._working import edit_sites
 
 FILE = [f"def f{i}(x):" if i % 5 == 0 else f"    value_{i} = compute_{i}(x)" for i in range(60)]
 

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from contextwarden import Message, TextBlock, ThinkingBlock, ToolResultBlock, TranscriptError
+from contextwarden._replay import replay
 from contextwarden._tokens import get_counter
 from contextwarden._transcripts import Transcript, load_transcript, load_transcripts
 from contextwarden.formats import check_messages, to_anthropic, validate_anthropic
 from contextwarden.transcripts import FORMATS
+from contextwarden.transcripts.inventory import find_session_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 GEMINI_JSON = DATA / "gemini-cli" / "session-2025-09-18T10-12-7f3c2a10.json"
@@ -549,3 +551,354 @@ def test_openhands_observations_are_cut_as_openhands_sends_them(
     again = load_transcript(write_lines(tmp_path / "o.jsonl", [whole]))
     assert "truncated" not in again.meta
     assert any(len(str(b.content)) == 915_640 for m in again.messages for b in m.tool_results)
+
+
+def test_pi_sends_the_users_shell_commands_and_branch_summaries(tmp_path: Path) -> None:
+    # shapes after pi-mono's packages/coding-agent/src/core/messages.ts (BashExecutionMessage,
+    # CustomMessage) and session-manager.ts (BranchSummaryEntry)
+    def msg(message: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "message", "timestamp": "2025-12-09T00:40:04.042Z", "message": message}
+
+    bash = {"role": "bashExecution", "command": "ls", "output": "README.md\n", "exitCode": 0}
+    kept_out = {**bash, "command": "cat .env", "excludeFromContext": True}
+    failed = {**bash, "command": "make", "output": "", "exitCode": 2}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "Seen."}]}
+    path = write_lines(
+        tmp_path / "s.jsonl",
+        [
+            {"type": "session", "id": "s", "timestamp": "2025-12-09T00:40:00.000Z", "cwd": "/w"},
+            msg(bash),
+            msg(kept_out),
+            msg(failed),
+            {"type": "branch_summary", "fromId": "x", "summary": "Tried a rewrite; dropped."},
+            msg({"role": "custom", "customType": "note", "content": "from an extension"}),
+            msg({"role": "user", "content": "go on"}),
+            msg(reply),
+        ],
+    )
+    t = load_transcript(path)
+    texts = [m.text for m in t.messages if m.role == "user"]
+    assert texts[0] == "Ran `ls`\n```\nREADME.md\n\n```"
+    assert texts[1] == "Ran `make`\n(no output)\n\nCommand exited with code 2"
+    assert "Tried a rewrite; dropped.\n</summary>" in texts[2]
+    assert texts[3:] == ["from an extension", "go on"]
+    assert all("cat .env" not in x for x in texts)
+
+
+def test_openhands_sdk_events_and_a_condensation(tmp_path: Path) -> None:
+    # shapes after OpenHands/software-agent-sdk openhands/sdk/event (llm_convertible, condenser)
+    def ev(i: int, kind: str, source: str, **more: Any) -> dict[str, Any]:
+        return {
+            "id": f"e{i}",
+            "timestamp": f"2026-06-16T05:39:{i:02d}",
+            "source": source,
+            "kind": kind,
+            **more,
+        }
+
+    def text(t: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": t}]
+
+    def act(i: int, call: str, rid: str) -> dict[str, Any]:
+        tool_call = {"id": call, "name": "terminal", "arguments": '{"command": "ls"}'}
+        return ev(
+            i,
+            "ActionEvent",
+            "agent",
+            thought=text(f"step {i}"),
+            tool_call=tool_call,
+            tool_name="terminal",
+            tool_call_id=call,
+            llm_response_id=rid,
+            action={"command": "ls", "kind": "TerminalAction"},
+        )
+
+    def obs(i: int, call: str) -> dict[str, Any]:
+        observation = {
+            "content": text(f"out {i}"),
+            "is_error": False,
+            "kind": "TerminalObservation",
+        }
+        return ev(
+            i,
+            "ObservationEvent",
+            "environment",
+            tool_name="terminal",
+            tool_call_id=call,
+            observation=observation,
+        )
+
+    user = {"role": "user", "content": text("fix the bug")}
+    events = [
+        ev(
+            0,
+            "SystemPromptEvent",
+            "agent",
+            system_prompt={"type": "text", "text": "You are OH"},
+            tools=[{"name": "terminal"}],
+        ),
+        ev(1, "MessageEvent", "user", llm_message=user, extended_content=text("<skill/>")),
+        act(2, "c1", "r1"),
+        act(3, "c2", "r1"),  # two calls of one response
+        obs(4, "c1"),
+        obs(5, "c2"),
+        act(6, "c3", "r2"),
+        obs(7, "c3"),
+        ev(
+            8,
+            "Condensation",
+            "environment",
+            forgotten_event_ids=["e2", "e3", "e4", "e5"],
+            summary="Listed the files twice.",
+            summary_offset=2,
+            llm_response_id="r3",
+        ),
+        act(9, "c4", "r4"),
+        ev(
+            10,
+            "AgentErrorEvent",
+            "agent",
+            tool_call_id="c4",
+            tool_name="terminal",
+            error="timed out",
+        ),
+        ev(
+            11,
+            "ConversationStateUpdateEvent",
+            "environment",
+            key="execution_status",
+            value="finished",
+        ),
+    ]
+    path = write_lines(tmp_path / "events.jsonl", events)
+    t = load_transcript(path)
+    assert t.format == "openhands" and t.tools == ({"name": "terminal"},)
+    assert [m.role for m in t.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert t.messages[1].text == "fix the bug\n<skill/>"
+    assert [c.id for c in t.messages[2].tool_calls] == ["c1", "c2"]
+    assert t.messages[-1].tool_results[0].is_error
+    (c,) = t.compactions  # from the call after it: head, summary, then what followed
+    assert c.at == 5 and [m.text for m in c.replacement] == [
+        "fix the bug\n<skill/>",
+        "Listed the files twice.",
+    ]
+    assert_valid(t)
+    assert load_transcripts(tmp_path / "events.jsonl")[0].messages == t.messages
+
+
+def test_an_openhands_sdk_event_log_excerpt() -> None:
+    path = DATA / "openhands-sdk" / "goal-events.jsonl"
+    events = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    t = load_transcript(path)
+    stats = [e for e in events if e.get("key") == "stats"]
+    assert t.model == stats[-1]["value"]["usage_to_metrics"]["default"]["model_name"]
+    actions = [e for e in events if e["kind"] == "ActionEvent"]
+    assert [c.id for m in t.messages for c in m.tool_calls] == [
+        a["tool_call"]["id"] for a in actions
+    ]
+    # the observation answering a call made before the excerpt is left out, counted
+    assert t.meta["skipped"]["tool result answering no open call"] == 1
+    assert [r.tool_call_id for m in t.messages for r in m.tool_results] == [
+        a["tool_call"]["id"] for a in actions
+    ]
+    # it starts with the agent's reply: a placeholder prompt stands for what came before
+    assert t.messages[0].role == "user" and t.messages[0].text == "(continued)"
+    assert t.warnings == (
+        "the conversation starts mid-way at its first event: a placeholder prompt "
+        "'(continued)' stands for what came before",
+    )
+    report = replay(t.messages, model="gpt-4o", window=32_000, provider="openai")
+    assert report.totals.calls == len(actions) and report.totals.invalid_requests == 0
+
+
+def test_claude_code_reads_on_past_a_parent_it_never_wrote(tmp_path: Path) -> None:
+    # As Claude Code 2.0.76-2.1.29 wrote them (real files of entireio/cli's checkpoints): a
+    # progress line whose parent was never written, a compaction whose logical parent is
+    # missing, and a reply right after a reply with only a stop-hook summary between.
+    def line(kind: str, uuid: str, parent: str | None, **more: Any) -> dict[str, Any]:
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", **more}
+
+    def said(role: str, uuid: str, parent: str | None, text: str, mid: str = "") -> dict[str, Any]:
+        message: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": text}]}
+        if role == "assistant":
+            message |= {"id": mid or f"msg_{uuid}", "model": "claude-opus-4-5"}
+        return line(role, uuid, parent, message=message)
+
+    lines = [
+        said("user", "u1", None, "first task"),
+        said("assistant", "a1", "u1", "done one"),
+        line("progress", "p1", "never-written", data={"type": "hook_progress"}),
+        line("system", "s1", "p1", subtype="stop_hook_summary"),
+        said("user", "u2", "s1", "second task"),
+        said("assistant", "a2", "u2", "done two"),
+        line("system", "s2", "a2", subtype="stop_hook_summary"),
+        said("assistant", "a3", "s2", "and stopped"),
+        line("system", "b1", None, subtype="compact_boundary", logicalParentUuid="gone"),
+        said("user", "c1", "b1", "This session is being continued from a previous one."),
+        said("user", "u3", "c1", "third task"),
+        said("assistant", "a4", "u3", "done three"),
+    ]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    assert [m.text for m in t.messages if m.role == "assistant"] == [
+        "done one",
+        "done two",
+        "and stopped",
+        "done three",
+    ]
+    assert t.warnings == (
+        "line 3 (type progress): its parent 'never-written' is not in the file; read on from "
+        "line 2",
+        "line 9 (type system): its parent 'gone' is not in the file; read on from line 8",
+    )
+    (c,) = t.compactions
+    assert c.replacement[0].text.startswith("This session is being continued")
+    # the two replies in a row are one turn of the request, as the API joins them
+    system, body = to_anthropic(t.messages)
+    assert [m["role"] for m in body] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert_valid(t)
+
+
+def test_pi_names_the_replies_left_on_other_branches(tmp_path: Path) -> None:
+    def entry(id_: str, parent: str | None, role: str, text: str) -> dict[str, Any]:
+        content = [{"type": "text", "text": text}]
+        return {
+            "type": "message",
+            "id": id_,
+            "parentId": parent,
+            "message": {"role": role, "content": content},
+        }
+
+    lines = [entry("u1", None, "user", "task")]
+    for i in range(1, 6):  # five replies on the first branch
+        lines += [
+            entry(f"a{i}", lines[-1]["id"], "assistant", f"step {i}"),
+            entry(f"u{i + 1}", f"a{i}", "user", "go on"),
+        ]
+    # /tree back to the first prompt: a new branch with one reply
+    lines += [entry("b1", "u1", "assistant", "another way")]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    assert [m.text for m in t.messages] == ["task", "another way"]
+    assert t.warnings == (
+        "6 replies in the file but the active branch holds 1: the rest are on other branches "
+        "of the session tree (/tree, /fork)",
+    )
+
+
+def test_swe_agent_0x_model_from_its_run_folder(shared_data: Path, tmp_path: Path) -> None:
+    folder = (
+        tmp_path / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1"
+    )
+    folder.mkdir()
+    path = folder / "pydicom__pydicom-1458.traj"
+    path.write_bytes((shared_data / "swe-agent" / "pydicom-1458.traj").read_bytes())
+    assert load_transcript(path).model == "gpt4"
+    assert load_transcript(shared_data / "swe-agent" / "pydicom-1458.traj").model is None
+
+
+def test_an_openhands_sdk_conversation_folder(tmp_path: Path) -> None:
+    # as the SDK persists one (openhands/sdk/conversation/persistence_const.py): base_state.json
+    # and events/event-<index>-<event id>.json
+    events = [
+        json.loads(x)
+        for x in (DATA / "openhands-sdk" / "goal-events.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    folder = tmp_path / ".openhands" / "conversations" / "e18b827d3440425a"
+    (folder / "events").mkdir(parents=True)
+    for i, ev in enumerate(reversed(events)):  # written in any order: the index orders them
+        index = len(events) - 1 - i
+        (folder / "events" / f"event-{index:05d}-{ev['id']}.json").write_text(json.dumps(ev))
+    state = {"id": "e18b827d", "agent": {"llm": {"model": "litellm_proxy/minimax-m2.7"}}}
+    (folder / "base_state.json").write_text(json.dumps(state))
+    t = load_transcript(folder)
+    assert t.format == "openhands" and t.model == "litellm_proxy/minimax-m2.7"
+    assert t.messages == load_transcript(DATA / "openhands-sdk" / "goal-events.jsonl").messages
+    assert load_transcript(folder / "events").messages == t.messages
+    # the sessions command finds it where OpenHands keeps it, as one session
+    assert find_session_files(home=tmp_path) == [folder]
+    assert find_session_files([tmp_path]) == [folder]
+
+
+def test_claude_code_attachments_are_sent_as_claude_code_sends_them(tmp_path: Path) -> None:
+    # attachment types and fields as Claude Code 2.1.1xx-2.1.2xx writes them (real files of
+    # entireio/entire-graph's checkpoints; `rendered` as 2.1.270 records it)
+    def attach(
+        uuid: str, parent: str | None, attachment: dict[str, Any], **more: Any
+    ) -> dict[str, Any]:
+        return {
+            "type": "attachment",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "attachment": attachment,
+            **more,
+        }
+
+    hook = {"type": "hook_success", "hookName": "SessionStart:startup", "hookEvent": "SessionStart"}
+    lines = [
+        attach("h1", None, {**hook, "content": "project rules"}),
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": "h1",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "fix it"},
+        },
+        attach("h2", "u1", {**hook, "hookEvent": "PostToolUse", "content": "formatted"}),
+        attach("h3", "h2", {"type": "command_permissions", "allowedTools": ["Bash"]}),
+        attach("h4", "h3", {"type": "date_change", "newDate": "2026-05-02"}),
+        attach("h5", "h4", {"type": "queued_command", "prompt": "and the docs"}),
+        attach("h6", "h5", {"type": "some_new_kind", "text": "a new reminder"}),
+        attach(
+            "h7",
+            "h6",
+            {"type": "model", "text": "short"},
+            rendered=[{"content": "<system-reminder>\nYou are model X.\n</system-reminder>"}],
+        ),
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "h7",
+            "sessionId": "s",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "done"}],
+            },
+        },
+    ]
+    t = load_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    sent = [m.text for m in t.messages if m.role == "user"]
+    assert sent == [
+        "<system-reminder>\nSessionStart:startup hook success: project rules\n</system-reminder>",
+        "fix it",
+        "<system-reminder>\nThe date has changed. Today's date is now 2026-05-02.\n"
+        "</system-reminder>",
+        "and the docs",
+        "<system-reminder>\na new reminder\n</system-reminder>",
+        "<system-reminder>\nYou are model X.\n</system-reminder>",
+    ]
+    assert t.meta["skipped"]["attachment sending nothing to the model"] == 2
+    # one user turn in the request, the task being what the user typed
+    system, body = to_anthropic(t.messages)
+    assert [m["role"] for m in body] == ["user", "assistant"]
+    assert_valid(t)

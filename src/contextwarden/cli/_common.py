@@ -33,6 +33,7 @@ from .._replay import ResolvedModel, resolve_model
 from .._transcripts import Transcript, load_transcripts
 from ..summarizers.config import parse_summarizer_spec
 from ..transcripts._common import FORMATS
+from ..transcripts.openhands import is_conversation_folder
 
 __all__ = [
     "HELP_LAYOUT",
@@ -264,11 +265,12 @@ def check_output_path(
     return path
 
 
-def require_file(path: Path) -> Path:
-    """``path`` if it is a readable file; else a one-line usage error (exit status 2)."""
+def require_file(path: Path, *, sessions: bool = False) -> Path:
+    """``path`` if it is a readable file (with ``sessions``, or a folder a reader takes as one
+    session: an OpenHands conversation folder); else a one-line usage error (exit status 2)."""
     if not path.exists():
         raise fail(f"{path}: no such file", EXIT_USAGE)
-    if not path.is_file():
+    if not path.is_file() and not (sessions and is_conversation_folder(path)):
         raise fail(f"{path}: not a file", EXIT_USAGE)
     return path
 
@@ -377,7 +379,7 @@ def read_session(
     the config, the recording, then assumptions, each stated). What the reader warned about
     and what was assumed go to stderr, once each. Usage errors (exit status 2) for a missing
     file, an unknown format, a run the file does not hold."""
-    require_file(file)
+    require_file(file, sessions=True)
     if fmt is not None and fmt not in FORMATS:
         raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", EXIT_USAGE)
     cfg = config_for(config, model=model, window=window, summarizer=summarizer)

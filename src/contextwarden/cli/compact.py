@@ -89,7 +89,7 @@ def compact(
     trigger (the embedded extractive summarizer unless the config or --summarizer names an
     LLM), then the window. The model and window are settled as for count, inspect and replay.
     """
-    require_file(file)
+    require_file(file, sessions=True)
     output = check_output_path(output, inputs=(file,), suffix=None, option="-o")
     readings = read_session(
         file, config, model=model, window=window, fmt=fmt, run=run, summarizer=summarizer

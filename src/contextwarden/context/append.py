@@ -20,9 +20,9 @@ from .._messages import (
     held_bytes,
 )
 from .._task import strip_injected
+from ..analysis.mentions import words_of
 from ..layers.repair import repair_appended, unchanged_next
 from ..layers.truncate import needs_truncation, truncate_message
-from ..summarizers._mentions import words_of
 from .call import Call
 from .commit import note
 from .state import SLOT_BYTES, State

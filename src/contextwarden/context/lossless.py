@@ -14,8 +14,7 @@ from collections import ChainMap
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan
-from ..layers.mask_plan import kept_whole
+from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import lossless_pays

@@ -9,13 +9,16 @@ message, so rebuilding the view reuses what an earlier call made.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from .._log import Mask, make_ref
 from .._messages import Message, ToolCallBlock, held_bytes
+from ..analysis.actions import prints_file
+from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
-from ..layers.mask import MaskPlan, mask_message, prints_file
+from ..layers.mask import mask_message
+from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
-from ..summarizers._mentions import words_of
 from .state import State
 
 __all__ = ["marked", "mask", "masked", "strip"]
@@ -50,7 +53,7 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
             if f.startswith("by:")
         }
         plan = MaskPlan(whole, by)
-        held, reads = _call_words(s, m) | _typed_before(s, i, m), _reads(s, i, m)
+        held, reads = _Held(_call_words(s, m), s.typed, i), _reads(s, i, m)
         done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
         if done is not m:
             s.bytes += held_bytes(done)
@@ -109,15 +112,21 @@ def _answered_calls(s: State, m: Message) -> Iterator[ToolCallBlock]:
             yield from (c for c in s.base[at].tool_calls if c.id == r.tool_call_id)
 
 
-def _typed_before(s: State, i: int, m: Message) -> frozenset[str]:
-    """The names of ``m``'s results that a message before position ``i`` outside the tool
-    results holds: the agent wrote them (or the user did), so the request holds them
-    while that message stands, and a summary of it lists what the agent wrote first."""
-    out: set[str] = set()
-    for r in m.tool_results:
-        paths, names = words_of(r.text)
-        out.update(w for w in (*paths, *names) if s.typed.get(w, i) < i)
-    return frozenset(out)
+@dataclass(frozen=True)
+class _Held:
+    """The names the request holds anyway beside history message ``i``'s results: the
+    arguments of the calls they answer, and what a message before ``i`` outside the tool
+    results wrote (the agent, or the user: a summary of it lists what was written first).
+    Asked name by name, so a result's text is not read for names twice."""
+
+    calls: frozenset[str]
+    typed: Mapping[str, int]
+    i: int
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.calls or (
+            isinstance(name, str) and self.typed.get(name, self.i) < self.i
+        )
 
 
 def _reads(s: State, i: int, m: Message) -> frozenset[str]:

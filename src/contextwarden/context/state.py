@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .._log import Compaction, Edit, Repair, Source, WindowCut
 from .._messages import Message
 from .._policy import Ledger
-from ..layers.mask import ActionMemo
+from ..analysis.actions import ActionMemo
 from ..layers.mask_plan import MaskPlanner
 from ..layers.repair import RepairState
 from ..layers.units import index_of

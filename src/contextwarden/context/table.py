@@ -9,20 +9,21 @@ forgotten starts anew on its next request (its stored log, if any, is read again
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
+from ..store.logs import LogStore, Written
 from .call import Call
 from .conversation import RECORD_VERSION, Conversation, Diverged
 
 if TYPE_CHECKING:
     from .._config import WardenConfig
-    from ..store.logs import LogStore
 
 __all__ = ["ConversationTable"]
 
@@ -48,6 +49,8 @@ class ConversationTable:
         self.evicted = 0
         self._lock = threading.Lock()  # guards the table, never held during a call
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        #: what the log store holds of each conversation this table wrote (appends go on from it)
+        self._written: dict[str, tuple[weakref.ref[Conversation], Written]] = {}
 
     def find(
         self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
@@ -56,7 +59,7 @@ class ConversationTable:
         share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
         ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
         explicit ``conversation=`` id has one log."""
-        ids = [key] if explicit else [key, *(f"{key}#{n}" for n in range(2, MAX_BRANCHES + 1))]
+        ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
         free: str | None = None
@@ -75,9 +78,11 @@ class ConversationTable:
                 if at is not None and at > best_at:
                     best, best_at = conv, at
             if best is None and free is None:  # every branch taken: the least recently used goes
-                free = next(cid for cid in self._conversations if cid in set(ids))
+                taken = set(_branches(key, MAX_BRANCHES))
+                free = next(cid for cid in self._conversations if cid in taken)
         if best is None and self.log_store is not None:
-            for cid in ids:  # another process may have written this conversation's log
+            # another process may have written this conversation's log
+            for cid in _branches(key, 1 if explicit else MAX_BRANCHES):
                 record = self._read(cid)
                 if record is None:
                     break
@@ -100,9 +105,12 @@ class ConversationTable:
         history otherwise)."""
         msgs = call.messages
         made: Conversation | None = None
-        record = self._read(conv.key)
+        header = self._read(conv.key, whole=False)
+        record = None
+        if header is not None and int(header.get("calls", 0)) > conv.calls:
+            record = self._read(conv.key)
         try:
-            if record is not None and int(record.get("calls", 0)) > conv.calls:
+            if record is not None:
                 at = Conversation.record_continues(record, msgs)
                 made = conv.restore(call, record, at) if at is not None else None
                 if made is None:
@@ -119,6 +127,9 @@ class ConversationTable:
             made.lock = conv.lock
             with self._lock:
                 self._conversations[conv.key] = made
+                if record is not None and made.calls == record.get("calls"):
+                    # restored whole from the stored record: its next save appends to it
+                    self._written[conv.key] = (weakref.ref(made), _stored(record))
             return made
         return conv
 
@@ -163,20 +174,39 @@ class ConversationTable:
         """Write ``conv``'s record to the log store, if any (after a call)."""
         if self.log_store is None:
             return
+        prior = self._written.get(conv.key)
+        since = prior[1] if prior is not None and prior[0]() is conv else None
         try:
-            self.log_store.put_log(conv.key, conv.record())
+            written = self.log_store.save(conv.key, conv.record(), since)
         except StoreError as exc:  # the next call here still has the log in memory
             logger.warning("contextwarden: the conversation log was not stored: %s", exc)
+            return
+        with self._lock:
+            if len(self._written) > 2 * MAX_CONVERSATIONS:  # forget the conversations gone
+                self._written = {k: v for k, v in self._written.items() if v[0]() is not None}
+            self._written[conv.key] = (weakref.ref(conv), written)
 
-    def _read(self, key: str) -> Mapping[str, Any] | None:
+    def _read(self, key: str, *, whole: bool = True) -> Mapping[str, Any] | None:
         """The stored record of ``key``; None when there is none, or the store cannot be read
         (the conversation then goes on from what this process knows)."""
         if self.log_store is None:
             return None
         try:
-            record = self.log_store.get_log(key)
+            record = self.log_store.get_log(key, whole=whole)
         except StoreError as exc:
             logger.warning("contextwarden: the conversation log could not be read: %s", exc)
             return None
         # a record of another layout is a conversation to start anew
         return record if record is not None and record.get("v") == RECORD_VERSION else None
+
+
+def _branches(key: str, count: int) -> Iterator[str]:
+    """The ids of the logs ``key`` may have, in the order they are taken: ``key``, ``key#2``..."""
+    yield key
+    for n in range(2, count + 1):
+        yield f"{key}#{n}"
+
+
+def _stored(record: Mapping[str, Any]) -> Written:
+    """What the log store holds of the conversation ``record`` was read from."""
+    return Written(str(record.get("generation")), (len(record["history"]), len(record["edits"])))

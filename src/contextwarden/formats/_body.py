@@ -2,16 +2,16 @@
 of its conversation already had.
 
 An agent's call ``k+1`` repeats the bytes of call ``k``'s messages and adds a few. The last body
-of each conversation is remembered by the BLAKE2b digests of its bytes (those before its first
-message, then each message's, separator included), with the byte offset where each of its
-messages ends, the message dicts parsed from them and the digests of their exact images (see
-:mod:`._prefix`). A new body whose bytes up to the end of message ``j`` have the same digests
-(header included: every key before ``messages``) has the same first ``j + 1`` messages: JSON
-values end where they end, and equal bytes parse to equal values (a digest is 16 bytes: two
-texts with one digest are equal but for a collision nobody can produce). Those are given back as they were (the same dict objects, read-only:
-nothing in the request path changes its input) and only the rest of the body is parsed: the new
-messages and what follows the list. The first body of a conversation, or one that changed before
-its first message, is parsed whole, by the same walk.
+of each conversation is remembered: its bytes up to the end of its last message, the byte offset
+where each of its messages ends, the message dicts parsed from them and the digests of their
+exact images (see :mod:`._prefix`). A new body whose bytes up to the end of message ``j`` are the
+same (header included: every key before ``messages``) has the same first ``j + 1`` messages: JSON
+values end where they end, and equal bytes parse to equal values. Those are given back as they
+were (the same dict objects, read-only: nothing in the request path changes its input) and only
+the rest of the body is parsed: the new messages and what follows the list. The first body of a
+conversation, or one that changed before its first message, is parsed whole, by the same walk.
+Telling that a body goes on from the last one is one comparison of bytes (``memcmp``), ten times
+faster than hashing them.
 
 The walk uses the standard library's own JSON scanner (:class:`json.JSONDecoder`) for every
 value and key, and the result is what :func:`json.loads` gives for the body, or nothing (then the
@@ -21,13 +21,12 @@ the body holds a ``NaN`` or an infinity (which a fast writer would not write as
 :func:`json.dumps` does).
 
 Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` kept alive (the message
-dicts, counted as their bytes in the body plus :data:`DICT_BYTES` each, and the digests), the
+dicts, counted as their bytes in the body plus :data:`DICT_BYTES` each, and those bytes), the
 least recently used forgotten first. Thread-safe.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import re
@@ -52,51 +51,58 @@ _INFINITY = float("inf")
 class BodyRead:
     """A body read: ``body`` as :func:`json.loads` gives it (``body["messages"]`` an
     :class:`ImagedList`), ``finite`` when it holds no NaN or infinity, and how many messages were
-    reused from the previous body of the conversation."""
+    reused from the previous body of the conversation. :meth:`has` looks for a pattern in its
+    bytes, only in those the previous body did not have when that one was looked in."""
 
-    __slots__ = ("body", "finite", "reused")
+    __slots__ = ("_prior", "_shared", "body", "finite", "found", "raw", "reused")
 
-    def __init__(self, body: dict[str, Any], finite: bool, reused: int) -> None:
+    def __init__(
+        self,
+        body: dict[str, Any],
+        finite: bool,
+        reused: int,
+        raw: bytes = b"",
+        shared: int = 0,
+        prior: dict[re.Pattern[bytes], int] | None = None,
+    ) -> None:
         self.body = body
         self.finite = finite
         self.reused = reused
-
-
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-class _Slices:
-    """The digests of a new body's byte ranges, each computed once however many remembered
-    bodies it is compared with."""
-
-    __slots__ = ("_done", "raw")
-
-    def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self._done: dict[tuple[int, int], bytes] = {}
+        self._shared = shared  # the leading bytes it has as the previous body had them
+        self._prior = prior or {}  # where each pattern first matched in the previous body
+        self.found: dict[re.Pattern[bytes], int] = {}  # and in this one (-1: nowhere)
 
-    def digest(self, start: int, end: int) -> bytes | None:
-        """The digest of ``raw[start:end]``; None when the body is shorter than ``end``."""
-        if end > len(self.raw):
-            return None
-        key = (start, end)
-        found = self._done.get(key)
-        if found is None:
-            found = self._done[key] = _digest(self.raw[start:end])
-        return found
+    def has(self, pattern: re.Pattern[bytes], width: int) -> bool:
+        """Whether ``pattern`` (whose matches are at most ``width`` bytes long) matches the
+        body's bytes. Where the previous body of the conversation had its first match (or
+        none) is known, only the bytes after what the two share are searched."""
+        at = self.found.get(pattern)
+        if at is None:
+            before = self._prior.get(pattern)
+            shared = self._shared
+            if before is not None and 0 <= before and before + width <= shared:
+                at = before
+            else:
+                start = 0 if before is None else max(min(before, shared) - width + 1, 0)
+                if before is not None and before < 0:
+                    start = max(shared - width + 1, 0)
+                match = pattern.search(self.raw, start)
+                at = match.start() if match is not None else -1
+            self.found[pattern] = at
+        return at >= 0
 
 
 class _Entry:
     __slots__ = (
-        "digests",
         "ends",
         "finite",
+        "found",
         "head",
-        "head_digest",
         "head_end",
         "images",
         "messages",
+        "prefix",
         "size",
     )
 
@@ -108,34 +114,39 @@ class _Entry:
         messages: ImagedList,
         head: bytes,
         finite: list[bool],
-        digests: list[bytes],
     ) -> None:
-        self.head_digest = _digest(raw[:head_end])  # of the bytes before the first message
-        self.digests = digests  # of each message's bytes, from the end of the one before
+        # its bytes up to the end of its last message (a copy: the request's own bytes go)
+        self.prefix = raw[: ends[-1]] if ends else raw[:head_end]
         self.head_end = head_end  # where its first message starts
         self.ends = ends  # where each message ends
         self.messages = tuple(messages)  # the message dicts (a copy of the caller's list)
         self.images = tuple(messages.images)  # and the digests of their images
         self.head = head  # marshal image of the members before ``messages``, finiteness first
         self.finite = finite  # per message: it and every message before it hold no NaN/infinity
+        self.found: dict[re.Pattern[bytes], int] = {}  # BodyRead.has's, of this body
         end = ends[-1] if ends else head_end
-        self.size = end - head_end + len(ends) * DICT_BYTES + len(head)
+        self.size = end - head_end + len(ends) * DICT_BYTES + len(head) + len(self.prefix)
 
-    def common(self, body: _Slices, beat: int = 0) -> int:
-        """How many leading messages the new ``body`` has byte for byte as this body had them
-        (0 when what comes before the first message differs), when that is more than
+    def common(self, raw: bytes, beat: int = 0) -> int:
+        """How many leading messages the new body ``raw`` has byte for byte as this body had
+        them (0 when what comes before the first message differs), when that is more than
         ``beat``; else any number up to ``beat`` (the caller has a body that shares ``beat``
-        already)."""
-        start, ends, digests = self.head_end, self.ends, self.digests
-        if beat >= len(ends) or body.digest(0, start) != self.head_digest:
+        already). One comparison of bytes when the new body goes on from this one (an agent's
+        next call), message by message when it does not."""
+        start, ends, prefix = self.head_end, self.ends, self.prefix
+        if beat >= len(ends):
             return 0
-        if beat and body.digest(ends[beat - 1], ends[beat]) != digests[beat]:
+        if raw.startswith(prefix):
+            return len(ends)
+        if raw[:start] != prefix[:start]:
+            return 0
+        if beat and raw[ends[beat - 1] : ends[beat]] != prefix[ends[beat - 1] : ends[beat]]:
             # sharing more than ``beat`` messages needs message ``beat`` at the same place
             # (several agents on one job: their bodies share long prefixes, and a full walk
             # of each would cost more than reading the body)
             return 0
         for k, end in enumerate(ends):
-            if body.digest(start, end) != digests[k]:
+            if raw[start:end] != prefix[start:end]:
                 return k
             start = end
         return len(ends)
@@ -259,26 +270,26 @@ class BodyReader:
         self._bytes = 0
         self._next = 0
 
-    def read(self, raw: bytes) -> BodyRead | None:
-        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring)."""
+    def read(self, raw: bytes, key: str = "messages") -> BodyRead | None:
+        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring);
+        ``key`` names its history list (``messages``, ``input``, ``contents``)."""
         if type(raw) is not bytes or raw[:1] != b"{":
             return None
         with self._lock:
             entries = list(self._entries.items())
         best: tuple[int, _Entry] | None = None
         k = 0
-        slices = _Slices(raw)
-        for key, entry in reversed(entries):  # the most recent first
-            n = entry.common(slices, k)
+        for slot, entry in reversed(entries):  # the most recent first
+            n = entry.common(raw, k)
             if n > k:
-                best, k = (key, entry), n
+                best, k = (slot, entry), n
                 if n == len(entry.ends):
                     break
         try:
             if best is not None:
-                read = self._resume(raw, best[1], k)
+                read = self._resume(raw, best[1], k, key)
             else:
-                read = self._whole(raw)
+                read = self._whole(raw, key)
         except (ValueError, RecursionError):
             return None  # json.loads judges it (and says why)
         if read is None:
@@ -293,7 +304,7 @@ class BodyReader:
         return self._bytes
 
     # -- reading ---------------------------------------------------------------------------------
-    def _whole(self, raw: bytes) -> tuple[BodyRead, _Entry] | None:
+    def _whole(self, raw: bytes, key: str) -> tuple[BodyRead, _Entry] | None:
         text = raw.decode("utf-8", "surrogatepass")
         walk = _Walk(text)
         i = walk.ws(walk.expect(0, "{"))
@@ -301,11 +312,11 @@ class BodyReader:
         while True:  # the members before ``messages``
             if text[i : i + 1] == "}":
                 return None  # no messages: nothing to follow
-            key, i = walk.key(i)
-            if key == "messages":
+            name, i = walk.key(i)
+            if name == key:
                 break
             value, i = walk.value(i)
-            head.append((key, value))
+            head.append((name, value))
             i = walk.ws(walk.expect(walk.ws(i), ","))
         if text[i : i + 1] != "[":
             return None  # not a list: the caller reads it
@@ -320,10 +331,12 @@ class BodyReader:
         else:
             i = self._messages(walk, i, values, ends, finite)
         return self._finish(
-            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0
+            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0, key
         )
 
-    def _resume(self, raw: bytes, entry: _Entry, k: int) -> tuple[BodyRead, _Entry] | None:
+    def _resume(
+        self, raw: bytes, entry: _Entry, k: int, key: str
+    ) -> tuple[BodyRead, _Entry] | None:
         start = entry.ends[k - 1]
         walk = _Walk(raw[start:].decode("utf-8", "surrogatepass"))
         i = walk.ws(0)
@@ -336,7 +349,19 @@ class BodyReader:
             i = walk.expect(i, "]")
         head_finite, head = marshal.loads(entry.head)
         return self._finish(
-            raw, walk, i, head, head_finite, entry.head_end, entry, k, values, ends, finite, start
+            raw,
+            walk,
+            i,
+            head,
+            head_finite,
+            entry.head_end,
+            entry,
+            k,
+            values,
+            ends,
+            finite,
+            start,
+            key,
         )
 
     @staticmethod
@@ -370,6 +395,7 @@ class BodyReader:
         ends: list[int],
         finite: list[bool],
         base: int,
+        key: str,
     ) -> tuple[BodyRead, _Entry] | None:
         """The members after the list, then the body read and the entry that remembers it
         (``old``'s first ``k`` messages kept; ``values`` read from ``walk``, whose text starts
@@ -384,7 +410,7 @@ class BodyReader:
         else:
             i = walk.expect(i, "}")
         walk.end(i)
-        keys = [key for key, _ in head] + ["messages"] + [key for key, _ in tail]
+        keys = [name for name, _ in head] + [key] + [name for name, _ in tail]
         if len(set(keys)) != len(keys):
             return None  # json.loads keeps a repeated key's last value: the caller reads it
         images = _images(values)
@@ -397,20 +423,18 @@ class BodyReader:
         cumulative = [*(old.finite[:k] if old is not None else ()), *(prior and f for f in finite)]
         all_ends = [*(old.ends[:k] if old is not None else ()), *_byte_ends(walk.text, ends, base)]
         body: dict[str, Any] = dict(head)
-        body["messages"] = messages
+        body[key] = messages
         body.update(tail)
-        result = BodyRead(body, prior and walk.finite, k)
+        shared = old.ends[k - 1] if old is not None and k else 0
+        result = BodyRead(
+            body, prior and walk.finite, k, raw, shared, old.found if old is not None else None
+        )
         if not all(type(m) is dict for m in values):
             all_ends = []  # only objects end where their bytes do (a number may go on): not kept
         head_image = marshal.dumps((head_finite, head), _VERSION)
-        if not all_ends:
-            return result, _Entry(raw, head_end, [], messages, head_image, cumulative, [])
-        digests = list(old.digests[:k]) if old is not None else []
-        start = all_ends[k - 1] if k else head_end
-        for end in all_ends[k:]:
-            digests.append(_digest(raw[start:end]))
-            start = end
-        return result, _Entry(raw, head_end, all_ends, messages, head_image, cumulative, digests)
+        entry = _Entry(raw, head_end, all_ends, messages, head_image, cumulative)
+        entry.found = result.found  # filled as the request is looked at, for the next one
+        return result, entry
 
     # -- the table -------------------------------------------------------------------------------
     def _store(self, entry: _Entry, replaces: int | None) -> None:

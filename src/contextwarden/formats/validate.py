@@ -20,7 +20,13 @@ from typing import Any
 from .._messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._common import tname
 
-__all__ = ["check_messages", "validate_anthropic", "validate_openai"]
+__all__ = [
+    "check_messages",
+    "validate_anthropic",
+    "validate_gemini",
+    "validate_openai",
+    "validate_responses",
+]
 
 _OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -487,3 +493,175 @@ def _check_blocks(
             after_other = True
     for cid, a in answering.items():
         problems.append(f"message {a}: tool_use {cid!r} is not answered in message {i}")
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------
+def validate_responses(items: Sequence[Any]) -> list[str]:
+    """Problems of an OpenAI Responses ``input`` item list (empty list = valid).
+
+    Checks that the list is not empty; that every item is an object with a string ``type``
+    (or a ``role``: a message); that messages have a known role and content; that every call
+    output (``function_call_output``, ``custom_tool_call_output``, ...) answers a call of the
+    same ``call_id`` earlier in the list, once, and every call with a ``call_id`` is answered
+    later in it; call ids unique.
+    """
+    if not isinstance(items, list | tuple):
+        return [f"input: expected a list of items, got {tname(items)}"]
+    if not items:
+        return ["input: no items"]
+    problems: list[str] = []
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            problems.append(f"item {i}: expected an object, got {tname(item)}")
+            continue
+        kind = item.get("type", "message" if "role" in item else None)
+        if not isinstance(kind, str):
+            problems.append(f"item {i}: 'type' must be a string")
+            continue
+        if kind == "message":
+            if item.get("role") not in ("system", "developer", "user", "assistant"):
+                problems.append(f"item {i}: unknown role {item.get('role')!r}")
+            content = item.get("content")
+            if not isinstance(content, str | list) or (
+                item.get("role") != "assistant" and not content
+            ):
+                problems.append(f"item {i} ({item.get('role')}): empty or missing content")
+            continue
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if kind.endswith("_output"):
+            if call_id not in calls:
+                problems.append(f"item {i}: output for call {call_id!r} with no call before it")
+            elif call_id in answered:
+                problems.append(f"item {i}: call {call_id!r} is answered twice")
+            answered.add(call_id)
+        elif kind.endswith("_call"):
+            if call_id in calls:
+                problems.append(f"item {i}: call id {call_id!r} is not unique")
+            calls[call_id] = i
+    for call_id, i in calls.items():
+        if call_id not in answered:
+            problems.append(f"item {i}: call {call_id!r} has no output")
+    return problems
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+#: The keys of a Gemini part that carry its data: exactly one per part (camelCase or snake_case).
+_GEMINI_DATA = {
+    "text": "text",
+    "inlineData": "inlineData",
+    "inline_data": "inlineData",
+    "fileData": "fileData",
+    "file_data": "fileData",
+    "functionCall": "functionCall",
+    "function_call": "functionCall",
+    "functionResponse": "functionResponse",
+    "function_response": "functionResponse",
+    "executableCode": "executableCode",
+    "executable_code": "executableCode",
+    "codeExecutionResult": "codeExecutionResult",
+    "code_execution_result": "codeExecutionResult",
+}
+
+
+def validate_gemini(contents: Sequence[Any]) -> list[str]:
+    """Problems of a Gemini ``contents`` list (empty list = valid).
+
+    Checks that it is not empty and opens with a ``user`` content; roles ``user`` / ``model``;
+    that every content has parts and every part one kind of data (a text, which is not empty
+    unless it carries a ``thoughtSignature``, media, a function call or response, code);
+    ``functionCall`` parts only in ``model`` contents, right after a ``user`` content, and
+    answered by the next content, a ``user`` one with as many ``functionResponse`` parts, of the
+    same names (and ids, when the calls have ids); ``functionResponse`` parts only there.
+    """
+    if not isinstance(contents, list | tuple):
+        return [f"contents: expected a list, got {tname(contents)}"]
+    if not contents:
+        return ["contents: no content"]
+    problems: list[str] = []
+    calls: list[tuple[Any, Any]] = []  # the previous model content's calls: (name, id)
+    previous = ""
+    for i, content in enumerate(contents):
+        if not isinstance(content, Mapping):
+            problems.append(f"content {i}: expected an object, got {tname(content)}")
+            continue
+        role = content.get("role", "user")
+        if role not in ("user", "model", "function"):
+            problems.append(f"content {i}: role must be 'user' or 'model', got {role!r}")
+        if i == 0 and role == "model":
+            problems.append("content 0: the first content must be the user's")
+        parts = content.get("parts")
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"content {i} ({role}): no parts")
+            parts = []
+        here: list[tuple[Any, Any]] = []
+        answers: list[tuple[Any, Any]] = []
+        for j, part in enumerate(parts):
+            kind = _gemini_part(problems, i, j, part)
+            if kind == "functionCall":
+                fn = part.get("functionCall", part.get("function_call"))
+                here.append(
+                    (fn.get("name"), fn.get("id")) if isinstance(fn, Mapping) else ("", None)
+                )
+                if role != "model":
+                    problems.append(f"content {i} part {j}: a function call outside a model turn")
+            elif kind == "functionResponse":
+                fn = part.get("functionResponse", part.get("function_response"))
+                answers.append(
+                    (fn.get("name"), fn.get("id")) if isinstance(fn, Mapping) else ("", None)
+                )
+                if role == "model":
+                    problems.append(f"content {i} part {j}: a function response in a model turn")
+        if calls:
+            _gemini_answers(problems, i, calls, answers)
+        elif answers:
+            problems.append(f"content {i}: function responses with no function call before them")
+        if here and previous not in ("user", "function"):
+            problems.append(
+                f"content {i}: a function call turn must come right after a user turn or a "
+                "function response turn"
+            )
+        calls = here
+        previous = role
+    if calls:
+        problems.append(f"content {len(contents) - 1}: its function calls are not answered")
+    return problems
+
+
+def _gemini_part(problems: list[str], i: int, j: int, part: Any) -> str | None:
+    if not isinstance(part, Mapping):
+        problems.append(f"content {i} part {j}: expected an object, got {tname(part)}")
+        return None
+    kinds = {_GEMINI_DATA[k] for k in part if k in _GEMINI_DATA}
+    if len(kinds) != 1:
+        what = (
+            "no data" if not kinds else f"more than one kind of data ({', '.join(sorted(kinds))})"
+        )
+        problems.append(f"content {i} part {j}: {what}")
+        return None
+    (kind,) = kinds
+    text = part.get("text")
+    signed = "thoughtSignature" in part or "thought_signature" in part
+    if kind == "text" and (not isinstance(text, str) or (not text and not signed)):
+        problems.append(f"content {i} part {j}: empty text")
+    return kind
+
+
+def _gemini_answers(
+    problems: list[str], i: int, calls: list[tuple[Any, Any]], answers: list[tuple[Any, Any]]
+) -> None:
+    """The content ``i`` after a model turn's ``calls`` must answer each of them."""
+    if len(answers) != len(calls):
+        problems.append(
+            f"content {i}: {len(answers)} function responses for the {len(calls)} function "
+            "calls of the turn before"
+        )
+        return
+    if sorted(str(n) for n, _ in calls) != sorted(str(n) for n, _ in answers):
+        problems.append(f"content {i}: the function responses do not name the calls' functions")
+    ids = {c for _, c in calls if c}
+    if ids and ids != {a for _, a in answers if a}:
+        problems.append(f"content {i}: the function responses' ids are not the calls' ids")

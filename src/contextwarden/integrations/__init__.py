@@ -14,11 +14,16 @@ them. Every hook keeps the framework's own history whole and hands the model the
   mini-swe-agent model.
 * :mod:`.litellm`: :class:`~.litellm.ContextWardenHook`, a ``CustomLogger`` for the litellm
   proxy's ``async_pre_call_hook``.
+* :mod:`.pydantic_ai`: :class:`~.pydantic_ai.ContextWarden`, a pydantic-ai capability
+  (``prepare_model_request``) that is also a ``ProcessHistory`` processor.
+* :mod:`.crewai`: :class:`~.crewai.WardenHooks`, CrewAI's ``before_llm_call`` /
+  ``after_llm_call`` hooks.
+* :mod:`.adk`: :class:`~.adk.WardenCallback`, a Google ADK ``before_model_callback``.
 
 The recall tool (:mod:`contextwarden.recall`): the LangChain middleware offers it and answers it
 itself; the Agents SDK filter and the AutoGen context each give a ``FunctionTool`` for the
-agent's tools (``recall_tool()``), which the framework runs in-process; the mini-swe-agent
-wrapper and the litellm hook do not offer it.
+agent's tools (``recall_tool()``), which the framework runs in-process; the other hooks do not
+offer it.
 
 See ``docs/integrations.md`` for what each hook sees and what it cannot.
 """

@@ -24,10 +24,13 @@ def require(module: str, extra: str) -> ModuleType:
         ) from exc
 
 
-def hook_warden(config: WardenConfig | None, model: str | None, window: int | None) -> Warden:
+def hook_warden(
+    config: WardenConfig | None, model: str | None, window: int | None, summarizer: Any = None
+) -> Warden:
     """The one Warden a hook keeps for its lifetime (one log per conversation inside it).
 
-    ``model`` and ``window`` override the config's own ``model`` / ``context_window``.
+    ``model`` and ``window`` override the config's own ``model`` / ``context_window``;
+    ``summarizer`` writes its compactions' summaries (default: the config's).
     """
     if config is not None and not isinstance(config, WardenConfig):
         raise TypeError(f"config must be a WardenConfig, got {type(config).__name__}")
@@ -43,7 +46,7 @@ def hook_warden(config: WardenConfig | None, model: str | None, window: int | No
         changes["context_window"] = window
     if changes:
         base = base.model_copy(update=changes)
-    return Warden(base)
+    return Warden(base, summarizer=summarizer)
 
 
 def output_limit(*sources: Any) -> int | None:

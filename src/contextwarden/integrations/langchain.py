@@ -15,6 +15,14 @@ as the very objects the agent holds (ids, metadata, ``response_metadata`` intact
 message (a masked tool output, a cut huge output) is a copy of the original with new content;
 a summary the warden wrote is a new ``HumanMessage``.
 
+Summaries in LangChain's shape: pass a chat model as ``model`` and it writes the summaries of
+the warden's compactions (the warden's four-part summary prompt, a long span summarised in
+chunks and merged); ``trigger`` and ``keep`` take ``SummarizationMiddleware``'s units,
+``("tokens", N)``, ``("messages", N)``, ``("fraction", f)`` (a ``{"tokens": N, "messages": M}``
+clause needs all of its thresholds, a list any of its items). The trigger is read on the copy
+the model would be sent, after the lossless edits; when it is met the warden compacts that copy
+now. The agent's state still keeps every message: the summary is in the model's copy only.
+
 The recall tool (``recall=True``, the default): an agent with tools is offered
 ``contextwarden_recall`` (a dict tool definition) from its first model call, so its tool list
 never changes mid-conversation; an agent without tools, once the model's copy shows a ``cw:``
@@ -29,9 +37,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._config import WardenConfig
-from .._messages import Message
-from .._warden import TransformResult, Warden
+from .. import Message, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
 from ..recall import (
     RECALL_TOOL_NAME,
@@ -42,9 +48,17 @@ from ..recall import (
     shown_refs,
 )
 from ._common import hook_warden, output_limit, require
+from ._langchain_summaries import (
+    ChatModelSummarizer,
+    ContextSize,
+    keeping,
+    model_name,
+    trigger_clauses,
+)
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import (
         AIMessage,
         ToolMessage,
@@ -57,13 +71,15 @@ else:  # the framework, imported with a message naming the extra when it is miss
     AgentMiddleware, ModelResponse = _lc_middleware.AgentMiddleware, _lc_middleware.ModelResponse
     _lc_messages = require("langchain_core.messages", "langchain")
     AIMessage, ToolMessage = _lc_messages.AIMessage, _lc_messages.ToolMessage
+    BaseChatModel = require("langchain_core.language_models", "langchain").BaseChatModel
     convert_to_messages = _lc_messages.convert_to_messages
     convert_to_openai_messages = _lc_messages.convert_to_openai_messages
     convert_to_openai_tool = require(
         "langchain_core.utils.function_calling", "langchain"
     ).convert_to_openai_tool
 
-__all__ = ["RECALL_ROUNDS", "ContextWardenMiddleware"]
+__all__ = ["RECALL_ROUNDS", "ChatModelSummarizer", "ContextSize", "ContextWardenMiddleware"]
+
 
 _SYSTEM_ID = "lc-system"
 #: the most model calls one agent step makes when the model recalls (the last without the tool)
@@ -84,6 +100,17 @@ class ContextWardenMiddleware(AgentMiddleware):
     across the threads of an agent. ``last_result`` is the latest call's
     :class:`~contextwarden.TransformResult`.
 
+    ``model`` may instead be a LangChain chat model: it then writes the compactions' summaries
+    (:class:`ChatModelSummarizer`) and the agent's chat model names the tokenizer. ``trigger``
+    (default: the config's ``trigger_ratio``) compacts the model's copy when it reaches a
+    :data:`ContextSize`, a ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them),
+    or any item of a list of those; ``keep`` is what a compaction keeps verbatim at the end:
+    ``("messages", N)`` at least the last N messages (whole tool-call turns), ``("tokens", N)``
+    / ``("fraction", f)`` a request of at most about that size, the summary's room included. The
+    trigger is read after the lossless edits (masking old outputs may bring the copy under it,
+    and then nothing is summarised). A trigger needs the window (``window=`` or a model the
+    registry knows) to size the compaction by.
+
     ``recall`` offers the model the recall tool (from the first call when the agent has tools,
     else once its copy shows a ``cw:`` reference) and answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
     calls of it answered so far.
@@ -91,16 +118,28 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def __init__(
         self,
-        model: str | None = None,
+        model: str | BaseChatModel | None = None,
         window: int | None = None,
         config: WardenConfig | None = None,
         *,
+        trigger: ContextSize | Mapping[str, float] | Sequence[Any] | None = None,
+        keep: ContextSize | None = None,
         recall: bool = True,
     ) -> None:
         super().__init__()
         if type(recall) is not bool:
             raise TypeError(f"recall must be a bool, got {type(recall).__name__}")
-        self.warden: Warden = hook_warden(config, model, window)
+        summarizer = None
+        if model is not None and not isinstance(model, str):
+            if not isinstance(model, BaseChatModel):
+                raise TypeError(
+                    f"model must be a model name or a LangChain chat model, got "
+                    f"{type(model).__name__}"
+                )
+            summarizer, model = ChatModelSummarizer(model), None
+        self._triggers = trigger_clauses(trigger)
+        config = keeping(config, keep)
+        self.warden: Warden = hook_warden(config, model, window, summarizer)
         self._model = model
         self.recall = recall
         self.recalls = 0
@@ -112,9 +151,10 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         plan = _Plan(self, request)
-        result = self.warden.transform(
-            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
-        )
+        options = plan.options()
+        result = self.warden.transform(plan.messages, **options)
+        if self._due(result):
+            result = self.warden.transform(plan.messages, force_compact=True, **options)
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = handler(rounds.request())
         while rounds.answer(response):
@@ -123,14 +163,32 @@ class ContextWardenMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         plan = _Plan(self, request)
-        result = await self.warden.atransform(
-            plan.messages, model=plan.model, tools=plan.counted, max_tokens=plan.max_tokens
-        )
+        options = plan.options()
+        result = await self.warden.atransform(plan.messages, **options)
+        if self._due(result):
+            result = await self.warden.atransform(plan.messages, force_compact=True, **options)
         rounds = _Rounds(self, plan.request_for(self, result), result)
         response = await handler(rounds.request())
         while rounds.answer(response):
             response = await handler(rounds.request())
         return rounds.final(response)
+
+    def _due(self, result: TransformResult) -> bool:
+        """A ``trigger`` is met on the copy the model would be sent, which this call did not
+        compact already."""
+        if not self._triggers or result.compaction is not None:
+            return False
+        if result.budget is None:  # nothing to size a compaction by
+            raise ValueError(
+                "ContextWardenMiddleware: a trigger needs the model's window to compact: give "
+                "window= or a model name the registry knows"
+            )
+        sizes = {
+            "tokens": result.tokens_after,
+            "messages": sum(1 for m in result.messages if m.role != "system"),
+            "fraction": result.tokens_after / result.budget.window,
+        }
+        return any(all(sizes[k] >= v for k, v in c.items()) for c in self._triggers)
 
 
 class _Rounds:
@@ -238,7 +296,7 @@ class _Plan:
 
     def __init__(self, owner: ContextWardenMiddleware, request: Any) -> None:
         self.request = request
-        self.model = owner._model or _model_name(request.model)
+        self.model = owner._model or model_name(request.model)
         # the output limit the call gives the provider: its settings', else the model's own
         self.max_tokens = output_limit(getattr(request, "model_settings", None), request.model)
         self.tools = _tool_definitions(request.tools)
@@ -273,6 +331,10 @@ class _Plan:
                 self.originals[mkey] = lc
                 self.canonical[mkey] = msg
                 self.messages.append(msg)
+
+    def options(self) -> dict[str, Any]:
+        """The warden's options for this call (besides the messages)."""
+        return {"model": self.model, "tools": self.counted, "max_tokens": self.max_tokens}
 
     def request_for(self, owner: ContextWardenMiddleware, result: TransformResult) -> Any:
         owner.last_result = result
@@ -310,14 +372,6 @@ class _Plan:
 
 def _is_system(lc: Any) -> bool:
     return getattr(lc, "type", None) == "system"
-
-
-def _model_name(model: Any) -> str | None:
-    for attr in ("model_name", "model", "model_id"):
-        name = getattr(model, attr, None)
-        if isinstance(name, str) and name:
-            return name
-    return None
 
 
 def _tool_definitions(tools: Sequence[Any] | None) -> list[Mapping[str, Any]] | None:

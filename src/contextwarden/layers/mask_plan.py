@@ -2,7 +2,8 @@
 
 A mask edit keeps the latest reads of the files the agent works on whole (*protected*) and
 reduces results a later one made redundant to a one-line marker (*superseded*); see
-:func:`~.mask.superseded_results` and :func:`~.mask.protected_results` for the rules.
+:func:`~contextwarden.analysis.actions.superseded_results` and
+:func:`~contextwarden.analysis.actions.protected_results` for the rules.
 :class:`MaskPlanner` keeps both for one history that only grows: each new tool action updates
 them by what it changes (the results with its key or its text, the reads of a working file),
 so a call costs the new messages, not the history. A history that breaks the usual order
@@ -12,11 +13,11 @@ so a call costs the new messages, not the history. A history that breaks the usu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from .._messages import Message, ToolCallBlock
-from .mask import (
+from ..analysis.actions import (
     ActionMemo,
-    MaskPlan,
     ToolAction,
     call_action,
     same_file,
@@ -24,7 +25,17 @@ from .mask import (
     tool_actions,
 )
 
-__all__ = ["MaskPlanner", "kept_whole"]
+__all__ = ["MaskPlan", "MaskPlanner", "kept_whole", "mask_plan"]
+
+
+@dataclass(frozen=True)
+class MaskPlan:
+    """What a mask edit should know about the results it may mask: ``protected`` (keep whole
+    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
+    each mapped to the id of the result that superseded it)."""
+
+    protected: frozenset[str]
+    superseded: Mapping[str, str]
 
 
 class MaskPlanner:
@@ -203,3 +214,17 @@ def kept_whole(
         room -= tokens
         keep.append(rid)
     return keep
+
+
+def mask_plan(
+    history: Sequence[Message],
+    recent_edits: int = 8,
+    *,
+    quoting: bool = False,
+    memo: ActionMemo | None = None,
+) -> MaskPlan:
+    """The plan of ``history`` read at once (:class:`MaskPlanner`; ``memo``: see
+    :func:`~contextwarden.analysis.actions.tool_actions`)."""
+    planner = MaskPlanner(recent_edits, quoting=quoting, memo=memo)
+    planner.extend(history)
+    return planner.plan()

@@ -2,21 +2,22 @@
 
 Routes:
 
-* ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and
-  ``POST /v1/messages/count_tokens`` (Anthropic): the warden reduces ``messages`` (and ``system``),
-  everything else in the body is forwarded as sent; the reply streams back untouched with
-  ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new compaction
-  replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
-  ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model: ...`` when the model's
-  window is unknown (lossless layers only), or ``X-Contextwarden-Skipped: <reason>: <detail>``
-  when the body was forwarded unchanged (see :mod:`contextwarden.proxy.transform`). When the
-  reduced request shows a ``cw:`` reference, the recall tool is offered and answered here
-  (:mod:`contextwarden.proxy.recall_rounds`); the client gets the last round's reply.
-* ``POST /v1/responses`` (OpenAI Responses API): ``input`` and ``instructions`` through the same
-  guard, the same headers, the recall tool offered and answered alike; see
-  :mod:`contextwarden.proxy.responses`.
+* ``POST`` to a path a wire format serves (:mod:`contextwarden.proxy.wire`: OpenAI chat
+  completions, Anthropic messages and ``count_tokens``, OpenAI Responses, Gemini
+  ``generateContent`` / ``streamGenerateContent``): one handler for all. The warden reduces the
+  history, everything else in the body is forwarded as sent; the reply streams back untouched
+  with ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new
+  compaction replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
+  ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model:
+  ...`` when the model's window is unknown (lossless layers only), or ``X-Contextwarden-Skipped:
+  <reason>: <detail>`` when the body was forwarded unchanged (see
+  :mod:`contextwarden.proxy.transform`). When the reduced request shows a ``cw:`` reference, the
+  recall tool is offered and answered here (:mod:`contextwarden.proxy.recall_rounds`); the
+  client gets the last round's reply.
 * ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
-* anything else, any method: forwarded as is.
+* anything else, any method: forwarded as is; a ``POST`` there that looks like a model call
+  (:data:`_MODEL_CALL`) is logged (a warning, once per path) and counted as skipped
+  (``unsupported_route``).
 
 Auth headers (``Authorization``, ``x-api-key``, ``api-key``, ...) are forwarded and never logged or
 stored. With ``config.token`` set, every request (``/stats`` too) must carry
@@ -31,6 +32,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -52,23 +54,22 @@ from .._model_overrides import registry_for
 from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
-from .errors import ErrorKind, Provider, context_length_message, provider_for_path
+from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
 from .forward import error_response, forward, request_headers
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
-from .recall import RecallApi
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
-from .responses import RESPONSES_PATHS, responses_endpoint
 from .stats import (
     CLIENT_LEFT,
     CLIENT_LEFT_STATUS,
     CONTEXT_OVERFLOW,
     ProxyStats,
     RequestRecord,
+    clip,
 )
-from .stats import Route as RouteName
 from .summaries import Breaker, SummaryBudget
-from .transform import Api, BodyOutcome, BodyWarden, transform_body
+from .transform import BodyOutcome, BodyWarden, transform_body
 from .warden import WardenFactory, build_cache, build_log_store, request_summarizer
+from .wire import Wire, wire_for
 
 _T = TypeVar("_T")
 
@@ -86,13 +87,17 @@ logger = logging.getLogger("contextwarden.proxy")
 
 #: Upstream connection pools (see :attr:`_Proxy.client`); ``max_connections`` is shared out.
 POOLS = 8
-
-_CHAT_PATHS: dict[str, RouteName] = {
-    "/v1/chat/completions": "openai",
-    "/chat/completions": "openai",
-    "/v1/messages": "anthropic",
-    "/v1/messages/count_tokens": "count_tokens",
-}
+#: The ``skipped`` reason of a POST to a path no wire format serves.
+UNSUPPORTED_ROUTE = "unsupported_route"
+#: Paths the proxy warns about forwarding untouched (one warning each).
+UNSUPPORTED_PATHS = 100
+#: What the path of a model call (as opposed to files, batches, models lists) holds, in the
+#: APIs the proxy may stand in front of: chat, completions, messages, responses, Gemini's and
+#: Vertex's ``:generateContent``/``:predict``/``:countTokens``, Bedrock's ``converse`` and
+#: ``invoke``.
+_MODEL_CALL = re.compile(
+    r"complet|messages|responses|generat|chat|predict|converse|invoke|token", re.I
+)
 
 
 class _Proxy:
@@ -136,6 +141,7 @@ class _Proxy:
         self._token = config.token.encode("utf-8") if config.token else None
         self._transforms = anyio.CapacityLimiter(config.max_transforms)
         self.buffered = 0  # bytes of request bodies held now (the event loop's thread only)
+        self._unsupported: set[str] = set()  # the paths warned about (see warn_unsupported)
 
     def _make_warden(self, client: str) -> Any:
         if self._shared is not None:
@@ -254,13 +260,39 @@ class _Proxy:
         self.stats.record(record)
         logger.info(json.dumps(record.as_log(), separators=(",", ":")))
 
-    async def deny(self, record: RequestRecord, provider: Provider, started: float) -> Response:
-        record.status, record.error = 401, "bad_proxy_token"
+    async def answer(
+        self,
+        record: RequestRecord,
+        provider: Provider,
+        started: float,
+        kind: ErrorKind,
+        error: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """The proxy's own answer to a request (the provider's error shape), logged and
+        counted: ``error`` in the record, ``message`` to the client."""
+        record.status, record.error = status_for(kind), error
         record.latency_ms = (time.perf_counter() - started) * 1000
         await self.finish(record)
-        return error_response(
-            provider, "unauthorized", "contextwarden proxy: missing or wrong X-Contextwarden-Token"
-        )
+        return error_response(provider, kind, message, headers)
+
+    async def checked(
+        self, request: Request, record: RequestRecord, provider: Provider, started: float
+    ) -> Response | None:
+        """The answer to a request without the proxy's token or whose path climbs out of its
+        route (see :func:`climbs`), None for one that may go on."""
+        if not self.authorized(request):
+            message = "contextwarden proxy: missing or wrong X-Contextwarden-Token"
+            return await self.answer(
+                record, provider, started, "unauthorized", "bad_proxy_token", message
+            )
+        if climbs(request):
+            message = (
+                "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself"
+            )
+            return await self.answer(record, provider, started, "bad_path", "bad_path", message)
+        return None
 
     async def read_body(self, request: Request) -> tuple[bytes | None, ErrorKind | None, int]:
         """``(body, None, held)``, or ``(None, why, held)`` as soon as it is known that the body
@@ -303,58 +335,27 @@ class _Proxy:
         self, record: RequestRecord, provider: Provider, started: float, why: ErrorKind
     ) -> Response:
         """The answer to a body that could not be taken (see :meth:`read_body`)."""
+        cfg = self.config
         if why == "too_large":
-            return await self.too_large(record, provider, started)
-        record.status = 503 if why == "overloaded" else 408
-        record.error = "proxy_overloaded" if why == "overloaded" else "body_timeout"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
+            message = (
+                f"contextwarden proxy: the request body is over the limit of "
+                f"{cfg.max_body_bytes:,} bytes (--max-body-bytes)"
+            )
+            return await self.answer(record, provider, started, why, "body_too_large", message)
         if why == "overloaded":
             message = (
                 "contextwarden proxy: too many request bodies in flight "
-                f"(max_buffered_bytes={self.config.max_buffered_bytes:,}); retry shortly"
+                f"(max_buffered_bytes={cfg.max_buffered_bytes:,}); retry shortly"
             )
-            headers = {"Retry-After": "1"}
-        else:
-            message = (
-                "contextwarden proxy: the request body did not arrive within "
-                f"{self.config.body_timeout:g} s (body_timeout)"
+            return await self.answer(
+                record, provider, started, why, "proxy_overloaded", message, {"Retry-After": "1"}
             )
-            headers = {"Connection": "close"}
-        return error_response(provider, why, message, headers)
-
-    async def bad_path(self, record: RequestRecord, provider: Provider, started: float) -> Response:
-        record.status, record.error = 400, "bad_path"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        return error_response(
-            provider,
-            "bad_path",
-            "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself",
+        message = (
+            "contextwarden proxy: the request body did not arrive within "
+            f"{cfg.body_timeout:g} s (body_timeout)"
         )
-
-    async def too_large(
-        self, record: RequestRecord, provider: Provider, started: float
-    ) -> Response:
-        record.status, record.error = 413, "body_too_large"
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        limit = self.config.max_body_bytes
-        return error_response(
-            provider,
-            "too_large",
-            f"contextwarden proxy: the request body is over the limit of {limit:,} bytes "
-            "(--max-body-bytes)",
-        )
-
-    async def overflow(
-        self, record: RequestRecord, provider: Provider, started: float, exc: ContextOverflowError
-    ) -> Response:
-        record.status, record.error = 400, CONTEXT_OVERFLOW
-        record.latency_ms = record.transform_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        message = context_length_message(provider, exc.tokens, exc.limit)
-        return error_response(provider, "context_length", message)
+        headers = {"Connection": "close"}
+        return await self.answer(record, provider, started, why, "body_timeout", message, headers)
 
     async def client_left(self, record: RequestRecord, started: float) -> Response:
         """The client went away before its body was read: one log line, nothing forwarded."""
@@ -364,7 +365,7 @@ class _Proxy:
         return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
 
     def summarizer_for(
-        self, request: Request, api: Api, state: ClientState, budgets: list[SummaryBudget]
+        self, request: Request, wire: Wire, state: ClientState, budgets: list[SummaryBudget]
     ) -> Callable[[str | None], Any] | None:
         """The summarizer factory for this request: the one it brings (``upstream``: the
         request's model and credentials, see :func:`request_summarizer`) or the one the config
@@ -373,7 +374,7 @@ class _Proxy:
         (extractive) summary writes, or the warden takes no summarizer."""
         if not self.per_request_summaries:
             return None
-        upstream = request_summarizer(self.config, request.headers, api)
+        upstream = request_summarizer(self.config, request.headers, wire.name, request.url.query)
         configured = self.factory.summarizer if self.factory is not None else None
         if upstream is None and configured is None:
             return None
@@ -396,7 +397,13 @@ class _Proxy:
         return make
 
     def client_for(self, request: Request) -> ClientState:
-        return self.clients.get(self.clients.id_for(request.headers.raw))
+        """The client's state: its credential headers, or the Gemini API's ``key=`` in the
+        query string."""
+        headers = request.headers.raw
+        key = request.query_params.get("key")
+        if key and "x-goog-api-key" not in request.headers:
+            headers = [*headers, (b"x-goog-api-key", key.encode("utf-8", "surrogateescape"))]
+        return self.clients.get(self.clients.id_for(headers))
 
     async def stats_endpoint(self, request: Request) -> Response:
         if not self.authorized(request):
@@ -409,16 +416,25 @@ class _Proxy:
             | {"buffered_bytes": self.buffered, "pools_busy": list(self._busy)}
         )
 
-    async def chat(self, request: Request) -> Response:
+    async def route(self, request: Request) -> Response:
+        """Every request but ``/stats``: a POST to a path a wire format serves goes through
+        :meth:`handle`, anything else is forwarded (:meth:`passthrough`)."""
+        wire = wire_for(request.url.path) if request.method == "POST" else None
+        if wire is None:
+            return await self.passthrough(request)
+        return await self.handle(request, wire)
+
+    async def handle(self, request: Request, wire: Wire) -> Response:
+        """The one handler of every wire format: read the body, run the warden on it in a
+        worker thread, then forward it (with the recall tool offered and answered when it
+        shows a reference) and relay the reply."""
         started = time.perf_counter()
         path = request.url.path
-        route = _CHAT_PATHS[path]
-        provider = provider_for_path(path)
-        record = RequestRecord(request.method, path, route)
-        if not self.authorized(request):
-            return await self.deny(record, provider, started)
-        if climbs(request):
-            return await self.bad_path(record, provider, started)
+        provider = wire.provider
+        record = RequestRecord(request.method, path, wire.name)
+        refused = await self.checked(request, record, provider, started)
+        if refused is not None:
+            return refused
         held = 0
         try:
             try:
@@ -427,57 +443,31 @@ class _Proxy:
                 return await self.client_left(record, started)
             if raw is None:
                 return await self.refuse(record, provider, started, why or "too_large")
-            api: Api = "openai" if route == "openai" else "anthropic"
-            extra: dict[str, str] = {}
-            recall: tuple[dict[str, Any], bool, Answer] | None = None
-            if request.headers.get("content-encoding", "identity").lower() != "identity":
-                body, extra["X-Contextwarden-Skipped"] = raw, "encoded_body"
-                record.skipped = "encoded_body"
-            else:
-                state = self.client_for(request)
-                budgets: list[SummaryBudget] = []
-                try:
-                    outcome = await self.in_thread(
-                        state,
-                        lambda: transform_body(
-                            state.warden,
-                            api,
-                            raw,
-                            window_cap=self.config.window,
-                            window_override=self.config.warden.context_window,
-                            cache_breakpoints=self.config.cache_breakpoints
-                            and route == "anthropic",
-                            summarizer_for=self.summarizer_for(request, api, state, budgets),
-                            bodies=state.bodies,
-                            models=self.models,
-                        ),
-                    )
-                except _Overflow as overflow:
-                    return await self.overflow(record, provider, started, overflow.error)
-                except Exception as exc:
-                    outcome = unread(raw, path, exc)
-                self.clients.account(state, outcome.conversation, len(raw))
-                body = outcome.body
-                fill_record(record, outcome, budgets, started)
-                extra = outcome_headers(outcome, record)
-                if route in ("openai", "anthropic"):
-                    recall = await self.recall_offer(api, state, outcome)
+            state = self.client_for(request)
+            outcome = await self.transform(request, wire, state, raw, record, started)
+            if isinstance(outcome, Response):
+                return outcome
+            extra = outcome_headers(outcome, record)
+            offered = await self.recall_offer(wire, state, outcome)
             client, done = self.pool()
             url = self.config.upstream_url(raw_path(request), request.url.query)
-            if recall is not None:
-                return await self.with_recall(
-                    Rounds(client, url, request_headers(request.headers.raw), api, *recall, record),
-                    provider,
-                    started,
-                    extra,
-                    done,
+            headers = request_headers(request.headers.raw)
+            if offered is not None:
+                body, answer = offered
+                rounds = Rounds(client, url, headers, wire, body, outcome.fast_json, answer, record)
+                return await forward_recall(
+                    rounds,
+                    provider=provider,
+                    started=started,
+                    extra_headers=extra,
+                    finish=self.finish_with(done),
                 )
             return await forward(
                 client,
                 method=request.method,
                 url=url,
-                headers=request_headers(request.headers.raw),
-                content=body,
+                headers=headers,
+                content=outcome.body,
                 provider=provider,
                 record=record,
                 started=started,
@@ -487,41 +477,92 @@ class _Proxy:
         finally:
             self.release(held)
 
-    async def with_recall(
+    async def transform(
         self,
-        rounds: Rounds,
-        provider: Provider,
+        request: Request,
+        wire: Wire,
+        state: ClientState,
+        raw: bytes,
+        record: RequestRecord,
         started: float,
-        extra: dict[str, str],
-        done: Callable[[], None],
-    ) -> Response:
-        """Forward a request offered the recall tool: its rounds, answered here, and one reply
-        for the client (:func:`~.recall_rounds.forward_recall`)."""
-        return await forward_recall(
-            rounds,
-            provider=provider,
-            started=started,
-            extra_headers=extra,
-            finish=self.finish_with(done),
-        )
+    ) -> BodyOutcome | Response:
+        """The body to forward (see :func:`transform_body`), or the proxy's own answer when
+        the request cannot be brought within the window or would go out invalid."""
+        if request.headers.get("content-encoding", "identity").lower() != "identity":
+            outcome = BodyOutcome(raw, False, skipped="encoded_body")
+        elif not callable(getattr(state.warden, wire.method, None)):
+            outcome = BodyOutcome(raw, False, skipped="unsupported", detail="custom body warden")
+        else:
+            budgets: list[SummaryBudget] = []
+            cfg = self.config
+            try:
+                outcome = await self.in_thread(
+                    state,
+                    lambda: transform_body(
+                        state.warden,
+                        wire,
+                        raw,
+                        path=request.url.path,
+                        window_cap=cfg.window,
+                        window_override=cfg.warden.context_window,
+                        cache_breakpoints=cfg.cache_breakpoints,
+                        summarizer_for=self.summarizer_for(request, wire, state, budgets),
+                        bodies=state.bodies,
+                        models=self.models,
+                    ),
+                )
+            except _Overflow as overflow:
+                record.transform_ms = (time.perf_counter() - started) * 1000
+                error = overflow.error
+                message = context_length_message(wire.provider, error.tokens, error.limit)
+                return await self.answer(
+                    record, wire.provider, started, "context_length", CONTEXT_OVERFLOW, message
+                )
+            except Exception as exc:
+                outcome = unread(raw, request.url.path, exc)
+            self.clients.account(state, outcome.conversation, len(raw))
+            fill_record(record, outcome, budgets, started)
+            if outcome.refused is not None:
+                logger.warning("%s", outcome.refused)
+                return await self.answer(
+                    record,
+                    wire.provider,
+                    started,
+                    "invalid_request",
+                    "invalid_output",
+                    outcome.refused,
+                )
+            return outcome
+        fill_record(record, outcome, [], started)
+        return outcome
 
     async def recall_offer(
-        self, api: RecallApi, state: ClientState, outcome: BodyOutcome
-    ) -> tuple[dict[str, Any], bool, Answer] | None:
-        """The forwarded body parsed (and whether the fast parser read it) and how to answer
-        the recall tool, when the tool is to be offered: ``recall_tool`` on, a Chat Completions,
-        Messages or Responses request the warden ran on, with a ``recall`` of its own, whose
-        result shows a ``cw:`` reference or whose client sends tools (:func:`recall_body`).
-        Parsed in a worker thread."""
-        if not self.config.recall_tool:
+        self, wire: Wire, state: ClientState, outcome: BodyOutcome
+    ) -> tuple[dict[str, Any], Answer] | None:
+        """The forwarded body as parsed and how to answer the recall tool, when the tool is to
+        be offered: ``recall_tool`` on, a route that offers it, a request the warden ran on,
+        with a ``recall`` of its own, whose result shows a ``cw:`` reference or whose client
+        sends tools (:func:`recall_body`)."""
+        if not self.config.recall_tool or not wire.recall:
             return None
         recall = getattr(getattr(state.warden, "inner", state.warden), "recall", None)
         if outcome.skipped or not outcome.conversation or not callable(recall):
             return None
-        parsed = await anyio.to_thread.run_sync(
-            recall_body, api, outcome.body, limiter=self._transforms
+        body = recall_body(wire, outcome)
+        return None if body is None else (body, answerer(recall, outcome.conversation))
+
+    def warn_unsupported(self, path: str) -> None:
+        """One warning per path (of the first :data:`UNSUPPORTED_PATHS`) that a POST went
+        upstream untouched: its API is not one the proxy serves."""
+        if path in self._unsupported or len(self._unsupported) >= UNSUPPORTED_PATHS:
+            return
+        self._unsupported.add(path)
+        logger.warning(
+            "contextwarden proxy: POST %s is not an API the proxy serves (chat completions, "
+            "messages, responses, Gemini generateContent); forwarded unchanged, counted as "
+            "skipped",
+            clip(path),
         )
-        return None if parsed is None else (*parsed, answerer(recall, outcome.conversation))
 
     def finish_with(self, done: Callable[[], None]) -> Callable[[RequestRecord], Awaitable[None]]:
         """:meth:`finish`, also handing the upstream pool's slot back."""
@@ -537,10 +578,13 @@ class _Proxy:
         path = request.url.path
         provider = provider_for_path(path)
         record = RequestRecord(request.method, path, "passthrough")
-        if not self.authorized(request):
-            return await self.deny(record, provider, started)
-        if climbs(request):
-            return await self.bad_path(record, provider, started)
+        refused = await self.checked(request, record, provider, started)
+        if refused is not None:
+            return refused
+        if request.method == "POST" and _MODEL_CALL.search(path):
+            # a model call in an API the proxy does not serve: never silently
+            record.skipped = UNSUPPORTED_ROUTE
+            self.warn_unsupported(path)
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
         content: AsyncIterator[bytes] | None = request.stream() if has_body else None
         client, done = self.pool()
@@ -567,6 +611,10 @@ class _Overflow(Exception):
         self.error = error
 
 
+#: The warden's calls that may raise ContextOverflowError (see :class:`_OverflowPassing`).
+_WARDEN_CALLS = frozenset({"transform", "transform_openai", "transform_anthropic"})
+
+
 class _OverflowPassing:
     """The warden, with :class:`ContextOverflowError` raised as :class:`_Overflow`: a request
     that cannot be brought within the window is answered here, never sent oversize."""
@@ -576,20 +624,21 @@ class _OverflowPassing:
 
     @property
     def inner(self) -> BodyWarden:
-        """The warden itself (the Responses route calls its ``transform``)."""
+        """The warden itself."""
         return self._warden
 
-    def transform_openai(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self._warden.transform_openai(*args, **kwargs)
-        except ContextOverflowError as exc:
-            raise _Overflow(exc) from exc
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._warden, name)
+        if name not in _WARDEN_CALLS:
+            return found
 
-    def transform_anthropic(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self._warden.transform_anthropic(*args, **kwargs)
-        except ContextOverflowError as exc:
-            raise _Overflow(exc) from exc
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return found(*args, **kwargs)
+            except ContextOverflowError as exc:
+                raise _Overflow(exc) from exc
+
+        return call
 
 
 class _NoCookies(CookiePolicy):
@@ -652,10 +701,7 @@ def create_app(
             await proxy.aclose()
 
     routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
-    routes += [Route(p, proxy.chat, methods=["POST"]) for p in _CHAT_PATHS]
-    respond = responses_endpoint(proxy)  # the Responses API: proxy/responses.py
-    routes += [Route(p, respond, methods=["POST"]) for p in RESPONSES_PATHS]
-    routes.append(Route("/{path:path}", _AnyMethod(proxy.passthrough)))
+    routes.append(Route("/{path:path}", _AnyMethod(proxy.route)))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.proxy = proxy
     return app

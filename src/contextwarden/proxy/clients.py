@@ -2,7 +2,8 @@
 namespace and summary breaker, so nothing one client sent can shape, or be probed from, another
 client's requests.
 
-A client is its credential: the ``Authorization``, ``x-api-key`` and ``api-key`` headers, hashed
+A client is its credential: the ``Authorization``, ``x-api-key``, ``api-key`` and
+``x-goog-api-key`` headers (or a Gemini request's ``key=``), hashed
 with a key (HMAC-SHA256; the proxy's ``client_key`` when set, so that worker processes sharing a
 summary cache agree, else a random key per process). The credential itself is never kept.
 
@@ -38,6 +39,9 @@ __all__ = ["ClientState", "ClientTable", "ScopedCache", "client_id"]
 
 #: Request headers that carry a client's credential.
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+#: The Gemini API's key header (or its ``key=`` query parameter, which the proxy reads as this
+#: header): hashed only when present, so that other clients' ids stay what they were.
+GOOGLE_KEY = "x-goog-api-key"
 #: Memory a conversation's state costs per byte of its last request body, for a warden that
 #: cannot count its own: measured on loopback before the state was counted by its parts,
 #: conversations of 6.95 MB of tool output grew the process by 27 MB each; one more for the
@@ -54,19 +58,21 @@ def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: b
     """A short keyed hash of the credential headers (all of them, in a fixed order): equal for
     one credential, unrelated across credentials, and not the credential."""
     mac = hmac.new(key, digestmod=hashlib.sha256)
+    names = (*CREDENTIAL_HEADERS, GOOGLE_KEY)
     if isinstance(headers, Mapping):
-        values = [(n, headers.get(n)) for n in CREDENTIAL_HEADERS]
+        values = [(n, headers.get(n)) for n in names]
     else:
         found: dict[str, list[bytes]] = {}
         for k, v in headers:
             name = k.decode("latin-1").lower()
-            if name in CREDENTIAL_HEADERS:
+            if name in names:
                 found.setdefault(name, []).append(v)
         values = [
-            (n, b"\x00".join(found[n]).decode("latin-1") if n in found else None)
-            for n in CREDENTIAL_HEADERS
+            (n, b"\x00".join(found[n]).decode("latin-1") if n in found else None) for n in names
         ]
     for name, value in values:
+        if name == GOOGLE_KEY and value is None:
+            continue
         mac.update(name.encode() + b"\x01")
         if value is not None:
             mac.update(value.strip().encode("utf-8", "surrogateescape"))

@@ -28,7 +28,7 @@ __all__ = [
     "status_for",
 ]
 
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "gemini"]
 ErrorKind = Literal[
     "unauthorized",
     "too_large",
@@ -39,6 +39,7 @@ ErrorKind = Literal[
     "overloaded",
     "read_timeout",
     "bad_path",
+    "invalid_request",
 ]
 
 _STATUS: dict[ErrorKind, int] = {
@@ -51,6 +52,7 @@ _STATUS: dict[ErrorKind, int] = {
     "overloaded": 503,
     "read_timeout": 408,
     "bad_path": 400,
+    "invalid_request": 400,
 }
 # Anthropic's documented error types; OpenAI's: the ``type`` + ``code`` pair its SDK shows.
 _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
@@ -63,6 +65,7 @@ _ANTHROPIC_TYPE: dict[ErrorKind, str] = {
     "overloaded": "overloaded_error",
     "read_timeout": "timeout_error",
     "bad_path": "invalid_request_error",
+    "invalid_request": "invalid_request_error",
 }
 _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "unauthorized": ("authentication_error", "invalid_proxy_token"),
@@ -74,12 +77,27 @@ _OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
     "overloaded": ("server_error", "proxy_overloaded"),
     "read_timeout": ("invalid_request_error", "request_timeout"),
     "bad_path": ("invalid_request_error", "invalid_path"),
+    "invalid_request": ("invalid_request_error", "invalid_request"),
+}
+#: Google's canonical status names, which the Gemini API's errors carry beside the code.
+_GEMINI_STATUS: dict[int, str] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    408: "DEADLINE_EXCEEDED",
+    413: "INVALID_ARGUMENT",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
 }
 
 
 def provider_for_path(path: str) -> Provider:
-    """Anthropic for ``/v1/messages`` and below (and ``/v1/complete``), else OpenAI."""
+    """Anthropic for ``/v1/messages`` and below (and ``/v1/complete``), Gemini for
+    ``/v1beta/`` and ``/v1/models/...:verb`` paths, else OpenAI."""
     p = path.rstrip("/")
+    if p.startswith("/v1beta/") or (p.startswith("/v1/models/") and ":" in p):
+        return "gemini"
     if p.endswith("/v1/messages") or "/v1/messages/" in p or p.endswith("/v1/complete"):
         return "anthropic"
     return "openai"
@@ -95,6 +113,9 @@ def error_body(provider: Provider, kind: ErrorKind, message: str) -> dict[str, A
     ``{"type": "error", "error": {"type": "timeout_error", "message": ...}}``."""
     if provider == "anthropic":
         return {"type": "error", "error": {"type": _ANTHROPIC_TYPE[kind], "message": message}}
+    if provider == "gemini":
+        status = _STATUS[kind]
+        return {"error": {"code": status, "message": message, "status": _GEMINI_STATUS[status]}}
     etype, code = _OPENAI_TYPE[kind]
     param = "messages" if kind == "context_length" else None
     return {"error": {"message": message, "type": etype, "param": param, "code": code}}
@@ -106,6 +127,13 @@ def context_length_message(provider: Provider, tokens: int | None, limit: int | 
     tail = (
         "contextwarden proxy: the system prompt, tools and newest message alone are over the limit"
     )
+    if provider == "gemini":
+        if tokens is not None and limit is not None:
+            return (
+                f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
+                f"({limit}). ({tail})"
+            )
+        return f"The input token count exceeds the maximum number of tokens allowed. ({tail})"
     if provider == "anthropic":
         if tokens is not None and limit is not None:
             return f"prompt is too long: {tokens} tokens > {limit} maximum ({tail})"

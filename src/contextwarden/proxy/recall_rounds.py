@@ -8,49 +8,25 @@ and ``response.failed``). Chat Completions, Messages and Responses alike: the wi
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.to_thread
 import httpx
 from starlette.responses import Response
 
 from ..recall import recall_answer
-from .errors import ErrorKind, Provider, error_sse, responses_error_code
+from .errors import Provider
 from .forward import Finish, UpstreamResponse, failed, relay, response_headers
-from .recall import (
-    MAX_ROUNDS,
-    AnthropicSplice,
-    Event,
-    OpenAISplice,
-    RecallApi,
-    Turn,
-    add_usage,
-    answer_messages,
-    client_reply,
-    may_offer,
-    parse_events,
-    read_event,
-    reply_turn,
-    round_body,
-    shows_ref,
-)
-from .recall_responses import ResponsesSplice
+from .recall import MAX_ROUNDS, add_usage, parse_events, read_event, shows_ref
 from .stats import RequestRecord
-from .transform import dump_body, load_body
+from .transform import BodyOutcome, dump_body
+from .wire import Splice, Turn, Wire
+from .wire._base import json_object
 
-__all__ = [
-    "Answer",
-    "Rounds",
-    "Splice",
-    "answerer",
-    "forward_recall",
-    "new_splice",
-    "recall_body",
-]
+__all__ = ["Answer", "Rounds", "answerer", "forward_recall", "recall_body"]
 
 #: The answer to one call for a reference: (text, is_error).
 Answer = Callable[[str], Awaitable[tuple[str, bool]]]
@@ -59,45 +35,18 @@ Answer = Callable[[str], Awaitable[tuple[str, bool]]]
 RECALL_ROUND_FAILED = "recall_round_failed"
 
 
-class Splice(Protocol):
-    """What makes a client's one stream of the rounds' streams, per API
-    (:class:`~.recall.AnthropicSplice`, :class:`~.recall.OpenAISplice`,
-    :class:`~.recall_responses.ResponsesSplice`)."""
-
-    failed: bool
-
-    def feed(self, event: Event) -> list[bytes]: ...
-    def end_round(self) -> Turn: ...
-    def next_round(self) -> None: ...
-    def flush(self) -> list[bytes]: ...
-
-
-def new_splice(api: RecallApi) -> Splice:
-    """The splice state for a stream of ``api``."""
-    if api == "responses":
-        return ResponsesSplice()
-    return AnthropicSplice() if api == "anthropic" else OpenAISplice()
-
-
-def recall_body(api: RecallApi, forwarded: bytes) -> tuple[dict[str, Any], bool] | None:
-    """The forwarded body, parsed (and whether the fast parser read it), when the recall tool
-    is to be offered with it (:func:`~.recall.may_offer`): from the first request of a client
-    that sends tools of its own, so the tool list, which a prompt cache's prefix begins with,
-    never changes mid-conversation; to a client without tools, once the request shows a ``cw:``
+def recall_body(wire: Wire, outcome: BodyOutcome) -> dict[str, Any] | None:
+    """The body the warden wrote, as parsed (never parsed again), when the recall tool is to be
+    offered with it (:meth:`Wire.may_offer`): from the first request of a client that sends
+    tools of its own, so the tool list, which a prompt cache's prefix begins with, never
+    changes mid-conversation; to a client without tools, once the request shows a ``cw:``
     reference (something the warden hid)."""
-    shown = shows_ref(forwarded)
-    if not shown and b'"tools"' not in forwarded:
+    body = outcome.sent
+    if body is None or not isinstance(body.get(wire.items), list):
         return None
-    try:
-        body, fast = load_body(forwarded)
-    except ValueError:
+    if not body.get("tools") and not shows_ref(outcome.body):
         return None
-    items = "input" if api == "responses" else "messages"
-    if not isinstance(body, dict) or not isinstance(body.get(items), list):
-        return None
-    if not shown and not body.get("tools"):
-        return None
-    return (body, fast) if may_offer(api, body) else None
+    return body if wire.may_offer(body) else None
 
 
 def answerer(recall: Callable[[str, str], Any], conversation: str) -> Answer:
@@ -125,7 +74,7 @@ class Rounds:
     client: httpx.AsyncClient
     url: str
     headers: list[tuple[bytes, bytes]]
-    api: RecallApi
+    wire: Wire
     body: dict[str, Any]
     fast_json: bool
     answer: Answer
@@ -133,7 +82,7 @@ class Rounds:
 
     async def send(self, index: int, extra: list[dict[str, Any]]) -> httpx.Response:
         """Open round ``index`` (0: the client's own) with the exchanges ``extra``."""
-        body = round_body(self.api, self.body, extra, last=index == MAX_ROUNDS - 1)
+        body = self.wire.round_body(self.body, extra, last=index == MAX_ROUNDS - 1)
         content = dump_body(body, self.fast_json)
         request = self.client.build_request("POST", self.url, headers=self.headers, content=content)
         self.record.recall_rounds += 1 if index else 0
@@ -144,7 +93,7 @@ class Rounds:
         found = [await self.answer(ref) for _, ref in turn.calls]
         self.record.recall_calls += len(found)
         self.record.recall_unknown += sum(1 for _, error in found if error)
-        return answer_messages(self.api, turn, found)
+        return self.wire.answers(turn, found)
 
 
 async def forward_recall(
@@ -204,11 +153,11 @@ async def _whole(
                 raw = await upstream.aread()
             finally:
                 await upstream.aclose()
-            reply = _json(raw)
+            reply = json_object(raw)
             if reply is None:
                 break
-            usage = add_usage(usage, reply.get("usage"))
-            turn = reply_turn(rounds.api, reply)
+            usage = add_usage(usage, rounds.wire.usage(reply))
+            turn = rounds.wire.reply_turn(reply)
             if not turn.calls or index == MAX_ROUNDS - 1:
                 break
             extra += await rounds.answers(turn)
@@ -216,22 +165,14 @@ async def _whole(
         return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
         return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
-    if reply is not None and (index or turn.calls or rounds.api == "responses"):
-        raw = dump_body(client_reply(rounds.api, reply, usage if index else None), False)
+    if reply is not None and (index or turn.calls or rounds.wire.always_rewrite()):
+        raw = dump_body(rounds.wire.client_reply(reply, usage if index else None), False)
     response = Response(raw, status_code=upstream.status_code)
     response.raw_headers = _headers(upstream, extra_headers)
     response.raw_headers.append((b"content-length", str(len(raw)).encode()))
     record.latency_ms = (time.perf_counter() - started) * 1000
     await finish(record)
     return response
-
-
-def _json(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _stream(
@@ -247,7 +188,7 @@ def _stream(
     record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
 
     async def body() -> AsyncGenerator[bytes, None]:
-        splice = new_splice(rounds.api)
+        splice = rounds.wire.splice()
         upstream: httpx.Response | None = first
         extra: list[dict[str, Any]] = []
         for index in range(MAX_ROUNDS):
@@ -263,17 +204,14 @@ def _stream(
                     yield out
             except httpx.TimeoutException:
                 record.error = "upstream_timeout"
-                yield _broke(
-                    splice, provider, "timeout", "the upstream stopped sending (timed out)"
+                yield rounds.wire.broke(
+                    splice, "timeout", "the upstream stopped sending (timed out)"
                 )
                 return
             except httpx.TransportError as exc:
                 record.error = "upstream_broken"
-                yield _broke(
-                    splice,
-                    provider,
-                    "unreachable",
-                    f"the upstream stream broke: {type(exc).__name__}",
+                yield rounds.wire.broke(
+                    splice, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
                 )
                 return
             finally:
@@ -314,14 +252,11 @@ async def _next(
         upstream = await rounds.send(index, extra)
     except httpx.TimeoutException:
         record.error = "upstream_timeout"
-        return None, _broke(splice, provider, "timeout", "the upstream did not answer in time")
+        return None, rounds.wire.broke(splice, "timeout", "the upstream did not answer in time")
     except httpx.TransportError as exc:
         record.error = "upstream_unreachable"
-        return None, _broke(
-            splice,
-            provider,
-            "unreachable",
-            f"the upstream could not be reached: {type(exc).__name__}",
+        return None, rounds.wire.broke(
+            splice, "unreachable", f"the upstream could not be reached: {type(exc).__name__}"
         )
     if upstream.status_code == 200 and upstream.headers.get("content-type", "").startswith(
         "text/event-stream"
@@ -334,41 +269,4 @@ async def _next(
     finally:
         await upstream.aclose()
     record.error = RECALL_ROUND_FAILED
-    if isinstance(splice, ResponsesSplice):
-        return None, _responses_refused(splice, upstream.status_code, raw)
-    return None, _error_event(provider, upstream.status_code, raw)
-
-
-def _broke(splice: Splice, provider: Provider, kind: ErrorKind, message: str) -> bytes:
-    """The error event that ends the client's stream when the upstream failed the proxy."""
-    if isinstance(splice, ResponsesSplice):
-        return splice.fail(responses_error_code(kind), f"contextwarden proxy: {message}")
-    return error_sse(provider, kind, message)
-
-
-def _refused_message(status: int) -> str:
-    return f"contextwarden proxy: the upstream answered {status} to a recall round"
-
-
-def _responses_refused(splice: ResponsesSplice, status: int, raw: bytes) -> bytes:
-    """The upstream's refusal of a later round as the Responses API's error events, its code
-    and words when its body has them (``rate_limit_exceeded`` for a 429 that says none)."""
-    body = _json(raw)
-    error = body.get("error") if body is not None else None
-    error = error if isinstance(error, dict) else {}
-    code = error.get("code") or error.get("type")
-    if not isinstance(code, str) or not code:
-        code = "rate_limit_exceeded" if status == 429 else "server_error"
-    message = error.get("message")
-    return splice.fail(code, message if isinstance(message, str) else _refused_message(status))
-
-
-def _error_event(provider: Provider, status: int, raw: bytes) -> bytes:
-    """The upstream's error body as the provider's error event (its own words when it has any)."""
-    body = _json(raw)
-    if body is None or not isinstance(body.get("error"), dict):
-        return error_sse(provider, "unreachable", _refused_message(status))
-    if provider == "anthropic":
-        data = json.dumps({"type": "error", **body}, separators=(",", ":"))
-        return f"event: error\ndata: {data}\n\n".encode()
-    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+    return None, rounds.wire.refused(splice, upstream.status_code, raw)

@@ -25,8 +25,8 @@ __all__ = [
     "clip",
 ]
 
-#: Which handler served a request: the two chat APIs, Anthropic's token counting, or plain forwarding.
-Route = Literal["openai", "anthropic", "count_tokens", "passthrough"]
+#: Which wire format served a request (:mod:`.wire`), or plain forwarding.
+Route = Literal["openai", "anthropic", "count_tokens", "responses", "gemini", "passthrough"]
 
 #: Longest text a log field or a ``/stats`` key carries: a client controls the model name and the
 #: path, and a 2 MB model name must not become a 2 MB log line.

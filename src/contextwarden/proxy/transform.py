@@ -1,10 +1,10 @@
-"""The request-body step of the proxy: parse a chat request, run the warden on its messages, and
-re-serialize it with everything but ``messages`` (and Anthropic's ``system``) left as sent.
+"""The request-body step of the proxy, written once for every wire format (:mod:`.wire`): parse
+the body, run the warden on its history, and write it back with every other field left as sent.
 
 Pure apart from the warden call (which may consult the summary cache); no web framework here, so
 it is tested on its own and reused by any server.
 
-Policy for what the warden cannot bound (documented in the proxy's README section):
+Policy for what the warden cannot bound (documented in docs/proxy.md):
 
 * **unknown model, no ``--window``**: the lossless layers still run (they need no window: truncate
   huge tool output, mask old tool results, strip old thinking), nothing is dropped, and
@@ -12,17 +12,14 @@ Policy for what the warden cannot bound (documented in the proxy's README sectio
   proxy must not make a call fail that would have worked without it; the upstream is the
   authority on its own models (a local vLLM name, a new release).
 * **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
-  rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the messages do not parse;
+  rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the history does not parse;
   the upstream answers with its own 400), ``not_json`` / ``no_messages``, ``lone_surrogate``
   (a string escapes half of a UTF-16 pair: the warden would have to replace it to write the
-  body back, so it is left for the upstream to judge, as without the proxy).
-
-With ``cache_breakpoints=True`` (the proxy's ``/v1/messages`` unless ``--no-cache-breakpoints``),
-an Anthropic request whose client set no ``cache_control`` anywhere (no block, tool or system
-breakpoint, no top-level automatic caching) gets Anthropic prompt-cache breakpoints on the
-warden's output (:func:`~contextwarden.formats.add_cache_breakpoints`): on the newest message, at
-the end of the prefix the warden will not rewrite soon, and on the system prompt. A client that
-set its own is left alone: it knows its cache better than we do.
+  body back, so it is left for the upstream to judge, as without the proxy), and the wire
+  format's own reasons (a Responses request whose history the server holds).
+* **the reduced request breaks the provider's rules** (checked by the format's validator): the
+  caller gets a 400 naming the problems (:attr:`BodyOutcome.refused`), never an empty or
+  partial request.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ from typing import Any, Literal, Protocol
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
-from ..formats._common import reply_limit
-from ..formats.cache_control import add_counting, count_cache_breakpoints
+from .wire import WIRES, Ran, Wire
+from .wire._base import Has
 
 __all__ = [
     "Api",
@@ -47,7 +44,6 @@ __all__ = [
     "effective_window",
     "load_body",
     "ran",
-    "reply_limit",
     "reply_room",
     "transform_body",
 ]
@@ -63,16 +59,17 @@ except ImportError:  # pragma: no cover - installed with the proxy extra
 _DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E if c == 0x2E else 0x20 for c in range(256))
 _LONG_INTEGER = b" " + b"0" * 19
 
-Api = Literal["openai", "anthropic"]
+#: A wire format's name (see :data:`~.wire.WIRES`).
+Api = Literal["openai", "anthropic", "count_tokens", "responses", "gemini"]
 
 #: A ``\\uD800``-``\\uDFFF`` escape: a body holding one may hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def lone_surrogate(raw: bytes, body: Any) -> bool:
-    """Whether the parsed ``body`` holds a lone surrogate (only looked for when ``raw`` escapes
+def lone_surrogate(has: Has, body: Any) -> bool:
+    """Whether the parsed ``body`` holds a lone surrogate (only looked for when its bytes escape
     a surrogate: paired escapes, an emoji, are one character once parsed)."""
-    if b"\\u" not in raw or _SURROGATE_ESCAPE.search(raw) is None:
+    if not has(_SURROGATE_ESCAPE, 6):
         return False
     try:
         json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -148,7 +145,10 @@ class BodyOutcome:
     number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
     ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL`` for the
     upstream, ``extractive`` for the embedded one, the fallback included). ``conversation`` is
-    the id of the warden's log for it (empty when the warden did not say).
+    the id of the warden's log for it (empty when the warden did not say). ``refused`` says
+    why the reduced request cannot be sent (the proxy answers 400 with it, never an empty or
+    invalid request). ``sent`` is the body as parsed (and rebuilt) when the warden ran: the
+    recall rounds add to it without parsing again what the proxy wrote.
     """
 
     body: bytes
@@ -165,6 +165,9 @@ class BodyOutcome:
     cache_breakpoints: int = 0
     summarizer: str | None = None
     conversation: str = ""
+    refused: str | None = None
+    sent: dict[str, Any] | None = None
+    fast_json: bool = False
 
 
 def effective_window(
@@ -212,9 +215,10 @@ def reply_room(
 
 def transform_body(
     warden: BodyWarden,
-    api: Api,
+    api: str | Wire,
     raw: bytes,
     *,
+    path: str = "",
     window_cap: int | None = None,
     window_override: int | None = None,
     cache_breakpoints: bool = False,
@@ -222,19 +226,23 @@ def transform_body(
     bodies: BodyReader | None = None,
     models: Mapping[str, ModelInfo] | None = None,
 ) -> BodyOutcome:
-    """Run ``warden`` on the chat request ``raw`` (an OpenAI chat-completions or Anthropic
-    messages / count_tokens body). Never raises for bad input: see the module docstring.
-    ``cache_breakpoints`` adds Anthropic cache breakpoints when the client set none (Anthropic
-    bodies only; see the module docstring). ``summarizer_for(model)`` gives the summarizer for
-    this request's compaction, if one is needed (the proxy's upstream, with the caller's
-    credentials); without it the warden's own writes. ``bodies`` remembers the last body of each
-    of the client's conversations, so that their known messages are not parsed again (one per
-    client: a body reader shared by clients would answer faster for a history another client
-    sent). ``models``: the proxy's model registry, for the window under ``window_cap``."""
-    read = bodies.read(raw) if bodies is not None else None
+    """Run ``warden`` on the request ``raw`` of the wire format ``api`` (a :class:`Wire` or its
+    name: ``openai``, ``anthropic``, ``count_tokens``, ``responses``, ``gemini``) sent to
+    ``path``. Never raises for bad input: see the module docstring. ``cache_breakpoints`` adds
+    Anthropic cache breakpoints when the client set none (Anthropic bodies only).
+    ``summarizer_for(model)`` gives the summarizer for this request's compaction, if one is
+    needed (the proxy's upstream, with the caller's credentials); without it the warden's own
+    writes. ``bodies`` remembers the last body of each of the client's conversations, so that
+    their known messages are not parsed again (one per client: a body reader shared by clients
+    would answer faster for a history another client sent). ``models``: the proxy's model
+    registry, for the window under ``window_cap``."""
+    wire = WIRES[api] if isinstance(api, str) else api
+    read = bodies.read(raw, wire.items) if bodies is not None else None
+    has: Has
     if read is not None:
-        body, fast = read.body, read.finite
+        body, fast, has = read.body, read.finite, read.has
     else:
+        has = lambda pattern, _: pattern.search(raw) is not None  # noqa: E731
         try:
             body, fast = load_body(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -243,102 +251,98 @@ def transform_body(
         return BodyOutcome(
             raw, False, skipped="not_json", detail="request body is not a JSON object"
         )
-    model = body.get("model") if isinstance(body.get("model"), str) else None
-    stream = body.get("stream") is True
-    messages = body.get("messages")
-    if not isinstance(messages, list):
+    model = wire.model(body, path)
+    stream = wire.stream(body, path)
+    if not isinstance(body.get(wire.items), list):
         return BodyOutcome(
             raw,
             False,
             model,
             stream,
             skipped="no_messages",
-            detail="no 'messages' list in the body",
+            detail=f"no '{wire.items}' list in the body",
         )
-    if lone_surrogate(raw, body):
+    skip = wire.skip(body)
+    if skip is not None:
+        return BodyOutcome(raw, False, model, stream, skipped=skip[0], detail=skip[1])
+    if lone_surrogate(has, body):
         return surrogate_outcome(raw, model, stream)
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else None
-    system = body.get("system")
-    limit: int | None = None
     warning: str | None = None
+    options: dict[str, Any] = {}
 
-    def run(model: str | None, window: int | None) -> tuple[Any, list[dict[str, Any]], Any]:
+    def run(model: str | None, window: int | None) -> Ran:
         # only a warden that is asked to use another summarizer (or told the reply's limit)
         # needs to accept the keyword
-        extra: dict[str, Any] = {}
         if summarizer_for is not None:
-            extra["summarizer"] = summarizer_for(model)
-        if limit is not None:
-            extra["max_tokens"] = limit
-        if api == "openai":
-            out, result = warden.transform_openai(
-                messages, model=model, window=window, tools=tools, **extra
-            )
-            return system, out, result
-        return warden.transform_anthropic(
-            messages, system=system, model=model, window=window, tools=tools, **extra
+            options["summarizer"] = summarizer_for(model)
+        return wire.run(
+            warden,
+            body,
+            has,
+            model=model,
+            window=window,
+            options=options,
+            cache_breakpoints=cache_breakpoints,
         )
 
     try:
         window = effective_window(model, window_cap, window_override, models)
-        limit = reply_room(reply_limit(body, api), model, window, window_override, models)
+        limit = reply_room(wire.limit(body), model, window, window_override, models)
+        if limit is not None:
+            options["max_tokens"] = limit
         try:
-            new_system, new_messages, result = run(model, window)
+            ran_ = run(model, window)
         except UnknownModelError as exc:
             # Only reached without a cap or override: lossless layers only (no window, no model).
             warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
-            new_system, new_messages, result = run(None, None)
+            ran_ = run(None, None)
     except FormatError as exc:
         return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
     except ContextWardenError as exc:
         return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
 
-    added = 0
-    new_tools = tools
-    if (
-        cache_breakpoints
-        and api == "anthropic"
-        and not _client_caches(raw, body, system, messages, tools)
-    ):
-        stable = getattr(result, "stable_prefix", None)
-        canonical = getattr(result, "messages", None)
-        if isinstance(stable, int) and isinstance(canonical, Sequence):
-            # The result counts canonical messages; system ones went into the system prompt.
-            # the system prompt's messages (those before the first other one; a system message
-            # in the middle is written in place, inside the messages)
-            stable -= next(
-                (
-                    k
-                    for k, m in enumerate(canonical[:stable])
-                    if getattr(m, "role", None) != "system"
-                ),
-                stable,
-            )
-        if not isinstance(stable, int) or not 0 <= stable <= len(new_messages):
-            stable = None
-        new_system, new_messages, new_tools, added = add_counting(
-            new_system, new_messages, tools, stable
-        )
-
-    changed = new_messages != messages or new_system != system or new_tools != tools
     rebuilt: dict[str, Any] | None = None
-    if changed:
-        rebuilt = dict(body)  # key order kept: only the values of messages/system/tools change
-        rebuilt["messages"] = new_messages
-        if new_tools is not tools:
-            rebuilt["tools"] = new_tools
-        if api == "anthropic":
-            if new_system is None:
-                rebuilt.pop("system", None)
+    if ran_.fields:
+        rebuilt = dict(body)  # key order kept: only the fields the wire names change
+        for key, value in ran_.fields.items():
+            if value is None:
+                rebuilt.pop(key, None)
             else:
-                rebuilt["system"] = new_system
+                rebuilt[key] = value
+        refused = _unsendable(wire, body, rebuilt)
+        if refused is not None:
+            return BodyOutcome(raw, False, model, stream, refused=refused, sent=body)
     return ran(
-        raw, rebuilt, model, stream, result, warning, fast_json=fast, cache_breakpoints=added
+        raw,
+        rebuilt,
+        model,
+        stream,
+        ran_.result,
+        warning,
+        fast_json=fast,
+        cache_breakpoints=ran_.cache_breakpoints,
+        sent=rebuilt if rebuilt is not None else body,
     )
 
 
 #: The warning a request record carries when the cost model said the room is tight.
 TIGHT_ROOM = "tight_room"
+
+
+def _unsendable(wire: Wire, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """Why the body the warden wrote cannot be sent, or None: it breaks the provider's rules
+    (:meth:`Wire.problems`) where the client's own body did not, or its history came out empty
+    (and came in not). A body that came invalid and stays so goes on: the upstream judges it,
+    as without us."""
+    problems = wire.problems(after)
+    if not problems:
+        return None
+    if (after[wire.items] or not before[wire.items]) and wire.problems(before):
+        return None
+    shown = "; ".join(problems[:3]) + (
+        f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+    )
+    return f"contextwarden proxy: the reduced request would be invalid for this API ({shown})"
 
 
 def ran(
@@ -377,6 +381,7 @@ def ran(
         summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
         warning=warning,
         conversation=str(getattr(result, "conversation", "") or ""),
+        fast_json=fast_json,
         **extra,
     )
 
@@ -408,18 +413,3 @@ def dump_body(body: Any, fast: bool) -> bytes:
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _client_caches(
-    raw: bytes, body: dict[str, Any], system: Any, messages: list[Any], tools: Any
-) -> bool:
-    """Whether the client asked for prompt caching itself: a breakpoint anywhere, or top-level
-    automatic caching. A request we cannot read counts as yes (we leave it as it is)."""
-    if body.get("cache_control") is not None:
-        return True
-    if b"cache_control" not in raw and b"\\u" not in raw:
-        return False  # the common case, without walking the history: the key is nowhere
-    try:
-        return count_cache_breakpoints(system, messages, tools) > 0
-    except FormatError:
-        return True

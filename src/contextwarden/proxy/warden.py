@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Literal
+from typing import Any
+from urllib.parse import parse_qs
 
 from .._compaction import Compactor
 from .._exceptions import ContextWardenError
@@ -19,7 +21,9 @@ from .clients import ScopedCache
 from .config import ProxyConfig
 from .transform import BodyWarden
 
-__all__ = ["WardenFactory", "build_cache", "build_warden", "request_summarizer"]
+__all__ = ["SUMMARY_API", "WardenFactory", "build_cache", "build_warden", "request_summarizer"]
+
+logger = logging.getLogger("contextwarden.proxy")
 
 
 def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
@@ -137,16 +141,33 @@ def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWa
     return _warden(config, cache, _configured_summarizer(config))
 
 
+#: The wire format a route's summaries are asked in: the API the client itself speaks.
+SUMMARY_API: dict[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "count_tokens": "anthropic",
+    "responses": "responses",
+    "gemini": "gemini",
+}
+
+
 def request_summarizer(
-    config: ProxyConfig, headers: Mapping[str, str], api: Literal["openai", "anthropic"]
+    config: ProxyConfig, headers: Mapping[str, str], route: str, query: str = ""
 ) -> Callable[[str | None], Summarizer | None] | None:
     """For ``summary_source == "upstream"``: the summarizer a request brings, made from its
-    model (given when the body is read) and ``headers`` (its credentials), asking the proxy's
-    upstream; None for the other sources (the warden's own summarizer writes)."""
+    model (given when the body is read), ``headers`` (its credentials) and, for Gemini, the
+    ``key=`` of its ``query``, asking the proxy's upstream in the API the client speaks on
+    ``route`` (:data:`SUMMARY_API`); None for the other sources (the warden's own summarizer
+    writes)."""
     if config.summary_source != "upstream":
         return None
 
     settings = config.warden
+    api = SUMMARY_API.get(route, "openai")
+    passed = dict(headers)
+    key = parse_qs(query).get("key") if query else None
+    if key and "x-goog-api-key" not in {k.lower() for k in passed}:
+        passed["x-goog-api-key"] = key[0]
 
     def make(model: str | None) -> Summarizer | None:
         if not (config.summary_model or (model and model.strip())):
@@ -154,15 +175,23 @@ def request_summarizer(
         try:
             return summarizer_for_request(
                 config.upstream,
-                headers,
+                passed,
                 model or "",
-                api,
+                api,  # type: ignore[arg-type]
                 summary_model=config.summary_model,
                 timeout_s=settings.summarizer.timeout_s,
                 max_retries=settings.summarizer.max_retries,
                 max_chars=settings.compaction.summary_max_chars,
             )
-        except ContextWardenError:  # a model name it cannot use: the warden's own summary
+        except ContextWardenError as exc:
+            # an API or model name it cannot use: the warden's own summary, said in the log
+            logger.warning(
+                "contextwarden proxy: no %s summarizer for model %r (%s); the extractive "
+                "summary writes",
+                api,
+                model,
+                exc,
+            )
             return None
 
     return make

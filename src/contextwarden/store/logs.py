@@ -1,34 +1,32 @@
 """Where conversations' edit logs are kept, so that any process continues any conversation.
 
-A :class:`~contextwarden.Warden` given a log store writes each conversation's record (the
-content hashes of its history, its edits with their summaries, its counters: see
+A :class:`~contextwarden.Warden` given a :class:`LogStore` writes each conversation's record
+(the content hashes of its history, its edits with their summaries, its counters: see
 :meth:`~contextwarden.context.conversation.Conversation.record`) after every call, and reads it
 before the next one: after a restart, or when several workers serve one address, a request
 continues the log another process wrote, with no new compaction and the cached prefix intact.
 
-* :class:`SQLiteLogStore`: one SQLite file (WAL), for one machine: the default of
-  :class:`~contextwarden.Session` and of the proxy's ``--store``.
-* :class:`RedisLogStore`: a Redis server, for several workers or hosts.
-
-Both keep the record as JSON bytes under the conversation's key (which the caller scopes: the
-proxy prefixes a keyed hash of the client's credential). Failures are
-:class:`~contextwarden.StoreError` naming the store. ``redis`` is an optional extra: :func:`_redis`
-imports it when a Redis store is made.
+The record lives in three namespaces of a :mod:`key-value store <.kv>`: its history hashes and
+its edits as lists that only grow (``log.history``, ``log.edits``), and the rest as one small
+value (``log``). :meth:`LogStore.save` appends what is new since the writer's last save (a call
+that adds one message writes one hash, not the whole history again); a writer whose copy is not
+the stored one (another worker wrote since, or the conversation was rebuilt) writes the lists
+whole. :class:`SQLiteLogStore` (one file, one machine: the default of
+:class:`~contextwarden.Session` and of the proxy's ``--store``), :class:`RedisLogStore`
+(several workers or hosts) and :class:`MemoryLogStore` open their store. Failures are
+:class:`~contextwarden.StoreError` naming the store.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-import time
+import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
-from .._exceptions import StoreError
-from ._db import connect, migrate
+from .kv import KeyValueStore, MemoryStore, RedisStore, Scoped, SQLiteStore
 
 __all__ = [
     "LogStore",
@@ -36,21 +34,17 @@ __all__ = [
     "RedisLogStore",
     "SQLiteLogStore",
     "ScopedLogStore",
+    "Written",
     "dumps",
     "loads",
 ]
 
-
-class LogStore(Protocol):
-    """Get and put a conversation's record (JSON-ready mapping) by key."""
-
-    def get_log(self, key: str) -> Mapping[str, Any] | None: ...
-
-    def put_log(self, key: str, record: Mapping[str, Any]) -> None: ...
+#: The record's fields kept as lists that only grow; everything else is the header.
+_LISTS = ("history", "edits")
 
 
-def dumps(record: Mapping[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def loads(data: bytes | str) -> Mapping[str, Any] | None:
@@ -65,145 +59,115 @@ def loads(data: bytes | str) -> Mapping[str, Any] | None:
     return record
 
 
-class ScopedLogStore:
-    """``store`` seen through a key prefix: one scope's conversations (a proxy client's) are
-    never read or written under another's keys."""
+@dataclass(frozen=True)
+class Written:
+    """What a writer last saved of one conversation: the header's ``generation`` (new at each
+    whole write) and the length of each list, from which its next save appends."""
 
-    def __init__(self, store: LogStore, scope: str) -> None:
-        self._store = store
-        self._prefix = scope + "/"
+    generation: str
+    lengths: tuple[int, int]
 
-    def get_log(self, key: str) -> Mapping[str, Any] | None:
-        return self._store.get_log(self._prefix + key)
+
+class LogStore:
+    """Conversations' records in ``store`` (see the module docstring)."""
+
+    def __init__(self, store: KeyValueStore) -> None:
+        self.store = store
+
+    def scoped(self, scope: str) -> LogStore:
+        """This store seen through ``scope``: one client's conversations are never read or
+        written under another's keys."""
+        return LogStore(Scoped(self.store, scope))
+
+    def get_log(self, key: str, *, whole: bool = True) -> Mapping[str, Any] | None:
+        """The stored record of ``key``, None when there is none or it is not readable; without
+        ``whole``, its header alone (the counters: no history, no edits)."""
+        header = self.store.get("log", key)
+        loaded = loads(header) if header is not None else None
+        if loaded is None or not whole:
+            return loaded
+        record = dict(loaded)
+        lengths = record.get("lengths")
+        if not isinstance(lengths, list) or len(lengths) != len(_LISTS):
+            return None
+        for name, length in zip(_LISTS, lengths, strict=True):
+            items = self.store.items(f"log.{name}", key)
+            if len(items) < length:
+                return None  # the lists of another layout, or cut short
+            try:
+                # items past the header's length are a writer's, between its two writes
+                record[name] = [json.loads(item) for item in items[:length]]
+            except ValueError:
+                return None
+        return record
+
+    def save(self, key: str, record: Mapping[str, Any], written: Written | None = None) -> Written:
+        """Store ``record``: only what its lists gained since ``written`` (this writer's last
+        save of ``key``) when the stored header is still that save's; else the lists whole.
+        Returns what to pass next time."""
+        lists = [v if isinstance(v := record.get(name), list) else [] for name in _LISTS]
+        stored = self.store.get("log", key) if written is not None else None
+        current = loads(stored) if stored is not None else None
+        same = (
+            written is not None
+            and current is not None
+            and current.get("generation") == written.generation
+            and all(len(items) >= n for items, n in zip(lists, written.lengths, strict=True))
+        )
+        starts = written.lengths if same and written is not None else (0, 0)
+        generation = written.generation if same and written is not None else secrets.token_hex(8)
+        for name, items, start in zip(_LISTS, lists, starts, strict=True):
+            # appended even when empty: a store that expires keys keeps the lists as long as
+            # the header
+            self.store.append(f"log.{name}", key, [dumps(i) for i in items[start:]], start)
+        lengths = (len(lists[0]), len(lists[1]))
+        header = {k: v for k, v in record.items() if k not in _LISTS}
+        # the header is written last: a reader finds lists at least as long as it says
+        header.update(history=[], generation=generation, lengths=list(lengths))
+        self.store.put("log", key, dumps(header))
+        return Written(generation, lengths)
 
     def put_log(self, key: str, record: Mapping[str, Any]) -> None:
-        self._store.put_log(self._prefix + key, record)
+        """Store ``record`` whole."""
+        self.save(key, record)
 
 
-class MemoryLogStore:
+def ScopedLogStore(store: LogStore, scope: str) -> LogStore:  # noqa: N802 (a former class)
+    """``store.scoped(scope)``."""
+    return store.scoped(scope)
+
+
+class MemoryLogStore(LogStore):
     """A log store in this process's memory (tests, or to share logs between wardens)."""
 
     def __init__(self) -> None:
-        self._data: dict[str, bytes] = {}
-        self._lock = threading.Lock()
-
-    def get_log(self, key: str) -> Mapping[str, Any] | None:
-        with self._lock:
-            data = self._data.get(key)
-        return loads(data) if data is not None else None
-
-    def put_log(self, key: str, record: Mapping[str, Any]) -> None:
-        data = dumps(record)
-        with self._lock:
-            self._data[key] = data
+        super().__init__(MemoryStore())
 
 
-def _create_logs(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS contextwarden_logs ("
-        "key TEXT PRIMARY KEY, record BLOB NOT NULL, updated REAL NOT NULL)"
-    )
-    conn.execute("CREATE TABLE IF NOT EXISTS contextwarden_log_migrations (name TEXT PRIMARY KEY)")
-
-
-def _applied(conn: sqlite3.Connection) -> set[str]:
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "contextwarden_log_migrations" not in tables:
-        return set()
-    return {r[0] for r in conn.execute("SELECT name FROM contextwarden_log_migrations")}
-
-
-def _note(conn: sqlite3.Connection, name: str, number: int) -> None:
-    del number
-    conn.execute("INSERT OR IGNORE INTO contextwarden_log_migrations (name) VALUES (?)", (name,))
-
-
-class SQLiteLogStore:
-    """Logs in one SQLite file, in a table of their own (the file may be a session store's)."""
+class SQLiteLogStore(LogStore):
+    """Logs in one SQLite file (the file may be a session store's or a summary cache's)."""
 
     def __init__(self, path: str | Path, *, timeout: float = 10.0) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._conn = connect(self.path, what="log store", timeout=timeout)
-        try:
-            migrate(
-                self._conn,
-                applied=_applied,
-                migrations=[("001_logs", _create_logs)],
-                record=_note,
-                timeout=timeout,
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"log store {str(self.path)!r}: {exc}") from exc
-
-    def get_log(self, key: str) -> Mapping[str, Any] | None:
-        try:
-            with self._lock:
-                row = self._conn.execute(
-                    "SELECT record FROM contextwarden_logs WHERE key = ?", (key,)
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"log store {str(self.path)!r}: {exc}") from exc
-        return loads(row[0]) if row is not None else None
-
-    def put_log(self, key: str, record: Mapping[str, Any]) -> None:
-        try:
-            with self._lock:
-                self._conn.execute(
-                    "INSERT INTO contextwarden_logs (key, record, updated) VALUES (?, ?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET record = excluded.record, "
-                    "updated = excluded.updated",
-                    (key, dumps(record), time.time()),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"log store {str(self.path)!r}: {exc}") from exc
+        self.sqlite = SQLiteStore(self.path, timeout=timeout, what="log store")
+        super().__init__(self.sqlite)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self.sqlite.close()
 
 
-class RedisLogStore:
-    """Logs in Redis under ``prefix + key``; ``ttl_s`` lets Redis expire idle conversations.
-    ``url`` (``redis://host:6379/0``) or a ready ``client`` with the ``redis.Redis`` API."""
+class RedisLogStore(LogStore):
+    """Logs in Redis under ``prefix`` (``contextwarden:log:KEY`` and its lists); ``ttl_s`` lets
+    Redis expire idle conversations. ``url`` (``redis://host:6379/0``) or a ready ``client``
+    with the ``redis.Redis`` API."""
 
     def __init__(
         self,
         url: str | None = None,
         *,
         client: Any = None,
-        prefix: str = "contextwarden:log:",
+        prefix: str = "contextwarden:",
         ttl_s: int | None = 7 * 24 * 3600,
     ) -> None:
-        if client is None:
-            if url is None:
-                raise StoreError("RedisLogStore needs a url or a client")
-            client = _redis().Redis.from_url(url, decode_responses=False)
-        self._client = client
-        self._prefix = prefix
-        self._ttl = ttl_s
-
-    def get_log(self, key: str) -> Mapping[str, Any] | None:
-        try:
-            data = self._client.get(self._prefix + key)
-        except Exception as exc:  # redis.RedisError, connection errors
-            raise StoreError(f"log store (redis): {exc}") from exc
-        return loads(data) if data is not None else None
-
-    def put_log(self, key: str, record: Mapping[str, Any]) -> None:
-        try:
-            self._client.set(self._prefix + key, dumps(record), ex=self._ttl)
-        except Exception as exc:
-            raise StoreError(f"log store (redis): {exc}") from exc
-
-
-def _redis() -> ModuleType:
-    """The ``redis`` package (the ``redis`` extra); a :class:`~contextwarden.StoreError` naming
-    the extra when it is not installed."""
-    try:
-        import redis
-    except ImportError as exc:
-        raise StoreError(
-            "the Redis log store needs the redis package: pip install 'contextwarden[redis]'"
-        ) from exc
-    return redis
+        self.redis = RedisStore(url, client=client, prefix=prefix, ttl_s=ttl_s, what="log store")
+        super().__init__(self.redis)

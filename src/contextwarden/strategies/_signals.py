@@ -1,7 +1,7 @@
 """What a message *is*, read from its content: the signals the strategies and the task-type
 detector share (kinds of tool calls, test runs, completion, decisions, read-only listings,
 tool observations). Errors and file writes are read by
-:func:`~contextwarden.summarizers.facts.extract_facts`, which follows commands to their results.
+:func:`~contextwarden.analysis.facts.extract_facts`, which follows commands to their results.
 
 Everything here is a pure function of one message (or one tool call), so the answers are cached
 by nothing but the immutable value itself and are the same on every run.
@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .._messages import Message, ToolCallBlock
+from ..analysis.actions import SEARCH_TOOLS, SHELL_TOOLS, TODO_TOOLS, file_action, norm_name
+from ..analysis.shell import analyze_command
 
 __all__ = [
     "CallKind",
@@ -33,89 +35,23 @@ __all__ = [
 
 CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
 
-# Tool *names* (lower-cased, split on non-letters) -> kind. A name may carry several words
-# ("str_replace_editor" -> str, replace, editor); the first table that matches wins.
-_NAME_WORDS: tuple[tuple[CallKind, frozenset[str]], ...] = (
-    ("todo", frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})),
-    ("memory", frozenset({"memory", "remember", "memorize", "note", "notes"})),
+# Tool *names* (lower-cased, split on non-letters) -> kind, for what a tool does besides files:
+# what it does to files (edit, read, search, run a shell) is the analysis vocabulary's answer.
+_TODO_WORDS = frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})
+_MEMORY_WORDS = frozenset({"memory", "remember", "memorize", "note", "notes"})
+_RESEARCH_WORDS = frozenset(
     (
-        "edit",
-        frozenset(
-            {
-                "edit",
-                "multiedit",
-                "write",
-                "str",
-                "replace",
-                "apply",
-                "patch",
-                "create",
-                "insert",
-                "editor",
-                "notebookedit",
-                "delete",
-                "move",
-                "rename",
-            }
-        ),
-    ),
-    (
-        "research",
-        frozenset(
-            {
-                "web",
-                "websearch",
-                "webfetch",
-                "fetch",
-                "browse",
-                "browser",
-                "http",
-                "url",
-                "sql",
-                "query",
-                "database",
-                "db",
-                "api",
-                "docs",
-                "lookup",
-            }
-        ),
-    ),
-    (
-        "inspect",
-        frozenset({"read", "view", "grep", "glob", "search", "find", "ls", "list", "cat", "open"}),
-    ),
-    (
-        "exec",
-        frozenset(
-            {
-                "bash",
-                "shell",
-                "sh",
-                "terminal",
-                "run",
-                "exec",
-                "execute",
-                "command",
-                "cmd",
-                "python",
-                "ipython",
-                "jupyter",
-                "git",
-                "code",
-                "interpreter",
-            }
-        ),
-    ),
-    ("complete", frozenset({"finish", "submit", "complete", "done", "attempt_completion"})),
+        "web websearch webfetch fetch browse browser http url sql query database db api docs lookup"
+    ).split()
 )
+_EXEC_WORDS = frozenset(
+    (
+        "bash shell sh terminal run exec execute command cmd python ipython jupyter git code "
+        "interpreter"
+    ).split()
+)
+_COMPLETE_WORDS = frozenset({"finish", "submit", "complete", "done", "attempt_completion"})
 
-# Shell fragments that change files. Err towards yes: ``> file`` counts, ``2>&1`` does not.
-_EDIT_CMD = re.compile(
-    r"\bsed\s+(?:-[a-zA-Z]*\s+)*-i|\bperl\s+-[a-z]*i|(?<![0-9&>])>{1,2}\s*(?!&|/dev/null)[\w./~\"'-]"
-    r"|\btee\b|\bpatch\b|\bgit\s+(?:apply|am|commit|checkout\s+--|restore|mv|rm)\b|\bmv\s|\bcp\s"
-    r"|\brm\s|\bmkdir\b|\btouch\b|\.write(?:_text|_bytes)?\(|open\([^)]*['\"][wa]\+?['\"]"
-)
 _TEST_CMD = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
     r"|yarn\s+test|pnpm\s+test|jest|vitest|mocha|cargo\s+test|go\s+test|mvn\s+test|gradle\s+test"
@@ -182,16 +118,38 @@ def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     return kinds
 
 
-def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
+def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     words = _name_words(call.name)
-    kinds: set[CallKind] = set()
-    for kind, table in _NAME_WORDS:
-        if words & table:
-            kinds.add(kind)
-            break
+    name = norm_name(call.name)
+    if name in TODO_TOOLS or words & _TODO_WORDS:
+        return "todo"
+    if words & _MEMORY_WORDS:
+        return "memory"
+    action = file_action(call.name, call.input if isinstance(call.input, dict) else {})
+    if action is not None and action != "read":
+        return "edit"
+    if words & _RESEARCH_WORDS:
+        return "research"
+    if action == "read" or name in SEARCH_TOOLS:
+        return "inspect"
+    if name in SHELL_TOOLS or words & _EXEC_WORDS:
+        return "exec"
+    if words & _COMPLETE_WORDS:
+        return "complete"
+    return None
+
+
+def _changes_files(command: str) -> bool:
+    effects = analyze_command(command)
+    return bool(effects.writes or effects.deletes or effects.reverts or effects.patch_inputs)
+
+
+def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
+    by_name = _kind_by_name(call)
+    kinds: set[CallKind] = {by_name} if by_name is not None else set()
     command = call_command(call)
     if not kinds or "exec" in kinds:
-        if _EDIT_CMD.search(command):
+        if _changes_files(command):
             kinds.add("edit")
         if _TEST_CMD.search(command):
             kinds.add("test")

@@ -35,10 +35,10 @@ from .._log import make_ref
 from .._memo import Memo
 from .._messages import Message, TextBlock
 from .._task import task_index, task_text
+from ..analysis.mentions import words_of
 from ..layers.mask import UNMASKED
 from ..layers.units import index_of
 from ..layers.window import compaction_target
-from ..summarizers._mentions import words_of
 from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
 if TYPE_CHECKING:

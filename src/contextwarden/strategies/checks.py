@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
+from ..analysis.facts import walk_facts
 from ..layers.mask import UNMASKED
-from ..summarizers.facts import walk_facts
 
 __all__ = ["flatten", "must_keep"]
 
@@ -30,7 +30,7 @@ def flatten(messages: Sequence[Message]) -> str:
 def must_keep(messages: Sequence[Message], *, memo: Memo | None = None) -> tuple[str, ...]:
     """The facts of ``messages`` every compaction of them must still hold somewhere (in a kept
     message or a summary): each modified file path and the signature of the last unresolved
-    error, as found by :func:`~contextwarden.summarizers.facts.extract_facts`, limited to those
+    error, as found by :func:`~contextwarden.analysis.facts.extract_facts`, limited to those
     spelled out in ``messages`` themselves (whitespace collapsed). The facts are read from what
     the agent saw (a masked result's original, which summaries are written from too), so the
     lines a mask kept or wrote are not taken for an error. ``memo``: the compactor's."""

@@ -2,7 +2,7 @@
 with a summary hint folded in, the original task verbatim, pinned units verbatim, and ONE summary
 message holding the four-part summary plus, verbatim, the agent's last memories
 (``config.recent_memories``, default 10), its task list and the latest git diff stats (read by
-:func:`~contextwarden.summarizers.facts.extract_facts`; lines the summary already holds are not
+:func:`~contextwarden.analysis.facts.extract_facts`; lines the summary already holds are not
 repeated).
 
 The widest recent tail that fits the target is kept (at least the newest unit; see

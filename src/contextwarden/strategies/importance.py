@@ -22,7 +22,7 @@ only ls / cat / find / read-only calls      -1.0  (to the call and its output, u
 an earlier summary message                  0     (folded into the new summary)
 ==========================================  =====
 
-Errors and file edits come from :func:`~contextwarden.summarizers.facts.extract_facts` (which
+Errors and file edits come from :func:`~contextwarden.analysis.facts.extract_facts` (which
 knows that ``grep`` exiting 1 found nothing rather than failed, and that ``cat > f << EOF``
 writes ``f``); the other signals from :mod:`._signals`.
 
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
-from ..summarizers.facts import walk_facts
+from ..analysis.facts import walk_facts
 from ._signals import (
     is_completion,
     is_decision,

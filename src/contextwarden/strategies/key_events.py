@@ -11,7 +11,7 @@ A unit is a key event when it holds:
   same file): both are key;
 * the last unresolved error of the history.
 
-Edits and errors come from :func:`~contextwarden.summarizers.facts.extract_facts`. Non-key units
+Edits and errors come from :func:`~contextwarden.analysis.facts.extract_facts`. Non-key units
 are summarized, except the last ``config.keep_recent_low`` non-key messages (default 5, widened
 to whole units); the newest unit is always kept.
 """
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
-from ..summarizers.facts import walk_facts
+from ..analysis.facts import walk_facts
 from ._signals import is_completion, is_observation, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 

@@ -1,7 +1,8 @@
 """Summarizers: turn a span of agent history into a four-part summary.
 
 - :class:`ExtractiveSummarizer`: the embedded default, no LLM, deterministic.
-- :class:`LLMSummarizer`: any OpenAI-compatible endpoint or the Anthropic Messages API.
+- :class:`LLMSummarizer`: an LLM through Chat Completions (any OpenAI-compatible server),
+  Anthropic Messages, the Responses API or Gemini ``generateContent``.
 - :class:`Summarizer`: the protocol both follow (``summarize`` / ``asummarize``), with
   :class:`SummaryRequest` as input.
 - :func:`check_summary`: why a summary is unfit to replace what it summarises (empty list: fit);
@@ -10,8 +11,8 @@
   the summarizer it describes (``parse_summarizer_spec`` reads the CLI's ``PROVIDER:MODEL``).
 - :func:`summarizer_for_request`: an LLM summarizer on the proxy's upstream with the calling
   client's credentials.
-- :func:`extract_facts` / :class:`Facts`: what a history says (task, commands, files, errors,
-  plan, pins, findings), without an LLM.
+- :func:`extract_facts` / :class:`Facts` (from :mod:`contextwarden.analysis.facts`): what a
+  history says (task, commands, files, errors, plan, pins, findings), without an LLM.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._sections import SummarySections, parse_summary
+from ..analysis.facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
+from ..analysis.sections import SummarySections, parse_summary
 from .base import (
     Summarizer,
     SummaryRequest,
@@ -31,7 +33,6 @@ from .base import (
 )
 from .config import SummarizerConfig, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
-from .facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 
 if TYPE_CHECKING:
     from .build import build_summarizer
@@ -61,9 +62,9 @@ __all__ = [
     "summary_cache_key",
 ]
 
-#: The names whose modules talk HTTP (httpx, with its own imports, is a tenth of a second): each is
-#: imported from its module on first use, so that the extractive summarizer, the facts and the
-#: command readers (which masking uses) do not pay for it.
+#: The names whose modules talk HTTP (httpx and tenacity, with their own imports, are a tenth of a
+#: second): each is imported from its module on first use, so that the extractive summarizer
+#: does not pay for it.
 _HOMES: Mapping[str, str] = {
     "LLMSummarizer": ".llm",
     "build_summarizer": ".build",

@@ -7,7 +7,7 @@ messages that held them are summarised, a name the summary does not carry is gon
 agent searches again. :func:`names_index` ranks the candidates for the summary's
 "Files and code in play" group:
 
-- the paths and code names of the span (:func:`~._mentions.code_mentions`: what the agent wrote
+- the paths and code names of the span (:func:`~contextwarden.analysis.mentions.code_mentions`: what the agent wrote
   counts most, then definitions, frames, ``grep`` hits and test ids, then any name a result
   showed; later mentions weigh more);
 - the index of the earlier summary the span absorbs, so that names survive a second, third...
@@ -25,15 +25,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ._mentions import CodeMentions
-from ._sections import SummarySections, heading_name
+from ..analysis.mentions import CodeMentions
+from ..analysis.sections import SummarySections, heading_name
 
 __all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]
 
 #: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
 INDEX_GROUP = "Files and code in play"
 #: A name of the earlier index counts like one a tool result showed once at the start of the
-#: span (``WEIGHT_OUTPUT`` in :mod:`._mentions`), the first of them, down to half that for the
+#: span (``WEIGHT_OUTPUT`` in :mod:`contextwarden.analysis.mentions`), the first of them, down to half that for the
 #: last: what the new span shows or the agent writes in it outranks what is only carried over,
 #: and a carried name stays while nothing newer needs its place.
 EARLIER_WEIGHT = 1.0

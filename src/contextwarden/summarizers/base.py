@@ -18,8 +18,8 @@ from typing import Protocol, runtime_checkable
 
 from .._memo import Memo
 from .._messages import Message
-from ._sections import SECTIONS, SummarySections, parse_summary
-from .facts import Facts, extract_facts
+from ..analysis.facts import Facts, extract_facts
+from ..analysis.sections import SECTIONS, SummarySections, parse_summary
 
 __all__ = [
     "MAX_SUMMARY_RATIO",
@@ -117,7 +117,7 @@ def effective_cap(request: SummaryRequest) -> int:
 
 
 def request_facts(request: SummaryRequest) -> Facts:
-    """:func:`~contextwarden.summarizers.facts.extract_facts` for a request; kept in the
+    """:func:`~contextwarden.analysis.facts.extract_facts` for a request; kept in the
     request's ``memo`` (when it has one) by the content of its messages, task and previous
     summary: a compaction reads them for the summary and again for :func:`check_summary`.
     :class:`Facts` values are immutable, so sharing them is safe."""

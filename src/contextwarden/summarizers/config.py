@@ -3,9 +3,10 @@ section of the configuration); :func:`~contextwarden.summarizers.build.build_sum
 into a :class:`~contextwarden.summarizers.base.Summarizer`.
 
 ``provider: extractive`` (the default) is the embedded summarizer: offline, no key. ``openai``
-(any server speaking Chat Completions: OpenAI, vLLM, Ollama, OpenRouter, LiteLLM...) and
-``anthropic`` (the Messages API) summarise with a model; the key is read from the environment
-variable the config names, never from the config itself.
+(any server speaking Chat Completions: OpenAI, vLLM, Ollama, OpenRouter, LiteLLM...),
+``anthropic`` (the Messages API), ``responses`` (the Responses API) and ``gemini``
+(``generateContent``) summarise with a model; the key is read from the environment variable the
+config names, never from the config itself.
 """
 
 from __future__ import annotations
@@ -29,17 +30,21 @@ __all__ = [
 #: An LLM summary's cap when none is given (the compaction config's ``summary_max_chars``).
 DEFAULT_MAX_CHARS = 4000
 
-SummarizerProvider = Literal["extractive", "openai", "anthropic"]
+SummarizerProvider = Literal["extractive", "openai", "anthropic", "responses", "gemini"]
 
 #: The public API each provider's requests go to when ``base_url`` is not set.
 DEFAULT_BASE_URLS: Mapping[str, str] = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
+    "responses": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
 }
 #: The environment variable each provider's key is read from when ``api_key_env`` is not set.
 DEFAULT_KEY_ENVS: Mapping[str, str] = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
+    "responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
 }
 
 
@@ -53,24 +58,28 @@ class SummarizerConfig(BaseModel):
 
     provider: SummarizerProvider = Field(
         "extractive",
-        description="extractive (embedded, offline), openai (any Chat Completions server) or "
-        "anthropic (Messages API). Default: extractive.",
+        description="extractive (embedded, offline), openai (any Chat Completions server), "
+        "anthropic (Messages API), responses (Responses API) or gemini (generateContent). "
+        "Default: extractive.",
     )
     model: str | None = Field(
         None,
-        description="Model that writes summaries; required for openai and anthropic. "
+        description="Model that writes summaries; required for every provider but extractive. "
         "Default: none.",
     )
     base_url: str | None = Field(
         None,
-        description="API root: requests go to {base_url}/chat/completions (openai) or "
-        "{base_url}/v1/messages (anthropic). Default: https://api.openai.com/v1 or "
-        "https://api.anthropic.com.",
+        description="API root: requests go to {base_url}/chat/completions (openai), "
+        "{base_url}/v1/messages (anthropic), {base_url}/responses (responses) or "
+        "{base_url}/v1beta/models/MODEL:generateContent (gemini). Default: "
+        "https://api.openai.com/v1, https://api.anthropic.com or "
+        "https://generativelanguage.googleapis.com.",
     )
     api_key_env: str | None = Field(
         None,
         description="Environment variable holding the API key (the key itself never goes in "
-        "the config). Default: OPENAI_API_KEY or ANTHROPIC_API_KEY.",
+        "the config). Default: OPENAI_API_KEY (openai, responses), ANTHROPIC_API_KEY or "
+        "GEMINI_API_KEY.",
     )
     timeout_s: float = Field(
         60.0,
@@ -116,7 +125,7 @@ def parse_summarizer_spec(spec: str) -> dict[str, str]:
     naming what is wrong."""
     provider, _, model = spec.strip().partition(":")
     provider = provider.strip().lower()
-    allowed = ("extractive", "openai", "anthropic")
+    allowed = ("extractive", *DEFAULT_BASE_URLS)
     if provider not in allowed:
         raise ConfigError(
             f"--summarizer {spec!r}: unknown provider {provider!r}; expected one of "

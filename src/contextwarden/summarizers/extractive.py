@@ -25,10 +25,19 @@ import re
 from collections.abc import Iterator
 
 from .._exceptions import SummarizerError
+from ..analysis.facts import CommandRun, Facts
+from ..analysis.sections import (
+    REF_RE,
+    SECTIONS,
+    Entry,
+    SummarySections,
+    clip,
+    fit,
+    heading_name,
+    with_ref,
+)
 from ._index import INDEX_GROUP, names_index
-from ._sections import REF_RE, SECTIONS, Entry, SummarySections, clip, fit, heading_name, with_ref
 from .base import SummaryRequest, effective_cap, request_facts
-from .facts import CommandRun, Facts
 
 __all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
 

@@ -1,5 +1,6 @@
-"""Summaries written by an LLM: any OpenAI-compatible Chat Completions endpoint, or the Anthropic
-Messages API, over httpx (sync and async).
+"""Summaries written by an LLM through the API the caller uses: Chat Completions (any
+OpenAI-compatible server), Anthropic Messages, the Responses API or Gemini ``generateContent``
+(:mod:`._wire`), over httpx (sync and async), retried with tenacity.
 
 :class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
 clipped to head + tail), asks for the four sections of a summary, passes the previous summary for an
@@ -7,7 +8,8 @@ incremental update, and validates the reply. When the transcript does not fit it
 budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
 (recursively when even those do not fit), so compaction works when the agent's context is full.
 
-Failures are :class:`~contextwarden.SummarizerError`: HTTP errors after retries (429, 408, 409
+Failures are :class:`~contextwarden.SummarizerError` with the HTTP ``status`` (when one came)
+and the upstream's own error text as ``reason``, for callers to log and count: HTTP errors after retries (429, 408, 409
 and 5xx, timeouts and connection errors are retried with exponential backoff, honouring
 ``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty, and
 no answer within ``timeout``: one deadline for the whole summary, retries included. The
@@ -25,17 +27,20 @@ import math
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
+import tenacity
 
 if TYPE_CHECKING:
     import ssl
 
 from .._exceptions import ConfigError, SummarizerError
 from .._tokens import TokenCounter
+from ..analysis.facts import Facts
+from ..analysis.sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
 from ._index import INDEX_GROUP, names_index
 from ._prompt import (
     PROMPT_VERSION,
@@ -45,22 +50,15 @@ from ._prompt import (
     render_transcript,
     summary_prompt,
 )
-from ._sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
+from ._wire import ANTHROPIC_VERSION, WIRES, Provider, error_text
 from .base import SummaryRequest, effective_cap, request_facts, task_key
 from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
-from .facts import Facts
 
 __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
-Provider = Literal["openai", "anthropic"]
-
-#: The ``anthropic-version`` header sent with every Anthropic request.
-ANTHROPIC_VERSION = "2023-06-01"
-_DEFAULT_BASE_URL = DEFAULT_BASE_URLS
-_DEFAULT_KEY_ENV = DEFAULT_KEY_ENVS
 #: Headers that carry credentials (their digest keeps one caller's summaries its own).
-_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key"})
+_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 #: Phrases providers use when the input is over the model's window (then we split finer).
@@ -83,12 +81,6 @@ _JOIN_GRACE_S = 0.05
 _MAX_SHRINKS = 3
 
 
-def _tls() -> ssl.SSLContext | bool:
-    """httpx's default TLS settings (building them loads the CA bundle: milliseconds)."""
-    make = getattr(httpx, "create_ssl_context", None)
-    return make() if make is not None else True
-
-
 class _Late(Exception):
     """The summary's deadline has passed (turned into a :class:`SummarizerError`)."""
 
@@ -103,6 +95,15 @@ def _check_clock(response: httpx.Response, attempt_ends: float, deadline: float)
         raise httpx.ReadTimeout(
             "the body was still arriving at the attempt's time limit", request=response.request
         )
+
+
+class _Retry(Exception):
+    """One attempt failed in a way a later one may not: ``last`` says how, ``status`` is the
+    HTTP status (None when no answer came), ``asked`` the delay the server asked for."""
+
+    def __init__(self, last: str, status: int | None = None, asked: float | None = None) -> None:
+        super().__init__(last)
+        self.last, self.status, self.asked = last, status, asked
 
 
 class _InputTooLarge(Exception):
@@ -164,10 +165,11 @@ class LLMSummarizer:
     output-limit field for OpenAI-style servers (``max_completion_tokens`` for o-series).
     ``headers`` / ``extra_body``: merged into every request. ``key_from_env``: read the key
     from ``api_key_env`` (default true); false sends only the credentials in ``headers`` (the
-    proxy summarising with its caller's own). ``transport`` /
-    ``async_transport``: httpx transports (tests, proxies). ``sleep`` / ``asleep``: how to
-    wait between retries (tests pass recorders). ``max_concurrency``: parallel chunk calls in
-    the async map step (default 4).
+    proxy summarising with its caller's own). ``transport``: an httpx async transport (tests,
+    proxies; both :meth:`summarize` and :meth:`asummarize` run on an async client). ``sleep`` /
+    ``asleep``: how :meth:`summarize` / :meth:`asummarize` wait between retries (tests pass
+    recorders). ``max_concurrency``: parallel chunk calls in the async map step (default 4;
+    :meth:`summarize` makes them one after another).
     """
 
     def __init__(
@@ -193,15 +195,14 @@ class LLMSummarizer:
         counter: TokenCounter | None = None,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
-        transport: httpx.BaseTransport | None = None,
-        async_transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         max_concurrency: int = 4,
     ) -> None:
-        if provider not in _DEFAULT_BASE_URL:
+        if provider not in WIRES:
             raise ConfigError(
-                f"LLMSummarizer provider must be 'openai' or 'anthropic', got {provider!r}"
+                f"LLMSummarizer provider must be one of {', '.join(WIRES)}, got {provider!r}"
             )
         if not model or not isinstance(model, str):
             raise ConfigError("LLMSummarizer model must be a non-empty string")
@@ -222,9 +223,9 @@ class LLMSummarizer:
             if not value > above:
                 raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
         self.provider: Provider = provider
-        self.base_url = (base_url or _DEFAULT_BASE_URL[provider]).rstrip("/")
+        self.base_url = (base_url or DEFAULT_BASE_URLS[provider]).rstrip("/")
         self.model = model
-        self.api_key_env = api_key_env or _DEFAULT_KEY_ENV[provider]
+        self.api_key_env = api_key_env or DEFAULT_KEY_ENVS[provider]
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout
         self.max_retries = max_retries
@@ -242,7 +243,6 @@ class LLMSummarizer:
         self.key_from_env = key_from_env
         self.extra_body = dict(extra_body or {})
         self.transport = transport
-        self.async_transport = async_transport
         self.sleep = sleep
         self.asleep = asleep
         self.max_concurrency = max_concurrency
@@ -253,8 +253,9 @@ class LLMSummarizer:
 
     def _tls(self) -> ssl.SSLContext | bool:
         """This summarizer's TLS settings, made once (a race makes them twice: harmless)."""
-        if self._verify is None:
-            self._verify = _tls()
+        if self._verify is None:  # httpx's defaults (loading the CA bundle takes milliseconds)
+            make = getattr(httpx, "create_ssl_context", None)
+            self._verify = make() if make is not None else True
         return self._verify
 
     # -- identity -----------------------------------------------------------------------------
@@ -277,9 +278,7 @@ class LLMSummarizer:
     @property
     def url(self) -> str:
         """Where requests go."""
-        if self.provider == "anthropic":
-            return f"{self.base_url}/v1/messages"
-        return f"{self.base_url}/chat/completions"
+        return self.base_url + WIRES[self.provider].path(self.model)
 
     def __repr__(self) -> str:
         return (
@@ -312,7 +311,9 @@ class LLMSummarizer:
 
         def work() -> None:
             try:
-                outcome.append(self._summarize_by(request, cap, facts, deadline, meter))
+                # the calls one after another, as the caller of a blocking summary expects
+                run = self._run(request, cap, facts, deadline, meter, self._blocking_sleep, 1)
+                outcome.append(asyncio.run(run))
             except BaseException as exc:  # handed to the caller's thread below
                 outcome.append(exc)
 
@@ -330,35 +331,6 @@ class LLMSummarizer:
         own = time.monotonic() + self.timeout
         return own if given is None else min(own, given)
 
-    def _summarize_by(
-        self,
-        request: SummaryRequest,
-        cap: int,
-        facts: Facts,
-        deadline: float,
-        meter: SummaryMeter | None = None,
-    ) -> str:
-        with httpx.Client(
-            timeout=self.timeout, transport=self.transport, verify=self._tls()
-        ) as client:
-            budget = self.input_token_budget
-            for _ in range(_MAX_SHRINKS + 1):
-                plan = self._plan(request, facts, cap, budget)
-                try:
-                    batch = next(plan)
-                    while True:
-                        batch = plan.send(
-                            [self._complete(client, call, deadline, meter) for call in batch]
-                        )
-                except StopIteration as done:
-                    return self._finish(str(done.value), request, facts, cap)
-                except _InputTooLarge as refused:
-                    budget = min(budget, refused.tokens) // 2
-        raise SummarizerError(
-            f"{self.name}: input still too long for the model after "
-            f"shrinking the chunk budget to {budget} tokens"
-        )
-
     async def asummarize(
         self,
         request: SummaryRequest,
@@ -371,31 +343,50 @@ class LLMSummarizer:
         ``deadline`` (see :meth:`summarize`)."""
         cap, facts = self._prepare(request)
         deadline = self._deadline(deadline)
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline <= time.monotonic():
             raise self._late("no time left before the deadline")
-        try:
-            async with asyncio.timeout(left):
-                return await self._asummarize_by(request, cap, facts, deadline, meter)
-        except TimeoutError:
-            raise self._late("the request was still running") from None
+        return await self._run(request, cap, facts, deadline, meter, self.asleep, None)
 
-    async def _asummarize_by(
+    async def _blocking_sleep(self, seconds: float) -> None:
+        """``sleep`` for the blocking :meth:`summarize` (its own event loop runs nothing else)."""
+        if self.sleep is time.sleep:
+            await asyncio.sleep(seconds)
+        else:
+            self.sleep(seconds)
+
+    async def _run(
         self,
         request: SummaryRequest,
         cap: int,
         facts: Facts,
         deadline: float,
-        meter: SummaryMeter | None = None,
+        meter: SummaryMeter | None,
+        sleep: Callable[[float], Awaitable[None]],
+        concurrency: int | None,
     ) -> str:
-        limit = asyncio.Semaphore(self.max_concurrency)
+        """The summary, by :meth:`_plan`'s calls (``concurrency`` at once, default
+        ``max_concurrency``), within ``deadline``."""
+        limit = asyncio.Semaphore(concurrency or self.max_concurrency)
 
         async def one(client: httpx.AsyncClient, call: _Call) -> str:
             async with limit:
-                return await self._acomplete(client, call, deadline, meter)
+                return await self._complete(client, call, deadline, meter, sleep)
 
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                return await self._calls(request, cap, facts, one)
+        except TimeoutError:
+            raise self._late("the request was still running") from None
+
+    async def _calls(
+        self,
+        request: SummaryRequest,
+        cap: int,
+        facts: Facts,
+        one: Callable[[httpx.AsyncClient, _Call], Coroutine[Any, Any, str]],
+    ) -> str:
         async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.async_transport, verify=self._tls()
+            timeout=self.timeout, transport=self.transport, verify=self._tls()
         ) as client:
             budget = self.input_token_budget
             for _ in range(_MAX_SHRINKS + 1):
@@ -403,8 +394,7 @@ class LLMSummarizer:
                 try:
                     batch = next(plan)
                     while True:
-                        results = await asyncio.gather(*(one(client, c) for c in batch))
-                        batch = plan.send(list(results))
+                        batch = plan.send(await _all(one(client, c) for c in batch))
                 except StopIteration as done:
                     return self._finish(str(done.value), request, facts, cap)
                 except _InputTooLarge as refused:
@@ -414,10 +404,12 @@ class LLMSummarizer:
             f"shrinking the chunk budget to {budget} tokens"
         )
 
-    def _late(self, last: str) -> SummarizerError:
+    def _late(self, last: str, status: int | None = None) -> SummarizerError:
         return SummarizerError(
             f"{self.name}: no summary from {self.url} within timeout={self.timeout:g}s (the "
-            f"total for one summary, retries included); last: {last}"
+            f"total for one summary, retries included); last: {last}",
+            status=status,
+            reason=f"timed out; last: {last}",
         )
 
     # -- the plan: single call or map-reduce (sans I/O) ----------------------------------------
@@ -618,28 +610,22 @@ class LLMSummarizer:
         headers = {"content-type": "application/json"}
         if self.provider == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
-            if key:
-                headers["x-api-key"] = key
-        elif key:
-            headers["authorization"] = f"Bearer {key}"
+        if key:
+            headers.update(WIRES[self.provider].auth(key))
         headers.update(self.headers)
         return headers
 
     def _payload(self, call: _Call) -> dict[str, Any]:
+        wire = WIRES[self.provider]
         system = SYSTEM_PROMPT.format(max_chars=call.max_chars)
-        payload: dict[str, Any] = {"model": self.model}
-        if self.provider == "anthropic":
-            payload["max_tokens"] = self.max_output_tokens
-            payload["system"] = system
-            payload["messages"] = [{"role": "user", "content": call.user}]
-        else:
+        payload = wire.body(self.model, system, call.user, self.max_output_tokens)
+        if self.provider == "openai":
             payload[self.max_tokens_param] = self.max_output_tokens
-            payload["messages"] = [
-                {"role": "system", "content": system},
-                {"role": "user", "content": call.user},
-            ]
         if self.temperature is not None:
-            payload["temperature"] = self.temperature
+            if wire.temperature_in is None:
+                payload["generationConfig"]["temperature"] = self.temperature
+            else:
+                payload[wire.temperature_in] = self.temperature
         payload.update(self.extra_body)
         return payload
 
@@ -647,29 +633,23 @@ class LLMSummarizer:
         try:
             data = response.json()
         except ValueError as exc:
-            raise SummarizerError(
-                f"{self.name}: response body is not JSON: {response.text[:200]!r}"
+            raise self._error(
+                f"response body is not JSON: {response.text[:200]!r}", response.status_code
             ) from exc
         try:
-            if self.provider == "anthropic":
-                text = "".join(
-                    b.get("text", "")
-                    for b in data["content"]
-                    if isinstance(b, dict) and b.get("type") == "text"
-                )
-            else:
-                content = data["choices"][0]["message"]["content"]
-                if isinstance(content, list):
-                    content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-                text = content or ""
+            text = WIRES[self.provider].text(data)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise SummarizerError(
-                f"{self.name}: response is not a {self.provider} completion "
-                f"(missing {exc!s}): {str(data)[:200]!r}"
+            raise self._error(
+                f"response is not a {self.provider} completion (missing {exc!s}): "
+                f"{str(data)[:200]!r}",
+                response.status_code,
             ) from exc
         if not isinstance(text, str) or not text.strip():
-            raise SummarizerError(f"{self.name}: the model returned an empty summary")
+            raise self._error("the model returned an empty summary", response.status_code)
         return text
+
+    def _error(self, reason: str, status: int | None = None) -> SummarizerError:
+        return SummarizerError(f"{self.name}: {reason}", status=status, reason=reason)
 
     def _classify(self, response: httpx.Response, call: _Call) -> float | None:
         """``None`` when ``response`` is a success; else the delay before retrying. Raises for
@@ -682,6 +662,7 @@ class LLMSummarizer:
             raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)
+        reason = error_text(response.text)
         hint = ""
         if status in (401, 403) and not self.key_from_env:
             hint = " (with the credentials in the summarizer's headers)"
@@ -690,7 +671,11 @@ class LLMSummarizer:
                 f" (key read from ${self.api_key_env}"
                 f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})"
             )
-        raise SummarizerError(f"{self.name}: {self.url} answered {status}{hint}: {body!r}")
+        raise SummarizerError(
+            f"{self.name}: {self.url} answered {status}{hint}: {body!r}",
+            status=status,
+            reason=reason,
+        )
 
     def _delay(self, attempt: int, asked: float | None) -> float:
         if asked is not None and asked >= 0:
@@ -707,31 +692,21 @@ class LLMSummarizer:
         span = left if self.attempt_timeout is None else min(self.attempt_timeout, left)
         return span, now + span
 
-    def _send(self, client: httpx.Client, call: _Call, deadline: float) -> httpx.Response:
-        """One POST, its body read in full before ``deadline`` (and the attempt's own limit):
-        a server trickling bytes slower than it should is cut off between two chunks."""
-        span, ends = self._attempt_timeout(deadline)
-        with client.stream(
-            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
-        ) as response:
-            body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                _check_clock(response, ends, deadline)
-        return self._whole(response, bytes(body))
-
-    async def _asend(
+    async def _send(
         self, client: httpx.AsyncClient, call: _Call, deadline: float
-    ) -> httpx.Response:
+    ) -> httpx.Response | httpx.TransportError:
         """:meth:`_send` for the async client."""
         span, ends = self._attempt_timeout(deadline)
-        async with client.stream(
-            "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
-        ) as response:
-            body = bytearray()
-            async for chunk in response.aiter_raw():
-                body += chunk
-                _check_clock(response, ends, deadline)
+        try:
+            async with client.stream(
+                "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
+            ) as response:
+                body = bytearray()
+                async for chunk in response.aiter_raw():
+                    body += chunk
+                    _check_clock(response, ends, deadline)
+        except httpx.TransportError as exc:
+            return exc
         return self._whole(response, bytes(body))
 
     def _whole(self, response: httpx.Response, body: bytes) -> httpx.Response:
@@ -748,88 +723,83 @@ class LLMSummarizer:
                 f"{self.name}: the body from {self.url} could not be decoded: {exc}"
             ) from exc
 
-    def _wait(self, attempt: int, asked: float | None, deadline: float, last: str) -> float:
-        """The delay before the next attempt; raises when waiting it would pass ``deadline``
-        (no point in a retry that cannot finish)."""
-        delay = self._delay(attempt, asked)
-        if time.monotonic() + delay >= deadline:
-            raise self._late(f"{last} (a retry in {delay:g}s would pass the deadline)")
-        return delay
+    def _retrying(self, deadline: float, sleep: Callable[[float], Any]) -> dict[str, Any]:
+        """tenacity's settings for one call: retry what :meth:`_attempt` marks retryable, at
+        most ``max_retries`` times, waiting what the server asked for or ``backoff * 2**n``
+        (capped at ``max_backoff``); a wait that would pass ``deadline`` ends the summary."""
 
-    def _complete(
-        self,
-        client: httpx.Client,
-        call: _Call,
-        deadline: float,
-        meter: SummaryMeter | None = None,
-    ) -> str:
-        if not call.user:
-            return ""
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if meter is not None:
-                meter.start()
-            try:
-                response = self._send(client, call, deadline)
-            except _Late:
-                self._metered(meter, call, None)
-                raise self._late(last) from None
-            except httpx.TransportError as exc:
-                self._metered(meter, call, None)
-                text, last, asked = self._outcome(call, exc)
-            else:
-                self._metered(meter, call, response)
-                text, last, asked = self._outcome(call, response)
-            if text is not None:
-                return text
-            if attempt < self.max_retries:
-                self.sleep(self._wait(attempt, asked, deadline, last))
-        raise self._exhausted(last)
+        def wait(state: tenacity.RetryCallState) -> float:
+            failed = state.outcome.exception() if state.outcome is not None else None
+            last = failed if isinstance(failed, _Retry) else _Retry("no attempt made")
+            delay = self._delay(state.attempt_number - 1, last.asked)
+            if time.monotonic() + delay >= deadline:
+                raise self._late(
+                    f"{last.last} (a retry in {delay:g}s would pass the deadline)", last.status
+                )
+            return delay
 
-    async def _acomplete(
+        return {
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "wait": wait,
+            "retry": tenacity.retry_if_exception_type(_Retry),
+            "sleep": sleep,
+            "reraise": True,
+        }
+
+    async def _complete(
         self,
         client: httpx.AsyncClient,
         call: _Call,
         deadline: float,
-        meter: SummaryMeter | None = None,
+        meter: SummaryMeter | None,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> str:
         if not call.user:
             return ""
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if meter is not None:
-                meter.start()
-            try:
-                response = await self._asend(client, call, deadline)
-            except _Late:
-                self._metered(meter, call, None)
-                raise self._late(last) from None
-            except httpx.TransportError as exc:
-                self._metered(meter, call, None)
-                text, last, asked = self._outcome(call, exc)
-            else:
-                self._metered(meter, call, response)
-                text, last, asked = self._outcome(call, response)
-            if text is not None:
-                return text
-            if attempt < self.max_retries:
-                await self.asleep(self._wait(attempt, asked, deadline, last))
-        raise self._exhausted(last)
+        last: list[_Retry] = []
+        try:
+            async for attempt in tenacity.AsyncRetrying(**self._retrying(deadline, sleep)):
+                with attempt:
+                    if meter is not None:
+                        meter.start()
+                    try:
+                        response = await self._send(client, call, deadline)
+                    except _Late:
+                        self._metered(meter, call, None)
+                        raise self._late_after(last) from None
+                    return self._attempt(meter, call, response, last)
+        except _Retry as failed:
+            raise self._exhausted(failed) from None
+        raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
 
-    def _outcome(
-        self, call: _Call, reply: httpx.Response | httpx.TransportError
-    ) -> tuple[str | None, str, float | None]:
-        """One attempt judged, for the sync and async loops alike: ``(summary text or None to
-        retry, what went wrong, the delay the server asked for)``."""
-        if isinstance(reply, httpx.TimeoutException):
-            return None, f"timed out ({type(reply).__name__}: {reply!s})", None
+    def _attempt(
+        self,
+        meter: SummaryMeter | None,
+        call: _Call,
+        reply: httpx.Response | httpx.TransportError,
+        last: list[_Retry],
+    ) -> str:
+        """One attempt judged, for the sync and async loops alike: the summary text, or
+        :class:`_Retry` (remembered in ``last``) for what a retry may fix."""
         if isinstance(reply, httpx.TransportError):
-            return None, f"transport error: {reply!s}", None
-        wait = self._classify(reply, call)
-        if wait is None:
-            return self._checked(self._reply_text(reply)), "", None
-        last = f"HTTP {reply.status_code}: {reply.text[:200]!r}"
-        return None, last, wait if wait >= 0 else None
+            self._metered(meter, call, None)
+            kind = "timed out" if isinstance(reply, httpx.TimeoutException) else "transport error"
+            failed = _Retry(f"{kind} ({type(reply).__name__}: {reply!s})")
+        else:
+            self._metered(meter, call, reply)
+            wait = self._classify(reply, call)
+            if wait is None:
+                return self._checked(self._reply_text(reply))
+            failed = _Retry(
+                f"HTTP {reply.status_code}: {error_text(reply.text)[:200]!r}",
+                reply.status_code,
+                wait if wait >= 0 else None,
+            )
+        last.append(failed)
+        raise failed
+
+    def _late_after(self, last: list[_Retry]) -> SummarizerError:
+        return self._late(last[-1].last, last[-1].status) if last else self._late("no attempt made")
 
     def _metered(
         self, meter: SummaryMeter | None, call: _Call, response: httpx.Response | None
@@ -843,16 +813,24 @@ class LLMSummarizer:
         if response is None:
             meter.done(self.model, sent, 0, 0)
             return
-        used_in, used_out = _usage(response, self.provider)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        usage = WIRES[self.provider].usage
+        used_in, used_out = usage(data) if isinstance(data, dict) else (None, None)
         if used_in is None:
             used_in = sent if response.is_success else 0
         if used_out is None:
             used_out = self._tokens(response.text) if response.is_success else 0
         meter.done(self.model, used_in, used_out, response.status_code)
 
-    def _exhausted(self, last: str) -> SummarizerError:
+    def _exhausted(self, last: _Retry) -> SummarizerError:
         return SummarizerError(
-            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; last: {last}"
+            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; "
+            f"last: {last.last}",
+            status=last.status,
+            reason=last.last,
         )
 
     def _checked(self, text: str) -> str:
@@ -927,28 +905,15 @@ def _present(entry: Entry, flat: str, facts: Facts) -> bool:
     return " ".join(entry.text.split()) in flat
 
 
-def _usage(response: httpx.Response, provider: Provider) -> tuple[int | None, int | None]:
-    """(input, output) tokens a reply's ``usage`` reports, None where it says nothing. Anthropic's
-    input counts its cache reads and writes too (they are billed, at their own rates)."""
+async def _all(calls: Iterable[Coroutine[Any, Any, str]]) -> list[str]:
+    """The results of ``calls``, run concurrently; the first failure cancels the others and is
+    raised once they have stopped (none is left running, half-connected, when it is raised)."""
     try:
-        data = response.json()
-    except ValueError:
-        return None, None
-    usage = data.get("usage") if isinstance(data, dict) else None
-    if not isinstance(usage, dict):
-        return None, None
-
-    def number(*keys: str) -> int | None:
-        values = [usage.get(k) for k in keys]
-        found = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
-        return sum(found) if found else None
-
-    if provider == "anthropic":
-        return (
-            number("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
-            number("output_tokens"),
-        )
-    return number("prompt_tokens"), number("completion_tokens")
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(call) for call in calls]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -6,9 +6,14 @@ client's credentials for it. :func:`summarizer_for_request` builds an
 summarised by an LLM with no key of the proxy's own: the client pays for its own summaries, on
 its own account, the way it pays for its own calls.
 
-Only the headers that authenticate or select the API version are passed on (``authorization``,
-``x-api-key``, ``api-key``, the OpenAI organisation and project, ``anthropic-version`` and
-``anthropic-beta``); cookies, tracing and the client's content headers are not. No key is read
+The summary goes through the API the client itself speaks (Chat Completions, Messages, the
+Responses API, Gemini ``generateContent``): an upstream that serves a model on one API only (as
+OpenAI serves its codex models on the Responses API alone) answers its summaries too. Only the
+headers that authenticate or select the API version are passed on (``authorization``,
+``x-api-key``, ``api-key``, ``x-goog-api-key``, the OpenAI organisation and project,
+``anthropic-version`` and ``anthropic-beta``; a Gemini key the client sent as ``key=`` in the
+query is passed as ``x-goog-api-key``); cookies, tracing and the client's content headers are
+not. No key is read
 from the proxy's environment: a client that sent no credentials gets a summarizer that sends
 none (and fails, and the compaction falls back to the extractive summary).
 """
@@ -17,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from .._exceptions import ConfigError
+from ._wire import WIRES, Provider
 from .llm import LLMSummarizer
 
 __all__ = ["FORWARDED_HEADERS", "summarizer_for_request"]
@@ -32,6 +38,7 @@ FORWARDED_HEADERS = frozenset(
         "authorization",
         "x-api-key",
         "api-key",
+        "x-goog-api-key",
         "openai-organization",
         "openai-project",
         "anthropic-version",
@@ -48,7 +55,7 @@ _OPENAI_REASONING = re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.IGNORECASE)
 
 def _request_shape(api: str, model: str) -> dict[str, Any]:
     """The :class:`LLMSummarizer` settings a model's API accepts (see above)."""
-    if api == "openai" and _OPENAI_REASONING.match(model):
+    if api in ("openai", "responses") and _OPENAI_REASONING.match(model):
         return {
             "max_tokens_param": "max_completion_tokens",
             "temperature": None,
@@ -57,42 +64,46 @@ def _request_shape(api: str, model: str) -> dict[str, Any]:
     return {}
 
 
-def _api_root(upstream_base_url: str, api: Literal["openai", "anthropic"]) -> str:
-    """The base URL :class:`LLMSummarizer` wants: with ``/v1`` for OpenAI (it posts to
-    ``{base}/chat/completions``), without for Anthropic (``{base}/v1/messages``). An upstream
-    given with or without ``/v1`` works either way, as it does for the proxy."""
+def _api_root(upstream_base_url: str, api: Provider) -> str:
+    """The base URL :class:`LLMSummarizer` wants: with ``/v1`` for OpenAI's APIs (it posts to
+    ``{base}/chat/completions`` or ``{base}/responses``), without for Anthropic
+    (``{base}/v1/messages``) and Gemini (``{base}/v1beta/models/...``). An upstream given with
+    or without its version works either way, as it does for the proxy."""
     base = upstream_base_url.rstrip("/")
-    has_v1 = base.endswith("/v1")
-    if api == "openai":
-        return base if has_v1 else f"{base}/v1"
-    return base[: -len("/v1")] if has_v1 else base
+    if api in ("openai", "responses"):
+        return base if base.endswith("/v1") else f"{base}/v1"
+    for version in ("/v1", "/v1beta"):
+        if base.endswith(version):
+            return base[: -len(version)]
+    return base
 
 
 def summarizer_for_request(
     upstream_base_url: str,
     headers: Mapping[str, str],
     model: str,
-    api: Literal["openai", "anthropic"],
+    api: Provider,
     *,
+    query_key: str | None = None,
     summary_model: str | None = None,
     timeout_s: float = 60.0,
     max_retries: int = 2,
     max_chars: int = 4000,
-    transport: httpx.BaseTransport | None = None,
-    async_transport: httpx.AsyncBaseTransport | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> LLMSummarizer:
     """A summarizer that asks ``upstream_base_url`` in the request's own ``api`` wire format,
     with the client's credentials from ``headers`` (any case), and the request's ``model``
-    unless ``summary_model`` names a cheaper one (the proxy's ``--summary-model``).
+    unless ``summary_model`` names a cheaper one (the proxy's ``--summary-model``);
+    ``query_key``: a Gemini key the client sent as ``key=`` in the query string.
 
     ``timeout_s`` and ``max_retries`` as in :class:`~contextwarden.SummarizerConfig`;
-    ``max_chars`` caps the summary (the compaction's ``summary_max_chars``); the transports are
+    ``max_chars`` caps the summary (the compaction's ``summary_max_chars``); the transport is
     for tests and custom networking. Raises :class:`~contextwarden.ConfigError` for an API
-    other than ``openai``/``anthropic``, an upstream that is not an http(s) URL, or no model.
+    other than ``openai``/``anthropic``/``responses``/``gemini``, an upstream that is not an http(s) URL, or no model.
     """
-    if api not in ("openai", "anthropic"):
+    if api not in WIRES:
         raise ConfigError(
-            f"summarizer_for_request: api must be 'openai' or 'anthropic', got {api!r}"
+            f"summarizer_for_request: api must be one of {', '.join(WIRES)}, got {api!r}"
         )
     if not upstream_base_url.startswith(("http://", "https://")):
         raise ConfigError(
@@ -105,6 +116,8 @@ def summarizer_for_request(
             "summarizer_for_request: the request names no model and no summary_model was given"
         )
     passed = {k.lower(): v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
+    if query_key and "x-goog-api-key" not in passed:
+        passed["x-goog-api-key"] = query_key
     return LLMSummarizer(
         _api_root(upstream_base_url, api),
         chosen.strip(),
@@ -115,6 +128,5 @@ def summarizer_for_request(
         headers=passed,
         key_from_env=False,
         transport=transport,
-        async_transport=async_transport,
         **_request_shape(api, chosen.strip()),
     )

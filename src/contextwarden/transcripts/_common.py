@@ -8,8 +8,9 @@ offending field path (``message.content[1].type``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
@@ -17,6 +18,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 from .._exceptions import FormatError, TranscriptError
 from .._messages import EMPTY, Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from ..formats._common import tname
+from ..formats.anthropic import LEADING_USER_TEXT
 
 __all__ = [
     "FORMATS",
@@ -25,11 +27,15 @@ __all__ = [
     "Record",
     "Transcript",
     "TranscriptFormat",
+    "combine_turns",
     "dumps_arguments",
+    "join_blocks",
+    "lead_with_prompt",
     "merge_user_runs",
     "pair_calls",
     "place_marks",
     "read_records",
+    "unique_call_ids",
 ]
 
 TranscriptFormat: TypeAlias = Literal[
@@ -61,7 +67,8 @@ FORMATS: Mapping[TranscriptFormat, str] = {
     "codex": "Codex CLI rollout JSONL (session_meta/turn_context/response_item records)",
     "gemini-cli": "Gemini CLI chat recording (session-*.json or .jsonl: sessionId, projectHash, "
     "messages of type user/gemini)",
-    "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages)",
+    "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages) or "
+    "a Cline SDK session (<id>.messages.json: version, sessionId, messages)",
     "aider": "aider .aider.chat.history.md (Markdown: '# aider chat started at', '#### ' turns)",
     "swe-agent": 'SWE-agent .traj (JSON object with "history" and "trajectory")',
 }
@@ -336,13 +343,22 @@ def pair_calls(messages: Sequence[Message], meta: dict[str, Any]) -> tuple[Messa
     return tuple(out)
 
 
-def merge_user_runs(messages: Sequence[Message]) -> tuple[Message, ...]:
+def merge_user_runs(
+    messages: Sequence[Message], *, apart: Collection[int] = ()
+) -> tuple[Message, ...]:
     """``messages`` with each run of consecutive ``user`` messages merged into one (its blocks
     in order), as an agent's request merges a tool-result turn left as text and the prompt
-    that follows ("Continue"). Returns the input's own values when nothing merges."""
+    that follows ("Continue"); messages whose ``id()`` is in ``apart`` stay on their own.
+    Returns the input's own values when nothing merges."""
     out: list[Message] = []
     for m in messages:
-        if out and m.role == "user" and out[-1].role == "user":
+        if (
+            out
+            and m.role == "user"
+            and out[-1].role == "user"
+            and id(m) not in apart
+            and id(out[-1]) not in apart
+        ):
             out[-1] = out[-1].replace(content=(*out[-1].content, *m.content))
         else:
             out.append(m)
@@ -364,3 +380,105 @@ def place_marks(
                 break
         out.append(at)
     return out
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+def join_blocks(content: list[Any], blocks: Sequence[Any]) -> None:
+    """Append ``blocks`` (Anthropic content blocks) to the user turn ``content``, their tool
+    results before the text already there: the API wants a turn's results first."""
+    at = next((i for i, b in enumerate(content) if not _is_result(b)), len(content))
+    content[at:at] = [b for b in blocks if _is_result(b)]
+    content.extend(b for b in blocks if not _is_result(b))
+
+
+def combine_turns(api: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Anthropic messages with each run of consecutive messages of one role joined into one
+    turn, as the Messages API combines them (an agent's log may hold a tool's results and a
+    resumed task's prompt as two user messages); and, for each joined message, the index of
+    the first message it holds. Messages are copied, never changed."""
+    out: list[dict[str, Any]] = []
+    first: list[int] = []
+    joined: set[int] = set()
+    for i, m in enumerate(api):
+        role = m.get("role")
+        if out and role == out[-1].get("role") and role in ("user", "assistant"):
+            prev = out[-1]
+            if len(out) not in joined:  # a list of our own from here on: the input stays
+                joined.add(len(out))
+                prev["content"] = _as_blocks(prev.get("content"))
+            if role == "user":
+                join_blocks(prev["content"], _as_blocks(m.get("content")))
+            else:
+                prev["content"].extend(_as_blocks(m.get("content")))
+            continue
+        out.append(dict(m))
+        first.append(i)
+    return out, first
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else [content]
+
+
+def unique_call_ids(messages: Sequence[Message], meta: dict[str, Any]) -> list[Message]:
+    """``messages`` with a tool call id used again by a later call (a replayed recording
+    reuses them; the API refuses a request holding one id twice) renamed ``<id>~<n>``, in the
+    call and in the results that answer it before the next assistant message."""
+    seen: set[str] = set()
+    renamed: dict[str, str] = {}
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "assistant":
+            renamed = {}
+            blocks: list[Block] = []
+            for b in m.content:
+                if isinstance(b, ToolCallBlock) and b.id in seen:
+                    n = 2
+                    while f"{b.id}~{n}" in seen:
+                        n += 1
+                    renamed[b.id] = f"{b.id}~{n}"
+                    b = dataclasses.replace(b, id=renamed[b.id])
+                    skipped(meta, "tool call id used again (renamed)")
+                if isinstance(b, ToolCallBlock):
+                    seen.add(b.id)
+                blocks.append(b)
+            out.append(m.replace(content=tuple(blocks)) if renamed else m)
+        elif m.role == "tool" and any(
+            isinstance(b, ToolResultBlock) and b.tool_call_id in renamed for b in m.content
+        ):
+            out.append(
+                m.replace(
+                    content=tuple(
+                        dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
+                        if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
+                        else b
+                        for b in m.content
+                    )
+                )
+            )
+        else:
+            out.append(m)
+    return out
+
+
+def lead_with_prompt(
+    messages: Sequence[Message], meta: dict[str, Any], where: str
+) -> tuple[Message, ...]:
+    """``messages``, and when they start with a reply (an excerpt that starts mid-way, at
+    ``where``) a placeholder prompt before it, so that every reply's request is a valid one;
+    with a warning saying so."""
+    at = next((i for i, m in enumerate(messages) if m.role != "system"), None)
+    if at is None or messages[at].role == "user":
+        return tuple(messages)
+    warn(
+        meta,
+        f"the conversation starts mid-way at {where}: a placeholder prompt "
+        f"{LEADING_USER_TEXT!r} stands for what came before",
+    )
+    prompt = Message("user", (TextBlock(LEADING_USER_TEXT),))
+    return (*messages[:at], prompt, *messages[at:])

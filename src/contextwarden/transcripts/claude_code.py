@@ -1,19 +1,35 @@
 """Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``).
 
-Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``; other
-line types (``summary``, ``file-history-snapshot``, ``queue-operation``...) are bookkeeping and
-skipped, except the ``system`` line of subtype ``compact_boundary`` (below).
+Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``;
+``attachment`` lines hold what Claude Code adds to the next request (below); the ``system``
+line of subtype ``compact_boundary`` marks a compaction (below). Other lines (``system``
+lines of other subtypes such as ``turn_duration`` or ``stop_hook_summary``, ``progress``,
+``file-history-snapshot``, ``last-prompt``...) carry nothing for the model and are skipped,
+counted in ``meta["skipped"]``.
 
 **Order.** The conversation is the ``parentUuid`` chain, not the file order: Claude Code may
-write a tool result before the line of its call. The reader takes the chain from the last
-conversation line back to the root, adds the lines hanging off it that belong to the same
-API messages (the other parts of a streamed reply, the results of parallel calls), and puts
-them in an order where every line comes after its parent (file order among siblings). Lines
-on other branches (an edited prompt, a rewind) are left out and counted as
-``side branch`` in ``meta["skipped"]``. A file whose lines have no ``parentUuid`` is read in
+write a tool result before the line of its call. Every line with a ``uuid``, whatever its
+type, is a link of the chain. The reader walks the chain from the last ``user`` or
+``assistant`` line back to the root, adds the lines hanging off it that belong to the same
+API messages (the other parts of a streamed reply, the results of parallel calls and the
+attachments hanging off those), and puts them in an order where every line comes after its
+parent (file order among siblings). Lines on other branches (an edited prompt, a rewind) are
+left out and counted as ``side branch``. A file whose lines have no ``parentUuid`` is read in
 file order. Sub-agent lines (``isSidechain``) are another conversation, left out (a file
-holding only such lines is a sub-agent's own transcript, and is read), and so are the
-assistant lines Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were never sent: skipped.
+holding only such lines is a sub-agent's own transcript, and is read); the assistant lines
+Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were
+never sent: skipped. When the chain reaches fewer than 95% of the file's replies (a
+``parentUuid`` naming a line that is not in the file, or most of the file on side branches),
+a warning says so and where the walk stopped.
+
+**Attachments** are read as Claude Code sends them: the text it recorded it rendered
+(``rendered``) when the line has it, else the attachment's own fields (hook output, skill and
+tool listings, edited-file snippets, task reminders, diagnostics...) in a
+``<system-reminder>``; a prompt queued while the agent worked (``queued_command``) as typed.
+Types Claude Code sends nothing for (``command_permissions``, ``hook_system_message``, the
+output of tool and stop hooks...) are skipped. Each becomes a user message of its own, written
+into the request turn it follows (:func:`contextwarden.formats.to_anthropic` joins it), so the
+user's task stays the words the user typed.
 
 **Compactions.** A ``compact_boundary`` line starts a new chain (its ``logicalParentUuid``
 names the line before); the ``isCompactSummary`` user line after it is the summary Claude
@@ -24,34 +40,40 @@ the summary.
 Claude Code writes one line per content block as a response streams in: lines sharing one
 ``message.id`` are parts of one API message and are merged in order (the last part's
 ``usage`` kept). Consecutive user lines (parallel results, a result then "Continue") are
-merged as the request Claude Code sends merges them. The merged messages go through
-:func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user) or the API
-message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for assistants the
-provider ``usage`` and ``model``. A call an interrupted session never answered is removed
-(:func:`~contextwarden.transcripts._common.pair_calls`).
+merged as the request Claude Code sends merges them, tool results first. The merged messages
+go through :func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user)
+or the API message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for
+assistants the provider ``usage`` and ``model``. A call an interrupted session never answered
+is removed (:func:`~contextwarden.transcripts._common.pair_calls`).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import heapq
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .._exceptions import FormatError
-from .._messages import Message, TextBlock, freeze
+from .._messages import EMPTY, Message, TextBlock, freeze
 from ..formats import from_anthropic
 from ._common import (
     AgentCompaction,
     Loc,
     Record,
     Transcript,
+    dumps_arguments,
+    join_blocks,
+    lead_with_prompt,
     merge_user_runs,
     pair_calls,
     place_marks,
     skipped,
+    warn,
 )
 
 __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
@@ -95,12 +117,13 @@ class _Merged:
     usage: Any = None
     model: str | None = None
     as_string: bool = False  # the single line's content was a plain string
+    injected: bool = False  # attachments: a message of their own, joined to the turn on writing
 
 
 def _is_conversation(value: Any, sidechain: bool = False) -> bool:
     return (
         isinstance(value, dict)
-        and value.get("type") in ("user", "assistant")
+        and value.get("type") in ("user", "assistant", "attachment")
         and (value.get("isSidechain") is True) == sidechain
     )
 
@@ -131,34 +154,96 @@ def _parent(value: dict[str, Any]) -> Any:
     return parent
 
 
-def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
-    """The conversation's lines (and compact boundaries) in chain order; see the module
-    docstring."""
+@dataclass
+class _Chain:
+    """The lines of the conversation in chain order, and where the walk back from the last
+    line stopped (``broken``: the line whose parent is not in the file)."""
+
+    lines: list[Record]
+    broken: Record | None = None
+
+
+def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Chain]:
+    """The file's conversations, each its lines (user, assistant, attachment lines and compact
+    boundaries) in chain order; see the module docstring. Every line with a ``uuid`` is a link
+    of a chain (``system`` and ``progress`` lines too), so a walk passes through lines that
+    carry nothing for the model. A line with no parent starts a conversation (``/clear``
+    starts a new one in the same file); each conversation is the chain from its last line."""
     side = _sub_agent_file(records)
-    lines = [r for r in records if _is_conversation(r.value, side) or _is_boundary(r.value)]
-    for r in records:
-        if not side and isinstance(r.value, dict) and r.value.get("isSidechain") is True:
+    dicts = [r for r in records if isinstance(r.value, dict)]
+    for r in dicts:
+        if not side and r.value.get("isSidechain") is True:
             skipped(meta, "sub-agent (sidechain) line")
-    if not any("parentUuid" in r.value for r in lines):
-        return lines
+    wanted = [r for r in dicts if _is_conversation(r.value, side) or _is_boundary(r.value)]
+    if not any("parentUuid" in r.value for r in wanted):
+        return [_Chain(wanted)]
+    links = [r for r in dicts if (r.value.get("isSidechain") is True) == side]
     by_uuid: dict[Any, int] = {}
-    for i, r in enumerate(lines):
+    for i, r in enumerate(links):
         if r.value.get("uuid") is not None:
             by_uuid[r.value["uuid"]] = i
-    leaf = next(
-        (i for i in range(len(lines) - 1, -1, -1) if _is_conversation(lines[i].value, side)), None
-    )
-    if leaf is None:
-        return []
+    bridges: dict[int, str] = {}
+
+    def up(i: int) -> int | None:
+        """The line before ``i`` in its chain: its parent or, for a parent Claude Code never
+        wrote (a progress line's, a compaction's logical parent), the line written before."""
+        parent = _parent(links[i].value)
+        j = by_uuid.get(parent)
+        if j is None and parent is not None:
+            j = next((k for k in range(i - 1, -1, -1) if "uuid" in links[k].value), None)
+            if j is not None:
+                bridges[i] = (
+                    f"line {links[i].line} (type {links[i].value.get('type')}): its parent "
+                    f"{parent!r} is not in the file; read on from line {links[j].line}"
+                )
+        return j
+
+    root: dict[int, int] = {}
+    leaves: dict[int, int] = {}  # root -> the conversation's last user or assistant line
+    for i, r in enumerate(links):
+        if r.value.get("type") not in ("user", "assistant"):
+            continue
+        path: dict[int, None] = {}  # ordered, and a cycle is seen at once
+        node: int | None = i
+        while node is not None and node not in root and node not in path:
+            path[node] = None
+            node = up(node)
+        top = root[node] if node is not None and node in root else next(reversed(path))
+        root.update(dict.fromkeys(path, top))
+        leaves[top] = i
+    chains = [_chain(links, by_uuid, leaf, side, up) for leaf in sorted(leaves.values())]
+    notes = sorted(bridges.items())
+    for _, note in notes[:3]:
+        warn(meta, note)
+    if len(notes) > 3:
+        warn(meta, f"{len(notes) - 3} more lines whose parent is not in the file")
+    read = {id(r) for c in chains for r in c.lines}
+    for r in links:
+        if _is_conversation(r.value, side) and id(r) not in read:
+            skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    return chains or [_Chain([])]
+
+
+def _chain(
+    links: list[Record],
+    by_uuid: dict[Any, int],
+    leaf: int,
+    side: bool,
+    up: Callable[[int], int | None],
+) -> _Chain:
+    """The conversation whose last line is ``leaf``, in chain order."""
     chain: set[int] = set()
     node: int | None = leaf
+    last = leaf
     while node is not None and node not in chain:
         chain.add(node)
-        node = by_uuid.get(_parent(lines[node].value))
+        last = node
+        node = up(node)
+    broken = links[last] if _parent(links[last].value) is not None else None
     calls: set[str] = set()
     api_ids: set[str] = set()
     for i in chain:
-        message = lines[i].value.get("message")
+        message = links[i].value.get("message")
         if not isinstance(message, dict):
             continue
         if isinstance(message.get("id"), str):
@@ -166,26 +251,39 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
         for block in _blocks(message):
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 calls.add(block["id"])
-    keep = set(chain)
-    for i, r in enumerate(lines):
+    keep = {
+        i for i in chain if _is_conversation(links[i].value, side) or _is_boundary(links[i].value)
+    }
+    # Off the chain but part of it: the other parts of a streamed reply, the results of
+    # parallel calls, and the attachments hanging off such a result (hook output).
+    for i, r in enumerate(links):
         if i in chain or not _is_conversation(r.value, side):
             continue
         message = r.value.get("message")
-        if not isinstance(message, dict):
-            continue
-        if message.get("id") in api_ids or any(
-            b.get("type") == "tool_result" and b.get("tool_use_id") in calls
-            for b in _blocks(message)
+        if r.value.get("type") == "attachment":
+            parent = by_uuid.get(_parent(r.value))
+            if parent is not None and parent in keep and parent not in chain:
+                keep.add(i)
+                continue
+        elif isinstance(message, dict) and (
+            message.get("id") in api_ids
+            or any(
+                b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+                for b in _blocks(message)
+            )
         ):
             keep.add(i)
-        else:
-            skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
-    # Topological order (parent first), file order among lines that are ready together.
+    # Topological order (parent first), file order among lines that are ready together. A
+    # line whose parent is a link left out (a system line) hangs from that link's ancestor.
     children: dict[int, list[int]] = {}
     waiting: dict[int, int] = {}
     ready: list[int] = []
     for i in sorted(keep):
-        parent = by_uuid.get(_parent(lines[i].value))
+        parent = up(i)
+        seen: set[int] = set()
+        while parent is not None and parent not in keep and parent not in seen:
+            seen.add(parent)
+            parent = up(parent)
         if parent is not None and parent in keep and parent != i:
             children.setdefault(parent, []).append(i)
             waiting[i] = 1
@@ -202,7 +300,7 @@ def _ordered(records: Sequence[Record], meta: dict[str, Any]) -> list[Record]:
                 heapq.heappush(ready, child)
     if len(order) < len(keep):  # a cycle: the rest in file order
         order.extend(sorted(keep - set(order)))
-    return [lines[i] for i in order]
+    return _Chain([links[i] for i in order], broken)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -212,19 +310,43 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Transcript:
-    """Read a Claude Code session (records already parsed from its lines)."""
-    base = Loc(shown)
+def parse_claude_code(
+    records: Sequence[Record], path: Path, shown: str
+) -> Transcript | list[Transcript]:
+    """Read a Claude Code session (records already parsed from its lines): one transcript, or
+    one per conversation when the file holds several (``/clear``)."""
     meta: dict[str, Any] = {}
     for rec in records:
         kind = rec.value.get("type") if isinstance(rec.value, dict) else None
-        if kind not in ("user", "assistant") and not _is_boundary(rec.value):
+        if kind not in ("user", "assistant", "attachment") and not _is_boundary(rec.value):
             skipped(meta, f"line type {kind!r}")
+    chains = _conversations(records, meta)
+    answered = [c for c in chains if any(r.value.get("type") == "assistant" for r in c.lines)]
+    for c in chains if len(answered) < len(chains) and answered else ():
+        if c not in answered:  # a prompt never answered (an edited first prompt): not a run
+            for _ in c.lines:
+                skipped(meta, "side branch (a line off the conversation's parentUuid chain)")
+    runs = [_read(chain, path, shown, meta) for chain in answered or chains[-1:]]
+    short = _check_reach(records, runs, [c.broken for c in chains])
+    if short is not None:
+        runs = [
+            dataclasses.replace(t, meta=freeze({**t.meta, "warnings": [*t.warnings, short]}))
+            for t in runs
+        ]
+    if len(runs) == 1:
+        return runs[0]
+    return [dataclasses.replace(t, run=i, runs=len(runs)) for i, t in enumerate(runs, 1)]
+
+
+def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> Transcript:
+    """One conversation of the file as a transcript."""
+    base = Loc(shown)
+    meta: dict[str, Any] = copy.deepcopy(file_meta)
     merged: list[_Merged] = []
     by_api_id: dict[str, _Merged] = {}
     marks: list[tuple[int, Any, int]] = []  # (merged index, summary line, file line)
     pending_boundary: int | None = None
-    for rec in _ordered(records, meta):
+    for rec in chain.lines:
         loc = base.at(line=rec.line)
         line = loc.check(rec.value, dict, "")
         if _is_boundary(line):
@@ -234,7 +356,16 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         for key in ("sessionId", "cwd", "version", "gitBranch"):
             if key in line and key not in meta:
                 meta[key] = line[key]
-        message = loc.get(line, "message", dict, "")
+        injected = kind == "attachment"
+        if injected:
+            sent = _attachment_blocks(line)
+            if not sent:
+                skipped(meta, "attachment sending nothing to the model")
+                continue
+            kind = "user"
+            message: dict[str, Any] = {"role": "user", "content": sent}
+        else:
+            message = loc.get(line, "message", dict, "")
         if message.get("model") == "<synthetic>":  # an error Claude Code showed, never sent
             skipped(meta, "synthetic assistant line (an API error shown to the user)")
             continue
@@ -253,17 +384,22 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
         else:
             blocks = list(loc.get(message, "content", list, "message"))
         api_id = message.get("id") if isinstance(message.get("id"), str) else None
-        prev = merged[-1] if merged else None
+        # Attachments stand apart: a line of the conversation goes before the ones at the end
+        # (a tool's result before the hook output written ahead of it).
+        at = len(merged)
+        while not injected and at and merged[at - 1].injected:
+            at -= 1
+        prev = merged[at - 1] if at else None
         owner = by_api_id.get(api_id) if role == "assistant" and api_id is not None else None
         if owner is not None and _only_results_after(owner, merged):
             target: _Merged | None = owner
-        elif prev is not None and prev.role == role == "user":
+        elif prev is not None and prev.role == role == "user" and not injected:
             target = prev
         else:
             target = None
         if target is not None:
             target.parts.append((rec.line, len(target.content)))
-            target.content.extend(blocks)
+            join_blocks(target.content, blocks)
             target.as_string = False
             if role == "assistant":
                 target.usage = message.get("usage", target.usage)
@@ -279,8 +415,12 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             message.get("usage"),
             message.get("model") if isinstance(message.get("model"), str) else None,
             isinstance(content, str),
+            injected,
         )
-        merged.append(new)
+        if role == "user" and any(b.get("type") == "tool_result" for b in _blocks(message)):
+            merged.insert(at, new)
+        else:
+            merged.append(new)
         if role == "assistant" and api_id is not None:
             by_api_id[api_id] = new
     api = [
@@ -306,8 +446,16 @@ def parse_claude_code(records: Sequence[Record], path: Path, shown: str) -> Tran
             if src.model is not None:
                 model = src.model
                 changes["extra"] = freeze({**msg.extra, "model": src.model})
+        # An attachment is written into the turn it follows, not as a turn of its own; so is
+        # a reply right after a reply (nothing came between: the API joins the two turns).
+        if src.injected or (src.role == "assistant" and out and out[-1].role == "assistant"):
+            changes["hints"] = EMPTY
         out.append(msg.replace(**changes))
-    messages = merge_user_runs(pair_calls(out, meta))  # an interrupted session can end mid-tool
+    apart = {id(m) for m, src in zip(out, merged, strict=True) if src.injected}
+    # an interrupted session can end mid-tool
+    messages = merge_user_runs(pair_calls(out, meta), apart=apart)
+    if chain.lines:
+        messages = lead_with_prompt(messages, meta, f"line {chain.lines[0].line}")
     positions = place_marks(out, messages, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, (_summary(line),), number)
@@ -332,6 +480,9 @@ def _only_results_after(owner: _Merged, merged: list[_Merged]) -> bool:
     at = len(merged) - 1
     while at >= 0 and merged[at] is not owner:
         m = merged[at]
+        if m.injected:
+            at -= 1
+            continue
         if m.role != "user" or any(
             not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content
         ):
@@ -368,3 +519,124 @@ def _relocate(exc: FormatError, merged: list[_Merged], base: Loc) -> NoReturn:
     elif match:
         fld = f"content{match.group(2)}"
     base.at(line=line).reraise(FormatError(exc.reason, field=fld or None), "message", by_line=True)
+
+
+def _check_reach(
+    records: Sequence[Record], runs: Sequence[Transcript], broken: Sequence[Record | None]
+) -> str | None:
+    """A warning when the chains reach far fewer replies than the file holds (a ``parentUuid``
+    naming a line that is not there, or most of the file on side branches), else None."""
+    side = _sub_agent_file(records)
+    replies: set[Any] = set()
+    lines = 0
+    for r in records:
+        v = r.value
+        if not _is_conversation(v, side) or v.get("type") != "assistant":
+            continue
+        message = v.get("message")
+        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+            continue
+        lines += 1
+        replies.add(message.get("id") or v.get("uuid") or r.line)
+    got = sum(1 for t in runs for m in t.messages if m.role == "assistant")
+    if got >= 0.95 * len(replies):
+        return None
+    stop = next((b for b in broken if b is not None), None)
+    why = (
+        f"broken at line {stop.line} (type {stop.value.get('type')}): its parent "
+        f"{_parent(stop.value)!r} is not in the file"
+        if stop is not None
+        else "the rest are on side branches (edited prompts, rewinds)"
+    )
+    return (
+        f"{lines} assistant lines ({len(replies)} replies) but the chain from the last line "
+        f"reaches {got}: {why}"
+    )
+
+
+#: Attachment types Claude Code sends nothing for (bookkeeping, UI-only, suppressed hooks).
+_SILENT = frozenset(
+    (
+        "command_permissions hook_system_message hook_non_blocking_error hook_cancelled "
+        "hook_error_during_execution hook_permission_decision hook_deferred_tool structured_output "
+        "max_turns_reached dynamic_skill already_read_file edited_image_file goal_status "
+        "teammate_shutdown_batch context_efficiency autocheckpointing background_task_status todo "
+        "task_progress compaction_reminder current_session_memory thinking_reminder prompt_snapshot "
+        "environment model"
+    ).split()
+)
+#: Hook events whose ``hook_success`` output goes to the model (the others are shown only).
+_SENT_HOOKS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
+#: How an attachment's fields read in the request, where the line does not record it
+#: (``rendered``). The wording around the fields is ours, short: the fields are what count.
+_TEMPLATES: dict[str, str] = {
+    "hook_success": "{hookName} hook success: {content}",
+    "hook_additional_context": "{hookName} hook additional context: {content}",
+    "hook_blocking_error": "{hookName} hook blocking error: {blockingError}",
+    "hook_stopped_continuation": "{hookName} hook stopped continuation: {message}",
+    "async_hook_response": "{hookName}: {content}",
+    "skill_listing": "Skills available to the Skill tool:\n\n{content}",
+    "edited_text_file": "Note: {filename} was modified by the user or a linter:\n{snippet}",
+    "date_change": "The date has changed. Today's date is now {newDate}.",
+    "nested_memory": "Contents of {path}:\n\n{content}",
+    "deferred_tools_delta": "Deferred tools now available:\n{addedLines}",
+    "agent_listing_delta": "Agent types for the Agent tool:\n{addedLines}",
+    "mcp_instructions_delta": "# MCP Server Instructions\n\n{addedBlocks}",
+    "task_reminder": "The task tools have not been used recently. The task list:\n{content}",
+    "todo_reminder": "The TodoWrite tool has not been used recently. The list:\n{content}",
+    "diagnostics": "<new-diagnostics>{files}</new-diagnostics>",
+    "opened_file_in_ide": "The user opened the file {filename} in the IDE.",
+    "selected_lines_in_ide": "The user selected lines {lineStart} to {lineEnd} of {filename}:"
+    "\n{content}",
+    "plan_file_reference": "A plan file exists at {planFilePath}:\n{planContent}",
+    "compact_file_reference": "Note: {filename} was read before the conversation was summarized.",
+}
+#: Fields an attachment of another type carries its text in, in order of preference.
+_TEXT_FIELDS = ("content", "text", "prompt", "snippet", "message", "stdout")
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _field_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return "\n".join(value)
+    return "" if value is None else dumps_arguments(value)
+
+
+def _attachment_blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Anthropic content blocks an ``attachment`` line adds to the next request: the text
+    Claude Code recorded it rendered (``rendered``), else the attachment's own fields in a
+    ``<system-reminder>``; a queued prompt as the user typed it; nothing for the types Claude
+    Code does not send."""
+    a = line.get("attachment")
+    if not isinstance(a, dict):
+        return []
+    rendered = line.get("rendered")
+    if isinstance(rendered, list) and rendered:
+        texts = [_field_text(r.get("content")) for r in rendered if isinstance(r, dict)]
+        return [{"type": "text", "text": t} for t in texts if t]
+    kind = a.get("type")
+    if kind in _SILENT or (kind == "hook_success" and a.get("hookEvent") not in _SENT_HOOKS):
+        return []
+    if kind == "queued_command":
+        prompt = a.get("prompt")
+        if isinstance(prompt, list):
+            return [b for b in prompt if isinstance(b, dict)]
+        return [{"type": "text", "text": prompt}] if isinstance(prompt, str) and prompt else []
+    template = _TEMPLATES.get(str(kind))
+    if template is not None:
+        fields = _Fields({k: _field_text(v) for k, v in a.items()})
+        said = [k for k in re.findall(r"{(\w+)}", template) if k != "hookName"]
+        if not any(fields.get(k) for k in said):
+            return []  # nothing of its own to say
+        text = template.format_map(fields)
+    else:
+        text = next((t for t in (_field_text(a.get(k)) for k in _TEXT_FIELDS) if t), "")
+    if not text:
+        return []
+    return [{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}]

@@ -31,7 +31,7 @@ from typing import Any
 from .._exceptions import FormatError
 from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
 from ..formats import from_anthropic
-from ._common import Loc, Transcript, merge_user_runs, pair_calls
+from ._common import Loc, Transcript, combine_turns, merge_user_runs, pair_calls
 
 __all__ = ["is_cline", "parse_cline"]
 
@@ -40,8 +40,16 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 
 
 def is_cline(doc: Any) -> bool:
-    """Whether a JSON list is a list of Anthropic messages (only user/assistant roles, content
-    blocks in Anthropic's form, or the text-result headers Cline writes)."""
+    """Whether a JSON document is a Cline session: the SDK's ``<id>.messages.json``, or a JSON
+    list of Anthropic messages (only user/assistant roles, content blocks in Anthropic's form,
+    or the text-result headers Cline writes)."""
+    if isinstance(doc, dict):
+        return (
+            isinstance(doc.get("messages"), list)
+            and "sessionId" in doc
+            and "version" in doc
+            and ("agent" in doc or "updated_at" in doc)
+        )
     if not isinstance(doc, list) or not doc:
         return False
     anthropic = False
@@ -64,30 +72,104 @@ def is_cline(doc: Any) -> bool:
 
 
 def parse_cline(doc: Any, path: Path, shown: str) -> Transcript:
-    """Read a Cline / Roo ``api_conversation_history.json``."""
+    """Read a Cline / Roo ``api_conversation_history.json`` or a Cline SDK session."""
     loc = Loc(shown)
-    raw = loc.check(doc, list, "document")
     meta: dict[str, Any] = {}
+    sdk = isinstance(doc, dict)
+    raw = loc.check(doc.get("messages") if sdk else doc, list, "messages" if sdk else "document")
     api: list[dict[str, Any]] = []
     stamps: list[Any] = []
+    usages: list[Any] = []
+    model: str | None = None
     for i, m in enumerate(raw):
         m = Loc(shown, index=i).check(m, dict, "")
-        api.append({"role": m.get("role"), "content": m.get("content")})
+        content = m.get("content")
+        if sdk and isinstance(content, list):
+            # thinking with no signature is not sent back (the API refuses it)
+            content = [_sdk_block(b) for b in content if not _unsigned(b)]
+            if isinstance(m.get("modelInfo"), dict) and isinstance(m["modelInfo"].get("id"), str):
+                model = m["modelInfo"]["id"]
+                meta["provider"] = m["modelInfo"].get("provider")
+        api.append({"role": m.get("role"), "content": content})
         stamps.append(m.get("ts"))
+        usages.append(_sdk_usage(m.get("metrics")) if sdk else None)
+    api, first = combine_turns(api)
+    stamps = [stamps[i] for i in first]
+    usages = [usages[i] for i in first]
+    system = doc.get("system_prompt") if sdk else None
     try:
-        converted = list(from_anthropic(api))
+        converted = list(from_anthropic(api, system if isinstance(system, str) else None))
     except FormatError as exc:
-        loc.reraise(exc)
-    out: list[Message] = []
-    for msg, ts in zip(converted, stamps, strict=True):
+        at = first[exc.index] if exc.index is not None and exc.index < len(first) else None
+        loc.reraise(FormatError(exc.reason, index=at, field=exc.field))
+    lead = converted[:1] if converted and converted[0].role == "system" else []
+    out: list[Message] = list(lead)
+    for msg, ts, usage in zip(converted[len(lead) :], stamps, usages, strict=True):
         msg = msg.replace(timestamp=ts) if ts is not None else msg
+        if usage is not None and msg.role == "assistant":
+            msg = msg.replace(usage=usage)
         if msg.role == "user" and out and out[-1].role == "assistant" and out[-1].tool_calls:
             msg = _text_results(out[-1], msg)
         out.append(msg)
-    model = _task_model(path, meta)
-    out = _attach_usage(path, out)
+    if not sdk:
+        model = _task_model(path, meta)
+        out = _attach_usage(path, out)
     messages = merge_user_runs(pair_calls(out, meta))
     return Transcript(messages, "cline", str(path), model, (), freeze(meta))
+
+
+def _sdk_block(block: Any) -> Any:
+    """A content block of the Cline SDK's session file in the Anthropic form it is sent in."""
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "file":  # a file the user attached: sent as text, headed by its path
+        path, text = block.get("path"), block.get("content")
+        return {"type": "text", "text": f'<file_content path="{path}">\n{text}\n</file_content>'}
+    if kind == "image" and "source" not in block and "data" in block:
+        source = {"type": "base64", "media_type": block.get("mediaType"), "data": block["data"]}
+        return {"type": "image", "source": source}
+    if kind == "tool_result":
+        out = {k: block[k] for k in ("type", "tool_use_id", "is_error") if k in block}
+        content = block.get("content")
+        if isinstance(content, list) and all(
+            isinstance(b, dict) and b.get("type") in ("text", "image") for b in content
+        ):
+            out["content"] = [_sdk_block(b) for b in content]
+        elif isinstance(content, str):
+            out["content"] = content
+        else:  # a structured output goes as its JSON text
+            out["content"] = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        return out
+    if kind in ("text", "thinking", "redacted_thinking", "tool_use"):
+        keep = {
+            "text": ("type", "text"),
+            "thinking": ("type", "thinking", "signature"),
+            "redacted_thinking": ("type", "data"),
+            "tool_use": ("type", "id", "name", "input"),
+        }[kind]
+        return {k: block[k] for k in keep if k in block}
+    return block
+
+
+def _unsigned(block: Any) -> bool:
+    return (
+        isinstance(block, dict) and block.get("type") == "thinking" and not block.get("signature")
+    )
+
+
+def _sdk_usage(metrics: Any) -> dict[str, int] | None:
+    """The provider usage the SDK records with a reply (``metrics``), in Anthropic's names."""
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("inputTokens"), int):
+        return None
+    read = metrics.get("cacheReadTokens") or 0
+    written = metrics.get("cacheWriteTokens") or 0
+    return {  # the SDK's inputTokens holds the cached ones too (ai-sdk.ts prices the rest)
+        "input_tokens": max(0, metrics["inputTokens"] - read - written),
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+        "output_tokens": metrics.get("outputTokens") or 0,
+    }
 
 
 def _text_results(call: Message, user: Message) -> Message:

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import FormatError
-from .._messages import Message, TextBlock, freeze
+from .._messages import Message, TextBlock, ThinkingBlock, freeze
 from ..formats import from_responses
 from ._common import (
     AgentCompaction,
     Loc,
     Record,
     Transcript,
+    lead_with_prompt,
     pair_calls,
     place_marks,
     skipped,
@@ -71,6 +72,17 @@ def _convert(items: list[tuple[int, dict[str, Any]]], loc: Loc) -> list[Message]
     except FormatError as exc:
         line = items[exc.index][0] if exc.index is not None and exc.index < len(items) else None
         Loc(loc.path, line=line).reraise(exc, "payload", by_line=True)
+
+
+def _empty_reasoning(item: dict[str, Any]) -> bool:
+    """A reasoning item that carries nothing Codex sends back (no summary text, no
+    ``encrypted_content``): newer models record one per step."""
+    return (
+        item.get("type") == "reasoning"
+        and not item.get("encrypted_content")
+        and not item.get("content")
+        and not any(isinstance(x, dict) and x.get("text") for x in item.get("summary") or ())
+    )
 
 
 def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript:
@@ -112,6 +124,9 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
             if payload.get("type") in _SKIP_ITEMS:
                 skipped(meta, f"item type {payload.get('type')!r}")
                 continue
+            if _empty_reasoning(payload):
+                skipped(meta, "reasoning item with no summary and no encrypted content")
+                continue
             segment.append((rec.line, payload))
             stamps.append(line.get("timestamp"))
         elif kind == "event_msg":
@@ -149,7 +164,8 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
         else:
             skipped(meta, f"record type {kind!r}")
     flush()
-    kept = pair_calls(messages, meta)
+    kept = pair_calls(_drop_bare_reasoning(messages, meta), meta)
+    kept = lead_with_prompt(kept, meta, f"line {records[0].line}" if records else "its start")
     ats = place_marks(messages, kept, [m[0] for m in marks])
     compactions = tuple(
         AgentCompaction(at, _replacement(kept[:at], what), line)
@@ -165,6 +181,23 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
         window=window,
         compactions=compactions,
     )
+
+
+def _drop_bare_reasoning(messages: list[Message], meta: dict[str, Any]) -> list[Message]:
+    """``messages`` without the replies that hold only reasoning and end their turn (a step
+    cut short by an incoming message): a chat request has no place for them."""
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        if (
+            m.role == "assistant"
+            and all(isinstance(b, ThinkingBlock) for b in m.content)
+            and (nxt is None or nxt.role != "assistant")
+        ):
+            skipped(meta, "reply holding only reasoning (a step cut short)")
+            continue
+        out.append(m)
+    return out
 
 
 def _replacement(before: Sequence[Message], what: tuple[Message, ...] | str) -> tuple[Message, ...]:

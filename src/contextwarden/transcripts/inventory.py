@@ -41,6 +41,7 @@ from .._replay import (
 from .._tokens import get_counter
 from .._transcripts import load_transcripts, provider_for
 from ._common import Transcript, TranscriptFormat
+from .openhands import is_conversation_folder
 
 __all__ = [
     "AGENT_FOLDERS",
@@ -66,7 +67,9 @@ AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
     "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
     "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
-    "cline": tuple(
+    "openhands": ((".openhands/conversations", "*"),),  # a folder per conversation
+    "cline": ((".cline/data/sessions", "*/*.messages.json"),)
+    + tuple(
         (f"{base}/{editor}/User/globalStorage/{ext}/tasks", "*/api_conversation_history.json")
         for base in (".config", "Library/Application Support", "AppData/Roaming")
         for editor in _EDITORS
@@ -82,7 +85,14 @@ AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
 _SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 #: Files an agent keeps beside its sessions that are not sessions.
 _NOT_SESSIONS = frozenset(
-    {"ui_messages.json", "task_metadata.json", "settings.json", "logs.json", "package.json"}
+    {
+        "ui_messages.json",
+        "task_metadata.json",
+        "settings.json",
+        "logs.json",
+        "package.json",
+        "base_state.json",
+    }
 )
 
 
@@ -92,7 +102,8 @@ def find_session_files(
     """The session files under ``folders`` or, when none are given, where the agents keep
     them under ``home`` (default: the user's home folder; see :data:`AGENT_FOLDERS`). Sorted,
     without duplicates. A folder given by hand is walked whole for ``.jsonl``, ``.json``,
-    ``.traj`` files and aider's ``.aider.chat.history.md``; a file given is taken as is."""
+    ``.traj`` files and aider's ``.aider.chat.history.md`` (an OpenHands conversation folder is
+    one session); a file given is taken as is."""
     found: set[Path] = set()
     if folders:
         for folder in folders:
@@ -101,7 +112,9 @@ def find_session_files(
                 found.add(root)
                 continue
             for path in root.rglob("*"):
-                if path.is_file() and _may_be_session(path):
+                if path.parent.name == "events" and is_conversation_folder(path.parent):
+                    found.add(path.parent.parent)  # an OpenHands conversation: one session
+                elif path.is_file() and _may_be_session(path):
                     found.add(path)
         return sorted(found)
     base = Path(home) if home is not None else Path.home()
@@ -109,7 +122,9 @@ def find_session_files(
         for folder, pattern in places:
             root = base / folder
             if root.is_dir():
-                found.update(p for p in root.glob(pattern) if p.is_file())
+                found.update(
+                    p for p in root.glob(pattern) if p.is_file() or is_conversation_folder(p)
+                )
     return sorted(found)
 
 
@@ -286,12 +301,12 @@ def _started(t: Transcript, shown: str) -> str | None:
 
 # -- many files: workers and an incremental cache ---------------------------------------------
 #: Bumped when a summary's meaning changes: cached figures of another version are not reused.
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def _key(path: Path, estimate: bool, options: Mapping[str, Any]) -> str | None:
-    try:
-        st = path.stat()
+    try:  # a conversation folder changes when its events folder gets a file
+        st = (path / "events").stat() if path.is_dir() else path.stat()
     except OSError:
         return None
     given = ",".join(f"{k}={v}" for k, v in sorted(options.items()) if v is not None)

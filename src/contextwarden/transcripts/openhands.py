@@ -36,13 +36,24 @@ the model and are skipped; calls no observation ever answered (the run stopped f
 results of calls never made are removed so the history stays a valid request
 (:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
 ``meta["skipped"]``.
+The OpenHands SDK (V1) keeps a conversation in a folder (``base_state.json`` with the agent's
+model, ``events/event-<index>-<id>.json`` one event a file) and tags its events by ``kind`` (``SystemPromptEvent``, ``MessageEvent``,
+``ActionEvent`` with the model's ``tool_call``, ``ObservationEvent``, ``AgentErrorEvent``,
+``UserRejectObservation``, ``Condensation``...): a file of them, one a line, a JSON list of
+them, or a run's ``history`` of them is read as the SDK's ``to_llm_message`` sends them, the
+actions of one LLM response joined into one assistant message; a ``Condensation`` (the events
+it forgets, its summary) becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`; the model is the one the
+conversation's ``stats`` name.
 A file with several runs yields every run, each a :class:`Transcript` of its own
 (``run``/``runs`` say which); :func:`~contextwarden._transcripts.load_transcript` picks one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +63,7 @@ from .._messages import (
     Block,
     ImageBlock,
     Message,
+    Role,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -59,9 +71,27 @@ from .._messages import (
     freeze,
 )
 from ..formats._media import anthropic_image_cost
-from ._common import Loc, Record, Transcript, pair_calls, skipped
+from ._common import (
+    AgentCompaction,
+    Loc,
+    Record,
+    Transcript,
+    lead_with_prompt,
+    pair_calls,
+    parse_json,
+    place_marks,
+    read_text,
+    skipped,
+)
 
-__all__ = ["is_openhands", "is_openhands_events", "parse_openhands", "parse_openhands_events"]
+__all__ = [
+    "is_conversation_folder",
+    "is_openhands",
+    "is_openhands_events",
+    "parse_openhands",
+    "parse_openhands_events",
+    "read_conversation_folder",
+]
 
 #: ``args`` keys that are OpenHands bookkeeping, not tool arguments (left out of synthesised
 #: calls).
@@ -76,11 +106,22 @@ TRUNCATED_LINE = "\n[... Observation truncated due to length ...]\n"
 
 
 def is_openhands(value: Any) -> bool:
-    """Whether one JSONL record (or a JSON object) looks like an OpenHands run."""
+    """Whether one JSONL record (or a JSON object) looks like an OpenHands run, or an event of
+    an OpenHands (V1 SDK) conversation."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("history"), list)
         and ("instance_id" in value or "instruction" in value or "metadata" in value)
+    ) or _is_v1_event(value)
+
+
+def _is_v1_event(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("kind"), str)
+        and value["kind"].endswith(("Event", "Observation", "Condensation"))
+        and "id" in value
+        and "source" in value
     )
 
 
@@ -106,16 +147,24 @@ class _Turn:
 
 
 def is_openhands_events(doc: Any) -> bool:
-    """Whether a JSON list is an OpenHands UI export: events with ``action`` / ``observation``."""
+    """Whether a JSON list is an OpenHands UI export: events with ``action`` / ``observation``
+    (or the SDK's events, tagged by ``kind``)."""
     return (
         isinstance(doc, list)
         and bool(doc)
-        and all(isinstance(e, dict) and ("action" in e or "observation" in e) for e in doc)
+        and all(
+            isinstance(e, dict) and ("action" in e or "observation" in e or _is_v1_event(e))
+            for e in doc
+        )
     )
 
 
 def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[Transcript]:
-    """Every run of an OpenHands ``output.jsonl``, in file order."""
+    """Every run of an OpenHands ``output.jsonl``, in file order; or the one conversation of a
+    file of the SDK's events, one a line."""
+    if records and _is_v1_event(records[0].value):
+        events = [r.value for r in records]
+        return [_events(events, Loc(shown), {}, path, None, 1, 1, MAX_MESSAGE_CHARS)]
     out: list[Transcript] = []
     for number, rec in enumerate(records, 1):
         loc = Loc(shown, line=rec.line)
@@ -131,6 +180,37 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[T
             limit = MAX_MESSAGE_CHARS
         out.append(_events(history, loc, meta, path, fallback, number, len(records), limit))
     return out
+
+
+#: The SDK's event files: ``events/event-<index>-<event id>.json`` (``persistence_const.py``).
+_EVENT_FILE = re.compile(r"^event-(?P<index>\d{5,})-[0-9a-fA-F-]{8,}\.json$")
+
+
+def is_conversation_folder(path: Path) -> bool:
+    """Whether ``path`` is an OpenHands SDK conversation folder (``~/.openhands/conversations/
+    <id>/``, holding ``events/``) or its ``events`` folder."""
+    events = path if path.name == "events" else path / "events"
+    return events.is_dir() and any(_EVENT_FILE.match(f.name) for f in events.iterdir())
+
+
+def read_conversation_folder(path: Path, shown: str) -> Transcript:
+    """An OpenHands SDK conversation as it persists it: one JSON file per event, in order of
+    their index, and the agent's settings (the model) in ``base_state.json``."""
+    events_dir = path if path.name == "events" else path / "events"
+    files = sorted(
+        (int(m.group("index")), f)
+        for f in events_dir.iterdir()
+        if (m := _EVENT_FILE.match(f.name)) is not None
+    )
+    events = [parse_json(read_text(f, str(f)), str(f)) for _, f in files]
+    t = parse_openhands_events(events, path, shown)
+    state = events_dir.parent / "base_state.json"
+    try:
+        llm = json.loads(state.read_text("utf-8"))["agent"]["llm"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return t
+    model = llm.get("model") if isinstance(llm, dict) else None
+    return dataclasses.replace(t, model=model) if isinstance(model, str) else t
 
 
 def parse_openhands_events(doc: Any, path: Path, shown: str) -> Transcript:
@@ -153,13 +233,15 @@ def _events(
     for i, event in enumerate(history):
         builder.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
     model = builder.model or fallback
+    messages, compactions = builder.finish()
     return Transcript(
-        builder.finish(),
+        messages,
         "openhands",
         str(path),
         model,
         tuple(builder.tools),
         freeze(meta),
+        compactions=compactions,
         run=run,
         runs=runs,
     )
@@ -175,11 +257,15 @@ class _Builder:
         self.synthetic: dict[Any, str] = {}  # action event id -> synthesised call id
         self.model: str | None = None
         self.tools: list[dict[str, Any]] = []
+        self.slot_of: dict[Any, int] = {}  # SDK event id -> its slot
+        self.condensations: list[tuple[int, set[int], str]] = []  # (slot, forgotten, summary)
 
     # -- events ----------------------------------------------------------------------------
     def event(self, ev: dict[str, Any], where: str) -> None:
         loc = self.loc
-        if "action" in ev:
+        if _is_v1_event(ev):
+            self.v1_event(ev, where)
+        elif "action" in ev:
             action = loc.get(ev, "action", str, where)
             args = loc.opt(ev, "args", dict, where) or {}
             self.action(ev, action, args, where)
@@ -322,6 +408,85 @@ class _Builder:
         else:
             skipped(self.meta, f"observation {kind!r} answering no call")
 
+    def v1_event(self, ev: dict[str, Any], where: str) -> None:
+        """An event of the OpenHands SDK (V1), turned into what its ``to_llm_message`` sends
+        (``openhands/sdk/event/llm_convertible``); the actions of one LLM response are one
+        assistant message, as ``events_to_messages`` joins them."""
+        loc, kind = self.loc, ev["kind"]
+        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
+        slot = len(self.slots)
+        if kind == "SystemPromptEvent":
+            parts = [_v1_text(ev.get("system_prompt")), _v1_text(ev.get("dynamic_context"))]
+            prompt = tuple(TextBlock(t) for t in parts if t)
+            self.slots.append(Message("system", prompt, id=meta.id, timestamp=meta.timestamp))
+            tools = ev.get("tools")
+            if isinstance(tools, list):
+                self.tools = [t for t in tools if isinstance(t, dict)]
+        elif kind == "MessageEvent":
+            msg = loc.get(ev, "llm_message", dict, where)
+            content = [*(msg.get("content") or ()), *(ev.get("extended_content") or ())]
+            blocks = _v1_blocks(content)
+            role: Role = "user" if msg.get("role") == "user" else "assistant"
+            reasoning = msg.get("reasoning_content")
+            if role == "assistant" and isinstance(reasoning, str) and reasoning:
+                blocks.insert(0, ThinkingBlock(reasoning))
+            if blocks:
+                self.slots.append(
+                    Message(role, tuple(blocks), id=meta.id, timestamp=meta.timestamp)
+                )
+        elif kind == "ActionEvent":
+            call = loc.get(ev, "tool_call", dict, where)
+            rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+            turn = self.turns.get(rid) if rid is not None else None
+            if turn is None or not isinstance(self.slots[-1], _Turn) or self.slots[-1] is not turn:
+                turn = _Turn(rid, id=meta.id, timestamp=meta.timestamp)
+                reasoning = ev.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:
+                    turn.text.append(ThinkingBlock(reasoning))
+                if rid is not None:
+                    self.turns[rid] = turn
+                self.slots.append(turn)
+            else:
+                slot = len(self.slots) - 1
+            turn.text.extend(_v1_blocks(ev.get("thought") or ()))
+            arguments = call.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments or {}, ensure_ascii=False)
+            name = loc.get(call, "name", str, f"{where}.tool_call")
+            turn.calls.append(
+                ToolCallBlock(loc.get(call, "id", str, f"{where}.tool_call"), name, arguments)
+            )
+        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+            call_id = loc.get(ev, "tool_call_id", str, where)
+            if kind == "ObservationEvent":
+                observation = loc.get(ev, "observation", dict, where)
+                content = [*(observation.get("content") or ()), *(ev.get("extended_content") or ())]
+                text = "\n".join(b.text for b in _v1_blocks(content) if isinstance(b, TextBlock))
+                is_error = observation.get("is_error") is True
+            elif kind == "AgentErrorEvent":
+                text, is_error = str(ev.get("error") or ""), True
+            else:
+                text, is_error = f"Action rejected: {ev.get('rejection_reason')}", False
+            result = ToolResultBlock(call_id, self._as_sent(text), is_error=is_error)
+            self.slots.append(Message("tool", (result,), id=meta.id, timestamp=meta.timestamp))
+        elif kind == "Condensation":
+            forgotten = {
+                self.slot_of[e] for e in ev.get("forgotten_event_ids") or () if e in self.slot_of
+            }
+            summary = ev.get("summary")
+            if forgotten:
+                text = summary if isinstance(summary, str) else ""
+                self.condensations.append((len(self.slots), forgotten, text))
+            return
+        else:  # state updates, pauses, hook and token events: nothing for the model
+            if kind == "ConversationStateUpdateEvent" and ev.get("key") == "stats":
+                metrics = ((ev.get("value") or {}).get("usage_to_metrics") or {}).get("default")
+                if isinstance(metrics, dict) and isinstance(metrics.get("model_name"), str):
+                    self.model = metrics["model_name"]
+            skipped(self.meta, f"event {kind!r}")
+            return
+        self.slot_of[ev.get("id")] = slot
+
     def _as_sent(self, content: str) -> str:
         """``content`` as OpenHands sends it: whole up to ``max_chars``, else its first and last
         halves of that length around :data:`TRUNCATED_LINE`."""
@@ -332,9 +497,11 @@ class _Builder:
         return content[:half] + TRUNCATED_LINE + content[len(content) - half :]
 
     # -- result ----------------------------------------------------------------------------
-    def finish(self) -> tuple[Message, ...]:
+    def finish(self) -> tuple[tuple[Message, ...], tuple[AgentCompaction, ...]]:
         out: list[Message] = []
+        at_slot: list[int] = []  # slot index -> index in ``out`` of the next message
         for slot in self.slots:
+            at_slot.append(len(out))
             if isinstance(slot, Message):
                 out.append(slot)
             elif slot.text or slot.calls:
@@ -342,7 +509,42 @@ class _Builder:
                 blocks = (*slot.text, *slot.calls)
                 turn = Message("assistant", blocks, id=slot.id, timestamp=slot.timestamp)
                 out.append(turn.replace(usage=slot.usage, extra=extra))
-        return pair_calls(out, self.meta)
+        at_slot.append(len(out))
+        kept = lead_with_prompt(pair_calls(out, self.meta), self.meta, "its first event")
+        # A condensation forgets events: from then on OpenHands sent the ones before the first
+        # forgotten (its head), the summary, then what came after the last forgotten.
+        ends = place_marks(out, kept, [at_slot[max(f) + 1] for _, f, _ in self.condensations])
+        starts = place_marks(out, kept, [at_slot[min(f)] for _, f, _ in self.condensations])
+        compactions = tuple(
+            AgentCompaction(
+                end,
+                (
+                    *(m for m in kept[:start] if m.role != "system"),
+                    *((Message("user", (TextBlock(summary),)),) if summary else ()),
+                ),
+            )
+            for end, start, (_, _, summary) in zip(ends, starts, self.condensations, strict=True)
+        )
+        return kept, compactions
+
+
+def _v1_text(block: Any) -> str:
+    return str(block.get("text") or "") if isinstance(block, dict) else ""
+
+
+def _v1_blocks(content: Any) -> list[Block]:
+    """The SDK's content parts (``text``, ``image`` with ``image_urls``) as canonical blocks."""
+    out: list[Block] = []
+    for part in content if isinstance(content, list | tuple) else ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and part.get("text"):
+            out.append(TextBlock(str(part["text"])))
+        elif part.get("type") == "image":
+            for url in part.get("image_urls") or ():
+                source = {"type": "url", "url": url}
+                out.append(ImageBlock(source, token_cost=anthropic_image_cost(source)))
+    return out
 
 
 def _str_id(value: Any) -> str | None:

@@ -20,6 +20,10 @@ Conversion (pi -> canonical):
                    :attr:`Message.usage`, ``model`` / ``provider`` / ``api`` / ``stopReason``
                    to :attr:`Message.extra`
     toolResult  -> ``tool`` with one result (``isError`` kept; one text block becomes a string)
+    bashExecution -> ``user``: the command the user ran (``!cmd``) and its output, as pi words
+                   it for the model (``!!cmd``, kept out of the context, is skipped)
+    custom      -> ``user`` (an extension's message)
+    ``branch_summary`` entry -> ``user``: the summary of the branch the user came back from
 
 Like pi itself when it builds a request, assistant turns that ended in ``error`` or
 ``aborted`` are left out (their partial tool calls never ran), together with any result
@@ -67,6 +71,10 @@ ENTRY_TYPES = frozenset(
 SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n"
 )
+#: How pi introduces the summary of a branch the conversation came back from.
+BRANCH_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _ASSISTANT_EXTRA = ("model", "provider", "api", "stopReason", "errorMessage", "responseId")
 
@@ -108,6 +116,9 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
             messages.append(
                 Message("user", _user_blocks(entry, loc), timestamp=entry.get("timestamp"))
             )
+        elif kind == "branch_summary" and isinstance(entry.get("summary"), str):
+            text = f"{BRANCH_PREFIX}{entry['summary']}\n</summary>"
+            messages.append(Message("user", (TextBlock(text),), timestamp=entry.get("timestamp")))
         elif kind == "thinking_level_change":
             meta["thinking_level"] = entry.get("thinkingLevel")
         elif kind == "message":
@@ -133,6 +144,22 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
     kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
+    replies = sum(
+        1
+        for r in records
+        if isinstance(r.value, dict)
+        and r.value.get("type") == "message"
+        and isinstance(r.value.get("message"), dict)
+        and r.value["message"].get("role") == "assistant"
+        and r.value["message"].get("stopReason") not in _FAILED_STOPS
+    )
+    got = sum(1 for m in kept if m.role == "assistant")
+    if got < 0.95 * replies:
+        warn(
+            meta,
+            f"{replies} replies in the file but the active branch holds {got}: the rest are on "
+            "other branches of the session tree (/tree, /fork)",
+        )
     ats = place_marks(messages, kept, [m[0] for m in marks])
     firsts = place_marks(messages, kept, [m[1] for m in marks])
     compactions = tuple(
@@ -209,7 +236,25 @@ def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
         result = ToolResultBlock(call_id, body, is_error=is_error)
         extra = {"toolName": raw["toolName"]} if "toolName" in raw else {}
         return Message("tool", (result,), timestamp=ts, extra=freeze(extra))
-    return None  # bashExecution, custom, ...: pi-internal roles with no provider form
+    if role == "custom":  # an extension's message
+        return Message("user", _user_blocks(raw, loc), timestamp=ts)
+    if role == "bashExecution" and not raw.get("excludeFromContext"):  # the user's `!command`
+        return Message("user", (TextBlock(_bash_text(raw)),), timestamp=ts)
+    return None  # a `!!command` kept out of the context, or a role pi does not send
+
+
+def _bash_text(raw: dict[str, Any]) -> str:
+    """A shell command the user ran in pi, as pi words it for the model."""
+    output = raw.get("output")
+    text = f"Ran `{raw.get('command')}`\n" + (f"```\n{output}\n```" if output else "(no output)")
+    code = raw.get("exitCode")
+    if raw.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif isinstance(code, int) and code != 0:
+        text += f"\n\nCommand exited with code {code}"
+    if raw.get("truncated") and raw.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {raw['fullOutputPath']}]"
+    return text
 
 
 def _user_blocks(raw: dict[str, Any], loc: Loc) -> tuple[Block, ...]:

@@ -5,20 +5,23 @@
 ``system`` / ``user`` / ``assistant`` (demonstrations are user messages flagged ``is_demo``:
 they were sent too). Older versions call no tools (commands sit in fenced blocks of the
 reply text); newer ones record ``tool_calls`` on assistant entries and ``role: "tool"``
-results with ``tool_call_ids``: both are read. ``trajectory`` (the steps, with the commands'
+results with ``tool_call_ids``: both are read (a call id a replayed run uses again is made
+unique, in the call and its results). ``trajectory`` (the steps, with the commands'
 full output) only repeats the history and is not read. The model is
-``replay_config.agent.model.name`` when recorded; ``info.model_stats`` (the run's own bill)
-is kept in ``meta``.
+``replay_config.agent.model.name`` when recorded, else the one SWE-agent 0.x named the run's
+folder after (``gpt4__<data>__<config>__t-0.00__p-0.95__...``); ``info.model_stats`` (the
+run's own bill) is kept in ``meta``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
-from ._common import Loc, Transcript, merge_user_runs, pair_calls
+from ._common import Loc, Transcript, merge_user_runs, pair_calls, unique_call_ids
 
 __all__ = ["is_swe_agent", "parse_swe_agent"]
 
@@ -71,8 +74,8 @@ def parse_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
             )
         else:
             at.fail("role", f"unknown role {role!r} (expected system, user, assistant or tool)")
-    model = _model(doc.get("replay_config"))
-    kept = merge_user_runs(pair_calls(messages, meta))
+    model = _model(doc.get("replay_config")) or _run_folder_model(path)
+    kept = merge_user_runs(pair_calls(unique_call_ids(messages, meta), meta))
     return Transcript(kept, "swe-agent", str(path), model, (), freeze(meta))
 
 
@@ -96,3 +99,14 @@ def _model(config: Any) -> str | None:
         name = model.get("name") or model.get("model_name")
         return name if isinstance(name, str) else None
     return None
+
+
+#: SWE-agent 0.x names a run's folder ``<model>__<data>__<config>__t-<temp>__p-<top p>__...``.
+_RUN_FOLDER = re.compile(r"^(?P<model>[^_][^/]*?)__.+__t-[\d.]+__p-[\d.]+__")
+
+
+def _run_folder_model(path: Path) -> str | None:
+    """The model SWE-agent 0.x named the run's folder after (``gpt4``), when the file sits in
+    such a folder and records no model itself."""
+    match = _RUN_FOLDER.match(path.parent.name)
+    return match.group("model") if match else None

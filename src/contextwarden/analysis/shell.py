@@ -22,91 +22,19 @@ __all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
 
 #: Programs whose only effect is to print (a failing exit of 1 from these means "no match").
 READ_ONLY_PROGRAMS = frozenset(
-    {
-        "cat",
-        "head",
-        "tail",
-        "less",
-        "more",
-        "nl",
-        "bat",
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "ag",
-        "ack",
-        "find",
-        "fd",
-        "ls",
-        "ll",
-        "tree",
-        "wc",
-        "pwd",
-        "echo",
-        "printf",
-        "which",
-        "whereis",
-        "type",
-        "file",
-        "stat",
-        "diff",
-        "cmp",
-        "sort",
-        "uniq",
-        "cut",
-        "tr",
-        "awk",
-        "du",
-        "df",
-        "env",
-        "printenv",
-        "date",
-        "whoami",
-        "uname",
-        "id",
-        "true",
-        "false",
-        "test",
-        "[",
-        "xargs",
-        "realpath",
-        "dirname",
-        "basename",
-        "readlink",
-        "column",
-        "jq",
-        "od",
-        "hexdump",
-        "strings",
-        "sed",
-        "cd",
-        "git",
-        "man",
-        "help",
-        "history",
-        "locate",
-    }
+    (
+        "cat head tail less more nl bat grep egrep fgrep rg ag ack find fd ls ll tree wc pwd echo "
+        "printf which whereis type file stat diff cmp sort uniq cut tr awk du df env printenv "
+        "date whoami uname id true false test [ xargs realpath dirname basename readlink column "
+        "jq od hexdump strings sed cd git man help history locate"
+    ).split()
 )
 #: ``git`` subcommands that change nothing.
 _GIT_READ_ONLY = frozenset(
-    {
-        "status",
-        "diff",
-        "log",
-        "show",
-        "grep",
-        "blame",
-        "branch",
-        "ls-files",
-        "rev-parse",
-        "describe",
-        "remote",
-        "config",
-        "shortlog",
-        "reflog",
-        "tag",
-    }
+    (
+        "status diff log show grep blame branch ls-files rev-parse describe remote config "
+        "shortlog reflog tag"
+    ).split()
 )
 #: Programs that print a file's content when given it as an argument.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "view"})

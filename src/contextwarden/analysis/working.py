@@ -20,8 +20,9 @@ from typing import Any
 
 from .._memo import Memo
 from .._messages import Message
-from ._readers import first_path, norm_name, result_text, shell_command
-from ._shell import analyze_command
+from .actions import file_action, first_path, norm_name, norm_path, shell_command
+from .readers import result_text
+from .shell import analyze_command
 
 __all__ = ["EditSite", "edit_sites"]
 
@@ -32,8 +33,6 @@ _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
 _SEARCH_REPLACE = re.compile(r"-{3,} SEARCH\n(.*?)\n={3,}\n(.*?)\n\+{3,} REPLACE", re.DOTALL)
 #: Claude Code appends a reminder to what Read returns; it is not the file's text.
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
-_READ_NAMES = frozenset({"read", "read_file", "view", "view_file", "open_file"})
-_EDITOR_NAMES = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "file_editor"})
 
 
 @dataclass(frozen=True)
@@ -44,13 +43,6 @@ class EditSite:
     path: str
     index: int
     lines: tuple[str, ...]
-
-
-def _norm(path: str) -> str:
-    path = path.strip().strip("'\"")
-    while path.startswith("./"):
-        path = path[2:]
-    return path
 
 
 def _file_lines(text: str) -> list[str]:
@@ -124,10 +116,7 @@ def _find(lines: Sequence[str], block: Sequence[str]) -> int | None:
 
 
 def _read_target(name: str, args: Mapping[str, Any], memo: Memo) -> str | None:
-    n = norm_name(name)
-    if n in _READ_NAMES:
-        return first_path(args)
-    if n in _EDITOR_NAMES and args.get("command") == "view":
+    if file_action(name, args) == "read" and first_path(args):
         return first_path(args)
     command = shell_command(name, args)
     if command is None:
@@ -163,7 +152,7 @@ def edit_sites(
             args = call.input if isinstance(call.input, Mapping) else {}
             read = _read_target(call.name, args, memo)
             if read:
-                pending[call.id] = (_norm(read), i)
+                pending[call.id] = (norm_path(read), i)
                 continue
             pairs = list(_pairs(call.name, args))
             if not pairs:
@@ -174,7 +163,7 @@ def edit_sites(
                 path = _patch_path(patch) if isinstance(patch, str) else None
             if path is None:
                 continue
-            key = _norm(path)
+            key = norm_path(path)
             current = files.get(key)
             for old, new in pairs:
                 new_lines = new.split("\n")

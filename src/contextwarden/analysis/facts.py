@@ -23,8 +23,18 @@ from typing import Any
 from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .._task import strip_injected
-from ._mentions import CodeMentions, code_mentions
-from ._readers import (
+from .actions import (
+    PATCH_TOOLS,
+    TODO_TOOLS,
+    FileAction,
+    all_paths,
+    file_action,
+    first_path,
+    norm_name,
+    shell_command,
+)
+from .mentions import CodeMentions, code_mentions
+from .readers import (
     DIFF_HEADER,
     DIFF_STAT_LINE,
     DIFF_SUMMARY,
@@ -34,30 +44,22 @@ from ._readers import (
     EXIT_LINE,
     GIT_STATUS_LONG,
     GIT_STATUS_SHORT,
-    PATCH_TOOLS,
     SEARCH_PROGRAMS,
     SUCCESS_TAIL_LINES,
-    TODO_TOOLS,
-    FileAction,
     TodoItem,
-    all_paths,
     error_excerpt,
     error_key,
     exit_code,
-    file_action_for_tool,
     findings,
-    first_path,
     last_lines,
-    norm_name,
     output_body,
     plan_from_text,
     result_text,
-    shell_command,
     todo_items,
 )
-from ._sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
-from ._shell import ShellEffects, analyze_command, command_key, patch_targets, python_writes
-from ._working import EditSite, edit_sites
+from .sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
+from .shell import ShellEffects, analyze_command, command_key, patch_targets, python_writes
+from .working import EditSite, edit_sites
 
 __all__ = [
     "CommandRun",
@@ -129,9 +131,9 @@ class ErrorSeen:
 @dataclass(frozen=True)
 class Facts:
     """Everything :func:`extract_facts` found, in message order; ``code``: the files and code
-    names in play, scored (:func:`~contextwarden.summarizers._mentions.code_mentions`);
+    names in play, scored (:func:`~contextwarden.analysis.mentions.code_mentions`);
     ``working``: the edits that name the text they replace, with the file's lines around each
-    (:func:`~contextwarden.summarizers._working.edit_sites`)."""
+    (:func:`~contextwarden.analysis.working.edit_sites`)."""
 
     task: str | None = None
     commands: tuple[CommandRun, ...] = ()
@@ -405,7 +407,7 @@ class _Walker:
         path = first_path(args) or ""
         described = f"{name} {path}".strip()
         match_key = f"file:{path}" if path else f"tool:{n}"
-        action = file_action_for_tool(name, args)
+        action = file_action(name, args)
         self.record_run(
             described, match_key, name, pending.index, None, not failed, read_only=action == "read"
         )
@@ -559,7 +561,7 @@ class _Walker:
         # calls whose results are beyond the span: their file effects still happened
         for pending in self.pending.values():
             if pending.command is None:
-                action = file_action_for_tool(pending.call.name, pending.args)
+                action = file_action(pending.call.name, pending.args)
                 if action is not None and action != "read":
                     for p in all_paths(pending.args):
                         self.touch(p, action, pending.index, pending.call.name)

@@ -25,7 +25,7 @@ from typing import Any
 from .._markers import NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message
-from ._shell import analyze_command
+from .shell import analyze_command
 
 __all__ = [
     "CodeMentions",
@@ -62,29 +62,12 @@ _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
-    {
-        "__init__",
-        "__main__",
-        "__name__",
-        "__file__",
-        "__future__",
-        "self",
-        "None",
-        "True",
-        "False",
-        "print_function",
-        "unicode_literals",
-        "annotations",
-        "PYTHONPATH",
-        "EOF",
-        "dev_null",
-        "returncode",
-        "stdout",
-        "stderr",
+    (
+        "__init__ __main__ __name__ __file__ __future__ self None True False print_function "
+        "unicode_literals annotations PYTHONPATH EOF dev_null returncode stdout stderr "
         # todo-tool statuses and tool-protocol fields, not code
-        "in_progress",
-        "tool_use_id",
-    }
+        "in_progress tool_use_id"
+    ).split()
 )
 #: Path-like strings that are not files the agent works on.
 _NOT_PATHS = (
@@ -168,10 +151,6 @@ class CodeMentions:
 
     paths: tuple[Mention, ...] = ()
     names: tuple[Mention, ...] = ()
-
-    def names_in(self, path: str) -> tuple[Mention, ...]:
-        """The names seen in ``path``, best first."""
-        return tuple(m for m in self.names if path in m.files)
 
 
 def _names_size(value: tuple[str, ...]) -> int:

@@ -1,5 +1,6 @@
-"""Reading the raw material of facts: which tool a call is, what its arguments name, how a
-result ended (exit status, the error line), and what assistant text says (a plan, findings).
+"""Reading the raw material of facts: how a result ended (exit status, the error line), what a
+todo tool's arguments list, and what assistant text says (a plan, findings). Which tool a call
+is and what its arguments name is :mod:`.actions`.
 
 Pure functions over strings and parsed arguments, shared by :mod:`.facts`. They understand the
 shapes of the common agents: mini-swe-agent, OpenHands, pi, Claude Code, Codex-style tools.
@@ -14,7 +15,7 @@ from typing import Any, Literal
 
 from .._markers import without_mask_lines
 from .._messages import ToolResultBlock
-from ._sections import clip
+from .sections import clip
 
 __all__ = [
     "CHECKBOX",
@@ -29,40 +30,29 @@ __all__ = [
     "EXIT_LINE",
     "EXIT_PATTERNS",
     "FINDING_WORDS",
-    "FileAction",
     "GIT_STATUS_LONG",
     "GIT_STATUS_SHORT",
     "INTENT",
     "NUMBERED",
-    "PATCH_TOOLS",
-    "PATH_KEYS",
     "PLAN_CUE",
     "SEARCH_PROGRAMS",
     "SENTENCE_SPLIT",
-    "SHELL_TOOLS",
     "SUCCESS_TAIL_LINES",
-    "TODO_TOOLS",
     "TRACEBACK",
     "TodoItem",
     "TodoStatus",
-    "all_paths",
     "error_excerpt",
     "error_key",
     "exit_code",
-    "file_action_for_tool",
     "findings",
-    "first_path",
     "last_lines",
-    "norm_name",
     "output_body",
     "plan_from_text",
     "result_text",
-    "shell_command",
     "todo_items",
     "todo_status",
 ]
 
-FileAction = Literal["read", "created", "modified", "deleted", "reverted"]
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 #: Errors are quoted at most this long in facts (summaries clip further).
@@ -76,125 +66,6 @@ class TodoItem:
 
     text: str
     status: TodoStatus
-
-
-# -- tool classification -------------------------------------------------------------------------
-PATH_KEYS = (
-    "path",
-    "file_path",
-    "filepath",
-    "file",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "absolute_path",
-    "target",
-    "file_name",
-)
-SHELL_TOOLS = frozenset(
-    {
-        "bash",
-        "shell",
-        "execute_bash",
-        "run",
-        "terminal",
-        "run_command",
-        "exec_command",
-        "local_shell",
-        "run_shell_command",
-        "execute_command",
-        "cmd",
-        "command",
-        "sh",
-        "run_terminal_cmd",
-        "container.exec",
-    }
-)
-_EDITOR_COMMANDS: Mapping[str, FileAction] = {
-    "view": "read",
-    "create": "created",
-    "str_replace": "modified",
-    "insert": "modified",
-    "undo_edit": "modified",
-    "write": "created",
-    "append": "modified",
-    "edit": "modified",
-}
-TODO_TOOLS = frozenset(
-    {
-        "todowrite",
-        "todo_write",
-        "update_plan",
-        "task_tracker",
-        "write_todos",
-        "todo",
-        "todos",
-        "update_todos",
-        "plan",
-    }
-)
-PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch", "apply_diff"})
-
-
-def norm_name(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
-def file_action_for_tool(name: str, args: Mapping[str, Any]) -> FileAction | None:
-    n = norm_name(name)
-    cmd = args.get("command")
-    if isinstance(cmd, str) and cmd in _EDITOR_COMMANDS and first_path(args):
-        return _EDITOR_COMMANDS[cmd]
-    if any(w in n for w in ("write", "create", "new_file", "save")):
-        return "created"
-    if any(w in n for w in ("edit", "replace", "insert", "patch", "modify", "update", "rewrite")):
-        return "modified"
-    if any(w in n for w in ("read", "view", "open", "cat", "show_file", "look")):
-        return "read"
-    return None
-
-
-def first_path(args: Mapping[str, Any]) -> str | None:
-    for key in PATH_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def all_paths(args: Mapping[str, Any]) -> list[str]:
-    paths = [p for p in [first_path(args)] if p]
-    for key in ("paths", "files", "file_paths"):
-        value = args.get(key)
-        if isinstance(value, list):
-            paths.extend(v for v in value if isinstance(v, str))
-    for key in ("edits",):
-        value = args.get(key)
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, Mapping):
-                    p = first_path(item)
-                    if p:
-                        paths.append(p)
-    return list(dict.fromkeys(paths))
-
-
-def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
-    """The shell command a tool call runs, or ``None`` if it is not a shell tool."""
-    n = norm_name(name)
-    for key in ("command", "cmd", "script", "code"):
-        value = args.get(key)
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            value = " ".join(value)
-        if isinstance(value, str) and value.strip():
-            if value in _EDITOR_COMMANDS and first_path(args):
-                return None  # str_replace_editor's "command": "view"
-            if n in SHELL_TOOLS or key in ("command", "cmd") and not first_path(args):
-                return value
-    raw = args.get("_raw")
-    if n in SHELL_TOOLS and isinstance(raw, str):
-        return raw
-    return None
 
 
 def todo_items(args: Mapping[str, Any]) -> list[TodoItem] | None:
@@ -261,23 +132,7 @@ EXIT_LINE = re.compile(
     r"(?i)^\s*(<returncode>.*|\[?(the )?command (exited|finished|completed) with .*|exit code.*)$"
 )
 #: Programs whose exit status 1 means "no match" / "differs" / "false", not failure.
-SEARCH_PROGRAMS = frozenset(
-    {
-        "grep",
-        "egrep",
-        "fgrep",
-        "zgrep",
-        "rg",
-        "ag",
-        "ack",
-        "test",
-        "[",
-        "diff",
-        "cmp",
-        "which",
-        "git",
-    }
-)
+SEARCH_PROGRAMS = frozenset("grep egrep fgrep zgrep rg ag ack test [ diff cmp which git".split())
 DIFF_STAT_LINE = re.compile(r"^\s*\S.*\s\|\s+(\d+\s*[+-]*|Bin .*)\s*$")
 DIFF_SUMMARY = re.compile(r"^\s*\d+ files? changed\b.*$")
 DIFF_HEADER = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)")
