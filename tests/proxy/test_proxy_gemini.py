@@ -229,6 +229,9 @@ def test_a_real_agent_session_as_gemini_contents(
 
 # -- the recall tool on the Gemini API -------------------------------------------------------------
 
+#: Old tool output masked (behind references), no compaction: every upstream call is a round.
+RECALL_WINDOW = 32_000
+
 
 def _recall_history(steps: int = 12) -> list[Any]:
     contents = gemini_history(TASK, steps)
@@ -244,7 +247,7 @@ def test_recall_is_answered_at_the_proxy_signatures_and_all(
     scripted: tuple[RecallUpstream, str], start_proxy: StartProxy, stream: bool
 ) -> None:
     fake, url = scripted
-    proxy = start_proxy(url, window=WINDOW)
+    proxy = start_proxy(url, window=RECALL_WINDOW)
     client = _client(proxy)
     config = types.GenerateContentConfig(tools=[types.Tool.model_validate(t) for t in TOOLS])
     contents = _recall_history()
@@ -286,7 +289,7 @@ def test_recall_with_a_call_of_the_clients_own_in_a_stream(
     """The client's own call beside a recall call is never shown: asked again after."""
     fake, url = scripted
     fake.mode = "mixed"
-    proxy = start_proxy(url, window=WINDOW)
+    proxy = start_proxy(url, window=RECALL_WINDOW)
     client = _client(proxy)
     config = types.GenerateContentConfig(tools=[types.Tool.model_validate(t) for t in TOOLS])
     chunks = list(

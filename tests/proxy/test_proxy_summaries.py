@@ -224,3 +224,88 @@ def test_the_request_summarizer_follows_the_source_and_never_fails_a_request() -
         {"upstream": "http://127.0.0.1:1", "summarizer": "extractive"}
     )
     assert request_summarizer(offline, headers, "openai") is None
+
+
+def _speaks(api: str) -> bool:
+    """Whether the summarizer has a transport for ``api`` (the Responses and Gemini ones come
+    with the summarizer's own change)."""
+    from contextwarden import ConfigError
+    from contextwarden.summarizers.upstream import summarizer_for_request
+
+    try:
+        summarizer_for_request("http://127.0.0.1:1", {}, "m", api)  # type: ignore[arg-type]
+    except ConfigError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _speaks("responses"), reason="no Responses summary transport here")
+def test_a_responses_client_is_summarised_through_the_responses_api(
+    upstream: Upstream, start_proxy: StartProxy, openai_recording: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """Codex's models are served on the Responses API only: its summaries go there too."""
+    from contextwarden.formats import from_openai, to_responses
+
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000)
+    _, history = openai_recording
+    instructions, items = to_responses(from_openai(history))
+    reply = {
+        "id": "resp_s",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": _summary(), "annotations": []}],
+            }
+        ],
+        "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20},
+    }
+    _answer_summaries(fake, reply)
+    body = {"model": "gpt-5-codex", "instructions": instructions, "input": items, "store": False}
+    r = httpx.post(
+        f"{proxy}/v1/responses", json=body, headers={"Authorization": "Bearer sk-c"}, timeout=60
+    )
+    assert r.status_code == 200, r.text
+    *summary_calls, forwarded = fake.requests
+    assert summary_calls and all(c.path == "/v1/responses" for c in summary_calls)
+    assert all(c.headers["authorization"] == "Bearer sk-c" for c in summary_calls)
+    assert MARK in _text(forwarded.json["input"])
+    assert r.headers["x-contextwarden-summarizer"].startswith("llm:")
+    assert httpx.get(f"{proxy}/stats").json()["llm_summaries"] == 1
+
+
+@pytest.mark.skipif(not _speaks("gemini"), reason="no Gemini summary transport here")
+def test_a_gemini_client_is_summarised_through_the_gemini_api_with_its_key(
+    upstream: Upstream, start_proxy: StartProxy, openai_recording: tuple[str, list[dict[str, Any]]]
+) -> None:
+    from contextwarden.formats import from_openai
+    from contextwarden.formats.gemini import to_gemini
+
+    fake, url = upstream
+    proxy = start_proxy(url, window=16_000)
+    _, history = openai_recording
+    system, contents = to_gemini(from_openai(history))
+    reply = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": _summary()}]}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 10},
+    }
+    _answer_summaries(fake, reply)
+    model = "gemini-2.5-pro"
+    r = httpx.post(
+        f"{proxy}/v1beta/models/{model}:generateContent?key=g-key",
+        json={"contents": contents, "systemInstruction": system},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    *summary_calls, forwarded = fake.requests
+    assert summary_calls
+    for call in summary_calls:
+        assert call.path == f"/v1beta/models/{model}:generateContent"
+        assert call.headers.get("x-goog-api-key") == "g-key" or call.query == "key=g-key"
+    assert MARK in _text(forwarded.json["contents"])
+    assert r.headers["x-contextwarden-summarizer"].startswith("llm:")

@@ -30,9 +30,9 @@ _UNITS = ("tokens", "messages", "fraction")
 class ChatModelSummarizer(LLMSummarizer):
     """Summaries written by a LangChain chat model: the prompts, chunking of long spans and
     must-keep facts of :class:`~contextwarden.summarizers.LLMSummarizer`, each completion made
-    with ``model.invoke`` / ``model.ainvoke``. A reply without the four sections, or a model
-    that raises, is a :class:`~contextwarden.SummarizerError` (the compaction then uses the
-    extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
+    with ``model.ainvoke`` (a model without async support runs ``invoke`` in a thread). A reply
+    without the four sections, or a model that raises, is a
+    :class:`~contextwarden.SummarizerError` (the compaction then uses the extractive summary). ``options`` are :class:`LLMSummarizer`'s (``max_chars``, ``timeout``,
     ``input_token_budget``...)."""
 
     def __init__(self, model: BaseChatModel, **options: Any) -> None:
@@ -57,16 +57,10 @@ class ChatModelSummarizer(LLMSummarizer):
         except Exception as exc:  # the parser names the missing section
             raise SummarizerError(f"{self.name}: the reply is not a summary: {exc}") from exc
 
-    def _complete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
-        if not call.user:
-            return ""
-        try:
-            reply = self.chat_model.invoke(self._messages(call))
-        except Exception as exc:
-            raise SummarizerError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        return self._reply(reply)
-
-    async def _acomplete(self, client: Any, call: Any, deadline: float, meter: Any = None) -> str:
+    async def _complete(
+        self, client: Any, call: Any, deadline: float, meter: Any, sleep: Any
+    ) -> str:
+        # both summarize() and asummarize() come here (the blocking one in its own event loop)
         if not call.user:
             return ""
         try:
