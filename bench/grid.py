@@ -254,6 +254,15 @@ def grid_section(data: dict[str, Any]) -> str:
         "",
         *table(rows),
     ]
+    before = data.get("before_rows") or []
+    if before:
+        lines += [
+            "",
+            f"Before the cost model ({data.get('before', 'the previous policy')}), on the same "
+            "recordings, windows, fixed parts and the two price structures it was run at:",
+            "",
+            *table(before),
+        ]
     if failed:
         lines += [
             "",
