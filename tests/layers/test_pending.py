@@ -6,7 +6,6 @@ from histories import call, ctx, validity_problems
 
 from contextwarden._messages import Message, TextBlock, ThinkingBlock, assistant, tool_result, user
 from contextwarden.layers import drop_pending_calls
-from contextwarden.layers.base import LayerMemo
 
 
 def test_a_trailing_call_only_message_goes() -> None:
@@ -50,12 +49,3 @@ def test_complete_histories_are_returned_as_they_are() -> None:
     ]
     result = drop_pending_calls(msgs, ctx())
     assert all(a is b for a, b in zip(result.messages, msgs, strict=True)) and result.events == ()
-
-
-def test_memoized_repair_is_the_same_object() -> None:
-    msgs = [user("task"), assistant("thinking aloud", tool_calls=[call("z")])]
-    c = ctx()
-    c = type(c)(c.counter, c.config, c.budget, c.tools, LayerMemo())
-    first = drop_pending_calls(msgs, c)
-    second = drop_pending_calls(list(msgs), c)
-    assert first.messages[1] is second.messages[1]

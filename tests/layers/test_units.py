@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 from histories import call, histories
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +14,7 @@ from contextwarden._messages import (
     tool_result,
     user,
 )
-from contextwarden.layers.units import HistoryIndex
+from contextwarden.layers.units import HistoryIndex, index_of
 from contextwarden.strategies.base import Layout
 
 
@@ -49,8 +47,7 @@ def test_a_late_result_merges_the_units_in_between() -> None:
     index = HistoryIndex()
     index.extend(msgs[:3], 0)
     assert index.spans() == [(0, 1), (1, 2), (2, 3)]
-    _, unit = index.extend(msgs, 3)
-    assert unit == 1
+    index.extend(msgs, 3)
     assert index.spans() == [(0, 1), (1, 4), (4, 5)]
 
 
@@ -85,33 +82,34 @@ def test_old_results_counts_blocks_from_the_end() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(histories(), st.data())
-def test_extending_equals_building_fresh_and_dirty_is_safe(
-    msgs: list[Message], data: st.DataObject
-) -> None:
+def test_extending_equals_building_fresh(msgs: list[Message], data: st.DataObject) -> None:
     keep_results = data.draw(st.integers(0, 8))
     keep_thinking = data.draw(st.integers(0, 3))
     cut = data.draw(st.integers(0, len(msgs)))
-    fresh = HistoryIndex(keep_results=keep_results, keep_thinking=keep_thinking)
-    fresh.extend(msgs, 0)
-    inc = HistoryIndex(keep_results=keep_results, keep_thinking=keep_thinking)
-    inc.extend(msgs[:cut], 0)
-    before = copy.deepcopy(inc)
-    dirty, unit = inc.extend(msgs, cut)
-    for attr in ("unit_starts", "unit_keep", "names", "task", "last_user", "n"):
+    fresh = index_of(msgs, keep_results=keep_results, keep_thinking=keep_thinking)
+    inc = index_of(msgs[:cut], keep_results=keep_results, keep_thinking=keep_thinking)
+    inc.extend(msgs, cut)
+    for attr in (
+        "unit_starts",
+        "unit_keep",
+        "names",
+        "task",
+        "last_user",
+        "n",
+        "results",
+        "result_blocks",
+        "thinking",
+        "call_at",
+        "result_at",
+    ):
         assert getattr(inc, attr) == getattr(fresh, attr), attr
-    assert list(inc.results) == list(fresh.results) and list(inc.thinking) == list(fresh.thinking)
-    # every decision before `dirty` is what it was before the append
-    for i in range(min(dirty, cut)):
+    for i in range(len(msgs)):
         count = len(fresh.names[i])
-        assert before.old_results(i, count) == inc.old_results(i, count)
+        assert inc.old_results(i, count) == fresh.old_results(i, count)
         for turn in (True, False):
-            assert before.thinking_is_old(i, keep_current_turn=turn) == inc.thinking_is_old(
+            assert inc.thinking_is_old(i, keep_current_turn=turn) == fresh.thinking_is_old(
                 i, keep_current_turn=turn
             )
-    # units before `unit` are unchanged
-    old_spans = before.spans()
-    for u in range(min(unit, len(old_spans) - 1)):
-        assert inc.spans()[u] == old_spans[u] and inc.unit_keep[u] == before.unit_keep[u]
 
 
 def test_a_task_that_moves_after_the_examples_moves_what_is_kept() -> None:

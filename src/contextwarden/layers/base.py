@@ -9,8 +9,8 @@ objects*, so token counts cached on them stay valid.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Layer",
     "LayerContext",
-    "LayerMemo",
     "LayerResult",
     "cut_middle",
     "truncation_marker",
@@ -43,15 +42,13 @@ class LayerContext:
     ``counter`` counts tokens (cached per message); ``budget`` is ``None`` when no window is
     known, in which case budget-driven layers (the sliding window) leave the messages alone;
     ``config`` holds every layer's settings; ``tools`` are the request's tool definitions, which
-    count against the budget. ``memo`` is an optional cache shared across calls (see
-    :class:`LayerMemo`); layers give the same answer with or without it.
+    count against the budget.
     """
 
     counter: TokenCounter
     config: LayerSettings
     budget: Budget | None = None
     tools: Sequence[Mapping[str, Any]] | None = None
-    memo: LayerMemo | None = None
 
     def overhead_tokens(self) -> int:
         """Tokens a request costs besides its messages: tool definitions and reply priming."""
@@ -83,54 +80,8 @@ class Layer(Protocol):
 Applied = tuple[Message, tuple[Event, ...]]
 
 
-@dataclass
-class LayerMemo:
-    """Per-message results keyed by ``(layer, message fingerprint, decision)``.
-
-    The decision is everything besides the message's own content that the layer's output
-    depends on (is it old? which tool produced it?), so a hit is exactly the output a fresh
-    computation would give. A hit returns the same output object, whose token count is then
-    already cached by the counter, and its events are *not* logged again: each action is logged
-    once, when it is first computed. Bounded: cleared when it grows past ``max_entries``.
-    """
-
-    max_entries: int = 200_000
-    _store: dict[tuple[str, str, Hashable], Applied] = field(default_factory=dict)
-
-    def get(self, key: tuple[str, str, Hashable]) -> Applied | None:
-        return self._store.get(key)
-
-    def put(self, key: tuple[str, str, Hashable], value: Applied) -> None:
-        if len(self._store) >= self.max_entries:
-            self._store.clear()  # simple and safe: a miss only costs a recomputation
-        self._store[key] = value
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-
-def apply_memoized(
-    layer: str,
-    message: Message,
-    decision: Hashable,
-    compute: Callable[[Message, Any], Applied],
-    memo: LayerMemo | None,
-) -> tuple[Applied, bool]:
-    """``compute(message, decision)`` through ``memo``; also tells whether it was computed now
-    (so the caller logs the events only then)."""
-    if memo is None:
-        return compute(message, decision), True
-    key = (layer, message.fingerprint, decision)
-    hit = memo.get(key)
-    if hit is not None:
-        return hit, False
-    value = compute(message, decision)
-    memo.put(key, value)
-    return value, True
-
-
-def place_events(templates: tuple[Event, ...], index: int, out: list[Event], *, log: bool) -> None:
-    """Append ``templates`` to ``out`` with their message ``index`` set; log them if ``log``."""
+def place_events(templates: tuple[Event, ...], index: int, out: list[Event]) -> None:
+    """Append ``templates`` to ``out`` (and the log) with their message ``index`` set."""
     for t in templates:
         e = Event(
             t.kind,
@@ -145,10 +96,7 @@ def place_events(templates: tuple[Event, ...], index: int, out: list[Event], *, 
             t.compaction,
             t.data,
         )
-        if log:
-            emit(out, e)
-        else:
-            out.append(e)
+        emit(out, e)
 
 
 def truncation_marker(omitted: int) -> str:

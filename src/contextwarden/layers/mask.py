@@ -39,7 +39,6 @@ from .base import (
     Applied,
     LayerContext,
     LayerResult,
-    apply_memoized,
     edit_result_text,
     place_events,
     require_messages,
@@ -296,11 +295,9 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
         if all(f == "whole" for f in fates):
             out.append(m)
             continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, (names, fates), lambda msg, d: _masked(msg, d, ctx), ctx.memo
-        )
+        new, templates = _masked(m, (names, fates), ctx)
         out.append(new)
-        place_events(templates, i, events, log=fresh)
+        place_events(templates, i, events)
     return LayerResult(tuple(out), tuple(events))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from .._events import Event
 from .._messages import Message, ThinkingBlock, ToolCallBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
+from .base import Applied, LayerContext, LayerResult, place_events, require_messages
 
 __all__ = [
     "drop_open_calls",
@@ -82,11 +82,9 @@ def repair_message(
 ) -> tuple[Message, tuple[Event, ...]]:
     """Message ``j`` without its ``pending`` calls (empty content: remove it) and the event,
     memoized: the same object call after call, the event logged when first made."""
-    (new, templates), fresh = apply_memoized(
-        LAYER, messages[j], pending, lambda m, d: _without_calls(m, d, ctx), ctx.memo
-    )
+    new, templates = _without_calls(messages[j], pending, ctx)
     events: list[Event] = []
-    place_events(templates, j, events, log=fresh)
+    place_events(templates, j, events)
     return new, tuple(events)
 
 
@@ -128,7 +126,7 @@ def drop_open_calls(
             isinstance(b, ToolCallBlock) and b.id in ids for b in m.content
         ):
             new, made = _without_calls(m, ids, ctx)
-            place_events(made, j, events, log=True)
+            place_events(made, j, events)
             if new.content:
                 out[j] = new
             else:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .._events import Event
 from .._messages import Message, ThinkingBlock
-from .base import Applied, LayerContext, LayerResult, apply_memoized, place_events, require_messages
+from .base import Applied, LayerContext, LayerResult, place_events, require_messages
 from .config import ThinkingConfig
 from .units import HistoryIndex, index_of
 
@@ -78,9 +78,7 @@ def strip_thinking(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
         if not strip_decision(m, i, index, cfg.keep_current_turn):
             out.append(m)
             continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, True, lambda msg, _d: strip_message(msg, ctx), ctx.memo
-        )
+        new, templates = strip_message(m, ctx)
         out.append(new)
-        place_events(templates, i, events, log=fresh)
+        place_events(templates, i, events)
     return LayerResult(tuple(out), tuple(events))

@@ -18,7 +18,6 @@ from .base import (
     Applied,
     LayerContext,
     LayerResult,
-    apply_memoized,
     cut_middle,
     edit_result_text,
     place_events,
@@ -102,9 +101,7 @@ def truncate_tool_output(messages: Sequence[Message], ctx: LayerContext) -> Laye
         if m.is_pinned or not needs_truncation(m, cfg):
             out.append(m)
             continue
-        (new, templates), fresh = apply_memoized(
-            LAYER, m, index.names[i], lambda msg, d: truncate_message(msg, d, ctx), ctx.memo
-        )
+        new, templates = truncate_message(m, index.names[i], ctx)
         out.append(new)
-        place_events(templates, i, events, log=fresh)
+        place_events(templates, i, events)
     return LayerResult(tuple(out), tuple(events))

@@ -3,8 +3,8 @@ results and thinking blocks are recent.
 
 Every layer decides by *position from the end*, never by user turns: an agent run is
 usually one user message followed by hundreds of tool calls. :class:`HistoryIndex` records what
-those decisions need and can be extended when messages are appended, reporting the earliest
-message whose decision may have changed; that is what makes a warm call cheap.
+those decisions need and is extended when messages are appended (a conversation keeps one and
+pays only for its new messages), equal to one made at once.
 
 A **unit** is what the sliding window drops as a whole: an assistant message together with every
 tool message answering its calls (parallel calls stay together), or a lone user message. A tool
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from .._task import LOOKAHEAD, task_index
@@ -30,8 +29,6 @@ __all__ = ["CutRule", "HistoryIndex", "index_of"]
 #: A rule of where a cut may fall: may the unit ``messages[start:end]`` leave the request?
 #: The index's own answer (never a kept unit, never the newest) is intersected with every
 #: rule a caller adds (the conversation keeps units holding an earlier summary).
-_T = TypeVar("_T")
-
 CutRule = Callable[[Sequence[Message], int, int], bool]
 
 
@@ -83,38 +80,24 @@ class HistoryIndex:
         self._fixed: list[bool] = []
 
     # -- building ----------------------------------------------------------------------------
-    def extend(
-        self, messages: Sequence[Message], start: int, stop: int | None = None
-    ) -> tuple[int, int]:
-        """Index ``messages[start:stop]``; ``messages[:start]`` must be what was indexed.
-
-        Returns ``(dirty, unit)``: the first message index whose layer decisions may differ from
-        before, and the first unit whose extent or kept flag may differ.
-        """
+    def extend(self, messages: Sequence[Message], start: int, stop: int | None = None) -> None:
+        """Index ``messages[start:stop]``; ``messages[:start]`` must be what was indexed."""
         if start != self.n:
             raise ValueError(f"index holds {self.n} messages, cannot extend from {start}")
         stop = len(messages) if stop is None else stop
-        dirty = start
-        first_unit = max(len(self.unit_starts) - 1, 0)
-        head = _head(self.result_blocks, self.keep_results)
-        old_results_head = head[0] if head is not None else None
-        old_thinking_head = _head(self.thinking, self.keep_thinking)
-        old_last_user = self.last_user
-        new_result = new_thinking = False
         for i in range(start, stop):
             m = messages[i]
             role = m.role
             results = m.tool_results
             names: tuple[str, ...] = ()
             if results:
-                new_result = True
                 names = tuple(self.call_names.get(b.tool_call_id, "") for b in results)
                 self.results.append(i)
                 for k, r in enumerate(results):
                     self.result_blocks.append((i, k))
                     self.result_at[r.tool_call_id] = i
             if role == "tool":
-                first_unit = min(first_unit, self._attach_tool(i, list(results)))
+                self._attach_tool(i, list(results))
             else:
                 self.unit_starts.append(i)
                 self.unit_keep.append(False)
@@ -125,7 +108,6 @@ class HistoryIndex:
                             self.call_names[b.id] = b.name
                             self.call_at[b.id] = i
                     if any(isinstance(b, ThinkingBlock) for b in m.content):
-                        new_thinking = True
                         self.thinking.append(i)
                 elif role == "user":
                     if self.first_user is None:
@@ -140,39 +122,26 @@ class HistoryIndex:
         if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
             # the task is settled once a few messages follow it (a client's example run ends)
             task = task_index(messages[: self.n])
-            if task != self.task:
-                dirty = min(dirty, self.task if self.task is not None else start)
-                if self.task is not None:  # the task moved (a client's example run ended)
-                    first_unit = min(first_unit, self.unit_of(self.task))
+            if task != self.task:  # found, or moved (a client's example run ended)
                 self.task = task
                 self._settle_keep()
-        if new_result:
-            dirty = min(dirty, old_results_head if old_results_head is not None else start)
-        if new_thinking and old_thinking_head is not None:
-            dirty = min(dirty, old_thinking_head)
-        if self.last_user != old_last_user:
-            dirty = min(dirty, old_last_user + 1)
-        return dirty, first_unit
 
-    def _attach_tool(self, i: int, results: list[ToolResultBlock]) -> int:
-        """Put tool message ``i`` in a unit; returns the first unit changed."""
+    def _attach_tool(self, i: int, results: list[ToolResultBlock]) -> None:
+        """Put tool message ``i`` in a unit."""
         if not self.unit_starts:  # a history opening with a tool message: its own unit
             self.unit_starts.append(i)
             self.unit_keep.append(False)
             self._fixed.append(False)
-            return 0
-        last = len(self.unit_starts) - 1
+            return
         owners = [self.call_at[b.tool_call_id] for b in results if b.tool_call_id in self.call_at]
         if owners:
             u = self.unit_of(min(owners))
-            if u < last:  # answers a call from an earlier unit: merge everything in between
+            if u < len(self.unit_starts) - 1:  # answers a call of an earlier unit: merge
                 keep, fixed = any(self.unit_keep[u:]), any(self._fixed[u:])
                 del self.unit_starts[u + 1 :]
                 del self.unit_keep[u + 1 :]
                 del self._fixed[u + 1 :]
                 self.unit_keep[u], self._fixed[u] = keep, fixed
-                return u
-        return last
 
     def _settle_keep(self) -> None:
         """Every unit's kept flag again: the opening (up to the first user message), the task's
@@ -235,10 +204,3 @@ class HistoryIndex:
             return False
         keep = self.keep_thinking
         return keep == 0 or i not in self.thinking[-keep:]
-
-
-def _head(items: Sequence[_T], keep: int) -> _T | None:
-    """The oldest of the ``keep`` newest ``items`` (None when there are none)."""
-    if keep <= 0 or not items:
-        return None
-    return items[max(len(items) - keep, 0)]
