@@ -119,6 +119,12 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
                 seen.add(str(cid))
                 if not isinstance(b.get("input"), dict):
                     out.append(f"messages[{i}].content[{j}]: tool_use input is not an object")
+            if t == "compaction":
+                if role != "assistant":
+                    out.append(f"messages[{i}].content[{j}]: compaction in {role} turn")
+                summary = b.get("content")
+                if summary is not None and (not isinstance(summary, str) or not summary):
+                    out.append(f"messages[{i}].content[{j}]: compaction content not text or null")
             if t in ("thinking", "redacted_thinking"):
                 if role != "assistant":
                     out.append(f"messages[{i}].content[{j}]: {t} in {role} turn")
@@ -218,6 +224,12 @@ def responses_problems(body: dict[str, Any]) -> list[str]:
                 and nxt.get("role") != "assistant"
             ):
                 out.append(f"input[{i}]: reasoning item not followed by the item it produced")
+        elif t == "compaction":
+            if not isinstance(it.get("encrypted_content"), str) or not it["encrypted_content"]:
+                out.append(f"input[{i}]: compaction item without encrypted_content")
+        elif t == "compaction_trigger":
+            if i != len(items) - 1:
+                out.append(f"input[{i}]: compaction_trigger is not the last item")
         elif t == "message":
             if it.get("role") not in ("user", "assistant", "system", "developer"):
                 out.append(f"input[{i}]: bad role {it.get('role')!r}")
@@ -229,9 +241,57 @@ def responses_problems(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def gemini_problems(body: dict[str, Any]) -> list[str]:
+    """Gemini's rules for ``contents``: user and model turns, no empty part; a model turn's
+    function calls answered by the next turn's function responses, one each, the first call of
+    each model turn carrying its ``thoughtSignature`` (Gemini 3 refuses the request without it)."""
+    out: list[str] = []
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return ["contents: missing or empty"]
+    waiting: list[str] = []
+    for i, c in enumerate(contents):
+        role = c.get("role") if isinstance(c, dict) else None
+        parts = c.get("parts") if isinstance(c, dict) else None
+        if role not in ("user", "model"):
+            out.append(f"contents[{i}]: bad role {role!r}")
+        if not isinstance(parts, list) or not parts:
+            out.append(f"contents[{i}]: no parts")
+            continue
+        calls = [p["functionCall"] for p in parts if isinstance(p, dict) and "functionCall" in p]
+        answers = [
+            p["functionResponse"] for p in parts if isinstance(p, dict) and "functionResponse" in p
+        ]
+        for j, p in enumerate(parts):
+            if not isinstance(p, dict) or not any(
+                k in p
+                for k in ("text", "functionCall", "functionResponse", "inlineData", "fileData")
+            ):
+                out.append(f"contents[{i}].parts[{j}]: empty or unknown part")
+            elif "text" in p and not p["text"] and len(p) == 1:
+                out.append(f"contents[{i}].parts[{j}]: empty text")
+        # a side call (Gemini CLI's loop check) may end on a question after unanswered calls
+        side_question = i == len(contents) - 1 and role == "user" and not answers
+        if waiting and not side_question:
+            got = [a.get("name") for a in answers]
+            if role != "user" or sorted(got) != sorted(waiting):
+                out.append(f"contents[{i}]: answers {got} for calls {waiting}")
+        elif answers:
+            out.append(f"contents[{i}]: function responses answer no call")
+        if calls and role != "model":
+            out.append(f"contents[{i}]: function call in a {role} turn")
+        if calls:
+            first = next(p for p in parts if isinstance(p, dict) and "functionCall" in p)
+            if not first.get("thoughtSignature"):
+                out.append(f"contents[{i}]: first function call without its thoughtSignature")
+        waiting = [str(c.get("name")) for c in calls]
+    return out
+
+
 def problems(api: str, body: dict[str, Any]) -> list[str]:
     return {
         "anthropic": anthropic_problems,
         "openai": openai_problems,
         "responses": responses_problems,
+        "gemini": gemini_problems,
     }[api](body)

@@ -178,6 +178,8 @@ class Run:
     stats: dict[str, Any] = field(default_factory=dict)
     api: str = "anthropic"
     turns: int = 0  # a client driven turn by turn (aider): the turns it must get through
+    #: the compaction blocks / items the upstream handed out (the provider's own compaction)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
 
     # figures --------------------------------------------------------------------------------
     @property
@@ -221,7 +223,7 @@ class Run:
     def invalid(self) -> list[tuple[int, list[str]]]:
         out = []
         for i, r in enumerate(self.requests):
-            if r.api in ("anthropic", "openai", "responses"):
+            if r.api in ("anthropic", "openai", "responses", "gemini"):
                 p = problems(r.api, r.body)
                 if p:
                     out.append((i, p))
@@ -244,7 +246,8 @@ class Run:
         return sum(1 for r in chat if not r.get("skipped")) / len(chat)
 
     @property
-    def compactions(self) -> int:
+    def proxy_compactions(self) -> int:
+        """Compactions the proxy made."""
         return sum(1 for r in self.proxy_log if int(r.get("compacted") or 0) > 0)
 
     @property
@@ -313,7 +316,8 @@ class Run:
             "summary_tokens": self.tokens(self.summaries),
             "billed": round(self.billed(self.chat + self.summaries)),
             "invalid": len(self.invalid),
-            "compactions": self.compactions,
+            "compactions": self.proxy_compactions,
+            "provider_compactions": len(self.compactions),
             "skipped": self.skipped,
             "transformed": round(self.transformed_share, 3),
             "missing_task": len(self.missing_task()),
@@ -347,17 +351,21 @@ def _collect(
     t0 = time.monotonic()
     if window is None:
         rc, output = launch(up.base_url)
-        return Run(client, "direct", rc, output, time.monotonic() - t0, list(up.requests), api=api)
-    with proxy(up.base_url, window, *proxy_args) as p:
-        rc, output = launch(p.base_url)
-        stats = p.stats()
-        log = p.log()
-    return Run(
-        client, "proxy", rc, output, time.monotonic() - t0, list(up.requests), log, stats, api
-    )
+        run = Run(client, "direct", rc, output, time.monotonic() - t0, list(up.requests), api=api)
+    else:
+        with proxy(up.base_url, window, *proxy_args) as p:
+            rc, output = launch(p.base_url)
+            stats = p.stats()
+            log = p.log()
+        run = Run(
+            client, "proxy", rc, output, time.monotonic() - t0, list(up.requests), log, stats, api
+        )
+    run.compactions = list(up.compactions)
+    return run
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str]:
+    env = dict(env, PWD=str(cwd))  # some clients (opencode) take their directory from $PWD
     try:
         p = subprocess.run(
             cmd,
@@ -413,24 +421,131 @@ def claude_code(steps: int, window: int | None, model: str | None = None) -> Run
 
 
 # -- Codex CLI -----------------------------------------------------------------------------------
-def codex(steps: int, window: int | None, model: str = "gpt-5-codex") -> Run:
+def codex(
+    steps: int, window: int | None, model: str = "gpt-5-codex", remote_compact: int = 0
+) -> Run:
+    """Codex CLI ``exec`` on the Responses API. ``remote_compact`` > 0: Codex compacts its
+    history through the provider (``compaction_trigger``) past that many tokens, as it does
+    with OpenAI itself (its provider named ``OpenAI``)."""
     work = make_workdir()
     home = Path(tempfile.mkdtemp(prefix="cw-codex-home-"))
     with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
 
         def launch(base_url: str) -> tuple[int, str]:
+            limit = f"model_auto_compact_token_limit = {remote_compact}\n" if remote_compact else ""
+            features = "\n[features]\nremote_compaction_v2 = true\n" if remote_compact else ""
+            name = "OpenAI" if remote_compact else "cw"
             (home / "config.toml").write_text(
                 f'model = "{model}"\nmodel_provider = "cw"\napproval_policy = "never"\n'
-                'sandbox_mode = "danger-full-access"\n\n[model_providers.cw]\nname = "cw"\n'
-                f'base_url = "{base_url}/v1"\nenv_key = "CW_FAKE_OPENAI_KEY"\n'
-                'wire_api = "responses"\n'
+                f'sandbox_mode = "danger-full-access"\n{limit}\n[model_providers.cw]\n'
+                f'name = "{name}"\nbase_url = "{base_url}/v1"\nenv_key = "CW_FAKE_OPENAI_KEY"\n'
+                f'wire_api = "responses"\n{features}'
             )
             env = _base_env(home)
             env.update(CODEX_HOME=str(home), CW_FAKE_OPENAI_KEY="sk-cw-fake")
             cmd = [str(NPM_BIN / "codex"), "exec", "--skip-git-repo-check", TASK]
             return _run(cmd, work, env)
 
-        run = _collect("codex", "responses", up, window, launch)
+        name = f"codex remote-compact {remote_compact}" if remote_compact else "codex"
+        run = _collect(name, "responses", up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- qwen-code -----------------------------------------------------------------------------------
+def qwen_code(steps: int, window: int | None, model: str = "qwen3-coder-plus") -> Run:
+    """qwen-code in headless mode (its positional prompt) on the OpenAI chat API."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-qwen-home-"))
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            env = _base_env(home)
+            env.update(QWEN_CODE_NO_RELAUNCH="1", NO_BROWSER="1", CI="1")
+            cmd = [str(NPM_BIN / "qwen"), TASK, "--yolo", "--auth-type", "openai"]
+            cmd += ["--openai-base-url", f"{base_url}/v1", "--openai-api-key", "sk-cw-fake"]
+            cmd += ["--model", model, "--chat-recording", "false"]
+            return _run(cmd, work, env)
+
+        run = _collect("qwen-code", "openai", up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- opencode ------------------------------------------------------------------------------------
+def opencode(steps: int, window: int | None, provider: str = "anthropic") -> Run:
+    """opencode's ``run`` (headless) with its built-in provider pointed at the upstream:
+    ``anthropic`` (Messages) or ``openai`` (Responses)."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-opencode-home-"))
+    model = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-codex"}[provider]
+    api = {"anthropic": "anthropic", "openai": "responses"}[provider]
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            config = {
+                "$schema": "https://opencode.ai/config.json",
+                "autoupdate": False,
+                "share": "disabled",
+                "permission": {"bash": "allow", "edit": "allow", "read": "allow"},
+                "model": f"{provider}/{model}",
+                "provider": {
+                    provider: {"options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-cw-fake"}}
+                },
+            }
+            env = _base_env(home)
+            env.update(
+                OPENCODE_CONFIG_CONTENT=json.dumps(config),
+                OPENCODE_DISABLE_AUTOUPDATE="1",
+                OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+                OPENCODE_DISABLE_MODELS_FETCH="1",
+                XDG_CONFIG_HOME=str(home / ".config"),
+                XDG_DATA_HOME=str(home / ".local" / "share"),
+                XDG_CACHE_HOME=str(home / ".cache"),
+            )
+            return _run([str(NPM_BIN / "opencode"), "run", TASK], work, env)
+
+        run = _collect(f"opencode {provider}", api, up, window, launch)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    return run
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------------
+def gemini_cli(steps: int, window: int | None, model: str = "gemini-3-pro-preview") -> Run:
+    """Gemini CLI headless (``-p``) on the Gemini API (``GOOGLE_GEMINI_BASE_URL``)."""
+    work = make_workdir()
+    home = Path(tempfile.mkdtemp(prefix="cw-gemini-home-"))
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "telemetry": {"enabled": False},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            }
+        )
+    )
+    with Upstream(steps=steps, workdir=str(work), text_format="tools") as up:
+
+        def launch(base_url: str) -> tuple[int, str]:
+            env = _base_env(home)
+            env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+            env.update(
+                GEMINI_API_KEY="cw-fake-gemini-key",
+                GOOGLE_GEMINI_BASE_URL=base_url,
+                GEMINI_CLI_NO_RELAUNCH="true",
+                GEMINI_CLI_TRUST_WORKSPACE="true",
+                CI="1",
+            )
+            cmd = [str(NPM_BIN / "gemini"), "-p", TASK, "--yolo", "-m", model]
+            return _run(cmd, work, env)
+
+        name = "gemini-cli" if window is None else f"gemini-cli {window // 1000}k"
+        run = _collect(name, "gemini", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run
@@ -690,7 +805,8 @@ def report_table(runs: list[Run]) -> str:
     """A markdown table of the runs' figures, direct and proxied side by side."""
     head = (
         "| client | mode | finished | requests | tokens in | billed in (cache prices) | "
-        "summary calls (tokens) | compactions | invalid | skipped | task missing | time s |\n"
+        "summary calls (tokens) | compactions (provider's) | invalid | skipped | task missing | "
+        "time s |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
@@ -700,7 +816,8 @@ def report_table(runs: list[Run]) -> str:
         rows.append(
             f"| {f['client']} | {f['mode']} | {'yes' if f['finished'] else 'NO'} | "
             f"{f['requests']} | {f['tokens']:,} | {f['billed']:,} | "
-            f"{f['summary_calls']} ({f['summary_tokens']:,}) | {f['compactions']} | "
+            f"{f['summary_calls']} ({f['summary_tokens']:,}) | {f['compactions']} "
+            f"({f['provider_compactions']}) | "
             f"{f['invalid']} | {skipped} | {f['missing_task']} | {f['seconds']} |"
         )
     return head + "\n".join(rows) + "\n"

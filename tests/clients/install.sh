@@ -26,6 +26,13 @@ want_npm=()
     want_npm+=("@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION")
 [ "$(npm_pkg_version @openai/codex)" = "$CODEX_VERSION" ] ||
     want_npm+=("@openai/codex@$CODEX_VERSION")
+[ "$(npm_pkg_version @google/gemini-cli)" = "$GEMINI_CLI_VERSION" ] ||
+    want_npm+=("@google/gemini-cli@$GEMINI_CLI_VERSION")
+[ "$(npm_pkg_version @qwen-code/qwen-code)" = "$QWEN_CODE_VERSION" ] ||
+    want_npm+=("@qwen-code/qwen-code@$QWEN_CODE_VERSION")
+# opencode's npm package carries its prebuilt binary as a per-platform optional dependency
+[ "$(npm_pkg_version opencode-ai)" = "$OPENCODE_VERSION" ] ||
+    want_npm+=("opencode-ai@$OPENCODE_VERSION")
 if [ "${#want_npm[@]}" -gt 0 ]; then
     echo "install.sh: npm ${want_npm[*]}"
     # a package.json of its own, so that npm installs here and not in a parent project

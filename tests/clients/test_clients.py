@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
+from contextwarden.proxy.wire import WIRES
+
 from . import harness, upstream
 from .harness import TASK, Run
 
@@ -35,6 +37,11 @@ CODEX_STEPS, CODEX_WINDOW = _int("CW_CODEX_STEPS", 60), _int("CW_CODEX_WINDOW", 
 AIDER_TURNS, AIDER_WINDOW = _int("CW_AIDER_TURNS", 40), _int("CW_AIDER_WINDOW", 32_000)
 MINI_STEPS, MINI_WINDOW = _int("CW_MINI_STEPS", 40), _int("CW_MINI_WINDOW", 32_000)
 SDK_STEPS, SDK_WINDOW = _int("CW_SDK_STEPS", 40), _int("CW_SDK_WINDOW", 128_000)
+QWEN_STEPS, QWEN_WINDOW = _int("CW_QWEN_STEPS", 40), _int("CW_QWEN_WINDOW", 32_000)
+OPENCODE_STEPS, OPENCODE_WINDOW = _int("CW_OPENCODE_STEPS", 40), _int("CW_OPENCODE_WINDOW", 32_000)
+GEMINI_STEPS = _int("CW_GEMINI_STEPS", 40)
+#: Codex with its remote compaction on: it asks the provider to compact past this many tokens
+REMOTE_COMPACT = _int("CW_CODEX_REMOTE_COMPACT", 20_000)
 
 # -- availability --------------------------------------------------------------------------------
 
@@ -85,6 +92,35 @@ def codex(mode: str) -> Run:
     return _run("codex", mode, lambda w: harness.codex(CODEX_STEPS, w), CODEX_WINDOW)
 
 
+def codex_remote(mode: str) -> Run:
+    """Codex compacting through the provider (``compaction_trigger``), as with OpenAI."""
+    _need_npm("@openai/codex", "CODEX_VERSION")
+    return _run(
+        "codex-remote-compact",
+        mode,
+        lambda w: harness.codex(CODEX_STEPS, w, remote_compact=REMOTE_COMPACT),
+        CODEX_WINDOW,
+    )
+
+
+def qwen(mode: str) -> Run:
+    _need_npm("@qwen-code/qwen-code", "QWEN_CODE_VERSION")
+    return _run("qwen-code", mode, lambda w: harness.qwen_code(QWEN_STEPS, w), QWEN_WINDOW)
+
+
+def opencode(mode: str) -> Run:
+    _need_npm("opencode-ai", "OPENCODE_VERSION")
+    return _run("opencode", mode, lambda w: harness.opencode(OPENCODE_STEPS, w), OPENCODE_WINDOW)
+
+
+def gemini(mode: str, window: int = 32_000) -> Run:
+    _need_npm("@google/gemini-cli", "GEMINI_CLI_VERSION")
+    if mode == "proxy" and "gemini" not in WIRES:
+        pytest.skip("this proxy has no Gemini route: Gemini CLI's requests would pass through")
+    name = "gemini-cli" if mode == "direct" else f"gemini-cli {window // 1000}k"
+    return _run(name, mode, lambda w: harness.gemini_cli(GEMINI_STEPS, w), window)
+
+
 def aider(mode: str) -> Run:
     _need_pip("aider", "aider-chat", "AIDER_VERSION")
     return _run("aider", mode, lambda w: harness.aider(AIDER_TURNS, w), AIDER_WINDOW)
@@ -120,6 +156,11 @@ CLIENTS: dict[str, Callable[[str], Run]] = {
     "claude-code": claude,
     "claude-code-sonnet": lambda mode: claude(mode, "claude-sonnet-4-5"),
     "codex": codex,
+    "codex-remote-compact": codex_remote,
+    "qwen-code": qwen,
+    "opencode": opencode,
+    "gemini-cli-32k": gemini,
+    "gemini-cli-128k": lambda mode: gemini(mode, 128_000),
     "aider": aider,
     "mini-swe-agent": mini,
     "openai-sdk": openai_sdk,
@@ -195,7 +236,27 @@ def test_summaries_quote_the_users_task(client: str) -> None:
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_no_request_skipped_for_its_shape(client: str) -> None:
     run = CLIENTS[client]("proxy")
-    assert run.skipped == {}, _explain(run)
+    # a request the provider compacts itself is forwarded as sent on purpose
+    shape = {k: v for k, v in run.skipped.items() if k != "provider_compaction"}
+    assert shape == {}, _explain(run)
+
+
+# -- the providers' own compaction ----------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["direct", "proxy"])
+def test_codex_remote_compaction_round_trip(mode: str) -> None:
+    """Codex asks the provider to compact (``compaction_trigger`` last), gets exactly one
+    ``compaction`` item, replaces its history with it and goes on: through the proxy too,
+    which forwards the trigger as sent and reduces the later requests from the item on."""
+    run = codex_remote(mode)
+    asked = [r for r in run.requests if r.kind == "compaction"]
+    assert asked, f"Codex never compacted remotely: {run.figures()}"
+    assert all(r.body["input"][-1] == {"type": "compaction_trigger"} for r in asked)
+    bodies = [json.dumps(r.body, sort_keys=True) for r in run.main]
+    for item in run.compactions:
+        text = json.dumps(item, sort_keys=True)
+        assert any(text in b for b in bodies), f"compaction item {item['id']} not sent back"
+    if mode == "proxy":
+        assert run.skipped.get("provider_compaction") == len(asked), _explain(run)
 
 
 # -- Anthropic clients: breakpoints ---------------------------------------------------------------
@@ -216,7 +277,7 @@ def test_claude_code_default_model_is_transformed() -> None:
 
 def test_claude_code_sonnet_compactions_bounded_and_cheaper() -> None:
     direct, run = claude("direct", "claude-sonnet-4-5"), claude("proxy", "claude-sonnet-4-5")
-    assert run.compactions <= 8, _explain(run)
+    assert run.proxy_compactions <= 8, _explain(run)
     assert len(run.summaries) <= 12, _explain(run)
     billed_direct = direct.billed(direct.chat)
     billed = run.billed(run.chat + run.summaries)
@@ -225,7 +286,7 @@ def test_claude_code_sonnet_compactions_bounded_and_cheaper() -> None:
 
 def test_claude_code_default_model_compactions_bounded() -> None:
     run = claude("proxy")
-    assert run.compactions <= 8, _explain(run)
+    assert run.proxy_compactions <= 8, _explain(run)
     assert len(run.summaries) <= 12, _explain(run)
 
 
@@ -246,14 +307,14 @@ def test_mini_swe_agent_saves_tokens() -> None:
 def test_sdk_loops_compactions_bounded(client: str) -> None:
     """The SDK loops at 128k, 40 steps: the bounds the issue sets for Claude Code."""
     run = CLIENTS[client]("proxy")
-    assert run.compactions <= 8, _explain(run)
+    assert run.proxy_compactions <= 8, _explain(run)
     assert len(run.summaries) <= 12, _explain(run)
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_summary_calls_per_compaction_bounded(client: str) -> None:
     run = CLIENTS[client]("proxy")
-    assert len(run.summaries) <= 3 * max(run.compactions, 0), _explain(run)
+    assert len(run.summaries) <= 3 * max(run.proxy_compactions, 0), _explain(run)
 
 
 def test_stats_report_summary_calls() -> None:
@@ -304,3 +365,17 @@ def test_claude_code_inline_system_messages_kept() -> None:
     assert any(want.values()), "the client sent no system message inside messages"
     lost = [r.step for r in run.main if inline(r) < want.get(r.step, 0)]
     assert lost == [], f"system messages dropped at steps {lost}"
+
+
+@pytest.mark.parametrize("client", ["gemini-cli-32k", "gemini-cli-128k"])
+def test_gemini_cli_every_request_transformed(client: str) -> None:
+    """Every Gemini CLI model call goes through the warden (none passes through untouched)."""
+    run = CLIENTS[client]("proxy")
+    calls = [
+        r
+        for r in run.proxy_log
+        if ":generateContent" in str(r.get("path"))
+        or (":streamGenerateContent" in str(r.get("path")))
+    ]
+    assert calls and all(r.get("route") == "gemini" for r in calls), _explain(run)
+    assert run.transformed_share == 1.0, _explain(run)

@@ -5,8 +5,24 @@
   request's own ``cache_control`` breakpoints), ``POST /v1/messages/count_tokens``;
 * ``POST /v1/chat/completions`` (OpenAI chat; streaming chunks, ``usage`` with
   ``prompt_tokens_details.cached_tokens`` from the longest prefix seen before);
-* ``POST /v1/responses`` (OpenAI Responses; streaming events, reasoning items);
+* ``POST /v1/responses`` (OpenAI Responses; streaming events, reasoning items),
+  ``POST /v1/responses/compact``;
+* ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``
+  (Gemini; ``functionCall`` parts with a ``thoughtSignature`` on the first, ``thought`` parts,
+  ``usageMetadata`` with ``cachedContentTokenCount``), ``:countTokens``;
 * ``GET /v1/models``.
+
+It does what the providers do with their own context management. Anthropic server-side
+compaction: a request whose ``context_management`` asks for ``compact_20260112`` and whose input
+is over the edit's trigger gets a ``compaction`` block first in its reply (a ``compaction_delta``
+when streamed; with ``pause_after_compaction``, alone, with ``stop_reason: "compaction"``) and
+``usage.iterations``; a request holding a compaction block is read, counted and billed from that
+block on, as the server ignores what precedes it. OpenAI: ``context_management`` with a
+``compact_threshold`` puts a ``compaction`` item before the reply's items; a request whose last
+input item is ``{"type": "compaction_trigger"}`` (Codex's remote compaction) is answered by
+exactly one ``compaction`` item; ``/v1/responses/compact`` answers a compaction of the input; the
+items before the last compaction item are not counted. Every compaction it hands out is kept
+(:attr:`Upstream.compactions`), so the suite can check that the client sent it back unchanged.
 
 It plays an agent that works through ``steps`` tool steps and then gives a final answer. Each
 step's tool call is built from the tools the client itself declared in the request (Claude
@@ -59,9 +75,12 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
-    kind: str = "main"  # "main" (an agent step), "summary" (contextwarden's), "side"
-    usage: dict[str, int] = field(default_factory=dict)
+    # "main" (an agent step), "summary" (contextwarden's), "side", "compaction" (asked of the
+    # provider: a compaction_trigger or /responses/compact)
+    kind: str = "main"
+    usage: dict[str, Any] = field(default_factory=dict)
     step: int = 0  # the step this request answered (0: none)
+    compacted: bool = False  # the upstream compacted this request's history itself
 
 
 def approx_tokens(text: str) -> int:
@@ -146,10 +165,20 @@ def last_step(body: dict[str, Any], api: str) -> int:
         for item in reversed(items):
             if not isinstance(item, dict):
                 continue
-            if item.get("type") in ("function_call", "custom_tool_call", "reasoning") or (
-                item.get("role") == "assistant"
-            ):
+            if item.get("type") in (
+                "function_call",
+                "custom_tool_call",
+                "reasoning",
+                "compaction",
+            ) or (item.get("role") == "assistant"):
                 found = STEP_RE.findall(json.dumps(item))
+                if found:
+                    return max(int(x) for x in found)
+        return 0
+    if api == "gemini":
+        for c in reversed(body.get("contents") or []):
+            if isinstance(c, dict) and c.get("role") == "model":
+                found = STEP_RE.findall(json.dumps(c))
                 if found:
                     return max(int(x) for x in found)
         return 0
@@ -162,9 +191,24 @@ def last_step(body: dict[str, Any], api: str) -> int:
     return 0
 
 
+def _gemini_text(content: Any) -> str:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    out = []
+    for p in parts if isinstance(parts, list) else []:
+        if isinstance(p, dict):
+            if isinstance(p.get("text"), str):
+                out.append(p["text"])
+            for k in ("functionCall", "functionResponse"):
+                if isinstance(p.get(k), dict):
+                    out.append(json.dumps(p[k]))
+    return "\n".join(out)
+
+
 def system_text(body: dict[str, Any], api: str) -> str:
     if api == "anthropic":
         return _text_of(body.get("system"))
+    if api == "gemini":
+        return _gemini_text(body.get("systemInstruction"))
     if api == "responses":
         return str(body.get("instructions") or "")
     msgs = body.get("messages") or []
@@ -176,6 +220,11 @@ def system_text(body: dict[str, Any], api: str) -> str:
 
 
 def last_user_text(body: dict[str, Any], api: str) -> str:
+    if api == "gemini":
+        for c in reversed(body.get("contents") or []):
+            if isinstance(c, dict) and c.get("role") == "user":
+                return _gemini_text(c)
+        return ""
     seq = body.get("input") if api == "responses" else body.get("messages")
     if isinstance(seq, str):
         return seq
@@ -187,7 +236,73 @@ def last_user_text(body: dict[str, Any], api: str) -> str:
 
 def tools_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     tools = body.get("tools")
-    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    if not isinstance(tools, list):
+        return []
+    out = []
+    for t in tools:
+        if isinstance(t, dict) and isinstance(t.get("functionDeclarations"), list):
+            # Gemini: one tool holds the function declarations
+            for d in t["functionDeclarations"]:
+                if isinstance(d, dict):
+                    params = d.get("parametersJsonSchema") or d.get("parameters") or {}
+                    out.append({"name": d.get("name", ""), "parameters": params})
+        elif isinstance(t, dict):
+            out.append(t)
+    return out
+
+
+def live(body: dict[str, Any], api: str) -> dict[str, Any]:
+    """``body`` as the provider reads it: from its last compaction block (Anthropic: the
+    blocks before it in its message dropped too) or compaction item (Responses) on."""
+    if api == "anthropic":
+        msgs = body.get("messages")
+        if not isinstance(msgs, list):
+            return body
+        for i in range(len(msgs) - 1, -1, -1):
+            content = msgs[i].get("content") if isinstance(msgs[i], dict) else None
+            if not isinstance(content, list):
+                continue
+            at = [
+                j
+                for j, b in enumerate(content)
+                if isinstance(b, dict) and b.get("type") == "compaction" and b.get("content")
+            ]
+            if at:
+                first = dict(msgs[i], content=content[at[-1] :])
+                return dict(body, messages=[first, *msgs[i + 1 :]])
+        return body
+    if api == "responses" and isinstance(body.get("input"), list):
+        items = body["input"]
+        for i in range(len(items) - 1, -1, -1):
+            if isinstance(items[i], dict) and items[i].get("type") == "compaction":
+                return dict(body, input=items[i:])
+    return body
+
+
+def server_compaction(body: dict[str, Any], api: str) -> tuple[int, bool] | None:
+    """``(trigger in tokens, pause after)`` when the request asks the provider to compact."""
+    cm = body.get("context_management")
+    if api == "anthropic" and isinstance(cm, dict):
+        for edit in cm.get("edits") or []:
+            if isinstance(edit, dict) and edit.get("type") == "compact_20260112":
+                trigger = edit.get("trigger") or {}
+                value = trigger.get("value") if isinstance(trigger, dict) else None
+                return int(value or 150_000), bool(edit.get("pause_after_compaction"))
+    if api == "responses" and isinstance(cm, list):
+        for entry in cm:
+            if isinstance(entry, dict) and entry.get("type") == "compaction":
+                return int(entry.get("compact_threshold") or 200_000), False
+    return None
+
+
+def compaction_trigger(body: dict[str, Any]) -> bool:
+    items = body.get("input")
+    return (
+        isinstance(items, list)
+        and bool(items)
+        and isinstance(items[-1], dict)
+        and items[-1].get("type") == "compaction_trigger"
+    )
 
 
 # -- the agent's moves ----------------------------------------------------------------------------
@@ -359,6 +474,8 @@ class Upstream:
         self.thinking = thinking
         self.requests: list[Recorded] = []
         self.recalls = 0
+        #: every compaction block / item handed out, as sent
+        self.compactions: list[dict[str, Any]] = []
         self.cache = PromptCache()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -409,6 +526,7 @@ class Upstream:
     def reset(self) -> None:
         with self._lock:
             self.requests = []
+            self.compactions = []
         self.cache = PromptCache()
 
     # -- HTTP ------------------------------------------------------------------------------------
@@ -451,8 +569,33 @@ class Upstream:
             self._record(rec)
             self._send_json(h, 200, {"input_tokens": approx_tokens(_canon(body))})
             return
+        if path.endswith("/responses/compact") and isinstance(body, dict):
+            rec = Recorded("responses", path, headers, body, kind="compaction")
+            item = self._compaction_item(body)
+            rec.usage = self._usage(rec, Move(0, text=item["encrypted_content"]))
+            self._record(rec)
+            self._send_json(
+                h,
+                200,
+                {
+                    "id": f"resp_{_nonce()}",
+                    "object": "response.compaction",
+                    "created_at": int(time.time()),
+                    "output": [item],
+                    "usage": _responses_usage(rec.usage, False),
+                },
+            )
+            return
+        if ":countTokens" in path:
+            rec = Recorded("count_tokens", path, headers, body, kind="side")
+            self._record(rec)
+            self._send_json(h, 200, {"totalTokens": approx_tokens(_canon(body))})
+            return
+        gemini_stream = ":streamGenerateContent" in path
         if path.endswith("/messages"):
             api = "anthropic"
+        elif gemini_stream or ":generateContent" in path:
+            api = "gemini"
         elif path.endswith("/chat/completions"):
             api = "openai"
         elif path.endswith("/responses"):
@@ -467,7 +610,7 @@ class Upstream:
         rec = Recorded(api, path, headers, body)
         reply = self._reply(rec)
         self._record(rec)
-        stream = body.get("stream") is True
+        stream = body.get("stream") is True or gemini_stream
         if not stream:
             self._send_json(h, 200, reply)
             return
@@ -480,6 +623,7 @@ class Upstream:
             "anthropic": _anthropic_events,
             "openai": _openai_chunks,
             "responses": _responses_events,
+            "gemini": _gemini_chunks,
         }[api](reply, body)
         for chunk in events:
             h.wfile.write(chunk.encode())
@@ -501,6 +645,9 @@ class Upstream:
         if SUMMARY_SYSTEM_MARK in sys_text or proxy_made:
             rec.kind = "summary"
             move = Move(0, text=summary_text(body, api), final=True)
+        elif _answer_schema(body) is not None:
+            rec.kind = "side"  # a call for structured output (Gemini CLI's loop check...)
+            move = Move(0, text=json.dumps(_schema_instance(_answer_schema(body))), final=True)
         elif not tools and self.text_format not in ("mini", "aider"):
             rec.kind = "side"  # a client's title / topic / quota call
             move = Move(0, text="ok", final=True)
@@ -522,14 +669,75 @@ class Upstream:
                 move = final_move(step, tools, self.text_format)
             else:
                 move = plan_move(step, tools, self.workdir, self.big_files, self.text_format)
+        if api == "responses" and compaction_trigger(body):
+            rec.kind = "compaction"  # Codex asks for exactly one compaction item back
+            item = self._compaction_item(body)
+            rec.usage = self._usage(rec, Move(0, text=item["encrypted_content"]))
+            return _responses_reply(body, [item], rec.usage, False)
         usage = self._usage(rec, move)
         rec.usage = usage
         thinking = self.thinking and rec.kind == "main" and _wants_thinking(body, api)
+        asked = server_compaction(body, api) if rec.kind == "main" else None
+        compaction: dict[str, Any] | None = None
+        if asked is not None and _input_tokens(usage) > asked[0]:
+            rec.compacted = True
+            compaction = (
+                self._compaction_block(body) if api == "anthropic" else self._compaction_item(body)
+            )
+            usage["iterations"] = [  # type: ignore[assignment]
+                {
+                    "type": "compaction",
+                    "input_tokens": _input_tokens(usage),
+                    "output_tokens": approx_tokens(json.dumps(compaction)),
+                    "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": 0,
+                },
+                {"type": "message", "input_tokens": 200, "output_tokens": usage["output_tokens"]},
+            ]
         if api == "anthropic":
-            return _anthropic_message(body, move, usage, thinking)
+            msg = _anthropic_message(body, move, usage, thinking)
+            if compaction is not None:
+                if asked is not None and asked[1]:  # pause_after_compaction
+                    msg["content"], msg["stop_reason"] = [compaction], "compaction"
+                else:
+                    msg["content"] = [compaction, *msg["content"]]
+            return msg
         if api == "openai":
             return _openai_completion(body, move, usage)
-        return _responses_response(body, move, usage, thinking)
+        if api == "gemini":
+            return _gemini_response(body, move, usage, thinking)
+        reply = _responses_response(body, move, usage, thinking)
+        if compaction is not None:
+            reply["output"] = [compaction, *reply["output"]]
+        return reply
+
+    def _compaction_block(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Anthropic's compaction block for ``body``: a summary naming the step reached."""
+        step = last_step(body, "anthropic")
+        block = {
+            "type": "compaction",
+            "content": summary_text({"messages": [{"role": "user", "content": ""}]}, "anthropic")
+            + f"\nReached cw-step-{step}. Task: {_task_of(body)}",
+            "signature": f"sig-compaction-{_nonce()}",
+        }
+        with self._lock:
+            self.compactions.append(block)
+        return block
+
+    def _compaction_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        """OpenAI's encrypted compaction item for ``body`` (the step reached in clear, so that
+        the step count survives the history it replaces)."""
+        step = last_step(body, "responses")
+        item = {
+            "type": "compaction",
+            "id": f"cmp_{_nonce()}",
+            "encrypted_content": f"gAAAA-cw-step-{step}-"
+            + hashlib.sha256(json.dumps(body.get("input"), sort_keys=True).encode()).hexdigest()
+            * 4,
+        }
+        with self._lock:
+            self.compactions.append(item)
+        return item
 
     def _recall_move(
         self, body: dict[str, Any], api: str, tools: list[dict[str, Any]], step: int
@@ -556,8 +764,9 @@ class Upstream:
             call_id=RECALL_CALL.removeprefix("call_") + str(n),
         )
 
-    def _usage(self, rec: Recorded, move: Move) -> dict[str, int]:
-        body, api = rec.body, rec.api
+    def _usage(self, rec: Recorded, move: Move) -> dict[str, Any]:
+        api = rec.api
+        body = live(rec.body, api)
         out_tokens = approx_tokens(move.text + json.dumps(move.arguments or {}))
         out_tokens += approx_tokens(move.custom_input or "") + 20
         if api == "anthropic":
@@ -571,8 +780,10 @@ class Upstream:
                 "cache_read_input_tokens": read,
                 "output_tokens": out_tokens,
             }
-        seq = body.get("messages") if api == "openai" else body.get("input")
-        lead = [_canon(body.get("tools")), _canon(body.get("instructions"))]
+        seq = {"openai": "messages", "gemini": "contents"}.get(api, "input")
+        seq = body.get(seq)
+        system = body.get("systemInstruction") if api == "gemini" else body.get("instructions")
+        lead = [_canon(body.get("tools")), _canon(system)]
         blocks = lead + [_canon(m) for m in (seq if isinstance(seq, list) else [seq])]
         bounds = self.cache.boundaries(blocks)
         read, _ = self.cache.use(bounds, list(range(len(bounds))))
@@ -586,6 +797,50 @@ class Upstream:
         return [r for r in self.requests if r.kind in kinds]
 
 
+def _answer_schema(body: dict[str, Any]) -> Any:
+    """The JSON schema the reply must follow (Gemini's ``responseJsonSchema`` /
+    ``responseSchema``, OpenAI's ``response_format``), if the request sets one."""
+    config = body.get("generationConfig")
+    if isinstance(config, dict):
+        return config.get("responseJsonSchema") or config.get("responseSchema")
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
+        return fmt["json_schema"].get("schema")
+    return None
+
+
+def _schema_instance(schema: Any) -> Any:
+    """A small value that follows ``schema`` (its required properties, each the simplest value
+    of its type): the side calls that want JSON get JSON."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    kind = (kind[0] if kind else None) if isinstance(kind, list) else kind
+    if isinstance(kind, str):
+        kind = kind.lower()
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _schema_instance(props.get(k)) for k in schema.get("required") or list(props)}
+    return {"array": [], "string": "", "number": 0, "integer": 0, "boolean": False}.get(
+        str(kind), None
+    )
+
+
+def _input_tokens(usage: dict[str, Any]) -> int:
+    return int(
+        usage.get("input_tokens", 0)
+        + usage.get("cache_creation_input_tokens", 0)
+        + usage.get("cache_read_input_tokens", 0)
+    )
+
+
+def _task_of(body: dict[str, Any]) -> str:
+    m = re.search(r"cw-task:[^\"\\]*", json.dumps(body, ensure_ascii=False))
+    return m.group(0) if m else "(unknown)"
+
+
 def _aider_main(body: dict[str, Any]) -> bool:
     """An aider coding turn (not its chat summariser nor its commit-message call)."""
     text = system_text(body, "openai")
@@ -593,6 +848,10 @@ def _aider_main(body: dict[str, Any]) -> bool:
 
 
 def _wants_thinking(body: dict[str, Any], api: str) -> bool:
+    if api == "gemini":
+        config = body.get("generationConfig") or {}
+        thinking = config.get("thinkingConfig") if isinstance(config, dict) else None
+        return isinstance(thinking, dict) and bool(thinking.get("includeThoughts"))
     if api == "anthropic":
         t = body.get("thinking")
         return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
@@ -710,6 +969,27 @@ def _anthropic_events(msg: dict[str, Any], body: dict[str, Any]) -> Iterator[str
                     "delta": {"type": "signature_delta", "signature": block["signature"]},
                 },
             )
+        elif t == "compaction":
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {
+                        "type": "compaction",
+                        "content": None,
+                        "signature": block["signature"],
+                    },
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "compaction_delta", "content": block["content"]},
+                },
+            )
         elif t == "text":
             yield _sse(
                 "content_block_start",
@@ -755,7 +1035,9 @@ def _anthropic_events(msg: dict[str, Any], body: dict[str, Any]) -> Iterator[str
         {
             "type": "message_delta",
             "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+            "usage": {
+                k: v for k, v in msg["usage"].items() if k in ("output_tokens", "iterations")
+            },
         },
     )
     yield _sse("message_stop", {"type": "message_stop"})
@@ -884,6 +1166,22 @@ def _responses_response(
                 "arguments": json.dumps(move.arguments or {}),
             }
         )
+    return _responses_reply(body, output, usage, thinking)
+
+
+def _responses_usage(usage: dict[str, Any], thinking: bool) -> dict[str, Any]:
+    return {
+        "input_tokens": usage["input_tokens"],
+        "input_tokens_details": {"cached_tokens": usage["cached_tokens"]},
+        "output_tokens": usage["output_tokens"],
+        "output_tokens_details": {"reasoning_tokens": 8 if thinking else 0},
+        "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+    }
+
+
+def _responses_reply(
+    body: dict[str, Any], output: list[dict[str, Any]], usage: dict[str, Any], thinking: bool
+) -> dict[str, Any]:
     return {
         "id": f"resp_{_nonce()}",
         "object": "response",
@@ -891,13 +1189,7 @@ def _responses_response(
         "status": "completed",
         "model": body.get("model", "gpt"),
         "output": output,
-        "usage": {
-            "input_tokens": usage["input_tokens"],
-            "input_tokens_details": {"cached_tokens": usage["cached_tokens"]},
-            "output_tokens": usage["output_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 8 if thinking else 0},
-            "total_tokens": usage["input_tokens"] + usage["output_tokens"],
-        },
+        "usage": _responses_usage(usage, thinking),
     }
 
 
@@ -960,3 +1252,60 @@ def _nonce() -> str:
     with _counter_lock:
         _counter += 1
         return f"{_counter:06d}"
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+#: the signature Gemini 3 puts on the first function call of a turn (and wants back)
+GEMINI_SIGNATURE = "Q3dTY3JpcHRlZFRob3VnaHRTaWduYXR1cmU="
+
+
+def _gemini_response(
+    body: dict[str, Any], move: Move, usage: dict[str, Any], thinking: bool
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": f"Planning cw-step-{move.step}.", "thought": True})
+    if move.tool:
+        parts.append({"text": f"Running cw-step-{move.step}."})
+        parts.append(
+            {
+                "functionCall": {
+                    "name": move.tool,
+                    "args": move.arguments or {},
+                    "id": f"{move.call_id}-{_nonce()}",
+                },
+                "thoughtSignature": GEMINI_SIGNATURE,
+            }
+        )
+    elif move.text:
+        parts.append({"text": move.text})
+    total = usage["input_tokens"]
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": total,
+            "cachedContentTokenCount": usage["cached_tokens"],
+            "candidatesTokenCount": usage["output_tokens"],
+            "totalTokenCount": total + usage["output_tokens"],
+        },
+        "modelVersion": "gemini-scripted",
+        "responseId": f"gem-{_nonce()}",
+    }
+
+
+def _gemini_chunks(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
+    """The reply as ``alt=sse`` chunks: one per part, the usage and finish reason on the last."""
+    cand = resp["candidates"][0]
+    parts = cand["content"]["parts"]
+    for i, part in enumerate(parts):
+        chunk: dict[str, Any] = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+            "modelVersion": resp["modelVersion"],
+            "responseId": resp["responseId"],
+        }
+        if i == len(parts) - 1:
+            chunk["candidates"][0]["finishReason"] = cand["finishReason"]
+            chunk["usageMetadata"] = resp["usageMetadata"]
+        yield _sse(None, chunk)

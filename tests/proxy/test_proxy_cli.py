@@ -25,7 +25,7 @@ Upstream = tuple[FakeUpstream, str]
 def served(monkeypatch: pytest.MonkeyPatch) -> list[ProxyConfig]:
     """Replace the server run with a recorder of the config it would have served."""
     seen: list[ProxyConfig] = []
-    monkeypatch.setattr(cli, "serve", lambda settings, workers=1: seen.append(settings))
+    monkeypatch.setattr(cli, "serve", lambda settings, **_: seen.append(settings))
     monkeypatch.delenv("CONTEXTWARDEN_PROXY_TOKEN", raising=False)
     return seen
 

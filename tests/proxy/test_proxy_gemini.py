@@ -25,6 +25,7 @@ from recall_upstream import (
 
 from contextwarden.formats.gemini import from_gemini
 from contextwarden.formats.validate import validate_gemini
+from contextwarden.proxy.wire.gemini import GEMINI
 
 genai = pytest.importorskip("google.genai")
 types = pytest.importorskip("google.genai.types")
@@ -301,3 +302,16 @@ def test_recall_with_a_call_of_the_clients_own_in_a_stream(
     assert not [c for c in chunks if c.function_calls]
     turn = fake.requests[1]["contents"][-2]
     assert [p["functionCall"]["name"] for p in turn["parts"] if "functionCall" in p] == [RECALL]
+
+
+def test_no_recall_tool_on_a_call_for_structured_output() -> None:
+    """Gemini CLI's loop check asks for JSON by a schema: a function call in reply would make it
+    retry, so the recall tool is not offered there (it is on the agent's own calls)."""
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "go"}]}]}
+    assert GEMINI.may_offer(body)
+    for config in (
+        {"responseMimeType": "application/json"},
+        {"responseJsonSchema": {"type": "object"}},
+        {"responseSchema": {"type": "OBJECT"}},
+    ):
+        assert not GEMINI.may_offer({**body, "generationConfig": config}), config

@@ -31,7 +31,7 @@ def _run(*args: str) -> Any:
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "serve", lambda settings, workers=1: seen.append(settings))
+    monkeypatch.setattr(cli, "serve", lambda settings, **_: seen.append(settings))
     monkeypatch.delenv("CONTEXTWARDEN_PROXY_TOKEN", raising=False)
     return seen
 

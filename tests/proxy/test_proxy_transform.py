@@ -503,7 +503,7 @@ def test_the_cli_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     from contextwarden.proxy import cli
 
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "serve", lambda settings, workers=1: seen.append(settings))
+    monkeypatch.setattr(cli, "serve", lambda settings, **_: seen.append(settings))
     for args, expected in (([], True), (["--no-cache-breakpoints"], False)):
         result = CliRunner().invoke(main_app, ["proxy", "--upstream", "http://localhost:1", *args])
         assert result.exit_code == 0, result.output

@@ -20,6 +20,8 @@ string / list ``content``                          blocks (``hints["content"]`` 
 ``tool_use`` (``input`` object)                    :class:`ToolCallBlock` (``arguments`` is
                                                    the JSON text of ``input``)
 ``tool_result``                                    :class:`ToolResultBlock`
+``compaction`` (the server's own summary)         an opaque block, sent back byte for byte,
+                                                   costing the tokens of its summary
 ``document``; ``server_tool_use``,                 opaque blocks (see :mod:`._common`)
 ``web_search_tool_result`` and any other type
 other message keys (``id``, ``model``, ``usage``)  ``Message.extra`` verbatim (``usage`` is
@@ -78,7 +80,13 @@ from ._common import (
 )
 from ._media import anthropic_image_cost, anthropic_source_from_openai, media_cost, parse_data_url
 
-__all__ = ["LEADING_USER_TEXT", "from_anthropic", "to_anthropic"]
+__all__ = [
+    "LEADING_USER_TEXT",
+    "compaction_block_at",
+    "from_anthropic",
+    "provider_compaction",
+    "to_anthropic",
+]
 
 #: The user turn put before a converted conversation that would start with the assistant.
 LEADING_USER_TEXT = "(continued)"
@@ -260,7 +268,52 @@ def _block(i: int | None, path: str, b: Any) -> Block:
     block = deep_copy(b)
     if t in _MEDIA_BLOCKS:
         return opaque_media(block, "anthropic", media_cost(block))
+    if t == "compaction":  # no layer may touch it: a media block's bytes go back as they came
+        return opaque_media(block, "anthropic", _summary_cost(block.get("content")))
     return opaque_text(block, "anthropic")
+
+
+def _summary_cost(summary: Any) -> int:
+    """Tokens of a compaction block's summary, by characters/4 (which overestimates English)."""
+    return len(summary) // 4 + 1 if isinstance(summary, str) else 1
+
+
+#: The ``context_management`` edit that makes the server compact the history itself.
+SERVER_COMPACTION = "compact_20260112"
+
+
+def compaction_block_at(messages: Any) -> int | None:
+    """The index of the last message holding a ``compaction`` block with a summary (the server
+    ignores every block before it; one whose ``content`` is null marks a failed compaction and
+    changes nothing), or None."""
+    if not isinstance(messages, list):
+        return None
+    for i in range(len(messages) - 1, -1, -1):
+        content = messages[i].get("content") if isinstance(messages[i], dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "compaction" and b.get("content") is not None
+            for b in content
+        ):
+            return i
+    return None
+
+
+def provider_compaction(body: Mapping[str, Any]) -> str | None:
+    """Why the server compacts this request's history itself, or None: its
+    ``context_management`` asks for server-side compaction (:data:`SERVER_COMPACTION`), or its
+    history holds a compaction block. Context editing alone (``clear_tool_uses_20250919``,
+    ``clear_thinking_20251015``, which Claude Code sends with ``keep: "all"``) compacts
+    nothing: it is forwarded as sent and the warden runs."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    if isinstance(edits, list) and any(
+        isinstance(e, dict) and e.get("type") == SERVER_COMPACTION for e in edits
+    ):
+        return f"context_management asks for {SERVER_COMPACTION}"
+    at = compaction_block_at(body.get("messages"))
+    if at is not None:
+        return f"messages[{at}] holds the server's compaction block"
+    return None
 
 
 def _tool_use(i: int | None, path: str, b: Mapping[str, Any]) -> ToolCallBlock:

@@ -17,6 +17,9 @@ run of ``reasoning``, ``message``      one ``assistant`` message: :class:`Thinki
 ``function_call_output``,              one ``tool`` message each, holding one
 ``custom_tool_call_output``, other     :class:`ToolResultBlock`
 call outputs
+``compaction`` (the server's summary,  a ``user`` message of one opaque block, sent back byte
+``encrypted_content``)                 for byte (no layer changes a media block), costing
+                                       about the tokens its encrypted text would
 any other item (``item_reference``,    kept whole as an opaque block (see :mod:`._common`): in
 ``web_search_call``...)                the assistant run for ``*_call`` items, else as a ``user``
                                        message
@@ -56,7 +59,7 @@ from .._messages import (
 from ._common import FORMAT, ITEM, OPAQUE, RESERVED, deep_copy, fail, frozen, tname
 from ._media import openai_image_cost
 
-__all__ = ["from_responses", "to_responses"]
+__all__ = ["compaction_item_at", "from_responses", "provider_compaction", "to_responses"]
 
 _FMT = "responses"
 
@@ -155,11 +158,48 @@ def from_responses(
                 run.append(ToolCallBlock(item["call_id"], kind, _render(frozen_item), extra=opaque))
         elif kind.endswith("_call") or kind in ("mcp_list_tools", "mcp_approval_request"):
             run.append(_opaque(item))  # server-side tool use: part of the model's turn
+        elif kind == "compaction":
+            close_run()
+            block = deep_copy(item)
+            encrypted = item.get("encrypted_content")
+            cost = len(encrypted) // 4 + 1 if isinstance(encrypted, str) else 1
+            opaque = MappingProxyType({OPAQUE: block, FORMAT: _FMT})
+            kept = ImageBlock(MappingProxyType(block), token_cost=cost, extra=opaque)
+            out.append(Message("user", (kept,), hints=_WHOLE_HINTS))
         else:
             close_run()
             out.append(Message("user", (_opaque(item),), hints=_WHOLE_HINTS))
     close_run()
     return out
+
+
+def compaction_item_at(items: Any) -> int | None:
+    """The index of the last ``compaction`` item of ``input``, or None. It carries what the
+    items before it held (the API's guide lets a client drop them), so they are not the
+    history to reduce."""
+    if not isinstance(items, list):
+        return None
+    for i in range(len(items) - 1, -1, -1):
+        if isinstance(items[i], dict) and items[i].get("type") == "compaction":
+            return i
+    return None
+
+
+def provider_compaction(body: Mapping[str, Any]) -> str | None:
+    """Why the server compacts this request's history itself, or None: its
+    ``context_management`` asks for server-side compaction, or its last input item is the
+    ``compaction_trigger`` with which Codex asks for exactly one ``compaction`` item back."""
+    management = body.get("context_management")
+    if isinstance(management, list) and any(
+        isinstance(m, dict) and m.get("type") == "compaction" for m in management
+    ):
+        return "context_management asks for server-side compaction"
+    items = body.get("input")
+    if isinstance(items, list) and items:
+        last = items[-1]
+        if isinstance(last, dict) and last.get("type") == "compaction_trigger":
+            return "the last input item is a compaction_trigger"
+    return None
 
 
 def _run_hints(reasoning: int) -> Mapping[str, Any]:

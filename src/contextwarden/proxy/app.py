@@ -14,7 +14,8 @@ Routes:
   :mod:`contextwarden.proxy.transform`). When the reduced request shows a ``cw:`` reference, the
   recall tool is offered and answered here (:mod:`contextwarden.proxy.recall_rounds`); the
   client gets the last round's reply.
-* ``GET /stats``: JSON counters (:class:`~contextwarden.proxy.stats.ProxyStats`).
+* ``GET /stats``: JSON counters, ``GET /metrics``: the same in Prometheus text format, summed
+  over the workers that share a store (:mod:`contextwarden.proxy.metrics`).
 * anything else, any method: forwarded as is; a ``POST`` there that looks like a model call
   (:data:`_MODEL_CALL`) is logged (a warning, once per path) and counted as skipped
   (``unsupported_route``).
@@ -22,18 +23,16 @@ Routes:
 Auth headers (``Authorization``, ``x-api-key``, ``api-key``, ...) are forwarded and never logged or
 stored. With ``config.token`` set, every request (``/stats`` too) must carry
 ``X-Contextwarden-Token: <token>`` (or ``Bearer <token>``), else 401; that header is not forwarded.
-One JSON line per request goes to the ``contextwarden.proxy`` logger at INFO.
+One line per request, with its time and level, goes to the ``contextwarden.proxy`` logger
+(:mod:`contextwarden.proxy.logs`).
 """
 
 from __future__ import annotations
 
 import gc
 import hmac
-import json
-import logging
 import os
 import re
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -45,7 +44,7 @@ import anyio.to_thread
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -56,6 +55,8 @@ from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
 from .forward import error_response, forward, request_headers
+from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
+from .metrics import observing, publishing, shared_stats
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
 from .stats import (
@@ -65,6 +66,7 @@ from .stats import (
     ProxyStats,
     RequestRecord,
     clip,
+    registry_pricing,
 )
 from .summaries import Breaker, SummaryBudget
 from .transform import BodyOutcome, BodyWarden, transform_body
@@ -78,12 +80,9 @@ __all__ = [
     "GC_THRESHOLDS",
     "app_from_env",
     "app_stats",
-    "configure_logging",
     "create_app",
     "tune_gc",
 ]
-
-logger = logging.getLogger("contextwarden.proxy")
 
 #: Upstream connection pools (see :attr:`_Proxy.client`); ``max_connections`` is shared out.
 POOLS = 8
@@ -135,7 +134,9 @@ class _Proxy:
         self.per_request_summaries = warden is None or takes_keyword(
             getattr(warden, "transform_openai", None), "summarizer"
         )
-        self.stats = ProxyStats()
+        self.stats = ProxyStats(pricing=registry_pricing(self.models))
+        #: the run's counters in the store the workers share (none for a lone process)
+        self.shared = shared_stats(cache)
         self._clients: list[httpx.AsyncClient] = []
         self._busy: list[int] = []
         self._token = config.token.encode("utf-8") if config.token else None
@@ -168,6 +169,11 @@ class _Proxy:
                 self._busy[i] -= 1
 
         return self._clients[i], release
+
+    @property
+    def pools_busy(self) -> list[int]:
+        """Requests in flight in each upstream pool (this process)."""
+        return list(self._busy)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -258,7 +264,7 @@ class _Proxy:
 
     async def finish(self, record: RequestRecord) -> None:
         self.stats.record(record)
-        logger.info(json.dumps(record.as_log(), separators=(",", ":")))
+        log_request(record.as_log(), warning=record.status >= 500 or bool(record.summary_failure))
 
     async def answer(
         self,
@@ -404,17 +410,6 @@ class _Proxy:
         if key and "x-goog-api-key" not in request.headers:
             headers = [*headers, (b"x-goog-api-key", key.encode("utf-8", "surrogateescape"))]
         return self.clients.get(self.clients.id_for(headers))
-
-    async def stats_endpoint(self, request: Request) -> Response:
-        if not self.authorized(request):
-            return error_response(
-                "openai", "unauthorized", "missing or wrong X-Contextwarden-Token"
-            )
-        return JSONResponse(
-            self.stats.snapshot()
-            | self.clients.snapshot()
-            | {"buffered_bytes": self.buffered, "pools_busy": list(self._busy)}
-        )
 
     async def route(self, request: Request) -> Response:
         """Every request but ``/stats``: a POST to a path a wire format serves goes through
@@ -696,11 +691,12 @@ def create_app(
         proxy.open_pools()
         await anyio.to_thread.run_sync(proxy.warm_up)
         try:
-            yield
+            async with publishing(proxy):
+                yield
         finally:
             await proxy.aclose()
 
-    routes = [Route("/stats", proxy.stats_endpoint, methods=["GET"])]
+    routes = [Route(p, fn, methods=["GET"]) for p, fn in observing(proxy).items()]
     routes.append(Route("/{path:path}", _AnyMethod(proxy.route)))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.proxy = proxy
@@ -718,7 +714,7 @@ def app_from_env() -> Starlette:
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
         raise RuntimeError(f"{CONFIG_ENV} is not set: start workers with `contextwarden proxy`")
-    configure_logging()
+    configure_logging("text" if os.environ.get(LOG_FORMAT_ENV) == "text" else "json")
     config = ProxyConfig.model_validate_json(raw)
     app = create_app(config)
     tune_gc()
@@ -741,17 +737,6 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def configure_logging() -> None:
-    """One JSON object a line on stderr for the ``contextwarden.proxy`` logger, unless the
-    application configured that logger itself (used by ``contextwarden proxy`` and its workers)."""
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def app_stats(app: Any) -> ProxyStats:

@@ -26,6 +26,7 @@ from .config import ProxyConfig
 __all__ = ["app", "main", "proxy", "redact", "serve"]
 
 CacheName = Literal["sqlite", "redis", "memory"]
+LogFormat = Literal["json", "text"]
 
 
 def proxy(
@@ -74,7 +75,9 @@ def proxy(
     workers: Annotated[
         int,
         typer.Option(
-            help="Worker processes (they share the summary cache; /stats is per process).", min=1
+            help="Worker processes (they share the summary cache; /stats and /metrics sum them "
+            "unless --cache memory).",
+            min=1,
         ),
     ] = 1,
     max_body_bytes: Annotated[
@@ -141,6 +144,10 @@ def proxy(
             help="Budget for the conversation state of all clients, in bytes.", min=1 << 20
         ),
     ] = 512 << 20,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(help="Log lines on stderr: json (one object a line) or text."),
+    ] = "json",
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.
 
@@ -175,7 +182,7 @@ def proxy(
     except (ValidationError, ContextWardenError) as exc:
         typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
         raise typer.Exit(2) from None
-    serve(settings, workers=workers)
+    serve(settings, workers=workers, log_format=log_format)
 
 
 def _server() -> ModuleType:
@@ -191,9 +198,10 @@ def _server() -> ModuleType:
         raise typer.Exit(1) from exc
 
 
-def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
+def serve(settings: ProxyConfig, *, workers: int = 1, log_format: LogFormat = "json") -> None:
     """Run the proxy in the foreground until interrupted; ``workers`` > 1 runs that many
-    processes on the same port (the transform is CPU-bound: one process uses one core)."""
+    processes on the same port (the transform is CPU-bound: one process uses one core); each
+    line it logs is in ``log_format``."""
     server = _server()
     if settings.token is None and not _is_loopback(settings.host):
         typer.echo(
@@ -204,7 +212,7 @@ def serve(settings: ProxyConfig, *, workers: int = 1) -> None:
     if settings.cache == "redis" and settings.redis_url:
         _check_redis(settings.redis_url)
     try:
-        app, settings = server.app_for(settings, workers)
+        app, settings = server.app_for(settings, workers, log_format)
     except ContextWardenError as exc:
         typer.echo(f"contextwarden proxy: {_one_line(exc)}", err=True)
         raise typer.Exit(2) from None

@@ -49,6 +49,7 @@ def fill_record(
     record.tokens_before, record.tokens_after = outcome.tokens_before, outcome.tokens_after
     record.compacted, record.strategy = outcome.compacted, outcome.strategy
     record.summarizer = outcome.summarizer
+    record.conversation, record.edited = outcome.conversation, outcome.edited
     record.skipped = outcome.skipped
     record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
     record.transform_ms = (time.perf_counter() - started) * 1000
@@ -61,6 +62,7 @@ def fill_record(
         record.summary_failed_calls += calls.failed_calls
         record.breaker_open = record.breaker_open or calls.breaker_open
         record.summary_pool_full = record.summary_pool_full or calls.pool_full
+        record.summary_failure = calls.failure or record.summary_failure
         for model, counts in calls.models.items():
             entry = record.summary_models.setdefault(model, [0, 0, 0])
             for i, n in enumerate(counts):

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import os
 import secrets
+import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -21,8 +22,10 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .app import CONFIG_ENV, configure_logging, create_app, tune_gc
+from .app import CONFIG_ENV, create_app, tune_gc
 from .config import ProxyConfig
+from .logs import LOG_FORMAT_ENV, LogFormat, configure_logging
+from .metrics import RUN_ENV
 
 __all__ = ["DeadlineH11Protocol", "app_for", "protocol", "run"]
 
@@ -80,17 +83,22 @@ def protocol(header_timeout: float) -> Callable[..., DeadlineH11Protocol]:
     return functools.partial(DeadlineH11Protocol, header_timeout=header_timeout)
 
 
-def app_for(settings: ProxyConfig, workers: int = 1) -> tuple[Any, ProxyConfig]:
+def app_for(
+    settings: ProxyConfig, workers: int = 1, log_format: LogFormat = "json"
+) -> tuple[Any, ProxyConfig]:
     """What uvicorn serves for ``settings``, and the settings it serves: the app itself, or with
     ``workers`` > 1 the factory each worker process calls by name (it rebuilds the app from the
-    settings, passed as JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON``, with a client key they share).
-    Sets up the proxy's JSON log lines. Raises :class:`~contextwarden.ContextWardenError` for a
-    config the warden cannot use."""
-    configure_logging()
+    settings, passed as JSON in ``$CONTEXTWARDEN_PROXY_CONFIG_JSON``, with a client key they share,
+    and sums its counters with the others' through the store they share under one run id).
+    Sets up the proxy's log lines in ``log_format``. Raises
+    :class:`~contextwarden.ContextWardenError` for a config the warden cannot use."""
+    configure_logging(log_format)
     if workers <= 1:
         return create_app(settings), settings
     if settings.client_key is None:  # the workers must agree on who is who
         settings = settings.model_copy(update={"client_key": secrets.token_hex(32)})
+    os.environ[RUN_ENV] = uuid.uuid4().hex
+    os.environ[LOG_FORMAT_ENV] = log_format
     # exclude_unset: the warden tells defaults from explicit settings (e.g. reserve_tokens)
     os.environ[CONFIG_ENV] = settings.model_dump_json(exclude_unset=True)
     return "contextwarden.proxy.app:app_from_env", settings

@@ -1,15 +1,28 @@
-"""Counters behind ``GET /stats``: per process, in memory, reset when the process restarts.
+"""Counters behind ``GET /stats`` and ``GET /metrics``: kept in memory per process, reset when
+the process restarts; the worker processes of one ``contextwarden proxy --workers N`` that share
+a store (the SQLite file or Redis) publish theirs there and each answers with the sum
+(:class:`SharedStats`).
 
-Several proxy processes share the summary cache, not these counters: scrape each process.
+Billed figures are at the model's cache prices (:mod:`contextwarden._billing`'s model, one
+conversation at a time): a request that extends its conversation's previous one reads that one
+from the provider's cache, the rest is written; a request on which the warden made an edit is
+counted as written whole (the bill errs against the proxy). The client's own requests, as it
+sent them, are billed the same way: the baseline the proxy's saving is measured against.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+from .._billing import ANTHROPIC_READ, ANTHROPIC_WRITE, CachePricing, PromptRequest, bill_after
 
 __all__ = [
     "CLIENT_LEFT",
@@ -22,7 +35,9 @@ __all__ = [
     "ProxyStats",
     "RequestRecord",
     "Route",
+    "SharedStats",
     "clip",
+    "combine",
 ]
 
 #: Which wire format served a request (:mod:`.wire`), or plain forwarding.
@@ -86,6 +101,12 @@ class RequestRecord:
     recall_calls: int = 0
     recall_unknown: int = 0
     recall_rounds: int = 0
+    #: the warden's log this request continued (empty: none), and whether the warden added an
+    #: edit to it on this request (the provider's cached prefix is then rewritten)
+    conversation: str = ""
+    edited: bool = False
+    #: why the last failed summary call of this request failed (the extractive summary was used)
+    summary_failure: str | None = None
 
     def as_log(self) -> dict[str, Any]:
         """The JSON object logged for this request (only fields that carry information; text
@@ -115,6 +136,8 @@ class RequestRecord:
                 out["summary_output_tokens"] = self.summary_output_tokens
                 if self.summary_failed_calls:
                     out["summary_failed_calls"] = self.summary_failed_calls
+            if self.summary_failure:
+                out["summary_failure"] = clip(self.summary_failure)
             if self.breaker_open:
                 out["summary_breaker_open"] = True
             if self.summary_pool_full:
@@ -138,9 +161,54 @@ def clip(text: str, limit: int = CLIP) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: Conversations whose previous request the bill remembers, least recently seen dropped first.
+LEDGER_SIZE = 10_000
+
+#: The cache prices of a model the registry does not price, by the API it was asked on:
+#: Anthropic's (reads 0.1x, writes 1.25x, 5 minutes), else OpenAI's (reads 0.1x as gpt-5 bills,
+#: writes at the input price). The bill is then in input-token equivalents only, no dollars.
+_ANTHROPIC_RATIOS = CachePricing.ratios(1.0, ANTHROPIC_READ, ANTHROPIC_WRITE)
+_OPENAI_RATIOS = CachePricing.ratios(1.0, 0.1, 1.0)
+
+#: ``(model, route) -> (prices, whether they are the model's own)``
+Pricing = Callable[[str | None, Route], tuple[CachePricing, bool]]
+
+
+def registry_pricing(models: Any = None) -> Pricing:
+    """Prices from the model registry (``models``: a config's ``models:`` overrides), or the
+    API's usual cache ratios for a model it does not price."""
+
+    def price(model: str | None, route: Route) -> tuple[CachePricing, bool]:
+        known = CachePricing.for_model(model, models) if model else None
+        if known is not None and known.input_per_mtok > 0:
+            return known, True
+        return (_ANTHROPIC_RATIOS if route == "anthropic" else _OPENAI_RATIOS), False
+
+    return price
+
+
+def _bill(
+    previous: tuple[float, int] | None, total: int, at: float, pricing: CachePricing
+) -> tuple[float, float]:
+    """``(input-token equivalents, USD)`` of a request of ``total`` tokens sent at ``at`` that
+    extends ``previous`` (its time and tokens; ``None``: it extends nothing), by
+    :func:`~contextwarden._billing.bill_after`."""
+    if previous is None:
+        bill = bill_after(None, PromptRequest(("new",), (total,), at=at), pricing)
+    else:
+        then, kept = previous
+        bill = bill_after(
+            PromptRequest(("kept",), (kept,), at=then),
+            PromptRequest(("kept", "new"), (kept, total - kept), at=at),
+            pricing,
+        )
+    return bill.cost / pricing.input_per_mtok * 1_000_000, bill.cost
+
+
 @dataclass
 class ProxyStats:
-    """Running totals. :meth:`record` is called once per finished request (thread-safe)."""
+    """Running totals. :meth:`record` is called once per finished request (thread-safe).
+    ``pricing`` prices a request's input (default: :func:`registry_pricing`)."""
 
     started_at: float = field(default_factory=time.time)
     requests: int = 0
@@ -149,9 +217,13 @@ class ProxyStats:
     warden_errors: int = 0
     unbounded: int = 0
     #: conversations the cost model warned that their fixed part leaves the history little room
-    tight_rooms: int = 0
+    tight_room_warnings: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+    billed_before: float = 0.0
+    billed_after: float = 0.0
+    cost_usd_before: float = 0.0
+    cost_usd_after: float = 0.0
     compactions: int = 0
     llm_summaries: int = 0
     extractive_summaries: int = 0
@@ -165,6 +237,7 @@ class ProxyStats:
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     summary_failed_calls: int = 0
+    summary_failures: int = 0
     summary_breaker_open: int = 0
     summary_pool_full: int = 0
     recall_offered: int = 0
@@ -175,6 +248,11 @@ class ProxyStats:
     by_route: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
     by_model: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    pricing: Pricing = field(default_factory=registry_pricing, repr=False, compare=False)
+    #: conversation -> (time, tokens as the client sent them, tokens as forwarded)
+    _ledger: OrderedDict[str, tuple[float, int, int]] = field(
+        default_factory=OrderedDict, repr=False, compare=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, rec: RequestRecord) -> None:
@@ -193,6 +271,7 @@ class ProxyStats:
                 self.transformed += 1
                 self.tokens_before += rec.tokens_before
                 self.tokens_after += rec.tokens_after
+                self._bill(rec, rec.tokens_before, rec.tokens_after)
             if rec.skipped:
                 self.skipped += 1
                 if rec.skipped == WARDEN_ERROR:
@@ -200,7 +279,7 @@ class ProxyStats:
             if rec.warning == "unknown_model":
                 self.unbounded += 1
             elif rec.warning and rec.warning.startswith("tight_room"):
-                self.tight_rooms += 1  # a conversation whose fixed part leaves little room
+                self.tight_room_warnings += 1  # a conversation whose fixed part leaves little room
             if rec.compacted:
                 self.compactions += 1
             if rec.summarizer:  # who wrote a new compaction's summary
@@ -208,6 +287,8 @@ class ProxyStats:
                     self.llm_summaries += 1
                 else:
                     self.extractive_summaries += 1
+            if rec.summary_failure:
+                self.summary_failures += 1
             if rec.summary_calls:
                 self.summary_calls += rec.summary_calls
                 self.summary_input_tokens += rec.summary_input_tokens
@@ -223,6 +304,9 @@ class ProxyStats:
                     entry["input_tokens"] += tokens_in
                     entry["output_tokens"] += tokens_out
                     self.summaries_by_model[clip(model)] = entry
+                    prices, own = self.pricing(model, rec.route)
+                    if own:
+                        self.cost_usd_after += prices.cost(0, 0, tokens_in)
                 while len(self.summaries_by_model) > MODEL_TABLE:
                     self.summaries_by_model.popitem(last=False)
             if rec.breaker_open:
@@ -246,54 +330,149 @@ class ProxyStats:
             elif rec.error == "upstream_unreachable":
                 self.upstream_unreachable += 1
 
+    def _bill(self, rec: RequestRecord, before: int, after: int) -> None:
+        """The request's input at cache prices, as the client sent it and as forwarded (see the
+        module docstring), and the conversation's entry moved up to this request."""
+        prices, own = self.pricing(rec.model, rec.route)
+        now = time.time()
+        last = self._ledger.pop(rec.conversation, None) if rec.conversation else None
+        grew = last is not None and before >= last[1]
+        kept = last is not None and not rec.edited and after >= last[2]
+        tokens, usd = _bill((last[0], last[1]) if last and grew else None, before, now, prices)
+        self.billed_before += tokens
+        if own:
+            self.cost_usd_before += usd
+        tokens, usd = _bill((last[0], last[2]) if last and kept else None, after, now, prices)
+        self.billed_after += tokens
+        if own:
+            self.cost_usd_after += usd
+        if rec.conversation:
+            self._ledger[rec.conversation] = (now, before, after)
+            while len(self._ledger) > LEDGER_SIZE:
+                self._ledger.popitem(last=False)
+
     def _count_model(self, model: str) -> None:
         self.by_model[model] = self.by_model.pop(model, 0) + 1  # re-inserted: most recent last
         while len(self.by_model) > MODEL_TABLE:
             self.by_model.popitem(last=False)
 
     def snapshot(self) -> dict[str, Any]:
-        """The ``/stats`` JSON: totals, tokens saved, and uptime in seconds."""
+        """The ``/stats`` JSON of this process: every counter, the tables sorted, and the
+        figures :func:`with_totals` derives."""
         with self._lock:
-            return {
-                "requests": self.requests,
-                "transformed": self.transformed,
-                "skipped": self.skipped,
-                "warden_errors": self.warden_errors,
-                "unbounded": self.unbounded,
-                "tight_room_warnings": self.tight_rooms,
-                "tokens_before": self.tokens_before,
-                "tokens_after": self.tokens_after,
-                "tokens_saved": self.tokens_before - self.tokens_after,
-                # what the upstream bills as input: the requests forwarded and the summary calls
-                "input_tokens_billed": self.tokens_after + self.summary_input_tokens,
-                "tokens_saved_net": self.tokens_before
-                - self.tokens_after
-                - self.summary_input_tokens,
-                "compactions": self.compactions,
-                "llm_summaries": self.llm_summaries,
-                "extractive_summaries": self.extractive_summaries,
-                "errors": self.errors,
-                "context_overflows": self.context_overflows,
-                "stream_failures": self.stream_failures,
-                "client_disconnects": self.client_disconnects,
-                "upstream_timeouts": self.upstream_timeouts,
-                "upstream_unreachable": self.upstream_unreachable,
-                "summary_calls": self.summary_calls,
-                "summary_input_tokens": self.summary_input_tokens,
-                "summary_output_tokens": self.summary_output_tokens,
-                "summary_failed_calls": self.summary_failed_calls,
-                "summary_breaker_open": self.summary_breaker_open,
-                "summary_pool_full": self.summary_pool_full,
-                "recall_offered": self.recall_offered,
-                "recall_calls": self.recall_calls,
-                "recall_unknown_refs": self.recall_unknown_refs,
-                "recall_rounds": self.recall_rounds,
-                "summaries_by_model": {
-                    k: dict(v) for k, v in sorted(self.summaries_by_model.items())
-                },
-                "by_route": dict(sorted(self.by_route.items())),
-                "by_status": dict(sorted(self.by_status.items())),
-                "by_model": dict(sorted(self.by_model.items())),
-                "started_at": self.started_at,
-                "uptime_s": round(time.time() - self.started_at, 3),
-            }
+            out: dict[str, Any] = {}
+            for f in fields(self):
+                value = getattr(self, f.name)
+                if f.name.startswith("_") or f.name == "pricing":
+                    continue
+                if isinstance(value, dict):
+                    value = {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()}
+                    value = dict(sorted(value.items()))
+                elif isinstance(value, float) and f.name != "started_at":
+                    value = round(value, 6)
+                out[f.name] = value
+        return with_totals(out)
+
+
+def with_totals(stats: dict[str, Any]) -> dict[str, Any]:
+    """``stats`` with the figures derived from its counters (one process's or a sum):
+
+    * ``tokens_saved``: tokens the client would have sent minus those forwarded;
+    * ``input_tokens_billed``: the forwarded input at cache prices (``billed_after``, in
+      input-token equivalents: a cached token counts at its read price over the input price)
+      plus the summary calls' input, at the input price;
+    * ``tokens_saved_net``: ``billed_before`` (the client's own requests at cache prices) minus
+      ``input_tokens_billed``, and ``billed_saved_pct`` that as a share of ``billed_before``;
+    * ``uptime_s`` since ``started_at``.
+    """
+    billed = stats["billed_after"] + stats["summary_input_tokens"]
+    net = stats["billed_before"] - billed
+    before = stats["billed_before"]
+    return stats | {
+        "tokens_saved": stats["tokens_before"] - stats["tokens_after"],
+        "input_tokens_billed": round(billed),
+        "tokens_saved_net": round(net),
+        "billed_saved_pct": round(100 * net / before, 1) if before else 0.0,
+        "uptime_s": round(time.time() - stats["started_at"], 3),
+    }
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _add(a[k], b[k]) if k in a and k in b else a.get(k, b.get(k)) for k in a | b}
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a + b
+    return a
+
+
+def combine(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The sum of several processes' :meth:`ProxyStats.snapshot` answers (counters and tables
+    added, the earliest ``started_at``, the derived figures made again from the sums), with
+    ``workers``: how many were summed."""
+    parts = list(snapshots)
+    total: dict[str, Any] = {}
+    for part in parts:
+        total = _add(total, part) if total else dict(part)
+    total["started_at"] = min(p["started_at"] for p in parts)
+    total["workers"] = len(parts)
+    return with_totals(total)
+
+
+logger = logging.getLogger("contextwarden.proxy")
+
+
+class SharedStats:
+    """The counters of the worker processes of one proxy run, in a store they share.
+
+    Each worker writes its snapshot under ``cw-stats/<run>/<pid>`` (:meth:`publish`: the
+    proxy does so about once a second when it has news, and on ``/stats``); :meth:`gather`
+    sums those of its run. ``run`` names the run (``contextwarden proxy`` sets it for its
+    workers in ``$CONTEXTWARDEN_PROXY_RUN``), so that a restarted proxy starts from zero. A
+    store that fails is logged once and the process's own counters answer.
+    """
+
+    PREFIX = "cw-stats/"
+
+    def __init__(self, store: MutableMapping[str, str], run: str, worker: str | None = None):
+        self.store = store
+        self.run = run
+        self.key = f"{self.PREFIX}{run}/{worker or os.getpid()}"
+        self._warned = False
+
+    def publish(self, snapshot: dict[str, Any]) -> None:
+        try:
+            self.store[self.key] = json.dumps(snapshot, separators=(",", ":"))
+        except Exception as exc:  # the store is down: /stats answers for this process alone
+            self._warn(exc)
+
+    def withdraw(self) -> None:
+        """Take this worker's entry out of the store (at shutdown: the run is over)."""
+        try:
+            del self.store[self.key]
+        except KeyError:
+            pass
+        except Exception as exc:
+            self._warn(exc)
+
+    def gather(self, own: dict[str, Any]) -> dict[str, Any]:
+        """The run's totals, this worker's counters as ``own`` (fresher than its entry)."""
+        parts = [own]
+        prefix = f"{self.PREFIX}{self.run}/"
+        try:
+            for key in list(self.store):
+                if key.startswith(prefix) and key != self.key:
+                    try:
+                        parts.append(json.loads(self.store[key]))
+                    except (KeyError, ValueError):
+                        continue  # gone or half-written meanwhile
+        except Exception as exc:
+            self._warn(exc)
+        return combine(parts)
+
+    def _warn(self, exc: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "stats store unavailable; /stats counts this process only",
+                extra={"fields": {"message": "stats_store_unavailable", "error": clip(str(exc))}},
+            )

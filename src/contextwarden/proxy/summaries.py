@@ -22,6 +22,7 @@ Thread-safe: a budget lives for one request, a breaker for one client.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from .._exceptions import SummarizerError
 from .._warden import takes_keyword
 
 __all__ = ["Breaker", "SummaryBudget", "SummaryCalls"]
+
+logger = logging.getLogger("contextwarden.proxy")
 
 
 class Breaker:
@@ -74,6 +77,8 @@ class SummaryCalls:
     models: dict[str, list[int]] = field(default_factory=dict)
     breaker_open: bool = False
     pool_full: bool = False
+    #: why the last summary that was not written failed (its exception, in one line)
+    failure: str | None = None
 
 
 class SummaryBudget:
@@ -168,6 +173,21 @@ class SummaryBudget:
             else:
                 self._failed += 1
 
+    def _failing(self, exc: BaseException, failed_before: int) -> None:
+        """Note why a summary was not written; a call that failed after a 2xx answer (a reply
+        that is no usable summary, a deadline) counts as a failed call too."""
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        with self._lock:
+            self.calls.failure = reason
+            if self.calls.failed_calls == failed_before:
+                self.calls.failed_calls += 1
+        logger.warning(
+            "summary failed",
+            extra={
+                "fields": {"message": "summary_failed", "summarizer": self.name, "reason": reason}
+            },
+        )
+
     def _slot(self) -> None:
         """Take one of the client's summary slots, or raise at once when none is free."""
         if self.slots is not None and not self.slots.acquire(blocking=False):
@@ -191,14 +211,16 @@ class SummaryBudget:
             self._free()
 
     def _summarize(self, request: Any, deadline: float) -> str:
+        failed_before = self.calls.failed_calls
         try:
             if self._metered:
                 text: str = self.inner.summarize(request, deadline=deadline, meter=self)
             else:
                 self.start()
                 text = self.inner.summarize(request)
-        except Exception:
+        except Exception as exc:
             self._count(False)
+            self._failing(exc, failed_before)
             raise
         self._count(True)
         return text
@@ -212,14 +234,16 @@ class SummaryBudget:
             self._free()
 
     async def _asummarize(self, request: Any, deadline: float) -> str:
+        failed_before = self.calls.failed_calls
         try:
             if self._metered:
                 text: str = await self.inner.asummarize(request, deadline=deadline, meter=self)
             else:
                 self.start()
                 text = await self.inner.asummarize(request)
-        except Exception:
+        except Exception as exc:
             self._count(False)
+            self._failing(exc, failed_before)
             raise
         self._count(True)
         return text

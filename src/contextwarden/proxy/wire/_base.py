@@ -14,11 +14,16 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event
 from ..stats import Route
 
-__all__ = ["Has", "Ran", "Splice", "Turn", "Wire", "json_object"]
+__all__ = ["PROVIDER_COMPACTION", "Has", "Ran", "Splice", "Turn", "Wire", "json_object"]
 
 #: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
 #: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
 Has = Callable[[re.Pattern[bytes], int], bool]
+
+#: The ``skipped`` reason of a request whose history the provider compacts itself (its
+#: ``context_management``, a compaction block, Codex's ``compaction_trigger``): forwarded as
+#: sent, so that the same history is not compacted twice.
+PROVIDER_COMPACTION = "provider_compaction"
 
 
 @dataclass(frozen=True)

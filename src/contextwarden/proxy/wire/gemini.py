@@ -102,9 +102,18 @@ class GeminiWire(Wire):
         return {"functionDeclarations": [fn]}
 
     def may_offer(self, body: Mapping[str, Any]) -> bool:
-        """Not beside ``cachedContent`` (its tools are in the cache), nor when the client's
+        """Not beside ``cachedContent`` (its tools are in the cache), nor on a call for
+        structured output (``responseMimeType`` JSON or a response schema: Gemini CLI's loop
+        check retries for minutes on a reply that is a call), nor when the client's
         ``toolConfig`` forbids calls or names the functions allowed."""
         if body.get("cachedContent") is not None:
+            return False
+        config = body.get("generationConfig")
+        if isinstance(config, dict) and (
+            config.get("responseMimeType") == "application/json"
+            or config.get("responseJsonSchema") is not None
+            or config.get("responseSchema") is not None
+        ):
             return False
         tools = body.get("tools")
         if tools is not None and not isinstance(tools, list):

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._exceptions import FormatError
+from ...formats.anthropic import provider_compaction
 from ...formats.cache_control import add_counting, count_cache_breakpoints
 from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Has, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Ran, Turn, Wire
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -39,6 +40,12 @@ class MessagesWire(Wire):
     limit_api = "anthropic"
     #: whether the proxy's prompt-cache breakpoints are added (see the module docstring)
     breakpoints = True
+
+    def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Server-side compaction asked for, or a compaction block in the history: the server
+        compacts it and ignores what precedes the block; the count too is the server's."""
+        reason = provider_compaction(body)
+        return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def run(
         self,

@@ -26,13 +26,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formats.responses import from_responses, to_responses
+from ...formats.responses import (
+    compaction_item_at,
+    from_responses,
+    provider_compaction,
+    to_responses,
+)
 from ...formats.validate import validate_responses
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Has, Ran, Splice, Turn, Wire, json_object, refused_message
+from ._base import (
+    PROVIDER_COMPACTION,
+    Has,
+    Ran,
+    Splice,
+    Turn,
+    Wire,
+    json_object,
+    refused_message,
+)
 
 __all__ = ["RESPONSES", "ResponsesSplice", "ResponsesWire", "hide_recall_tool"]
 
@@ -52,7 +66,8 @@ class ResponsesWire(Wire):
         for key in _SERVER_STATE:
             if body.get(key) is not None:
                 return key, "the server holds the earlier history; forwarded unchanged"
-        return None
+        reason = provider_compaction(body)  # the server compacts it: Codex's compaction_trigger
+        return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
         """Function tools in the chat shape the counter reads; hosted tools (``web_search``,
@@ -79,12 +94,16 @@ class ResponsesWire(Wire):
         cache_breakpoints: bool,
     ) -> Ran:
         items = body["input"]
+        # the items before the last compaction item are carried by it: kept as sent, not
+        # counted, not reduced
+        kept = items[: compaction_item_at(items) or 0]
         instructions = body.get("instructions")
-        messages = from_responses(items, instructions=instructions)
+        messages = from_responses(items[len(kept) :], instructions=instructions)
         result = warden.transform(
             messages, model=model, window=window, tools=self.count_tools(body), **options
         )
         new_instructions, new_items = to_responses(list(result.messages))
+        new_items = [*kept, *new_items]
         if new_items == items and new_instructions == instructions:
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)

@@ -1,0 +1,114 @@
+"""The providers' own compaction in the formats: Anthropic's ``compaction`` block and the
+Responses ``compaction`` item are opaque blocks that come back byte for byte, whatever the warden
+does around them, and the formats say when the server compacts a request itself."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextwarden import Warden, WardenConfig
+from contextwarden.formats import from_anthropic, to_anthropic
+from contextwarden.formats.anthropic import compaction_block_at
+from contextwarden.formats.anthropic import provider_compaction as anthropic_compaction
+from contextwarden.formats.responses import (
+    compaction_item_at,
+    from_responses,
+    provider_compaction,
+    to_responses,
+)
+
+BLOCK = {"type": "compaction", "content": "Summary: read files 1-9.", "signature": "sig-1"}
+ITEM = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA" + "x" * 800}
+
+
+def _agent(steps: int, output: str) -> list[dict[str, Any]]:
+    """An Anthropic tool loop of ``steps`` calls, each returning ``output``."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "task: read the files"}]
+    for i in range(steps):
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"c": f"cat {i}"}}
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}],
+            }
+        )
+    return msgs
+
+
+def test_a_compaction_block_survives_the_warden_byte_for_byte() -> None:
+    history = _agent(3, "x")
+    history.append({"role": "assistant", "content": [copy.deepcopy(BLOCK)]})
+    history += _agent(12, "line of output\n" * 400)[1:]
+    sent = copy.deepcopy(history)
+    # a window the history fits in once its old tool results are masked: no compaction
+    warden = Warden(WardenConfig(context_window=28_000))
+    _, out, result = warden.transform_anthropic(history, model="claude-sonnet-4-5")
+    assert history == sent  # the caller's history untouched
+    assert result.tokens_after < result.tokens_before  # the warden masked around the block
+    assert out[7]["content"] == [BLOCK]  # in its place, byte for byte
+
+
+@given(st.text(min_size=1, max_size=200), st.booleans())
+@settings(max_examples=50)
+def test_anthropic_round_trip_keeps_the_block(summary: str, null: bool) -> None:
+    block = {"type": "compaction", "content": None if null else summary, "signature": "s"}
+    msgs = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "on"}]},
+        {"role": "user", "content": "more"},
+    ]
+    assert to_anthropic(from_anthropic(msgs))[1] == msgs
+    # a null summary is a failed compaction: the server ignores nothing for it
+    assert compaction_block_at(msgs) == (None if null else 1)
+
+
+def test_anthropic_says_when_the_server_compacts() -> None:
+    plain = {"messages": [{"role": "user", "content": "hi"}]}
+    assert anthropic_compaction(plain) is None
+    editing = dict(plain, context_management={"edits": [{"type": "clear_thinking_20251015"}]})
+    assert anthropic_compaction(editing) is None  # context editing alone compacts nothing
+    asked = dict(plain, context_management={"edits": [{"type": "compact_20260112"}]})
+    assert "compact_20260112" in (anthropic_compaction(asked) or "")
+    held = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [BLOCK]},
+            {"role": "user", "content": "go on"},
+        ]
+    }
+    assert "messages[1]" in (anthropic_compaction(held) or "")
+
+
+def test_responses_item_round_trip_and_cost() -> None:
+    items = [
+        {"type": "message", "role": "user", "content": "task"},
+        copy.deepcopy(ITEM),
+        {"type": "message", "role": "user", "content": "next"},
+    ]
+    messages = from_responses(items)
+    assert to_responses(messages)[1] == items
+    (kept,) = messages[1].content
+    assert kept.token_cost >= len(ITEM["encrypted_content"]) // 4  # type: ignore[union-attr]
+    assert compaction_item_at(items) == 1 and compaction_item_at(items[:1]) is None
+
+
+def test_responses_says_when_the_server_compacts() -> None:
+    items = [{"type": "message", "role": "user", "content": "task"}]
+    assert provider_compaction({"input": items}) is None
+    trigger = {"input": [*items, {"type": "compaction_trigger"}]}
+    assert "compaction_trigger" in (provider_compaction(trigger) or "")
+    early = {"input": [{"type": "compaction_trigger"}, *items]}
+    assert provider_compaction(early) is None  # only as the last item
+    managed = {"input": items, "context_management": [{"type": "compaction"}]}
+    assert provider_compaction(managed) is not None
