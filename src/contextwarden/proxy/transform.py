@@ -362,11 +362,11 @@ def ran(
     ``fast_json``: the body was read by :func:`load_body`'s fast parser (see :func:`dump_body`)."""
     if rebuilt is not None:
         raw = dump_body(rebuilt, fast_json)
-    if warning is None:  # the cost model's: the room the fixed part leaves is tight
-        tight = [
-            e for e in getattr(result, "events", ()) if e.kind == "warning" and e.layer == "policy"
-        ]
-        warning = f"{TIGHT_ROOM}: {tight[0].detail}" if tight else None
+    if warning is None and any(  # the cost model's: the room the fixed part leaves is tight
+        e.kind == "warning" and e.layer == "policy" for e in getattr(result, "events", ())
+    ):
+        # a header value: short and ASCII (the event's own detail is logged with it)
+        warning = f"{TIGHT_ROOM}: summaries spaced apart, oldest turns cut between them"
     compaction = result.compaction
     return BodyOutcome(
         raw,
