@@ -8,10 +8,10 @@ from types import ModuleType
 from typing import Any
 
 from .._config import WardenConfig
-from .._warden import Warden
+from .._warden import TransformResult, Warden
 from ..formats._common import limit_value
 
-__all__ = ["hook_warden", "output_limit", "require"]
+__all__ = ["WardenHook", "hook_warden", "output_limit", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -47,6 +47,21 @@ def hook_warden(
     if changes:
         base = base.model_copy(update=changes)
     return Warden(base, summarizer=summarizer)
+
+
+class WardenHook:
+    """A hook's Warden (:func:`hook_warden`), its ``model`` and ``last_result``, the latest
+    call's :class:`~contextwarden.TransformResult`."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        window: int | None = None,
+        config: WardenConfig | None = None,
+    ) -> None:
+        self.warden: Warden = hook_warden(config, model, window)
+        self._model = model
+        self.last_result: TransformResult | None = None
 
 
 def output_limit(*sources: Any) -> int | None:

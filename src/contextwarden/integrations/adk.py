@@ -39,11 +39,8 @@ from .. import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
-    TransformResult,
-    Warden,
-    WardenConfig,
 )
-from ._common import hook_warden, output_limit, require
+from ._common import WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -55,7 +52,7 @@ __all__ = ["WardenCallback"]
 _SYSTEM = "adk-system"
 
 
-class WardenCallback:
+class WardenCallback(WardenHook):
     """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async; ADK
     awaits it).
 
@@ -66,16 +63,6 @@ class WardenCallback:
     per conversation: give the same callback to every agent of an application.
     ``last_result`` is the latest call's :class:`~contextwarden.TransformResult`.
     """
-
-    def __init__(
-        self,
-        model: str | None = None,
-        window: int | None = None,
-        config: WardenConfig | None = None,
-    ) -> None:
-        self.warden: Warden = hook_warden(config, model, window)
-        self._model = model
-        self.last_result: TransformResult | None = None
 
     async def __call__(self, callback_context: Any, llm_request: Any) -> None:
         config = llm_request.config

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import Message, TransformResult, Warden, WardenConfig, from_openai, to_openai
-from ._common import hook_warden, output_limit, require
+from .. import Message, WardenConfig, from_openai, to_openai
+from ._common import WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from crewai import hooks as crew_hooks
@@ -39,7 +39,7 @@ else:  # the framework, imported with a message naming the extra when it is miss
 __all__ = ["WardenHooks"]
 
 
-class WardenHooks:
+class WardenHooks(WardenHook):
     """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks.
 
     ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
@@ -59,9 +59,7 @@ class WardenHooks:
         window: int | None = None,
         config: WardenConfig | None = None,
     ) -> None:
-        self.warden: Warden = hook_warden(config, model, window)
-        self._model = model
-        self.last_result: TransformResult | None = None
+        super().__init__(model, window, config)
         # per executor: (the whole history, the copy put in its list)
         self._held: dict[int, tuple[list[Any], list[Any]]] = {}
 

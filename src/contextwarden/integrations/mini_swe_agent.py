@@ -31,15 +31,14 @@ from __future__ import annotations
 from typing import Any
 
 from .._config import WardenConfig
-from .._warden import TransformResult
-from ._common import hook_warden
+from ._common import WardenHook
 
 __all__ = ["WardenModel"]
 
 _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
-class WardenModel:
+class WardenModel(WardenHook):
     """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages.
 
     ``model`` names the tokenizer and (without ``window``) the registry's window; left out,
@@ -58,9 +57,7 @@ class WardenModel:
         if not callable(getattr(inner, "query", None)):
             raise TypeError(f"inner must be a mini-swe-agent model, got {type(inner).__name__}")
         self.inner = inner
-        self.warden = hook_warden(config, model, window)
-        self._model = model
-        self.last_result: TransformResult | None = None
+        super().__init__(model, window, config)
 
     def query(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
         """The wrapped model's ``query`` on the warden's copy of ``messages``."""

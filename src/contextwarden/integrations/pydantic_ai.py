@@ -37,11 +37,8 @@ from .. import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
-    TransformResult,
-    Warden,
-    WardenConfig,
 )
-from ._common import hook_warden, output_limit, require
+from ._common import WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -59,7 +56,7 @@ __all__ = ["ContextWarden"]
 _INSTRUCTIONS = "pai-instructions"
 
 
-class ContextWarden(AbstractCapability[Any]):
+class ContextWarden(WardenHook, AbstractCapability[Any]):
     """A pydantic-ai capability (``Agent(capabilities=[...])``) and history processor
     (``Agent(history_processors=[...])``) running a :class:`~contextwarden.Warden`.
 
@@ -70,16 +67,6 @@ class ContextWarden(AbstractCapability[Any]):
     and the warden one log per conversation: reuse it across the runs of an application.
     ``last_result`` is the latest call's :class:`~contextwarden.TransformResult`.
     """
-
-    def __init__(
-        self,
-        model: str | None = None,
-        window: int | None = None,
-        config: WardenConfig | None = None,
-    ) -> None:
-        self.warden: Warden = hook_warden(config, model, window)
-        self._model = model
-        self.last_result: TransformResult | None = None
 
     @classmethod
     def get_serialization_name(cls) -> str | None:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from .._exceptions import StoreError
 
-__all__ = ["connect", "is_busy", "is_read_only", "migrate"]
+__all__ = ["applied_in", "connect", "has_table", "is_busy", "is_read_only", "migrate"]
 
 _T = TypeVar("_T")
 
@@ -102,6 +102,20 @@ def _open_read_only(path: Path, what: str, timeout: float) -> sqlite3.Connection
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {what} {str(path)!r} even read-only: {exc}") from exc
     return conn
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(query, (name,)).fetchone() is not None
+
+
+def applied_in(table: str) -> Callable[[sqlite3.Connection], set[str]]:
+    """Reads the names of the applied migrations ``table`` records (none before it exists)."""
+    return lambda conn: (
+        {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
+        if has_table(conn, table)
+        else set()
+    )
 
 
 def is_read_only(conn: sqlite3.Connection) -> bool:

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from .._exceptions import ConfigError, StoreError
-from ._db import connect, migrate
+from ._db import applied_in, connect, has_table, migrate
 
 __all__ = ["KeyValueStore", "MemoryStore", "RedisStore", "SQLiteStore", "Scoped"]
 
@@ -141,8 +141,7 @@ def _create_tables(conn: sqlite3.Connection) -> None:
 
 def _copy_old_summaries(conn: sqlite3.Connection) -> None:
     """Summaries a summary cache of the previous layout kept in its own table stay found."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "summaries" in tables:
+    if has_table(conn, "summaries"):
         conn.execute(
             "INSERT OR IGNORE INTO contextwarden_kv (ns, key, value, updated) "
             "SELECT 'summary', key, CAST(value AS BLOB), created_at FROM summaries"
@@ -155,13 +154,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_kv", _create_tables),
     ("002_summaries_from_the_summary_cache_table", _copy_old_summaries),
 ]
-
-
-def _applied(conn: sqlite3.Connection) -> set[str]:
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "contextwarden_kv_migrations" not in tables:
-        return set()
-    return {r[0] for r in conn.execute("SELECT name FROM contextwarden_kv_migrations")}
 
 
 def _note(conn: sqlite3.Connection, name: str, number: int) -> None:
@@ -183,7 +175,11 @@ class SQLiteStore:
         self._conn = connect(self.path, what=what, timeout=timeout)
         try:
             migrate(
-                self._conn, applied=_applied, migrations=MIGRATIONS, record=_note, timeout=timeout
+                self._conn,
+                applied=applied_in("contextwarden_kv_migrations"),
+                migrations=MIGRATIONS,
+                record=_note,
+                timeout=timeout,
             )
         except sqlite3.Error as exc:
             self._conn.close()

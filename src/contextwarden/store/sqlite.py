@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from .._codec import message_from_dict, message_to_dict
 from .._exceptions import ContextWardenError, StoreError
 from .._messages import Message
-from ._db import connect, is_read_only, migrate
+from ._db import applied_in, connect, has_table, is_read_only, migrate
 
 __all__ = ["SessionStore", "data_dir", "default_db_path"]
 
@@ -123,12 +123,12 @@ class SessionStore:
         self.read_only = is_read_only(self._db)
         try:
             if self.read_only:
-                self._spans = _has_table(self._db, "elided_spans")
+                self._spans = has_table(self._db, "elided_spans")
                 return
             self._spans = True
             migrate(
                 self._db,
-                applied=_applied,
+                applied=applied_in("_migrations"),
                 migrations=[(name, _statements(sql)) for name, sql in MIGRATIONS],
                 record=_record,
                 timeout=timeout,
@@ -348,20 +348,6 @@ class _Tx:
 def _record(db: sqlite3.Connection, name: str, _number: int) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
     db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
-
-
-def _applied(db: sqlite3.Connection) -> set[str]:
-    exists = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
-    ).fetchone()
-    return {row[0] for row in db.execute("SELECT name FROM _migrations")} if exists else set()
-
-
-def _has_table(db: sqlite3.Connection, name: str) -> bool:
-    row = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
-    return row is not None
 
 
 def _statements(sql: str) -> Callable[[sqlite3.Connection], None]:

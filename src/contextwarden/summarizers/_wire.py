@@ -43,16 +43,22 @@ class Wire:
     text: Callable[[Any], str]
     usage: Callable[[Any], Usage]
     #: the body field of the temperature (None: in ``generationConfig``)
-    temperature_in: str | None = None
+    temperature_in: str | None = "temperature"
 
 
-def _count(usage: Any, *keys: str) -> int | None:
+def _count(usage: Any, keys: tuple[str, ...]) -> int | None:
     if not isinstance(usage, dict):
         return None
     found = [
         v for v in (usage.get(k) for k in keys) if isinstance(v, int) and not isinstance(v, bool)
     ]
     return sum(v for v in found if v >= 0) if found else None
+
+
+def _usage(field: str, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> Callable[[Any], Usage]:
+    """Reads (input, output) tokens from the reply's ``field``: each the sum of its keys'
+    whole numbers (None when none is there)."""
+    return lambda d: (_count(d.get(field), inputs), _count(d.get(field), outputs))
 
 
 def _joined(parts: Any, *, skip: Callable[[dict[str, Any]], bool]) -> str:
@@ -89,11 +95,7 @@ WIRES: Mapping[Provider, Wire] = {
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
         },
         text=_chat_text,
-        usage=lambda d: (
-            _count(d.get("usage"), "prompt_tokens"),
-            _count(d.get("usage"), "completion_tokens"),
-        ),
-        temperature_in="temperature",
+        usage=_usage("usage", ("prompt_tokens",), ("completion_tokens",)),
     ),
     "anthropic": Wire(
         path=lambda model: "/v1/messages",
@@ -106,16 +108,11 @@ WIRES: Mapping[Provider, Wire] = {
         },
         text=lambda d: _joined(d["content"], skip=lambda p: p.get("type") != "text"),
         # the input counts cache reads and writes too (they are billed, at their own rates)
-        usage=lambda d: (
-            _count(
-                d.get("usage"),
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ),
-            _count(d.get("usage"), "output_tokens"),
+        usage=_usage(
+            "usage",
+            ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+            ("output_tokens",),
         ),
-        temperature_in="temperature",
     ),
     "responses": Wire(
         path=lambda model: "/responses",
@@ -128,11 +125,7 @@ WIRES: Mapping[Provider, Wire] = {
             "store": False,
         },
         text=_responses_text,
-        usage=lambda d: (
-            _count(d.get("usage"), "input_tokens"),
-            _count(d.get("usage"), "output_tokens"),
-        ),
-        temperature_in="temperature",
+        usage=_usage("usage", ("input_tokens",), ("output_tokens",)),
     ),
     "gemini": Wire(
         path=lambda model: f"/v1beta/models/{quote(model, safe='')}:generateContent",
@@ -144,9 +137,8 @@ WIRES: Mapping[Provider, Wire] = {
         },
         text=_gemini_text,
         # thinking tokens are billed as output
-        usage=lambda d: (
-            _count(d.get("usageMetadata"), "promptTokenCount"),
-            _count(d.get("usageMetadata"), "candidatesTokenCount", "thoughtsTokenCount"),
+        usage=_usage(
+            "usageMetadata", ("promptTokenCount",), ("candidatesTokenCount", "thoughtsTokenCount")
         ),
         temperature_in=None,
     ),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import hashlib
 import math
 import os
@@ -299,10 +300,7 @@ class LLMSummarizer:
         ``deadline`` (a :func:`time.monotonic` time) when that comes first: several summaries
         of one compaction share one deadline that way. ``meter`` is told about every HTTP call
         (see :class:`SummaryMeter`)."""
-        cap, facts = self._prepare(request)
-        deadline = self._deadline(deadline)
-        if deadline <= time.monotonic():
-            raise self._late("no time left before the deadline")
+        cap, facts, deadline = self._start(request, deadline)
         # The work runs in a helper thread that the caller waits for until the deadline: a
         # socket read cannot be interrupted from outside, so this is what bounds the wait even
         # when a server stalls in a way the per-read checks below do not see. The helper stops
@@ -327,9 +325,13 @@ class LLMSummarizer:
             raise result
         return result
 
-    def _deadline(self, given: float | None) -> float:
+    def _start(self, request: SummaryRequest, given: float | None) -> tuple[int, Facts, float]:
+        cap, facts = self._prepare(request)
         own = time.monotonic() + self.timeout
-        return own if given is None else min(own, given)
+        deadline = own if given is None else min(own, given)
+        if deadline <= time.monotonic():
+            raise self._late("no time left before the deadline")
+        return cap, facts, deadline
 
     async def asummarize(
         self,
@@ -341,10 +343,7 @@ class LLMSummarizer:
         """The summary of ``request``; chunk calls of the map step run concurrently. Raises
         :class:`SummarizerError`, at the latest ``timeout`` seconds after the call or at
         ``deadline`` (see :meth:`summarize`)."""
-        cap, facts = self._prepare(request)
-        deadline = self._deadline(deadline)
-        if deadline <= time.monotonic():
-            raise self._late("no time left before the deadline")
+        cap, facts, deadline = self._start(request, deadline)
         return await self._run(request, cap, facts, deadline, meter, self.asleep, None)
 
     async def _blocking_sleep(self, seconds: float) -> None:
@@ -452,17 +451,16 @@ class LLMSummarizer:
         pinned = tuple(dict.fromkeys((*request.pinned, *facts.pins)))
         names = _names_lines(facts, request.held, cap)
         rendered = render_transcript(request.messages, self.tool_output_chars)
-        overhead = self._tokens(SYSTEM_PROMPT) + self._tokens(
-            summary_prompt(
-                "",
-                task=task,
-                previous_summary=request.previous_summary,
-                pinned=pinned,
-                ref=request.ref,
-                focus=request.focus,
-                names=names,
-            )
+        prompt = functools.partial(
+            summary_prompt,
+            task=task,
+            previous_summary=request.previous_summary,
+            pinned=pinned,
+            ref=request.ref,
+            focus=request.focus,
+            names=names,
         )
+        overhead = self._tokens(SYSTEM_PROMPT) + self._tokens(prompt(""))
         room = budget - overhead
         if room < 500:
             raise SummarizerError(
@@ -471,20 +469,7 @@ class LLMSummarizer:
             )
         transcript = "\n\n".join(rendered)
         if self._tokens(transcript) <= room:
-            replies = yield [
-                _Call(
-                    summary_prompt(
-                        transcript,
-                        task=task,
-                        previous_summary=request.previous_summary,
-                        pinned=pinned,
-                        ref=request.ref,
-                        focus=request.focus,
-                        names=names,
-                    ),
-                    cap,
-                )
-            ]
+            replies = yield [_Call(prompt(transcript), cap)]
             return replies[0]
         # map: consecutive chunks of whole messages, each under the room left
         chunks: list[list[str]] = [[]]
@@ -498,17 +483,7 @@ class LLMSummarizer:
             chunks[-1].append(text)
             used += cost
         calls = [
-            _Call(
-                summary_prompt(
-                    "\n\n".join(chunk),
-                    task=task,
-                    previous_summary=None,
-                    pinned=pinned,
-                    ref=request.ref,
-                    focus=request.focus,
-                ),
-                cap,
-            )
+            _Call(prompt("\n\n".join(chunk), previous_summary=None, names=()), cap)
             for chunk in chunks
         ]
         parts: list[str] = yield calls
