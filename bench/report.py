@@ -19,6 +19,7 @@ from ._common import RESULTS_DIR
 from ._report_billed import bills_section, savings_section, target_rows
 from ._report_measures import measures_section
 from ._report_never_dearer import never_dearer_section
+from .grid import grid_section
 
 __all__ = ["main", "render"]
 
@@ -689,6 +690,9 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     never = json.loads(never_file.read_text()) if never_file.exists() else None
     if isinstance(never, list) and never:
         parts += ["", never_dearer_section(never)]
+    grid = _load(results, "grid")
+    if grid and grid.get("rows"):
+        parts += ["", grid_section(grid)]
     bills = bills_section(pe, sv, img)
     if bills:
         parts += ["", bills]

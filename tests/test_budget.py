@@ -25,7 +25,7 @@ def test_trigger_is_capped_at_the_hard_limit() -> None:
     b = Budget(16_000, reserve=8_192)  # window * 0.75 = 12,000 > limit 7,808
     assert b.limit == 7_808
     assert b.trigger == 7_808
-    assert b.target == 7_808  # and the target never exceeds the trigger
+    assert b.target == 5_205  # the target keeps its share of the trigger: 7,808 * 0.5 / 0.75
 
 
 def test_used_remaining_over() -> None:

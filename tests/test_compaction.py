@@ -193,26 +193,27 @@ def test_a_failed_summarizer_is_named_as_such_and_the_fallback_as_the_writer() -
 
 
 # -- progression and the last resort ------------------------------------------------------------
-def test_next_strategies_run_until_under_target_then_full_summary() -> None:
-    # the recent tail alone is over the target: the progressive strategies cannot get there
+def test_one_summary_call_per_compaction_even_when_the_tail_is_over_the_target() -> None:
+    # the recent tail alone is over the target: a second summary of a wider span would not get
+    # there either, so the first one is kept and the window cuts the rest
     b = ConversationBuilder().system("sys").user("Fix the parser bug")
     for i in range(30):
         b.bash(f"cat src/mod{i}.py", "x" * (6000 if i >= 25 else 100))
     msgs = b.build()
     budget = Budget(10_000, reserve=0)
-    report = Compactor(hint_system=True).run(msgs, budget=budget, counter=COUNTER)
+    llm = FakeSummarizer()
+    report = Compactor(summarizer=llm).run(msgs, budget=budget, counter=COUNTER)
     assert report.result is not None
-    assert report.applied[-1] == "full_summary" and report.reset_turns
-    rejected_or_applied = [e.kind for e in report.events]
-    assert rejected_or_applied[-1] == "context_compacted"
-    # system (with the hint), the task, one summary, then the newest unit (never summarised:
-    # the warden's final guard cuts it when it alone is too large)
-    roles = [m.role for m in report.result.new_messages]
-    assert roles[:3] == ["system", "user", "user"]
-    assert "[contextwarden:" in report.result.new_messages[0].text
-    # an ordinary compaction leaves the (cached) system prompt as it is
-    plain = Compactor().run(msgs, budget=budget, counter=COUNTER)
-    assert plain.result is not None and plain.result.new_messages[0] is msgs[0]
+    assert len(llm.calls) == 1 and report.applied == ("sliding_window",)
+    # the newest unit is never summarised (the warden's final guard cuts it when too large)
+    assert report.result.new_messages[-1] is msgs[-1]
+    # an ordinary compaction leaves the (cached) system prompt as it is; the overflow rebuild
+    # (the full summary alone) folds its hint in
+    assert report.result.new_messages[0] is msgs[0]
+    cfg = CompactionConfig.model_validate({"strategy_order": {}, "fallback_order": []})
+    rebuilt = Compactor(cfg, hint_system=True).run(msgs, budget=budget, counter=COUNTER)
+    assert rebuilt.result is not None and rebuilt.applied == ("full_summary",)
+    assert "[contextwarden:" in rebuilt.result.new_messages[0].text
 
 
 def test_adaptive_order_follows_the_task_type() -> None:

@@ -609,7 +609,8 @@ def test_agents_sharing_a_task_at_different_points_keep_a_log_each() -> None:
     for i in range(30):
         b.bash(f"cat src/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n" * 40)
     history = b.build()
-    w = Warden()
+    # edits as soon as they help, so each run's log has some to keep apart
+    w = Warden(WardenConfig.model_validate({"policy": {"mode": "immediate"}}))
     ids: dict[str, set[str]] = {"a": set(), "b": set()}
     last: dict[str, list[dict[str, Any]]] = {}
     rebuilt = 0

@@ -9,12 +9,14 @@ Three thresholds:
     explicitly, fitted to the agent's replies (:meth:`Budget.for_reply`): a quarter more than
     the longest so far, at least :data:`MIN_REPLY_ROOM`, at most the default (8,192, the
     model's max output or a quarter of the window, whichever is least).
-``trigger = min(limit, floor(window * trigger_ratio))``
-    Where lossy compaction starts (``window * 0.75`` by default). Capped at the limit,
-    so a large reserve on a small window still triggers before the hard limit.
-``target = min(trigger, floor(window * target_ratio))``
-    Where compaction aims to land (default half the window), so that it is not needed
-    again on the very next call.
+``trigger = min(limit, max(window * trigger_ratio, fixed + (limit - fixed) * trigger_ratio))``
+    Where lossy compaction starts (``window * 0.75`` by default). ``fixed`` is the part of the
+    request no edit removes (system prompt, tools, task, pins; 0 until the conversation
+    states it): the trigger leaves the history the same share of the room the fixed part
+    leaves under the limit as it would of a whole window. Capped at the limit.
+``target = min(trigger, max(min(window * target_ratio, trigger * share), fixed + (trigger - fixed) * share))``
+    Where compaction aims to land (``share = target_ratio / trigger_ratio``), so that a cut
+    buys ``(trigger - target) / growth`` calls before the next one (see :mod:`._policy`).
 
 All three are in the counter's tokens (see :mod:`contextwarden._tokens`).
 """
@@ -92,6 +94,8 @@ class Budget:
     target_ratio: float = 0.5
     #: the reserve is a default, which :meth:`for_reply` may fit to the agent's replies
     fits_replies: bool = field(default=False, compare=False)
+    #: the tokens of the request no edit removes (system prompt, tools, task, pins)
+    fixed: int = 0
 
     def __post_init__(self) -> None:
         _check_int("window", self.window, 1)
@@ -206,6 +210,12 @@ class Budget:
             return self
         return self if room == self.reserve else replace(self, reserve=room)
 
+    def with_fixed(self, fixed: int) -> Budget:
+        """This budget for a conversation whose system prompt, tools, task and pins take
+        ``fixed`` tokens: the trigger and the target move into the room they leave."""
+        fixed = max(_tokens(fixed), 0)
+        return self if fixed == self.fixed else replace(self, fixed=fixed)
+
     @property
     def limit(self) -> int:
         """The hard limit: ``window - reserve``."""
@@ -213,13 +223,19 @@ class Budget:
 
     @property
     def trigger(self) -> int:
-        """Compaction starts above this: ``min(limit, floor(window * trigger_ratio))``."""
-        return min(self.limit, int(self.window * self.trigger_ratio))
+        """Compaction starts above this (see the module docstring)."""
+        room = max(self.limit - self.fixed, 0)
+        share = self.fixed + int(room * self.trigger_ratio)
+        return min(self.limit, max(int(self.window * self.trigger_ratio), share))
 
     @property
     def target(self) -> int:
-        """Compaction aims at or below this: ``min(trigger, floor(window * target_ratio))``."""
-        return min(self.trigger, int(self.window * self.target_ratio))
+        """Compaction aims at or below this (see the module docstring)."""
+        trigger = self.trigger
+        share = self.target_ratio / self.trigger_ratio
+        room = self.fixed + int(max(trigger - self.fixed, 0) * share)
+        ratio = min(int(self.window * self.target_ratio), int(trigger * share))
+        return min(trigger, max(ratio, room))
 
     def used(self, tokens: int) -> float:
         """The fraction of the window ``tokens`` fill (may exceed 1.0)."""

@@ -2,17 +2,17 @@
 validation with fallback, references to what was elided, and the triggers.
 
 :class:`Compactor` is what the :class:`~contextwarden._warden.Warden` calls (through its
-``CompactionHook`` protocol) when the lossless layers are not enough. One call:
+``CompactionHook`` protocol) when the cost model (:mod:`contextwarden._policy`) plans a
+compaction. One call:
 
-1. detects the task type (:func:`~contextwarden.strategies.detect_task_type`) and runs the
+1. detects the task type (:func:`~contextwarden.strategies.detect_task_type`) and tries the
    strategies in ``config.strategy_order[task_type]``, then the ones of ``config.fallback_order``
-   not tried yet, re-measuring the tokens after each and stopping as soon as the history is at or
-   under :func:`compaction_target` (``budget.target``, and never above ``target_ratio /
-   trigger_ratio`` of ``budget.trigger``): well below the trigger (hysteresis), so the next call
-   does not compact again, even when a small window with a large reserve puts ``budget.target``
-   on the trigger;
-2. falls back to ``full_summary`` of the input when the history is still over the target (it
-   replaces what the progressive strategies did when it ends up smaller);
+   not tried yet, then ``full_summary``, until one lands: one summary per compaction, asking
+   the configured summarizer once (a strategy that chains several summaries gets the embedded
+   one for the rest). The strategies aim at :func:`compaction_target` (``budget.target``, in
+   the room the fixed part leaves), keeping the widest recent tail that fits; what is still
+   over it is the window's to cut, not a second summary's;
+2. a later compaction updates the earlier summary (``previous_summary``) from the new span;
 3. validates every summary before using it: a summary that is not clearly smaller than what it
    replaces (:data:`SHRINK_RATIO`), or that lacks a must-keep fact (the task, pinned content,
    modified file paths, the last unresolved error; see
@@ -37,7 +37,7 @@ Every elided span gets a reference (``cw:`` + a hash of its messages, see
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, MutableMapping, Sequence
+from collections.abc import Coroutine, Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -333,12 +333,7 @@ class Compactor:
     ) -> CompactionReport:
         """:meth:`compact` with the whole :class:`CompactionReport`."""
         plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        try:
-            ask = next(plan)
-            while True:
-                ask = plan.send(self._summarize(ask))
-        except StopIteration as done:
-            report: CompactionReport = done.value
+        report: CompactionReport = _drive(self._answer(plan, sync=True))
         return report
 
     async def arun(
@@ -354,10 +349,17 @@ class Compactor:
     ) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
         plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
+        return await self._answer(plan, sync=False)
+
+    async def _answer(
+        self, plan: Generator[_Ask, _Summary, CompactionReport], *, sync: bool
+    ) -> CompactionReport:
+        """Run ``plan``, answering each summary it asks for (``sync``: calling the summarizers'
+        ``summarize``, so nothing is awaited)."""
         try:
             ask = next(plan)
             while True:
-                ask = plan.send(await self._asummarize(ask))
+                ask = plan.send(await self._asummarize(ask, sync=sync))
         except StopIteration as done:
             report: CompactionReport = done.value
         return report
@@ -407,27 +409,17 @@ class Compactor:
         current = original
         origin: list[int | None] = list(range(len(original)))  # input position, None: new
         shown: dict[int, Message] = {}  # input position -> the message shown instead
-        allowance = [self.config.max_summary_calls]  # summarizer calls left (the embedded
-        # summary, which calls nothing, writes the rest)
+        # one call of the configured summarizer per compaction; a strategy that chains several
+        # summaries (incremental chunks) gets the embedded one for the rest
+        allowance = [1]
         steps: list[_Step] = []
         compacted = 0
         for name in order:
-            if steps and tokens <= aim:
+            if steps:
+                # one summary per compaction: the first strategy that lands is kept; what is
+                # still over the target is cut by the window, not summarised again
                 break
-            if name == LAST_RESORT:
-                # the full summary reads the input itself, not a summary of summaries; it
-                # replaces what the progressive strategies did only when it ends up smaller
-                step = yield from self._step(
-                    name, original, ctx, before, tools, events, keep, allowance
-                )
-                if step is None or step.tokens >= tokens:
-                    continue
-                steps, compacted, current = [], 0, original
-                origin, shown = list(range(len(original))), {}
-            else:
-                step = yield from self._step(
-                    name, current, ctx, tokens, tools, events, keep, allowance
-                )
+            step = yield from self._step(name, current, ctx, tokens, tools, events, keep, allowance)
             if step is None:
                 continue
             compacted += sum(1 for i in step.outcome.elided if origin[i] is not None)
@@ -550,9 +542,7 @@ class Compactor:
                 request = replace(request, ref=ref)
             asked = chain
             if chain[0] is not self.fallback:
-                # the last call is kept for the full summary, which replaces what the
-                # progressive strategies wrote when they cannot reach the target
-                if allowance[0] <= (0 if name == LAST_RESORT else 1):
+                if allowance[0] <= 0:
                     asked = (self.fallback,)
                 else:
                     allowance[0] -= 1
@@ -661,7 +651,7 @@ class Compactor:
             return (self.fallback,)
         return (primary, self.fallback)
 
-    def _summarize(self, ask: _Ask) -> _Summary:
+    async def _asummarize(self, ask: _Ask, *, sync: bool = False) -> _Summary:
         failure: str | None = None
         for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
@@ -669,7 +659,10 @@ class Compactor:
             if hit is not None:
                 return _Summary(hit, failure, summarizer.name)
             try:
-                text: object = summarizer.summarize(ask.request)
+                if sync:
+                    text: object = summarizer.summarize(ask.request)
+                else:
+                    text = await summarizer.asummarize(ask.request)
                 problem = self._garbage(text, ask.request)
             except Exception as exc:  # never let a summarizer break the agent
                 problem = f"raised {type(exc).__name__}: {exc}"
@@ -679,20 +672,13 @@ class Compactor:
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
 
-    async def _asummarize(self, ask: _Ask) -> _Summary:
-        failure: str | None = None
-        for summarizer in ask.summarizers:
-            key = summary_cache_key(ask.request, summarizer)
-            hit = self._cached(key)
-            if hit is not None:
-                return _Summary(hit, failure, summarizer.name)
-            try:
-                text: object = await summarizer.asummarize(ask.request)
-                problem = self._garbage(text, ask.request)
-            except Exception as exc:  # never let a summarizer break the agent
-                problem = f"raised {type(exc).__name__}: {exc}"
-            if problem is None and isinstance(text, str):
-                self._store(key, text)
-                return _Summary(text, failure, summarizer.name)
-            failure = failure or f"{summarizer.name} {problem}"
-        return _Summary(None, failure)
+
+def _drive(step: Coroutine[Any, Any, Any]) -> Any:
+    """The result of a coroutine that never awaits (the sync path of :meth:`Compactor._answer`),
+    from its first step."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        return done.value
+    step.close()
+    raise RuntimeError("a synchronous summary awaited")

@@ -100,34 +100,6 @@ class CompactionConfig(BaseModel):
     on_refusal: Literal["drop_oldest", "new_session", "raise"] = Field(
         "drop_oldest", description="What to do when the user refuses. Default: drop_oldest."
     )
-    max_summary_calls: int = Field(
-        2,
-        ge=0,
-        description="Summaries one compaction asks of the configured summarizer (an LLM costs "
-        "a call each), the last of them kept for the full summary; the embedded extractive "
-        "summarizer writes any further one. Default: 2.",
-    )
-    cooldown_ratio: float = Field(
-        0.1,
-        ge=0,
-        le=1,
-        description="After a compaction, the next one waits until the request has grown by "
-        "this share of the window, unless it is over the hard limit (window - reserve): a "
-        "compaction that could not reach its target is not repeated on every call. "
-        "Default: 0.1.",
-    )
-    defer: bool = Field(
-        True,
-        description="Over the trigger and within the hard limit (window - reserve), a "
-        "compaction waits while cutting the request to the target now would not pay for "
-        "itself, at the model's cache prices, before the request reaches the hard limit or "
-        "within the calls the session can be expected to still make (with cheap cache reads, "
-        "reading a long request again costs less than rewriting a short one); a session "
-        "expected to reach the hard limit waits only when cutting there each time costs less "
-        "per call than cutting at the trigger. false: compact as soon as the request is over "
-        "the trigger. "
-        "Default: true.",
-    )
     strategy_order: dict[TaskType, list[StrategyName]] = Field(
         default_factory=_default_strategy_order,
         description="Strategy order per detected task type.",

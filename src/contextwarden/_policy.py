@@ -1,47 +1,63 @@
-"""When the warden edits a conversation: must, pays, free (cache-aware).
+"""The cost model: which edit (if any) a call makes, and how far it cuts.
 
-Providers bill the leading part of a request that is byte-identical to the previous one as a
-cached read (0.1x the input price on Anthropic, DeepSeek and gpt-5; 0.5x on gpt-4o) and the rest
-as a write (1.25x on Anthropic's 5-minute cache; 1x where writes cost nothing extra). An edit
-that changes message ``p`` makes everything after ``p`` a write again, once; the tokens it
-removes are then not read on any later call. So an edit is made when:
+Every decision the warden takes about a conversation's history is asked here, with its inputs
+explicit (:class:`Inputs`): the budget (window, hard limit, and the *fixed part* no edit can
+remove: system prompt, tools, task, pins; :class:`~contextwarden._budget.Budget` sets the
+trigger and the target in the room it leaves), the request now, how much the history grows per
+call, the calls made so far, the model's cache prices and TTL (:class:`CacheRates`), and what a
+summary costs. The answer is a :class:`Plan` (what to do, where to aim) with its expected bill.
 
-* **must**: the request would otherwise be over the trigger (the window and compaction then cut
-  to the target, so the following calls only append);
+**Prices.** Providers bill the leading part of a request that is byte-identical to the previous
+one as a cached read (0.1x the input price on Anthropic, DeepSeek and gpt-5; 0.5x on gpt-4o) and
+the rest as a write (1.25x on Anthropic's 5-minute cache; 1x where writes cost nothing extra).
+An edit that changes message ``p`` makes everything after ``p`` a write again, once; the tokens
+it removes are then not read on any later call.
+
+**Lossless edits** (mask, strip thinking) are made when:
+
+* **must**: the request is over the trigger (they come before any lossy cut);
 * **pays**: ``removed x read x (calls to come + 1) > (suffix rewritten - new tokens) x
-  (write - read)``, and the edit removes at least ``clear_at_least`` tokens (edits come in
-  batches);
-* **free**: the provider's cache has gone cold (longer than its TTL since the conversation's
-  previous call), so the next request is a full write whatever it holds;
-* **immediate**: the model has no prompt caching (or ``mode: immediate``): every call, as
-  soon as an edit helps (with ``clear_at_least: 0``).
+  (write - read)``, the edit removes at least ``clear_at_least`` tokens, and the bet is small:
+  what it loses if the session ends right after this call (:func:`bet_ok`) is covered by what
+  earlier edits saved plus ``loss_cap`` (1%) of the bill sending everything would have made so
+  far;
+* **free**: the provider's cache has gone cold (longer than its TTL since the previous call);
+* **immediate**: the model has no prompt caching (or ``mode: immediate``).
 
-The calls to come are unknown. An agent that has run 40 steps is as likely as not to run
-about as many more, but an edit that has not paid back when the session ends leaves the bill
-dearer than sending everything, so the policy counts on only ``horizon_ratio`` (half) of the
-calls made so far, at least ``min_horizon``, unless ``horizon`` fixes the number; and never more
-than the calls until the next compaction is expected (the request grows by about as much per
-call as it has so far), since a compaction rewrites the request anyway.
+How long a session goes on is unknown; an agent that has made ``n`` calls is counted on for
+``n`` more (as likely as not, with no other knowledge, to go on as long as it has), never more
+than the calls until the next compaction (which rewrites the request anyway). The loss cap is
+what keeps that guess from making a bill dearer than sending everything: a wrong guess costs
+under 1% of the bill.
 
-The same test decides whether a request over the trigger but within the hard limit is cut now
-or waits (``compaction.defer``): cutting to the target removes ``request - target`` tokens and
-rewrites the target, plus the summarizer's calls when it is an LLM, and is made only when that
-pays back within the calls expected before the limit. When the session is expected to reach the
-hard limit, the cut comes anyway; it is made now unless cutting each time the request reaches
-the limit costs less per call, over many cuts, than cutting each time it passes the trigger
-(:func:`cheaper_at_limit`: waiting spaces the rewrites out, and reads more in between). With
-cheap cache reads (DeepSeek's at 2% of the input price) it waits for the limit.
+**Lossy cuts** (a compaction with a summary, or a window cut of whole oldest units):
+:func:`decide`. Over the trigger, the request is cut to the target, so that a cut buys
+``floor((trigger - target) / growth)`` calls before the next one. Where the fixed part leaves
+too little room for that (:func:`tight`), the conversation says so once (a ``warning`` event)
+and summaries are spaced ``summary_spacing`` calls apart; between them the window is managed
+by cutting whole oldest units (no summary call) when over the hard limit. Hence the bound the
+docs state (``docs/policy.md``): over ``n`` calls, compactions with a summary are at most
+``ceil(n / summary_spacing)``, and at most ``1 + G / (trigger - target)`` while each lands on its
+target (``G`` the tokens the history grew by).
+
+A request over the trigger but within the hard limit waits (``wait``) while cutting it now
+would not pay for itself before the limit, summarizer calls included (:func:`defers`); a session
+expected to reach the limit waits only when cutting at the limit each time costs less per call
+than cutting at the trigger (:func:`cheaper_at_limit`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._models import find_model
+
+if TYPE_CHECKING:
+    from ._budget import Budget
 
 __all__ = ["PolicyConfig"]
 
@@ -55,7 +71,7 @@ WAIT_MARGIN = 0.1
 
 
 class PolicyConfig(BaseModel):
-    """When lossless edits (masking, stripping thinking) are made; see :mod:`contextwarden._policy`."""
+    """The cost model's parameters; see :mod:`contextwarden._policy` and ``docs/policy.md``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -70,7 +86,8 @@ class PolicyConfig(BaseModel):
         4_000,
         ge=0,
         description="A mask/strip edit that is not required removes at least this many tokens "
-        "at once, so the cache is rewritten rarely. 0 with mode immediate masks as soon as a result leaves the recent ones. "
+        "at once: larger batches rewrite the cache more rarely, smaller ones send less sooner. "
+        "0 with mode immediate masks as soon as a result leaves the recent ones (seed 000). "
         "Default: 4000.",
     )
     pricing: Literal["conservative", "model"] = Field(
@@ -83,20 +100,25 @@ class PolicyConfig(BaseModel):
     horizon: int | None = Field(
         None,
         ge=1,
-        description="Calls expected to come after this one. Default: none (horizon_ratio of "
-        "the calls the conversation has made so far, at least min_horizon).",
+        description="Calls expected to come after this one, when you know it. Default: none "
+        "(as many as the conversation has made so far, bounded by loss_cap).",
     )
-    horizon_ratio: float = Field(
-        0.5,
-        gt=0,
+    loss_cap: float = Field(
+        0.01,
+        ge=0,
         le=1,
-        description="The calls to come, as a share of the calls made so far (at least "
-        "min_horizon): how long a session goes on is unknown, and an edit that does not pay "
-        "back before the session ends makes the bill dearer than sending everything. "
-        "Default: 0.5.",
+        description="An optional edit is a bet that the session goes on; it is made only when "
+        "losing the bet (the session ends right after) costs at most this share of the bill "
+        "so far. Lower: never dearer by more than that, fewer early savings. Default: 0.01.",
     )
-    min_horizon: int = Field(
-        4, ge=0, description="The least number of calls to come assumed. Default: 4."
+    summary_spacing: int = Field(
+        6,
+        ge=1,
+        description="The fewest calls between two compactions with a summary: compactions "
+        "over n calls are at most ceil(n / summary_spacing). Where the fixed part leaves too "
+        "little room for a summary to buy that many calls, the window is cut without a "
+        "summary in between. Higher: fewer summary calls and waits, a summary that lags "
+        "further behind what was cut (recall by reference covers the gap). Default: 6.",
     )
     cache_ttl_s: float | None = Field(
         None,
@@ -119,9 +141,6 @@ class CacheRates:
     def rewrite(self) -> float:
         """What one token moved from a read to a write costs extra."""
         return max(self.write - self.read, 0.0)
-
-
-NO_CACHE = CacheRates(1.0, 1.0, None, False)
 
 
 def rates_for(
@@ -155,12 +174,125 @@ def rates_for(
     return CacheRates(read, write, ttl if ttl is not None else 300.0, True)
 
 
+@dataclass(frozen=True)
+class Ledger:
+    """What a conversation has been billed so far, in input tokens at the rates the policy
+    weighs edits at: ``raw``, had every call sent the whole history (the payable baseline), and
+    ``ours``, the requests as sent. ``cached``: the tokens the provider's cache holds (the
+    previous request); ``cut_from``: the tokens before the first message an edit of the
+    current call rewrote (None: no edit yet)."""
+
+    raw: float = 0.0
+    ours: float = 0.0
+    raw_cached: int = 0
+    cached: int = 0
+    cut_from: int | None = None
+
+    def call_cost(self, total: int, rates: CacheRates, cold: bool = False) -> float:
+        """What a request of ``total`` tokens costs after this ledger's last one."""
+        read = (
+            0
+            if cold
+            else min(self.cached, total, self.cut_from if self.cut_from is not None else total)
+        )
+        return _cost(read, total, rates)
+
+    def settle(self, raw: int, total: int, rates: CacheRates, cold: bool = False) -> Ledger:
+        """This ledger after a call whose whole history took ``raw`` tokens and whose request
+        ``total``."""
+        raw_read = 0 if cold else min(self.raw_cached, raw)
+        return Ledger(
+            self.raw + _cost(raw_read, raw, rates),
+            self.ours + self.call_cost(total, rates, cold),
+            raw,
+            total,
+        )
+
+    def bank(self) -> float:
+        """What the edits so far have saved against sending everything (negative: cost)."""
+        return self.raw - self.ours
+
+
+def _cost(read: int, total: int, rates: CacheRates) -> float:
+    if not rates.caching:
+        return float(total)
+    return read * rates.read + (total - read) * rates.write
+
+
+def bet_ok(loss: float, ledger: Ledger, config: PolicyConfig) -> bool:
+    """Whether an optional edit is a small enough bet: ``loss``, what it costs if the session
+    ends right after this call (the suffix it made a write again, less the reads it saved), is
+    covered by what earlier edits saved plus ``loss_cap`` of the bill sending everything would
+    have made so far: the session then ends at most ``loss_cap`` dearer than that."""
+    return loss <= ledger.bank() + config.loss_cap * ledger.raw
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a decision is made from. Tokens are the counter's; costs are in input tokens (one
+    token at the model's input price).
+
+    ``budget``: window, hard limit, reserve and the fixed part (its trigger and target are in
+    the room the fixed part leaves); ``request``: the request's tokens now; ``growth``: tokens
+    the history grows by per call; ``calls``: calls made so far; ``new_tokens``: tokens this
+    call writes anyway (the new messages); ``summary_cost``: what a compaction's summarizer
+    calls cost per token they replace (0 with the embedded summarizer; about 1 per LLM call,
+    which reads the span at the input price); ``since_summary``: calls since the last compaction
+    with a summary (None: none yet); ``cold``: the provider's cache has expired."""
+
+    budget: Budget
+    request: int
+    growth: float
+    calls: int
+    rates: CacheRates
+    new_tokens: int = 0
+    summary_cost: float = 0.0
+    since_summary: int | None = None
+    cold: bool = False
+    #: the leading system messages and tools: they stay cached through any cut
+    lead: int = 0
+    #: the bill so far, this call included as it stands (None: no bet check)
+    ledger: Ledger | None = None
+
+
+Action = Literal["none", "wait", "compact", "window_cut"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the cost model decided for the history: ``action`` (``none``: under the trigger;
+    ``wait``: over it, within the hard limit, cutting now does not pay or a summary was made
+    too recently; ``compact``: a compaction with a summary down to ``aim``; ``window_cut``: whole
+    oldest units dropped down to ``aim``, no summary), why, and ``bill``: the expected cost per
+    call (input tokens) until the next cut, at the model's cache prices. ``tight``: the fixed
+    part leaves too little room for a summary to buy ``summary_spacing`` calls."""
+
+    action: Action
+    aim: int
+    reason: str
+    bill: float = 0.0
+    tight: bool = False
+
+
 def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
-    """How many more calls the session is counted on to make: ``config.horizon`` when set,
-    else ``horizon_ratio`` of the calls made so far, at least ``min_horizon``."""
+    """How many more calls the session is counted on to make: ``config.horizon`` when set, else
+    as many as it has made so far (at least 1)."""
     if config.horizon is not None:
         return config.horizon
-    return max(int(calls_so_far * config.horizon_ratio), config.min_horizon)
+    return max(calls_so_far, 1)
+
+
+def calls_bought(budget: Budget, growth: float) -> int:
+    """Calls a cut to the target buys before the request is over the trigger again."""
+    if growth <= 0:
+        return 1 << 30
+    return int((budget.trigger - budget.target) / growth)
+
+
+def tight(budget: Budget, growth: float, config: PolicyConfig) -> bool:
+    """Whether the fixed part leaves too little room for a summary to buy
+    ``summary_spacing`` calls at ``growth`` tokens a call."""
+    return calls_bought(budget, growth) < config.summary_spacing
 
 
 def cheaper_at_limit(aim: int, trigger: int, limit: int, pace: float, rates: CacheRates) -> bool:
@@ -168,19 +300,22 @@ def cheaper_at_limit(aim: int, trigger: int, limit: int, pace: float, rates: Cac
     it reaches ``limit`` costs less per call than cutting it each time it passes ``trigger``,
     growing by ``pace`` tokens a call. A cut rewrites what it keeps (``aim`` at the write
     price); between cuts each call reads the request again (at the read price), on average
-    half-way between ``aim`` and where the cut comes. An LLM summarizer's calls do not tip it
-    either way: each reads what its cut replaces, and both ways replace ``pace`` tokens a call.
-    Waiting must save at least :data:`WAIT_MARGIN` of the per-call cost: a session that ends
-    soon after the cut at the limit pays for that cut and gets little back, so a close call
-    cuts early."""
+    half-way between ``aim`` and where the cut comes. Waiting must save at least
+    :data:`WAIT_MARGIN` of the per-call cost: a session that ends soon after the cut at the
+    limit pays for that cut and gets little back, so a close call cuts early."""
     if pace <= 0 or limit <= trigger or trigger <= aim:
         return False
+    return per_call(aim, limit, pace, rates) < (1 - WAIT_MARGIN) * per_call(
+        aim, trigger, pace, rates
+    )
 
-    def per_call(at: int) -> float:
-        calls = (at - aim) / pace
-        return aim * rates.write / calls + rates.read * (aim + at) / 2
 
-    return per_call(limit) < (1 - WAIT_MARGIN) * per_call(trigger)
+def per_call(aim: int, at: int, pace: float, rates: CacheRates, summary: float = 0.0) -> float:
+    """The cost per call, in input tokens, of cutting to ``aim`` each time the request reaches
+    ``at``, growing ``pace`` a call: the cut's write (and ``summary``, its summarizer's cost)
+    spread over the calls it buys, plus the reads in between."""
+    calls = max((at - aim) / pace, 1.0) if pace > 0 else 1.0
+    return (aim * rates.write + summary) / calls + rates.read * (aim + at) / 2
 
 
 def edit_pays(
@@ -192,13 +327,15 @@ def edit_pays(
     config: PolicyConfig,
     calls_left: int | None = None,
     extra_cost: float = 0.0,
+    ledger: Ledger | None = None,
 ) -> bool:
     """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
     tokens (the suffix after the first message it changes, as it will be sent) pays, given the
     ``new_tokens`` this call writes anyway (see the module docstring). ``calls_left`` caps the
     calls it pays over: the calls until the next compaction is expected, which rewrites the
     request anyway (None: no compaction in sight). ``extra_cost``, in input tokens, is what
-    else the edit costs (the summarizer calls of a compaction)."""
+    else the edit costs (the summarizer calls of a compaction). ``ledger``: the bill so far; when
+    given, the edit must also be a small bet (:func:`bet_ok`)."""
     if removed <= 0:
         return False
     if not rates.caching:
@@ -210,4 +347,97 @@ def edit_pays(
         horizon = min(horizon, calls_left)
     gain = removed * rates.read * (horizon + 1)
     cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
-    return gain > cost
+    if gain <= cost:
+        return False
+    if ledger is None:
+        return True
+    return bet_ok(cost - removed * rates.read, ledger, config)
+
+
+def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:
+    """Whether a request over the trigger and within the hard limit waits: cutting it to the
+    target now (a compaction, or a window cut) would not pay for itself, at the model's cache
+    prices, within the calls the session can be expected to still make before the limit; a
+    session expected to reach the limit, where the cut comes anyway, waits only when cutting at
+    the limit each time costs less per call (:func:`cheaper_at_limit`). Cheap cache reads
+    (DeepSeek's at 2% of the input price) make reading a long request again cheaper than
+    rewriting a short one."""
+    budget, rates, pace = inputs.budget, inputs.rates, inputs.growth
+    total = inputs.request
+    if not rates.caching or budget.trigger >= budget.limit or total > budget.limit or pace <= 0:
+        return False
+    aim = budget.target if summarises else budget.trigger
+    until_limit = int((budget.limit - total) / pace)
+    removed = max(total - aim, 0)
+    summaries = inputs.summary_cost * removed if summarises else 0.0
+    if inputs.ledger is not None:
+        # a cut before the limit is a bet too: the whole history could still be sent
+        rewritten = max(aim - inputs.lead - inputs.new_tokens, 0)
+        loss = rewritten * rates.rewrite + summaries - removed * rates.read
+        if not bet_ok(loss, inputs.ledger, config):
+            return True
+    if expected_calls(inputs.calls, config) > until_limit:
+        return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, rates)
+    return not edit_pays(
+        removed,
+        max(aim - inputs.lead, 0),
+        inputs.new_tokens,
+        inputs.calls,
+        rates,
+        config,
+        until_limit,
+        summaries,
+    )
+
+
+def decide(inputs: Inputs, config: PolicyConfig, *, summarises: bool) -> Plan:
+    """The lossy cut a request needs now (see the module docstring). ``summarises``: a
+    compaction with a summary is available (else every cut is a window cut)."""
+    budget = inputs.budget
+    total = inputs.request
+    narrow = tight(budget, inputs.growth, config)
+    aim = budget.target if summarises else budget.trigger
+    bill = per_call(
+        budget.target,
+        budget.trigger,
+        inputs.growth,
+        inputs.rates,
+        inputs.summary_cost * max(budget.trigger - budget.target, 0),
+    )
+    if total <= budget.trigger:
+        return Plan("none", aim, "under the trigger", bill, narrow)
+    over_limit = total > budget.limit
+    if not inputs.cold and defers(inputs, config, summarises):
+        return Plan("wait", aim, "cutting now does not pay before the limit", bill, narrow)
+    if not summarises:
+        return Plan("window_cut", aim, "over the trigger, no summaries", bill, narrow)
+    spaced = inputs.since_summary is None or inputs.since_summary >= config.summary_spacing
+    if spaced:
+        return Plan("compact", aim, "over the trigger", bill, narrow)
+    if over_limit:
+        return Plan(
+            "window_cut", budget.target, "over the limit, a summary is recent", bill, narrow
+        )
+    return Plan("wait", aim, "a summary is recent; within the limit", bill, narrow)
+
+
+def calls_until_cut(inputs: Inputs, config: PolicyConfig) -> int | None:
+    """About how many calls, at ``inputs.growth`` a call, until a request of
+    ``inputs.request`` tokens is cut: when it reaches the trigger, or the hard limit when a cut
+    before it would not pay (:func:`defers`). None when the history does not grow."""
+    budget = inputs.budget
+    if inputs.growth <= 0:
+        return None
+    at_trigger = replace(inputs, request=max(inputs.request, budget.trigger))
+    at = budget.limit if defers(at_trigger, config, True) else budget.trigger
+    return max(int((at - inputs.request) / inputs.growth), 0)
+
+
+def payable_calls(raw: int, window: int, growth: float) -> int | None:
+    """Calls until sending the whole history (``raw`` tokens now) would be over the window:
+    the calls on which what the agent could have sent is still the measure of an edit's bet
+    (after them, the whole history cannot be sent). None when it already is over, or the
+    history does not grow."""
+    if growth <= 0 or raw > window:
+        return None
+    return int((window - raw) / growth)

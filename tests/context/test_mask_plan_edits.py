@@ -15,6 +15,8 @@ from contextwarden._log import Compaction, Mask, edit_from_dict
 from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
 from contextwarden.store.logs import MemoryLogStore
 
+#: masks as soon as 4k tokens can go (these tests are about what a mask keeps, not when)
+EAGER: dict[str, Any] = {"policy": {"mode": "immediate"}}
 FILE = "\n".join(f"    value_{i} = compute_value_{i}(config_entry)  # line {i}" for i in range(60))
 
 
@@ -77,7 +79,7 @@ def _contents(request: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def test_the_read_of_a_file_edited_by_quoting_stays_whole() -> None:
-    warden = Warden()
+    warden = Warden(WardenConfig.model_validate(EAGER))
     request, _ = _run(_history(QUOTING), warden)
     sent = _contents(request)
     masks = [e for e in warden.edit_log("c") if isinstance(e, Mask)]
@@ -87,14 +89,14 @@ def test_the_read_of_a_file_edited_by_quoting_stays_whole() -> None:
 
 
 def test_an_edit_that_quotes_nothing_protects_nothing() -> None:
-    warden = Warden()
+    warden = Warden(WardenConfig.model_validate(EAGER))
     request, _ = _run(_history(SHELL), warden)
     assert MASK_MARKER_RE.search(_contents(request)["read1"])
     assert all(not e.keep for e in warden.edit_log("c") if isinstance(e, Mask))
 
 
 def test_without_the_plan_every_old_result_is_masked() -> None:
-    warden = Warden(WardenConfig.model_validate({"mask": {"plan": False}}))
+    warden = Warden(WardenConfig.model_validate({**EAGER, "mask": {"plan": False}}))
     request, _ = _run(_history(QUOTING), warden)
     assert MASK_MARKER_RE.search(_contents(request)["read1"])
 
@@ -106,7 +108,7 @@ def test_superseded_outputs_become_a_one_line_marker_when_asked() -> None:
     again.append(_result("again", "\n".join(f"test_39_{k} PASSED" for k in range(60))))
     more = _history(QUOTING, steps=60)[2 + 4 + 2 * 40 : -1]  # runs 40..59: a mask edit comes
     history = history[:-1] + again + more + [{"role": "assistant", "content": "Done."}]
-    warden = Warden(WardenConfig.model_validate({"mask": {"supersede": True}}))
+    warden = Warden(WardenConfig.model_validate({**EAGER, "mask": {"supersede": True}}))
     request, _ = _run(history, warden)
     sent = _contents(request)
     assert SUPERSEDED_MARKER_RE.search(sent["run39"]) and "by again" in sent["run39"]
@@ -119,14 +121,16 @@ def test_superseded_outputs_become_a_one_line_marker_when_asked() -> None:
 def test_the_plan_is_stored_and_a_restored_log_sends_the_same_request() -> None:
     store = MemoryLogStore()
     history = _history(QUOTING)
-    first = Warden(log_store=store)
-    alone = Warden()
+    first = Warden(WardenConfig.model_validate(EAGER), log_store=store)
+    alone = Warden(WardenConfig.model_validate(EAGER))
     for k in range(3, len(history) + 1):
         if history[k - 1]["role"] != "assistant":
             continue
         part = history[: k - 1]
         # a fresh warden on the same store each call: the log is read back every time
-        served, _ = Warden(log_store=store).transform_openai(part, model="gpt-4o", window=40_000)
+        served, _ = Warden(WardenConfig.model_validate(EAGER), log_store=store).transform_openai(
+            part, model="gpt-4o", window=40_000
+        )
         expected, _ = alone.transform_openai(part, model="gpt-4o", window=40_000)
         assert served == expected
     del first
@@ -158,7 +162,7 @@ def test_a_names_line_leaves_out_what_the_agent_wrote_before() -> None:
         _call("grep0", "Bash", command="grep -n compute_value_3 src/app.py"),
         _result("grep0", "4:    value_3 = compute_value_3(config_entry)  # line 3"),
     ]
-    request, _ = _run(history, Warden())
+    request, _ = _run(history, Warden(WardenConfig.model_validate(EAGER)))
     read = _contents(request)["read1"]
     assert MASK_MARKER_RE.search(read)
     names_line = next(ln for ln in read.split("\n") if ln.startswith("[names in them: "))

@@ -51,8 +51,10 @@ def test_a_compaction_block_survives_the_warden_byte_for_byte() -> None:
     history.append({"role": "assistant", "content": [copy.deepcopy(BLOCK)]})
     history += _agent(12, "line of output\n" * 400)[1:]
     sent = copy.deepcopy(history)
-    # a window the history fits in once its old tool results are masked: no compaction
-    warden = Warden(WardenConfig(context_window=28_000))
+    # a window the history fits under the trigger of once its old tool results are masked: no
+    # compaction (over the trigger on a first call, where nothing is cached to lose, the cost
+    # model would compact at once)
+    warden = Warden(WardenConfig(context_window=32_000))
     _, out, result = warden.transform_anthropic(history, model="claude-sonnet-4-5")
     assert history == sent  # the caller's history untouched
     assert result.tokens_after < result.tokens_before  # the warden masked around the block

@@ -143,6 +143,8 @@ class Facts:
     plan_index: int | None = None
     pins: tuple[str, ...] = ()
     memories: tuple[str, ...] = ()
+    #: what the user wrote after the task, verbatim (client-injected blocks taken out), in order
+    instructions: tuple[str, ...] = ()
     diff_stat: tuple[str, ...] = ()
     earlier: SummarySections | None = None
     earlier_files: tuple[FileTouch, ...] = field(default=(), repr=False)
@@ -214,6 +216,7 @@ class _Walker:
         self.plan_source = ""
         self.pins: list[str] = []
         self.memories: list[str] = []
+        self.instructions: list[str] = []
         self.diff_stat: tuple[str, ...] = ()
         self.earlier: SummarySections | None = None
         self.earlier_files: list[FileTouch] = []
@@ -250,10 +253,14 @@ class _Walker:
             text = msg.text
             if looks_like_summary(text):
                 self.merge_earlier(text, index)
-            elif self.task is None and not text.lstrip().startswith("<returncode>"):
+            elif not text.lstrip().startswith("<returncode>"):
                 # the user's own words: not the blocks a client injects (environment context,
                 # system reminders, repository maps); a message of those alone is not the task
-                self.task = strip_injected(text) or None
+                own = strip_injected(text).strip()
+                if self.task is None:
+                    self.task = own or None
+                elif own and own != self.task.strip():
+                    self.instructions.append(own)
             if self.last_text_command and "<returncode>" in text[:200]:
                 # mini-swe-agent's text protocol: the command was in a ```bash block, and the
                 # reply with its return code shows it really ran
@@ -570,6 +577,7 @@ class _Walker:
                 )
         return Facts(
             task=self.task,
+            instructions=tuple(self.instructions),
             commands=tuple(self.commands),
             files=tuple(self.files),
             errors=tuple(self.errors),

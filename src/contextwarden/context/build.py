@@ -99,12 +99,12 @@ def rebuilder(config: WardenConfig, hook: CompactionHook | None) -> HookCaller:
 
 
 def summary_calls(hook: CompactionHook | None, summarizer: Any) -> int:
-    """The summarizer calls a compaction now would pay for: ``max_summary_calls`` with an
-    LLM summarizer (``summarizer`` for this call, else the hook's), 0 with the embedded
-    extractive one or a compaction hook of the caller's."""
+    """The summarizer calls a compaction now would pay for: one with an LLM summarizer
+    (``summarizer`` for this call, else the hook's), 0 with the embedded extractive one or a
+    compaction hook of the caller's."""
     if not isinstance(hook, Compactor):
         return 0
     used = summarizer if summarizer is not None else hook.summarizer
     if isinstance(used, summarizers.ExtractiveSummarizer):
         return 0
-    return hook.config.max_summary_calls
+    return 1

@@ -81,6 +81,10 @@ def commit(
     while same < limit and view[same] is old_view[same]:
         same += 1
     known = {id(m): t for m, t in zip(old_view[same:], old_tokens[same:], strict=True)}
+    if not replay:  # the ledger: where this call's request stops being the cached one
+        kept = sum(old_tokens[:same]) + call.overhead
+        cut = s.ledger.cut_from
+        s.ledger = replace(s.ledger, cut_from=kept if cut is None else min(cut, kept))
     s.view, s.sources = view, sources
     s.tokens = old_tokens[:same] + [
         t if (t := known.get(id(m))) is not None else count(m) for m in view[same:]

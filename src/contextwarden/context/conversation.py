@@ -37,7 +37,7 @@ from .append import append
 from .call import Call, Outcome
 from .commit import commit
 from .cuts import record_compaction, window_cut
-from .decide import Due, compaction_due, edit_reason
+from .decide import Due, edit_reason, fixed_tokens
 from .lossless import lossless_edit
 from .state import State
 
@@ -166,17 +166,31 @@ class Conversation(State):
         reserve the next reply needs (from the replies so far), and whether a compaction (or a
         window cut) is due."""
         self.new_start = len(self.view)
+        if self.calls:  # bill the previous call, as it was sent
+            raw, sent = self.ledger_raw, sum(self.tokens) + call.overhead
+            self.ledger = self.ledger.settle(raw, sent, call.rates)
         append(self, call, len(self.inputs), len(call.messages))
+        self.ledger_raw = self.input_tokens + call.overhead
         budget = call.ctx.budget
-        if budget is not None:
+        if budget is not None:  # the reserve the next reply needs, and the fixed part's room
             budget = budget.for_reply(self.longest_reply, call.max_tokens)
+            budget = budget.with_fixed(fixed_tokens(self, call))
             if budget is not call.ctx.budget:
                 call = replace(call, ctx=replace(call.ctx, budget=budget))
         due = edit_reason(self, call, now)
         lossless_edit(self, call, due.reason)
-        if due.must:
-            due = replace(due, compact=compaction_due(self, call))
-        return call, due
+        plan = due.plan
+        if plan is None or budget is None or not due.must:
+            return call, due
+        # the lossless edits come first; then the cut the model chose, down to its aim (not
+        # just under the trigger), so the next calls only append instead of trimming a little
+        # on every call
+        if plan.action == "compact" or not self.config.compaction.enabled:
+            return call, replace(due, compact=self.total > plan.aim)
+        if self.total > budget.limit:  # a summary is recent: whole oldest units go
+            window_cut(self, call)
+            return call, due
+        return call, replace(due, deferred=True)
 
     def record_compaction(self, call: Call, result: CompactResult | None, forced: bool) -> None:
         """Record what the compactor returned (see :func:`.cuts.record_compaction`)."""

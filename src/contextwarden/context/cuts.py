@@ -14,6 +14,7 @@ from dataclasses import replace
 from .._events import CompactionPlan, CompactResult, Event, emit
 from .._log import Compaction, Source, WindowCut, make_ref
 from .._messages import Message
+from .._task import strip_injected
 from ..layers.units import index_of
 from ..layers.window import compaction_target
 from .call import Call
@@ -86,13 +87,20 @@ def window_cut(s: State, call: Call) -> None:
         )
 
     drop: list[int] = []
+    chosen: set[int] = set()
     excess = s.total - aim
-    for u in index.droppable(s.view, (no_summary,)):
-        if excess <= 0:
-            break
-        start, end = index.unit_span(u)
-        drop.extend(range(start, end))
-        excess -= sum(s.tokens[start:end])
+    # the user's own instructions go last: only when dropping everything else is not enough
+    for rules in ((no_summary, _no_instruction), (no_summary,)):
+        for u in index.droppable(s.view, rules):
+            if excess <= 0:
+                break
+            start, end = index.unit_span(u)
+            if start in chosen:
+                continue
+            chosen.add(start)
+            drop.extend(range(start, end))
+            excess -= sum(s.tokens[start:end])
+    drop.sort()
     if not drop:
         return
     positions = sorted(x for p in drop if isinstance(x := s.sources[p], int))
@@ -124,6 +132,11 @@ def window_cut(s: State, call: Call) -> None:
             data={"ref": ref},
         ),
     )
+
+
+def _no_instruction(view: Sequence[Message], start: int, end: int) -> bool:
+    """A cut rule: a unit holding words the user wrote (not only what a client injects)."""
+    return not any(m.role == "user" and strip_injected(m.text) for m in view[start:end])
 
 
 def _ranges(positions: Sequence[int]) -> tuple[tuple[int, int], ...]:

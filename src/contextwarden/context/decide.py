@@ -1,47 +1,48 @@
-"""The decisions a call asks of the policy, each one function: whether an edit is due and why
-(:func:`edit_reason`), whether the lossless batch planned pays (:func:`lossless_pays`), and
-whether a compaction must run now (:func:`compaction_due`).
-
-The conversation plans each edit as a value and asks here whether to make it; nothing here
-changes the conversation. The arithmetic is :mod:`contextwarden._policy`'s.
+"""The decisions a call asks of the cost model (:mod:`contextwarden._policy`), each one function:
+what this call's edits are made for and whether a lossy cut is due (:func:`edit_reason`), and
+whether the lossless batch planned pays (:func:`lossless_pays`). The inputs they hand the model
+are gathered here (:func:`inputs`): the fixed part, the growth per call, the calls so far, the
+ledger of what was billed; nothing here changes the conversation but the ledger and the
+one-time warning.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from .._events import Event, emit
 from .._log import EditReason
-from .._policy import cheaper_at_limit, edit_pays, expected_calls
-from ..layers.window import compaction_target
+from .._policy import Inputs, Plan, calls_until_cut, decide, edit_pays, payable_calls
+from .._task import task_index
 from .call import Call
 from .state import State
 
-if TYPE_CHECKING:
-    pass
+__all__ = ["Due", "edit_reason", "fixed_tokens", "lossless_pays"]
 
-__all__ = ["Due", "compaction_due", "edit_reason", "lossless_pays"]
+#: Calls after which the growth per call is measured well enough to warn that the room is tight.
+MEASURED_CALLS = 3
 
 
 @dataclass(frozen=True)
 class Due:
-    """What a call's new messages make due: ``reason`` for this call's edits; ``must``: over
-    the trigger; ``deferred``: over the trigger within the hard limit, cutting now would not
-    pay (the request waits, left whole up to the limit); ``compact``: a compaction (or a
-    window cut) must run now, after the lossless edits."""
+    """What a call's new messages make due: ``reason`` for this call's edits; ``must``: a
+    lossy cut is planned (the lossless edits come first); ``deferred``: over the trigger, the
+    request waits (left whole up to the limit); ``compact``: a compaction (or, without
+    summaries, a window cut) must run now, after the lossless edits; ``plan``: the model's."""
 
     reason: EditReason
     must: bool = False
     deferred: bool = False
     compact: bool = False
+    plan: Plan | None = None
 
 
 def edit_reason(s: State, call: Call, now: float | None) -> Due:
-    """What this call's edits are made for, once its new messages are in: over the trigger
-    (``must``) unless cutting now would not pay before the hard limit (``deferred``), else
-    ``free`` when the provider's cache has gone cold, ``immediate`` without caching, ``pays``
-    otherwise (an edit then must pay for itself)."""
+    """What this call's edits are made for, once its new messages are in: ``must`` when the
+    model plans a cut (a compaction, a window cut), else ``free`` when the provider's cache
+    has gone cold, ``immediate`` without caching, ``pays`` otherwise (an edit then must pay
+    for itself and be a small bet)."""
     budget = call.ctx.budget
     cold = (
         call.rates.caching
@@ -49,28 +50,100 @@ def edit_reason(s: State, call: Call, now: float | None) -> Due:
         and s.last_time is not None
         and (time.time() if now is None else now) - s.last_time > call.rates.ttl_s
     )
-    must = budget is not None and s.total > budget.trigger
-    deferred = False
-    if must and not cold and _defers(s, call, s.total):
-        must = False  # over the trigger, within the hard limit: cutting now does not pay
-        deferred = True
+    plan = plan_now(s, call, cold) if budget is not None else None
+    must = plan is not None and plan.action in ("compact", "window_cut")
+    deferred = plan is not None and plan.action == "wait"
     reason: EditReason = "must" if must else ("free" if cold else "pays")
     if not call.rates.caching and not must:
         reason = "immediate"
-    return Due(reason, must, deferred)
+    return Due(reason, must, deferred, plan=plan)
 
 
-def compaction_due(s: State, call: Call) -> bool:
-    """Over the trigger after the lossless edits: cut to the target now, not just under the
-    trigger, so the next calls only append instead of trimming a little on every call (a
-    window cut, which loses what it drops, waits until the lossless edits are not enough);
-    not within the cool-down after the last compaction."""
+def fixed_tokens(s: State, call: Call) -> int:
+    """The tokens of the request no edit removes: tools, system messages, pinned messages and
+    the user's task (counted as they arrive, once)."""
+    count = call.ctx.counter.count_message
+    n, tokens, task = s.fixed_seen
+    for i in range(n, len(s.base)):
+        m = s.base[i]
+        if m.role == "system" or m.is_pinned:
+            tokens += count(m)
+    if task < 0 and s.index.last_user >= 0:
+        found = task_index(s.base)
+        if found is not None:
+            m = s.base[found]
+            task = found
+            tokens += 0 if m.role == "system" or m.is_pinned else count(m)
+    s.fixed_seen = (len(s.base), tokens, task)
+    return tokens + call.overhead
+
+
+def pace(s: State, call: Call) -> float:
+    """Tokens the history has grown by per call, on average so far (the fixed part aside)."""
     budget = call.ctx.budget
-    if budget is None:
-        return False
-    summarises = s.config.compaction.enabled
-    aim = compaction_target(budget) if summarises else budget.trigger
-    return s.total > aim and not _cooling(s, call)
+    fixed = budget.fixed if budget is not None else call.overhead
+    return max(s.input_tokens + call.overhead - fixed, 0) / (s.calls + 1)
+
+
+def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = False) -> Inputs:
+    """What the cost model decides from, for a request of ``total`` tokens now; ``bet``: with
+    the ledger, so a cut before the hard limit is weighed as a bet."""
+    budget = call.ctx.budget
+    assert budget is not None
+    last = max((e.call for e in s.edits if e.kind == "compaction"), default=None)
+    lead = call.overhead  # the leading system messages stay, and stay cached
+    for m, t in zip(s.view, s.tokens, strict=False):
+        if m.role != "system":
+            break
+        lead += t
+    raw = s.input_tokens + call.overhead
+    return Inputs(
+        budget,
+        total,
+        pace(s, call),
+        s.calls,
+        call.rates,
+        new_tokens=sum(s.tokens[s.new_start :]),
+        summary_cost=float(call.summary_calls),
+        since_summary=None if last is None else s.calls - last,
+        cold=cold,
+        lead=lead,
+        ledger=s.ledger.settle(raw, total, call.rates) if bet else None,
+    )
+
+
+def plan_now(s: State, call: Call, cold: bool) -> Plan:
+    """The cost model's plan for the request now; warns once (when the growth per call is
+    measured) that a summary cannot buy its calls in the room the fixed part leaves."""
+    budget = call.ctx.budget
+    assert budget is not None
+    if s.total <= budget.trigger:
+        return Plan("none", budget.target, "under the trigger")
+    policy = s.config.policy
+    plan = decide(
+        inputs(s, call, s.total, cold, bet=True),
+        policy,
+        summarises=s.config.compaction.enabled,
+    )
+    if plan.tight and not s.warned_tight and s.calls >= MEASURED_CALLS:
+        s.warned_tight = True
+        emit(
+            call.out.events,
+            Event(
+                "warning",
+                "policy",
+                tokens_before=budget.fixed,
+                tokens_after=budget.limit,
+                detail=f"between the trigger ({budget.trigger:,} tokens) and the target "
+                f"({budget.target:,}), in the room the fixed part (system prompt, tools, task, "
+                f"pins: {budget.fixed:,}) leaves under the limit ({budget.limit:,}), a summary "
+                f"buys fewer than {policy.summary_spacing} calls at {pace(s, call):,.0f} tokens "
+                "a call: summaries are spaced that far apart, and whole oldest turns are cut "
+                "between them",
+                data={"fixed": budget.fixed, "limit": budget.limit, "tight": True},
+            ),
+        )
+    return plan
 
 
 def lossless_pays(s: State, call: Call, reason: EditReason, removed: int, first: int) -> bool:
@@ -80,85 +153,20 @@ def lossless_pays(s: State, call: Call, reason: EditReason, removed: int, first:
     if reason == "pays":
         rewritten = sum(s.tokens[first:]) - removed
         new_tokens = sum(s.tokens[s.new_start :])
-        left = _calls_until_compaction(s, call, s.total - removed)
-        return edit_pays(removed, rewritten, new_tokens, s.calls, call.rates, policy, left)
+        budget = call.ctx.budget
+        left = None
+        if budget is not None and s.config.compaction.enabled:
+            left = calls_until_cut(inputs(s, call, s.total - removed), policy)
+        # an edit pays back while the whole history could still be sent, or not at all
+        raw = s.input_tokens + call.overhead
+        payable = payable_calls(raw, budget.window, pace(s, call)) if budget else None
+        if payable is not None:
+            left = payable if left is None else min(left, payable)
+        # the bill so far, this call included as it stands (see _policy.Ledger)
+        ledger = s.ledger.settle(raw, s.total, call.rates)
+        return edit_pays(
+            removed, rewritten, new_tokens, s.calls, call.rates, policy, left, ledger=ledger
+        )
     if reason == "immediate":
         return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
     return True
-
-
-def _cooling(s: State, call: Call) -> bool:
-    """Within the cool-down after the last compaction: the request has grown by less than
-    ``compaction.cooldown_ratio`` of the window since, and is within the hard limit."""
-    budget = call.ctx.budget
-    if s.compacted_at is None or budget is None:
-        return False
-    grown = s.total - s.compacted_at
-    return grown < s.config.compaction.cooldown_ratio * budget.window and s.total <= budget.limit
-
-
-def _pace(s: State) -> float:
-    """Tokens the history has grown by per call, on average so far."""
-    return s.input_tokens / (s.calls + 1)
-
-
-def _calls_until_compaction(s: State, call: Call, total: int) -> int | None:
-    """About how many calls, at the pace the history has grown so far, until a request of
-    ``total`` tokens is compacted: when it reaches the trigger, or the hard limit when a
-    compaction before it would not pay (see :func:`_defers`). None without a window or
-    compaction."""
-    budget = call.ctx.budget
-    if budget is None or not s.config.compaction.enabled:
-        return None
-    pace = _pace(s)
-    if pace <= 0:
-        return None
-    at = budget.limit if _defers(s, call, max(total, budget.trigger)) else budget.trigger
-    return max(int((at - total) / pace), 0)
-
-
-def _defers(s: State, call: Call, total: int) -> bool:
-    """Whether a request of ``total`` tokens, over the trigger and within the hard limit,
-    waits: cutting it to the target now (a compaction or a window cut) would not pay for
-    itself, at the model's cache prices, within the calls the session can be expected to
-    still make before the limit (:func:`~contextwarden._policy.edit_pays`); a session
-    expected to reach the limit, where the cut comes anyway, waits only when cutting at the
-    limit each time costs less per call (:func:`~contextwarden._policy.cheaper_at_limit`).
-    Cheap cache reads (DeepSeek's at 2% of the input price) make reading a long request
-    again cheaper than rewriting a short one."""
-    budget = call.ctx.budget
-    if (
-        budget is None
-        or not s.config.compaction.defer
-        or not call.rates.caching
-        or budget.trigger >= budget.limit
-        or total > budget.limit
-    ):
-        return False
-    pace = _pace(s)
-    if pace <= 0:
-        return False
-    summarises = s.config.compaction.enabled
-    aim = compaction_target(budget) if summarises else budget.trigger
-    until_limit = int((budget.limit - total) / pace)
-    if expected_calls(s.calls, s.config.policy) > until_limit:
-        # the session is expected to reach the limit: the cut comes anyway, now or there
-        return cheaper_at_limit(aim, budget.trigger, budget.limit, pace, call.rates)
-    lead = 0  # the leading system messages stay, and stay cached
-    for m, t in zip(s.view, s.tokens, strict=False):
-        if m.role != "system":
-            break
-        lead += t
-    removed = max(total - aim, 0)
-    # each summarizer call reads about what the compaction replaces, at the input price
-    summaries = call.summary_calls * removed if summarises else 0
-    return not edit_pays(
-        removed,
-        max(aim - lead - call.overhead, 0),
-        sum(s.tokens[s.new_start :]),
-        s.calls,
-        call.rates,
-        s.config.policy,
-        until_limit,
-        summaries,
-    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .._log import Compaction, Edit, Repair, Source, WindowCut
 from .._messages import Message
+from .._policy import Ledger
 from ..analysis.actions import ActionMemo
 from ..layers.mask_plan import MaskPlanner
 from ..layers.repair import RepairState
@@ -78,6 +79,13 @@ class State:
         self.last_time: float | None = None
         #: the request's tokens right after the last compaction (the cool-down starts there)
         self.compacted_at: int | None = None
+        #: (history messages read, their fixed tokens, the task's position or -1): what
+        #: :func:`.decide.fixed_tokens` counted so far
+        self.fixed_seen: tuple[int, int, int] = (0, 0, -1)
+        self.warned_tight = False
+        #: what the conversation was billed so far, and sending everything would have been
+        self.ledger = Ledger()
+        self.ledger_raw = 0  # the previous call's whole history, in tokens
         #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
         #: agent's, and the copies edits made), their slots, what it remembers of them
         self.bytes = 0

@@ -59,11 +59,9 @@ _MARKER_ROOM = 64
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------
 def compaction_target(budget: Budget) -> int:
-    """Where a compaction stops: ``budget.target``, capped at ``trigger * target_ratio /
-    trigger_ratio`` (two thirds of the trigger with the defaults) so there is always room
-    between the end of one compaction and the start of the next."""
-    ratio = budget.target_ratio / budget.trigger_ratio if budget.trigger_ratio else 1.0
-    return min(budget.target, int(budget.trigger * ratio))
+    """Where a compaction stops: ``budget.target``, which leaves room between the end of one
+    compaction and the start of the next (see :mod:`contextwarden._budget`)."""
+    return budget.target
 
 
 def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int]) -> list[int]:

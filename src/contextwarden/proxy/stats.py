@@ -216,6 +216,8 @@ class ProxyStats:
     skipped: int = 0
     warden_errors: int = 0
     unbounded: int = 0
+    #: conversations the cost model warned that their fixed part leaves the history little room
+    tight_room_warnings: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
     billed_before: float = 0.0
@@ -276,6 +278,8 @@ class ProxyStats:
                     self.warden_errors += 1
             if rec.warning == "unknown_model":
                 self.unbounded += 1
+            elif rec.warning and rec.warning.startswith("tight_room"):
+                self.tight_room_warnings += 1  # a conversation whose fixed part leaves little room
             if rec.compacted:
                 self.compactions += 1
             if rec.summarizer:  # who wrote a new compaction's summary

@@ -320,6 +320,10 @@ def transform_body(
     )
 
 
+#: The warning a request record carries when the cost model said the room is tight.
+TIGHT_ROOM = "tight_room"
+
+
 def _unsendable(wire: Wire, before: dict[str, Any], after: dict[str, Any]) -> str | None:
     """Why the body the warden wrote cannot be sent, or None: it breaks the provider's rules
     (:meth:`Wire.problems`) where the client's own body did not, or its history came out empty
@@ -352,6 +356,11 @@ def ran(
     ``fast_json``: the body was read by :func:`load_body`'s fast parser (see :func:`dump_body`)."""
     if rebuilt is not None:
         raw = dump_body(rebuilt, fast_json)
+    if warning is None and any(  # the cost model's: the room the fixed part leaves is tight
+        e.kind == "warning" and e.layer == "policy" for e in getattr(result, "events", ())
+    ):
+        # a header value: short and ASCII (the event's own detail is logged with it)
+        warning = f"{TIGHT_ROOM}: summaries spaced apart, oldest turns cut between them"
     compaction = result.compaction
     return BodyOutcome(
         raw,

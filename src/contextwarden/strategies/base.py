@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .._config import CompactionConfig, TaskType
 from .._log import make_ref
 from .._memo import Memo
-from .._messages import PIN_RE, Message, TextBlock
+from .._messages import Message, TextBlock
 from .._task import task_index, task_text
 from ..analysis.mentions import words_of
 from ..layers.mask import UNMASKED
@@ -59,7 +59,6 @@ __all__ = [
     "elide_except_recent",
     "is_summary_message",
     "make_ref",
-    "pinned_texts",
     "summary_header",
     "summary_request",
 ]
@@ -157,13 +156,6 @@ class Layout:
             stop = min(stop, self.units[-1][0])
         return [(s, e) for s, e in self.units if e <= stop and s not in self.protected]
 
-    def unit_start(self, index: int) -> int:
-        """The start of the unit holding message ``index`` (a safe cut at or before it)."""
-        for start, end in self.units:
-            if start <= index < end:
-                return start
-        return len(self.messages)
-
     def tail_from_end(self, n_assistant: int, n_other: int) -> int:
         """The boundary that keeps the fewest whole final units holding at least ``n_assistant``
         assistant messages and ``n_other`` user/tool messages, or more than ``n_assistant +
@@ -198,22 +190,6 @@ def summary_header(count: int, ref: str) -> str:
 def summary_body(message: Message) -> str:
     """The text of an earlier summary message without its header."""
     return _SUMMARY_RE.sub("", message.text, count=1)
-
-
-def pinned_texts(messages: Sequence[Message]) -> tuple[str, ...]:
-    """The pinned content of ``messages``: ``<Pin>`` contents, or the whole text of a message
-    pinned by flag. In order, without repeats."""
-    out: dict[str, None] = {}
-    for m in messages:
-        if not m.is_pinned:
-            continue
-        texts = [m.text, *(r.text for r in m.tool_results)]
-        found = [p.strip() for t in texts for p in PIN_RE.findall(t)]
-        if m.pinned or not found:
-            found = [t for t in texts if t.strip()] or found
-        for p in found:
-            out.setdefault(p, None)
-    return tuple(out)
 
 
 def summary_request(

@@ -5,7 +5,8 @@ message holding the four-part summary plus, verbatim, the agent's last memories
 :func:`~contextwarden.analysis.facts.extract_facts`; lines the summary already holds are not
 repeated).
 
-The newest unit is always kept (the model must see the question or tool output it is answering;
+The widest recent tail that fits the target is kept (at least the newest unit; see
+:func:`~.sliding_window.recent_tail`). The newest unit is always kept (the model must see the question or tool output it is answering;
 when it alone is too large the warden's final guard cuts it). The outcome asks the caller to
 reset its turn counter (``reset_turns``).
 """
@@ -24,6 +25,7 @@ from .base import (
     is_summary_message,
     summary_request,
 )
+from .sliding_window import recent_tail
 
 __all__ = ["full_summary", "state_sections"]
 
@@ -49,7 +51,9 @@ def full_summary(messages: Sequence[Message], ctx: StrategyContext) -> StrategyO
     unit is what the model answers: it is always kept; when it is too large, the final guard
     cuts it instead)."""
     layout = Layout.of(messages)
-    body = layout.body()
+    # the recent tail that fits the target stays: a cut far below the target loses what the
+    # agent works on for nothing
+    body = layout.body(recent_tail(messages, layout, ctx)) or layout.body()
     if not body or all(is_summary_message(messages[s]) for s, _ in body):
         return None
     elided = layout.indices(body)

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the prompt text changes, so cached summaries of the old prompt are not reused.
-PROMPT_VERSION = "4"
+PROMPT_VERSION = "5"
 
 SYSTEM_PROMPT = """\
 You condense the working history of an autonomous agent so that it can carry on with its task \
@@ -37,8 +37,9 @@ What has been done, one item a line: the commands that worked (exactly as run, s
 run again) and those that failed, edits made, answers found.
 </completed>
 <remaining>
-The user's task as given in <task>, its opening quoted verbatim, then what is still to do, most \
-urgent first.
+The user's task as given in <task>, its opening quoted verbatim; then every later instruction \
+the user gave (in the history or under "User instructions" in the previous summary), each \
+quoted verbatim, in order; then what is still to do, most urgent first.
 </remaining>
 <current_state>
 The working set first. Every file created, modified or deleted, with its path written exactly \
@@ -66,7 +67,8 @@ _MERGE_INSTRUCTIONS = """\
 The parts below summarise consecutive stretches of one agent history, oldest first. Merge them \
 into a single summary in the same four-section format. When parts disagree, the later part \
 holds. Keep every modified file path, the files, functions, classes and tests still in play, \
-the latest unresolved error, every cw:... reference and all pinned text."""
+the latest unresolved error, every cw:... reference, every instruction the user gave (verbatim) \
+and all pinned text."""
 
 
 def clip_middle(text: str, limit: int) -> str:

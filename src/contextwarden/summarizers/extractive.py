@@ -147,6 +147,18 @@ def _entries(
         yield Entry(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
         )
+    # every later instruction of the user's, verbatim: the agent works to them as to the task
+    # (after the must-keep facts: the changed files, the pins, the last error)
+    for i, said in enumerate(dict.fromkeys(facts.instructions)):
+        yield Entry(
+            "remaining",
+            clip(said, INSTRUCTION_CHARS),
+            4,
+            (1, i),
+            INSTRUCTIONS,
+            min_chars=120,
+            recency=i,
+        )
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
         label = (
@@ -184,6 +196,13 @@ def _entries(
             (2,),
             bullet=False,
         )
+    # what was done, in the files: each path written, with what happened to it
+    for i, (touched, how) in enumerate(facts.file_status().items()):
+        if how != "read":
+            yield Entry("completed", f"{how} {touched}", 6, (4, i), "Done to files", recency=i)
+    viewed = [p for p, a in facts.file_status().items() if a == "read"]
+    if viewed:
+        yield Entry("completed", "Read: " + ", ".join(viewed[-READ_PATHS:]), 7, (5,), bullet=False)
     for err in facts.errors:
         if err.fixed:
             yield Entry(
@@ -278,6 +297,13 @@ def _entries(
             )
     yield from _earlier_entries(facts.earlier)
 
+
+#: The heading the user's later instructions are listed under.
+INSTRUCTIONS = "User instructions (verbatim, in order)"
+#: A later instruction of the user's is quoted up to this many characters.
+INSTRUCTION_CHARS = 1_200
+#: The files a summary names as read (the newest).
+READ_PATHS = 12
 
 #: The newest earlier spans whose references a summary always carries.
 EARLIER_REFS = 4
@@ -401,6 +427,12 @@ def _earlier_pins(facts: Facts) -> list[str]:
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
     for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
         h = heading.lower()
+        if (
+            h == INSTRUCTIONS.lower()
+        ):  # the user's words stay verbatim, first, summary after summary
+            said = line[2:] if line.startswith("- ") else line
+            yield Entry("remaining", said, 4, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
+            continue
         if h in _EARLIER_SKIP or h == "pinned (verbatim)":
             continue  # the task, files and pins are carried by their own entries
         if h.startswith("earlier"):
