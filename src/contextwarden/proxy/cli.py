@@ -269,7 +269,14 @@ def _is_loopback(host: str) -> bool:
 
 #: A one-command typer app, so ``contextwarden proxy --upstream ...`` (mounted by the main CLI)
 #: and ``python -m contextwarden.proxy.cli`` parse the same options.
-app = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+#: Its help is laid out as the main CLI's (click's plain layout at the terminal's width: flags as
+#: flags, ``--port PORT``, no typed columns; see ``contextwarden.cli``).
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 10_000},
+)
 app.command(name="proxy")(proxy)
 
 
