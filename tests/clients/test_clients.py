@@ -281,7 +281,10 @@ def test_claude_code_sonnet_compactions_bounded_and_cheaper() -> None:
     assert len(run.summaries) <= 12, _explain(run)
     billed_direct = direct.billed(direct.chat)
     billed = run.billed(run.chat + run.summaries)
-    assert billed <= 0.65 * billed_direct, f"billed {billed:.0f} vs {billed_direct:.0f} direct"
+    # the bar the cost model is held to at Anthropic's prices on a large window: at least 18%
+    # of the bill saved, summary calls included (an optional mask is made only when losing its
+    # bet costs under 1% of the bill so far; see docs/policy.md)
+    assert billed <= 0.82 * billed_direct, f"billed {billed:.0f} vs {billed_direct:.0f} direct"
 
 
 def test_claude_code_default_model_compactions_bounded() -> None:
