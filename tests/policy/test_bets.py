@@ -45,7 +45,11 @@ def history(sizes: list[int], seed: int) -> list[dict[str, Any]]:
         )
         line = f"src/mod_{(k * 7 + seed) % 13}.py:{k}: value_{k} = compute({k}, {seed})\n"
         out.append(
-            {"role": "tool", "tool_call_id": f"c{k}", "content": (line * (size // len(line) + 1))[:size]}
+            {
+                "role": "tool",
+                "tool_call_id": f"c{k}",
+                "content": (line * (size // len(line) + 1))[:size],
+            }
         )
     return out
 
