@@ -81,14 +81,11 @@ class _Record:
 
 @dataclass(frozen=True, kw_only=True)
 class Mask(_Record):
-    """Tool results of messages ``start`` to ``upto`` that no earlier mask edit reached shrink
-    to head and tail lines, except those in ``keep`` (ids left whole); the ``superseded``
-    results, ``(position, result id, id of the result that superseded it)`` wherever they
-    are, become a one-line marker. A mask that starts late leaves the older results whole: it
-    rewrites the request only from there (the cost model chooses ``start``)."""
+    """Tool results of messages ``<= upto`` shrink to head and tail lines, except those in
+    ``keep`` (ids left whole); the ``superseded`` results, ``(position, result id, id of the
+    result that superseded it)`` wherever they are, become a one-line marker."""
 
     kind: ClassVar[EditKind] = "mask"
-    start: int = 0
     upto: int = -1
     keep: tuple[str, ...] = ()
     superseded: tuple[tuple[int, str, str], ...] = ()
@@ -174,7 +171,7 @@ def edit_from_dict(data: Mapping[str, Any]) -> Edit:
                 values[f.name] = tuple(str(k) for k in raw)
             elif f.name == "dropped":
                 values[f.name] = tuple(int(n) for n in raw)
-            elif f.name in ("start", "upto", "call", "tokens_before", "tokens_after"):
+            elif f.name in ("upto", "call", "tokens_before", "tokens_after"):
                 values[f.name] = int(raw)
             else:
                 values[f.name] = raw

@@ -318,44 +318,6 @@ def per_call(aim: int, at: int, pace: float, rates: CacheRates, summary: float =
     return (aim * rates.write + summary) / calls + rates.read * (aim + at) / 2
 
 
-def edit_value(
-    removed: int,
-    rewritten: int,
-    new_tokens: int,
-    calls_so_far: int,
-    rates: CacheRates,
-    config: PolicyConfig,
-    calls_left: int | None = None,
-    extra_cost: float = 0.0,
-    ledger: Ledger | None = None,
-) -> float | None:
-    """What an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
-    tokens (the suffix after the first message it changes, as it will be sent) is expected to
-    save, in input tokens, given the ``new_tokens`` this call writes anyway (see the module
-    docstring); None when it does not pay. ``calls_left`` caps the calls it pays over: the
-    calls until the next compaction is expected, which rewrites the request anyway (None: no
-    compaction in sight). ``extra_cost``, in input tokens, is what else the edit costs (the
-    summarizer calls of a compaction). ``ledger``: the bill so far; when given, the edit must
-    also be a small bet (:func:`bet_ok`)."""
-    if removed <= 0:
-        return None
-    if not rates.caching:
-        ok = removed >= config.clear_at_least or config.clear_at_least == 0
-        return float(removed) if ok else None
-    if removed < config.clear_at_least:
-        return None
-    horizon = expected_calls(calls_so_far, config)
-    if calls_left is not None:
-        horizon = min(horizon, calls_left)
-    gain = removed * rates.read * (horizon + 1)
-    cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
-    if gain <= cost:
-        return None
-    if ledger is not None and not bet_ok(cost - removed * rates.read, ledger, config):
-        return None
-    return gain - cost
-
-
 def edit_pays(
     removed: int,
     rewritten: int,
@@ -367,11 +329,29 @@ def edit_pays(
     extra_cost: float = 0.0,
     ledger: Ledger | None = None,
 ) -> bool:
-    """Whether an optional edit pays (:func:`edit_value` is not None)."""
-    value = edit_value(
-        removed, rewritten, new_tokens, calls_so_far, rates, config, calls_left, extra_cost, ledger
-    )
-    return value is not None
+    """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
+    tokens (the suffix after the first message it changes, as it will be sent) pays, given the
+    ``new_tokens`` this call writes anyway (see the module docstring). ``calls_left`` caps the
+    calls it pays over: the calls until the next compaction is expected, which rewrites the
+    request anyway (None: no compaction in sight). ``extra_cost``, in input tokens, is what
+    else the edit costs (the summarizer calls of a compaction). ``ledger``: the bill so far; when
+    given, the edit must also be a small bet (:func:`bet_ok`)."""
+    if removed <= 0:
+        return False
+    if not rates.caching:
+        return removed >= config.clear_at_least or config.clear_at_least == 0
+    if removed < config.clear_at_least:
+        return False
+    horizon = expected_calls(calls_so_far, config)
+    if calls_left is not None:
+        horizon = min(horizon, calls_left)
+    gain = removed * rates.read * (horizon + 1)
+    cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
+    if gain <= cost:
+        return False
+    if ledger is None:
+        return True
+    return bet_ok(cost - removed * rates.read, ledger, config)
 
 
 def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:

@@ -42,8 +42,6 @@ def note(s: State, edit: Edit) -> None:
     s.edits.append(edit)
     if isinstance(edit, Mask):
         s.mask_upto = max(s.mask_upto, edit.upto)
-        if edit.start <= s.unreached:
-            s.unreached = max(s.unreached, edit.upto + 1)
     elif isinstance(edit, StripThinking):
         s.strip_upto = max(s.strip_upto, edit.upto)
     elif isinstance(edit, Compaction):

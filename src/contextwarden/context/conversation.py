@@ -110,7 +110,7 @@ class Conversation(State):
         before = [(e.removed, e.inserted) for e in edits if isinstance(e, Repair)]
         if again != before:
             raise Diverged  # the same content repaired differently: cannot happen, but never guess
-        fresh.edits, fresh.mask_upto, fresh.strip_upto, fresh.unreached = [], -1, -1, 0
+        fresh.edits, fresh.mask_upto, fresh.strip_upto = [], -1, -1
         fresh.touched = fresh.anchored = -1
         commit(fresh, scratch, list(edits), replay=True)
         fresh.calls, fresh.last_time, fresh.compacted_at = calls, last_time, compacted_at

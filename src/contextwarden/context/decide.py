@@ -1,6 +1,6 @@
 """The decisions a call asks of the cost model (:mod:`contextwarden._policy`), each one function:
 what this call's edits are made for and whether a lossy cut is due (:func:`edit_reason`), and
-where the lossless batch planned starts, if it is made now (:func:`lossless_reach`). The inputs they hand the model
+whether the lossless batch planned pays (:func:`lossless_pays`). The inputs they hand the model
 are gathered here (:func:`inputs`): the fixed part, the growth per call, the calls so far, the
 ledger of what was billed; nothing here changes the conversation but the ledger and the
 one-time warning.
@@ -9,18 +9,16 @@ one-time warning.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 
 from .._events import Event, emit
 from .._log import EditReason
-from .._policy import Inputs, Plan, calls_until_cut, decide, edit_pays, edit_value, payable_calls
+from .._policy import Inputs, Plan, calls_until_cut, decide, edit_pays, payable_calls
 from .._task import task_index
 from .call import Call
 from .state import State
 
-__all__ = ["Due", "edit_reason", "fixed_tokens", "lossless_reach"]
+__all__ = ["Due", "edit_reason", "fixed_tokens", "lossless_pays"]
 
 #: Calls after which the growth per call is measured well enough to warn that the room is tight.
 MEASURED_CALLS = 3
@@ -148,64 +146,27 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
     return plan
 
 
-def lossless_reach(
-    s: State,
-    call: Call,
-    reason: EditReason,
-    masks: Sequence[tuple[int, int, int]],
-    strips: Sequence[tuple[int, int, int]],
-) -> int | None:
-    """The history position a mask/strip batch starts at, or None for no edit now (see
-    :mod:`contextwarden._policy`). ``masks`` and ``strips``: ``(history position, view
-    position, tokens removed)`` of each change it could make, in history order (the strips
-    go together: they are one edit). An edit that must be made, or is free, reaches back to
-    the first; one that must pay starts where it saves the most of those that pay and are a
-    small bet: a later start rewrites less of the request and removes less."""
+def lossless_pays(s: State, call: Call, reason: EditReason, removed: int, first: int) -> bool:
+    """Whether a mask/strip batch removing ``removed`` tokens from view position ``first`` on
+    is made now (see :mod:`contextwarden._policy`)."""
     policy = s.config.policy
-    removed = sum(g for *_, g in masks) + sum(g for *_, g in strips)
-    if reason == "immediate":
-        return 0 if edit_pays(removed, 0, 0, s.calls, call.rates, policy) else None
-    if reason != "pays":
-        return 0
-    budget = call.ctx.budget
-    new_tokens = sum(s.tokens[s.new_start :])
-    raw = s.input_tokens + call.overhead
-    # an edit pays back while the whole history could still be sent, or not at all
-    payable = payable_calls(raw, budget.window, pace(s, call)) if budget else None
-    # the bill so far, this call included as it stands (see _policy.Ledger)
-    ledger = s.ledger.settle(raw, s.total, call.rates)
-    suffix = list(accumulate(reversed(s.tokens), initial=0))[::-1]  # tokens from p on
-    strip_at = strips[0][0] if strips else None
-    strip_gain = sum(g for *_, g in strips)
-    best: tuple[float, int] | None = None
-    starts = sorted({*(h for h, _, _ in masks), *((strip_at,) if strip_at is not None else ())})
-    by_start = {h: (p, g) for h, p, g in masks}
-    gains = dict.fromkeys(starts, 0)
-    for h, _, g in masks:
-        gains[h] += g
-    taken, first = 0, len(s.tokens)
-    for h in reversed(starts):  # from the newest start back: each takes in more
-        taken += gains[h]
-        if h in by_start:
-            first = min(first, by_start[h][0])
-        if h == strip_at:
-            taken += strip_gain
-            first = min(first, strips[0][1])
+    if reason == "pays":
+        rewritten = sum(s.tokens[first:]) - removed
+        new_tokens = sum(s.tokens[s.new_start :])
+        budget = call.ctx.budget
         left = None
         if budget is not None and s.config.compaction.enabled:
-            left = calls_until_cut(inputs(s, call, s.total - taken), policy)
+            left = calls_until_cut(inputs(s, call, s.total - removed), policy)
+        # an edit pays back while the whole history could still be sent, or not at all
+        raw = s.input_tokens + call.overhead
+        payable = payable_calls(raw, budget.window, pace(s, call)) if budget else None
         if payable is not None:
             left = payable if left is None else min(left, payable)
-        value = edit_value(
-            taken,
-            suffix[first] - taken,
-            new_tokens,
-            s.calls,
-            call.rates,
-            policy,
-            left,
-            ledger=ledger,
+        # the bill so far, this call included as it stands (see _policy.Ledger)
+        ledger = s.ledger.settle(raw, s.total, call.rates)
+        return edit_pays(
+            removed, rewritten, new_tokens, s.calls, call.rates, policy, left, ledger=ledger
         )
-        if value is not None and (best is None or value > best[0]):
-            best = (value, h)
-    return None if best is None else best[1]
+    if reason == "immediate":
+        return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
+    return True

@@ -2,7 +2,7 @@
 
 :func:`plan_lossless` plans one mask edit and/or one strip edit reaching as far as the recent
 ones allow (:func:`frontiers`), with the tokens they would remove and the first view message
-they change; the policy (:func:`.decide.lossless_reach`) says whether to make them now and from where, and
+they change; the policy (:func:`.decide.lossless_pays`) says whether to make them now, and
 :func:`lossless_edit` commits them to the log.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
-from dataclasses import replace
 
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
@@ -18,7 +17,7 @@ from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
-from .decide import lossless_reach
+from .decide import lossless_pays
 from .render import mask, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State
 
@@ -48,45 +47,36 @@ def frontiers(s: State) -> tuple[int, int]:
 
 
 def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
-    """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`). The
-    edit reaches back as far as it pays: every result and thinking block up to the frontiers
-    when it must be made (or is free), else from the history position the cost model picks
-    (:func:`.decide.lossless_reach`): an edit that starts later rewrites less of the request."""
+    """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
     mask_to, strip_to = frontiers(s)
-    open_below = s.unreached <= min(mask_to, s.mask_upto)
-    if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not open_below:
+    if mask_to <= s.mask_upto and strip_to <= s.strip_upto:
         return
-    # (history position, view position, tokens removed) of each change, in history order
-    changes: list[tuple[int, int, int]] = []
+    removed = 0
+    first: int | None = None
     mask_edit: Mask | None = None
-    if (mask_to > s.mask_upto or open_below) and s.config.mask.enabled:
-        mask_edit, changes = _mask_edit(s, call.ctx, reason, mask_to)
-    stripped: list[tuple[int, int, int]] = []
-    for i in s.index.thinking[bisect_right(s.index.thinking, s.strip_upto) :]:
-        if i > strip_to:
+    if mask_to > s.mask_upto and s.config.mask.enabled:
+        mask_edit, removed, first = _mask_edit(s, call.ctx, reason, mask_to)
+    for i in reversed(s.index.thinking):
+        if i <= s.strip_upto:
             break
+        if i > strip_to:
+            continue
         p = s.position(i)
-        if p is not None and (gain := _gain(s, call.ctx, i, p, "strip")) > 0:
-            stripped.append((i, p, gain))
-    if not changes and not stripped:
+        if p is None:
+            continue
+        gain = _gain(s, call.ctx, i, p, "strip")
+        if gain > 0:
+            removed += gain
+            first = p if first is None else min(first, p)
+    if first is None or removed <= 0:
         return
-    start = lossless_reach(s, call, reason, changes, stripped)
-    if start is None:
+    if not lossless_pays(s, call, reason, removed, first):
         return
-    changes = [c for c in changes if c[0] >= start]
-    with_strip = bool(stripped) and stripped[0][0] >= start
-    first = min(p for _, p, _ in [*changes, *(stripped[:1] if with_strip else [])])
     before = s.total
     new_edits: list[Edit] = []
-    if mask_edit is not None and changes:
-        new_edits.append(
-            replace(
-                mask_edit,
-                start=start,
-                superseded=tuple(x for x in mask_edit.superseded if x[0] >= start),
-            )
-        )
-    if with_strip:
+    if mask_edit is not None:
+        new_edits.append(mask_edit)
+    if strip_to > s.strip_upto:
         new_edits.append(StripThinking(reason=reason, upto=strip_to, call=s.calls))
     commit(s, call, new_edits, first)
     originals = {
@@ -132,12 +122,11 @@ def _mask_plan(s: State) -> MaskPlan:
 
 def _mask_edit(
     s: State, ctx: LayerContext, reason: EditReason, upto: int
-) -> tuple[Mask, list[tuple[int, int, int]]]:
-    """The mask edit reaching every open result up to ``upto`` (with its plan: the latest
-    reads of the files the agent works on kept whole, newest first, within
-    ``mask.protect_ratio`` of the window; superseded results reduced to a marker wherever
-    they are) and what it changes: ``(history position, view position, tokens removed)`` in
-    history order. Costs the results it may change, not the history."""
+) -> tuple[Mask, int, int | None]:
+    """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
+    agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
+    superseded results reduced to a marker wherever they are), the tokens it removes and
+    the first view position it changes. Costs the results it may change, not the history."""
     cfg = s.config.mask
     plan = _mask_plan(s) if cfg.plan else MaskPlan(frozenset(), {})
     where = s.index.result_at
@@ -170,7 +159,8 @@ def _mask_edit(
     )
     fate = ChainMap(_fates(s, edit), s.fate)
     changed = sorted({where[rid] for rid in fate.maps[0] if rid in where})
-    changes: list[tuple[int, int, int]] = []
+    removed = 0
+    first: int | None = None
     count = ctx.counter.count_message
     for pos in changed:
         p = s.position(pos)
@@ -182,8 +172,9 @@ def _mask_edit(
             after = strip(s, ctx, pos, after)
         gain = s.tokens[p] - count(after) if after is not now else 0
         if gain != 0:
-            changes.append((pos, p, gain))
-    return edit, changes
+            removed += gain
+            first = p if first is None else min(first, p)
+    return edit, removed, first
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:
@@ -196,7 +187,7 @@ def _fates(s: State, edit: Mask) -> dict[str, str]:
         if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.unreached]
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
     start = bisect_left(s.index.results, min(reach))
     for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
         for r in s.base[pos].tool_results:

@@ -8,7 +8,6 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -64,15 +63,14 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
 
 def marked(s: State, fate: Mapping[str, str], edit: Mask) -> dict[str, str]:
     """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
-    other results from its ``start`` to its ``upto`` are masked unless it keeps them (a result
-    masked or superseded before stays so)."""
+    other results at or before its ``upto`` are masked unless it keeps them (a result masked
+    or superseded before stays so)."""
     out = dict(fate)
     for _, rid, by in edit.superseded:
         if out.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    results = s.index.results
-    for pos in results[bisect_left(results, edit.start) :]:
+    for pos in s.index.results:
         if pos > edit.upto:
             break
         for r in s.base[pos].tool_results:

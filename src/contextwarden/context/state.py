@@ -55,9 +55,6 @@ class State:
         self.tokens: list[int] = []  # per view message
         self.input_tokens = 0
         self.mask_upto = -1
-        #: the first history position from which on no mask edit reached every result (a
-        #: mask that starts late leaves older results whole: they stay open to a later one)
-        self.unreached = 0
         self.strip_upto = -1
         self.touched = -1  # the last history position an edit changed or removed
         self.anchored = -1  # the last position an edit's inserted message stands before

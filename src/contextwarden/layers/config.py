@@ -25,7 +25,7 @@ class MaskConfig(BaseModel):
 
     enabled: bool = Field(default=True, description="Mask old tool results. Default: true.")
     keep_recent: int = Field(
-        default=3, ge=0, description="The most recent tool results kept whole. Default: 3."
+        default=6, ge=0, description="The most recent tool results kept whole. Default: 6."
     )
     min_chars: int = Field(
         default=500,
