@@ -133,9 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--messages", type=int, default=1_000)
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args(argv)
-    from contextwarden.formats import to_openai
-
     from bench._data import real_history
+    from contextwarden.formats import to_openai
 
     history = to_openai(list(real_history(a.messages + 1)))
     *before, extra = history
