@@ -63,6 +63,12 @@ FIXED = (0, 19_000)
 DEARER = 0.01
 #: The warden's config for every cell (``--config``; empty: the defaults).
 _CONFIG: dict[str, Any] = {}
+#: Where the recordings are read (``--root``; empty: the shared trajectories).
+_ROOT: list[Path] = []
+
+
+def _recs() -> tuple[Any, ...]:
+    return recordings(_ROOT[0]) if _ROOT else recordings()
 
 
 @cache
@@ -144,7 +150,7 @@ def _warden_sender(
 def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
     """One (recording, window, price, fixed) cell, raw and contextwarden."""
     index, window, price, fixed = job
-    rec = recordings()[index]
+    rec = _recs()[index]
     model, read, write = PRICES[price]
     if window == 0:
         from contextwarden._models import find_model
@@ -286,12 +292,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     ap.add_argument("--markdown", action="store_true", help="print the markdown table")
     ap.add_argument("--config", default="", help="the warden's config as JSON (default: none)")
+    ap.add_argument(
+        "--root", type=Path, default=None, help="read the recordings under this folder instead"
+    )
     a = ap.parse_args(argv)
     _CONFIG.update(json.loads(a.config) if a.config else {})
     windows = [0 if w == "model" else int(w) for w in a.windows.split(",") if w.strip()]
     prices = [p for p in a.prices.split(",") if p.strip()]
     fixed = [int(f) for f in a.fixed.split(",") if f.strip()]
-    recs = recordings()
+    if a.root is not None:
+        _ROOT.append(a.root)
+    recs = _recs()
     idx = [
         i
         for i, r in enumerate(recs)
