@@ -16,6 +16,7 @@ from contextwarden.formats.anthropic import compaction_block_at
 from contextwarden.formats.anthropic import provider_compaction as anthropic_compaction
 from contextwarden.formats.responses import (
     compaction_item_at,
+    compaction_trigger,
     from_responses,
     provider_compaction,
     to_responses,
@@ -108,9 +109,10 @@ def test_responses_item_round_trip_and_cost() -> None:
 def test_responses_says_when_the_server_compacts() -> None:
     items = [{"type": "message", "role": "user", "content": "task"}]
     assert provider_compaction({"input": items}) is None
-    trigger = {"input": [*items, {"type": "compaction_trigger"}]}
-    assert "compaction_trigger" in (provider_compaction(trigger) or "")
-    early = {"input": [{"type": "compaction_trigger"}, *items]}
-    assert provider_compaction(early) is None  # only as the last item
+    # Codex's trigger asks for one compaction of what precedes it, only as the last item
+    trigger = [*items, {"type": "compaction_trigger"}]
+    assert compaction_trigger(trigger) and provider_compaction({"input": trigger}) is None
+    assert not compaction_trigger([{"type": "compaction_trigger"}, *items])
+    assert not compaction_trigger(items) and not compaction_trigger([])
     managed = {"input": items, "context_management": [{"type": "compaction"}]}
     assert provider_compaction(managed) is not None

@@ -21,8 +21,8 @@ __all__ = ["PROVIDER_COMPACTION", "Has", "Ran", "Splice", "Turn", "Wire", "json_
 Has = Callable[[re.Pattern[bytes], int], bool]
 
 #: The ``skipped`` reason of a request whose history the provider compacts itself (its
-#: ``context_management``, a compaction block, Codex's ``compaction_trigger``): forwarded as
-#: sent, so that the same history is not compacted twice.
+#: ``context_management``, a compaction block): forwarded as sent, so that the same history is
+#: not compacted twice.
 PROVIDER_COMPACTION = "provider_compaction"
 
 

@@ -5,7 +5,11 @@ the recall tool as a function, and the client's one stream of events made of the
 Forwarded **unchanged**, with the reason in ``X-Contextwarden-Skipped`` and the log line:
 ``previous_response_id`` or ``conversation`` set (the server holds the earlier history and the
 request carries only the new items: there is nothing here to trim); ``input`` a plain string (one
-user message) or missing.
+user message) or missing; ``context_management`` asking the server to compact as it goes
+(``provider_compaction``). Codex's ``compaction_trigger`` (the last input item) is not: the items
+before it go through the warden as the conversation's other requests do (with its edits, and the
+recall tool among the tools, so the provider reads its cached prefix), with no compaction of the
+proxy's own, and the trigger after them.
 
 The client's stream reads as one response: the first round's ``response.created`` (and
 ``queued`` / ``in_progress``; the response's echo of the request's ``tools`` never names the
@@ -28,6 +32,7 @@ from typing import Any
 
 from ...formats.responses import (
     compaction_item_at,
+    compaction_trigger,
     from_responses,
     provider_compaction,
     to_responses,
@@ -66,7 +71,7 @@ class ResponsesWire(Wire):
         for key in _SERVER_STATE:
             if body.get(key) is not None:
                 return key, "the server holds the earlier history; forwarded unchanged"
-        reason = provider_compaction(body)  # the server compacts it: Codex's compaction_trigger
+        reason = provider_compaction(body)  # the server compacts it as it goes
         return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
@@ -97,13 +102,20 @@ class ResponsesWire(Wire):
         # the items before the last compaction item are carried by it: kept as sent, not
         # counted, not reduced
         kept = items[: compaction_item_at(items) or 0]
+        # Codex's compaction_trigger asks the provider to summarise the items before it: they
+        # go as the conversation's earlier requests sent them (its edits, and the recall tool
+        # among its tools, so the provider's cached prefix is read), the trigger last; the
+        # proxy makes no compaction of its own on them
+        trigger = items[-1:] if compaction_trigger(items) else []
+        if trigger:
+            options = {**options, "allow_compaction": False}
         instructions = body.get("instructions")
-        messages = from_responses(items[len(kept) :], instructions=instructions)
+        messages = from_responses(items[len(kept) : len(items) - len(trigger)], instructions=instructions)
         result = warden.transform(
             messages, model=model, window=window, tools=self.count_tools(body), **options
         )
         new_instructions, new_items = to_responses(list(result.messages))
-        new_items = [*kept, *new_items]
+        new_items = [*kept, *new_items, *trigger]
         if new_items == items and new_instructions == instructions:
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)
