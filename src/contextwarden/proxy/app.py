@@ -607,7 +607,9 @@ class _Overflow(Exception):
 
 
 #: The warden's calls that may raise ContextOverflowError (see :class:`_OverflowPassing`).
-_WARDEN_CALLS = frozenset({"transform", "transform_openai", "transform_anthropic"})
+_WARDEN_CALLS = frozenset(
+    {"transform", "transform_openai", "transform_anthropic", "transform_responses"}
+)
 
 
 class _OverflowPassing:

@@ -30,13 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formats.responses import (
-    compaction_item_at,
-    compaction_trigger,
-    from_responses,
-    provider_compaction,
-    to_responses,
-)
+from ...formats.responses import provider_compaction
 from ...formats.validate import validate_responses
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
@@ -64,7 +58,7 @@ class ResponsesWire(Wire):
     provider = "openai"
     items = "input"
     paths = ("/v1/responses", "/responses")
-    method = "transform"
+    method = "transform_responses"
     limit_api = "responses"
 
     def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -99,23 +93,15 @@ class ResponsesWire(Wire):
         cache_breakpoints: bool,
     ) -> Ran:
         items = body["input"]
-        # the items before the last compaction item are carried by it: kept as sent, not
-        # counted, not reduced
-        kept = items[: compaction_item_at(items) or 0]
-        # Codex's compaction_trigger asks the provider to summarise the items before it: they
-        # go as the conversation's earlier requests sent them (its edits, and the recall tool
-        # among its tools, so the provider's cached prefix is read), the trigger last; the
-        # proxy makes no compaction of its own on them
-        trigger = items[-1:] if compaction_trigger(items) else []
-        if trigger:
-            options = {**options, "allow_compaction": False}
         instructions = body.get("instructions")
-        messages = from_responses(items[len(kept) : len(items) - len(trigger)], instructions=instructions)
-        result = warden.transform(
-            messages, model=model, window=window, tools=self.count_tools(body), **options
+        new_instructions, new_items, result = warden.transform_responses(
+            items,
+            instructions=instructions,
+            model=model,
+            window=window,
+            tools=self.count_tools(body),
+            **options,
         )
-        new_instructions, new_items = to_responses(list(result.messages))
-        new_items = [*kept, *new_items, *trigger]
         if new_items == items and new_instructions == instructions:
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)
