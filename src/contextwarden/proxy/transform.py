@@ -142,7 +142,9 @@ class BodyOutcome:
     the id of the warden's log for it (empty when the warden did not say). ``refused`` says
     why the reduced request cannot be sent (the proxy answers 400 with it, never an empty or
     invalid request). ``sent`` is the body as parsed (and rebuilt) when the warden ran: the
-    recall rounds add to it without parsing again what the proxy wrote.
+    recall rounds add to it without parsing again what the proxy wrote. ``restored`` counts
+    the oldest messages the client dropped from the history that were put back
+    (:meth:`~contextwarden.formats._body.BodyReader.restore`): the conversation goes on.
     """
 
     body: bytes
@@ -163,6 +165,7 @@ class BodyOutcome:
     refused: str | None = None
     sent: dict[str, Any] | None = None
     fast_json: bool = False
+    restored: int = 0
 
 
 def effective_window(
@@ -262,6 +265,8 @@ def transform_body(
         return BodyOutcome(raw, False, model, stream, skipped=skip[0], detail=skip[1])
     if lone_surrogate(has, body):
         return surrogate_outcome(raw, model, stream)
+    # a history whose oldest messages the client dropped goes on as the history it trims
+    restored = bodies.restore(read, wire.items) if bodies is not None and read is not None else 0
     warning: str | None = None
     options: dict[str, Any] = {}
 
@@ -297,9 +302,12 @@ def transform_body(
         return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
 
     rebuilt: dict[str, Any] | None = None
-    if ran_.fields:
+    fields = ran_.fields
+    if restored and wire.items not in fields:
+        fields = {**fields, wire.items: body[wire.items]}
+    if fields:
         rebuilt = dict(body)  # key order kept: only the fields the wire names change
-        for key, value in ran_.fields.items():
+        for key, value in fields.items():
             if value is None:
                 rebuilt.pop(key, None)
             else:
@@ -317,6 +325,7 @@ def transform_body(
         fast_json=fast,
         cache_breakpoints=ran_.cache_breakpoints,
         sent=rebuilt if rebuilt is not None else body,
+        restored=restored,
     )
 
 
