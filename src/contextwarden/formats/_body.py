@@ -70,7 +70,18 @@ class BodyRead:
     reused from the previous body of the conversation. :meth:`has` looks for a pattern in its
     bytes, only in those the previous body did not have when that one was looked in."""
 
-    __slots__ = ("_base", "_entry", "_prior", "_shared", "body", "finite", "found", "raw", "reused")
+    __slots__ = (
+        "_base",
+        "_entry",
+        "_prior",
+        "_shared",
+        "body",
+        "finite",
+        "found",
+        "memo",
+        "raw",
+        "reused",
+    )
 
     def __init__(
         self,
@@ -90,6 +101,9 @@ class BodyRead:
         self.found: dict[re.Pattern[bytes], int] = {}  # and in this one (-1: nowhere)
         self._entry: _Entry | None = None  # what the reader remembers of this body
         self._base: _Entry | None = None  # the remembered body it went on from, if any
+        #: what the checks of the conversation's bodies remember between requests (one dict
+        #: handed on from body to body; see :func:`~.validate.validate_anthropic`)
+        self.memo: dict[str, Any] = {}
 
     def has(self, pattern: re.Pattern[bytes], width: int) -> bool:
         """Whether ``pattern`` (whose matches are at most ``width`` bytes long) matches the
@@ -119,6 +133,7 @@ class _Entry:
         "head",
         "head_end",
         "images",
+        "memo",
         "messages",
         "prefix",
         "restored",
@@ -134,8 +149,9 @@ class _Entry:
         head: bytes,
         finite: list[bool],
     ) -> None:
-        # its bytes up to the end of its last message (a copy: the request's own bytes go)
-        self.prefix = raw[: ends[-1]] if ends else raw[:head_end]
+        # its bytes up to the end of its last message: a view of the body, not a copy (what
+        # follows the messages is a few bytes, and a copy of a body of megabytes takes one)
+        self.prefix = memoryview(raw)[: ends[-1] if ends else head_end]
         self.head_end = head_end  # where its first message starts
         self.ends = ends  # where each message ends
         self.messages = tuple(messages)  # the message dicts (a copy of the caller's list)
@@ -144,6 +160,7 @@ class _Entry:
         self.finite = finite  # per message: it and every message before it hold no NaN/infinity
         self.found: dict[re.Pattern[bytes], int] = {}  # BodyRead.has's, of this body
         self.restored: Restored | None = None  # the history it trims, when it trims one
+        self.memo: dict[str, Any] = {}  # BodyRead.memo, handed on
         end = ends[-1] if ends else head_end
         self.size = end - head_end + len(ends) * DICT_BYTES + len(head) + len(self.prefix)
 
@@ -483,11 +500,15 @@ class BodyReader:
         result = BodyRead(
             body, prior and walk.finite, k, raw, shared, old.found if old is not None else None
         )
+        messages.has = result.has
         if not all(type(m) is dict for m in values):
             all_ends = []  # only objects end where their bytes do (a number may go on): not kept
         head_image = marshal.dumps((head_finite, head), _VERSION)
         entry = _Entry(raw, head_end, all_ends, messages, head_image, cumulative)
         entry.found = result.found  # filled as the request is looked at, for the next one
+        if old is not None:
+            entry.memo = old.memo
+        result.memo = entry.memo
         return result, entry
 
     # -- the table -------------------------------------------------------------------------------

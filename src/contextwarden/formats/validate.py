@@ -298,7 +298,9 @@ def _check_openai_call(
 
 
 # -- Anthropic -------------------------------------------------------------------------------------
-def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
+def validate_anthropic(
+    system: Any, messages: Sequence[Any], memo: dict[str, Any] | None = None
+) -> list[str]:
     """Problems of an Anthropic Messages request (empty list = valid).
 
     Checks the system prompt (a string or a list of text blocks); that messages are user /
@@ -309,6 +311,10 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
     right before; that every ``tool_use`` is answered in the next user message; that tool
     ids are unique and well-formed; that thinking blocks keep their signature (and redacted
     ones their data) and appear only in assistant messages.
+
+    ``memo``: a dict kept between the requests of one conversation (the proxy's), in which the
+    check of a request's messages is remembered a few messages short of its end; the next
+    request that begins with the same messages is checked from there on only.
     """
     problems: list[str] = []
     if system is not None and not isinstance(system, str):
@@ -330,50 +336,75 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
         return [*problems, f"messages: expected a list, got {tname(messages)}"]
     if not messages:
         problems.append("messages: the list is empty")
+    found: list[str] = []
     pending: dict[str, int] = {}  # tool_use id -> assistant index, for the next user message
     seen: dict[str, int] = {}
     prev_role: Any = None
     last = len(messages) - 1
-    for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
-            problems.append(f"message {i}: expected an object, got {tname(m)}")
-            continue
-        role = m.get("role")
-        if role == "system":
-            _check_inline_system(problems, i, m.get("content"), pending, prev_role)
-            continue
-        if role not in ("user", "assistant"):
-            problems.append(
-                f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}"
-            )
-            continue
-        if prev_role is None and role != "user":
-            problems.append(f"message {i}: the first message must have role 'user'")
-        if role == prev_role:
-            problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
-        if role == "assistant" and pending and prev_role != "assistant":
-            _anthropic_unanswered(problems, pending, i)
-        content = m.get("content")
-        prefill = role == "assistant" and i == last
-        if isinstance(content, str):
-            if not content and not prefill:
-                problems.append(f"message {i} ({role}): empty content")
-            if role == "user" and pending:
-                _anthropic_unanswered(problems, pending, i)
-        elif isinstance(content, list):
-            if not content and not prefill:
-                problems.append(f"message {i} ({role}): empty content")
-            _check_blocks(problems, i, role, content, pending, seen)
-        else:
-            problems.append(
-                f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
-            )
-        prev_role = role
+    start = 0
+    saved = memo.get("anthropic") if memo is not None else None
+    if saved is not None and saved[1] <= last and saved[0][: saved[1]] == messages[: saved[1]]:
+        _, start, (found, pending, seen, prev_role) = saved
+        found, pending, seen = list(found), dict(pending), dict(seen)
+    mark = max(last - _MEMO_BEFORE_END, 0)
+    for i in range(start, len(messages)):
+        if i == mark and memo is not None:
+            state = (list(found), dict(pending), dict(seen), prev_role)
+            memo["anthropic"] = (messages[:i], i, state)
+        prev_role = _anthropic_message(found, i, messages[i], i == last, pending, seen, prev_role)
     for cid, at in pending.items():
+        found.append(f"message {at}: tool_use {cid!r} is not answered by a following user message")
+    return problems + found
+
+
+#: How many of a request's newest messages the next request of its conversation may spell
+#: otherwise (a breakpoint moved, a reminder taken back) and still resume the check.
+_MEMO_BEFORE_END = 4
+
+
+def _anthropic_message(
+    problems: list[str],
+    i: int,
+    m: Any,
+    is_last: bool,
+    pending: dict[str, int],
+    seen: dict[str, int],
+    prev_role: Any,
+) -> Any:
+    """Check message ``i`` of an Anthropic request (see :func:`validate_anthropic`); the role
+    the next message follows."""
+    if not isinstance(m, Mapping):
+        problems.append(f"message {i}: expected an object, got {tname(m)}")
+        return prev_role
+    role = m.get("role")
+    if role == "system":
+        _check_inline_system(problems, i, m.get("content"), pending, prev_role)
+        return prev_role
+    if role not in ("user", "assistant"):
+        problems.append(f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}")
+        return prev_role
+    if prev_role is None and role != "user":
+        problems.append(f"message {i}: the first message must have role 'user'")
+    if role == prev_role:
+        problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
+    if role == "assistant" and pending and prev_role != "assistant":
+        _anthropic_unanswered(problems, pending, i)
+    content = m.get("content")
+    prefill = role == "assistant" and is_last
+    if isinstance(content, str):
+        if not content and not prefill:
+            problems.append(f"message {i} ({role}): empty content")
+        if role == "user" and pending:
+            _anthropic_unanswered(problems, pending, i)
+    elif isinstance(content, list):
+        if not content and not prefill:
+            problems.append(f"message {i} ({role}): empty content")
+        _check_blocks(problems, i, role, content, pending, seen)
+    else:
         problems.append(
-            f"message {at}: tool_use {cid!r} is not answered by a following user message"
+            f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
         )
-    return problems
+    return role
 
 
 def _check_inline_system(

@@ -312,7 +312,7 @@ def transform_body(
                 rebuilt.pop(key, None)
             else:
                 rebuilt[key] = value
-        refused = _unsendable(wire, body, rebuilt)
+        refused = _unsendable(wire, body, rebuilt, read.memo if read is not None else None)
         if refused is not None:
             return BodyOutcome(raw, False, model, stream, refused=refused, sent=body)
     return ran(
@@ -333,12 +333,14 @@ def transform_body(
 TIGHT_ROOM = "tight_room"
 
 
-def _unsendable(wire: Wire, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+def _unsendable(
+    wire: Wire, before: dict[str, Any], after: dict[str, Any], memo: dict[str, Any] | None
+) -> str | None:
     """Why the body the warden wrote cannot be sent, or None: it breaks the provider's rules
     (:meth:`Wire.problems`) where the client's own body did not, or its history came out empty
     (and came in not). A body that came invalid and stays so goes on: the upstream judges it,
-    as without us."""
-    problems = wire.problems(after)
+    as without us. ``memo``: what the checks remember of the conversation's last body."""
+    problems = wire.problems(after, memo)
     if not problems:
         return None
     if (after[wire.items] or not before[wire.items]) and wire.problems(before):

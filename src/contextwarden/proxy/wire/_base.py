@@ -115,8 +115,9 @@ class Wire:
         ``has(pattern, width)``: whether the body's bytes match a pattern)."""
         raise NotImplementedError
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
-        """What makes the body the proxy wrote invalid by the provider's rules (none: valid)."""
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
+        """What makes the body the proxy wrote invalid by the provider's rules (none: valid);
+        ``memo``: what the check remembers between the bodies of one conversation."""
         return []
 
     # -- the recall tool -------------------------------------------------------------------------

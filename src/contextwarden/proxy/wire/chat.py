@@ -42,7 +42,7 @@ class ChatWire(Wire):
         )
         return Ran({"messages": out} if out != messages else {}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_openai(body["messages"])
 
     def tool_name(self, tool: Any) -> Any:

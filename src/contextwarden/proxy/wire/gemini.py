@@ -93,7 +93,7 @@ class GeminiWire(Wire):
             return Ran({}, result)
         return Ran({"contents": new_contents, key: new_system}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_gemini(body["contents"])
 
     # -- the recall tool -------------------------------------------------------------------------

@@ -85,8 +85,8 @@ class MessagesWire(Wire):
             fields["messages"] = new_messages
         return Ran(fields, result, added)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
-        return validate_anthropic(body.get("system"), body["messages"])
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
+        return validate_anthropic(body.get("system"), body["messages"], memo)
 
     def recall_tool(self) -> dict[str, Any]:
         return recall_tool("anthropic")

@@ -106,7 +106,7 @@ class ResponsesWire(Wire):
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_responses(body["input"])
 
     def may_offer(self, body: Mapping[str, Any]) -> bool:
