@@ -313,8 +313,8 @@ def validate_anthropic(
     ones their data) and appear only in assistant messages.
 
     ``memo``: a dict kept between the requests of one conversation (the proxy's), in which the
-    check of a request's messages is remembered a few messages short of its end; the next
-    request that begins with the same messages is checked from there on only.
+    check of a request is remembered at a few points before its end; the next request is
+    checked from the last point up to which it has the same messages.
     """
     problems: list[str] = []
     if system is not None and not isinstance(system, str):
@@ -341,25 +341,34 @@ def validate_anthropic(
     seen: dict[str, int] = {}
     prev_role: Any = None
     last = len(messages) - 1
-    start = 0
-    saved = memo.get("anthropic") if memo is not None else None
-    if saved is not None and saved[1] <= last and saved[0][: saved[1]] == messages[: saved[1]]:
-        _, start, (found, pending, seen, prev_role) = saved
-        found, pending, seen = list(found), dict(pending), dict(seen)
+    start, points = 0, []
+    before, saved = (memo or {}).get("anthropic", ((), []))
+    for k, state in reversed(saved):
+        if k <= last and before[:k] == messages[:k]:  # resume where the two agree
+            start, points = k, [p for p in saved if p[0] <= k]
+            found, pending, seen = list(state[0]), dict(state[1]), dict(state[2])
+            prev_role = state[3]
+            break
     mark = max(last - _MEMO_BEFORE_END, 0)
     for i in range(start, len(messages)):
-        if i == mark and memo is not None:
-            state = (list(found), dict(pending), dict(seen), prev_role)
-            memo["anthropic"] = (messages[:i], i, state)
+        if memo is not None and i > start and (i == mark or i % _MEMO_EVERY == 0):
+            points.append((i, (list(found), dict(pending), dict(seen), prev_role)))
         prev_role = _anthropic_message(found, i, messages[i], i == last, pending, seen, prev_role)
+    if memo is not None and points:
+        points = points[-_MEMO_POINTS:]
+        memo["anthropic"] = (messages[: points[-1][0]], points)
     for cid, at in pending.items():
         found.append(f"message {at}: tool_use {cid!r} is not answered by a following user message")
     return problems + found
 
 
-#: How many of a request's newest messages the next request of its conversation may spell
-#: otherwise (a breakpoint moved, a reminder taken back) and still resume the check.
+#: Where the check of a request is remembered: a few messages short of its end (the next
+#: request may spell its newest ones otherwise: a breakpoint moved, a reminder taken back), and
+#: every so many messages before, the last few of those kept (an edit rewrites a message a few
+#: turns back: the check resumes before it).
 _MEMO_BEFORE_END = 4
+_MEMO_EVERY = 32
+_MEMO_POINTS = 4
 
 
 def _anthropic_message(

@@ -275,15 +275,8 @@ def transform_body(
         # needs to accept the keyword
         if summarizer_for is not None:
             options["summarizer"] = summarizer_for(model)
-        return wire.run(
-            warden,
-            body,
-            has,
-            model=model,
-            window=window,
-            options=options,
-            cache_breakpoints=cache_breakpoints,
-        )
+        call = {"model": model, "window": window, "tools": wire.count_tools(body), **options}
+        return wire.run(warden, body, has, call, cache_breakpoints)
 
     try:
         window = effective_window(model, window_cap, window_override, models)

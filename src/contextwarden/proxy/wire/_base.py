@@ -101,18 +101,12 @@ class Wire:
         return tools if isinstance(tools, list) else None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
-        """The warden on the body's history (``options``: ``summarizer``, ``max_tokens``;
-        ``has(pattern, width)``: whether the body's bytes match a pattern)."""
+        """The warden on the body's history: ``options`` are the keywords of its call
+        (``model``, ``window``, ``tools``, and ``summarizer``, ``max_tokens`` when given);
+        ``has(pattern, width)``: whether the body's bytes match a pattern; ``marks``: add
+        prompt-cache breakpoints where the API takes them and the client set none."""
         raise NotImplementedError
 
     def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:

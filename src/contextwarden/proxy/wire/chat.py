@@ -25,21 +25,10 @@ class ChatWire(Wire):
     limit_api = "openai"
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         messages = body["messages"]
-        tools = self.count_tools(body)
-        out, result = warden.transform_openai(
-            messages, model=model, window=window, tools=tools, **options
-        )
+        out, result = warden.transform_openai(messages, **options)
         return Ran({"messages": out} if out != messages else {}, result)
 
     def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:

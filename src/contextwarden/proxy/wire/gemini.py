@@ -67,23 +67,13 @@ class GeminiWire(Wire):
         return out or None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         contents = body["contents"]
         key = next((k for k in _SYSTEM_KEYS if k in body), _SYSTEM_KEYS[0])
         system = body.get(key)
         messages = from_gemini(contents, system)
-        result = warden.transform(
-            messages, model=model, window=window, tools=self.count_tools(body), **options
-        )
+        result = warden.transform(messages, **options)
         canonical = list(result.messages)
         if body.get("cachedContent") is not None and system is None:
             # the cache holds the system instruction: a new one goes as the first user turn

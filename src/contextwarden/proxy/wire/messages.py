@@ -48,29 +48,16 @@ class MessagesWire(Wire):
         return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
-        messages = body["messages"]
-        tools = self.count_tools(body)
-        system = body.get("system")
+        messages, system = body["messages"], body.get("system")
+        tools = options["tools"]
         new_system, new_messages, result = warden.transform_anthropic(
-            messages, system=system, model=model, window=window, tools=tools, **options
+            messages, system=system, **options
         )
         added = 0
         new_tools = tools
-        if (
-            cache_breakpoints
-            and self.breakpoints
-            and not _client_caches(has, body, system, messages, tools)
-        ):
+        if marks and self.breakpoints and not _client_caches(has, body, system, messages, tools):
             new_system, new_messages, new_tools, added = add_counting(
                 new_system, new_messages, tools, _stable(result, len(new_messages))
             )

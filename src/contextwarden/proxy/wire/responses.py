@@ -82,25 +82,12 @@ class ResponsesWire(Wire):
         return out or None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         items = body["input"]
         instructions = body.get("instructions")
         new_instructions, new_items, result = warden.transform_responses(
-            items,
-            instructions=instructions,
-            model=model,
-            window=window,
-            tools=self.count_tools(body),
-            **options,
+            items, instructions=instructions, **options
         )
         if new_items == items and new_instructions == instructions:
             return Ran({}, result)
