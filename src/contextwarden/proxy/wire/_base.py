@@ -14,7 +14,16 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event
 from ..stats import Route
 
-__all__ = ["PROVIDER_COMPACTION", "Has", "Ran", "Splice", "Turn", "Wire", "json_object"]
+__all__ = [
+    "PROVIDER_COMPACTION",
+    "Has",
+    "Holding",
+    "Ran",
+    "Splice",
+    "Turn",
+    "Wire",
+    "json_object",
+]
 
 #: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
 #: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
@@ -55,6 +64,20 @@ class Splice(Protocol):
     def end_round(self) -> Turn: ...
     def next_round(self) -> None: ...
     def flush(self) -> list[bytes]: ...
+
+
+class Holding:
+    """A splice that holds a round's events until the round ends (its ``held``) and writes
+    each as the client gets it (its ``_emit``)."""
+
+    held: list[Event]
+
+    def _emit(self, event: Event, data: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    def release(self) -> list[bytes]:
+        """The held events as the client gets them."""
+        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
 
 class Wire:
@@ -177,6 +200,11 @@ class Wire:
 
     def answers(self, turn: Turn, found: list[tuple[str, bool]]) -> list[dict[str, Any]]:
         """The items a round appends: ``turn``'s, then each call's answer (text, is_error)."""
+        pairs = zip(turn.calls, found, strict=True)
+        return [*turn.sent, *(self.answer(cid, text, error) for (cid, _), (text, error) in pairs)]
+
+    def answer(self, call_id: str, text: str, error: bool) -> dict[str, Any]:
+        """The item answering the recall call ``call_id`` (:meth:`answers`)."""
         raise NotImplementedError
 
     def splice(self) -> Splice:

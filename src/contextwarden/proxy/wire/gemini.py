@@ -24,7 +24,7 @@ from ...formats.validate import validate_gemini
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Has, Ran, Turn, Wire
+from ._base import Has, Holding, Ran, Turn, Wire
 
 __all__ = ["GEMINI", "GeminiSplice", "GeminiWire"]
 
@@ -207,7 +207,7 @@ def _without_recall(chunk: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class GeminiSplice:
+class GeminiSplice(Holding):
     """The client's one stream made of the rounds' streams (each chunk a whole
     ``GenerateContentResponse``). Chunks of text and thought pass as they come, until one
     carries a function call: from there on, and the chunk with the ``finishReason``, are held.
@@ -256,11 +256,7 @@ class GeminiSplice:
         self.holding, self.held, self.parts, self.round_usage = False, [], [], None
 
     def flush(self) -> list[bytes]:
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
-        return out
+        return self.release()
 
 
 def _merged(parts: list[Any]) -> list[Any]:

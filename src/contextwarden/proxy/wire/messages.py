@@ -26,7 +26,7 @@ from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Has, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -180,7 +180,7 @@ def _turn(blocks: list[Any]) -> Turn:
 
 
 @dataclass
-class AnthropicSplice:
+class AnthropicSplice(Holding):
     """The client's one Messages stream made of the rounds' streams. Text, thinking and other
     blocks pass as they come, until a ``tool_use`` block starts: from there on, and the
     ``message_delta`` / ``message_stop`` that end a message, are held. A round that called the
@@ -259,11 +259,7 @@ class AnthropicSplice:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round, as the client gets them."""
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
-        return out
+        return self.release()
 
 
 def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any]) -> None:

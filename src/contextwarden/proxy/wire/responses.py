@@ -39,6 +39,7 @@ from ..stats import Route
 from ._base import (
     PROVIDER_COMPACTION,
     Has,
+    Holding,
     Ran,
     Splice,
     Turn,
@@ -109,15 +110,9 @@ class ResponsesWire(Wire):
     def reply_turn(self, reply: dict[str, Any]) -> Turn:
         return responses_turn(reply.get("output"))
 
-    def answers(self, turn: Turn, found: list[tuple[str, bool]]) -> list[dict[str, Any]]:
+    def answer(self, call_id: str, text: str, error: bool) -> dict[str, Any]:
         # an error says so in its text: the item has no error flag
-        return [
-            *turn.sent,
-            *(
-                {"type": "function_call_output", "call_id": call_id, "output": text}
-                for (call_id, _), (text, _) in zip(turn.calls, found, strict=True)
-            ),
-        ]
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
 
     def splice(self) -> ResponsesSplice:
         return ResponsesSplice()
@@ -223,7 +218,7 @@ def _index(value: Any) -> int | None:
 
 
 @dataclass
-class ResponsesSplice:
+class ResponsesSplice(Holding):
     """The splice state of one client stream (see the module docstring): what the client has
     (its events' next ``sequence_number``, its output items by index, the first round's
     response) and what the current round has sent (its items, which of them are recall calls,
@@ -330,10 +325,7 @@ class ResponsesSplice:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round and its terminal event, as the client gets them."""
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
+        out = self.release()
         if self.end is not None and self.closing is not None:
             finished = self._finish(self.end)
             out.append(self._emit(self.closing, finished, rewritten=finished is not self.end))
