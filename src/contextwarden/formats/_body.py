@@ -361,7 +361,8 @@ class BodyReader:
             return 0
         entry.restored = restored
         with self._lock:
-            self._bytes += restored.size
+            if any(e is entry for e in self._entries.values()):  # kept: count what it holds
+                self._bytes += restored.size
             entry.size += restored.size
         messages = ImagedList([*restored.messages, *entry.messages[restored.kept :]])
         messages.images = [*restored.images, *entry.images[restored.kept :]]
