@@ -46,7 +46,7 @@ from typing import Any
 
 from ._prefix import ImagedList, image_digest
 
-__all__ = ["BodyRead", "BodyReader", "Restored"]
+__all__ = ["BodyRead", "BodyReader", "Restored", "Search"]
 
 #: What a message dict costs beyond its bytes in the body (the dict and its keys' slots, the
 #: digests kept of it).
@@ -67,21 +67,11 @@ _INFINITY = float("inf")
 class BodyRead:
     """A body read: ``body`` as :func:`json.loads` gives it (``body["messages"]`` an
     :class:`ImagedList`), ``finite`` when it holds no NaN or infinity, and how many messages were
-    reused from the previous body of the conversation. :meth:`has` looks for a pattern in its
-    bytes, only in those the previous body did not have when that one was looked in."""
+    reused from the previous body of the conversation. ``has(pattern, width)`` looks for a
+    pattern in its bytes, only in those the previous body did not have when that one was looked
+    in (:class:`Search`; the list of messages carries it too)."""
 
-    __slots__ = (
-        "_base",
-        "_entry",
-        "_prior",
-        "_shared",
-        "body",
-        "finite",
-        "found",
-        "memo",
-        "raw",
-        "reused",
-    )
+    __slots__ = ("_base", "_entry", "body", "finite", "has", "memo", "reused")
 
     def __init__(
         self,
@@ -95,24 +85,33 @@ class BodyRead:
         self.body = body
         self.finite = finite
         self.reused = reused
-        self.raw = raw
-        self._shared = shared  # the leading bytes it has as the previous body had them
-        self._prior = prior or {}  # where each pattern first matched in the previous body
-        self.found: dict[re.Pattern[bytes], int] = {}  # and in this one (-1: nowhere)
+        self.has = Search(raw, shared, prior or {})
         self._entry: _Entry | None = None  # what the reader remembers of this body
         self._base: _Entry | None = None  # the remembered body it went on from, if any
         #: what the checks of the conversation's bodies remember between requests (one dict
         #: handed on from body to body; see :func:`~.validate.validate_anthropic`)
         self.memo: dict[str, Any] = {}
 
-    def has(self, pattern: re.Pattern[bytes], width: int) -> bool:
-        """Whether ``pattern`` (whose matches are at most ``width`` bytes long) matches the
-        body's bytes. Where the previous body of the conversation had its first match (or
-        none) is known, only the bytes after what the two share are searched."""
+
+class Search:
+    """Whether a pattern (whose matches are at most ``width`` bytes long) matches a body's
+    bytes, remembered per pattern (``found``: where it first matched, -1 nowhere). Where the
+    previous body of the conversation had its first match (or none) is known (``prior``), only
+    the bytes after the ``shared`` leading bytes the two have alike are searched. It holds the
+    bytes and nothing that holds it: the request's list of messages may carry it without a
+    reference cycle keeping a body of megabytes alive until the collector comes round."""
+
+    __slots__ = ("found", "prior", "raw", "shared")
+
+    def __init__(self, raw: bytes, shared: int, prior: dict[re.Pattern[bytes], int]) -> None:
+        self.raw, self.shared, self.prior = raw, shared, prior
+        self.found: dict[re.Pattern[bytes], int] = {}
+
+    def __call__(self, pattern: re.Pattern[bytes], width: int) -> bool:
         at = self.found.get(pattern)
         if at is None:
-            before = self._prior.get(pattern)
-            shared = self._shared
+            before = self.prior.get(pattern)
+            shared = self.shared
             if before is not None and 0 <= before and before + width <= shared:
                 at = before
             else:
@@ -506,7 +505,7 @@ class BodyReader:
             all_ends = []  # only objects end where their bytes do (a number may go on): not kept
         head_image = marshal.dumps((head_finite, head), _VERSION)
         entry = _Entry(raw, head_end, all_ends, messages, head_image, cumulative)
-        entry.found = result.found  # filled as the request is looked at, for the next one
+        entry.found = result.has.found  # filled as the request is looked at, for the next one
         if old is not None:
             entry.memo = old.memo
         result.memo = entry.memo
