@@ -1,46 +1,22 @@
-"""Replay a recorded session call by call, with and without the warden: what it would have sent.
+"""Replay a recorded session call by call, with and without the warden: what it would have sent
+and what the provider would have billed, prompt caching counted (:mod:`contextwarden._billing`).
 
-The context of call *k* is everything before the *k*-th assistant message (what the agent sent
-to get that message). An agent using contextwarden keeps its own full history and gives the
-warden that history before every call; the warden returns a working copy to send. One
-:class:`~contextwarden._warden.Warden` (and one compactor) serves the whole replay, so its
-caches behave as in a live agent: a summary is written once and reused while the span it
-replaces is unchanged.
+The context of call *k* is everything before the *k*-th assistant message; one
+:class:`~contextwarden._warden.Warden` serves the whole replay, as in a live agent, and is
+told each call's time when the transcript has timestamps (else the calls are back to back).
+Each request is checked with the provider's validator and against the window.
 
-For every call the replay records the tokens sent without contextwarden (the raw context) and
-with it, the running totals, what the warden did, and whether the request it produced is valid
-for the provider (converted with :mod:`contextwarden.formats` and checked by its validator)
-and fits the window.
-
-It also records what the provider would bill, prompt caching included (see
-:mod:`contextwarden._billing`): per call, the tokens read from the cache (the leading messages
-equal to the previous request's, compared by content) and written to it, with and without the
-warden, and the cost at the model's cache prices, or at Anthropic's ratios (read 0.1x, write
-1.25x) with ``pricing="anthropic"``. Where the transcript has timestamps (pi, Claude Code) the
-cache's TTL applies between calls and the warden is told each call's time; without them the
-calls are back to back. Pure computation: no network, no file I/O (the CLI does that).
-
-**The baseline** ("without contextwarden") is what the agent really sent, not the whole
-recorded history on every call: the agent's own compactions (``compactions``: Claude Code's
-``compact_boundary``, pi's compaction entries, Codex ``compacted`` records) are applied, so
-call *k* is billed for the summary and what followed it. Where the recording has the
-provider's usage for a call (Claude Code, pi, Codex, Gemini CLI, Cline, OpenHands), that call's
-recorded bill is reported too; when every call has it, the recorded bill is the baseline and
-contextwarden's bill is that bill plus the difference it makes to the estimated bill.
-
-A baseline call that does not fit the window could not have been sent as recorded: it is
-marked *not payable* and left out of the payable baseline; the saving is stated against the
-payable baseline, on the calls it covers. Both sides are held to one rule of fit: the prompt
-leaves the reply the room the agent's replies have needed, as the warden's reserve is fitted
-(:meth:`~contextwarden.Budget.for_reply`: a quarter more than the longest reply so far, at
-least 1,024 tokens, at most the default reserve); the baseline's own reply counts among
-them, so a request the warden would cut for want of room is never billed to the baseline.
-:attr:`ReplayTotals.baseline` says which baseline a report used.
+**The baseline** ("without contextwarden") is what the agent really sent: its own
+``compactions`` applied, and its recorded provider usage as the bill when every call has one
+(contextwarden's bill is then that bill plus the difference it makes to the estimate). A
+baseline call that does not leave its reply the room the warden leaves its own
+(:meth:`~contextwarden.Budget.for_reply`) could not have been sent: it is *not payable*, and
+the saving is stated on the payable calls. docs/sessions.md tells the same for users. Pure
+computation: no network, no file I/O.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -85,36 +61,18 @@ PricingMode = Literal["model", "anthropic"]
 
 @dataclass(frozen=True)
 class ReplayCall:
-    """One LLM call of the replay.
+    """One LLM call of the replay (``call`` from 1; ``message_index``: the reply it produced).
 
-    ``call`` counts from 1; ``message_index`` is the assistant message this call produced.
-    ``tokens_without``/``tokens_with`` are the request's tokens (tool definitions included)
-    without and with the warden; ``cumulative_*`` the running sums up to this call.
-    ``compacted``: the compactor's output was used for this call; ``summaries_written``:
-    summaries produced during this call (cache misses: the ones paid for); ``events``: what
-    the warden did, counted by event kind. ``valid``: the converted request passed the
-    provider's validator and fits the window; ``problems`` says why not.
-
-    Billed, prompt caching counted: ``cached_*`` tokens read from the provider's cache (the
-    leading messages equal to the previous request's), ``written_*`` tokens written to it,
-    ``estimated_cost_*`` the call's input cost in USD at the replay's cache prices (``None``
-    when the model has no price) and ``billed_cost_*`` its bill on the report's baseline: the
-    estimate, or, when every call of the recording states its usage, the recorded cost and
-    the recorded cost plus the difference contextwarden makes to the estimate (so the calls'
-    bills add up to the totals). ``at``: the call's time in epoch seconds, when the
-    transcript has timestamps.
-
-    The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
-    applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request (by its recorded size when every call has one, else by
-    ``tokens_without``) does not leave its reply the room the warden's own requests leave
-    (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
-    the provider would have refused it or cut the reply short, so it is not billed;
-    ``fits_with`` is the same rule for contextwarden's request. ``limit``:
-    the hard limit the warden kept to on this call (the window less the reply's reserve).
-    ``recorded_*``: the provider usage the recording states for this call (prompt tokens in
-    all, read from the cache, written to it) and its cost at the replay's prices, ``None``
-    when the recording has none.
+    ``*_without`` / ``*_with``: without and with the warden. ``tokens_*``: the request's tokens,
+    tools included (``tokens_full``: the whole recorded history); ``cumulative_*``: running sums.
+    ``summaries_written``: summaries paid for on this call; ``events``: what the warden did, by
+    kind; ``valid``: the request passed the provider's validator and fits (else ``problems``).
+    ``cached_*`` / ``written_*``: tokens read from / written to the provider's cache;
+    ``estimated_cost_*``: USD at the replay's cache prices, ``billed_cost_*``: on the report's
+    baseline (``None`` without a price). ``payable`` / ``fits_with``: the request leaves its
+    reply room (see the module docstring); ``limit``: the hard limit on this call; ``at``: epoch
+    seconds, when known; ``recorded_*``: the usage the recording states (prompt tokens in all,
+    read, written) and its cost.
     """
 
     call: int
@@ -159,26 +117,13 @@ class ReplayCall:
 
 @dataclass(frozen=True)
 class ReplayTotals:
-    """The whole replay: input tokens summed over calls without and with the warden,
-    ``saved_ratio = 1 - with/without``, compactions (summaries written), calls that used a
-    compacted history, invalid requests, and the list-price input cost in USD (``None`` when
-    the model has no known price).
-
-    What the provider would bill, prompt caching counted, for the whole session:
-    ``billed_cost_*`` in USD, the sum of the calls' :attr:`ReplayCall.billed_cost_without` /
-    ``_with`` (``None`` without a price), and ``cache_hit_ratio_*``: tokens read from the
-    cache over all input tokens.
-
-    The baseline (see the module docstring): ``baseline`` names it; ``agent_compactions``
-    counts the agent's own compactions applied; ``not_payable_without`` /
-    ``not_payable_with`` the calls whose request does not fit the window with room for the
-    reply (:attr:`ReplayCall.payable`, :attr:`ReplayCall.fits_with`);
-    ``payable_billed_cost_without`` and ``billed_cost_with_on_payable`` the bills of the
-    payable calls alone, ``billed_saved_ratio = 1 - with/without`` on those; ``dearer`` is
-    true when contextwarden's bill is above the payable baseline's. ``recorded_calls`` /
-    ``recorded_billed_cost``: the calls with provider usage and their bill;
-    ``input_tokens_full_history``: the whole recorded history summed over calls (what a
-    replay that ignores the agent's compactions would call the baseline).
+    """The whole replay, summed over calls: input tokens without and with the warden
+    (``saved_ratio = 1 - with/without``), summaries written, invalid requests, the list-price
+    cost (``None`` without a price), the bill with caching (``billed_cost_*``, the calls' bills
+    summed) and ``cache_hit_ratio_*``. The baseline: ``baseline`` names it; ``not_payable_*``
+    count the calls that do not fit with room for the reply; ``payable_billed_cost_without`` and
+    ``billed_cost_with_on_payable`` bill the payable calls alone (``billed_saved_ratio`` and
+    ``dearer`` compare those); ``recorded_*``: the calls with provider usage and their bill.
     """
 
     calls: int
@@ -318,14 +263,6 @@ def _call_time(context: Sequence[Message], reply: Message) -> float | None:
     return None
 
 
-def _takes_now(warden: Warden) -> bool:
-    """Whether ``warden.transform`` accepts the call's time (``now=``)."""
-    try:
-        return "now" in inspect.signature(warden.transform).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def prompt_request(
     messages: Sequence[Message],
     counter: TokenCounter,
@@ -343,12 +280,6 @@ def prompt_request(
     )
 
 
-def make_warden(config: WardenConfig) -> Warden:
-    """The warden an agent would build from ``config`` (compaction included unless
-    ``compaction.enabled`` is false)."""
-    return Warden(config)
-
-
 def _setup(
     config: WardenConfig | None,
     warden: Warden | None,
@@ -356,11 +287,11 @@ def _setup(
     window: int | None,
     purpose: str,
 ) -> tuple[WardenConfig, Warden, Budget]:
-    """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
+    """The config (default: the seeds' defaults), the warden (default: ``Warden(config)``) and
     the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
     (cannot happen with a model; kept for type checkers)."""
     config = config or WardenConfig.model_validate({})
-    warden = warden or make_warden(config)
+    warden = warden or Warden(config)
     budget = warden.budget_for(model, window)
     if budget is None:
         raise ConfigError(f"{purpose} needs a context window: give a model or a window")
@@ -390,7 +321,6 @@ def iter_replay(
     tool_list = list(tools) if tools else None
     prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
     prefix_tokens = counter.count_messages([], tools=tool_list)
-    takes_now = _takes_now(warden)
     # Sizes as recorded decide what fits when every call has them (the recorded baseline);
     # otherwise our estimates do, so that both sides of the comparison count alike.
     by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
@@ -407,8 +337,7 @@ def iter_replay(
         context = messages[:index]
         at = _call_time(context, message)
         before = _summaries(warden)
-        extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
-        result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
+        result = warden.transform(context, model=model, window=budget.window, tools=tools, now=at)
         problems = _problems(result, provider, budget.window, validate)
         agent_sent = sent_context(messages, compactions, index)
         if len(agent_sent) == len(context) and all(
@@ -461,9 +390,7 @@ def iter_replay(
             estimated_cost_with=bill_with.cost if prices is not None else None,
             at=at,
             tokens_full=result.tokens_before,
-            payable=_payable(
-                tokens_sent, recorded_usage(message.usage) if by_record else None, limit
-            ),
+            payable=(recorded["recorded_input"] if by_record else tokens_sent) <= limit.limit,
             fits_with=result.tokens_after <= limit.limit,
             limit=result.budget.limit if result.budget is not None else budget.limit,
             **recorded,
@@ -527,13 +454,6 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
     if total is None:
         return None
     return total, cached or 0, 0
-
-
-def _payable(estimated: int, recorded: tuple[int, int, int] | None, budget: Budget) -> bool:
-    """Whether the agent's request fits the window with the room its reply needs (``budget``,
-    fitted to the replies up to this call's): by its recorded size when given (the provider's
-    own count), else by our estimate."""
-    return (recorded[0] if recorded is not None else estimated) <= budget.limit
 
 
 def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
@@ -725,19 +645,8 @@ def resolve_model(
     key = name or info.name
     models = dict(config.models)
     if note is not None and key not in models:
-        models[key] = ModelOverride(
-            provider=info.provider,
-            context_window=info.context_window,
-            max_output_tokens=info.max_output_tokens,
-            encoding=info.encoding,
-            input_price_per_mtok=info.input_price_per_mtok,
-            output_price_per_mtok=info.output_price_per_mtok,
-            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
-            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
-            cache_ttl_s=info.cache_ttl_s,
-            min_cacheable_tokens=info.min_cacheable_tokens,
-            caching=info.caching,
-        )
+        described = set(ModelOverride.model_fields) - {"cache_write_1h_price_per_mtok"}
+        models[key] = ModelOverride(**{f: getattr(info, f) for f in described})
     update = {"model": key, "context_window": info.context_window, "models": models}
     return ResolvedModel(config.model_copy(update=update), key, info, tuple(notes))
 

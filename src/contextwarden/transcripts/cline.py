@@ -1,24 +1,10 @@
-"""Cline and Roo Code task history: ``api_conversation_history.json``.
+"""Cline and Roo Code tasks (``api_conversation_history.json``: the Anthropic messages the
+extension sends) and Cline SDK sessions (``<id>.messages.json``); how they are read is told
+in docs/sessions.md.
 
-The file is the list of Anthropic Messages API messages the extension sends (the system
-prompt and tool definitions are not recorded), in the task folder
-``<VS Code globalStorage>/saoudrizwan.claude-dev/tasks/<task id>/`` (Roo Code:
-``rooveterinaryinc.roo-cline``). Messages may carry keys of the extension's own beside
-``role`` / ``content`` (``ts``: kept as the timestamp; the rest is left out).
-
-Tool results come back in one of two ways. With native tool calling the assistant message
-holds ``tool_use`` blocks and the next user message ``tool_result`` blocks (read as
-Anthropic). When the results are given back as text, the next user message holds, for each
-call, a header block ``[<tool> for '<arg>'] Result:`` followed by the output; the reader turns
-each header and the blocks up to the next header (or the ``<environment_details>`` block) into
-the result of the matching call (by name in order, else by position), so the call and its
-result stay a pair. A call no result answers (the task was stopped) is removed
-(:func:`~contextwarden.transcripts._common.pair_calls`).
-
-The model is not in this file: it is read from ``task_metadata.json`` beside it
-(``model_usage[-1].model_id``) when present, and the provider usage of each call from
-``ui_messages.json`` (``api_req_started``: ``tokensIn``, ``cacheReads``, ``cacheWrites``,
-``tokensOut``) when the counts match.
+Results given back as text (``[<tool> for '<arg>'] Result:`` blocks) become the results of the
+matching calls (by name in order, else by position). The model and each call's usage come
+from ``task_metadata.json`` and ``ui_messages.json`` beside the file when present.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
-"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): each line is
+``{"timestamp", "type", "payload"}``.
 
-Each line is ``{"timestamp", "type", "payload"}``:
-
-    ``session_meta``   the session: id, cwd, CLI version; ``base_instructions.text`` is the
-                       system prompt Codex sends (a leading ``system`` message)
-    ``turn_context``   per turn: ``model`` (the transcript's model is the last one)
-    ``response_item``  an OpenAI Responses API item: ``message`` (``developer`` / ``user`` /
-                       ``assistant``), ``reasoning`` (``encrypted_content`` kept as the
-                       thinking's signature), ``function_call`` / ``function_call_output``,
-                       ``custom_tool_call`` / ``custom_tool_call_output``; read with
-                       :func:`contextwarden.formats.from_responses`
-    ``event_msg``      what the UI showed; ``token_count`` carries the last call's provider
-                       usage (``info.last_token_usage``, kept as the reply's
-                       :attr:`Message.usage`) and the window (``model_context_window``, also in
-                       ``task_started``): the transcript's :attr:`Transcript.window`
-    ``compacted``      Codex compacted its history: ``replacement_history`` (the items it kept,
-                       when recorded) or ``message`` (the summary) becomes an
-                       :class:`~contextwarden.transcripts._common.AgentCompaction`
-
-Other records and event messages only repeat what the items say (the user's prompt, the
-agent's text) and are skipped. Calls never answered and outputs answering nothing are
-removed (:func:`~contextwarden.transcripts._common.pair_calls`).
+``response_item`` payloads are Responses API items, read with
+:func:`contextwarden.formats.from_responses`; ``session_meta`` gives the system prompt
+(``base_instructions``), ``turn_context`` the model, ``event_msg`` ``token_count`` the last
+call's usage and the window (``model_context_window``); a ``compacted`` record becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`. Other records only repeat the
+items and are skipped.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
-"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``).
+"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``), as
+``chatRecordingService.ts`` in google-gemini/gemini-cli writes them: one JSON document
+(older versions), or JSONL: the metadata, then one message record a line (a record with an
+``id`` already seen replaces it), ``{"$set": {...}}`` updates (a ``messages`` list there is a
+checkpoint) and ``{"$rewindTo": id}``.
 
-Read from the way Gemini CLI writes them (``packages/core/src/services/chatRecordingService.ts``
-and ``chatRecordingTypes.ts`` in google-gemini/gemini-cli). Two layouts:
-
-- older versions: one JSON document, ``{"sessionId", "projectHash", "startTime",
-  "lastUpdated", "messages": [...]}``;
-- newer versions: JSONL; the first line is the metadata (``sessionId``, ``projectHash``...),
-  then one message record a line (a record with an ``id`` already seen replaces it),
-  ``{"$set": {...}}`` metadata updates (a ``messages`` list there is a checkpoint: it replaces
-  the history) and ``{"$rewindTo": id}`` (the history from that message on is dropped).
-
-A message record is ``{"id", "timestamp", "type", "content"}`` with ``type`` one of ``user``,
-``gemini``, ``info``, ``error``, ``warning``; ``content`` is a string or a list of Gemini
-``Part`` objects (``text``, ``inlineData``...). A ``gemini`` record also has ``toolCalls``
-(``id``, ``name``, ``args``, ``result``: the ``functionResponse`` parts sent back),
-``thoughts`` (summaries shown to the user, never sent back), ``tokens`` (the call's
-``promptTokenCount``... as ``input``, ``cached``, ``output``: kept as :attr:`Message.usage`)
-and ``model``. Conversion: ``user`` -> ``user``; ``gemini`` -> ``assistant`` (its text and
-calls) followed by one ``tool`` message per call that has a result; ``info`` / ``error`` /
-``warning`` were only shown to the user and are skipped (counted in ``meta["skipped"]``).
+``user`` records become user messages; ``gemini`` records an assistant message (its text and
+``toolCalls``, ``tokens`` as :attr:`Message.usage`) followed by a ``tool`` message per call
+with a result. ``info`` / ``error`` / ``warning`` records were only shown: skipped.
 """
 
 from __future__ import annotations

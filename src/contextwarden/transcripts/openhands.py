@@ -1,52 +1,16 @@
-"""OpenHands evaluation ``output.jsonl``: one run per line (``instance_id``, ``instruction``,
-``metadata``, ``history``, ``metrics``, ``test_result``, ``error``); and the trajectory the web
-UI exports, a bare JSON list of the same events.
+"""OpenHands runs: an evaluation's ``output.jsonl`` (one run per line, its events in
+``history``), a trajectory the web UI exports (a JSON list of events), and the SDK's (V1)
+events, tagged by ``kind`` (a file of them, a list, or a conversation folder:
+``events/event-<index>-<id>.json`` and ``base_state.json``). How they are read is told in
+docs/sessions.md.
 
-``history`` is a list of events, each an *action* (``action`` key) or an *observation*
-(``observation`` key, ``cause`` = the id of the action it answers). They become canonical
-messages the way OpenHands' own conversation memory builds its requests:
-
-    action ``system``                 -> ``system`` message (``args.content``; ``args.tools``
-                                         become the transcript's tools)
-    action ``message`` from the user  -> ``user`` message (``args.content``, image URLs)
-    action ``message`` from the agent -> ``assistant`` text
-    action with ``tool_call_metadata`` -> an ``assistant`` message built from the recorded
-                                         ``model_response``: its text, its reasoning, and the
-                                         tool call exactly as the model wrote it. Several
-                                         actions of one response share one message.
-    other actions (no native tool calling) -> an ``assistant`` message with the action as a tool
-                                         call whose id is synthesised from the event id
-                                         (``oh-<id>``), so the ids are stable across loads
-    observation answering a call      -> ``tool`` message (``content``; ``is_error`` for
-                                         ``error`` observations), cut as OpenHands cuts it
-                                         (below)
-    ``error`` observation answering nothing -> ``user`` message (OpenHands reports it so)
-    ``finish``                        -> ``assistant`` text (its thought, the model's text or,
-                                         when both are empty, the event's message), no call
-
-OpenHands sends an observation longer than ``max_message_chars`` (the run's
-``metadata.llm_config``; 30,000 characters by default, and for a UI export) as its first and
-last halves of that length around a ``[... Observation truncated due to length ...]`` line: the
-observations here are cut the same way, so the history is what the agent sent (a 915,640-
-character output becomes 30,000; the provider's recorded prompt agrees). ``meta["truncated"]``
-counts them.
-
-Observations that answer nothing and are not errors (state changes, recalls) carry nothing for
-the model and are skipped; calls no observation ever answered (the run stopped first) and
-results of calls never made are removed so the history stays a valid request
-(:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
-``meta["skipped"]``.
-The OpenHands SDK (V1) keeps a conversation in a folder (``base_state.json`` with the agent's
-model, ``events/event-<index>-<id>.json`` one event a file) and tags its events by ``kind`` (``SystemPromptEvent``, ``MessageEvent``,
-``ActionEvent`` with the model's ``tool_call``, ``ObservationEvent``, ``AgentErrorEvent``,
-``UserRejectObservation``, ``Condensation``...): a file of them, one a line, a JSON list of
-them, or a run's ``history`` of them is read as the SDK's ``to_llm_message`` sends them, the
-actions of one LLM response joined into one assistant message; a ``Condensation`` (the events
-it forgets, its summary) becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`; the model is the one the
-conversation's ``stats`` name.
-A file with several runs yields every run, each a :class:`Transcript` of its own
-(``run``/``runs`` say which); :func:`~contextwarden._transcripts.load_transcript` picks one.
+Events become the messages OpenHands sends: actions with ``tool_call_metadata`` become the
+recorded response's text, reasoning and calls (the actions of one response in one assistant
+message); other actions a call with a synthesised id (``oh-<event id>``); observations the
+results, cut as OpenHands cuts one over ``max_message_chars`` (counted in
+``meta["truncated"]``); a ``Condensation`` an
+:class:`~contextwarden.transcripts._common.AgentCompaction`. Observations answering nothing
+(state changes, recalls) are skipped and counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations

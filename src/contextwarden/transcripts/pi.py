@@ -1,35 +1,13 @@
-"""pi session JSONL (badlogic/pi-mono ``coding-agent``): one entry a line.
+"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line; how it is read is
+told in docs/sessions.md.
 
-Entries: ``session`` (id, cwd, provider, modelId, thinkingLevel), ``message`` (an agent message
-with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``,
-``custom_message`` (an extension's message, sent as a user turn).
-Newer files give entries ``id``/``parentId`` (a tree: the active branch is the path from the
-last entry to the root) and add entry types this reader skips, counting them in
-``meta["skipped"]``. A ``compaction`` entry (``summary``, ``firstKeptEntryId``) keeps the full
-history in :attr:`Transcript.messages` and becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`: from then on pi sent the summary,
-the messages it kept, then the new ones. An excerpt whose first entry names a parent not in
-the file starts there, with a warning naming the line (the loader skips a line that is not
-valid JSON the same way).
-
-Conversion (pi -> canonical):
-    user        -> ``user``: ``text`` / ``image`` blocks (a string content is one text block)
-    assistant   -> ``assistant``: ``text``, ``thinking`` (``thinkingSignature`` kept as the
-                   signature, ``redacted`` kept), ``toolCall{id,name,arguments}`` (the arguments
-                   object as compact JSON text); the real provider ``usage`` goes to
-                   :attr:`Message.usage`, ``model`` / ``provider`` / ``api`` / ``stopReason``
-                   to :attr:`Message.extra`
-    toolResult  -> ``tool`` with one result (``isError`` kept; one text block becomes a string)
-    bashExecution -> ``user``: the command the user ran (``!cmd``) and its output, as pi words
-                   it for the model (``!!cmd``, kept out of the context, is skipped)
-    custom      -> ``user`` (an extension's message)
-    ``branch_summary`` entry -> ``user``: the summary of the branch the user came back from
-
-Like pi itself when it builds a request, assistant turns that ended in ``error`` or
-``aborted`` are left out (their partial tool calls never ran), together with any result
-answering one of their calls; any other call left unanswered (the process died mid-tool) is
-removed as well (:func:`~contextwarden.transcripts._common.pair_calls`). The counts are in
-``meta["skipped"]``.
+Entries with ``id``/``parentId`` form a tree: the active branch is the path from the last entry
+to the root. ``message`` entries (roles ``user``, ``assistant``, ``toolResult``,
+``bashExecution``, ``custom``), ``custom_message`` and ``branch_summary`` entries become
+messages as pi sends them; the tool-call arguments object becomes compact JSON text, the
+provider ``usage`` :attr:`Message.usage`. Like pi, assistant turns that ended in ``error`` or
+``aborted`` are left out with the results of their calls. A ``compaction`` entry becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""Files that hold provider message lists: OpenAI chat JSON / JSONL, an Anthropic
-``{"system", "messages"}`` object, and mini-swe-agent's ``.traj.json``.
+"""Files of provider message lists: OpenAI chat JSON / JSONL, an Anthropic
+``{"system", "messages"}`` object, and mini-swe-agent's ``.traj.json`` (OpenAI messages ending
+in a ``role: "exit"`` record, kept in ``meta["exit"]``).
 
-The messages go through :mod:`contextwarden.formats` unchanged, so ``to_x(from_x(d)) == d``
-holds for the file's own list and :func:`~contextwarden._transcripts.save_transcript` writes the
-same messages back. Keys beside ``messages`` / ``tools`` (``model``, request options, a
-trajectory's ``info``...) are kept in ``meta["fields"]`` and written back in their order.
-
-mini-swe-agent (``{"info", "messages", "trajectory_format", "instance_id"}``): the messages are
-OpenAI chat messages, except the last, ``role: "exit"``, which records how the run ended; it is
-not a message and goes to ``meta["exit"]``. The model is ``info.config.model.model_name``.
+The messages go through :mod:`contextwarden.formats` unchanged, so
+:func:`~contextwarden._transcripts.save_transcript` writes them back as they were; keys beside
+``messages`` / ``tools`` are kept in ``meta["fields"]``.
 """
 
 from __future__ import annotations
