@@ -65,10 +65,9 @@ def _cache(cached: int, written: int) -> str:
 
 def _prices(report: ReplayReport) -> str:
     """Whose cache prices bill the replay, for the headline and the totals."""
-    p = report.cache_pricing
     if report.pricing == "anthropic":
         return f"Anthropic's cache ratios on {report.model}'s input price"
-    if report.pricing == "custom" or p is None:
+    if report.pricing == "custom" or report.cache_pricing is None:
         return "the given cache prices"
     return f"{report.model}'s prices"
 
@@ -90,16 +89,8 @@ def _did(c: ReplayCall) -> str:
         return f"[green]compacted[/green] ({c.strategy})"
     if c.compacted:
         return f"summary reused ({c.strategy})"
-    parts = [
-        f"{label} {c.events[kind]}"
-        for kind, label in (
-            ("dropped", "dropped"),
-            ("truncated", "truncated"),
-            ("masked", "masked"),
-            ("thinking_stripped", "thinking stripped"),
-        )
-        if c.events.get(kind)
-    ]
+    kinds = ("dropped", "truncated", "masked", "thinking_stripped")
+    parts = [f"{kind.replace('_', ' ')} {c.events[kind]}" for kind in kinds if c.events.get(kind)]
     return ", ".join(parts) or "-"
 
 
@@ -121,20 +112,13 @@ def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
         caption="read/written: tokens read from the provider's prompt cache / written to it",
         caption_justify="left",
     )
-    for name in (
-        "\n\ncall",
-        "\ntokens\nwithout",
-        "\ntokens\nwith",
-        *(() if narrow else ("\n\nsaved",)),
-    ):
-        table.add_column(name, justify="right", no_wrap=True)
     billed = report.cache_pricing is not None
+    names = ["\n\ncall", "\ntokens\nwithout", "\ntokens\nwith", *([] if narrow else ["\n\nsaved"])]
     # Read from the provider's cache / written to it: what the bill is made of.
-    for name in ("read/\nwritten\nwithout", "read/\nwritten\nwith"):
+    names += ["read/\nwritten\nwithout", "read/\nwritten\nwith"]
+    names += ["\nbilled\nwithout", "\nbilled\nwith"] if billed else []
+    for name in names:
         table.add_column(name, justify="right", no_wrap=True)
-    if billed:
-        for name in ("\nbilled\nwithout", "\nbilled\nwith"):
-            table.add_column(name, justify="right", no_wrap=True)
     table.add_column("\n\nwarden", min_width=7, overflow="fold")
     table.add_column("\n\nvalid", no_wrap=True)
     shown = [
