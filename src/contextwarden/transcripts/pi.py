@@ -91,9 +91,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         elif kind == "model_change":
             model = loc.opt(entry, "modelId", str, "") or model
         elif kind == "custom_message":  # an extension's message: pi sends it as a user turn
-            messages.append(
-                Message("user", _user_blocks(entry, loc), timestamp=entry.get("timestamp"))
-            )
+            messages.append(_user(entry, loc))
         elif kind == "branch_summary" and isinstance(entry.get("summary"), str):
             text = f"{BRANCH_PREFIX}{entry['summary']}\n</summary>"
             messages.append(Message("user", (TextBlock(text),), timestamp=entry.get("timestamp")))
@@ -122,14 +120,13 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
     kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
+    entries = [r.value for r in records if isinstance(r.value, dict)]
     replies = sum(
         1
-        for r in records
-        if isinstance(r.value, dict)
-        and r.value.get("type") == "message"
-        and isinstance(r.value.get("message"), dict)
-        and r.value["message"].get("role") == "assistant"
-        and r.value["message"].get("stopReason") not in _FAILED_STOPS
+        for m in (e.get("message") for e in entries if e.get("type") == "message")
+        if isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and m.get("stopReason") not in _FAILED_STOPS
     )
     got = sum(1 for m in kept if m.role == "assistant")
     if got < 0.95 * replies:
@@ -193,8 +190,8 @@ def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) ->
 
 def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
     ts = raw.get("timestamp")
-    if role == "user":
-        return Message("user", _user_blocks(raw, loc), timestamp=ts)
+    if role in ("user", "custom"):  # custom: an extension's message
+        return _user(raw, loc)
     if role == "assistant":
         content = loc.get(raw, "content", list, "message")
         blocks = tuple(
@@ -214,8 +211,6 @@ def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
         result = ToolResultBlock(call_id, body, is_error=is_error)
         extra = {"toolName": raw["toolName"]} if "toolName" in raw else {}
         return Message("tool", (result,), timestamp=ts, extra=freeze(extra))
-    if role == "custom":  # an extension's message
-        return Message("user", _user_blocks(raw, loc), timestamp=ts)
     if role == "bashExecution" and not raw.get("excludeFromContext"):  # the user's `!command`
         return Message("user", (TextBlock(_bash_text(raw)),), timestamp=ts)
     return None  # a `!!command` kept out of the context, or a role pi does not send
@@ -235,12 +230,14 @@ def _bash_text(raw: dict[str, Any]) -> str:
     return text
 
 
-def _user_blocks(raw: dict[str, Any], loc: Loc) -> tuple[Block, ...]:
+def _user(raw: dict[str, Any], loc: Loc) -> Message:
+    """A user turn: its text, or its ``text`` / ``image`` blocks."""
     content = raw.get("content")
     if isinstance(content, str):
-        return (TextBlock(content),)
+        return Message("user", (TextBlock(content),), timestamp=raw.get("timestamp"))
     items = loc.get(raw, "content", list, "message")
-    return tuple(_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(items))
+    blocks = (_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(items))
+    return Message("user", blocks, timestamp=raw.get("timestamp"))
 
 
 def _media_block(block: Any, where: str, loc: Loc) -> TextBlock | ImageBlock:
