@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -43,7 +43,6 @@ __all__ = [
     "ResolvedModel",
     "compact_history",
     "epoch_seconds",
-    "iter_replay",
     "prompt_request",
     "replay",
     "resolve_model",
@@ -298,105 +297,6 @@ def _setup(
     return config, warden, budget
 
 
-def iter_replay(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    window: int | None = None,
-    config: WardenConfig | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    provider: Provider = "openai",
-    warden: Warden | None = None,
-    pricing: PricingMode | CachePricing = "model",
-    compactions: Sequence[AgentCompaction] = (),
-    validate: bool = True,
-) -> Iterator[ReplayCall]:
-    """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
-    :func:`replay`)."""
-    config, warden, budget = _setup(config, warden, model, window, "replay")
-    prices = cache_pricing(model, pricing, warden.models)
-    # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
-    rules = prices or CachePricing.ratios(0.0)
-    counter = warden.counter_for(model)
-    tool_list = list(tools) if tools else None
-    prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
-    prefix_tokens = counter.count_messages([], tools=tool_list)
-    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
-    # otherwise our estimates do, so that both sides of the comparison count alike.
-    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
-    longest = 0  # the longest reply so far, this call's included (the baseline's reserve)
-    previous_without: PromptRequest | None = None
-    previous_with: PromptRequest | None = None
-    total_without = total_with = 0
-    call = 0
-    for index, message in enumerate(messages):
-        if message.role != "assistant":
-            continue
-        call += 1
-        longest = max(longest, reply_tokens(counter.count_message(message), message.usage))
-        context = messages[:index]
-        at = _call_time(context, message)
-        before = _summaries(warden)
-        result = warden.transform(context, model=model, window=budget.window, tools=tools, now=at)
-        problems = _problems(result, provider, budget.window, validate)
-        agent_sent = sent_context(messages, compactions, index)
-        if len(agent_sent) == len(context) and all(
-            a is b for a, b in zip(agent_sent, context, strict=True)
-        ):
-            tokens_sent = result.tokens_before
-        else:
-            tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
-        total_without += tokens_sent
-        total_with += result.tokens_after
-        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
-        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
-        bill_without = bill_after(previous_without, sent_without, rules)
-        bill_with = bill_after(previous_with, sent_with, rules)
-        previous_without, previous_with = sent_without, sent_with
-        recorded = _recorded(message, prices)
-        cost_without = cost_with = None
-        if prices is not None:
-            cost_without, cost_with = bill_without.cost, bill_with.cost
-            if by_record:
-                # The recorded bill, changed by what contextwarden changes in the estimate:
-                # what a recording leaves out (Claude Code's system prompt and tools) costs
-                # the same with and without it.
-                cost_without = recorded["recorded_cost"]
-                cost_with = cost_without + (bill_with.cost - bill_without.cost)
-        limit = budget.for_reply(longest)
-        yield ReplayCall(
-            call=call,
-            message_index=index,
-            messages_without=len(agent_sent),
-            messages_with=len(result.messages),
-            tokens_without=tokens_sent,
-            tokens_with=result.tokens_after,
-            cumulative_without=total_without,
-            cumulative_with=total_with,
-            compacted=result.compaction is not None,
-            summaries_written=_summaries(warden) - before,
-            strategy=result.compaction.strategy if result.compaction is not None else None,
-            newest_truncated=result.newest_truncated,
-            valid=not problems,
-            problems=tuple(problems),
-            events=dict(Counter(e.kind for e in result.events)),
-            cached_without=bill_without.cached_tokens,
-            written_without=bill_without.written_tokens,
-            cached_with=bill_with.cached_tokens,
-            written_with=bill_with.written_tokens,
-            billed_cost_without=cost_without,
-            billed_cost_with=cost_with,
-            estimated_cost_without=bill_without.cost if prices is not None else None,
-            estimated_cost_with=bill_with.cost if prices is not None else None,
-            at=at,
-            tokens_full=result.tokens_before,
-            payable=(recorded["recorded_input"] if by_record else tokens_sent) <= limit.limit,
-            fits_with=result.tokens_after <= limit.limit,
-            limit=result.budget.limit if result.budget is not None else budget.limit,
-            **recorded,
-        )
-
-
 def sent_context(
     messages: Sequence[Message], compactions: Sequence[AgentCompaction], end: int
 ) -> list[Message]:
@@ -506,37 +406,123 @@ def replay(
     """
     config, warden, budget = _setup(config, warden, model, window, "replay")
     overrides = warden.models
+    prices = cache_pricing(model, pricing, overrides)
+    # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
+    rules = prices or CachePricing.ratios(0.0)
+    counter = warden.counter_for(model)
+    tool_list = list(tools) if tools else None
+    prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
+    prefix_tokens = counter.count_messages([], tools=tool_list)
+    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
+    # otherwise our estimates do, so that both sides of the comparison count alike.
+    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
+    longest = 0  # the longest reply so far, this call's included (the baseline's reserve)
+    previous_without: PromptRequest | None = None
+    previous_with: PromptRequest | None = None
+    total_without = total_with = 0
     calls: list[ReplayCall] = []
-    for c in iter_replay(
-        messages,
-        model=model,
-        window=budget.window,
-        config=config,
-        tools=tools,
-        provider=provider,
-        warden=warden,
-        pricing=pricing,
-        compactions=compactions,
-        validate=validate,
-    ):
-        calls.append(c)
+    for index, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        longest = max(longest, reply_tokens(counter.count_message(message), message.usage))
+        context = messages[:index]
+        at = _call_time(context, message)
+        before = _summaries(warden)
+        result = warden.transform(context, model=model, window=budget.window, tools=tools, now=at)
+        problems = _problems(result, provider, budget.window, validate)
+        agent_sent = sent_context(messages, compactions, index)
+        if len(agent_sent) == len(context) and all(
+            a is b for a, b in zip(agent_sent, context, strict=True)
+        ):
+            tokens_sent = result.tokens_before
+        else:
+            tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
+        total_without += tokens_sent
+        total_with += result.tokens_after
+        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
+        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
+        bill_without = bill_after(previous_without, sent_without, rules)
+        bill_with = bill_after(previous_with, sent_with, rules)
+        previous_without, previous_with = sent_without, sent_with
+        recorded = _recorded(message, prices)
+        cost_without = cost_with = None
+        if prices is not None:
+            cost_without, cost_with = bill_without.cost, bill_with.cost
+            if by_record:
+                # The recorded bill, changed by what contextwarden changes in the estimate:
+                # what a recording leaves out (Claude Code's system prompt and tools) costs
+                # the same with and without it.
+                cost_without = recorded["recorded_cost"]
+                cost_with = cost_without + (bill_with.cost - bill_without.cost)
+        limit = budget.for_reply(longest)
+        calls.append(
+            ReplayCall(
+                call=len(calls) + 1,
+                message_index=index,
+                messages_without=len(agent_sent),
+                messages_with=len(result.messages),
+                tokens_without=tokens_sent,
+                tokens_with=result.tokens_after,
+                cumulative_without=total_without,
+                cumulative_with=total_with,
+                compacted=result.compaction is not None,
+                summaries_written=_summaries(warden) - before,
+                strategy=result.compaction.strategy if result.compaction is not None else None,
+                newest_truncated=result.newest_truncated,
+                valid=not problems,
+                problems=tuple(problems),
+                events=dict(Counter(e.kind for e in result.events)),
+                cached_without=bill_without.cached_tokens,
+                written_without=bill_without.written_tokens,
+                cached_with=bill_with.cached_tokens,
+                written_with=bill_with.written_tokens,
+                billed_cost_without=cost_without,
+                billed_cost_with=cost_with,
+                estimated_cost_without=bill_without.cost if prices is not None else None,
+                estimated_cost_with=bill_with.cost if prices is not None else None,
+                at=at,
+                tokens_full=result.tokens_before,
+                payable=(recorded["recorded_input"] if by_record else tokens_sent) <= limit.limit,
+                fits_with=result.tokens_after <= limit.limit,
+                limit=result.budget.limit if result.budget is not None else budget.limit,
+                **recorded,
+            )
+        )
         if on_call is not None:
-            on_call(c)
+            on_call(calls[-1])
     try:
         info: ModelInfo | None = model_info(model, overrides)
     except KeyError:  # UnknownModelError: a window was given for a model we do not know
         info = None
+    return ReplayReport(
+        calls=tuple(calls),
+        totals=_totals(calls, info, prices, len(compactions)),
+        model=model,
+        window=budget.window,
+        limit=calls[-1].limit if calls else budget.limit,
+        trigger=budget.trigger,
+        provider=provider,
+        input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
+        pricing=pricing if isinstance(pricing, str) else "custom",
+        cache_pricing=prices,
+    )
+
+
+def _totals(
+    calls: Sequence[ReplayCall],
+    info: ModelInfo | None,
+    prices: CachePricing | None,
+    compactions: int,
+) -> ReplayTotals:
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
-    prices = cache_pricing(model, pricing, overrides)
     billed_without = billed_with = None
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
         billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
     sent_without = sum(c.cached_without + c.written_without for c in calls)
     sent_with = sum(c.cached_with + c.written_with for c in calls)
-    base = _baseline(calls, prices, len(compactions))
-    totals = ReplayTotals(
+    return ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
         input_tokens_with=with_,
@@ -555,19 +541,7 @@ def replay(
         ),
         cache_hit_ratio_with=(sum(c.cached_with for c in calls) / sent_with if sent_with else 0.0),
         input_tokens_full_history=sum(c.tokens_full for c in calls),
-        **base,
-    )
-    return ReplayReport(
-        calls=tuple(calls),
-        totals=totals,
-        model=model,
-        window=budget.window,
-        limit=calls[-1].limit if calls else budget.limit,
-        trigger=budget.trigger,
-        provider=provider,
-        input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
-        pricing=pricing if isinstance(pricing, str) else "custom",
-        cache_pricing=prices,
+        **_baseline(calls, prices, compactions),
     )
 
 
