@@ -19,6 +19,7 @@ from ..formats import from_anthropic, from_openai
 from ._common import Loc, Record, Transcript
 
 __all__ = [
+    "anthropic_block",
     "looks_anthropic",
     "parse_anthropic",
     "parse_mini_swe_agent",
@@ -28,6 +29,13 @@ __all__ = [
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
+
+
+def anthropic_block(block: Any) -> bool:
+    """Whether a content block is spelled only as Anthropic spells it (tool traffic, thinking,
+    an image with a ``source``)."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block)
 
 
 def looks_anthropic(doc: Mapping[str, Any]) -> bool:
@@ -48,11 +56,7 @@ def looks_anthropic(doc: Mapping[str, Any]) -> bool:
         if msg.get("role") in _OPENAI_ROLES or "tool_calls" in msg or "function_call" in msg:
             return False
         content = msg.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, dict)
-            and (b.get("type") in _ANTHROPIC_BLOCKS or (b.get("type") == "image" and "source" in b))
-            for b in content
-        ):
+        if isinstance(content, list) and any(map(anthropic_block, content)):
             return True
     return False
 
