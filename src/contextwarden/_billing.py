@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from ._exceptions import ConfigError, UnknownModelError
 from ._models import ModelInfo, model_info
@@ -41,6 +42,15 @@ __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 ANTHROPIC_READ = 0.1
 ANTHROPIC_WRITE = 1.25
 ANTHROPIC_TTL_S = 300.0
+
+
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _real(value: object) -> bool:
+    """A number that is neither a bool nor infinite nor NaN."""
+    return _number(value) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -63,17 +73,10 @@ class CachePricing:
     def __post_init__(self) -> None:
         for name in ("input_per_mtok", "read_per_mtok", "write_per_mtok"):
             value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
-            ):
+            if not (_real(value) and value >= 0):
                 raise ConfigError(f"CachePricing.{name} must be a number >= 0, got {value!r}")
         ttl, least = self.ttl_s, self.min_cacheable_tokens
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
-        ):
+        if ttl is not None and not (_number(ttl) and ttl > 0):
             raise ConfigError(f"CachePricing.ttl_s must be > 0 or None, got {ttl!r}")
         if isinstance(least, bool) or not isinstance(least, int) or least < 0:
             raise ConfigError(
@@ -190,11 +193,7 @@ def _check(request: object, index: int) -> PromptRequest:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             name = "prefix_tokens" if i == 0 else f"tokens[{i - 1}]"
             raise ValueError(f"{where}.{name} must be an int >= 0, got {n!r}")
-    if request.at is not None and (
-        isinstance(request.at, bool)
-        or not isinstance(request.at, int | float)
-        or not math.isfinite(request.at)
-    ):
+    if request.at is not None and not _real(request.at):
         raise ValueError(f"{where}.at must be epoch seconds or None, got {request.at!r}")
     return request
 
