@@ -279,6 +279,12 @@ def prompt_request(
     )
 
 
+def make_warden(config: WardenConfig) -> Warden:
+    """The warden an agent would build from ``config`` (compaction included unless
+    ``compaction.enabled`` is false)."""
+    return Warden(config)
+
+
 def _setup(
     config: WardenConfig | None,
     warden: Warden | None,
@@ -286,11 +292,11 @@ def _setup(
     window: int | None,
     purpose: str,
 ) -> tuple[WardenConfig, Warden, Budget]:
-    """The config (default: the seeds' defaults), the warden (default: ``Warden(config)``) and
+    """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
     the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
     (cannot happen with a model; kept for type checkers)."""
     config = config or WardenConfig.model_validate({})
-    warden = warden or Warden(config)
+    warden = warden or make_warden(config)
     budget = warden.budget_for(model, window)
     if budget is None:
         raise ConfigError(f"{purpose} needs a context window: give a model or a window")
