@@ -78,11 +78,8 @@ def _build(
     path: Path,
     shown: str,
 ) -> Transcript:
-    meta: dict[str, Any] = {
-        k: header[k]
-        for k in ("sessionId", "projectHash", "startTime", "lastUpdated")
-        if k in header
-    }
+    keys = ("sessionId", "projectHash", "startTime", "lastUpdated")
+    meta: dict[str, Any] = {k: header[k] for k in keys if k in header}
     model: str | None = None
     messages: list[Message] = []
     for line, index, rec in records:
@@ -104,34 +101,20 @@ def _build(
                 args = call.get("args") if call.get("args") is not None else {}
                 blocks.append(ToolCallBlock(call_id, name, dumps_arguments(args)))
                 if call.get("result") is not None:
-                    text = _result_text(call["result"])
                     error = call.get("status") in ("error", "cancelled")
+                    result = ToolResultBlock(call_id, _result_text(call["result"]), is_error=error)
+                    extra = freeze({"toolName": name})
                     results.append(
-                        Message(
-                            "tool",
-                            (ToolResultBlock(call_id, text, is_error=error),),
-                            timestamp=call.get("timestamp"),
-                            extra=freeze({"toolName": name}),
-                        )
+                        Message("tool", (result,), timestamp=call.get("timestamp"), extra=extra)
                     )
             if rec.get("thoughts"):
                 skipped(meta, "thought summaries (shown, never sent back)")
-            tokens = rec.get("tokens")
-            extra = {"model": rec["model"]} if isinstance(rec.get("model"), str) else {}
-            if extra:
-                model = extra["model"]
+            tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else None
+            said = {"model": rec["model"]} if isinstance(rec.get("model"), str) else {}
+            model = said.get("model", model)
             if blocks:
-                messages.append(
-                    Message(
-                        "assistant",
-                        tuple(blocks),
-                        id=rec.get("id"),
-                        timestamp=ts,
-                        usage=tokens if isinstance(tokens, dict) else None,
-                        extra=freeze(extra),
-                    )
-                )
-                messages.extend(results)
+                reply = Message("assistant", blocks, id=rec.get("id"), timestamp=ts, usage=tokens)
+                messages += [reply.replace(extra=freeze(said)), *results]
             else:
                 skipped(meta, "empty gemini message")
         else:
