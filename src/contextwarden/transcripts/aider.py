@@ -85,17 +85,9 @@ def parse_aider(text: str, path: Path, shown: str) -> list[Transcript]:
             if "\n".join(lines).strip()
         ]
         merged = merge_user_runs(messages)
+        meta = freeze({"started": stamp})
         out.append(
-            Transcript(
-                merged,
-                "aider",
-                str(path),
-                run_model,
-                (),
-                freeze({"started": stamp}),
-                run=number,
-                runs=len(runs),
-            )
+            Transcript(merged, "aider", str(path), run_model, meta=meta, run=number, runs=len(runs))
         )
     return out
 

@@ -104,8 +104,7 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
                 )
         elif kind == "turn_context":
             model = payload.get("model") if isinstance(payload.get("model"), str) else model
-            if isinstance(payload.get("model_context_window"), int):
-                window = payload["model_context_window"]
+            window = _window(payload, window)
         elif kind == "response_item":
             if payload.get("type") in _SKIP_ITEMS:
                 skipped(meta, f"item type {payload.get('type')!r}")
@@ -116,18 +115,15 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
             segment.append((rec.line, payload))
             stamps.append(line.get("timestamp"))
         elif kind == "event_msg":
-            if payload.get("type") == "task_started" and isinstance(
-                payload.get("model_context_window"), int
-            ):
-                window = payload["model_context_window"]
+            if payload.get("type") == "task_started":
+                window = _window(payload, window)
             if payload.get("type") != "token_count":
                 skipped(meta, f"event {payload.get('type')!r}")
                 continue
             info = payload.get("info")
             if not isinstance(info, dict):
                 continue
-            if isinstance(info.get("model_context_window"), int):
-                window = info["model_context_window"]
+            window = _window(info, window)
             flush()
             usage = info.get("last_token_usage")
             last = next(
@@ -157,16 +153,13 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
         AgentCompaction(at, _replacement(kept[:at], what), line)
         for at, (_, what, line) in zip(ats, marks, strict=True)
     )
-    return Transcript(
-        kept,
-        "codex",
-        str(path),
-        model,
-        (),
-        freeze(meta),
-        window=window,
-        compactions=compactions,
-    )
+    return Transcript(kept, "codex", str(path), model, (), freeze(meta), window, compactions)
+
+
+def _window(holder: dict[str, Any], window: int | None) -> int | None:
+    """The window ``holder`` states (``model_context_window``), else ``window``."""
+    stated = holder.get("model_context_window")
+    return stated if isinstance(stated, int) else window
 
 
 def _drop_bare_reasoning(messages: list[Message], meta: dict[str, Any]) -> list[Message]:
