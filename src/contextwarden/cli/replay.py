@@ -1,12 +1,6 @@
 """``contextwarden replay FILE [--model M] [--window N] [--run N] [--json] [--plot out.png]``:
-what the session would have sent, call by call, without and with contextwarden, and what the
-provider would have billed for it, prompt caching counted.
-
-"Without" is what the agent really sent (its own compactions applied, its recorded usage where
-the file has it); calls over the window are not payable and are left out of that baseline. A
-file of several runs replays every run (or ``--run N``). A model the registry lacks never stops
-a replay: the window the file records, or the model's family, stands in, and the report says
-what it assumed."""
+what the session would have sent and been billed, call by call, without and with contextwarden
+(the replay itself is :func:`contextwarden._replay.replay`)."""
 
 from __future__ import annotations
 

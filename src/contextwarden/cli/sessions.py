@@ -1,6 +1,6 @@
 """``contextwarden sessions [FOLDER...] [--json] [--plot spend.png] [--no-estimate]``: the
-sessions agents keep on this machine (or in the folders given), what each was billed and what
-contextwarden would have billed, with totals per day and agent."""
+agents' sessions on this machine, what each was billed and would have been billed with
+contextwarden, with totals per day and agent (see docs/sessions.md)."""
 
 from __future__ import annotations
 
