@@ -132,15 +132,10 @@ def load_transcript(
     format: TranscriptFormat | None = None,
     run: int | None = None,
 ) -> Transcript:
-    """Read a recorded session into a :class:`Transcript`, detecting its format.
-
-    ``format`` skips detection and reads the file as that format. ``run`` (1-based) picks one
-    run of a file that holds several (see :func:`load_transcripts`); default the first, with
-    :attr:`Transcript.runs` saying how many there are. Raises
-    :class:`~contextwarden.TranscriptError` (one, located) for a file that cannot be read, is
-    not valid JSON / JSONL, is in no known format, holds a malformed record, or has no run
-    ``run``.
-    """
+    """Read a recorded session into a :class:`Transcript`, detecting its format: as
+    :func:`load_transcripts` does, then run ``run`` (1-based; default the first, with
+    :attr:`Transcript.runs` saying how many there are); a
+    :class:`~contextwarden.TranscriptError` too when the file has no run ``run``."""
     runs = load_transcripts(path, format=format)
     if run is None:
         return runs[0]
