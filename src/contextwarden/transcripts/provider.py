@@ -99,10 +99,7 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")
     system = doc.get("system")
-    try:
-        messages = tuple(from_anthropic(raw, system))
-    except FormatError as exc:
-        loc.reraise(exc)
+    messages = _convert(lambda m: from_anthropic(m, system), raw, loc)
     fields = {k: v for k, v in doc.items() if k not in ("system", "messages", "tools")}
     meta = {"fields": fields}
     return Transcript(
