@@ -276,13 +276,10 @@ def config_for(
 ) -> WardenConfig:
     """The effective config: the file (or the default lookup), the environment, then the
     command-line ``--model``/``--window``/``--summarizer``, which win."""
-    overrides: dict[str, Any] = {}
+    given = {"model": model, "context_window": window}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if summarizer is not None:
         overrides["summarizer"] = parse_summarizer_spec(summarizer)
-    if model is not None:
-        overrides["model"] = model
-    if window is not None:
-        overrides["context_window"] = window
     if config is not None:
         require_file(config)
     return load_config(config, **overrides)
