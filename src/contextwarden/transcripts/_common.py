@@ -328,13 +328,7 @@ def merge_user_runs(
     Returns the input's own values when nothing merges."""
     out: list[Message] = []
     for m in messages:
-        if (
-            out
-            and m.role == "user"
-            and out[-1].role == "user"
-            and id(m) not in apart
-            and id(out[-1]) not in apart
-        ):
+        if out and m.role == out[-1].role == "user" and {id(m), id(out[-1])}.isdisjoint(apart):
             out[-1] = out[-1].replace(content=(*out[-1].content, *m.content))
         else:
             out.append(m)
