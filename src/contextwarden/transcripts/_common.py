@@ -418,19 +418,14 @@ def unique_call_ids(messages: Sequence[Message], meta: dict[str, Any]) -> list[M
                     seen.add(b.id)
                 blocks.append(b)
             out.append(m.replace(content=tuple(blocks)) if renamed else m)
-        elif m.role == "tool" and any(
-            isinstance(b, ToolResultBlock) and b.tool_call_id in renamed for b in m.content
-        ):
-            out.append(
-                m.replace(
-                    content=tuple(
-                        dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
-                        if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
-                        else b
-                        for b in m.content
-                    )
-                )
-            )
+        elif m.role == "tool" and any(b.tool_call_id in renamed for b in m.tool_results):
+            content = [
+                dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
+                if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
+                else b
+                for b in m.content
+            ]
+            out.append(m.replace(content=tuple(content)))
         else:
             out.append(m)
     return out
