@@ -427,11 +427,9 @@ def _only_results_after(owner: _Merged, merged: list[_Merged]) -> bool:
     at = len(merged) - 1
     while at >= 0 and merged[at] is not owner:
         m = merged[at]
-        if m.injected:
-            at -= 1
-            continue
-        if m.role != "user" or any(
-            not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content
+        if not m.injected and (
+            m.role != "user"
+            or any(not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content)
         ):
             return False
         at -= 1
