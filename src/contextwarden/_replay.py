@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -156,6 +156,9 @@ class ReplayTotals:
         return asdict(self)
 
 
+_NESTED = ("calls", "totals")
+
+
 @dataclass(frozen=True)
 class ReplayReport:
     """A replay: every call, the totals, and what it ran against (``pricing``: whose cache
@@ -175,19 +178,10 @@ class ReplayReport:
     cache_pricing: CachePricing | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{"calls": [...], "totals": {...}, ...}``."""
-        return {
-            "model": self.model,
-            "window": self.window,
-            "limit": self.limit,
-            "trigger": self.trigger,
-            "provider": self.provider,
-            "input_price_per_mtok": self.input_price_per_mtok,
-            "pricing": self.pricing,
-            "cache_pricing": asdict(self.cache_pricing) if self.cache_pricing else None,
-            "calls": [c.as_dict() for c in self.calls],
-            "totals": self.totals.as_dict(),
-        }
+        """The JSON form: what it ran against, then ``"calls": [...], "totals": {...}``."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NESTED}
+        data["cache_pricing"] = asdict(self.cache_pricing) if self.cache_pricing else None
+        return data | {"calls": [c.as_dict() for c in self.calls], "totals": self.totals.as_dict()}
 
 
 def _problems(
