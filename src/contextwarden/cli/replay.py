@@ -145,7 +145,8 @@ def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
 
 def _totals_table(report: ReplayReport) -> Table:
     t = report.totals
-    table = Table(title="Totals", title_justify="left", show_header=True)
+    caption = f"billed: {_prices(report)} ({_price_detail(report)})"
+    table = Table(title="Totals", title_justify="left", caption=caption, caption_justify="left")
     table.add_column("")
     table.add_column("without contextwarden", justify="right")
     table.add_column("with contextwarden", justify="right")
@@ -161,8 +162,6 @@ def _totals_table(report: ReplayReport) -> Table:
         f"[bold]{t.input_tokens_with:,}[/bold]",
     )
     table.add_row("largest context", f"{t.max_context_without:,}", f"{t.max_context_with:,}")
-    table.caption = f"billed: {_prices(report)} ({_price_detail(report)})"
-    table.caption_justify = "left"
     table.add_row(
         "[bold]billed input cost[/bold], whole session (cache-aware)",
         _money(t.billed_cost_without),
