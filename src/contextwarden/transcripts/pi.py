@@ -168,20 +168,12 @@ def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) ->
         parent = node.value.get("parentId")
         if parent is not None and parent not in by_id:
             at = position[id(node)]
+            missing = f"line {node.line}: its parentId {parent!r} is not in the file"
             if at == 0:
-                warn(
-                    meta,
-                    f"line {node.line}: its parentId {parent!r} is not in the file; "
-                    "the session starts at this line",
-                )
+                warn(meta, f"{missing}; the session starts at this line")
                 break
-            before = tree[at - 1]
-            warn(
-                meta,
-                f"line {node.line}: its parentId {parent!r} is not in the file; "
-                f"read as following line {before.line}, the entry before it",
-            )
-            node = before
+            node = tree[at - 1]
+            warn(meta, f"{missing}; read as following line {node.line}, the entry before it")
             continue
         node = by_id.get(parent) if parent is not None else None
     head = [r for r in records if not (isinstance(r.value, dict) and "parentId" in r.value)]
