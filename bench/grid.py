@@ -45,7 +45,7 @@ from typing import Any
 from ._recordings import recordings
 from .measures_run import measures
 
-__all__ = ["PRICES", "WINDOWS", "bill", "cell", "grid_section", "main", "table"]
+__all__ = ["PRICES", "WINDOWS", "bill", "cell", "grid_section", "main", "table", "unseen_section"]
 
 Msg = dict[str, Any]
 
@@ -238,6 +238,35 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"| {a['summary_tokens']:,} | {a['names']:.1%} | {a['edits']:.1%} |"
         )
     return lines
+
+
+def unseen_section(data: dict[str, Any]) -> str:
+    """The section of ``docs/benchmarks.md`` for ``bench/results/grid_unseen.json``: the grid
+    over sessions the policy was not made on (``--root``)."""
+    rows = data.get("rows") or []
+    ok = [r for r in rows if "error" not in r]
+    lines = [
+        "### Sessions the policy was not made on",
+        "",
+        f"The same grid over {len({r['recording'] for r in rows})} real sessions that are not "
+        "in the repository and were not looked at while the policy was made: Claude Code "
+        "(2.1.x) and Codex CLI sessions that the Entire CLI committed to the public "
+        "entireio/entire-graph repository (MIT; branch `entire/checkpoints/v1`, each "
+        "`full.jsonl` of 30 or more replies, duplicates left out), read with contextwarden's "
+        "own readers and replayed as above (`python -m bench.grid --root DIR --windows "
+        "32000,model --prices anthropic,openai --fixed 0`).",
+        "",
+        *table(ok),
+    ]
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        lines += [
+            "",
+            "Not measured (the system prompt, tools and task alone are over the limit): "
+            + "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
+            + ".",
+        ]
+    return "\n".join(lines)
 
 
 def grid_section(data: dict[str, Any]) -> str:
