@@ -40,7 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "proxy")]  # bench._data; the fake upstream
+sys.path[:0] = [
+    str(ROOT),
+    str(ROOT / "tests"),
+    str(ROOT / "tests" / "proxy"),
+]  # bench._data; the fake upstream
 
 import httpx  # noqa: E402
 

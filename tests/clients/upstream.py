@@ -49,10 +49,11 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import upstream_wire as wire
 
 SUMMARY_SYSTEM_MARK = "You condense the working history of an autonomous agent"
 FINAL_MARK = "CW-FINAL-ANSWER"
@@ -619,14 +620,8 @@ class Upstream:
         h.send_header("cache-control", "no-cache")
         h.send_header("connection", "close")
         h.end_headers()
-        events = {
-            "anthropic": _anthropic_events,
-            "openai": _openai_chunks,
-            "responses": _responses_events,
-            "gemini": _gemini_chunks,
-        }[api](reply, body)
-        for chunk in events:
-            h.wfile.write(chunk.encode())
+        for chunk in _stream(api, reply, body):
+            h.wfile.write(chunk)
         h.wfile.flush()
         h.close_connection = True
 
@@ -892,8 +887,10 @@ def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
     return blocks, marks
 
 
-# -- Anthropic -----------------------------------------------------------------------------------
+# -- the move in each API's words ---------------------------------------------------------------
 _SIGNATURE = "c2lnbmF0dXJlLW9mLWN3LXNjcmlwdGVkLXVwc3RyZWFt"
+#: the signature Gemini 3 puts on the first function call of a turn (and wants back)
+GEMINI_SIGNATURE = "Q3dTY3JpcHRlZFRob3VnaHRTaWduYXR1cmU="
 
 
 def _anthropic_message(
@@ -901,224 +898,42 @@ def _anthropic_message(
 ) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if thinking:
-        content.append(
-            {
-                "type": "thinking",
-                "thinking": f"Planning cw-step-{move.step}.",
-                "signature": _SIGNATURE,
-            }
-        )
+        planning = f"Planning cw-step-{move.step}."
+        content.append({"type": "thinking", "thinking": planning, "signature": _SIGNATURE})
     if move.text:
         content.append({"type": "text", "text": move.text})
     if move.tool:
         if not move.final:
             content.append({"type": "text", "text": f"Running cw-step-{move.step}."})
+        call_id = f"toolu_{move.call_id}_{_nonce()}"
         content.append(
-            {
-                "type": "tool_use",
-                "id": f"toolu_{move.call_id}_{_nonce()}",
-                "name": move.tool,
-                "input": move.arguments or {},
-            }
+            {"type": "tool_use", "id": call_id, "name": move.tool, "input": move.arguments or {}}
         )
-    return {
-        "id": f"msg_{_nonce()}",
-        "type": "message",
-        "role": "assistant",
-        "model": body.get("model", "claude"),
-        "content": content,
-        "stop_reason": "tool_use" if move.tool else "end_turn",
-        "stop_sequence": None,
-        "usage": usage,
-    }
+    model = body.get("model", "claude")
+    return wire.messages_reply(content, model=model, usage=usage, id=f"msg_{_nonce()}")
 
 
-def _sse(event: str | None, data: Any) -> str:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {json.dumps(data)}\n\n"
-
-
-def _anthropic_events(msg: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
-    start = dict(msg, content=[], stop_reason=None)
-    start["usage"] = dict(msg["usage"], output_tokens=1)
-    yield _sse("message_start", {"type": "message_start", "message": start})
-    for i, block in enumerate(msg["content"]):
-        t = block["type"]
-        if t == "thinking":
-            yield _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                },
-            )
-            yield _sse(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
-                },
-            )
-            yield _sse(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "signature_delta", "signature": block["signature"]},
-                },
-            )
-        elif t == "compaction":
-            yield _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {
-                        "type": "compaction",
-                        "content": None,
-                        "signature": block["signature"],
-                    },
-                },
-            )
-            yield _sse(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "compaction_delta", "content": block["content"]},
-                },
-            )
-        elif t == "text":
-            yield _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-            text = block["text"]
-            for k in range(0, len(text), 200):
-                yield _sse(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": i,
-                        "delta": {"type": "text_delta", "text": text[k : k + 200]},
-                    },
-                )
-        else:
-            yield _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": dict(block, input={}),
-                },
-            )
-            yield _sse(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {
-                        "type": "input_json_delta",
-                        "partial_json": json.dumps(block["input"]),
-                    },
-                },
-            )
-        yield _sse("content_block_stop", {"type": "content_block_stop", "index": i})
-    yield _sse(
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-            "usage": {
-                k: v for k, v in msg["usage"].items() if k in ("output_tokens", "iterations")
-            },
-        },
-    )
-    yield _sse("message_stop", {"type": "message_stop"})
-
-
-# -- OpenAI chat ---------------------------------------------------------------------------------
 def _openai_usage(usage: dict[str, int]) -> dict[str, Any]:
-    return {
-        "prompt_tokens": usage["input_tokens"],
-        "completion_tokens": usage["output_tokens"],
-        "total_tokens": usage["input_tokens"] + usage["output_tokens"],
-        "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
-    }
+    prompt, output = usage["input_tokens"], usage["output_tokens"]
+    return wire.chat_usage(prompt, output, cached=usage["cached_tokens"])
 
 
 def _openai_completion(body: dict[str, Any], move: Move, usage: dict[str, int]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": move.text or None}
+    text: str | None = move.text or None
+    calls: list[wire.Call] = []
     if move.tool:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{move.call_id}_{_nonce()}",
-                "type": "function",
-                "function": {"name": move.tool, "arguments": json.dumps(move.arguments or {})},
-            }
-        ]
-        message["content"] = f"Running cw-step-{move.step}."
-    return {
-        "id": f"chatcmpl-{_nonce()}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "gpt"),
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if move.tool else "stop",
-            }
-        ],
-        "usage": _openai_usage(usage),
-    }
+        calls = [(f"call_{move.call_id}_{_nonce()}", move.tool, move.arguments or {})]
+        text = f"Running cw-step-{move.step}."
+    return wire.chat_reply(
+        text,
+        model=body.get("model", "gpt"),
+        usage=_openai_usage(usage),
+        calls=calls,
+        id=f"chatcmpl-{_nonce()}",
+        created=int(time.time()),
+    )
 
 
-def _openai_chunks(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
-    base = {k: resp[k] for k in ("id", "created", "model")}
-    base["object"] = "chat.completion.chunk"
-    msg = resp["choices"][0]["message"]
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        return _sse(
-            None,
-            dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]),
-        )
-
-    yield chunk({"role": "assistant", "content": ""})
-    text = msg.get("content") or ""
-    for k in range(0, len(text), 200):
-        yield chunk({"content": text[k : k + 200]})
-    for i, call in enumerate(msg.get("tool_calls") or []):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": i,
-                        "id": call["id"],
-                        "type": "function",
-                        "function": {"name": call["function"]["name"], "arguments": ""},
-                    }
-                ]
-            }
-        )
-        yield chunk(
-            {"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]}
-        )
-    yield chunk({}, resp["choices"][0]["finish_reason"])
-    opts = body.get("stream_options")
-    if isinstance(opts, dict) and opts.get("include_usage"):
-        yield _sse(None, dict(base, choices=[], usage=resp["usage"]))
-    yield "data: [DONE]\n\n"
-
-
-# -- OpenAI Responses ----------------------------------------------------------------------------
 def _responses_response(
     body: dict[str, Any], move: Move, usage: dict[str, int], thinking: bool
 ) -> dict[str, Any]:
@@ -1126,121 +941,77 @@ def _responses_response(
     if thinking:
         # a recall is no step: its reasoning must not mark one
         what = "a recall" if move.tool == RECALL_TOOL else f"cw-step-{move.step}"
-        output.append(
-            {
-                "type": "reasoning",
-                "id": f"rs_{_nonce()}",
-                "summary": [{"type": "summary_text", "text": f"Planning {what}."}],
-                "encrypted_content": f"enc-{what.replace(' ', '-')}-{_nonce()}",
-            }
-        )
+        encrypted = f"enc-{what.replace(' ', '-')}-{_nonce()}"
+        output.append(wire.reasoning_item(f"Planning {what}.", encrypted, f"rs_{_nonce()}"))
     if move.text:
-        output.append(
-            {
-                "type": "message",
-                "id": f"msg_{_nonce()}",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": move.text, "annotations": []}],
-            }
-        )
+        output.append(wire.message_item(move.text, f"msg_{_nonce()}"))
+    call_id = f"call_{move.call_id}_{_nonce()}"
     if move.tool and move.custom_input is not None:
         output.append(
             {
                 "type": "custom_tool_call",
                 "id": f"ctc_{_nonce()}",
                 "status": "completed",
-                "call_id": f"call_{move.call_id}_{_nonce()}",
+                "call_id": call_id,
                 "name": move.tool,
                 "input": move.custom_input,
             }
         )
     elif move.tool:
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{_nonce()}",
-                "status": "completed",
-                "call_id": f"call_{move.call_id}_{_nonce()}",
-                "name": move.tool,
-                "arguments": json.dumps(move.arguments or {}),
-            }
-        )
+        args = move.arguments or {}
+        output.append(wire.function_call_item(call_id, move.tool, args, f"fc_{_nonce()}"))
     return _responses_reply(body, output, usage, thinking)
 
 
 def _responses_usage(usage: dict[str, Any], thinking: bool) -> dict[str, Any]:
-    return {
-        "input_tokens": usage["input_tokens"],
-        "input_tokens_details": {"cached_tokens": usage["cached_tokens"]},
-        "output_tokens": usage["output_tokens"],
-        "output_tokens_details": {"reasoning_tokens": 8 if thinking else 0},
-        "total_tokens": usage["input_tokens"] + usage["output_tokens"],
-    }
+    return wire.responses_usage(
+        usage["input_tokens"],
+        usage["output_tokens"],
+        cached=usage["cached_tokens"],
+        reasoning=8 if thinking else 0,
+    )
 
 
 def _responses_reply(
     body: dict[str, Any], output: list[dict[str, Any]], usage: dict[str, Any], thinking: bool
 ) -> dict[str, Any]:
-    return {
-        "id": f"resp_{_nonce()}",
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": "completed",
-        "model": body.get("model", "gpt"),
-        "output": output,
-        "usage": _responses_usage(usage, thinking),
-    }
+    return wire.responses_reply(
+        output,
+        model=body.get("model", "gpt"),
+        usage=_responses_usage(usage, thinking),
+        id=f"resp_{_nonce()}",
+        created_at=int(time.time()),
+    )
 
 
-def _responses_events(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
-    seq = 0
+def _gemini_response(
+    body: dict[str, Any], move: Move, usage: dict[str, Any], thinking: bool
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": f"Planning cw-step-{move.step}.", "thought": True})
+    if move.tool:
+        parts.append({"text": f"Running cw-step-{move.step}."})
+        call = {"name": move.tool, "args": move.arguments or {}, "id": f"{move.call_id}-{_nonce()}"}
+        parts.append({"functionCall": call, "thoughtSignature": GEMINI_SIGNATURE})
+    elif move.text:
+        parts.append({"text": move.text})
+    figures = wire.gemini_usage(usage["input_tokens"], usage["output_tokens"])
+    figures["cachedContentTokenCount"] = usage["cached_tokens"]  # a zero too, as Gemini sends it
+    return wire.gemini_reply(parts, figures, model="gemini-scripted", responseId=f"gem-{_nonce()}")
 
-    def ev(kind: str, **data: Any) -> str:
-        nonlocal seq
-        seq += 1
-        return _sse(kind, {"type": kind, "sequence_number": seq, **data})
 
-    pending = dict(resp, status="in_progress", output=[], usage=None)
-    yield ev("response.created", response=pending)
-    yield ev("response.in_progress", response=pending)
-    for i, item in enumerate(resp["output"]):
-        if item["type"] == "message":
-            yield ev("response.output_item.added", output_index=i, item=dict(item, content=[]))
-            text = item["content"][0]["text"]
-            yield ev(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                part={"type": "output_text", "text": "", "annotations": []},
-            )
-            for k in range(0, len(text), 200):
-                yield ev(
-                    "response.output_text.delta",
-                    item_id=item["id"],
-                    output_index=i,
-                    content_index=0,
-                    delta=text[k : k + 200],
-                )
-            yield ev(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                text=text,
-            )
-            yield ev(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                part=item["content"][0],
-            )
-        else:
-            yield ev("response.output_item.added", output_index=i, item=item)
-        yield ev("response.output_item.done", output_index=i, item=item)
-    yield ev("response.completed", response=resp)
+def _stream(api: str, reply: dict[str, Any], body: dict[str, Any]) -> list[bytes]:
+    """The server-sent events of ``reply`` in ``api``'s stream format."""
+    if api == "anthropic":
+        return wire.messages_events(reply)
+    if api == "openai":
+        opts = body.get("stream_options")
+        with_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+        return wire.chat_chunks(reply, include_usage=with_usage)
+    if api == "responses":
+        return wire.responses_events(reply)
+    return wire.gemini_chunks(reply)
 
 
 _counter = 0
@@ -1252,60 +1023,3 @@ def _nonce() -> str:
     with _counter_lock:
         _counter += 1
         return f"{_counter:06d}"
-
-
-# -- Gemini --------------------------------------------------------------------------------------
-#: the signature Gemini 3 puts on the first function call of a turn (and wants back)
-GEMINI_SIGNATURE = "Q3dTY3JpcHRlZFRob3VnaHRTaWduYXR1cmU="
-
-
-def _gemini_response(
-    body: dict[str, Any], move: Move, usage: dict[str, Any], thinking: bool
-) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    if thinking:
-        parts.append({"text": f"Planning cw-step-{move.step}.", "thought": True})
-    if move.tool:
-        parts.append({"text": f"Running cw-step-{move.step}."})
-        parts.append(
-            {
-                "functionCall": {
-                    "name": move.tool,
-                    "args": move.arguments or {},
-                    "id": f"{move.call_id}-{_nonce()}",
-                },
-                "thoughtSignature": GEMINI_SIGNATURE,
-            }
-        )
-    elif move.text:
-        parts.append({"text": move.text})
-    total = usage["input_tokens"]
-    return {
-        "candidates": [
-            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-        ],
-        "usageMetadata": {
-            "promptTokenCount": total,
-            "cachedContentTokenCount": usage["cached_tokens"],
-            "candidatesTokenCount": usage["output_tokens"],
-            "totalTokenCount": total + usage["output_tokens"],
-        },
-        "modelVersion": "gemini-scripted",
-        "responseId": f"gem-{_nonce()}",
-    }
-
-
-def _gemini_chunks(resp: dict[str, Any], body: dict[str, Any]) -> Iterator[str]:
-    """The reply as ``alt=sse`` chunks: one per part, the usage and finish reason on the last."""
-    cand = resp["candidates"][0]
-    parts = cand["content"]["parts"]
-    for i, part in enumerate(parts):
-        chunk: dict[str, Any] = {
-            "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
-            "modelVersion": resp["modelVersion"],
-            "responseId": resp["responseId"],
-        }
-        if i == len(parts) - 1:
-            chunk["candidates"][0]["finishReason"] = cand["finishReason"]
-            chunk["usageMetadata"] = resp["usageMetadata"]
-        yield _sse(None, chunk)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import upstream_wire as wire
+
 FINAL = "Fixed: src/io.py now closes the file."
 
 
@@ -126,13 +128,12 @@ class FakeLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _send_stream(self, chunks: list[dict[str, Any]]) -> None:
+            def _send_stream(self, chunks: list[bytes]) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
                 for chunk in chunks:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.write(chunk)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -177,63 +178,30 @@ class FakeLLM:
         if rec.api == "openai":
             reply = _openai_reply(step, calls)
             if body.get("stream"):
-                return 200, _openai_chunks(reply), True
+                return 200, wire.chat_chunks(reply), True
             return 200, reply, False
         return 200, _gemini_reply(step, calls), False
 
 
+def _calls(step: int, calls: int) -> list[wire.Call]:
+    """The step's ``read_file`` call (none once the agent answers)."""
+    return [(f"call_{step}", "read_file", {"path": f"src/mod_{step}.py"})] if step < calls else []
+
+
 def _openai_reply(step: int, calls: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": None}
-    if step < calls:
-        args = json.dumps({"path": f"src/mod_{step}.py"})
-        message["tool_calls"] = [
-            {
-                "id": f"call_{step}",
-                "type": "function",
-                "function": {"name": "read_file", "arguments": args},
-            }
-        ]
-        finish = "tool_calls"
-    else:
-        message["content"] = FINAL
-        finish = "stop"
-    return {
-        "id": f"chatcmpl-{step}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4o",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-    }
-
-
-def _openai_chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
-    message = reply["choices"][0]["message"]
-    delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": 0, **c} for c in message["tool_calls"]]
-    base = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    finish = reply["choices"][0]["finish_reason"]
-    return [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-    ]
+    planned = _calls(step, calls)
+    return wire.chat_reply(
+        None if planned else FINAL,
+        model="gpt-4o",
+        usage=wire.chat_usage(10, 10),
+        calls=planned,
+        id=f"chatcmpl-{step}",
+        created=0,
+    )
 
 
 def _gemini_reply(step: int, calls: int) -> dict[str, Any]:
-    if step < calls:
-        call = {"name": "read_file", "args": {"path": f"src/mod_{step}.py"}}
-        parts: list[dict[str, Any]] = [{"functionCall": call}]
-    else:
-        parts = [{"text": FINAL}]
-    return {
-        "candidates": [
-            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-        ],
-        "usageMetadata": {
-            "promptTokenCount": 10,
-            "candidatesTokenCount": 10,
-            "totalTokenCount": 20,
-        },
-        "modelVersion": "gemini-2.5-flash",
-    }
+    planned = _calls(step, calls)
+    parts: list[dict[str, Any]] = [{"functionCall": {"name": n, "args": a}} for _, n, a in planned]
+    parts = parts or [{"text": FINAL}]
+    return wire.gemini_reply(parts, wire.gemini_usage(10, 10), model="gemini-2.5-flash")

@@ -20,13 +20,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import upstream_wire as wire
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["Behaviour", "FakeUpstream", "Recorded", "gemini_reply", "serve"]
+__all__ = ["Behaviour", "FakeUpstream", "Recorded", "serve"]
 
 
 @dataclass(frozen=True)
@@ -192,211 +193,60 @@ class FakeUpstream:
             "<remaining>\nCarry on with the task.\n</remaining>\n"
             "<current_state>\nMid-task.\n</current_state>\n<notes>\n</notes>"
         )
-        usage = {"prompt_tokens": len(body) // 4, "completion_tokens": 40}
-        who = who if who != "-" else request.headers.get("x-goog-api-key", "-")
-        if request.url.path.endswith("generateContent"):
-            return JSONResponse(gemini_reply(text, len(body) // 4, 40))
-        if request.url.path.endswith("/messages"):
-            return JSONResponse(
-                {
-                    "id": "msg_s",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "m",
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": "end_turn",
-                    "usage": {"input_tokens": len(body) // 4, "output_tokens": 40},
-                }
-            )
-        return JSONResponse(
-            {
-                "id": "chatcmpl-s",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": usage,
-            }
-        )
+        path = request.url.path
+        api = "gemini" if path.endswith("generateContent") else "openai"
+        api = "anthropic" if path.endswith("/messages") else api
+        return JSONResponse(wire.text_reply(api, text, model="m", prompt=len(body) // 4, output=40))
+
+    async def _answer(self, request: Request, api: str) -> Response:
+        """Record the request and answer it: the script's canned reply, else a text naming how
+        many messages it got (streamed a word a chunk when asked to stream)."""
+        signed = await self._signed_summary(request)
+        if signed is not None:
+            return signed
+        rec, b = await self._record(request)
+        canned = self._canned(b)
+        if canned is not None:
+            return canned
+        body = rec.json
+        words = "".join(f"w{i} " for i in range(self.chunks))
+        prompt, model = len(rec.body) // 4, body.get("model", "?")
+        headers = {"x-request-id": f"req_{len(self.requests)}", **b.headers}
+        if api == "gemini":
+            text = f"received {len(body.get('contents', []))} contents: " + words
+            reply = wire.gemini_reply(text, wire.gemini_usage(prompt, self.chunks))
+            if rec.path.endswith(":streamGenerateContent"):
+                return self._stream(wire.gemini_chunks(reply, split=_words), b, dict(b.headers))
+            return self._json(reply, b.headers)
+        # a stream carries the words alone
+        stream = bool(body.get("stream"))
+        text = words if stream else f"received {len(body.get('messages', []))} messages: " + words
+        if api == "anthropic":
+            headers = {"request-id": f"req_{len(self.requests)}", **b.headers}
+            usage = wire.messages_usage(prompt, self.chunks)
+            msg = wire.text_message(text, model=model, usage=usage, id="msg_fake")
+            if stream:
+                return self._stream(wire.messages_events(msg, split=_words), b, headers)
+            return self._json(msg, headers)
+        usage = wire.chat_usage(prompt, self.chunks)
+        reply = wire.chat_reply(text, model=model, usage=usage, id="chatcmpl-fake")
+        if stream:
+            return self._stream(wire.chat_chunks(reply, split=_words), b, headers)
+        return self._json(reply, headers)
+
+    def _json(self, reply: dict[str, Any], headers: dict[str, str]) -> Response:
+        raw = json.dumps(reply).encode()
+        self._sent([raw])
+        return Response(raw, media_type="application/json", headers=headers)
 
     async def _openai(self, request: Request) -> Response:
-        signed = await self._signed_summary(request)
-        if signed is not None:
-            return signed
-        rec, b = await self._record(request)
-        canned = self._canned(b)
-        if canned is not None:
-            return canned
-        body = rec.json
-        n = len(body.get("messages", []))
-        words = [f"w{i} " for i in range(self.chunks)]
-        headers = {"x-request-id": f"req_{len(self.requests)}", **b.headers}
-        if body.get("stream"):
-            base = {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": body.get("model", "?"),
-            }
-            events = [
-                b"data: "
-                + json.dumps(
-                    {
-                        **base,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "delta": (
-                                    {"role": "assistant", "content": w}
-                                    if i == 0
-                                    else {"content": w}
-                                ),
-                                "finish_reason": None,
-                            }
-                        ],
-                    }
-                ).encode()
-                + b"\n\n"
-                for i, w in enumerate(words)
-            ]
-            events.append(
-                b"data: "
-                + json.dumps(
-                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                ).encode()
-                + b"\n\n"
-            )
-            events.append(b"data: [DONE]\n\n")
-            return self._stream(events, b, headers)
-        reply = {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 1,
-            "model": body.get("model", "?"),
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {
-                        "role": "assistant",
-                        "content": f"received {n} messages: " + "".join(words),
-                    },
-                }
-            ],
-            "usage": {
-                "prompt_tokens": len(rec.body) // 4,
-                "completion_tokens": self.chunks,
-                "total_tokens": len(rec.body) // 4 + self.chunks,
-            },
-        }
-        raw = json.dumps(reply).encode()
-        self._sent([raw])
-        return Response(raw, media_type="application/json", headers=headers)
+        return await self._answer(request, "openai")
 
     async def _anthropic(self, request: Request) -> Response:
-        signed = await self._signed_summary(request)
-        if signed is not None:
-            return signed
-        rec, b = await self._record(request)
-        canned = self._canned(b)
-        if canned is not None:
-            return canned
-        body = rec.json
-        n = len(body.get("messages", []))
-        words = [f"w{i} " for i in range(self.chunks)]
-        headers = {"request-id": f"req_{len(self.requests)}", **b.headers}
-        message = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "?"),
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": 0},
-        }
-        if body.get("stream"):
-
-            def ev(name: str, data: dict[str, Any]) -> bytes:
-                return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-
-            events = [
-                ev("message_start", {"type": "message_start", "message": message}),
-                ev(
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                ),
-            ]
-            events += [
-                ev(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": 0,
-                        "delta": {"type": "text_delta", "text": w},
-                    },
-                )
-                for w in words
-            ]
-            events += [
-                ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                ev(
-                    "message_delta",
-                    {
-                        "type": "message_delta",
-                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                        "usage": {"output_tokens": self.chunks},
-                    },
-                ),
-                ev("message_stop", {"type": "message_stop"}),
-            ]
-            return self._stream(events, b, headers)
-        reply = {
-            **message,
-            "content": [{"type": "text", "text": f"received {n} messages: " + "".join(words)}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": len(rec.body) // 4, "output_tokens": self.chunks},
-        }
-        raw = json.dumps(reply).encode()
-        self._sent([raw])
-        return Response(raw, media_type="application/json", headers=headers)
+        return await self._answer(request, "anthropic")
 
     async def _gemini(self, request: Request) -> Response:
-        signed = await self._signed_summary(request)
-        if signed is not None:
-            return signed
-        rec, b = await self._record(request)
-        canned = self._canned(b)
-        if canned is not None:
-            return canned
-        n = len(rec.json.get("contents", []))
-        words = [f"w{i} " for i in range(self.chunks)]
-        prompt = len(rec.body) // 4
-        if rec.path.endswith(":streamGenerateContent"):
-            events = [
-                b"data: "
-                + json.dumps(gemini_reply(w, prompt, i + 1, end=False)).encode()
-                + b"\r\n\r\n"
-                for i, w in enumerate([f"received {n} contents: ", *words])
-            ]
-            events.append(
-                b"data: " + json.dumps(gemini_reply("", prompt, self.chunks)).encode() + b"\r\n\r\n"
-            )
-            return self._stream(events, b, dict(b.headers))
-        reply = gemini_reply(f"received {n} contents: " + "".join(words), prompt, self.chunks)
-        raw = json.dumps(reply).encode()
-        self._sent([raw])
-        return Response(raw, media_type="application/json", headers=b.headers)
+        return await self._answer(request, "gemini")
 
     async def _count_tokens(self, request: Request) -> Response:
         rec, b = await self._record(request)
@@ -416,25 +266,9 @@ class FakeUpstream:
         )
 
 
-def gemini_reply(
-    text: str, prompt: int, output: int, *, end: bool = True, cached: int = 0
-) -> dict[str, Any]:
-    """A Gemini ``GenerateContentResponse`` (or stream chunk: ``end`` False leaves out the
-    finish reason) of one text part."""
-    candidate: dict[str, Any] = {
-        "content": {"role": "model", "parts": [{"text": text}]},
-        "index": 0,
-    }
-    if end:
-        candidate["finishReason"] = "STOP"
-    usage = {
-        "promptTokenCount": prompt,
-        "candidatesTokenCount": output,
-        "totalTokenCount": prompt + output,
-    }
-    if cached:
-        usage["cachedContentTokenCount"] = cached
-    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-pro"}
+def _words(text: str) -> list[str]:
+    """``text`` a word (with its trailing space) a chunk."""
+    return [w + " " for w in text.split()]
 
 
 async def _client_left(request: Request, exc: Exception) -> Response:

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 import httpx
+import upstream_wire as wire
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -110,32 +111,14 @@ class RecallUpstream:
         if refused is not None:
             return refused
         text, calls = self._plan(body, "openai")
-        tool_calls = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            for i, n, a in calls
-        ]
-        usage = {
-            "prompt_tokens": USAGE_IN,
-            "completion_tokens": USAGE_OUT,
-            "total_tokens": USAGE_IN + USAGE_OUT,
-        }
-        finish = "tool_calls" if calls else "stop"
+        usage = wire.chat_usage(USAGE_IN, USAGE_OUT)
+        reply = wire.chat_reply(
+            text, model=body["model"], usage=usage, calls=calls, id=f"chatcmpl-{len(self.requests)}"
+        )
         if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": text}
-            if tool_calls:
-                message["tool_calls"] = tool_calls
-            return JSONResponse(
-                {
-                    "id": f"chatcmpl-{len(self.requests)}",
-                    "object": "chat.completion",
-                    "created": 1,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": usage,
-                }
-            )
-        with_usage = (body.get("stream_options") or {}).get("include_usage")
-        return _sse(_openai_chunks(body, text, tool_calls, finish, usage if with_usage else None))
+            return JSONResponse(reply)
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return _sse(wire.chat_chunks(reply, split=wire.halves, include_usage=with_usage))
 
     async def _anthropic(self, request: Request) -> Response:
         body, refused = await self._read(request, "anthropic")
@@ -144,25 +127,13 @@ class RecallUpstream:
         text, calls = self._plan(body, "anthropic")
         blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
-        stop = "tool_use" if calls else "end_turn"
-        usage = {
-            "input_tokens": USAGE_IN,
-            "output_tokens": USAGE_OUT,
-            "cache_read_input_tokens": 10,
-        }
-        message = {
-            "id": f"msg_{len(self.requests)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": blocks,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        usage = wire.messages_usage(USAGE_IN, USAGE_OUT, cache_read=10)
+        message = wire.messages_reply(
+            blocks, model=body["model"], usage=usage, id=f"msg_{len(self.requests)}"
+        )
         if not body.get("stream"):
             return JSONResponse(message)
-        return _sse(_anthropic_events(message))
+        return _sse(wire.messages_events(message, split=wire.halves, ping=True))
 
     async def _responses(self, request: Request) -> Response:
         body, refused = await self._read(request, "responses")
@@ -172,56 +143,21 @@ class RecallUpstream:
         n = len(self.requests)
         output: list[dict[str, Any]] = []
         if self.reasoning:
-            output.append(
-                {
-                    "type": "reasoning",
-                    "id": f"rs_{n}",
-                    "summary": [{"type": "summary_text", "text": f"Thinking {n}."}],
-                    "encrypted_content": f"enc-{n}",
-                }
-            )
-        output.append(
-            {
-                "type": "message",
-                "id": f"msg_{n}",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
+            output.append(wire.reasoning_item(f"Thinking {n}.", f"enc-{n}", f"rs_{n}"))
+        output.append(wire.message_item(text, f"msg_{n}"))
+        output += [wire.function_call_item(i, name, args, f"fc_{i}") for i, name, args in calls]
+        response = wire.responses_reply(
+            output,
+            model=body["model"],
+            usage=wire.responses_usage(USAGE_IN, USAGE_OUT, cached=10, reasoning=3),
+            id=f"resp_{n}",
+            parallel_tool_calls=True,
+            tool_choice=body.get("tool_choice", "auto"),
+            tools=body.get("tools", []),
         )
-        output += [
-            {
-                "type": "function_call",
-                "id": f"fc_{i}",
-                "call_id": i,
-                "name": name,
-                "arguments": json.dumps(args),
-                "status": "completed",
-            }
-            for i, name, args in calls
-        ]
-        usage = {
-            "input_tokens": USAGE_IN,
-            "input_tokens_details": {"cached_tokens": 10},
-            "output_tokens": USAGE_OUT,
-            "output_tokens_details": {"reasoning_tokens": 3},
-            "total_tokens": USAGE_IN + USAGE_OUT,
-        }
-        response = {
-            "id": f"resp_{n}",
-            "object": "response",
-            "created_at": 1,
-            "model": body["model"],
-            "status": "completed",
-            "output": output,
-            "parallel_tool_calls": True,
-            "tool_choice": body.get("tool_choice", "auto"),
-            "tools": body.get("tools", []),
-            "usage": usage,
-        }
         if not body.get("stream"):
             return JSONResponse(response)
-        return _sse(_responses_events(response))
+        return _sse(wire.responses_events(response, split=wire.halves))
 
     async def _gemini(self, request: Request) -> Response:
         body, refused = await self._read(request, "gemini")
@@ -237,33 +173,10 @@ class RecallUpstream:
             | ({} if k else {"thoughtSignature": signature(i)})
             for k, (i, n, a) in enumerate(calls)
         ]
-        usage = {
-            "promptTokenCount": USAGE_IN,
-            "candidatesTokenCount": USAGE_OUT,
-            "cachedContentTokenCount": 10,
-            "totalTokenCount": USAGE_IN + USAGE_OUT,
-        }
-        reply = {
-            "candidates": [
-                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-            ],
-            "usageMetadata": usage,
-            "modelVersion": "gemini-2.5-pro",
-        }
+        reply = wire.gemini_reply(parts, wire.gemini_usage(USAGE_IN, USAGE_OUT, cached=10))
         if not request.url.path.endswith(":streamGenerateContent"):
             return JSONResponse(reply)
-        # text first, in its own chunks, then the calls and the end with the usage
-        first = {"candidates": [{"content": {"role": "model", "parts": parts[:1]}, "index": 0}]}
-        last = {
-            **reply,
-            "candidates": [
-                {
-                    **reply["candidates"][0],
-                    "content": {"role": "model", "parts": parts[1:] or [{"text": ""}]},
-                }
-            ],
-        }
-        return _sse([f"data: {json.dumps(x)}\r\n\r\n".encode() for x in (first, last)])
+        return _sse(wire.gemini_chunks(reply))
 
 
 def signature(what: str) -> str:
@@ -318,151 +231,3 @@ def _sse(events: list[bytes]) -> Response:
             yield event
 
     return StreamingResponse(gen(), media_type="text/event-stream")
-
-
-def _halves(text: str) -> list[str]:
-    return [text[: len(text) // 2], text[len(text) // 2 :]]
-
-
-def _openai_chunks(
-    body: dict[str, Any],
-    text: str,
-    tool_calls: list[dict[str, Any]],
-    finish: str,
-    usage: dict[str, int] | None,
-) -> list[bytes]:
-    base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1}
-    base["model"] = body["model"]
-
-    def chunk(delta: dict[str, Any], reason: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": reason}
-        return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": part}) for part in _halves(text)]
-    for k, call in enumerate(tool_calls):
-        fn = call["function"]
-        head = {"index": k, "id": call["id"], "type": "function"}
-        out.append(
-            chunk({"tool_calls": [{**head, "function": {"name": fn["name"], "arguments": ""}}]})
-        )
-        for part in _halves(fn["arguments"]):
-            out.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": part}}]}))
-    out.append(chunk({}, finish))
-    if usage is not None:
-        out.append(
-            b"data: " + json.dumps({**base, "choices": [], "usage": usage}).encode() + b"\n\n"
-        )
-    return [*out, b"data: [DONE]\n\n"]
-
-
-def _anthropic_events(message: dict[str, Any]) -> list[bytes]:
-    def ev(data: dict[str, Any]) -> bytes:
-        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
-
-    start = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "usage": {**message["usage"], "output_tokens": 1},
-    }
-    out = [ev({"type": "message_start", "message": start}), ev({"type": "ping"})]
-    for i, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            opened: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": p} for p in _halves(block["text"])]
-        else:
-            opened = {**block, "input": {}}
-            raw = json.dumps(block["input"])
-            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _halves(raw)]
-        out.append(ev({"type": "content_block_start", "index": i, "content_block": opened}))
-        out += [ev({"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
-        out.append(ev({"type": "content_block_stop", "index": i}))
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    out.append(ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": USAGE_OUT}}))
-    return [*out, ev({"type": "message_stop"})]
-
-
-def _responses_events(response: dict[str, Any]) -> list[bytes]:
-    """The events the Responses API streams ``response`` with, numbered from 0."""
-    sequence: list[dict[str, Any]] = []
-    pending = {**response, "status": "in_progress", "output": [], "usage": None}
-    sequence += [
-        {"type": "response.created", "response": pending},
-        {"type": "response.in_progress", "response": pending},
-    ]
-    for i, item in enumerate(response["output"]):
-        at = {"item_id": item["id"], "output_index": i}
-        if item["type"] == "message":
-            part = item["content"][0]
-            sequence.append(
-                {
-                    "type": "response.output_item.added",
-                    "output_index": i,
-                    "item": {**item, "status": "in_progress", "content": []},
-                }
-            )
-            sequence.append(
-                {
-                    "type": "response.content_part.added",
-                    **at,
-                    "content_index": 0,
-                    "part": {**part, "text": ""},
-                }
-            )
-            sequence += [
-                {
-                    "type": "response.output_text.delta",
-                    **at,
-                    "content_index": 0,
-                    "delta": half,
-                    "logprobs": [],
-                }
-                for half in _halves(part["text"])
-            ]
-            sequence += [
-                {
-                    "type": "response.output_text.done",
-                    **at,
-                    "content_index": 0,
-                    "text": part["text"],
-                    "logprobs": [],
-                },
-                {"type": "response.content_part.done", **at, "content_index": 0, "part": part},
-            ]
-        elif item["type"] == "function_call":
-            sequence.append(
-                {
-                    "type": "response.output_item.added",
-                    "output_index": i,
-                    "item": {**item, "status": "in_progress", "arguments": ""},
-                }
-            )
-            sequence += [
-                {"type": "response.function_call_arguments.delta", **at, "delta": half}
-                for half in _halves(item["arguments"])
-            ]
-            sequence.append(
-                {
-                    "type": "response.function_call_arguments.done",
-                    **at,
-                    "arguments": item["arguments"],
-                }
-            )
-        else:
-            summary = item["summary"][0]
-            sequence += [
-                {"type": "response.output_item.added", "output_index": i, "item": item},
-                {
-                    "type": "response.reasoning_summary_text.delta",
-                    **at,
-                    "summary_index": 0,
-                    "delta": summary["text"],
-                },
-            ]
-        sequence.append({"type": "response.output_item.done", "output_index": i, "item": item})
-    sequence.append({"type": "response.completed", "response": response})
-    return [
-        f"event: {d['type']}\ndata: {json.dumps({**d, 'sequence_number': n})}\n\n".encode()
-        for n, d in enumerate(sequence)
-    ]

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+import upstream_wire as wire
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proxy_doubles import StartProxy
@@ -21,7 +22,6 @@ from recall_upstream import (
     USAGE_IN,
     USAGE_OUT,
     RecallUpstream,
-    _responses_events,
     proxy_stats,
     tool_names,
     tool_output,
@@ -391,7 +391,7 @@ def test_a_turn_keeps_what_the_next_round_needs() -> None:
 
 def test_a_first_round_alone_passes_byte_for_byte() -> None:
     response = _response(0, ["reasoning", "message", "run"])
-    raw = b"".join(_responses_events(response))
+    raw = b"".join(wire.responses_events(response, split=wire.halves))
     events, rest = parse_events(raw)
     splice = ResponsesSplice()
     sent = [out for e in events for out in splice.feed(e)]
@@ -470,7 +470,9 @@ def _splice(rounds: list[list[str]]) -> tuple[bytes, int]:
     for n, kinds in enumerate(rounds):
         if n:
             splice.next_round()
-        events, _ = parse_events(b"".join(_responses_events(_response(n, kinds))))
+        events, _ = parse_events(
+            b"".join(wire.responses_events(_response(n, kinds), split=wire.halves))
+        )
         sent += [out for e in events for out in splice.feed(e)]
         turn = splice.end_round()
         if not turn.calls or n == len(rounds) - 1:
