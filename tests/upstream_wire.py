@@ -154,11 +154,10 @@ def text_message(
     return messages_reply([{"type": "text", "text": text}], model=model, usage=usage, id=id)
 
 
-def messages_events(
-    message: dict[str, Any], *, split: Split = pieces, ping: bool = False
-) -> list[bytes]:
+def messages_events(message: dict[str, Any], *, split: Split = pieces) -> list[bytes]:
     """The event stream of ``message``: each block opened empty, filled by its deltas (text,
-    thinking and signature, a call's JSON, a compaction's content) and closed."""
+    thinking and signature, a call's JSON, a compaction's content) and closed; a ``ping`` after
+    the start, as the API sends one."""
 
     def ev(data: dict[str, Any]) -> bytes:
         return sse(data, data["type"])
@@ -166,9 +165,7 @@ def messages_events(
     start = {**message, "content": [], "stop_reason": None}
     start["usage"] = {**message["usage"], "output_tokens": 1}
     start["usage"].pop("iterations", None)
-    out = [ev({"type": "message_start", "message": start})]
-    if ping:
-        out.append(ev({"type": "ping"}))
+    out = [ev({"type": "message_start", "message": start}), ev({"type": "ping"})]
     for i, block in enumerate(message["content"]):
         kind = block["type"]
         deltas: list[dict[str, Any]]
@@ -386,3 +383,18 @@ def text_reply(api: str, text: str, *, model: str, prompt: int, output: int) -> 
             [message_item(text, "msg_1")], model=model, usage=responses_usage(prompt, output)
         )
     return chat_reply(text, model=model, usage=chat_usage(prompt, output))
+
+
+def stream(
+    api: str, reply: dict[str, Any], request: dict[str, Any], *, split: Split = pieces
+) -> list[bytes]:
+    """``reply`` streamed as ``api`` streams it to ``request`` (which may ask for the usage)."""
+    if api == "anthropic":
+        return messages_events(reply, split=split)
+    if api == "responses":
+        return responses_events(reply, split=split)
+    if api == "gemini":
+        return gemini_chunks(reply, split=split)
+    opts = request.get("stream_options")
+    with_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+    return chat_chunks(reply, split=split, include_usage=with_usage)

@@ -620,7 +620,7 @@ class Upstream:
         h.send_header("cache-control", "no-cache")
         h.send_header("connection", "close")
         h.end_headers()
-        for chunk in _stream(api, reply, body):
+        for chunk in wire.stream(api, reply, body):
             h.wfile.write(chunk)
         h.wfile.flush()
         h.close_connection = True
@@ -999,19 +999,6 @@ def _gemini_response(
     figures = wire.gemini_usage(usage["input_tokens"], usage["output_tokens"])
     figures["cachedContentTokenCount"] = usage["cached_tokens"]  # a zero too, as Gemini sends it
     return wire.gemini_reply(parts, figures, model="gemini-scripted", responseId=f"gem-{_nonce()}")
-
-
-def _stream(api: str, reply: dict[str, Any], body: dict[str, Any]) -> list[bytes]:
-    """The server-sent events of ``reply`` in ``api``'s stream format."""
-    if api == "anthropic":
-        return wire.messages_events(reply)
-    if api == "openai":
-        opts = body.get("stream_options")
-        with_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
-        return wire.chat_chunks(reply, include_usage=with_usage)
-    if api == "responses":
-        return wire.responses_events(reply)
-    return wire.gemini_chunks(reply)
 
 
 _counter = 0

@@ -1,8 +1,10 @@
-"""A fake OpenAI + Anthropic + Gemini API for the proxy tests and the load bench, on loopback.
+"""A fake API for the proxy tests and the load bench, on loopback: Chat Completions, Messages,
+Responses and Gemini, in the shapes of :mod:`upstream_wire`.
 
-It records every request it receives (method, path, headers, body) and answers in either wire
-format, streamed (server-sent events, one chunk per write) or not. Scripted behaviours let a test
-make the next reply fail (429, 500), stall (to provoke the proxy's timeout) or break mid-stream.
+It records every request it receives (method, path, headers, body) and answers in the request's
+wire format, streamed (server-sent events, one chunk per write) or not. Scripted behaviours let a
+test make the next reply fail (429, 500), stall (to provoke the proxy's timeout) or break
+mid-stream. A subclass scripts other answers by overriding ``_reply`` (see ``recall_upstream``).
 
 ``serve(app)`` runs any ASGI app on uvicorn in a background thread on a free loopback port.
 """
@@ -15,7 +17,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,11 +103,12 @@ class FakeUpstream:
         self._lock = threading.Lock()
         self.app = Starlette(
             routes=[
-                Route("/v1/chat/completions", self._openai, methods=["POST"]),
-                Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/chat/completions", self._api("openai"), methods=["POST"]),
+                Route("/v1/messages", self._api("anthropic"), methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
-                Route("/v1beta/models/{call}", self._gemini, methods=["POST"]),
-                Route("/v1/models/{call}", self._gemini, methods=["POST"]),
+                Route("/v1/responses", self._api("responses"), methods=["POST"]),
+                Route("/v1beta/models/{call}", self._api("gemini"), methods=["POST"]),
+                Route("/v1/models/{call}", self._api("gemini"), methods=["POST"]),
                 Route(
                     "/{path:path}", self._echo, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]
                 ),
@@ -196,11 +199,17 @@ class FakeUpstream:
         path = request.url.path
         api = "gemini" if path.endswith("generateContent") else "openai"
         api = "anthropic" if path.endswith("/messages") else api
+        api = "responses" if path.endswith("/responses") else api
         return JSONResponse(wire.text_reply(api, text, model="m", prompt=len(body) // 4, output=40))
 
+    def _api(self, api: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await self._answer(request, api)
+
+        return endpoint
+
     async def _answer(self, request: Request, api: str) -> Response:
-        """Record the request and answer it: the script's canned reply, else a text naming how
-        many messages it got (streamed a word a chunk when asked to stream)."""
+        """Record the request and answer it: the script's canned reply, else :meth:`_reply`."""
         signed = await self._signed_summary(request)
         if signed is not None:
             return signed
@@ -208,45 +217,32 @@ class FakeUpstream:
         canned = self._canned(b)
         if canned is not None:
             return canned
-        body = rec.json
-        words = "".join(f"w{i} " for i in range(self.chunks))
-        prompt, model = len(rec.body) // 4, body.get("model", "?")
-        headers = {"x-request-id": f"req_{len(self.requests)}", **b.headers}
-        if api == "gemini":
-            text = f"received {len(body.get('contents', []))} contents: " + words
-            reply = wire.gemini_reply(text, wire.gemini_usage(prompt, self.chunks))
-            if rec.path.endswith(":streamGenerateContent"):
-                return self._stream(wire.gemini_chunks(reply, split=_words), b, dict(b.headers))
-            return self._json(reply, b.headers)
-        # a stream carries the words alone
-        stream = bool(body.get("stream"))
-        text = words if stream else f"received {len(body.get('messages', []))} messages: " + words
-        if api == "anthropic":
-            headers = {"request-id": f"req_{len(self.requests)}", **b.headers}
-            usage = wire.messages_usage(prompt, self.chunks)
-            msg = wire.text_message(text, model=model, usage=usage, id="msg_fake")
-            if stream:
-                return self._stream(wire.messages_events(msg, split=_words), b, headers)
-            return self._json(msg, headers)
-        usage = wire.chat_usage(prompt, self.chunks)
-        reply = wire.chat_reply(text, model=model, usage=usage, id="chatcmpl-fake")
-        if stream:
-            return self._stream(wire.chat_chunks(reply, split=_words), b, headers)
-        return self._json(reply, headers)
+        return self._send(api, rec, b, self._reply(api, rec.json, rec), _words)
 
-    def _json(self, reply: dict[str, Any], headers: dict[str, str]) -> Response:
+    def _reply(self, api: str, body: dict[str, Any], rec: Recorded) -> dict[str, Any]:
+        """A text naming how many messages the request held, then ``chunks`` words (a stream
+        carries the words alone, a word a chunk)."""
+        words = "".join(f"w{i} " for i in range(self.chunks))
+        kind, history = _HISTORY[api]
+        text = f"received {len(body.get(history) or [])} {kind}: " + words
+        if body.get("stream") and api != "gemini":
+            text = words
+        return wire.text_reply(
+            api, text, model=body.get("model", "?"), prompt=len(rec.body) // 4, output=self.chunks
+        )
+
+    def _send(
+        self, api: str, rec: Recorded, b: Behaviour, reply: dict[str, Any], split: wire.Split
+    ) -> Response:
+        """``reply`` as JSON, or streamed when the request asked for a stream."""
+        name = "request-id" if api == "anthropic" else "x-request-id"
+        headers = b.headers if api == "gemini" else {name: f"req_{len(self.requests)}", **b.headers}
+        body = rec.json
+        if body.get("stream") or rec.path.endswith(":streamGenerateContent"):
+            return self._stream(wire.stream(api, reply, body, split=split), b, headers)
         raw = json.dumps(reply).encode()
         self._sent([raw])
         return Response(raw, media_type="application/json", headers=headers)
-
-    async def _openai(self, request: Request) -> Response:
-        return await self._answer(request, "openai")
-
-    async def _anthropic(self, request: Request) -> Response:
-        return await self._answer(request, "anthropic")
-
-    async def _gemini(self, request: Request) -> Response:
-        return await self._answer(request, "gemini")
 
     async def _count_tokens(self, request: Request) -> Response:
         rec, b = await self._record(request)
@@ -264,6 +260,15 @@ class FakeUpstream:
             {"method": rec.method, "path": rec.path, "query": rec.query, "body_len": len(rec.body)},
             headers={"x-echo": "1", **b.headers},
         )
+
+
+#: what each API calls the items of its history, and the field that holds them
+_HISTORY = {
+    "openai": ("messages", "messages"),
+    "anthropic": ("messages", "messages"),
+    "responses": ("items", "input"),
+    "gemini": ("contents", "contents"),
+}
 
 
 def _words(text: str) -> list[str]:

@@ -1,6 +1,5 @@
-"""A scripted upstream for the recall tests, speaking Chat Completions, Messages, Responses and
-the Gemini API,
-streamed or not: it records what it gets and, when the request offers ``contextwarden_recall``,
+"""A scripted upstream for the recall tests: :class:`FakeUpstream` (every API, streamed or not)
+with its own script. It records what it gets and, when the request offers ``contextwarden_recall``,
 calls it for the first ``cw:`` reference the request shows; once the request carries the tool's
 answer, it answers with text quoting the ``SECRET-nnnn`` the answer holds. ``mode`` varies the
 script:
@@ -23,10 +22,9 @@ from typing import Any
 
 import httpx
 import upstream_wire as wire
-from starlette.applications import Starlette
+from fake_upstream import FakeUpstream, Recorded
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, Response
 
 RECALL = "contextwarden_recall"
 REF = re.compile(r"cw:[0-9a-f]{16}")
@@ -56,20 +54,19 @@ def tool_names(body: dict[str, Any]) -> list[str]:
     return names
 
 
-class RecallUpstream:
+class RecallUpstream(FakeUpstream):
+    """The recall script on :class:`FakeUpstream` (its recording, its ``then`` behaviours and
+    its wire formats); ``bodies`` are the JSON bodies it received, oldest first."""
+
     def __init__(self, mode: str = "recall") -> None:
+        super().__init__()
         self.mode = mode
         self.fail_status = 429
         self.reasoning = False
-        self.requests: list[dict[str, Any]] = []
-        self.app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._openai, methods=["POST"]),
-                Route("/v1/messages", self._anthropic, methods=["POST"]),
-                Route("/v1/responses", self._responses, methods=["POST"]),
-                Route("/v1beta/models/{call}", self._gemini, methods=["POST"]),
-            ]
-        )
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.json for r in self.requests]
 
     def _plan(self, body: dict[str, Any], api: str) -> tuple[str, list[tuple[str, str, Any]]]:
         """The reply's text and tool calls (id, name, input) for ``body``."""
@@ -95,88 +92,52 @@ class RecallUpstream:
             calls = [run, *calls] if api == "responses" else [*calls, run]
         return "Let me look. ", calls
 
-    async def _read(self, request: Request, api: str) -> tuple[dict[str, Any], Response | None]:
-        body = await request.json()
-        self.requests.append(body)
-        history = _history(body, api)
-        if self.mode == "fail_second" and _recall_answers(history, api):
+    async def _answer(self, request: Request, api: str) -> Response:
+        rec, b = await self._record(request)
+        body = rec.json
+        if self.mode == "fail_second" and _recall_answers(_history(body, api), api):
             kind = "rate_limit_error" if self.fail_status == 429 else "server_error"
             error = {"type": kind, "message": "slow down"}
             payload = {"type": "error", "error": error} if api == "anthropic" else {"error": error}
-            return body, JSONResponse(payload, status_code=self.fail_status)
-        return body, None
+            return JSONResponse(payload, status_code=self.fail_status)
+        return self._send(api, rec, b, self._reply(api, body, rec), wire.halves)
 
-    async def _openai(self, request: Request) -> Response:
-        body, refused = await self._read(request, "openai")
-        if refused is not None:
-            return refused
-        text, calls = self._plan(body, "openai")
-        usage = wire.chat_usage(USAGE_IN, USAGE_OUT)
-        reply = wire.chat_reply(
-            text, model=body["model"], usage=usage, calls=calls, id=f"chatcmpl-{len(self.requests)}"
-        )
-        if not body.get("stream"):
-            return JSONResponse(reply)
-        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return _sse(wire.chat_chunks(reply, split=wire.halves, include_usage=with_usage))
-
-    async def _anthropic(self, request: Request) -> Response:
-        body, refused = await self._read(request, "anthropic")
-        if refused is not None:
-            return refused
-        text, calls = self._plan(body, "anthropic")
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
-        blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
-        usage = wire.messages_usage(USAGE_IN, USAGE_OUT, cache_read=10)
-        message = wire.messages_reply(
-            blocks, model=body["model"], usage=usage, id=f"msg_{len(self.requests)}"
-        )
-        if not body.get("stream"):
-            return JSONResponse(message)
-        return _sse(wire.messages_events(message, split=wire.halves, ping=True))
-
-    async def _responses(self, request: Request) -> Response:
-        body, refused = await self._read(request, "responses")
-        if refused is not None:
-            return refused
-        text, calls = self._plan(body, "responses")
-        n = len(self.requests)
+    def _reply(self, api: str, body: dict[str, Any], rec: Recorded) -> dict[str, Any]:
+        text, calls = self._plan(body, api)
+        n, model = len(self.requests), body.get("model", "?")
+        if api == "openai":
+            usage = wire.chat_usage(USAGE_IN, USAGE_OUT)
+            return wire.chat_reply(text, model=model, usage=usage, calls=calls, id=f"chatcmpl-{n}")
+        if api == "anthropic":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            blocks += [{"type": "tool_use", "id": i, "name": c, "input": a} for i, c, a in calls]
+            usage = wire.messages_usage(USAGE_IN, USAGE_OUT, cache_read=10)
+            return wire.messages_reply(blocks, model=model, usage=usage, id=f"msg_{n}")
+        if api == "gemini":
+            parts: list[dict[str, Any]] = [
+                {"text": text, "thoughtSignature": signature(f"text-{n}")}
+            ]
+            # as Gemini 3 does: no call id, the signature on the first call of the turn
+            parts += [
+                {"functionCall": {"name": c, "args": a}}
+                | ({} if k else {"thoughtSignature": signature(i)})
+                for k, (i, c, a) in enumerate(calls)
+            ]
+            return wire.gemini_reply(parts, wire.gemini_usage(USAGE_IN, USAGE_OUT, cached=10))
         output: list[dict[str, Any]] = []
         if self.reasoning:
             output.append(wire.reasoning_item(f"Thinking {n}.", f"enc-{n}", f"rs_{n}"))
         output.append(wire.message_item(text, f"msg_{n}"))
-        output += [wire.function_call_item(i, name, args, f"fc_{i}") for i, name, args in calls]
-        response = wire.responses_reply(
+        output += [wire.function_call_item(i, c, a, f"fc_{i}") for i, c, a in calls]
+        return wire.responses_reply(
             output,
-            model=body["model"],
+            model=model,
             usage=wire.responses_usage(USAGE_IN, USAGE_OUT, cached=10, reasoning=3),
             id=f"resp_{n}",
             parallel_tool_calls=True,
             tool_choice=body.get("tool_choice", "auto"),
             tools=body.get("tools", []),
         )
-        if not body.get("stream"):
-            return JSONResponse(response)
-        return _sse(wire.responses_events(response, split=wire.halves))
-
-    async def _gemini(self, request: Request) -> Response:
-        body, refused = await self._read(request, "gemini")
-        if refused is not None:
-            return refused
-        text, calls = self._plan(body, "gemini")
-        parts: list[dict[str, Any]] = [
-            {"text": text, "thoughtSignature": signature(f"text-{len(self.requests)}")}
-        ]
-        # as Gemini 3 does: no call id, the signature on the first call of the turn
-        parts += [
-            {"functionCall": {"name": n, "args": a}}
-            | ({} if k else {"thoughtSignature": signature(i)})
-            for k, (i, n, a) in enumerate(calls)
-        ]
-        reply = wire.gemini_reply(parts, wire.gemini_usage(USAGE_IN, USAGE_OUT, cached=10))
-        if not request.url.path.endswith(":streamGenerateContent"):
-            return JSONResponse(reply)
-        return _sse(wire.gemini_chunks(reply))
 
 
 def signature(what: str) -> str:
@@ -223,11 +184,3 @@ def _recall_answers(messages: list[dict[str, Any]], api: str) -> list[str]:
         for b in m["content"]
         if b.get("type") == "tool_result" and b["tool_use_id"].startswith("call_recall_")
     ]
-
-
-def _sse(events: list[bytes]) -> Response:
-    async def gen() -> Any:
-        for event in events:
-            yield event
-
-    return StreamingResponse(gen(), media_type="text/event-stream")

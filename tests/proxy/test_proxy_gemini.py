@@ -262,7 +262,7 @@ def test_recall_is_answered_at_the_proxy_signatures_and_all(
     else:
         reply = client.models.generate_content(model=MODEL, contents=contents, config=config)
         text, usage, calls = reply.text or "", reply.usage_metadata, reply.function_calls
-    first, second = fake.requests
+    first, second = fake.bodies
     assert tool_names(first) == ["read_file", RECALL]
     assert "quoted: SECRET-" in text and not calls
     # the rounds' usage summed, cached tokens included
@@ -298,9 +298,9 @@ def test_recall_with_a_call_of_the_clients_own_in_a_stream(
             model=MODEL, contents=_recall_history(), config=config
         )
     )
-    assert len(fake.requests) == 2
+    assert len(fake.bodies) == 2
     assert not [c for c in chunks if c.function_calls]
-    turn = fake.requests[1]["contents"][-2]
+    turn = fake.bodies[1]["contents"][-2]
     assert [p["functionCall"]["name"] for p in turn["parts"] if "functionCall" in p] == [RECALL]
 
 

@@ -107,7 +107,7 @@ def test_openai_recall_is_answered_at_the_proxy(
     reply = _openai(proxy).chat.completions.create(
         model=OPENAI_MODEL, messages=history, tools=OPENAI_TOOLS
     )
-    first, second = fake.requests
+    first, second = fake.bodies
     secret = _asked(first)
     assert reply.choices[0].message.content == f"quoted: {secret}"
     assert not reply.choices[0].message.tool_calls
@@ -140,7 +140,7 @@ def test_openai_stream_carries_one_message_without_the_call(
             stream_options={"include_usage": True},
         )
     )
-    secret = _asked(fake.requests[0])
+    secret = _asked(fake.bodies[0])
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == f"Let me look. quoted: {secret}"
     assert not any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
@@ -176,7 +176,7 @@ def test_openai_mixed_call_in_a_stream_drops_the_clients_call(
     assert not final.choices[0].message.tool_calls
     assert final.choices[0].finish_reason == "stop"
     assert not [e for e in events if "tool_calls" in e.type]
-    sent_back = fake.requests[1]["messages"][-2]
+    sent_back = fake.bodies[1]["messages"][-2]
     assert [c["function"]["name"] for c in sent_back["tool_calls"]] == [RECALL]
 
 
@@ -191,7 +191,7 @@ def test_anthropic_recall_is_answered_at_the_proxy(
     reply = _anthropic(proxy).messages.create(
         model=ANTHROPIC_MODEL, max_tokens=100, messages=_anthropic_history(), tools=ANTHROPIC_TOOLS
     )
-    first, second = fake.requests
+    first, second = fake.bodies
     secret = _asked(first)
     assert [b.type for b in reply.content] == ["text"] and reply.content[
         0
@@ -221,7 +221,7 @@ def test_anthropic_stream_is_one_message_with_contiguous_blocks(
     ) as stream:
         events = list(stream)
         message = stream.get_final_message()
-    secret = _asked(fake.requests[0])
+    secret = _asked(fake.bodies[0])
     assert [b.type for b in message.content] == ["text", "text"]
     assert "".join(b.text for b in message.content) == f"Let me look. quoted: {secret}"
     assert message.stop_reason == "end_turn"
@@ -249,7 +249,7 @@ def test_anthropic_mixed_call_in_a_stream_drops_the_clients_call(
     assert not [
         e for e in events if e.type == "content_block_start" and e.content_block.type == "tool_use"
     ]
-    sent_back = fake.requests[1]["messages"][-2]
+    sent_back = fake.bodies[1]["messages"][-2]
     assert [b["name"] for b in sent_back["content"] if b["type"] == "tool_use"] == [RECALL]
 
 
@@ -262,7 +262,7 @@ def test_an_unknown_reference_is_answered_as_an_error_and_counted(
     _anthropic(proxy).messages.create(
         model=ANTHROPIC_MODEL, max_tokens=100, messages=_anthropic_history(), tools=ANTHROPIC_TOOLS
     )
-    (result,) = fake.requests[1]["messages"][-1]["content"]
+    (result,) = fake.bodies[1]["messages"][-1]["content"]
     assert result["is_error"] is True and "cw:0000000000000000" in result["content"]
     stats = proxy_stats(proxy)
     assert (stats["recall_calls"], stats["recall_unknown_refs"]) == (1, 1)
@@ -282,13 +282,13 @@ def test_a_client_with_tools_is_offered_it_from_the_first_request(
         model=OPENAI_MODEL, messages=_openai_history(1), tools=OPENAI_TOOLS
     )
     assert reply.choices[0].message.content == "plain answer"
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert not REF.search(json.dumps(only))
     assert tool_names(only) == ["run", RECALL_TOOL_NAME]
     _anthropic(proxy).messages.create(
         model=ANTHROPIC_MODEL, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
     )
-    assert "tools" not in fake.requests[-1]
+    assert "tools" not in fake.bodies[-1]
     assert proxy_stats(proxy)["recall_offered"] == 1
 
 
@@ -301,7 +301,7 @@ def test_a_forced_openai_tool_choice_is_respected(
     _openai(proxy).chat.completions.create(
         model=OPENAI_MODEL, messages=_openai_history(), tools=OPENAI_TOOLS, tool_choice=choice
     )
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
 
 
@@ -317,7 +317,7 @@ def test_a_forced_anthropic_tool_choice_is_respected(
         tools=ANTHROPIC_TOOLS,
         tool_choice={"type": "tool", "name": "run"},
     )
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
 
 
@@ -329,7 +329,7 @@ def test_the_option_turns_it_off(
     _openai(proxy).chat.completions.create(
         model=OPENAI_MODEL, messages=_openai_history(), tools=OPENAI_TOOLS
     )
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert tool_names(only) == ["run"]
 
 
@@ -351,7 +351,7 @@ def test_three_rounds_at_most_the_last_without_the_tool(
             message = s.get_final_message()
     else:
         message = _anthropic(proxy).messages.create(**args)
-    assert [tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
+    assert [tool_names(r) for r in fake.bodies] == [["run", RECALL], ["run", RECALL], ["run"]]
     assert message.content[-1].text.startswith("quoted: SECRET-")
     assert all(b.type == "text" for b in message.content)
     stats = proxy_stats(proxy)
@@ -366,7 +366,7 @@ def test_the_last_round_of_a_client_without_tools_describes_the_tool_uncallable(
     proxy = start_proxy(url, window=WINDOW)
     reply = _openai(proxy).chat.completions.create(model=OPENAI_MODEL, messages=_openai_history())
     assert reply.choices[0].message.content.startswith("quoted: SECRET-")
-    first, _, last = fake.requests
+    first, _, last = fake.bodies
     assert "tool_choice" not in first and tool_names(first) == [RECALL]
     assert tool_names(last) == [RECALL] and last["tool_choice"] == "none"
     body = WIRES["anthropic"].round_body({"messages": []}, [{"role": "user"}], last=True)

@@ -99,7 +99,7 @@ def test_a_recall_is_answered_at_the_proxy(
     assert int(raw.headers["x-contextwarden-tokens-before"]) > int(
         raw.headers["x-contextwarden-tokens-after"]
     )
-    first, second = fake.requests
+    first, second = fake.bodies
     secret = _asked(first)
     assert reply.output_text == f"quoted: {secret}"
     assert [i.type for i in reply.output] == ["message"]
@@ -130,8 +130,8 @@ def test_a_stream_is_one_response_without_the_call(
     with _client(proxy).responses.stream(model=MODEL, input=_history(), tools=TOOLS) as stream:
         events = list(stream)
         final = stream.get_final_response()
-    secret = _asked(fake.requests[0])
-    assert len(fake.requests) == 2
+    secret = _asked(fake.bodies[0])
+    assert len(fake.bodies) == 2
     assert final.output_text == f"Let me look. quoted: {secret}"
     assert [i.type for i in final.output] == ["message", "message"]
     assert final.id == "resp_1" and final.status == "completed"  # the first round's id
@@ -188,8 +188,8 @@ def test_an_unstored_request_sends_its_items_back_without_ids(
             final = s.get_final_response()
     else:
         final = _client(proxy).responses.create(**args)
-    assert final.output_text.endswith("quoted: " + _asked(fake.requests[0]))
-    first, second = fake.requests
+    assert final.output_text.endswith("quoted: " + _asked(fake.bodies[0]))
+    first, second = fake.bodies
     reasoning, message, call, _ = _added(second, first)
     assert reasoning == {
         "type": "reasoning",
@@ -216,7 +216,7 @@ def test_a_mixed_round_drops_the_clients_call(
     else:
         final = _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS)
     assert [i.type for i in final.output] == ["message"] * (2 if stream else 1)
-    first, second = fake.requests
+    first, second = fake.bodies
     sent_back = [i for i in _added(second, first) if i["type"] == "function_call"]
     assert [c["name"] for c in sent_back] == [RECALL]
 
@@ -229,7 +229,7 @@ def test_an_unknown_reference_is_answered_as_an_error_and_counted(
     proxy = start_proxy(url, window=WINDOW)
     reply = _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS)
     assert reply.output_text == "quoted: nothing"
-    answer = fake.requests[1]["input"][-1]
+    answer = fake.bodies[1]["input"][-1]
     assert answer["type"] == "function_call_output"
     assert answer["output"] == "No content is kept under cw:0000000000000000 in this conversation."
     stats = proxy_stats(proxy)
@@ -246,10 +246,10 @@ def test_a_client_with_tools_is_offered_it_from_the_first_request(
     proxy = start_proxy(url, window=WINDOW)
     reply = _client(proxy).responses.create(model=MODEL, input=_history(1), tools=TOOLS)
     assert reply.output_text == "plain answer"
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert not REF.search(json.dumps(only)) and tool_names(only) == ["run", RECALL]
     _client(proxy).responses.create(model=MODEL, input=[{"role": "user", "content": "hi"}])
-    assert "tools" not in fake.requests[-1]
+    assert "tools" not in fake.bodies[-1]
     assert proxy_stats(proxy)["recall_offered"] == 1
 
 
@@ -270,7 +270,7 @@ def test_it_is_not_offered_when_turned_off_or_a_choice_is_forced(
     fake, url = scripted
     proxy = start_proxy(url, window=WINDOW, **config)
     _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS, **args)
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert REF.search(json.dumps(only)) and tool_names(only) == ["run"]
     assert proxy_stats(proxy)["recall_offered"] == 0
 
@@ -285,7 +285,7 @@ def test_a_skipped_request_is_not_offered_it(
         model=MODEL, input=_history(1), tools=TOOLS, previous_response_id="resp_0"
     )
     assert raw.headers["x-contextwarden-skipped"].startswith("previous_response_id")
-    (only,) = fake.requests
+    (only,) = fake.bodies
     assert tool_names(only) == ["run"]
 
 
@@ -301,7 +301,7 @@ def test_three_rounds_at_most_the_last_without_the_tool(
             final = s.get_final_response()
     else:
         final = _client(proxy).responses.create(model=MODEL, input=_history(), tools=TOOLS)
-    assert [tool_names(r) for r in fake.requests] == [["run", RECALL], ["run", RECALL], ["run"]]
+    assert [tool_names(r) for r in fake.bodies] == [["run", RECALL], ["run", RECALL], ["run"]]
     assert final.output[-1].content[0].text.startswith("quoted: SECRET-")
     assert all(i.type == "message" for i in final.output)
     assert final.usage.input_tokens == MAX_ROUNDS * USAGE_IN
@@ -317,7 +317,7 @@ def test_the_last_round_of_a_client_without_tools_describes_the_tool_uncallable(
     proxy = start_proxy(url, window=WINDOW)
     reply = _client(proxy).responses.create(model=MODEL, input=_history())
     assert reply.output_text.startswith("quoted: SECRET-")
-    first, _, last = fake.requests
+    first, _, last = fake.bodies
     assert "tool_choice" not in first and tool_names(first) == [RECALL]
     assert tool_names(last) == [RECALL] and last["tool_choice"] == "none"
 

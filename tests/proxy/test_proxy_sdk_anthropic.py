@@ -91,6 +91,8 @@ def test_stream_arrives_intact(upstream: Upstream, start_proxy: StartProxy) -> N
     assert "".join(b.text for b in message.content) == "w0 w1 w2 w3 w4 "
     assert message.stop_reason == "end_turn"
     sent_types = [json.loads(e.split(b"data: ", 1)[1])["type"] for e in fake.sent[-1]]
+    assert "ping" in sent_types
+    sent_types.remove("ping")  # the SDK reads pings but does not hand them on
     assert [t for t in events if t in sent_types] == sent_types  # every upstream event, in order
     assert fake.last.json["system"] == [
         {"type": "text", "text": "terse", "cache_control": {"type": "ephemeral"}}

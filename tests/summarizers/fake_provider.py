@@ -38,10 +38,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import upstream_wire as wire
 
 __all__ = [
     "FakeProvider",
@@ -138,145 +140,42 @@ def default_summary(request: RecordedRequest, call_number: int) -> str:
 
 def openai_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
     """A Chat Completions response body whose reply is ``text``."""
-    return {
-        "id": f"chatcmpl-fake-{n}",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {
-            "prompt_tokens": 10,
-            "completion_tokens": len(text) // 4,
-            "total_tokens": 10 + len(text) // 4,
-        },
-    }
+    usage = wire.chat_usage(10, len(text) // 4)
+    return wire.chat_reply(text, model=model, usage=usage, id=f"chatcmpl-fake-{n}", created=_AT)
 
 
 def anthropic_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
     """A Messages API response body whose reply is ``text``."""
-    return {
-        "id": f"msg_fake_{n}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": len(text) // 4},
-    }
+    usage = wire.messages_usage(10, len(text) // 4)
+    return wire.text_message(text, model=model, usage=usage, id=f"msg_fake_{n}")
 
 
 def responses_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
     """A Responses API response body whose reply is ``text`` (after a reasoning item)."""
-    return {
-        "id": f"resp_fake_{n}",
-        "object": "response",
-        "created_at": 1700000000,
-        "status": "completed",
-        "model": model,
-        "output": [
-            {"id": f"rs_{n}", "type": "reasoning", "summary": []},
-            {
-                "id": f"msg_{n}",
-                "type": "message",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            },
-        ],
-        "usage": {"input_tokens": 10, "output_tokens": len(text) // 4, "total_tokens": 0},
-    }
+    output = [
+        {"id": f"rs_{n}", "type": "reasoning", "summary": []},
+        wire.message_item(text, f"msg_{n}"),
+    ]
+    usage = wire.responses_usage(10, len(text) // 4)
+    return wire.responses_reply(
+        output, model=model, usage=usage, id=f"resp_fake_{n}", created_at=_AT
+    )
 
 
 def gemini_completion(text: str, model: str = "fake-model", n: int = 1) -> dict[str, Any]:
     """A Gemini ``generateContent`` response body whose reply is ``text`` (after a thought)."""
-    return {
-        "candidates": [
-            {
-                "content": {
-                    "role": "model",
-                    "parts": [{"text": "Thinking about it.", "thought": True}, {"text": text}],
-                },
-                "finishReason": "STOP",
-                "index": 0,
-            }
-        ],
-        "usageMetadata": {
-            "promptTokenCount": 10,
-            "candidatesTokenCount": len(text) // 4,
-            "thoughtsTokenCount": 3,
-        },
-        "modelVersion": model,
-        "responseId": f"gemini-fake-{n}",
-    }
+    parts = [{"text": "Thinking about it.", "thought": True}, {"text": text}]
+    usage = wire.gemini_usage(10, len(text) // 4) | {"thoughtsTokenCount": 3}
+    return wire.gemini_reply(parts, usage, model=model, responseId=f"gemini-fake-{n}")
 
 
+_AT = 1700000000
 _COMPLETIONS: dict[str, Callable[[str, str, int], dict[str, Any]]] = {
     "openai": openai_completion,
     "anthropic": anthropic_completion,
     "responses": responses_completion,
     "gemini": gemini_completion,
 }
-
-
-def _sse_openai(text: str, model: str, n: int) -> Iterator[str]:
-    base = {
-        "id": f"chatcmpl-fake-{n}",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": model,
-    }
-    pieces = [text[i : i + 40] for i in range(0, len(text), 40)] or [""]
-    first = True
-    for piece in pieces:
-        delta: dict[str, Any] = {"content": piece}
-        if first:
-            delta["role"] = "assistant"
-            first = False
-        yield (
-            "data: "
-            + json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-            + "\n\n"
-        )
-    yield (
-        "data: "
-        + json.dumps({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        + "\n\n"
-    )
-    yield "data: [DONE]\n\n"
-
-
-def _sse_anthropic(text: str, model: str, n: int) -> Iterator[str]:
-    def event(name: str, data: dict[str, Any]) -> str:
-        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
-
-    message = {**anthropic_completion("", model, n), "content": [], "stop_reason": None}
-    yield event("message_start", {"type": "message_start", "message": message})
-    yield event(
-        "content_block_start",
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    )
-    for i in range(0, len(text), 40):
-        yield event(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text[i : i + 40]},
-            },
-        )
-    yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
-    yield event(
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": len(text) // 4},
-        },
-    )
-    yield event("message_stop", {"type": "message_stop"})
 
 
 class FakeProvider:
@@ -432,10 +331,14 @@ def _make_handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             text = reply.summary if reply.summary is not None else default_summary(request, number)
             model = request.model
             if (request.json or {}).get("stream"):
-                events = (_sse_openai if request.provider == "openai" else _sse_anthropic)(
-                    text, model, number
+                payload = _COMPLETIONS[request.provider](text, model, number)
+                events = wire.stream(
+                    request.provider,
+                    payload,
+                    request.json or {},
+                    split=lambda t: wire.pieces(t, 40),
                 )
-                self._send(reply.status, "".join(events).encode(), headers, "text/event-stream")
+                self._send(reply.status, b"".join(events), headers, "text/event-stream")
                 return
             payload = _COMPLETIONS[request.provider](text, model, number)
             self._send(reply.status, json.dumps(payload).encode(), headers)
