@@ -14,7 +14,6 @@ characters in a summary; missing one loses a must-keep fact.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -212,21 +211,40 @@ def _unquoted_newlines_to_semicolons(text: str) -> str:
     return "".join(out)
 
 
-#: What shlex (posix, punctuation characters, whitespace split, no comments) reads specially:
-#: quotes, escapes, its punctuation and whitespace other than str.split's ASCII whitespace.
-_SHLEX_SPECIAL = re.compile(r"[\'\"\\();<>|&\x0b\x0c\x1c-\x1f]")
+#: One token as :class:`shlex.shlex` reads it (posix, punctuation characters, whitespace split,
+#: no comments): a run of its punctuation, or a word of unquoted characters, backslash escapes
+#: and quoted strings; only space, tab, CR and LF separate. The regex does in C what the lexer
+#: does a character at a time.
+_TOKEN = re.compile(
+    r'[ \t\r\n]++|[();<>|&]++|(?:[^ \t\r\n();<>|&\'"\\]++|\\.|\'[^\']*+\'|"(?:[^"\\]++|\\.)*+")++',
+    re.S,
+)
+#: What a word holds that is not itself: an escape, a single- or double-quoted string.
+_UNQUOTE = re.compile(r'\\(.)|\'([^\']*+)\'|"((?:[^"\\]++|\\.)*+)"', re.S)
+#: In double quotes a backslash escapes only a double quote or a backslash.
+_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _unquote(m: re.Match[str]) -> str:
+    escaped, single, double = m.groups()
+    if escaped is not None:
+        return escaped
+    return single if single is not None else _DQ_ESCAPE.sub(r"\1", double)
 
 
 def _tokens(text: str) -> list[str]:
-    if text.isascii() and _SHLEX_SPECIAL.search(text) is None:
-        return text.split()  # what the lexer below gives for such a text, without it
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to whitespace words
-        return text.split()
+    out: list[str] = []
+    end = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != end:  # an unclosed quote or a final backslash: whitespace words
+            return text.split()
+        end = m.end()
+        tok = m.group()
+        if tok[0] not in " \t\r\n":
+            out.append(
+                _UNQUOTE.sub(_unquote, tok) if "'" in tok or '"' in tok or "\\" in tok else tok
+            )
+    return out if end == len(text) else text.split()
 
 
 def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]]:
