@@ -47,6 +47,9 @@ _PATH = re.compile(
     rf"(?<![\w/.:-])(?:\.{{1,2}}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*"
     rf"\.{_EXTENSIONS}\b"
 )
+#: The runs of path characters holding a ``.`` or a ``/``: every path lies in one (its
+#: lookbehinds and its ``\b`` see the same neighbours there), and most words are not one.
+_PATH_RUN = re.compile(r"(?<![\w./@:+-])[\w@:+-]*+[./][\w./@:+-]*+")
 #: Candidate code names: words with an underscore or a lower-upper hump inside
 #: (:func:`is_code_name` has the last word); plain words are skipped by the regex itself.
 _WORD = re.compile(r"(?<![\w$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
@@ -114,7 +117,8 @@ def path_like(text: str) -> bool:
 
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats."""
-    paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
+    found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
+    paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
     clean = tuple(p for p in paths if path_like(p))
     return clean, names_of(text)
 
