@@ -25,7 +25,6 @@ prompt cache reads it. A warm call (no new edit) costs about the new messages.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -240,6 +239,8 @@ class Warden:
         conv, call = self._begin(
             messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
         )
+        import asyncio  # loaded already: the caller's event loop runs (importing it costs 20 ms)
+
         lock = conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
