@@ -100,8 +100,9 @@ def is_code_name(word: str) -> bool:
     if len(word) < 4 or word in _NOISE or word.isupper():
         return False
     core = word.strip("_")
-    inner_capital = any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
-    return "_" in core or inner_capital
+    if "_" in core:
+        return True
+    return any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
 
 
 def path_like(text: str) -> bool:
