@@ -17,7 +17,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
+from .._messages import ToolCallBlock
+
+__all__ = ["ShellEffects", "analyze_command", "call_effects", "command_key", "python_writes"]
 
 #: Programs whose only effect is to print (a failing exit of 1 from these means "no match").
 READ_ONLY_PROGRAMS = frozenset(
@@ -350,6 +352,21 @@ def analyze_command(command: str) -> ShellEffects:
         effects.last_program = prog
         _apply_program(effects, prog, args, body)
     return effects
+
+
+#: Where :func:`call_effects` keeps what a call's command does: on the (immutable) call itself,
+#: like its kinds and a message's token count, so the mask plan, the facts and the task type read
+#: one analysis of it.
+_EFFECTS_SLOT = "_cw_effects"
+
+
+def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
+    """:func:`analyze_command` of ``command``, the shell command ``call`` runs, made once per
+    call value (shared: treat it as read-only)."""
+    known: tuple[str, ShellEffects] | None = call.__dict__.get(_EFFECTS_SLOT)
+    if known is None or known[0] != command:
+        known = call.__dict__[_EFFECTS_SLOT] = (command, analyze_command(command))
+    return known[1]
 
 
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:

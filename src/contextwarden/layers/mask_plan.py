@@ -113,8 +113,7 @@ class MaskPlanner:
                     continue
                 acts = self.memo.get((rid, j))
                 if acts is None:
-                    call = owner[2]
-                    acts = (call_action(call.name, call.input, call.id, j),)
+                    acts = (call_action(owner[2], j),)
                     self.memo[rid, j] = acts
                 found.append((owner[0], owner[1], acts[0]))
             if not self.irregular:
