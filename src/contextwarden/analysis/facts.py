@@ -681,6 +681,4 @@ def extract_facts(
     span = messages if isinstance(messages, Sequence) else list(messages)
     memo = memo if memo is not None else Memo()
     facts = walk_facts(span, task=task, previous_summary=previous_summary, memo=memo)
-    return replace(
-        facts, code=code_mentions(span, memo=memo), working=tuple(edit_sites(span, memo=memo))
-    )
+    return replace(facts, code=code_mentions(span, memo=memo), working=tuple(edit_sites(span)))

@@ -24,8 +24,8 @@ from typing import Any
 
 from .._markers import NAMES_LINE_RE
 from .._memo import Memo
-from .._messages import Message
-from .shell import analyze_command
+from .._messages import Message, ToolCallBlock
+from .shell import analyze_command, call_effects
 
 __all__ = [
     "CodeMentions",
@@ -262,8 +262,11 @@ def _strings(value: Any) -> Iterable[str]:
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
 
 
-def _read_target(command: str, memo: Memo) -> str | None:
-    reads = memo(analyze_command, command, costly=True).reads
+def _read_target(command: str, memo: Memo, call: ToolCallBlock | None = None) -> str | None:
+    if call is not None:  # analysed once per call (see call_effects)
+        reads = call_effects(call, command).reads
+    else:
+        reads = memo(analyze_command, command, costly=True).reads
     return reads[-1] if reads else None
 
 
@@ -294,7 +297,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 target = None
                 for s in strings:
                     paths, _ = tally.words(s)
-                    target = _read_target(s, memo) or (paths[0] if paths else None)
+                    target = _read_target(s, memo, call) or (paths[0] if paths else None)
                     if target:
                         break
                 read_by_call[call.id] = target
