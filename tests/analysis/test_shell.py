@@ -7,7 +7,7 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwarden.analysis.shell import _tokens, analyze_command
+from contextwarden.analysis.shell import _tokens, _unquoted_newlines_to_semicolons, analyze_command
 
 #: The characters the lexer treats specially, a few it does not, and str.split's other spaces.
 _ALPHABET = "ab c;|&<>()'\"\\\n\t\r$=é\x0b\u00a0"
@@ -26,6 +26,32 @@ def _lexed(text: str) -> list[str]:
 @given(st.text(_ALPHABET, max_size=24))
 def test_tokens_are_the_lexers(text: str) -> None:
     assert _tokens(text) == _lexed(text)
+
+
+def _bare_newlines_by_hand(text: str) -> str:
+    """Unquoted newlines to " ; ", a character at a time (what the regex must agree with)."""
+    out: list[str] = []
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            out.append(" ; ")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+@given(st.text("a ;'\"\\\n\t", max_size=24))
+def test_only_unquoted_newlines_end_a_command(text: str) -> None:
+    assert _unquoted_newlines_to_semicolons(text) == _bare_newlines_by_hand(text)
 
 
 def test_quoted_operators_stay_in_their_word() -> None:

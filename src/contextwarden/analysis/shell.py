@@ -186,31 +186,15 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(out), bodies
 
 
+#: A newline outside quotes (an escape or a quoted string is matched whole, to step over it;
+#: an unclosed quote runs to the end).
+_BARE_NEWLINE = re.compile(r'\\.|\'[^\']*+(?:\'|\Z)|"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|\n', re.S)
+
+
 def _unquoted_newlines_to_semicolons(text: str) -> str:
     if "\n" not in text:
         return text
-    out: list[str] = []
-    quote: str | None = None
-    escaped = False
-    for ch in text:
-        if escaped:
-            out.append(ch)
-            escaped = False
-            continue
-        if ch == "\\" and quote != "'":
-            escaped = True
-            out.append(ch)
-            continue
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "\n":
-            out.append(" ; ")
-            continue
-        out.append(ch)
-    return "".join(out)
+    return _BARE_NEWLINE.sub(lambda m: " ; " if m.group() == "\n" else m.group(), text)
 
 
 #: One token as :class:`shlex.shlex` reads it (posix, punctuation characters, whitespace split,
