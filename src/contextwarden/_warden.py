@@ -36,6 +36,7 @@ from ._hooks import takes_keyword
 from ._log import conversation_key
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
+from .context.cuts import window_cut
 from .context.guard import final_guard, run_layers
 from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
@@ -326,7 +327,7 @@ class Warden:
         if (due.compact or force) and call.ctx.budget is not None:
             if hook is not None and allow and self.config.compaction.enabled:
                 return conv, call, due.deferred, hook
-            conv.window_cut(call)
+            window_cut(conv, call)
         return conv, call, due.deferred, None
 
     def _finish(

@@ -1,7 +1,7 @@
 """Calling the compaction hook: with the options it takes, sync or async, its result recorded.
 
 A hook written before an option existed is called without it (its ``compact`` is read once);
-the conversation records what it returns (:meth:`~.conversation.Conversation.record_compaction`).
+the conversation records what it returns (:func:`.cuts.record_compaction`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from .._hooks import takes_keyword
 from .call import Call
 from .conversation import Conversation
+from .cuts import record_compaction
 
 __all__ = ["HookCaller"]
 
@@ -39,7 +40,7 @@ class HookCaller:
 
     def run(self, conv: Conversation, call: Call, forced: bool) -> None:
         """Compact the view now and record the result."""
-        conv.record_compaction(call, self.hook.compact(conv.view, **self.options(call)), forced)
+        record_compaction(conv, call, self.hook.compact(conv.view, **self.options(call)), forced)
 
     async def arun(self, conv: Conversation, call: Call, forced: bool) -> None:
         """:meth:`run` awaiting the hook's ``acompact`` when it has one (else ``compact`` in a
@@ -52,4 +53,4 @@ class HookCaller:
             result = await acompact(conv.view, **options)
         else:
             result = await asyncio.to_thread(self.hook.compact, conv.view, **options)
-        conv.record_compaction(call, result, forced)
+        record_compaction(conv, call, result, forced)
