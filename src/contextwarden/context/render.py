@@ -8,11 +8,11 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._log import Mask, make_ref
-from .._messages import Message, ToolCallBlock, held_bytes
+from .._messages import Message, held_bytes
 from ..analysis.actions import prints_file
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
@@ -92,14 +92,6 @@ def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
     return done
 
 
-def _answered_calls(s: State, m: Message) -> Iterator[ToolCallBlock]:
-    """The calls ``m``'s results answer, as the history holds them."""
-    for r in m.tool_results:
-        at = s.index.call_at.get(r.tool_call_id)
-        if at is not None:
-            yield from (c for c in s.base[at].tool_calls if c.id == r.tool_call_id)
-
-
 @dataclass(frozen=True)
 class _Held:
     """The names the request holds anyway beside history message ``i``'s results: what a
@@ -118,8 +110,11 @@ def _reads(s: State, i: int, m: Message) -> frozenset[str]:
     """The ids of history message ``i``'s results that print a file's lines (their call is
     a read): as the mask plan found them when it made the call's action, else read now."""
     out: set[str] = set()
-    for c in _answered_calls(s, m):
-        known = s.actions.get((c.id, i))
-        if (known[0].kind == "read") if known else prints_file(c):
-            out.add(c.id)
+    for r in m.tool_results:  # the calls they answer, as the history holds them
+        at = s.index.call_at.get(r.tool_call_id)
+        calls = s.base[at].tool_calls if at is not None else ()
+        for c in (c for c in calls if c.id == r.tool_call_id):
+            known = s.actions.get((c.id, i))
+            if (known[0].kind == "read") if known else prints_file(c):
+                out.add(c.id)
     return frozenset(out)
