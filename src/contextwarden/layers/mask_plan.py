@@ -84,7 +84,7 @@ class MaskPlanner:
     # -- building ----------------------------------------------------------------------------
     def extend(self, history: Sequence[Message]) -> None:
         """Take in ``history[self.n:]``."""
-        start = self.n
+        start, known = self.n, len(self.actions)
         if start == len(history):
             return
         for j in range(start, len(history)):
@@ -121,7 +121,8 @@ class MaskPlanner:
                 for _, _, a in found:
                     self._add(a)
         self.n = len(history)
-        self._plan = None
+        if len(self.actions) != known or self.irregular:
+            self._plan = None
         if self.irregular:
             self._clear()
             for a in tool_actions(history, self.memo):
