@@ -1,38 +1,22 @@
-"""The compaction engine: adaptive strategy selection, summary
-validation with fallback, references to what was elided, and the triggers.
+"""The compaction engine: adaptive strategy selection, summary validation with fallback,
+references to what was elided.
 
-:class:`Compactor` is what the :class:`~contextwarden._warden.Warden` calls (through its
-``CompactionHook`` protocol) when the cost model (:mod:`contextwarden._policy`) plans a
-compaction. One call:
+:meth:`Compactor.compact` is what the :class:`~contextwarden._warden.Warden` calls when the
+cost model plans a compaction. It detects the task type, tries the strategies of
+``config.strategy_order[task_type]``, then those of ``fallback_order``, then ``full_summary``,
+until one lands (one summary per compaction, aiming at :func:`compaction_target`; what is
+still over is the window's to cut). A later compaction updates the earlier summary. Every
+summary is checked before use (clearly smaller than what it replaces, :data:`SHRINK_RATIO`;
+the must-keep facts of :func:`~contextwarden.summarizers.base.check_summary`) and a rejected
+one lets the next strategy run (``summary_rejected``). A summarizer that raises or returns
+garbage is replaced by the embedded extractive one for that summary (``summarizer_failed``):
+the compactor never raises because of a summarizer.
 
-1. detects the task type (:func:`~contextwarden.strategies.detect_task_type`) and tries the
-   strategies in ``config.strategy_order[task_type]``, then the ones of ``config.fallback_order``
-   not tried yet, then ``full_summary``, until one lands: one summary per compaction, asking
-   the configured summarizer once (a strategy that chains several summaries gets the embedded
-   one for the rest). The strategies aim at :func:`compaction_target` (``budget.target``, in
-   the room the fixed part leaves), keeping the widest recent tail that fits; what is still
-   over it is the window's to cut, not a second summary's;
-2. a later compaction updates the earlier summary (``previous_summary``) from the new span;
-3. validates every summary before using it: a summary that is not clearly smaller than what it
-   replaces (:data:`SHRINK_RATIO`), or that lacks a must-keep fact (the task, pinned content,
-   modified file paths, the last unresolved error; see
-   :func:`~contextwarden.summarizers.base.check_summary`), is rejected (``summary_rejected``
-   event) and the next strategy runs;
-4. never raises because of a summarizer: one that raises or returns garbage is replaced by the
-   embedded :class:`~contextwarden.summarizers.extractive.ExtractiveSummarizer` for that summary
-   (``summarizer_failed`` event).
-
-Its result carries a :class:`~contextwarden._events.CompactionPlan`: which input positions
-left, which summary stands where, which system prompt gained a hint, tracked strategy by
-strategy as the history is rewritten. The compactor does not remember what it did: the warden
-appends that plan to the conversation's log (:mod:`contextwarden._log`) and never asks for the same one twice.
-Summaries are still cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what
-they replace (``cache``: a dict by default, or a persistent mapping), so a rebuilt log (a new
-process, a branched history) pays for a summary it already has once only.
-
-Every elided span gets a reference (``cw:`` + a hash of its messages, see
-:func:`~contextwarden.strategies.make_ref`) written in its summary's header and listed in
-:attr:`CompactResult.refs`; :meth:`Compactor.elided` returns the spans, verbatim, for the store.
+The result carries a :class:`~contextwarden._events.CompactionPlan` (positions removed,
+summaries inserted, messages replaced), which the warden appends to the conversation's log.
+Summaries are cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what they
+replace, and every elided span gets a ``cw:`` reference (:func:`make_ref`) named in its
+summary and listed in :attr:`CompactResult.refs`.
 """
 
 from __future__ import annotations
@@ -199,23 +183,17 @@ def _plan_of(
 
 
 class Compactor:
-    """The adaptive compaction engine. See the module docstring for what one call does.
+    """The adaptive compaction engine (see the module docstring).
 
     ``config``: the knobs (default :class:`CompactionConfig`); ``summarizer``: writes summaries
-    (default: the embedded :class:`ExtractiveSummarizer`, no LLM); ``cache``: summaries by
-    request key (default: a new dict; pass a persistent mapping to pay each summary once across
-    processes); ``strategies``: your own strategies by name, beside the built-ins (a name in the
-    config that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary
-    also folds the rebuild hint into the system prompt (the overflow recovery does; an
-    ordinary compaction does not, so the cached system prompt stays as it is).
-
-    One compaction reads the same messages several times (the facts of the whole history for
-    the must-keep check, those of each span for its summary and its check, the task type, the
-    strategies' signals): what it derives from each text is kept for that compaction only, in a
-    :class:`~contextwarden._memo.Memo` of its own (at most :data:`MEMO_ENTRIES` results and
-    :data:`MEMO_BYTES`), passed down through the :class:`StrategyContext` and each
-    :class:`SummaryRequest`. Nothing is kept from one compaction to the next, or shared with
-    another warden's.
+    (default: the embedded :class:`ExtractiveSummarizer`); ``cache``: summaries by request key
+    (default: a new dict; a persistent mapping pays each summary once across processes);
+    ``strategies``: your own strategies by name, beside the built-ins (a name in the config
+    that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary also
+    folds the rebuild hint into the system prompt (the overflow recovery does; an ordinary
+    compaction leaves the cached system prompt as it is). What one compaction reads from the
+    messages is kept for that compaction only, in a :class:`~contextwarden._memo.Memo` of its
+    own (:data:`MEMO_ENTRIES`, :data:`MEMO_BYTES`).
     """
 
     def __init__(
@@ -276,23 +254,13 @@ class Compactor:
         events: list[Event] | None = None,
         summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
-        """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at or under
-        ``budget.trigger`` and not ``force``) or nothing could be done. Events are appended to
-        ``events`` when given; ``summarizer`` replaces the configured one for this call (a
-        proxy's, with the calling client's credentials). Never mutates ``messages``; never raises
-        because of a summarizer."""
-        report = self.run(
-            messages,
-            budget=budget,
-            counter=counter,
-            tools=tools,
-            focus=focus,
-            force=force,
-            summarizer=summarizer,
-        )
-        if events is not None:
-            events.extend(report.events)
-        return report.result
+        """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at
+        or under ``budget.trigger`` and not ``force``) or nothing could be done. Events are
+        appended to ``events`` when given; ``summarizer`` replaces the configured one for this
+        call (a proxy's, with the calling client's credentials). Never mutates ``messages``;
+        never raises because of a summarizer."""
+        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
+        return _reported(_drive(self._answer(plan, sync=True)), events)
 
     async def acompact(
         self,
@@ -307,49 +275,18 @@ class Compactor:
         summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
         """:meth:`compact`, awaiting the summarizer's ``asummarize``."""
-        report = await self.arun(
-            messages,
-            budget=budget,
-            counter=counter,
-            tools=tools,
-            focus=focus,
-            force=force,
-            summarizer=summarizer,
-        )
-        if events is not None:
-            events.extend(report.events)
-        return report.result
-
-    def run(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
-        summarizer: Summarizer | None = None,
-    ) -> CompactionReport:
-        """:meth:`compact` with the whole :class:`CompactionReport`."""
         plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        report: CompactionReport = _drive(self._answer(plan, sync=True))
+        return _reported(await self._answer(plan, sync=False), events)
+
+    def run(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+        """:meth:`compact` (its keywords but ``events``) with the whole
+        :class:`CompactionReport`."""
+        report: CompactionReport = _drive(self._answer(self._plan(messages, **options), sync=True))
         return report
 
-    async def arun(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
-        summarizer: Summarizer | None = None,
-    ) -> CompactionReport:
+    async def arun(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return await self._answer(plan, sync=False)
+        return await self._answer(self._plan(messages, **options), sync=False)
 
     async def _answer(
         self, plan: Generator[_Ask, _Summary, CompactionReport], *, sync: bool
@@ -370,9 +307,9 @@ class Compactor:
         messages: Sequence[Message],
         budget: Budget,
         counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None,
-        focus: str | None,
-        force: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        focus: str | None = None,
+        force: bool = False,
         summarizer: Summarizer | None = None,
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
@@ -671,6 +608,12 @@ class Compactor:
                 return _Summary(text, failure, summarizer.name)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
+
+
+def _reported(report: CompactionReport, events: list[Event] | None) -> CompactResult | None:
+    if events is not None:
+        events.extend(report.events)
+    return report.result
 
 
 def _drive(step: Coroutine[Any, Any, Any]) -> Any:
