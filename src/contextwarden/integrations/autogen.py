@@ -8,18 +8,10 @@
     agent = AssistantAgent("coder", model_client, model_context=WardenChatCompletionContext(
         model="gpt-4o", window=128_000))
 
-The context stores every message the agent adds, whole (``save_state`` saves them all);
-``get_messages()`` returns the warden's copy for the next model call. Messages the warden left
-alone are the stored objects themselves; an edited one (a masked tool result, stripped
-thought) is a copy with new content; a summary the warden wrote is a new ``UserMessage`` whose
-``source`` is ``"contextwarden"``.
-
-The recall tool: :meth:`WardenChatCompletionContext.recall_tool` is an ``autogen-core``
-``FunctionTool`` named ``contextwarden_recall`` to give the agent with its other tools
-(``AssistantAgent(..., tools=[..., context.recall_tool()])``). The agent runs it like any other
-tool; it answers from the warden's originals of the conversation the context's latest view
-came from, so the model can read back what its view shows by a ``cw:`` reference.
-"""
+The context stores every message whole (``save_state`` saves them all); ``get_messages()``
+returns the warden's copy: stored objects where untouched, copies where edited, a summary as a
+``UserMessage`` from ``"contextwarden"``. :meth:`WardenChatCompletionContext.recall_tool` is a
+``FunctionTool`` answering ``cw:`` references from the warden's originals."""
 
 from __future__ import annotations
 

@@ -8,19 +8,10 @@
     config = RunConfig(call_model_input_filter=input_filter(model="gpt-4o", window=128_000))
     await Runner.run(agent, "Fix the failing test", run_config=config)
 
-The SDK hands the filter the run's Responses API input items and the agent's instructions
-just before every model call; the filter returns the warden's copy (the items converted with
-:func:`~contextwarden.formats.from_responses`, transformed, converted back with
-:func:`~contextwarden.formats.to_responses`). The run's own items are never changed: the run
-keeps every item, only the model sees the shorter list.
-
-The recall tool: :meth:`WardenInputFilter.recall_tool` is an SDK ``FunctionTool`` named
-``contextwarden_recall`` to add to the agent's tools. The SDK runs it in-process like any other
-function tool; it answers from the warden's originals of the conversation the filter's latest call
-ran (:meth:`contextwarden.Warden.recall`), so the model can read back a masked output or a
-summarised span by the ``cw:`` reference its copy shows. The call and its answer are ordinary
-items of the run.
-"""
+The filter returns the warden's copy of the run's Responses API input items (the run keeps every
+item). :meth:`WardenInputFilter.recall_tool` is a ``FunctionTool`` named
+``contextwarden_recall`` for the agent's tools: it answers from the warden's originals by the
+``cw:`` reference the model's copy shows (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
