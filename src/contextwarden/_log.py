@@ -1,23 +1,10 @@
 """A conversation's working context: the agent's history plus an append-only log of edits.
 
-The agent owns its history and never sees it changed. What the warden decided for a
-conversation is written down as :class:`Edit` records, and the request sent is a pure,
-deterministic function of the two (:func:`apply`). Nothing is rediscovered: the next call
-appends its new messages to the view and the log says what was already done.
-
-An edit reaches history messages by their *position* in the conversation's history, which is
-stable because a history that does not extend the one the log was built on starts a new log
-(:class:`~contextwarden._warden.Warden` checks this on every call).
-
-One type per kind, each holding what that kind needs and saying what it does to the view:
-:class:`Mask`, :class:`StripThinking`, :class:`Compaction`, :class:`WindowCut` and
-:class:`Repair` (made as a message enters; fixes that keep a message in place, such as ids made
-unique or an empty user message's placeholder, are made on entry like the cut of a huge tool
-output). :data:`Edit` is their union.
-
-(pi writes a compaction as a session entry naming its first kept entry; OpenHands appends a
-condensation event and derives its view from the event log. This is the same idea.)
-"""
+The agent's history is never changed; what the warden decided is written down as :class:`Edit`
+records (:class:`Mask`, :class:`StripThinking`, :class:`Compaction`, :class:`WindowCut`,
+:class:`Repair`), which reach messages by their history position (a history that does not
+extend the log's starts a new log), and the request is a pure function of the two
+(:func:`apply`). pi's compaction entries and OpenHands' condensation events are the same idea."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """The session store: the original history, append-only, in one SQLite file (WAL mode).
 
-Nothing here is ever updated or deleted: messages are appended with a sequence number; every
-span a compaction elided is stored under its session and its reference (``cw:...``) so
-``recall(ref)`` returns that session's own originals verbatim (another session's span with the
-same reference, equal in content, stays its own: ids and thinking signatures differ); events are
-appended as JSON. A file that cannot be written (a read-only mount) opens read-only: reads work,
-writes are a :class:`~contextwarden.StoreError`. Schema changes are named migrations applied in order
-(the list below only grows), in one immediate transaction, so processes opening a new file at
-once do not collide. Every failure (sqlite3, a row that is not JSON or not a message, a full
-disk) is a :class:`~contextwarden.StoreError` naming the file; a write either commits whole or
-not at all.
-
-The default file lives in the data directory: ``$CONTEXTWARDEN_DATA_DIR`` or
-``~/.local/share/contextwarden``; tests point the variable at a temporary folder.
-"""
+Messages are appended with a sequence number, elided spans kept by session and ``cw:``
+reference (``recall(ref)`` returns that session's own originals), events appended as JSON;
+nothing is updated or deleted. A file that cannot be written opens read-only. Schema changes
+are named migrations (the list only grows) applied in one immediate transaction. Every failure
+is a :class:`~contextwarden.StoreError` naming the file; a write commits whole or not at all.
+The default file is in ``$CONTEXTWARDEN_DATA_DIR`` or ``~/.local/share/contextwarden``."""
 
 from __future__ import annotations
 
