@@ -130,29 +130,24 @@ class _Step:
 
 
 def _carried(
-    origin: Sequence[int | None],
-    current: Sequence[Message],
-    step: _Step,
-    shown: dict[int, Message],
+    current: Sequence[Message], step: _Step, shown: dict[int, Message]
 ) -> list[int | None]:
-    """Where each message of ``step.messages`` comes from in the compaction's input, given
-    where each of ``current`` (what the step rewrote) does, as :func:`assemble` lays it out:
-    the elided messages go, the summary (new) stands where the first of them was, and a
-    rebuild folds its hint into the first system message left (recorded in ``shown``)."""
+    """Where each message of ``step.messages`` comes from in ``current`` (None: new), as
+    :func:`assemble` lays it out: the elided messages go, the summary stands where the first of
+    them was, and a rebuild folds its hint into the first system message left (in ``shown``)."""
     elided = set(step.outcome.elided)
     first = step.outcome.elided[0]
     out: list[int | None] = []
     hinted = not step.outcome.rebuild
-    for i, o in enumerate(origin):
+    for i, m in enumerate(current):
         if i == first:
             out.append(None)
         if i in elided:
             continue
-        if not hinted and current[i].role == "system":
+        if not hinted and m.role == "system":
             hinted = True
-            if o is not None:
-                shown[o] = step.messages[len(out)]
-        out.append(o)
+            shown[i] = step.messages[len(out)]
+        out.append(i)
     return out
 
 
@@ -318,8 +313,6 @@ class Compactor:
         before = counter.count_messages(original, tools=tools)
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
-
-        tokens = before
         aim = compaction_target(budget)
         memo = Memo(MEMO_ENTRIES, MEMO_BYTES)  # this compaction's (see the class docstring)
         keep = must_keep(original, memo=memo)
@@ -334,50 +327,37 @@ class Compactor:
             task_type=task_type,
             memo=memo,
         )
-        order: list[str] = list(
-            dict.fromkeys(
-                [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
-            )
-        )
-        if LAST_RESORT in order:
-            order.remove(LAST_RESORT)
-        order.append(LAST_RESORT)
-
-        current = original
-        origin: list[int | None] = list(range(len(original)))  # input position, None: new
-        shown: dict[int, Message] = {}  # input position -> the message shown instead
+        first = [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
+        order = [*(n for n in dict.fromkeys(first) if n != LAST_RESORT), LAST_RESORT]
         # one call of the configured summarizer per compaction; a strategy that chains several
         # summaries (incremental chunks) gets the embedded one for the rest
         allowance = [1]
-        steps: list[_Step] = []
-        compacted = 0
+        step: _Step | None = None
         for name in order:
-            if steps:
-                # one summary per compaction: the first strategy that lands is kept; what is
-                # still over the target is cut by the window, not summarised again
+            # one summary per compaction: the first strategy that lands is kept; what is still
+            # over the target is cut by the window, not summarised again
+            step = yield from self._step(
+                name, original, ctx, before, tools, events, keep, allowance
+            )
+            if step is not None:
                 break
-            step = yield from self._step(name, current, ctx, tokens, tools, events, keep, allowance)
-            if step is None:
-                continue
-            compacted += sum(1 for i in step.outcome.elided if origin[i] is not None)
-            origin = _carried(origin, current, step, shown)
-            current, tokens = step.messages, step.tokens
-            steps.append(step)
-        if not steps:
+        if step is None:
             return CompactionReport(None, tuple(events), task_type)
-        applied = [step.outcome.strategy for step in steps]
-        refs = {step.ref: step.span for step in steps}
-        reset_turns = any(step.outcome.reset_turns for step in steps)
+        shown: dict[int, Message] = {}  # input position -> the message shown instead
+        origin = _carried(original, step, shown)
+        tokens, compacted, applied = step.tokens, len(step.outcome.elided), (step.outcome.strategy,)
+        refs = {step.ref: step.span}
+        reset_turns = step.outcome.reset_turns
         result = CompactResult(
-            new_messages=current,
-            summary=steps[-1].summary,
+            new_messages=step.messages,
+            summary=step.summary,
             original_token_count=before,
             new_token_count=tokens,
             compacted_count=compacted,
-            strategy="+".join(applied),
-            refs=tuple(refs),
-            summarizer="+".join(dict.fromkeys(s.by for s in steps if s.by)) or None,
-            plan=_plan_of(origin, current, shown, len(original)),
+            strategy=step.outcome.strategy,
+            refs=(step.ref,),
+            summarizer=step.by,
+            plan=_plan_of(origin, step.messages, shown, len(original)),
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
         kept = sum(1 for o in origin if o is not None)
@@ -394,7 +374,7 @@ class Compactor:
                 compaction=result,
                 data={
                     "task_type": task_type,
-                    "applied": tuple(applied),
+                    "applied": applied,
                     "refs": tuple(refs),
                     "elided": dict(refs),
                     "reset_turns": reset_turns,
@@ -403,9 +383,7 @@ class Compactor:
                 },
             ),
         )
-        return CompactionReport(
-            result, tuple(events), task_type, tuple(applied), dict(refs), reset_turns
-        )
+        return CompactionReport(result, tuple(events), task_type, applied, refs, reset_turns)
 
     def _step(
         self,
