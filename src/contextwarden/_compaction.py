@@ -21,6 +21,7 @@ summary and listed in :attr:`CompactResult.refs`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Coroutine, Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -114,6 +115,20 @@ class _Summary:
     text: str | None
     failure: str | None = None
     by: str | None = None  # the name of the summarizer that wrote ``text``
+
+
+@dataclass
+class _Run:
+    """One compaction: its input and tokens, the strategies' context, the must-keep facts, the
+    events so far, and the calls of the configured summarizer left (one per compaction; a
+    strategy that chains several summaries gets the embedded one for the rest)."""
+
+    messages: tuple[Message, ...]
+    tokens: int
+    ctx: StrategyContext
+    keep: Sequence[str]
+    events: list[Event]
+    allowance: int = 1
 
 
 @dataclass(frozen=True)
@@ -329,16 +344,12 @@ class Compactor:
         )
         first = [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
         order = [*(n for n in dict.fromkeys(first) if n != LAST_RESORT), LAST_RESORT]
-        # one call of the configured summarizer per compaction; a strategy that chains several
-        # summaries (incremental chunks) gets the embedded one for the rest
-        allowance = [1]
+        run = _Run(original, before, ctx, keep, events)
         step: _Step | None = None
         for name in order:
             # one summary per compaction: the first strategy that lands is kept; what is still
             # over the target is cut by the window, not summarised again
-            step = yield from self._step(
-                name, original, ctx, before, tools, events, keep, allowance
-            )
+            step = yield from self._step(name, run)
             if step is not None:
                 break
         if step is None:
@@ -385,21 +396,12 @@ class Compactor:
         )
         return CompactionReport(result, tuple(events), task_type, applied, refs, reset_turns)
 
-    def _step(
-        self,
-        name: str,
-        current: tuple[Message, ...],
-        ctx: StrategyContext,
-        tokens: int,
-        tools: Sequence[Mapping[str, Any]] | None,
-        events: list[Event],
-        keep: Sequence[str],
-        allowance: list[int],
-    ) -> Generator[_Ask, _Summary, _Step | None]:
+    def _step(self, name: str, run: _Run) -> Generator[_Ask, _Summary, _Step | None]:
         """Run one strategy; the new history and its cost, or None when it did nothing useful.
 
         The last resort gets a second chance: when the configured summarizer's summary is
         rejected there, the extractive one is tried before giving up."""
+        current, ctx, events = run.messages, run.ctx, run.events
         try:
             outcome = self.strategies[name](current, ctx)
         except Exception as exc:  # a user's strategy must not break the agent
@@ -423,12 +425,10 @@ class Compactor:
             summary, by = outcome.summary, None
             if summary is None:
                 chain = self._summarizers(primary, fallback_only)
-                summary, by = yield from self._write(name, outcome, chain, ref, events, allowance)
+                summary, by = yield from self._write(name, outcome, chain, ref, run)
             if summary is None:
                 return None
-            step = self._judge(
-                name, current, ctx, tokens, tools, outcome, (span, ref), summary, events, keep
-            )
+            step = self._judge(name, run, outcome, (span, ref), summary)
             if step is not None:
                 return replace(step, by=by)
             if outcome.summary is not None:
@@ -441,8 +441,7 @@ class Compactor:
         outcome: StrategyOutcome,
         chain: tuple[Summarizer, ...],
         ref: str,
-        events: list[Event],
-        allowance: list[int],
+        run: _Run,
     ) -> Generator[_Ask, _Summary, tuple[str | None, str | None]]:
         """The outcome's summary and who wrote it: its requests in order, each after the first
         updating the previous result (``previous_summary``), each naming ``ref``, under which
@@ -457,21 +456,15 @@ class Compactor:
                 request = replace(request, ref=ref)
             asked = chain
             if chain[0] is not self.fallback:
-                if allowance[0] <= 0:
+                if run.allowance <= 0:
                     asked = (self.fallback,)
                 else:
-                    allowance[0] -= 1
+                    run.allowance -= 1
             answer = yield _Ask(request, asked)
             if answer.failure is not None:
                 used = "used the extractive summary" if answer.text else "no summary written"
-                emit(
-                    events,
-                    Event(
-                        "summarizer_failed",
-                        "compaction",
-                        detail=f"{name}: {answer.failure}; {used}",
-                    ),
-                )
+                detail = f"{name}: {answer.failure}; {used}"
+                emit(run.events, Event("summarizer_failed", "compaction", detail=detail))
             if answer.text is None:
                 return None, None
             previous = answer.text
@@ -482,15 +475,10 @@ class Compactor:
     def _judge(
         self,
         name: str,
-        current: tuple[Message, ...],
-        ctx: StrategyContext,
-        tokens: int,
-        tools: Sequence[Mapping[str, Any]] | None,
+        run: _Run,
         outcome: StrategyOutcome,
         elided: tuple[tuple[Message, ...], str],
         summary: str,
-        events: list[Event],
-        keep: Sequence[str],
     ) -> _Step | None:
         """The new history when ``summary`` passes the checks; else None and an event.
         ``elided``: the messages the summary replaces and their reference.
@@ -499,6 +487,7 @@ class Compactor:
         :func:`must_keep` of the whole input against the whole new history (a fact an earlier
         summary carried must survive the next summary too)."""
         span, ref = elided
+        current, ctx, tokens, keep = run.messages, run.ctx, run.tokens, run.keep
         if outcome.rebuild and not self.hint_system:
             outcome = replace(outcome, rebuild=False)
         new = assemble(current, outcome, summary, ref)
@@ -513,12 +502,12 @@ class Compactor:
         if keep:
             flat = flatten(new)
             problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in flat)
-        new_tokens = ctx.counter.count_messages(new, tools=tools)
+        new_tokens = ctx.counter.count_messages(new, tools=ctx.tools)
         if new_tokens >= tokens:
             problems.append(f"the history does not shrink ({tokens} -> {new_tokens} tokens)")
         if problems:
             emit(
-                events,
+                run.events,
                 Event(
                     "summary_rejected",
                     "compaction",
@@ -532,18 +521,6 @@ class Compactor:
         return _Step(new, new_tokens, outcome, summary, ref, span)
 
     # -- summarizing, sync and async, cached, with fallback ------------------------------------
-    def _cached(self, key: str) -> str | None:
-        try:
-            return self.cache.get(key)
-        except Exception:  # a persistent cache that fails is a miss, not an outage
-            return None
-
-    def _store(self, key: str, text: str) -> None:
-        try:
-            self.cache[key] = text
-        except Exception:
-            pass
-
     @staticmethod
     def _garbage(text: object, request: SummaryRequest) -> str | None:
         """Why ``text`` is not a summary at all (None when it is one)."""
@@ -570,7 +547,9 @@ class Compactor:
         failure: str | None = None
         for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
-            hit = self._cached(key)
+            hit = None
+            with contextlib.suppress(Exception):  # a cache that fails is a miss, not an outage
+                hit = self.cache.get(key)
             if hit is not None:
                 return _Summary(hit, failure, summarizer.name)
             try:
@@ -582,7 +561,8 @@ class Compactor:
             except Exception as exc:  # never let a summarizer break the agent
                 problem = f"raised {type(exc).__name__}: {exc}"
             if problem is None and isinstance(text, str):
-                self._store(key, text)
+                with contextlib.suppress(Exception):
+                    self.cache[key] = text
                 return _Summary(text, failure, summarizer.name)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
