@@ -9,6 +9,7 @@ The default file is in ``$CONTEXTWARDEN_DATA_DIR`` or ``~/.local/share/contextwa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -273,13 +274,31 @@ class SessionStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self) -> _Tx:
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction under the lock: it commits whole or not at all; sqlite errors
+        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
+        take become StoreError naming the file."""
         if self.read_only:
             raise StoreError(
                 f"session store {str(self.path)!r} is read-only (opened from a file that "
                 "cannot be written); it can be read, not written"
             )
-        return _Tx(self._db, self._lock, self.path)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
+                            self._db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.Error, ValueError, TypeError) as exc:
+                if isinstance(exc, ContextWardenError):
+                    raise
+                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
 
     def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``query`` under the lock; sqlite errors (a corrupt page...) become StoreError."""
@@ -298,43 +317,6 @@ class SessionStore:
             raise StoreError(
                 f"session store {str(self.path)!r}: {where} is unreadable: {exc}"
             ) from exc
-
-
-class _Tx:
-    """One write transaction under the store's lock: it commits whole or not at all; sqlite
-    errors (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
-    take become StoreError naming the file."""
-
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path) -> None:
-        self._db, self._lock, self._path = db, lock, path
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            self._lock.release()
-            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        try:
-            if exc is None:
-                try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as commit_failed:
-                    exc = commit_failed
-            if exc is not None and self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-        except sqlite3.Error as rollback_failed:
-            exc = exc or rollback_failed
-        finally:
-            self._lock.release()
-        if isinstance(exc, (sqlite3.Error, ValueError, TypeError)) and not isinstance(
-            exc, ContextWardenError
-        ):
-            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
 
 
 def _record(db: sqlite3.Connection, name: str, _number: int) -> None:
