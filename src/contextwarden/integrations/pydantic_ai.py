@@ -233,13 +233,7 @@ class _History:
 
 
 def _texts(msg: Message) -> list[str]:
-    out: list[str] = []
-    for block in msg.content:
-        if isinstance(block, TextBlock):
-            out.append(block.text)
-        elif isinstance(block, ToolResultBlock):
-            out.append(block.text)
-    return out
+    return [b.text for b in msg.content if isinstance(b, TextBlock | ToolResultBlock)]
 
 
 def _new_part(msg: Message) -> Any:

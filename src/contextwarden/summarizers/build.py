@@ -37,7 +37,7 @@ def build_summarizer(
             f"${key_env}, which is not set (set it, or name another variable in "
             f"summarizer.api_key_env)"
         )
-    llm = LLMSummarizer(
+    return LLMSummarizer(
         config.base_url or DEFAULT_BASE_URLS[config.provider],
         config.model,
         provider=config.provider,
@@ -46,4 +46,3 @@ def build_summarizer(
         max_retries=config.max_retries,
         max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars,
     )
-    return llm
