@@ -23,9 +23,9 @@ from .._config import WardenConfig
 from .._messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock
 from .._messages import ToolResultBlock as ResultBlock
 from .._warden import TransformResult
-from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer
+from ..recall import RECALL_TOOL_NAME
 from ..recall import recall_tool as recall_definition
-from ._common import hook_warden, require
+from ._common import answer_recall, hook_warden, require
 
 if TYPE_CHECKING:
     from autogen_core import Component
@@ -100,15 +100,7 @@ class WardenChatCompletionContext(ChatCompletionContext, Component[WardenContext
     async def _answer_recall(
         self, ref: Annotated[str, "The reference, e.g. cw:3f2a9c0d11e4b7a6."]
     ) -> str:
-        result = self.last_result
-        found: tuple[Message, ...] | None = None
-        if result is not None and ref:
-            try:
-                found = self.warden.recall(result.conversation, ref.strip())
-            except KeyError:
-                found = None
-        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
-        text, _ = recall_answer(ref.strip(), found, max_chars=answer_max_chars(budget, tokens))
+        text, _ = answer_recall(self.warden, self.last_result, ref.strip())
         self.recalls += 1
         return text
 

@@ -25,13 +25,11 @@ from .. import Message, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
 from ..recall import (
     RECALL_TOOL_NAME,
-    answer_max_chars,
-    recall_answer,
     recall_ref,
     recall_tool,
     shown_refs,
 )
-from ._common import hook_warden, output_limit, require
+from ._common import answer_recall, hook_warden, output_limit, require
 from ._langchain_summaries import (
     ChatModelSummarizer,
     ContextSize,
@@ -215,14 +213,7 @@ class _Rounds:
 
     def _answer(self, call: Mapping[str, Any]) -> Any:
         ref = recall_ref(call.get("args"))
-        try:
-            found: tuple[Message, ...] | None = self.owner.warden.recall(
-                self.result.conversation, ref
-            )
-        except KeyError:
-            found = None
-        room = answer_max_chars(self.result.budget, self.result.tokens_after, self.answered_chars)
-        text, is_error = recall_answer(ref, found, max_chars=room)
+        text, is_error = answer_recall(self.owner.warden, self.result, ref, self.answered_chars)
         self.answered_chars += len(text)
         self.owner.recalls += 1
         return ToolMessage(

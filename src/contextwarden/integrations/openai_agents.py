@@ -19,11 +19,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._config import WardenConfig
-from .._messages import Message
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
-from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer, recall_ref, recall_tool
-from ._common import hook_warden, output_limit, require
+from ..recall import RECALL_TOOL_NAME, recall_ref, recall_tool
+from ._common import answer_recall, hook_warden, output_limit, require
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -83,16 +82,7 @@ class WardenInputFilter:
 
     async def _answer_recall(self, context: Any, arguments: str) -> str:
         """The tool's output for one call: the originals kept under its ``ref``, or why none."""
-        ref = recall_ref(arguments)
-        result = self.last_result
-        found: tuple[Message, ...] | None = None
-        if result is not None and ref:
-            try:
-                found = self.warden.recall(result.conversation, ref)
-            except KeyError:
-                found = None
-        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
-        text, _ = recall_answer(ref, found, max_chars=answer_max_chars(budget, tokens))
+        text, _ = answer_recall(self.warden, self.last_result, recall_ref(arguments))
         self.recalls += 1
         return text
 
