@@ -550,11 +550,7 @@ class LLMSummarizer:
         now = time.monotonic()
         if now >= deadline:
             raise _Late()
-        span = (
-            deadline - now
-            if self.attempt_timeout is None
-            else min(self.attempt_timeout, deadline - now)
-        )
+        span = min(deadline - now, self.attempt_timeout or math.inf)
         ends = now + span
         try:
             async with client.stream(
