@@ -632,20 +632,12 @@ def assume_model(
     window: int | None = None,
     overrides: Mapping[str, ModelInfo] | None = None,
 ) -> tuple[ModelInfo, str | None]:
-    """The :class:`ModelInfo` to count, replay or bill ``model`` with, and what was assumed
-    (``None`` when nothing was): never raises for an unknown model. The one rule every command
-    follows:
-
-    - a model the registry knows is itself; another spelling of one (``gpt4``,
-      ``claude_4_5_opus``) is that model;
-    - else its family stands in (``gpt-5.9`` -> ``gpt-5``, see :func:`_family`);
-    - else an unknown model: o200k tokens, the given window or 128,000 tokens, no price (so no
-      bill), each assumption stated;
-    - a model served locally (``lm_studio/``, ``ollama/``, ``llama.cpp/``, ``vllm/``...) is
-      priced at 0: the user pays no provider per token.
-
-    ``window`` (the window a recording states, or the user's) replaces the registry's figure.
-    """
+    """The :class:`ModelInfo` to count, replay or bill ``model`` with, and what was assumed (``None``
+    when nothing was); never raises. A known model is itself, another spelling of one (``gpt4``,
+    ``claude_4_5_opus``) that model; else its family stands in (``gpt-5.9`` -> ``gpt-5``); else an
+    unknown model (o200k tokens, ``window`` or 128,000 tokens, no price, so no bill). A model
+    served locally (``lm_studio/``, ``ollama/``, ``vllm/``...) is priced at 0. ``window`` (the
+    recording's or the user's) replaces the registry's figure."""
     info = find_model(model, overrides) if model else None
     notes: list[str] = []
     if info is None and model:
