@@ -93,29 +93,20 @@ class ModelInfo:
         where = f"ModelInfo({self.name!r})"
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"ModelInfo.name must be a non-empty string, got {self.name!r}")
-        problems = [
-            (f, f"one of {choices}")
-            for f, choices in (
-                ("provider", _PROVIDERS),
-                ("encoding", _ENCODINGS),
-                ("caching", _CACHING),
-            )
-            if getattr(self, f) not in choices
-        ]
         for f, ok, want in (
+            ("provider", self.provider in _PROVIDERS, f"one of {_PROVIDERS}"),
             ("context_window", _whole(self.context_window, 1), "a positive int"),
             ("max_output_tokens", _whole(self.max_output_tokens, 0), "an int >= 0"),
-            ("min_cacheable_tokens", _whole(self.min_cacheable_tokens, 0), "an int >= 0"),
-            ("cache_ttl_s", _number(self.cache_ttl_s, above=0), "a number > 0 or None"),
+            ("encoding", self.encoding in _ENCODINGS, f"one of {_ENCODINGS}"),
             *((f, _number(getattr(self, f)), "a number >= 0 or None") for f in _PRICE_FIELDS),
+            ("cache_ttl_s", _number(self.cache_ttl_s, above=0), "a number > 0 or None"),
+            ("min_cacheable_tokens", _whole(self.min_cacheable_tokens, 0), "an int >= 0"),
+            ("caching", self.caching in _CACHING, f"one of {_CACHING}"),
             ("source", isinstance(self.source, str), "a string"),
             ("as_of", isinstance(self.as_of, str), "a string"),
         ):
             if not ok:
-                problems.append((f, want))
-        if problems:
-            f, want = problems[0]
-            raise ConfigError(f"{where}.{f} must be {want}, got {getattr(self, f)!r}")
+                raise ConfigError(f"{where}.{f} must be {want}, got {getattr(self, f)!r}")
 
     def cost(self, input_tokens: int, output_tokens: int = 0) -> float | None:
         """List-price cost in USD of a call, or ``None`` when a price it needs is unknown (the
