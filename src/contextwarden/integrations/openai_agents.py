@@ -39,15 +39,11 @@ def input_filter(
     window: int | None = None,
     config: WardenConfig | None = None,
 ) -> WardenInputFilter:
-    """A filter for ``RunConfig(call_model_input_filter=...)``.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    agent's own model name is used when it is a string, else ``config.model``. ``window``
-    overrides the window (default: ``config.context_window``, else the registry's). ``config``
-    is the :class:`~contextwarden.WardenConfig` (default: the defaults). The filter keeps one
-    :class:`~contextwarden.Warden` for its lifetime, and the warden one log per conversation,
-    so reuse one filter for all the runs of an application.
-    """
+    """A filter for ``RunConfig(call_model_input_filter=...)``. ``model`` names the tokenizer and
+    (without ``window``) the registry's window (default: the agent's model name when it is a
+    string, else ``config.model``); ``window`` overrides the window; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. The filter keeps one Warden (one log per conversation):
+    reuse it for all the runs of an application."""
     return WardenInputFilter(hook_warden(config, model, window), model)
 
 

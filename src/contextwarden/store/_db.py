@@ -38,14 +38,10 @@ def _retrying(fn: Callable[[], _T], deadline: float) -> _T:
 
 
 def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
-    """A connection to ``path`` (its folder created) in WAL mode, autocommit (transactions are
-    explicit), usable from any thread, waiting up to ``timeout`` seconds on locks.
-
-    A file that exists but cannot be written (a read-only mount, no write permission) is opened
-    read-only instead: it can be read, every write is refused (:func:`is_read_only` tells).
-    Raises :class:`StoreError` naming ``what`` and the file when it cannot be opened (a folder in
-    the way, no permission, not an SQLite file).
-    """
+    """A connection to ``path`` (its folder created) in WAL mode, autocommit, usable from any thread,
+    waiting up to ``timeout`` seconds on locks; a file that exists but cannot be written opens
+    read-only (:func:`is_read_only`). :class:`StoreError` names ``what`` and the file when it
+    cannot be opened."""
     deadline = time.monotonic() + timeout
     try:
         conn = _open(path, timeout)

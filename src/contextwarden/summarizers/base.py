@@ -157,15 +157,11 @@ def check_summary(
     *,
     max_ratio: float = MAX_SUMMARY_RATIO,
 ) -> list[str]:
-    """Problems that make ``summary`` unfit to replace ``request.messages`` (empty when fit).
-
-    Checked: not empty and tagged as four sections; at most ``request.max_chars`` characters
-    and at most ``max_ratio`` (default 0.6) of the characters it replaces; contains the opening
-    of the task (:func:`task_key`), every pinned text (the request's and those pinned inside the
-    span), every file path written in the span (created, modified, deleted, reverted) and the
-    signature line of the last unresolved error. Containment ignores differences in
-    whitespace. ``facts`` defaults to :func:`request_facts` (pass it when already computed).
-    """
+    """Problems that make ``summary`` unfit to replace ``request.messages`` (empty when fit): empty or
+    not four sections; over ``request.max_chars`` or over ``max_ratio`` (0.6) of what it replaces;
+    missing (whitespace aside) the task's opening (:func:`task_key`), a pinned text, a file path
+    written in the span or the last unresolved error's signature. ``facts``: default
+    :func:`request_facts`."""
     problems: list[str] = []
     if not summary.strip():
         return ["summary is empty"]
