@@ -136,6 +136,26 @@ _TYPES: Mapping[str, type[Edit]] = {
 }
 
 
+def _placed(raw: Any) -> Placed:
+    return tuple((int(a), message_from_dict(m)) for a, m in raw)
+
+
+def _same(raw: Any) -> Any:
+    return raw
+
+
+#: How each field of a stored edit is read back (the others are taken as they are).
+_READ: Mapping[str, Callable[[Any], Any]] = {
+    "inserted": _placed,
+    "replaced": _placed,
+    "removed": lambda raw: tuple((int(a), int(b)) for a, b in raw),
+    "superseded": lambda raw: tuple((int(p), str(r), str(by)) for p, r, by in raw),
+    "keep": lambda raw: tuple(str(k) for k in raw),
+    "dropped": lambda raw: tuple(int(n) for n in raw),
+    **dict.fromkeys(("upto", "call", "tokens_before", "tokens_after"), int),
+}
+
+
 def edit_from_dict(data: Mapping[str, Any]) -> Edit:
     """The edit ``as_dict`` wrote; :class:`FormatError` naming the field when not."""
     try:
@@ -143,25 +163,9 @@ def edit_from_dict(data: Mapping[str, Any]) -> Edit:
         cls = _TYPES.get(kind)
         if cls is None:
             raise FormatError(f"edit kind must be one of {tuple(_TYPES)}, got {kind!r}")
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in data:
-                continue
-            raw = data[f.name]
-            if f.name in ("inserted", "replaced"):
-                values[f.name] = tuple((int(a), message_from_dict(m)) for a, m in raw)
-            elif f.name == "removed":
-                values[f.name] = tuple((int(a), int(b)) for a, b in raw)
-            elif f.name == "superseded":
-                values[f.name] = tuple((int(p), str(r), str(by)) for p, r, by in raw)
-            elif f.name == "keep":
-                values[f.name] = tuple(str(k) for k in raw)
-            elif f.name == "dropped":
-                values[f.name] = tuple(int(n) for n in raw)
-            elif f.name in ("upto", "call", "tokens_before", "tokens_after"):
-                values[f.name] = int(raw)
-            else:
-                values[f.name] = raw
+        values = {
+            f.name: _READ.get(f.name, _same)(data[f.name]) for f in fields(cls) if f.name in data
+        }
         return cls(**values)
     except FormatError:
         raise
