@@ -61,6 +61,8 @@ WINDOWS = (16_000, 32_000, 128_000, 0)
 FIXED = (0, 19_000)
 #: A cell this much dearer than raw counts as dearer.
 DEARER = 0.01
+#: The warden's config for every cell (``--config``; empty: the defaults).
+_CONFIG: dict[str, Any] = {}
 
 
 @cache
@@ -125,9 +127,9 @@ def bill(reqs: Sequence[Sequence[Msg]], read: float, write: float) -> tuple[floa
 def _warden_sender(
     model: str, window: int, stats: dict[str, int]
 ) -> Callable[[list[Msg]], list[Msg]]:
-    from contextwarden import Warden
+    from contextwarden import Warden, WardenConfig
 
-    warden = Warden()
+    warden = Warden(WardenConfig.model_validate(_CONFIG)) if _CONFIG else Warden()
 
     def send(history: list[Msg]) -> list[Msg]:
         request, result = warden.transform_openai(history, model=model, window=window)
@@ -283,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     ap.add_argument("--markdown", action="store_true", help="print the markdown table")
+    ap.add_argument("--config", default="", help="the warden's config as JSON (default: none)")
     a = ap.parse_args(argv)
+    _CONFIG.update(json.loads(a.config) if a.config else {})
     windows = [0 if w == "model" else int(w) for w in a.windows.split(",") if w.strip()]
     prices = [p for p in a.prices.split(",") if p.strip()]
     fixed = [int(f) for f in a.fixed.split(",") if f.strip()]

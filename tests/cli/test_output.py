@@ -187,3 +187,23 @@ def test_the_entry_point_runs_a_command_and_prints_the_version(openai_file: Path
     )
     bare = _run()
     assert bare.returncode == 0 and "Usage: contextwarden" in bare.stdout
+
+
+def test_inspect_warns_when_the_fixed_part_leaves_no_room_for_summaries(tmp_path: Path) -> None:
+    """A system prompt and tools of about 19k tokens at a 32k window (Claude Code's size at a
+    local model's window): inspect says so, as the warden warns once, and its JSON says
+    ``tight``; the same session at 200k has room."""
+    from conftest import build_session  # the CLI tests' own session builder
+
+    messages = build_session(steps=8, size=6_000)  # about 2,000 tokens a call
+    big = contextwarden.system("Tool rule: pass arguments as JSON. " * 2_400)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(contextwarden.to_openai([big, *messages])))
+    args = ["inspect", str(path), "-m", "gpt-4o", "-w", "32000"]
+    shown = runner.invoke(app, args)
+    assert shown.exit_code == 0, shown.output
+    assert "warning:" in shown.stdout and "leaves too little room" in shown.stdout
+    as_json = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert as_json["tight"] is True and as_json["fixed"] > 15_000
+    wide = json.loads(runner.invoke(app, [*args[:-2], "-w", "200000", "--json"]).stdout)
+    assert wide["tight"] is False and "warning" not in wide

@@ -54,20 +54,23 @@ def test_one_long_line_is_shortened_too() -> None:
     assert MARKER.match(out.split("\n")[-1])
 
 
-def test_last_six_results_stay_whole_older_long_ones_are_masked() -> None:
+def test_the_keep_recent_newest_results_stay_whole_older_long_ones_are_masked() -> None:
     msgs = agent_run(10, result_chars=2000)  # system, task, 10 x (assistant, tool)
-    result = mask_tool_results(msgs, ctx())
+    context = ctx()
+    keep = context.config.mask.keep_recent
+    result = mask_tool_results(msgs, context)
     out = result.messages
     tool_idx = [i for i, m in enumerate(msgs) if m.role == "tool"]
-    for i in tool_idx[-6:]:
+    assert 0 < keep < len(tool_idx)
+    for i in tool_idx[-keep:]:
         assert out[i] is msgs[i]
-    for i in tool_idx[:-6]:
+    for i in tool_idx[:-keep]:
         assert out[i].tool_results[0].tool_call_id == msgs[i].tool_results[0].tool_call_id
         assert len(out[i].tool_results[0].text) < 400
     for i, m in enumerate(msgs):  # calls, their arguments and other roles untouched
         if m.role != "tool":
             assert out[i] is m
-    assert [e.index for e in result.events] == tool_idx[:-6]
+    assert [e.index for e in result.events] == tool_idx[:-keep]
     assert all(e.kind == "masked" and e.tool_name == "bash" for e in result.events)
 
 

@@ -16,6 +16,8 @@ from .._breakdown import Breakdown
 from .._budget import Budget, reply_tokens
 from .._messages import Message
 from .._model_overrides import registry_for
+from .._policy import tight
+from .._task import task_index
 from ._common import (
     ConfigOption,
     FileArgument,
@@ -92,6 +94,7 @@ def inspect(
     for r in readings:
         counter, b = counted(r)
         budget = _budget(r, b)
+        room = _room(r, b, budget)
         if as_json:
             largest = [
                 {"index": i, "role": r.transcript.messages[i].role, "tokens": b.per_message[i]}
@@ -101,9 +104,12 @@ def inspect(
                 {**r.as_json(), "tokenizer": counter.name}
                 | b.as_dict()
                 | {"largest": largest, "trigger": budget.trigger, "limit": budget.limit}
+                | room
             )
             continue
         _print(r, counter.name, b, budget, top, model, window)
+        if room["tight"]:
+            out.print(f"[yellow]warning:[/yellow] {escape(room['warning'])}")
     if as_json:
         sys.stdout.write(json.dumps(one_or_runs(file, items)) + "\n")
 
@@ -122,6 +128,32 @@ def _budget(r: Reading, b: Breakdown) -> Budget:
         default=0,
     )
     return budget.for_reply(longest)
+
+
+def _room(r: Reading, b: Breakdown, budget: Budget) -> dict[str, Any]:
+    """The fixed part (tools, system messages, pins, the task), the growth per call so far,
+    and whether that leaves too little room for a summary to buy ``summary_spacing`` calls
+    (the warning the warden gives once, as it would give it on this session)."""
+    messages = r.transcript.messages
+    task = task_index(messages)
+    fixed = b.tools + sum(
+        t
+        for i, (m, t) in enumerate(zip(messages, b.per_message, strict=True))
+        if m.role == "system" or m.is_pinned or i == task
+    )
+    calls = sum(1 for m in messages if m.role == "assistant")
+    growth = max(b.total - fixed, 0) / max(calls, 1)
+    room = budget.with_fixed(fixed)
+    narrow = tight(room, growth, r.config.policy)
+    out: dict[str, Any] = {"fixed": fixed, "growth_per_call": round(growth), "tight": narrow}
+    if narrow:
+        out["warning"] = (
+            f"the fixed part (system prompt, tools, task, pins: {fixed:,} tokens) leaves too "
+            f"little room under the limit ({room.limit:,}) for a summary to buy "
+            f"{r.config.policy.summary_spacing} calls at {growth:,.0f} tokens a call: the warden "
+            "spaces summaries that far apart and cuts whole oldest turns between them"
+        )
+    return out
 
 
 def _print(
