@@ -7,7 +7,9 @@ The formats contextwarden reads (pi, Claude Code, OpenHands ``output.jsonl``) go
 mini-swe-agent files are OpenAI chat already: their messages are kept as recorded, minus the
 final ``exit`` record and the recorder's own fields. The others are converted here:
 
-* Codex rollouts: ``session_meta.base_instructions`` is the system prompt, developer messages
+* Codex rollouts: ``session_meta.base_instructions`` is the system prompt (once: a resumed
+  session writes its meta again), custom tool calls (``apply_patch``) are calls whose
+  arguments hold their ``input``, developer messages
   become system messages, an assistant message and the ``function_call`` items after it one
   assistant message with tool calls, ``function_call_output`` a tool message (encrypted
   reasoning carries no text and is left out);
@@ -83,8 +85,9 @@ def _codex(path: Path) -> list[Msg]:
         rec = json.loads(line)
         p = rec.get("payload") or {}
         if rec.get("type") == "session_meta":
+            # a resumed session writes its meta again: the instructions are sent once a request
             text = (p.get("base_instructions") or {}).get("text")
-            if text:
+            if text and not out:
                 out.append({"role": "system", "content": text})
             continue
         if rec.get("type") != "response_item":
@@ -96,18 +99,21 @@ def _codex(path: Path) -> list[Msg]:
             )
             role = {"developer": "system"}.get(p.get("role"), p.get("role"))
             out.append({"role": role, "content": text})
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
+            arguments = p.get("arguments") or ""
+            if kind == "custom_tool_call":  # apply_patch and other free-form tools
+                arguments = json.dumps({"input": p.get("input") or ""}, ensure_ascii=False)
             call = {
                 "id": p["call_id"],
                 "type": "function",
-                "function": {"name": p["name"], "arguments": p.get("arguments") or ""},
+                "function": {"name": p["name"], "arguments": arguments},
             }
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = p.get("output")
             if not isinstance(output, str):
                 output = json.dumps(output, ensure_ascii=False)

@@ -45,7 +45,7 @@ from typing import Any
 from ._recordings import recordings
 from .measures_run import measures
 
-__all__ = ["PRICES", "WINDOWS", "bill", "cell", "grid_section", "main", "table"]
+__all__ = ["PRICES", "WINDOWS", "bill", "cell", "grid_section", "main", "table", "unseen_section"]
 
 Msg = dict[str, Any]
 
@@ -63,6 +63,12 @@ FIXED = (0, 19_000)
 DEARER = 0.01
 #: The warden's config for every cell (``--config``; empty: the defaults).
 _CONFIG: dict[str, Any] = {}
+#: Where the recordings are read (``--root``; empty: the shared trajectories).
+_ROOT: list[Path] = []
+
+
+def _recs() -> tuple[Any, ...]:
+    return recordings(_ROOT[0]) if _ROOT else recordings()
 
 
 @cache
@@ -144,7 +150,7 @@ def _warden_sender(
 def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
     """One (recording, window, price, fixed) cell, raw and contextwarden."""
     index, window, price, fixed = job
-    rec = recordings()[index]
+    rec = _recs()[index]
     model, read, write = PRICES[price]
     if window == 0:
         from contextwarden._models import find_model
@@ -234,6 +240,35 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def unseen_section(data: dict[str, Any]) -> str:
+    """The section of ``docs/benchmarks.md`` for ``bench/results/grid_unseen.json``: the grid
+    over sessions the policy was not made on (``--root``)."""
+    rows = data.get("rows") or []
+    ok = [r for r in rows if "error" not in r]
+    lines = [
+        "### Sessions the policy was not made on",
+        "",
+        f"The same grid over {len({r['recording'] for r in rows})} real sessions that are not "
+        "in the repository and were not looked at while the policy was made: Claude Code "
+        "(2.1.x) and Codex CLI sessions that the Entire CLI committed to the public "
+        "entireio/entire-graph repository (MIT; branch `entire/checkpoints/v1`, each "
+        "`full.jsonl` of 30 or more replies, duplicates left out), read with contextwarden's "
+        "own readers and replayed as above (`python -m bench.grid --root DIR --windows "
+        "32000,model --prices anthropic,openai --fixed 0`).",
+        "",
+        *table(ok),
+    ]
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        lines += [
+            "",
+            "Not measured (the system prompt, tools and task alone are over the limit): "
+            + "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
+            + ".",
+        ]
+    return "\n".join(lines)
+
+
 def grid_section(data: dict[str, Any]) -> str:
     """The section of ``docs/benchmarks.md`` for ``bench/results/grid.json``."""
     rows = data.get("rows") or []
@@ -286,12 +321,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     ap.add_argument("--markdown", action="store_true", help="print the markdown table")
     ap.add_argument("--config", default="", help="the warden's config as JSON (default: none)")
+    ap.add_argument(
+        "--root", type=Path, default=None, help="read the recordings under this folder instead"
+    )
     a = ap.parse_args(argv)
     _CONFIG.update(json.loads(a.config) if a.config else {})
     windows = [0 if w == "model" else int(w) for w in a.windows.split(",") if w.strip()]
     prices = [p for p in a.prices.split(",") if p.strip()]
     fixed = [int(f) for f in a.fixed.split(",") if f.strip()]
-    recs = recordings()
+    if a.root is not None:
+        _ROOT.append(a.root)
+    recs = _recs()
     idx = [
         i
         for i, r in enumerate(recs)

@@ -19,7 +19,7 @@ from ._common import RESULTS_DIR
 from ._report_billed import bills_section, savings_section, target_rows
 from ._report_measures import measures_section
 from ._report_never_dearer import never_dearer_section
-from .grid import grid_section
+from .grid import grid_section, unseen_section
 
 __all__ = ["main", "render"]
 
@@ -693,6 +693,9 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     grid = _load(results, "grid")
     if grid and grid.get("rows"):
         parts += ["", grid_section(grid)]
+    unseen = _load(results, "grid_unseen")
+    if unseen and unseen.get("rows"):
+        parts += ["", unseen_section(unseen)]
     bills = bills_section(pe, sv, img)
     if bills:
         parts += ["", bills]

@@ -629,12 +629,12 @@ def test_replay_keeps_every_modified_file(shared_data: Path) -> None:
 
 def test_warden_replay_writes_no_summaries_on_consecutive_calls(shared_data: Path) -> None:
     """End to end through the warden (lossless layers first), as ``contextwarden replay``."""
-    from contextwarden._replay import iter_replay
+    from contextwarden._replay import replay
     from contextwarden._transcripts import load_transcript
 
     for path in _trajectories(shared_data)[:2]:
         messages = load_transcript(path).messages
-        calls = list(iter_replay(messages, model="gpt-4o", window=16_384))
+        calls = replay(messages, model="gpt-4o", window=16_384).calls
         wrote = [c.call for c in calls if c.summaries_written]
         assert wrote, path.name
         assert all(b - a > 1 for a, b in zip(wrote, wrote[1:], strict=False)), (path.name, wrote)

@@ -1,27 +1,19 @@
 """What a provider bills for a run of requests once prompt caching is counted.
 
-Providers cache prompt prefixes. In a request, the leading part that is identical to the
-previous request of the same conversation is read from the cache at a fraction of the input
-price (0.1x on Anthropic, DeepSeek and gpt-5; 0.5x on gpt-4o); what follows is written to the
-cache (1.25x on Anthropic's 5-minute cache; 1x where writes are not billed extra). So a
-history that only grows is nearly all cache reads, and a context manager that rewrites the
-middle of the history turns reads into writes: it can cut tokens and still raise the bill.
+Providers cache prompt prefixes: the leading part of a request identical to the previous
+request's is read from the cache at a fraction of the input price (0.1x on Anthropic, DeepSeek
+and gpt-5; 0.5x on gpt-4o), what follows is written to it (1.25x on Anthropic's 5-minute cache;
+1x where writes are not billed extra). So a context manager that rewrites the middle of a
+history turns reads into writes: it can cut tokens and still raise the bill.
 
-The model here, deliberately simple and the same for every provider:
-
-- a request is the part before the messages (system prompt, tool definitions and framing,
-  one item with its own key: a changed tool list breaks the cache) followed by its messages;
-- cached tokens are the tokens of the longest leading run of items equal to the previous
-  request's, 0 when that request is older than the cache's TTL (when both carry a time) or
-  when the run is shorter than the provider's minimum cacheable length;
-- the rest of the request is written, billed at the write price, unless the whole request is
-  shorter than the minimum cacheable length (nothing is cached then: plain input price).
-
-For Anthropic, whose cache holds only what a ``cache_control`` breakpoint marks, this assumes
-each request marks its end, as Claude Code, pi and the proxy do. Only the previous request
-counts, not every earlier one: an agent's next request extends its last, and a provider's
-cache entry is refreshed by each hit, so the previous request is the one whose prefix is warm.
-Pure arithmetic on values: no I/O, no tokenizer.
+The model, deliberately simple and the same for every provider: a request is its prefix (system
+prompt, tool definitions and framing: one item with its own key) followed by its messages; the
+cached tokens are those of the longest leading run of items equal to the previous request's
+(only the previous one: an agent's next request extends its last, and each hit refreshes the
+entry), 0 when that request is older than the cache's TTL or the run is shorter than the
+minimum cacheable length; the rest is written, unless the whole request is under that minimum
+(then nothing is cached). For Anthropic this assumes each request marks its end with a
+``cache_control`` breakpoint, as Claude Code, pi and the proxy do. Pure arithmetic on values.
 """
 
 from __future__ import annotations
@@ -29,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from ._exceptions import ConfigError, UnknownModelError
 from ._models import ModelInfo, model_info
@@ -41,6 +34,15 @@ __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 ANTHROPIC_READ = 0.1
 ANTHROPIC_WRITE = 1.25
 ANTHROPIC_TTL_S = 300.0
+
+
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _real(value: object) -> bool:
+    """A number that is neither a bool nor infinite nor NaN."""
+    return _number(value) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -63,17 +65,10 @@ class CachePricing:
     def __post_init__(self) -> None:
         for name in ("input_per_mtok", "read_per_mtok", "write_per_mtok"):
             value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
-            ):
+            if not (_real(value) and value >= 0):
                 raise ConfigError(f"CachePricing.{name} must be a number >= 0, got {value!r}")
         ttl, least = self.ttl_s, self.min_cacheable_tokens
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
-        ):
+        if ttl is not None and not (_number(ttl) and ttl > 0):
             raise ConfigError(f"CachePricing.ttl_s must be > 0 or None, got {ttl!r}")
         if isinstance(least, bool) or not isinstance(least, int) or least < 0:
             raise ConfigError(
@@ -190,11 +185,7 @@ def _check(request: object, index: int) -> PromptRequest:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             name = "prefix_tokens" if i == 0 else f"tokens[{i - 1}]"
             raise ValueError(f"{where}.{name} must be an int >= 0, got {n!r}")
-    if request.at is not None and (
-        isinstance(request.at, bool)
-        or not isinstance(request.at, int | float)
-        or not math.isfinite(request.at)
-    ):
+    if request.at is not None and not _real(request.at):
         raise ValueError(f"{where}.at must be epoch seconds or None, got {request.at!r}")
     return request
 

@@ -9,6 +9,7 @@ to exactly the counter's total for the request.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -102,20 +103,16 @@ def token_breakdown(
 
     ``on_message(1)`` is called after each message is counted (a progress bar's ``advance``).
     """
-    role_n: dict[str, int] = {}
-    role_t: dict[str, int] = {}
-    kind_n: dict[str, int] = {}
-    kind_t: dict[str, int] = {}
+    role_n, role_t, kind_n, kind_t = Counter[str](), Counter[str](), Counter[str](), Counter[str]()
     costs: list[int] = []
     for message in messages:
         cost = counter.count_message(message)
         costs.append(cost)
-        role_n[message.role] = role_n.get(message.role, 0) + 1
-        role_t[message.role] = role_t.get(message.role, 0) + cost
+        role_n[message.role] += 1
+        role_t[message.role] += cost
         for block in message.content:
-            kind: BlockKind = block.type
-            kind_n[kind] = kind_n.get(kind, 0) + 1
-            kind_t[kind] = kind_t.get(kind, 0) + _block_tokens(counter, block)
+            kind_n[block.type] += 1
+            kind_t[block.type] += _block_tokens(counter, block)
         if on_message is not None:
             on_message(1)
     per_message = tuple(costs)

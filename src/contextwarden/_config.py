@@ -57,7 +57,7 @@ def _default_fallback_order() -> list[StrategyName]:
 class CompactionConfig(BaseModel):
     """Lossy compaction when the lossless layers are not enough."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(
         True, description="Compact with summaries when over the trigger. Default: true."
@@ -121,7 +121,7 @@ def _defaults(cls: type[M]) -> Callable[[], M]:
 class WardenConfig(BaseModel):
     """Everything the warden does, and how much. Validated once, at construction."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     model: str | None = Field(
         None, description="Model name; picks the window and tokenizer. Default: none."

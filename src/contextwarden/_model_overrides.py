@@ -29,7 +29,7 @@ class ModelOverride(BaseModel):
     registry knows (its name, or a name that resolves to it), or every figure of a new one
     (then ``context_window`` is required). Unset fields keep the registry's value."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: Provider | None = Field(
         None, description="Who serves the model. Default: the registry's, else other."

@@ -6,6 +6,7 @@ a plot is asked for."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,10 @@ from ._exceptions import ContextWardenError
 from ._replay import ReplayReport
 
 __all__ = ["plot_replay", "pyplot"]
+
+
+def _masked(events: Mapping[str, int]) -> bool:
+    return bool(events.get("masked") or events.get("thinking_stripped"))
 
 
 def pyplot() -> Any:
@@ -94,21 +99,12 @@ def plot_replay(
             label=f"compaction trigger ({report.trigger:,})",
         )
     # Summaries written; lossless edits (old tool results masked, old thinking stripped); bad requests.
+    masking = {"marker": "o", "facecolors": "none", "edgecolors": "#9467bd", "linewidths": 1.5}
+    invalid = {"marker": "x", "color": "#d62728", "s": 60, "zorder": 6}
     kinds: list[tuple[Any, str, dict[str, Any]]] = [
         (lambda c: c.summaries_written, "compaction", {"marker": "v", "color": "#2ca02c"}),
-        (
-            lambda c: (
-                not c.summaries_written
-                and (c.events.get("masked") or c.events.get("thinking_stripped"))
-            ),
-            "masking edit",
-            {"marker": "o", "facecolors": "none", "edgecolors": "#9467bd", "linewidths": 1.5},
-        ),
-        (
-            lambda c: not c.valid,
-            "invalid request",
-            {"marker": "x", "color": "#d62728", "s": 60, "zorder": 6},
-        ),
+        (lambda c: not c.summaries_written and _masked(c.events), "masking edit", masking),
+        (lambda c: not c.valid, "invalid request", invalid),
     ]
     for keep, name, style in kinds:
         points = [(c.call, c.tokens_with) for c in report.calls if keep(c)]

@@ -1,50 +1,26 @@
-"""Replay a recorded session call by call, with and without the warden: what it would have sent.
+"""Replay a recorded session call by call, with and without the warden: what it would have sent
+and what the provider would have billed, prompt caching counted (:mod:`contextwarden._billing`).
 
-The context of call *k* is everything before the *k*-th assistant message (what the agent sent
-to get that message). An agent using contextwarden keeps its own full history and gives the
-warden that history before every call; the warden returns a working copy to send. One
-:class:`~contextwarden._warden.Warden` (and one compactor) serves the whole replay, so its
-caches behave as in a live agent: a summary is written once and reused while the span it
-replaces is unchanged.
+The context of call *k* is everything before the *k*-th assistant message; one
+:class:`~contextwarden._warden.Warden` serves the whole replay, as in a live agent, and is
+told each call's time when the transcript has timestamps (else the calls are back to back).
+Each request is checked with the provider's validator and against the window.
 
-For every call the replay records the tokens sent without contextwarden (the raw context) and
-with it, the running totals, what the warden did, and whether the request it produced is valid
-for the provider (converted with :mod:`contextwarden.formats` and checked by its validator)
-and fits the window.
-
-It also records what the provider would bill, prompt caching included (see
-:mod:`contextwarden._billing`): per call, the tokens read from the cache (the leading messages
-equal to the previous request's, compared by content) and written to it, with and without the
-warden, and the cost at the model's cache prices, or at Anthropic's ratios (read 0.1x, write
-1.25x) with ``pricing="anthropic"``. Where the transcript has timestamps (pi, Claude Code) the
-cache's TTL applies between calls and the warden is told each call's time; without them the
-calls are back to back. Pure computation: no network, no file I/O (the CLI does that).
-
-**The baseline** ("without contextwarden") is what the agent really sent, not the whole
-recorded history on every call: the agent's own compactions (``compactions``: Claude Code's
-``compact_boundary``, pi's compaction entries, Codex ``compacted`` records) are applied, so
-call *k* is billed for the summary and what followed it. Where the recording has the
-provider's usage for a call (Claude Code, pi, Codex, Gemini CLI, Cline, OpenHands), that call's
-recorded bill is reported too; when every call has it, the recorded bill is the baseline and
-contextwarden's bill is that bill plus the difference it makes to the estimated bill.
-
-A baseline call that does not fit the window could not have been sent as recorded: it is
-marked *not payable* and left out of the payable baseline; the saving is stated against the
-payable baseline, on the calls it covers. Both sides are held to one rule of fit: the prompt
-leaves the reply the room the agent's replies have needed, as the warden's reserve is fitted
-(:meth:`~contextwarden.Budget.for_reply`: a quarter more than the longest reply so far, at
-least 1,024 tokens, at most the default reserve); the baseline's own reply counts among
-them, so a request the warden would cut for want of room is never billed to the baseline.
-:attr:`ReplayTotals.baseline` says which baseline a report used.
+**The baseline** ("without contextwarden") is what the agent really sent: its own
+``compactions`` applied, and its recorded provider usage as the bill when every call has one
+(contextwarden's bill is then that bill plus the difference it makes to the estimate). A
+baseline call that does not leave its reply the room the warden leaves its own
+(:meth:`~contextwarden.Budget.for_reply`) could not have been sent: it is *not payable*, and
+the saving is stated on the payable calls. docs/sessions.md tells the same for users. Pure
+computation: no network, no file I/O.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -67,7 +43,6 @@ __all__ = [
     "ResolvedModel",
     "compact_history",
     "epoch_seconds",
-    "iter_replay",
     "prompt_request",
     "replay",
     "resolve_model",
@@ -85,36 +60,18 @@ PricingMode = Literal["model", "anthropic"]
 
 @dataclass(frozen=True)
 class ReplayCall:
-    """One LLM call of the replay.
+    """One LLM call of the replay (``call`` from 1; ``message_index``: the reply it produced).
 
-    ``call`` counts from 1; ``message_index`` is the assistant message this call produced.
-    ``tokens_without``/``tokens_with`` are the request's tokens (tool definitions included)
-    without and with the warden; ``cumulative_*`` the running sums up to this call.
-    ``compacted``: the compactor's output was used for this call; ``summaries_written``:
-    summaries produced during this call (cache misses: the ones paid for); ``events``: what
-    the warden did, counted by event kind. ``valid``: the converted request passed the
-    provider's validator and fits the window; ``problems`` says why not.
-
-    Billed, prompt caching counted: ``cached_*`` tokens read from the provider's cache (the
-    leading messages equal to the previous request's), ``written_*`` tokens written to it,
-    ``estimated_cost_*`` the call's input cost in USD at the replay's cache prices (``None``
-    when the model has no price) and ``billed_cost_*`` its bill on the report's baseline: the
-    estimate, or, when every call of the recording states its usage, the recorded cost and
-    the recorded cost plus the difference contextwarden makes to the estimate (so the calls'
-    bills add up to the totals). ``at``: the call's time in epoch seconds, when the
-    transcript has timestamps.
-
-    The baseline: ``tokens_without`` is what the agent itself sent (its own compactions
-    applied), ``tokens_full`` the whole recorded history before the call; ``payable`` is false
-    when the baseline request (by its recorded size when every call has one, else by
-    ``tokens_without``) does not leave its reply the room the warden's own requests leave
-    (:meth:`~contextwarden.Budget.for_reply`, fitted to the agent's replies up to this call's):
-    the provider would have refused it or cut the reply short, so it is not billed;
-    ``fits_with`` is the same rule for contextwarden's request. ``limit``:
-    the hard limit the warden kept to on this call (the window less the reply's reserve).
-    ``recorded_*``: the provider usage the recording states for this call (prompt tokens in
-    all, read from the cache, written to it) and its cost at the replay's prices, ``None``
-    when the recording has none.
+    ``*_without`` / ``*_with``: without and with the warden. ``tokens_*``: the request's tokens,
+    tools included (``tokens_full``: the whole recorded history); ``cumulative_*``: running sums.
+    ``summaries_written``: summaries paid for on this call; ``events``: what the warden did, by
+    kind; ``valid``: the request passed the provider's validator and fits (else ``problems``).
+    ``cached_*`` / ``written_*``: tokens read from / written to the provider's cache;
+    ``estimated_cost_*``: USD at the replay's cache prices, ``billed_cost_*``: on the report's
+    baseline (``None`` without a price). ``payable`` / ``fits_with``: the request leaves its
+    reply room (see the module docstring); ``limit``: the hard limit on this call; ``at``: epoch
+    seconds, when known; ``recorded_*``: the usage the recording states (prompt tokens in all,
+    read, written) and its cost.
     """
 
     call: int
@@ -159,26 +116,13 @@ class ReplayCall:
 
 @dataclass(frozen=True)
 class ReplayTotals:
-    """The whole replay: input tokens summed over calls without and with the warden,
-    ``saved_ratio = 1 - with/without``, compactions (summaries written), calls that used a
-    compacted history, invalid requests, and the list-price input cost in USD (``None`` when
-    the model has no known price).
-
-    What the provider would bill, prompt caching counted, for the whole session:
-    ``billed_cost_*`` in USD, the sum of the calls' :attr:`ReplayCall.billed_cost_without` /
-    ``_with`` (``None`` without a price), and ``cache_hit_ratio_*``: tokens read from the
-    cache over all input tokens.
-
-    The baseline (see the module docstring): ``baseline`` names it; ``agent_compactions``
-    counts the agent's own compactions applied; ``not_payable_without`` /
-    ``not_payable_with`` the calls whose request does not fit the window with room for the
-    reply (:attr:`ReplayCall.payable`, :attr:`ReplayCall.fits_with`);
-    ``payable_billed_cost_without`` and ``billed_cost_with_on_payable`` the bills of the
-    payable calls alone, ``billed_saved_ratio = 1 - with/without`` on those; ``dearer`` is
-    true when contextwarden's bill is above the payable baseline's. ``recorded_calls`` /
-    ``recorded_billed_cost``: the calls with provider usage and their bill;
-    ``input_tokens_full_history``: the whole recorded history summed over calls (what a
-    replay that ignores the agent's compactions would call the baseline).
+    """The whole replay, summed over calls: input tokens without and with the warden
+    (``saved_ratio = 1 - with/without``), summaries written, invalid requests, the list-price
+    cost (``None`` without a price), the bill with caching (``billed_cost_*``, the calls' bills
+    summed) and ``cache_hit_ratio_*``. The baseline: ``baseline`` names it; ``not_payable_*``
+    count the calls that do not fit with room for the reply; ``payable_billed_cost_without`` and
+    ``billed_cost_with_on_payable`` bill the payable calls alone (``billed_saved_ratio`` and
+    ``dearer`` compare those); ``recorded_*``: the calls with provider usage and their bill.
     """
 
     calls: int
@@ -212,6 +156,9 @@ class ReplayTotals:
         return asdict(self)
 
 
+_NESTED = ("calls", "totals")
+
+
 @dataclass(frozen=True)
 class ReplayReport:
     """A replay: every call, the totals, and what it ran against (``pricing``: whose cache
@@ -231,19 +178,10 @@ class ReplayReport:
     cache_pricing: CachePricing | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{"calls": [...], "totals": {...}, ...}``."""
-        return {
-            "model": self.model,
-            "window": self.window,
-            "limit": self.limit,
-            "trigger": self.trigger,
-            "provider": self.provider,
-            "input_price_per_mtok": self.input_price_per_mtok,
-            "pricing": self.pricing,
-            "cache_pricing": asdict(self.cache_pricing) if self.cache_pricing else None,
-            "calls": [c.as_dict() for c in self.calls],
-            "totals": self.totals.as_dict(),
-        }
+        """The JSON form: what it ran against, then ``"calls": [...], "totals": {...}``."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NESTED}
+        data["cache_pricing"] = asdict(self.cache_pricing) if self.cache_pricing else None
+        return data | {"calls": [c.as_dict() for c in self.calls], "totals": self.totals.as_dict()}
 
 
 def _problems(
@@ -318,14 +256,6 @@ def _call_time(context: Sequence[Message], reply: Message) -> float | None:
     return None
 
 
-def _takes_now(warden: Warden) -> bool:
-    """Whether ``warden.transform`` accepts the call's time (``now=``)."""
-    try:
-        return "now" in inspect.signature(warden.transform).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def prompt_request(
     messages: Sequence[Message],
     counter: TokenCounter,
@@ -365,109 +295,6 @@ def _setup(
     if budget is None:
         raise ConfigError(f"{purpose} needs a context window: give a model or a window")
     return config, warden, budget
-
-
-def iter_replay(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    window: int | None = None,
-    config: WardenConfig | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    provider: Provider = "openai",
-    warden: Warden | None = None,
-    pricing: PricingMode | CachePricing = "model",
-    compactions: Sequence[AgentCompaction] = (),
-    validate: bool = True,
-) -> Iterator[ReplayCall]:
-    """Yield one :class:`ReplayCall` per assistant message of ``messages``, in order (see
-    :func:`replay`)."""
-    config, warden, budget = _setup(config, warden, model, window, "replay")
-    prices = cache_pricing(model, pricing, warden.models)
-    # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
-    rules = prices or CachePricing.ratios(0.0)
-    counter = warden.counter_for(model)
-    tool_list = list(tools) if tools else None
-    prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
-    prefix_tokens = counter.count_messages([], tools=tool_list)
-    takes_now = _takes_now(warden)
-    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
-    # otherwise our estimates do, so that both sides of the comparison count alike.
-    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
-    longest = 0  # the longest reply so far, this call's included (the baseline's reserve)
-    previous_without: PromptRequest | None = None
-    previous_with: PromptRequest | None = None
-    total_without = total_with = 0
-    call = 0
-    for index, message in enumerate(messages):
-        if message.role != "assistant":
-            continue
-        call += 1
-        longest = max(longest, reply_tokens(counter.count_message(message), message.usage))
-        context = messages[:index]
-        at = _call_time(context, message)
-        before = _summaries(warden)
-        extra: dict[str, Any] = {"now": at} if takes_now and at is not None else {}
-        result = warden.transform(context, model=model, window=budget.window, tools=tools, **extra)
-        problems = _problems(result, provider, budget.window, validate)
-        agent_sent = sent_context(messages, compactions, index)
-        if len(agent_sent) == len(context) and all(
-            a is b for a, b in zip(agent_sent, context, strict=True)
-        ):
-            tokens_sent = result.tokens_before
-        else:
-            tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
-        total_without += tokens_sent
-        total_with += result.tokens_after
-        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
-        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
-        bill_without = bill_after(previous_without, sent_without, rules)
-        bill_with = bill_after(previous_with, sent_with, rules)
-        previous_without, previous_with = sent_without, sent_with
-        recorded = _recorded(message, prices)
-        cost_without = cost_with = None
-        if prices is not None:
-            cost_without, cost_with = bill_without.cost, bill_with.cost
-            if by_record:
-                # The recorded bill, changed by what contextwarden changes in the estimate:
-                # what a recording leaves out (Claude Code's system prompt and tools) costs
-                # the same with and without it.
-                cost_without = recorded["recorded_cost"]
-                cost_with = cost_without + (bill_with.cost - bill_without.cost)
-        limit = budget.for_reply(longest)
-        yield ReplayCall(
-            call=call,
-            message_index=index,
-            messages_without=len(agent_sent),
-            messages_with=len(result.messages),
-            tokens_without=tokens_sent,
-            tokens_with=result.tokens_after,
-            cumulative_without=total_without,
-            cumulative_with=total_with,
-            compacted=result.compaction is not None,
-            summaries_written=_summaries(warden) - before,
-            strategy=result.compaction.strategy if result.compaction is not None else None,
-            newest_truncated=result.newest_truncated,
-            valid=not problems,
-            problems=tuple(problems),
-            events=dict(Counter(e.kind for e in result.events)),
-            cached_without=bill_without.cached_tokens,
-            written_without=bill_without.written_tokens,
-            cached_with=bill_with.cached_tokens,
-            written_with=bill_with.written_tokens,
-            billed_cost_without=cost_without,
-            billed_cost_with=cost_with,
-            estimated_cost_without=bill_without.cost if prices is not None else None,
-            estimated_cost_with=bill_with.cost if prices is not None else None,
-            at=at,
-            tokens_full=result.tokens_before,
-            payable=_payable(
-                tokens_sent, recorded_usage(message.usage) if by_record else None, limit
-            ),
-            fits_with=result.tokens_after <= limit.limit,
-            limit=result.budget.limit if result.budget is not None else budget.limit,
-            **recorded,
-        )
 
 
 def sent_context(
@@ -529,13 +356,6 @@ def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | No
     return total, cached or 0, 0
 
 
-def _payable(estimated: int, recorded: tuple[int, int, int] | None, budget: Budget) -> bool:
-    """Whether the agent's request fits the window with the room its reply needs (``budget``,
-    fitted to the replies up to this call's): by its recorded size when given (the provider's
-    own count), else by our estimate."""
-    return (recorded[0] if recorded is not None else estimated) <= budget.limit
-
-
 def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
     found = recorded_usage(reply.usage)
     if found is None:
@@ -586,37 +406,123 @@ def replay(
     """
     config, warden, budget = _setup(config, warden, model, window, "replay")
     overrides = warden.models
+    prices = cache_pricing(model, pricing, overrides)
+    # Token arithmetic needs the cache's rules (TTL, minimum) even without a price.
+    rules = prices or CachePricing.ratios(0.0)
+    counter = warden.counter_for(model)
+    tool_list = list(tools) if tools else None
+    prefix_key = json.dumps(tool_list, sort_keys=True, ensure_ascii=False, default=str)
+    prefix_tokens = counter.count_messages([], tools=tool_list)
+    # Sizes as recorded decide what fits when every call has them (the recorded baseline);
+    # otherwise our estimates do, so that both sides of the comparison count alike.
+    by_record = all(recorded_usage(m.usage) is not None for m in messages if m.role == "assistant")
+    longest = 0  # the longest reply so far, this call's included (the baseline's reserve)
+    previous_without: PromptRequest | None = None
+    previous_with: PromptRequest | None = None
+    total_without = total_with = 0
     calls: list[ReplayCall] = []
-    for c in iter_replay(
-        messages,
-        model=model,
-        window=budget.window,
-        config=config,
-        tools=tools,
-        provider=provider,
-        warden=warden,
-        pricing=pricing,
-        compactions=compactions,
-        validate=validate,
-    ):
-        calls.append(c)
+    for index, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        longest = max(longest, reply_tokens(counter.count_message(message), message.usage))
+        context = messages[:index]
+        at = _call_time(context, message)
+        before = _summaries(warden)
+        result = warden.transform(context, model=model, window=budget.window, tools=tools, now=at)
+        problems = _problems(result, provider, budget.window, validate)
+        agent_sent = sent_context(messages, compactions, index)
+        if len(agent_sent) == len(context) and all(
+            a is b for a, b in zip(agent_sent, context, strict=True)
+        ):
+            tokens_sent = result.tokens_before
+        else:
+            tokens_sent = counter.count_messages(agent_sent, tools=tool_list)
+        total_without += tokens_sent
+        total_with += result.tokens_after
+        sent_without = prompt_request(agent_sent, counter, prefix_key, prefix_tokens, at)
+        sent_with = prompt_request(result.messages, counter, prefix_key, prefix_tokens, at)
+        bill_without = bill_after(previous_without, sent_without, rules)
+        bill_with = bill_after(previous_with, sent_with, rules)
+        previous_without, previous_with = sent_without, sent_with
+        recorded = _recorded(message, prices)
+        cost_without = cost_with = None
+        if prices is not None:
+            cost_without, cost_with = bill_without.cost, bill_with.cost
+            if by_record:
+                # The recorded bill, changed by what contextwarden changes in the estimate:
+                # what a recording leaves out (Claude Code's system prompt and tools) costs
+                # the same with and without it.
+                cost_without = recorded["recorded_cost"]
+                cost_with = cost_without + (bill_with.cost - bill_without.cost)
+        limit = budget.for_reply(longest)
+        calls.append(
+            ReplayCall(
+                call=len(calls) + 1,
+                message_index=index,
+                messages_without=len(agent_sent),
+                messages_with=len(result.messages),
+                tokens_without=tokens_sent,
+                tokens_with=result.tokens_after,
+                cumulative_without=total_without,
+                cumulative_with=total_with,
+                compacted=result.compaction is not None,
+                summaries_written=_summaries(warden) - before,
+                strategy=result.compaction.strategy if result.compaction is not None else None,
+                newest_truncated=result.newest_truncated,
+                valid=not problems,
+                problems=tuple(problems),
+                events=dict(Counter(e.kind for e in result.events)),
+                cached_without=bill_without.cached_tokens,
+                written_without=bill_without.written_tokens,
+                cached_with=bill_with.cached_tokens,
+                written_with=bill_with.written_tokens,
+                billed_cost_without=cost_without,
+                billed_cost_with=cost_with,
+                estimated_cost_without=bill_without.cost if prices is not None else None,
+                estimated_cost_with=bill_with.cost if prices is not None else None,
+                at=at,
+                tokens_full=result.tokens_before,
+                payable=(recorded["recorded_input"] if by_record else tokens_sent) <= limit.limit,
+                fits_with=result.tokens_after <= limit.limit,
+                limit=result.budget.limit if result.budget is not None else budget.limit,
+                **recorded,
+            )
+        )
         if on_call is not None:
-            on_call(c)
+            on_call(calls[-1])
     try:
         info: ModelInfo | None = model_info(model, overrides)
     except KeyError:  # UnknownModelError: a window was given for a model we do not know
         info = None
+    return ReplayReport(
+        calls=tuple(calls),
+        totals=_totals(calls, info, prices, len(compactions)),
+        model=model,
+        window=budget.window,
+        limit=calls[-1].limit if calls else budget.limit,
+        trigger=budget.trigger,
+        provider=provider,
+        input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
+        pricing=pricing if isinstance(pricing, str) else "custom",
+        cache_pricing=prices,
+    )
+
+
+def _totals(
+    calls: Sequence[ReplayCall],
+    info: ModelInfo | None,
+    prices: CachePricing | None,
+    compactions: int,
+) -> ReplayTotals:
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
-    prices = cache_pricing(model, pricing, overrides)
     billed_without = billed_with = None
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
         billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
     sent_without = sum(c.cached_without + c.written_without for c in calls)
     sent_with = sum(c.cached_with + c.written_with for c in calls)
-    base = _baseline(calls, prices, len(compactions))
-    totals = ReplayTotals(
+    return ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
         input_tokens_with=with_,
@@ -635,19 +541,7 @@ def replay(
         ),
         cache_hit_ratio_with=(sum(c.cached_with for c in calls) / sent_with if sent_with else 0.0),
         input_tokens_full_history=sum(c.tokens_full for c in calls),
-        **base,
-    )
-    return ReplayReport(
-        calls=tuple(calls),
-        totals=totals,
-        model=model,
-        window=budget.window,
-        limit=calls[-1].limit if calls else budget.limit,
-        trigger=budget.trigger,
-        provider=provider,
-        input_price_per_mtok=info.input_price_per_mtok if info is not None else None,
-        pricing=pricing if isinstance(pricing, str) else "custom",
-        cache_pricing=prices,
+        **_baseline(calls, prices, compactions),
     )
 
 
@@ -725,19 +619,8 @@ def resolve_model(
     key = name or info.name
     models = dict(config.models)
     if note is not None and key not in models:
-        models[key] = ModelOverride(
-            provider=info.provider,
-            context_window=info.context_window,
-            max_output_tokens=info.max_output_tokens,
-            encoding=info.encoding,
-            input_price_per_mtok=info.input_price_per_mtok,
-            output_price_per_mtok=info.output_price_per_mtok,
-            cache_read_price_per_mtok=info.cache_read_price_per_mtok,
-            cache_write_price_per_mtok=info.cache_write_price_per_mtok,
-            cache_ttl_s=info.cache_ttl_s,
-            min_cacheable_tokens=info.min_cacheable_tokens,
-            caching=info.caching,
-        )
+        described = set(ModelOverride.model_fields) - {"cache_write_1h_price_per_mtok"}
+        models[key] = ModelOverride(**{f: getattr(info, f) for f in described})
     update = {"model": key, "context_window": info.context_window, "models": models}
     return ResolvedModel(config.model_copy(update=update), key, info, tuple(notes))
 

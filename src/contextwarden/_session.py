@@ -271,12 +271,9 @@ class Session:
 
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
+        budget = probe.budget
         ok = bool(
-            self.confirm(
-                ConfirmRequest(
-                    probe.tokens_before, probe.budget.window, probe.budget.trigger, reason
-                )
-            )
+            self.confirm(ConfirmRequest(probe.tokens_before, budget.window, budget.trigger, reason))
         )
         if not ok:
             emit(self.events, Event("compaction_refused", "session", detail=reason))
@@ -291,12 +288,9 @@ class Session:
             fresh = [m for m in self._messages if m.role == "system"]
             if first_user is not None:
                 fresh.append(first_user)
-            if (
-                self._messages
-                and self._messages[-1] is not first_user
-                and self._messages[-1].role == "user"
-            ):
-                fresh.append(self._messages[-1])
+            last = self._messages[-1] if self._messages else None
+            if last is not None and last is not first_user and last.role == "user":
+                fresh.append(last)
             self.id = self.store.create_session(None, {"model": self.model, "previous": self.id})
             self.store.append(self.id, fresh)
             self._messages = fresh

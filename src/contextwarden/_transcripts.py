@@ -1,20 +1,11 @@
 """Recorded sessions in and out: :func:`load_transcript`, :func:`load_transcripts` and
 :func:`save_transcript`.
 
-Formats read, detected from the content, not the file name: provider message lists (OpenAI
-JSON or JSONL, Anthropic), and the agents' own logs (mini-swe-agent, pi, Claude Code, Codex CLI,
-Gemini CLI, Cline / Roo, aider, SWE-agent, OpenHands); each with its shape in
-:data:`~contextwarden.transcripts.FORMATS`.
-
-Each reader lives in :mod:`contextwarden.transcripts`. A malformed file raises exactly one
-:class:`~contextwarden.TranscriptError` naming the file, the line (JSONL) or message index
-(JSON), and the field (``session.jsonl, line 4, field 'message.content[1].type': unknown block
-type 'foo' (expected 'text', 'thinking' or 'toolCall')``); invalid JSON names the line and
-column; an unrecognised file lists the formats tried. In an agent's own session log (pi,
-Claude Code, Codex, Gemini CLI), a line that is not valid JSON is skipped with a warning naming
-it (:attr:`Transcript.warnings`): one damaged line does not lose a session. Records that carry
-nothing for the model (bookkeeping lines, failed turns) are skipped on purpose and counted in
-``meta["skipped"]``; malformed ones are never skipped silently.
+The format is detected from the content (the shapes tried are
+:data:`~contextwarden.transcripts.FORMATS`); each reader lives in
+:mod:`contextwarden.transcripts`. A malformed file raises one located
+:class:`~contextwarden.TranscriptError` (file, line or message index, field); in an agent's own
+log a line that is not valid JSON is skipped with a warning instead (:attr:`Transcript.warnings`).
 """
 
 from __future__ import annotations
@@ -141,15 +132,10 @@ def load_transcript(
     format: TranscriptFormat | None = None,
     run: int | None = None,
 ) -> Transcript:
-    """Read a recorded session into a :class:`Transcript`, detecting its format.
-
-    ``format`` skips detection and reads the file as that format. ``run`` (1-based) picks one
-    run of a file that holds several (see :func:`load_transcripts`); default the first, with
-    :attr:`Transcript.runs` saying how many there are. Raises
-    :class:`~contextwarden.TranscriptError` (one, located) for a file that cannot be read, is
-    not valid JSON / JSONL, is in no known format, holds a malformed record, or has no run
-    ``run``.
-    """
+    """Read a recorded session into a :class:`Transcript`, detecting its format: as
+    :func:`load_transcripts` does, then run ``run`` (1-based; default the first, with
+    :attr:`Transcript.runs` saying how many there are); a
+    :class:`~contextwarden.TranscriptError` too when the file has no run ``run``."""
     runs = load_transcripts(path, format=format)
     if run is None:
         return runs[0]
@@ -246,43 +232,43 @@ def _sniff(text: str, shown: str) -> tuple[str, Any, list[TranscriptError]]:
     return "json", parse_json(text, shown), []
 
 
+def _messages(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("messages"), list)
+
+
+#: How a JSON document shows its format, tried in order.
+_JSON_SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("gemini-cli", is_gemini),
+    ("swe-agent", is_swe_agent),
+    ("openhands", lambda d: is_openhands_events(d) if isinstance(d, list) else is_openhands(d)),
+    ("cline", is_cline),
+    ("mini-swe-agent", lambda d: _messages(d) and "info" in d),
+    ("anthropic", lambda d: _messages(d) and looks_anthropic(d)),
+    ("openai", lambda d: isinstance(d, list) or _messages(d)),
+)
+#: How a JSONL record shows its format, tried in order on each record until one answers
+#: (a Gemini CLI recording is known by its first line).
+_RECORD_SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("codex", is_codex),
+    ("pi", is_pi),
+    ("claude-code", is_claude_code),
+    ("openhands", is_openhands),
+    ("openai-jsonl", lambda v: isinstance(v, dict) and "role" in v),
+)
+
+
 def _json_format(doc: Any, shown: str) -> str:
-    if isinstance(doc, list):
-        if is_openhands_events(doc):
-            return "openhands"
-        if is_cline(doc):
-            return "cline"
-        return "openai"
-    if isinstance(doc, dict):
-        if is_gemini(doc):
-            return "gemini-cli"
-        if is_swe_agent(doc):
-            return "swe-agent"
-        if is_openhands(doc):
-            return "openhands"
-        if is_cline(doc):
-            return "cline"
-        if isinstance(doc.get("messages"), list):
-            if "info" in doc:
-                return "mini-swe-agent"
-            return "anthropic" if looks_anthropic(doc) else "openai"
-    _unrecognised(shown, "a JSON document", doc)
+    found = next((fmt for fmt, shape in _JSON_SHAPES if shape(doc)), None)
+    return found or _unrecognised(shown, "a JSON document", doc)
 
 
 def _jsonl_format(records: list[Record], shown: str) -> str:
     if records and is_gemini(records[0].value):
         return "gemini-cli"
     for rec in records:
-        if is_codex(rec.value):
-            return "codex"
-        if is_pi(rec.value):
-            return "pi"
-        if is_claude_code(rec.value):
-            return "claude-code"
-        if is_openhands(rec.value):
-            return "openhands"
-        if isinstance(rec.value, dict) and "role" in rec.value:
-            return "openai-jsonl"
+        found = next((fmt for fmt, shape in _RECORD_SHAPES if shape(rec.value)), None)
+        if found is not None:
+            return found
     what = "JSON lines" if len(records) > 1 else "a one-line JSON document"
     _unrecognised(shown, what, records[0].value if records else None)
 

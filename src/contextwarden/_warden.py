@@ -25,10 +25,9 @@ prompt cache reads it. A warm call (no new edit) costs about the new messages.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import contextwarden.context as context
 
@@ -37,11 +36,14 @@ from ._hooks import takes_keyword
 from ._log import conversation_key
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
+from .context.cuts import window_cut
 from .context.guard import final_guard, run_layers
 from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
 from .formats._prefix import ImagedList, PrefixCodec
+from .formats.anthropic import compaction_block_at
 from .formats.cache_control import add_cache_breakpoints
+from .formats.responses import compaction_item_at, compaction_trigger, from_responses, to_responses
 from .layers.base import LayerContext, require_messages
 from .layers.window import ensure_within
 
@@ -149,8 +151,7 @@ class Warden:
         the copies edits made, what is remembered of them), its codec's entries and what it
         wrote, its counters' caches and, kept in memory, its summaries. A message kept by two
         of them is counted by each: an estimate from above."""
-        cache = getattr(self.compactor, "cache", None)
-        summaries = getattr(cache, "kept_bytes", 0)
+        summaries = getattr(getattr(self.compactor, "cache", None), "kept_bytes", 0)
         return (
             self._table.kept_bytes()
             + self._codec.kept_bytes
@@ -240,6 +241,8 @@ class Warden:
         conv, call = self._begin(
             messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
         )
+        import asyncio  # loaded already: the caller's event loop runs (importing it costs 20 ms)
+
         lock = conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
@@ -325,7 +328,7 @@ class Warden:
         if (due.compact or force) and call.ctx.budget is not None:
             if hook is not None and allow and self.config.compaction.enabled:
                 return conv, call, due.deferred, hook
-            conv.window_cut(call)
+            window_cut(conv, call)
         return conv, call, due.deferred, None
 
     def _finish(
@@ -381,30 +384,12 @@ class Warden:
         return list(result.messages)
 
     def transform_openai(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        model: str | None = None,
-        window: int | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        conversation: str | None = None,
-        now: float | None = None,
-        summarizer: Any = None,
-        max_tokens: int | None = None,
+        self, messages: list[dict[str, Any]], **options: Unpack[CallOptions]
     ) -> tuple[list[dict[str, Any]], TransformResult]:
-        """OpenAI Chat Completions messages in, OpenAI messages out (plus the result)."""
-        result = self.transform(
-            self._codec.from_openai(messages),
-            model=model,
-            window=window,
-            tools=tools,
-            conversation=conversation,
-            now=now,
-            summarizer=summarizer,
-            max_tokens=max_tokens,
-        )
-        # the proxy's reader (an ImagedList) only serialises what it gets: no copies for it
-        shared = type(messages) is ImagedList
+        """OpenAI Chat Completions messages in, OpenAI messages out (plus the result);
+        ``options`` as :meth:`transform` takes them."""
+        result = self.transform(self._codec.from_openai(messages), **options)
+        shared = type(messages) is ImagedList  # the proxy's reader only serialises: no copies
         return self._codec.to_openai(result.messages, shared=shared), result
 
     def transform_anthropic(
@@ -412,36 +397,55 @@ class Warden:
         messages: list[dict[str, Any]],
         *,
         system: Any = None,
-        model: str | None = None,
-        window: int | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        conversation: str | None = None,
-        now: float | None = None,
         cache_breakpoints: bool = False,
-        summarizer: Any = None,
-        max_tokens: int | None = None,
+        **options: Unpack[CallOptions],
     ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
-        """Anthropic Messages in (``system`` as the API takes it: a string or blocks), the
-        same out: ``(system, messages, result)``. ``cache_breakpoints`` puts ``cache_control``
-        on the end of the stable prefix and on the newest message (at most 4 in all, the
-        client's own kept), so the provider caches what the next call will read."""
-        result = self.transform(
-            self._codec.from_anthropic(messages, system=system),
-            model=model,
-            window=window,
-            tools=tools,
-            conversation=conversation,
-            now=now,
-            summarizer=summarizer,
-            max_tokens=max_tokens,
-        )
+        """Anthropic Messages in (``system`` a string or blocks), the same out: ``(system,
+        messages, result)``. ``cache_breakpoints`` puts ``cache_control`` on the end of the
+        stable prefix and on the newest message (at most 4 in all, the client's own kept). The
+        messages before the last server ``compaction`` block go back as they came, neither
+        counted nor reduced: the provider reads the history from that block on."""
         shared = type(messages) is ImagedList  # see transform_openai
+        at = compaction_block_at(messages) or 0
+        read = self._codec.from_anthropic(messages[at:] if at else messages, system=system)
+        result = self.transform(read, **options)
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
+            tools = options.get("tools")
             system_out, out, _ = add_cache_breakpoints(
                 system_out,
                 out,
                 tools=list(tools) if tools else None,
                 stable_end=result.stable_end(len(out)),
             )
-        return system_out, out, result
+        return system_out, [*messages[:at], *out] if at else out, result
+
+    def transform_responses(
+        self,
+        items: list[dict[str, Any]],
+        *,
+        instructions: Any = None,
+        **options: Unpack[CallOptions],
+    ) -> tuple[Any, list[dict[str, Any]], TransformResult]:
+        """OpenAI Responses ``input`` items in, the same out: ``(instructions, items, result)``.
+        The items before the last ``compaction`` item go back as they came, neither counted nor
+        reduced (the item carries them); a trailing ``compaction_trigger`` stays last, and the
+        call makes no compaction of its own (the provider is asked to make one)."""
+        at = compaction_item_at(items) or 0
+        trigger = items[-1:] if compaction_trigger(items) else []
+        read = from_responses(items[at : len(items) - len(trigger)], instructions=instructions)
+        result = self.transform(read, allow_compaction=not trigger, **options)
+        instructions_out, out = to_responses(list(result.messages))
+        return instructions_out, [*items[:at], *out, *trigger], result
+
+
+class CallOptions(TypedDict, total=False):
+    """The options the provider-dict entry points pass to :meth:`Warden.transform`."""
+
+    model: str | None
+    window: int | None
+    tools: Sequence[Mapping[str, Any]] | None
+    conversation: str | None
+    now: float | None
+    summarizer: Any
+    max_tokens: int | None

@@ -3,8 +3,9 @@ against the scripted upstream (which compacts as the providers do: :mod:`.upstre
 
 A client that asks the provider to compact keeps that: the proxy forwards those requests as
 sent and makes no compaction of its own on them; every compaction block or item the provider
-hands out reaches the client and comes back byte for byte; Codex's ``compaction_trigger`` is
-answered by exactly one ``compaction`` item; a later request that carries a compaction item is
+hands out reaches the client and comes back byte for byte; Codex's ``compaction_trigger`` goes
+with the edits and tools of the requests before it and is answered by exactly one
+``compaction`` item; a later request that carries a compaction item is
 reduced from that item on, the items before it kept as they were.
 """
 
@@ -213,15 +214,21 @@ def test_codex_remote_compaction_round_trip(mode: str) -> None:
     responses = [r for r in up.requests if r.api == "responses"]
     assert all(problems("responses", r.body) == [] for r in responses)
     assert any("CW-FINAL-ANSWER" in (r.output_text or "") for r in replies[-1:])
+    at = next(i for i, r in enumerate(up.requests) if r.kind == "compaction")
+    asked = up.requests[at]
+    assert asked.body["input"][-1] == {"type": "compaction_trigger"}
     if mode == "proxy":
-        trigger = [x for x in log if x.get("skipped") == "provider_compaction"]
-        assert len(trigger) == 1
+        # the trigger goes as the requests before it went: their tools (the recall tool among
+        # them) and edits, so the provider reads what it cached of them; the proxy made no
+        # compaction of its own there
+        before = [r for r in up.requests[:at] if r.kind == "main"][-1]
+        assert asked.body["tools"] == before.body["tools"]
+        assert asked.usage["cached_tokens"] >= 0.8 * asked.usage["input_tokens"], asked.usage
+        assert not any(x.get("skipped") for x in log)
         # after it, the requests carry the item: reduced from it on, the item byte for byte
-        at = next(i for i, r in enumerate(up.requests) if r.kind == "compaction")
         after = [r for r in up.requests[at:] if r.kind == "main"]
         item = up.compactions[0]
         assert after and all(item in r.body["input"] for r in after)
-        assert all(not x.get("skipped") for x in log if x not in trigger)
 
 
 def test_responses_server_compaction_and_compact_endpoint_pass_through() -> None:

@@ -5,6 +5,7 @@ back, with the digests of their images."""
 
 from __future__ import annotations
 
+import copy
 import json
 import marshal
 import math
@@ -207,3 +208,53 @@ def test_bodies_are_bounded() -> None:
     assert len(reader._entries) == 2
     _check(reader, json.dumps({"messages": [{"content": "x" * 20_000}]}).encode())
     assert reader._bytes <= 10_000
+
+
+def _restored(reader: BodyReader, messages: list[dict[str, Any]]) -> tuple[list[Any], int]:
+    read = _check(reader, json.dumps({"model": "m", "messages": messages}).encode())
+    assert read is not None
+    put_back = reader.restore(read)
+    got = read.body["messages"]
+    assert got.images == [image_digest(m) for m in got]
+    return list(got), put_back
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(3, 12),
+    st.integers(0, 2),
+    st.data(),
+)
+def test_a_history_its_client_trimmed_goes_on_as_the_whole(
+    steps: int, kept: int, data: st.DataObject
+) -> None:
+    """A client drops its oldest messages but ``kept`` leading ones and at least the newest two
+    and goes on: the reader gives back the whole history with the new messages after it, and
+    does so again for the next body of the trimmed history; a breakpoint the client moved is
+    no change."""
+    history = _agent(steps)
+    reader = BodyReader()
+    _restored(reader, history)
+    cut = data.draw(st.integers(kept + 1, len(history) - 2))
+    new = _agent(steps + 2)[len(history) :]
+    trimmed = copy.deepcopy([*history[:kept], *history[cut:], *new[:2]])
+    trimmed[-3]["cache_control"] = {"type": "ephemeral"}
+    got, put_back = _restored(reader, trimmed)
+    assert put_back == cut - kept
+    assert got == [*history[:cut], *trimmed[kept:]]
+    later, again = _restored(reader, [*trimmed, *new[2:]])
+    assert again == put_back and later == [*got, *new[2:]]
+
+
+def test_an_unrelated_history_is_not_restored() -> None:
+    """Only the system prompt and the task in common, or only the newest message: nothing is
+    put back, the body is the client's own."""
+    history = _agent(6)
+    reader = BodyReader()
+    _restored(reader, history)
+    other = [*history[:2], *_agent(9)[14:]]
+    got, put_back = _restored(reader, other)
+    assert put_back == 0 and got == other
+    last_only = [history[0], history[-1], {"role": "user", "content": "go on"}]
+    got, put_back = _restored(reader, last_only)
+    assert put_back == 0 and got == last_only

@@ -16,10 +16,12 @@ from contextwarden.formats.anthropic import compaction_block_at
 from contextwarden.formats.anthropic import provider_compaction as anthropic_compaction
 from contextwarden.formats.responses import (
     compaction_item_at,
+    compaction_trigger,
     from_responses,
     provider_compaction,
     to_responses,
 )
+from contextwarden.formats.validate import validate_responses
 
 BLOCK = {"type": "compaction", "content": "Summary: read files 1-9.", "signature": "sig-1"}
 ITEM = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA" + "x" * 800}
@@ -108,9 +110,68 @@ def test_responses_item_round_trip_and_cost() -> None:
 def test_responses_says_when_the_server_compacts() -> None:
     items = [{"type": "message", "role": "user", "content": "task"}]
     assert provider_compaction({"input": items}) is None
-    trigger = {"input": [*items, {"type": "compaction_trigger"}]}
-    assert "compaction_trigger" in (provider_compaction(trigger) or "")
-    early = {"input": [{"type": "compaction_trigger"}, *items]}
-    assert provider_compaction(early) is None  # only as the last item
+    # Codex's trigger asks for one compaction of what precedes it, only as the last item
+    trigger = [*items, {"type": "compaction_trigger"}]
+    assert compaction_trigger(trigger) and provider_compaction({"input": trigger}) is None
+    assert not compaction_trigger([{"type": "compaction_trigger"}, *items])
+    assert not compaction_trigger(items) and not compaction_trigger([])
     managed = {"input": items, "context_management": [{"type": "compaction"}]}
     assert provider_compaction(managed) is not None
+
+
+def test_the_warden_leaves_what_precedes_a_compaction_block_to_the_provider() -> None:
+    """The provider reads an Anthropic history from its last compaction block on: what comes
+    before goes back as it came, is not counted and is never summarised, however large."""
+    before = _agent(30, "old output line\n" * 400)  # far over the window by itself
+    after = [{"role": "assistant", "content": [copy.deepcopy(BLOCK)]}, *_agent(2, "new")[1:]]
+    history = before + after
+    sent = copy.deepcopy(history)
+    warden = Warden(WardenConfig(context_window=16_000))
+    _, out, result = warden.transform_anthropic(history, system="s", model="claude-sonnet-4-5")
+    assert history == sent
+    assert out[: len(before)] == before and out[len(before)]["content"] == [BLOCK]
+    assert result.compaction is None
+    _, alone, counted = Warden(WardenConfig(context_window=16_000)).transform_anthropic(
+        after, system="s", model="claude-sonnet-4-5"
+    )
+    assert out[len(before) :] == alone
+    assert (result.tokens_before, result.tokens_after) == (
+        counted.tokens_before,
+        counted.tokens_after,
+    )
+
+
+def _responses_agent(steps: int, output: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "task: read"}]
+    for i in range(steps):
+        args = f'{{"c": "cat {i}"}}'
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": "sh", "arguments": args})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": output})
+    return items
+
+
+def test_the_warden_reads_responses_from_the_last_compaction_item() -> None:
+    before = _responses_agent(30, "old output line\n" * 400)
+    after = [copy.deepcopy(ITEM), *_responses_agent(3, "line\n" * 300)[1:]]
+    warden = Warden(WardenConfig(context_window=16_000))
+    instructions, out, result = warden.transform_responses(
+        before + after, instructions="be brief", model="gpt-5"
+    )
+    assert instructions == "be brief"
+    assert out[: len(before)] == before and out[len(before)] == ITEM
+    assert result.compaction is None
+    assert result.tokens_before < 16_000  # the 30 old steps are the item's: not counted
+
+
+def test_a_compaction_trigger_stays_last_and_the_warden_does_not_compact() -> None:
+    """Codex asks the provider to summarise the history (``compaction_trigger`` last): the
+    warden sends the history as its log has it, the trigger after it, and makes no summary of
+    its own, even over its trigger; the same history without the trigger is compacted."""
+    items = _responses_agent(150, "word " * 90)  # outputs too short to mask: 16.6k tokens
+    trigger = {"type": "compaction_trigger"}
+    config = WardenConfig(context_window=16_000)
+    _, out, result = Warden(config).transform_responses([*items, trigger], model="gpt-5")
+    assert out[-1] == trigger and result.compaction is None
+    assert validate_responses(out[:-1]) == []
+    _, _, plain = Warden(config).transform_responses(items, model="gpt-5")
+    assert plain.compaction is not None

@@ -264,3 +264,33 @@ def test_validate_anthropic_problems(system: Any, d: list[dict[str, Any]], expec
 def test_validate_anthropic_allows_an_empty_final_prefill() -> None:
     d = [{"role": "user", "content": "x"}, {"role": "assistant", "content": ""}]
     assert validate_anthropic("s", d) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(anthropic_requests(exotic=True), anthropic_requests(), st.data())
+def test_the_anthropic_check_resumed_from_its_memo_finds_what_a_whole_check_finds(
+    request: tuple[Any, list[dict[str, Any]]], other: tuple[Any, list[dict[str, Any]]], data: Any
+) -> None:
+    """A conversation's successive requests (growing, cut, edited, a breakpoint moved, broken
+    by another history's messages), checked with one memo: the problems a check of the whole
+    request finds, each time."""
+    system, messages = request
+    pool = [*messages, *other[1], {"role": "user", "content": ""}, {"role": "assistant"}]
+    memo: dict[str, Any] = {}
+    body = list(messages)
+    for _ in range(data.draw(st.integers(1, 6))):
+        change = data.draw(st.integers(0, 3))
+        if change == 0 and body:
+            body = body[: data.draw(st.integers(0, len(body)))]
+        elif change == 1:
+            body = [*body, *data.draw(st.lists(st.sampled_from(pool), max_size=4))]
+        elif change == 2 and body:
+            at = data.draw(st.integers(0, len(body) - 1))
+            body = [
+                *body[:at],
+                {**body[at], "cache_control": {"type": "ephemeral"}},
+                *body[at + 1 :],
+            ]
+        else:
+            body = [*messages, *body[len(messages) :]]
+        assert validate_anthropic(system, body, memo) == validate_anthropic(system, body)

@@ -231,33 +231,28 @@ def check_output_path(
     """
     if suffix is not None and not path.suffix and not path.is_dir():
         path = path.with_name(path.name + suffix)
+
+    def refuse(why: str) -> typer.Exit:
+        return fail(f"{option} {path}: {why}", EXIT_USAGE)
+
     if path.is_dir():
-        raise fail(f"{option} {path}: is a directory; give a file name", EXIT_USAGE)
+        raise refuse("is a directory; give a file name")
     if suffix is not None and path.suffix.lower() != suffix:
-        raise fail(f"{option} {path}: the file name must end in {suffix}", EXIT_USAGE)
+        raise refuse(f"the file name must end in {suffix}")
     for source in inputs:
         if path.exists() and source.exists() and os.path.samefile(path, source):
-            raise fail(
-                f"{option} {path}: is the input file {source}; writing would overwrite it",
-                EXIT_USAGE,
-            )
-    folder = path.parent
+            raise refuse(f"is the input file {source}; writing would overwrite it")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise fail(
-            f"{option} {path}: cannot create its folder ({exc.strerror})", EXIT_USAGE
-        ) from None
-    target = path if path.exists() else folder
-    if not os.access(target, os.W_OK):
-        raise fail(f"{option} {path}: not writable (permission denied)", EXIT_USAGE)
+        raise refuse(f"cannot create its folder ({exc.strerror})") from None
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise refuse("not writable (permission denied)")
     if not path.exists():  # permissions are not the whole story (root, /proc, a full disk)
         try:
             path.open("xb").close()
         except OSError as exc:
-            raise fail(
-                f"{option} {path}: cannot write it ({exc.strerror or exc})", EXIT_USAGE
-            ) from None
+            raise refuse(f"cannot write it ({exc.strerror or exc})") from None
         path.unlink()
     return path
 
@@ -281,13 +276,10 @@ def config_for(
 ) -> WardenConfig:
     """The effective config: the file (or the default lookup), the environment, then the
     command-line ``--model``/``--window``/``--summarizer``, which win."""
-    overrides: dict[str, Any] = {}
+    given = {"model": model, "context_window": window}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if summarizer is not None:
         overrides["summarizer"] = parse_summarizer_spec(summarizer)
-    if model is not None:
-        overrides["model"] = model
-    if window is not None:
-        overrides["context_window"] = window
     if config is not None:
         require_file(config)
     return load_config(config, **overrides)

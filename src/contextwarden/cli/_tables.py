@@ -42,12 +42,8 @@ def _table(title: str, first: str, unit: str, rows: Sequence[Row], total: int) -
 
 def breakdown_tables(b: Breakdown) -> tuple[Table, Table]:
     """The by-role and the by-block-kind tables; both add up to the request's total."""
-    roles = list(b.by_role)
-    if b.tools:
-        roles.append(Row("tool definitions", 1, b.tools))
-        roles.append(Row("reply priming", 1, b.total - b.tools - sum(r.tokens for r in b.by_role)))
-    else:
-        roles.append(Row("reply priming", 1, b.total - sum(r.tokens for r in b.by_role)))
+    roles = [*b.by_role, *([Row("tool definitions", 1, b.tools)] if b.tools else [])]
+    roles.append(Row("reply priming", 1, b.total - sum(r.tokens for r in roles)))
     return (
         _table("Tokens by role", "role", "messages", roles, b.total),
         _table("Tokens by block kind", "kind", "blocks", b.by_kind, b.total),

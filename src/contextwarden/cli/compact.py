@@ -1,10 +1,6 @@
-"""``contextwarden compact FILE -o OUT [--model M] [--window N]``: write the compacted history.
-
-A provider file keeps its format (OpenAI JSON list in, OpenAI JSON list out; likewise OpenAI
-JSONL, Anthropic and mini-swe-agent files). An agent's own log (pi, Claude Code, OpenHands and
-the other session formats) is written as the request it amounts to: OpenAI JSONL, one message a
-line, when OUT ends in ``.jsonl``; otherwise Anthropic JSON for pi and Claude Code sessions and
-OpenAI JSON for the others. The command says which it wrote."""
+"""``contextwarden compact FILE -o OUT [--model M] [--window N]``: write the compacted history,
+in the file's own format for a provider file, else as the request an agent's log amounts to
+(see ``--output``)."""
 
 from __future__ import annotations
 

@@ -170,10 +170,8 @@ def _print(
     for table in breakdown_tables(b):
         out.print(table)
     largest = Table(title=f"The {top} largest messages", title_justify="left")
-    largest.add_column("#", justify="right", no_wrap=True)
-    largest.add_column("role", no_wrap=True)
-    largest.add_column("tokens", justify="right", no_wrap=True)
-    largest.add_column("share", justify="right", no_wrap=True)
+    for name in ("#", "role", "tokens", "share"):
+        largest.add_column(name, justify="left" if name == "role" else "right", no_wrap=True)
     room = max(20, out.width - 40)  # what the four narrow columns and borders leave
     largest.add_column("starts with", no_wrap=True, max_width=room)
     for i in b.largest(top):

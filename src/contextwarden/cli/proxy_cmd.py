@@ -22,8 +22,4 @@ def proxy(ctx: typer.Context) -> None:
             f"the proxy is not available ({exc}); install it with: "
             "pip install 'contextwarden[proxy]'"
         ) from None
-    args = list(ctx.args)
-    if hasattr(module, "app"):  # a typer/click app of its own
-        module.app(args=args, prog_name="contextwarden proxy")
-    else:
-        module.main(args)
+    module.main(list(ctx.args))

@@ -1,12 +1,6 @@
 """``contextwarden replay FILE [--model M] [--window N] [--run N] [--json] [--plot out.png]``:
-what the session would have sent, call by call, without and with contextwarden, and what the
-provider would have billed for it, prompt caching counted.
-
-"Without" is what the agent really sent (its own compactions applied, its recorded usage where
-the file has it); calls over the window are not payable and are left out of that baseline. A
-file of several runs replays every run (or ``--run N``). A model the registry lacks never stops
-a replay: the window the file records, or the model's family, stands in, and the report says
-what it assumed."""
+what the session would have sent and been billed, call by call, without and with contextwarden
+(the replay itself is :func:`contextwarden._replay.replay`)."""
 
 from __future__ import annotations
 
@@ -65,10 +59,9 @@ def _cache(cached: int, written: int) -> str:
 
 def _prices(report: ReplayReport) -> str:
     """Whose cache prices bill the replay, for the headline and the totals."""
-    p = report.cache_pricing
     if report.pricing == "anthropic":
         return f"Anthropic's cache ratios on {report.model}'s input price"
-    if report.pricing == "custom" or p is None:
+    if report.pricing == "custom" or report.cache_pricing is None:
         return "the given cache prices"
     return f"{report.model}'s prices"
 
@@ -90,16 +83,8 @@ def _did(c: ReplayCall) -> str:
         return f"[green]compacted[/green] ({c.strategy})"
     if c.compacted:
         return f"summary reused ({c.strategy})"
-    parts = [
-        f"{label} {c.events[kind]}"
-        for kind, label in (
-            ("dropped", "dropped"),
-            ("truncated", "truncated"),
-            ("masked", "masked"),
-            ("thinking_stripped", "thinking stripped"),
-        )
-        if c.events.get(kind)
-    ]
+    kinds = ("dropped", "truncated", "masked", "thinking_stripped")
+    parts = [f"{kind.replace('_', ' ')} {c.events[kind]}" for kind in kinds if c.events.get(kind)]
     return ", ".join(parts) or "-"
 
 
@@ -121,20 +106,13 @@ def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
         caption="read/written: tokens read from the provider's prompt cache / written to it",
         caption_justify="left",
     )
-    for name in (
-        "\n\ncall",
-        "\ntokens\nwithout",
-        "\ntokens\nwith",
-        *(() if narrow else ("\n\nsaved",)),
-    ):
-        table.add_column(name, justify="right", no_wrap=True)
     billed = report.cache_pricing is not None
+    names = ["\n\ncall", "\ntokens\nwithout", "\ntokens\nwith", *([] if narrow else ["\n\nsaved"])]
     # Read from the provider's cache / written to it: what the bill is made of.
-    for name in ("read/\nwritten\nwithout", "read/\nwritten\nwith"):
+    names += ["read/\nwritten\nwithout", "read/\nwritten\nwith"]
+    names += ["\nbilled\nwithout", "\nbilled\nwith"] if billed else []
+    for name in names:
         table.add_column(name, justify="right", no_wrap=True)
-    if billed:
-        for name in ("\nbilled\nwithout", "\nbilled\nwith"):
-            table.add_column(name, justify="right", no_wrap=True)
     table.add_column("\n\nwarden", min_width=7, overflow="fold")
     table.add_column("\n\nvalid", no_wrap=True)
     shown = [
@@ -167,7 +145,8 @@ def _calls_table(report: ReplayReport, every: int | None, width: int) -> Table:
 
 def _totals_table(report: ReplayReport) -> Table:
     t = report.totals
-    table = Table(title="Totals", title_justify="left", show_header=True)
+    caption = f"billed: {_prices(report)} ({_price_detail(report)})"
+    table = Table(title="Totals", title_justify="left", caption=caption, caption_justify="left")
     table.add_column("")
     table.add_column("without contextwarden", justify="right")
     table.add_column("with contextwarden", justify="right")
@@ -183,8 +162,6 @@ def _totals_table(report: ReplayReport) -> Table:
         f"[bold]{t.input_tokens_with:,}[/bold]",
     )
     table.add_row("largest context", f"{t.max_context_without:,}", f"{t.max_context_with:,}")
-    table.caption = f"billed: {_prices(report)} ({_price_detail(report)})"
-    table.caption_justify = "left"
     table.add_row(
         "[bold]billed input cost[/bold], whole session (cache-aware)",
         _money(t.billed_cost_without),

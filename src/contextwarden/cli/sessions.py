@@ -1,6 +1,6 @@
 """``contextwarden sessions [FOLDER...] [--json] [--plot spend.png] [--no-estimate]``: the
-sessions agents keep on this machine (or in the folders given), what each was billed and what
-contextwarden would have billed, with totals per day and agent."""
+agents' sessions on this machine, what each was billed and would have been billed with
+contextwarden, with totals per day and agent (see docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -93,29 +93,16 @@ def _sessions_table(rows: list[SessionSummary], width: int, terminal: bool) -> T
         padding=0,  # the box's column rule is the one space between columns
         show_edge=False,
     )
-    columns = [
-        ("started", "left"),
-        ("agent", "left"),
-        ("model", "left"),
-        ("calls", "right"),
-        ("tokens", "right"),
-        ("billed", "right"),
-        ("with cw", "right"),
-        ("saved", "right"),
-    ]
-    if wide:
-        columns.append(("session", "left"))
-    for name, justify in columns:
+    names = ["started", "agent", "model", "calls", "tokens", "billed", "with cw", "saved"]
+    for name in names + ["session"] if wide else names:
+        named = name in ("started", "agent", "model", "session")
+        cut = terminal and name in ("model", "session")
         table.add_column(
             name,
-            justify=justify,  # type: ignore[arg-type]
+            justify="left" if named else "right",
             no_wrap=True,
             overflow="ellipsis",
-            max_width=None
-            if not terminal
-            else (24 if wide else 16)
-            if name in ("model", "session")
-            else None,
+            max_width=(24 if wide else 16) if cut else None,
         )
     for s in rows:
         if s.error is not None:

@@ -20,6 +20,15 @@ refuses, whose top level repeats a key, or whose ``messages`` is not a list. It 
 the body holds a ``NaN`` or an infinity (which a fast writer would not write as
 :func:`json.dumps` does).
 
+A client may also drop the oldest messages of its history itself (after a 413 for a body too
+large, or to fit its own idea of the window) and go on. :meth:`BodyReader.restore` recognises
+such a history: one whose messages after a few leading ones it kept (the system prompt, the
+task) are the newest messages of a remembered body, from some point to its end, then new ones.
+It gives back the remembered history with the new messages after it, so the conversation goes
+on with its log and summaries instead of starting over; each later body of the trimmed history
+is restored the same way. Messages are compared as the provider reads them: where the client put
+its ``cache_control`` breakpoints does not count.
+
 Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` kept alive (the message
 dicts, counted as their bytes in the body plus :data:`DICT_BYTES` each, and those bytes), the
 least recently used forgotten first. Thread-safe.
@@ -37,11 +46,18 @@ from typing import Any
 
 from ._prefix import ImagedList, image_digest
 
-__all__ = ["BodyRead", "BodyReader"]
+__all__ = ["BodyRead", "BodyReader", "Restored", "Search"]
 
 #: What a message dict costs beyond its bytes in the body (the dict and its keys' slots, the
 #: digests kept of it).
 DICT_BYTES = 400
+
+#: How many of a body's newest messages may follow the newest message of the history it trims:
+#: the client's own messages since its last request, which the proxy did not take.
+TRIM_SCAN = 64
+#: How many of the remembered history's newest messages, at least, a trimmed history must keep
+#: in a row for it to be taken as that history going on.
+TRIM_RUN = 2
 
 _WS = re.compile(r"[ \t\n\r]*")
 _VERSION = 2
@@ -51,10 +67,11 @@ _INFINITY = float("inf")
 class BodyRead:
     """A body read: ``body`` as :func:`json.loads` gives it (``body["messages"]`` an
     :class:`ImagedList`), ``finite`` when it holds no NaN or infinity, and how many messages were
-    reused from the previous body of the conversation. :meth:`has` looks for a pattern in its
-    bytes, only in those the previous body did not have when that one was looked in."""
+    reused from the previous body of the conversation. ``has(pattern, width)`` looks for a
+    pattern in its bytes, only in those the previous body did not have when that one was looked
+    in (:class:`Search`; the list of messages carries it too)."""
 
-    __slots__ = ("_prior", "_shared", "body", "finite", "found", "raw", "reused")
+    __slots__ = ("_base", "_entry", "body", "finite", "has", "memo", "reused")
 
     def __init__(
         self,
@@ -68,19 +85,33 @@ class BodyRead:
         self.body = body
         self.finite = finite
         self.reused = reused
-        self.raw = raw
-        self._shared = shared  # the leading bytes it has as the previous body had them
-        self._prior = prior or {}  # where each pattern first matched in the previous body
-        self.found: dict[re.Pattern[bytes], int] = {}  # and in this one (-1: nowhere)
+        self.has = Search(raw, shared, prior or {})
+        self._entry: _Entry | None = None  # what the reader remembers of this body
+        self._base: _Entry | None = None  # the remembered body it went on from, if any
+        #: what the checks of the conversation's bodies remember between requests (one dict
+        #: handed on from body to body; see :func:`~.validate.validate_anthropic`)
+        self.memo: dict[str, Any] = {}
 
-    def has(self, pattern: re.Pattern[bytes], width: int) -> bool:
-        """Whether ``pattern`` (whose matches are at most ``width`` bytes long) matches the
-        body's bytes. Where the previous body of the conversation had its first match (or
-        none) is known, only the bytes after what the two share are searched."""
+
+class Search:
+    """Whether a pattern (whose matches are at most ``width`` bytes long) matches a body's
+    bytes, remembered per pattern (``found``: where it first matched, -1 nowhere). Where the
+    previous body of the conversation had its first match (or none) is known (``prior``), only
+    the bytes after the ``shared`` leading bytes the two have alike are searched. It holds the
+    bytes and nothing that holds it: the request's list of messages may carry it without a
+    reference cycle keeping a body of megabytes alive until the collector comes round."""
+
+    __slots__ = ("found", "prior", "raw", "shared")
+
+    def __init__(self, raw: bytes, shared: int, prior: dict[re.Pattern[bytes], int]) -> None:
+        self.raw, self.shared, self.prior = raw, shared, prior
+        self.found: dict[re.Pattern[bytes], int] = {}
+
+    def __call__(self, pattern: re.Pattern[bytes], width: int) -> bool:
         at = self.found.get(pattern)
         if at is None:
-            before = self._prior.get(pattern)
-            shared = self._shared
+            before = self.prior.get(pattern)
+            shared = self.shared
             if before is not None and 0 <= before and before + width <= shared:
                 at = before
             else:
@@ -101,8 +132,10 @@ class _Entry:
         "head",
         "head_end",
         "images",
+        "memo",
         "messages",
         "prefix",
+        "restored",
         "size",
     )
 
@@ -115,8 +148,9 @@ class _Entry:
         head: bytes,
         finite: list[bool],
     ) -> None:
-        # its bytes up to the end of its last message (a copy: the request's own bytes go)
-        self.prefix = raw[: ends[-1]] if ends else raw[:head_end]
+        # its bytes up to the end of its last message: a view of the body, not a copy (what
+        # follows the messages is a few bytes, and a copy of a body of megabytes takes one)
+        self.prefix = memoryview(raw)[: ends[-1] if ends else head_end]
         self.head_end = head_end  # where its first message starts
         self.ends = ends  # where each message ends
         self.messages = tuple(messages)  # the message dicts (a copy of the caller's list)
@@ -124,8 +158,17 @@ class _Entry:
         self.head = head  # marshal image of the members before ``messages``, finiteness first
         self.finite = finite  # per message: it and every message before it hold no NaN/infinity
         self.found: dict[re.Pattern[bytes], int] = {}  # BodyRead.has's, of this body
+        self.restored: Restored | None = None  # the history it trims, when it trims one
+        self.memo: dict[str, Any] = {}  # BodyRead.memo, handed on
         end = ends[-1] if ends else head_end
         self.size = end - head_end + len(ends) * DICT_BYTES + len(head) + len(self.prefix)
+
+    def history(self) -> tuple[tuple[Any, ...], tuple[bytes, ...]]:
+        """Its messages and their images, with the messages its client dropped put back."""
+        r = self.restored
+        if r is None:
+            return self.messages, self.images
+        return (*r.messages, *self.messages[r.kept :]), (*r.images, *self.images[r.kept :])
 
     def common(self, raw: bytes, beat: int = 0) -> int:
         """How many leading messages the new body ``raw`` has byte for byte as this body had
@@ -295,8 +338,36 @@ class BodyReader:
         if read is None:
             return None
         result, entry = read
+        result._entry, result._base = entry, best[1] if best is not None else None
         self._store(entry, best[0] if best is not None and k == len(best[1].ends) else None)
         return result
+
+    def restore(self, read: BodyRead, key: str = "messages") -> int:
+        """Put back into ``read.body[key]`` the oldest messages its client dropped from a
+        history this reader remembers (see the module docstring); how many were put back (0:
+        none, the body as it came)."""
+        entry, base = read._entry, read._base
+        if entry is None or not entry.ends:
+            return 0
+        restored: Restored | None = None
+        if base is not None and base.restored is not None and read.reused >= base.restored.kept:
+            restored = base.restored  # a later body of a history restored before
+        elif base is None or read.reused < len(base.ends) // 2:  # no body it simply goes on
+            with self._lock:
+                others = [e for e in reversed(self._entries.values()) if e is not entry]
+            restored = _trimmed(entry, others)
+        if restored is None:
+            return 0
+        entry.restored = restored
+        with self._lock:
+            if any(e is entry for e in self._entries.values()):  # kept: count what it holds
+                self._bytes += restored.size
+            entry.size += restored.size
+        messages = ImagedList([*restored.messages, *entry.messages[restored.kept :]])
+        messages.images = [*restored.images, *entry.images[restored.kept :]]
+        read.body[key] = messages
+        read.finite = read.finite and restored.finite
+        return len(restored.messages) - restored.kept
 
     @property
     def kept_bytes(self) -> int:
@@ -429,11 +500,15 @@ class BodyReader:
         result = BodyRead(
             body, prior and walk.finite, k, raw, shared, old.found if old is not None else None
         )
+        messages.has = result.has
         if not all(type(m) is dict for m in values):
             all_ends = []  # only objects end where their bytes do (a number may go on): not kept
         head_image = marshal.dumps((head_finite, head), _VERSION)
         entry = _Entry(raw, head_end, all_ends, messages, head_image, cumulative)
-        entry.found = result.found  # filled as the request is looked at, for the next one
+        entry.found = result.has.found  # filled as the request is looked at, for the next one
+        if old is not None:
+            entry.memo = old.memo
+        result.memo = entry.memo
         return result, entry
 
     # -- the table -------------------------------------------------------------------------------
@@ -458,3 +533,77 @@ class BodyReader:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
+
+
+class Restored:
+    """What a trimmed history lacks: the remembered history's ``messages`` (and their
+    ``images``) up to where the trimmed one goes on with it, which stand for its first
+    ``kept`` messages (those it kept of them: a system prompt, the task)."""
+
+    __slots__ = ("finite", "images", "kept", "messages", "size")
+
+    def __init__(
+        self, kept: int, messages: tuple[Any, ...], images: tuple[bytes, ...], finite: bool
+    ) -> None:
+        self.kept = kept
+        self.messages = messages
+        self.images = images
+        self.finite = finite
+        self.size = len(messages) * (8 + 16 + 33)  # list slots and digests: the dicts are shared
+
+
+def _plain(message: Any) -> bytes:
+    """The digest of ``message`` as the provider reads it: without ``cache_control`` on the
+    message or its content blocks."""
+    if type(message) is dict and (
+        "cache_control" in message or type(message.get("content")) is list
+    ):
+        content = message.get("content")
+        if type(content) is list and any(type(b) is dict and "cache_control" in b for b in content):
+            content = [
+                {k: v for k, v in b.items() if k != "cache_control"} if type(b) is dict else b
+                for b in content
+            ]
+            message = {**message, "content": content}
+        if "cache_control" in message:
+            message = {k: v for k, v in message.items() if k != "cache_control"}
+    try:
+        return image_digest(message)
+    except (ValueError, TypeError):  # pragma: no cover - what json parses, marshal images
+        return b""
+
+
+def _trimmed(new: _Entry, olds: list[_Entry]) -> Restored | None:
+    """The history of ``olds`` (the most recent first) that ``new`` trims, if one: ``new``'s
+    first ``h`` messages come, in order, from that history's first ``p`` messages, then it has
+    the rest of that history (at least :data:`TRIM_RUN` messages), then at most
+    :data:`TRIM_SCAN` new ones."""
+    msgs = new.messages
+    plain: dict[int, bytes] = {}
+
+    def mine(i: int) -> bytes:
+        if i not in plain:
+            plain[i] = _plain(msgs[i])
+        return plain[i]
+
+    newest = {mine(i): i for i in range(max(len(msgs) - TRIM_SCAN, 0), len(msgs))}
+    for old in olds:
+        history, images = old.history()
+        if len(history) <= TRIM_RUN:
+            continue
+        q = newest.get(_plain(history[-1]))
+        if q is None:
+            continue
+        run = 1
+        while run <= q and run < len(history) and mine(q - run) == _plain(history[-1 - run]):
+            run += 1
+        p, h = len(history) - run, q - run + 1
+        if run < TRIM_RUN or p <= h:
+            continue  # too short to tell, or nothing dropped
+        kept = iter(_plain(m) for m in history[:p])
+        if all(any(mine(i) == d for d in kept) for i in range(h)):  # in order, in what it lacks
+            finite = old.finite[-1] if old.finite else True
+            if old.restored is not None:
+                finite = finite and old.restored.finite
+            return Restored(h, history[:p], images[:p], finite)
+    return None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -68,6 +69,10 @@ class ImagedList(list[Any]):
     calls (``shared=True``), which nobody may change."""
 
     images: list[bytes]
+    #: ``has(pattern, width)``: whether the request body's bytes hold a match of ``pattern`` (the
+    #: reader's :meth:`~._body.BodyRead.has`, which looks only in bytes the conversation's last
+    #: body did not have); None when the list holds messages that were not in the body
+    has: Callable[[re.Pattern[bytes], int], bool] | None = None
 
 
 def _images_of(messages: Sequence[Any]) -> list[bytes]:

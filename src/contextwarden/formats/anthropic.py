@@ -285,11 +285,18 @@ def _summary_cost(summary: Any) -> int:
 SERVER_COMPACTION = "compact_20260112"
 
 
+#: The bytes of a block whose type is ``compaction`` (a JSON body spaces them as it likes).
+_COMPACTION_TYPE = re.compile(rb'"type"\s{0,20}:\s{0,20}"compaction"')
+
+
 def compaction_block_at(messages: Any) -> int | None:
     """The index of the last message holding a ``compaction`` block with a summary (the server
     ignores every block before it; one whose ``content`` is null marks a failed compaction and
     changes nothing), or None."""
     if not isinstance(messages, list):
+        return None
+    has = getattr(messages, "has", None)  # the proxy's reader: its bytes, the new ones only
+    if has is not None and not has(_COMPACTION_TYPE, 64):
         return None
     for i in range(len(messages) - 1, -1, -1):
         content = messages[i].get("content") if isinstance(messages[i], dict) else None

@@ -59,7 +59,13 @@ from .._messages import (
 from ._common import FORMAT, ITEM, OPAQUE, RESERVED, deep_copy, fail, frozen, tname
 from ._media import openai_image_cost
 
-__all__ = ["compaction_item_at", "from_responses", "provider_compaction", "to_responses"]
+__all__ = [
+    "compaction_item_at",
+    "compaction_trigger",
+    "from_responses",
+    "provider_compaction",
+    "to_responses",
+]
 
 _FMT = "responses"
 
@@ -187,19 +193,25 @@ def compaction_item_at(items: Any) -> int | None:
 
 def provider_compaction(body: Mapping[str, Any]) -> str | None:
     """Why the server compacts this request's history itself, or None: its
-    ``context_management`` asks for server-side compaction, or its last input item is the
-    ``compaction_trigger`` with which Codex asks for exactly one ``compaction`` item back."""
+    ``context_management`` asks for server-side compaction. (Codex's ``compaction_trigger``
+    asks for one compaction of the history it follows: see :func:`compaction_trigger`.)"""
     management = body.get("context_management")
     if isinstance(management, list) and any(
         isinstance(m, dict) and m.get("type") == "compaction" for m in management
     ):
         return "context_management asks for server-side compaction"
-    items = body.get("input")
-    if isinstance(items, list) and items:
-        last = items[-1]
-        if isinstance(last, dict) and last.get("type") == "compaction_trigger":
-            return "the last input item is a compaction_trigger"
     return None
+
+
+def compaction_trigger(items: Any) -> bool:
+    """Whether ``input`` ends with the ``compaction_trigger`` with which Codex asks for exactly
+    one ``compaction`` item back (a summary of the items before it)."""
+    return (
+        isinstance(items, list)
+        and bool(items)
+        and isinstance(items[-1], dict)
+        and items[-1].get("type") == "compaction_trigger"
+    )
 
 
 def _run_hints(reasoning: int) -> Mapping[str, Any]:

@@ -298,7 +298,9 @@ def _check_openai_call(
 
 
 # -- Anthropic -------------------------------------------------------------------------------------
-def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
+def validate_anthropic(
+    system: Any, messages: Sequence[Any], memo: dict[str, Any] | None = None
+) -> list[str]:
     """Problems of an Anthropic Messages request (empty list = valid).
 
     Checks the system prompt (a string or a list of text blocks); that messages are user /
@@ -309,6 +311,10 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
     right before; that every ``tool_use`` is answered in the next user message; that tool
     ids are unique and well-formed; that thinking blocks keep their signature (and redacted
     ones their data) and appear only in assistant messages.
+
+    ``memo``: a dict kept between the requests of one conversation (the proxy's), in which the
+    check of a request is remembered at a few points before its end; the next request is
+    checked from the last point up to which it has the same messages.
     """
     problems: list[str] = []
     if system is not None and not isinstance(system, str):
@@ -330,50 +336,84 @@ def validate_anthropic(system: Any, messages: Sequence[Any]) -> list[str]:
         return [*problems, f"messages: expected a list, got {tname(messages)}"]
     if not messages:
         problems.append("messages: the list is empty")
+    found: list[str] = []
     pending: dict[str, int] = {}  # tool_use id -> assistant index, for the next user message
     seen: dict[str, int] = {}
     prev_role: Any = None
     last = len(messages) - 1
-    for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
-            problems.append(f"message {i}: expected an object, got {tname(m)}")
-            continue
-        role = m.get("role")
-        if role == "system":
-            _check_inline_system(problems, i, m.get("content"), pending, prev_role)
-            continue
-        if role not in ("user", "assistant"):
-            problems.append(
-                f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}"
-            )
-            continue
-        if prev_role is None and role != "user":
-            problems.append(f"message {i}: the first message must have role 'user'")
-        if role == prev_role:
-            problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
-        if role == "assistant" and pending and prev_role != "assistant":
-            _anthropic_unanswered(problems, pending, i)
-        content = m.get("content")
-        prefill = role == "assistant" and i == last
-        if isinstance(content, str):
-            if not content and not prefill:
-                problems.append(f"message {i} ({role}): empty content")
-            if role == "user" and pending:
-                _anthropic_unanswered(problems, pending, i)
-        elif isinstance(content, list):
-            if not content and not prefill:
-                problems.append(f"message {i} ({role}): empty content")
-            _check_blocks(problems, i, role, content, pending, seen)
-        else:
-            problems.append(
-                f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
-            )
-        prev_role = role
+    start, points = 0, []
+    before, saved = (memo or {}).get("anthropic", ((), []))
+    for k, state in reversed(saved):
+        if k <= last and before[:k] == messages[:k]:  # resume where the two agree
+            start, points = k, [p for p in saved if p[0] <= k]
+            found, pending, seen = list(state[0]), dict(state[1]), dict(state[2])
+            prev_role = state[3]
+            break
+    mark = max(last - _MEMO_BEFORE_END, 0)
+    for i in range(start, len(messages)):
+        if memo is not None and i > start and (i == mark or i % _MEMO_EVERY == 0):
+            points.append((i, (list(found), dict(pending), dict(seen), prev_role)))
+        prev_role = _anthropic_message(found, i, messages[i], i == last, pending, seen, prev_role)
+    if memo is not None and points:
+        points = points[-_MEMO_POINTS:]
+        memo["anthropic"] = (messages[: points[-1][0]], points)
     for cid, at in pending.items():
+        found.append(f"message {at}: tool_use {cid!r} is not answered by a following user message")
+    return problems + found
+
+
+#: Where the check of a request is remembered: a few messages short of its end (the next
+#: request may spell its newest ones otherwise: a breakpoint moved, a reminder taken back), and
+#: every so many messages before, the last few of those kept (an edit rewrites a message a few
+#: turns back: the check resumes before it).
+_MEMO_BEFORE_END = 4
+_MEMO_EVERY = 32
+_MEMO_POINTS = 4
+
+
+def _anthropic_message(
+    problems: list[str],
+    i: int,
+    m: Any,
+    is_last: bool,
+    pending: dict[str, int],
+    seen: dict[str, int],
+    prev_role: Any,
+) -> Any:
+    """Check message ``i`` of an Anthropic request (see :func:`validate_anthropic`); the role
+    the next message follows."""
+    if not isinstance(m, Mapping):
+        problems.append(f"message {i}: expected an object, got {tname(m)}")
+        return prev_role
+    role = m.get("role")
+    if role == "system":
+        _check_inline_system(problems, i, m.get("content"), pending, prev_role)
+        return prev_role
+    if role not in ("user", "assistant"):
+        problems.append(f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}")
+        return prev_role
+    if prev_role is None and role != "user":
+        problems.append(f"message {i}: the first message must have role 'user'")
+    if role == prev_role:
+        problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
+    if role == "assistant" and pending and prev_role != "assistant":
+        _anthropic_unanswered(problems, pending, i)
+    content = m.get("content")
+    prefill = role == "assistant" and is_last
+    if isinstance(content, str):
+        if not content and not prefill:
+            problems.append(f"message {i} ({role}): empty content")
+        if role == "user" and pending:
+            _anthropic_unanswered(problems, pending, i)
+    elif isinstance(content, list):
+        if not content and not prefill:
+            problems.append(f"message {i} ({role}): empty content")
+        _check_blocks(problems, i, role, content, pending, seen)
+    else:
         problems.append(
-            f"message {at}: tool_use {cid!r} is not answered by a following user message"
+            f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
         )
-    return problems
+    return role
 
 
 def _check_inline_system(

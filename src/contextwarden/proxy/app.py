@@ -8,7 +8,8 @@ Routes:
   history, everything else in the body is forwarded as sent; the reply streams back untouched
   with ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new
   compaction replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
-  ``-Summarizer`` (who wrote its summary) headers; ``X-Contextwarden-Warning: unknown_model:
+  ``-Summarizer`` (who wrote its summary) headers, and ``-Restored`` (the oldest messages a
+  client dropped from a history the proxy knows, put back: the conversation goes on); ``X-Contextwarden-Warning: unknown_model:
   ...`` when the model's window is unknown (lossless layers only), or ``X-Contextwarden-Skipped:
   <reason>: <detail>`` when the body was forwarded unchanged (see
   :mod:`contextwarden.proxy.transform`). When the reduced request shows a ``cw:`` reference, the
@@ -607,7 +608,9 @@ class _Overflow(Exception):
 
 
 #: The warden's calls that may raise ContextOverflowError (see :class:`_OverflowPassing`).
-_WARDEN_CALLS = frozenset({"transform", "transform_openai", "transform_anthropic"})
+_WARDEN_CALLS = frozenset(
+    {"transform", "transform_openai", "transform_anthropic", "transform_responses"}
+)
 
 
 class _OverflowPassing:

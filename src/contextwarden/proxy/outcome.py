@@ -50,6 +50,7 @@ def fill_record(
     record.compacted, record.strategy = outcome.compacted, outcome.strategy
     record.summarizer = outcome.summarizer
     record.conversation, record.edited = outcome.conversation, outcome.edited
+    record.restored = outcome.restored
     record.skipped = outcome.skipped
     record.warning = outcome.warning.split(":", 1)[0] if outcome.warning else None
     record.transform_ms = (time.perf_counter() - started) * 1000
@@ -110,6 +111,8 @@ def outcome_headers(outcome: BodyOutcome, record: RequestRecord | None = None) -
     headers["X-Contextwarden-Tokens-Before"] = str(outcome.tokens_before)
     headers["X-Contextwarden-Tokens-After"] = str(outcome.tokens_after)
     headers["X-Contextwarden-Compacted"] = str(outcome.compacted)
+    if outcome.restored:
+        headers["X-Contextwarden-Restored"] = str(outcome.restored)
     if outcome.strategy:
         headers["X-Contextwarden-Compaction"] = header_text(outcome.strategy)
     if outcome.summarizer:

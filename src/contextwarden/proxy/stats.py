@@ -107,6 +107,8 @@ class RequestRecord:
     edited: bool = False
     #: why the last failed summary call of this request failed (the extractive summary was used)
     summary_failure: str | None = None
+    #: the oldest messages the client dropped from the history, put back (it goes on)
+    restored: int = 0
 
     def as_log(self) -> dict[str, Any]:
         """The JSON object logged for this request (only fields that carry information; text
@@ -125,6 +127,8 @@ class RequestRecord:
             out["tokens_before"] = self.tokens_before
             out["tokens_after"] = self.tokens_after
             out["compacted"] = self.compacted
+            if self.restored:
+                out["restored"] = self.restored
             if self.strategy:
                 out["compaction"] = clip(self.strategy)
             if self.summarizer:

@@ -142,7 +142,9 @@ class BodyOutcome:
     the id of the warden's log for it (empty when the warden did not say). ``refused`` says
     why the reduced request cannot be sent (the proxy answers 400 with it, never an empty or
     invalid request). ``sent`` is the body as parsed (and rebuilt) when the warden ran: the
-    recall rounds add to it without parsing again what the proxy wrote.
+    recall rounds add to it without parsing again what the proxy wrote. ``restored`` counts
+    the oldest messages the client dropped from the history that were put back
+    (:meth:`~contextwarden.formats._body.BodyReader.restore`): the conversation goes on.
     """
 
     body: bytes
@@ -163,6 +165,7 @@ class BodyOutcome:
     refused: str | None = None
     sent: dict[str, Any] | None = None
     fast_json: bool = False
+    restored: int = 0
 
 
 def effective_window(
@@ -262,6 +265,8 @@ def transform_body(
         return BodyOutcome(raw, False, model, stream, skipped=skip[0], detail=skip[1])
     if lone_surrogate(has, body):
         return surrogate_outcome(raw, model, stream)
+    # a history whose oldest messages the client dropped goes on as the history it trims
+    restored = bodies.restore(read, wire.items) if bodies is not None and read is not None else 0
     warning: str | None = None
     options: dict[str, Any] = {}
 
@@ -270,15 +275,8 @@ def transform_body(
         # needs to accept the keyword
         if summarizer_for is not None:
             options["summarizer"] = summarizer_for(model)
-        return wire.run(
-            warden,
-            body,
-            has,
-            model=model,
-            window=window,
-            options=options,
-            cache_breakpoints=cache_breakpoints,
-        )
+        call = {"model": model, "window": window, "tools": wire.count_tools(body), **options}
+        return wire.run(warden, body, has, call, cache_breakpoints)
 
     try:
         window = effective_window(model, window_cap, window_override, models)
@@ -297,14 +295,17 @@ def transform_body(
         return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
 
     rebuilt: dict[str, Any] | None = None
-    if ran_.fields:
+    fields = ran_.fields
+    if restored and wire.items not in fields:
+        fields = {**fields, wire.items: body[wire.items]}
+    if fields:
         rebuilt = dict(body)  # key order kept: only the fields the wire names change
-        for key, value in ran_.fields.items():
+        for key, value in fields.items():
             if value is None:
                 rebuilt.pop(key, None)
             else:
                 rebuilt[key] = value
-        refused = _unsendable(wire, body, rebuilt)
+        refused = _unsendable(wire, body, rebuilt, read.memo if read is not None else None)
         if refused is not None:
             return BodyOutcome(raw, False, model, stream, refused=refused, sent=body)
     return ran(
@@ -317,6 +318,7 @@ def transform_body(
         fast_json=fast,
         cache_breakpoints=ran_.cache_breakpoints,
         sent=rebuilt if rebuilt is not None else body,
+        restored=restored,
     )
 
 
@@ -324,12 +326,14 @@ def transform_body(
 TIGHT_ROOM = "tight_room"
 
 
-def _unsendable(wire: Wire, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+def _unsendable(
+    wire: Wire, before: dict[str, Any], after: dict[str, Any], memo: dict[str, Any] | None
+) -> str | None:
     """Why the body the warden wrote cannot be sent, or None: it breaks the provider's rules
     (:meth:`Wire.problems`) where the client's own body did not, or its history came out empty
     (and came in not). A body that came invalid and stays so goes on: the upstream judges it,
-    as without us."""
-    problems = wire.problems(after)
+    as without us. ``memo``: what the checks remember of the conversation's last body."""
+    problems = wire.problems(after, memo)
     if not problems:
         return None
     if (after[wire.items] or not before[wire.items]) and wire.problems(before):

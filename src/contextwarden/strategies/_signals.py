@@ -11,7 +11,7 @@ from typing import Literal
 
 from .._messages import Message, ToolCallBlock
 from ..analysis.actions import SEARCH_TOOLS, SHELL_TOOLS, TODO_TOOLS, file_action, norm_name
-from ..analysis.shell import analyze_command
+from ..analysis.shell import call_effects
 
 __all__ = [
     "CallKind",
@@ -130,8 +130,8 @@ def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     return None
 
 
-def _changes_files(command: str) -> bool:
-    effects = analyze_command(command)
+def _changes_files(call: ToolCallBlock, command: str) -> bool:
+    effects = call_effects(call, command)
     return bool(effects.writes or effects.deletes or effects.reverts or effects.patch_inputs)
 
 
@@ -140,7 +140,7 @@ def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     kinds: set[CallKind] = {by_name} if by_name is not None else set()
     command = call_command(call)
     if not kinds or "exec" in kinds:
-        if _changes_files(command):
+        if _changes_files(call, command):
             kinds.add("edit")
         if _TEST_CMD.search(command):
             kinds.add("test")

@@ -48,7 +48,7 @@ class SummarizerConfig(BaseModel):
     # An LLM writes better summaries; the default stays offline. A summary is written once
     # per compaction and kept; when an LLM summary fails, the extractive one stands in for it.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: SummarizerProvider = Field(
         "extractive",

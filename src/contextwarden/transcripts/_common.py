@@ -1,9 +1,6 @@
-"""What every transcript reader shares: the :class:`Transcript` value, located errors, typed
-field access and reading JSON / JSONL text with line and column numbers.
-
-A reader never raises anything but :class:`~contextwarden.TranscriptError` for bad input, and
-it raises exactly one, naming the file, the line (JSONL) or message index (JSON) and the
-offending field path (``message.content[1].type``).
+"""What every transcript reader shares: the :class:`Transcript` value, located errors
+(:class:`Loc`: one :class:`~contextwarden.TranscriptError` naming the file, the line or message
+index and the field path), and the repairs an agent's log needs to be a valid request.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ __all__ = [
     "merge_user_runs",
     "pair_calls",
     "place_marks",
-    "read_records",
     "unique_call_ids",
 ]
 
@@ -93,21 +89,12 @@ class AgentCompaction:
 class Transcript:
     """A recorded session, read into canonical messages.
 
-    ``messages`` is the history as the agent would send it next: a valid request sequence
-    (every tool result follows its call), with the system prompt, when the recording has one,
-    as a leading ``system`` message. ``format`` names the format the file was read as; ``path``
-    the file (``None`` for a transcript built in memory); ``model`` the model that produced the
-    last turn, when the recording says; ``tools`` the tool definitions as the recording spelled
-    them (often absent: agents rarely record them); ``meta`` whatever else the recording tells
-    (task id, session id, original ``info``, counts of records skipped and why, ``warnings``:
-    lines the reader skipped or repaired, each naming its line).
-
-    ``window`` is the context window the recording states (Codex writes
-    ``model_context_window``), ``None`` when it says nothing; ``compactions`` the compactions
-    the agent made itself, in order (see :class:`AgentCompaction`): the full history stays in
-    ``messages``, so a replay can compare contextwarden with what the agent really sent.
-    ``run``/``runs``: which run of a file holding several (OpenHands ``output.jsonl``, aider's
-    history of several chats) this is, 1-based, and how many the file holds.
+    ``messages``: the full history as the agent would send it next, a valid request (the system
+    prompt, when recorded, a leading ``system`` message). ``model``: the model of the last turn,
+    when recorded; ``tools``: the tool definitions, when recorded; ``meta``: whatever else the
+    recording tells (ids, ``skipped`` counts by reason, ``warnings`` naming their lines).
+    ``window``: the context window the recording states; ``compactions``: the agent's own, in
+    order; ``run``/``runs``: which run of a file holding several this is (1-based), of how many.
     """
 
     messages: tuple[Message, ...]
@@ -254,11 +241,6 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def read_records(text: str, shown: str) -> list[Record]:
-    """Every non-blank line parsed as one JSON value (a located error on the first bad one)."""
-    return [Record(n, parse_json(line, shown, line_offset=n - 1)) for n, line in iter_lines(text)]
-
-
 def dumps_arguments(value: Any) -> str:
     """Tool-call arguments recorded as an object (pi, Anthropic ``input``), as JSON text.
 
@@ -280,18 +262,12 @@ def skipped(meta: dict[str, Any], reason: str) -> None:
 
 
 def pair_calls(messages: Sequence[Message], meta: dict[str, Any]) -> tuple[Message, ...]:
-    """``messages`` with every tool call answered and every result answering a call.
-
-    Agent logs record what happened, and a killed process, a crash or an aborted turn leaves a
-    call with no result or a result with no call; a request must not. A *turn* is a run of
-    assistant messages (Anthropic may split one reply in several); each tool result is kept
-    when it answers a call of the turn right before its run of ``tool`` messages (once), and
-    each call is kept when a result in that run answers it (the rule of
-    :func:`contextwarden.formats.check_messages`). What is removed is counted in
-    ``meta["skipped"]``; a message left empty goes too, and text that rode along with removed
-    results stays as a user message. Returns the input's own values when it is already valid,
-    which is the usual case.
-    """
+    """``messages`` with every tool call answered and every result answering a call (a crash
+    or an aborted turn leaves either alone; a request must not), by the rule of
+    :func:`contextwarden.formats.check_messages`: a result answers a call of the run of assistant
+    messages right before its run of ``tool`` messages, once. What is removed is counted in
+    ``meta["skipped"]``; text that rode along with removed results stays as a user message.
+    Returns the input's own values when it is already valid."""
     out: list[Message] = []
     turn: list[int] = []  # indices in ``out`` of the open turn's assistant messages
     calls: set[str] = set()  # the open turn's call ids
@@ -352,13 +328,7 @@ def merge_user_runs(
     Returns the input's own values when nothing merges."""
     out: list[Message] = []
     for m in messages:
-        if (
-            out
-            and m.role == "user"
-            and out[-1].role == "user"
-            and id(m) not in apart
-            and id(out[-1]) not in apart
-        ):
+        if out and m.role == out[-1].role == "user" and {id(m), id(out[-1])}.isdisjoint(apart):
             out[-1] = out[-1].replace(content=(*out[-1].content, *m.content))
         else:
             out.append(m)
@@ -448,19 +418,14 @@ def unique_call_ids(messages: Sequence[Message], meta: dict[str, Any]) -> list[M
                     seen.add(b.id)
                 blocks.append(b)
             out.append(m.replace(content=tuple(blocks)) if renamed else m)
-        elif m.role == "tool" and any(
-            isinstance(b, ToolResultBlock) and b.tool_call_id in renamed for b in m.content
-        ):
-            out.append(
-                m.replace(
-                    content=tuple(
-                        dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
-                        if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
-                        else b
-                        for b in m.content
-                    )
-                )
-            )
+        elif m.role == "tool" and any(b.tool_call_id in renamed for b in m.tool_results):
+            content = [
+                dataclasses.replace(b, tool_call_id=renamed[b.tool_call_id])
+                if isinstance(b, ToolResultBlock) and b.tool_call_id in renamed
+                else b
+                for b in m.content
+            ]
+            out.append(m.replace(content=tuple(content)))
         else:
             out.append(m)
     return out

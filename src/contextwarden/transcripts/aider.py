@@ -1,19 +1,8 @@
-"""aider's Markdown chat log, ``.aider.chat.history.md``.
-
-aider appends every chat to one file; each starts with ``# aider chat started at <time>``,
-so the file holds several *runs* (each a conversation of its own: aider starts a new chat
-unless told to restore the old one). In a run:
-
-    ``#### <text>``   what the user typed (consecutive lines are one message); a ``/command``
-                      and the answer to a ``(Y)es/(N)o`` question are not sent to the model
-                      (``/ask``, ``/code``, ``/architect`` are: their text is)
-    ``> <text>``      aider's own output (warnings, command output, edits applied): not sent
-                      back, except that ``> Model: <name> ...`` names the model
-    anything else     the model's reply, up to the next user turn
-
-The log does not hold the system prompt, the repository map or the files aider adds to each
-request, so a replay of it sees the conversation only. A user turn that got no reply (an API
-error) is merged into the next one.
+"""aider's Markdown chat log, ``.aider.chat.history.md``: each ``# aider chat started at``
+starts a run; ``#### `` lines are what the user typed (``/commands`` other than ``/ask``,
+``/code``, ``/architect`` and answers to aider's questions were not sent), ``> `` lines aider's
+own output (``> Model:`` names the model), the rest the model's replies. The log lacks the
+system prompt, repository map and files aider sends.
 """
 
 from __future__ import annotations
@@ -96,17 +85,9 @@ def parse_aider(text: str, path: Path, shown: str) -> list[Transcript]:
             if "\n".join(lines).strip()
         ]
         merged = merge_user_runs(messages)
+        meta = freeze({"started": stamp})
         out.append(
-            Transcript(
-                merged,
-                "aider",
-                str(path),
-                run_model,
-                (),
-                freeze({"started": stamp}),
-                run=number,
-                runs=len(runs),
-            )
+            Transcript(merged, "aider", str(path), run_model, meta=meta, run=number, runs=len(runs))
         )
     return out
 

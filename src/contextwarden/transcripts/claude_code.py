@@ -1,50 +1,14 @@
-"""Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``).
+"""Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``); how it is
+read is told in docs/sessions.md.
 
-Lines of type ``user`` and ``assistant`` hold an Anthropic Messages API ``message``;
-``attachment`` lines hold what Claude Code adds to the next request (below); the ``system``
-line of subtype ``compact_boundary`` marks a compaction (below). Other lines (``system``
-lines of other subtypes such as ``turn_duration`` or ``stop_hook_summary``, ``progress``,
-``file-history-snapshot``, ``last-prompt``...) carry nothing for the model and are skipped,
-counted in ``meta["skipped"]``.
-
-**Order.** The conversation is the ``parentUuid`` chain, not the file order: Claude Code may
-write a tool result before the line of its call. Every line with a ``uuid``, whatever its
-type, is a link of the chain. The reader walks the chain from the last ``user`` or
-``assistant`` line back to the root, adds the lines hanging off it that belong to the same
-API messages (the other parts of a streamed reply, the results of parallel calls and the
-attachments hanging off those), and puts them in an order where every line comes after its
-parent (file order among siblings). Lines on other branches (an edited prompt, a rewind) are
-left out and counted as ``side branch``. A file whose lines have no ``parentUuid`` is read in
-file order. Sub-agent lines (``isSidechain``) are another conversation, left out (a file
-holding only such lines is a sub-agent's own transcript, and is read); the assistant lines
-Claude Code made up itself (``model: "<synthetic>"``, an API error shown to the user) were
-never sent: skipped. When the chain reaches fewer than 95% of the file's replies (a
-``parentUuid`` naming a line that is not in the file, or most of the file on side branches),
-a warning says so and where the walk stopped.
-
-**Attachments** are read as Claude Code sends them: the text it recorded it rendered
-(``rendered``) when the line has it, else the attachment's own fields (hook output, skill and
-tool listings, edited-file snippets, task reminders, diagnostics...) in a
-``<system-reminder>``; a prompt queued while the agent worked (``queued_command``) as typed.
-Types Claude Code sends nothing for (``command_permissions``, ``hook_system_message``, the
-output of tool and stop hooks...) are skipped. Each becomes a user message of its own, written
-into the request turn it follows (:func:`contextwarden.formats.to_anthropic` joins it), so the
-user's task stays the words the user typed.
-
-**Compactions.** A ``compact_boundary`` line starts a new chain (its ``logicalParentUuid``
-names the line before); the ``isCompactSummary`` user line after it is the summary Claude
-Code sent from then on. The full history stays in :attr:`Transcript.messages`; the boundary
-becomes an :class:`~contextwarden.transcripts._common.AgentCompaction` whose replacement is
-the summary.
-
-Claude Code writes one line per content block as a response streams in: lines sharing one
-``message.id`` are parts of one API message and are merged in order (the last part's
-``usage`` kept). Consecutive user lines (parallel results, a result then "Continue") are
-merged as the request Claude Code sends merges them, tool results first. The merged messages
-go through :func:`contextwarden.formats.from_anthropic`; each gets the line's ``uuid`` (user)
-or the API message ``id`` (assistant) as :attr:`Message.id`, the ``timestamp``, and for
-assistants the provider ``usage`` and ``model``. A call an interrupted session never answered
-is removed (:func:`~contextwarden.transcripts._common.pair_calls`).
+``user`` / ``assistant`` lines hold an Anthropic ``message``; lines sharing one
+``message.id`` are the parts of one streamed reply, merged in order. The conversation is the
+``parentUuid`` chain walked back from the last reply (:func:`_conversations`), not the file
+order; ``attachment`` lines become user messages of their own, written into the turn they
+follow (:func:`_attachment_blocks`); a ``compact_boundary`` line and the summary after it
+become an :class:`~contextwarden.transcripts._common.AgentCompaction`. Lines that carry
+nothing for the model, side branches, sub-agent (``isSidechain``) lines and the ``<synthetic>``
+replies Claude Code never sent are counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -81,16 +45,7 @@ __all__ = ["LINE_TYPES", "is_claude_code", "parse_claude_code"]
 
 #: Line types Claude Code writes; ``user`` / ``assistant`` carry the conversation.
 LINE_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "summary",
-        "system",
-        "file-history-snapshot",
-        "queue-operation",
-        "attachment",
-        "progress",
-    }
+    "user assistant summary system file-history-snapshot queue-operation attachment progress".split()
 )
 _FIELD_RE = re.compile(r"^content\[(\d+)\](.*)$")
 
@@ -405,19 +360,10 @@ def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> T
             if role == "assistant":
                 target.usage = message.get("usage", target.usage)
             continue
-        new = _Merged(
-            role,
-            rec.line,
-            blocks,
-            [(rec.line, 0)],
-            api_id,
-            line.get("uuid"),
-            line.get("timestamp"),
-            message.get("usage"),
-            message.get("model") if isinstance(message.get("model"), str) else None,
-            isinstance(content, str),
-            injected,
-        )
+        new = _Merged(role, rec.line, blocks, [(rec.line, 0)], api_id, line.get("uuid"))
+        new.timestamp, new.usage = line.get("timestamp"), message.get("usage")
+        new.model = message.get("model") if isinstance(message.get("model"), str) else None
+        new.as_string, new.injected = isinstance(content, str), injected
         if role == "user" and any(b.get("type") == "tool_result" for b in _blocks(message)):
             merged.insert(at, new)
         else:
@@ -481,11 +427,9 @@ def _only_results_after(owner: _Merged, merged: list[_Merged]) -> bool:
     at = len(merged) - 1
     while at >= 0 and merged[at] is not owner:
         m = merged[at]
-        if m.injected:
-            at -= 1
-            continue
-        if m.role != "user" or any(
-            not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content
+        if not m.injected and (
+            m.role != "user"
+            or any(not isinstance(b, dict) or b.get("type") != "tool_result" for b in m.content)
         ):
             return False
         at -= 1

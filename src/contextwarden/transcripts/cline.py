@@ -1,24 +1,10 @@
-"""Cline and Roo Code task history: ``api_conversation_history.json``.
+"""Cline and Roo Code tasks (``api_conversation_history.json``: the Anthropic messages the
+extension sends) and Cline SDK sessions (``<id>.messages.json``); how they are read is told
+in docs/sessions.md.
 
-The file is the list of Anthropic Messages API messages the extension sends (the system
-prompt and tool definitions are not recorded), in the task folder
-``<VS Code globalStorage>/saoudrizwan.claude-dev/tasks/<task id>/`` (Roo Code:
-``rooveterinaryinc.roo-cline``). Messages may carry keys of the extension's own beside
-``role`` / ``content`` (``ts``: kept as the timestamp; the rest is left out).
-
-Tool results come back in one of two ways. With native tool calling the assistant message
-holds ``tool_use`` blocks and the next user message ``tool_result`` blocks (read as
-Anthropic). When the results are given back as text, the next user message holds, for each
-call, a header block ``[<tool> for '<arg>'] Result:`` followed by the output; the reader turns
-each header and the blocks up to the next header (or the ``<environment_details>`` block) into
-the result of the matching call (by name in order, else by position), so the call and its
-result stay a pair. A call no result answers (the task was stopped) is removed
-(:func:`~contextwarden.transcripts._common.pair_calls`).
-
-The model is not in this file: it is read from ``task_metadata.json`` beside it
-(``model_usage[-1].model_id``) when present, and the provider usage of each call from
-``ui_messages.json`` (``api_req_started``: ``tokensIn``, ``cacheReads``, ``cacheWrites``,
-``tokensOut``) when the counts match.
+Results given back as text (``[<tool> for '<arg>'] Result:`` blocks) become the results of the
+matching calls (by name in order, else by position). The model and each call's usage come
+from ``task_metadata.json`` and ``ui_messages.json`` beside the file when present.
 """
 
 from __future__ import annotations
@@ -32,11 +18,11 @@ from .._exceptions import FormatError
 from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
 from ..formats import from_anthropic
 from ._common import Loc, Transcript, combine_turns, merge_user_runs, pair_calls
+from .provider import anthropic_block
 
 __all__ = ["is_cline", "parse_cline"]
 
 _HEADER = re.compile(r"^\[(?P<name>[\w:.-]+)(?: for [^\]]*)?\] Result:", re.DOTALL)
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 def is_cline(doc: Any) -> bool:
@@ -63,10 +49,9 @@ def is_cline(doc: Any) -> bool:
             for b in content:
                 if not isinstance(b, dict):
                     return False
-                kind = b.get("type")
-                if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in b):
-                    anthropic = True
-                elif kind == "text" and _HEADER.match(str(b.get("text", ""))):
+                if anthropic_block(b) or (
+                    b.get("type") == "text" and _HEADER.match(str(b.get("text", "")))
+                ):
                     anthropic = True
     return anthropic
 
@@ -164,11 +149,17 @@ def _sdk_usage(metrics: Any) -> dict[str, int] | None:
         return None
     read = metrics.get("cacheReadTokens") or 0
     written = metrics.get("cacheWriteTokens") or 0
-    return {  # the SDK's inputTokens holds the cached ones too (ai-sdk.ts prices the rest)
-        "input_tokens": max(0, metrics["inputTokens"] - read - written),
-        "cache_read_input_tokens": read,
-        "cache_creation_input_tokens": written,
-        "output_tokens": metrics.get("outputTokens") or 0,
+    # the SDK's inputTokens holds the cached ones too (ai-sdk.ts prices the rest)
+    fresh = max(0, metrics["inputTokens"] - read - written)
+    return _usage(fresh, read, written, metrics.get("outputTokens"))
+
+
+def _usage(fresh: Any, read: Any, written: Any, output: Any) -> dict[str, int]:
+    return {
+        "input_tokens": fresh or 0,
+        "cache_read_input_tokens": read or 0,
+        "cache_creation_input_tokens": written or 0,
+        "output_tokens": output or 0,
     }
 
 
@@ -241,14 +232,8 @@ def _attach_usage(path: Path, messages: list[Message]) -> list[Message]:
             except ValueError:
                 continue
             if isinstance(info, dict) and isinstance(info.get("tokensIn"), int):
-                usages.append(
-                    {
-                        "input_tokens": info.get("tokensIn") or 0,
-                        "cache_read_input_tokens": info.get("cacheReads") or 0,
-                        "cache_creation_input_tokens": info.get("cacheWrites") or 0,
-                        "output_tokens": info.get("tokensOut") or 0,
-                    }
-                )
+                counts = ("tokensIn", "cacheReads", "cacheWrites", "tokensOut")
+                usages.append(_usage(*map(info.get, counts)))
     replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
     if len(usages) != len(replies):
         return messages

@@ -1,26 +1,12 @@
-"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): each line is
+``{"timestamp", "type", "payload"}``.
 
-Each line is ``{"timestamp", "type", "payload"}``:
-
-    ``session_meta``   the session: id, cwd, CLI version; ``base_instructions.text`` is the
-                       system prompt Codex sends (a leading ``system`` message)
-    ``turn_context``   per turn: ``model`` (the transcript's model is the last one)
-    ``response_item``  an OpenAI Responses API item: ``message`` (``developer`` / ``user`` /
-                       ``assistant``), ``reasoning`` (``encrypted_content`` kept as the
-                       thinking's signature), ``function_call`` / ``function_call_output``,
-                       ``custom_tool_call`` / ``custom_tool_call_output``; read with
-                       :func:`contextwarden.formats.from_responses`
-    ``event_msg``      what the UI showed; ``token_count`` carries the last call's provider
-                       usage (``info.last_token_usage``, kept as the reply's
-                       :attr:`Message.usage`) and the window (``model_context_window``, also in
-                       ``task_started``): the transcript's :attr:`Transcript.window`
-    ``compacted``      Codex compacted its history: ``replacement_history`` (the items it kept,
-                       when recorded) or ``message`` (the summary) becomes an
-                       :class:`~contextwarden.transcripts._common.AgentCompaction`
-
-Other records and event messages only repeat what the items say (the user's prompt, the
-agent's text) and are skipped. Calls never answered and outputs answering nothing are
-removed (:func:`~contextwarden.transcripts._common.pair_calls`).
+``response_item`` payloads are Responses API items, read with
+:func:`contextwarden.formats.from_responses`; ``session_meta`` gives the system prompt
+(``base_instructions``), ``turn_context`` the model, ``event_msg`` ``token_count`` the last
+call's usage and the window (``model_context_window``); a ``compacted`` record becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`. Other records only repeat the
+items and are skipped.
 """
 
 from __future__ import annotations
@@ -118,8 +104,7 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
                 )
         elif kind == "turn_context":
             model = payload.get("model") if isinstance(payload.get("model"), str) else model
-            if isinstance(payload.get("model_context_window"), int):
-                window = payload["model_context_window"]
+            window = _window(payload, window)
         elif kind == "response_item":
             if payload.get("type") in _SKIP_ITEMS:
                 skipped(meta, f"item type {payload.get('type')!r}")
@@ -130,18 +115,15 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
             segment.append((rec.line, payload))
             stamps.append(line.get("timestamp"))
         elif kind == "event_msg":
-            if payload.get("type") == "task_started" and isinstance(
-                payload.get("model_context_window"), int
-            ):
-                window = payload["model_context_window"]
+            if payload.get("type") == "task_started":
+                window = _window(payload, window)
             if payload.get("type") != "token_count":
                 skipped(meta, f"event {payload.get('type')!r}")
                 continue
             info = payload.get("info")
             if not isinstance(info, dict):
                 continue
-            if isinstance(info.get("model_context_window"), int):
-                window = info["model_context_window"]
+            window = _window(info, window)
             flush()
             usage = info.get("last_token_usage")
             last = next(
@@ -171,16 +153,13 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
         AgentCompaction(at, _replacement(kept[:at], what), line)
         for at, (_, what, line) in zip(ats, marks, strict=True)
     )
-    return Transcript(
-        kept,
-        "codex",
-        str(path),
-        model,
-        (),
-        freeze(meta),
-        window=window,
-        compactions=compactions,
-    )
+    return Transcript(kept, "codex", str(path), model, (), freeze(meta), window, compactions)
+
+
+def _window(holder: dict[str, Any], window: int | None) -> int | None:
+    """The window ``holder`` states (``model_context_window``), else ``window``."""
+    stated = holder.get("model_context_window")
+    return stated if isinstance(stated, int) else window
 
 
 def _drop_bare_reasoning(messages: list[Message], meta: dict[str, Any]) -> list[Message]:

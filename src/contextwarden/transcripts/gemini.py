@@ -1,24 +1,12 @@
-"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``).
+"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``), as
+``chatRecordingService.ts`` in google-gemini/gemini-cli writes them: one JSON document
+(older versions), or JSONL: the metadata, then one message record a line (a record with an
+``id`` already seen replaces it), ``{"$set": {...}}`` updates (a ``messages`` list there is a
+checkpoint) and ``{"$rewindTo": id}``.
 
-Read from the way Gemini CLI writes them (``packages/core/src/services/chatRecordingService.ts``
-and ``chatRecordingTypes.ts`` in google-gemini/gemini-cli). Two layouts:
-
-- older versions: one JSON document, ``{"sessionId", "projectHash", "startTime",
-  "lastUpdated", "messages": [...]}``;
-- newer versions: JSONL; the first line is the metadata (``sessionId``, ``projectHash``...),
-  then one message record a line (a record with an ``id`` already seen replaces it),
-  ``{"$set": {...}}`` metadata updates (a ``messages`` list there is a checkpoint: it replaces
-  the history) and ``{"$rewindTo": id}`` (the history from that message on is dropped).
-
-A message record is ``{"id", "timestamp", "type", "content"}`` with ``type`` one of ``user``,
-``gemini``, ``info``, ``error``, ``warning``; ``content`` is a string or a list of Gemini
-``Part`` objects (``text``, ``inlineData``...). A ``gemini`` record also has ``toolCalls``
-(``id``, ``name``, ``args``, ``result``: the ``functionResponse`` parts sent back),
-``thoughts`` (summaries shown to the user, never sent back), ``tokens`` (the call's
-``promptTokenCount``... as ``input``, ``cached``, ``output``: kept as :attr:`Message.usage`)
-and ``model``. Conversion: ``user`` -> ``user``; ``gemini`` -> ``assistant`` (its text and
-calls) followed by one ``tool`` message per call that has a result; ``info`` / ``error`` /
-``warning`` were only shown to the user and are skipped (counted in ``meta["skipped"]``).
+``user`` records become user messages; ``gemini`` records an assistant message (its text and
+``toolCalls``, ``tokens`` as :attr:`Message.usage`) followed by a ``tool`` message per call
+with a result. ``info`` / ``error`` / ``warning`` records were only shown: skipped.
 """
 
 from __future__ import annotations
@@ -90,11 +78,8 @@ def _build(
     path: Path,
     shown: str,
 ) -> Transcript:
-    meta: dict[str, Any] = {
-        k: header[k]
-        for k in ("sessionId", "projectHash", "startTime", "lastUpdated")
-        if k in header
-    }
+    keys = ("sessionId", "projectHash", "startTime", "lastUpdated")
+    meta: dict[str, Any] = {k: header[k] for k in keys if k in header}
     model: str | None = None
     messages: list[Message] = []
     for line, index, rec in records:
@@ -116,34 +101,20 @@ def _build(
                 args = call.get("args") if call.get("args") is not None else {}
                 blocks.append(ToolCallBlock(call_id, name, dumps_arguments(args)))
                 if call.get("result") is not None:
-                    text = _result_text(call["result"])
                     error = call.get("status") in ("error", "cancelled")
+                    result = ToolResultBlock(call_id, _result_text(call["result"]), is_error=error)
+                    extra = freeze({"toolName": name})
                     results.append(
-                        Message(
-                            "tool",
-                            (ToolResultBlock(call_id, text, is_error=error),),
-                            timestamp=call.get("timestamp"),
-                            extra=freeze({"toolName": name}),
-                        )
+                        Message("tool", (result,), timestamp=call.get("timestamp"), extra=extra)
                     )
             if rec.get("thoughts"):
                 skipped(meta, "thought summaries (shown, never sent back)")
-            tokens = rec.get("tokens")
-            extra = {"model": rec["model"]} if isinstance(rec.get("model"), str) else {}
-            if extra:
-                model = extra["model"]
+            tokens = rec.get("tokens") if isinstance(rec.get("tokens"), dict) else None
+            said = {"model": rec["model"]} if isinstance(rec.get("model"), str) else {}
+            model = said.get("model", model)
             if blocks:
-                messages.append(
-                    Message(
-                        "assistant",
-                        tuple(blocks),
-                        id=rec.get("id"),
-                        timestamp=ts,
-                        usage=tokens if isinstance(tokens, dict) else None,
-                        extra=freeze(extra),
-                    )
-                )
-                messages.extend(results)
+                reply = Message("assistant", blocks, id=rec.get("id"), timestamp=ts, usage=tokens)
+                messages += [reply.replace(extra=freeze(said)), *results]
             else:
                 skipped(meta, "empty gemini message")
         else:

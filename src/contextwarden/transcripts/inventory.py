@@ -1,16 +1,8 @@
-"""The sessions agents keep on this machine: where they are, and what each one cost.
-
-:func:`find_session_files` looks where each agent writes its sessions (or in the folders
-given); :func:`summarize_file` reads one file into a :class:`SessionSummary` per run: agent,
-model, calls, prompt tokens, what the session was billed, and optionally what contextwarden
-would have billed (a full replay at the model's window, the costly part); a file that cannot
-be read gives one summary holding the error. :func:`summarize_files` does many, in parallel
-worker processes, reusing the figures of files unchanged since the last run from a cache file.
-
-What a session was billed: its recorded provider usage when every call has it (Claude Code,
-Codex, pi, Gemini CLI, Cline with its ``ui_messages.json``), priced at the model's cache
-prices; otherwise the estimated bill of what the agent sent (its own compactions applied,
-calls over the window left out as not payable): the replay's payable baseline.
+"""The sessions agents keep on this machine: where they are (:func:`find_session_files`) and
+what each cost (:func:`summarize_file`, :func:`summarize_files`: in worker processes, with a
+cache of the files unchanged since the last run). What the figures mean is told in
+docs/sessions.md: the recorded usage when every call has one, else the estimated bill of what
+the agent sent, and optionally what contextwarden would have billed (a full replay).
 """
 
 from __future__ import annotations
@@ -85,14 +77,7 @@ AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
 _SESSION_SUFFIXES = (".jsonl", ".json", ".traj", ".md")
 #: Files an agent keeps beside its sessions that are not sessions.
 _NOT_SESSIONS = frozenset(
-    {
-        "ui_messages.json",
-        "task_metadata.json",
-        "settings.json",
-        "logs.json",
-        "package.json",
-        "base_state.json",
-    }
+    "ui_messages.json task_metadata.json settings.json logs.json package.json base_state.json".split()
 )
 
 
@@ -139,14 +124,12 @@ def _may_be_session(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class SessionSummary:
-    """One session (one run of a file): ``agent`` (the format it was read as), ``model``,
-    ``started`` (ISO 8601 of its first timestamp, else the file's time), ``calls``,
-    ``tokens`` (prompt tokens over all calls: recorded, else estimated), ``billed`` (USD, see
-    the module docstring; ``None`` without a price) and ``billed_basis`` (``"recorded-usage"``
-    or ``"estimated"``), ``contextwarden`` (USD at the model's window, against the same
-    baseline; ``None`` when not estimated or without a price), ``window``, ``assumed`` (what
-    was assumed about the model), ``warnings`` from the reader, ``error`` (the file could not
-    be read: the rest is empty)."""
+    """One session (one run of a file): ``agent`` (the format read), ``started`` (ISO 8601 of
+    its first timestamp, else the file's time), ``tokens`` (prompt tokens over all calls),
+    ``billed`` (USD; ``None`` without a price) on ``billed_basis`` (``"recorded-usage"`` or
+    ``"estimated"``), ``contextwarden`` (USD, on the same baseline; ``None`` when not estimated
+    or without a price), ``assumed`` about the model, the reader's ``warnings``; or ``error``
+    when the file could not be read."""
 
     path: str
     run: int = 1
@@ -208,58 +191,39 @@ def summarize_file(
 
 
 def _summarize(t: Transcript, shown: str, estimate: bool, r: ResolvedModel) -> SessionSummary:
-    info = r.info
-    models = registry_for(r.config)
+    info, models = r.info, registry_for(r.config)
     replies = [i for i, m in enumerate(t.messages) if m.role == "assistant"]
     prices = CachePricing.for_model(r.name, models)
-    recorded = [recorded_usage(t.messages[i].usage) for i in replies]
-    base = dict(
-        path=shown,
-        run=t.run,
-        runs=t.runs,
-        agent=t.format,
-        model=r.name if r.name != "unknown" else None,
-        started=_started(t, shown),
-        calls=len(replies),
-        window=info.context_window,
-        assumed="; ".join(r.notes) or None,
-        warnings=t.warnings,
-    )
-    if replies and all(u is not None for u in recorded):
-        usage = [u for u in recorded if u is not None]
-        tokens = sum(u[0] for u in usage)
-        billed = (
-            sum(
-                prices.cost(read, written, max(0, total - read - written))
-                for total, read, written in usage
+    usage = [u for i in replies if (u := recorded_usage(t.messages[i].usage)) is not None]
+    billed: float | None = None
+    if replies and len(usage) == len(replies):
+        basis, tokens = "recorded-usage", sum(u[0] for u in usage)
+        if prices is not None:
+            billed = sum(
+                prices.cost(read, wrote, max(0, n - read - wrote)) for n, read, wrote in usage
             )
-            if prices is not None
-            else None
-        )
-        basis = "recorded-usage"
     else:
+        basis, tokens, cost, longest = "estimated", 0, 0.0, 0
         counter = get_counter(r.name, models=models)
         rules = prices or CachePricing.ratios(0.0)
         tools = list(t.tools) or None
         prefix = json.dumps(tools, sort_keys=True, ensure_ascii=False, default=str)
         overhead = counter.count_messages([], tools=tools)
-        # a call is payable when it leaves its reply the room the warden would: replay's rule
-        # the warden's own default budget for this model, at its window
+        # payable when it leaves its reply the room the warden would (replay's rule), in the
+        # warden's own default budget for this model at its window
         budget = Budget.for_model(info.name, info.context_window, overrides={info.name: info})
         previous: PromptRequest | None = None
-        tokens, cost, longest = 0, 0.0, 0
         for i in replies:
             reply = t.messages[i]
             longest = max(longest, reply_tokens(counter.count_message(reply), reply.usage))
-            sent = sent_context(t.messages, t.compactions, i)
-            request = prompt_request(sent, counter, prefix, overhead, None)
-            bill = bill_after(previous, request, rules)
-            previous = request
+            request = prompt_request(
+                sent_context(t.messages, t.compactions, i), counter, prefix, overhead, None
+            )
+            bill, previous = bill_after(previous, request, rules), request
             tokens += request.total
             if request.total <= budget.for_reply(longest).limit:
                 cost += bill.cost
         billed = cost if prices is not None else None
-        basis = "estimated"
     contextwarden = None
     if estimate and replies and prices is not None:
         report = replay(
@@ -276,11 +240,20 @@ def _summarize(t: Transcript, shown: str, estimate: bool, r: ResolvedModel) -> S
         if basis == "estimated":  # both columns from the one replay: the same calls, alike
             billed = report.totals.payable_billed_cost_without
     return SessionSummary(
-        **base,  # type: ignore[arg-type]
+        path=shown,
+        run=t.run,
+        runs=t.runs,
+        agent=t.format,
+        model=r.name if r.name != "unknown" else None,
+        started=_started(t, shown),
+        calls=len(replies),
         tokens=tokens,
         billed=billed,
         billed_basis=basis,
         contextwarden=contextwarden,
+        window=info.context_window,
+        assumed="; ".join(r.notes) or None,
+        warnings=t.warnings,
     )
 
 

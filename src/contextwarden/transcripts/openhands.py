@@ -1,52 +1,16 @@
-"""OpenHands evaluation ``output.jsonl``: one run per line (``instance_id``, ``instruction``,
-``metadata``, ``history``, ``metrics``, ``test_result``, ``error``); and the trajectory the web
-UI exports, a bare JSON list of the same events.
+"""OpenHands runs: an evaluation's ``output.jsonl`` (one run per line, its events in
+``history``), a trajectory the web UI exports (a JSON list of events), and the SDK's (V1)
+events, tagged by ``kind`` (a file of them, a list, or a conversation folder:
+``events/event-<index>-<id>.json`` and ``base_state.json``). How they are read is told in
+docs/sessions.md.
 
-``history`` is a list of events, each an *action* (``action`` key) or an *observation*
-(``observation`` key, ``cause`` = the id of the action it answers). They become canonical
-messages the way OpenHands' own conversation memory builds its requests:
-
-    action ``system``                 -> ``system`` message (``args.content``; ``args.tools``
-                                         become the transcript's tools)
-    action ``message`` from the user  -> ``user`` message (``args.content``, image URLs)
-    action ``message`` from the agent -> ``assistant`` text
-    action with ``tool_call_metadata`` -> an ``assistant`` message built from the recorded
-                                         ``model_response``: its text, its reasoning, and the
-                                         tool call exactly as the model wrote it. Several
-                                         actions of one response share one message.
-    other actions (no native tool calling) -> an ``assistant`` message with the action as a tool
-                                         call whose id is synthesised from the event id
-                                         (``oh-<id>``), so the ids are stable across loads
-    observation answering a call      -> ``tool`` message (``content``; ``is_error`` for
-                                         ``error`` observations), cut as OpenHands cuts it
-                                         (below)
-    ``error`` observation answering nothing -> ``user`` message (OpenHands reports it so)
-    ``finish``                        -> ``assistant`` text (its thought, the model's text or,
-                                         when both are empty, the event's message), no call
-
-OpenHands sends an observation longer than ``max_message_chars`` (the run's
-``metadata.llm_config``; 30,000 characters by default, and for a UI export) as its first and
-last halves of that length around a ``[... Observation truncated due to length ...]`` line: the
-observations here are cut the same way, so the history is what the agent sent (a 915,640-
-character output becomes 30,000; the provider's recorded prompt agrees). ``meta["truncated"]``
-counts them.
-
-Observations that answer nothing and are not errors (state changes, recalls) carry nothing for
-the model and are skipped; calls no observation ever answered (the run stopped first) and
-results of calls never made are removed so the history stays a valid request
-(:func:`~contextwarden.transcripts._common.pair_calls`). All are counted in
-``meta["skipped"]``.
-The OpenHands SDK (V1) keeps a conversation in a folder (``base_state.json`` with the agent's
-model, ``events/event-<index>-<id>.json`` one event a file) and tags its events by ``kind`` (``SystemPromptEvent``, ``MessageEvent``,
-``ActionEvent`` with the model's ``tool_call``, ``ObservationEvent``, ``AgentErrorEvent``,
-``UserRejectObservation``, ``Condensation``...): a file of them, one a line, a JSON list of
-them, or a run's ``history`` of them is read as the SDK's ``to_llm_message`` sends them, the
-actions of one LLM response joined into one assistant message; a ``Condensation`` (the events
-it forgets, its summary) becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`; the model is the one the
-conversation's ``stats`` name.
-A file with several runs yields every run, each a :class:`Transcript` of its own
-(``run``/``runs`` say which); :func:`~contextwarden._transcripts.load_transcript` picks one.
+Events become the messages OpenHands sends: actions with ``tool_call_metadata`` become the
+recorded response's text, reasoning and calls (the actions of one response in one assistant
+message); other actions a call with a synthesised id (``oh-<event id>``); observations the
+results, cut as OpenHands cuts one over ``max_message_chars`` (counted in
+``meta["truncated"]``); a ``Condensation`` an
+:class:`~contextwarden.transcripts._common.AgentCompaction`. Observations answering nothing
+(state changes, recalls) are skipped and counted in ``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -125,23 +89,14 @@ def _is_v1_event(value: Any) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class _Meta:
-    """An event's id and timestamp, carried to the message made from it."""
-
-    id: str | None
-    timestamp: Any
-
-
 @dataclass
 class _Turn:
-    """An assistant message being built (its calls arrive one action at a time)."""
+    """An assistant message being built (its calls arrive one action at a time), with the id
+    and time of the event that started it."""
 
-    response_id: str | None
+    ev: dict[str, Any]
     text: list[Block] = field(default_factory=list)
     calls: list[ToolCallBlock] = field(default_factory=list)
-    id: str | None = None
-    timestamp: Any = None
     usage: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -229,21 +184,13 @@ def _events(
     runs: int,
     max_chars: int,
 ) -> Transcript:
-    builder = _Builder(loc, meta, max_chars)
+    b = _Builder(loc, meta, max_chars)
     for i, event in enumerate(history):
-        builder.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
-    model = builder.model or fallback
-    messages, compactions = builder.finish()
+        b.event(loc.check(event, dict, f"history[{i}]"), f"history[{i}]")
+    messages, compactions = b.finish()
+    tools, model = tuple(b.tools), b.model or fallback
     return Transcript(
-        messages,
-        "openhands",
-        str(path),
-        model,
-        tuple(builder.tools),
-        freeze(meta),
-        compactions=compactions,
-        run=run,
-        runs=runs,
+        messages, "openhands", str(path), model, tools, freeze(meta), None, compactions, run, runs
     )
 
 
@@ -259,6 +206,18 @@ class _Builder:
         self.tools: list[dict[str, Any]] = []
         self.slot_of: dict[Any, int] = {}  # SDK event id -> its slot
         self.condensations: list[tuple[int, set[int], str]] = []  # (slot, forgotten, summary)
+
+    def say(self, role: Role, blocks: Sequence[Block], ev: dict[str, Any]) -> None:
+        """A message made from the event ``ev`` (its id and time)."""
+        self.slots.append(_message(role, blocks, ev))
+
+    def start(self, ev: dict[str, Any], rid: str | None = None) -> _Turn:
+        """A new assistant message, begun by ``ev`` (``rid``: its LLM response's id)."""
+        turn = _Turn(ev)
+        if rid is not None:
+            self.turns[rid] = turn
+        self.slots.append(turn)
+        return turn
 
     # -- events ----------------------------------------------------------------------------
     def event(self, ev: dict[str, Any], where: str) -> None:
@@ -276,117 +235,68 @@ class _Builder:
 
     def action(self, ev: dict[str, Any], action: str, args: dict[str, Any], where: str) -> None:
         loc = self.loc
-        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
         tcm = loc.opt(ev, "tool_call_metadata", dict, where)
         if action == "system":
-            text = loc.get(args, "content", str, f"{where}.args")
-            self.slots.append(
-                Message("system", (TextBlock(text),), id=meta.id, timestamp=meta.timestamp)
-            )
+            self.say("system", [TextBlock(loc.get(args, "content", str, f"{where}.args"))], ev)
             tools = loc.opt(args, "tools", list, f"{where}.args")
             if tools:
                 self.tools = [loc.check(t, dict, f"{where}.args.tools") for t in tools]
         elif action == "message" and tcm is None:
             text = loc.get(args, "content", str, f"{where}.args")
             if ev.get("source") == "user":
-                blocks: list[Block] = [TextBlock(text)]
-                for url in loc.opt(args, "image_urls", list, f"{where}.args") or ():
-                    source = {"type": "url", "url": url}
-                    blocks.append(ImageBlock(source, token_cost=anthropic_image_cost(source)))
-                self.slots.append(
-                    Message("user", tuple(blocks), id=meta.id, timestamp=meta.timestamp)
-                )
+                urls = loc.opt(args, "image_urls", list, f"{where}.args") or ()
+                self.say("user", [TextBlock(text), *map(_image, urls)], ev)
             elif text:
-                self.slots.append(
-                    Message("assistant", (TextBlock(text),), id=meta.id, timestamp=meta.timestamp)
-                )
+                self.say("assistant", [TextBlock(text)], ev)
         elif action == "finish":
-            self.finish_action(ev, args, tcm, where, meta)
+            recorded = _response_message((tcm or {}).get("model_response") or {})
+            parts = [t for t in (_str(args.get("final_thought")), _str(args.get("thought"))) if t]
+            content = _str((recorded or {}).get("content"))
+            if content and content not in parts:
+                parts.append(content)
+            if not parts and _str(ev.get("message")):
+                parts.append(ev["message"])
+            if parts:
+                self.say("assistant", [TextBlock("\n".join(parts))], ev)
         elif tcm is not None:
-            self.tool_action(ev, action, args, tcm, where, meta)
+            self.tool_action(ev, action, args, tcm, f"{where}.tool_call_metadata")
         elif action in ("recall", "condensation", "change_agent_state", "null"):
             skipped(self.meta, f"action {action!r}")
         else:
             call_id = f"oh-{_str_id(ev.get('id'))}"
             self.synthetic[ev.get("id")] = call_id
-            arguments = {k: v for k, v in args.items() if k not in _BOOKKEEPING}
-            turn = _Turn(None, id=meta.id, timestamp=meta.timestamp)
-            if isinstance(args.get("thought"), str) and args["thought"]:
+            turn = self.start(ev)
+            if _str(args.get("thought")):
                 turn.text.append(TextBlock(args["thought"]))
-            turn.calls.append(
-                ToolCallBlock(call_id, action, json.dumps(arguments, ensure_ascii=False))
-            )
-            self.slots.append(turn)
+            turn.calls.append(ToolCallBlock(call_id, action, _arguments(args)))
 
     def tool_action(
-        self,
-        ev: dict[str, Any],
-        action: str,
-        args: dict[str, Any],
-        tcm: dict[str, Any],
-        where: str,
-        meta: _Meta,
+        self, ev: dict[str, Any], action: str, args: dict[str, Any], tcm: dict[str, Any], at: str
     ) -> None:
         loc = self.loc
-        at = f"{where}.tool_call_metadata"
         call_id = loc.get(tcm, "tool_call_id", str, at)
         name = loc.opt(tcm, "function_name", str, at) or action
         response = loc.opt(tcm, "model_response", dict, at) or {}
-        rid = response.get("id") if isinstance(response.get("id"), str) else None
-        turn = self.turns.get(rid) if rid is not None else None
+        rid = _str(response.get("id"))
         recorded = _response_message(response)
+        turn = self.turns.get(rid) if rid is not None else None
         if turn is None:
-            turn = _Turn(rid, id=meta.id, timestamp=meta.timestamp)
+            turn = self.start(ev, rid)
             if recorded is not None:
-                reasoning = recorded.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    turn.text.append(ThinkingBlock(reasoning))
-                content = recorded.get("content")
-                if isinstance(content, str) and content:
-                    turn.text.append(TextBlock(content))
-            elif isinstance(args.get("thought"), str) and args["thought"]:
+                if _str(recorded.get("reasoning_content")):
+                    turn.text.append(ThinkingBlock(recorded["reasoning_content"]))
+                if _str(recorded.get("content")):
+                    turn.text.append(TextBlock(recorded["content"]))
+            elif _str(args.get("thought")):
                 turn.text.append(TextBlock(args["thought"]))
             if isinstance(response.get("usage"), dict):
                 turn.usage = response["usage"]
             if isinstance(response.get("model"), str):
                 self.model = turn.extra["model"] = response["model"]
-            if rid is not None:
-                self.turns[rid] = turn
-            self.slots.append(turn)
         arguments = _recorded_arguments(recorded, call_id)
         if arguments is None:
-            arguments = json.dumps(
-                {k: v for k, v in args.items() if k not in _BOOKKEEPING}, ensure_ascii=False
-            )
+            arguments = _arguments(args)
         turn.calls.append(ToolCallBlock(call_id, name, arguments))
-
-    def finish_action(
-        self,
-        ev: dict[str, Any],
-        args: dict[str, Any],
-        tcm: dict[str, Any] | None,
-        where: str,
-        meta: _Meta,
-    ) -> None:
-        parts: list[str] = []
-        for key in ("final_thought", "thought"):
-            if isinstance(args.get(key), str) and args[key]:
-                parts.append(args[key])
-        recorded = _response_message((tcm or {}).get("model_response") or {})
-        content = recorded.get("content") if recorded is not None else None
-        if isinstance(content, str) and content and content not in parts:
-            parts.append(content)
-        if not parts and isinstance(ev.get("message"), str) and ev["message"]:
-            parts.append(ev["message"])
-        if parts:
-            self.slots.append(
-                Message(
-                    "assistant",
-                    (TextBlock("\n".join(parts)),),
-                    id=meta.id,
-                    timestamp=meta.timestamp,
-                )
-            )
 
     def observation(self, ev: dict[str, Any], kind: str, where: str) -> None:
         loc = self.loc
@@ -397,14 +307,10 @@ class _Builder:
         elif ev.get("cause") in self.synthetic:
             call_id = self.synthetic[ev["cause"]]
         content = self._as_sent(loc.opt(ev, "content", str, where) or "")
-        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
         if call_id is not None:
-            result = ToolResultBlock(call_id, content, is_error=kind == "error")
-            self.slots.append(Message("tool", (result,), id=meta.id, timestamp=meta.timestamp))
+            self.say("tool", [ToolResultBlock(call_id, content, is_error=kind == "error")], ev)
         elif kind == "error" and content:
-            self.slots.append(
-                Message("user", (TextBlock(content),), id=meta.id, timestamp=meta.timestamp)
-            )
+            self.say("user", [TextBlock(content)], ev)
         else:
             skipped(self.meta, f"observation {kind!r} answering no call")
 
@@ -413,49 +319,37 @@ class _Builder:
         (``openhands/sdk/event/llm_convertible``); the actions of one LLM response are one
         assistant message, as ``events_to_messages`` joins them."""
         loc, kind = self.loc, ev["kind"]
-        meta = _Meta(_str_id(ev.get("id")), ev.get("timestamp"))
         slot = len(self.slots)
         if kind == "SystemPromptEvent":
             parts = [_v1_text(ev.get("system_prompt")), _v1_text(ev.get("dynamic_context"))]
-            prompt = tuple(TextBlock(t) for t in parts if t)
-            self.slots.append(Message("system", prompt, id=meta.id, timestamp=meta.timestamp))
-            tools = ev.get("tools")
-            if isinstance(tools, list):
-                self.tools = [t for t in tools if isinstance(t, dict)]
+            self.say("system", [TextBlock(t) for t in parts if t], ev)
+            if isinstance(ev.get("tools"), list):
+                self.tools = [t for t in ev["tools"] if isinstance(t, dict)]
         elif kind == "MessageEvent":
             msg = loc.get(ev, "llm_message", dict, where)
-            content = [*(msg.get("content") or ()), *(ev.get("extended_content") or ())]
-            blocks = _v1_blocks(content)
+            blocks = _v1_blocks([*(msg.get("content") or ()), *(ev.get("extended_content") or ())])
             role: Role = "user" if msg.get("role") == "user" else "assistant"
-            reasoning = msg.get("reasoning_content")
-            if role == "assistant" and isinstance(reasoning, str) and reasoning:
-                blocks.insert(0, ThinkingBlock(reasoning))
+            if role == "assistant" and _str(msg.get("reasoning_content")):
+                blocks.insert(0, ThinkingBlock(msg["reasoning_content"]))
             if blocks:
-                self.slots.append(
-                    Message(role, tuple(blocks), id=meta.id, timestamp=meta.timestamp)
-                )
+                self.say(role, blocks, ev)
         elif kind == "ActionEvent":
             call = loc.get(ev, "tool_call", dict, where)
-            rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+            rid = _str(ev.get("llm_response_id"))
             turn = self.turns.get(rid) if rid is not None else None
-            if turn is None or not isinstance(self.slots[-1], _Turn) or self.slots[-1] is not turn:
-                turn = _Turn(rid, id=meta.id, timestamp=meta.timestamp)
-                reasoning = ev.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    turn.text.append(ThinkingBlock(reasoning))
-                if rid is not None:
-                    self.turns[rid] = turn
-                self.slots.append(turn)
+            if turn is None or self.slots[-1] is not turn:
+                turn = self.start(ev, rid)
+                if _str(ev.get("reasoning_content")):
+                    turn.text.append(ThinkingBlock(ev["reasoning_content"]))
             else:
                 slot = len(self.slots) - 1
             turn.text.extend(_v1_blocks(ev.get("thought") or ()))
             arguments = call.get("arguments")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments or {}, ensure_ascii=False)
+            call_id = loc.get(call, "id", str, f"{where}.tool_call")
             name = loc.get(call, "name", str, f"{where}.tool_call")
-            turn.calls.append(
-                ToolCallBlock(loc.get(call, "id", str, f"{where}.tool_call"), name, arguments)
-            )
+            turn.calls.append(ToolCallBlock(call_id, name, arguments))
         elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
             call_id = loc.get(ev, "tool_call_id", str, where)
             if kind == "ObservationEvent":
@@ -467,16 +361,14 @@ class _Builder:
                 text, is_error = str(ev.get("error") or ""), True
             else:
                 text, is_error = f"Action rejected: {ev.get('rejection_reason')}", False
-            result = ToolResultBlock(call_id, self._as_sent(text), is_error=is_error)
-            self.slots.append(Message("tool", (result,), id=meta.id, timestamp=meta.timestamp))
+            self.say("tool", [ToolResultBlock(call_id, self._as_sent(text), is_error=is_error)], ev)
         elif kind == "Condensation":
             forgotten = {
                 self.slot_of[e] for e in ev.get("forgotten_event_ids") or () if e in self.slot_of
             }
-            summary = ev.get("summary")
             if forgotten:
-                text = summary if isinstance(summary, str) else ""
-                self.condensations.append((len(self.slots), forgotten, text))
+                summary = _str(ev.get("summary")) or ""
+                self.condensations.append((len(self.slots), forgotten, summary))
             return
         else:  # state updates, pauses, hook and token events: nothing for the model
             if kind == "ConversationStateUpdateEvent" and ev.get("key") == "stats":
@@ -505,10 +397,8 @@ class _Builder:
             if isinstance(slot, Message):
                 out.append(slot)
             elif slot.text or slot.calls:
-                extra = freeze(slot.extra)
-                blocks = (*slot.text, *slot.calls)
-                turn = Message("assistant", blocks, id=slot.id, timestamp=slot.timestamp)
-                out.append(turn.replace(usage=slot.usage, extra=extra))
+                turn = _message("assistant", [*slot.text, *slot.calls], slot.ev)
+                out.append(turn.replace(usage=slot.usage, extra=freeze(slot.extra)))
         at_slot.append(len(out))
         kept = lead_with_prompt(pair_calls(out, self.meta), self.meta, "its first event")
         # A condensation forgets events: from then on OpenHands sent the ones before the first
@@ -541,10 +431,27 @@ def _v1_blocks(content: Any) -> list[Block]:
         if part.get("type") == "text" and part.get("text"):
             out.append(TextBlock(str(part["text"])))
         elif part.get("type") == "image":
-            for url in part.get("image_urls") or ():
-                source = {"type": "url", "url": url}
-                out.append(ImageBlock(source, token_cost=anthropic_image_cost(source)))
+            out.extend(map(_image, part.get("image_urls") or ()))
     return out
+
+
+def _image(url: Any) -> ImageBlock:
+    source = {"type": "url", "url": url}
+    return ImageBlock(source, token_cost=anthropic_image_cost(source))
+
+
+def _message(role: Role, blocks: Sequence[Block], ev: dict[str, Any]) -> Message:
+    """A message made from the event ``ev``: its id and time carried over."""
+    return Message(role, tuple(blocks), id=_str_id(ev.get("id")), timestamp=ev.get("timestamp"))
+
+
+def _arguments(args: dict[str, Any]) -> str:
+    """An action's ``args`` as the arguments of a tool call (bookkeeping left out)."""
+    return json.dumps({k: v for k, v in args.items() if k not in _BOOKKEEPING}, ensure_ascii=False)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _str_id(value: Any) -> str | None:

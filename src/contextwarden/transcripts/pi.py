@@ -1,35 +1,13 @@
-"""pi session JSONL (badlogic/pi-mono ``coding-agent``): one entry a line.
+"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line; how it is read is
+told in docs/sessions.md.
 
-Entries: ``session`` (id, cwd, provider, modelId, thinkingLevel), ``message`` (an agent message
-with role ``user`` / ``assistant`` / ``toolResult``), ``model_change``, ``thinking_level_change``,
-``custom_message`` (an extension's message, sent as a user turn).
-Newer files give entries ``id``/``parentId`` (a tree: the active branch is the path from the
-last entry to the root) and add entry types this reader skips, counting them in
-``meta["skipped"]``. A ``compaction`` entry (``summary``, ``firstKeptEntryId``) keeps the full
-history in :attr:`Transcript.messages` and becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`: from then on pi sent the summary,
-the messages it kept, then the new ones. An excerpt whose first entry names a parent not in
-the file starts there, with a warning naming the line (the loader skips a line that is not
-valid JSON the same way).
-
-Conversion (pi -> canonical):
-    user        -> ``user``: ``text`` / ``image`` blocks (a string content is one text block)
-    assistant   -> ``assistant``: ``text``, ``thinking`` (``thinkingSignature`` kept as the
-                   signature, ``redacted`` kept), ``toolCall{id,name,arguments}`` (the arguments
-                   object as compact JSON text); the real provider ``usage`` goes to
-                   :attr:`Message.usage`, ``model`` / ``provider`` / ``api`` / ``stopReason``
-                   to :attr:`Message.extra`
-    toolResult  -> ``tool`` with one result (``isError`` kept; one text block becomes a string)
-    bashExecution -> ``user``: the command the user ran (``!cmd``) and its output, as pi words
-                   it for the model (``!!cmd``, kept out of the context, is skipped)
-    custom      -> ``user`` (an extension's message)
-    ``branch_summary`` entry -> ``user``: the summary of the branch the user came back from
-
-Like pi itself when it builds a request, assistant turns that ended in ``error`` or
-``aborted`` are left out (their partial tool calls never ran), together with any result
-answering one of their calls; any other call left unanswered (the process died mid-tool) is
-removed as well (:func:`~contextwarden.transcripts._common.pair_calls`). The counts are in
-``meta["skipped"]``.
+Entries with ``id``/``parentId`` form a tree: the active branch is the path from the last entry
+to the root. ``message`` entries (roles ``user``, ``assistant``, ``toolResult``,
+``bashExecution``, ``custom``), ``custom_message`` and ``branch_summary`` entries become
+messages as pi sends them; the tool-call arguments object becomes compact JSON text, the
+provider ``usage`` :attr:`Message.usage`. Like pi, assistant turns that ended in ``error`` or
+``aborted`` are left out with the results of their calls. A ``compaction`` entry becomes an
+:class:`~contextwarden.transcripts._common.AgentCompaction`.
 """
 
 from __future__ import annotations
@@ -113,9 +91,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         elif kind == "model_change":
             model = loc.opt(entry, "modelId", str, "") or model
         elif kind == "custom_message":  # an extension's message: pi sends it as a user turn
-            messages.append(
-                Message("user", _user_blocks(entry, loc), timestamp=entry.get("timestamp"))
-            )
+            messages.append(_user(entry, loc))
         elif kind == "branch_summary" and isinstance(entry.get("summary"), str):
             text = f"{BRANCH_PREFIX}{entry['summary']}\n</summary>"
             messages.append(Message("user", (TextBlock(text),), timestamp=entry.get("timestamp")))
@@ -144,14 +120,13 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
         else:  # compaction, label, custom...: later pi versions' entries
             skipped(meta, f"entry type {kind!r}")
     kept = pair_calls(messages, meta)  # a crash mid-tool leaves a call unanswered
+    entries = [r.value for r in records if isinstance(r.value, dict)]
     replies = sum(
         1
-        for r in records
-        if isinstance(r.value, dict)
-        and r.value.get("type") == "message"
-        and isinstance(r.value.get("message"), dict)
-        and r.value["message"].get("role") == "assistant"
-        and r.value["message"].get("stopReason") not in _FAILED_STOPS
+        for m in (e.get("message") for e in entries if e.get("type") == "message")
+        if isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and m.get("stopReason") not in _FAILED_STOPS
     )
     got = sum(1 for m in kept if m.role == "assistant")
     if got < 0.95 * replies:
@@ -193,20 +168,12 @@ def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) ->
         parent = node.value.get("parentId")
         if parent is not None and parent not in by_id:
             at = position[id(node)]
+            missing = f"line {node.line}: its parentId {parent!r} is not in the file"
             if at == 0:
-                warn(
-                    meta,
-                    f"line {node.line}: its parentId {parent!r} is not in the file; "
-                    "the session starts at this line",
-                )
+                warn(meta, f"{missing}; the session starts at this line")
                 break
-            before = tree[at - 1]
-            warn(
-                meta,
-                f"line {node.line}: its parentId {parent!r} is not in the file; "
-                f"read as following line {before.line}, the entry before it",
-            )
-            node = before
+            node = tree[at - 1]
+            warn(meta, f"{missing}; read as following line {node.line}, the entry before it")
             continue
         node = by_id.get(parent) if parent is not None else None
     head = [r for r in records if not (isinstance(r.value, dict) and "parentId" in r.value)]
@@ -215,8 +182,8 @@ def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) ->
 
 def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
     ts = raw.get("timestamp")
-    if role == "user":
-        return Message("user", _user_blocks(raw, loc), timestamp=ts)
+    if role in ("user", "custom"):  # custom: an extension's message
+        return _user(raw, loc)
     if role == "assistant":
         content = loc.get(raw, "content", list, "message")
         blocks = tuple(
@@ -236,8 +203,6 @@ def _message(raw: dict[str, Any], role: str, loc: Loc) -> Message | None:
         result = ToolResultBlock(call_id, body, is_error=is_error)
         extra = {"toolName": raw["toolName"]} if "toolName" in raw else {}
         return Message("tool", (result,), timestamp=ts, extra=freeze(extra))
-    if role == "custom":  # an extension's message
-        return Message("user", _user_blocks(raw, loc), timestamp=ts)
     if role == "bashExecution" and not raw.get("excludeFromContext"):  # the user's `!command`
         return Message("user", (TextBlock(_bash_text(raw)),), timestamp=ts)
     return None  # a `!!command` kept out of the context, or a role pi does not send
@@ -257,12 +222,14 @@ def _bash_text(raw: dict[str, Any]) -> str:
     return text
 
 
-def _user_blocks(raw: dict[str, Any], loc: Loc) -> tuple[Block, ...]:
+def _user(raw: dict[str, Any], loc: Loc) -> Message:
+    """A user turn: its text, or its ``text`` / ``image`` blocks."""
     content = raw.get("content")
     if isinstance(content, str):
-        return (TextBlock(content),)
+        return Message("user", (TextBlock(content),), timestamp=raw.get("timestamp"))
     items = loc.get(raw, "content", list, "message")
-    return tuple(_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(items))
+    blocks = (_media_block(b, f"message.content[{i}]", loc) for i, b in enumerate(items))
+    return Message("user", blocks, timestamp=raw.get("timestamp"))
 
 
 def _media_block(block: Any, where: str, loc: Loc) -> TextBlock | ImageBlock:

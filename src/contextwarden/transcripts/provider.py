@@ -1,14 +1,10 @@
-"""Files that hold provider message lists: OpenAI chat JSON / JSONL, an Anthropic
-``{"system", "messages"}`` object, and mini-swe-agent's ``.traj.json``.
+"""Files of provider message lists: OpenAI chat JSON / JSONL, an Anthropic
+``{"system", "messages"}`` object, and mini-swe-agent's ``.traj.json`` (OpenAI messages ending
+in a ``role: "exit"`` record, kept in ``meta["exit"]``).
 
-The messages go through :mod:`contextwarden.formats` unchanged, so ``to_x(from_x(d)) == d``
-holds for the file's own list and :func:`~contextwarden._transcripts.save_transcript` writes the
-same messages back. Keys beside ``messages`` / ``tools`` (``model``, request options, a
-trajectory's ``info``...) are kept in ``meta["fields"]`` and written back in their order.
-
-mini-swe-agent (``{"info", "messages", "trajectory_format", "instance_id"}``): the messages are
-OpenAI chat messages, except the last, ``role: "exit"``, which records how the run ended; it is
-not a message and goes to ``meta["exit"]``. The model is ``info.config.model.model_name``.
+The messages go through :mod:`contextwarden.formats` unchanged, so
+:func:`~contextwarden._transcripts.save_transcript` writes them back as they were; keys beside
+``messages`` / ``tools`` are kept in ``meta["fields"]``.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from ..formats import from_anthropic, from_openai
 from ._common import Loc, Record, Transcript
 
 __all__ = [
+    "anthropic_block",
     "looks_anthropic",
     "parse_anthropic",
     "parse_mini_swe_agent",
@@ -32,6 +29,13 @@ __all__ = [
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
+
+
+def anthropic_block(block: Any) -> bool:
+    """Whether a content block is spelled only as Anthropic spells it (tool traffic, thinking,
+    an image with a ``source``)."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block)
 
 
 def looks_anthropic(doc: Mapping[str, Any]) -> bool:
@@ -52,11 +56,7 @@ def looks_anthropic(doc: Mapping[str, Any]) -> bool:
         if msg.get("role") in _OPENAI_ROLES or "tool_calls" in msg or "function_call" in msg:
             return False
         content = msg.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, dict)
-            and (b.get("type") in _ANTHROPIC_BLOCKS or (b.get("type") == "image" and "source" in b))
-            for b in content
-        ):
+        if isinstance(content, list) and any(map(anthropic_block, content)):
             return True
     return False
 
@@ -99,10 +99,7 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")
     system = doc.get("system")
-    try:
-        messages = tuple(from_anthropic(raw, system))
-    except FormatError as exc:
-        loc.reraise(exc)
+    messages = _convert(lambda m: from_anthropic(m, system), raw, loc)
     fields = {k: v for k, v in doc.items() if k not in ("system", "messages", "tools")}
     meta = {"fields": fields}
     return Transcript(

@@ -1,16 +1,7 @@
-"""SWE-agent trajectories, ``<instance>.traj``: ``{"environment", "trajectory", "history",
-"info", "replay_config"?}``.
-
-``history`` is the message list the agent sent, ``{"role", "content", "agent", ...}`` with roles
-``system`` / ``user`` / ``assistant`` (demonstrations are user messages flagged ``is_demo``:
-they were sent too). Older versions call no tools (commands sit in fenced blocks of the
-reply text); newer ones record ``tool_calls`` on assistant entries and ``role: "tool"``
-results with ``tool_call_ids``: both are read (a call id a replayed run uses again is made
-unique, in the call and its results). ``trajectory`` (the steps, with the commands'
-full output) only repeats the history and is not read. The model is
-``replay_config.agent.model.name`` when recorded, else the one SWE-agent 0.x named the run's
-folder after (``gpt4__<data>__<config>__t-0.00__p-0.95__...``); ``info.model_stats`` (the
-run's own bill) is kept in ``meta``.
+"""SWE-agent trajectories, ``<instance>.traj``: ``history`` is the message list the agent
+sent (demonstrations included), with ``tool_calls`` and ``tool`` results in newer versions
+(a call id used again is made unique). The model is ``replay_config.agent.model.name``, else
+the one SWE-agent 0.x named the run's folder after; ``info.model_stats`` goes to ``meta``.
 """
 
 from __future__ import annotations

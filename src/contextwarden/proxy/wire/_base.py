@@ -14,15 +14,24 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event
 from ..stats import Route
 
-__all__ = ["PROVIDER_COMPACTION", "Has", "Ran", "Splice", "Turn", "Wire", "json_object"]
+__all__ = [
+    "PROVIDER_COMPACTION",
+    "Has",
+    "Holding",
+    "Ran",
+    "Splice",
+    "Turn",
+    "Wire",
+    "json_object",
+]
 
 #: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
 #: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
 Has = Callable[[re.Pattern[bytes], int], bool]
 
 #: The ``skipped`` reason of a request whose history the provider compacts itself (its
-#: ``context_management``, a compaction block, Codex's ``compaction_trigger``): forwarded as
-#: sent, so that the same history is not compacted twice.
+#: ``context_management``, a compaction block): forwarded as sent, so that the same history is
+#: not compacted twice.
 PROVIDER_COMPACTION = "provider_compaction"
 
 
@@ -55,6 +64,20 @@ class Splice(Protocol):
     def end_round(self) -> Turn: ...
     def next_round(self) -> None: ...
     def flush(self) -> list[bytes]: ...
+
+
+class Holding:
+    """A splice that holds a round's events until the round ends (its ``held``) and writes
+    each as the client gets it (its ``_emit``)."""
+
+    held: list[Event]
+
+    def _emit(self, event: Event, data: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    def release(self) -> list[bytes]:
+        """The held events as the client gets them."""
+        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
 
 class Wire:
@@ -101,22 +124,17 @@ class Wire:
         return tools if isinstance(tools, list) else None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
-        """The warden on the body's history (``options``: ``summarizer``, ``max_tokens``;
-        ``has(pattern, width)``: whether the body's bytes match a pattern)."""
+        """The warden on the body's history: ``options`` are the keywords of its call
+        (``model``, ``window``, ``tools``, and ``summarizer``, ``max_tokens`` when given);
+        ``has(pattern, width)``: whether the body's bytes match a pattern; ``marks``: add
+        prompt-cache breakpoints where the API takes them and the client set none."""
         raise NotImplementedError
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
-        """What makes the body the proxy wrote invalid by the provider's rules (none: valid)."""
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
+        """What makes the body the proxy wrote invalid by the provider's rules (none: valid);
+        ``memo``: what the check remembers between the bodies of one conversation."""
         return []
 
     # -- the recall tool -------------------------------------------------------------------------
@@ -182,6 +200,11 @@ class Wire:
 
     def answers(self, turn: Turn, found: list[tuple[str, bool]]) -> list[dict[str, Any]]:
         """The items a round appends: ``turn``'s, then each call's answer (text, is_error)."""
+        pairs = zip(turn.calls, found, strict=True)
+        return [*turn.sent, *(self.answer(cid, text, error) for (cid, _), (text, error) in pairs)]
+
+    def answer(self, call_id: str, text: str, error: bool) -> dict[str, Any]:
+        """The item answering the recall call ``call_id`` (:meth:`answers`)."""
         raise NotImplementedError
 
     def splice(self) -> Splice:

@@ -11,7 +11,7 @@ from ...formats.validate import validate_openai
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Has, Ran, Turn, Wire
+from ._base import Has, Holding, Ran, Turn, Wire
 
 __all__ = ["CHAT", "ChatWire", "OpenAISplice"]
 
@@ -25,24 +25,13 @@ class ChatWire(Wire):
     limit_api = "openai"
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         messages = body["messages"]
-        tools = self.count_tools(body)
-        out, result = warden.transform_openai(
-            messages, model=model, window=window, tools=tools, **options
-        )
+        out, result = warden.transform_openai(messages, **options)
         return Ran({"messages": out} if out != messages else {}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_openai(body["messages"])
 
     def tool_name(self, tool: Any) -> Any:
@@ -64,14 +53,8 @@ class ChatWire(Wire):
         message = first.get("message") if isinstance(first, dict) else None
         return _turn(message if isinstance(message, dict) else {})
 
-    def answers(self, turn: Turn, found: list[tuple[str, bool]]) -> list[dict[str, Any]]:
-        return [
-            *turn.sent,
-            *(
-                {"role": "tool", "tool_call_id": call_id, "content": text}
-                for (call_id, _), (text, _) in zip(turn.calls, found, strict=True)
-            ),
-        ]
+    def answer(self, call_id: str, text: str, error: bool) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call_id, "content": text}
 
     def splice(self) -> OpenAISplice:
         return OpenAISplice()
@@ -98,7 +81,7 @@ def _turn(message: dict[str, Any]) -> Turn:
 
 
 @dataclass
-class OpenAISplice:
+class OpenAISplice(Holding):
     """The client's one Chat Completions stream made of the rounds' streams. Content chunks
     pass as they come, until one carries ``tool_calls``: from there on, and the chunks that end
     the message (a ``finish_reason``, the usage chunk, ``[DONE]``), are held. A later round's
@@ -192,11 +175,7 @@ class OpenAISplice:
 
     def flush(self) -> list[bytes]:
         """The held chunks of the last round, as the client gets them."""
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
-        return [b for b in out if b]
+        return [b for b in self.release() if b]
 
 
 def _without_role(choice: Any) -> Any:

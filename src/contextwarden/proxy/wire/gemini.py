@@ -24,7 +24,7 @@ from ...formats.validate import validate_gemini
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import Has, Ran, Turn, Wire
+from ._base import Has, Holding, Ran, Turn, Wire
 
 __all__ = ["GEMINI", "GeminiSplice", "GeminiWire"]
 
@@ -67,23 +67,13 @@ class GeminiWire(Wire):
         return out or None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         contents = body["contents"]
         key = next((k for k in _SYSTEM_KEYS if k in body), _SYSTEM_KEYS[0])
         system = body.get(key)
         messages = from_gemini(contents, system)
-        result = warden.transform(
-            messages, model=model, window=window, tools=self.count_tools(body), **options
-        )
+        result = warden.transform(messages, **options)
         canonical = list(result.messages)
         if body.get("cachedContent") is not None and system is None:
             # the cache holds the system instruction: a new one goes as the first user turn
@@ -93,7 +83,7 @@ class GeminiWire(Wire):
             return Ran({}, result)
         return Ran({"contents": new_contents, key: new_system}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_gemini(body["contents"])
 
     # -- the recall tool -------------------------------------------------------------------------
@@ -217,7 +207,7 @@ def _without_recall(chunk: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class GeminiSplice:
+class GeminiSplice(Holding):
     """The client's one stream made of the rounds' streams (each chunk a whole
     ``GenerateContentResponse``). Chunks of text and thought pass as they come, until one
     carries a function call: from there on, and the chunk with the ``finishReason``, are held.
@@ -266,11 +256,7 @@ class GeminiSplice:
         self.holding, self.held, self.parts, self.round_usage = False, [], [], None
 
     def flush(self) -> list[bytes]:
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
-        return out
+        return self.release()
 
 
 def _merged(parts: list[Any]) -> list[Any]:

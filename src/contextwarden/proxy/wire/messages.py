@@ -26,7 +26,7 @@ from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Has, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -48,29 +48,16 @@ class MessagesWire(Wire):
         return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
-        messages = body["messages"]
-        tools = self.count_tools(body)
-        system = body.get("system")
+        messages, system = body["messages"], body.get("system")
+        tools = options["tools"]
         new_system, new_messages, result = warden.transform_anthropic(
-            messages, system=system, model=model, window=window, tools=tools, **options
+            messages, system=system, **options
         )
         added = 0
         new_tools = tools
-        if (
-            cache_breakpoints
-            and self.breakpoints
-            and not _client_caches(has, body, system, messages, tools)
-        ):
+        if marks and self.breakpoints and not _client_caches(has, body, system, messages, tools):
             new_system, new_messages, new_tools, added = add_counting(
                 new_system, new_messages, tools, _stable(result, len(new_messages))
             )
@@ -85,8 +72,8 @@ class MessagesWire(Wire):
             fields["messages"] = new_messages
         return Ran(fields, result, added)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
-        return validate_anthropic(body.get("system"), body["messages"])
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
+        return validate_anthropic(body.get("system"), body["messages"], memo)
 
     def recall_tool(self) -> dict[str, Any]:
         return recall_tool("anthropic")
@@ -193,7 +180,7 @@ def _turn(blocks: list[Any]) -> Turn:
 
 
 @dataclass
-class AnthropicSplice:
+class AnthropicSplice(Holding):
     """The client's one Messages stream made of the rounds' streams. Text, thinking and other
     blocks pass as they come, until a ``tool_use`` block starts: from there on, and the
     ``message_delta`` / ``message_stop`` that end a message, are held. A round that called the
@@ -272,11 +259,7 @@ class AnthropicSplice:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round, as the client gets them."""
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
-        return out
+        return self.release()
 
 
 def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any]) -> None:

@@ -5,7 +5,11 @@ the recall tool as a function, and the client's one stream of events made of the
 Forwarded **unchanged**, with the reason in ``X-Contextwarden-Skipped`` and the log line:
 ``previous_response_id`` or ``conversation`` set (the server holds the earlier history and the
 request carries only the new items: there is nothing here to trim); ``input`` a plain string (one
-user message) or missing.
+user message) or missing; ``context_management`` asking the server to compact as it goes
+(``provider_compaction``). Codex's ``compaction_trigger`` (the last input item) is not: the items
+before it go through the warden as the conversation's other requests do (with its edits, and the
+recall tool among the tools, so the provider reads its cached prefix), with no compaction of the
+proxy's own, and the trigger after them.
 
 The client's stream reads as one response: the first round's ``response.created`` (and
 ``queued`` / ``in_progress``; the response's echo of the request's ``tools`` never names the
@@ -26,12 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...formats.responses import (
-    compaction_item_at,
-    from_responses,
-    provider_compaction,
-    to_responses,
-)
+from ...formats.responses import provider_compaction
 from ...formats.validate import validate_responses
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
@@ -40,6 +39,7 @@ from ..stats import Route
 from ._base import (
     PROVIDER_COMPACTION,
     Has,
+    Holding,
     Ran,
     Splice,
     Turn,
@@ -59,14 +59,14 @@ class ResponsesWire(Wire):
     provider = "openai"
     items = "input"
     paths = ("/v1/responses", "/responses")
-    method = "transform"
+    method = "transform_responses"
     limit_api = "responses"
 
     def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:
         for key in _SERVER_STATE:
             if body.get(key) is not None:
                 return key, "the server holds the earlier history; forwarded unchanged"
-        reason = provider_compaction(body)  # the server compacts it: Codex's compaction_trigger
+        reason = provider_compaction(body)  # the server compacts it as it goes
         return None if reason is None else (PROVIDER_COMPACTION, reason)
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
@@ -83,32 +83,18 @@ class ResponsesWire(Wire):
         return out or None
 
     def run(
-        self,
-        warden: Any,
-        body: dict[str, Any],
-        has: Has,
-        *,
-        model: str | None,
-        window: int | None,
-        options: dict[str, Any],
-        cache_breakpoints: bool,
+        self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
     ) -> Ran:
         items = body["input"]
-        # the items before the last compaction item are carried by it: kept as sent, not
-        # counted, not reduced
-        kept = items[: compaction_item_at(items) or 0]
         instructions = body.get("instructions")
-        messages = from_responses(items[len(kept) :], instructions=instructions)
-        result = warden.transform(
-            messages, model=model, window=window, tools=self.count_tools(body), **options
+        new_instructions, new_items, result = warden.transform_responses(
+            items, instructions=instructions, **options
         )
-        new_instructions, new_items = to_responses(list(result.messages))
-        new_items = [*kept, *new_items]
         if new_items == items and new_instructions == instructions:
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)
 
-    def problems(self, body: Mapping[str, Any]) -> list[str]:
+    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_responses(body["input"])
 
     def may_offer(self, body: Mapping[str, Any]) -> bool:
@@ -124,15 +110,9 @@ class ResponsesWire(Wire):
     def reply_turn(self, reply: dict[str, Any]) -> Turn:
         return responses_turn(reply.get("output"))
 
-    def answers(self, turn: Turn, found: list[tuple[str, bool]]) -> list[dict[str, Any]]:
+    def answer(self, call_id: str, text: str, error: bool) -> dict[str, Any]:
         # an error says so in its text: the item has no error flag
-        return [
-            *turn.sent,
-            *(
-                {"type": "function_call_output", "call_id": call_id, "output": text}
-                for (call_id, _), (text, _) in zip(turn.calls, found, strict=True)
-            ),
-        ]
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
 
     def splice(self) -> ResponsesSplice:
         return ResponsesSplice()
@@ -238,7 +218,7 @@ def _index(value: Any) -> int | None:
 
 
 @dataclass
-class ResponsesSplice:
+class ResponsesSplice(Holding):
     """The splice state of one client stream (see the module docstring): what the client has
     (its events' next ``sequence_number``, its output items by index, the first round's
     response) and what the current round has sent (its items, which of them are recall calls,
@@ -345,10 +325,7 @@ class ResponsesSplice:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round and its terminal event, as the client gets them."""
-        out = []
-        for event in self.held:
-            data = event.json()
-            out.append(self._emit(event, data) if isinstance(data, dict) else event.raw)
+        out = self.release()
         if self.end is not None and self.closing is not None:
             finished = self._finish(self.end)
             out.append(self._emit(self.closing, finished, rewritten=finished is not self.end))
