@@ -1,16 +1,7 @@
-"""What a message *is*, read from its content: the signals the strategies and the task-type
-detector share (kinds of tool calls, test runs, completion, decisions, read-only listings,
-tool observations). Errors and file writes are read by
-:func:`~contextwarden.analysis.facts.extract_facts`, which follows commands to their results.
-
-Everything here is a pure function of one message (or one tool call), so the answers are cached
-by nothing but the immutable value itself and are the same on every run.
-
-The tables are heuristics over tool names and shell commands as real agents write them
-(mini-swe-agent runs everything through ``bash``; Claude Code has ``Edit``/``Write``/``Read``/
-``Grep``; OpenHands has ``str_replace_editor``). They err towards *keeping*: a message that
-looks like an edit or an error is treated as one.
-"""
+"""What a message *is*, read from its content: the kinds of its tool calls, test runs,
+completion, decisions, read-only listings, tool observations (errors and file writes are
+:func:`~contextwarden.analysis.facts.extract_facts`'). Pure heuristics over tool names and shell
+commands as real agents write them, erring towards keeping."""
 
 from __future__ import annotations
 
