@@ -2,21 +2,7 @@
 namespace and summary breaker, so nothing one client sent can shape, or be probed from, another
 client's requests.
 
-A client is its credential: the ``Authorization``, ``x-api-key``, ``api-key`` and
-``x-goog-api-key`` headers (or a Gemini request's ``key=``), hashed
-with a key (HMAC-SHA256; the proxy's ``client_key`` when set, so that worker processes sharing a
-summary cache agree, else a random key per process). The credential itself is never kept.
-
-Bounded: at most ``max_clients`` clients, and the state of all of them within
-``max_state_bytes``; one client's state within ``client_state_bytes``. A client's state is what
-it keeps alive, as its parts count it after each of its requests: its warden's
-(:meth:`~contextwarden.Warden.state_bytes`: the conversations, the codec's entries and what it
-wrote, the counters' caches, the summaries), its body reader's remembered bodies, and
-:data:`CLIENT_BYTES` for the rest. A warden that cannot count its own (one passed to
-``create_app``) is estimated at :data:`STATE_PER_BODY_BYTE` times the last body of each
-conversation. A client over its own quota forgets its own least recently used conversations;
-only when the whole table is over its budget is the least recently used *other* client dropped
-(its conversations start anew on their next request, as after a restart).
+How it works: docs/proxy.md (`contextwarden.proxy.clients`).
 """
 
 from __future__ import annotations
