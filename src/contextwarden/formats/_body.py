@@ -273,7 +273,7 @@ def _images(values: list[Any]) -> list[bytes] | None:
 
 class BodyReader:
     """Reads chat request bodies, parsing only what a conversation's previous body did not have
-    (see the module docstring)."""
+    (see docs/formats.md)."""
 
     def __init__(self, max_conversations: int = 64, max_bytes: int = 32 << 20) -> None:
         self.max_conversations = max_conversations
@@ -284,7 +284,7 @@ class BodyReader:
         self._next = 0
 
     def read(self, raw: bytes, key: str = "messages") -> BodyRead | None:
-        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring);
+        """The body ``raw`` as :func:`json.loads` reads it, or None (see docs/formats.md);
         ``key`` names its history list (``messages``, ``input``, ``contents``)."""
         if type(raw) is not bytes or raw[:1] != b"{":
             return None
@@ -314,7 +314,7 @@ class BodyReader:
 
     def restore(self, read: BodyRead, key: str = "messages") -> int:
         """Put back into ``read.body[key]`` the oldest messages its client dropped from a
-        history this reader remembers (see the module docstring); how many were put back (0:
+        history this reader remembers (see docs/formats.md); how many were put back (0:
         none, the body as it came)."""
         entry, base = read._entry, read._base
         if entry is None or not entry.ends:
@@ -341,7 +341,7 @@ class BodyReader:
 
     @property
     def kept_bytes(self) -> int:
-        """About how many bytes the remembered bodies keep alive (see the module docstring)."""
+        """About how many bytes the remembered bodies keep alive (see docs/formats.md)."""
         return self._bytes
 
     # -- reading ---------------------------------------------------------------------------------

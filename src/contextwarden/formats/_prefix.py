@@ -109,7 +109,7 @@ def _common(a: Sequence[bytes], b: Sequence[bytes]) -> int:
 class PrefixCodec:
     """Reads provider messages into canonical ones, reusing those of the prefix the last request
     of the same conversation shared, and writes canonical messages back, reusing what each
-    Message object was written as before (see the module docstring)."""
+    Message object was written as before (see docs/formats.md)."""
 
     def __init__(
         self,

@@ -124,7 +124,7 @@ class ClientState:
 
 
 class ClientTable:
-    """The bounded table of :class:`ClientState` (see the module docstring). ``make_warden(cid)``
+    """The bounded table of :class:`ClientState` (see docs/proxy.md). ``make_warden(cid)``
     builds a new client's warden. Thread-safe."""
 
     def __init__(
@@ -219,7 +219,7 @@ class ClientTable:
                     self._forget_oldest(state)
 
     def _measure(self, state: ClientState) -> None:
-        """Count what ``state`` keeps now (see the module docstring)."""
+        """Count what ``state`` keeps now (see docs/proxy.md)."""
         held = held_bytes(state)
         self.bytes += held - state.bytes
         state.bytes = held
@@ -248,7 +248,7 @@ class ClientTable:
 
 
 def held_bytes(state: ClientState) -> int:
-    """What a client keeps alive, as its parts count it (see the module docstring)."""
+    """What a client keeps alive, as its parts count it (see docs/proxy.md)."""
     inner = getattr(state.warden, "_warden", state.warden)  # the overflow adapter wraps it
     measure = getattr(inner, "state_bytes", None)
     if not callable(measure):

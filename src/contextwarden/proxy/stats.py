@@ -331,8 +331,8 @@ class ProxyStats:
                 self.upstream_unreachable += 1
 
     def _bill(self, rec: RequestRecord, before: int, after: int) -> None:
-        """The request's input at cache prices, as the client sent it and as forwarded (see the
-        module docstring), and the conversation's entry moved up to this request."""
+        """The request's input at cache prices, as the client sent it and as forwarded (see
+        docs/proxy.md), and the conversation's entry moved up to this request."""
         prices, own = self.pricing(rec.model, rec.route)
         now = time.time()
         last = self._ledger.pop(rec.conversation, None) if rec.conversation else None

@@ -66,7 +66,7 @@ class SummaryCalls:
 
 class SummaryBudget:
     """The summarizer of one request's compaction, ``inner``, behind a shared deadline, a call
-    cap, a meter and the client's breaker (see the module docstring). ``name`` and
+    cap, a meter and the client's breaker (see docs/proxy.md). ``name`` and
     ``config_id`` are the inner summarizer's, so cached summaries stay keyed as they were."""
 
     def __init__(

@@ -208,7 +208,7 @@ def transform_body(
 ) -> BodyOutcome:
     """Run ``warden`` on the request ``raw`` of the wire format ``api`` (a :class:`Wire` or its
     name: ``openai``, ``anthropic``, ``count_tokens``, ``responses``, ``gemini``) sent to
-    ``path``. Never raises for bad input: see the module docstring. ``cache_breakpoints`` adds
+    ``path``. Never raises for bad input: see docs/proxy.md. ``cache_breakpoints`` adds
     Anthropic cache breakpoints when the client set none (Anthropic bodies only).
     ``summarizer_for(model)`` gives the summarizer for this request's compaction, if one is
     needed (the proxy's upstream, with the caller's credentials); without it the warden's own

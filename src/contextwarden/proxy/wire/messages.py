@@ -33,7 +33,7 @@ class MessagesWire(Wire):
     paths = ("/v1/messages",)
     method = "transform_anthropic"
     limit_api = "anthropic"
-    #: whether the proxy's prompt-cache breakpoints are added (see the module docstring)
+    #: whether the proxy's prompt-cache breakpoints are added (see docs/proxy.md)
     breakpoints = True
 
     def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -200,7 +200,7 @@ def _index(value: Any) -> int | None:
 
 @dataclass
 class ResponsesSplice(Holding):
-    """The splice state of one client stream (see the module docstring): what the client has
+    """The splice state of one client stream (see docs/proxy.md): what the client has
     (its events' next ``sequence_number``, its output items by index, the first round's
     response) and what the current round has sent (its items, which of them are recall calls,
     its held events, its terminal event)."""
