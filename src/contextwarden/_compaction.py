@@ -1,42 +1,27 @@
-"""The compaction engine: adaptive strategy selection, summary
-validation with fallback, references to what was elided, and the triggers.
+"""The compaction engine: adaptive strategy selection, summary validation with fallback,
+references to what was elided.
 
-:class:`Compactor` is what the :class:`~contextwarden._warden.Warden` calls (through its
-``CompactionHook`` protocol) when the cost model (:mod:`contextwarden._policy`) plans a
-compaction. One call:
+:meth:`Compactor.compact` is what the :class:`~contextwarden._warden.Warden` calls when the
+cost model plans a compaction. It detects the task type, tries the strategies of
+``config.strategy_order[task_type]``, then those of ``fallback_order``, then ``full_summary``,
+until one lands (one summary per compaction, aiming at :func:`compaction_target`; what is
+still over is the window's to cut). A later compaction updates the earlier summary. Every
+summary is checked before use (clearly smaller than what it replaces, :data:`SHRINK_RATIO`;
+the must-keep facts of :func:`~contextwarden.summarizers.base.check_summary`) and a rejected
+one lets the next strategy run (``summary_rejected``). A summarizer that raises or returns
+garbage is replaced by the embedded extractive one for that summary (``summarizer_failed``):
+the compactor never raises because of a summarizer.
 
-1. detects the task type (:func:`~contextwarden.strategies.detect_task_type`) and tries the
-   strategies in ``config.strategy_order[task_type]``, then the ones of ``config.fallback_order``
-   not tried yet, then ``full_summary``, until one lands: one summary per compaction, asking
-   the configured summarizer once (a strategy that chains several summaries gets the embedded
-   one for the rest). The strategies aim at :func:`compaction_target` (``budget.target``, in
-   the room the fixed part leaves), keeping the widest recent tail that fits; what is still
-   over it is the window's to cut, not a second summary's;
-2. a later compaction updates the earlier summary (``previous_summary``) from the new span;
-3. validates every summary before using it: a summary that is not clearly smaller than what it
-   replaces (:data:`SHRINK_RATIO`), or that lacks a must-keep fact (the task, pinned content,
-   modified file paths, the last unresolved error; see
-   :func:`~contextwarden.summarizers.base.check_summary`), is rejected (``summary_rejected``
-   event) and the next strategy runs;
-4. never raises because of a summarizer: one that raises or returns garbage is replaced by the
-   embedded :class:`~contextwarden.summarizers.extractive.ExtractiveSummarizer` for that summary
-   (``summarizer_failed`` event).
-
-Its result carries a :class:`~contextwarden._events.CompactionPlan`: which input positions
-left, which summary stands where, which system prompt gained a hint, tracked strategy by
-strategy as the history is rewritten. The compactor does not remember what it did: the warden
-appends that plan to the conversation's log (:mod:`contextwarden._log`) and never asks for the same one twice.
-Summaries are still cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what
-they replace (``cache``: a dict by default, or a persistent mapping), so a rebuilt log (a new
-process, a branched history) pays for a summary it already has once only.
-
-Every elided span gets a reference (``cw:`` + a hash of its messages, see
-:func:`~contextwarden.strategies.make_ref`) written in its summary's header and listed in
-:attr:`CompactResult.refs`; :meth:`Compactor.elided` returns the spans, verbatim, for the store.
+The result carries a :class:`~contextwarden._events.CompactionPlan` (positions removed,
+summaries inserted, messages replaced), which the warden appends to the conversation's log.
+Summaries are cached by :func:`~contextwarden.summarizers.base.summary_cache_key` of what they
+replace, and every elided span gets a ``cw:`` reference (:func:`make_ref`) named in its
+summary and listed in :attr:`CompactResult.refs`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Coroutine, Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -132,6 +117,20 @@ class _Summary:
     by: str | None = None  # the name of the summarizer that wrote ``text``
 
 
+@dataclass
+class _Run:
+    """One compaction: its input and tokens, the strategies' context, the must-keep facts, the
+    events so far, and the calls of the configured summarizer left (one per compaction; a
+    strategy that chains several summaries gets the embedded one for the rest)."""
+
+    messages: tuple[Message, ...]
+    tokens: int
+    ctx: StrategyContext
+    keep: Sequence[str]
+    events: list[Event]
+    allowance: int = 1
+
+
 @dataclass(frozen=True)
 class _Step:
     """One applied strategy: the new history, its cost, and what was elided under ``ref``."""
@@ -146,29 +145,24 @@ class _Step:
 
 
 def _carried(
-    origin: Sequence[int | None],
-    current: Sequence[Message],
-    step: _Step,
-    shown: dict[int, Message],
+    current: Sequence[Message], step: _Step, shown: dict[int, Message]
 ) -> list[int | None]:
-    """Where each message of ``step.messages`` comes from in the compaction's input, given
-    where each of ``current`` (what the step rewrote) does, as :func:`assemble` lays it out:
-    the elided messages go, the summary (new) stands where the first of them was, and a
-    rebuild folds its hint into the first system message left (recorded in ``shown``)."""
+    """Where each message of ``step.messages`` comes from in ``current`` (None: new), as
+    :func:`assemble` lays it out: the elided messages go, the summary stands where the first of
+    them was, and a rebuild folds its hint into the first system message left (in ``shown``)."""
     elided = set(step.outcome.elided)
     first = step.outcome.elided[0]
     out: list[int | None] = []
     hinted = not step.outcome.rebuild
-    for i, o in enumerate(origin):
+    for i, m in enumerate(current):
         if i == first:
             out.append(None)
         if i in elided:
             continue
-        if not hinted and current[i].role == "system":
+        if not hinted and m.role == "system":
             hinted = True
-            if o is not None:
-                shown[o] = step.messages[len(out)]
-        out.append(o)
+            shown[i] = step.messages[len(out)]
+        out.append(i)
     return out
 
 
@@ -199,23 +193,17 @@ def _plan_of(
 
 
 class Compactor:
-    """The adaptive compaction engine. See the module docstring for what one call does.
+    """The adaptive compaction engine (see the module docstring).
 
     ``config``: the knobs (default :class:`CompactionConfig`); ``summarizer``: writes summaries
-    (default: the embedded :class:`ExtractiveSummarizer`, no LLM); ``cache``: summaries by
-    request key (default: a new dict; pass a persistent mapping to pay each summary once across
-    processes); ``strategies``: your own strategies by name, beside the built-ins (a name in the
-    config that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary
-    also folds the rebuild hint into the system prompt (the overflow recovery does; an
-    ordinary compaction does not, so the cached system prompt stays as it is).
-
-    One compaction reads the same messages several times (the facts of the whole history for
-    the must-keep check, those of each span for its summary and its check, the task type, the
-    strategies' signals): what it derives from each text is kept for that compaction only, in a
-    :class:`~contextwarden._memo.Memo` of its own (at most :data:`MEMO_ENTRIES` results and
-    :data:`MEMO_BYTES`), passed down through the :class:`StrategyContext` and each
-    :class:`SummaryRequest`. Nothing is kept from one compaction to the next, or shared with
-    another warden's.
+    (default: the embedded :class:`ExtractiveSummarizer`); ``cache``: summaries by request key
+    (default: a new dict; a persistent mapping pays each summary once across processes);
+    ``strategies``: your own strategies by name, beside the built-ins (a name in the config
+    that neither holds raises :class:`ConfigError`). ``hint_system``: the full summary also
+    folds the rebuild hint into the system prompt (the overflow recovery does; an ordinary
+    compaction leaves the cached system prompt as it is). What one compaction reads from the
+    messages is kept for that compaction only, in a :class:`~contextwarden._memo.Memo` of its
+    own (:data:`MEMO_ENTRIES`, :data:`MEMO_BYTES`).
     """
 
     def __init__(
@@ -276,23 +264,13 @@ class Compactor:
         events: list[Event] | None = None,
         summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
-        """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at or under
-        ``budget.trigger`` and not ``force``) or nothing could be done. Events are appended to
-        ``events`` when given; ``summarizer`` replaces the configured one for this call (a
-        proxy's, with the calling client's credentials). Never mutates ``messages``; never raises
-        because of a summarizer."""
-        report = self.run(
-            messages,
-            budget=budget,
-            counter=counter,
-            tools=tools,
-            focus=focus,
-            force=force,
-            summarizer=summarizer,
-        )
-        if events is not None:
-            events.extend(report.events)
-        return report.result
+        """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at
+        or under ``budget.trigger`` and not ``force``) or nothing could be done. Events are
+        appended to ``events`` when given; ``summarizer`` replaces the configured one for this
+        call (a proxy's, with the calling client's credentials). Never mutates ``messages``;
+        never raises because of a summarizer."""
+        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
+        return _reported(_drive(self._answer(plan, sync=True)), events)
 
     async def acompact(
         self,
@@ -307,49 +285,18 @@ class Compactor:
         summarizer: Summarizer | None = None,
     ) -> CompactResult | None:
         """:meth:`compact`, awaiting the summarizer's ``asummarize``."""
-        report = await self.arun(
-            messages,
-            budget=budget,
-            counter=counter,
-            tools=tools,
-            focus=focus,
-            force=force,
-            summarizer=summarizer,
-        )
-        if events is not None:
-            events.extend(report.events)
-        return report.result
-
-    def run(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
-        summarizer: Summarizer | None = None,
-    ) -> CompactionReport:
-        """:meth:`compact` with the whole :class:`CompactionReport`."""
         plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        report: CompactionReport = _drive(self._answer(plan, sync=True))
+        return _reported(await self._answer(plan, sync=False), events)
+
+    def run(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+        """:meth:`compact` (its keywords but ``events``) with the whole
+        :class:`CompactionReport`."""
+        report: CompactionReport = _drive(self._answer(self._plan(messages, **options), sync=True))
         return report
 
-    async def arun(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
-        summarizer: Summarizer | None = None,
-    ) -> CompactionReport:
+    async def arun(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return await self._answer(plan, sync=False)
+        return await self._answer(self._plan(messages, **options), sync=False)
 
     async def _answer(
         self, plan: Generator[_Ask, _Summary, CompactionReport], *, sync: bool
@@ -370,9 +317,9 @@ class Compactor:
         messages: Sequence[Message],
         budget: Budget,
         counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None,
-        focus: str | None,
-        force: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        focus: str | None = None,
+        force: bool = False,
         summarizer: Summarizer | None = None,
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
@@ -381,8 +328,6 @@ class Compactor:
         before = counter.count_messages(original, tools=tools)
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
-
-        tokens = before
         aim = compaction_target(budget)
         memo = Memo(MEMO_ENTRIES, MEMO_BYTES)  # this compaction's (see the class docstring)
         keep = must_keep(original, memo=memo)
@@ -397,50 +342,33 @@ class Compactor:
             task_type=task_type,
             memo=memo,
         )
-        order: list[str] = list(
-            dict.fromkeys(
-                [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
-            )
-        )
-        if LAST_RESORT in order:
-            order.remove(LAST_RESORT)
-        order.append(LAST_RESORT)
-
-        current = original
-        origin: list[int | None] = list(range(len(original)))  # input position, None: new
-        shown: dict[int, Message] = {}  # input position -> the message shown instead
-        # one call of the configured summarizer per compaction; a strategy that chains several
-        # summaries (incremental chunks) gets the embedded one for the rest
-        allowance = [1]
-        steps: list[_Step] = []
-        compacted = 0
+        first = [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
+        order = [*(n for n in dict.fromkeys(first) if n != LAST_RESORT), LAST_RESORT]
+        run = _Run(original, before, ctx, keep, events)
+        step: _Step | None = None
         for name in order:
-            if steps:
-                # one summary per compaction: the first strategy that lands is kept; what is
-                # still over the target is cut by the window, not summarised again
+            # one summary per compaction: the first strategy that lands is kept; what is still
+            # over the target is cut by the window, not summarised again
+            step = yield from self._step(name, run)
+            if step is not None:
                 break
-            step = yield from self._step(name, current, ctx, tokens, tools, events, keep, allowance)
-            if step is None:
-                continue
-            compacted += sum(1 for i in step.outcome.elided if origin[i] is not None)
-            origin = _carried(origin, current, step, shown)
-            current, tokens = step.messages, step.tokens
-            steps.append(step)
-        if not steps:
+        if step is None:
             return CompactionReport(None, tuple(events), task_type)
-        applied = [step.outcome.strategy for step in steps]
-        refs = {step.ref: step.span for step in steps}
-        reset_turns = any(step.outcome.reset_turns for step in steps)
+        shown: dict[int, Message] = {}  # input position -> the message shown instead
+        origin = _carried(original, step, shown)
+        tokens, compacted, applied = step.tokens, len(step.outcome.elided), (step.outcome.strategy,)
+        refs = {step.ref: step.span}
+        reset_turns = step.outcome.reset_turns
         result = CompactResult(
-            new_messages=current,
-            summary=steps[-1].summary,
+            new_messages=step.messages,
+            summary=step.summary,
             original_token_count=before,
             new_token_count=tokens,
             compacted_count=compacted,
-            strategy="+".join(applied),
-            refs=tuple(refs),
-            summarizer="+".join(dict.fromkeys(s.by for s in steps if s.by)) or None,
-            plan=_plan_of(origin, current, shown, len(original)),
+            strategy=step.outcome.strategy,
+            refs=(step.ref,),
+            summarizer=step.by,
+            plan=_plan_of(origin, step.messages, shown, len(original)),
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
         kept = sum(1 for o in origin if o is not None)
@@ -457,7 +385,7 @@ class Compactor:
                 compaction=result,
                 data={
                     "task_type": task_type,
-                    "applied": tuple(applied),
+                    "applied": applied,
                     "refs": tuple(refs),
                     "elided": dict(refs),
                     "reset_turns": reset_turns,
@@ -466,25 +394,14 @@ class Compactor:
                 },
             ),
         )
-        return CompactionReport(
-            result, tuple(events), task_type, tuple(applied), dict(refs), reset_turns
-        )
+        return CompactionReport(result, tuple(events), task_type, applied, refs, reset_turns)
 
-    def _step(
-        self,
-        name: str,
-        current: tuple[Message, ...],
-        ctx: StrategyContext,
-        tokens: int,
-        tools: Sequence[Mapping[str, Any]] | None,
-        events: list[Event],
-        keep: Sequence[str],
-        allowance: list[int],
-    ) -> Generator[_Ask, _Summary, _Step | None]:
+    def _step(self, name: str, run: _Run) -> Generator[_Ask, _Summary, _Step | None]:
         """Run one strategy; the new history and its cost, or None when it did nothing useful.
 
         The last resort gets a second chance: when the configured summarizer's summary is
         rejected there, the extractive one is tried before giving up."""
+        current, ctx, events = run.messages, run.ctx, run.events
         try:
             outcome = self.strategies[name](current, ctx)
         except Exception as exc:  # a user's strategy must not break the agent
@@ -508,12 +425,10 @@ class Compactor:
             summary, by = outcome.summary, None
             if summary is None:
                 chain = self._summarizers(primary, fallback_only)
-                summary, by = yield from self._write(name, outcome, chain, ref, events, allowance)
+                summary, by = yield from self._write(name, outcome, chain, ref, run)
             if summary is None:
                 return None
-            step = self._judge(
-                name, current, ctx, tokens, tools, outcome, (span, ref), summary, events, keep
-            )
+            step = self._judge(name, run, outcome, (span, ref), summary)
             if step is not None:
                 return replace(step, by=by)
             if outcome.summary is not None:
@@ -526,8 +441,7 @@ class Compactor:
         outcome: StrategyOutcome,
         chain: tuple[Summarizer, ...],
         ref: str,
-        events: list[Event],
-        allowance: list[int],
+        run: _Run,
     ) -> Generator[_Ask, _Summary, tuple[str | None, str | None]]:
         """The outcome's summary and who wrote it: its requests in order, each after the first
         updating the previous result (``previous_summary``), each naming ``ref``, under which
@@ -542,21 +456,15 @@ class Compactor:
                 request = replace(request, ref=ref)
             asked = chain
             if chain[0] is not self.fallback:
-                if allowance[0] <= 0:
+                if run.allowance <= 0:
                     asked = (self.fallback,)
                 else:
-                    allowance[0] -= 1
+                    run.allowance -= 1
             answer = yield _Ask(request, asked)
             if answer.failure is not None:
                 used = "used the extractive summary" if answer.text else "no summary written"
-                emit(
-                    events,
-                    Event(
-                        "summarizer_failed",
-                        "compaction",
-                        detail=f"{name}: {answer.failure}; {used}",
-                    ),
-                )
+                detail = f"{name}: {answer.failure}; {used}"
+                emit(run.events, Event("summarizer_failed", "compaction", detail=detail))
             if answer.text is None:
                 return None, None
             previous = answer.text
@@ -567,15 +475,10 @@ class Compactor:
     def _judge(
         self,
         name: str,
-        current: tuple[Message, ...],
-        ctx: StrategyContext,
-        tokens: int,
-        tools: Sequence[Mapping[str, Any]] | None,
+        run: _Run,
         outcome: StrategyOutcome,
         elided: tuple[tuple[Message, ...], str],
         summary: str,
-        events: list[Event],
-        keep: Sequence[str],
     ) -> _Step | None:
         """The new history when ``summary`` passes the checks; else None and an event.
         ``elided``: the messages the summary replaces and their reference.
@@ -584,6 +487,7 @@ class Compactor:
         :func:`must_keep` of the whole input against the whole new history (a fact an earlier
         summary carried must survive the next summary too)."""
         span, ref = elided
+        current, ctx, tokens, keep = run.messages, run.ctx, run.tokens, run.keep
         if outcome.rebuild and not self.hint_system:
             outcome = replace(outcome, rebuild=False)
         new = assemble(current, outcome, summary, ref)
@@ -598,12 +502,12 @@ class Compactor:
         if keep:
             flat = flatten(new)
             problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in flat)
-        new_tokens = ctx.counter.count_messages(new, tools=tools)
+        new_tokens = ctx.counter.count_messages(new, tools=ctx.tools)
         if new_tokens >= tokens:
             problems.append(f"the history does not shrink ({tokens} -> {new_tokens} tokens)")
         if problems:
             emit(
-                events,
+                run.events,
                 Event(
                     "summary_rejected",
                     "compaction",
@@ -617,18 +521,6 @@ class Compactor:
         return _Step(new, new_tokens, outcome, summary, ref, span)
 
     # -- summarizing, sync and async, cached, with fallback ------------------------------------
-    def _cached(self, key: str) -> str | None:
-        try:
-            return self.cache.get(key)
-        except Exception:  # a persistent cache that fails is a miss, not an outage
-            return None
-
-    def _store(self, key: str, text: str) -> None:
-        try:
-            self.cache[key] = text
-        except Exception:
-            pass
-
     @staticmethod
     def _garbage(text: object, request: SummaryRequest) -> str | None:
         """Why ``text`` is not a summary at all (None when it is one)."""
@@ -655,7 +547,9 @@ class Compactor:
         failure: str | None = None
         for summarizer in ask.summarizers:
             key = summary_cache_key(ask.request, summarizer)
-            hit = self._cached(key)
+            hit = None
+            with contextlib.suppress(Exception):  # a cache that fails is a miss, not an outage
+                hit = self.cache.get(key)
             if hit is not None:
                 return _Summary(hit, failure, summarizer.name)
             try:
@@ -667,10 +561,17 @@ class Compactor:
             except Exception as exc:  # never let a summarizer break the agent
                 problem = f"raised {type(exc).__name__}: {exc}"
             if problem is None and isinstance(text, str):
-                self._store(key, text)
+                with contextlib.suppress(Exception):
+                    self.cache[key] = text
                 return _Summary(text, failure, summarizer.name)
             failure = failure or f"{summarizer.name} {problem}"
         return _Summary(None, failure)
+
+
+def _reported(report: CompactionReport, events: list[Event] | None) -> CompactResult | None:
+    if events is not None:
+        events.extend(report.events)
+    return report.result
 
 
 def _drive(step: Coroutine[Any, Any, Any]) -> Any:

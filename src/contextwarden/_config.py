@@ -57,7 +57,7 @@ def _default_fallback_order() -> list[StrategyName]:
 class CompactionConfig(BaseModel):
     """Lossy compaction when the lossless layers are not enough."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(
         True, description="Compact with summaries when over the trigger. Default: true."
@@ -121,7 +121,7 @@ def _defaults(cls: type[M]) -> Callable[[], M]:
 class WardenConfig(BaseModel):
     """Everything the warden does, and how much. Validated once, at construction."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     model: str | None = Field(
         None, description="Model name; picks the window and tokenizer. Default: none."
@@ -254,12 +254,8 @@ class _Leaf:
 def _model_field(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     """The sub-model class behind ``model.name`` (None when the field is not a sub-model)."""
     info = model.model_fields.get(name)
-    if info is None:
-        return None
-    ann = info.annotation
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    return None
+    ann = info.annotation if info is not None else None
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
 def _model_at(path: Path_) -> type[BaseModel] | None:
@@ -316,15 +312,15 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
     if "agent" in data:  # seed 004 nests its block under ``agent:`` in the host's config.yaml
         agent = data["agent"]
         if not isinstance(agent, Mapping):
-            label = at(("agent",))
-            problems.append(f"{label}: expected a mapping with contextGuard, got {agent!r}")
-        else:
-            for key, value in agent.items():
-                if key == "contextGuard":
-                    blocks.append((("agent", "contextGuard"), value))
-                else:
-                    label = at(("agent", str(key)))
-                    problems.append(f"{label}: unknown key (only agent.contextGuard is read)")
+            problems.append(
+                f"{at(('agent',))}: expected a mapping with contextGuard, got {agent!r}"
+            )
+        for key, value in agent.items() if isinstance(agent, Mapping) else ():
+            if key == "contextGuard":
+                blocks.append((("agent", "contextGuard"), value))
+            else:
+                label = at(("agent", str(key)))
+                problems.append(f"{label}: unknown key (only agent.contextGuard is read)")
     for where, block in blocks:
         table = SEED_KEYS[where[-1]]
         if not isinstance(block, Mapping):

@@ -1,10 +1,6 @@
 """What the warden did, as values: one :class:`Event` per truncation, mask, strip, drop or
-compaction, and :class:`CompactResult` for a compaction with its
-:class:`CompactionPlan`: what it did to the messages it was given, by position.
-
-Every event is also logged at warning level through the ``contextwarden`` stdlib logger by the
-code that emits it (see :func:`emit`).
-"""
+compaction (each also logged at warning level on the ``contextwarden`` logger by :func:`emit`),
+and :class:`CompactResult` with its :class:`CompactionPlan`, by position."""
 
 from __future__ import annotations
 
@@ -44,13 +40,10 @@ EventKind = Literal[
 
 @dataclass(frozen=True)
 class CompactionPlan:
-    """What a compaction does to the ``n`` messages it was given, by position: ``removed``
-    (sorted positions that leave), ``inserted`` (``(p, message)``: the message stands just
-    before input position ``p``, ``n`` for the end; in order), ``replaced`` (``(p, message)``:
-    shown instead of input message ``p``, e.g. a system prompt with a hint folded in).
-
-    The compaction engine writes it as it works; a conversation appends it to its log as it is.
-    """
+    """What a compaction does to the ``n`` messages it was given, by position: ``removed`` (sorted
+    positions that leave), ``inserted`` (``(p, message)`` stands just before input ``p``, ``n`` for
+    the end, in order), ``replaced`` (``(p, message)`` shown instead of input ``p``, e.g. a system
+    prompt with a hint folded in). A conversation appends it to its log as it is."""
 
     removed: tuple[int, ...] = ()
     inserted: tuple[tuple[int, Message], ...] = ()

@@ -1,23 +1,10 @@
 """A conversation's working context: the agent's history plus an append-only log of edits.
 
-The agent owns its history and never sees it changed. What the warden decided for a
-conversation is written down as :class:`Edit` records, and the request sent is a pure,
-deterministic function of the two (:func:`apply`). Nothing is rediscovered: the next call
-appends its new messages to the view and the log says what was already done.
-
-An edit reaches history messages by their *position* in the conversation's history, which is
-stable because a history that does not extend the one the log was built on starts a new log
-(:class:`~contextwarden._warden.Warden` checks this on every call).
-
-One type per kind, each holding what that kind needs and saying what it does to the view:
-:class:`Mask`, :class:`StripThinking`, :class:`Compaction`, :class:`WindowCut` and
-:class:`Repair` (made as a message enters; fixes that keep a message in place, such as ids made
-unique or an empty user message's placeholder, are made on entry like the cut of a huge tool
-output). :data:`Edit` is their union.
-
-(pi writes a compaction as a session entry naming its first kept entry; OpenHands appends a
-condensation event and derives its view from the event log. This is the same idea.)
-"""
+The agent's history is never changed; what the warden decided is written down as :class:`Edit`
+records (:class:`Mask`, :class:`StripThinking`, :class:`Compaction`, :class:`WindowCut`,
+:class:`Repair`), which reach messages by their history position (a history that does not
+extend the log's starts a new log), and the request is a pure function of the two
+(:func:`apply`). pi's compaction entries and OpenHands' condensation events are the same idea."""
 
 from __future__ import annotations
 
@@ -149,6 +136,26 @@ _TYPES: Mapping[str, type[Edit]] = {
 }
 
 
+def _placed(raw: Any) -> Placed:
+    return tuple((int(a), message_from_dict(m)) for a, m in raw)
+
+
+def _same(raw: Any) -> Any:
+    return raw
+
+
+#: How each field of a stored edit is read back (the others are taken as they are).
+_READ: Mapping[str, Callable[[Any], Any]] = {
+    "inserted": _placed,
+    "replaced": _placed,
+    "removed": lambda raw: tuple((int(a), int(b)) for a, b in raw),
+    "superseded": lambda raw: tuple((int(p), str(r), str(by)) for p, r, by in raw),
+    "keep": lambda raw: tuple(str(k) for k in raw),
+    "dropped": lambda raw: tuple(int(n) for n in raw),
+    **dict.fromkeys(("upto", "call", "tokens_before", "tokens_after"), int),
+}
+
+
 def edit_from_dict(data: Mapping[str, Any]) -> Edit:
     """The edit ``as_dict`` wrote; :class:`FormatError` naming the field when not."""
     try:
@@ -156,25 +163,9 @@ def edit_from_dict(data: Mapping[str, Any]) -> Edit:
         cls = _TYPES.get(kind)
         if cls is None:
             raise FormatError(f"edit kind must be one of {tuple(_TYPES)}, got {kind!r}")
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in data:
-                continue
-            raw = data[f.name]
-            if f.name in ("inserted", "replaced"):
-                values[f.name] = tuple((int(a), message_from_dict(m)) for a, m in raw)
-            elif f.name == "removed":
-                values[f.name] = tuple((int(a), int(b)) for a, b in raw)
-            elif f.name == "superseded":
-                values[f.name] = tuple((int(p), str(r), str(by)) for p, r, by in raw)
-            elif f.name == "keep":
-                values[f.name] = tuple(str(k) for k in raw)
-            elif f.name == "dropped":
-                values[f.name] = tuple(int(n) for n in raw)
-            elif f.name in ("upto", "call", "tokens_before", "tokens_after"):
-                values[f.name] = int(raw)
-            else:
-                values[f.name] = raw
+        values = {
+            f.name: _READ.get(f.name, _same)(data[f.name]) for f in fields(cls) if f.name in data
+        }
         return cls(**values)
     except FormatError:
         raise

@@ -43,16 +43,7 @@ def _chars(key: Any) -> int:
 class Memo:
     """Results of pure functions by ``(function, argument)``; see the module docstring."""
 
-    __slots__ = (
-        "_data",
-        "_lock",
-        "bytes",
-        "hits",
-        "max_bytes",
-        "max_entries",
-        "min_chars",
-        "misses",
-    )
+    __slots__ = ("_data", "_lock", "bytes", "max_bytes", "max_entries", "min_chars")
 
     def __init__(
         self, max_entries: int = 8192, max_bytes: int = 8 << 20, min_chars: int = 48
@@ -65,11 +56,6 @@ class Memo:
         self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self.bytes = 0
-        self.hits = 0
-        self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
 
     def __call__(
         self,
@@ -95,14 +81,12 @@ class Memo:
         return value
 
     def _lookup(self, key: Hashable) -> tuple[Any] | tuple[()]:
-        """``(value,)`` remembered under ``key`` (now the most recent), else ``()``; counted."""
+        """``(value,)`` remembered under ``key`` (now the most recent), else ``()``."""
         with self._lock:
             hit = self._data.get(key)
             if hit is None:
-                self.misses += 1
                 return ()
             self._data.move_to_end(key)
-            self.hits += 1
             return (hit[0],)
 
     def keep(self, key: Hashable, compute: Callable[[], _T], size: Callable[[_T], int]) -> _T:
@@ -128,8 +112,3 @@ class Memo:
             while len(self._data) > self.max_entries or self.bytes > self.max_bytes:
                 _, (_, gone) = self._data.popitem(last=False)
                 self.bytes -= gone
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self.bytes = 0

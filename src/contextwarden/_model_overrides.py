@@ -1,10 +1,6 @@
 """The config's ``models:`` section: :class:`ModelOverride` (one entry) and
-:func:`apply_model_overrides` (the registry entries the section describes).
-
-Apart from :mod:`contextwarden._models` because it is a pydantic model: the registry's lookups
-(and :func:`~contextwarden.count_tokens`, which asks the registry for a model's tokenizer) do not
-pay for importing pydantic.
-"""
+:func:`apply_model_overrides` (the registry entries it describes); apart from :mod:`._models`
+so that the registry's lookups do not pay for importing pydantic."""
 
 from __future__ import annotations
 
@@ -33,7 +29,7 @@ class ModelOverride(BaseModel):
     registry knows (its name, or a name that resolves to it), or every figure of a new one
     (then ``context_window`` is required). Unset fields keep the registry's value."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: Provider | None = Field(
         None, description="Who serves the model. Default: the registry's, else other."
@@ -90,17 +86,12 @@ def apply_model_overrides(
     config: Mapping[str, ModelOverride | Mapping[str, Any]] | Any,
     base: Mapping[str, ModelInfo] | None = None,
 ) -> dict[str, ModelInfo]:
-    """The registry entries a config's ``models:`` section describes, keyed by normalised name:
-    each entry is the registry's model (``base``'s first, when given: a
-    :class:`~contextwarden.ModelRegistry`) with the given fields replaced, or a new model. Pass
-    the result to :func:`~contextwarden.model_info` / :func:`~contextwarden.context_window` as
-    ``overrides``, or build a registry with :func:`registry_for`; nothing is changed anywhere.
-
-    ``config`` is the ``models`` mapping (or a configuration holding it, such as a
-    :class:`~contextwarden.WardenConfig`). Raises
-    :class:`ConfigError` naming ``models.<name>.<field>`` for a bad value, or for a new model
-    given without ``context_window``.
-    """
+    """The registry entries a ``models:`` section describes (``config``: the mapping, or a
+    configuration holding it), keyed by normalised name: each the registry's model (``base``'s
+    first) with the given fields replaced, or a new model. Pass the result as ``overrides`` to
+    :func:`~contextwarden.model_info` / :func:`~contextwarden.context_window`, or build a registry
+    with :func:`registry_for`. Raises :class:`ConfigError` naming ``models.<name>.<field>`` for a
+    bad value or a new model without ``context_window``."""
     models = getattr(config, "models", config)
     if not isinstance(models, Mapping):
         raise ConfigError(f"models: expected a mapping of model name to settings, got {models!r}")

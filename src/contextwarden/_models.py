@@ -1,51 +1,21 @@
 """Model registry: context window, output limit, tokenizer, list and cache prices per model.
 
-A :class:`ModelRegistry` is the registry a warden (a replay, the proxy) holds: the embedded
-tables below plus the models added to it, with :meth:`ModelRegistry.register` or from a config's
-``models:`` section (:func:`~contextwarden._model_overrides.registry_for`). Nothing here is
-changed by anyone after import: two wardens with different models do not see each other's.
+A :class:`ModelRegistry` is what one warden (a replay, the proxy) holds: the embedded tables
+plus the models added to it (:meth:`ModelRegistry.register`, a config's ``models:`` section).
+Nothing here changes after import. Lookup (:func:`find_model`) tries the added models (or an
+``overrides`` table), the built-in table, the price snapshot's catalog (exactly or without a
+date suffix), then the longest known name that prefixes the query followed by ``-``, ``:``,
+``@`` or ``_`` (``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``; ``gpt-4.5-preview``
+is not ``gpt-4``). Names are lower-cased and stripped of provider routing (``openai/``,
+``anthropic.``, ``us.meta.``); Claude's dotted versions are dashed. :func:`assume_model` never
+fails: an unknown model is taken to be like its family, else an unpriced model, and it says
+what it assumed.
 
-Lookup (:meth:`ModelRegistry.find`, :func:`model_info`) tries, in order:
-
-1. the models added to the registry (or the ``overrides`` table passed to :func:`model_info`,
-   such as one :func:`~contextwarden.apply_model_overrides` built); they override built-ins;
-2. the built-in table, by exact name, then the snapshot's *catalog*: every other model the
-   maintained source (``genai-prices``) lists for the first-party providers, with its prices
-   and, where the source gives one, its window (``gpt-5.4``, ``claude-opus-4-8``,
-   ``glm-5.2``), exactly or without a date suffix;
-3. the longest registered name that is a prefix of the query, followed by ``-``, ``:``, ``@``
-   or ``_`` (so dated snapshots resolve: ``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``,
-   ``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``). A ``.`` does not count as a separator, so
-   ``gpt-4.5-preview`` is *not* mistaken for ``gpt-4``.
-
-:func:`assume_model` goes further and never fails, for a replay or a bill of a recording: a
-model none of the above knows is taken to be like its family (``gpt-5.9`` -> ``gpt-5``,
-``claude-opus-4-9`` -> the newest ``claude-opus-4`` known, ``glm-5.9`` -> ``glm-5``), else an
-unpriced model with the recording's window; it says what it assumed. The tables are read when
-this module is imported (about 2 ms), which ``import contextwarden`` alone does not do.
-
-Before matching, the name is lower-cased and provider routing is stripped: everything up to
-the last ``/`` (``openai/gpt-4o``, ``openrouter/anthropic/claude-3.5-sonnet``,
-``models/gemini-2.5-pro``) and Bedrock-style ``anthropic.`` / ``us.meta.`` prefixes. Claude
-names written with dots (``claude-3.5-sonnet``, ``claude-sonnet-4.5``) are normalised to
-Anthropic's dashed ids.
-
-Where the figures come from (``docs/prices.md`` has the whole story):
-
-- **Prices** (input, output, cache read, cache writes) come from a dated snapshot of pydantic's
-  ``genai-prices`` package, ``data/prices.json``, written by ``scripts/refresh_prices.py``.
-  Each model's :attr:`ModelInfo.source` and :attr:`ModelInfo.as_of` say which entry and when.
-  Prices are US dollars per million tokens at the standard rate (not batch); tiered models list
-  their lowest-context tier; where a provider discounts off-peak hours, the peak rate is kept.
-- **Cache behaviour** (caching mode, TTL, minimum cacheable prefix, whether writes cost extra)
-  comes from the providers' prompt-caching pages, in :data:`_CACHE_RULES` below.
-- **Windows and output limits** are the providers' defaults (Claude Sonnet 4/4.5 offer 1M
-  tokens behind a beta flag: pass ``window=1_000_000`` to use it). A window is the most a
-  request may hold: OpenAI's 400k-token GPT-5 models keep 128k of it for the output and refuse
-  more than 272k of input ("Input tokens exceed the configured limit of 272,000 tokens"), so
-  their window here is :data:`GPT5_INPUT_WINDOW` (the catalog's 400k OpenAI models too). Open-weight models (Qwen,
-  Llama) have no single list price (hosts differ), so their prices are ``None`` and their
-  caching ``"none"``; their ``max_output_tokens`` is a typical host limit.
+Prices come from a dated snapshot of ``genai-prices`` (``data/prices.json``, written by
+``scripts/refresh_prices.py``), cache behaviour from the providers' prompt-caching pages
+(:data:`_CACHE_RULES`), windows from the providers' defaults; ``docs/prices.md`` tells the
+whole story. OpenAI's 400k GPT-5 models refuse more than 272k of input: their window here is
+:data:`GPT5_INPUT_WINDOW`. Open-weight models have no single list price (``None``).
 """
 
 from __future__ import annotations
@@ -56,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._exceptions import ConfigError, UnknownModelError
 
@@ -77,18 +47,9 @@ Encoding = Literal["o200k_base", "cl100k_base"]
 Provider = Literal["openai", "anthropic", "google", "deepseek", "qwen", "meta", "mistral", "other"]
 Caching = Literal["automatic", "breakpoints", "none"]
 
-_ENCODINGS: tuple[str, ...] = ("o200k_base", "cl100k_base")
-_PROVIDERS: tuple[str, ...] = (
-    "openai",
-    "anthropic",
-    "google",
-    "deepseek",
-    "qwen",
-    "meta",
-    "mistral",
-    "other",
-)
-_CACHING: tuple[str, ...] = ("automatic", "breakpoints", "none")
+_ENCODINGS: tuple[str, ...] = get_args(Encoding)
+_PROVIDERS: tuple[str, ...] = get_args(Provider)
+_CACHING: tuple[str, ...] = get_args(Caching)
 _PRICE_FIELDS: tuple[str, ...] = (
     "input_price_per_mtok",
     "output_price_per_mtok",
@@ -102,21 +63,14 @@ _PRICE_FIELDS: tuple[str, ...] = (
 class ModelInfo:
     """What contextwarden knows about one model.
 
-    ``encoding`` is the BPE used to count its tokens: exact for OpenAI models, an
-    approximation for everyone else (see ``docs/token-counting.md``). Prices are USD per
-    million tokens, ``None`` when unknown or when there is no single list price:
-
-    - ``cache_read_price_per_mtok``: a prompt token served from the provider's prefix cache;
-    - ``cache_write_price_per_mtok``: a prompt token written to the cache (Anthropic's
-      5-minute write, 1.25x input; equal to the input price where writes cost nothing extra);
-    - ``cache_write_1h_price_per_mtok``: Anthropic's 1-hour write (2x input), else ``None``.
-
-    ``caching`` says how a prefix gets cached: ``"automatic"`` (every request, OpenAI,
-    DeepSeek, Gemini 2.5+), ``"breakpoints"`` (only up to a ``cache_control`` mark, Anthropic)
-    or ``"none"`` (never; every prompt token is billed at the input price).
-    ``cache_ttl_s`` is how long an unused cached prefix lives (``None`` without caching);
-    ``min_cacheable_tokens`` the shortest prefix the provider caches (0: no minimum known).
-    ``source`` and ``as_of`` say where the figures come from and their date.
+    ``encoding``: the BPE its tokens are counted with (exact for OpenAI models, an approximation
+    for the others: ``docs/token-counting.md``). Prices: USD per million tokens, ``None`` when
+    unknown; cache reads, cache writes (Anthropic's 5-minute write, 1.25x input; the input
+    price where writes cost nothing extra) and Anthropic's 1-hour write (2x input).
+    ``caching``: ``"automatic"`` (every request), ``"breakpoints"`` (up to a ``cache_control``
+    mark) or ``"none"``. ``cache_ttl_s``: how long an unused prefix lives (``None`` without
+    caching); ``min_cacheable_tokens``: the shortest prefix cached (0: none known). ``source``
+    and ``as_of``: where the figures come from and their date.
     """
 
     name: str
@@ -139,49 +93,20 @@ class ModelInfo:
         where = f"ModelInfo({self.name!r})"
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigError(f"ModelInfo.name must be a non-empty string, got {self.name!r}")
-        if self.provider not in _PROVIDERS:
-            raise ConfigError(
-                f"{where}.provider must be one of {_PROVIDERS}, got {self.provider!r}"
-            )
-        if (
-            isinstance(self.context_window, bool)
-            or not isinstance(self.context_window, int)
-            or self.context_window <= 0
+        for f, ok, want in (
+            ("provider", self.provider in _PROVIDERS, f"one of {_PROVIDERS}"),
+            ("context_window", _whole(self.context_window, 1), "a positive int"),
+            ("max_output_tokens", _whole(self.max_output_tokens, 0), "an int >= 0"),
+            ("encoding", self.encoding in _ENCODINGS, f"one of {_ENCODINGS}"),
+            *((f, _number(getattr(self, f)), "a number >= 0 or None") for f in _PRICE_FIELDS),
+            ("cache_ttl_s", _number(self.cache_ttl_s, above=0), "a number > 0 or None"),
+            ("min_cacheable_tokens", _whole(self.min_cacheable_tokens, 0), "an int >= 0"),
+            ("caching", self.caching in _CACHING, f"one of {_CACHING}"),
+            ("source", isinstance(self.source, str), "a string"),
+            ("as_of", isinstance(self.as_of, str), "a string"),
         ):
-            raise ConfigError(
-                f"{where}.context_window must be a positive int, got {self.context_window!r}"
-            )
-        if (
-            isinstance(self.max_output_tokens, bool)
-            or not isinstance(self.max_output_tokens, int)
-            or self.max_output_tokens < 0
-        ):
-            raise ConfigError(
-                f"{where}.max_output_tokens must be an int >= 0, got {self.max_output_tokens!r}"
-            )
-        if self.encoding not in _ENCODINGS:
-            raise ConfigError(
-                f"{where}.encoding must be one of {_ENCODINGS}, got {self.encoding!r}"
-            )
-        for field in _PRICE_FIELDS:
-            price = getattr(self, field)
-            if price is not None and (
-                isinstance(price, bool) or not isinstance(price, int | float) or price < 0
-            ):
-                raise ConfigError(f"{where}.{field} must be a number >= 0 or None, got {price!r}")
-        ttl = self.cache_ttl_s
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
-        ):
-            raise ConfigError(f"{where}.cache_ttl_s must be a number > 0 or None, got {ttl!r}")
-        minimum = self.min_cacheable_tokens
-        if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0:
-            raise ConfigError(f"{where}.min_cacheable_tokens must be an int >= 0, got {minimum!r}")
-        if self.caching not in _CACHING:
-            raise ConfigError(f"{where}.caching must be one of {_CACHING}, got {self.caching!r}")
-        for field in ("source", "as_of"):
-            if not isinstance(getattr(self, field), str):
-                raise ConfigError(f"{where}.{field} must be a string, got {getattr(self, field)!r}")
+            if not ok:
+                raise ConfigError(f"{where}.{f} must be {want}, got {getattr(self, f)!r}")
 
     def cost(self, input_tokens: int, output_tokens: int = 0) -> float | None:
         """List-price cost in USD of a call, or ``None`` when a price it needs is unknown (the
@@ -220,14 +145,10 @@ class ModelInfo:
         A model without caching bills cached and written tokens at the input price (nothing
         is cached). ``None`` when a price with a non-zero count is unknown.
         """
-        counts = {
-            "cached_tokens": cached_tokens,
-            "written_tokens": written_tokens,
-            "uncached_tokens": uncached_tokens,
-            "output_tokens": output_tokens,
-        }
-        for label, count in counts.items():
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        counts = (cached_tokens, written_tokens, uncached_tokens, output_tokens)
+        names = ("cached_tokens", "written_tokens", "uncached_tokens", "output_tokens")
+        for label, count in zip(names, counts, strict=True):
+            if not _whole(count, 0):
                 raise ValueError(f"cached_cost(): {label} must be an int >= 0, got {count!r}")
         read, write = self.cache_read_price_per_mtok, self.cache_write_price_per_mtok
         if self.caching == "none":
@@ -246,6 +167,19 @@ class ModelInfo:
         return total / 1_000_000
 
 
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _number(value: object, *, above: float | None = None) -> bool:
+    """None, or a number >= 0 (> ``above`` when given)."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value > above if above is not None else value >= 0
+
+
 def _ratio(price: float | None, base: float | None) -> float | None:
     if price is None or not base:
         return None
@@ -253,32 +187,11 @@ def _ratio(price: float | None, base: float | None) -> float | None:
     return round(price / base, 9)
 
 
-# --------------------------------------------------------------------------------------------
-# Cache behaviour per provider, from the providers' prompt-caching pages (checked 2026-11-24;
-# the same pages are cited in docs/prices.md):
-#   OpenAI     https://developers.openai.com/api/docs/guides/prompt-caching : automatic for
-#              prompts of 1024 tokens or more, no fee for writes; in-memory retention clears a
-#              prefix after "5 to 10 minutes of inactivity", always within an hour. We take
-#              the 5 minutes: a shorter TTL errs towards a cold cache (a bill estimate that is
-#              too high, never too low).
-#   Anthropic  https://platform.claude.com/docs/en/build-with-claude/prompt-caching : only up
-#              to a cache_control breakpoint; 5-minute lifetime refreshed on every hit (1 hour
-#              on request, at the 1-hour write price); minimum 1024 tokens, 2048 for Haiku 3 and
-#              3.5, 4096 for Opus 4.5, Opus 4.6 and Haiku 4.5.
-#   Google     https://ai.google.dev/gemini-api/docs/caching : implicit caching on by default
-#              for Gemini 2.5 and newer (older models cache only through the explicit
-#              cachedContents API, which a plain request does not use); minimum 2048 tokens for
-#              2.5 Flash and Pro, 4096 for Gemini 3 Pro; no write fee. The implicit cache's
-#              lifetime is not published: 5 minutes assumed, as for OpenAI.
-#   DeepSeek   https://api-docs.deepseek.com/guides/kv_cache : on-disk prefix cache, on by
-#              default, no write fee; 64-token storage units; an unused prefix is cleared
-#              "within a few hours to a few days": 1 hour taken, the cautious side.
-#   Mistral    https://docs.mistral.ai/studio-api/conversations/advanced/prompt-caching :
-#              prefix caching (helped by prompt_cache_key), reads at 10% of input, no write
-#              fee; neither lifetime nor minimum published: 5 minutes and 0 assumed.
-# A model whose snapshot entry has no cache-read price has no prompt caching (gpt-4-turbo,
-# gpt-5-pro, mistral-large...): caching "none", reads and writes at the input price.
-# --------------------------------------------------------------------------------------------
+# Cache behaviour per provider, from the providers' prompt-caching pages (the ``url`` of each
+# rule; checked 2026-11-24, tabled in docs/prices.md). Where a lifetime is a range or is not
+# published, the short end is taken: it errs towards a cold cache (a bill estimate too high,
+# never too low); DeepSeek clears "within a few hours to a few days": 1 hour. A model whose
+# snapshot entry has no cache-read price has no caching: reads and writes at the input price.
 
 
 @dataclass(frozen=True)
@@ -289,29 +202,15 @@ class _CacheRules:
     url: str
 
 
+# fmt: off
 _CACHE_RULES: dict[str, _CacheRules] = {
-    "openai": _CacheRules(
-        "automatic", 300.0, 1024, "https://developers.openai.com/api/docs/guides/prompt-caching"
-    ),
-    "anthropic": _CacheRules(
-        "breakpoints",
-        300.0,
-        1024,
-        "https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
-    ),
-    "google": _CacheRules(
-        "automatic", 300.0, 2048, "https://ai.google.dev/gemini-api/docs/caching"
-    ),
-    "deepseek": _CacheRules(
-        "automatic", 3600.0, 64, "https://api-docs.deepseek.com/guides/kv_cache"
-    ),
-    "mistral": _CacheRules(
-        "automatic",
-        300.0,
-        0,
-        "https://docs.mistral.ai/studio-api/conversations/advanced/prompt-caching",
-    ),
+    "openai": _CacheRules("automatic", 300.0, 1024, "https://developers.openai.com/api/docs/guides/prompt-caching"),  # noqa: E501
+    "anthropic": _CacheRules("breakpoints", 300.0, 1024, "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"),  # noqa: E501
+    "google": _CacheRules("automatic", 300.0, 2048, "https://ai.google.dev/gemini-api/docs/caching"),  # noqa: E501
+    "deepseek": _CacheRules("automatic", 3600.0, 64, "https://api-docs.deepseek.com/guides/kv_cache"),  # noqa: E501
+    "mistral": _CacheRules("automatic", 300.0, 0, "https://docs.mistral.ai/studio-api/conversations/advanced/prompt-caching"),  # noqa: E501
 }
+# fmt: on
 
 # Models whose minimum cacheable prefix differs from their provider's (pages above).
 _MIN_CACHEABLE: dict[str, int] = {
@@ -681,21 +580,12 @@ def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo 
 
 #: Servers that run a model on the user's own machine (the routing prefix litellm and aider
 #: write, or the server's own name): no per-token price, so a bill of 0.
-_LOCAL_SERVERS = frozenset(
-    {
-        "lm_studio",
-        "lmstudio",
-        "ollama",
-        "ollama_chat",
-        "llamacpp",
-        "llama.cpp",
-        "llama_cpp",
-        "llamafile",
-        "vllm",
-        "hosted_vllm",
-        "local",
-    }
-)
+# fmt: off
+_LOCAL_SERVERS = frozenset({
+    "lm_studio", "lmstudio", "ollama", "ollama_chat", "llamacpp", "llama.cpp", "llama_cpp",
+    "llamafile", "vllm", "hosted_vllm", "local",
+})
+# fmt: on
 _CLAUDE_VERSION_FIRST = re.compile(r"^claude-(\d+(?:-\d+)?)-(opus|sonnet|haiku)(-\d{8})?$")
 _LETTER_DIGIT = re.compile(r"(?<=[a-z])(?=\d)")
 
@@ -733,20 +623,12 @@ def assume_model(
     window: int | None = None,
     overrides: Mapping[str, ModelInfo] | None = None,
 ) -> tuple[ModelInfo, str | None]:
-    """The :class:`ModelInfo` to count, replay or bill ``model`` with, and what was assumed
-    (``None`` when nothing was): never raises for an unknown model. The one rule every command
-    follows:
-
-    - a model the registry knows is itself; another spelling of one (``gpt4``,
-      ``claude_4_5_opus``) is that model;
-    - else its family stands in (``gpt-5.9`` -> ``gpt-5``, see :func:`_family`);
-    - else an unknown model: o200k tokens, the given window or 128,000 tokens, no price (so no
-      bill), each assumption stated;
-    - a model served locally (``lm_studio/``, ``ollama/``, ``llama.cpp/``, ``vllm/``...) is
-      priced at 0: the user pays no provider per token.
-
-    ``window`` (the window a recording states, or the user's) replaces the registry's figure.
-    """
+    """The :class:`ModelInfo` to count, replay or bill ``model`` with, and what was assumed (``None``
+    when nothing was); never raises. A known model is itself, another spelling of one (``gpt4``,
+    ``claude_4_5_opus``) that model; else its family stands in (``gpt-5.9`` -> ``gpt-5``); else an
+    unknown model (o200k tokens, ``window`` or 128,000 tokens, no price, so no bill). A model
+    served locally (``lm_studio/``, ``ollama/``, ``vllm/``...) is priced at 0. ``window`` (the
+    recording's or the user's) replaces the registry's figure."""
     info = find_model(model, overrides) if model else None
     notes: list[str] = []
     if info is None and model:
@@ -902,10 +784,6 @@ class ModelRegistry(Mapping[str, ModelInfo]):
     def context_window(self, model: str | None, override: int | None = None) -> int:
         """:func:`context_window` in this registry."""
         return context_window(model, override, self._added)
-
-    def assume(self, model: str | None, window: int | None = None) -> tuple[ModelInfo, str | None]:
-        """:func:`assume_model` in this registry."""
-        return assume_model(model, window, self._added)
 
     def known(self) -> list[str]:
         """Every model name this registry resolves exactly (built-in and added), sorted."""

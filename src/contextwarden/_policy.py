@@ -73,7 +73,7 @@ WAIT_MARGIN = 0.1
 class PolicyConfig(BaseModel):
     """The cost model's parameters; see :mod:`contextwarden._policy` and ``docs/policy.md``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     mode: Literal["cache_aware", "immediate"] = Field(
         "cache_aware",

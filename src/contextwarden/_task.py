@@ -126,7 +126,7 @@ def _compile(extra: Sequence[str | re.Pattern[str]]) -> tuple[re.Pattern[str], .
 class TaskConfig(BaseModel):
     """How the user's task is told from what a client injects into user messages."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     injected_patterns: tuple[str, ...] = Field(
         (),
@@ -154,8 +154,7 @@ class TaskFinder:
     """:func:`task_index` and :func:`task_text` under one configuration (compiled once)."""
 
     def __init__(self, config: TaskConfig | None = None) -> None:
-        cfg = config if config is not None else TaskConfig()
-        self._extra = _compile(cfg.injected_patterns)
+        self._extra = _compile(config.injected_patterns) if config is not None else ()
 
     def text(self, message: Message) -> str:
         """What the user wrote in ``message``: its text without injected blocks ("" when the

@@ -25,7 +25,6 @@ prompt cache reads it. A warm call (no new edit) costs about the new messages.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -37,6 +36,7 @@ from ._hooks import takes_keyword
 from ._log import conversation_key
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
+from .context.cuts import window_cut
 from .context.guard import final_guard, run_layers
 from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
@@ -241,6 +241,8 @@ class Warden:
         conv, call = self._begin(
             messages, model, window, system, tools, conversation, focus, summarizer, max_tokens
         )
+        import asyncio  # loaded already: the caller's event loop runs (importing it costs 20 ms)
+
         lock = conv.lock
         # a thread waits for the lock, not the event loop (another coroutine may hold it)
         await asyncio.to_thread(lock.acquire)
@@ -326,7 +328,7 @@ class Warden:
         if (due.compact or force) and call.ctx.budget is not None:
             if hook is not None and allow and self.config.compaction.enabled:
                 return conv, call, due.deferred, hook
-            conv.window_cut(call)
+            window_cut(conv, call)
         return conv, call, due.deferred, None
 
     def _finish(

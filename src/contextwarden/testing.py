@@ -1,11 +1,7 @@
-"""Test doubles for code that uses contextwarden (public API, like httpx's ``MockTransport``).
-
-- :class:`FakeSummarizer`: a :class:`~contextwarden.summarizers.Summarizer` with scripted,
-  deterministic output or failures, recording every request.
-- :class:`FixedCounter`: a :class:`~contextwarden.TokenCounter` with exact, predictable counts
-  (one token per N characters, or per word), so budgets in tests are arithmetic.
-- :class:`ConversationBuilder`: builds agent histories fluently (system, user, assistant,
-  thinking, tool loops, pins) with deterministic tool-call ids.
+"""Test doubles for code that uses contextwarden (public API, like httpx's ``MockTransport``):
+:class:`FakeSummarizer` (scripted output or failures, recording every request),
+:class:`FixedCounter` (exact, predictable token counts) and :class:`ConversationBuilder`
+(agent histories built fluently, with deterministic tool-call ids).
 
 Example::
 
@@ -50,14 +46,11 @@ __all__ = ["ConversationBuilder", "FakeSummarizer", "FixedCounter"]
 class FakeSummarizer:
     """A summarizer for tests: deterministic, configurable, observable.
 
-    ``output``: the summary to return: a string, or a callable ``request -> str``; ``None``
-    (the default) writes a valid four-part summary holding the request's must-keep facts (task
-    opening, pins, changed files, last unresolved error) and the message count, so it passes
-    :func:`~contextwarden.summarizers.check_summary` whenever the length allows.
-    ``fail``: raise on every call (``True`` raises :class:`~contextwarden.SummarizerError`; an
-    exception instance is raised as given). ``fail_times``: raise only on the first N calls,
-    then succeed (for retry and fallback tests); the exception is ``fail``'s when it is one. Every request is appended to :attr:`calls`.
-    """
+    ``output``: a string, or a callable ``request -> str``; ``None`` (the default) writes a valid
+    four-part summary holding the request's must-keep facts and the message count, so it passes
+    :func:`~contextwarden.summarizers.check_summary` whenever the length allows. ``fail``: raise on
+    every call (``True``: :class:`~contextwarden.SummarizerError`; an exception instance: that);
+    ``fail_times``: raise on the first N calls only. Every request is appended to :attr:`calls`."""
 
     def __init__(
         self,
@@ -114,14 +107,10 @@ def _default_summary(request: SummaryRequest) -> str:
 
 # -- FixedCounter --------------------------------------------------------------------------------
 class FixedCounter:
-    """A token counter with exact, predictable arithmetic (no tokenizer).
-
-    ``mode="chars"``: a text costs ``ceil(len(text) / chars_per_token)`` tokens (default 4;
-    empty text costs 0). ``mode="words"``: one token per whitespace-separated word. A message
-    costs ``per_message`` (default 0) plus each block's count: text, thinking, a tool call's
-    name and arguments, a tool result's text, an image's ``token_cost``. A request adds
-    ``per_request`` (default 0) and the tools' JSON (``json.dumps(tools, sort_keys=True)``).
-    """
+    """A token counter with exact, predictable arithmetic (no tokenizer): ``mode="chars"`` counts
+    ``ceil(len(text) / chars_per_token)`` (default 4), ``mode="words"`` one a word. A message costs
+    ``per_message`` (default 0) plus its blocks (text, thinking, a call's name and arguments, a
+    result's text, an image's ``token_cost``); a request adds ``per_request`` and the tools' JSON."""
 
     def __init__(
         self,

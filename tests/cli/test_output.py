@@ -193,9 +193,13 @@ def test_inspect_warns_when_the_fixed_part_leaves_no_room_for_summaries(tmp_path
     """A system prompt and tools of about 19k tokens at a 32k window (Claude Code's size at a
     local model's window): inspect says so, as the warden warns once, and its JSON says
     ``tight``; the same session at 200k has room."""
-    from conftest import build_session  # the CLI tests' own session builder
+    from contextwarden.testing import ConversationBuilder
 
-    messages = build_session(steps=8, size=6_000)  # about 2,000 tokens a call
+    b = ConversationBuilder().system("You are a careful coding agent.").user("Fix src/app.py.")
+    for i in range(8):  # about 2,000 tokens a call
+        out = "\n".join(f"src/module_{i}.py:{j}: value = {j * 3 + i}" for j in range(200))
+        b.tool_loop("bash", {"command": f"grep -n value src/module_{i}.py"}, out, text=f"Step {i}.")
+    messages = b.build()
     big = contextwarden.system("Tool rule: pass arguments as JSON. " * 2_400)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(contextwarden.to_openai([big, *messages])))

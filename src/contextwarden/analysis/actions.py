@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._messages import Message, ToolCallBlock
-from .shell import analyze_command, command_key, patch_targets
+from .shell import analyze_command, call_effects, command_key, patch_targets
 
 __all__ = [
     "EDITOR_COMMANDS",
@@ -233,10 +233,12 @@ def same_file(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None]:
+def _shell_action(
+    command: str, call: ToolCallBlock | None = None
+) -> tuple[ActionKind, tuple[str, ...], str | None]:
     if "*** Begin Patch" in command or "*** Update File:" in command:
         return "edit", tuple(norm_path(p) for p in patch_targets(command)), "quotes"
-    effects = analyze_command(command)
+    effects = analyze_command(command) if call is None else call_effects(call, command)
     written = [*effects.writes, *effects.deletes, *effects.reverts]
     if written:
         return "edit", tuple(dict.fromkeys(norm_path(p) for p in written)), None
@@ -259,12 +261,13 @@ def _shell_action(command: str) -> tuple[ActionKind, tuple[str, ...], str | None
 def prints_file(call: ToolCallBlock) -> bool:
     """Whether ``call`` prints a file's lines (Read, ``view``, ``cat``, ``sed -n``, ``nl -ba``,
     ``head``/``tail`` of a file): a :class:`ToolAction` of kind ``read``."""
-    return call_action(call.name, call.input, call.id, 0).kind == "read"
+    return call_action(call, 0).kind == "read"
 
 
-def call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction:
-    """What the call ``name(args)`` with id ``call_id``, answered at ``position``, did."""
-    a = args if isinstance(args, dict) else {}
+def call_action(call: ToolCallBlock, position: int) -> ToolAction:
+    """What ``call``, answered at ``position``, did."""
+    name, call_id = call.name, call.id
+    a = call.input if isinstance(call.input, dict) else {}
     paths = tuple(norm_path(p) for p in all_paths(a))
     action = file_action(name, a)
     if action == "read" and paths:
@@ -288,7 +291,7 @@ def call_action(name: str, args: Any, call_id: str, position: int) -> ToolAction
     if command is None and isinstance(a.get("_raw"), str):
         command = a["_raw"]
     if command is not None:
-        kind, cpaths, run_key = _shell_action(command)
+        kind, cpaths, run_key = _shell_action(command, call)
         if run_key == "quotes":  # a patch: its context lines quote the file
             return ToolAction(call_id, position, kind, cpaths, None, quotes=True)
         return ToolAction(call_id, position, kind, cpaths, run_key)
@@ -372,7 +375,7 @@ def tool_actions(history: Sequence[Message], memo: ActionMemo | None = None) -> 
                 continue
             found = memo.get((c.id, at)) if memo is not None else None
             if found is None:
-                found = (call_action(c.name, c.input, c.id, at),)
+                found = (call_action(c, at),)
                 if memo is not None:
                     memo[c.id, at] = found
             out.extend(found)

@@ -58,7 +58,14 @@ from .readers import (
     todo_items,
 )
 from .sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
-from .shell import ShellEffects, analyze_command, command_key, patch_targets, python_writes
+from .shell import (
+    ShellEffects,
+    analyze_command,
+    call_effects,
+    command_key,
+    patch_targets,
+    python_writes,
+)
 from .working import EditSite, edit_sites
 
 __all__ = [
@@ -333,11 +340,13 @@ class _Walker:
             if items is not None:
                 self.plan, self.plan_index, self.plan_source = tuple(items), index, call.name
         command = shell_command(call.name, args)
-        effects = self.shell_effects(command, index) if command is not None else None
+        effects = self.shell_effects(command, index, call) if command is not None else None
         self.pending[call.id] = _Pending(call, index, command, args, effects)
 
-    def shell_effects(self, command: str, index: int) -> ShellEffects:
-        effects = self.effects(command)
+    def shell_effects(
+        self, command: str, index: int, call: ToolCallBlock | None = None
+    ) -> ShellEffects:
+        effects = self.effects(command) if call is None else call_effects(call, command)
         for path in effects.reads:
             self.touch(path, "read", index, "shell")
         for path, how in effects.writes.items():
@@ -672,6 +681,4 @@ def extract_facts(
     span = messages if isinstance(messages, Sequence) else list(messages)
     memo = memo if memo is not None else Memo()
     facts = walk_facts(span, task=task, previous_summary=previous_summary, memo=memo)
-    return replace(
-        facts, code=code_mentions(span, memo=memo), working=tuple(edit_sites(span, memo=memo))
-    )
+    return replace(facts, code=code_mentions(span, memo=memo), working=tuple(edit_sites(span)))

@@ -24,8 +24,8 @@ from typing import Any
 
 from .._markers import NAMES_LINE_RE
 from .._memo import Memo
-from .._messages import Message
-from .shell import analyze_command
+from .._messages import Message, ToolCallBlock
+from .shell import analyze_command, call_effects
 
 __all__ = [
     "CodeMentions",
@@ -47,6 +47,9 @@ _PATH = re.compile(
     rf"(?<![\w/.:-])(?:\.{{1,2}}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*"
     rf"\.{_EXTENSIONS}\b"
 )
+#: The runs of path characters holding a ``.`` or a ``/``: every path lies in one (its
+#: lookbehinds and its ``\b`` see the same neighbours there), and most words are not one.
+_PATH_RUN = re.compile(r"(?<![\w./@:+-])[\w@:+-]*+[./][\w./@:+-]*+")
 #: Candidate code names: words with an underscore or a lower-upper hump inside
 #: (:func:`is_code_name` has the last word); plain words are skipped by the regex itself.
 _WORD = re.compile(r"(?<![\w$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
@@ -97,8 +100,9 @@ def is_code_name(word: str) -> bool:
     if len(word) < 4 or word in _NOISE or word.isupper():
         return False
     core = word.strip("_")
-    inner_capital = any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
-    return "_" in core or inner_capital
+    if "_" in core:
+        return True
+    return any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
 
 
 def path_like(text: str) -> bool:
@@ -114,7 +118,8 @@ def path_like(text: str) -> bool:
 
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats."""
-    paths = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
+    found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
+    paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
     clean = tuple(p for p in paths if path_like(p))
     return clean, names_of(text)
 
@@ -257,8 +262,11 @@ def _strings(value: Any) -> Iterable[str]:
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
 
 
-def _read_target(command: str, memo: Memo) -> str | None:
-    reads = memo(analyze_command, command, costly=True).reads
+def _read_target(command: str, memo: Memo, call: ToolCallBlock | None = None) -> str | None:
+    if call is not None:  # analysed once per call (see call_effects)
+        reads = call_effects(call, command).reads
+    else:
+        reads = memo(analyze_command, command, costly=True).reads
     return reads[-1] if reads else None
 
 
@@ -289,7 +297,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 target = None
                 for s in strings:
                     paths, _ = tally.words(s)
-                    target = _read_target(s, memo) or (paths[0] if paths else None)
+                    target = _read_target(s, memo, call) or (paths[0] if paths else None)
                     if target:
                         break
                 read_by_call[call.id] = target

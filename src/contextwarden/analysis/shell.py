@@ -14,11 +14,12 @@ characters in a summary; missing one loses a must-keep fact.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["ShellEffects", "analyze_command", "command_key", "python_writes"]
+from .._messages import ToolCallBlock
+
+__all__ = ["ShellEffects", "analyze_command", "call_effects", "command_key", "python_writes"]
 
 #: Programs whose only effect is to print (a failing exit of 1 from these means "no match").
 READ_ONLY_PROGRAMS = frozenset(
@@ -185,48 +186,51 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(out), bodies
 
 
+#: A newline outside quotes (an escape or a quoted string is matched whole, to step over it;
+#: an unclosed quote runs to the end).
+_BARE_NEWLINE = re.compile(r'\\.|\'[^\']*+(?:\'|\Z)|"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|\n', re.S)
+
+
 def _unquoted_newlines_to_semicolons(text: str) -> str:
     if "\n" not in text:
         return text
-    out: list[str] = []
-    quote: str | None = None
-    escaped = False
-    for ch in text:
-        if escaped:
-            out.append(ch)
-            escaped = False
-            continue
-        if ch == "\\" and quote != "'":
-            escaped = True
-            out.append(ch)
-            continue
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "\n":
-            out.append(" ; ")
-            continue
-        out.append(ch)
-    return "".join(out)
+    return _BARE_NEWLINE.sub(lambda m: " ; " if m.group() == "\n" else m.group(), text)
 
 
-#: What shlex (posix, punctuation characters, whitespace split, no comments) reads specially:
-#: quotes, escapes, its punctuation and whitespace other than str.split's ASCII whitespace.
-_SHLEX_SPECIAL = re.compile(r"[\'\"\\();<>|&\x0b\x0c\x1c-\x1f]")
+#: One token as :class:`shlex.shlex` reads it (posix, punctuation characters, whitespace split,
+#: no comments): a run of its punctuation, or a word of unquoted characters, backslash escapes
+#: and quoted strings; only space, tab, CR and LF separate. The regex does in C what the lexer
+#: does a character at a time.
+_TOKEN = re.compile(
+    r'[ \t\r\n]++|[();<>|&]++|(?:[^ \t\r\n();<>|&\'"\\]++|\\.|\'[^\']*+\'|"(?:[^"\\]++|\\.)*+")++',
+    re.S,
+)
+#: What a word holds that is not itself: an escape, a single- or double-quoted string.
+_UNQUOTE = re.compile(r'\\(.)|\'([^\']*+)\'|"((?:[^"\\]++|\\.)*+)"', re.S)
+#: In double quotes a backslash escapes only a double quote or a backslash.
+_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _unquote(m: re.Match[str]) -> str:
+    escaped, single, double = m.groups()
+    if escaped is not None:
+        return escaped
+    return single if single is not None else _DQ_ESCAPE.sub(r"\1", double)
 
 
 def _tokens(text: str) -> list[str]:
-    if text.isascii() and _SHLEX_SPECIAL.search(text) is None:
-        return text.split()  # what the lexer below gives for such a text, without it
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to whitespace words
-        return text.split()
+    out: list[str] = []
+    end = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != end:  # an unclosed quote or a final backslash: whitespace words
+            return text.split()
+        end = m.end()
+        tok = m.group()
+        if tok[0] not in " \t\r\n":
+            out.append(
+                _UNQUOTE.sub(_unquote, tok) if "'" in tok or '"' in tok or "\\" in tok else tok
+            )
+    return out if end == len(text) else text.split()
 
 
 def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]]:
@@ -332,6 +336,21 @@ def analyze_command(command: str) -> ShellEffects:
         effects.last_program = prog
         _apply_program(effects, prog, args, body)
     return effects
+
+
+#: Where :func:`call_effects` keeps what a call's command does: on the (immutable) call itself,
+#: like its kinds and a message's token count, so the mask plan, the facts and the task type read
+#: one analysis of it.
+_EFFECTS_SLOT = "_cw_effects"
+
+
+def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
+    """:func:`analyze_command` of ``command``, the shell command ``call`` runs, made once per
+    call value (shared: treat it as read-only)."""
+    known: tuple[str, ShellEffects] | None = call.__dict__.get(_EFFECTS_SLOT)
+    if known is None or known[0] != command:
+        known = call.__dict__[_EFFECTS_SLOT] = (command, analyze_command(command))
+    return known[1]
 
 
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:

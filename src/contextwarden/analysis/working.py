@@ -18,11 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._memo import Memo
-from .._messages import Message
+from .._messages import Message, ToolCallBlock
 from .actions import file_action, first_path, norm_name, norm_path, shell_command
 from .readers import result_text
-from .shell import analyze_command
+from .shell import call_effects
 
 __all__ = ["EditSite", "edit_sites"]
 
@@ -115,13 +114,14 @@ def _find(lines: Sequence[str], block: Sequence[str]) -> int | None:
     return None
 
 
-def _read_target(name: str, args: Mapping[str, Any], memo: Memo) -> str | None:
+def _read_target(call: ToolCallBlock, args: Mapping[str, Any]) -> str | None:
+    name = call.name
     if file_action(name, args) == "read" and first_path(args):
         return first_path(args)
     command = shell_command(name, args)
     if command is None:
         return None
-    effects = memo(analyze_command, command, costly=True)
+    effects = call_effects(call, command)
     reads = [p for p in effects.reads if not p.lstrip("+-").isdigit()]
     if effects.read_only and len(reads) == 1 and effects.last_program not in ("grep", "rg"):
         return reads[0]
@@ -133,13 +133,10 @@ def edit_sites(
     *,
     context: int = 3,
     max_new_lines: int = 16,
-    memo: Memo | None = None,
 ) -> list[EditSite]:
     """Every edit of ``messages`` that names the text it replaces, oldest first (see the module
     docstring). ``context``: lines of the read text kept on each side; ``max_new_lines``: the
-    new text is cut to this many lines (its head); ``memo`` keeps each command's effects (the
-    compactor passes its own; else the call uses one)."""
-    memo = memo if memo is not None else Memo()
+    new text is cut to this many lines (its head)."""
     files: dict[str, list[str]] = {}
     pending: dict[str, tuple[str, int]] = {}  # read call id -> (path, index)
     sites: list[EditSite] = []
@@ -150,7 +147,7 @@ def edit_sites(
                 files[target[0]] = _file_lines(result_text(r))
         for call in m.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {}
-            read = _read_target(call.name, args, memo)
+            read = _read_target(call, args)
             if read:
                 pending[call.id] = (norm_path(read), i)
                 continue

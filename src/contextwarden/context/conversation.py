@@ -16,7 +16,7 @@ the messages the agent sent, the same messages as they entered the view, the log
    it from a stored :meth:`record` (another worker, a restart).
 3. :meth:`Conversation.prepare` appends the new messages (:mod:`.append`) and makes the
    policy's lossless edits (:mod:`.lossless`); it tells whether a compaction must run now
-   (:mod:`.decide`); :meth:`record_compaction` records its result and :meth:`window_cut`
+   (:mod:`.decide`); :func:`.cuts.record_compaction` records its result and :func:`.cuts.window_cut`
    drops whole oldest units when no summary is made (:mod:`.cuts`).
 
 Every step plans its edit as a value and only :func:`.commit.commit` writes the log. All of
@@ -30,13 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .._events import CompactResult
 from .._log import Compaction, Edit, Repair, WindowCut, edit_from_dict, make_ref
 from .._messages import Message
 from .append import append
 from .call import Call, Outcome
 from .commit import commit
-from .cuts import record_compaction, window_cut
+from .cuts import window_cut
 from .decide import Due, edit_reason, fixed_tokens
 from .lossless import lossless_edit
 from .state import State
@@ -191,14 +190,6 @@ class Conversation(State):
             window_cut(self, call)
             return call, due
         return call, replace(due, deferred=True)
-
-    def record_compaction(self, call: Call, result: CompactResult | None, forced: bool) -> None:
-        """Record what the compactor returned (see :func:`.cuts.record_compaction`)."""
-        record_compaction(self, call, result, forced)
-
-    def window_cut(self, call: Call) -> None:
-        """Drop whole oldest units down to the target (see :func:`.cuts.window_cut`)."""
-        window_cut(self, call)
 
     # -- questions -----------------------------------------------------------------------------
     def recall(self, ref: str) -> tuple[Message, ...] | None:

@@ -1,17 +1,17 @@
 """Calling the compaction hook: with the options it takes, sync or async, its result recorded.
 
 A hook written before an option existed is called without it (its ``compact`` is read once);
-the conversation records what it returns (:meth:`~.conversation.Conversation.record_compaction`).
+the conversation records what it returns (:func:`.cuts.record_compaction`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from .._hooks import takes_keyword
 from .call import Call
 from .conversation import Conversation
+from .cuts import record_compaction
 
 __all__ = ["HookCaller"]
 
@@ -40,15 +40,17 @@ class HookCaller:
 
     def run(self, conv: Conversation, call: Call, forced: bool) -> None:
         """Compact the view now and record the result."""
-        conv.record_compaction(call, self.hook.compact(conv.view, **self.options(call)), forced)
+        record_compaction(conv, call, self.hook.compact(conv.view, **self.options(call)), forced)
 
     async def arun(self, conv: Conversation, call: Call, forced: bool) -> None:
         """:meth:`run` awaiting the hook's ``acompact`` when it has one (else ``compact`` in a
         worker thread)."""
+        import asyncio  # loaded already: the caller's event loop runs (importing it costs 20 ms)
+
         options = self.options(call)
         acompact = getattr(self.hook, "acompact", None)
         if acompact is not None and asyncio.iscoroutinefunction(acompact):
             result = await acompact(conv.view, **options)
         else:
             result = await asyncio.to_thread(self.hook.compact, conv.view, **options)
-        conv.record_compaction(call, result, forced)
+        record_compaction(conv, call, result, forced)

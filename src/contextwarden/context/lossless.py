@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
+from dataclasses import replace
 
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
@@ -132,6 +133,14 @@ def _mask_edit(
     where = s.index.result_at
     budget = ctx.budget
     room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    # what it reads changes only with the log, the plan's actions and how far it reaches: a
+    # call that appended no result (an assistant message) plans the edit of the call before
+    planner = s.planner
+    read = (len(s.edits), planner.generation, len(planner.actions), len(planner.log))
+    key = (upto, reason, room, *read)
+    if s.mask_memo is not None and s.mask_memo[0] == key:
+        made = s.mask_memo[1]
+        return replace(made[0], call=s.calls), made[1], made[2]
     # results kept whole before stay so (releasing one rewrites the request from there),
     # unless over the trigger, where the request is rewritten anyway: newest first there
     kept = [] if reason == "must" else list(s.kept)
@@ -174,6 +183,7 @@ def _mask_edit(
         if gain != 0:
             removed += gain
             first = p if first is None else min(first, p)
+    s.mask_memo = (key, (edit, removed, first))
     return edit, removed, first
 
 

@@ -8,13 +8,12 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._log import Mask, make_ref
-from .._messages import Message, ToolCallBlock, held_bytes
+from .._messages import Message, held_bytes
 from ..analysis.actions import prints_file
-from ..analysis.mentions import words_of
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
 from ..layers.mask_plan import MaskPlan
@@ -53,7 +52,7 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
             if f.startswith("by:")
         }
         plan = MaskPlan(whole, by)
-        held, reads = _Held(_call_words(s, m), s.typed, i), _reads(s, i, m)
+        held, reads = _Held(s.typed, i), _reads(s, i, m)
         done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
         if done is not m:
             s.bytes += held_bytes(done)
@@ -93,48 +92,29 @@ def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
     return done
 
 
-def _call_words(s: State, m: Message) -> frozenset[str]:
-    """The paths and code names of the calls ``m``'s results answer (their arguments stay
-    in the request: a mask's names line need not repeat them)."""
-    out: set[str] = set()
-    for c in _answered_calls(s, m):
-        paths, names = words_of(c.arguments)
-        out.update(paths)
-        out.update(names)
-    return frozenset(out)
-
-
-def _answered_calls(s: State, m: Message) -> Iterator[ToolCallBlock]:
-    """The calls ``m``'s results answer, as the history holds them."""
-    for r in m.tool_results:
-        at = s.index.call_at.get(r.tool_call_id)
-        if at is not None:
-            yield from (c for c in s.base[at].tool_calls if c.id == r.tool_call_id)
-
-
 @dataclass(frozen=True)
 class _Held:
-    """The names the request holds anyway beside history message ``i``'s results: the
-    arguments of the calls they answer, and what a message before ``i`` outside the tool
-    results wrote (the agent, or the user: a summary of it lists what was written first).
-    Asked name by name, so a result's text is not read for names twice."""
+    """The names the request holds anyway beside history message ``i``'s results: what a
+    message before ``i`` wrote outside the tool results (the agent, its calls' arguments among
+    them, or the user: a summary of it lists what was written first). Asked name by name, so a
+    result's text is not read for names twice."""
 
-    calls: frozenset[str]
     typed: Mapping[str, int]
     i: int
 
     def __contains__(self, name: object) -> bool:
-        return name in self.calls or (
-            isinstance(name, str) and self.typed.get(name, self.i) < self.i
-        )
+        return isinstance(name, str) and self.typed.get(name, self.i) < self.i
 
 
 def _reads(s: State, i: int, m: Message) -> frozenset[str]:
     """The ids of history message ``i``'s results that print a file's lines (their call is
     a read): as the mask plan found them when it made the call's action, else read now."""
     out: set[str] = set()
-    for c in _answered_calls(s, m):
-        known = s.actions.get((c.id, i))
-        if (known[0].kind == "read") if known else prints_file(c):
-            out.add(c.id)
+    for r in m.tool_results:  # the calls they answer, as the history holds them
+        at = s.index.call_at.get(r.tool_call_id)
+        calls = s.base[at].tool_calls if at is not None else ()
+        for c in (c for c in calls if c.id == r.tool_call_id):
+            known = s.actions.get((c.id, i))
+            if (known[0].kind == "read") if known else prints_file(c):
+                out.add(c.id)
     return frozenset(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from .._log import Compaction, Edit, Repair, Source, WindowCut
+from .._log import Compaction, Edit, Mask, Repair, Source, WindowCut
 from .._messages import Message
 from .._policy import Ledger
 from ..analysis.actions import ActionMemo
@@ -71,6 +71,8 @@ class State:
         #: far the planner's log of superseded entries was read
         self.open_superseded: dict[str, None] = {}
         self.superseded_read = (0, 0)
+        #: the last mask edit planned, under what it read (see :func:`.lossless._mask_edit`)
+        self.mask_memo: tuple[tuple[object, ...], tuple[Mask, int, int | None]] | None = None
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
         self.positions: dict[int, int] | None = None  # history position -> view position

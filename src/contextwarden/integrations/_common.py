@@ -10,8 +10,9 @@ from typing import Any
 from .._config import WardenConfig
 from .._warden import TransformResult, Warden
 from ..formats._common import limit_value
+from ..recall import answer_max_chars, recall_answer
 
-__all__ = ["WardenHook", "hook_warden", "output_limit", "require"]
+__all__ = ["WardenHook", "answer_recall", "hook_warden", "output_limit", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -78,3 +79,19 @@ def output_limit(*sources: Any) -> int | None:
             if limit is not None:
                 return limit
     return None
+
+
+def answer_recall(
+    warden: Warden, result: TransformResult | None, ref: str, spent: int = 0
+) -> tuple[str, bool]:
+    """The answer to a recall of ``ref`` in the conversation of ``result`` (the hook's latest
+    call), and whether it is an error: the originals within the room the request leaves
+    (``spent``: characters of answers already added), or why there are none."""
+    found = None
+    if result is not None and ref:
+        try:
+            found = warden.recall(result.conversation, ref)
+        except KeyError:
+            found = None
+    budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
+    return recall_answer(ref, found, max_chars=answer_max_chars(budget, tokens, spent))

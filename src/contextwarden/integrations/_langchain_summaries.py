@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .. import SummarizerError, WardenConfig
+from ..analysis.sections import parse_summary
 from ..summarizers import LLMSummarizer
 from ..summarizers._prompt import SYSTEM_PROMPT
 from ._common import require
@@ -53,7 +54,7 @@ class ChatModelSummarizer(LLMSummarizer):
     def _reply(self, reply: Any) -> str:
         text = str(reply.text) if isinstance(reply, AIMessage) else str(reply)
         try:
-            return self._checked(text)
+            return parse_summary(text).render()
         except Exception as exc:  # the parser names the missing section
             raise SummarizerError(f"{self.name}: the reply is not a summary: {exc}") from exc
 

@@ -8,23 +8,11 @@
     agent = LlmAgent(name="coder", model="gemini-2.5-flash", tools=[...],
                      before_model_callback=WardenCallback(window=1_000_000))
 
-ADK builds each model request (``LlmRequest``) from the session's events and runs the agent's
-``before_model_callback`` on it; the callback replaces ``llm_request.contents`` with the warden's
-copy and returns ``None``, so the model is called with it. The session's events are not
-touched: they keep every call and every whole output, only this request is shorter. The system
-instruction and the function declarations count against the window; the copy keeps the first
-user turn (the task), and every function response stays in the turn right after its call.
-
-ADK's own events compaction (``App(events_compaction_config=...)``) works on the session: after
-an invocation ends it summarises old events with an LLM into a compaction event, which later
-requests show in their place. It never runs inside an invocation, so a long run of tool calls in
-one invocation grows the request until the model refuses it. The two stack: ADK's compaction
-shortens what the session holds between invocations, the callback fits every request, inside an
-invocation too, to the window (the contents it reads already show ADK's summaries).
-
+The callback replaces ``llm_request.contents`` with the warden's copy (the session's events keep
+everything); the system instruction and function declarations count against the window.
 Unedited parts are the session's own ``Part`` objects; a masked function response is a new
-``Part`` with the masked text as its ``result``, keeping the call's ``id`` and ``name``.
-"""
+``Part`` keeping the call's ``id`` and ``name``. How it stacks with ADK's events compaction:
+``docs/integrations.md``."""
 
 from __future__ import annotations
 
@@ -53,16 +41,13 @@ _SYSTEM = "adk-system"
 
 
 class WardenCallback(WardenHook):
-    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async; ADK
-    awaits it).
+    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async).
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    request's ``model`` is used, else ``config.model``. ``window`` overrides the window
-    (default: ``config.context_window``, else the registry's). ``config`` is the
-    :class:`~contextwarden.WardenConfig`. One callback keeps one Warden, and the warden one log
-    per conversation: give the same callback to every agent of an application.
-    ``last_result`` is the latest call's :class:`~contextwarden.TransformResult`.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
+    request's ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. One callback keeps one Warden (one log per
+    conversation): give it to every agent of an application. ``last_result``: the latest call's
+    :class:`~contextwarden.TransformResult`."""
 
     async def __call__(self, callback_context: Any, llm_request: Any) -> None:
         config = llm_request.config

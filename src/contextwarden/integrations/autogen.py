@@ -8,18 +8,10 @@
     agent = AssistantAgent("coder", model_client, model_context=WardenChatCompletionContext(
         model="gpt-4o", window=128_000))
 
-The context stores every message the agent adds, whole (``save_state`` saves them all);
-``get_messages()`` returns the warden's copy for the next model call. Messages the warden left
-alone are the stored objects themselves; an edited one (a masked tool result, stripped
-thought) is a copy with new content; a summary the warden wrote is a new ``UserMessage`` whose
-``source`` is ``"contextwarden"``.
-
-The recall tool: :meth:`WardenChatCompletionContext.recall_tool` is an ``autogen-core``
-``FunctionTool`` named ``contextwarden_recall`` to give the agent with its other tools
-(``AssistantAgent(..., tools=[..., context.recall_tool()])``). The agent runs it like any other
-tool; it answers from the warden's originals of the conversation the context's latest view
-came from, so the model can read back what its view shows by a ``cw:`` reference.
-"""
+The context stores every message whole (``save_state`` saves them all); ``get_messages()``
+returns the warden's copy: stored objects where untouched, copies where edited, a summary as a
+``UserMessage`` from ``"contextwarden"``. :meth:`WardenChatCompletionContext.recall_tool` is a
+``FunctionTool`` answering ``cw:`` references from the warden's originals."""
 
 from __future__ import annotations
 
@@ -31,9 +23,9 @@ from .._config import WardenConfig
 from .._messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock
 from .._messages import ToolResultBlock as ResultBlock
 from .._warden import TransformResult
-from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer
+from ..recall import RECALL_TOOL_NAME
 from ..recall import recall_tool as recall_definition
-from ._common import hook_warden, require
+from ._common import answer_recall, hook_warden, require
 
 if TYPE_CHECKING:
     from autogen_core import Component
@@ -108,15 +100,7 @@ class WardenChatCompletionContext(ChatCompletionContext, Component[WardenContext
     async def _answer_recall(
         self, ref: Annotated[str, "The reference, e.g. cw:3f2a9c0d11e4b7a6."]
     ) -> str:
-        result = self.last_result
-        found: tuple[Message, ...] | None = None
-        if result is not None and ref:
-            try:
-                found = self.warden.recall(result.conversation, ref.strip())
-            except KeyError:
-                found = None
-        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
-        text, _ = recall_answer(ref.strip(), found, max_chars=answer_max_chars(budget, tokens))
+        text, _ = answer_recall(self.warden, self.last_result, ref.strip())
         self.recalls += 1
         return text
 

@@ -9,19 +9,10 @@ copy of an agent's messages.
     crew.kickoff()
     hooks.unregister()
 
-CrewAI passes a ``before_llm_call`` hook the executor's own message list and calls the model
-with that list once the hooks return; a hook changes what the model sees by editing the list in
-place. The hook puts the warden's copy in the list and remembers the whole history; the
-``after_llm_call`` hook (and, after a turn of tool calls, which CrewAI gives no after-hook, the
-next ``before_llm_call``) puts the whole history back with what the agent added since. So the
-executor's messages are whole whenever the agent is not waiting on the model, and a caller's
-own ``messages`` / ``history`` (which CrewAI copies into the executor) are never touched.
-
-Messages are CrewAI's OpenAI-style dicts; the ones the warden left alone are handed over as the
-very dicts the executor holds. CrewAI's own ``respect_context_window`` summary runs after the
-hooks, on the warden's copy: with the warden fitting the copy under the window it has nothing
-left to do.
-"""
+CrewAI hands ``before_llm_call`` the executor's own message list, edited in place: the hook puts
+the warden's copy in it and remembers the whole history, which ``after_llm_call`` (or, after a
+turn of tool calls, the next ``before_llm_call``) puts back with what the agent added since.
+Untouched messages are the executor's own dicts. More: ``docs/integrations.md``."""
 
 from __future__ import annotations
 
@@ -42,16 +33,11 @@ __all__ = ["WardenHooks"]
 class WardenHooks(WardenHook):
     """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    agent's LLM ``model`` is used (a ``provider/`` prefix is read as the registry reads it),
-    else ``config.model``. ``window`` overrides the window (default: ``config.context_window``,
-    else the registry's). ``config`` is the :class:`~contextwarden.WardenConfig`. One object keeps
-    one Warden, and the warden one log per conversation (one per agent task). ``last_result``
-    is the latest call's :class:`~contextwarden.TransformResult`.
-
-    :meth:`register` adds :meth:`before_llm_call` and :meth:`after_llm_call` to CrewAI's global
-    hooks; pass them yourself to a crew's or an agent's hooks instead to scope them.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
+    agent's LLM ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is
+    the :class:`~contextwarden.WardenConfig`. One object keeps one Warden (one log per agent task).
+    ``last_result``: the latest :class:`~contextwarden.TransformResult`. :meth:`register` adds the
+    hooks to CrewAI's global hooks; pass them to a crew's or an agent's hooks to scope them."""
 
     def __init__(
         self,

@@ -7,30 +7,14 @@
 
     agent = create_agent(model, tools, middleware=[ContextWardenMiddleware(window=128_000)])
 
-On every model call (``wrap_model_call`` / ``awrap_model_call``) the middleware converts the
-request's system message and messages to canonical values, runs the warden, and calls the model
-with the result through ``request.override(...)``. The agent's state is not touched: it keeps
-every message, the model sees the shorter list. Messages the warden left alone are handed over
-as the very objects the agent holds (ids, metadata, ``response_metadata`` intact); an edited
-message (a masked tool output, a cut huge output) is a copy of the original with new content;
-a summary the warden wrote is a new ``HumanMessage``.
-
-Summaries in LangChain's shape: pass a chat model as ``model`` and it writes the summaries of
-the warden's compactions (the warden's four-part summary prompt, a long span summarised in
-chunks and merged); ``trigger`` and ``keep`` take ``SummarizationMiddleware``'s units,
-``("tokens", N)``, ``("messages", N)``, ``("fraction", f)`` (a ``{"tokens": N, "messages": M}``
-clause needs all of its thresholds, a list any of its items). The trigger is read on the copy
-the model would be sent, after the lossless edits; when it is met the warden compacts that copy
-now. The agent's state still keeps every message: the summary is in the model's copy only.
-
-The recall tool (``recall=True``, the default): an agent with tools is offered
-``contextwarden_recall`` (a dict tool definition) from its first model call, so its tool list
-never changes mid-conversation; an agent without tools, once the model's copy shows a ``cw:``
-reference (a masked tool output, a summary). A call of it is answered here, by the middleware, from the warden's originals:
-the model is called again with its call and the answer appended (the other calls of that turn
-dropped: the model makes them again), at most :data:`RECALL_ROUNDS` model calls in all, the
-last without the tool. The agent gets only the final response; its state never holds a recall.
-"""
+On every model call (``wrap_model_call`` / ``awrap_model_call``) the warden's copy goes to the
+model through ``request.override(...)``; the agent's state keeps every message. Untouched
+messages are the agent's own objects, an edited one a copy with new content, a summary a new
+``HumanMessage``. A chat model as ``model`` writes the summaries, with ``trigger`` / ``keep`` in
+``SummarizationMiddleware``'s units, read on the copy after the lossless edits. The recall tool
+(``recall=True``) is offered and answered here, at most :data:`RECALL_ROUNDS` model calls a
+step, the last without it; the agent's state never holds a recall. More:
+``docs/integrations.md``."""
 
 from __future__ import annotations
 
@@ -41,13 +25,11 @@ from .. import Message, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
 from ..recall import (
     RECALL_TOOL_NAME,
-    answer_max_chars,
-    recall_answer,
     recall_ref,
     recall_tool,
     shown_refs,
 )
-from ._common import hook_warden, output_limit, require
+from ._common import answer_recall, hook_warden, output_limit, require
 from ._langchain_summaries import (
     ChatModelSummarizer,
     ContextSize,
@@ -92,29 +74,18 @@ class ContextWardenMiddleware(AgentMiddleware):
     """A LangChain v1 ``AgentMiddleware`` running a :class:`~contextwarden.Warden` before each
     model call.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    chat model's own ``model_name`` / ``model`` is used when it has one, else ``config.model``.
-    ``window`` overrides the window (default: ``config.context_window``, else the registry's).
-    ``config`` is the :class:`~contextwarden.WardenConfig` (default: the defaults). One
-    middleware keeps one Warden, and the warden one log per conversation: reuse the middleware
-    across the threads of an agent. ``last_result`` is the latest call's
-    :class:`~contextwarden.TransformResult`.
-
-    ``model`` may instead be a LangChain chat model: it then writes the compactions' summaries
-    (:class:`ChatModelSummarizer`) and the agent's chat model names the tokenizer. ``trigger``
-    (default: the config's ``trigger_ratio``) compacts the model's copy when it reaches a
-    :data:`ContextSize`, a ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them),
-    or any item of a list of those; ``keep`` is what a compaction keeps verbatim at the end:
-    ``("messages", N)`` at least the last N messages (whole tool-call turns), ``("tokens", N)``
-    / ``("fraction", f)`` a request of at most about that size, the summary's room included. The
-    trigger is read after the lossless edits (masking old outputs may bring the copy under it,
-    and then nothing is summarised). A trigger needs the window (``window=`` or a model the
-    registry knows) to size the compaction by.
-
-    ``recall`` offers the model the recall tool (from the first call when the agent has tools,
-    else once its copy shows a ``cw:`` reference) and answers its calls in the middleware (see the module's docstring); ``recalls`` counts the
-    calls of it answered so far.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the chat
+    model's ``model_name`` / ``model``, else ``config.model``), or is a LangChain chat model that
+    writes the summaries (:class:`ChatModelSummarizer`). ``window`` overrides the window;
+    ``config`` is the :class:`~contextwarden.WardenConfig`. One middleware keeps one Warden (one
+    log per conversation): reuse it across an agent's threads. ``trigger`` (default: the config's
+    ``trigger_ratio``) compacts the model's copy when it reaches a :data:`ContextSize`, a
+    ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them) or any item of a list of
+    those, read after the lossless edits and needing the window; ``keep`` is what a compaction
+    keeps at the end: ``("messages", N)``, or ``("tokens", N)`` / ``("fraction", f)`` of request.
+    ``recall`` offers the recall tool (from the first call when the agent has tools, else once the
+    copy shows a ``cw:`` reference); ``recalls`` counts the calls answered. ``last_result``: the
+    latest call's :class:`~contextwarden.TransformResult`."""
 
     def __init__(
         self,
@@ -242,14 +213,7 @@ class _Rounds:
 
     def _answer(self, call: Mapping[str, Any]) -> Any:
         ref = recall_ref(call.get("args"))
-        try:
-            found: tuple[Message, ...] | None = self.owner.warden.recall(
-                self.result.conversation, ref
-            )
-        except KeyError:
-            found = None
-        room = answer_max_chars(self.result.budget, self.result.tokens_after, self.answered_chars)
-        text, is_error = recall_answer(ref, found, max_chars=room)
+        text, is_error = answer_recall(self.owner.warden, self.result, ref, self.answered_chars)
         self.answered_chars += len(text)
         self.owner.recalls += 1
         return ToolMessage(

@@ -5,15 +5,9 @@ In the litellm proxy's ``config.yaml``::
     litellm_settings:
       callbacks: my_hooks.warden_hook      # my_hooks.py: warden_hook = ContextWardenHook(window=128_000)
 
-Before the proxy routes a request, the hook replaces its ``messages`` (chat completions) or its
-``input`` items and ``instructions`` (Responses API) with the warden's copy; every other field is
-left as sent. Requests carrying ``previous_response_id`` (the server holds that history) and
-calls of other kinds (embeddings, images...) are returned unchanged.
-
-The recall tool (:mod:`contextwarden.recall`) is not offered here: the hook can only rewrite the
-request, the model's reply goes back to the client, so a call of a tool the hook added would
-reach a client that does not know it, and the hook cannot call the model again with the answer.
-"""
+The hook replaces a request's ``messages`` (chat) or ``input`` and ``instructions`` (Responses)
+with the warden's copy; requests with ``previous_response_id`` and calls of other kinds pass
+unchanged. No recall tool: the reply goes to the client, which would not know it."""
 
 from __future__ import annotations
 
@@ -39,12 +33,11 @@ _RESPONSES_CALLS = frozenset({"responses", "aresponses"})
 class ContextWardenHook(CustomLogger):  # type: ignore[misc]
     """A litellm ``CustomLogger`` for the proxy's pre-call hook.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    request's ``model`` is used (a model the registry does not know, such as a proxy alias, gets
-    the lossless layers only unless ``window`` is given). ``window`` overrides the window;
-    ``config`` is the :class:`~contextwarden.WardenConfig` (default: the defaults).
-    ``last_result`` is the latest :class:`~contextwarden.TransformResult`.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
+    request's ``model``; a model the registry does not know, such as a proxy alias, gets the
+    lossless layers only unless ``window`` is given); ``config`` is the
+    :class:`~contextwarden.WardenConfig`. ``last_result``: the latest
+    :class:`~contextwarden.TransformResult`."""
 
     def __init__(
         self,

@@ -9,22 +9,10 @@
     model = WardenModel(get_model("openai/gpt-4o"), window=128_000)
     DefaultAgent(model, env, **agent_config).run(task)
 
-The agent keeps its own ``messages`` (and saves them whole in its trajectory); each
-``query(messages)`` hands the wrapped model the warden's copy. Every other attribute
-(``config``, ``format_message``, ``format_observation_messages``, ``serialize``, cost
-counters...) is the wrapped model's.
-
-mini-swe-agent's messages are chat-completions dicts with an ``extra`` key the agent keeps for
-itself (actions, cost, the raw response); the model never sends it, so the warden's copy leaves it
-out. Messages with another role (``exit``) are not sent either. A model speaking the Responses API
-(``litellm_response_model``) keeps response objects in the history: those requests are passed
-through unchanged.
-
-The recall tool (:mod:`contextwarden.recall`) is not offered here: mini-swe-agent's agents act
-through text (a bash block) or, with a tool-calling model, through the one ``bash`` tool the
-model's own ``query`` sends; the wrapper cannot add a tool to that request, and the agent takes
-any other call for a format error.
-"""
+The agent keeps its own ``messages``; each ``query(messages)`` hands the wrapped model the
+warden's copy (without the agent's own ``extra`` keys and ``exit`` messages); every other
+attribute is the wrapped model's. A Responses API model's history passes unchanged. No recall
+tool: the agent acts through its one ``bash`` tool (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
@@ -41,11 +29,10 @@ _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 class WardenModel(WardenHook):
     """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out,
-    the wrapped model's ``config.model_name`` is used. ``window`` overrides the window;
-    ``config`` is the :class:`~contextwarden.WardenConfig` (default: the defaults).
-    ``last_result`` is the latest :class:`~contextwarden.TransformResult`.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
+    wrapped model's ``config.model_name``); ``window`` overrides it; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. ``last_result``: the latest
+    :class:`~contextwarden.TransformResult`."""
 
     def __init__(
         self,

@@ -8,19 +8,10 @@
     config = RunConfig(call_model_input_filter=input_filter(model="gpt-4o", window=128_000))
     await Runner.run(agent, "Fix the failing test", run_config=config)
 
-The SDK hands the filter the run's Responses API input items and the agent's instructions
-just before every model call; the filter returns the warden's copy (the items converted with
-:func:`~contextwarden.formats.from_responses`, transformed, converted back with
-:func:`~contextwarden.formats.to_responses`). The run's own items are never changed: the run
-keeps every item, only the model sees the shorter list.
-
-The recall tool: :meth:`WardenInputFilter.recall_tool` is an SDK ``FunctionTool`` named
-``contextwarden_recall`` to add to the agent's tools. The SDK runs it in-process like any other
-function tool; it answers from the warden's originals of the conversation the filter's latest call
-ran (:meth:`contextwarden.Warden.recall`), so the model can read back a masked output or a
-summarised span by the ``cw:`` reference its copy shows. The call and its answer are ordinary
-items of the run.
-"""
+The filter returns the warden's copy of the run's Responses API input items (the run keeps every
+item). :meth:`WardenInputFilter.recall_tool` is a ``FunctionTool`` named
+``contextwarden_recall`` for the agent's tools: it answers from the warden's originals by the
+``cw:`` reference the model's copy shows (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
@@ -28,11 +19,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._config import WardenConfig
-from .._messages import Message
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
-from ..recall import RECALL_TOOL_NAME, answer_max_chars, recall_answer, recall_ref, recall_tool
-from ._common import hook_warden, output_limit, require
+from ..recall import RECALL_TOOL_NAME, recall_ref, recall_tool
+from ._common import answer_recall, hook_warden, output_limit, require
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -49,15 +39,11 @@ def input_filter(
     window: int | None = None,
     config: WardenConfig | None = None,
 ) -> WardenInputFilter:
-    """A filter for ``RunConfig(call_model_input_filter=...)``.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    agent's own model name is used when it is a string, else ``config.model``. ``window``
-    overrides the window (default: ``config.context_window``, else the registry's). ``config``
-    is the :class:`~contextwarden.WardenConfig` (default: the defaults). The filter keeps one
-    :class:`~contextwarden.Warden` for its lifetime, and the warden one log per conversation,
-    so reuse one filter for all the runs of an application.
-    """
+    """A filter for ``RunConfig(call_model_input_filter=...)``. ``model`` names the tokenizer and
+    (without ``window``) the registry's window (default: the agent's model name when it is a
+    string, else ``config.model``); ``window`` overrides the window; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. The filter keeps one Warden (one log per conversation):
+    reuse it for all the runs of an application."""
     return WardenInputFilter(hook_warden(config, model, window), model)
 
 
@@ -92,16 +78,7 @@ class WardenInputFilter:
 
     async def _answer_recall(self, context: Any, arguments: str) -> str:
         """The tool's output for one call: the originals kept under its ``ref``, or why none."""
-        ref = recall_ref(arguments)
-        result = self.last_result
-        found: tuple[Message, ...] | None = None
-        if result is not None and ref:
-            try:
-                found = self.warden.recall(result.conversation, ref)
-            except KeyError:
-                found = None
-        budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
-        text, _ = recall_answer(ref, found, max_chars=answer_max_chars(budget, tokens))
+        text, _ = answer_recall(self.warden, self.last_result, recall_ref(arguments))
         self.recalls += 1
         return text
 

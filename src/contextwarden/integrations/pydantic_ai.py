@@ -9,20 +9,11 @@
     agent = Agent("openai:gpt-4o", capabilities=[warden])       # the run keeps every message
     agent = Agent("openai:gpt-4o", history_processors=[warden])  # the run keeps the warden's copy
 
-As a capability, the warden runs in ``prepare_model_request``, before each attempt at a model
-request, once the serving model is known: it reads the request's messages, its instructions
-and its function tools (they count against the window), and replaces only the request's
-``messages``, which pydantic-ai does not write back to the run's history. As a history
-processor it returns the same copy, and pydantic-ai makes the processor's output the run's
-history from then on (``all_messages()`` holds the warden's copy; the warden continues its log
-from it on the next call).
-
-Messages the warden left alone are the run's own objects; an edited part (a masked tool
-return, a cut huge output) is a copy of the original part with new content; a response whose
-thinking was stripped is a copy of the original response with fewer parts; a summary the warden
-wrote is a new ``UserPromptPart``. Parts the warden cannot read (native tool calls, files a model
-made) stay in their response and are not counted.
-"""
+As a capability it runs in ``prepare_model_request`` (instructions and function tools count
+against the window) and replaces only the request's ``messages``; as a history processor its
+copy becomes the run's history. Untouched messages are the run's own objects, an edited part a
+copy of the original, a summary a new ``UserPromptPart``; parts the warden cannot read stay
+where they are, uncounted. More: ``docs/integrations.md``."""
 
 from __future__ import annotations
 
@@ -60,13 +51,11 @@ class ContextWarden(WardenHook, AbstractCapability[Any]):
     """A pydantic-ai capability (``Agent(capabilities=[...])``) and history processor
     (``Agent(history_processors=[...])``) running a :class:`~contextwarden.Warden`.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window; left out, the
-    serving model's ``model_name`` is used, else ``config.model``. ``window`` overrides the
-    window (default: ``config.context_window``, else the registry's). ``config`` is the
-    :class:`~contextwarden.WardenConfig` (default: the defaults). One object keeps one Warden,
-    and the warden one log per conversation: reuse it across the runs of an application.
-    ``last_result`` is the latest call's :class:`~contextwarden.TransformResult`.
-    """
+    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
+    serving model's ``model_name``, else ``config.model``); ``window`` overrides the window;
+    ``config`` is the :class:`~contextwarden.WardenConfig`. One object keeps one Warden (one log per
+    conversation): reuse it across runs. ``last_result``: the latest
+    :class:`~contextwarden.TransformResult`."""
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -244,13 +233,7 @@ class _History:
 
 
 def _texts(msg: Message) -> list[str]:
-    out: list[str] = []
-    for block in msg.content:
-        if isinstance(block, TextBlock):
-            out.append(block.text)
-        elif isinstance(block, ToolResultBlock):
-            out.append(block.text)
-    return out
+    return [b.text for b in msg.content if isinstance(b, TextBlock | ToolResultBlock)]
 
 
 def _new_part(msg: Message) -> Any:

@@ -21,7 +21,7 @@ MARKER_ROOM = 64
 class MaskConfig(BaseModel):
     """Observation masking: old, long tool results shrink to head and tail lines."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(default=True, description="Mask old tool results. Default: true.")
     keep_recent: int = Field(
@@ -78,7 +78,7 @@ class MaskConfig(BaseModel):
 class ThinkingConfig(BaseModel):
     """Thinking stays only on the most recent assistant message(s) that have it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(default=True, description="Strip old thinking blocks. Default: true.")
     keep_recent: int = Field(
@@ -96,7 +96,7 @@ class ThinkingConfig(BaseModel):
 class TruncateConfig(BaseModel):
     """Head-and-tail truncation of one tool result's text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(
         default=True, description="Truncate oversized tool output. Default: true."
@@ -127,7 +127,7 @@ class TruncateConfig(BaseModel):
 class WindowConfig(BaseModel):
     """Drop the oldest whole units (assistant message + its tool results) until under budget."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     enabled: bool = Field(
         default=True, description="Drop oldest units when over the trigger. Default: true."

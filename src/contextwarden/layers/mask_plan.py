@@ -84,7 +84,7 @@ class MaskPlanner:
     # -- building ----------------------------------------------------------------------------
     def extend(self, history: Sequence[Message]) -> None:
         """Take in ``history[self.n:]``."""
-        start = self.n
+        start, known = self.n, len(self.actions)
         if start == len(history):
             return
         for j in range(start, len(history)):
@@ -113,8 +113,7 @@ class MaskPlanner:
                     continue
                 acts = self.memo.get((rid, j))
                 if acts is None:
-                    call = owner[2]
-                    acts = (call_action(call.name, call.input, call.id, j),)
+                    acts = (call_action(owner[2], j),)
                     self.memo[rid, j] = acts
                 found.append((owner[0], owner[1], acts[0]))
             if not self.irregular:
@@ -122,7 +121,8 @@ class MaskPlanner:
                 for _, _, a in found:
                     self._add(a)
         self.n = len(history)
-        self._plan = None
+        if len(self.actions) != known or self.irregular:
+            self._plan = None
         if self.irregular:
             self._clear()
             for a in tool_actions(history, self.memo):

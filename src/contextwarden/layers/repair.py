@@ -100,22 +100,13 @@ class RepairState:
 
     ``n`` is how many input messages it has seen; ``used`` every tool-call id the output holds;
     ``open`` the calls of the current turn not answered yet, by their id in the input, in call
-    order. Use :meth:`copy` to keep a state you may want to go back to.
+    order.
     """
 
     n: int = 0
     used: set[str] = field(default_factory=set)
     open: dict[str, list[_Open]] = field(default_factory=dict)
     prev_role: Role | None = None
-
-    def copy(self) -> RepairState:
-        """An independent copy (the ``used`` set is copied: O(ids))."""
-        return RepairState(
-            self.n,
-            set(self.used),
-            {k: list(v) for k, v in self.open.items()},
-            self.prev_role,
-        )
 
     @property
     def pending(self) -> tuple[str, ...]:

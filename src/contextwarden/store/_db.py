@@ -1,13 +1,7 @@
-"""Opening an SQLite file the way both stores need it: safe when several processes open a new
-file at the same moment, and every sqlite3 failure reported as a :class:`StoreError` naming the
-file.
-
-The open sequence (connect, WAL, the schema) is where processes collide: the first one creates
-the schema while the others read it. Each connection waits up to ``timeout`` seconds on a lock
-(SQLite's busy handler), migrations run inside one ``BEGIN IMMEDIATE`` transaction that re-reads
-what is already applied, and the few steps SQLite does not retry itself (switching the journal to
-WAL while another connection recovers it) are retried until the same deadline.
-"""
+"""Opening an SQLite file safely when several processes open a new file at once, every sqlite3
+failure a :class:`StoreError` naming the file: connections wait up to ``timeout`` on locks,
+migrations run in one ``BEGIN IMMEDIATE`` transaction that re-reads what is applied, and the
+steps SQLite does not retry itself (switching to WAL) are retried until the same deadline."""
 
 from __future__ import annotations
 
@@ -44,14 +38,10 @@ def _retrying(fn: Callable[[], _T], deadline: float) -> _T:
 
 
 def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
-    """A connection to ``path`` (its folder created) in WAL mode, autocommit (transactions are
-    explicit), usable from any thread, waiting up to ``timeout`` seconds on locks.
-
-    A file that exists but cannot be written (a read-only mount, no write permission) is opened
-    read-only instead: it can be read, every write is refused (:func:`is_read_only` tells).
-    Raises :class:`StoreError` naming ``what`` and the file when it cannot be opened (a folder in
-    the way, no permission, not an SQLite file).
-    """
+    """A connection to ``path`` (its folder created) in WAL mode, autocommit, usable from any thread,
+    waiting up to ``timeout`` seconds on locks; a file that exists but cannot be written opens
+    read-only (:func:`is_read_only`). :class:`StoreError` names ``what`` and the file when it
+    cannot be opened."""
     deadline = time.monotonic() + timeout
     try:
         conn = _open(path, timeout)

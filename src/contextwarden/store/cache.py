@@ -1,17 +1,8 @@
-"""Summary caches: where a compaction's summary is kept, keyed by the hash of what it replaces.
-
-Every cache is a ``MutableMapping[str, str]`` so the compactor does not care which one it holds:
-
-* :class:`SummaryCache`: the ``summary`` namespace of a :mod:`key-value store <.kv>`, the one
-  that keeps the edit logs too; :class:`SqliteCache` (the default: one SQLite file, shared by
-  threads and processes) and :class:`RedisCache` (one Redis database shared by every proxy
-  process) open theirs;
-* :class:`LruCache`: a dict in memory holding at most ``max_entries``, the least recently used
-  forgotten first (one process; a proxy gives each client one of its own).
-
-Keys and values are plain strings; anything else is a ``TypeError`` (the mapping contract).
-Backend failures are :class:`~contextwarden.StoreError` with the original error chained.
-"""
+"""Summary caches, ``MutableMapping[str, str]`` keyed by the hash of what a summary replaces:
+:class:`SummaryCache` (the ``summary`` namespace of a :mod:`key-value store <.kv>`; opened by
+:class:`SqliteCache`, the default, and :class:`RedisCache`) and :class:`LruCache` (memory, at
+most ``max_entries``). A key or value that is not a string is a ``TypeError``; backend failures
+are :class:`~contextwarden.StoreError`."""
 
 from __future__ import annotations
 
@@ -166,15 +157,11 @@ class SqliteCache(SummaryCache):
 
 
 class RedisCache(SummaryCache):
-    """A summary cache in Redis, shared by every process that points at the same database.
-
-    ``url`` is a Redis URL (``redis://localhost:6379/0``); or pass a ready ``client`` (anything
-    with the ``redis.Redis`` API, e.g. ``fakeredis.FakeRedis``) and no URL. Keys are stored under
-    ``prefix`` (default ``"contextwarden:summary:"``, the ``summary`` namespace of a
-    :class:`~.kv.RedisStore`) so the cache can share a database; ``ttl`` (seconds, default none)
-    lets Redis expire old summaries. Without the ``redis`` package a
-    :class:`~contextwarden.ConfigError` says what to install.
-    """
+    """A summary cache in Redis, shared by every process that points at the same database: ``url``
+    (``redis://localhost:6379/0``) or a ready ``client`` with the ``redis.Redis`` API. Keys go under
+    ``prefix`` (default the ``summary`` namespace of a :class:`~.kv.RedisStore`); ``ttl`` (seconds)
+    lets Redis expire them. Without the ``redis`` package a :class:`~contextwarden.ConfigError`
+    says what to install."""
 
     def __init__(
         self,

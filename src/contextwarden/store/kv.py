@@ -1,20 +1,10 @@
-"""One key-value store for everything contextwarden keeps between calls and processes: the
-summaries (:class:`~.cache.SummaryCache`) and the conversations' edit logs
-(:class:`~.logs.LogStore`), each in a namespace of its own.
-
-A store holds, per ``(namespace, key)``, a value (bytes, replaced whole) and a list of items
-(bytes, grown by appending: :meth:`KeyValueStore.append` writes only what is new, after cutting
-the list back to where the writer's copy ends). Three backends:
-
-* :class:`MemoryStore`: this process's memory (tests, one process);
-* :class:`SQLiteStore`: one SQLite file (WAL), shared by the processes of one machine;
-* :class:`RedisStore`: one Redis database, shared by every worker and host that points at it
-  (the ``redis`` extra).
-
-:meth:`KeyValueStore.scoped` gives a view under a key prefix: one client's keys are never read
-or written through another's view. Backend failures are :class:`~contextwarden.StoreError`
-naming the store.
-"""
+"""One key-value store for what contextwarden keeps between calls and processes (summaries and
+edit logs, each in a namespace), per ``(namespace, key)`` a value (replaced whole) and a list
+(grown by :meth:`KeyValueStore.append`, which writes only what is new): :class:`MemoryStore`
+(this process), :class:`SQLiteStore` (one WAL file, one machine) and :class:`RedisStore`
+(every worker and host; the ``redis`` extra). :class:`Scoped` is a view under a key prefix, so
+one client never reads another's keys. Backend failures are :class:`~contextwarden.StoreError`
+naming the store."""
 
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
 """Where conversations' edit logs are kept, so that any process continues any conversation.
 
 A :class:`~contextwarden.Warden` given a :class:`LogStore` writes each conversation's record
-(the content hashes of its history, its edits with their summaries, its counters: see
-:meth:`~contextwarden.context.conversation.Conversation.record`) after every call, and reads it
-before the next one: after a restart, or when several workers serve one address, a request
-continues the log another process wrote, with no new compaction and the cached prefix intact.
-
-The record lives in three namespaces of a :mod:`key-value store <.kv>`: its history hashes and
-its edits as lists that only grow (``log.history``, ``log.edits``), and the rest as one small
-value (``log``). :meth:`LogStore.save` appends what is new since the writer's last save (a call
-that adds one message writes one hash, not the whole history again); a writer whose copy is not
-the stored one (another worker wrote since, or the conversation was rebuilt) writes the lists
-whole. :class:`SQLiteLogStore` (one file, one machine: the default of
-:class:`~contextwarden.Session` and of the proxy's ``--store``), :class:`RedisLogStore`
-(several workers or hosts) and :class:`MemoryLogStore` open their store. Failures are
-:class:`~contextwarden.StoreError` naming the store.
-"""
+after every call and reads it before the next (after a restart, or from another worker). The
+history hashes and the edits are lists that only grow (``log.history``, ``log.edits``), the
+rest one small value (``log``): :meth:`LogStore.save` appends what is new since the writer's
+last save, or writes the lists whole when another writer came between. :class:`SQLiteLogStore`,
+:class:`RedisLogStore` and :class:`MemoryLogStore` open their store."""
 
 from __future__ import annotations
 

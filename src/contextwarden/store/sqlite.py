@@ -1,22 +1,15 @@
 """The session store: the original history, append-only, in one SQLite file (WAL mode).
 
-Nothing here is ever updated or deleted: messages are appended with a sequence number; every
-span a compaction elided is stored under its session and its reference (``cw:...``) so
-``recall(ref)`` returns that session's own originals verbatim (another session's span with the
-same reference, equal in content, stays its own: ids and thinking signatures differ); events are
-appended as JSON. A file that cannot be written (a read-only mount) opens read-only: reads work,
-writes are a :class:`~contextwarden.StoreError`. Schema changes are named migrations applied in order
-(the list below only grows), in one immediate transaction, so processes opening a new file at
-once do not collide. Every failure (sqlite3, a row that is not JSON or not a message, a full
-disk) is a :class:`~contextwarden.StoreError` naming the file; a write either commits whole or
-not at all.
-
-The default file lives in the data directory: ``$CONTEXTWARDEN_DATA_DIR`` or
-``~/.local/share/contextwarden``; tests point the variable at a temporary folder.
-"""
+Messages are appended with a sequence number, elided spans kept by session and ``cw:``
+reference (``recall(ref)`` returns that session's own originals), events appended as JSON;
+nothing is updated or deleted. A file that cannot be written opens read-only. Schema changes
+are named migrations (the list only grows) applied in one immediate transaction. Every failure
+is a :class:`~contextwarden.StoreError` naming the file; a write commits whole or not at all.
+The default file is in ``$CONTEXTWARDEN_DATA_DIR`` or ``~/.local/share/contextwarden``."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -281,13 +274,31 @@ class SessionStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self) -> _Tx:
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction under the lock: it commits whole or not at all; sqlite errors
+        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
+        take become StoreError naming the file."""
         if self.read_only:
             raise StoreError(
                 f"session store {str(self.path)!r} is read-only (opened from a file that "
                 "cannot be written); it can be read, not written"
             )
-        return _Tx(self._db, self._lock, self.path)
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
+                            self._db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.Error, ValueError, TypeError) as exc:
+                if isinstance(exc, ContextWardenError):
+                    raise
+                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
 
     def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``query`` under the lock; sqlite errors (a corrupt page...) become StoreError."""
@@ -306,43 +317,6 @@ class SessionStore:
             raise StoreError(
                 f"session store {str(self.path)!r}: {where} is unreadable: {exc}"
             ) from exc
-
-
-class _Tx:
-    """One write transaction under the store's lock: it commits whole or not at all; sqlite
-    errors (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
-    take become StoreError naming the file."""
-
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path) -> None:
-        self._db, self._lock, self._path = db, lock, path
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            self._lock.release()
-            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> None:
-        try:
-            if exc is None:
-                try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as commit_failed:
-                    exc = commit_failed
-            if exc is not None and self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-        except sqlite3.Error as rollback_failed:
-            exc = exc or rollback_failed
-        finally:
-            self._lock.release()
-        if isinstance(exc, (sqlite3.Error, ValueError, TypeError)) and not isinstance(
-            exc, ContextWardenError
-        ):
-            raise StoreError(f"session store {str(self._path)!r}: {exc}") from exc
 
 
 def _record(db: sqlite3.Connection, name: str, _number: int) -> None:

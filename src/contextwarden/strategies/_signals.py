@@ -1,16 +1,7 @@
-"""What a message *is*, read from its content: the signals the strategies and the task-type
-detector share (kinds of tool calls, test runs, completion, decisions, read-only listings,
-tool observations). Errors and file writes are read by
-:func:`~contextwarden.analysis.facts.extract_facts`, which follows commands to their results.
-
-Everything here is a pure function of one message (or one tool call), so the answers are cached
-by nothing but the immutable value itself and are the same on every run.
-
-The tables are heuristics over tool names and shell commands as real agents write them
-(mini-swe-agent runs everything through ``bash``; Claude Code has ``Edit``/``Write``/``Read``/
-``Grep``; OpenHands has ``str_replace_editor``). They err towards *keeping*: a message that
-looks like an edit or an error is treated as one.
-"""
+"""What a message *is*, read from its content: the kinds of its tool calls, test runs,
+completion, decisions, read-only listings, tool observations (errors and file writes are
+:func:`~contextwarden.analysis.facts.extract_facts`'). Pure heuristics over tool names and shell
+commands as real agents write them, erring towards keeping."""
 
 from __future__ import annotations
 
@@ -20,7 +11,7 @@ from typing import Literal
 
 from .._messages import Message, ToolCallBlock
 from ..analysis.actions import SEARCH_TOOLS, SHELL_TOOLS, TODO_TOOLS, file_action, norm_name
-from ..analysis.shell import analyze_command
+from ..analysis.shell import call_effects
 
 __all__ = [
     "CallKind",
@@ -139,8 +130,8 @@ def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     return None
 
 
-def _changes_files(command: str) -> bool:
-    effects = analyze_command(command)
+def _changes_files(call: ToolCallBlock, command: str) -> bool:
+    effects = call_effects(call, command)
     return bool(effects.writes or effects.deletes or effects.reverts or effects.patch_inputs)
 
 
@@ -149,7 +140,7 @@ def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     kinds: set[CallKind] = {by_name} if by_name is not None else set()
     command = call_command(call)
     if not kinds or "exec" in kinds:
-        if _changes_files(command):
+        if _changes_files(call, command):
             kinds.add("edit")
         if _TEST_CMD.search(command):
             kinds.add("test")

@@ -1,27 +1,14 @@
-"""The shared vocabulary of compaction strategies: what a strategy gets (:class:`StrategyContext`),
-what it returns (:class:`StrategyOutcome`), and the layout helpers every strategy uses so that
-every output stays a valid request.
+"""What a compaction strategy gets (:class:`StrategyContext`) and returns
+(:class:`StrategyOutcome`), and the layout helpers that keep every output a valid request.
 
-A strategy is a pure function ``(messages, ctx) -> StrategyOutcome | None``. It does not call
-the summarizer itself (though it may, through ``ctx.summarizer``, and hand back a ready
-``summary``): it says *which* messages it elides and *what* to summarize, and the
-:class:`~contextwarden._compaction.Compactor` runs the summarizer (sync or async, cached, with
-fallback), validates the summary and assembles the new history with :func:`assemble`. So the
-same strategy serves ``compact`` and ``acompact``, and is tested without any summarizer.
-
-Layout rules every outcome obeys (checked by :func:`check_outcome`, kept by the helpers):
-
-* the history is cut only at *unit* boundaries: a unit is a non-tool message plus the ``tool``
-  messages that follow it (and, when a result answers a call of an earlier unit, everything
-  from that unit on), so an assistant's tool calls (parallel ones included) and their results
-  are elided or kept together, and no cut lands on a tool result;
-* system messages, everything up to and including the first user message, the user's task
-  (:mod:`contextwarden._task`; what a client injects between the two, such as aider's files,
-  may go), and
-  pinned units are never elided;
-* a previous compaction's summary message, when elided, is passed on as ``previous_summary``
-  (an incremental update) instead of being summarized as text.
-"""
+A strategy is a pure function ``(messages, ctx) -> StrategyOutcome | None``: it says which
+messages it elides and what to summarise; the :class:`~contextwarden._compaction.Compactor`
+runs the summarizer, checks the summary and assembles the history (:func:`assemble`), so one
+strategy serves ``compact`` and ``acompact`` and is tested without a summarizer. Every outcome
+(checked by :func:`check_outcome`) cuts only at unit boundaries (a message with the tool results
+that follow it: calls and results go together), never elides system messages, the task (and
+what precedes it) or pinned units, and passes an elided earlier summary on as
+``previous_summary``."""
 
 from __future__ import annotations
 
@@ -96,18 +83,12 @@ Section = tuple[str, tuple[str, ...]]
 
 @dataclass(frozen=True)
 class StrategyOutcome:
-    """A strategy's plan: elide the input messages at ``elided`` (sorted indices; whole units)
-    into ONE summary message, placed where the first of them was.
-
-    ``requests`` are summarized in order; each one after the first gets the previous result as
-    its ``previous_summary`` (incremental chunk summaries); the last result is the summary.
-    ``summary`` (when set) is a summary the strategy already wrote: no summarizer runs.
-    ``rebuild`` (the full summary) folds a hint into the first system message and
-    puts the summary message right after the task. ``appendix``: titled sections of lines the
-    summary message carries verbatim after the summary (memories, task list, diff stats); a
-    line the summary already holds is not repeated.
-    ``reset_turns`` tells the caller to reset its turn counter (a full summary ran).
-    """
+    """A strategy's plan: elide the messages at ``elided`` (sorted indices, whole units) into ONE
+    summary message where the first of them was. ``requests`` are summarised in order, each after
+    the first updating the previous result; ``summary``, when set, is one the strategy wrote (no
+    summarizer runs). ``rebuild`` (the full summary) folds a hint into the first system message;
+    ``appendix``: titled sections of lines the summary message carries verbatim (a line the
+    summary holds is not repeated); ``reset_turns`` asks the caller to reset its turn counter."""
 
     strategy: str
     elided: tuple[int, ...]

@@ -1,15 +1,9 @@
-"""Full summary, the last resort: rebuild the history as the system prompt
-with a summary hint folded in, the original task verbatim, pinned units verbatim, and ONE summary
-message holding the four-part summary plus, verbatim, the agent's last memories
-(``config.recent_memories``, default 10), its task list and the latest git diff stats (read by
-:func:`~contextwarden.analysis.facts.extract_facts`; lines the summary already holds are not
-repeated).
-
-The widest recent tail that fits the target is kept (at least the newest unit; see
-:func:`~.sliding_window.recent_tail`). The newest unit is always kept (the model must see the question or tool output it is answering;
-when it alone is too large the warden's final guard cuts it). The outcome asks the caller to
-reset its turn counter (``reset_turns``).
-"""
+"""Full summary, the last resort: the system prompt with a summary hint folded in, the task and
+pinned units verbatim, ONE summary message (the four-part summary plus, verbatim, the last
+``config.recent_memories`` memories, the task list and the latest git diff stats), and the
+widest recent tail that fits the target (:func:`~.sliding_window.recent_tail`; at least the
+newest unit, which the final guard cuts when it alone is too large). Asks the caller to reset
+its turn counter."""
 
 from __future__ import annotations
 

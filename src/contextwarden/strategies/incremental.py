@@ -1,12 +1,7 @@
-"""Incremental chunk summaries: split the history into chunks of
-``config.chunk_turns`` turns (default 20; a turn is a unit: one user message, or one assistant
-message with its tool results), summarize every chunk but the last, each summary updating the
-previous one, and keep the last chunk whole.
-
-Chunks are counted from the start of the elidable history, so the early chunks are the same
-messages from one call to the next and their summaries come from the cache. Returns None when
-the history holds a single chunk.
-"""
+"""Incremental chunk summaries: chunks of ``config.chunk_turns`` units (default 20) from the start
+of the elidable history (so early chunks, and their cached summaries, stay the same from call
+to call), every chunk but the last summarised, each summary updating the previous one. None
+for a single chunk."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""The built-in strategies by name. Your own strategy is passed to the warden that uses it,
-beside these (no process-wide registry):
-
-.. code-block:: python
-
-    from contextwarden import Warden, WardenConfig
-
-    def drop_greetings(messages, ctx):
-        ...  # return StrategyOutcome(...) or None
-
-    config = WardenConfig.model_validate(
-        {"compaction": {"fallback_order": ["drop_greetings", "sliding_window"]}}
-    )
-    warden = Warden(config, strategies={"drop_greetings": drop_greetings})
-
-A strategy is a pure function ``(messages, ctx) -> StrategyOutcome | None`` (see :mod:`.base`).
-"""
+"""The built-in strategies by name. Your own strategy (a pure function ``(messages, ctx) ->
+StrategyOutcome | None``, see :mod:`.base`) goes to the warden that uses it, beside these:
+``Warden(config, strategies={"drop_greetings": drop_greetings})`` with its name in the config's
+``compaction.fallback_order`` or ``strategy_order`` (no process-wide registry)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Sliding-window compaction (first in every order): keep as much recent history
-verbatim as the compaction target allows and summarize everything between the task and it.
-
-The kept tail is the widest that fits the target (at least the newest unit), grown whole unit
-by whole unit (a tool call stays with its results) while the system prompt, the task, pinned
-units, the summary (its cap, as tokens) and the tail fit: so one summary lands on the target.
-When nothing would be elided (a forced compaction under the target), the last
-``config.sliding_window_size`` messages are kept (default 9: 5 assistant + 4 user/tool). System
-messages, the task and pinned units are kept where they are. Returns None when there is nothing
-(or only an earlier summary) to summarize.
-"""
+"""Sliding-window compaction (first in every order): summarise everything between the task and the
+widest recent tail that fits the compaction target beside the fixed part and the summary (whole
+units, at least the newest); when nothing would be elided (a forced compaction under the
+target), keep the last ``config.sliding_window_size`` messages (default 9: 5 assistant + 4
+user/tool). None when there is nothing but an earlier summary to summarise."""
 
 from __future__ import annotations
 

@@ -52,33 +52,21 @@ ANALYSIS_SHARE = 0.2
 CONVERSATION_CALL_RATIO = 0.2
 
 
-_State = tuple[
-    int, int, int, int, int, int, bool
-]  # edit, exec, inspect, research, text, user, task
-_ZERO: _State = (0, 0, 0, 0, 0, 0, False)
-
-
-def _step(state: _State, message: Message) -> _State:
-    edit, execute, inspect, research, text_turns, user_turns, seen_task = state
-    if message.role == "user":
-        if seen_task:
-            user_turns += 1
-            text_turns += 1 if message.text.strip() else 0
-        seen_task = True
-    elif message.role == "assistant":
-        e, x, i, r, t = _assistant_tally(message)
-        edit, execute, inspect, research = edit + e, execute + x, inspect + i, research + r
-        text_turns += t
-    return (edit, execute, inspect, research, text_turns, user_turns, seen_task)
-
-
 def detect_task_type(messages: Sequence[Message]) -> TaskType:
     """The task type of ``messages`` per the module rules. Pure and deterministic; it runs
     once per compaction, over the history being compacted."""
-    state = _ZERO
+    edit = execute = inspect = research = text_turns = user_turns = 0
+    seen_task = False
     for message in messages:
-        state = _step(state, message)
-    edit, execute, inspect, research, text_turns, user_turns, _ = state
+        if message.role == "user":
+            if seen_task:
+                user_turns += 1
+                text_turns += 1 if message.text.strip() else 0
+            seen_task = True
+        elif message.role == "assistant":
+            e, x, i, r, t = _assistant_tally(message)
+            edit, execute, inspect, research = edit + e, execute + x, inspect + i, research + r
+            text_turns += t
     code = edit + execute
     analysis = research + inspect
     calls = code + analysis

@@ -42,18 +42,11 @@ def should_compact(
     config: CompactionConfig | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Trigger | None:
-    """The first trigger that fires, or None. Checked in this order:
-
-    * ``command``: the last message is a user ``/compact [focus]`` command (the focus is
-      returned; the caller should not send the command itself to the model);
-    * ``marker``: the model wrote ``config.summary_marker`` (``!!!SUMMARY!!!``) in the last
-      assistant message, and nothing but that message's tool results follows it;
-    * ``turns``: ``turns`` (the caller's count since the last compaction; default: the assistant
-      messages in ``messages``) reached ``config.turn_threshold`` (200);
-    * ``tokens``: the request costs more than ``budget.trigger``.
-
-    The fifth trigger, an API call, is ``Compactor.compact(..., force=True)``.
-    """
+    """The first trigger that fires, or None: ``command`` (the last message is a user ``/compact
+    [focus]``, not to be sent to the model), ``marker`` (the last assistant message, followed by
+    nothing but its results, holds ``config.summary_marker``), ``turns`` (``turns``, default the
+    assistant messages, reached ``config.turn_threshold``), ``tokens`` (over ``budget.trigger``).
+    The fifth, an API call, is ``Compactor.compact(..., force=True)``."""
     cfg = config or CompactionConfig.model_validate({})
     explicit = explicit_trigger(messages, turns=turns, config=cfg)
     if explicit is not None:

@@ -1,19 +1,11 @@
 """Summarizers: turn a span of agent history into a four-part summary.
 
-- :class:`ExtractiveSummarizer`: the embedded default, no LLM, deterministic.
-- :class:`LLMSummarizer`: an LLM through Chat Completions (any OpenAI-compatible server),
-  Anthropic Messages, the Responses API or Gemini ``generateContent``.
-- :class:`Summarizer`: the protocol both follow (``summarize`` / ``asummarize``), with
-  :class:`SummaryRequest` as input.
-- :func:`check_summary`: why a summary is unfit to replace what it summarises (empty list: fit);
-  :func:`summary_cache_key`: the key a summary is cached under.
-- :class:`SummarizerConfig` / :func:`build_summarizer`: the ``summarizer:`` config section and
-  the summarizer it describes (``parse_summarizer_spec`` reads the CLI's ``PROVIDER:MODEL``).
-- :func:`summarizer_for_request`: an LLM summarizer on the proxy's upstream with the calling
-  client's credentials.
-- :func:`extract_facts` / :class:`Facts` (from :mod:`contextwarden.analysis.facts`): what a
-  history says (task, commands, files, errors, plan, pins, findings), without an LLM.
-"""
+:class:`ExtractiveSummarizer` (embedded, no LLM, deterministic) and :class:`LLMSummarizer`
+(Chat Completions, Anthropic Messages, Responses, Gemini) follow the :class:`Summarizer`
+protocol over a :class:`SummaryRequest`; :func:`check_summary` says why a summary is unfit and
+:func:`summary_cache_key` keys its cache; :class:`SummarizerConfig` / :func:`build_summarizer`
+are the ``summarizer:`` config section and what it builds; :func:`summarizer_for_request` is the
+proxy's; :func:`extract_facts` / :class:`Facts` read what a history says without an LLM."""
 
 from __future__ import annotations
 

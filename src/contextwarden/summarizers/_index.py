@@ -1,23 +1,10 @@
-"""The names index of a summary: the files and code names of what it replaces, ranked for the
-agent that will type them again.
-
-An agent's next command reuses names it met long before: the file it read forty steps ago, the
-helper a ``grep`` found, the test it ran first, the variable it set in a script. Once the
-messages that held them are summarised, a name the summary does not carry is gone until the
-agent searches again. :func:`names_index` ranks the candidates for the summary's
-"Files and code in play" group:
-
-- the paths and code names of the span (:func:`~contextwarden.analysis.mentions.code_mentions`: what the agent wrote
-  counts most, then definitions, frames, ``grep`` hits and test ids, then any name a result
-  showed; later mentions weigh more);
-- the index of the earlier summary the span absorbs, so that names survive a second, third...
-  compaction instead of falling to the bottom of the list (they rank like a name the agent
-  wrote once at the start of the span, best first, and gain from any new mention);
-- minus the names the request already holds beside the summary (``held``: the system prompt,
-  the task, the messages kept verbatim), which it would only repeat.
-
-Each file comes with the names seen in it; the rest are listed by rank. Pure and deterministic.
-"""
+"""The names index of a summary ("Files and code in play"): the files and code names of what it
+replaces, ranked for the agent that will type them again (a name the summary does not carry is
+gone until the agent searches again). :func:`names_index` ranks the span's paths and names
+(:func:`~contextwarden.analysis.mentions.code_mentions`: what the agent wrote first, later
+mentions weighing more), plus the earlier summary's index (so names survive compaction after
+compaction), minus what the request holds beside the summary (``held``). Each file comes with
+the names seen in it. Pure and deterministic."""
 
 from __future__ import annotations
 

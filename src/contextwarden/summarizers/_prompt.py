@@ -124,6 +124,20 @@ def _tagged(tag: str, body: str | None) -> str:
     return f"<{tag}>\n{body.strip()}\n</{tag}>\n\n" if body and body.strip() else ""
 
 
+def _context(
+    task: str | None, pinned: Sequence[str], ref: str | None, names: Sequence[str]
+) -> list[str]:
+    """The tagged parts every prompt opens with; the task without the blocks clients inject
+    into the user's turn (:func:`contextwarden._task.strip_injected`)."""
+    task = strip_injected(task) or None if task else None
+    return [
+        _tagged("task", task),
+        _tagged("pinned", "\n".join(pinned) if pinned else None),
+        _tagged("reference", ref),
+        _tagged("names", "\n".join(names) if names else None),
+    ]
+
+
 def summary_prompt(
     transcript: str,
     *,
@@ -136,16 +150,8 @@ def summary_prompt(
 ) -> str:
     """The user turn asking for a summary of ``transcript``; ``ref`` is the ``cw:`` reference
     its originals are kept under; ``names``, the span's names index (files with the code names
-    seen in them, then other names, best first: what the summary should carry). ``task`` is
-    given without the blocks clients inject into the user's turn (environment context, system
-    reminders: :func:`contextwarden._task.strip_injected`)."""
-    task = strip_injected(task) or None if task else None
-    parts = [
-        _tagged("task", task),
-        _tagged("pinned", "\n".join(pinned) if pinned else None),
-        _tagged("reference", ref),
-        _tagged("names", "\n".join(names) if names else None),
-    ]
+    seen in them, then other names, best first: what the summary should carry)."""
+    parts = _context(task, pinned, ref, names)
     if previous_summary and previous_summary.strip():
         parts.append(
             "An earlier stretch of this history was already summarised. Update that summary "
@@ -170,13 +176,9 @@ def merge_prompt(
 ) -> str:
     """The user turn asking to merge partial summaries (the reduce step); ``names`` as for
     :func:`summary_prompt`."""
-    task = strip_injected(task) or None if task else None
     body = "".join(f'<part n="{i}">\n{p.strip()}\n</part>\n' for i, p in enumerate(parts, 1))
     out = [
-        _tagged("task", task),
-        _tagged("pinned", "\n".join(pinned) if pinned else None),
-        _tagged("reference", ref),
-        _tagged("names", "\n".join(names) if names else None),
+        *_context(task, pinned, ref, names),
         _tagged("focus", focus) if focus else "",
         _MERGE_INSTRUCTIONS + "\n\n",
         body,

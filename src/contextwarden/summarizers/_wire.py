@@ -1,16 +1,8 @@
-"""The four APIs a summary can be asked through, one small value each: where the request goes,
-its headers, its body, and where the reply's text, usage and error message sit.
-
-- ``openai``: Chat Completions, ``POST {base}/chat/completions`` (OpenAI and every compatible
-  server: vLLM, Ollama, OpenRouter, LiteLLM...);
-- ``anthropic``: Messages, ``POST {base}/v1/messages``;
-- ``responses``: the Responses API, ``POST {base}/responses`` (OpenAI serves its codex models,
-  ``gpt-5-codex`` and the like, only there);
-- ``gemini``: ``POST {base}/v1beta/models/{model}:generateContent`` with ``systemInstruction``
-  and ``contents``, the key in ``x-goog-api-key``.
-
-Pure values and functions; the HTTP is :mod:`.llm`'s.
-"""
+"""The four APIs a summary can be asked through, one small value each: where the request goes
+(``openai``: ``{base}/chat/completions``, any compatible server; ``anthropic``:
+``{base}/v1/messages``; ``responses``: ``{base}/responses``, where OpenAI serves its codex
+models; ``gemini``: ``{base}/v1beta/models/{model}:generateContent``), its headers, its body,
+and where the reply's text, usage and error message sit. Pure; the HTTP is :mod:`.llm`'s."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The summarizer contract: what a summarizer is given, what it returns, and how a summary is
-judged before it replaces anything.
-
-A compaction strategy hands a :class:`SummaryRequest` (the span being replaced, the original
-task, the previous summary, a focus, a length cap, pinned texts) to a :class:`Summarizer` and
-gets back the four-part text (``<completed>``, ``<remaining>``,
-``<current_state>``, ``<notes>``). Before using it, the engine calls :func:`check_summary`: a
-summary that is not clearly smaller than what it replaces, or that lost a must-keep fact (the
-task, pinned text, a modified file path, the last unresolved error), is rejected and the next
-strategy runs. :func:`summary_cache_key` keys a cache so the same span is summarised once.
-"""
+"""The summarizer contract: a :class:`SummaryRequest` in, the four-part text out (``<completed>``,
+``<remaining>``, ``<current_state>``, ``<notes>``), judged by :func:`check_summary` before it
+replaces anything (clearly smaller; the task, pins, modified paths and last unresolved error
+kept) and cached under :func:`summary_cache_key`."""
 
 from __future__ import annotations
 
@@ -47,23 +40,13 @@ TASK_KEY_CHARS = 120
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    """What to summarise.
-
-    ``messages``: the span being replaced. ``task``: the original task (the first user
-    message's text); ``None`` lets summarizers take the first user message of the span.
-    ``previous_summary``: the summary an earlier compaction wrote, for an incremental update.
-    ``focus``: what the user asked to keep (``/compact focus``). ``max_chars``: the summary's
-    length cap (default 4000, the config's ``summary_max_chars``). ``pinned``: texts that must
-    appear verbatim. ``ref``: the ``cw:`` reference the originals of ``messages`` are kept
-    under (default none); the summary names it, so that the agent or ``recall`` can bring back
-    anything the summary only points to. ``memo``: where :func:`request_facts` keeps the facts
-    (and what they are read from) for the summarizer and the checks that follow; the compactor
-    passes its own (not part of the request's value: it takes no part in equality).
-    ``held``: the paths and code names the request holds
-    beside the summary (the system prompt, the task, the messages kept verbatim): the summary's
-    names index need not repeat them. ``task_held``: the request keeps the task's message
-    verbatim beside the summary, which then quotes only the task's opening.
-    """
+    """What to summarise: ``messages`` (the span replaced); ``task`` (the original task; ``None``: the
+    span's first user message); ``previous_summary`` (an earlier compaction's, to update);
+    ``focus`` (what ``/compact focus`` asked to keep); ``max_chars`` (the cap, default 4000);
+    ``pinned`` (texts kept verbatim); ``ref`` (the ``cw:`` reference of the originals, which the
+    summary names); ``memo`` (where :func:`request_facts` keeps the facts; no part of equality);
+    ``held`` (paths and names the request holds beside the summary, which its names index need not
+    repeat); ``task_held`` (the task's message is kept beside it: quote only its opening)."""
 
     messages: tuple[Message, ...]
     task: str | None = None
@@ -174,15 +157,11 @@ def check_summary(
     *,
     max_ratio: float = MAX_SUMMARY_RATIO,
 ) -> list[str]:
-    """Problems that make ``summary`` unfit to replace ``request.messages`` (empty when fit).
-
-    Checked: not empty and tagged as four sections; at most ``request.max_chars`` characters
-    and at most ``max_ratio`` (default 0.6) of the characters it replaces; contains the opening
-    of the task (:func:`task_key`), every pinned text (the request's and those pinned inside the
-    span), every file path written in the span (created, modified, deleted, reverted) and the
-    signature line of the last unresolved error. Containment ignores differences in
-    whitespace. ``facts`` defaults to :func:`request_facts` (pass it when already computed).
-    """
+    """Problems that make ``summary`` unfit to replace ``request.messages`` (empty when fit): empty or
+    not four sections; over ``request.max_chars`` or over ``max_ratio`` (0.6) of what it replaces;
+    missing (whitespace aside) the task's opening (:func:`task_key`), a pinned text, a file path
+    written in the span or the last unresolved error's signature. ``facts``: default
+    :func:`request_facts`."""
     problems: list[str] = []
     if not summary.strip():
         return ["summary is empty"]

@@ -17,15 +17,10 @@ __all__ = ["build_summarizer"]
 def build_summarizer(
     config: SummarizerConfig, *, env: Mapping[str, str] | None = None, max_chars: int | None = None
 ) -> Summarizer:
-    """The summarizer ``config`` describes.
-
-    ``extractive`` needs nothing. ``openai`` and ``anthropic`` need their key variable set in
-    ``env`` (default ``os.environ``): when it is unset or empty this raises
-    :class:`ConfigError` naming the variable, at construction rather than at the first
-    compaction (for a local server that needs no key, set the variable to any value). The key
-    is read again at each call, so a rotated key is picked up. ``max_chars``, when given, caps
-    every summary (the compaction config's ``summary_max_chars``; requests carry it too).
-    """
+    """The summarizer ``config`` describes. An LLM provider's key variable must be set in ``env``
+    (default ``os.environ``), else :class:`ConfigError` names it now rather than at the first
+    compaction (a local server that needs no key: set it to anything); the key is read again at
+    each call. ``max_chars`` caps every summary (the compaction's ``summary_max_chars``)."""
     if config.provider == "extractive":
         return ExtractiveSummarizer(max_chars=max_chars)
     environ = os.environ if env is None else env
@@ -37,7 +32,7 @@ def build_summarizer(
             f"${key_env}, which is not set (set it, or name another variable in "
             f"summarizer.api_key_env)"
         )
-    llm = LLMSummarizer(
+    return LLMSummarizer(
         config.base_url or DEFAULT_BASE_URLS[config.provider],
         config.model,
         provider=config.provider,
@@ -46,4 +41,3 @@ def build_summarizer(
         max_retries=config.max_retries,
         max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars,
     )
-    return llm

@@ -1,13 +1,7 @@
-"""Which summarizer writes compaction summaries: :class:`SummarizerConfig` (the ``summarizer:``
-section of the configuration); :func:`~contextwarden.summarizers.build.build_summarizer` turns it
-into a :class:`~contextwarden.summarizers.base.Summarizer`.
-
-``provider: extractive`` (the default) is the embedded summarizer: offline, no key. ``openai``
-(any server speaking Chat Completions: OpenAI, vLLM, Ollama, OpenRouter, LiteLLM...),
-``anthropic`` (the Messages API), ``responses`` (the Responses API) and ``gemini``
-(``generateContent``) summarise with a model; the key is read from the environment variable the
-config names, never from the config itself.
-"""
+"""The ``summarizer:`` config section (:class:`SummarizerConfig`), built by
+:func:`~contextwarden.summarizers.build.build_summarizer`: ``extractive`` (the default, offline)
+or an LLM through ``openai`` (any Chat Completions server), ``anthropic``, ``responses`` or
+``gemini``, its key read from the environment variable the config names."""
 
 from __future__ import annotations
 
@@ -54,7 +48,7 @@ class SummarizerConfig(BaseModel):
     # An LLM writes better summaries; the default stays offline. A summary is written once
     # per compaction and kept; when an LLM summary fails, the extractive one stands in for it.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: SummarizerProvider = Field(
         "extractive",

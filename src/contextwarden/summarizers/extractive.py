@@ -1,28 +1,16 @@
 """The embedded summarizer: no LLM, deterministic, built from the history itself.
 
-:class:`ExtractiveSummarizer` extracts the span's :class:`~.facts.Facts` and writes the
-four sections from them, most important first until the length cap is reached:
-
-1. the user's task (its opening at least; the client's injected blocks taken out) and the
-   ``/compact`` focus,
-2. pinned content, verbatim,
-3. every file created, modified, deleted or reverted,
-4. the last unresolved error (its signature line and where it came from),
-5. open todo items or the latest plan,
-6. the latest ``git diff --stat``, other unresolved errors, the last command, the working
-   set (the file's lines around the two latest edits, verbatim in a fenced block),
-7. commands run with their exit status, completed todo items,
-8. findings (the last 10 "memories"), errors that were fixed,
-9. files only read, and what an earlier summary said.
-
-The cap is ``min(request.max_chars, half the replaced characters)``, so the result is always
-clearly smaller than what it replaces. The same request gives the same text, byte for byte.
-"""
+:class:`ExtractiveSummarizer` writes the four sections from the span's facts, most important
+first until the cap (``min(max_chars, half the replaced characters)``): the task and focus;
+pins; files changed; the last unresolved error; the open plan; diff stat, other errors, the
+last command, the working set; commands run and done items; findings and fixed errors; files
+only read and what an earlier summary said. The same request gives the same bytes."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .._exceptions import SummarizerError
 from ..analysis.facts import CommandRun, Facts
@@ -85,64 +73,34 @@ def facts_entries(
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
     the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
     with the LLM summarizer, which adds the must-keep ones to its output."""
-    entries = list(
-        _entries(
-            facts,
-            task=task,
-            pinned=pinned,
-            focus=focus,
-            cap=cap,
-            ref=ref,
-            held=held,
-            task_held=task_held,
-        )
-    )
+    entries = list(_entries(facts, task, pinned, focus, cap, ref, held, task_held))
     words = _focus_words(focus)
-    if words:
-        # what the user asked to keep moves up two tiers (never above the must-keep ones)
-        entries = [
-            Entry(
-                e.section,
-                e.text,
-                max(2, e.tier - 2),
-                e.order,
-                e.group,
-                e.recency,
-                e.bullet,
-                e.min_chars,
-            )
-            if e.tier > 2 and any(w in e.text.lower() for w in words)
-            else e
-            for e in entries
-        ]
-    return entries
+    # what the user asked to keep moves up two tiers (never above the must-keep ones)
+    return [
+        replace(e, tier=max(2, e.tier - 2))
+        if words and e.tier > 2 and any(w in e.text.lower() for w in words)
+        else e
+        for e in entries
+    ]
 
 
 def _entries(
     facts: Facts,
-    *,
     task: str | None,
     pinned: tuple[str, ...],
     focus: str | None,
     cap: int,
     ref: str | None,
     held: frozenset[str],
-    task_held: bool = False,
+    task_held: bool,
 ) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
         # the request holds the task's message beside the summary: its opening identifies it
         limit = TASK_QUOTE_CHARS if task_held else max(TASK_QUOTE_CHARS, int(cap * TASK_SHARE))
-        yield Entry(
-            "remaining",
-            clip(task_text.strip(), limit),
-            0,
-            (0,),
-            "Original task",
-            bullet=False,
-            min_chars=160,
-        )
+        text = clip(task_text.strip(), limit)
+        yield Entry("remaining", text, 0, (0,), "Original task", 0, False, 160)
     if focus:
         yield Entry(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
@@ -151,13 +109,7 @@ def _entries(
     # (after the must-keep facts: the changed files, the pins, the last error)
     for i, said in enumerate(dict.fromkeys(facts.instructions)):
         yield Entry(
-            "remaining",
-            clip(said, INSTRUCTION_CHARS),
-            4,
-            (1, i),
-            INSTRUCTIONS,
-            min_chars=120,
-            recency=i,
+            "remaining", clip(said, INSTRUCTION_CHARS), 4, (1, i), INSTRUCTIONS, i, True, 120
         )
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
@@ -322,7 +274,7 @@ def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
     for site in reversed(facts.working):
         if n >= WORKING_SITES:
             break
-        lines = [ln for ln in site.lines]
+        lines = list(site.lines)
         seen = shown.setdefault(site.path, set())
         if all(ln.strip() in seen for ln in lines if ln.strip()):
             continue
@@ -427,9 +379,7 @@ def _earlier_pins(facts: Facts) -> list[str]:
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
     for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
         h = heading.lower()
-        if (
-            h == INSTRUCTIONS.lower()
-        ):  # the user's words stay verbatim, first, summary after summary
+        if h == INSTRUCTIONS.lower():  # the user's words stay verbatim, summary after summary
             said = line[2:] if line.startswith("- ") else line
             yield Entry("remaining", said, 4, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
             continue

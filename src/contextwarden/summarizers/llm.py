@@ -1,21 +1,14 @@
-"""Summaries written by an LLM through the API the caller uses: Chat Completions (any
-OpenAI-compatible server), Anthropic Messages, the Responses API or Gemini ``generateContent``
-(:mod:`._wire`), over httpx (sync and async), retried with tenacity.
+"""Summaries written by an LLM through the API the caller uses (:mod:`._wire`: Chat Completions,
+Anthropic Messages, Responses, Gemini), over httpx, retried with tenacity.
 
-:class:`LLMSummarizer` renders the span as a compact transcript (thinking dropped, tool outputs
-clipped to head + tail), asks for the four sections of a summary, passes the previous summary for an
-incremental update, and validates the reply. When the transcript does not fit its own input
-budget it works map-reduce: summarise consecutive chunks, then merge the partial summaries
-(recursively when even those do not fit), so compaction works when the agent's context is full.
-
-Failures are :class:`~contextwarden.SummarizerError` with the HTTP ``status`` (when one came)
-and the upstream's own error text as ``reason``, for callers to log and count: HTTP errors after retries (429, 408, 409
-and 5xx, timeouts and connection errors are retried with exponential backoff, honouring
-``Retry-After``), bodies that are not the provider's JSON, replies missing a tag or empty, and
-no answer within ``timeout``: one deadline for the whole summary, retries included. The
-engine then falls back to the extractive summary. A reply that left out a must-keep fact (task
-opening, pinned text, a changed file, the last unresolved error) gets it added from the
-history's own facts, and the whole is fitted under the length cap.
+The span is rendered as a compact transcript and summarised in the four sections, updating the
+previous summary; a transcript over the input budget is summarised in chunks whose summaries
+are merged (map-reduce, recursively). Failures are :class:`~contextwarden.SummarizerError` with
+the HTTP ``status`` and the upstream's own error text as ``reason``: HTTP errors after retries
+(408, 409, 429, 5xx, timeouts and connection errors, with exponential backoff honouring
+``Retry-After``), replies that are not the provider's JSON or lack a section, and no answer
+within ``timeout``, one deadline for the whole summary. A must-keep fact the reply left out is
+added from the history's own facts, and the whole is fitted under the length cap.
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -72,11 +65,10 @@ _TOO_LONG = (
     "input is too long",
     "reduce the length",
 )
-#: Default token estimate when no counter is given: characters / 3 errs high for English and
-#: code (real ratios are ~3.5-4.5), so chunks stay inside the summarizer's window.
+#: Characters / 3 errs high for English and code (real ratios ~3.5-4.5): chunks stay inside
+#: the summarizer's window when no counter is given.
 _CHARS_PER_TOKEN_ESTIMATE = 3
-#: The caller waits this much past the deadline for the helper thread to report its own, more
-#: precise, error before giving up on it.
+#: How long the caller waits past the deadline for the helper thread's own, more precise, error.
 _JOIN_GRACE_S = 0.05
 #: How many times a "context length exceeded" reply halves the budget before giving up.
 _MAX_SHRINKS = 3
@@ -86,21 +78,9 @@ class _Late(Exception):
     """The summary's deadline has passed (turned into a :class:`SummarizerError`)."""
 
 
-def _check_clock(response: httpx.Response, attempt_ends: float, deadline: float) -> None:
-    """Raise when a body is still arriving after its attempt's limit (a timeout, retried) or
-    after the summary's deadline (final)."""
-    now = time.monotonic()
-    if now > deadline:
-        raise _Late()
-    if now > attempt_ends:
-        raise httpx.ReadTimeout(
-            "the body was still arriving at the attempt's time limit", request=response.request
-        )
-
-
 class _Retry(Exception):
-    """One attempt failed in a way a later one may not: ``last`` says how, ``status`` is the
-    HTTP status (None when no answer came), ``asked`` the delay the server asked for."""
+    """An attempt failed in a way a later one may not: ``last`` says how, ``status`` is the
+    HTTP status (None without an answer), ``asked`` the delay the server asked for."""
 
     def __init__(self, last: str, status: int | None = None, asked: float | None = None) -> None:
         super().__init__(last)
@@ -108,8 +88,7 @@ class _Retry(Exception):
 
 
 class _InputTooLarge(Exception):
-    """The provider said the input is over the model's window; ``tokens`` is our estimate of
-    the refused call's size."""
+    """The provider found the input over the model's window; ``tokens``: the call's size."""
 
     def __init__(self, tokens: int) -> None:
         super().__init__(tokens)
@@ -117,14 +96,12 @@ class _InputTooLarge(Exception):
 
 
 class SummaryMeter(Protocol):
-    """Told about every HTTP call a summary makes (retries and map-reduce steps included), so
-    that a caller can count and bill them, cap them, or stop them.
+    """Told about every HTTP call a summary makes (retries and map-reduce steps included).
 
-    :meth:`start` is called before each call is sent and may raise
-    :class:`~contextwarden.SummarizerError` to refuse it (a cap reached); :meth:`done` after
-    it, with the model, the input and output tokens the provider reported (estimated from the
-    text when the reply carries no usage; 0 output for a call that failed) and the status
-    (0 when no answer came)."""
+    :meth:`start` comes before each call and may raise :class:`~contextwarden.SummarizerError`
+    to refuse it (a cap reached); :meth:`done` after it, with the model, the input and output
+    tokens the provider reported (estimated from the text without usage; 0 output for a failed
+    call) and the status (0 when no answer came)."""
 
     def start(self) -> None: ...
 
@@ -140,37 +117,30 @@ class _Call:
 
 
 class LLMSummarizer:
-    """Summaries from an LLM endpoint. See the module docstring for the behaviour.
+    """Summaries from an LLM endpoint (see the module docstring).
 
-    ``base_url``: the API root; for ``provider="openai"`` requests go to
-    ``{base_url}/chat/completions`` (default ``https://api.openai.com/v1``; any compatible
-    server: vLLM, Ollama, OpenRouter...), for ``"anthropic"`` to ``{base_url}/v1/messages``
-    (default ``https://api.anthropic.com``). ``model``: the model name sent.
-    ``api_key_env``: the environment variable holding the key (default ``OPENAI_API_KEY`` /
-    ``ANTHROPIC_API_KEY``), read at each call; when unset no key is sent (local servers).
-    ``timeout``: the total deadline of one summary in seconds, retries, waits and map-reduce
-    steps included (default 60): a server that stalls, trickles its body or keeps answering 429
-    cannot hold the caller longer. ``attempt_timeout``: seconds one HTTP attempt may take
-    (default: whatever is left of ``timeout``), so that a hung first attempt leaves time for a
-    retry. ``max_retries``: retries after the first attempt (default 3), waiting
-    ``backoff * 2**attempt`` seconds (default 0.5, capped at ``max_backoff``, default 30) or
-    what ``Retry-After`` asks, capped the same way; a wait that would pass the deadline is not
-    started.
-    ``max_chars``: the summary's cap (default 4000; the request's own cap applies too).
-    ``input_token_budget``: tokens of history one call may carry (default 48,000; the prompt
-    and the reply come on top), measured with ``counter`` or characters/3.
-    ``max_output_tokens``: the reply's limit (default 2048). ``tool_output_chars``: each tool
-    output and call argument is clipped to this in the input (default 2000).
-    ``ensure_facts``: add must-keep facts the reply left out (default true).
-    ``temperature``: sent when not ``None`` (default 0). ``max_tokens_param``: the name of the
-    output-limit field for OpenAI-style servers (``max_completion_tokens`` for o-series).
-    ``headers`` / ``extra_body``: merged into every request. ``key_from_env``: read the key
-    from ``api_key_env`` (default true); false sends only the credentials in ``headers`` (the
-    proxy summarising with its caller's own). ``transport``: an httpx async transport (tests,
-    proxies; both :meth:`summarize` and :meth:`asummarize` run on an async client). ``sleep`` /
-    ``asleep``: how :meth:`summarize` / :meth:`asummarize` wait between retries (tests pass
-    recorders). ``max_concurrency``: parallel chunk calls in the async map step (default 4;
-    :meth:`summarize` makes them one after another).
+    ``base_url``: the API root (``provider="openai"`` posts to ``{base_url}/chat/completions``,
+    default ``https://api.openai.com/v1``, any compatible server; ``"anthropic"`` to
+    ``{base_url}/v1/messages``, default ``https://api.anthropic.com``). ``model``: the model
+    sent. ``api_key_env``: the variable holding the key (default ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY``), read at each call; unset, no key is sent. ``key_from_env=False``
+    sends only the credentials in ``headers`` (the proxy's caller's).
+    ``timeout``: the deadline of one summary in seconds, retries, waits and map-reduce steps
+    included (default 60). ``attempt_timeout``: seconds one HTTP attempt may take (default: what
+    is left of ``timeout``). ``max_retries`` (default 3) after the first attempt, waiting
+    ``backoff * 2**attempt`` (default 0.5) or what ``Retry-After`` asks, at most
+    ``max_backoff`` (default 30); a wait past the deadline is not started.
+    ``max_chars``: the summary's cap (default 4000; the request's own applies too).
+    ``input_token_budget``: history tokens one call may carry (default 48,000), measured with
+    ``counter`` or characters/3. ``max_output_tokens``: the reply's limit (default 2048).
+    ``tool_output_chars``: each tool output and call argument is clipped to this (default
+    2000). ``ensure_facts``: add must-keep facts the reply left out (default true).
+    ``temperature``: sent unless ``None`` (default 0). ``max_tokens_param``: the output-limit
+    field of OpenAI-style servers (``max_completion_tokens`` for o-series). ``headers`` /
+    ``extra_body``: merged into every request. ``transport``: an httpx async transport (both
+    methods run an async client). ``sleep`` / ``asleep``: how :meth:`summarize` /
+    :meth:`asummarize` wait between retries. ``max_concurrency``: parallel chunk calls of the
+    async map step (default 4; :meth:`summarize` makes them one after another).
     """
 
     def __init__(
@@ -225,41 +195,22 @@ class LLMSummarizer:
                 raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
         self.provider: Provider = provider
         self.base_url = (base_url or DEFAULT_BASE_URLS[provider]).rstrip("/")
-        self.model = model
-        self.api_key_env = api_key_env or DEFAULT_KEY_ENVS[provider]
-        self.timeout = timeout
-        self.attempt_timeout = attempt_timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.max_chars = max_chars
-        self.input_token_budget = input_token_budget
-        self.max_output_tokens = max_output_tokens
-        self.tool_output_chars = tool_output_chars
-        self.ensure_facts = ensure_facts
-        self.temperature = temperature
-        self.max_tokens_param = max_tokens_param
-        self.counter = counter
+        self.model, self.api_key_env = model, api_key_env or DEFAULT_KEY_ENVS[provider]
+        self.timeout, self.attempt_timeout = timeout, attempt_timeout
+        self.max_retries, self.backoff, self.max_backoff = max_retries, backoff, max_backoff
+        self.max_chars, self.input_token_budget = max_chars, input_token_budget
+        self.max_output_tokens, self.tool_output_chars = max_output_tokens, tool_output_chars
+        self.ensure_facts, self.key_from_env = ensure_facts, key_from_env
+        self.temperature, self.max_tokens_param = temperature, max_tokens_param
+        self.counter, self.transport = counter, transport
         self.headers = {k.lower(): v for k, v in (headers or {}).items()}
-        self.key_from_env = key_from_env
         self.extra_body = dict(extra_body or {})
-        self.transport = transport
-        self.sleep = sleep
-        self.asleep = asleep
-        self.max_concurrency = max_concurrency
+        self.sleep, self.asleep, self.max_concurrency = sleep, asleep, max_concurrency
         self.name = f"llm:{provider}:{model}"
-        # the TLS settings of this summarizer's clients, made at its first summary (it opens a
-        # client per summary)
+        # TLS settings, made at the first summary (a client is opened per summary, and loading
+        # the CA bundle takes milliseconds)
         self._verify: ssl.SSLContext | bool | None = None
 
-    def _tls(self) -> ssl.SSLContext | bool:
-        """This summarizer's TLS settings, made once (a race makes them twice: harmless)."""
-        if self._verify is None:  # httpx's defaults (loading the CA bundle takes milliseconds)
-            make = getattr(httpx, "create_ssl_context", None)
-            self._verify = make() if make is not None else True
-        return self._verify
-
-    # -- identity -----------------------------------------------------------------------------
     @property
     def config_id(self) -> str:
         """Everything that changes the output, for cache keys; with credentials in ``headers``
@@ -295,21 +246,18 @@ class LLMSummarizer:
         deadline: float | None = None,
         meter: SummaryMeter | None = None,
     ) -> str:
-        """The summary of ``request`` (blocking). Raises :class:`SummarizerError`, at the latest
-        ``timeout`` seconds after the call (retries and map-reduce steps included), or at
-        ``deadline`` (a :func:`time.monotonic` time) when that comes first: several summaries
-        of one compaction share one deadline that way. ``meter`` is told about every HTTP call
-        (see :class:`SummaryMeter`)."""
+        """The summary of ``request`` (blocking). Raises :class:`SummarizerError` at the latest
+        ``timeout`` seconds after the call, or at ``deadline`` (a :func:`time.monotonic` time)
+        when that comes first, so the summaries of one compaction can share one. ``meter`` is
+        told about every HTTP call."""
         cap, facts, deadline = self._start(request, deadline)
-        # The work runs in a helper thread that the caller waits for until the deadline: a
-        # socket read cannot be interrupted from outside, so this is what bounds the wait even
-        # when a server stalls in a way the per-read checks below do not see. The helper stops
-        # on its own soon after (its reads and waits are capped by the same deadline).
+        # A helper thread does the work while the caller waits until the deadline: a socket read
+        # cannot be interrupted from outside. The helper stops on its own soon after (its reads
+        # and waits are capped by the same deadline).
         outcome: list[str | BaseException] = []
 
         def work() -> None:
-            try:
-                # the calls one after another, as the caller of a blocking summary expects
+            try:  # the calls one after another, as the caller of a blocking summary expects
                 run = self._run(request, cap, facts, deadline, meter, self._blocking_sleep, 1)
                 outcome.append(asyncio.run(run))
             except BaseException as exc:  # handed to the caller's thread below
@@ -320,18 +268,9 @@ class LLMSummarizer:
         worker.join(max(deadline - time.monotonic(), 0.0) + _JOIN_GRACE_S)
         if not outcome:
             raise self._late("the request was still running")
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def _start(self, request: SummaryRequest, given: float | None) -> tuple[int, Facts, float]:
-        cap, facts = self._prepare(request)
-        own = time.monotonic() + self.timeout
-        deadline = own if given is None else min(own, given)
-        if deadline <= time.monotonic():
-            raise self._late("no time left before the deadline")
-        return cap, facts, deadline
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     async def asummarize(
         self,
@@ -340,11 +279,23 @@ class LLMSummarizer:
         deadline: float | None = None,
         meter: SummaryMeter | None = None,
     ) -> str:
-        """The summary of ``request``; chunk calls of the map step run concurrently. Raises
-        :class:`SummarizerError`, at the latest ``timeout`` seconds after the call or at
-        ``deadline`` (see :meth:`summarize`)."""
+        """:meth:`summarize`, the chunk calls of the map step running concurrently."""
         cap, facts, deadline = self._start(request, deadline)
         return await self._run(request, cap, facts, deadline, meter, self.asleep, None)
+
+    def _start(self, request: SummaryRequest, given: float | None) -> tuple[int, Facts, float]:
+        if not request.messages:
+            raise SummarizerError("nothing to summarise: the request has no messages")
+        cap = min(effective_cap(request), self.max_chars)
+        if cap < MIN_SUMMARY_CHARS:
+            raise SummarizerError(
+                f"span too small to summarise: {cap} chars allowed, need {MIN_SUMMARY_CHARS}"
+            )
+        own = time.monotonic() + self.timeout
+        deadline = own if given is None else min(own, given)
+        if deadline <= time.monotonic():
+            raise self._late("no time left before the deadline")
+        return cap, request_facts(request), deadline
 
     async def _blocking_sleep(self, seconds: float) -> None:
         """``sleep`` for the blocking :meth:`summarize` (its own event loop runs nothing else)."""
@@ -363,41 +314,38 @@ class LLMSummarizer:
         sleep: Callable[[float], Awaitable[None]],
         concurrency: int | None,
     ) -> str:
-        """The summary, by :meth:`_plan`'s calls (``concurrency`` at once, default
-        ``max_concurrency``), within ``deadline``."""
+        """The summary by :meth:`_plan`'s calls, ``concurrency`` at once (default
+        ``max_concurrency``), within ``deadline``; the chunk budget halved each time the
+        provider finds the input too long."""
         limit = asyncio.Semaphore(concurrency or self.max_concurrency)
+        if self._verify is None:  # httpx's defaults
+            make = getattr(httpx, "create_ssl_context", None)
+            self._verify = make() if make is not None else True
 
         async def one(client: httpx.AsyncClient, call: _Call) -> str:
             async with limit:
                 return await self._complete(client, call, deadline, meter, sleep)
 
+        budget = self.input_token_budget
         try:
-            async with asyncio.timeout(deadline - time.monotonic()):
-                return await self._calls(request, cap, facts, one)
+            async with (
+                asyncio.timeout(deadline - time.monotonic()),
+                httpx.AsyncClient(
+                    timeout=self.timeout, transport=self.transport, verify=self._verify
+                ) as client,
+            ):
+                for _ in range(_MAX_SHRINKS + 1):
+                    plan = self._plan(request, facts, cap, budget)
+                    try:
+                        batch = next(plan)
+                        while True:
+                            batch = plan.send(await _all(one(client, c) for c in batch))
+                    except StopIteration as done:
+                        return self._finish(str(done.value), request, facts, cap)
+                    except _InputTooLarge as refused:
+                        budget = min(budget, refused.tokens) // 2
         except TimeoutError:
             raise self._late("the request was still running") from None
-
-    async def _calls(
-        self,
-        request: SummaryRequest,
-        cap: int,
-        facts: Facts,
-        one: Callable[[httpx.AsyncClient, _Call], Coroutine[Any, Any, str]],
-    ) -> str:
-        async with httpx.AsyncClient(
-            timeout=self.timeout, transport=self.transport, verify=self._tls()
-        ) as client:
-            budget = self.input_token_budget
-            for _ in range(_MAX_SHRINKS + 1):
-                plan = self._plan(request, facts, cap, budget)
-                try:
-                    batch = next(plan)
-                    while True:
-                        batch = plan.send(await _all(one(client, c) for c in batch))
-                except StopIteration as done:
-                    return self._finish(str(done.value), request, facts, cap)
-                except _InputTooLarge as refused:
-                    budget = min(budget, refused.tokens) // 2
         raise SummarizerError(
             f"{self.name}: input still too long for the model after "
             f"shrinking the chunk budget to {budget} tokens"
@@ -412,16 +360,6 @@ class LLMSummarizer:
         )
 
     # -- the plan: single call or map-reduce (sans I/O) ----------------------------------------
-    def _prepare(self, request: SummaryRequest) -> tuple[int, Facts]:
-        if not request.messages:
-            raise SummarizerError("nothing to summarise: the request has no messages")
-        cap = min(effective_cap(request), self.max_chars)
-        if cap < MIN_SUMMARY_CHARS:
-            raise SummarizerError(
-                f"span too small to summarise: {cap} chars allowed, need {MIN_SUMMARY_CHARS}"
-            )
-        return cap, request_facts(request)
-
     def _tokens(self, text: str) -> int:
         if self.counter is not None:
             return self.counter.count_text(text)
@@ -435,19 +373,14 @@ class LLMSummarizer:
             tokens = self._tokens(text)
         return text
 
-    def _task_text(self, request: SummaryRequest, facts: Facts) -> str | None:
-        task = request.task or facts.task
-        return clip_middle(task, self.tool_output_chars * 2) if task else None
-
     def _plan(
         self, request: SummaryRequest, facts: Facts, cap: int, budget: int
     ) -> Generator[list[_Call], list[str], str]:
-        """Yields batches of calls and receives their replies; returns the final summary text.
-
-        One call when the transcript fits ``budget``; otherwise chunk summaries, then merges of
-        at most what fits ``budget``, until one summary is left.
-        """
-        task = self._task_text(request, facts)
+        """Yields batches of calls and receives their replies; returns the final summary text:
+        one call when the transcript fits ``budget``, else chunk summaries, then merges of at
+        most what fits, until one summary is left."""
+        task = request.task or facts.task
+        task = clip_middle(task, self.tool_output_chars * 2) if task else None
         pinned = tuple(dict.fromkeys((*request.pinned, *facts.pins)))
         names = _names_lines(facts, request.held, cap)
         rendered = render_transcript(request.messages, self.tool_output_chars)
@@ -472,51 +405,23 @@ class LLMSummarizer:
             replies = yield [_Call(prompt(transcript), cap)]
             return replies[0]
         # map: consecutive chunks of whole messages, each under the room left
-        chunks: list[list[str]] = [[]]
-        used = 0
-        for text in rendered:
-            text = self._fit_tokens(text, room)
-            cost = self._tokens(text) + 1
-            if chunks[-1] and used + cost > room:
-                chunks.append([])
-                used = 0
-            chunks[-1].append(text)
-            used += cost
-        calls = [
+        chunks = _packed([self._fit_tokens(text, room) for text in rendered], room, 1, self._tokens)
+        parts: list[str] = yield [
             _Call(prompt("\n\n".join(chunk), previous_summary=None, names=()), cap)
             for chunk in chunks
         ]
-        parts: list[str] = yield calls
         if request.previous_summary and request.previous_summary.strip():
             parts = [request.previous_summary, *parts]
         # reduce: merge as many parts as fit, until one is left
         while len(parts) > 1:
-            groups: list[list[str]] = [[]]
-            used = 0
-            for part in parts:
-                cost = self._tokens(part) + 10
-                if groups[-1] and used + cost > room:
-                    groups.append([])
-                    used = 0
-                groups[-1].append(part)
-                used += cost
+            groups = _packed(parts, room, 10, self._tokens)
             if len(groups) == len(parts):  # no two parts fit together: merge in pairs anyway
                 groups = [parts[i : i + 2] for i in range(0, len(parts), 2)]
+            merge = functools.partial(
+                merge_prompt, task=task, pinned=pinned, focus=request.focus, ref=request.ref
+            )
             merged: list[str] = yield [
-                _Call(
-                    merge_prompt(
-                        g,
-                        task=task,
-                        pinned=pinned,
-                        focus=request.focus,
-                        ref=request.ref,
-                        names=names,
-                    ),
-                    cap,
-                )
-                if len(g) > 1
-                else _Call("", 0)
-                for g in groups
+                _Call(merge(g, names=names), cap) if len(g) > 1 else _Call("", 0) for g in groups
             ]
             parts = [m if len(g) > 1 else g[0] for m, g in zip(merged, groups, strict=True)]
         return parts[0]
@@ -525,37 +430,26 @@ class LLMSummarizer:
     def _finish(self, reply: str, request: SummaryRequest, facts: Facts, cap: int) -> str:
         sections = parse_summary(reply)
         flat = " ".join(reply.split())
-        entries: list[Entry] = []
-        for name in SECTIONS:
-            # over the cap, the reply's lines go from the end: completed first, then notes,
-            # then current state; the remaining work is kept longest
-            rank = _KEEP_RANK[name]
-            for i, line in enumerate(sections.get(name).splitlines()):
-                if line.strip():
-                    entries.append(
-                        Entry(
-                            name,
-                            line.rstrip(),
-                            5,
-                            (1, i),
-                            bullet=False,
-                            recency=-(rank * 100_000 + i),
-                        )
-                    )
+        # over the cap, the reply's lines go from the end: completed first, then notes, then
+        # current state; the remaining work is kept longest
+        entries = [
+            Entry(
+                name,
+                ln.rstrip(),
+                5,
+                (1, i),
+                bullet=False,
+                recency=-(_KEEP_RANK[name] * 100_000 + i),
+            )
+            for name in SECTIONS
+            for i, ln in enumerate(sections.get(name).splitlines())
+            if ln.strip()
+        ]
         if self.ensure_facts:
             task = request.task or facts.task
             if task and task_key(task) not in flat:
-                entries.append(
-                    Entry(
-                        "remaining",
-                        clip(" ".join(task.split()), 300),
-                        0,
-                        (0,),
-                        "Original task",
-                        bullet=False,
-                        min_chars=160,
-                    )
-                )
+                text = clip(" ".join(task.split()), 300)
+                entries.append(Entry("remaining", text, 0, (0,), "Original task", 0, False, 160))
             if request.ref and request.ref not in flat:
                 entries.append(
                     Entry("current_state", f"originals: {request.ref}", 1, (2, -1), bullet=False)
@@ -574,9 +468,7 @@ class LLMSummarizer:
                 order = (0, *e.order) if e.section == "remaining" else (2, *e.order)
                 # the files in play fill what room the reply's own lines (tier 5) leave
                 tier = e.tier if e.tier <= 3 else 6
-                entries.append(
-                    Entry(e.section, e.text, tier, order, e.group, e.recency, e.bullet, e.min_chars)
-                )
+                entries.append(replace(e, tier=tier, order=order))
         return fit(entries, cap)
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -605,11 +497,12 @@ class LLMSummarizer:
         return payload
 
     def _reply_text(self, response: httpx.Response) -> str:
+        status = response.status_code
         try:
             data = response.json()
         except ValueError as exc:
             raise self._error(
-                f"response body is not JSON: {response.text[:200]!r}", response.status_code
+                f"response body is not JSON: {response.text[:200]!r}", status
             ) from exc
         try:
             text = WIRES[self.provider].text(data)
@@ -617,10 +510,10 @@ class LLMSummarizer:
             raise self._error(
                 f"response is not a {self.provider} completion (missing {exc!s}): "
                 f"{str(data)[:200]!r}",
-                response.status_code,
+                status,
             ) from exc
         if not isinstance(text, str) or not text.strip():
-            raise self._error("the model returned an empty summary", response.status_code)
+            raise self._error("the model returned an empty summary", status)
         return text
 
     def _error(self, reason: str, status: int | None = None) -> SummarizerError:
@@ -637,41 +530,28 @@ class LLMSummarizer:
             raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)
-        reason = error_text(response.text)
         hint = ""
         if status in (401, 403) and not self.key_from_env:
             hint = " (with the credentials in the summarizer's headers)"
         elif status in (401, 403):
-            hint = (
-                f" (key read from ${self.api_key_env}"
-                f"{'' if os.environ.get(self.api_key_env) else ', which is not set'})"
-            )
+            unset = "" if os.environ.get(self.api_key_env) else ", which is not set"
+            hint = f" (key read from ${self.api_key_env}{unset})"
         raise SummarizerError(
             f"{self.name}: {self.url} answered {status}{hint}: {body!r}",
             status=status,
-            reason=reason,
+            reason=error_text(response.text),
         )
-
-    def _delay(self, attempt: int, asked: float | None) -> float:
-        if asked is not None and asked >= 0:
-            return min(asked, self.max_backoff)
-        return float(min(self.backoff * 2.0**attempt, self.max_backoff))
-
-    def _attempt_timeout(self, deadline: float) -> tuple[float, float]:
-        """(seconds this attempt may take, when it must end): ``attempt_timeout`` capped by
-        what is left before ``deadline``. Raises when nothing is left."""
-        now = time.monotonic()
-        left = deadline - now
-        if left <= 0:
-            raise _Late()
-        span = left if self.attempt_timeout is None else min(self.attempt_timeout, left)
-        return span, now + span
 
     async def _send(
         self, client: httpx.AsyncClient, call: _Call, deadline: float
     ) -> httpx.Response | httpx.TransportError:
-        """:meth:`_send` for the async client."""
-        span, ends = self._attempt_timeout(deadline)
+        """One attempt, within ``attempt_timeout`` and the deadline: a body still arriving at the
+        attempt's limit is a (retried) timeout, at the deadline the end (:class:`_Late`)."""
+        now = time.monotonic()
+        if now >= deadline:
+            raise _Late()
+        span = min(deadline - now, self.attempt_timeout or math.inf)
+        ends = now + span
         try:
             async with client.stream(
                 "POST", self.url, json=self._payload(call), headers=self._headers(), timeout=span
@@ -679,47 +559,27 @@ class LLMSummarizer:
                 body = bytearray()
                 async for chunk in response.aiter_raw():
                     body += chunk
-                    _check_clock(response, ends, deadline)
+                    now = time.monotonic()
+                    if now > deadline:
+                        raise _Late()
+                    if now > ends:
+                        raise httpx.ReadTimeout(
+                            "the body was still arriving at the attempt's time limit",
+                            request=response.request,
+                        )
         except httpx.TransportError as exc:
             return exc
-        return self._whole(response, bytes(body))
-
-    def _whole(self, response: httpx.Response, body: bytes) -> httpx.Response:
-        """The response with its raw body, decoded once (``content-encoding``) here."""
-        try:
+        try:  # the raw body, decoded once (content-encoding) here
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
-                content=body,
+                content=bytes(body),
                 request=response.request,
             )
         except httpx.DecodingError as exc:
             raise SummarizerError(
                 f"{self.name}: the body from {self.url} could not be decoded: {exc}"
             ) from exc
-
-    def _retrying(self, deadline: float, sleep: Callable[[float], Any]) -> dict[str, Any]:
-        """tenacity's settings for one call: retry what :meth:`_attempt` marks retryable, at
-        most ``max_retries`` times, waiting what the server asked for or ``backoff * 2**n``
-        (capped at ``max_backoff``); a wait that would pass ``deadline`` ends the summary."""
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            failed = state.outcome.exception() if state.outcome is not None else None
-            last = failed if isinstance(failed, _Retry) else _Retry("no attempt made")
-            delay = self._delay(state.attempt_number - 1, last.asked)
-            if time.monotonic() + delay >= deadline:
-                raise self._late(
-                    f"{last.last} (a retry in {delay:g}s would pass the deadline)", last.status
-                )
-            return delay
-
-        return {
-            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
-            "wait": wait,
-            "retry": tenacity.retry_if_exception_type(_Retry),
-            "sleep": sleep,
-            "reraise": True,
-        }
 
     async def _complete(
         self,
@@ -729,11 +589,37 @@ class LLMSummarizer:
         meter: SummaryMeter | None,
         sleep: Callable[[float], Awaitable[None]],
     ) -> str:
+        """One call's text, retried by tenacity: what :meth:`_attempt` marks retryable, at most
+        ``max_retries`` times, waiting what the server asked for or ``backoff * 2**n`` (capped at
+        ``max_backoff``); a wait that would pass ``deadline`` ends the summary."""
         if not call.user:
             return ""
         last: list[_Retry] = []
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            asked = last[-1].asked if last else None
+            if asked is not None and asked >= 0:
+                delay = min(asked, self.max_backoff)
+            else:
+                delay = float(
+                    min(self.backoff * 2.0 ** (state.attempt_number - 1), self.max_backoff)
+                )
+            if time.monotonic() + delay >= deadline:
+                failed = last[-1] if last else _Retry("no attempt made")
+                raise self._late(
+                    f"{failed.last} (a retry in {delay:g}s would pass the deadline)", failed.status
+                )
+            return delay
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=wait,
+            retry=tenacity.retry_if_exception_type(_Retry),
+            sleep=sleep,
+            reraise=True,
+        )
         try:
-            async for attempt in tenacity.AsyncRetrying(**self._retrying(deadline, sleep)):
+            async for attempt in retrying:
                 with attempt:
                     if meter is not None:
                         meter.start()
@@ -741,10 +627,16 @@ class LLMSummarizer:
                         response = await self._send(client, call, deadline)
                     except _Late:
                         self._metered(meter, call, None)
-                        raise self._late_after(last) from None
+                        failed = last[-1] if last else _Retry("no attempt made")
+                        raise self._late(failed.last, failed.status) from None
                     return self._attempt(meter, call, response, last)
         except _Retry as failed:
-            raise self._exhausted(failed) from None
+            raise SummarizerError(
+                f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; "
+                f"last: {failed.last}",
+                status=failed.status,
+                reason=failed.last,
+            ) from None
         raise AssertionError("tenacity ended without an outcome")  # pragma: no cover
 
     def _attempt(
@@ -754,8 +646,8 @@ class LLMSummarizer:
         reply: httpx.Response | httpx.TransportError,
         last: list[_Retry],
     ) -> str:
-        """One attempt judged, for the sync and async loops alike: the summary text, or
-        :class:`_Retry` (remembered in ``last``) for what a retry may fix."""
+        """One attempt judged: the summary text, or :class:`_Retry` (remembered in ``last``) for
+        what a retry may fix."""
         if isinstance(reply, httpx.TransportError):
             self._metered(meter, call, None)
             kind = "timed out" if isinstance(reply, httpx.TimeoutException) else "transport error"
@@ -763,8 +655,8 @@ class LLMSummarizer:
         else:
             self._metered(meter, call, reply)
             wait = self._classify(reply, call)
-            if wait is None:
-                return self._checked(self._reply_text(reply))
+            if wait is None:  # the reply's four sections, re-rendered (raises when malformed)
+                return parse_summary(self._reply_text(reply)).render()
             failed = _Retry(
                 f"HTTP {reply.status_code}: {error_text(reply.text)[:200]!r}",
                 reply.status_code,
@@ -772,9 +664,6 @@ class LLMSummarizer:
             )
         last.append(failed)
         raise failed
-
-    def _late_after(self, last: list[_Retry]) -> SummarizerError:
-        return self._late(last[-1].last, last[-1].status) if last else self._late("no attempt made")
 
     def _metered(
         self, meter: SummaryMeter | None, call: _Call, response: httpx.Response | None
@@ -799,18 +688,6 @@ class LLMSummarizer:
         if used_out is None:
             used_out = self._tokens(response.text) if response.is_success else 0
         meter.done(self.model, used_in, used_out, response.status_code)
-
-    def _exhausted(self, last: _Retry) -> SummarizerError:
-        return SummarizerError(
-            f"{self.name}: {self.url} failed after {self.max_retries + 1} attempts; "
-            f"last: {last.last}",
-            status=last.status,
-            reason=last.last,
-        )
-
-    def _checked(self, text: str) -> str:
-        """The reply's four sections, re-rendered canonically (raises when malformed)."""
-        return parse_summary(text).render()
 
 
 _KEEP_RANK: Mapping[str, int] = {"remaining": 0, "current_state": 1, "notes": 2, "completed": 3}
@@ -841,16 +718,7 @@ def _missing_names(entry: Entry, flat: str) -> Entry | None:
         text = f"{label}: {', '.join(names)}" if names else label
     if not text:
         return None
-    return Entry(
-        entry.section,
-        text,
-        entry.tier,
-        entry.order,
-        entry.group,
-        entry.recency,
-        entry.bullet,
-        entry.min_chars,
-    )
+    return replace(entry, text=text)
 
 
 def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...]:
@@ -912,3 +780,19 @@ def _retry_after(response: httpx.Response) -> float:
     except (TypeError, ValueError):
         return -1.0
     return max(float(when.timestamp()) - time.time(), 0.0)
+
+
+def _packed(
+    texts: list[str], room: int, extra: int, tokens: Callable[[str], int]
+) -> list[list[str]]:
+    """``texts`` in consecutive groups of at most ``room`` tokens (``extra`` more each)."""
+    groups: list[list[str]] = [[]]
+    used = 0
+    for text in texts:
+        cost = tokens(text) + extra
+        if groups[-1] and used + cost > room:
+            groups.append([])
+            used = 0
+        groups[-1].append(text)
+        used += cost
+    return groups

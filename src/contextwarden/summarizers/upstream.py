@@ -1,22 +1,12 @@
 """Summaries through the proxy's own upstream, with the calling client's credentials.
 
-A proxy in front of an agent already knows a model the client may use, where it lives and the
-client's credentials for it. :func:`summarizer_for_request` builds an
-:class:`~contextwarden.summarizers.llm.LLMSummarizer` from those, so that a compaction can be
-summarised by an LLM with no key of the proxy's own: the client pays for its own summaries, on
-its own account, the way it pays for its own calls.
-
-The summary goes through the API the client itself speaks (Chat Completions, Messages, the
-Responses API, Gemini ``generateContent``): an upstream that serves a model on one API only (as
-OpenAI serves its codex models on the Responses API alone) answers its summaries too. Only the
-headers that authenticate or select the API version are passed on (``authorization``,
-``x-api-key``, ``api-key``, ``x-goog-api-key``, the OpenAI organisation and project,
-``anthropic-version`` and ``anthropic-beta``; a Gemini key the client sent as ``key=`` in the
-query is passed as ``x-goog-api-key``); cookies, tracing and the client's content headers are
-not. No key is read
-from the proxy's environment: a client that sent no credentials gets a summarizer that sends
-none (and fails, and the compaction falls back to the extractive summary).
-"""
+:func:`summarizer_for_request` builds an :class:`~contextwarden.summarizers.llm.LLMSummarizer`
+that asks the client's upstream in the client's own API (so a model served on one API only,
+such as OpenAI's codex models on Responses, answers too): the client pays for its own summaries
+and the proxy needs no key. Only :data:`FORWARDED_HEADERS` pass (credentials and API-version
+selectors; a Gemini ``key=`` query parameter goes as ``x-goog-api-key``); nothing is read from
+the proxy's environment, so a client that sent no credentials gets a summarizer that sends none
+(it fails, and the compaction falls back to the extractive summary)."""
 
 from __future__ import annotations
 
@@ -91,16 +81,12 @@ def summarizer_for_request(
     max_chars: int = 4000,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> LLMSummarizer:
-    """A summarizer that asks ``upstream_base_url`` in the request's own ``api`` wire format,
-    with the client's credentials from ``headers`` (any case), and the request's ``model``
-    unless ``summary_model`` names a cheaper one (the proxy's ``--summary-model``);
-    ``query_key``: a Gemini key the client sent as ``key=`` in the query string.
-
-    ``timeout_s`` and ``max_retries`` as in :class:`~contextwarden.SummarizerConfig`;
-    ``max_chars`` caps the summary (the compaction's ``summary_max_chars``); the transport is
-    for tests and custom networking. Raises :class:`~contextwarden.ConfigError` for an API
-    other than ``openai``/``anthropic``/``responses``/``gemini``, an upstream that is not an http(s) URL, or no model.
-    """
+    """A summarizer asking ``upstream_base_url`` in the request's ``api``, with the credentials in
+    ``headers`` (any case), for the request's ``model`` unless ``summary_model`` names a cheaper
+    one; ``query_key``: a Gemini key sent as ``key=``. ``timeout_s`` and ``max_retries`` as in
+    :class:`~contextwarden.SummarizerConfig`; ``max_chars`` caps the summary. Raises
+    :class:`~contextwarden.ConfigError` for an unknown ``api``, an upstream that is not an http(s)
+    URL, or no model."""
     if api not in WIRES:
         raise ConfigError(
             f"summarizer_for_request: api must be one of {', '.join(WIRES)}, got {api!r}"
