@@ -4,10 +4,7 @@ calls the upstream again with the same headers; the client gets the last round's
 stream: every round's text, one message). An upstream error on a later round reaches the client
 as the upstream sent it (a stream: as the provider's error event; the Responses API's ``error``
 and ``response.failed``). Chat Completions, Messages and Responses alike: the wire formats are
-:mod:`.recall` and :mod:`.recall_responses`.
-
-How it works: docs/proxy.md (`contextwarden.proxy.recall_rounds`).
-"""
+:mod:`.recall` and :mod:`.recall_responses`."""
 
 from __future__ import annotations
 
