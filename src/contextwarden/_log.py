@@ -182,11 +182,14 @@ def apply(
     *,
     mask: MessageEdit,
     strip: MessageEdit,
+    start: int = 0,
 ) -> tuple[list[Message], list[Source]]:
     """The view of ``history`` under ``edits``: the messages to send and where each comes from.
 
     ``mask(i, m)`` and ``strip(i, m)`` apply one mask / strip to history message ``i`` (they
-    must be pure: same input, same output). Deterministic; never mutates its inputs.
+    must be pure: same input, same output). ``start`` > 0: only the view from history message
+    ``start`` on, without the messages inserted before it (the caller holds the view before
+    it). Deterministic; never mutates its inputs.
     """
     mask_upto = strip_upto = -1
     also: set[int] = set()  # positions after mask_upto holding superseded results
@@ -201,8 +204,8 @@ def apply(
         elif isinstance(e, StripThinking):
             strip_upto = max(strip_upto, e.upto)
         else:
-            for start, end in e.removed:
-                for i in range(max(start, 0), min(end, len(history))):
+            for lo, hi in e.removed:
+                for i in range(max(lo, 0), min(hi, len(history))):
                     removed[i] = True
             if number not in gone and not isinstance(e, WindowCut):
                 for k, (anchor, m) in enumerate(e.inserted):
@@ -211,8 +214,9 @@ def apply(
                 replaced.update(e.replaced)
     out: list[Message] = []
     sources: list[Source] = []
-    for i, m in enumerate(history):
-        for source, note in inserted.get(i, ()):
+    for i in range(start, len(history)):
+        m = history[i]
+        for source, note in inserted.get(i, ()) if i > start or not start else ():
             out.append(note)
             sources.append(source)
         if removed[i]:

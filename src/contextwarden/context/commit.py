@@ -68,12 +68,21 @@ def commit(
                 s.fate = marked(s, s.fate, e)
         s.kept = {r: None for r, f in s.fate.items() if f == "keep"}
         s.open_superseded = {r: None for r in s.open_superseded if s.fate.get(r) in (None, "keep")}
+    # masks and strips change nothing before ``first``: the view up to it stays as it is and
+    # only the rest is made again, so a call costs what it changes, not the whole history
+    keep = first if all(isinstance(e, Mask | StripThinking) for e in edits) else 0
+    at = s.sources[keep] if 0 < keep < len(s.sources) else None
+    if not isinstance(at, int) or at == 0:
+        keep, at = 0, 0
     view, sources = apply(
         s.base,
         [*s.edits, *edits],
         mask=lambda i, m: mask(s, ctx, i, m),
         strip=lambda i, m: strip(s, ctx, i, m),
+        start=at,
     )
+    if keep:
+        view, sources = s.view[:keep] + view, s.sources[:keep] + sources
     count = ctx.counter.count_message
     old_view, old_tokens = s.view, s.tokens
     same = 0

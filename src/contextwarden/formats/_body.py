@@ -1,37 +1,7 @@
 """Reading the JSON body of a chat request without parsing again the messages the previous request
 of its conversation already had.
 
-An agent's call ``k+1`` repeats the bytes of call ``k``'s messages and adds a few. The last body
-of each conversation is remembered: its bytes up to the end of its last message, the byte offset
-where each of its messages ends, the message dicts parsed from them and the digests of their
-exact images (see :mod:`._prefix`). A new body whose bytes up to the end of message ``j`` are the
-same (header included: every key before ``messages``) has the same first ``j + 1`` messages: JSON
-values end where they end, and equal bytes parse to equal values. Those are given back as they
-were (the same dict objects, read-only: nothing in the request path changes its input) and only
-the rest of the body is parsed: the new messages and what follows the list. The first body of a
-conversation, or one that changed before its first message, is parsed whole, by the same walk.
-Telling that a body goes on from the last one is one comparison of bytes (``memcmp``), ten times
-faster than hashing them.
-
-The walk uses the standard library's own JSON scanner (:class:`json.JSONDecoder`) for every
-value and key, and the result is what :func:`json.loads` gives for the body, or nothing (then the
-caller parses the body as before): for a body that does not start with ``{``, that ``json.loads``
-refuses, whose top level repeats a key, or whose ``messages`` is not a list. It also says whether
-the body holds a ``NaN`` or an infinity (which a fast writer would not write as
-:func:`json.dumps` does).
-
-A client may also drop the oldest messages of its history itself (after a 413 for a body too
-large, or to fit its own idea of the window) and go on. :meth:`BodyReader.restore` recognises
-such a history: one whose messages after a few leading ones it kept (the system prompt, the
-task) are the newest messages of a remembered body, from some point to its end, then new ones.
-It gives back the remembered history with the new messages after it, so the conversation goes
-on with its log and summaries instead of starting over; each later body of the trimmed history
-is restored the same way. Messages are compared as the provider reads them: where the client put
-its ``cache_control`` breakpoints does not count.
-
-Bounded: at most ``max_conversations`` bodies, at most ``max_bytes`` kept alive (the message
-dicts, counted as their bytes in the body plus :data:`DICT_BYTES` each, and those bytes), the
-least recently used forgotten first. Thread-safe.
+How it works: docs/formats.md (`contextwarden.formats._body`).
 """
 
 from __future__ import annotations
@@ -303,7 +273,7 @@ def _images(values: list[Any]) -> list[bytes] | None:
 
 class BodyReader:
     """Reads chat request bodies, parsing only what a conversation's previous body did not have
-    (see the module docstring)."""
+    (see docs/formats.md)."""
 
     def __init__(self, max_conversations: int = 64, max_bytes: int = 32 << 20) -> None:
         self.max_conversations = max_conversations
@@ -314,7 +284,7 @@ class BodyReader:
         self._next = 0
 
     def read(self, raw: bytes, key: str = "messages") -> BodyRead | None:
-        """The body ``raw`` as :func:`json.loads` reads it, or None (see the module docstring);
+        """The body ``raw`` as :func:`json.loads` reads it, or None (see docs/formats.md);
         ``key`` names its history list (``messages``, ``input``, ``contents``)."""
         if type(raw) is not bytes or raw[:1] != b"{":
             return None
@@ -344,7 +314,7 @@ class BodyReader:
 
     def restore(self, read: BodyRead, key: str = "messages") -> int:
         """Put back into ``read.body[key]`` the oldest messages its client dropped from a
-        history this reader remembers (see the module docstring); how many were put back (0:
+        history this reader remembers (see docs/formats.md); how many were put back (0:
         none, the body as it came)."""
         entry, base = read._entry, read._base
         if entry is None or not entry.ends:
@@ -371,7 +341,7 @@ class BodyReader:
 
     @property
     def kept_bytes(self) -> int:
-        """About how many bytes the remembered bodies keep alive (see the module docstring)."""
+        """About how many bytes the remembered bodies keep alive (see docs/formats.md)."""
         return self._bytes
 
     # -- reading ---------------------------------------------------------------------------------

@@ -1,33 +1,6 @@
 """Shared machinery of the provider adapters: copying, spelling hints, opaque blocks, errors.
 
-Conventions every adapter follows (they are what makes ``to_x(from_x(d)) == d`` hold):
-
-* **Nothing is aliased.** Every mutable value taken from the input is deep-copied once on the
-  way in (:func:`deep_copy`, a JSON-shaped copier about 3x faster than :func:`copy.deepcopy`),
-  and once more on the way out, so mutating either side never changes the other.
-* **Unknown keys ride in ``extra``.** A key the model does not name (``cache_control``,
-  ``refusal``, a recorder's ``extra``...) is kept verbatim in the ``extra`` of the message or
-  block it sat on. A known key whose value is the model's default (``is_error: false``,
-  ``tool_calls: null``, ``content: ""`` on a tool result...) is left in ``extra`` too, so that its
-  presence survives. On the way out the canonical fields are written first and ``extra`` only
-  fills keys they did not produce.
-* **Message spelling goes in ``hints``**: ``format`` (which provider the message came from),
-  ``content`` (``str`` / ``list`` / ``null`` / ``absent``) and ``role`` (``developer`` or
-  ``function`` when the provider spelled the role that way).
-* **Block bookkeeping goes in reserved ``extra`` keys** (:data:`RESERVED`: ``_cw_opaque``,
-  ``_cw_format``, ``_cw_field``, ``_cw_legacy``, ``_cw_function``; blocks have no hints). A
-  provider block that itself carries one of these keys is rejected with :class:`FormatError`.
-* **Opaque blocks.** A provider block the model has no type for (an OpenAI ``input_audio`` or
-  ``file`` part, an Anthropic ``document``, ``server_tool_use``, ``web_search_tool_result``...)
-  is kept whole under ``extra["_cw_opaque"]``, with ``extra["_cw_format"]`` naming its provider:
-
-  - media (audio, files, documents) become an :class:`ImageBlock` whose ``source`` is the
-    block and whose ``token_cost`` is an estimate: opaque to layers, counted by cost;
-  - anything else becomes a :class:`TextBlock` whose ``text`` is a rendering of the block
-    (its JSON, or the refusal text), so it is counted and summarised like text.
-
-  Written back to its own provider the original block is emitted unchanged, unless a layer
-  edited the rendering, in which case the edited text is emitted as a plain text block.
+How it works: docs/formats.md (`contextwarden.formats._common`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Images and other media: estimated token costs and conversion between the providers' shapes.
 
-Costs are estimates made without decoding pixels: we read the width and height from the
-image header when the image is inline (PNG, GIF, WebP, JPEG) and apply each provider's
-published rule; otherwise we fall back to a fixed cost that errs high.
-
-* OpenAI (``image_url``): ``detail: low`` costs 85. Otherwise the image is fitted in
-  2048x2048, its short side scaled down to 768, and it costs 170 per 512-px tile plus 85.
-  Unknown size: 765 (a 1024x1024 image).
-* Anthropic (``image``): fitted in a 1568-px long edge and ~1.15 megapixels, it costs
-  ``width * height / 750``. Unknown size: 1,600 (the cap).
-* Documents, files and audio are rougher: a PDF counts 1,500 tokens a page (Anthropic
-  quotes 1,500-3,000 with the page images), plain text 1 token per 4 characters, audio 10
-  tokens a second (from its byte size), and anything unknown 1,500.
+How it works: docs/formats.md (`contextwarden.formats._media`).
 """
 
 from __future__ import annotations

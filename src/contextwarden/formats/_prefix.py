@@ -1,30 +1,6 @@
 """Reading the successive requests of a conversation without reading its known prefix again.
 
-An agent sends its whole history on every call: call k+1 repeats the messages of call k and adds
-a few. :class:`PrefixCodec` remembers, per conversation, the digest of an exact image of each
-provider message of the last request it read and the canonical :class:`~contextwarden.Message`
-values made from them. Reading the next request, it images its messages (in C, a few
-milliseconds per megabyte, digest included); the leading messages whose digests equal the
-remembered ones give back the same Message objects,
-and only the rest is read, by the same code as :func:`~contextwarden.formats.from_openai` /
-:func:`~contextwarden.formats.from_anthropic`. The result is always what those return for the same
-input: equal values (the same objects for the reused prefix). The warden then finds the history
-it saw last call by identity, without comparing messages.
-
-The image is :func:`marshal.dumps` (version 2: no back-references, whose presence depends on
-reference counts). Marshal writes a value's exact type and every dict in its key order, and
-reads back what it wrote, so two values have equal images only when they are equal with the
-same types at every level (``1``, ``1.0`` and ``true`` differ, so do ``0.0`` and ``-0.0``) and
-the same key order everywhere: what the conversion reads and writes back. Python's ``==`` would
-not do (``{"a": 1} == {"a": True}``, and it ignores key order). A message marshal cannot image
-(a mapping that is not a dict, any object of another type) ends the prefix that may be reused.
-What is kept of an image is its BLAKE2b digest (16 bytes): two images with one digest are
-equal but for a collision nobody can produce.
-
-Bounded: at most ``max_conversations`` conversations (a few branches each), at most ``max_bytes``
-of what the entries keep alive (the messages, :func:`~contextwarden._messages.held_bytes` each,
-and their digests), the least recently used forgotten first. Thread-safe; the reading runs
-outside the lock.
+How it works: docs/formats.md (`contextwarden.formats._prefix`).
 """
 
 from __future__ import annotations
@@ -133,7 +109,7 @@ def _common(a: Sequence[bytes], b: Sequence[bytes]) -> int:
 class PrefixCodec:
     """Reads provider messages into canonical ones, reusing those of the prefix the last request
     of the same conversation shared, and writes canonical messages back, reusing what each
-    Message object was written as before (see the module docstring)."""
+    Message object was written as before (see docs/formats.md)."""
 
     def __init__(
         self,

@@ -1,43 +1,6 @@
 """Anthropic Messages <-> canonical :class:`Message` values, without loss.
 
-``to_anthropic(from_anthropic(d, system=s)) == (s, d)`` for every valid ``(s, d)`` (see
-:mod:`._common` for how spelling is kept). The mapping:
-
-=================================================  ============================================
-Anthropic                                          canonical
-=================================================  ============================================
-``system`` (string or list of text blocks)         one leading ``system`` message
-a ``system`` message inside ``messages``           ``system`` at its place (``hints["role"] =
-(Claude Code's mid-conversation system turns)      "system"``), written back there as it was
-``user`` / ``assistant``                           ``user`` / ``assistant``
-``user`` carrying ``tool_result`` blocks           ``tool``, holding every block in order
-string / list ``content``                          blocks (``hints["content"]`` keeps the form)
-``text`` (``cache_control``, ``citations``...)     :class:`TextBlock` (the keys in ``extra``)
-``image``                                          :class:`ImageBlock` (``source`` kept, cost
-                                                   estimated)
-``thinking`` / ``redacted_thinking``               :class:`ThinkingBlock` with ``signature`` /
-                                                   ``redacted=True, data``
-``tool_use`` (``input`` object)                    :class:`ToolCallBlock` (``arguments`` is
-                                                   the JSON text of ``input``)
-``tool_result``                                    :class:`ToolResultBlock`
-``compaction`` (the server's own summary)         an opaque block, sent back byte for byte,
-                                                   costing the tokens of its summary
-``document``; ``server_tool_use``,                 opaque blocks (see :mod:`._common`)
-``web_search_tool_result`` and any other type
-other message keys (``id``, ``model``, ``usage``)  ``Message.extra`` verbatim (``usage`` is
-                                                   also exposed as ``Message.usage``)
-=================================================  ============================================
-
-Messages from OpenAI (or built in code) are converted into a valid request: every ``system``
-message goes into the system prompt (only one read from inside Anthropic ``messages`` stays
-there), ``tool`` messages become ``user`` messages of
-``tool_result`` blocks, consecutive messages of the same role are merged (tool results first;
-two user turns from Anthropic too, as when a compaction removed the reply between them; two
-assistant messages from Anthropic stay apart, as the input had them),
-empty messages are dropped, a request that would start with the assistant gets a short user
-turn (:data:`LEADING_USER_TEXT`) before it, unsigned thinking is dropped (the API refuses it),
-tool ids are made to match ``[a-zA-Z0-9_-]+`` and OpenAI-only keys are dropped (a
-``cache_control`` on a content part is kept).
+How it works: docs/formats.md (`contextwarden.formats.anthropic`).
 """
 
 from __future__ import annotations

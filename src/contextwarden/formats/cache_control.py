@@ -1,21 +1,6 @@
 """Anthropic prompt-cache breakpoints: :func:`add_cache_breakpoints`, :func:`count_cache_breakpoints`.
 
-Anthropic caches a request's prefix (``tools``, then ``system``, then ``messages``, in that order)
-only up to a block that carries ``cache_control: {"type": "ephemeral"}`` (a *breakpoint*), and
-bills what it reads from that cache at 0.1x the input price and what it writes at 1.25x (2x for
-the one-hour TTL). A request without a breakpoint pays the full price for its whole history on
-every call. The rules this module keeps, from Anthropic's prompt-caching guide
-(https://platform.claude.com/docs/en/build-with-claude/prompt-caching, read Nov 2026):
-
-* at most 4 breakpoints a request; tool definitions, system text blocks and message content
-  blocks (text, image, document, tool_use, tool_result) may carry one; thinking and
-  redacted_thinking blocks may not, nor may an empty text block;
-* a read hits the longest prefix written earlier that ends at a block boundary within about 20
-  blocks before a breakpoint, so a breakpoint on the newest message lets the next call (which
-  only appends a few blocks) read all of this one;
-* a breakpoint with the one-hour TTL may not follow one with the default five-minute TTL;
-* a prefix shorter than the model's minimum (1,024 to 4,096 tokens) is simply not cached: a
-  breakpoint there wastes a slot, it does not fail the request.
+How it works: docs/formats.md (`contextwarden.formats.cache_control`).
 """
 
 from __future__ import annotations

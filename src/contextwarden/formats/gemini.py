@@ -1,27 +1,6 @@
 """Gemini API ``contents`` (and ``systemInstruction``) <-> canonical :class:`Message` values.
 
-``to_gemini(from_gemini(contents, system)) == (system, contents)`` for every valid request.
-
-======================================  ==========================================================
-Gemini                                  canonical
-======================================  ==========================================================
-``systemInstruction``                   a leading ``system`` message, one text block per part
-content ``user``: text / media parts    ``user``: :class:`TextBlock` / :class:`ImageBlock`
-content ``user``: ``functionResponse``  one ``tool`` message each (:class:`ToolResultBlock`),
-                                        before the content's other parts
-content ``model``                       ``assistant``: text, ``thought`` parts as
-                                        :class:`ThinkingBlock` (``thoughtSignature`` as its
-                                        signature), ``functionCall`` as :class:`ToolCallBlock`
-other parts (``executableCode``...)     kept whole (opaque, see :mod:`._common`)
-======================================  ==========================================================
-
-Every block keeps the part it came from (reserved ``extra`` key ``_cw_part``): a part whose
-block a layer left alone is written back as it came, byte for byte once serialised, and so is
-every ``thoughtSignature`` on it (Gemini 3 refuses a function call sent back without its
-signature). A function call without an ``id`` (the API's calls often have none) gets one made
-of its place, ``gemini:<content>:<part>``, never written out; its response, which has none
-either, answers the first unanswered call of its name in the content before it. The messages
-of one content keep its index in ``hints["turn"]``, so they are written back as one content.
+How it works: docs/formats.md (`contextwarden.formats.gemini`).
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """OpenAI Chat Completions messages <-> canonical :class:`Message` values, without loss.
 
-``to_openai(from_openai(d)) == d`` for every valid list ``d`` (see :mod:`._common` for how
-spelling is kept). The mapping:
-
-==========================================  ===================================================
-OpenAI                                      canonical
-==========================================  ===================================================
-``system`` / ``developer``                  ``system`` (``hints["role"] = "developer"``)
-``user``                                    ``user``
-``assistant``                               ``assistant``: thinking, then text, then calls
-``content`` string / list / null / absent   text blocks (``hints["content"]`` keeps the form)
-text part / ``image_url`` part              :class:`TextBlock` / :class:`ImageBlock` (cost
-                                            estimated); ``input_audio`` / ``file`` and any
-                                            other part are opaque (see :mod:`._common`)
-``reasoning_content`` / ``reasoning``       :class:`ThinkingBlock` (``extra["_cw_field"]``
-                                            names the field when it is not reasoning_content)
-``thinking_blocks`` (litellm)               signed :class:`ThinkingBlock` values
-``tool_calls[]``                            :class:`ToolCallBlock` (``type``, ``index``... in
-                                            its ``extra``)
-legacy ``function_call``                    :class:`ToolCallBlock` with the synthetic id
-                                            ``function_call_<index>``
-``tool`` (``tool_call_id``)                 ``tool`` with one :class:`ToolResultBlock`
-legacy ``function`` (``name``)              ``tool`` answering the last ``function_call``
-``name``                                    ``Message.name``
-anything else (``refusal``, ``extra``...)   ``Message.extra``, verbatim; ``usage`` is also
-                                            exposed as ``Message.usage``
-==========================================  ===================================================
-
-Messages that came from Anthropic are converted, not copied: one ``tool`` message per tool
-result (text and images riding along follow in a ``user`` message), thinking becomes
-``reasoning_content`` (redacted thinking is dropped), Anthropic-only keys are dropped.
+How it works: docs/formats.md (`contextwarden.formats.openai`).
 """
 
 from __future__ import annotations

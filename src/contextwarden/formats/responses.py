@@ -1,40 +1,6 @@
 """OpenAI Responses API input items <-> canonical :class:`Message` values, without loss.
 
-``to_responses(from_responses(items, instructions=s)) == (s, items)`` for every valid item list.
-The Responses API sends a flat list of items where Chat Completions sends messages; the mapping
-groups them the way the layers expect a conversation ("an assistant turn, then its results"):
-
-=====================================  ===========================================================
-Responses item                         canonical
-=====================================  ===========================================================
-``instructions`` (request field)       a leading ``system`` message (``hints["instructions"]``)
-``message`` ``system`` / ``developer``  ``system`` (``hints["role"] = "developer"``)
-``message`` ``user``                   ``user``: ``input_text`` / ``input_image`` parts, or a
-                                       string (``hints["content"]`` keeps the spelling)
-run of ``reasoning``, ``message``      one ``assistant`` message: :class:`ThinkingBlock`
-``assistant``, ``function_call``,      (summary text; ``encrypted_content`` as its signature),
-``custom_tool_call``, other calls      text blocks, :class:`ToolCallBlock` values
-``function_call_output``,              one ``tool`` message each, holding one
-``custom_tool_call_output``, other     :class:`ToolResultBlock`
-call outputs
-``compaction`` (the server's summary,  a ``user`` message of one opaque block, sent back byte
-``encrypted_content``)                 for byte (no layer changes a media block), costing
-                                       about the tokens its encrypted text would
-any other item (``item_reference``,    kept whole as an opaque block (see :mod:`._common`): in
-``web_search_call``...)                the assistant run for ``*_call`` items, else as a ``user``
-                                       message
-=====================================  ===========================================================
-
-Every block of an assistant run carries, in the reserved ``extra`` key ``_cw_item``, the item it
-came from (its position and its other keys: ``id``, ``status``, ``type``...), so the run is split
-back into the same items. Tool results and user/system messages keep their item keys in
-``Message.extra`` as the chat adapter does.
-
-Two rules keep edited output valid for the API. A reasoning item is removed or kept whole (its
-``encrypted_content`` goes back unchanged). When a layer has removed the reasoning of an
-assistant run, the run's other items are sent without their ``id``: the API rejects a stored
-``function_call`` or ``message`` id whose reasoning item is missing, and accepts the same item
-without an id as plain input.
+How it works: docs/formats.md (`contextwarden.formats.responses`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Is this request valid? Checks for provider message lists and for canonical messages.
 
-Each function returns human-readable problems, one string each, naming the message index;
-an empty list means valid. They never raise on bad input (that is the point) and run in one
-pass, linear in the number of messages and blocks.
-
-* :func:`validate_openai`: the rules the Chat Completions API enforces on ``messages``.
-* :func:`validate_anthropic`: the rules the Messages API enforces on ``system`` + ``messages``.
-* :func:`check_messages`: the provider-neutral part, on canonical messages: every tool call
-  answered before the next non-tool message, every result answering an earlier call, ids
-  unique, no empty message. Layers and the replay run it on their outputs.
+How it works: docs/formats.md (`contextwarden.formats.validate`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The drop-in proxy: point an agent's base URL here and every request stays inside the window.
 
-``create_app(ProxyConfig(upstream=...))`` is a Starlette ASGI app; ``contextwarden proxy`` runs it
-on uvicorn. Importing this package does not import Starlette or uvicorn (the ``proxy`` extra):
-``create_app`` is imported from :mod:`contextwarden.proxy.app` the first time it is used, as the
-package ``contextwarden`` does with its names.
+How it works: docs/proxy.md (`contextwarden.proxy`).
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """The proxy as a Starlette ASGI app: ``create_app(config)``; run it with uvicorn.
 
-Routes:
-
-* ``POST`` to a path a wire format serves (:mod:`contextwarden.proxy.wire`: OpenAI chat
-  completions, Anthropic messages and ``count_tokens``, OpenAI Responses, Gemini
-  ``generateContent`` / ``streamGenerateContent``): one handler for all. The warden reduces the
-  history, everything else in the body is forwarded as sent; the reply streams back untouched
-  with ``X-Contextwarden-Tokens-Before``, ``-Tokens-After``, ``-Compacted`` (messages a new
-  compaction replaced, 0 if none) and, when one applied, ``-Compaction`` (its strategy) and
-  ``-Summarizer`` (who wrote its summary) headers, and ``-Restored`` (the oldest messages a
-  client dropped from a history the proxy knows, put back: the conversation goes on); ``X-Contextwarden-Warning: unknown_model:
-  ...`` when the model's window is unknown (lossless layers only), or ``X-Contextwarden-Skipped:
-  <reason>: <detail>`` when the body was forwarded unchanged (see
-  :mod:`contextwarden.proxy.transform`). When the reduced request shows a ``cw:`` reference, the
-  recall tool is offered and answered here (:mod:`contextwarden.proxy.recall_rounds`); the
-  client gets the last round's reply.
-* ``GET /stats``: JSON counters, ``GET /metrics``: the same in Prometheus text format, summed
-  over the workers that share a store (:mod:`contextwarden.proxy.metrics`).
-* anything else, any method: forwarded as is; a ``POST`` there that looks like a model call
-  (:data:`_MODEL_CALL`) is logged (a warning, once per path) and counted as skipped
-  (``unsupported_route``).
-
-Auth headers (``Authorization``, ``x-api-key``, ``api-key``, ...) are forwarded and never logged or
-stored. With ``config.token`` set, every request (``/stats`` too) must carry
-``X-Contextwarden-Token: <token>`` (or ``Bearer <token>``), else 401; that header is not forwarded.
-One line per request, with its time and level, goes to the ``contextwarden.proxy`` logger
-(:mod:`contextwarden.proxy.logs`).
+How it works: docs/proxy.md (`contextwarden.proxy.app`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``contextwarden proxy``: the typer command (mounted by the CLI app). Thin: builds a
 :class:`ProxyConfig` and serves it with :mod:`contextwarden.proxy.server`.
 
-The server half needs Starlette and uvicorn (the ``proxy`` extra): :func:`_server` imports it by
-name when the command runs, so that importing this module, ``contextwarden --help`` and
-``contextwarden proxy --help`` work without the extra.
+How it works: docs/proxy.md (`contextwarden.proxy.cli`).
 """
 
 from __future__ import annotations

@@ -2,21 +2,7 @@
 namespace and summary breaker, so nothing one client sent can shape, or be probed from, another
 client's requests.
 
-A client is its credential: the ``Authorization``, ``x-api-key``, ``api-key`` and
-``x-goog-api-key`` headers (or a Gemini request's ``key=``), hashed
-with a key (HMAC-SHA256; the proxy's ``client_key`` when set, so that worker processes sharing a
-summary cache agree, else a random key per process). The credential itself is never kept.
-
-Bounded: at most ``max_clients`` clients, and the state of all of them within
-``max_state_bytes``; one client's state within ``client_state_bytes``. A client's state is what
-it keeps alive, as its parts count it after each of its requests: its warden's
-(:meth:`~contextwarden.Warden.state_bytes`: the conversations, the codec's entries and what it
-wrote, the counters' caches, the summaries), its body reader's remembered bodies, and
-:data:`CLIENT_BYTES` for the rest. A warden that cannot count its own (one passed to
-``create_app``) is estimated at :data:`STATE_PER_BODY_BYTE` times the last body of each
-conversation. A client over its own quota forgets its own least recently used conversations;
-only when the whole table is over its budget is the least recently used *other* client dropped
-(its conversations start anew on their next request, as after a restart).
+How it works: docs/proxy.md (`contextwarden.proxy.clients`).
 """
 
 from __future__ import annotations
@@ -138,7 +124,7 @@ class ClientState:
 
 
 class ClientTable:
-    """The bounded table of :class:`ClientState` (see the module docstring). ``make_warden(cid)``
+    """The bounded table of :class:`ClientState` (see docs/proxy.md). ``make_warden(cid)``
     builds a new client's warden. Thread-safe."""
 
     def __init__(
@@ -233,7 +219,7 @@ class ClientTable:
                     self._forget_oldest(state)
 
     def _measure(self, state: ClientState) -> None:
-        """Count what ``state`` keeps now (see the module docstring)."""
+        """Count what ``state`` keeps now (see docs/proxy.md)."""
         held = held_bytes(state)
         self.bytes += held - state.bytes
         state.bytes = held
@@ -262,7 +248,7 @@ class ClientTable:
 
 
 def held_bytes(state: ClientState) -> int:
-    """What a client keeps alive, as its parts count it (see the module docstring)."""
+    """What a client keeps alive, as its parts count it (see docs/proxy.md)."""
     inner = getattr(state.warden, "_warden", state.warden)  # the overflow adapter wraps it
     measure = getattr(inner, "state_bytes", None)
     if not callable(measure):

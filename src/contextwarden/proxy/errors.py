@@ -1,14 +1,6 @@
 """Errors the proxy itself produces, in the wire format of the API the client speaks.
 
-Upstream errors are never rewritten (status, headers and body pass through); these bodies are only
-for what happens at the proxy: a bad proxy token (401), a request body over the size limit (413),
-a request that cannot be brought within the model's window (400, the provider's own
-context-length error, so agents that handle it by compacting or restarting still do), a body
-that did not arrive within the read deadline (408), a path that climbs out of its route with
-``..`` (400), the proxy's memory budget for bodies in flight spent (503, retried by the SDKs),
-an upstream that does not answer in time (504) or cannot be reached (502), a proxy bug (500). The
-SDKs parse them like the provider's own. A stream whose status line went out already carries
-the error as an event instead (:func:`error_sse`; the Responses API's: :func:`responses_error_sse`).
+How it works: docs/proxy.md (`contextwarden.proxy.errors`).
 """
 
 from __future__ import annotations

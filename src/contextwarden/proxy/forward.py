@@ -1,11 +1,6 @@
 """Forwarding one request to the upstream and streaming its answer back, byte for byte.
 
-The upstream's status, headers (minus hop-by-hop ones) and body reach the client unchanged; the
-body is relayed as raw bytes the moment each chunk arrives (no buffering, no decompression), so a
-server-sent-event stream keeps its chunking and a gzip body stays gzip. Failures at the proxy become
-errors in the client's provider format: timeout 504, connection failure 502; a failure after the
-status line went out (the stream broke) ends the stream, with a provider error event first when
-the body is an event stream.
+How it works: docs/proxy.md (`contextwarden.proxy.forward`).
 """
 
 from __future__ import annotations

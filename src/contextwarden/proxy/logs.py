@@ -2,9 +2,7 @@
 and level, as JSON objects (the default: a log shipper reads them as they are) or as text for a
 terminal (``contextwarden proxy --log-format text``).
 
-A request's line carries the fields of its :class:`~.stats.RequestRecord` (``extra={"fields":
-...}``); any other record (a warning, a failed summary) carries its message. Headers and bodies
-are never logged.
+How it works: docs/proxy.md (`contextwarden.proxy.logs`).
 """
 
 from __future__ import annotations

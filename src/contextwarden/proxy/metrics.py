@@ -1,10 +1,7 @@
 """``GET /stats`` (JSON) and ``GET /metrics`` (Prometheus text format) of the proxy, and the
 publishing of a worker's counters to the store the workers share (:class:`~.stats.SharedStats`).
 
-Both answer for the whole run when the workers share a store (the SQLite file of the summary
-cache, or Redis: ``workers`` says how many answered), else for the process asked. ``/metrics``
-is written by ``prometheus_client`` from the same figures as ``/stats``: counters (``_total``)
-for what only grows, gauges for what is held now.
+How it works: docs/proxy.md (`contextwarden.proxy.metrics`).
 """
 
 from __future__ import annotations

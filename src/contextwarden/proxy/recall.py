@@ -1,10 +1,7 @@
 """What the recall rounds of every wire format share: whether a request shows a ``cw:``
 reference, server-sent events read and written, usage objects added up.
 
-When the request the model sees shows a ``cw:`` reference, the proxy offers the recall tool and
-answers the model's calls of it itself; each wire format (:mod:`.wire`) knows the tool's shape,
-a round's body, a reply's calls and how the client's one stream is made of the rounds' streams.
-The rounds against the upstream: :mod:`.recall_rounds`.
+How it works: docs/proxy.md (`contextwarden.proxy.recall`).
 """
 
 from __future__ import annotations

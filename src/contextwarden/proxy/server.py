@@ -1,11 +1,7 @@
 """Serving the proxy on uvicorn (the ``proxy`` extra): :func:`app_for` and :func:`run`, and the
 HTTP/1.1 protocol it serves with, uvicorn's h11 protocol with a deadline for a request's headers.
 
-uvicorn closes an idle keep-alive connection, but a connection that trickles a header line now
-and then is never closed: a thousand of them hold a thousand sockets and buffers for good. Here a
-connection has ``header_timeout`` seconds, from when it opens or its previous response ends, to
-send a whole request head; then it is closed. (A slow body is the app's to cut: see
-``body_timeout`` in :class:`~contextwarden.proxy.ProxyConfig`.)
+How it works: docs/proxy.md (`contextwarden.proxy.server`).
 """
 
 from __future__ import annotations

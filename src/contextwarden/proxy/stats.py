@@ -3,11 +3,7 @@ the process restarts; the worker processes of one ``contextwarden proxy --worker
 a store (the SQLite file or Redis) publish theirs there and each answers with the sum
 (:class:`SharedStats`).
 
-Billed figures are at the model's cache prices (:mod:`contextwarden._billing`'s model, one
-conversation at a time): a request that extends its conversation's previous one reads that one
-from the provider's cache, the rest is written; a request on which the warden made an edit is
-counted as written whole (the bill errs against the proxy). The client's own requests, as it
-sent them, are billed the same way: the baseline the proxy's saving is measured against.
+How it works: docs/proxy.md (`contextwarden.proxy.stats`).
 """
 
 from __future__ import annotations
@@ -335,8 +331,8 @@ class ProxyStats:
                 self.upstream_unreachable += 1
 
     def _bill(self, rec: RequestRecord, before: int, after: int) -> None:
-        """The request's input at cache prices, as the client sent it and as forwarded (see the
-        module docstring), and the conversation's entry moved up to this request."""
+        """The request's input at cache prices, as the client sent it and as forwarded (see
+        docs/proxy.md), and the conversation's entry moved up to this request."""
         prices, own = self.pricing(rec.model, rec.route)
         now = time.time()
         last = self._ledger.pop(rec.conversation, None) if rec.conversation else None

@@ -1,23 +1,6 @@
 """Summary calls made for one request, in plain view and within bounds.
 
-A compaction may ask for several summaries (one per strategy step, a map-reduce over chunks,
-retries). :class:`SummaryBudget` wraps the summarizer a request's compaction uses so that:
-
-* all of them share **one deadline**, ``timeout_s`` after the first one starts: a compaction
-  ends by then, whatever the number of calls; past it the compactor gets a
-  :class:`~contextwarden.SummarizerError` and writes the embedded extractive summary;
-* they make at most ``max_calls`` HTTP calls (retries and chunks counted);
-* every call is counted with its model and its input and output tokens (what the provider
-  reported), for the response headers and ``/stats``;
-* at most ``slots`` summaries of one client are asked for at once (its summary pool): a
-  compaction finding them all taken does not wait for one, it gets the extractive summary
-  at once; so compactions stuck on a slow summarizer hold a few of a client's threads, never
-  all of them, and its other conversations go on;
-* a client's :class:`Breaker` opens after ``failures`` requests in a row whose summaries all
-  failed (:meth:`SummaryBudget.settle`, once the request's compaction is over): for
-  ``cooldown_s`` seconds its compactions use the extractive summary without calling anyone.
-
-Thread-safe: a budget lives for one request, a breaker for one client.
+How it works: docs/proxy.md (`contextwarden.proxy.summaries`).
 """
 
 from __future__ import annotations
@@ -83,7 +66,7 @@ class SummaryCalls:
 
 class SummaryBudget:
     """The summarizer of one request's compaction, ``inner``, behind a shared deadline, a call
-    cap, a meter and the client's breaker (see the module docstring). ``name`` and
+    cap, a meter and the client's breaker (see docs/proxy.md). ``name`` and
     ``config_id`` are the inner summarizer's, so cached summaries stay keyed as they were."""
 
     def __init__(

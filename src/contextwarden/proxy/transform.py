@@ -1,25 +1,7 @@
 """The request-body step of the proxy, written once for every wire format (:mod:`.wire`): parse
 the body, run the warden on its history, and write it back with every other field left as sent.
 
-Pure apart from the warden call (which may consult the summary cache); no web framework here, so
-it is tested on its own and reused by any server.
-
-Policy for what the warden cannot bound (documented in docs/proxy.md):
-
-* **unknown model, no ``--window``**: the lossless layers still run (they need no window: truncate
-  huge tool output, mask old tool results, strip old thinking), nothing is dropped, and
-  ``X-Contextwarden-Warning: unknown_model: ...`` says the request was not bounded. A drop-in
-  proxy must not make a call fail that would have worked without it; the upstream is the
-  authority on its own models (a local vLLM name, a new release).
-* **the warden cannot read the request**: the body is forwarded **unchanged** and the reason
-  rides back in ``X-Contextwarden-Skipped``: ``invalid_request`` (the history does not parse;
-  the upstream answers with its own 400), ``not_json`` / ``no_messages``, ``lone_surrogate``
-  (a string escapes half of a UTF-16 pair: the warden would have to replace it to write the
-  body back, so it is left for the upstream to judge, as without the proxy), and the wire
-  format's own reasons (a Responses request whose history the server holds).
-* **the reduced request breaks the provider's rules** (checked by the format's validator): the
-  caller gets a 400 naming the problems (:attr:`BodyOutcome.refused`), never an empty or
-  partial request.
+How it works: docs/proxy.md (`contextwarden.proxy.transform`).
 """
 
 from __future__ import annotations
@@ -226,7 +208,7 @@ def transform_body(
 ) -> BodyOutcome:
     """Run ``warden`` on the request ``raw`` of the wire format ``api`` (a :class:`Wire` or its
     name: ``openai``, ``anthropic``, ``count_tokens``, ``responses``, ``gemini``) sent to
-    ``path``. Never raises for bad input: see the module docstring. ``cache_breakpoints`` adds
+    ``path``. Never raises for bad input: see docs/proxy.md. ``cache_breakpoints`` adds
     Anthropic cache breakpoints when the client set none (Anthropic bodies only).
     ``summarizer_for(model)`` gives the summarizer for this request's compaction, if one is
     needed (the proxy's upstream, with the caller's credentials); without it the warden's own

@@ -4,11 +4,7 @@
 the recall tool as a function declaration, and the client's one stream of chunks made of the
 rounds' streams.
 
-The model and the streaming flag are in the path; the reply's limit is
-``generationConfig.maxOutputTokens``. A request naming ``cachedContent`` has its system
-instruction and tools in the cache (the API refuses them beside it): the proxy adds neither
-(a summary hint goes as a user turn) and offers no recall tool. Every part the warden keeps goes
-back as it came, its ``thoughtSignature`` with it.
+How it works: docs/proxy.md (`contextwarden.proxy.wire.gemini`).
 """
 
 from __future__ import annotations

@@ -3,12 +3,7 @@ the proxy would send): ``system`` + ``messages`` through the warden, the proxy's
 breakpoints, the recall tool as a tool, and the client's one stream of events made of the
 rounds' streams.
 
-With ``cache_breakpoints`` (the proxy's default), a request whose client set no
-``cache_control`` anywhere (no block, tool or system breakpoint, no top-level automatic caching)
-gets Anthropic prompt-cache breakpoints on the warden's output
-(:func:`~contextwarden.formats.cache_control.add_counting`): on the newest message, at the end of
-the prefix the warden will not rewrite soon, and on the system prompt. A client that set its own
-is left alone: it knows its cache better than we do.
+How it works: docs/proxy.md (`contextwarden.proxy.wire.messages`).
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ class MessagesWire(Wire):
     paths = ("/v1/messages",)
     method = "transform_anthropic"
     limit_api = "anthropic"
-    #: whether the proxy's prompt-cache breakpoints are added (see the module docstring)
+    #: whether the proxy's prompt-cache breakpoints are added (see docs/proxy.md)
     breakpoints = True
 
     def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -2,26 +2,7 @@
 warden (:func:`~contextwarden.formats.from_responses` / :func:`~contextwarden.formats.to_responses`),
 the recall tool as a function, and the client's one stream of events made of the rounds'.
 
-Forwarded **unchanged**, with the reason in ``X-Contextwarden-Skipped`` and the log line:
-``previous_response_id`` or ``conversation`` set (the server holds the earlier history and the
-request carries only the new items: there is nothing here to trim); ``input`` a plain string (one
-user message) or missing; ``context_management`` asking the server to compact as it goes
-(``provider_compaction``). Codex's ``compaction_trigger`` (the last input item) is not: the items
-before it go through the warden as the conversation's other requests do (with its edits, and the
-recall tool among the tools, so the provider reads its cached prefix), with no compaction of the
-proxy's own, and the trigger after them.
-
-The client's stream reads as one response: the first round's ``response.created`` (and
-``queued`` / ``in_progress``; the response's echo of the request's ``tools`` never names the
-recall tool), then the output items of every round as they come, except the recall calls, whose
-events are dropped. From the first call in a round on (a recall call, or a call of the client's
-own), the round's events are held until it ends, then dropped (the model called the tool: the
-round is answered and the next one asked) or sent. Each event the client gets carries the next
-``sequence_number`` and its item's place among the items the client has as its
-``output_index``, so both count up across rounds. The last round's terminal event
-(``response.completed``, ``incomplete`` or ``failed``) goes out last, with the first round's id
-(the SDK's stream helper refuses a response whose id changes), the items the client saw and the
-usage summed over the rounds.
+How it works: docs/proxy.md (`contextwarden.proxy.wire.responses`).
 """
 
 from __future__ import annotations
@@ -219,7 +200,7 @@ def _index(value: Any) -> int | None:
 
 @dataclass
 class ResponsesSplice(Holding):
-    """The splice state of one client stream (see the module docstring): what the client has
+    """The splice state of one client stream (see docs/proxy.md): what the client has
     (its events' next ``sequence_number``, its output items by index, the first round's
     response) and what the current round has sent (its items, which of them are recall calls,
     its held events, its terminal event)."""
