@@ -258,21 +258,24 @@ def unseen_section(data: dict[str, Any]) -> str:
         "",
         *table(ok),
     ]
+    return "\n".join(lines + _not_measured(rows))
+
+
+def _not_measured(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The cells that could not run (the fixed part alone is over the limit), as a paragraph."""
     failed = [r for r in rows if "error" in r]
-    if failed:
-        lines += [
-            "",
-            "Not measured (the system prompt, tools and task alone are over the limit): "
-            + "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
-            + ".",
-        ]
-    return "\n".join(lines)
+    if not failed:
+        return []
+    cells = "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
+    return [
+        "",
+        f"Not measured (the system prompt, tools and task alone are over the limit): {cells}.",
+    ]
 
 
 def grid_section(data: dict[str, Any]) -> str:
     """The section of ``docs/benchmarks.md`` for ``bench/results/grid.json``."""
     rows = data.get("rows") or []
-    failed = [r for r in rows if "error" in r]
     lines = [
         "## The policy's grid (`bench/grid.py`)",
         "",
@@ -300,14 +303,7 @@ def grid_section(data: dict[str, Any]) -> str:
             "",
             *table(before),
         ]
-    if failed:
-        lines += [
-            "",
-            "Not measured (the fixed part alone does not fit the window with room for the reply): "
-            + "; ".join(f"{r['recording']} at {r['window']:,} ({r['price']})" for r in failed)
-            + ".",
-        ]
-    return "\n".join(lines)
+    return "\n".join(lines + _not_measured(rows))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import httpx
+import pytest
 from fake_upstream import FakeUpstream
 from proxy_doubles import StartProxy
 
@@ -106,20 +107,14 @@ def _check_trims(
     assert stats["compactions"] == 1
 
 
-def test_a_history_trimmed_from_the_front_goes_on(
+@pytest.mark.parametrize("keep_task", [False, True], ids=["from-the-front", "after-its-task"])
+def test_a_trimmed_history_goes_on(
     upstream: Upstream,
     start_proxy: StartProxy,
     anthropic_recording: tuple[Any, list[dict[str, Any]]],
+    keep_task: bool,
 ) -> None:
-    _check_trims(upstream, start_proxy, anthropic_recording, keep_task=False)
-
-
-def test_a_history_trimmed_after_its_task_goes_on(
-    upstream: Upstream,
-    start_proxy: StartProxy,
-    anthropic_recording: tuple[Any, list[dict[str, Any]]],
-) -> None:
-    _check_trims(upstream, start_proxy, anthropic_recording, keep_task=True)
+    _check_trims(upstream, start_proxy, anthropic_recording, keep_task=keep_task)
 
 
 def test_another_history_is_not_taken_for_a_trim(
