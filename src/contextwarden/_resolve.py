@@ -149,6 +149,34 @@ class Resolver:
             self._remember(self._systems, system, msg, limit=32)
         return [msg, *messages]
 
+    def call(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        window: int | None,
+        system: str | None,
+        tools: Any,
+    ) -> tuple[
+        Sequence[Message],
+        list[Mapping[str, Any]] | None,
+        TokenCounter,
+        Budget | None,
+        int,
+        CacheRates,
+    ]:
+        """What one call resolves, at once: its messages with ``system``, its tools (checked),
+        the counter, budget, overhead (tools and reply priming) and cache rates for ``model``."""
+        tools_list, tools_key = self.tools(tools)
+        counter = self.counter_for(model)
+        return (
+            self.with_system(messages, system),
+            tools_list,
+            counter,
+            self.budget_for(model, window),
+            self.overhead(counter, tools_list, tools_key),
+            self.rates_for(model),
+        )
+
     def tools(self, tools: Any) -> tuple[list[Mapping[str, Any]] | None, str]:
         """``check_tools(tools) or None`` and the tools' JSON text (what the overhead is cached
         by). A set seen recently (the same content, by its marshal image) gives back what it gave

@@ -288,11 +288,9 @@ class Warden:
         max_tokens: int | None = None,
     ) -> tuple[Conversation, Call]:
         check_arguments(messages, model, conversation, max_tokens)
-        resolve = self._resolve
-        tools_list, tools_key = resolve.tools(tools)
-        counter = resolve.counter_for(model)
-        budget = resolve.budget_for(model, window)
-        msgs = resolve.with_system(messages, system)
+        msgs, tools_list, counter, budget, overhead, rates = self._resolve.call(
+            messages, model, window, system, tools
+        )
         require_messages(msgs)
         history, tail = split_tail(msgs)
         key = conversation if conversation is not None else conversation_key(history, tools_list)
@@ -300,8 +298,8 @@ class Warden:
         return conv, Call(
             history,
             LayerContext(counter, self.config, budget, tools_list),
-            resolve.overhead(counter, tools_list, tools_key),
-            resolve.rates_for(model),
+            overhead,
+            rates,
             tail=tail,
             tail_tokens=sum(counter.count_message(m) for m in tail),
             focus=focus,
@@ -347,8 +345,7 @@ class Warden:
             total += call.tail_tokens
         conv.calls += 1
         conv.last_time = time.time() if now is None else now
-        self._table.record(conv)
-        self._table.trim(conv.key)
+        self._table.close(conv)
         if budget is not None and self.config.window.enabled:
             ensure_within(view, ctx, total)  # ContextOverflowError: nothing left to cut
         return TransformResult(

@@ -158,6 +158,11 @@ class ConversationTable:
             conversations = list(self._conversations.values())
         return sum(c.bytes for c in conversations)
 
+    def close(self, conv: Conversation) -> None:
+        """After a call: store ``conv``'s log and keep the table within its bytes."""
+        self.record(conv)
+        self.trim(conv.key)
+
     def trim(self, keep: str) -> None:
         """Forget the least recently used conversations but ``keep`` while the table keeps
         more than ``max_bytes`` alive."""

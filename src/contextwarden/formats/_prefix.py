@@ -179,7 +179,7 @@ class PrefixCodec:
         every call (the caller may change them), or with ``shared=True`` the same dicts each
         time (a caller that only reads them: serialises, compares)."""
         produce = self._openai_out.producer(openai.message_out, shared)
-        return openai.write_openai(messages, produce)
+        return openai.write_openai(messages, [produce(i, m) for i, m in enumerate(messages)])
 
     def to_anthropic(
         self, messages: Sequence[Message], *, shared: bool = False

@@ -5,7 +5,7 @@ How it works: docs/formats.md (`contextwarden.formats.openai`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -441,7 +441,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     OpenAI cannot carry (an Anthropic document other than a PDF, an image given as an
     uploaded file id).
     """
-    return write_openai(messages, message_out)
+    return write_openai(messages, [message_out(i, m) for i, m in enumerate(messages)])
 
 
 def message_out(i: int, msg: Message) -> list[dict[str, Any]]:
@@ -468,16 +468,16 @@ def message_out(i: int, msg: Message) -> list[dict[str, Any]]:
 
 
 def write_openai(
-    messages: Sequence[Message], produce: Callable[[int, Message], list[dict[str, Any]]]
+    messages: Sequence[Message], produced: Sequence[list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    """:func:`to_openai`, with ``produce(i, message)`` giving what :func:`message_out` gives:
-    a writer that remembers them passes its own. Their dicts are never changed here (a merge
+    """:func:`to_openai`, with ``produced[i]`` what :func:`message_out` gives for message ``i``
+    (a writer that remembers them passes its own). Their dicts are never changed here (a merge
     writes a new dict), so they may be shared with other calls."""
     out: list[dict[str, Any]] = []
     merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
     converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
     for i, msg in enumerate(messages):
-        written = produce(i, msg)
+        written = produced[i]
         if msg.role == "assistant":
             origin = msg.hints.get("format")
             d = written[0]
