@@ -414,6 +414,8 @@ def claude_code(steps: int, window: int | None, model: str | None = None) -> Run
             return _run(cmd, work, env)
 
         name = f"claude-code{' ' + model if model else ''}"
+        if window is not None and window != 128_000:  # the suite's other window, named
+            name += f" {window // 1000}k"
         run = _collect(name, "anthropic", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
