@@ -6,8 +6,9 @@ built from (:mod:`.build`) loads on first use, with the first ``Warden()``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .build import Parts, build_parts, rebuilder, summary_calls
@@ -23,10 +24,4 @@ _HOMES: Mapping[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_names(__name__, _HOMES, globals())

@@ -20,8 +20,9 @@ passed to the warden that runs them (``Warden(layers=[...])``), not registered p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .base import Layer, LayerContext, LayerResult
@@ -77,13 +78,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 
 def __dir__() -> list[str]:

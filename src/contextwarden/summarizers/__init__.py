@@ -10,9 +10,9 @@ proxy's; :func:`extract_facts` / :class:`Facts` read what a history says without
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ..analysis.facts import CommandRun, ErrorSeen, Facts, FileTouch, TodoItem, extract_facts
 from ..analysis.sections import SummarySections, parse_summary
 from .base import (
@@ -64,10 +64,4 @@ _HOMES: Mapping[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_names(__name__, _HOMES, globals())
