@@ -295,6 +295,17 @@ def tight(budget: Budget, growth: float, config: PolicyConfig) -> bool:
     return calls_bought(budget, growth) < config.summary_spacing
 
 
+def tight_warning(budget: Budget, growth: float, config: PolicyConfig) -> str:
+    """What the warden (once) and ``inspect`` say when :func:`tight` holds."""
+    return (
+        f"between the trigger ({budget.trigger:,} tokens) and the target ({budget.target:,}), "
+        f"in the room the fixed part (system prompt, tools, task, pins: {budget.fixed:,}) "
+        f"leaves under the limit ({budget.limit:,}), a summary buys fewer than "
+        f"{config.summary_spacing} calls at {growth:,.0f} tokens a call: summaries are spaced "
+        "that far apart, and whole oldest turns are cut between them"
+    )
+
+
 def cheaper_at_limit(aim: int, trigger: int, limit: int, pace: float, rates: CacheRates) -> bool:
     """Whether, in a session that goes on, cutting the request back to ``aim`` tokens each time
     it reaches ``limit`` costs less per call than cutting it each time it passes ``trigger``,

@@ -19,7 +19,7 @@ pattern matches the text to remove; a whole message when it matches all of it).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,6 +29,7 @@ __all__ = [
     "INJECTED",
     "TaskConfig",
     "TaskFinder",
+    "fixed_part",
     "strip_injected",
     "task_index",
     "task_text",
@@ -193,3 +194,28 @@ def task_text(message: Message, finder: TaskFinder | None = None) -> str:
     """The words the user wrote in ``message``, client-injected blocks set aside; the message's
     whole text when nothing of it is left (the caller chose it as the task)."""
     return (finder or _DEFAULT).text(message) or message.text
+
+
+def fixed_part(
+    messages: Sequence[Message],
+    count: Callable[[int], int],
+    seen: tuple[int, int, int] = (0, 0, -1),
+    *,
+    find_task: bool = True,
+) -> tuple[int, int, int]:
+    """The tokens of ``messages`` no edit removes: system and pinned messages and the user's
+    task, each counted once (``count(i)``: message *i*'s tokens). ``seen`` is what an earlier
+    call returned for a prefix of the same messages, so a growing history is counted as it
+    arrives; returns (messages seen, tokens, the task's position or -1). The task is looked
+    for only while ``find_task`` (a caller that knows no user message has come passes False)."""
+    n, tokens, task = seen
+    for i in range(n, len(messages)):
+        if messages[i].role == "system" or messages[i].is_pinned:
+            tokens += count(i)
+    if task < 0 and find_task:
+        found = task_index(messages)
+        if found is not None:
+            task = found
+            m = messages[found]
+            tokens += 0 if m.role == "system" or m.is_pinned else count(found)
+    return len(messages), tokens, task

@@ -206,7 +206,7 @@ def test_inspect_warns_when_the_fixed_part_leaves_no_room_for_summaries(tmp_path
     args = ["inspect", str(path), "-m", "gpt-4o", "-w", "32000"]
     shown = runner.invoke(app, args)
     assert shown.exit_code == 0, shown.output
-    assert "warning:" in shown.stdout and "leaves too little room" in shown.stdout
+    assert "warning:" in shown.stdout and "a summary buys fewer than 6 calls" in shown.stdout
     as_json = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert as_json["tight"] is True and as_json["fixed"] > 15_000
     wide = json.loads(runner.invoke(app, [*args[:-2], "-w", "200000", "--json"]).stdout)

@@ -16,8 +16,8 @@ from .._breakdown import Breakdown
 from .._budget import Budget, reply_tokens
 from .._messages import Message
 from .._model_overrides import registry_for
-from .._policy import tight
-from .._task import task_index
+from .._policy import tight, tight_warning
+from .._task import fixed_part
 from ._common import (
     ConfigOption,
     FileArgument,
@@ -135,24 +135,14 @@ def _room(r: Reading, b: Breakdown, budget: Budget) -> dict[str, Any]:
     and whether that leaves too little room for a summary to buy ``summary_spacing`` calls
     (the warning the warden gives once, as it would give it on this session)."""
     messages = r.transcript.messages
-    task = task_index(messages)
-    fixed = b.tools + sum(
-        t
-        for i, (m, t) in enumerate(zip(messages, b.per_message, strict=True))
-        if m.role == "system" or m.is_pinned or i == task
-    )
+    fixed = b.tools + fixed_part(messages, b.per_message.__getitem__)[1]
     calls = sum(1 for m in messages if m.role == "assistant")
     growth = max(b.total - fixed, 0) / max(calls, 1)
     room = budget.with_fixed(fixed)
     narrow = tight(room, growth, r.config.policy)
     out: dict[str, Any] = {"fixed": fixed, "growth_per_call": round(growth), "tight": narrow}
     if narrow:
-        out["warning"] = (
-            f"the fixed part (system prompt, tools, task, pins: {fixed:,} tokens) leaves too "
-            f"little room under the limit ({room.limit:,}) for a summary to buy "
-            f"{r.config.policy.summary_spacing} calls at {growth:,.0f} tokens a call: the warden "
-            "spaces summaries that far apart and cuts whole oldest turns between them"
-        )
+        out["warning"] = tight_warning(room, growth, r.config.policy)
     return out
 
 

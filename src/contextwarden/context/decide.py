@@ -13,8 +13,16 @@ from dataclasses import dataclass
 
 from .._events import Event, emit
 from .._log import EditReason
-from .._policy import Inputs, Plan, calls_until_cut, decide, edit_pays, payable_calls
-from .._task import task_index
+from .._policy import (
+    Inputs,
+    Plan,
+    calls_until_cut,
+    decide,
+    edit_pays,
+    payable_calls,
+    tight_warning,
+)
+from .._task import fixed_part
 from .call import Call
 from .state import State
 
@@ -63,18 +71,11 @@ def fixed_tokens(s: State, call: Call) -> int:
     """The tokens of the request no edit removes: tools, system messages, pinned messages and
     the user's task (counted as they arrive, once)."""
     count = call.ctx.counter.count_message
-    n, tokens, task = s.fixed_seen
-    for i in range(n, len(s.base)):
-        m = s.base[i]
-        if m.role == "system" or m.is_pinned:
-            tokens += count(m)
-    if task < 0 and s.index.last_user >= 0:
-        found = task_index(s.base)
-        if found is not None:
-            m = s.base[found]
-            task = found
-            tokens += 0 if m.role == "system" or m.is_pinned else count(m)
-    s.fixed_seen = (len(s.base), tokens, task)
+    base = s.base
+    s.fixed_seen = fixed_part(
+        base, lambda i: count(base[i]), s.fixed_seen, find_task=s.index.last_user >= 0
+    )
+    tokens = s.fixed_seen[1]
     return tokens + call.overhead
 
 
@@ -134,12 +135,7 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
                 "policy",
                 tokens_before=budget.fixed,
                 tokens_after=budget.limit,
-                detail=f"between the trigger ({budget.trigger:,} tokens) and the target "
-                f"({budget.target:,}), in the room the fixed part (system prompt, tools, task, "
-                f"pins: {budget.fixed:,}) leaves under the limit ({budget.limit:,}), a summary "
-                f"buys fewer than {policy.summary_spacing} calls at {pace(s, call):,.0f} tokens "
-                "a call: summaries are spaced that far apart, and whole oldest turns are cut "
-                "between them",
+                detail=tight_warning(budget, pace(s, call), policy),
                 data={"fixed": budget.fixed, "limit": budget.limit, "tight": True},
             ),
         )
