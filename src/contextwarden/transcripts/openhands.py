@@ -128,7 +128,7 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[T
         history = loc.get(run, "history", list, "")
         meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
         llm = (run.get("metadata") or {}).get("llm_config") or {}
-        fallback = llm.get("model") if isinstance(llm.get("model"), str) else None
+        fallback = as_str(llm.get("model"))
         limit = llm.get("max_message_chars", MAX_MESSAGE_CHARS)
         if limit is None:  # set to none: OpenHands sends every observation whole
             limit = -1
@@ -251,9 +251,7 @@ class _Builder:
                 self.say("assistant", [TextBlock(text)], ev)
         elif action == "finish":
             recorded = _response_message((tcm or {}).get("model_response") or {})
-            parts = [
-                t for t in (as_str(args.get("final_thought")), as_str(args.get("thought"))) if t
-            ]
+            parts = [t for t in map(as_str, (args.get("final_thought"), args.get("thought"))) if t]
             content = as_str((recorded or {}).get("content"))
             if content and content not in parts:
                 parts.append(content)
