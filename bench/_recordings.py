@@ -236,13 +236,17 @@ def load_recording(path: Path) -> Recording:
     return Recording(path.name.split(".")[0], path.parent.name, tuple(messages), path)
 
 
+#: Files beside the recordings that describe them (where they come from, their licences).
+_NOT_DATA = ("readme", "sources")
+
+
 @functools.cache
 def recordings(root: Path = DATA_DIR) -> tuple[Recording, ...]:
     """Every recording under ``root``, sorted by source then file name (empty when absent)."""
     if not root.is_dir():
         return ()
     files = sorted(
-        (p for p in root.rglob("*") if p.is_file() and not p.name.lower().startswith("readme")),
+        (p for p in root.rglob("*") if p.is_file() and not p.name.lower().startswith(_NOT_DATA)),
         key=lambda p: (p.parent.name, p.name),
     )
     return tuple(load_recording(p) for p in files)

@@ -34,6 +34,7 @@ from .transcripts.claude_code import is_claude_code, parse_claude_code
 from .transcripts.cline import is_cline, parse_cline
 from .transcripts.codex import is_codex, parse_codex
 from .transcripts.gemini import is_gemini, parse_gemini, parse_gemini_json
+from .transcripts.opencode import is_opencode, parse_opencode
 from .transcripts.openhands import (
     is_conversation_folder,
     is_openhands,
@@ -63,6 +64,7 @@ _JSON_READERS: dict[str, Callable[[Any, Path, str], Runs]] = {
     "cline": parse_cline,
     "swe-agent": parse_swe_agent,
     "gemini-cli": parse_gemini_json,
+    "opencode": parse_opencode,
     "openhands": lambda doc, p, shown: (
         parse_openhands_events(doc, p, shown)
         if isinstance(doc, list)
@@ -239,6 +241,7 @@ def _messages(doc: Any) -> bool:
 #: How a JSON document shows its format, tried in order.
 _JSON_SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("gemini-cli", is_gemini),
+    ("opencode", is_opencode),
     ("swe-agent", is_swe_agent),
     ("openhands", lambda d: is_openhands_events(d) if isinstance(d, list) else is_openhands(d)),
     ("cline", is_cline),

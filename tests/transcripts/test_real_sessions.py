@@ -83,12 +83,25 @@ def swe_agent_replies(path: Path) -> int:
     return int(json.loads(path.read_text(encoding="utf-8"))["info"]["model_stats"]["api_calls"])
 
 
+def opencode_replies(path: Path) -> int:
+    """Model calls: the ``step-start`` parts of the replies, opencode's own summary apart."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return sum(
+        1
+        for m in doc["messages"]
+        if m["info"]["role"] == "assistant" and m["info"].get("summary") is not True
+        for p in m["parts"]
+        if p["type"] == "step-start"
+    )
+
+
 EXPECTED = {
     "swe-agent": swe_agent_replies,
     "claude-code": claude_replies,
     "codex": codex_replies,
     "gemini-cli": gemini_replies,
     "cline": cline_replies,
+    "opencode": opencode_replies,
 }
 
 
@@ -306,6 +319,50 @@ def test_swe_agent_call_ids_used_again_are_made_unique() -> None:
     assert len(set(calls)) == len(calls) == len(raw)
     assert [r.tool_call_id for m in t.messages for r in m.tool_results] == calls
     assert t.meta["skipped"]["tool call id used again (renamed)"] == len(raw) - len(set(raw))
+
+
+# -- opencode ------------------------------------------------------------------------------------
+OPENCODE = REAL / "opencode"
+
+
+def test_opencode_parts_are_read_as_opencode_sends_them() -> None:
+    path = OPENCODE / "dark-factory-neon-river.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    t = load_transcript(path)
+    assert (t.format, t.model) == ("opencode", "gpt-5.3-codex")
+    user_parts = [p for m in doc["messages"] if m["info"]["role"] == "user" for p in m["parts"]]
+    synthetic = [p["text"] for p in user_parts if p["type"] == "text" and p.get("synthetic")]
+    files = [p for p in user_parts if p["type"] == "file"]
+    assert synthetic and files  # a mentioned file is recorded twice: as text, and as a file part
+    sent = "\n".join(m.text for m in t.messages if m.role == "user")
+    assert all(text in sent for text in synthetic)
+    assert not any(f["url"] in sent for f in files if f["url"] not in "".join(synthetic))
+    tools = [
+        p
+        for m in doc["messages"]
+        for p in m["parts"]
+        if p["type"] == "tool" and p["state"]["status"] in ("completed", "error")
+    ]
+    results = {r.tool_call_id: r for m in t.messages for r in m.tool_results}
+    assert len(results) == len(tools)
+    for p in tools:
+        state = p["state"]
+        want = state["output"] if state["status"] == "completed" else state["error"]
+        assert results[p["callID"]].content == want
+        assert results[p["callID"]].is_error == (state["status"] == "error")
+
+
+def test_opencode_own_compaction_is_the_agents_compaction() -> None:
+    path = OPENCODE / "dark-factory-curious-sailor-excerpt.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    (summary,) = [m for m in doc["messages"] if m["info"].get("summary") is True]
+    text = "".join(p["text"] for p in summary["parts"] if p["type"] == "text")
+    t = load_transcript(path)
+    assert all(m.text != text for m in t.messages)  # the summary is no reply of the session
+    (compaction,) = t.compactions
+    assert compaction.at == len(t.messages)
+    assert [m.role for m in compaction.replacement] == ["user", "assistant"]
+    assert compaction.replacement[1].text == text
 
 
 @pytest.mark.parametrize("path", [*FILES, CLINE], ids=file_id)

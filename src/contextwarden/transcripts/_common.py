@@ -48,6 +48,7 @@ TranscriptFormat: TypeAlias = Literal[
     "cline",
     "aider",
     "swe-agent",
+    "opencode",
 ]
 
 #: Every format :func:`~contextwarden._transcripts.load_transcript` knows, in detection order,
@@ -68,6 +69,7 @@ FORMATS: Mapping[TranscriptFormat, str] = {
     "a Cline SDK session (<id>.messages.json: version, sessionId, messages)",
     "aider": "aider .aider.chat.history.md (Markdown: '# aider chat started at', '#### ' turns)",
     "swe-agent": 'SWE-agent .traj (JSON object with "history" and "trajectory")',
+    "opencode": 'opencode export (JSON object: "info" of a ses_ session, "messages" with "parts")',
 }
 
 
