@@ -218,6 +218,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 / max(sum(c["names_wanted"] for c in cells), 1),
                 "edits": sum(c["edits_held"] for c in cells)
                 / max(sum(c["edits_wanted"] for c in cells), 1),
+                "edits_wanted": sum(c["edits_wanted"] for c in cells),
             }
         )
     return out
@@ -231,33 +232,44 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in aggregate(rows):
+        # no edit the measure recognises (an agent whose edit tool it does not know)
+        edits = f"{a['edits']:.1%}" if a["edits_wanted"] else "none to recall"
         lines.append(
             f"| {a['fixed']:,} | {a['price']} | {a['window']:,} | {a['recordings']} "
             f"| {a['saved']:.1%} | {len(a['dearer'])} ({a['worst']:.3f}) "
             f"| {a['compactions']} / {a['requests']} | {a['compactions']} "
-            f"| {a['summary_tokens']:,} | {a['names']:.1%} | {a['edits']:.1%} |"
+            f"| {a['summary_tokens']:,} | {a['names']:.1%} | {edits} |"
         )
     return lines
 
 
 def unseen_section(data: dict[str, Any]) -> str:
-    """The section of ``docs/benchmarks.md`` for ``bench/results/grid_unseen.json``: the grid
-    over sessions the policy was not made on (``--root``)."""
+    """The section of ``docs/benchmarks.md`` for a grid over sessions the policy was not made
+    on (``--root``; ``bench/results/grid_unseen*.json``): its ``title`` and ``about`` say which
+    sessions, and a set of several agents gets a line per agent too."""
     rows = data.get("rows") or []
     ok = [r for r in rows if "error" not in r]
+    about = data.get("about") or (
+        "Claude Code (2.1.x) and Codex CLI sessions that the Entire CLI committed to the public "
+        "entireio/entire-graph repository (MIT; branch `entire/checkpoints/v1`, each "
+        "`full.jsonl` of 30 or more replies, duplicates left out)"
+    )
     lines = [
-        "### Sessions the policy was not made on",
+        f"### {data.get('title') or 'Sessions the policy was not made on'}",
         "",
         f"The same grid over {len({r['recording'] for r in rows})} real sessions that are not "
-        "in the repository and were not looked at while the policy was made: Claude Code "
-        "(2.1.x) and Codex CLI sessions that the Entire CLI committed to the public "
-        "entireio/entire-graph repository (MIT; branch `entire/checkpoints/v1`, each "
-        "`full.jsonl` of 30 or more replies, duplicates left out), read with contextwarden's "
-        "own readers and replayed as above (`python -m bench.grid --root DIR --windows "
-        "32000,model --prices anthropic,openai --fixed 0`).",
+        f"in the repository and were not looked at while the policy was made: {about}, read "
+        "with contextwarden's own readers and replayed as above (`python -m bench.grid --root "
+        "DIR --windows 32000,model --prices anthropic,openai --fixed 0`).",
         "",
         *table(ok),
     ]
+    agents = sorted({r["recording"].split("/")[0] for r in ok})
+    if len(agents) > 1:
+        lines += ["", "Per agent:", "", "| agent " + table(ok)[0], "|---" + table(ok)[1]]
+        for agent in agents:
+            mine = [r for r in ok if r["recording"].startswith(agent + "/")]
+            lines += [f"| {agent} {row}" for row in table(mine)[2:]]
     return "\n".join(lines + _not_measured(rows))
 
 

@@ -693,9 +693,10 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     grid = _load(results, "grid")
     if grid and grid.get("rows"):
         parts += ["", grid_section(grid)]
-    unseen = _load(results, "grid_unseen")
-    if unseen and unseen.get("rows"):
-        parts += ["", unseen_section(unseen)]
+    for name in ("grid_unseen", "grid_unseen2"):
+        unseen = _load(results, name)
+        if unseen and unseen.get("rows"):
+            parts += ["", unseen_section(unseen)]
     bills = bills_section(pe, sv, img)
     if bills:
         parts += ["", bills]
