@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from http.cookiejar import CookieJar, CookiePolicy
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any, TypeVar
 
 import anyio
@@ -213,7 +213,8 @@ class _Proxy:
             follow_redirects=False,  # a redirect is the client's to follow, as without us
             # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
             # __cf_bm...) must reach that caller only, never ride along on another's request.
-            cookies=CookieJar(policy=_NoCookies()),
+            # No domain allowed: the jar neither stores nor sends one; the headers pass as sent.
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         )
         # httpx adds Accept, Accept-Encoding and User-Agent to every request it sends. The
         # upstream must see the client's own: the reply is relayed raw, so an encoding the
@@ -612,27 +613,6 @@ class _OverflowPassing:
                 raise _Overflow(exc) from exc
 
         return call
-
-
-class _NoCookies(CookiePolicy):
-    """A cookie policy that neither stores nor sends anything: ``Set-Cookie`` and ``Cookie``
-    headers pass through the proxy between one client and the upstream as plain headers."""
-
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = False
-
-    def set_ok(self, cookie: Any, request: Any) -> bool:
-        return False
-
-    def return_ok(self, cookie: Any, request: Any) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: Any) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: Any) -> bool:
-        return False
 
 
 class _AnyMethod:

@@ -19,12 +19,14 @@ from .stats import CLIENT_LEFT, CLIENT_LEFT_STATUS, RequestRecord
 __all__ = [
     "HOP_BY_HOP",
     "UpstreamResponse",
+    "broke",
     "error_response",
     "failed",
     "forward",
     "relay",
     "request_headers",
     "response_headers",
+    "unreached",
 ]
 
 #: RFC 9110 7.6.1 connection-specific headers, never forwarded in either direction.
@@ -169,10 +171,8 @@ async def forward(
         record.latency_ms = (time.perf_counter() - started) * 1000
         await finish(record)
         return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     return relay(upstream, provider, record, started, extra_headers, finish)
 
 
@@ -199,16 +199,10 @@ def relay(
         try:
             async for chunk in upstream.aiter_raw():
                 yield chunk
-        except httpx.TimeoutException:
-            record.error = "upstream_timeout"
-            if is_sse:
-                yield error_sse(provider, "timeout", "the upstream stopped sending (timed out)")
         except httpx.TransportError as exc:
-            record.error = "upstream_broken"
+            record.error, kind, message = broke(exc)
             if is_sse:
-                yield error_sse(
-                    provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
-                )
+                yield error_sse(provider, kind, message)
 
     async def done() -> None:
         record.latency_ms = (time.perf_counter() - started) * 1000
@@ -217,22 +211,37 @@ def relay(
     return UpstreamResponse(upstream, body(), out_headers, done)
 
 
+def broke(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
+    """``(record error, kind, message)`` for an upstream stream that failed after its status
+    line went out."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "upstream_timeout", "timeout", "the upstream stopped sending (timed out)"
+    return "upstream_broken", "unreachable", f"the upstream stream broke: {type(exc).__name__}"
+
+
+def unreached(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
+    """``(record error, kind, message)`` for an upstream that timed out or could not be reached
+    before it answered. The exception names the failure class only: its text can carry the
+    upstream URL."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "upstream_timeout", "timeout", f"did not answer in time ({type(exc).__name__})"
+    return "upstream_unreachable", "unreachable", f"could not be reached ({type(exc).__name__})"
+
+
 async def failed(
     record: RequestRecord,
     started: float,
     finish: Finish,
     provider: Provider,
-    kind: ErrorKind,
-    exc: Exception,
+    exc: httpx.TransportError,
     extra_headers: dict[str, str],
 ) -> Response:
     """The proxy's own error for an upstream that timed out or could not be reached,
     ``record`` completed and handed to ``finish``."""
+    record.error, kind, what = unreached(exc)
     record.status = status_for(kind)
-    record.error = "upstream_timeout" if kind == "timeout" else "upstream_unreachable"
-    what = "did not answer in time" if kind == "timeout" else "could not be reached"
-    # The exception names the failure class only: its text can carry the upstream URL.
-    message = f"contextwarden proxy: the upstream {what} ({type(exc).__name__})"
     record.latency_ms = record.headers_ms = (time.perf_counter() - started) * 1000
     await finish(record)
-    return error_response(provider, kind, message, extra_headers)
+    return error_response(
+        provider, kind, f"contextwarden proxy: the upstream {what}", extra_headers
+    )

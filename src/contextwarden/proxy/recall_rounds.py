@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from ..recall import recall_answer
 from .errors import Provider
-from .forward import Finish, UpstreamResponse, failed, relay, response_headers
+from .forward import Finish, UpstreamResponse, broke, failed, relay, response_headers, unreached
 from .recall import MAX_ROUNDS, add_usage, parse_events, read_event, shows_ref
 from .stats import RequestRecord
 from .transform import BodyOutcome, dump_body
@@ -110,10 +110,8 @@ async def forward_recall(
     record.recall_offered = True
     try:
         first = await rounds.send(0, [])
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     kind = first.headers.get("content-type", "")
     if first.status_code == 200 and kind.startswith("text/event-stream"):
         return _stream(rounds, first, provider, started, extra_headers, finish)
@@ -161,10 +159,8 @@ async def _whole(
             if not turn.calls or index == MAX_ROUNDS - 1:
                 break
             extra += await rounds.answers(turn)
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     if reply is not None and (index or turn.calls or rounds.wire.always_rewrite()):
         raw = dump_body(rounds.wire.client_reply(reply, usage if index else None), False)
     response = Response(raw, status_code=upstream.status_code)
@@ -202,17 +198,9 @@ def _stream(
             try:
                 async for out in _round(upstream, splice):
                     yield out
-            except httpx.TimeoutException:
-                record.error = "upstream_timeout"
-                yield rounds.wire.broke(
-                    splice, "timeout", "the upstream stopped sending (timed out)"
-                )
-                return
             except httpx.TransportError as exc:
-                record.error = "upstream_broken"
-                yield rounds.wire.broke(
-                    splice, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
-                )
+                record.error, kind, message = broke(exc)
+                yield rounds.wire.broke(splice, kind, message)
                 return
             finally:
                 await upstream.aclose()
@@ -250,14 +238,9 @@ async def _next(
     record = rounds.record
     try:
         upstream = await rounds.send(index, extra)
-    except httpx.TimeoutException:
-        record.error = "upstream_timeout"
-        return None, rounds.wire.broke(splice, "timeout", "the upstream did not answer in time")
     except httpx.TransportError as exc:
-        record.error = "upstream_unreachable"
-        return None, rounds.wire.broke(
-            splice, "unreachable", f"the upstream could not be reached: {type(exc).__name__}"
-        )
+        record.error, kind, what = unreached(exc)
+        return None, rounds.wire.broke(splice, kind, f"the upstream {what}")
     if upstream.status_code == 200 and upstream.headers.get("content-type", "").startswith(
         "text/event-stream"
     ):

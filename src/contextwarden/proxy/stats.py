@@ -16,9 +16,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field, fields
+from functools import reduce
 from typing import Any, Literal
 
 from .._billing import ANTHROPIC_READ, ANTHROPIC_WRITE, CachePricing, PromptRequest, bill_after
+from .recall import add_usage
 
 __all__ = [
     "CLIENT_LEFT",
@@ -397,22 +399,12 @@ def with_totals(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return {k: _add(a[k], b[k]) if k in a and k in b else a.get(k, b.get(k)) for k in a | b}
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a + b
-    return a
-
-
 def combine(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The sum of several processes' :meth:`ProxyStats.snapshot` answers (counters and tables
     added, the earliest ``started_at``, the derived figures made again from the sums), with
     ``workers``: how many were summed."""
     parts = list(snapshots)
-    total: dict[str, Any] = {}
-    for part in parts:
-        total = _add(total, part) if total else dict(part)
+    total: dict[str, Any] = reduce(add_usage, parts, {})
     total["started_at"] = min(p["started_at"] for p in parts)
     total["workers"] = len(parts)
     return with_totals(total)

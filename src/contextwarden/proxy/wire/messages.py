@@ -21,7 +21,7 @@ from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire, json_object
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -95,11 +95,8 @@ class MessagesWire(Wire):
         return AnthropicSplice()
 
     def refused(self, splice: Any, status: int, raw: bytes) -> bytes:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = json_object(raw)
+        if body is not None and isinstance(body.get("error"), dict):
             data = json.dumps({"type": "error", **body}, separators=(",", ":"))
             return f"event: error\ndata: {data}\n\n".encode()
         return super().refused(splice, status, raw)
@@ -240,7 +237,7 @@ class AnthropicSplice(Holding):
         for index in sorted(self.blocks):
             block = dict(self.blocks[index])
             if block.get("type") == "tool_use" and self.inputs.get(index):
-                block["input"] = _json_object("".join(self.inputs[index]))
+                block["input"] = json_object("".join(self.inputs[index])) or {}
             blocks.append(block)
         return _turn(blocks)
 
@@ -270,10 +267,3 @@ def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any])
         block["signature"] = delta.get("signature", "")
     elif kind == "input_json_delta":
         inputs.append(str(delta.get("partial_json", "")))
-
-
-def _json_object(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {}
