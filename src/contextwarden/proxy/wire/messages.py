@@ -180,15 +180,10 @@ class AnthropicSplice(Holding):
     follow those the client has; the last round's held events go out at the end (usage: the
     sum over rounds)."""
 
-    round: int = 0
     offset: int = 0
     passed: int = 0
-    holding: bool = False
-    failed: bool = False
-    held: list[Event] = field(default_factory=list)
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
     inputs: dict[int, list[str]] = field(default_factory=dict)
-    usage: Any = None  # the earlier rounds', summed
     round_usage: dict[str, Any] = field(default_factory=dict)
 
     def feed(self, event: Event) -> list[bytes]:
@@ -243,15 +238,9 @@ class AnthropicSplice(Holding):
 
     def next_round(self) -> None:
         """Begin the next round (the previous one's held events dropped)."""
-        self.usage = add_usage(self.usage, self.round_usage)
+        self.advance(self.round_usage)
         self.offset += self.passed
-        self.round += 1
-        self.passed, self.holding, self.held = 0, False, []
-        self.blocks, self.inputs, self.round_usage = {}, {}, {}
-
-    def flush(self) -> list[bytes]:
-        """The held events of the last round, as the client gets them."""
-        return self.release()
+        self.passed, self.blocks, self.inputs, self.round_usage = 0, {}, {}, {}
 
 
 def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any]) -> None:
