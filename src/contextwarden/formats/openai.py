@@ -352,9 +352,7 @@ def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
     rest = {clean_key(k): deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
     reserved_check(rest, i, path)
     if len(fn) > 2:
-        rest[FUNCTION_EXTRA] = {
-            clean_key(k): deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
-        }
+        rest[FUNCTION_EXTRA] = _function_extra(fn)
     return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
 
 
@@ -371,13 +369,16 @@ def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
     return clean_text(name), clean_text(arguments)
 
 
+def _function_extra(fn: Mapping[str, Any]) -> dict[str, Any]:
+    """Copies of a ``function`` object's keys other than its name and arguments."""
+    return {clean_key(k): deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"}
+
+
 def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
     name, arguments = _function(i, "function_call", fc)
     rest: dict[str, Any] = {LEGACY: True}
     if len(fc) > 2:
-        rest[FUNCTION_EXTRA] = {
-            clean_key(k): deep_copy(v) for k, v in fc.items() if k != "name" and k != "arguments"
-        }
+        rest[FUNCTION_EXTRA] = _function_extra(fc)
     return ToolCallBlock(f"function_call_{i}", name, arguments, extra=MappingProxyType(rest))
 
 

@@ -30,14 +30,12 @@ from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
-from .forward import error_response, forward, request_headers
+from .forward import client_left, error_response, finished, forward, request_headers
 from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
 from .metrics import observing, publishing, shared_stats
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
 from .stats import (
-    CLIENT_LEFT,
-    CLIENT_LEFT_STATUS,
     CONTEXT_OVERFLOW,
     ProxyStats,
     RequestRecord,
@@ -55,12 +53,11 @@ __all__ = [
     "CONFIG_ENV",
     "GC_THRESHOLDS",
     "app_from_env",
-    "app_stats",
     "create_app",
     "tune_gc",
 ]
 
-#: Upstream connection pools (see :attr:`_Proxy.client`); ``max_connections`` is shared out.
+#: Upstream connection pools (see :meth:`_Proxy.pool`); ``max_connections`` is shared out.
 POOLS = 8
 #: The ``skipped`` reason of a POST to a path no wire format serves.
 UNSUPPORTED_ROUTE = "unsupported_route"
@@ -150,13 +147,6 @@ class _Proxy:
     def pools_busy(self) -> list[int]:
         """Requests in flight in each upstream pool (this process)."""
         return list(self._busy)
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """The least busy upstream pool (its load is not counted: see :meth:`pool`)."""
-        client, release = self.pool()
-        release()
-        return client
 
     async def in_thread(self, state: ClientState, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` in a worker thread, at most ``client_concurrency`` of one client and
@@ -256,8 +246,7 @@ class _Proxy:
         """The proxy's own answer to a request (the provider's error shape), logged and
         counted: ``error`` in the record, ``message`` to the client."""
         record.status, record.error = status_for(kind), error
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
+        await finished(record, started, self.finish)
         return error_response(provider, kind, message, headers)
 
     async def checked(
@@ -340,13 +329,6 @@ class _Proxy:
         headers = {"Connection": "close"}
         return await self.answer(record, provider, started, why, "body_timeout", message, headers)
 
-    async def client_left(self, record: RequestRecord, started: float) -> Response:
-        """The client went away before its body was read: one log line, nothing forwarded."""
-        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
-
     def summarizer_for(
         self, request: Request, wire: Wire, state: ClientState, budgets: list[SummaryBudget]
     ) -> Callable[[str | None], Any] | None:
@@ -412,7 +394,7 @@ class _Proxy:
             try:
                 raw, why, held = await self.read_body(request)
             except ClientDisconnect:
-                return await self.client_left(record, started)
+                return await client_left(record, started, self.finish)
             if raw is None:
                 return await self.refuse(record, provider, started, why or "too_large")
             state = self.client_for(request)
@@ -695,9 +677,3 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def app_stats(app: Any) -> ProxyStats:
-    """The :class:`ProxyStats` of an app made by :func:`create_app`."""
-    proxy: _Proxy = app.state.proxy
-    return proxy.stats

@@ -5,8 +5,9 @@ How it works: docs/proxy.md (`contextwarden.proxy.errors`).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
+
+from .recall import encode_event
 
 __all__ = [
     "ErrorKind",
@@ -122,10 +123,9 @@ def context_length_message(provider: Provider, tokens: int | None, limit: int | 
 def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:
     """The same error as one server-sent event, for failures after a stream has started (the status
     line is already sent): Anthropic's ``event: error``, OpenAI's ``data: {"error": ...}``."""
-    data = json.dumps(error_body(provider, kind, message), separators=(",", ":"))
-    if provider == "anthropic":
-        return f"event: error\ndata: {data}\n\n".encode()
-    return f"data: {data}\n\n".encode()
+    return encode_event(
+        "error" if provider == "anthropic" else "", error_body(provider, kind, message)
+    )
 
 
 def responses_error_code(kind: ErrorKind) -> str:
@@ -148,7 +148,7 @@ def responses_error_sse(
         "param": None,
         "sequence_number": sequence_number,
     }
-    out = f"event: error\ndata: {json.dumps(error, separators=(',', ':'))}\n\n"
+    out = encode_event("error", error)
     if response is not None:
         failed = {
             "type": "response.failed",
@@ -159,5 +159,5 @@ def responses_error_sse(
             },
             "sequence_number": sequence_number + 1,
         }
-        out += f"event: response.failed\ndata: {json.dumps(failed, separators=(',', ':'))}\n\n"
-    return out.encode()
+        out += encode_event("response.failed", failed)
+    return out

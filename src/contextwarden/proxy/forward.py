@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from functools import partial
 
 import httpx
 from starlette.requests import ClientDisconnect
@@ -20,8 +21,10 @@ __all__ = [
     "HOP_BY_HOP",
     "UpstreamResponse",
     "broke",
+    "client_left",
     "error_response",
     "failed",
+    "finished",
     "forward",
     "relay",
     "request_headers",
@@ -145,6 +148,19 @@ class UpstreamResponse(StreamingResponse):
             await self._complete()
 
 
+async def finished(record: RequestRecord, started: float, finish: Finish) -> None:
+    """``record`` given its latency and handed to ``finish``."""
+    record.latency_ms = (time.perf_counter() - started) * 1000
+    await finish(record)
+
+
+async def client_left(record: RequestRecord, started: float, finish: Finish) -> Response:
+    """The client went away before its answer: one log line, nothing more."""
+    record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
+    await finished(record, started, finish)
+    return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
+
+
 async def forward(
     client: httpx.AsyncClient,
     *,
@@ -167,10 +183,7 @@ async def forward(
     try:
         upstream = await client.send(request, stream=True)
     except ClientDisconnect:  # an upload streamed through, and its client went away mid-way
-        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
-        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
+        return await client_left(record, started, finish)
     except httpx.TransportError as exc:
         return await failed(record, started, finish, provider, exc, extra_headers)
     return relay(upstream, provider, record, started, extra_headers, finish)
@@ -204,11 +217,9 @@ def relay(
             if is_sse:
                 yield error_sse(provider, kind, message)
 
-    async def done() -> None:
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
-
-    return UpstreamResponse(upstream, body(), out_headers, done)
+    return UpstreamResponse(
+        upstream, body(), out_headers, partial(finished, record, started, finish)
+    )
 
 
 def broke(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
@@ -240,8 +251,8 @@ async def failed(
     ``record`` completed and handed to ``finish``."""
     record.error, kind, what = unreached(exc)
     record.status = status_for(kind)
-    record.latency_ms = record.headers_ms = (time.perf_counter() - started) * 1000
-    await finish(record)
+    record.headers_ms = (time.perf_counter() - started) * 1000
+    await finished(record, started, finish)
     return error_response(
         provider, kind, f"contextwarden proxy: the upstream {what}", extra_headers
     )

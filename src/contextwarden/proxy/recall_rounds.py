@@ -3,14 +3,14 @@ most :data:`~.recall.MAX_ROUNDS` upstream calls in all), the proxy answers from 
 calls the upstream again with the same headers; the client gets the last round's reply (a
 stream: every round's text, one message). An upstream error on a later round reaches the client
 as the upstream sent it (a stream: as the provider's error event; the Responses API's ``error``
-and ``response.failed``). Chat Completions, Messages and Responses alike: the wire formats are
-:mod:`.recall` and :mod:`.recall_responses`."""
+and ``response.failed``). Every wire format alike: what differs is its :class:`~.wire.Wire`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -19,7 +19,16 @@ from starlette.responses import Response
 
 from ..recall import recall_answer
 from .errors import Provider
-from .forward import Finish, UpstreamResponse, broke, failed, relay, response_headers, unreached
+from .forward import (
+    Finish,
+    UpstreamResponse,
+    broke,
+    failed,
+    finished,
+    relay,
+    response_headers,
+    unreached,
+)
 from .recall import MAX_ROUNDS, add_usage, parse_events, read_event, shows_ref
 from .stats import RequestRecord
 from .transform import BodyOutcome, dump_body
@@ -166,8 +175,7 @@ async def _whole(
     response = Response(raw, status_code=upstream.status_code)
     response.raw_headers = _headers(upstream, extra_headers)
     response.raw_headers.append((b"content-length", str(len(raw)).encode()))
-    record.latency_ms = (time.perf_counter() - started) * 1000
-    await finish(record)
+    await finished(record, started, finish)
     return response
 
 
@@ -210,10 +218,7 @@ def _stream(
                 return
             extra += await rounds.answers(turn)
 
-    async def done() -> None:
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
-
+    done = partial(finished, record, started, finish)
     return UpstreamResponse(first, body(), _headers(first, extra_headers), done, sized=False)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ...formats._common import reply_limit
 from ...recall import RECALL_TOOL_NAME
 from ..errors import ErrorKind, Provider, error_sse
-from ..recall import Event, add_usage
+from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 
 __all__ = [
@@ -248,7 +248,7 @@ class Wire:
         body = json_object(raw)
         if body is None or not isinstance(body.get("error"), dict):
             return error_sse(self.provider, "unreachable", refused_message(status))
-        return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+        return encode_event("", body)
 
 
 def refused_message(status: int) -> str:

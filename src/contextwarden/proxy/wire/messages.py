@@ -8,7 +8,6 @@ How it works: docs/proxy.md (`contextwarden.proxy.wire.messages`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +96,7 @@ class MessagesWire(Wire):
     def refused(self, splice: Any, status: int, raw: bytes) -> bytes:
         body = json_object(raw)
         if body is not None and isinstance(body.get("error"), dict):
-            data = json.dumps({"type": "error", **body}, separators=(",", ":"))
-            return f"event: error\ndata: {data}\n\n".encode()
+            return encode_event("error", {"type": "error", **body})
         return super().refused(splice, status, raw)
 
 
