@@ -78,12 +78,6 @@ class ScopedCache(MutableMapping[str, str]):
     def __delitem__(self, key: str) -> None:
         del self._cache[self._prefix + key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._cache.get(self._prefix + key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (self._prefix + key) in self._cache
-
     def __iter__(self) -> Iterator[str]:
         n = len(self._prefix)
         return (k[n:] for k in list(self._cache) if k.startswith(self._prefix))

@@ -121,16 +121,15 @@ class RequestRecord:
         if self.model is not None:
             out["model"] = clip(self.model)
         if self.route != "passthrough":
-            out["stream"] = self.stream
-            out["tokens_before"] = self.tokens_before
-            out["tokens_after"] = self.tokens_after
-            out["compacted"] = self.compacted
+            out |= {
+                "stream": self.stream,
+                "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after,
+                "compacted": self.compacted,
+            }
             if self.restored:
                 out["restored"] = self.restored
-            if self.strategy:
-                out["compaction"] = clip(self.strategy)
-            if self.summarizer:
-                out["summarizer"] = clip(self.summarizer)
+            _texts(out, compaction=self.strategy, summarizer=self.summarizer)
             out["transform_ms"] = round(self.transform_ms, 2)
             if self.summary_calls:
                 out["summary_calls"] = self.summary_calls
@@ -138,8 +137,7 @@ class RequestRecord:
                 out["summary_output_tokens"] = self.summary_output_tokens
                 if self.summary_failed_calls:
                     out["summary_failed_calls"] = self.summary_failed_calls
-            if self.summary_failure:
-                out["summary_failure"] = clip(self.summary_failure)
+            _texts(out, summary_failure=self.summary_failure)
             if self.breaker_open:
                 out["summary_breaker_open"] = True
             if self.summary_pool_full:
@@ -149,13 +147,13 @@ class RequestRecord:
                 out["recall_unknown"] = self.recall_unknown
                 out["recall_rounds"] = self.recall_rounds
         out["headers_ms"] = round(self.headers_ms, 2)
-        if self.skipped:
-            out["skipped"] = clip(self.skipped)
-        if self.warning:
-            out["warning"] = clip(self.warning)
-        if self.error:
-            out["error"] = clip(self.error)
-        return out
+        return _texts(out, skipped=self.skipped, warning=self.warning, error=self.error)
+
+
+def _texts(out: dict[str, Any], **texts: str | None) -> dict[str, Any]:
+    """``out`` with each of ``texts`` that is not empty, clipped to :data:`CLIP` characters."""
+    out.update((key, clip(text)) for key, text in texts.items() if text)
+    return out
 
 
 def clip(text: str, limit: int = CLIP) -> str:
