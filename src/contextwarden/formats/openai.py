@@ -131,7 +131,7 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
             legacy_call = f"function_call_{i}"
     else:
         consumed, content, kind = _content(i, m)
-        name = _name(i, m)
+        name = _name(i, m.get("name"))
         extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
         msg = Message(
             canon,
@@ -162,8 +162,7 @@ def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
     raise fail(i, "content", "a string, a list of parts or null", c)
 
 
-def _name(i: int, m: Mapping[str, Any]) -> str | None:
-    name = m.get("name")
+def _name(i: int, name: Any) -> str | None:
     if name is None:
         return None
     if type(name) is str:
@@ -252,9 +251,7 @@ def _assistant(i: int, m: Mapping[str, Any]) -> Message:
                 raise fail(i, "function_call", "an object or null", v)
             legacy = _function_call(i, v)
         elif k == "name" and v is not None:
-            if type(v) is not str:
-                raise fail(i, "name", "a string", v)
-            name = clean_text(v)
+            name = _name(i, v)
         elif k in _THINKING_FIELDS and (found := _thinking(i, k, v)):
             thinking[k] = found
         else:
@@ -407,9 +404,7 @@ def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> M
                 raise fail(i, "tool_call_id", "a string", v)
             call_id = clean_text(v)
         elif k == "name" and v is not None:
-            if type(v) is not str:
-                raise fail(i, "name", "a string", v)
-            name = clean_text(v)
+            name = _name(i, v)
         else:
             extra[clean_key(k)] = deep_copy(v)
     if function:

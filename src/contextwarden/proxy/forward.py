@@ -22,6 +22,7 @@ __all__ = [
     "UpstreamResponse",
     "broke",
     "client_left",
+    "encoded",
     "error_response",
     "failed",
     "finished",
@@ -83,6 +84,11 @@ def response_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, by
     items = list(raw)
     drop = _hop_names(items)
     return [(k, v) for k, v in items if k.lower().decode("latin-1") not in drop]
+
+
+def encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as ASGI raw headers (lower-case names)."""
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
 
 
 def error_response(
@@ -202,10 +208,7 @@ def relay(
     record.status = upstream.status_code
     record.headers_ms = (time.perf_counter() - started) * 1000
 
-    out_headers = response_headers(upstream.headers.raw)
-    out_headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()
-    ]
+    out_headers = response_headers(upstream.headers.raw) + encoded(extra_headers)
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
     async def body() -> AsyncGenerator[bytes, None]:

@@ -23,6 +23,7 @@ from .forward import (
     Finish,
     UpstreamResponse,
     broke,
+    encoded,
     failed,
     finished,
     relay,
@@ -133,7 +134,7 @@ def _headers(upstream: httpx.Response, extra: dict[str, str]) -> list[tuple[byte
     """The upstream's headers for a body the proxy wrote (decoded, its length its own)."""
     mine = {b"content-length", b"content-encoding"}
     out = [(k, v) for k, v in response_headers(upstream.headers.raw) if k.lower() not in mine]
-    return out + [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+    return out + encoded(extra)
 
 
 async def _whole(
