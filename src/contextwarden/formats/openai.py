@@ -151,7 +151,7 @@ def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str
     return (True, *_content_value(i, m["content"]))
 
 
-def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
+def _content_value(i: int, c: Any) -> tuple[tuple[TextBlock | ImageBlock, ...], str]:
     """(blocks, spelling) of a present ``content`` value."""
     if type(c) is str:
         return ((TextBlock(clean_text(c)),) if c else ()), "str"
@@ -392,13 +392,9 @@ def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> M
         if k == "content":
             if type(v) is str:
                 result, kind = clean_text(v), "str"
-            elif type(v) is list:
-                result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(v))
-                kind = "list"
-            elif v is None:
-                kind = "null"
-            else:
-                raise fail(i, "content", "a string, a list of parts or null", v)
+            else:  # a list of parts, or null (an empty result)
+                parts, kind = _content_value(i, v)
+                result = parts if kind == "list" else ""
         elif k == "tool_call_id" and not function:
             if type(v) is not str:
                 raise fail(i, "tool_call_id", "a string", v)
