@@ -8,6 +8,7 @@ they change; the policy (:func:`.decide.lossless_pays`) says whether to make the
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
 from dataclasses import replace
@@ -54,9 +55,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         return
     removed = 0
     first: int | None = None
-    mask_edit: Mask | None = None
-    if mask_to > s.mask_upto and s.config.mask.enabled:
-        mask_edit, removed, first = _mask_edit(s, call.ctx, reason, mask_to)
     for i in reversed(s.index.thinking):
         if i <= s.strip_upto:
             break
@@ -69,6 +67,17 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         if gain > 0:
             removed += gain
             first = p if first is None else min(first, p)
+    mask_edit: Mask | None = None
+    if mask_to > s.mask_upto and s.config.mask.enabled:
+        clear = s.config.policy.clear_at_least
+        if (
+            reason in ("pays", "immediate")
+            and _most_removed(s, call.ctx, mask_to) < clear - removed
+        ):
+            return  # under clear_at_least whatever the plan keeps: it cannot pay, nor be made
+        mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
+        removed += gain
+        first = at if first is None or (at is not None and at < first) else first
     if first is None or removed <= 0:
         return
     if not lossless_pays(s, call, reason, removed, first):
@@ -185,6 +194,22 @@ def _mask_edit(
             first = p if first is None else min(first, p)
     s.mask_memo = (key, (edit, removed, first))
     return edit, removed, first
+
+
+def _most_removed(s: State, ctx: LayerContext, upto: int) -> float:
+    """The most a mask edit reaching ``upto`` could remove, without planning it: the tokens of
+    the results it may change (the ones no mask edit reached yet), each at most its message's;
+    infinite when it may change others (superseded results, kept ones it may release)."""
+    cfg, budget, where, results = s.config.mask, ctx.budget, s.index.result_at, s.index.results
+    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    kept = (s.position(where[r]) for r in s.kept if r in where)
+    if (cfg.plan and cfg.supersede) or sum(s.tokens[p] for p in kept if p is not None) > room:
+        return math.inf
+    at = (
+        s.position(i)
+        for i in results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
+    )
+    return sum(s.tokens[p] for p in at if p is not None)
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:
