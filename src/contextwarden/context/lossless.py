@@ -69,12 +69,10 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             first = p if first is None else min(first, p)
     mask_edit: Mask | None = None
     if mask_to > s.mask_upto and s.config.mask.enabled:
-        clear = s.config.policy.clear_at_least
-        if (
-            reason in ("pays", "immediate")
-            and _most_removed(s, call.ctx, mask_to) < clear - removed
-        ):
-            return  # under clear_at_least whatever the plan keeps: it cannot pay, nor be made
+        # nothing to remove, or less than an optional edit must: not worth planning
+        least = s.config.policy.clear_at_least if reason in ("pays", "immediate") else 0
+        if _most_removed(s, call.ctx, mask_to, reason) + removed < max(least, 1):
+            return
         mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
         removed += gain
         first = at if first is None or (at is not None and at < first) else first
@@ -196,20 +194,29 @@ def _mask_edit(
     return edit, removed, first
 
 
-def _most_removed(s: State, ctx: LayerContext, upto: int) -> float:
+def _most_removed(s: State, ctx: LayerContext, upto: int, reason: EditReason) -> float:
     """The most a mask edit reaching ``upto`` could remove, without planning it: the tokens of
-    the results it may change (the ones no mask edit reached yet), each at most its message's;
-    infinite when it may change others (superseded results, kept ones it may release)."""
+    the messages holding a result it may change (one no mask edit reached yet, or kept whole
+    and released now) that is long enough to be masked; infinite when superseded results
+    (anywhere) may change too."""
     cfg, budget, where, results = s.config.mask, ctx.budget, s.index.result_at, s.index.results
-    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
-    kept = (s.position(where[r]) for r in s.kept if r in where)
-    if (cfg.plan and cfg.supersede) or sum(s.tokens[p] for p in kept if p is not None) > room:
+    if cfg.plan and cfg.supersede:
         return math.inf
-    at = (
-        s.position(i)
-        for i in results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
-    )
-    return sum(s.tokens[p] for p in at if p is not None)
+    spots = results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
+    kept = {where[r] for r in s.kept if r in where}
+    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    # the kept results come first again, and stay whole while they all fit (see _mask_edit)
+    if (
+        reason == "must"
+        or sum(s.tokens[p] for i in kept if (p := s.position(i)) is not None) > room
+    ):
+        spots = [*spots, *kept]
+    total = 0
+    for i in spots:
+        p = s.position(i)
+        if p is not None and any(len(r.text) > cfg.min_chars for r in s.base[i].tool_results):
+            total += s.tokens[p]
+    return total
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:
