@@ -96,6 +96,12 @@ class Budget:
     fits_replies: bool = field(default=False, compare=False)
     #: the tokens of the request no edit removes (system prompt, tools, task, pins)
     fixed: int = 0
+    #: the hard limit: ``window - reserve``
+    limit: int = field(init=False, repr=False, compare=False)
+    #: compaction starts above this (see the module docstring)
+    trigger: int = field(init=False, repr=False, compare=False)
+    #: compaction aims at or below this (see the module docstring)
+    target: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_int("window", self.window, 1)
@@ -105,13 +111,21 @@ class Budget:
                 f"Budget.reserve ({self.reserve:,}) must be smaller than window "
                 f"({self.window:,}): nothing would be left for the request"
             )
-        trigger = _check_ratio("trigger_ratio", self.trigger_ratio)
-        target = _check_ratio("target_ratio", self.target_ratio)
-        if target > trigger:
+        start = _check_ratio("trigger_ratio", self.trigger_ratio)
+        aim = _check_ratio("target_ratio", self.target_ratio)
+        if aim > start:
             raise ConfigError(
-                f"Budget.target_ratio ({target}) must not exceed trigger_ratio ({trigger}): "
+                f"Budget.target_ratio ({aim}) must not exceed trigger_ratio ({start}): "
                 "compaction would end above the point that starts it"
             )
+        # the thresholds are read on every call: worked out once (see the module docstring)
+        window, fixed, limit = self.window, self.fixed, self.window - self.reserve
+        trigger = min(limit, max(int(window * start), fixed + int(max(limit - fixed, 0) * start)))
+        share = aim / start
+        room = fixed + int(max(trigger - fixed, 0) * share)
+        target = min(trigger, max(min(int(window * aim), int(trigger * share)), room))
+        for name, value in (("limit", limit), ("trigger", trigger), ("target", target)):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def for_model(
@@ -190,8 +204,12 @@ class Budget:
             min_target=config.min_target_tokens,
         )
 
-    def for_reply(self, longest: int, max_tokens: int | None = None) -> Budget:
-        """This budget with the reserve the next reply needs.
+    def for_reply(
+        self, longest: int, max_tokens: int | None = None, *, fixed: int | None = None
+    ) -> Budget:
+        """This budget with the reserve the next reply needs (and, given ``fixed``, for a
+        conversation whose system prompt, tools, task and pins take ``fixed`` tokens: the
+        trigger and the target move into the room they leave).
 
         ``max_tokens``: the output limit the request gives the provider, which refuses a
         prompt that leaves less room (Anthropic's "input length and max_tokens exceed context
@@ -201,41 +219,16 @@ class Budget:
         :data:`REPLY_MARGIN` times it, at least :data:`MIN_REPLY_ROOM`, at most the default.
         A request that leaves the agent's replies the room they have needed is not cut for
         want of more; an explicit reserve is kept as it is."""
+        room = self.reserve
         if max_tokens is not None and max_tokens > 0:
             room = max_tokens if self.fits_replies else max(self.reserve, max_tokens)
             room = min(room, self.window // 2)
         elif self.fits_replies and longest > 0:
             room = min(self.reserve, max(MIN_REPLY_ROOM, math.ceil(longest * REPLY_MARGIN)))
-        else:
+        fixed = self.fixed if fixed is None else _tokens(fixed)
+        if room == self.reserve and fixed == self.fixed:
             return self
-        return self if room == self.reserve else replace(self, reserve=room)
-
-    def with_fixed(self, fixed: int) -> Budget:
-        """This budget for a conversation whose system prompt, tools, task and pins take
-        ``fixed`` tokens: the trigger and the target move into the room they leave."""
-        fixed = max(_tokens(fixed), 0)
-        return self if fixed == self.fixed else replace(self, fixed=fixed)
-
-    @property
-    def limit(self) -> int:
-        """The hard limit: ``window - reserve``."""
-        return self.window - self.reserve
-
-    @property
-    def trigger(self) -> int:
-        """Compaction starts above this (see the module docstring)."""
-        room = max(self.limit - self.fixed, 0)
-        share = self.fixed + int(room * self.trigger_ratio)
-        return min(self.limit, max(int(self.window * self.trigger_ratio), share))
-
-    @property
-    def target(self) -> int:
-        """Compaction aims at or below this (see the module docstring)."""
-        trigger = self.trigger
-        share = self.target_ratio / self.trigger_ratio
-        room = self.fixed + int(max(trigger - self.fixed, 0) * share)
-        ratio = min(int(self.window * self.target_ratio), int(trigger * share))
-        return min(trigger, max(ratio, room))
+        return replace(self, reserve=room, fixed=fixed)
 
     def used(self, tokens: int) -> float:
         """The fraction of the window ``tokens`` fill (may exceed 1.0)."""

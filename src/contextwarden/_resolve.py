@@ -102,9 +102,9 @@ class Resolver:
     def budget_for(self, model: str | None = None, window: int | None = None) -> Budget | None:
         """The budget for a call, or ``None`` when no window is known (see the class doc).
 
-        The reserve is ``config.reserve_tokens`` when you set it; left at its default it is
-        :meth:`Budget.for_model`'s choice (8,192, but no more than a quarter of the window or the
-        model's max output). Raises :class:`~contextwarden.UnknownModelError` for a model the
+        :meth:`Budget.for_config`: the reserve is ``config.reserve_tokens`` when you set it; left
+        at its default it is :meth:`Budget.for_model`'s choice (8,192, but no more than a quarter
+        of the window or the model's max output). Raises :class:`~contextwarden.UnknownModelError` for a model the
         registry lacks and :class:`~contextwarden.ConfigError` for a reserve that leaves no room.
         """
         model = model or self.config.model
@@ -114,16 +114,7 @@ class Resolver:
             return None
         budget: Budget | None = self._recall(self._budgets, (model, window))
         if budget is None:
-            cfg = self.config
-            budget = Budget.for_model(
-                model,
-                window,
-                reserve=cfg.reserve_tokens if "reserve_tokens" in cfg.model_fields_set else None,
-                trigger_ratio=cfg.trigger_ratio,
-                target_ratio=cfg.target_ratio,
-                overrides=self.models,
-                min_target=cfg.min_target_tokens,
-            )
+            budget = Budget.for_config(self.config, model, window, overrides=self.models)
             self._remember(self._budgets, (model, window), budget)
         return budget
 

@@ -417,7 +417,12 @@ class ExactCounter:
         results = 0
         for block in message.content:
             if isinstance(block, TextBlock):
-                tokens += bpe(block.text)
+                # kept on the block: a copy of the message (its calls or thinking taken out)
+                # shares it, and is counted without reading the text again
+                n = block.__dict__.get(self._slot)
+                if n is None:
+                    n = block.__dict__[self._slot] = bpe(block.text)
+                tokens += n
             elif isinstance(block, ToolResultBlock):
                 if results:
                     tokens += MESSAGE_TOKENS + role

@@ -138,7 +138,7 @@ def _room(r: Reading, b: Breakdown, budget: Budget) -> dict[str, Any]:
     fixed = b.tools + fixed_part(messages, b.per_message.__getitem__)[1]
     calls = sum(1 for m in messages if m.role == "assistant")
     growth = max(b.total - fixed, 0) / max(calls, 1)
-    room = budget.with_fixed(fixed)
+    room = budget.for_reply(0, fixed=fixed)
     narrow = tight(room, growth, r.config.policy)
     out: dict[str, Any] = {"fixed": fixed, "growth_per_call": round(growth), "tight": narrow}
     if narrow:

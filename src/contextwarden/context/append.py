@@ -20,7 +20,6 @@ from .._messages import (
     held_bytes,
 )
 from .._task import strip_injected
-from ..analysis.mentions import words_of
 from ..layers.repair import repair_appended, unchanged_next
 from ..layers.truncate import needs_truncation, truncate_message
 from .call import Call
@@ -52,7 +51,6 @@ def append(s: State, call: Call, start: int, stop: int) -> None:
             entry = _answered(s, call, i, entry)
         if entry is None:  # a repair took it out: it stays in the history, not the view
             s.base.append(m)
-            _note_typed(s, i, m)
             continue
         if (
             needs_truncation(entry, cfg) or _oversized_client_block(entry, cfg.max_chars)
@@ -65,7 +63,6 @@ def append(s: State, call: Call, start: int, stop: int) -> None:
             for c in entry.tool_calls:  # an id the repair made unique
                 index.call_at.setdefault(c.id, i)
         s.base.append(entry)
-        _note_typed(s, i, entry)
         if s.positions is not None:
             s.positions[i] = len(s.view)
         s.view.append(entry)
@@ -153,17 +150,6 @@ def _in_view(s: State, call_id: str, i: int) -> bool:
     of the same id made later, which a repair renames, does not count)."""
     at = s.index.call_at.get(call_id)
     return at is None or at >= i or s.position(at) is not None
-
-
-def _note_typed(s: State, i: int, m: Message) -> None:
-    """Record the paths and code names history message ``i`` writes outside tool results."""
-    if m.role == "tool":
-        return
-    for text in (m.text, *(c.arguments for c in m.tool_calls)):
-        if text:
-            paths, names = words_of(text)
-            for w in (*paths, *names):
-                s.typed.setdefault(w, i)
 
 
 def _oversized_client_block(message: Message, limit: int) -> bool:

@@ -172,8 +172,8 @@ class Conversation(State):
         self.ledger_raw = self.input_tokens + call.overhead
         budget = call.ctx.budget
         if budget is not None:  # the reserve the next reply needs, and the fixed part's room
-            budget = budget.for_reply(self.longest_reply, call.max_tokens)
-            budget = budget.with_fixed(fixed_tokens(self, call))
+            fixed = fixed_tokens(self, call)
+            budget = budget.for_reply(self.longest_reply, call.max_tokens, fixed=fixed)
             if budget is not call.ctx.budget:
                 call = replace(call, ctx=replace(call.ctx, budget=budget))
         due = edit_reason(self, call, now)

@@ -8,6 +8,7 @@ they change; the policy (:func:`.decide.lossless_pays`) says whether to make the
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
 from dataclasses import replace
@@ -54,9 +55,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         return
     removed = 0
     first: int | None = None
-    mask_edit: Mask | None = None
-    if mask_to > s.mask_upto and s.config.mask.enabled:
-        mask_edit, removed, first = _mask_edit(s, call.ctx, reason, mask_to)
     for i in reversed(s.index.thinking):
         if i <= s.strip_upto:
             break
@@ -69,6 +67,15 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         if gain > 0:
             removed += gain
             first = p if first is None else min(first, p)
+    mask_edit: Mask | None = None
+    if mask_to > s.mask_upto and s.config.mask.enabled:
+        # nothing to remove, or less than an optional edit must: not worth planning
+        least = s.config.policy.clear_at_least if reason in ("pays", "immediate") else 0
+        if _most_removed(s, call.ctx, mask_to, reason) + removed < max(least, 1):
+            return
+        mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
+        removed += gain
+        first = at if first is None or (at is not None and at < first) else first
     if first is None or removed <= 0:
         return
     if not lossless_pays(s, call, reason, removed, first):
@@ -185,6 +192,31 @@ def _mask_edit(
             first = p if first is None else min(first, p)
     s.mask_memo = (key, (edit, removed, first))
     return edit, removed, first
+
+
+def _most_removed(s: State, ctx: LayerContext, upto: int, reason: EditReason) -> float:
+    """The most a mask edit reaching ``upto`` could remove, without planning it: the tokens of
+    the messages holding a result it may change (one no mask edit reached yet, or kept whole
+    and released now) that is long enough to be masked; infinite when superseded results
+    (anywhere) may change too."""
+    cfg, budget, where, results = s.config.mask, ctx.budget, s.index.result_at, s.index.results
+    if cfg.plan and cfg.supersede:
+        return math.inf
+    spots = results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
+    kept = {where[r] for r in s.kept if r in where}
+    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    # the kept results come first again, and stay whole while they all fit (see _mask_edit)
+    if (
+        reason == "must"
+        or sum(s.tokens[p] for i in kept if (p := s.position(i)) is not None) > room
+    ):
+        spots = [*spots, *kept]
+    total = 0
+    for i in spots:
+        p = s.position(i)
+        if p is not None and any(len(r.text) > cfg.min_chars for r in s.base[i].tool_results):
+            total += s.tokens[p]
+    return total
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:

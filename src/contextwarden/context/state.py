@@ -47,8 +47,10 @@ class State:
         #: the history's index: tool names, calls and results, thinking, the last user message
         self.index = index_of((), keep_results=0, keep_thinking=0)
         # the paths and code names written outside tool results (the agent's text and calls,
-        # the user's and system messages), each with the history position it was first in
+        # the user's and system messages), each with the history position it was first in,
+        # read up to ``typed_upto`` (see :func:`.render.masked`)
         self.typed: dict[str, int] = {}
+        self.typed_upto = 0
         self.edits: list[Edit] = []
         self.view: list[Message] = []
         self.sources: list[Source] = []

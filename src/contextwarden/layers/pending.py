@@ -21,9 +21,7 @@ from .base import Applied, LayerContext, LayerResult, place_events, require_mess
 __all__ = [
     "drop_open_calls",
     "drop_pending_calls",
-    "has_pending_calls",
     "pending_calls",
-    "repair_message",
     "repair_tail",
 ]
 
@@ -42,11 +40,6 @@ def pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
         return j, frozenset()
     answered = {r.tool_call_id for t in messages[j + 1 :] for r in t.tool_results}
     return j, frozenset(c for c in calls if c not in answered)
-
-
-def has_pending_calls(messages: Sequence[Message]) -> bool:
-    """True when the history ends with tool calls nothing answers yet (looks at the tail only)."""
-    return bool(pending_calls(messages)[1])
 
 
 def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext) -> Applied:
@@ -77,23 +70,11 @@ def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext)
     return out, (event,)
 
 
-def repair_message(
-    messages: Sequence[Message], j: int, pending: frozenset[str], ctx: LayerContext
-) -> tuple[Message, tuple[Event, ...]]:
-    """Message ``j`` without its ``pending`` calls (empty content: remove it) and the event,
-    memoized: the same object call after call, the event logged when first made."""
-    new, templates = _without_calls(messages[j], pending, ctx)
-    events: list[Event] = []
-    place_events(templates, j, events)
-    return new, tuple(events)
-
-
 def repair_tail(
     messages: Sequence[Message], ctx: LayerContext
 ) -> tuple[Sequence[Message], tuple[Event, ...]]:
     """:func:`drop_pending_calls` without the input check: ``messages`` itself (no copy) when
-    the tail is fine, which is the usual case. The repaired message is memoized (same object
-    call after call, its event logged once). Items that are not messages are left for the
+    the tail is fine, which is the usual case. Items that are not messages are left for the
     caller's input check to report."""
     try:
         j, pending = pending_calls(messages)
@@ -101,7 +82,9 @@ def repair_tail(
         return messages, ()
     if not pending:
         return messages, ()
-    new, events = repair_message(messages, j, pending, ctx)
+    new, made = _without_calls(messages[j], pending, ctx)
+    events: list[Event] = []
+    place_events(made, j, events)
     out = list(messages)
     if new.content:
         out[j] = new

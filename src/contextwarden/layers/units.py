@@ -21,7 +21,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from .._messages import Message, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from .._messages import Message
 from .._task import LOOKAHEAD, task_index
 
 __all__ = ["CutRule", "HistoryIndex", "index_of"]
@@ -85,38 +85,44 @@ class HistoryIndex:
         if start != self.n:
             raise ValueError(f"index holds {self.n} messages, cannot extend from {start}")
         stop = len(messages) if stop is None else stop
+        call_names, call_at, result_at = self.call_names, self.call_at, self.result_at
+        starts, keep, fixed, thinking = self.unit_starts, self.unit_keep, self._fixed, self.thinking
         for i in range(start, stop):
             m = messages[i]
             role = m.role
             results = m.tool_results
             names: tuple[str, ...] = ()
             if results:
-                names = tuple(self.call_names.get(b.tool_call_id, "") for b in results)
+                names = tuple([call_names.get(b.tool_call_id, "") for b in results])
                 self.results.append(i)
                 for k, r in enumerate(results):
                     self.result_blocks.append((i, k))
-                    self.result_at[r.tool_call_id] = i
-            if role == "tool":
-                self._attach_tool(i, list(results))
-            else:
-                self.unit_starts.append(i)
-                self.unit_keep.append(False)
-                self._fixed.append(False)
+                    result_at[r.tool_call_id] = i
+            if role == "tool" and starts:
+                owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
+                if owners and min(owners) < starts[-1]:  # answers an earlier unit's call: merge
+                    u = self.unit_of(min(owners))
+                    merged = any(keep[u:]), any(fixed[u:])
+                    del starts[u + 1 :], keep[u + 1 :], fixed[u + 1 :]
+                    keep[u], fixed[u] = merged
+            else:  # a message that starts a unit (a history's opening tool message too)
+                starts.append(i)
+                keep.append(False)
+                fixed.append(False)
                 if role == "assistant":
-                    for b in m.content:
-                        if isinstance(b, ToolCallBlock):
-                            self.call_names[b.id] = b.name
-                            self.call_at[b.id] = i
-                    if any(isinstance(b, ThinkingBlock) for b in m.content):
-                        self.thinking.append(i)
+                    for c in m.tool_calls:
+                        call_names[c.id] = c.name
+                        call_at[c.id] = i
+                    if m.thinking:
+                        thinking.append(i)
                 elif role == "user":
                     if self.first_user is None:
                         self.first_user = i
-                        self.unit_keep[:] = [True] * len(self.unit_keep)
+                        keep[:] = [True] * len(keep)
                     if not results:
                         self.last_user = i
             if role == "system" or m.is_pinned:
-                self.unit_keep[-1] = self._fixed[-1] = True
+                keep[-1] = fixed[-1] = True
             self.names.append(names)
         self.n = stop
         if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
@@ -125,23 +131,6 @@ class HistoryIndex:
             if task != self.task:  # found, or moved (a client's example run ended)
                 self.task = task
                 self._settle_keep()
-
-    def _attach_tool(self, i: int, results: list[ToolResultBlock]) -> None:
-        """Put tool message ``i`` in a unit."""
-        if not self.unit_starts:  # a history opening with a tool message: its own unit
-            self.unit_starts.append(i)
-            self.unit_keep.append(False)
-            self._fixed.append(False)
-            return
-        owners = [self.call_at[b.tool_call_id] for b in results if b.tool_call_id in self.call_at]
-        if owners:
-            u = self.unit_of(min(owners))
-            if u < len(self.unit_starts) - 1:  # answers a call of an earlier unit: merge
-                keep, fixed = any(self.unit_keep[u:]), any(self._fixed[u:])
-                del self.unit_starts[u + 1 :]
-                del self.unit_keep[u + 1 :]
-                del self._fixed[u + 1 :]
-                self.unit_keep[u], self._fixed[u] = keep, fixed
 
     def _settle_keep(self) -> None:
         """Every unit's kept flag again: the opening (up to the first user message), the task's
