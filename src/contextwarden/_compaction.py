@@ -42,7 +42,7 @@ from .strategies.base import (
     summary_request,
 )
 from .strategies.checks import flatten, must_keep
-from .strategies.registry import BUILTIN_STRATEGIES
+from .strategies import BUILTIN_STRATEGIES
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (

@@ -85,8 +85,6 @@ COMMAND_CHARS = 300
 #: How many memories (the newest) a summary keeps.
 MAX_MEMORIES = 10
 
-_WRITE_ACTIONS: frozenset[str] = frozenset({"created", "modified", "deleted", "reverted"})
-
 
 @dataclass(frozen=True)
 class FileTouch:
@@ -177,7 +175,13 @@ class Facts:
     def changed_files(self) -> tuple[str, ...]:
         """Every path written (created, modified, deleted or reverted), first-seen order: the
         must-keep file list of a summary."""
-        return tuple(p for p, a in self.file_status().items() if a in _WRITE_ACTIONS)
+        return tuple(p for p, a in self.file_status().items() if a != "read")
+
+    @property
+    def writes(self) -> frozenset[int]:
+        """The indices of the messages that wrote a file (created, modified, deleted or
+        reverted it)."""
+        return frozenset(t.index for t in self.files if t.action != "read")
 
     @property
     def read_files(self) -> tuple[str, ...]:

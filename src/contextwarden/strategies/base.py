@@ -47,6 +47,7 @@ __all__ = [
     "is_summary_message",
     "make_ref",
     "summary_header",
+    "summarize_units",
     "summary_request",
 ]
 
@@ -100,7 +101,7 @@ class StrategyOutcome:
     detail: str = ""
 
 
-#: The signature of a strategy (built-in or your own; see :mod:`.registry`).
+#: The signature of a strategy (built-in or your own; see :mod:`contextwarden.strategies`).
 Strategy = Callable[[Sequence[Message], StrategyContext], "StrategyOutcome | None"]
 
 
@@ -235,6 +236,25 @@ def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[
     return frozenset(out)
 
 
+def summarize_units(
+    strategy: str,
+    messages: Sequence[Message],
+    layout: Layout,
+    units: Sequence[tuple[int, int]],
+    ctx: StrategyContext,
+    detail: str,
+    **options: Any,
+) -> StrategyOutcome | None:
+    """Plan to summarize ``units`` (elidable units of ``layout``) in one request; None when
+    there are none or all are earlier summary messages. ``options``: more
+    :class:`StrategyOutcome` fields."""
+    if not units or all(is_summary_message(messages[s]) for s, _ in units):
+        return None
+    elided = layout.indices(units)
+    request = summary_request(messages, elided, ctx)
+    return StrategyOutcome(strategy, elided, (request,), detail=detail, **options)
+
+
 def elide_except_recent(
     strategy: str,
     messages: Sequence[Message],
@@ -243,25 +263,15 @@ def elide_except_recent(
     ctx: StrategyContext,
     detail: Callable[[int], str],
 ) -> StrategyOutcome | None:
-    """Plan to summarize ``units`` (elidable units of ``layout``, in order) except the newest of
-    them holding the last ``ctx.config.keep_recent_low`` messages (widened to whole units).
-
-    None when nothing is left to elide or all that is left are earlier summary messages.
-    ``detail`` gets the number of units elided and returns the outcome's detail text."""
+    """:func:`summarize_units` of ``units`` except the newest of them holding the last
+    ``ctx.config.keep_recent_low`` messages (widened to whole units); ``detail`` gets the
+    number of units elided and returns the outcome's detail text."""
     rest = list(units)
     kept = 0
     while rest and kept < ctx.config.keep_recent_low:
         s, e = rest.pop()
         kept += e - s
-    if not rest or all(is_summary_message(messages[s]) for s, _ in rest):
-        return None
-    elided = layout.indices(rest)
-    return StrategyOutcome(
-        strategy,
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=detail(len(rest)),
-    )
+    return summarize_units(strategy, messages, layout, rest, ctx, detail(len(rest)))
 
 
 # -- assembly ----------------------------------------------------------------------------------

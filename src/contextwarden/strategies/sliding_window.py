@@ -9,14 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._messages import Message
-from .base import (
-    Layout,
-    StrategyContext,
-    StrategyOutcome,
-    compaction_target,
-    is_summary_message,
-    summary_request,
-)
+from .base import Layout, StrategyContext, StrategyOutcome, compaction_target, summarize_units
 
 __all__ = ["recent_tail", "sliding_window"]
 
@@ -66,12 +59,5 @@ def sliding_window(messages: Sequence[Message], ctx: StrategyContext) -> Strateg
     minimum = layout.tail_from_end((size + 1) // 2, size // 2)
     tail = recent_tail(messages, layout, ctx)
     units = layout.body(tail) or layout.body(minimum)  # asked anyway (forced): the minimum
-    if not units or all(is_summary_message(messages[s]) for s, _ in units):
-        return None
-    elided = layout.indices(units)
-    return StrategyOutcome(
-        "sliding_window",
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=f"kept the last {len(messages) - tail} messages",
-    )
+    detail = f"kept the last {len(messages) - tail} messages"
+    return summarize_units("sliding_window", messages, layout, units, ctx, detail)
