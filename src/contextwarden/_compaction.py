@@ -31,6 +31,7 @@ from ._events import CompactionPlan, CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._memo import Memo
 from ._messages import Message
+from .strategies import BUILTIN_STRATEGIES
 from .strategies.base import (
     Strategy,
     StrategyContext,
@@ -42,7 +43,6 @@ from .strategies.base import (
     summary_request,
 )
 from .strategies.checks import flatten, must_keep
-from .strategies import BUILTIN_STRATEGIES
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
@@ -144,52 +144,21 @@ class _Step:
     by: str | None = None
 
 
-def _carried(
-    current: Sequence[Message], step: _Step, shown: dict[int, Message]
-) -> list[int | None]:
-    """Where each message of ``step.messages`` comes from in ``current`` (None: new), as
-    :func:`assemble` lays it out: the elided messages go, the summary stands where the first of
-    them was, and a rebuild folds its hint into the first system message left (in ``shown``)."""
-    elided = set(step.outcome.elided)
-    first = step.outcome.elided[0]
-    out: list[int | None] = []
-    hinted = not step.outcome.rebuild
-    for i, m in enumerate(current):
-        if i == first:
-            out.append(None)
-        if i in elided:
-            continue
-        if not hinted and m.role == "system":
-            hinted = True
-            shown[i] = step.messages[len(out)]
-        out.append(i)
-    return out
-
-
-def _plan_of(
-    origin: Sequence[int | None],
-    messages: Sequence[Message],
-    shown: Mapping[int, Message],
-    size: int,
-) -> CompactionPlan:
-    """The plan that turns the ``size`` input messages into ``messages``, whose sources are
-    ``origin``: what no message comes from was removed; each new message stands before the
-    next kept input message (or at the end)."""
-    kept = {o for o in origin if o is not None}
-    inserted: list[tuple[int, Message]] = []
-    pending: list[Message] = []
-    for o, m in zip(origin, messages, strict=True):
-        if o is None:
-            pending.append(m)
-        else:
-            inserted.extend((o, note) for note in pending)
-            pending = []
-    inserted.extend((size, note) for note in pending)
-    return CompactionPlan(
-        removed=tuple(p for p in range(size) if p not in kept),
-        inserted=tuple(inserted),
-        replaced=tuple((p, m) for p, m in sorted(shown.items()) if p in kept),
+def _plan_of(current: Sequence[Message], step: _Step) -> tuple[CompactionPlan, int]:
+    """The plan that turns ``current`` into ``step.messages``, and how many messages it keeps.
+    :func:`assemble` keeps every message not elided, in order, puts the summary where the first
+    elided one was (before the next kept message, or at the end), and may show a message of its
+    own (the rebuild hint folded in) instead of one it keeps."""
+    elided, first, new = set(step.outcome.elided), step.outcome.elided[0], step.messages
+    kept = [i for i in range(len(current)) if i not in elided]
+    anchor = next((i for i in kept if i > first), len(current))
+    shown = zip(kept, (*new[:first], *new[first + 1 :]), strict=True)
+    plan = CompactionPlan(
+        removed=step.outcome.elided,
+        inserted=((anchor, new[first]),),
+        replaced=tuple((i, m) for i, m in shown if m is not current[i]),
     )
+    return plan, len(kept)
 
 
 class Compactor:
@@ -354,8 +323,7 @@ class Compactor:
                 break
         if step is None:
             return CompactionReport(None, tuple(events), task_type)
-        shown: dict[int, Message] = {}  # input position -> the message shown instead
-        origin = _carried(original, step, shown)
+        plan, kept = _plan_of(original, step)
         tokens, compacted, applied = step.tokens, len(step.outcome.elided), (step.outcome.strategy,)
         refs = {step.ref: step.span}
         reset_turns = step.outcome.reset_turns
@@ -368,10 +336,9 @@ class Compactor:
             strategy=step.outcome.strategy,
             refs=(step.ref,),
             summarizer=step.by,
-            plan=_plan_of(origin, step.messages, shown, len(original)),
+            plan=plan,
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
-        kept = sum(1 for o in origin if o is not None)
         emit(
             events,
             Event(
