@@ -258,14 +258,15 @@ def _model_field(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
-def _model_at(path: Path_) -> type[BaseModel] | None:
-    """The model class that holds the last key of ``path`` (None when the path is unknown)."""
+def _model_at(path: Path_, *, field: bool = False) -> type[BaseModel] | None:
+    """The model class that holds the last key of ``path`` (None when the path is unknown;
+    with ``field``, also when that model has no field of the last key's name)."""
     model: type[BaseModel] | None = WardenConfig
     for name in path[:-1]:
         if model is None:
             return None
         model = _model_field(model, name)
-    return model
+    return None if field and model is not None and path[-1] not in model.model_fields else model
 
 
 def _dotted(path: Sequence[str | int]) -> str:
@@ -333,8 +334,8 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
                 continue
             convert = SEED_CONVERSIONS.get((where[-1], str(key)))
             for target in targets:
-                holder = _model_at(target)
-                if holder is None or target[-1] not in holder.model_fields:
+                holder = _model_at(target, field=True)
+                if holder is None:
                     # a seed knob this version has no field for: say so rather than ignore it
                     problems.append(f"{at((*where, str(key)))}: not supported by this version")
                     continue

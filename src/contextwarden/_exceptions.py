@@ -42,7 +42,7 @@ class FormatError(ContextWardenError, ValueError):
     """
 
     def __init__(self, message: str, *, index: int | None = None, field: str | None = None):
-        where = []
+        where = [*self._source()]
         if index is not None:
             where.append(f"message {index}")
         if field:
@@ -52,6 +52,9 @@ class FormatError(ContextWardenError, ValueError):
         self.index = index
         self.field = field
         self.reason = message
+
+    def _source(self) -> list[str]:
+        return []
 
 
 class TranscriptError(FormatError):
@@ -66,19 +69,12 @@ class TranscriptError(FormatError):
         index: int | None = None,
         field: str | None = None,
     ):
-        where = [path]
-        if line is not None:
-            where.append(f"line {line}")
-        if index is not None:
-            where.append(f"message {index}")
-        if field:
-            where.append(f"field {field!r}")
-        ValueError.__init__(self, f"{': '.join([', '.join(where), message])}")
         self.path = path
         self.line = line
-        self.index = index
-        self.field = field
-        self.reason = message
+        super().__init__(message, index=index, field=field)
+
+    def _source(self) -> list[str]:
+        return [self.path] if self.line is None else [self.path, f"line {self.line}"]
 
 
 class ConfigError(ContextWardenError, ValueError):
