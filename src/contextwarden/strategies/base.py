@@ -175,20 +175,15 @@ def summary_body(message: Message) -> str:
 
 
 def summary_request(
-    messages: Sequence[Message],
-    elided: Sequence[int],
-    ctx: StrategyContext,
-    *,
-    previous_summary: str | None = None,
-    max_chars: int | None = None,
+    messages: Sequence[Message], elided: Sequence[int], ctx: StrategyContext
 ) -> SummaryRequest:
     """The request summarizing ``messages[elided]``: earlier summary messages among them become
     ``previous_summary`` (incremental update) and the task rides along. ``pinned`` stays empty:
     pinned units are never elided, so their text is in the history verbatim already."""
     at = task_index(messages)
     span: list[Message] = []
-    previous = [previous_summary] if previous_summary else []
-    cap = max_chars or ctx.config.summary_max_chars
+    previous: list[str] = []
+    cap = ctx.config.summary_max_chars
     sent = 0  # characters of the span as the request holds it
     unmasked = False
     for i in elided:
