@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -57,7 +57,14 @@ from .readers import (
     result_text,
     todo_items,
 )
-from .sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
+from .sections import (
+    SECTIONS,
+    SummarySections,
+    clip,
+    heading_name,
+    looks_like_summary,
+    parse_summary,
+)
 from .shell import (
     ShellEffects,
     analyze_command,
@@ -313,10 +320,7 @@ class _Walker:
             self.earlier = sections
         else:  # two earlier summaries in one span: keep both, oldest first
             self.earlier = SummarySections(
-                *(
-                    f"{self.earlier.get(n)}\n{sections.get(n)}".strip()
-                    for n in ("completed", "remaining", "current_state", "notes")
-                )
+                *(f"{self.earlier.get(n)}\n{sections.get(n)}".strip() for n in SECTIONS)
             )
         for path, action in _files_from_summary(sections.current_state):
             self.earlier_files.append(FileTouch(path, action, index, "earlier summary"))
@@ -518,17 +522,8 @@ class _Walker:
         ok: bool | None,
         read_only: bool,
     ) -> None:
-        self.commands.append(
-            CommandRun(
-                clip(" ".join(command.split()), COMMAND_CHARS),
-                key,
-                tool,
-                index,
-                code,
-                ok,
-                read_only,
-            )
-        )
+        text = clip(" ".join(command.split()), COMMAND_CHARS)
+        self.commands.append(CommandRun(text, key, tool, index, code, ok, read_only))
 
     def add_error(
         self, index: int, source: str, key: str, text: str, match_keys: tuple[str, ...]
@@ -545,9 +540,7 @@ class _Walker:
         for i in self.open_errors.pop(match_key, ()):
             err = self.errors[i]
             if err.fixed_at is None:  # an error with several keys may be fixed by another
-                self.errors[i] = ErrorSeen(
-                    err.index, err.source, err.key, err.excerpt, index, err.match_keys
-                )
+                self.errors[i] = replace(err, fixed_at=index)
 
     def git_output(self, text: str, index: int) -> None:
         for m in DIFF_HEADER.finditer(text):
@@ -610,12 +603,6 @@ _SUMMARY_FILE_LINE = re.compile(
 )
 #: The extractive summary lists the files of one action together: "- created: a.py, b.py".
 _SUMMARY_FILES_LINE = re.compile(r"^\s*-\s+(created|modified|reverted|deleted): (.+?)\s*$")
-_ACTIONS: dict[str, FileAction] = {
-    "created": "created",
-    "modified": "modified",
-    "reverted": "reverted",
-    "deleted": "deleted",
-}
 
 
 def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
@@ -631,13 +618,13 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             continue
         many = _SUMMARY_FILES_LINE.match(line)
         if many:
-            action = _ACTIONS[many.group(1)]
+            action = cast(FileAction, many.group(1))
             out.extend((p.strip(), action) for p in many.group(2).split(", ") if p.strip())
             continue
         m = _SUMMARY_FILE_LINE.match(line)
         if m:
             # one file a line: "path" when modified, "path (note)" otherwise
-            out.append((m.group(1), _ACTIONS[m.group(2) or "modified"]))
+            out.append((m.group(1), cast(FileAction, m.group(2) or "modified")))
     return out
 
 
