@@ -54,7 +54,6 @@ from .readers import (
     last_lines,
     output_body,
     plan_from_text,
-    result_text,
     todo_items,
 )
 from .sections import (
@@ -389,7 +388,7 @@ class _Walker:
 
     def result(self, index: int, block: ToolResultBlock) -> None:
         pending = self.pending.pop(block.tool_call_id, None)
-        text = result_text(block)
+        text = block.text
         if pending is None:
             # a result whose call is outside the span: still look for errors
             self.finish_command("", "tool", index, index, text, block.is_error, read_only=False)

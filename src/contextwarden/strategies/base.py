@@ -188,15 +188,14 @@ def summary_request(
     unmasked = False
     for i in elided:
         m = messages[i]
+        sent += m.char_count  # a summary of earlier ones replaces them too
         if is_summary_message(m):
             previous.append(summary_body(m))
-            sent += m.char_count  # the new summary replaces the earlier one too
         else:
             # a masked tool result is summarised from what it masks (what the agent saw)
             original = m.hints.get(UNMASKED, m)
             unmasked = unmasked or original is not m
             span.append(original)
-            sent += m.char_count
     if unmasked:
         # the summary stays clearly smaller than what it replaces in the request, masked
         cap = min(cap, max(int(sent * TARGET_SUMMARY_RATIO), 1))
