@@ -17,7 +17,10 @@ Foreign errors (the tokenizer backend, httpx, sqlite) are translated at the boun
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "OVERFLOW_RE",
     "CompactionRefused",
     "ConfigError",
     "ContextOverflowError",
@@ -118,6 +121,15 @@ class ContextOverflowError(ContextWardenError):
         super().__init__(message)
         self.tokens = tokens
         self.limit = limit
+
+
+#: What providers write when a request does not fit (OpenAI ``context_length_exceeded``,
+#: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
+OVERFLOW_RE = re.compile(
+    r"context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|context window|"
+    r"too many tokens|exceeds the (?:maximum|context)|input is too long|reduce the length",
+    re.IGNORECASE,
+)
 
 
 class CompactionRefused(ContextWardenError):

@@ -18,7 +18,6 @@ question -> retry once.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, TypeVar
 
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
-from ._exceptions import CompactionRefused, ContextOverflowError
+from ._exceptions import OVERFLOW_RE, CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from ._warden import Warden
 from .formats import from_anthropic, from_openai, to_anthropic, to_openai
@@ -38,15 +37,6 @@ from .strategies.triggers import explicit_trigger
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
 T = TypeVar("T")
-
-
-#: Phrases providers use when a request does not fit (OpenAI ``context_length_exceeded``,
-#: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
-_OVERFLOW_RE = re.compile(
-    r"context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|"
-    r"context window|too many tokens|exceeds the (?:maximum|context)|input is too long",
-    re.IGNORECASE,
-)
 
 
 def is_context_overflow(exc: BaseException) -> bool:
@@ -62,7 +52,7 @@ def is_context_overflow(exc: BaseException) -> bool:
         return True
     body = getattr(exc, "body", None)
     text = f"{exc} {json.dumps(body, default=str) if body is not None else ''}"
-    return bool(_OVERFLOW_RE.search(text))
+    return bool(OVERFLOW_RE.search(text))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import tenacity
 if TYPE_CHECKING:
     import ssl
 
-from .._exceptions import ConfigError, SummarizerError
+from .._exceptions import OVERFLOW_RE, ConfigError, SummarizerError
 from .._tokens import TokenCounter
 from ..analysis.facts import Facts
 from ..analysis.sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
@@ -52,16 +52,6 @@ __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-#: Phrases providers use when the input is over the model's window (then we split finer).
-_TOO_LONG = (
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "too many tokens",
-    "context window",
-    "input is too long",
-    "reduce the length",
-)
 #: Characters / 3 errs high for English and code (real ratios ~3.5-4.5): chunks stay inside
 #: the summarizer's window when no counter is given.
 _CHARS_PER_TOKEN_ESTIMATE = 3
@@ -521,7 +511,7 @@ class LLMSummarizer:
         if 200 <= status < 300:
             return None
         body = response.text[:300]
-        if status in (400, 413) and any(p in body.lower() for p in _TOO_LONG):
+        if status in (400, 413) and OVERFLOW_RE.search(body):
             raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)
