@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Coroutine, Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from ._config import CompactionConfig, TaskType
 from ._events import CompactionPlan, CompactResult, Event, emit
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._tokens import TokenCounter
 
 __all__ = [
+    "CompactOptions",
     "CompactResult",
     "CompactionReport",
     "Compactor",
@@ -97,6 +98,19 @@ class CompactionReport:
     applied: tuple[str, ...] = ()
     elided: Mapping[str, tuple[Message, ...]] = field(default_factory=dict)
     reset_turns: bool = False
+
+
+class CompactOptions(TypedDict, total=False):
+    """The keywords of :meth:`Compactor.compact` and its siblings: the ``budget`` and
+    ``counter`` (required), the ``tools`` sent, the ``focus`` to keep, ``force`` (compact even
+    at or under the trigger), and a ``summarizer`` for this call only."""
+
+    budget: Required[Budget]
+    counter: Required[TokenCounter]
+    tools: Sequence[Mapping[str, Any]] | None
+    focus: str | None
+    force: bool
+    summarizer: Summarizer | None
 
 
 @dataclass(frozen=True)
@@ -225,45 +239,37 @@ class Compactor:
         self,
         messages: Sequence[Message],
         *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
         events: list[Event] | None = None,
-        summarizer: Summarizer | None = None,
+        **options: Unpack[CompactOptions],
     ) -> CompactResult | None:
         """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at
         or under ``budget.trigger`` and not ``force``) or nothing could be done. Events are
         appended to ``events`` when given; ``summarizer`` replaces the configured one for this
         call (a proxy's, with the calling client's credentials). Never mutates ``messages``;
         never raises because of a summarizer."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return _reported(_drive(self._answer(plan, sync=True)), events)
+        return _reported(self.run(messages, **options), events)
 
     async def acompact(
         self,
         messages: Sequence[Message],
         *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
         events: list[Event] | None = None,
-        summarizer: Summarizer | None = None,
+        **options: Unpack[CompactOptions],
     ) -> CompactResult | None:
         """:meth:`compact`, awaiting the summarizer's ``asummarize``."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return _reported(await self._answer(plan, sync=False), events)
+        return _reported(await self.arun(messages, **options), events)
 
-    def run(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+    def run(
+        self, messages: Sequence[Message], **options: Unpack[CompactOptions]
+    ) -> CompactionReport:
         """:meth:`compact` (its keywords but ``events``) with the whole
         :class:`CompactionReport`."""
         report: CompactionReport = _drive(self._answer(self._plan(messages, **options), sync=True))
         return report
 
-    async def arun(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+    async def arun(
+        self, messages: Sequence[Message], **options: Unpack[CompactOptions]
+    ) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
         return await self._answer(self._plan(messages, **options), sync=False)
 
