@@ -397,7 +397,8 @@ class Compactor:
         for fallback_only in tries:
             summary, by = outcome.summary, None
             if summary is None:
-                chain = self._summarizers(primary, fallback_only)
+                alone = fallback_only or primary is self.fallback
+                chain = (self.fallback,) if alone else (primary, self.fallback)
                 summary, by = yield from self._write(name, outcome, chain, ref, run)
             if summary is None:
                 return None
@@ -508,13 +509,6 @@ class Compactor:
         except Exception as exc:
             return f"returned no four-part summary ({exc})"
         return None
-
-    def _summarizers(
-        self, primary: Summarizer, fallback_only: bool = False
-    ) -> tuple[Summarizer, ...]:
-        if fallback_only or primary is self.fallback:
-            return (self.fallback,)
-        return (primary, self.fallback)
 
     async def _asummarize(self, ask: _Ask, *, sync: bool = False) -> _Summary:
         failure: str | None = None
