@@ -18,23 +18,24 @@ __all__ = ["recent_tail", "sliding_window"]
 SUMMARY_CHARS_PER_TOKEN = 3
 
 
-def _widest_tail(
-    messages: Sequence[Message], layout: Layout, minimum: int, ctx: StrategyContext
-) -> int:
-    """The earliest unit boundary at or before ``minimum`` whose tail still fits the target."""
+def recent_tail(messages: Sequence[Message], layout: Layout, ctx: StrategyContext) -> int:
+    """The earliest unit boundary whose tail fits the target beside the fixed part and the
+    summary: at least the newest unit, so one summary reaches the target whenever the newest
+    unit lets it (and a cut never goes further below the target than the next unit's size)."""
+    newest = layout.units[-1][0] if layout.units else len(messages)
     count = ctx.counter.count_message
     room = compaction_target(ctx.budget) - ctx.counter.count_messages([], tools=ctx.tools)
     room -= ctx.config.summary_max_chars // SUMMARY_CHARS_PER_TOKEN
     room -= sum(
         count(m)
         for start, end in layout.units
-        if start in layout.protected and start < minimum
+        if start in layout.protected and start < newest
         for m in messages[start:end]
     )
-    tail = minimum
-    used = sum(count(m) for m in messages[minimum:])
+    tail = newest
+    used = sum(count(m) for m in messages[newest:])
     for start, end in reversed(layout.units):
-        if start >= minimum or start in layout.protected:
+        if start >= newest or start in layout.protected:
             continue
         size = sum(count(m) for m in messages[start:end])
         if used + size > room:
@@ -42,14 +43,6 @@ def _widest_tail(
         used += size
         tail = start
     return tail
-
-
-def recent_tail(messages: Sequence[Message], layout: Layout, ctx: StrategyContext) -> int:
-    """The widest recent tail that fits the target beside the fixed part and the summary: at
-    least the newest unit, so one summary reaches the target whenever the newest unit lets it
-    (and a cut never goes further below the target than the next unit's size)."""
-    newest = layout.units[-1][0] if layout.units else len(messages)
-    return _widest_tail(messages, layout, newest, ctx)
 
 
 def sliding_window(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
