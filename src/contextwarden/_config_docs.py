@@ -22,7 +22,7 @@ from ._config import (
     SEED_CONVERSIONS,
     SEED_KEYS,
     WardenConfig,
-    _model_at,
+    model_at,
 )
 
 __all__ = ["config_reference"]
@@ -157,7 +157,7 @@ def _seed_table() -> list[str]:
             else ("`contextGuard:` or `agent: contextGuard:`")
         )
         for key, targets in table.items():
-            sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if _model_at(t, field=True))
+            sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if model_at(t, field=True))
             sets = sets or "not supported yet (reported as an error)"
             if (block, key) in SEED_CONVERSIONS:
                 sets += f" ({SEED_CONVERSIONS[block, key][1]})"
