@@ -154,9 +154,10 @@ class Session:
         Checks the explicit triggers first (command, marker, turn count); the token trigger
         lives in the warden. A lossy compaction is confirmed first when a callback is set.
         """
-        reason, cmd_focus = self._explicit_trigger()
-        force = reason is not None
-        focus = focus or cmd_focus
+        # the triggers besides tokens, counting turns since the last compaction
+        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
+        force = found is not None
+        focus = focus or (found.focus if found is not None else None)
         if self.confirm is not None:
             # a warden of its own, so that asking does not record the window cut in our log
             if self._probe is None:
@@ -166,7 +167,8 @@ class Session:
             )
             # the window had to drop or cut: a compaction would run if allowed
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
-            if (force or over) and not self._confirmed(probe, reason or "over the trigger"):
+            reason = found.detail if found is not None else "over the trigger"
+            if (force or over) and not self._confirmed(probe, reason):
                 return self._on_refusal(probe)
         result = self._transform(force_compact=force, focus=focus)
         self._record(result)
@@ -253,12 +255,6 @@ class Session:
         return Message("tool", (ToolResultBlock(call.id, text, is_error=error),))
 
     # -- internals ---------------------------------------------------------------------------
-    def _explicit_trigger(self) -> tuple[str | None, str | None]:
-        """The triggers besides tokens (:func:`explicit_trigger`), counting turns since
-        the last compaction. Returns (reason, focus)."""
-        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
-        return (None, None) if found is None else (found.detail, found.focus)
-
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
         budget = probe.budget
