@@ -5,17 +5,18 @@ steps SQLite does not retry itself (switching to WAL) are retried until the same
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from .._exceptions import StoreError
+from .._exceptions import ContextWardenError, StoreError
 
 __all__ = ["Database", "Migration", "connect", "has_table", "is_busy", "is_read_only", "migrate"]
 
@@ -161,6 +162,7 @@ class Database:
         self.path, self.what, self.timeout = path, what, timeout
         self._lock = threading.Lock()
         self._db = connect(path, what=what, timeout=timeout)
+        self.read_only = is_read_only(self._db)
 
     def _migrate(self, table: str, migrations: Sequence[tuple[str, Migration]]) -> None:
         """:func:`migrate`; a failure closes the connection and is a :class:`StoreError`."""
@@ -177,6 +179,32 @@ class Database:
             try:
                 return fn(self._db)
             except sqlite3.Error as exc:
+                raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction under the lock: it commits whole or not at all; sqlite errors
+        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
+        take become StoreError naming the file."""
+        if self.read_only:
+            raise StoreError(
+                f"{self.what} {str(self.path)!r} is read-only (opened from a file that cannot "
+                "be written); it can be read, not written"
+            )
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
+                            self._db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.Error, ValueError, TypeError) as exc:
+                if isinstance(exc, ContextWardenError):
+                    raise
                 raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
 
     def close(self) -> None:

@@ -201,23 +201,15 @@ class SQLiteStore(Database):
         return [bytes(r[0]) for r in rows]
 
     def append(self, namespace: str, key: str, items: Sequence[bytes], at: int) -> None:
-        def run(c: sqlite3.Connection) -> None:
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                c.execute(
-                    "DELETE FROM contextwarden_kv_items WHERE ns = ? AND key = ? AND seq >= ?",
-                    (namespace, key, at),
-                )
-                c.executemany(
-                    "INSERT INTO contextwarden_kv_items (ns, key, seq, value) VALUES (?, ?, ?, ?)",
-                    [(namespace, key, at + i, item) for i, item in enumerate(items)],
-                )
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
-
-        self._run(run)
+        with self._transaction():
+            self._db.execute(
+                "DELETE FROM contextwarden_kv_items WHERE ns = ? AND key = ? AND seq >= ?",
+                (namespace, key, at),
+            )
+            self._db.executemany(
+                "INSERT INTO contextwarden_kv_items (ns, key, seq, value) VALUES (?, ?, ?, ?)",
+                [(namespace, key, at + i, item) for i, item in enumerate(items)],
+            )
         self.bytes_written += sum(len(i) for i in items)
 
 

@@ -9,21 +9,20 @@ The default file is in ``$CONTEXTWARDEN_DATA_DIR`` or ``~/.local/share/contextwa
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._codec import message_from_dict, message_to_dict
 from .._exceptions import ContextWardenError, StoreError
 from .._messages import Message
-from ._db import Database, Migration, has_table, is_read_only
+from ._db import Database, Migration, has_table
 
 __all__ = ["SessionStore", "data_dir", "default_db_path"]
 
@@ -111,7 +110,6 @@ class SessionStore(Database):
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 5.0) -> None:
         path = Path(path) if path is not None else default_db_path()
         super().__init__(path, what="session store", timeout=timeout)
-        self.read_only = is_read_only(self._db)
         # a file that cannot be written is read as it is (spans written before 004 included)
         self._spans = not self.read_only or self._run(lambda c: has_table(c, "elided_spans"))
         if not self.read_only:
@@ -130,7 +128,7 @@ class SessionStore(Database):
     ) -> str:
         """Create (or reopen) a session and return its id."""
         sid = session_id or uuid.uuid4().hex
-        with self._write():
+        with self._transaction():
             self._db.execute(
                 "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?)",
                 (sid, time.time(), json.dumps(meta or {})),
@@ -147,7 +145,7 @@ class SessionStore(Database):
     # -- messages ----------------------------------------------------------------------------
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
         """Append ``messages`` in order; returns their sequence numbers."""
-        with self._write():
+        with self._transaction():
             row = self._db.execute(
                 "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -192,7 +190,7 @@ class SessionStore(Database):
         """Keep ``messages`` under ``ref`` for ``session_id`` (first write wins: a ref names
         fixed content within a session)."""
         body = _dumps([message_to_dict(m) for m in messages])
-        with self._write():
+        with self._transaction():
             self._db.execute(
                 "INSERT OR IGNORE INTO elided_spans VALUES (?, ?, ?, ?)",
                 (session_id, ref, body, time.time()),
@@ -228,7 +226,7 @@ class SessionStore(Database):
 
     # -- events ------------------------------------------------------------------------------
     def add_event(self, session_id: str, kind: str, body: dict[str, Any]) -> None:
-        with self._write():
+        with self._transaction():
             row = self._db.execute(
                 "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -256,32 +254,6 @@ class SessionStore(Database):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction under the lock: it commits whole or not at all; sqlite errors
-        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
-        take become StoreError naming the file."""
-        if self.read_only:
-            raise StoreError(
-                f"session store {str(self.path)!r} is read-only (opened from a file that "
-                "cannot be written); it can be read, not written"
-            )
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
-                            self._db.execute("ROLLBACK")
-                    raise
-            except (sqlite3.Error, ValueError, TypeError) as exc:
-                if isinstance(exc, ContextWardenError):
-                    raise
-                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
 
     def _decode(self, where: str, body: str, build: Callable[[Any], _T]) -> _T:
         """``build(json.loads(body))``; a row that is not JSON or not what it should hold is a
