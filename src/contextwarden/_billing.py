@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
 
 from ._exceptions import ConfigError, UnknownModelError
-from ._models import ModelInfo, model_info
+from ._models import ModelInfo, is_amount, is_count, model_info
 
 __all__ = ["CachePricing", "CallBill", "PromptRequest", "bill_requests"]
 
@@ -36,13 +35,9 @@ ANTHROPIC_WRITE = 1.25
 ANTHROPIC_TTL_S = 300.0
 
 
-def _number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _real(value: object) -> bool:
     """A number that is neither a bool nor infinite nor NaN."""
-    return _number(value) and math.isfinite(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -68,9 +63,9 @@ class CachePricing:
             if not (_real(value) and value >= 0):
                 raise ConfigError(f"CachePricing.{name} must be a number >= 0, got {value!r}")
         ttl, least = self.ttl_s, self.min_cacheable_tokens
-        if ttl is not None and not (_number(ttl) and ttl > 0):
+        if not is_amount(ttl, above=0):
             raise ConfigError(f"CachePricing.ttl_s must be > 0 or None, got {ttl!r}")
-        if isinstance(least, bool) or not isinstance(least, int) or least < 0:
+        if not is_count(least, 0):
             raise ConfigError(
                 f"CachePricing.min_cacheable_tokens must be an int >= 0, got {least!r}"
             )
@@ -182,7 +177,7 @@ def _check(request: object, index: int) -> PromptRequest:
             f"{where} has {len(request.keys)} keys but {len(request.tokens)} token counts"
         )
     for i, n in enumerate((request.prefix_tokens, *request.tokens)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if not is_count(n, 0):
             name = "prefix_tokens" if i == 0 else f"tokens[{i - 1}]"
             raise ValueError(f"{where}.{name} must be an int >= 0, got {n!r}")
     if request.at is not None and not _real(request.at):

@@ -24,13 +24,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Coroutine, Generator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from ._config import CompactionConfig, TaskType
 from ._events import CompactionPlan, CompactResult, Event, emit
 from ._exceptions import ConfigError
 from ._memo import Memo
 from ._messages import Message
+from .strategies import BUILTIN_STRATEGIES
 from .strategies.base import (
     Strategy,
     StrategyContext,
@@ -42,7 +43,6 @@ from .strategies.base import (
     summary_request,
 )
 from .strategies.checks import flatten, must_keep
-from .strategies.registry import BUILTIN_STRATEGIES
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._tokens import TokenCounter
 
 __all__ = [
+    "CompactOptions",
     "CompactResult",
     "CompactionReport",
     "Compactor",
@@ -97,6 +98,19 @@ class CompactionReport:
     applied: tuple[str, ...] = ()
     elided: Mapping[str, tuple[Message, ...]] = field(default_factory=dict)
     reset_turns: bool = False
+
+
+class CompactOptions(TypedDict, total=False):
+    """The keywords of :meth:`Compactor.compact` and its siblings: the ``budget`` and
+    ``counter`` (required), the ``tools`` sent, the ``focus`` to keep, ``force`` (compact even
+    at or under the trigger), and a ``summarizer`` for this call only."""
+
+    budget: Required[Budget]
+    counter: Required[TokenCounter]
+    tools: Sequence[Mapping[str, Any]] | None
+    focus: str | None
+    force: bool
+    summarizer: Summarizer | None
 
 
 @dataclass(frozen=True)
@@ -144,52 +158,21 @@ class _Step:
     by: str | None = None
 
 
-def _carried(
-    current: Sequence[Message], step: _Step, shown: dict[int, Message]
-) -> list[int | None]:
-    """Where each message of ``step.messages`` comes from in ``current`` (None: new), as
-    :func:`assemble` lays it out: the elided messages go, the summary stands where the first of
-    them was, and a rebuild folds its hint into the first system message left (in ``shown``)."""
-    elided = set(step.outcome.elided)
-    first = step.outcome.elided[0]
-    out: list[int | None] = []
-    hinted = not step.outcome.rebuild
-    for i, m in enumerate(current):
-        if i == first:
-            out.append(None)
-        if i in elided:
-            continue
-        if not hinted and m.role == "system":
-            hinted = True
-            shown[i] = step.messages[len(out)]
-        out.append(i)
-    return out
-
-
-def _plan_of(
-    origin: Sequence[int | None],
-    messages: Sequence[Message],
-    shown: Mapping[int, Message],
-    size: int,
-) -> CompactionPlan:
-    """The plan that turns the ``size`` input messages into ``messages``, whose sources are
-    ``origin``: what no message comes from was removed; each new message stands before the
-    next kept input message (or at the end)."""
-    kept = {o for o in origin if o is not None}
-    inserted: list[tuple[int, Message]] = []
-    pending: list[Message] = []
-    for o, m in zip(origin, messages, strict=True):
-        if o is None:
-            pending.append(m)
-        else:
-            inserted.extend((o, note) for note in pending)
-            pending = []
-    inserted.extend((size, note) for note in pending)
-    return CompactionPlan(
-        removed=tuple(p for p in range(size) if p not in kept),
-        inserted=tuple(inserted),
-        replaced=tuple((p, m) for p, m in sorted(shown.items()) if p in kept),
+def _plan_of(current: Sequence[Message], step: _Step) -> tuple[CompactionPlan, int]:
+    """The plan that turns ``current`` into ``step.messages``, and how many messages it keeps.
+    :func:`assemble` keeps every message not elided, in order, puts the summary where the first
+    elided one was (before the next kept message, or at the end), and may show a message of its
+    own (the rebuild hint folded in) instead of one it keeps."""
+    elided, first, new = set(step.outcome.elided), step.outcome.elided[0], step.messages
+    kept = [i for i in range(len(current)) if i not in elided]
+    anchor = next((i for i in kept if i > first), len(current))
+    shown = zip(kept, (*new[:first], *new[first + 1 :]), strict=True)
+    plan = CompactionPlan(
+        removed=step.outcome.elided,
+        inserted=((anchor, new[first]),),
+        replaced=tuple((i, m) for i, m in shown if m is not current[i]),
     )
+    return plan, len(kept)
 
 
 class Compactor:
@@ -256,45 +239,37 @@ class Compactor:
         self,
         messages: Sequence[Message],
         *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
         events: list[Event] | None = None,
-        summarizer: Summarizer | None = None,
+        **options: Unpack[CompactOptions],
     ) -> CompactResult | None:
         """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at
         or under ``budget.trigger`` and not ``force``) or nothing could be done. Events are
         appended to ``events`` when given; ``summarizer`` replaces the configured one for this
         call (a proxy's, with the calling client's credentials). Never mutates ``messages``;
         never raises because of a summarizer."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return _reported(_drive(self._answer(plan, sync=True)), events)
+        return _reported(self.run(messages, **options), events)
 
     async def acompact(
         self,
         messages: Sequence[Message],
         *,
-        budget: Budget,
-        counter: TokenCounter,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        focus: str | None = None,
-        force: bool = False,
         events: list[Event] | None = None,
-        summarizer: Summarizer | None = None,
+        **options: Unpack[CompactOptions],
     ) -> CompactResult | None:
         """:meth:`compact`, awaiting the summarizer's ``asummarize``."""
-        plan = self._plan(messages, budget, counter, tools, focus, force, summarizer)
-        return _reported(await self._answer(plan, sync=False), events)
+        return _reported(await self.arun(messages, **options), events)
 
-    def run(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+    def run(
+        self, messages: Sequence[Message], **options: Unpack[CompactOptions]
+    ) -> CompactionReport:
         """:meth:`compact` (its keywords but ``events``) with the whole
         :class:`CompactionReport`."""
         report: CompactionReport = _drive(self._answer(self._plan(messages, **options), sync=True))
         return report
 
-    async def arun(self, messages: Sequence[Message], **options: Any) -> CompactionReport:
+    async def arun(
+        self, messages: Sequence[Message], **options: Unpack[CompactOptions]
+    ) -> CompactionReport:
         """:meth:`run`, awaiting the summarizer's ``asummarize``."""
         return await self._answer(self._plan(messages, **options), sync=False)
 
@@ -354,8 +329,7 @@ class Compactor:
                 break
         if step is None:
             return CompactionReport(None, tuple(events), task_type)
-        shown: dict[int, Message] = {}  # input position -> the message shown instead
-        origin = _carried(original, step, shown)
+        plan, kept = _plan_of(original, step)
         tokens, compacted, applied = step.tokens, len(step.outcome.elided), (step.outcome.strategy,)
         refs = {step.ref: step.span}
         reset_turns = step.outcome.reset_turns
@@ -368,10 +342,9 @@ class Compactor:
             strategy=step.outcome.strategy,
             refs=(step.ref,),
             summarizer=step.by,
-            plan=_plan_of(origin, step.messages, shown, len(original)),
+            plan=plan,
         )
         over = "" if tokens <= aim else f"; still over the target {aim}"
-        kept = sum(1 for o in origin if o is not None)
         emit(
             events,
             Event(
@@ -424,7 +397,8 @@ class Compactor:
         for fallback_only in tries:
             summary, by = outcome.summary, None
             if summary is None:
-                chain = self._summarizers(primary, fallback_only)
+                alone = fallback_only or primary is self.fallback
+                chain = (self.fallback,) if alone else (primary, self.fallback)
                 summary, by = yield from self._write(name, outcome, chain, ref, run)
             if summary is None:
                 return None
@@ -535,13 +509,6 @@ class Compactor:
         except Exception as exc:
             return f"returned no four-part summary ({exc})"
         return None
-
-    def _summarizers(
-        self, primary: Summarizer, fallback_only: bool = False
-    ) -> tuple[Summarizer, ...]:
-        if fallback_only or primary is self.fallback:
-            return (self.fallback,)
-        return (primary, self.fallback)
 
     async def _asummarize(self, ask: _Ask, *, sync: bool = False) -> _Summary:
         failure: str | None = None

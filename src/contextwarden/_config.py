@@ -258,14 +258,15 @@ def _model_field(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
-def _model_at(path: Path_) -> type[BaseModel] | None:
-    """The model class that holds the last key of ``path`` (None when the path is unknown)."""
+def model_at(path: Path_, *, field: bool = False) -> type[BaseModel] | None:
+    """The model class that holds the last key of ``path`` (None when the path is unknown;
+    with ``field``, also when that model has no field of the last key's name)."""
     model: type[BaseModel] | None = WardenConfig
     for name in path[:-1]:
         if model is None:
             return None
         model = _model_field(model, name)
-    return model
+    return None if field and model is not None and path[-1] not in model.model_fields else model
 
 
 def _dotted(path: Sequence[str | int]) -> str:
@@ -333,8 +334,8 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
                 continue
             convert = SEED_CONVERSIONS.get((where[-1], str(key)))
             for target in targets:
-                holder = _model_at(target)
-                if holder is None or target[-1] not in holder.model_fields:
+                holder = model_at(target, field=True)
+                if holder is None:
                     # a seed knob this version has no field for: say so rather than ignore it
                     problems.append(f"{at((*where, str(key)))}: not supported by this version")
                     continue
@@ -371,7 +372,7 @@ def _env_value(path: Path_, raw: str) -> Any:
             return json.loads(text)
         except ValueError:
             return raw  # pydantic reports it, naming the variable
-    model = _model_at(path)
+    model = model_at(path)
     info = model.model_fields.get(path[-1]) if model is not None else None
     if info is not None:
         origin = get_origin(info.annotation)
@@ -411,7 +412,7 @@ def _code_leaves(overrides: Mapping[str, Any]) -> list[_Leaf]:
         if isinstance(value, BaseModel):  # a whole section: replaces what the file/env set
             leaves.append(_Leaf(path, value.model_dump(), label))
             continue
-        model = _model_at(path)
+        model = model_at(path)
         sub = _model_field(model, path[-1]) if model is not None else None
         if sub is not None and isinstance(value, Mapping):
             leaves.extend(_flatten(value, path, sub, lambda p: f"argument {_dotted(p)}"))
@@ -459,7 +460,7 @@ def _describe(error: Mapping[str, Any], origins: Mapping[Path_, str]) -> str:
         label += ("" if _dotted(rest).startswith("[") else ".") + _dotted(rest)
     kind = error.get("type", "")
     if kind == "extra_forbidden":
-        model = _model_at(tuple(str(p) for p in loc))
+        model = model_at(tuple(str(p) for p in loc))
         choices = model.model_fields if model is not None else {}
         return f"{label}: unknown key{_suggest(str(loc[-1]), choices) if loc else ''}"
     message = str(error.get("msg", "invalid value"))

@@ -22,6 +22,7 @@ from ._config import (
     SEED_CONVERSIONS,
     SEED_KEYS,
     WardenConfig,
+    model_at,
 )
 
 __all__ = ["config_reference"]
@@ -139,15 +140,6 @@ def _section(model: type[BaseModel], prefix: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _exists(path: tuple[str, ...]) -> bool:
-    model: type[BaseModel] = WardenConfig
-    for name in path[:-1]:
-        ann = model.model_fields[name].annotation
-        assert isinstance(ann, type) and issubclass(ann, BaseModel)
-        model = ann
-    return path[-1] in model.model_fields
-
-
 def _seed_table() -> list[str]:
     rows = [
         "## Seed keys",
@@ -165,7 +157,7 @@ def _seed_table() -> list[str]:
             else ("`contextGuard:` or `agent: contextGuard:`")
         )
         for key, targets in table.items():
-            sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if _exists(t))
+            sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if model_at(t, field=True))
             sets = sets or "not supported yet (reported as an error)"
             if (block, key) in SEED_CONVERSIONS:
                 sets += f" ({SEED_CONVERSIONS[block, key][1]})"

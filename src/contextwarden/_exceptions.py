@@ -17,7 +17,10 @@ Foreign errors (the tokenizer backend, httpx, sqlite) are translated at the boun
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "OVERFLOW_RE",
     "CompactionRefused",
     "ConfigError",
     "ContextOverflowError",
@@ -42,7 +45,7 @@ class FormatError(ContextWardenError, ValueError):
     """
 
     def __init__(self, message: str, *, index: int | None = None, field: str | None = None):
-        where = []
+        where = [*self._source()]
         if index is not None:
             where.append(f"message {index}")
         if field:
@@ -52,6 +55,9 @@ class FormatError(ContextWardenError, ValueError):
         self.index = index
         self.field = field
         self.reason = message
+
+    def _source(self) -> list[str]:
+        return []
 
 
 class TranscriptError(FormatError):
@@ -66,19 +72,12 @@ class TranscriptError(FormatError):
         index: int | None = None,
         field: str | None = None,
     ):
-        where = [path]
-        if line is not None:
-            where.append(f"line {line}")
-        if index is not None:
-            where.append(f"message {index}")
-        if field:
-            where.append(f"field {field!r}")
-        ValueError.__init__(self, f"{': '.join([', '.join(where), message])}")
         self.path = path
         self.line = line
-        self.index = index
-        self.field = field
-        self.reason = message
+        super().__init__(message, index=index, field=field)
+
+    def _source(self) -> list[str]:
+        return [self.path] if self.line is None else [self.path, f"line {self.line}"]
 
 
 class ConfigError(ContextWardenError, ValueError):
@@ -122,6 +121,15 @@ class ContextOverflowError(ContextWardenError):
         super().__init__(message)
         self.tokens = tokens
         self.limit = limit
+
+
+#: What providers write when a request does not fit (OpenAI ``context_length_exceeded``,
+#: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
+OVERFLOW_RE = re.compile(
+    r"context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|context window|"
+    r"too many tokens|exceeds the (?:maximum|context)|input is too long|reduce the length",
+    re.IGNORECASE,
+)
 
 
 class CompactionRefused(ContextWardenError):

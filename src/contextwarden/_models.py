@@ -95,12 +95,12 @@ class ModelInfo:
             raise ConfigError(f"ModelInfo.name must be a non-empty string, got {self.name!r}")
         for f, ok, want in (
             ("provider", self.provider in _PROVIDERS, f"one of {_PROVIDERS}"),
-            ("context_window", _whole(self.context_window, 1), "a positive int"),
-            ("max_output_tokens", _whole(self.max_output_tokens, 0), "an int >= 0"),
+            ("context_window", is_count(self.context_window, 1), "a positive int"),
+            ("max_output_tokens", is_count(self.max_output_tokens, 0), "an int >= 0"),
             ("encoding", self.encoding in _ENCODINGS, f"one of {_ENCODINGS}"),
-            *((f, _number(getattr(self, f)), "a number >= 0 or None") for f in _PRICE_FIELDS),
-            ("cache_ttl_s", _number(self.cache_ttl_s, above=0), "a number > 0 or None"),
-            ("min_cacheable_tokens", _whole(self.min_cacheable_tokens, 0), "an int >= 0"),
+            *((f, is_amount(getattr(self, f)), "a number >= 0 or None") for f in _PRICE_FIELDS),
+            ("cache_ttl_s", is_amount(self.cache_ttl_s, above=0), "a number > 0 or None"),
+            ("min_cacheable_tokens", is_count(self.min_cacheable_tokens, 0), "an int >= 0"),
             ("caching", self.caching in _CACHING, f"one of {_CACHING}"),
             ("source", isinstance(self.source, str), "a string"),
             ("as_of", isinstance(self.as_of, str), "a string"),
@@ -148,7 +148,7 @@ class ModelInfo:
         counts = (cached_tokens, written_tokens, uncached_tokens, output_tokens)
         names = ("cached_tokens", "written_tokens", "uncached_tokens", "output_tokens")
         for label, count in zip(names, counts, strict=True):
-            if not _whole(count, 0):
+            if not is_count(count, 0):
                 raise ValueError(f"cached_cost(): {label} must be an int >= 0, got {count!r}")
         read, write = self.cache_read_price_per_mtok, self.cache_write_price_per_mtok
         if self.caching == "none":
@@ -167,11 +167,12 @@ class ModelInfo:
         return total / 1_000_000
 
 
-def _whole(value: object, least: int) -> bool:
+def is_count(value: object, least: int) -> bool:
+    """An int (not a bool) of at least ``least``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
-def _number(value: object, *, above: float | None = None) -> bool:
+def is_amount(value: object, *, above: float | None = None) -> bool:
     """None, or a number >= 0 (> ``above`` when given)."""
     if value is None:
         return True

@@ -18,7 +18,6 @@ question -> retry once.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, TypeVar
 
 from ._config import WardenConfig
 from ._events import CompactResult, Event, emit
-from ._exceptions import CompactionRefused, ContextOverflowError
+from ._exceptions import OVERFLOW_RE, CompactionRefused, ContextOverflowError
 from ._messages import Message, ToolCallBlock, ToolResultBlock
 from ._warden import Warden
 from .formats import from_anthropic, from_openai, to_anthropic, to_openai
@@ -38,15 +37,6 @@ from .strategies.triggers import explicit_trigger
 __all__ = ["ConfirmRequest", "Session", "is_context_overflow"]
 
 T = TypeVar("T")
-
-
-#: Phrases providers use when a request does not fit (OpenAI ``context_length_exceeded``,
-#: Anthropic "prompt is too long", vLLM/llama.cpp "maximum context length", Gemini "exceeds").
-_OVERFLOW_RE = re.compile(
-    r"context[_ ]length[_ ]exceeded|prompt is too long|maximum context length|"
-    r"context window|too many tokens|exceeds the (?:maximum|context)|input is too long",
-    re.IGNORECASE,
-)
 
 
 def is_context_overflow(exc: BaseException) -> bool:
@@ -62,7 +52,7 @@ def is_context_overflow(exc: BaseException) -> bool:
         return True
     body = getattr(exc, "body", None)
     text = f"{exc} {json.dumps(body, default=str) if body is not None else ''}"
-    return bool(_OVERFLOW_RE.search(text))
+    return bool(OVERFLOW_RE.search(text))
 
 
 @dataclass(frozen=True)
@@ -164,9 +154,10 @@ class Session:
         Checks the explicit triggers first (command, marker, turn count); the token trigger
         lives in the warden. A lossy compaction is confirmed first when a callback is set.
         """
-        reason, cmd_focus = self._explicit_trigger()
-        force = reason is not None
-        focus = focus or cmd_focus
+        # the triggers besides tokens, counting turns since the last compaction
+        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
+        force = found is not None
+        focus = focus or (found.focus if found is not None else None)
         if self.confirm is not None:
             # a warden of its own, so that asking does not record the window cut in our log
             if self._probe is None:
@@ -176,7 +167,8 @@ class Session:
             )
             # the window had to drop or cut: a compaction would run if allowed
             over = any(e.kind in ("dropped", "newest_truncated") for e in probe.events)
-            if (force or over) and not self._confirmed(probe, reason or "over the trigger"):
+            reason = found.detail if found is not None else "over the trigger"
+            if (force or over) and not self._confirmed(probe, reason):
                 return self._on_refusal(probe)
         result = self._transform(force_compact=force, focus=focus)
         self._record(result)
@@ -263,12 +255,6 @@ class Session:
         return Message("tool", (ToolResultBlock(call.id, text, is_error=error),))
 
     # -- internals ---------------------------------------------------------------------------
-    def _explicit_trigger(self) -> tuple[str | None, str | None]:
-        """The triggers besides tokens (:func:`explicit_trigger`), counting turns since
-        the last compaction. Returns (reason, focus)."""
-        found = explicit_trigger(self._messages, turns=self.turns, config=self.config.compaction)
-        return (None, None) if found is None else (found.detail, found.focus)
-
     def _confirmed(self, probe: Any, reason: str) -> bool:
         assert self.confirm is not None
         budget = probe.budget

@@ -99,7 +99,7 @@ def test_a_record_this_version_cannot_read_starts_the_conversation_anew(tmp_path
     store = SQLiteLogStore(tmp_path / "logs.db")
     steps = openai_steps("Fix the failing test", 3)
     _, result = Warden(log_store=store).transform_openai(steps[0], model="gpt-4o", window=32_000)
-    store.put_log(result.conversation, {"not": "a record"})
+    store.save(result.conversation, {"not": "a record"})
     request, _ = Warden(log_store=store).transform_openai(steps[1], model="gpt-4o", window=32_000)
     assert request == steps[1]
 

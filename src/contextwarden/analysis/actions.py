@@ -234,15 +234,17 @@ def same_file(a: str, b: str) -> bool:
 
 
 def _shell_action(
-    command: str, call: ToolCallBlock | None = None
-) -> tuple[ActionKind, tuple[str, ...], str | None]:
+    command: str, rid: str, position: int, call: ToolCallBlock | None = None
+) -> ToolAction:
+    """What running ``command`` (the shell command of ``call``, if any) did."""
     if "*** Begin Patch" in command or "*** Update File:" in command:
-        return "edit", tuple(norm_path(p) for p in patch_targets(command)), "quotes"
+        # a patch: its context lines quote the file
+        paths = tuple(norm_path(p) for p in patch_targets(command))
+        return ToolAction(rid, position, "edit", paths, quotes=True)
     effects = analyze_command(command) if call is None else call_effects(call, command)
     written = [*effects.writes, *effects.deletes, *effects.reverts]
     if written:
-        return "edit", tuple(dict.fromkeys(norm_path(p) for p in written)), None
-    key = command_key(command)
+        return ToolAction(rid, position, "edit", tuple(dict.fromkeys(map(norm_path, written))))
     reads = [norm_path(p) for p in effects.reads if not p.lstrip("+-").isdigit()]  # head -n 50
     # a file printed whole or by a line range: cat, nl -ba, sed -n 'A,Bp', head/tail -n N
     if len(reads) == 1 and effects.read_only and effects.last_program not in ("grep", "rg", "wc"):
@@ -254,8 +256,8 @@ def _shell_action(
             span = f"{ht.group(1)} {ht.group(2)}"
         else:
             span = ""
-        return "read", (reads[0],), f"read {reads[0]} {span}".rstrip()
-    return "run", tuple(reads), f"run {key}"
+        return ToolAction(rid, position, "read", (reads[0],), f"read {reads[0]} {span}".rstrip())
+    return ToolAction(rid, position, "run", tuple(reads), f"run {command_key(command)}")
 
 
 def prints_file(call: ToolCallBlock) -> bool:
@@ -291,10 +293,7 @@ def call_action(call: ToolCallBlock, position: int) -> ToolAction:
     if command is None and isinstance(a.get("_raw"), str):
         command = a["_raw"]
     if command is not None:
-        kind, cpaths, run_key = _shell_action(command, call)
-        if run_key == "quotes":  # a patch: its context lines quote the file
-            return ToolAction(call_id, position, kind, cpaths, None, quotes=True)
-        return ToolAction(call_id, position, kind, cpaths, run_key)
+        return _shell_action(command, call_id, position, call)
     path = first_path(a)
     return ToolAction(call_id, position, "other", (norm_path(path),) if path else ())
 
@@ -336,10 +335,7 @@ def text_actions(message: Message, position: int, history: Sequence[Message]) ->
         ]
     if _SWE_EDIT.match(command):
         return [ToolAction(rid, position + 1, "edit", ())]
-    kind, paths, key = _shell_action(command)
-    if key == "quotes":
-        return [ToolAction(rid, position + 1, kind, paths, None, quotes=True)]
-    return [ToolAction(rid, position + 1, kind, paths, key)]
+    return [_shell_action(command, rid, position + 1)]
 
 
 #: What :func:`tool_actions` remembers between calls on a growing history: the actions of a

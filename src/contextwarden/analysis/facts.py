@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from .._memo import Memo
 from .._messages import PIN_RE, Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -54,10 +54,16 @@ from .readers import (
     last_lines,
     output_body,
     plan_from_text,
-    result_text,
     todo_items,
 )
-from .sections import SummarySections, clip, heading_name, looks_like_summary, parse_summary
+from .sections import (
+    SECTIONS,
+    SummarySections,
+    clip,
+    heading_name,
+    looks_like_summary,
+    parse_summary,
+)
 from .shell import (
     ShellEffects,
     analyze_command,
@@ -84,8 +90,6 @@ __all__ = [
 COMMAND_CHARS = 300
 #: How many memories (the newest) a summary keeps.
 MAX_MEMORIES = 10
-
-_WRITE_ACTIONS: frozenset[str] = frozenset({"created", "modified", "deleted", "reverted"})
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,13 @@ class Facts:
     def changed_files(self) -> tuple[str, ...]:
         """Every path written (created, modified, deleted or reverted), first-seen order: the
         must-keep file list of a summary."""
-        return tuple(p for p, a in self.file_status().items() if a in _WRITE_ACTIONS)
+        return tuple(p for p, a in self.file_status().items() if a != "read")
+
+    @property
+    def writes(self) -> frozenset[int]:
+        """The indices of the messages that wrote a file (created, modified, deleted or
+        reverted it)."""
+        return frozenset(t.index for t in self.files if t.action != "read")
 
     @property
     def read_files(self) -> tuple[str, ...]:
@@ -309,10 +319,7 @@ class _Walker:
             self.earlier = sections
         else:  # two earlier summaries in one span: keep both, oldest first
             self.earlier = SummarySections(
-                *(
-                    f"{self.earlier.get(n)}\n{sections.get(n)}".strip()
-                    for n in ("completed", "remaining", "current_state", "notes")
-                )
+                *(f"{self.earlier.get(n)}\n{sections.get(n)}".strip() for n in SECTIONS)
             )
         for path, action in _files_from_summary(sections.current_state):
             self.earlier_files.append(FileTouch(path, action, index, "earlier summary"))
@@ -381,7 +388,7 @@ class _Walker:
 
     def result(self, index: int, block: ToolResultBlock) -> None:
         pending = self.pending.pop(block.tool_call_id, None)
-        text = result_text(block)
+        text = block.text
         if pending is None:
             # a result whose call is outside the span: still look for errors
             self.finish_command("", "tool", index, index, text, block.is_error, read_only=False)
@@ -514,17 +521,8 @@ class _Walker:
         ok: bool | None,
         read_only: bool,
     ) -> None:
-        self.commands.append(
-            CommandRun(
-                clip(" ".join(command.split()), COMMAND_CHARS),
-                key,
-                tool,
-                index,
-                code,
-                ok,
-                read_only,
-            )
-        )
+        text = clip(" ".join(command.split()), COMMAND_CHARS)
+        self.commands.append(CommandRun(text, key, tool, index, code, ok, read_only))
 
     def add_error(
         self, index: int, source: str, key: str, text: str, match_keys: tuple[str, ...]
@@ -541,9 +539,7 @@ class _Walker:
         for i in self.open_errors.pop(match_key, ()):
             err = self.errors[i]
             if err.fixed_at is None:  # an error with several keys may be fixed by another
-                self.errors[i] = ErrorSeen(
-                    err.index, err.source, err.key, err.excerpt, index, err.match_keys
-                )
+                self.errors[i] = replace(err, fixed_at=index)
 
     def git_output(self, text: str, index: int) -> None:
         for m in DIFF_HEADER.finditer(text):
@@ -606,12 +602,6 @@ _SUMMARY_FILE_LINE = re.compile(
 )
 #: The extractive summary lists the files of one action together: "- created: a.py, b.py".
 _SUMMARY_FILES_LINE = re.compile(r"^\s*-\s+(created|modified|reverted|deleted): (.+?)\s*$")
-_ACTIONS: dict[str, FileAction] = {
-    "created": "created",
-    "modified": "modified",
-    "reverted": "reverted",
-    "deleted": "deleted",
-}
 
 
 def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
@@ -627,13 +617,13 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             continue
         many = _SUMMARY_FILES_LINE.match(line)
         if many:
-            action = _ACTIONS[many.group(1)]
+            action = cast(FileAction, many.group(1))
             out.extend((p.strip(), action) for p in many.group(2).split(", ") if p.strip())
             continue
         m = _SUMMARY_FILE_LINE.match(line)
         if m:
             # one file a line: "path" when modified, "path (note)" otherwise
-            out.append((m.group(1), _ACTIONS[m.group(2) or "modified"]))
+            out.append((m.group(1), cast(FileAction, m.group(2) or "modified")))
     return out
 
 

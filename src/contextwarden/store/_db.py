@@ -5,18 +5,20 @@ steps SQLite does not retry itself (switching to WAL) are retried until the same
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from .._exceptions import StoreError
+from .._exceptions import ContextWardenError, StoreError
 
-__all__ = ["applied_in", "connect", "has_table", "is_busy", "is_read_only", "migrate"]
+__all__ = ["Database", "Migration", "connect", "has_table", "is_busy", "is_read_only", "migrate"]
 
 _T = TypeVar("_T")
 
@@ -99,48 +101,113 @@ def has_table(conn: sqlite3.Connection, name: str) -> bool:
     return conn.execute(query, (name,)).fetchone() is not None
 
 
-def applied_in(table: str) -> Callable[[sqlite3.Connection], set[str]]:
-    """Reads the names of the applied migrations ``table`` records (none before it exists)."""
-    return lambda conn: (
-        {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
-        if has_table(conn, table)
-        else set()
-    )
-
-
 def is_read_only(conn: sqlite3.Connection) -> bool:
     """Whether :func:`connect` opened the file read-only."""
     row = conn.execute("PRAGMA query_only").fetchone()
     return bool(row and row[0])
 
 
+#: A migration: SQL statements separated by ``;``, or a function of the connection.
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
 def migrate(
     conn: sqlite3.Connection,
     *,
-    applied: Callable[[sqlite3.Connection], set[str]],
-    migrations: Sequence[tuple[str, Callable[[sqlite3.Connection], None]]],
-    record: Callable[[sqlite3.Connection, str, int], None],
+    table: str,
+    migrations: Sequence[tuple[str, Migration]],
     timeout: float,
 ) -> None:
-    """Apply the ``migrations`` not yet ``applied``, in order, in one ``BEGIN IMMEDIATE``
-    transaction: the first process to take the write lock creates the schema, the others wait
-    for it and then find nothing left to do. ``applied`` only reads (an up-to-date file opens
-    without the write lock, even while another process holds it); ``record(conn, name, number)``
-    notes each migration. sqlite3 errors propagate (the caller names the file)."""
+    """Apply the ``migrations`` not yet named in ``table``, in order, in one ``BEGIN
+    IMMEDIATE`` transaction: the first process to take the write lock creates the schema, the
+    others wait for it and then find nothing left to do. An up-to-date file opens without the
+    write lock, even while another process holds it. sqlite3 errors propagate (the caller
+    names the file)."""
+
+    def applied() -> set[str]:
+        return (
+            {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
+            if has_table(conn, table)
+            else set()
+        )
+
     deadline = time.monotonic() + timeout
-    names = {name for name, _apply in migrations}
-    if names <= _retrying(lambda: applied(conn), deadline):
+    if {name for name, _ in migrations} <= _retrying(applied, deadline):
         return
     _retrying(lambda: conn.execute("BEGIN IMMEDIATE"), deadline)
     try:
-        done = applied(conn)
-        for number, (name, apply) in enumerate(migrations, start=1):
+        done = applied()
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, applied REAL)")
+        for name, step in migrations:
             if name in done:
                 continue
-            apply(conn)
-            record(conn, name, number)
+            if isinstance(step, str):
+                for statement in filter(str.strip, step.split(";")):
+                    conn.execute(statement)
+            else:
+                step(conn)
+            conn.execute(f"INSERT INTO {table} (name) VALUES (?)", (name,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+class Database:
+    """One SQLite file opened by :func:`connect`, its connection shared by this process's
+    threads behind a lock (other processes open their own); ``what`` names it in errors."""
+
+    def __init__(self, path: Path, *, what: str, timeout: float) -> None:
+        self.path, self.what, self.timeout = path, what, timeout
+        self._lock = threading.Lock()
+        self._db = connect(path, what=what, timeout=timeout)
+        self.read_only = is_read_only(self._db)
+
+    def _migrate(self, table: str, migrations: Sequence[tuple[str, Migration]]) -> None:
+        """:func:`migrate`; a failure closes the connection and is a :class:`StoreError`."""
+        try:
+            migrate(self._db, table=table, migrations=migrations, timeout=self.timeout)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(f"cannot open {self.what} {str(self.path)!r}: {exc}") from exc
+
+    def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``fn(connection)`` under the lock; sqlite errors (a corrupt page...) become
+        :class:`StoreError` naming the file."""
+        with self._lock:
+            try:
+                return fn(self._db)
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction under the lock: it commits whole or not at all; sqlite errors
+        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
+        take become StoreError naming the file."""
+        if self.read_only:
+            raise StoreError(
+                f"{self.what} {str(self.path)!r} is read-only (opened from a file that cannot "
+                "be written); it can be read, not written"
+            )
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
+                            self._db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.Error, ValueError, TypeError) as exc:
+                if isinstance(exc, ContextWardenError):
+                    raise
+                raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._db.close()

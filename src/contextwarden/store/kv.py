@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from .._exceptions import ConfigError, StoreError
-from ._db import applied_in, connect, has_table, migrate
+from ._db import Database, Migration, has_table
 
 __all__ = ["KeyValueStore", "MemoryStore", "RedisStore", "SQLiteStore", "Scoped"]
 
@@ -118,17 +118,6 @@ class MemoryStore:
             self.bytes_written += sum(len(i) for i in items)
 
 
-def _create_tables(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS contextwarden_kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
-        "value BLOB NOT NULL, updated REAL NOT NULL, PRIMARY KEY (ns, key))"
-    )
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS contextwarden_kv_items (ns TEXT NOT NULL, key TEXT NOT NULL, "
-        "seq INTEGER NOT NULL, value BLOB NOT NULL, PRIMARY KEY (ns, key, seq))"
-    )
-
-
 def _copy_old_summaries(conn: sqlite3.Connection) -> None:
     """Summaries a summary cache of the previous layout kept in its own table stay found."""
     if has_table(conn, "summaries"):
@@ -140,47 +129,27 @@ def _copy_old_summaries(conn: sqlite3.Connection) -> None:
 
 #: Schema migrations, applied in order and named in ``contextwarden_kv_migrations`` (append
 #: only: a migration that has shipped is never edited, a new one is added at the end).
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
-    ("001_kv", _create_tables),
+MIGRATIONS: list[tuple[str, Migration]] = [
+    (
+        "001_kv",
+        "CREATE TABLE IF NOT EXISTS contextwarden_kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
+        "value BLOB NOT NULL, updated REAL NOT NULL, PRIMARY KEY (ns, key));"
+        "CREATE TABLE IF NOT EXISTS contextwarden_kv_items (ns TEXT NOT NULL, key TEXT NOT NULL, "
+        "seq INTEGER NOT NULL, value BLOB NOT NULL, PRIMARY KEY (ns, key, seq))",
+    ),
     ("002_summaries_from_the_summary_cache_table", _copy_old_summaries),
 ]
 
 
-def _note(conn: sqlite3.Connection, name: str, number: int) -> None:
-    del number
-    conn.execute("CREATE TABLE IF NOT EXISTS contextwarden_kv_migrations (name TEXT PRIMARY KEY)")
-    conn.execute("INSERT OR IGNORE INTO contextwarden_kv_migrations (name) VALUES (?)", (name,))
-
-
-class SQLiteStore:
+class SQLiteStore(Database):
     """A store in one SQLite file (WAL; the file may hold a session store's tables too). One
     connection, shared by this process's threads behind a lock; other processes open their own.
     ``what`` names the store in errors."""
 
     def __init__(self, path: str | Path, *, timeout: float = 5.0, what: str = "store") -> None:
-        self.path = Path(path)
-        self.what = what
+        super().__init__(Path(path), what=what, timeout=timeout)
         self.bytes_written = 0
-        self._lock = threading.Lock()
-        self._conn = connect(self.path, what=what, timeout=timeout)
-        try:
-            migrate(
-                self._conn,
-                applied=applied_in("contextwarden_kv_migrations"),
-                migrations=MIGRATIONS,
-                record=_note,
-                timeout=timeout,
-            )
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise StoreError(f"cannot open {what} {str(self.path)!r}: {exc}") from exc
-
-    def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        with self._lock:
-            try:
-                return fn(self._conn)
-            except sqlite3.Error as exc:
-                raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
+        self._migrate("contextwarden_kv_migrations", MIGRATIONS)
 
     @property
     def journal_mode(self) -> str:
@@ -232,28 +201,16 @@ class SQLiteStore:
         return [bytes(r[0]) for r in rows]
 
     def append(self, namespace: str, key: str, items: Sequence[bytes], at: int) -> None:
-        def run(c: sqlite3.Connection) -> None:
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                c.execute(
-                    "DELETE FROM contextwarden_kv_items WHERE ns = ? AND key = ? AND seq >= ?",
-                    (namespace, key, at),
-                )
-                c.executemany(
-                    "INSERT INTO contextwarden_kv_items (ns, key, seq, value) VALUES (?, ?, ?, ?)",
-                    [(namespace, key, at + i, item) for i, item in enumerate(items)],
-                )
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
-
-        self._run(run)
+        with self._transaction():
+            self._db.execute(
+                "DELETE FROM contextwarden_kv_items WHERE ns = ? AND key = ? AND seq >= ?",
+                (namespace, key, at),
+            )
+            self._db.executemany(
+                "INSERT INTO contextwarden_kv_items (ns, key, seq, value) VALUES (?, ?, ?, ?)",
+                [(namespace, key, at + i, item) for i, item in enumerate(items)],
+            )
         self.bytes_written += sum(len(i) for i in items)
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
 
 
 class RedisStore:

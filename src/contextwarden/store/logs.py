@@ -117,10 +117,6 @@ class LogStore:
         self.store.put("log", key, dumps(header))
         return Written(generation, lengths)
 
-    def put_log(self, key: str, record: Mapping[str, Any]) -> None:
-        """Store ``record`` whole."""
-        self.save(key, record)
-
 
 def ScopedLogStore(store: LogStore, scope: str) -> LogStore:  # noqa: N802 (a former class)
     """``store.scoped(scope)``."""

@@ -9,28 +9,26 @@ The default file is in ``$CONTEXTWARDEN_DATA_DIR`` or ``~/.local/share/contextwa
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._codec import message_from_dict, message_to_dict
 from .._exceptions import ContextWardenError, StoreError
 from .._messages import Message
-from ._db import applied_in, connect, has_table, is_read_only, migrate
+from ._db import Database, Migration, has_table
 
 __all__ = ["SessionStore", "data_dir", "default_db_path"]
 
 _T = TypeVar("_T")
 
-MIGRATIONS: list[tuple[str, str]] = [
+MIGRATIONS: list[tuple[str, Migration]] = [
     (
         "001_sessions_messages",
         """
@@ -103,36 +101,23 @@ def default_db_path() -> Path:
     return data_dir() / "sessions.sqlite3"
 
 
-class SessionStore:
+class SessionStore(Database):
     """Append-only storage of sessions in SQLite. Thread-safe; one connection per store.
 
     ``timeout`` is how long a call waits for another process's write lock (seconds, default 5).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 5.0) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        self._lock = threading.Lock()
-        self._db = connect(self.path, what="session store", timeout=timeout)
-        self.read_only = is_read_only(self._db)
-        try:
-            if self.read_only:
-                self._spans = has_table(self._db, "elided_spans")
-                return
-            self._spans = True
-            migrate(
-                self._db,
-                applied=applied_in("_migrations"),
-                migrations=[(name, _statements(sql)) for name, sql in MIGRATIONS],
-                record=_record,
-                timeout=timeout,
-            )
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise StoreError(f"cannot open session store {str(self.path)!r}: {exc}") from exc
+        path = Path(path) if path is not None else default_db_path()
+        super().__init__(path, what="session store", timeout=timeout)
+        # a file that cannot be written is read as it is (spans written before 004 included)
+        self._spans = not self.read_only or self._run(lambda c: has_table(c, "elided_spans"))
+        if not self.read_only:
+            self._migrate("_migrations", MIGRATIONS)
 
     def migrations(self) -> list[str]:
         """Names of the applied migrations, in order."""
-        rows = self._read(
+        rows = self._run(
             lambda db: db.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()
         )
         return [r[0] for r in rows]
@@ -143,7 +128,7 @@ class SessionStore:
     ) -> str:
         """Create (or reopen) a session and return its id."""
         sid = session_id or uuid.uuid4().hex
-        with self._write():
+        with self._transaction():
             self._db.execute(
                 "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?)",
                 (sid, time.time(), json.dumps(meta or {})),
@@ -152,7 +137,7 @@ class SessionStore:
 
     def sessions(self) -> list[str]:
         """The session ids, oldest first."""
-        rows = self._read(
+        rows = self._run(
             lambda db: db.execute("SELECT id FROM sessions ORDER BY created").fetchall()
         )
         return [r[0] for r in rows]
@@ -160,7 +145,7 @@ class SessionStore:
     # -- messages ----------------------------------------------------------------------------
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
         """Append ``messages`` in order; returns their sequence numbers."""
-        with self._write():
+        with self._transaction():
             row = self._db.execute(
                 "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -177,22 +162,23 @@ class SessionStore:
 
     def messages(self, session_id: str) -> list[Message]:
         """The whole original history of a session, in order."""
-        return list(self.iter_messages(session_id))
-
-    def iter_messages(self, session_id: str) -> Iterator[Message]:
-        """The original history of a session, in order (read at the call, decoded lazily)."""
-        rows = self._read(
+        rows = self._run(
             lambda db: db.execute(
                 "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
         )
-        for seq, body in rows:
-            where = f"message {seq} of session {session_id!r}"
-            yield self._decode(where, body, functools.partial(_message, index=int(seq)))
+        return [
+            self._decode(
+                f"message {seq} of session {session_id!r}",
+                body,
+                functools.partial(message_from_dict, index=int(seq)),
+            )
+            for seq, body in rows
+        ]
 
     def count(self, session_id: str) -> int:
         """How many messages the session holds."""
-        row = self._read(
+        row = self._run(
             lambda db: db.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -204,7 +190,7 @@ class SessionStore:
         """Keep ``messages`` under ``ref`` for ``session_id`` (first write wins: a ref names
         fixed content within a session)."""
         body = _dumps([message_to_dict(m) for m in messages])
-        with self._write():
+        with self._transaction():
             self._db.execute(
                 "INSERT OR IGNORE INTO elided_spans VALUES (?, ?, ?, ?)",
                 (session_id, ref, body, time.time()),
@@ -227,7 +213,7 @@ class SessionStore:
                     return row
             return None
 
-        row = self._read(find)
+        row = self._run(find)
         if row is None:
             return None
 
@@ -240,7 +226,7 @@ class SessionStore:
 
     # -- events ------------------------------------------------------------------------------
     def add_event(self, session_id: str, kind: str, body: dict[str, Any]) -> None:
-        with self._write():
+        with self._transaction():
             row = self._db.execute(
                 "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -251,7 +237,7 @@ class SessionStore:
 
     def events(self, session_id: str) -> list[tuple[str, dict[str, Any]]]:
         """The session's events (kind, body), in order."""
-        rows = self._read(
+        rows = self._run(
             lambda db: db.execute(
                 "SELECT seq, kind, body FROM events WHERE session_id = ? ORDER BY seq",
                 (session_id,),
@@ -263,50 +249,11 @@ class SessionStore:
         ]
 
     # -- plumbing ----------------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
-        with self._lock:
-            self._db.close()
-
     def __enter__(self) -> SessionStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction under the lock: it commits whole or not at all; sqlite errors
-        (a full disk, a corrupt page, a lock held past the timeout) and values SQLite cannot
-        take become StoreError naming the file."""
-        if self.read_only:
-            raise StoreError(
-                f"session store {str(self.path)!r} is read-only (opened from a file that "
-                "cannot be written); it can be read, not written"
-            )
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):  # the first error is the news
-                            self._db.execute("ROLLBACK")
-                    raise
-            except (sqlite3.Error, ValueError, TypeError) as exc:
-                if isinstance(exc, ContextWardenError):
-                    raise
-                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
-
-    def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``query`` under the lock; sqlite errors (a corrupt page...) become StoreError."""
-        with self._lock:
-            try:
-                return query(self._db)
-            except sqlite3.Error as exc:
-                raise StoreError(f"session store {str(self.path)!r}: {exc}") from exc
 
     def _decode(self, where: str, body: str, build: Callable[[Any], _T]) -> _T:
         """``build(json.loads(body))``; a row that is not JSON or not what it should hold is a
@@ -317,23 +264,6 @@ class SessionStore:
             raise StoreError(
                 f"session store {str(self.path)!r}: {where} is unreadable: {exc}"
             ) from exc
-
-
-def _record(db: sqlite3.Connection, name: str, _number: int) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied REAL)")
-    db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
-
-
-def _statements(sql: str) -> Callable[[sqlite3.Connection], None]:
-    def apply(db: sqlite3.Connection) -> None:
-        for statement in filter(str.strip, sql.split(";")):
-            db.execute(statement)
-
-    return apply
-
-
-def _message(data: Any, *, index: int) -> Message:
-    return message_from_dict(data, index=index)
 
 
 def _event_body(data: Any) -> dict[str, Any]:

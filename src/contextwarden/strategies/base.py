@@ -47,6 +47,7 @@ __all__ = [
     "is_summary_message",
     "make_ref",
     "summary_header",
+    "summarize_units",
     "summary_request",
 ]
 
@@ -100,7 +101,7 @@ class StrategyOutcome:
     detail: str = ""
 
 
-#: The signature of a strategy (built-in or your own; see :mod:`.registry`).
+#: The signature of a strategy (built-in or your own; see :mod:`contextwarden.strategies`).
 Strategy = Callable[[Sequence[Message], StrategyContext], "StrategyOutcome | None"]
 
 
@@ -174,33 +175,27 @@ def summary_body(message: Message) -> str:
 
 
 def summary_request(
-    messages: Sequence[Message],
-    elided: Sequence[int],
-    ctx: StrategyContext,
-    *,
-    previous_summary: str | None = None,
-    max_chars: int | None = None,
+    messages: Sequence[Message], elided: Sequence[int], ctx: StrategyContext
 ) -> SummaryRequest:
     """The request summarizing ``messages[elided]``: earlier summary messages among them become
     ``previous_summary`` (incremental update) and the task rides along. ``pinned`` stays empty:
     pinned units are never elided, so their text is in the history verbatim already."""
     at = task_index(messages)
     span: list[Message] = []
-    previous = [previous_summary] if previous_summary else []
-    cap = max_chars or ctx.config.summary_max_chars
+    previous: list[str] = []
+    cap = ctx.config.summary_max_chars
     sent = 0  # characters of the span as the request holds it
     unmasked = False
     for i in elided:
         m = messages[i]
+        sent += m.char_count  # a summary of earlier ones replaces them too
         if is_summary_message(m):
             previous.append(summary_body(m))
-            sent += m.char_count  # the new summary replaces the earlier one too
         else:
             # a masked tool result is summarised from what it masks (what the agent saw)
             original = m.hints.get(UNMASKED, m)
             unmasked = unmasked or original is not m
             span.append(original)
-            sent += m.char_count
     if unmasked:
         # the summary stays clearly smaller than what it replaces in the request, masked
         cap = min(cap, max(int(sent * TARGET_SUMMARY_RATIO), 1))
@@ -235,6 +230,25 @@ def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[
     return frozenset(out)
 
 
+def summarize_units(
+    strategy: str,
+    messages: Sequence[Message],
+    layout: Layout,
+    units: Sequence[tuple[int, int]],
+    ctx: StrategyContext,
+    detail: str,
+    **options: Any,
+) -> StrategyOutcome | None:
+    """Plan to summarize ``units`` (elidable units of ``layout``) in one request; None when
+    there are none or all are earlier summary messages. ``options``: more
+    :class:`StrategyOutcome` fields."""
+    if not units or all(is_summary_message(messages[s]) for s, _ in units):
+        return None
+    elided = layout.indices(units)
+    request = summary_request(messages, elided, ctx)
+    return StrategyOutcome(strategy, elided, (request,), detail=detail, **options)
+
+
 def elide_except_recent(
     strategy: str,
     messages: Sequence[Message],
@@ -243,25 +257,15 @@ def elide_except_recent(
     ctx: StrategyContext,
     detail: Callable[[int], str],
 ) -> StrategyOutcome | None:
-    """Plan to summarize ``units`` (elidable units of ``layout``, in order) except the newest of
-    them holding the last ``ctx.config.keep_recent_low`` messages (widened to whole units).
-
-    None when nothing is left to elide or all that is left are earlier summary messages.
-    ``detail`` gets the number of units elided and returns the outcome's detail text."""
+    """:func:`summarize_units` of ``units`` except the newest of them holding the last
+    ``ctx.config.keep_recent_low`` messages (widened to whole units); ``detail`` gets the
+    number of units elided and returns the outcome's detail text."""
     rest = list(units)
     kept = 0
     while rest and kept < ctx.config.keep_recent_low:
         s, e = rest.pop()
         kept += e - s
-    if not rest or all(is_summary_message(messages[s]) for s, _ in rest):
-        return None
-    elided = layout.indices(rest)
-    return StrategyOutcome(
-        strategy,
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=detail(len(rest)),
-    )
+    return summarize_units(strategy, messages, layout, rest, ctx, detail(len(rest)))
 
 
 # -- assembly ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ its turn counter."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .._messages import Message
 from ..summarizers.base import request_facts
@@ -16,7 +17,7 @@ from .base import (
     Section,
     StrategyContext,
     StrategyOutcome,
-    is_summary_message,
+    summarize_units,
     summary_request,
 )
 from .sliding_window import recent_tail
@@ -48,15 +49,8 @@ def full_summary(messages: Sequence[Message], ctx: StrategyContext) -> StrategyO
     # the recent tail that fits the target stays: a cut far below the target loses what the
     # agent works on for nothing
     body = layout.body(recent_tail(messages, layout, ctx)) or layout.body()
-    if not body or all(is_summary_message(messages[s]) for s, _ in body):
+    detail = "rebuilt as system + summary hint + task + summary; turn counter reset"
+    out = summarize_units("full_summary", messages, layout, body, ctx, detail, rebuild=True)
+    if out is None:
         return None
-    elided = layout.indices(body)
-    return StrategyOutcome(
-        "full_summary",
-        elided,
-        (summary_request(messages, elided, ctx),),
-        rebuild=True,
-        appendix=state_sections(messages, elided, ctx),
-        reset_turns=True,
-        detail="rebuilt as system + summary hint + task + summary; turn counter reset",
-    )
+    return replace(out, appendix=state_sections(messages, out.elided, ctx), reset_turns=True)

@@ -45,13 +45,7 @@ from ._signals import (
     is_readonly_listing,
     message_call_kinds,
 )
-from .base import (
-    Layout,
-    StrategyContext,
-    StrategyOutcome,
-    elide_except_recent,
-    is_summary_message,
-)
+from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 
 __all__ = ["BASE_SCORES", "importance", "score_message", "score_messages", "score_unit"]
 
@@ -68,7 +62,6 @@ _REQUIREMENT = re.compile(
     r"\b(?:must|should|shouldn't|don't|do not|never|always|please|need|make sure|instead)\b",
     re.IGNORECASE,
 )
-_WRITES = frozenset({"created", "modified", "deleted", "reverted"})
 
 
 def score_message(message: Message, *, error: bool = False, edit: bool = False) -> float:
@@ -98,7 +91,7 @@ def score_messages(messages: Sequence[Message], *, memo: Memo | None = None) -> 
     """Every message's score, the history's facts read once (``memo``: the compactor's)."""
     facts = walk_facts(messages, memo=memo)
     errors = {e.index for e in facts.errors}
-    edits = {t.index for t in facts.files if t.action in _WRITES}
+    edits = facts.writes
     return [score_message(m, error=i in errors, edit=i in edits) for i, m in enumerate(messages)]
 
 

@@ -28,13 +28,11 @@ from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent,
 
 __all__ = ["key_events", "key_indices"]
 
-_WRITES = frozenset({"created", "modified", "deleted", "reverted"})
-
 
 def key_indices(messages: Sequence[Message], *, memo: Memo | None = None) -> set[int]:
     """Indices of the messages that make their unit a key event (``memo``: the compactor's)."""
     facts = walk_facts(messages, memo=memo)
-    key = {t.index for t in facts.files if t.action in _WRITES}
+    key = set(facts.writes)
     for err in facts.errors:
         if err.fixed_at is not None:
             key.update((err.index, err.fixed_at))

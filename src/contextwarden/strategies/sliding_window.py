@@ -9,14 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._messages import Message
-from .base import (
-    Layout,
-    StrategyContext,
-    StrategyOutcome,
-    compaction_target,
-    is_summary_message,
-    summary_request,
-)
+from .base import Layout, StrategyContext, StrategyOutcome, compaction_target, summarize_units
 
 __all__ = ["recent_tail", "sliding_window"]
 
@@ -25,23 +18,24 @@ __all__ = ["recent_tail", "sliding_window"]
 SUMMARY_CHARS_PER_TOKEN = 3
 
 
-def _widest_tail(
-    messages: Sequence[Message], layout: Layout, minimum: int, ctx: StrategyContext
-) -> int:
-    """The earliest unit boundary at or before ``minimum`` whose tail still fits the target."""
+def recent_tail(messages: Sequence[Message], layout: Layout, ctx: StrategyContext) -> int:
+    """The earliest unit boundary whose tail fits the target beside the fixed part and the
+    summary: at least the newest unit, so one summary reaches the target whenever the newest
+    unit lets it (and a cut never goes further below the target than the next unit's size)."""
+    newest = layout.units[-1][0] if layout.units else len(messages)
     count = ctx.counter.count_message
     room = compaction_target(ctx.budget) - ctx.counter.count_messages([], tools=ctx.tools)
     room -= ctx.config.summary_max_chars // SUMMARY_CHARS_PER_TOKEN
     room -= sum(
         count(m)
         for start, end in layout.units
-        if start in layout.protected and start < minimum
+        if start in layout.protected and start < newest
         for m in messages[start:end]
     )
-    tail = minimum
-    used = sum(count(m) for m in messages[minimum:])
+    tail = newest
+    used = sum(count(m) for m in messages[newest:])
     for start, end in reversed(layout.units):
-        if start >= minimum or start in layout.protected:
+        if start >= newest or start in layout.protected:
             continue
         size = sum(count(m) for m in messages[start:end])
         if used + size > room:
@@ -51,14 +45,6 @@ def _widest_tail(
     return tail
 
 
-def recent_tail(messages: Sequence[Message], layout: Layout, ctx: StrategyContext) -> int:
-    """The widest recent tail that fits the target beside the fixed part and the summary: at
-    least the newest unit, so one summary reaches the target whenever the newest unit lets it
-    (and a cut never goes further below the target than the next unit's size)."""
-    newest = layout.units[-1][0] if layout.units else len(messages)
-    return _widest_tail(messages, layout, newest, ctx)
-
-
 def sliding_window(messages: Sequence[Message], ctx: StrategyContext) -> StrategyOutcome | None:
     """Elide every unit between the task and the widest recent tail that fits the target."""
     layout = Layout.of(messages)
@@ -66,12 +52,5 @@ def sliding_window(messages: Sequence[Message], ctx: StrategyContext) -> Strateg
     minimum = layout.tail_from_end((size + 1) // 2, size // 2)
     tail = recent_tail(messages, layout, ctx)
     units = layout.body(tail) or layout.body(minimum)  # asked anyway (forced): the minimum
-    if not units or all(is_summary_message(messages[s]) for s, _ in units):
-        return None
-    elided = layout.indices(units)
-    return StrategyOutcome(
-        "sliding_window",
-        elided,
-        (summary_request(messages, elided, ctx),),
-        detail=f"kept the last {len(messages) - tail} messages",
-    )
+    detail = f"kept the last {len(messages) - tail} messages"
+    return summarize_units("sliding_window", messages, layout, units, ctx, detail)

@@ -17,11 +17,12 @@ Rules, in order (counts are over the assistant's tool calls, see :mod:`._signals
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import get_args
 
 from .._config import TaskType
-from .._messages import Message
+from .._messages import Message, ToolCallBlock
 from ._signals import call_kinds
 
 __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
@@ -29,20 +30,16 @@ __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
 TASK_TYPES: tuple[TaskType, ...] = get_args(TaskType)
 
 
-def _assistant_tally(message: Message) -> tuple[int, int, int, int, int]:
-    """(edit, execute, inspect, research, text turn) counts of one assistant message."""
-    edit = execute = inspect = research = 0
-    for call in message.tool_calls:
-        kinds = call_kinds(call)
-        if "edit" in kinds:
-            edit += 1
-        elif "research" in kinds:
-            research += 1
-        elif kinds & {"exec", "test"}:
-            execute += 1
-        elif "inspect" in kinds:
-            inspect += 1
-    return (edit, execute, inspect, research, 1 if message.text.strip() else 0)
+def _call_bucket(call: ToolCallBlock) -> str | None:
+    """Which tally one assistant tool call counts in: edit, research, execute or inspect."""
+    kinds = call_kinds(call)
+    if "edit" in kinds:
+        return "edit"
+    if "research" in kinds:
+        return "research"
+    if kinds & {"exec", "test"}:
+        return "execute"
+    return "inspect" if "inspect" in kinds else None
 
 
 # Thresholds of the rules above; round numbers, chosen on the shared trajectories (mini-swe-agent
@@ -55,7 +52,8 @@ CONVERSATION_CALL_RATIO = 0.2
 def detect_task_type(messages: Sequence[Message]) -> TaskType:
     """The task type of ``messages`` per the module rules. Pure and deterministic; it runs
     once per compaction, over the history being compacted."""
-    edit = execute = inspect = research = text_turns = user_turns = 0
+    tally: Counter[str | None] = Counter()
+    text_turns = user_turns = 0
     seen_task = False
     for message in messages:
         if message.role == "user":
@@ -64,11 +62,11 @@ def detect_task_type(messages: Sequence[Message]) -> TaskType:
                 text_turns += 1 if message.text.strip() else 0
             seen_task = True
         elif message.role == "assistant":
-            e, x, i, r, t = _assistant_tally(message)
-            edit, execute, inspect, research = edit + e, execute + x, inspect + i, research + r
-            text_turns += t
-    code = edit + execute
-    analysis = research + inspect
+            tally.update(_call_bucket(call) for call in message.tool_calls)
+            text_turns += 1 if message.text.strip() else 0
+    edit, research = tally["edit"], tally["research"]
+    code = edit + tally["execute"]
+    analysis = research + tally["inspect"]
     calls = code + analysis
     if calls == 0:
         return "conversation" if text_turns >= 2 else "unknown"

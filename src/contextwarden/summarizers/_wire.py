@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-__all__ = ["ANTHROPIC_VERSION", "WIRES", "Provider", "Wire", "error_text"]
+__all__ = ["ANTHROPIC_VERSION", "CREDENTIAL_HEADERS", "WIRES", "Provider", "Wire", "error_text"]
 
 Provider = Literal["openai", "anthropic", "responses", "gemini"]
 
+#: The headers that carry credentials, in every API here.
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 #: The ``anthropic-version`` header sent with every Anthropic request.
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -24,11 +26,16 @@ Usage = tuple[int | None, int | None]
 
 @dataclass(frozen=True)
 class Wire:
-    """One API: ``path(model)`` appended to the base URL, ``auth(key)`` the headers that carry
-    the key, ``body(model, system, user, max_output_tokens)`` the request (temperature and the
-    output-limit field's name are the caller's), ``text(reply)`` the reply's text (``KeyError``
-    and friends when the reply is not of this API), ``usage(reply)`` (input, output) tokens."""
+    """One API: ``base_url``, the public API's root (when none is given); ``key_env``, the
+    environment variable its key is read from (when none is named); ``path(model)`` appended to
+    the base URL, ``auth(key)`` the headers that carry the key, ``body(model, system, user,
+    max_output_tokens)`` the request (temperature and the output-limit field's name are the
+    caller's), ``text(reply)`` the reply's text (``KeyError`` and friends when the reply is not
+    of this API), ``usage(reply)`` (input, output) tokens; ``headers``: sent with every
+    request."""
 
+    base_url: str
+    key_env: str
     path: Callable[[str], str]
     auth: Callable[[str], dict[str, str]]
     body: Callable[[str, str, str, int], dict[str, Any]]
@@ -36,6 +43,7 @@ class Wire:
     usage: Callable[[Any], Usage]
     #: the body field of the temperature (None: in ``generationConfig``)
     temperature_in: str | None = "temperature"
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def _count(usage: Any, keys: tuple[str, ...]) -> int | None:
@@ -80,6 +88,8 @@ def _gemini_text(data: Any) -> str:
 
 WIRES: Mapping[Provider, Wire] = {
     "openai": Wire(
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
         path=lambda model: "/chat/completions",
         auth=lambda key: {"authorization": f"Bearer {key}"},
         body=lambda model, system, user, limit: {
@@ -90,6 +100,8 @@ WIRES: Mapping[Provider, Wire] = {
         usage=_usage("usage", ("prompt_tokens",), ("completion_tokens",)),
     ),
     "anthropic": Wire(
+        "https://api.anthropic.com",
+        "ANTHROPIC_API_KEY",
         path=lambda model: "/v1/messages",
         auth=lambda key: {"x-api-key": key},
         body=lambda model, system, user, limit: {
@@ -105,8 +117,11 @@ WIRES: Mapping[Provider, Wire] = {
             ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
             ("output_tokens",),
         ),
+        headers={"anthropic-version": ANTHROPIC_VERSION},
     ),
     "responses": Wire(
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
         path=lambda model: "/responses",
         auth=lambda key: {"authorization": f"Bearer {key}"},
         body=lambda model, system, user, limit: {
@@ -120,6 +135,8 @@ WIRES: Mapping[Provider, Wire] = {
         usage=_usage("usage", ("input_tokens",), ("output_tokens",)),
     ),
     "gemini": Wire(
+        "https://generativelanguage.googleapis.com",
+        "GEMINI_API_KEY",
         path=lambda model: f"/v1beta/models/{quote(model, safe='')}:generateContent",
         auth=lambda key: {"x-goog-api-key": key},
         body=lambda model, system, user, limit: {

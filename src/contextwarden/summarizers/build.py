@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from .._exceptions import ConfigError
 from .base import Summarizer
-from .config import DEFAULT_BASE_URLS, DEFAULT_MAX_CHARS, SummarizerConfig
+from .config import DEFAULT_MAX_CHARS, SummarizerConfig
 from .extractive import ExtractiveSummarizer
 from .llm import LLMSummarizer
 
@@ -33,7 +33,7 @@ def build_summarizer(
             f"summarizer.api_key_env)"
         )
     return LLMSummarizer(
-        config.base_url or DEFAULT_BASE_URLS[config.provider],
+        config.base_url,
         config.model,
         provider=config.provider,
         api_key_env=key_env,

@@ -5,17 +5,15 @@ or an LLM through ``openai`` (any Chat Completions server), ``anthropic``, ``res
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .._exceptions import ConfigError
+from ._wire import WIRES
 
 __all__ = [
-    "DEFAULT_BASE_URLS",
-    "DEFAULT_KEY_ENVS",
     "SummarizerConfig",
     "SummarizerProvider",
     "parse_summarizer_spec",
@@ -25,21 +23,6 @@ __all__ = [
 DEFAULT_MAX_CHARS = 4000
 
 SummarizerProvider = Literal["extractive", "openai", "anthropic", "responses", "gemini"]
-
-#: The public API each provider's requests go to when ``base_url`` is not set.
-DEFAULT_BASE_URLS: Mapping[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "responses": "https://api.openai.com/v1",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
-#: The environment variable each provider's key is read from when ``api_key_env`` is not set.
-DEFAULT_KEY_ENVS: Mapping[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "responses": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
 
 
 class SummarizerConfig(BaseModel):
@@ -110,7 +93,7 @@ class SummarizerConfig(BaseModel):
         """The environment variable the key is read from (None for extractive)."""
         if self.provider == "extractive":
             return None
-        return self.api_key_env or DEFAULT_KEY_ENVS[self.provider]
+        return self.api_key_env or WIRES[self.provider].key_env
 
 
 def parse_summarizer_spec(spec: str) -> dict[str, str]:
@@ -119,7 +102,7 @@ def parse_summarizer_spec(spec: str) -> dict[str, str]:
     naming what is wrong."""
     provider, _, model = spec.strip().partition(":")
     provider = provider.strip().lower()
-    allowed = ("extractive", *DEFAULT_BASE_URLS)
+    allowed = ("extractive", *WIRES)
     if provider not in allowed:
         raise ConfigError(
             f"--summarizer {spec!r}: unknown provider {provider!r}; expected one of "

@@ -31,7 +31,7 @@ import tenacity
 if TYPE_CHECKING:
     import ssl
 
-from .._exceptions import ConfigError, SummarizerError
+from .._exceptions import OVERFLOW_RE, ConfigError, SummarizerError
 from .._tokens import TokenCounter
 from ..analysis.facts import Facts
 from ..analysis.sections import SECTIONS, Entry, clip, fit, heading_name, parse_summary
@@ -44,27 +44,14 @@ from ._prompt import (
     render_transcript,
     summary_prompt,
 )
-from ._wire import ANTHROPIC_VERSION, WIRES, Provider, error_text
+from ._wire import ANTHROPIC_VERSION, CREDENTIAL_HEADERS, WIRES, Provider, error_text
 from .base import SummaryRequest, effective_cap, request_facts, task_key
-from .config import DEFAULT_BASE_URLS, DEFAULT_KEY_ENVS
 from .extractive import MIN_SUMMARY_CHARS, facts_entries
 
 __all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
 
-#: Headers that carry credentials (their digest keeps one caller's summaries its own).
-_CREDENTIALS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-#: Phrases providers use when the input is over the model's window (then we split finer).
-_TOO_LONG = (
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "too many tokens",
-    "context window",
-    "input is too long",
-    "reduce the length",
-)
 #: Characters / 3 errs high for English and code (real ratios ~3.5-4.5): chunks stay inside
 #: the summarizer's window when no counter is given.
 _CHARS_PER_TOKEN_ESTIMATE = 3
@@ -194,8 +181,8 @@ class LLMSummarizer:
             if not value > above:
                 raise ConfigError(f"LLMSummarizer {field_name} must be > {above}, got {value!r}")
         self.provider: Provider = provider
-        self.base_url = (base_url or DEFAULT_BASE_URLS[provider]).rstrip("/")
-        self.model, self.api_key_env = model, api_key_env or DEFAULT_KEY_ENVS[provider]
+        self.base_url = (base_url or WIRES[provider].base_url).rstrip("/")
+        self.model, self.api_key_env = model, api_key_env or WIRES[provider].key_env
         self.timeout, self.attempt_timeout = timeout, attempt_timeout
         self.max_retries, self.backoff, self.max_backoff = max_retries, backoff, max_backoff
         self.max_chars, self.input_token_budget = max_chars, input_token_budget
@@ -221,7 +208,7 @@ class LLMSummarizer:
             f"clip={self.tool_output_chars}:facts={self.ensure_facts}:"
             f"temperature={self.temperature}"
         )
-        secrets = [f"{k}={v}" for k, v in sorted(self.headers.items()) if k in _CREDENTIALS]
+        secrets = [f"{k}={v}" for k, v in sorted(self.headers.items()) if k in CREDENTIAL_HEADERS]
         if secrets:
             digest = hashlib.blake2b("\n".join(secrets).encode(), digest_size=8).hexdigest()
             ident += f":auth={digest}"
@@ -474,9 +461,7 @@ class LLMSummarizer:
     # -- HTTP -------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.api_key_env, "") if self.key_from_env else ""
-        headers = {"content-type": "application/json"}
-        if self.provider == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        headers = {"content-type": "application/json", **WIRES[self.provider].headers}
         if key:
             headers.update(WIRES[self.provider].auth(key))
         headers.update(self.headers)
@@ -526,7 +511,7 @@ class LLMSummarizer:
         if 200 <= status < 300:
             return None
         body = response.text[:300]
-        if status in (400, 413) and any(p in body.lower() for p in _TOO_LONG):
+        if status in (400, 413) and OVERFLOW_RE.search(body):
             raise _InputTooLarge(self._tokens(call.user) + self._tokens(SYSTEM_PROMPT))
         if status in RETRY_STATUSES:
             return _retry_after(response)

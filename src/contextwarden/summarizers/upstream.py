@@ -17,24 +17,18 @@ from typing import Any
 import httpx
 
 from .._exceptions import ConfigError
-from ._wire import WIRES, Provider
+from ._wire import CREDENTIAL_HEADERS, WIRES, Provider
 from .llm import LLMSummarizer
 
 __all__ = ["FORWARDED_HEADERS", "summarizer_for_request"]
 
 #: Request headers passed on to the summary call: credentials and API-version selectors.
-FORWARDED_HEADERS = frozenset(
-    {
-        "authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "openai-organization",
-        "openai-project",
-        "anthropic-version",
-        "anthropic-beta",
-    }
-)
+FORWARDED_HEADERS = CREDENTIAL_HEADERS | {
+    "openai-organization",
+    "openai-project",
+    "anthropic-version",
+    "anthropic-beta",
+}
 
 
 #: OpenAI reasoning models (o1, o3, o4-mini, the gpt-5 family, with or without a router's
