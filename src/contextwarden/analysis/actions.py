@@ -21,14 +21,19 @@ from .._messages import Message, ToolCallBlock
 from .shell import analyze_command, call_effects, command_key, patch_targets
 
 __all__ = [
+    "COMPLETE_WORDS",
     "EDITOR_COMMANDS",
     "EDITOR_TOOLS",
+    "EXEC_WORDS",
     "FILE_TOOLS",
+    "MEMORY_WORDS",
     "PATCH_TOOLS",
+    "RESEARCH_WORDS",
     "SEARCH_TOOLS",
     "SHELL_TOOLS",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
+    "TODO_WORDS",
     "ActionKind",
     "ActionMemo",
     "FileAction",
@@ -100,6 +105,23 @@ SEARCH_TOOLS = frozenset(
 TODO_TOOLS = frozenset(
     "todowrite todo_write update_plan task_tracker write_todos todo todos update_todos plan".split()
 )
+#: Words in a tool's name (lower-cased, split on non-letters) that say what it does besides
+#: files (a plan, memory, research, running code, finishing), for names no table above holds.
+TODO_WORDS = frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})
+MEMORY_WORDS = frozenset({"memory", "remember", "memorize", "note", "notes"})
+RESEARCH_WORDS = frozenset(
+    (
+        "web websearch webfetch fetch browse browser http url sql query database db api docs lookup"
+    ).split()
+)
+EXEC_WORDS = frozenset(
+    (
+        "bash shell sh terminal run exec execute command cmd python ipython jupyter git code "
+        "interpreter"
+    ).split()
+)
+COMPLETE_WORDS = frozenset({"finish", "submit", "complete", "done", "attempt_completion"})
+
 #: A name no table holds: the words that make it a write, an edit or a read (first match).
 _GUESSES: tuple[tuple[FileAction, tuple[str, ...]], ...] = (
     ("created", ("write", "create", "new_file", "save")),

@@ -10,7 +10,18 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .._messages import Message, ToolCallBlock
-from ..analysis.actions import SEARCH_TOOLS, SHELL_TOOLS, TODO_TOOLS, file_action, norm_name
+from ..analysis.actions import (
+    COMPLETE_WORDS,
+    EXEC_WORDS,
+    MEMORY_WORDS,
+    RESEARCH_WORDS,
+    SEARCH_TOOLS,
+    SHELL_TOOLS,
+    TODO_TOOLS,
+    TODO_WORDS,
+    file_action,
+    norm_name,
+)
 from ..analysis.shell import call_effects
 
 __all__ = [
@@ -25,23 +36,6 @@ __all__ = [
 ]
 
 CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
-
-# Tool *names* (lower-cased, split on non-letters) -> kind, for what a tool does besides files:
-# what it does to files (edit, read, search, run a shell) is the analysis vocabulary's answer.
-_TODO_WORDS = frozenset({"todo", "todowrite", "todoread", "plan", "tasks", "task_list"})
-_MEMORY_WORDS = frozenset({"memory", "remember", "memorize", "note", "notes"})
-_RESEARCH_WORDS = frozenset(
-    (
-        "web websearch webfetch fetch browse browser http url sql query database db api docs lookup"
-    ).split()
-)
-_EXEC_WORDS = frozenset(
-    (
-        "bash shell sh terminal run exec execute command cmd python ipython jupyter git code "
-        "interpreter"
-    ).split()
-)
-_COMPLETE_WORDS = frozenset({"finish", "submit", "complete", "done", "attempt_completion"})
 
 _TEST_CMD = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
@@ -112,20 +106,20 @@ def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
 def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     words = _name_words(call.name)
     name = norm_name(call.name)
-    if name in TODO_TOOLS or words & _TODO_WORDS:
+    if name in TODO_TOOLS or words & TODO_WORDS:
         return "todo"
-    if words & _MEMORY_WORDS:
+    if words & MEMORY_WORDS:
         return "memory"
     action = file_action(call.name, call.input if isinstance(call.input, dict) else {})
     if action is not None and action != "read":
         return "edit"
-    if words & _RESEARCH_WORDS:
+    if words & RESEARCH_WORDS:
         return "research"
     if action == "read" or name in SEARCH_TOOLS:
         return "inspect"
-    if name in SHELL_TOOLS or words & _EXEC_WORDS:
+    if name in SHELL_TOOLS or words & EXEC_WORDS:
         return "exec"
-    if words & _COMPLETE_WORDS:
+    if words & COMPLETE_WORDS:
         return "complete"
     return None
 
