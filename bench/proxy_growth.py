@@ -55,7 +55,7 @@ EARLY = 40  # the early window's steps are EARLY + 1 .. EARLY + WINDOW
 def step_messages(i: int, size: int) -> list[dict[str, Any]]:
     """Step ``i``: an assistant turn calling Read, and the user turn with its ``size``-byte
     result (lines of code that differ from step to step)."""
-    lines = []
+    lines: list[str] = []
     n = 0
     while n < size:
         line = f"{i:04d}:{len(lines):04d}    value_{i}_{len(lines)} = compute({i}, {len(lines)})"
@@ -77,10 +77,13 @@ def step_messages(i: int, size: int) -> list[dict[str, Any]]:
     ]
 
 
+def dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def bodies(step_bytes: int) -> Iterator[bytes]:
     """The session's request bodies, step 1 on: compact JSON, as ``json.dumps`` of the whole
     body would write it (the messages written once each, the body joined around them)."""
-    dump = lambda v: json.dumps(v, separators=(",", ":"))  # noqa: E731
     head = f'{{"model":{dump(MODEL)},"max_tokens":32000,"system":{dump(SYSTEM)},'
     head += f'"tools":{dump(TOOLS)},"messages":['
     written = [dump(TASK)]
@@ -143,14 +146,19 @@ def run(steps: int, step_bytes: int, tag: str) -> dict[str, list[float]]:
         f"{compactions}"
     )
     for clock in ("wall", "cpu"):
-        e, l = times[f"early {clock}"], times[f"late {clock}"]
+        em, eb, lm, lb = figures(times, clock)
         print(
-            f"  {clock:4}: steps {EARLY + 1}-{EARLY + WINDOW} median {statistics.median(e):.2f} "
-            f"best {min(e):.2f} ms | steps {steps - WINDOW + 1}-{steps} median "
-            f"{statistics.median(l):.2f} best {min(l):.2f} ms | ratio median "
-            f"{statistics.median(l) / statistics.median(e):.2f} best {min(l) / min(e):.2f}"
+            f"  {clock:4}: steps {EARLY + 1}-{EARLY + WINDOW} median {em:.2f} best {eb:.2f} ms | "
+            f"steps {steps - WINDOW + 1}-{steps} median {lm:.2f} best {lb:.2f} ms | "
+            f"ratio median {lm / em:.2f} best {lb / eb:.2f}"
         )
     return times
+
+
+def figures(times: dict[str, list[float]], clock: str) -> tuple[float, float, float, float]:
+    """The median and the best of the early window, then of the late one."""
+    early, late = times[f"early {clock}"], times[f"late {clock}"]
+    return statistics.median(early), min(early), statistics.median(late), min(late)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,11 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.runs):
         times = run(args.steps, args.step_bytes, f"run {r + 1}")
         for clock in ("wall", "cpu"):
-            e, l = times[f"early {clock}"], times[f"late {clock}"]
-            ratios.setdefault(f"{clock} median", []).append(
-                statistics.median(l) / statistics.median(e)
-            )
-            ratios.setdefault(f"{clock} best", []).append(min(l) / min(e))
+            em, eb, lm, lb = figures(times, clock)
+            ratios.setdefault(f"{clock} median", []).append(lm / em)
+            ratios.setdefault(f"{clock} best", []).append(lb / eb)
     print(f"ratio step {args.steps} / step {EARLY + WINDOW // 2} over {args.runs} runs:")
     for name, values in ratios.items():
         print(

@@ -45,8 +45,8 @@ from ._common import (
     tname,
     too_deep,
 )
-from .cache_control import Continued
 from ._media import anthropic_image_cost, anthropic_source_from_openai, media_cost, parse_data_url
+from .cache_control import Continued
 
 __all__ = [
     "LEADING_USER_TEXT",
