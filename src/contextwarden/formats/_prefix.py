@@ -210,7 +210,7 @@ class PrefixCodec:
         new = anthropic.write_anthropic(messages, produce, last, same)
         with self._lock:
             self._writes = [new, *(w for w in self._writes if w is not last)][:_BRANCHES]
-        return new.result()
+        return new.result(continued=True)
 
     # -- the table -------------------------------------------------------------------------------
     def _read(

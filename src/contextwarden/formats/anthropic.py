@@ -402,27 +402,34 @@ class AnthropicWrite:
     same ``messages[:i]`` is written the same up to such an ``i``, and what comes after never
     changes the dicts before it (a merge goes into ``i``'s dict or a later one)."""
 
-    __slots__ = ("begin", "exact", "messages", "out", "starts", "system")
+    __slots__ = ("begin", "exact", "given", "kept", "messages", "out", "prior", "starts", "system")
 
     def __init__(self, messages: Sequence[Message], last: AnthropicWrite | None, same: int):
         self.messages = tuple(messages)
-        self.begin = 0  # the first message not taken from ``last``
+        self.begin = self.kept = 0  # the first message and dict not taken from ``last``
         self.system: list[tuple[int, Message]] = []
-        self.out = Continued()
+        self.out: list[dict[str, Any]] = []
         self.exact: list[bool] = []
         self.starts: list[tuple[int, int, int]] = []
+        self.prior: Any = None
+        self.given: Continued | None = None
         at = bisect_right(last.starts, same, key=lambda s: s[0]) - 1 if last is not None else -1
         if last is not None and at >= 0:
-            self.begin, k, n = last.starts[at]
+            self.begin, k, self.kept = last.starts[at]
             self.system, self.starts = last.system[:k], last.starts[:at]
-            self.out, self.exact = Continued(last.out[:n]), last.exact[:n]
-            self.out.kept, self.out.prior = n, last.out.found
+            self.out, self.exact = last.out[: self.kept], last.exact[: self.kept]
+            self.prior = last.given.found if last.given is not None else None
 
-    def result(self) -> tuple[SystemPrompt, list[dict[str, Any]]]:
-        """``(system, messages)``, as :func:`to_anthropic` gives them."""
-        out: list[dict[str, Any]] = self.out
+    def result(self, continued: bool = False) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+        """``(system, messages)``, as :func:`to_anthropic` gives them; ``continued``: the
+        messages as a :class:`Continued` list, which tells the breakpoint scan what it found in
+        the messages taken from the last write."""
+        out = self.out
         if out and out[0]["role"] == "assistant" and not self.exact[0]:
             out = [{"role": "user", "content": LEADING_USER_TEXT}, *out]
+        elif continued:
+            out = self.given = Continued(out)
+            out.kept, out.prior = self.kept, self.prior
         return _system_out(self.system), out
 
 
