@@ -272,6 +272,8 @@ def _apply(
     out_tools = None if tools is None else [t if type(t) is dict else dict(t) for t in tools]
     out_system = list(system) if isinstance(system, list) else system
     out_messages = [m if type(m) is dict else dict(m) for m in messages]
+    if type(messages) is Continued:  # its dicts, and those made here, are never changed
+        out_messages = Continued(out_messages)
     for (where, i, j, _), control in added.items():
         if where == _TOOLS:
             assert out_tools is not None

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
+from ..formats.cache_control import Continued
 from .wire import WIRES, Ran, Wire
 from .wire._base import Has
 
@@ -388,10 +389,40 @@ def dump_body(body: Any, fast: bool) -> bytes:
     it holds no NaN or infinity) writes with orjson, ten times faster than :func:`json.dumps`
     and the same text except for the spelling of some floats (``1e-7`` for ``1e-07``,
     ``0.00005`` for ``5e-05``: the same numbers); what orjson refuses (an integer outside 64
-    bits) is written by :func:`json.dumps`, as it is without orjson."""
+    bits) is written by :func:`json.dumps`, as it is without orjson. The messages of a
+    :class:`~..formats.cache_control.Continued` list (dicts never changed) are written once
+    each: a conversation's next request writes only those it did not send before."""
     if fast and _orjson is not None:
         try:
+            if type(body) is dict and any(type(v) is Continued for v in body.values()):
+                body = {k: _known_json(v) if type(v) is Continued else v for k, v in body.items()}
             return _orjson.dumps(body)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _known_json(messages: Continued) -> Any:
+    """The JSON of ``messages`` (as :func:`orjson.dumps` writes it), each dict's remembered by
+    identity: two generations, the current one of at most ``_JSON_LIMIT`` bytes."""
+    global _json_now, _json_then, _json_bytes  # noqa: PLW0603 - swapped whole, never changed
+    parts: list[bytes] = []
+    for m in messages:
+        hit = _json_now.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = _json_then.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = (m, _orjson.dumps(m))
+            if _json_bytes + len(hit[1]) > _JSON_LIMIT:
+                _json_now, _json_then, _json_bytes = {}, _json_now, 0
+            _json_now[id(m)] = hit  # the entry holds its dict: the id is not reused meanwhile
+            _json_bytes += len(hit[1])
+        parts.append(hit[1])
+    return _orjson.Fragment(b"[" + b",".join(parts) + b"]")
+
+
+#: What the JSON of messages is remembered in (see :func:`_known_json`).
+_JSON_LIMIT = 32 << 20
+_json_now: dict[int, tuple[Any, bytes]] = {}
+_json_then: dict[int, tuple[Any, bytes]] = {}
+_json_bytes = 0
