@@ -469,6 +469,7 @@ def write_anthropic(
             out[k] = dict(out[k])  # a new dict: the produced ones may be shared
             _merge(out[k], d)
             exact_out[k] = False
+            w.kept = min(w.kept, k)  # not the dict of the last write any more
             continue
         if not inline:
             w.starts.append((i, len(w.system), len(out)))
