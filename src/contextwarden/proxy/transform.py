@@ -162,12 +162,17 @@ def effective_window(
     the proxy's :class:`~contextwarden.ModelRegistry` (its config's ``models:`` section)."""
     if cap is None:
         return None
-    known: int | None
-    try:
-        known = context_window(model, override, models) if (model or override) else None
-    except UnknownModelError:
-        known = None
+    known = _own_window(model, override, models)
     return min(known, cap) if known else cap
+
+
+def _own_window(
+    model: str | None, override: int | None, models: Mapping[str, ModelInfo] | None
+) -> int | None:
+    try:
+        return context_window(model, override, models) if (model or override) else None
+    except UnknownModelError:
+        return None
 
 
 def reply_room(
@@ -184,10 +189,7 @@ def reply_room(
     window: the limit as it is."""
     if limit is None or window is None:
         return limit
-    try:
-        own = context_window(model, override, models) if (model or override) else None
-    except UnknownModelError:
-        own = None
+    own = _own_window(model, override, models)
     if own is None or own <= window:
         return limit
     left = limit - (own - window)
