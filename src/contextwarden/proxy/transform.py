@@ -424,7 +424,7 @@ def _known_json(messages: Continued) -> Any:
 
 
 #: What the JSON of messages is remembered in (see :func:`_known_json`).
-_JSON_LIMIT = 32 << 20
+_JSON_LIMIT = 16 << 20
 _json_now: dict[int, tuple[Any, bytes]] = {}
 _json_then: dict[int, tuple[Any, bytes]] = {}
 _json_bytes = 0
