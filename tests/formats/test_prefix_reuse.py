@@ -21,7 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden import FormatError, Message, ToolCallBlock, assistant, tool_result, user
-from contextwarden.formats import from_anthropic, from_openai, to_anthropic, to_openai
+from contextwarden.formats import (
+    add_cache_breakpoints,
+    count_cache_breakpoints,
+    from_anthropic,
+    from_openai,
+    to_anthropic,
+    to_openai,
+)
 from contextwarden.formats._prefix import PrefixCodec
 from contextwarden.formats._prefix import _Written as Written
 
@@ -308,8 +315,71 @@ def test_converted_and_built_messages_merge_as_the_plain_writers_merge(
             # shared dicts (a caller that only reads): merging never changes them
             shared_openai = _written(lambda m: codec.to_openai(m, shared=True), mixed)
             assert shared_openai == _written(to_openai, mixed)
-            shared_anthropic = _written(lambda m: codec.to_anthropic(m, shared=True), mixed)
+            shared_anthropic = _written(
+                lambda m: _listed(codec.to_anthropic(m, shared=True)), mixed
+            )
             assert shared_anthropic == _written(to_anthropic, mixed)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), anthropic_requests(exotic=True), openai_conversations(exotic=True))
+def test_shared_writes_of_successive_views_go_on_from_the_last_and_write_the_same(
+    data: st.DataObject, a: tuple[Any, list[dict[str, Any]]], o: list[dict[str, Any]]
+) -> None:
+    # A warden's successive views of one conversation: the same Message objects up to some
+    # point, then others (an edit, a message dropped or added, a branch). Each shared write
+    # goes on from the write that shares the longest prefix, and must still be exactly what
+    # the plain writer writes, breakpoints (the client's own, in the messages taken) included.
+    pool = [*from_anthropic(*reversed(a)), *from_openai(o), user("q"), assistant("more")]
+    codec = PrefixCodec()
+    view: list[Message] = []
+    given_out: list[tuple[Any, bytes]] = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        keep = data.draw(st.integers(0, len(view)))
+        add = data.draw(st.lists(st.sampled_from(pool), max_size=6))
+        view = [*view[:keep], *add]
+        want = _written(to_anthropic, view)
+        try:
+            system, out = codec.to_anthropic(view, shared=True)
+        except FormatError as exc:
+            assert str(exc) == want
+            continue
+        assert _image((system, list(out))) == want
+        # the scan for breakpoints reads only the dicts not taken from the last write, and
+        # finds what a scan of all of them finds
+        want_system, want_out = to_anthropic(view)
+        got_system, got_out, _ = add_cache_breakpoints(system, out, stable_end=len(out) // 2)
+        assert _image((got_system, list(got_out))) == _image(
+            add_cache_breakpoints(want_system, want_out, stable_end=len(want_out) // 2)[:2]
+        )
+        assert count_cache_breakpoints(system, out) == count_cache_breakpoints(
+            want_system, want_out
+        )
+        given_out.append((out, _image(list(out))))
+    for out, image in given_out:  # what a shared caller was given is never changed after
+        assert _image(list(out)) == image
+
+
+def test_a_shared_write_takes_the_dicts_of_the_unchanged_prefix() -> None:
+    calls = [ToolCallBlock(f"c{i}", "sh", "{}") for i in range(3)]
+    turns = [
+        m
+        for i, c in enumerate(calls)
+        for m in (assistant(f"{i}", tool_calls=[c]), tool_result(c.id, "x" * 50))
+    ]
+    codec = PrefixCodec()
+    task = user("q")
+    _, first = codec.to_anthropic([task, *turns], shared=True)
+    edited = tool_result("c1", "masked")
+    _, second = codec.to_anthropic([task, *turns[:3], edited, *turns[4:]], shared=True)
+    assert all(x is y for x, y in zip(first[:4], second[:4], strict=True))  # taken, not written
+    assert second[4]["content"][0]["content"] == "masked"
+    assert codec.rewritten == 2  # the two after it, looked up; those before it not even that
+
+
+def _listed(written: tuple[Any, list[dict[str, Any]]]) -> tuple[Any, list[dict[str, Any]]]:
+    """``(system, messages)`` with the messages a plain list (marshal images no subclass)."""
+    return written[0], list(written[1])
 
 
 def _written(write: Any, messages: list[Message]) -> bytes | str:

@@ -147,16 +147,21 @@ class _PlainWarden:
         return (*to_anthropic(list(result.messages)), result)
 
 
+@pytest.mark.parametrize("reader", [False, True])
 def test_successive_real_anthropic_requests_send_what_a_fresh_read_sends(
-    anthropic_recording: tuple[Any, list[dict[str, Any]]],
+    anthropic_recording: tuple[Any, list[dict[str, Any]]], reader: bool
 ) -> None:
     """The real Claude Code session through the body step, with the cache breakpoints the proxy
     adds on /v1/messages and the client's own moving breakpoint on its newest message: byte for
-    byte the body a warden reading every request afresh gives."""
+    byte the body a warden reading every request afresh gives. With the proxy's body reader,
+    the warden's writes go on from the last request's, and so do the breakpoint scan and the
+    writing of the JSON."""
     from contextwarden import Warden
+    from contextwarden.formats._body import BodyReader
 
     system, history = anthropic_recording
     fast, plain = Warden(), _PlainWarden()
+    bodies = BodyReader() if reader else None
     ends = [i + 1 for i, m in enumerate(history) if m["role"] == "user"]
     for n, end in enumerate(ends):
         messages = json.loads(json.dumps(history[:end]))
@@ -165,7 +170,7 @@ def test_successive_real_anthropic_requests_send_what_a_fresh_read_sends(
         body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": system}
         raw = json.dumps({**body, "messages": messages}).encode()
         kw: dict[str, Any] = {"window_cap": 12_000, "cache_breakpoints": True}
-        got = transform_body(fast, "anthropic", raw, **kw)
+        got = transform_body(fast, "anthropic", raw, bodies=bodies, **kw)
         want = transform_body(plain, "anthropic", raw, **kw)  # type: ignore[arg-type]
         assert got.body == want.body
         assert (got.tokens_before, got.tokens_after) == (want.tokens_before, want.tokens_after)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import operator
 import re
 import threading
 from collections import OrderedDict
@@ -98,6 +99,14 @@ def _images(values: Sequence[Any], head: bytes = b"") -> list[bytes]:
         return out
 
 
+def _same(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """The length of the longest common prefix of two lists of the same objects."""
+    if not a or not b or a[0] is not b[0]:
+        return 0
+    differ = list(map(operator.is_not, a, b))
+    return differ.index(True) if True in differ else len(differ)
+
+
 def _common(a: Sequence[bytes], b: Sequence[bytes]) -> int:
     """The length of the longest common prefix of two image lists."""
     n = min(len(a), len(b))
@@ -124,6 +133,8 @@ class PrefixCodec:
         self._bytes = 0
         self._openai_out = _Written(max_written_bytes // 2)
         self._anthropic_out = _Written(max_written_bytes // 2)
+        #: the last Anthropic writes for callers that only read them, the newest first
+        self._writes: list[anthropic.AnthropicWrite] = []
         #: messages reused and read since construction (for tests and benchmarks)
         self.reused = 0
         self.read = 0
@@ -187,7 +198,19 @@ class PrefixCodec:
         """:func:`~contextwarden.formats.to_anthropic`, each message written once (see
         :meth:`to_openai` for ``shared``)."""
         produce = self._anthropic_out.producer(anthropic.message_out, shared)
-        return anthropic.write_anthropic(messages, produce)
+        if not shared:  # the caller may change what it gets: nothing of it is kept
+            return anthropic.write_anthropic(messages, produce).result()
+        with self._lock:
+            writes = tuple(self._writes)
+        last, same = None, 0
+        for w in writes:  # the write that shares the longest prefix of messages goes on
+            k = _same(w.messages, messages)
+            if k > same:
+                last, same = w, k
+        new = anthropic.write_anthropic(messages, produce, last, same)
+        with self._lock:
+            self._writes = [new, *(w for w in self._writes if w is not last)][:_BRANCHES]
+        return new.result(continued=True)
 
     # -- the table -------------------------------------------------------------------------------
     def _read(
@@ -250,6 +273,7 @@ class PrefixCodec:
             self._bytes = 0
         self._openai_out.clear()
         self._anthropic_out.clear()
+        self._writes = []
 
 
 _T = TypeVar("_T")

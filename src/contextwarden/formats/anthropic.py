@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -45,6 +46,7 @@ from ._common import (
     too_deep,
 )
 from ._media import anthropic_image_cost, anthropic_source_from_openai, media_cost, parse_data_url
+from .cache_control import Continued
 
 __all__ = [
     "LEADING_USER_TEXT",
@@ -356,7 +358,7 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[SystemPrompt, list[dict[s
     output shares no mutable value with the messages. Raises :class:`FormatError` for content
     Anthropic cannot carry (audio, an image in the system prompt, an uploaded OpenAI file).
     """
-    return write_anthropic(messages, message_out)
+    return write_anthropic(messages, message_out).result()
 
 
 def message_out(i: int, msg: Message) -> dict[str, Any] | None:
@@ -392,19 +394,64 @@ def message_out(i: int, msg: Message) -> dict[str, Any] | None:
     return d
 
 
+class AnthropicWrite:
+    """What :func:`write_anthropic` wrote for ``messages``: the system messages met, the dicts
+    of the others (``out``, before a leading user turn is added) and which of those were written
+    as Anthropic originals (``exact``), and ``starts``: ``(i, len(system), len(out))`` before
+    each message ``i`` that began a user or assistant dict. Every list that starts with the
+    same ``messages[:i]`` is written the same up to such an ``i``, and what comes after never
+    changes the dicts before it (a merge goes into ``i``'s dict or a later one)."""
+
+    __slots__ = ("begin", "exact", "given", "kept", "messages", "out", "prior", "starts", "system")
+
+    def __init__(self, messages: Sequence[Message], last: AnthropicWrite | None, same: int):
+        self.messages = tuple(messages)
+        self.begin = self.kept = 0  # the first message and dict not taken from ``last``
+        self.system: list[tuple[int, Message]] = []
+        self.out: list[dict[str, Any]] = []
+        self.exact: list[bool] = []
+        self.starts: list[tuple[int, int, int]] = []
+        self.prior: Any = None
+        self.given: Continued | None = None
+        at = bisect_right(last.starts, same, key=lambda s: s[0]) - 1 if last is not None else -1
+        if last is not None and at >= 0:
+            self.begin, k, self.kept = last.starts[at]
+            self.system, self.starts = last.system[:k], last.starts[:at]
+            self.out, self.exact = last.out[: self.kept], last.exact[: self.kept]
+            self.prior = last.given.found if last.given is not None else None
+
+    def result(self, continued: bool = False) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+        """``(system, messages)``, as :func:`to_anthropic` gives them; ``continued``: the
+        messages as a :class:`Continued` list, which tells the breakpoint scan what it found in
+        the messages taken from the last write."""
+        out = self.out
+        if out and out[0]["role"] == "assistant" and not self.exact[0]:
+            out = [{"role": "user", "content": LEADING_USER_TEXT}, *out]
+        elif continued:
+            out = self.given = Continued(out)
+            out.kept, out.prior = self.kept, self.prior
+        return _system_out(self.system), out
+
+
 def write_anthropic(
-    messages: Sequence[Message], produce: Callable[[int, Message], dict[str, Any] | None]
-) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+    messages: Sequence[Message],
+    produce: Callable[[int, Message], dict[str, Any] | None],
+    last: AnthropicWrite | None = None,
+    same: int = 0,
+) -> AnthropicWrite:
     """:func:`to_anthropic`, with ``produce(i, message)`` giving what :func:`message_out` gives:
     a writer that remembers them passes its own. Its dicts are never changed here (a merge
-    writes a new dict), so they may be shared with other calls."""
-    system_msgs: list[tuple[int, Message]] = []
-    out: list[dict[str, Any]] = []
-    exact_out: list[bool] = []  # per output message: written as an Anthropic original
-    for i, msg in enumerate(messages):
+    writes a new dict), so they may be shared with other calls. ``last``: an earlier write whose
+    first ``same`` messages are those of ``messages`` (the same objects), whose dicts for them
+    are taken instead of written again (the dicts and the lists of a write are never changed
+    once it is made)."""
+    w = AnthropicWrite(messages, last, same)
+    out, exact_out = w.out, w.exact
+    for i in range(w.begin, len(messages)):
+        msg = messages[i]
         inline = msg.role == "system" and is_inline_system(msg)
         if msg.role == "system" and not inline:
-            system_msgs.append((i, msg))
+            w.system.append((i, msg))
             continue
         d = produce(i, msg)
         if d is None:
@@ -422,12 +469,13 @@ def write_anthropic(
             out[k] = dict(out[k])  # a new dict: the produced ones may be shared
             _merge(out[k], d)
             exact_out[k] = False
+            w.kept = min(w.kept, k)  # not the dict of the last write any more
             continue
+        if not inline:
+            w.starts.append((i, len(w.system), len(out)))
         out.append(d)
         exact_out.append(exact)
-    if out and out[0]["role"] == "assistant" and not exact_out[0]:
-        out.insert(0, {"role": "user", "content": LEADING_USER_TEXT})
-    return _system_out(system_msgs), out
+    return w
 
 
 def is_inline_system(msg: Message) -> bool:

@@ -13,6 +13,7 @@ from ._common import tname
 
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
+    "Continued",
     "add_cache_breakpoints",
     "add_counting",
     "count_cache_breakpoints",
@@ -31,6 +32,17 @@ _CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
 _Pos = tuple[int, int, int, int]
 _TOOLS, _SYSTEM, _MESSAGES = 0, 1, 2
 _WHOLE = 2**31
+
+
+class Continued(list[dict[str, Any]]):
+    """Anthropic messages written by going on from an earlier list of the same writer (see
+    :class:`~.anthropic.AnthropicWrite`), whose first ``kept`` dicts it shares; dicts of such
+    lists are never changed. ``prior``: the breakpoints of the earlier list's messages, when
+    they were looked for (then only the rest of this one is read); ``found``: this one's."""
+
+    kept = 0
+    prior: list[tuple[_Pos, Any]] | None = None
+    found: list[tuple[_Pos, Any]] | None = None
 
 
 def count_cache_breakpoints(
@@ -160,7 +172,12 @@ def _breakpoints(
         raise FormatError(f"messages: expected a list, got {tname(messages)}")
     # The hot loop of a proxied request (every block of the history): exact-type checks first,
     # the slower Mapping check only for what is not a plain dict.
-    for i, message in enumerate(messages):
+    start, ahead = 0, len(found)
+    if type(messages) is Continued and messages.prior is not None:
+        start = messages.kept
+        found += [f for f in messages.prior if f[0][1] < start]
+    for i in range(start, len(messages)):
+        message = messages[i]
         content = _content(message, i)
         if type(content) is str:
             continue
@@ -183,6 +200,8 @@ def _breakpoints(
                             _note(found, (_MESSAGES, i, j, k), sub)
             if "cache_control" in block:
                 _note(found, (_MESSAGES, i, j, _WHOLE), block)
+    if type(messages) is Continued:
+        messages.found = found[ahead:]
     return found
 
 
@@ -253,6 +272,8 @@ def _apply(
     out_tools = None if tools is None else [t if type(t) is dict else dict(t) for t in tools]
     out_system = list(system) if isinstance(system, list) else system
     out_messages = [m if type(m) is dict else dict(m) for m in messages]
+    if type(messages) is Continued:  # its dicts, and those made here, are never changed
+        out_messages = Continued(out_messages)
     for (where, i, j, _), control in added.items():
         if where == _TOOLS:
             assert out_tools is not None

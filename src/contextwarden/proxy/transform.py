@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
 from ..formats._body import BodyReader
+from ..formats.cache_control import Continued
 from .wire import WIRES, Ran, Wire
 from .wire._base import Has
 
@@ -161,12 +162,17 @@ def effective_window(
     the proxy's :class:`~contextwarden.ModelRegistry` (its config's ``models:`` section)."""
     if cap is None:
         return None
-    known: int | None
-    try:
-        known = context_window(model, override, models) if (model or override) else None
-    except UnknownModelError:
-        known = None
+    known = _own_window(model, override, models)
     return min(known, cap) if known else cap
+
+
+def _own_window(
+    model: str | None, override: int | None, models: Mapping[str, ModelInfo] | None
+) -> int | None:
+    try:
+        return context_window(model, override, models) if (model or override) else None
+    except UnknownModelError:
+        return None
 
 
 def reply_room(
@@ -183,10 +189,7 @@ def reply_room(
     window: the limit as it is."""
     if limit is None or window is None:
         return limit
-    try:
-        own = context_window(model, override, models) if (model or override) else None
-    except UnknownModelError:
-        own = None
+    own = _own_window(model, override, models)
     if own is None or own <= window:
         return limit
     left = limit - (own - window)
@@ -388,10 +391,40 @@ def dump_body(body: Any, fast: bool) -> bytes:
     it holds no NaN or infinity) writes with orjson, ten times faster than :func:`json.dumps`
     and the same text except for the spelling of some floats (``1e-7`` for ``1e-07``,
     ``0.00005`` for ``5e-05``: the same numbers); what orjson refuses (an integer outside 64
-    bits) is written by :func:`json.dumps`, as it is without orjson."""
+    bits) is written by :func:`json.dumps`, as it is without orjson. The messages of a
+    :class:`~..formats.cache_control.Continued` list (dicts never changed) are written once
+    each: a conversation's next request writes only those it did not send before."""
     if fast and _orjson is not None:
         try:
+            if type(body) is dict and any(type(v) is Continued for v in body.values()):
+                body = {k: _known_json(v) if type(v) is Continued else v for k, v in body.items()}
             return _orjson.dumps(body)
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _known_json(messages: Continued) -> Any:
+    """The JSON of ``messages`` (as :func:`orjson.dumps` writes it), each dict's remembered by
+    identity: two generations, the current one of at most ``_JSON_LIMIT`` bytes."""
+    global _json_now, _json_then, _json_bytes  # noqa: PLW0603 - swapped whole, never changed
+    parts: list[bytes] = []
+    for m in messages:
+        hit = _json_now.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = _json_then.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = (m, _orjson.dumps(m))
+            if _json_bytes + len(hit[1]) > _JSON_LIMIT:
+                _json_now, _json_then, _json_bytes = {}, _json_now, 0
+            _json_now[id(m)] = hit  # the entry holds its dict: the id is not reused meanwhile
+            _json_bytes += len(hit[1])
+        parts.append(hit[1])
+    return _orjson.Fragment(b"[" + b",".join(parts) + b"]")
+
+
+#: What the JSON of messages is remembered in (see :func:`_known_json`).
+_JSON_LIMIT = 16 << 20
+_json_now: dict[int, tuple[Any, bytes]] = {}
+_json_then: dict[int, tuple[Any, bytes]] = {}
+_json_bytes = 0

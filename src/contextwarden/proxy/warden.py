@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
 from urllib.parse import parse_qs
 
 from .._compaction import Compactor
@@ -21,7 +20,7 @@ from .clients import ScopedCache
 from .config import ProxyConfig
 from .transform import BodyWarden
 
-__all__ = ["SUMMARY_API", "WardenFactory", "build_cache", "build_warden", "request_summarizer"]
+__all__ = ["SUMMARY_API", "WardenFactory", "build_cache", "request_summarizer"]
 
 logger = logging.getLogger("contextwarden.proxy")
 
@@ -64,7 +63,6 @@ class WardenFactory:
         self.log_store = log_store
 
     def __call__(self, client: str) -> BodyWarden:
-
         own: MutableMapping[str, str]
         if self.cache is None or self.config.cache == "memory":
             own = LruCache(self.MEMORY_SUMMARIES)
@@ -78,7 +76,19 @@ class WardenFactory:
         # all of it: Warden.state_bytes)
         share = self.config.client_state_bytes // 4
         codec = PrefixCodec(max_conversations=64, max_bytes=share, max_written_bytes=share // 2)
-        return _warden(self.config, own, self.summarizer, logs, codec)
+        settings = self.config.warden
+        compactor = (
+            Compactor(settings.compaction, cache=own, summarizer=self.summarizer)
+            if settings.compaction.enabled
+            else None
+        )
+        return Warden(
+            settings,
+            compactor=compactor,
+            log_store=logs,
+            codec=codec,
+            counter_cache=CLIENT_COUNTER_CACHE,
+        )
 
 
 def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
@@ -97,26 +107,6 @@ def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
     return built
 
 
-def _warden(
-    config: ProxyConfig,
-    cache: MutableMapping[str, str],
-    summarizer: Summarizer | None,
-    log_store: LogStore | None = None,
-    codec: PrefixCodec | None = None,
-) -> BodyWarden:
-    settings = config.warden
-    options: dict[str, Any] = dict(
-        log_store=log_store, codec=codec, counter_cache=CLIENT_COUNTER_CACHE
-    )
-    if not settings.compaction.enabled:
-        return Warden(settings, compactor=None, **options)
-    return Warden(
-        settings,
-        compactor=Compactor(settings.compaction, cache=cache, summarizer=summarizer),
-        **options,
-    )
-
-
 def build_log_store(config: ProxyConfig) -> LogStore | None:
     """Where the conversations' logs are kept, beside the summaries: the SQLite file of the
     summary cache (its own table), or the Redis server; none with the ``memory`` cache (each
@@ -127,18 +117,6 @@ def build_log_store(config: ProxyConfig) -> LogStore | None:
     if config.cache == "memory":
         return None
     return SQLiteLogStore(config.cache_path or default_cache_path())
-
-
-def build_warden(config: ProxyConfig, cache: MutableMapping[str, str]) -> BodyWarden:
-    """A Warden configured by ``config.warden`` whose compactor keeps summaries in ``cache``, so a
-    compaction is paid once and every later call replaying the same prefix reuses it.
-
-    Its own summarizer is the one ``config.summary_source`` names: the warden config's
-    ``summarizer:`` section (``config``), that section with ``PROVIDER:MODEL`` put in, or the
-    embedded extractive one (``extractive``, and ``upstream``, where each request brings its own:
-    :func:`request_summarizer`). A key variable that is unset is a
-    :class:`~contextwarden.ConfigError` naming it, at start-up."""
-    return _warden(config, cache, _configured_summarizer(config))
 
 
 #: The wire format a route's summaries are asked in: the API the client itself speaks.
