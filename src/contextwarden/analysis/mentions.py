@@ -63,6 +63,9 @@ _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
+#: A JSON or C string escape in front of a word (``\tFilePath`` in a tool's JSON output): a
+#: separator, not the name's first letter.
+_ESCAPE = re.compile(r"\\[nrt](?=\w)")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
     (
@@ -116,8 +119,14 @@ def path_like(text: str) -> bool:
     return not text.startswith("-") and "." in text.rsplit("/", 1)[-1]
 
 
+def _unescaped(text: str) -> str:
+    return _ESCAPE.sub(" ", text) if "\\" in text else text
+
+
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(paths, code names) written in ``text``, in order, without repeats."""
+    """(paths, code names) written in ``text``, in order, without repeats; an escape written in
+    the text (``\\n``, ``\\t``) separates words."""
+    text = _unescaped(text)
     found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
     paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
     clean = tuple(p for p in paths if path_like(p))
@@ -134,7 +143,7 @@ def names_of(text: str) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
     structures that name files: ``grep`` hits, frames, test ids)."""
-    return tuple(dict.fromkeys(w for w in _WORD.findall(text) if is_code_name(w)))
+    return tuple(dict.fromkeys(w for w in _WORD.findall(_unescaped(text)) if is_code_name(w)))
 
 
 @dataclass(frozen=True)

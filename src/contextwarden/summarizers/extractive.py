@@ -105,12 +105,7 @@ def _entries(
         yield Entry(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
         )
-    # every later instruction of the user's, verbatim: the agent works to them as to the task
-    # (after the must-keep facts: the changed files, the pins, the last error)
-    for i, said in enumerate(dict.fromkeys(facts.instructions)):
-        yield Entry(
-            "remaining", clip(said, INSTRUCTION_CHARS), 4, (1, i), INSTRUCTIONS, i, True, 120
-        )
+    yield from _instruction_entries(facts, cap)
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
         label = (
@@ -254,6 +249,62 @@ def _entries(
 INSTRUCTIONS = "User instructions (verbatim, in order)"
 #: A later instruction of the user's is quoted up to this many characters.
 INSTRUCTION_CHARS = 1_200
+#: The share of the cap the user's later instructions fill verbatim, newest first, ahead of
+#: the names index and the working set; older ones beyond it rank with the commands run and
+#: are clipped to their opening (:data:`INSTRUCTION_OPENING` characters) where room is short,
+#: and are recallable by the span's reference. Without a share, a session where the user pastes logs fills every summary with
+#: them and the index of the code in play is crowded out.
+INSTRUCTIONS_SHARE = 0.25
+INSTRUCTION_OPENING = 120
+
+
+def _instruction_entries(facts: Facts, cap: int) -> Iterator[Entry]:
+    """Every later instruction of the user's (those an earlier summary carried, then the
+    span's), in order, verbatim within :data:`INSTRUCTIONS_SHARE` of the cap, newest first;
+    a multi-line instruction's lines after the first are indented, so it reads back whole."""
+    said = list(dict.fromkeys((*_earlier_instructions(facts.earlier), *facts.instructions)))
+    used = 0
+    for i in range(len(said) - 1, -1, -1):
+        text = clip(said[i], INSTRUCTION_CHARS).replace("\n", "\n  ")
+        used += len(text) + 3
+        whole = used <= cap * INSTRUCTIONS_SHARE
+        yield Entry(
+            "remaining",
+            text,
+            4 if whole else 6,
+            (1, i),
+            INSTRUCTIONS,
+            i,
+            True,
+            min(len(text), INSTRUCTION_OPENING),
+        )
+
+
+def _earlier_instructions(earlier: SummarySections | None) -> list[str]:
+    """The instructions an earlier summary listed, in order (an indented line continues the
+    one before it)."""
+    if earlier is None:
+        return []
+    out: list[str] = []
+    inside = False
+    for raw in earlier.remaining.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if not line.startswith((" ", "- ")) and line.endswith(":"):
+            inside = heading_name(line[:-1]).strip() == INSTRUCTIONS
+            continue
+        if not inside:
+            continue
+        if line.startswith("- "):
+            out.append(line[2:])
+        elif line.startswith("  ") and out:
+            out[-1] += "\n" + line[2:]
+        else:
+            out.append(line.strip())
+    return out
+
+
 #: The files a summary names as read (the newest).
 READ_PATHS = 12
 
@@ -379,11 +430,7 @@ def _earlier_pins(facts: Facts) -> list[str]:
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
     for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
         h = heading.lower()
-        if h == INSTRUCTIONS.lower():  # the user's words stay verbatim, summary after summary
-            said = line[2:] if line.startswith("- ") else line
-            yield Entry("remaining", said, 4, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
-            continue
-        if h in _EARLIER_SKIP or h == "pinned (verbatim)":
+        if h in _EARLIER_SKIP or h == INSTRUCTIONS.lower() or h == "pinned (verbatim)":
             continue  # the task, files and pins are carried by their own entries
         if h.startswith("earlier"):
             group = heading
