@@ -95,6 +95,9 @@ WEIGHT_PROSE = 1.5
 WEIGHT_OUTPUT = 1.0
 #: Any other code name a result shows (a local variable in a file the agent read).
 WEIGHT_SEEN = 0.3
+#: A folder or package path the agent typed: it finds files again, but is not what the agent
+#: edits or calls, so it counts like a result's mention, not like a file it typed.
+WEIGHT_FOLDER = WEIGHT_OUTPUT
 
 
 def is_code_name(word: str) -> bool:
@@ -223,7 +226,7 @@ class _Tally:
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
-            self.add(d, True, index, weight, agent=agent)
+            self.add(d, True, index, WEIGHT_FOLDER, agent=agent)
         for n in names:
             self.add(n, False, index, weight, agent=agent)
 

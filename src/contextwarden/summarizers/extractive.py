@@ -24,6 +24,7 @@ from ..analysis.sections import (
     heading_name,
     with_ref,
 )
+from ..analysis.working import EditSite
 from ._index import INDEX_GROUP, names_index
 from .base import SummaryRequest, effective_cap, request_facts
 
@@ -316,20 +317,54 @@ WORKING_SITES = 2
 WORKING_SITE_CHARS = 600
 
 
+_SITE_HEAD = re.compile(r"^- (?P<path>\S+), around the edit of (?:message \d+|an earlier span):$")
+#: An earlier summary's site counts as older than every site of the span.
+_EARLIER_SITE = -1
+
+
+def _earlier_sites(earlier: SummarySections | None) -> list[EditSite]:
+    """The working set an earlier summary quoted, in its order: each site's head line and the
+    fenced lines under it."""
+    if earlier is None:
+        return []
+    out: list[EditSite] = []
+    head: re.Match[str] | None = None
+    body: list[str] | None = None
+    for line in earlier.current_state.splitlines():
+        if body is not None:
+            if line.strip() == "```":
+                if head is not None and body:
+                    out.append(EditSite(head["path"], _EARLIER_SITE, tuple(body)))
+                head, body = None, None
+            else:
+                body.append(line)
+        elif line.strip() == "```" and head is not None:
+            body = []
+        else:
+            head = _SITE_HEAD.match(line.strip())
+    return out
+
+
 def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
     """The file's lines around the latest edits, verbatim in a fenced block: the text the next
-    edit there must quote. A site whose lines an already listed newer site holds is skipped."""
+    edit there must quote. The span's sites come first, newest first, then those the earlier
+    summary quoted in files the span did not edit (the agent comes back to them after a span
+    of tests or reading); a site whose lines an already listed site holds is skipped."""
     group = with_ref("Working set", ref)
     shown: dict[str, set[str]] = {}
+    edited = {site.path for site in facts.working}
+    # a file the span edited again has fresher lines than what an earlier summary quoted
+    earlier = [s for s in _earlier_sites(facts.earlier) if s.path not in edited]
     n = 0
-    for site in reversed(facts.working):
+    for site in [*reversed(facts.working), *earlier]:
         if n >= WORKING_SITES:
             break
         lines = list(site.lines)
         seen = shown.setdefault(site.path, set())
         if all(ln.strip() in seen for ln in lines if ln.strip()):
             continue
-        head = f"- {site.path}, around the edit of message {site.index}:"
+        at = f"message {site.index}" if site.index >= 0 else "an earlier span"
+        head = f"- {site.path}, around the edit of {at}:"
         kept: list[str] = []
         size = len(head) + 10
         for ln in lines:
@@ -344,7 +379,7 @@ def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
         yield Entry(
             "current_state",
             f"{head}\n```\n{body}\n```",
-            5,
+            4 if n == 0 else 5,  # the newest site goes with the names index, ahead of it
             (1, 10 + n),
             group,
             recency=site.index,
