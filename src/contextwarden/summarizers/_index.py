@@ -20,13 +20,13 @@ names seen in it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..analysis.mentions import WEIGHT_ACTION, WEIGHT_OUTPUT, CodeMentions
-from ..analysis.sections import SummarySections, heading_name
+from ..analysis.sections import SECTIONS, SummarySections, heading_name
 
-__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]
+__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "earlier_lines", "names_index"]
 
 #: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
 INDEX_GROUP = "Files and code in play"
@@ -68,34 +68,41 @@ class IndexLine:
         return f"{label}: {', '.join(self.names)}" if self.names else label
 
 
+def earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
+    """``(section, heading, line)`` for each line of an earlier summary, in order: the heading
+    it is under (without its reference; "Earlier (X)" read as X), the line with its right spaces
+    off; a fence (`````) and the lines inside one are never headings."""
+    if earlier is None:
+        return
+    for section in SECTIONS:
+        heading, fenced = "", False
+        for raw in earlier.get(section).splitlines():
+            line, bare = raw.rstrip(), raw.strip()
+            if not bare:
+                continue
+            if bare.startswith("```"):
+                fenced = not fenced
+            elif not fenced and bare.endswith(":") and not bare.startswith("- ") and len(bare) < 90:
+                heading = heading_name(bare[:-1]).strip()
+                if heading.startswith("Earlier (") and heading.endswith(")"):
+                    heading = heading[len("Earlier (") : -1]
+                continue
+            yield section, heading, line
+
+
 def earlier_index(earlier: SummarySections | None) -> list[tuple[str | None, tuple[str, ...]]]:
     """The index lines of an earlier summary, in its order: ``(path, names)`` for a file line,
     ``(None, names)`` for a line of loose names."""
-    if earlier is None:
-        return []
     out: list[tuple[str | None, tuple[str, ...]]] = []
-    inside = False
-    for raw in earlier.current_state.splitlines():
-        line = raw.strip()
-        if not line:
+    for section, heading, line in earlier_lines(earlier):
+        if section != "current_state" or heading != INDEX_GROUP or not line.startswith("- "):
             continue
-        if not line.startswith("- ") and line.endswith(":"):
-            name = heading_name(line[:-1]).strip()
-            if name.startswith("Earlier (") and name.endswith(")"):
-                name = name[len("Earlier (") : -1]
-            inside = name == INDEX_GROUP
-            continue
-        if not inside or not line.startswith("- "):
-            continue
-        body = line[2:]
-        if body.startswith("names: "):
-            out.append((None, _split(body[len("names: ") :])))
-            continue
-        head, _, rest = body.partition(": ")
+        head, _, rest = line[2:].partition(": ")
         m = _NOTE.match(head)
-        if m is None:
-            continue
-        out.append((m.group("path"), _split(rest)))
+        if head == "names":
+            out.append((None, _split(rest)))
+        elif m is not None:
+            out.append((m.group("path"), _split(rest)))
     return out
 
 

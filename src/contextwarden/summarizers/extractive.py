@@ -21,11 +21,10 @@ from ..analysis.sections import (
     SummarySections,
     clip,
     fit,
-    heading_name,
     with_ref,
 )
 from ..analysis.working import EditSite
-from ._index import INDEX_GROUP, names_index
+from ._index import INDEX_GROUP, earlier_lines, names_index
 from .base import SummaryRequest, effective_cap, request_facts
 
 __all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
@@ -39,7 +38,15 @@ TASK_SHARE = 0.1
 #: the shortest quote of the task, and the whole of it when the request holds the task
 TASK_QUOTE_CHARS = 240
 
-_EARLIER_SKIP = {"original task", "files changed", "focus", "working set", INDEX_GROUP.lower()}
+_EARLIER_SKIP = {
+    "original task",
+    "files changed",
+    "focus",
+    "working set",
+    "pinned (verbatim)",
+    "user instructions (verbatim, in order)",
+    INDEX_GROUP.lower(),
+}
 
 
 def _focus_words(focus: str | None) -> frozenset[str]:
@@ -70,31 +77,10 @@ def facts_entries(
     ref: str | None = None,
     held: frozenset[str] = frozenset(),
     task_held: bool = False,
-) -> list[Entry]:
+) -> Iterator[Entry]:
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
     the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
     with the LLM summarizer, which adds the must-keep ones to its output."""
-    entries = list(_entries(facts, task, pinned, focus, cap, ref, held, task_held))
-    words = _focus_words(focus)
-    # what the user asked to keep moves up two tiers (never above the must-keep ones)
-    return [
-        replace(e, tier=max(2, e.tier - 2))
-        if words and e.tier > 2 and any(w in e.text.lower() for w in words)
-        else e
-        for e in entries
-    ]
-
-
-def _entries(
-    facts: Facts,
-    task: str | None,
-    pinned: tuple[str, ...],
-    focus: str | None,
-    cap: int,
-    ref: str | None,
-    held: frozenset[str],
-    task_held: bool,
-) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
@@ -284,25 +270,14 @@ def _instruction_entries(facts: Facts, cap: int) -> Iterator[Entry]:
 def _earlier_instructions(earlier: SummarySections | None) -> list[str]:
     """The instructions an earlier summary listed, in order (an indented line continues the
     one before it)."""
-    if earlier is None:
-        return []
     out: list[str] = []
-    inside = False
-    for raw in earlier.remaining.splitlines():
-        line = raw.rstrip()
-        if not line.strip():
+    for _, heading, line in earlier_lines(earlier):
+        if heading != INSTRUCTIONS:
             continue
-        if not line.startswith((" ", "- ")) and line.endswith(":"):
-            inside = heading_name(line[:-1]).strip() == INSTRUCTIONS
-            continue
-        if not inside:
-            continue
-        if line.startswith("- "):
-            out.append(line[2:])
-        elif line.startswith("  ") and out:
+        if line.startswith("  ") and out:
             out[-1] += "\n" + line[2:]
         else:
-            out.append(line.strip())
+            out.append(line.removeprefix("- ").strip())
     return out
 
 
@@ -325,23 +300,20 @@ _EARLIER_SITE = -1
 def _earlier_sites(earlier: SummarySections | None) -> list[EditSite]:
     """The working set an earlier summary quoted, in its order: each site's head line and the
     fenced lines under it."""
-    if earlier is None:
-        return []
     out: list[EditSite] = []
-    head: re.Match[str] | None = None
-    body: list[str] | None = None
-    for line in earlier.current_state.splitlines():
-        if body is not None:
-            if line.strip() == "```":
-                if head is not None and body:
-                    out.append(EditSite(head["path"], _EARLIER_SITE, tuple(body)))
-                head, body = None, None
-            else:
-                body.append(line)
-        elif line.strip() == "```" and head is not None:
-            body = []
-        else:
-            head = _SITE_HEAD.match(line.strip())
+    path: str | None = None
+    body: list[str] = []
+    for _, heading, line in earlier_lines(earlier):
+        if heading != "Working set":
+            continue
+        head = _SITE_HEAD.match(line)
+        if head is not None:
+            path, body = head["path"], []
+        elif line.strip() != "```":
+            body.append(line)
+        elif body and path is not None:  # the closing fence
+            out.append(EditSite(path, _EARLIER_SITE, tuple(body)))
+            path = None
     return out
 
 
@@ -434,46 +406,18 @@ def _earlier_refs(facts: Facts) -> list[str]:
     return list(dict.fromkeys(REF_RE.findall(text)))
 
 
-def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
-    """(section, heading, line) for each content line of an earlier summary."""
-    if earlier is None:
-        return
-    for name in SECTIONS:
-        heading = ""
-        fenced = False
-        for raw in earlier.get(name).splitlines():
-            line = raw.strip()
-            if line.startswith("```"):
-                fenced = not fenced  # quoted file lines: never headings
-                continue
-            if not line:
-                continue
-            if not fenced and line.endswith(":") and not line.startswith("- ") and len(line) < 90:
-                heading = heading_name(line[:-1]).strip()
-                continue
-            yield name, heading, line
-
-
 def _earlier_pins(facts: Facts) -> list[str]:
-    return [
-        line
-        for _, heading, line in _earlier_lines(facts.earlier)
-        if heading.lower() == "pinned (verbatim)"
-    ]
+    return [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
 
 
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
-    for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
-        h = heading.lower()
-        if h in _EARLIER_SKIP or h == INSTRUCTIONS.lower() or h == "pinned (verbatim)":
-            continue  # the task, files and pins are carried by their own entries
-        if h.startswith("earlier"):
-            group = heading
-        else:
-            group = f"Earlier ({heading})" if heading else "Earlier"
-        text = line[2:] if line.startswith("- ") else line
+    for i, (name, heading, line) in enumerate(earlier_lines(earlier)):
+        text = line.strip().removeprefix("- ")
+        if heading.lower() in _EARLIER_SKIP or text.startswith("```"):
+            continue  # the task, files, pins, instructions and edit sites have their own entries
         if text.startswith(("Earlier spans, recallable:", "Older spans, recallable:")):
             continue  # carried by its own entry, with the references this summary adds
+        group = f"Earlier ({heading})" if heading not in ("", "Earlier") else "Earlier"
         yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
 
 
@@ -513,6 +457,7 @@ class ExtractiveSummarizer:
                 f"{request.max_chars}, half of the replaced text), need {MIN_SUMMARY_CHARS}"
             )
         facts = request_facts(request)
+        words = _focus_words(request.focus)
         entries = facts_entries(
             facts,
             task=request.task,
@@ -523,7 +468,16 @@ class ExtractiveSummarizer:
             held=request.held,
             task_held=request.task_held,
         )
-        return fit(entries, cap)
+        # what the user asked to keep moves up two tiers (never above the must-keep ones)
+        return fit(
+            (
+                replace(e, tier=max(2, e.tier - 2))
+                if words and e.tier > 2 and any(w in e.text.lower() for w in words)
+                else e
+                for e in entries
+            ),
+            cap,
+        )
 
     async def asummarize(self, request: SummaryRequest) -> str:
         """Same as :meth:`summarize` (CPU only, fast: no thread hop)."""
