@@ -71,7 +71,8 @@ class IndexLine:
 def earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
     """``(section, heading, line)`` for each line of an earlier summary, in order: the heading
     it is under (without its reference; "Earlier (X)" read as X), the line with its right spaces
-    off; a fence (`````) and the lines inside one are never headings."""
+    off. A heading is a line of its own at the start (``Group:``); an indented line (what an
+    entry continues with), a fence (`````) and the lines inside one never are."""
     if earlier is None:
         return
     for section in SECTIONS:
@@ -82,7 +83,13 @@ def earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, s
                 continue
             if bare.startswith("```"):
                 fenced = not fenced
-            elif not fenced and bare.endswith(":") and not bare.startswith("- ") and len(bare) < 90:
+            elif (
+                not fenced
+                and line == bare
+                and line.endswith(":")
+                and not line.startswith("- ")
+                and len(line) < 90
+            ):
                 heading = heading_name(bare[:-1]).strip()
                 if heading.startswith("Earlier (") and heading.endswith(")"):
                     heading = heading[len("Earlier (") : -1]
