@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from fake_upstream import FakeUpstream
+from fake_upstream import Behaviour, FakeUpstream
 from proxy_doubles import StartProxy, agent_history
 
 
@@ -37,3 +37,28 @@ def test_conversations_sharing_a_tail_never_share_an_edit(
             assert other not in text  # never the other conversation's
             compacted += any("[Context summary:" in str(m.get("content")) for m in messages)
     assert compacted > 0  # the proxy did compact both histories
+
+
+def test_a_cookie_the_upstream_sets_reaches_its_caller_only(
+    upstream: tuple[FakeUpstream, str], start_proxy: StartProxy
+) -> None:
+    fake, url = upstream
+    proxy = start_proxy(url)
+    fake.then(Behaviour(headers={"set-cookie": "__cf_bm=for-a; Path=/"}))
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    first = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": "Bearer sk-a"},
+        timeout=60,
+    )
+    assert first.headers.get("set-cookie") == "__cf_bm=for-a; Path=/"  # relayed to its caller
+    for key in ("sk-a", "sk-b"):  # and never sent again by the proxy, to anyone
+        r = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+        assert r.status_code == 200
+        assert "cookie" not in fake.last.headers

@@ -48,6 +48,7 @@ __all__ = [
     "RunOption",
     "SummarizerOption",
     "WindowOption",
+    "check_format",
     "check_output_path",
     "config_for",
     "err",
@@ -257,6 +258,12 @@ def check_output_path(
     return path
 
 
+def check_format(fmt: str | None) -> None:
+    """A usage error (exit status 2) for a ``--format`` no reader knows."""
+    if fmt is not None and fmt not in FORMATS:
+        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", EXIT_USAGE)
+
+
 def require_file(path: Path, *, sessions: bool = False) -> Path:
     """``path`` if it is a readable file (with ``sessions``, or a folder a reader takes as one
     session: an OpenHands conversation folder); else a one-line usage error (exit status 2)."""
@@ -369,8 +376,7 @@ def read_session(
     and what was assumed go to stderr, once each. Usage errors (exit status 2) for a missing
     file, an unknown format, a run the file does not hold."""
     require_file(file, sessions=True)
-    if fmt is not None and fmt not in FORMATS:
-        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", EXIT_USAGE)
+    check_format(fmt)
     cfg = config_for(config, model=model, window=window, summarizer=summarizer)
     size = file.stat().st_size
     with progress(f"reading {file.name} ({size / 1e6:,.1f} MB)", None):

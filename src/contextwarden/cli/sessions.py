@@ -17,12 +17,12 @@ from rich.table import Table
 
 from .._plot import pyplot
 from ..store.sqlite import data_dir
-from ..transcripts._common import FORMATS
 from ..transcripts.inventory import SessionSummary, find_session_files, summarize_files
 from ._common import (
     FormatOption,
     ModelOption,
     WindowOption,
+    check_format,
     check_output_path,
     err,
     fail,
@@ -236,8 +236,7 @@ def sessions_command(
     for folder in folders or ():
         if not folder.exists():
             raise fail(f"{folder}: no such file or folder", 2)
-    if fmt is not None and fmt not in FORMATS:
-        raise fail(f"--format {fmt}: unknown format; known: {', '.join(FORMATS)}", 2)
+    check_format(fmt)
     plot = check_output_path(plot) if plot is not None else None
     files = find_session_files(folders or ())
     with progress("reading sessions", len(files)) as advance:

@@ -214,21 +214,6 @@ class _Walk:
         i = self.expect(self.ws(i), ":")
         return key, self.ws(i)
 
-    def elements(self, i: int, values: list[Any], ends: list[int]) -> int:
-        """The list elements from ``i`` (at an element or at the ``]``), each with its end;
-        returns the position after the ``]``."""
-        if self.text[i : i + 1] == "]":
-            return i + 1
-        while True:
-            value, i = self.value(i)
-            values.append(value)
-            ends.append(i)
-            i = self.ws(i)
-            if self.text[i : i + 1] == ",":
-                i = self.ws(i + 1)
-                continue
-            return self.expect(i, "]")
-
     def members(self, i: int, pairs: list[tuple[str, Any]]) -> int:
         """The object members from ``i`` (after a ``{`` or a ``,``-less position before one),
         up to and including the ``}``; returns the position after it."""

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .._exceptions import FormatError
-from .._messages import EMPTY, Block, ImageBlock, Message, TextBlock, ThinkingBlock
+from .._messages import EMPTY, Block, ImageBlock, TextBlock, ThinkingBlock
 
 __all__ = [
     "FIELD",
@@ -36,7 +36,6 @@ __all__ = [
     "fill",
     "frozen",
     "hints_for",
-    "is_native",
     "opaque_media",
     "limit_value",
     "opaque_payload",
@@ -206,14 +205,6 @@ def hints_for(provider: Provider, content: str, role: str | None = None) -> Mapp
     """The read-only hints mapping for one spelling (shared by the messages of that spelling)."""
     h = _HINTS.get((provider, content, role))
     return h if h is not None else _hints(provider, content, role)
-
-
-def is_native(message: Message, provider: Provider) -> bool:
-    """True when ``message`` came from ``provider`` or from no provider at all (built in code):
-    then its provider-specific extras are emitted verbatim. Messages from the other provider
-    are converted, and their provider-specific extras dropped."""
-    fmt = message.hints.get("format")
-    return fmt is None or fmt == provider
 
 
 def tname(value: Any) -> str:

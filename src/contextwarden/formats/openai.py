@@ -131,7 +131,7 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
             legacy_call = f"function_call_{i}"
     else:
         consumed, content, kind = _content(i, m)
-        name = _name(i, m)
+        name = _name(i, m.get("name"))
         extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
         msg = Message(
             canon,
@@ -151,7 +151,7 @@ def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str
     return (True, *_content_value(i, m["content"]))
 
 
-def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
+def _content_value(i: int, c: Any) -> tuple[tuple[TextBlock | ImageBlock, ...], str]:
     """(blocks, spelling) of a present ``content`` value."""
     if type(c) is str:
         return ((TextBlock(clean_text(c)),) if c else ()), "str"
@@ -162,8 +162,7 @@ def _content_value(i: int, c: Any) -> tuple[tuple[Block, ...], str]:
     raise fail(i, "content", "a string, a list of parts or null", c)
 
 
-def _name(i: int, m: Mapping[str, Any]) -> str | None:
-    name = m.get("name")
+def _name(i: int, name: Any) -> str | None:
     if name is None:
         return None
     if type(name) is str:
@@ -252,9 +251,7 @@ def _assistant(i: int, m: Mapping[str, Any]) -> Message:
                 raise fail(i, "function_call", "an object or null", v)
             legacy = _function_call(i, v)
         elif k == "name" and v is not None:
-            if type(v) is not str:
-                raise fail(i, "name", "a string", v)
-            name = clean_text(v)
+            name = _name(i, v)
         elif k in _THINKING_FIELDS and (found := _thinking(i, k, v)):
             thinking[k] = found
         else:
@@ -352,9 +349,7 @@ def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
     rest = {clean_key(k): deep_copy(v) for k, v in c.items() if k != "id" and k != "function"}
     reserved_check(rest, i, path)
     if len(fn) > 2:
-        rest[FUNCTION_EXTRA] = {
-            clean_key(k): deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"
-        }
+        rest[FUNCTION_EXTRA] = _function_extra(fn)
     return ToolCallBlock(cid, name, arguments, extra=frozen(rest))
 
 
@@ -371,13 +366,16 @@ def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
     return clean_text(name), clean_text(arguments)
 
 
+def _function_extra(fn: Mapping[str, Any]) -> dict[str, Any]:
+    """Copies of a ``function`` object's keys other than its name and arguments."""
+    return {clean_key(k): deep_copy(v) for k, v in fn.items() if k != "name" and k != "arguments"}
+
+
 def _function_call(i: int, fc: Mapping[str, Any]) -> ToolCallBlock:
     name, arguments = _function(i, "function_call", fc)
     rest: dict[str, Any] = {LEGACY: True}
     if len(fc) > 2:
-        rest[FUNCTION_EXTRA] = {
-            clean_key(k): deep_copy(v) for k, v in fc.items() if k != "name" and k != "arguments"
-        }
+        rest[FUNCTION_EXTRA] = _function_extra(fc)
     return ToolCallBlock(f"function_call_{i}", name, arguments, extra=MappingProxyType(rest))
 
 
@@ -394,21 +392,15 @@ def _tool(i: int, m: Mapping[str, Any], role: str, legacy_call: str | None) -> M
         if k == "content":
             if type(v) is str:
                 result, kind = clean_text(v), "str"
-            elif type(v) is list:
-                result = tuple(_part(i, f"content[{j}]", p) for j, p in enumerate(v))
-                kind = "list"
-            elif v is None:
-                kind = "null"
-            else:
-                raise fail(i, "content", "a string, a list of parts or null", v)
+            else:  # a list of parts, or null (an empty result)
+                parts, kind = _content_value(i, v)
+                result = parts if kind == "list" else ""
         elif k == "tool_call_id" and not function:
             if type(v) is not str:
                 raise fail(i, "tool_call_id", "a string", v)
             call_id = clean_text(v)
         elif k == "name" and v is not None:
-            if type(v) is not str:
-                raise fail(i, "name", "a string", v)
-            name = clean_text(v)
+            name = _name(i, v)
         else:
             extra[clean_key(k)] = deep_copy(v)
     if function:

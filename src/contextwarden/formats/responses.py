@@ -22,7 +22,7 @@ from .._messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import FORMAT, ITEM, OPAQUE, RESERVED, deep_copy, fail, frozen, tname
+from ._common import FORMAT, ITEM, OPAQUE, deep_copy, fail, fill, frozen, reserved_check, tname
 from ._media import openai_image_cost
 
 __all__ = [
@@ -230,12 +230,12 @@ def _part(i: int, path: str, p: Any, tag: Any) -> TextBlock | ImageBlock:
         if type(text) is not str:
             raise fail(i, f"{path}.text", "a string", text)
         extra = {k: deep_copy(v) for k, v in p.items() if k != "text"}
-        _reserved(extra, i, path)
+        reserved_check(extra, i, path)
         if tag is not None:
             extra[ITEM] = tag
         return TextBlock(text, extra=MappingProxyType(extra))
     block = deep_copy(p)
-    _reserved(block, i, path)
+    reserved_check(block, i, path)
     extra = {OPAQUE: block, FORMAT: _FMT}
     if tag is not None:
         extra[ITEM] = tag
@@ -243,12 +243,6 @@ def _part(i: int, path: str, p: Any, tag: Any) -> TextBlock | ImageBlock:
         cost = openai_image_cost({"url": p.get("image_url"), "detail": p.get("detail")})
         return ImageBlock(MappingProxyType(block), token_cost=cost, extra=MappingProxyType(extra))
     return TextBlock(_render(block), extra=MappingProxyType(extra))
-
-
-def _reserved(rest: Mapping[str, Any], i: int, path: str) -> None:
-    if not RESERVED.isdisjoint(rest):
-        k = min(RESERVED.intersection(rest))
-        raise FormatError(f"key {k!r} is reserved by contextwarden", index=i, field=f"{path}.{k}")
 
 
 def _assistant_message(i: int, item: Mapping[str, Any]) -> tuple[Block, ...]:
@@ -403,7 +397,7 @@ def _message_out(out: list[dict[str, Any]], i: int, msg: Message) -> None:
     elif kind != "absent" or msg.content:
         d["content"] = "\n".join(b.text for b in msg.content if isinstance(b, TextBlock))
     if native:
-        _fill(d, msg.extra)
+        fill(d, msg.extra)
         d = _ordered(d, msg.hints.get("order", ()))
     out.append(d)
 
@@ -422,12 +416,6 @@ def _plain(blocks: Sequence[Block]) -> bool:
     return all(type(b) is TextBlock and not b.extra for b in blocks)
 
 
-def _fill(d: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for k, v in extra.items():
-        if k not in d and k not in RESERVED:
-            d[k] = deep_copy(v)
-
-
 def _part_out(i: int, j: int, b: Block, text_type: str) -> dict[str, Any]:
     if type(b) is TextBlock:
         extra = b.extra
@@ -438,7 +426,7 @@ def _part_out(i: int, j: int, b: Block, text_type: str) -> dict[str, Any]:
         t = extra.get("type")
         d: dict[str, Any] = {"type": t if t in _TEXT_PARTS else text_type, "text": b.text}
         if extra and (FORMAT not in extra or extra.get(FORMAT) == _FMT):
-            _fill(d, extra)
+            fill(d, extra)
         return d
     if type(b) is ImageBlock:
         if b.extra.get(FORMAT) == _FMT:
@@ -578,7 +566,7 @@ def _tool_out(out: list[dict[str, Any]], i: int, msg: Message) -> None:
         else:
             d["output"] = b.text
         if native:
-            _fill(d, msg.extra)
+            fill(d, msg.extra)
             d = _ordered(d, msg.hints.get("order", ()))
         out.append(d)
     if rest:

@@ -147,7 +147,12 @@ def validate_openai(
         if role == "assistant":
             calls = m.get("tool_calls")
             fc = m.get("function_call")
-            if not _openai_has_content(content) and not calls and not fc and not m.get("refusal"):
+            if (
+                not (isinstance(content, str | list) and content)
+                and not calls
+                and not fc
+                and not m.get("refusal")
+            ):
                 problems.append(f"message {i} (assistant): no content and no tool calls")
             _check_openai_content(problems, i, role, content, allow_null=True)
             if calls is not None and not isinstance(calls, list):
@@ -221,14 +226,6 @@ def _tool_names(tools: Sequence[Mapping[str, Any]] | None) -> set[str] | None:
         elif isinstance(t.get("name"), str):  # legacy ``functions`` and Anthropic tool shapes
             names.add(t["name"])
     return names
-
-
-def _openai_has_content(content: Any) -> bool:
-    if isinstance(content, str):
-        return bool(content)
-    if isinstance(content, list):
-        return bool(content)
-    return False
 
 
 def _check_openai_content(

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from http.cookiejar import CookieJar, CookiePolicy
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any, TypeVar
 
 import anyio
@@ -30,14 +30,12 @@ from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
 from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
-from .forward import error_response, forward, request_headers
+from .forward import client_left, error_response, finished, forward, request_headers
 from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
 from .metrics import observing, publishing, shared_stats
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
 from .stats import (
-    CLIENT_LEFT,
-    CLIENT_LEFT_STATUS,
     CONTEXT_OVERFLOW,
     ProxyStats,
     RequestRecord,
@@ -55,12 +53,11 @@ __all__ = [
     "CONFIG_ENV",
     "GC_THRESHOLDS",
     "app_from_env",
-    "app_stats",
     "create_app",
     "tune_gc",
 ]
 
-#: Upstream connection pools (see :attr:`_Proxy.client`); ``max_connections`` is shared out.
+#: Upstream connection pools (see :meth:`_Proxy.pool`); ``max_connections`` is shared out.
 POOLS = 8
 #: The ``skipped`` reason of a POST to a path no wire format serves.
 UNSUPPORTED_ROUTE = "unsupported_route"
@@ -151,13 +148,6 @@ class _Proxy:
         """Requests in flight in each upstream pool (this process)."""
         return list(self._busy)
 
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """The least busy upstream pool (its load is not counted: see :meth:`pool`)."""
-        client, release = self.pool()
-        release()
-        return client
-
     async def in_thread(self, state: ClientState, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` in a worker thread, at most ``client_concurrency`` of one client and
         ``max_transforms`` in all at once; a request waiting its turn holds no thread. A
@@ -213,7 +203,8 @@ class _Proxy:
             follow_redirects=False,  # a redirect is the client's to follow, as without us
             # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
             # __cf_bm...) must reach that caller only, never ride along on another's request.
-            cookies=CookieJar(policy=_NoCookies()),
+            # No domain allowed: the jar neither stores nor sends one; the headers pass as sent.
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         )
         # httpx adds Accept, Accept-Encoding and User-Agent to every request it sends. The
         # upstream must see the client's own: the reply is relayed raw, so an encoding the
@@ -255,8 +246,7 @@ class _Proxy:
         """The proxy's own answer to a request (the provider's error shape), logged and
         counted: ``error`` in the record, ``message`` to the client."""
         record.status, record.error = status_for(kind), error
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
+        await finished(record, started, self.finish)
         return error_response(provider, kind, message, headers)
 
     async def checked(
@@ -339,13 +329,6 @@ class _Proxy:
         headers = {"Connection": "close"}
         return await self.answer(record, provider, started, why, "body_timeout", message, headers)
 
-    async def client_left(self, record: RequestRecord, started: float) -> Response:
-        """The client went away before its body was read: one log line, nothing forwarded."""
-        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await self.finish(record)
-        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
-
     def summarizer_for(
         self, request: Request, wire: Wire, state: ClientState, budgets: list[SummaryBudget]
     ) -> Callable[[str | None], Any] | None:
@@ -411,7 +394,7 @@ class _Proxy:
             try:
                 raw, why, held = await self.read_body(request)
             except ClientDisconnect:
-                return await self.client_left(record, started)
+                return await client_left(record, started, self.finish)
             if raw is None:
                 return await self.refuse(record, provider, started, why or "too_large")
             state = self.client_for(request)
@@ -614,27 +597,6 @@ class _OverflowPassing:
         return call
 
 
-class _NoCookies(CookiePolicy):
-    """A cookie policy that neither stores nor sends anything: ``Set-Cookie`` and ``Cookie``
-    headers pass through the proxy between one client and the upstream as plain headers."""
-
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = False
-
-    def set_ok(self, cookie: Any, request: Any) -> bool:
-        return False
-
-    def return_ok(self, cookie: Any, request: Any) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: Any) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: Any) -> bool:
-        return False
-
-
 class _AnyMethod:
     """An ASGI endpoint for a request handler: Starlette routes a plain ASGI app for every method
     (a function endpoint would default to GET only)."""
@@ -715,9 +677,3 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def app_stats(app: Any) -> ProxyStats:
-    """The :class:`ProxyStats` of an app made by :func:`create_app`."""
-    proxy: _Proxy = app.state.proxy
-    return proxy.stats

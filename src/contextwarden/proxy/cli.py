@@ -151,30 +151,15 @@ def proxy(
 
     Point the agent's base URL at http://HOST:PORT/v1 (OpenAI) or http://HOST:PORT (Anthropic).
     """
+    options = {k: v for k, v in locals().items() if k not in ("config", "workers", "log_format")}
     try:
         settings = ProxyConfig.model_validate(
-            {
-                "upstream": upstream,
-                "host": host,
-                "port": port,
-                "window": window,
+            options
+            | {
                 # YAML file (or $CONTEXTWARDEN_CONFIG / ./contextwarden.yaml), then CONTEXTWARDEN_*
                 "warden": load_config(config),
                 "token": token or None,
-                "cache": cache,
-                "redis_url": redis_url,
-                "cache_path": cache_path,
-                "timeout": timeout,
-                "max_body_bytes": max_body_bytes,
-                "cache_breakpoints": cache_breakpoints,
-                "recall_tool": recall_tool,
-                "summarizer": summarizer,
-                "summary_model": summary_model,
                 "client_key": client_key or None,
-                "header_timeout": header_timeout,
-                "body_timeout": body_timeout,
-                "max_buffered_bytes": max_buffered_bytes,
-                "max_state_bytes": max_state_bytes,
             }
         )
     except (ValidationError, ContextWardenError) as exc:

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 import anyio
@@ -40,23 +40,18 @@ CLIENT_BYTES = 64 << 10
 READER_CONVERSATIONS = 64
 
 
-def client_id(headers: Mapping[str, str] | Iterable[tuple[bytes, bytes]], key: bytes) -> str:
+def client_id(headers: Iterable[tuple[bytes, bytes]], key: bytes) -> str:
     """A short keyed hash of the credential headers (all of them, in a fixed order): equal for
     one credential, unrelated across credentials, and not the credential."""
     mac = hmac.new(key, digestmod=hashlib.sha256)
     names = (*CREDENTIAL_HEADERS, GOOGLE_KEY)
-    if isinstance(headers, Mapping):
-        values = [(n, headers.get(n)) for n in names]
-    else:
-        found: dict[str, list[bytes]] = {}
-        for k, v in headers:
-            name = k.decode("latin-1").lower()
-            if name in names:
-                found.setdefault(name, []).append(v)
-        values = [
-            (n, b"\x00".join(found[n]).decode("latin-1") if n in found else None) for n in names
-        ]
-    for name, value in values:
+    found: dict[str, list[bytes]] = {}
+    for k, v in headers:
+        name = k.decode("latin-1").lower()
+        if name in names:
+            found.setdefault(name, []).append(v)
+    for name in names:
+        value = b"\x00".join(found[name]).decode("latin-1") if name in found else None
         if name == GOOGLE_KEY and value is None:
             continue
         mac.update(name.encode() + b"\x01")
@@ -82,12 +77,6 @@ class ScopedCache(MutableMapping[str, str]):
 
     def __delitem__(self, key: str) -> None:
         del self._cache[self._prefix + key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._cache.get(self._prefix + key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (self._prefix + key) in self._cache
 
     def __iter__(self) -> Iterator[str]:
         n = len(self._prefix)

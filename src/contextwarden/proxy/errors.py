@@ -5,8 +5,9 @@ How it works: docs/proxy.md (`contextwarden.proxy.errors`).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
+
+from .recall import encode_event
 
 __all__ = [
     "ErrorKind",
@@ -34,42 +35,24 @@ ErrorKind = Literal[
     "invalid_request",
 ]
 
-_STATUS: dict[ErrorKind, int] = {
-    "unauthorized": 401,
-    "too_large": 413,
-    "context_length": 400,
-    "timeout": 504,
-    "unreachable": 502,
-    "internal": 500,
-    "overloaded": 503,
-    "read_timeout": 408,
-    "bad_path": 400,
-    "invalid_request": 400,
-}
-# Anthropic's documented error types; OpenAI's: the ``type`` + ``code`` pair its SDK shows.
-_ANTHROPIC_TYPE: dict[ErrorKind, str] = {
-    "unauthorized": "authentication_error",
-    "too_large": "request_too_large",
-    "context_length": "invalid_request_error",
-    "timeout": "timeout_error",
-    "unreachable": "api_error",
-    "internal": "api_error",
-    "overloaded": "overloaded_error",
-    "read_timeout": "timeout_error",
-    "bad_path": "invalid_request_error",
-    "invalid_request": "invalid_request_error",
-}
-_OPENAI_TYPE: dict[ErrorKind, tuple[str, str]] = {
-    "unauthorized": ("authentication_error", "invalid_proxy_token"),
-    "too_large": ("invalid_request_error", "request_too_large"),
-    "context_length": ("invalid_request_error", "context_length_exceeded"),
-    "timeout": ("server_error", "upstream_timeout"),
-    "unreachable": ("server_error", "upstream_unreachable"),
-    "internal": ("server_error", "proxy_error"),
-    "overloaded": ("server_error", "proxy_overloaded"),
-    "read_timeout": ("invalid_request_error", "request_timeout"),
-    "bad_path": ("invalid_request_error", "invalid_path"),
-    "invalid_request": ("invalid_request_error", "invalid_request"),
+#: kind -> (HTTP status, Anthropic's documented error type, the ``type`` + ``code`` pair OpenAI's
+#: SDK shows)
+_KINDS: dict[ErrorKind, tuple[int, str, str, str]] = {
+    "unauthorized": (401, "authentication_error", "authentication_error", "invalid_proxy_token"),
+    "too_large": (413, "request_too_large", "invalid_request_error", "request_too_large"),
+    "context_length": (
+        400,
+        "invalid_request_error",
+        "invalid_request_error",
+        "context_length_exceeded",
+    ),
+    "timeout": (504, "timeout_error", "server_error", "upstream_timeout"),
+    "unreachable": (502, "api_error", "server_error", "upstream_unreachable"),
+    "internal": (500, "api_error", "server_error", "proxy_error"),
+    "overloaded": (503, "overloaded_error", "server_error", "proxy_overloaded"),
+    "read_timeout": (408, "timeout_error", "invalid_request_error", "request_timeout"),
+    "bad_path": (400, "invalid_request_error", "invalid_request_error", "invalid_path"),
+    "invalid_request": (400, "invalid_request_error", "invalid_request_error", "invalid_request"),
 }
 #: Google's canonical status names, which the Gemini API's errors carry beside the code.
 _GEMINI_STATUS: dict[int, str] = {
@@ -97,18 +80,17 @@ def provider_for_path(path: str) -> Provider:
 
 def status_for(kind: ErrorKind) -> int:
     """401, 413, 400 (context length, bad path), 408, 503, 504, 502 or 500."""
-    return _STATUS[kind]
+    return _KINDS[kind][0]
 
 
 def error_body(provider: Provider, kind: ErrorKind, message: str) -> dict[str, Any]:
     """The JSON error object the provider's SDK expects, e.g. for Anthropic
     ``{"type": "error", "error": {"type": "timeout_error", "message": ...}}``."""
+    status, anthropic_type, etype, code = _KINDS[kind]
     if provider == "anthropic":
-        return {"type": "error", "error": {"type": _ANTHROPIC_TYPE[kind], "message": message}}
+        return {"type": "error", "error": {"type": anthropic_type, "message": message}}
     if provider == "gemini":
-        status = _STATUS[kind]
         return {"error": {"code": status, "message": message, "status": _GEMINI_STATUS[status]}}
-    etype, code = _OPENAI_TYPE[kind]
     param = "messages" if kind == "context_length" else None
     return {"error": {"message": message, "type": etype, "param": param, "code": code}}
 
@@ -141,15 +123,14 @@ def context_length_message(provider: Provider, tokens: int | None, limit: int | 
 def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:
     """The same error as one server-sent event, for failures after a stream has started (the status
     line is already sent): Anthropic's ``event: error``, OpenAI's ``data: {"error": ...}``."""
-    data = json.dumps(error_body(provider, kind, message), separators=(",", ":"))
-    if provider == "anthropic":
-        return f"event: error\ndata: {data}\n\n".encode()
-    return f"data: {data}\n\n".encode()
+    return encode_event(
+        "error" if provider == "anthropic" else "", error_body(provider, kind, message)
+    )
 
 
 def responses_error_code(kind: ErrorKind) -> str:
     """The ``code`` an OpenAI error of ``kind`` carries (``upstream_timeout``...)."""
-    return _OPENAI_TYPE[kind][1]
+    return _KINDS[kind][3]
 
 
 def responses_error_sse(
@@ -167,7 +148,7 @@ def responses_error_sse(
         "param": None,
         "sequence_number": sequence_number,
     }
-    out = f"event: error\ndata: {json.dumps(error, separators=(',', ':'))}\n\n"
+    out = encode_event("error", error)
     if response is not None:
         failed = {
             "type": "response.failed",
@@ -178,5 +159,5 @@ def responses_error_sse(
             },
             "sequence_number": sequence_number + 1,
         }
-        out += f"event: response.failed\ndata: {json.dumps(failed, separators=(',', ':'))}\n\n"
-    return out.encode()
+        out += encode_event("response.failed", failed)
+    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from functools import partial
 
 import httpx
 from starlette.requests import ClientDisconnect
@@ -19,12 +20,17 @@ from .stats import CLIENT_LEFT, CLIENT_LEFT_STATUS, RequestRecord
 __all__ = [
     "HOP_BY_HOP",
     "UpstreamResponse",
+    "broke",
+    "client_left",
+    "encoded",
     "error_response",
     "failed",
+    "finished",
     "forward",
     "relay",
     "request_headers",
     "response_headers",
+    "unreached",
 ]
 
 #: RFC 9110 7.6.1 connection-specific headers, never forwarded in either direction.
@@ -78,6 +84,11 @@ def response_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, by
     items = list(raw)
     drop = _hop_names(items)
     return [(k, v) for k, v in items if k.lower().decode("latin-1") not in drop]
+
+
+def encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as ASGI raw headers (lower-case names)."""
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
 
 
 def error_response(
@@ -143,6 +154,19 @@ class UpstreamResponse(StreamingResponse):
             await self._complete()
 
 
+async def finished(record: RequestRecord, started: float, finish: Finish) -> None:
+    """``record`` given its latency and handed to ``finish``."""
+    record.latency_ms = (time.perf_counter() - started) * 1000
+    await finish(record)
+
+
+async def client_left(record: RequestRecord, started: float, finish: Finish) -> Response:
+    """The client went away before its answer: one log line, nothing more."""
+    record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
+    await finished(record, started, finish)
+    return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
+
+
 async def forward(
     client: httpx.AsyncClient,
     *,
@@ -165,14 +189,9 @@ async def forward(
     try:
         upstream = await client.send(request, stream=True)
     except ClientDisconnect:  # an upload streamed through, and its client went away mid-way
-        record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
-        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
+        return await client_left(record, started, finish)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     return relay(upstream, provider, record, started, extra_headers, finish)
 
 
@@ -189,32 +208,38 @@ def relay(
     record.status = upstream.status_code
     record.headers_ms = (time.perf_counter() - started) * 1000
 
-    out_headers = response_headers(upstream.headers.raw)
-    out_headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()
-    ]
+    out_headers = response_headers(upstream.headers.raw) + encoded(extra_headers)
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
     async def body() -> AsyncGenerator[bytes, None]:
         try:
             async for chunk in upstream.aiter_raw():
                 yield chunk
-        except httpx.TimeoutException:
-            record.error = "upstream_timeout"
-            if is_sse:
-                yield error_sse(provider, "timeout", "the upstream stopped sending (timed out)")
         except httpx.TransportError as exc:
-            record.error = "upstream_broken"
+            record.error, kind, message = broke(exc)
             if is_sse:
-                yield error_sse(
-                    provider, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
-                )
+                yield error_sse(provider, kind, message)
 
-    async def done() -> None:
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
+    return UpstreamResponse(
+        upstream, body(), out_headers, partial(finished, record, started, finish)
+    )
 
-    return UpstreamResponse(upstream, body(), out_headers, done)
+
+def broke(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
+    """``(record error, kind, message)`` for an upstream stream that failed after its status
+    line went out."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "upstream_timeout", "timeout", "the upstream stopped sending (timed out)"
+    return "upstream_broken", "unreachable", f"the upstream stream broke: {type(exc).__name__}"
+
+
+def unreached(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
+    """``(record error, kind, message)`` for an upstream that timed out or could not be reached
+    before it answered. The exception names the failure class only: its text can carry the
+    upstream URL."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "upstream_timeout", "timeout", f"did not answer in time ({type(exc).__name__})"
+    return "upstream_unreachable", "unreachable", f"could not be reached ({type(exc).__name__})"
 
 
 async def failed(
@@ -222,17 +247,15 @@ async def failed(
     started: float,
     finish: Finish,
     provider: Provider,
-    kind: ErrorKind,
-    exc: Exception,
+    exc: httpx.TransportError,
     extra_headers: dict[str, str],
 ) -> Response:
     """The proxy's own error for an upstream that timed out or could not be reached,
     ``record`` completed and handed to ``finish``."""
+    record.error, kind, what = unreached(exc)
     record.status = status_for(kind)
-    record.error = "upstream_timeout" if kind == "timeout" else "upstream_unreachable"
-    what = "did not answer in time" if kind == "timeout" else "could not be reached"
-    # The exception names the failure class only: its text can carry the upstream URL.
-    message = f"contextwarden proxy: the upstream {what} ({type(exc).__name__})"
-    record.latency_ms = record.headers_ms = (time.perf_counter() - started) * 1000
-    await finish(record)
-    return error_response(provider, kind, message, extra_headers)
+    record.headers_ms = (time.perf_counter() - started) * 1000
+    await finished(record, started, finish)
+    return error_response(
+        provider, kind, f"contextwarden proxy: the upstream {what}", extra_headers
+    )

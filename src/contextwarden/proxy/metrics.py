@@ -7,7 +7,7 @@ How it works: docs/proxy.md (`contextwarden.proxy.metrics`).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -161,22 +161,19 @@ def metrics_text(figures: dict[str, Any]) -> bytes:
 def observing(proxy: Observed) -> dict[str, Any]:
     """``{path: GET handler}`` for ``/stats`` and ``/metrics`` (both behind the proxy's token)."""
 
-    async def stats(request: Request) -> Response:
-        if not proxy.authorized(request):
-            return error_response(
-                "openai", "unauthorized", "missing or wrong X-Contextwarden-Token"
-            )
-        return JSONResponse(await anyio.to_thread.run_sync(current, proxy))
+    def guarded(render: Callable[[dict[str, Any]], Response]) -> Any:
+        async def endpoint(request: Request) -> Response:
+            if not proxy.authorized(request):
+                message = "missing or wrong X-Contextwarden-Token"
+                return error_response("openai", "unauthorized", message)
+            return render(await anyio.to_thread.run_sync(current, proxy))
 
-    async def metrics(request: Request) -> Response:
-        if not proxy.authorized(request):
-            return error_response(
-                "openai", "unauthorized", "missing or wrong X-Contextwarden-Token"
-            )
-        figures = await anyio.to_thread.run_sync(current, proxy)
+        return endpoint
+
+    def prometheus(figures: dict[str, Any]) -> Response:
         return Response(metrics_text(figures), media_type=CONTENT_TYPE_LATEST)
 
-    return {"/stats": stats, "/metrics": metrics}
+    return {"/stats": guarded(JSONResponse), "/metrics": guarded(prometheus)}
 
 
 def shared_stats(store: Any) -> SharedStats | None:

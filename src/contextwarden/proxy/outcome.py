@@ -1,6 +1,5 @@
 """What the proxy tells about a request it handled: the ``X-Contextwarden-*`` response headers,
-the request's record (the log line and ``/stats``), and the checks on its path. Shared by the
-chat routes (:mod:`.app`) and the Responses route (:mod:`.responses`)."""
+the request's record (the log line and ``/stats``), and the checks on its path."""
 
 from __future__ import annotations
 
@@ -73,8 +72,7 @@ def fill_record(
 def climbs(request: Request) -> bool:
     """Whether the path holds a ``.`` or ``..`` segment, plainly or percent-encoded (the
     upstream client would resolve it: ``/v1/chat/completions/../../admin`` is ``/v1/admin``)."""
-    raw = request.scope.get("raw_path")
-    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
+    path = raw_path(request)
     for _ in range(3):  # %252e: decoded twice by some servers
         segments = path.replace("\\", "/").split("/")
         if any(seg in (".", "..") for seg in segments):

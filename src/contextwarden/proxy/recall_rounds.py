@@ -3,14 +3,14 @@ most :data:`~.recall.MAX_ROUNDS` upstream calls in all), the proxy answers from 
 calls the upstream again with the same headers; the client gets the last round's reply (a
 stream: every round's text, one message). An upstream error on a later round reaches the client
 as the upstream sent it (a stream: as the provider's error event; the Responses API's ``error``
-and ``response.failed``). Chat Completions, Messages and Responses alike: the wire formats are
-:mod:`.recall` and :mod:`.recall_responses`."""
+and ``response.failed``). Every wire format alike: what differs is its :class:`~.wire.Wire`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -19,7 +19,17 @@ from starlette.responses import Response
 
 from ..recall import recall_answer
 from .errors import Provider
-from .forward import Finish, UpstreamResponse, failed, relay, response_headers
+from .forward import (
+    Finish,
+    UpstreamResponse,
+    broke,
+    encoded,
+    failed,
+    finished,
+    relay,
+    response_headers,
+    unreached,
+)
 from .recall import MAX_ROUNDS, add_usage, parse_events, read_event, shows_ref
 from .stats import RequestRecord
 from .transform import BodyOutcome, dump_body
@@ -110,10 +120,8 @@ async def forward_recall(
     record.recall_offered = True
     try:
         first = await rounds.send(0, [])
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     kind = first.headers.get("content-type", "")
     if first.status_code == 200 and kind.startswith("text/event-stream"):
         return _stream(rounds, first, provider, started, extra_headers, finish)
@@ -126,7 +134,7 @@ def _headers(upstream: httpx.Response, extra: dict[str, str]) -> list[tuple[byte
     """The upstream's headers for a body the proxy wrote (decoded, its length its own)."""
     mine = {b"content-length", b"content-encoding"}
     out = [(k, v) for k, v in response_headers(upstream.headers.raw) if k.lower() not in mine]
-    return out + [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+    return out + encoded(extra)
 
 
 async def _whole(
@@ -161,17 +169,14 @@ async def _whole(
             if not turn.calls or index == MAX_ROUNDS - 1:
                 break
             extra += await rounds.answers(turn)
-    except httpx.TimeoutException as exc:
-        return await failed(record, started, finish, provider, "timeout", exc, extra_headers)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, "unreachable", exc, extra_headers)
+        return await failed(record, started, finish, provider, exc, extra_headers)
     if reply is not None and (index or turn.calls or rounds.wire.always_rewrite()):
         raw = dump_body(rounds.wire.client_reply(reply, usage if index else None), False)
     response = Response(raw, status_code=upstream.status_code)
     response.raw_headers = _headers(upstream, extra_headers)
     response.raw_headers.append((b"content-length", str(len(raw)).encode()))
-    record.latency_ms = (time.perf_counter() - started) * 1000
-    await finish(record)
+    await finished(record, started, finish)
     return response
 
 
@@ -202,17 +207,9 @@ def _stream(
             try:
                 async for out in _round(upstream, splice):
                     yield out
-            except httpx.TimeoutException:
-                record.error = "upstream_timeout"
-                yield rounds.wire.broke(
-                    splice, "timeout", "the upstream stopped sending (timed out)"
-                )
-                return
             except httpx.TransportError as exc:
-                record.error = "upstream_broken"
-                yield rounds.wire.broke(
-                    splice, "unreachable", f"the upstream stream broke: {type(exc).__name__}"
-                )
+                record.error, kind, message = broke(exc)
+                yield rounds.wire.broke(splice, kind, message)
                 return
             finally:
                 await upstream.aclose()
@@ -222,10 +219,7 @@ def _stream(
                 return
             extra += await rounds.answers(turn)
 
-    async def done() -> None:
-        record.latency_ms = (time.perf_counter() - started) * 1000
-        await finish(record)
-
+    done = partial(finished, record, started, finish)
     return UpstreamResponse(first, body(), _headers(first, extra_headers), done, sized=False)
 
 
@@ -250,14 +244,9 @@ async def _next(
     record = rounds.record
     try:
         upstream = await rounds.send(index, extra)
-    except httpx.TimeoutException:
-        record.error = "upstream_timeout"
-        return None, rounds.wire.broke(splice, "timeout", "the upstream did not answer in time")
     except httpx.TransportError as exc:
-        record.error = "upstream_unreachable"
-        return None, rounds.wire.broke(
-            splice, "unreachable", f"the upstream could not be reached: {type(exc).__name__}"
-        )
+        record.error, kind, what = unreached(exc)
+        return None, rounds.wire.broke(splice, kind, f"the upstream {what}")
     if upstream.status_code == 200 and upstream.headers.get("content-type", "").startswith(
         "text/event-stream"
     ):

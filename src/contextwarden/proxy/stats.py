@@ -16,9 +16,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field, fields
+from functools import reduce
 from typing import Any, Literal
 
 from .._billing import ANTHROPIC_READ, ANTHROPIC_WRITE, CachePricing, PromptRequest, bill_after
+from .recall import add_usage
 
 __all__ = [
     "CLIENT_LEFT",
@@ -119,16 +121,15 @@ class RequestRecord:
         if self.model is not None:
             out["model"] = clip(self.model)
         if self.route != "passthrough":
-            out["stream"] = self.stream
-            out["tokens_before"] = self.tokens_before
-            out["tokens_after"] = self.tokens_after
-            out["compacted"] = self.compacted
+            out |= {
+                "stream": self.stream,
+                "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after,
+                "compacted": self.compacted,
+            }
             if self.restored:
                 out["restored"] = self.restored
-            if self.strategy:
-                out["compaction"] = clip(self.strategy)
-            if self.summarizer:
-                out["summarizer"] = clip(self.summarizer)
+            _texts(out, compaction=self.strategy, summarizer=self.summarizer)
             out["transform_ms"] = round(self.transform_ms, 2)
             if self.summary_calls:
                 out["summary_calls"] = self.summary_calls
@@ -136,8 +137,7 @@ class RequestRecord:
                 out["summary_output_tokens"] = self.summary_output_tokens
                 if self.summary_failed_calls:
                     out["summary_failed_calls"] = self.summary_failed_calls
-            if self.summary_failure:
-                out["summary_failure"] = clip(self.summary_failure)
+            _texts(out, summary_failure=self.summary_failure)
             if self.breaker_open:
                 out["summary_breaker_open"] = True
             if self.summary_pool_full:
@@ -147,13 +147,13 @@ class RequestRecord:
                 out["recall_unknown"] = self.recall_unknown
                 out["recall_rounds"] = self.recall_rounds
         out["headers_ms"] = round(self.headers_ms, 2)
-        if self.skipped:
-            out["skipped"] = clip(self.skipped)
-        if self.warning:
-            out["warning"] = clip(self.warning)
-        if self.error:
-            out["error"] = clip(self.error)
-        return out
+        return _texts(out, skipped=self.skipped, warning=self.warning, error=self.error)
+
+
+def _texts(out: dict[str, Any], **texts: str | None) -> dict[str, Any]:
+    """``out`` with each of ``texts`` that is not empty, clipped to :data:`CLIP` characters."""
+    out.update((key, clip(text)) for key, text in texts.items() if text)
+    return out
 
 
 def clip(text: str, limit: int = CLIP) -> str:
@@ -397,22 +397,12 @@ def with_totals(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _add(a: Any, b: Any) -> Any:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return {k: _add(a[k], b[k]) if k in a and k in b else a.get(k, b.get(k)) for k in a | b}
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a + b
-    return a
-
-
 def combine(snapshots: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The sum of several processes' :meth:`ProxyStats.snapshot` answers (counters and tables
     added, the earliest ``started_at``, the derived figures made again from the sums), with
     ``workers``: how many were summed."""
     parts = list(snapshots)
-    total: dict[str, Any] = {}
-    for part in parts:
-        total = _add(total, part) if total else dict(part)
+    total: dict[str, Any] = reduce(add_usage, parts, {})
     total["started_at"] = min(p["started_at"] for p in parts)
     total["workers"] = len(parts)
     return with_totals(total)

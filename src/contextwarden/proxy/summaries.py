@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,13 +150,6 @@ class SummaryBudget:
         elif failed:
             self.breaker.failed()
 
-    def _count(self, ok: bool) -> None:
-        with self._lock:
-            if ok:
-                self._written += 1
-            else:
-                self._failed += 1
-
     def _failing(self, exc: BaseException, failed_before: int) -> None:
         """Note why a summary was not written; a call that failed after a 2xx answer (a reply
         that is no usable summary, a deadline) counts as a failed call too."""
@@ -171,8 +165,11 @@ class SummaryBudget:
             },
         )
 
-    def _slot(self) -> None:
-        """Take one of the client's summary slots, or raise at once when none is free."""
+    @contextmanager
+    def _call(self) -> Iterator[float]:
+        """One summary: the breaker and the deadline checked, a slot of the client's taken (or
+        an error at once when none is free), and how it went counted; yields the deadline."""
+        deadline = self._begin()
         if self.slots is not None and not self.slots.acquire(blocking=False):
             with self._lock:
                 self.calls.pool_full = True
@@ -180,53 +177,31 @@ class SummaryBudget:
                 f"{self.name}: this client's summary pool is busy (the proxy's "
                 "client_summary_concurrency); the extractive summary is used"
             )
-
-    def _free(self) -> None:
-        if self.slots is not None:
-            self.slots.release()
+        failed_before = self.calls.failed_calls
+        try:
+            yield deadline
+        except Exception as exc:
+            with self._lock:
+                self._failed += 1
+            self._failing(exc, failed_before)
+            raise
+        else:
+            with self._lock:
+                self._written += 1
+        finally:
+            if self.slots is not None:
+                self.slots.release()
 
     def summarize(self, request: Any) -> str:
-        deadline = self._begin()
-        self._slot()
-        try:
-            return self._summarize(request, deadline)
-        finally:
-            self._free()
-
-    def _summarize(self, request: Any, deadline: float) -> str:
-        failed_before = self.calls.failed_calls
-        try:
+        with self._call() as deadline:
             if self._metered:
-                text: str = self.inner.summarize(request, deadline=deadline, meter=self)
-            else:
-                self.start()
-                text = self.inner.summarize(request)
-        except Exception as exc:
-            self._count(False)
-            self._failing(exc, failed_before)
-            raise
-        self._count(True)
-        return text
+                return str(self.inner.summarize(request, deadline=deadline, meter=self))
+            self.start()
+            return str(self.inner.summarize(request))
 
     async def asummarize(self, request: Any) -> str:
-        deadline = self._begin()
-        self._slot()
-        try:
-            return await self._asummarize(request, deadline)
-        finally:
-            self._free()
-
-    async def _asummarize(self, request: Any, deadline: float) -> str:
-        failed_before = self.calls.failed_calls
-        try:
+        with self._call() as deadline:
             if self._metered:
-                text: str = await self.inner.asummarize(request, deadline=deadline, meter=self)
-            else:
-                self.start()
-                text = await self.inner.asummarize(request)
-        except Exception as exc:
-            self._count(False)
-            self._failing(exc, failed_before)
-            raise
-        self._count(True)
-        return text
+                return str(await self.inner.asummarize(request, deadline=deadline, meter=self))
+            self.start()
+            return str(await self.inner.asummarize(request))

@@ -24,6 +24,7 @@ __all__ = [
     "Record",
     "Transcript",
     "TranscriptFormat",
+    "as_str",
     "combine_turns",
     "dumps_arguments",
     "join_blocks",
@@ -248,6 +249,10 @@ def dumps_arguments(value: Any) -> str:
     of converted calls match what the provider saw as closely as we can tell.
     """
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def warn(meta: dict[str, Any], text: str) -> None:

@@ -31,6 +31,7 @@ from ._common import (
     Loc,
     Record,
     Transcript,
+    as_str,
     dumps_arguments,
     join_blocks,
     lead_with_prompt,
@@ -339,7 +340,7 @@ def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> T
             blocks: list[Any] = [{"type": "text", "text": content}]
         else:
             blocks = list(loc.get(message, "content", list, "message"))
-        api_id = message.get("id") if isinstance(message.get("id"), str) else None
+        api_id = as_str(message.get("id"))
         # Attachments stand apart: a line of the conversation goes before the ones at the end
         # (a tool's result before the hook output written ahead of it).
         at = len(merged)
@@ -362,7 +363,7 @@ def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> T
             continue
         new = _Merged(role, rec.line, blocks, [(rec.line, 0)], api_id, line.get("uuid"))
         new.timestamp, new.usage = line.get("timestamp"), message.get("usage")
-        new.model = message.get("model") if isinstance(message.get("model"), str) else None
+        new.model = as_str(message.get("model"))
         new.as_string, new.injected = isinstance(content, str), injected
         if role == "user" and any(b.get("type") == "tool_result" for b in _blocks(message)):
             merged.insert(at, new)
@@ -378,8 +379,6 @@ def _read(chain: _Chain, path: Path, shown: str, file_meta: dict[str, Any]) -> T
         converted = from_anthropic(api)
     except FormatError as exc:
         _relocate(exc, merged, base)
-    if len(converted) != len(merged):  # the adapter's contract: one message per API message
-        raise AssertionError("from_anthropic changed the number of messages")
     out: list[Message] = []
     model: str | None = None
     for msg, src in zip(converted, merged, strict=True):

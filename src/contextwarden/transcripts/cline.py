@@ -17,7 +17,7 @@ from typing import Any
 from .._exceptions import FormatError
 from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
 from ..formats import from_anthropic
-from ._common import Loc, Transcript, combine_turns, merge_user_runs, pair_calls
+from ._common import Loc, Transcript, as_str, combine_turns, merge_user_runs, pair_calls
 from .provider import anthropic_block
 
 __all__ = ["is_cline", "parse_cline"]
@@ -81,9 +81,8 @@ def parse_cline(doc: Any, path: Path, shown: str) -> Transcript:
     api, first = combine_turns(api)
     stamps = [stamps[i] for i in first]
     usages = [usages[i] for i in first]
-    system = doc.get("system_prompt") if sdk else None
     try:
-        converted = list(from_anthropic(api, system if isinstance(system, str) else None))
+        converted = list(from_anthropic(api, as_str(doc.get("system_prompt")) if sdk else None))
     except FormatError as exc:
         at = first[exc.index] if exc.index is not None and exc.index < len(first) else None
         loc.reraise(FormatError(exc.reason, index=at, field=exc.field))

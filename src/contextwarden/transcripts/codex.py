@@ -51,8 +51,6 @@ def is_codex(value: Any) -> bool:
 
 
 def _convert(items: list[tuple[int, dict[str, Any]]], loc: Loc) -> list[Message]:
-    if not items:
-        return []
     try:
         return list(from_responses([item for _, item in items]))
     except FormatError as exc:

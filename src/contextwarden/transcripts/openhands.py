@@ -40,6 +40,7 @@ from ._common import (
     Loc,
     Record,
     Transcript,
+    as_str,
     lead_with_prompt,
     pair_calls,
     parse_json,
@@ -127,7 +128,7 @@ def parse_openhands(records: Sequence[Record], path: Path, shown: str) -> list[T
         history = loc.get(run, "history", list, "")
         meta: dict[str, Any] = {k: run[k] for k in _META_KEYS if k in run}
         llm = (run.get("metadata") or {}).get("llm_config") or {}
-        fallback = llm.get("model") if isinstance(llm.get("model"), str) else None
+        fallback = as_str(llm.get("model"))
         limit = llm.get("max_message_chars", MAX_MESSAGE_CHARS)
         if limit is None:  # set to none: OpenHands sends every observation whole
             limit = -1
@@ -250,11 +251,11 @@ class _Builder:
                 self.say("assistant", [TextBlock(text)], ev)
         elif action == "finish":
             recorded = _response_message((tcm or {}).get("model_response") or {})
-            parts = [t for t in (_str(args.get("final_thought")), _str(args.get("thought"))) if t]
-            content = _str((recorded or {}).get("content"))
+            parts = [t for t in map(as_str, (args.get("final_thought"), args.get("thought"))) if t]
+            content = as_str((recorded or {}).get("content"))
             if content and content not in parts:
                 parts.append(content)
-            if not parts and _str(ev.get("message")):
+            if not parts and as_str(ev.get("message")):
                 parts.append(ev["message"])
             if parts:
                 self.say("assistant", [TextBlock("\n".join(parts))], ev)
@@ -266,7 +267,7 @@ class _Builder:
             call_id = f"oh-{_str_id(ev.get('id'))}"
             self.synthetic[ev.get("id")] = call_id
             turn = self.start(ev)
-            if _str(args.get("thought")):
+            if as_str(args.get("thought")):
                 turn.text.append(TextBlock(args["thought"]))
             turn.calls.append(ToolCallBlock(call_id, action, _arguments(args)))
 
@@ -277,17 +278,17 @@ class _Builder:
         call_id = loc.get(tcm, "tool_call_id", str, at)
         name = loc.opt(tcm, "function_name", str, at) or action
         response = loc.opt(tcm, "model_response", dict, at) or {}
-        rid = _str(response.get("id"))
+        rid = as_str(response.get("id"))
         recorded = _response_message(response)
         turn = self.turns.get(rid) if rid is not None else None
         if turn is None:
             turn = self.start(ev, rid)
             if recorded is not None:
-                if _str(recorded.get("reasoning_content")):
+                if as_str(recorded.get("reasoning_content")):
                     turn.text.append(ThinkingBlock(recorded["reasoning_content"]))
-                if _str(recorded.get("content")):
+                if as_str(recorded.get("content")):
                     turn.text.append(TextBlock(recorded["content"]))
-            elif _str(args.get("thought")):
+            elif as_str(args.get("thought")):
                 turn.text.append(TextBlock(args["thought"]))
             if isinstance(response.get("usage"), dict):
                 turn.usage = response["usage"]
@@ -329,17 +330,17 @@ class _Builder:
             msg = loc.get(ev, "llm_message", dict, where)
             blocks = _v1_blocks([*(msg.get("content") or ()), *(ev.get("extended_content") or ())])
             role: Role = "user" if msg.get("role") == "user" else "assistant"
-            if role == "assistant" and _str(msg.get("reasoning_content")):
+            if role == "assistant" and as_str(msg.get("reasoning_content")):
                 blocks.insert(0, ThinkingBlock(msg["reasoning_content"]))
             if blocks:
                 self.say(role, blocks, ev)
         elif kind == "ActionEvent":
             call = loc.get(ev, "tool_call", dict, where)
-            rid = _str(ev.get("llm_response_id"))
+            rid = as_str(ev.get("llm_response_id"))
             turn = self.turns.get(rid) if rid is not None else None
             if turn is None or self.slots[-1] is not turn:
                 turn = self.start(ev, rid)
-                if _str(ev.get("reasoning_content")):
+                if as_str(ev.get("reasoning_content")):
                     turn.text.append(ThinkingBlock(ev["reasoning_content"]))
             else:
                 slot = len(self.slots) - 1
@@ -367,7 +368,7 @@ class _Builder:
                 self.slot_of[e] for e in ev.get("forgotten_event_ids") or () if e in self.slot_of
             }
             if forgotten:
-                summary = _str(ev.get("summary")) or ""
+                summary = as_str(ev.get("summary")) or ""
                 self.condensations.append((len(self.slots), forgotten, summary))
             return
         else:  # state updates, pauses, hook and token events: nothing for the model
@@ -448,10 +449,6 @@ def _message(role: Role, blocks: Sequence[Block], ev: dict[str, Any]) -> Message
 def _arguments(args: dict[str, Any]) -> str:
     """An action's ``args`` as the arguments of a tool call (bookkeeping left out)."""
     return json.dumps({k: v for k, v in args.items() if k not in _BOOKKEEPING}, ensure_ascii=False)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _str_id(value: Any) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 from .._exceptions import FormatError
 from .._messages import Message, freeze
 from ..formats import from_anthropic, from_openai
-from ._common import Loc, Record, Transcript
+from ._common import Loc, Record, Transcript, as_str
 
 __all__ = [
     "anthropic_block",
@@ -76,7 +76,7 @@ def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
         raw = loc.check(doc, list, "document")
     messages = _convert(from_openai, raw, loc)
     model = meta.get("fields", {}).get("model")
-    return Transcript(messages, "openai", str(path), _str(model), tools, freeze(meta))
+    return Transcript(messages, "openai", str(path), as_str(model), tools, freeze(meta))
 
 
 def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Transcript:
@@ -101,10 +101,8 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     system = doc.get("system")
     messages = _convert(lambda m: from_anthropic(m, system), raw, loc)
     fields = {k: v for k, v in doc.items() if k not in ("system", "messages", "tools")}
-    meta = {"fields": fields}
-    return Transcript(
-        messages, "anthropic", str(path), _str(fields.get("model")), _tools(doc, loc), freeze(meta)
-    )
+    model, meta = as_str(fields.get("model")), {"fields": fields}
+    return Transcript(messages, "anthropic", str(path), model, _tools(doc, loc), freeze(meta))
 
 
 def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
@@ -125,7 +123,7 @@ def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
         meta["instance_id"] = doc["instance_id"]
     config = info.get("config")
     model_cfg = config.get("model") if isinstance(config, dict) else None
-    model = _str(model_cfg.get("model_name")) if isinstance(model_cfg, dict) else None
+    model = as_str(model_cfg.get("model_name")) if isinstance(model_cfg, dict) else None
     messages = _convert(from_openai, raw, loc)
     return Transcript(messages, "mini-swe-agent", str(path), model, (), freeze(meta))
 
@@ -140,7 +138,3 @@ def _convert(convert: Any, raw: list[Any], loc: Loc) -> tuple[Message, ...]:
 def _tools(doc: Mapping[str, Any], loc: Loc) -> tuple[Mapping[str, Any], ...]:
     tools = loc.opt(doc, "tools", list, "")
     return tuple(loc.check(t, dict, f"tools[{i}]") for i, t in enumerate(tools or ()))
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

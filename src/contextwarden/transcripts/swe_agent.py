@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
-from ._common import Loc, Transcript, merge_user_runs, pair_calls, unique_call_ids
+from ._common import Loc, Transcript, as_str, merge_user_runs, pair_calls, unique_call_ids
 
 __all__ = ["is_swe_agent", "parse_swe_agent"]
 
@@ -87,8 +87,7 @@ def _model(config: Any) -> str | None:
     agent = config.get("agent") if isinstance(config, dict) else None
     model = agent.get("model") if isinstance(agent, dict) else None
     if isinstance(model, dict):
-        name = model.get("name") or model.get("model_name")
-        return name if isinstance(name, str) else None
+        return as_str(model.get("name") or model.get("model_name"))
     return None
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...formats._common import reply_limit
 from ...recall import RECALL_TOOL_NAME
 from ..errors import ErrorKind, Provider, error_sse
-from ..recall import Event
+from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 
 __all__ = [
@@ -66,11 +66,26 @@ class Splice(Protocol):
     def flush(self) -> list[bytes]: ...
 
 
+@dataclass
 class Holding:
     """A splice that holds a round's events until the round ends (its ``held``) and writes
-    each as the client gets it (its ``_emit``)."""
+    each as the client gets it (its ``_emit``); ``usage``: the earlier rounds', summed."""
 
-    held: list[Event]
+    round: int = 0
+    holding: bool = False
+    failed: bool = False
+    held: list[Event] = field(default_factory=list)
+    usage: Any = None
+
+    def advance(self, usage: Any) -> None:
+        """Begin the next round: the one ending's ``usage`` added in, its held events dropped."""
+        self.usage = add_usage(self.usage, usage)
+        self.round += 1
+        self.holding, self.held = False, []
+
+    def flush(self) -> list[bytes]:
+        """The held events of the last round, as the client gets them."""
+        return self.release()
 
     def _emit(self, event: Event, data: dict[str, Any]) -> bytes:
         raise NotImplementedError
@@ -233,7 +248,7 @@ class Wire:
         body = json_object(raw)
         if body is None or not isinstance(body.get("error"), dict):
             return error_sse(self.provider, "unreachable", refused_message(status))
-        return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+        return encode_event("", body)
 
 
 def refused_message(status: int) -> str:

@@ -88,14 +88,9 @@ class OpenAISplice(Holding):
     chunks take the first one's id and lose their role; the last round's held chunks go out at
     the end (usage: the sum over rounds)."""
 
-    round: int = 0
     first_id: Any = None
-    holding: bool = False
-    failed: bool = False
-    held: list[Event] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    usage: Any = None  # the earlier rounds', summed
 
     def feed(self, event: Event) -> list[bytes]:
         """What to send the client now for ``event``."""
@@ -162,9 +157,8 @@ class OpenAISplice(Holding):
 
     def next_round(self) -> None:
         """Begin the next round (the previous one's held chunks dropped)."""
-        self.usage = add_usage(self.usage, self._round_usage())
-        self.round += 1
-        self.holding, self.held, self.content, self.calls = False, [], [], {}
+        self.advance(self._round_usage())
+        self.content, self.calls = [], {}
 
     def _round_usage(self) -> Any:
         for event in self.held:

@@ -210,12 +210,7 @@ class GeminiSplice(Holding):
     A round that called the tool is followed by another; the last round's held chunks go out at
     the end, without recall calls, their ``usageMetadata`` the sum over rounds."""
 
-    round: int = 0
-    holding: bool = False
-    failed: bool = False
-    held: list[Event] = field(default_factory=list)
     parts: list[Any] = field(default_factory=list)
-    usage: Any = None  # the earlier rounds', summed
     round_usage: Any = None
 
     def feed(self, event: Event) -> list[bytes]:
@@ -247,12 +242,8 @@ class GeminiSplice(Holding):
         return _turn(_merged(self.parts))
 
     def next_round(self) -> None:
-        self.usage = add_usage(self.usage, self.round_usage)
-        self.round += 1
-        self.holding, self.held, self.parts, self.round_usage = False, [], [], None
-
-    def flush(self) -> list[bytes]:
-        return self.release()
+        self.advance(self.round_usage)
+        self.parts, self.round_usage = [], None
 
 
 def _merged(parts: list[Any]) -> list[Any]:

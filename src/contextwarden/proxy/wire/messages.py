@@ -8,7 +8,6 @@ How it works: docs/proxy.md (`contextwarden.proxy.wire.messages`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from ...formats.validate import validate_anthropic
 from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
-from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire
+from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire, json_object
 
 __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 
@@ -95,13 +94,9 @@ class MessagesWire(Wire):
         return AnthropicSplice()
 
     def refused(self, splice: Any, status: int, raw: bytes) -> bytes:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            data = json.dumps({"type": "error", **body}, separators=(",", ":"))
-            return f"event: error\ndata: {data}\n\n".encode()
+        body = json_object(raw)
+        if body is not None and isinstance(body.get("error"), dict):
+            return encode_event("error", {"type": "error", **body})
         return super().refused(splice, status, raw)
 
 
@@ -183,15 +178,10 @@ class AnthropicSplice(Holding):
     follow those the client has; the last round's held events go out at the end (usage: the
     sum over rounds)."""
 
-    round: int = 0
     offset: int = 0
     passed: int = 0
-    holding: bool = False
-    failed: bool = False
-    held: list[Event] = field(default_factory=list)
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
     inputs: dict[int, list[str]] = field(default_factory=dict)
-    usage: Any = None  # the earlier rounds', summed
     round_usage: dict[str, Any] = field(default_factory=dict)
 
     def feed(self, event: Event) -> list[bytes]:
@@ -240,21 +230,15 @@ class AnthropicSplice(Holding):
         for index in sorted(self.blocks):
             block = dict(self.blocks[index])
             if block.get("type") == "tool_use" and self.inputs.get(index):
-                block["input"] = _json_object("".join(self.inputs[index]))
+                block["input"] = json_object("".join(self.inputs[index])) or {}
             blocks.append(block)
         return _turn(blocks)
 
     def next_round(self) -> None:
         """Begin the next round (the previous one's held events dropped)."""
-        self.usage = add_usage(self.usage, self.round_usage)
+        self.advance(self.round_usage)
         self.offset += self.passed
-        self.round += 1
-        self.passed, self.holding, self.held = 0, False, []
-        self.blocks, self.inputs, self.round_usage = {}, {}, {}
-
-    def flush(self) -> list[bytes]:
-        """The held events of the last round, as the client gets them."""
-        return self.release()
+        self.passed, self.blocks, self.inputs, self.round_usage = 0, {}, {}, {}
 
 
 def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any]) -> None:
@@ -270,10 +254,3 @@ def _apply_delta(block: dict[str, Any], inputs: list[str], data: dict[str, Any])
         block["signature"] = delta.get("signature", "")
     elif kind == "input_json_delta":
         inputs.append(str(delta.get("partial_json", "")))
-
-
-def _json_object(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {}

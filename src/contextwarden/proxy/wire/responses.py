@@ -205,14 +205,9 @@ class ResponsesSplice(Holding):
     response) and what the current round has sent (its items, which of them are recall calls,
     its held events, its terminal event)."""
 
-    round: int = 0
-    failed: bool = False
     seq: int | None = None  # the client's next sequence_number (the upstream's first, at first)
     opened: dict[str, Any] | None = None  # the first round's response, as response.created had it
     shown: dict[int, dict[str, Any]] = field(default_factory=dict)  # the client's items
-    usage: Any = None  # the earlier rounds', summed
-    holding: bool = False
-    held: list[Event] = field(default_factory=list)
     index: dict[int, int] = field(default_factory=dict)  # this round's output_index: the client's
     hidden: set[int] = field(default_factory=set)  # this round's recall calls, by output_index
     items: dict[int, dict[str, Any]] = field(default_factory=dict)  # this round's items
@@ -297,12 +292,8 @@ class ResponsesSplice(Holding):
     def next_round(self) -> None:
         """Begin the next round (the previous one's held events dropped)."""
         response = self.end.get("response") if self.end is not None else None
-        self.usage = add_usage(
-            self.usage, response.get("usage") if isinstance(response, dict) else None
-        )
-        self.round += 1
-        self.holding, self.held, self.end, self.closing = False, [], None, None
-        self.index, self.hidden, self.items = {}, set(), {}
+        self.advance(response.get("usage") if isinstance(response, dict) else None)
+        self.end, self.closing, self.index, self.hidden, self.items = None, None, {}, set(), {}
 
     def flush(self) -> list[bytes]:
         """The held events of the last round and its terminal event, as the client gets them."""
