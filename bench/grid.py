@@ -172,7 +172,7 @@ def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
         ours = m.requests(msgs, _warden_sender(model, window, stats))
     except Exception as exc:  # an overflow at a tiny window: reported, not fatal
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
-    _, raw_cost = bill(raw, read, write)
+    raw_tokens, raw_cost = bill(raw, read, write)
     tokens, cost = bill(ours, read, write)
     nh, nn = m.name_recall(msgs, ours)
     eh, en = m.edit_recall(msgs, ours)
@@ -181,6 +181,7 @@ def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - t0, 2),
         "requests": len(ours),
         "raw_cost": raw_cost,
+        "raw_tokens": raw_tokens,
         "cost": cost,
         "tokens": tokens,
         "names_held": nh,

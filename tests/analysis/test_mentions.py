@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwarden.analysis.mentions import _PATH, path_like, words_of
+from contextwarden.analysis.mentions import (
+    _PATH,
+    code_mentions,
+    dir_like,
+    names_of,
+    path_like,
+    words_of,
+)
+from contextwarden.testing import ConversationBuilder
 
 _PIECES = st.sampled_from(
     ["src", "a", "/", ".", "..", "./", "py", ".py", ".md", "-", "_x", "@", "+", ":", " ", "\n", ","]
@@ -21,3 +29,32 @@ def test_paths_are_the_whole_texts(text: str) -> None:
 def test_paths_in_prose() -> None:
     text = "Edit src/app/models.py and README.md, not http://x.org/a.py; see ./tests/test_app.py."
     assert words_of(text)[0] == ("src/app/models.py", "README.md", "./tests/test_app.py")
+
+
+_IDENT = st.from_regex(
+    r"[a-z]{2,6}_[a-z]{2,6}|[a-z]{2,6}[A-Z][a-z]{2,6}|[A-Z][a-z]{2,5}[A-Z][a-z]{2,5}",
+    fullmatch=True,
+)
+
+
+@given(_IDENT, st.sampled_from(["\\n", "\\t", "\\r", "\\n\\t\\t"]))
+def test_an_escape_written_in_text_separates_words(name: str, escape: str) -> None:
+    # a tool's JSON output writes "\n\tFilePath": the name is FilePath, not tFilePath
+    text = '{"body": "x' + escape + name + ' y"}'
+    assert name in names_of(text)
+    assert not any(n.endswith(name) and n != name for n in names_of(text))
+    path = f"pkg/{name}.go"
+    assert path in words_of('"' + escape + path + '"')[0]
+
+
+def test_folders_the_agent_types_are_paths_in_play() -> None:
+    b = ConversationBuilder().user("fix the store")
+    b.bash("cd internal/store && go test ./... ", "ok")
+    b.bash("ls", "internal/store/cache")
+    b.assistant("Either the cache and/or the index is stale.")
+    paths = {m.name: m for m in code_mentions(b.messages).paths}
+    assert "internal/store" in paths and paths["internal/store"].by_agent
+    assert "internal/store/cache" not in paths  # a listing shows it, the agent never typed it
+    assert "and/or" not in paths  # prose
+    assert dir_like("github.com/smacker/go-tree-sitter") and dir_like("./internal/store/")
+    assert not any(map(dir_like, ["s/old/new", "https://x.org/a", "2024/01", "a/b", "x.py"]))

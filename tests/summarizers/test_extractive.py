@@ -275,3 +275,44 @@ def test_same_bytes_across_processes_and_hash_seeds() -> None:
         )
         outputs.add(out.stdout)
     assert len(outputs) == 1 and "pkg/m11.py" in outputs.pop()
+
+
+def _instructed(n: int, said: str) -> ConversationBuilder:
+    """A span where the user speaks ``n`` times (each a long paste), between the agent's calls
+    naming a helper of its own."""
+    b = ConversationBuilder().user(TASK)
+    b.bash("npm test", "ok\n" * 3000)
+    for i in range(n):
+        b.user(
+            f"{said} {i}\n" + "".join(f"  at line_{i}_{j} (src/view.ts:{j})\n" for j in range(12))
+        )
+        b.bash(f"grep -n apply_theme_{i} src/view.ts", f"src/view.ts:{i}:apply_theme_{i}()")
+    return b
+
+
+def test_the_users_instructions_do_not_crowd_out_the_names_in_play() -> None:
+    request = SummaryRequest(_instructed(30, "the theme breaks again, see").messages, task=TASK)
+    summary = ExtractiveSummarizer().summarize(request)
+    sections = parse_summary(summary)
+    # the newest instruction verbatim, every line of it
+    assert "the theme breaks again, see 29\n" in sections.remaining + "\n"
+    assert "at line_29_11 (src/view.ts:11)" in sections.remaining
+    # the older ones fill what room the names the agent typed leave (they once filled it all)
+    typed = [f"apply_theme_{i}" for i in range(30)]
+    assert sum(name in sections.current_state for name in typed) >= 25
+
+
+def test_a_multi_line_instruction_is_carried_whole_by_the_next_summary() -> None:
+    first = _instructed(2, "please fix:")
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(first.messages, task=TASK))
+    later = ConversationBuilder().user(TASK)
+    later.bash("npm test", "ok\n" * 3000)
+    second = ExtractiveSummarizer().summarize(
+        SummaryRequest(later.messages, task=TASK, previous_summary=summary)
+    )
+    remaining = parse_summary(second).remaining
+    # one bullet per instruction, each line of it kept under it (not a bullet of its own)
+    assert remaining.count("- please fix:") == 2
+    assert "at line_0_11 (src/view.ts:11)" in remaining
+    assert "at line_1_11 (src/view.ts:11)" in remaining
+    assert "- at line_" not in remaining

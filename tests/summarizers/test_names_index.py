@@ -4,9 +4,12 @@ a mask hid."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from contextwarden._messages import Message
 from contextwarden.analysis.mentions import code_mentions, names_of
-from contextwarden.analysis.sections import parse_summary
+from contextwarden.analysis.sections import SummarySections, parse_summary
 from contextwarden.layers.mask import UNMASKED
 from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
 from contextwarden.summarizers._index import earlier_index, names_index
@@ -17,6 +20,11 @@ SOURCE = (
     "class RowWriter:\n    def write_row(self, row):\n        return ','.join(row)\n\n\n"
     "def export_rows(rows, quote_char='\"'):\n    return [RowWriter().write_row(r) for r in rows]\n"
 )
+
+
+_VOCAB = [
+    f"{a}_{b}" for a in ("load", "parse", "write", "check") for b in ("row", "header", "field")
+]
 
 
 def _first_span() -> ConversationBuilder:
@@ -76,13 +84,13 @@ def test_a_name_the_new_span_mentions_outranks_what_is_only_carried_over() -> No
     first_span.bash("env | sort", "\n".join(f"handle_case_{i}=on" for i in range(40)))
     first = ExtractiveSummarizer().summarize(SummaryRequest(first_span.messages, task=TASK))
     later = ConversationBuilder().user(TASK)
-    later.assistant("The header must go through parse_header_row before the rows.")
+    later.bash("python -c 'from csvio import parse_header_row; parse_header_row()'", "ok")
     later.bash("python -m pytest -q", "3 passed")
     lines = names_index(code_mentions(later.messages), parse_summary(first, strict=False))
     order = [n for line in sorted(lines, key=lambda ln: ln.rank) for n in line.names]
     carried = [k for k, n in enumerate(order) if n.startswith("handle_case_")]
     assert len(carried) >= 10
-    # a name the agent wrote in the new span comes before the carried ones
+    # a name the agent typed in the new span comes before the carried ones
     assert order.index("parse_header_row") < min(carried)
 
 
@@ -153,3 +161,73 @@ def test_a_masked_result_is_summarised_from_what_it_masked() -> None:
     assert any("export_rows" in r.text for m in request.messages for r in m.tool_results)
     # the cap stays at most half of what the span holds in the request (masked)
     assert request.max_chars <= sum(m.char_count for m in view[1:]) // 2 + 1
+
+
+def _defs_span(batch: int, size: int = 40) -> ConversationBuilder:
+    """A span that shows ``size`` new definitions in a file read (no name the agent writes)."""
+    source = "".join(f"def step_{batch}_helper_{i}(row):\n    return row\n\n" for i in range(size))
+    b = ConversationBuilder().user(TASK)
+    b.bash(f"cat src/batch_{batch}.py", source)
+    b.bash("python -m pytest -q", "3 passed in 0.2s\n" * 20)
+    return b
+
+
+def test_a_name_the_agent_relied_on_survives_many_updates() -> None:
+    # the agent typed parse_header_row again and again in the first span; six later spans
+    # each show forty new definitions it never types (in a summary of about 2k characters):
+    # the carried name keeps a place (a carried name used to count less than a definition
+    # shown once, and was gone after two such spans)
+    first = ConversationBuilder().user(TASK)
+    for k in range(4):
+        first.bash(f"python -c 'from src.csvio import parse_header_row; parse_header_row({k})'")
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(first.messages, task=TASK))
+    assert "parse_header_row" in _index_names(summary)
+    for batch in range(6):
+        request = SummaryRequest(_defs_span(batch).messages, task=TASK, previous_summary=summary)
+        summary = ExtractiveSummarizer().summarize(request)
+        assert check_summary(summary, request) == []
+        assert "parse_header_row" in _index_names(summary), batch
+    # ... and the newest span's own definitions are indexed beside it
+    assert "step_5_helper_0" in _index_names(summary)
+
+
+def test_the_names_of_a_file_the_agent_returns_to_move_up() -> None:
+    def source(stem: str) -> str:
+        return "".join(f"def {stem}_fn_{i}():\n    return {i}  # {'x' * 60}\n" for i in range(6))
+
+    first = ConversationBuilder().user(TASK)
+    first.bash("cat src/beta.py", source("beta"))
+    first.bash("cat src/alpha.py", source("alpha"))  # read last: ranks first
+    earlier = ExtractiveSummarizer().summarize(SummaryRequest(first.messages, task=TASK))
+    order = [n for _, ns in earlier_index(parse_summary(earlier, strict=False)) for n in ns]
+    assert order.index("alpha_fn_0") < order.index("beta_fn_0")
+    later = ConversationBuilder().user(TASK)
+    later.bash("git diff --stat src/beta.py", " src/beta.py | 2 +-")
+    lines = names_index(code_mentions(later.messages), parse_summary(earlier, strict=False))
+    ranked = [n for line in sorted(lines, key=lambda ln: ln.rank) for n in line.names]
+    assert ranked.index("beta_fn_0") < ranked.index("alpha_fn_0")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=30),
+    st.lists(st.sampled_from(_VOCAB), max_size=30),
+    st.frozensets(st.sampled_from(_VOCAB), max_size=5),
+)
+def test_the_index_lists_each_name_once_and_never_what_the_request_holds(
+    first_names: list[str], later_names: list[str], held: frozenset[str]
+) -> None:
+    first = ConversationBuilder().user(TASK)
+    first.bash("cat src/mod.py", "".join(f"def {n}():\n    pass\n" for n in first_names))
+    written = "\n".join(f"- {line.text}" for line in names_index(code_mentions(first.messages)))
+    earlier = SummarySections(current_state=f"Files and code in play:\n{written}")
+    later = ConversationBuilder().user(TASK)
+    later.bash("python -c '" + "; ".join(later_names) + "'", "ok")
+    lines = names_index(code_mentions(later.messages), earlier, held=held)
+    listed = [n for line in lines for n in line.names]
+    assert len(listed) == len(set(listed))
+    assert not held & set(listed)
+    # every name of the earlier index is still there unless the request holds it
+    carried = {n for _, ns in earlier_index(earlier) for n in ns}
+    assert carried - held <= set(listed)
+    assert [ln.rank for ln in lines] == list(range(len(lines)))

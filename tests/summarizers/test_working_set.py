@@ -142,3 +142,36 @@ def test_real_pi_recording_edit_sites_hold_each_edits_new_text() -> None:
         new = next(n for n in news if all(ln in site.lines for ln in n))
         placed += len(site.lines) > len(new)
     assert placed > len(sites) // 2, "most edits are placed in text the agent read"
+
+
+def test_the_working_set_is_carried_through_a_span_without_edits() -> None:
+    first = [
+        user("fix compute_12"),
+        _call("r", "read", path="src/m.py"),
+        tool_result("r", "\n".join(FILE)),
+        _call("e", "edit", path="src/m.py", oldText=FILE[12], newText="    value_12 = fixed(x)"),
+        tool_result("e", "Successfully replaced text in src/m.py."),
+    ]
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(first, task="fix compute_12"))
+    assert "    value_12 = fixed(x)" in summary and FILE[13] in summary
+    later = [user("fix compute_12")]
+    for i in range(4):  # the agent runs the tests, edits nothing
+        later += [_call(f"t{i}", "bash", command="pytest -q"), tool_result(f"t{i}", "ok\n" * 400)]
+    request = SummaryRequest(later, task="fix compute_12", previous_summary=summary)
+    again = ExtractiveSummarizer().summarize(request)
+    assert check_summary(again, request) == []
+    # the next edit of src/m.py quotes these lines: still there, once, in their block
+    assert again.count("    value_12 = fixed(x)") == 1 and FILE[13] in again
+    assert "src/m.py, around the edit of an earlier span:\n```" in again
+    # a span that edits the file again quotes its own, fresher lines instead
+    newer = [
+        user("fix compute_12"),
+        _call("r2", "read", path="src/m.py"),
+        tool_result("r2", "\n".join([*FILE[:12], "    value_12 = fixed(x)", *FILE[13:]])),
+        _call("e2", "edit", path="src/m.py", oldText=FILE[30], newText="    value_30 = 0"),
+        tool_result("e2", "ok\n" * 200),
+    ]
+    third = ExtractiveSummarizer().summarize(
+        SummaryRequest(newer, task="fix compute_12", previous_summary=again)
+    )
+    assert "value_30 = 0" in third and "an earlier span" not in third

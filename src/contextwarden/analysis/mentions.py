@@ -32,6 +32,7 @@ __all__ = [
     "Mention",
     "code_mentions",
     "defined_names",
+    "dir_like",
     "is_code_name",
     "names_of",
     "path_like",
@@ -63,6 +64,9 @@ _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
+#: A JSON or C string escape in front of a word (``\tFilePath`` in a tool's JSON output): a
+#: separator, not the name's first letter.
+_ESCAPE = re.compile(r"\\[nrt](?=\w)")
 #: Names that look like code but that every shell session or Python file is full of.
 _NOISE = frozenset(
     (
@@ -91,6 +95,9 @@ WEIGHT_PROSE = 1.5
 WEIGHT_OUTPUT = 1.0
 #: Any other code name a result shows (a local variable in a file the agent read).
 WEIGHT_SEEN = 0.3
+#: A folder or package path the agent typed: it finds files again, but is not what the agent
+#: edits or calls, so it counts like a result's mention, not like a file it typed.
+WEIGHT_FOLDER = WEIGHT_OUTPUT
 
 
 def is_code_name(word: str) -> bool:
@@ -116,8 +123,27 @@ def path_like(text: str) -> bool:
     return not text.startswith("-") and "." in text.rsplit("/", 1)[-1]
 
 
+def dir_like(text: str) -> bool:
+    """Whether ``text`` (one token) is a folder or package path the agent typed
+    (``internal/store``, ``github.com/x/y``): two parts at least, the last with a letter and no
+    extension; prose writes "this/that" too, so only the agent's own calls are read for them."""
+    text = text.rstrip("/")
+    if text.startswith(_NOT_PATHS) or text.startswith("-") or len(text) < 5:
+        return False
+    parts = text.lstrip("./").split("/")
+    if len(parts) < 2 or len(parts[0]) == 1 or not all(parts):
+        return False
+    return any(c.isalpha() for c in parts[-1]) and "." not in parts[-1]
+
+
+def _unescaped(text: str) -> str:
+    return _ESCAPE.sub(" ", text) if "\\" in text else text
+
+
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(paths, code names) written in ``text``, in order, without repeats."""
+    """(paths, code names) written in ``text``, in order, without repeats; an escape written in
+    the text (``\\n``, ``\\t``) separates words."""
+    text = _unescaped(text)
     found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
     paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
     clean = tuple(p for p in paths if path_like(p))
@@ -130,11 +156,18 @@ def defined_names(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for _, name in _DEF.findall(text) if name not in _NOISE))
 
 
+def _dirs_of(text: str) -> tuple[str, ...]:
+    """The folder paths (:func:`dir_like`) written in ``text``, without repeats."""
+    text = _unescaped(text)
+    found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
+    return tuple(dict.fromkeys(d for p in found if dir_like(d := p.rstrip(".,:;/"))))
+
+
 def names_of(text: str) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
     structures that name files: ``grep`` hits, frames, test ids)."""
-    return tuple(dict.fromkeys(w for w in _WORD.findall(text) if is_code_name(w)))
+    return tuple(dict.fromkeys(w for w in _WORD.findall(_unescaped(text)) if is_code_name(w)))
 
 
 @dataclass(frozen=True)
@@ -186,10 +219,14 @@ class _Tally:
     def words(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return self.memo(words_of, text, _words_size)
 
-    def text(self, text: str, index: int, weight: float, *, agent: bool) -> None:
+    def text(
+        self, text: str, index: int, weight: float, *, agent: bool, dirs: bool = False
+    ) -> None:
         paths, names = self.words(text)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
+        for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
+            self.add(d, True, index, WEIGHT_FOLDER, agent=agent)
         for n in names:
             self.add(n, False, index, weight, agent=agent)
 
@@ -288,12 +325,12 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
             tally.text(prose, index, WEIGHT_PROSE, agent=True)
             for block in blocks:
-                tally.text(block, index, WEIGHT_ACTION, agent=True)
+                tally.text(block, index, WEIGHT_ACTION, agent=True, dirs=True)
             pending_read = _read_target(blocks[-1], memo) if len(blocks) == 1 else None
             for call in message.tool_calls:
                 strings = list(_strings(call.input))
                 for s in strings:
-                    tally.text(s, index, WEIGHT_ACTION, agent=True)
+                    tally.text(s, index, WEIGHT_ACTION, agent=True, dirs=True)
                 target = None
                 for s in strings:
                     paths, _ = tally.words(s)

@@ -1,29 +1,46 @@
 """The names index of a summary ("Files and code in play"): the files and code names of what it
 replaces, ranked for the agent that will type them again (a name the summary does not carry is
-gone until the agent searches again). :func:`names_index` ranks the span's paths and names
-(:func:`~contextwarden.analysis.mentions.code_mentions`: what the agent wrote first, later
-mentions weighing more), plus the earlier summary's index (so names survive compaction after
-compaction), minus what the request holds beside the summary (``held``). Each file comes with
-the names seen in it. Pure and deterministic."""
+gone until the agent searches again). Pure and deterministic.
+
+:func:`names_index` merges two rankings, deduplicated by name:
+
+- the span's own paths and names (:func:`~contextwarden.analysis.mentions.code_mentions`: what
+  the agent wrote in its calls and prose first, later and repeated mentions weighing more);
+- the earlier summary's index, which carries every earlier span's ranking in its order: its
+  names count from one mention by the agent (the first) down to half a tool result's mention
+  (the last, :data:`CARRY_TOP`, :data:`CARRY_LAST`), so what the agent relied on earlier keeps
+  its place against what the new span only shows; a name in both adds up (it recurs), and a
+  carried name listed under a file the new span works in again counts :data:`TOUCHED` times
+  (the agent is back in that file).
+
+Names the request holds beside the summary (``held``) are left out. Each file comes with the
+names seen in it.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..analysis.mentions import CodeMentions
-from ..analysis.sections import SummarySections, heading_name
+from ..analysis.mentions import WEIGHT_ACTION, WEIGHT_OUTPUT, CodeMentions
+from ..analysis.sections import SECTIONS, SummarySections, heading_name
 
-__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "names_index"]
+__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "earlier_lines", "names_index"]
 
 #: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
 INDEX_GROUP = "Files and code in play"
-#: A name of the earlier index counts like one a tool result showed once at the start of the
-#: span (``WEIGHT_OUTPUT`` in :mod:`contextwarden.analysis.mentions`), the first of them, down to half that for the
-#: last: what the new span shows or the agent writes in it outranks what is only carried over,
-#: and a carried name stays while nothing newer needs its place.
-EARLIER_WEIGHT = 1.0
+#: What a name of the earlier index counts, by its place there: the first as much as one
+#: mention in the agent's own call at the start of the span (``WEIGHT_ACTION`` in
+#: :mod:`contextwarden.analysis.mentions`), down linearly to half a tool result's mention
+#: (``WEIGHT_OUTPUT / 2``) for the last. The top of an earlier index is what the agent typed
+#: again and again in earlier spans: it keeps its place against names the new span shows once,
+#: and gives way to what the agent writes now; the tail of it gives way to what the span defines.
+CARRY_TOP = WEIGHT_ACTION
+CARRY_LAST = WEIGHT_OUTPUT / 2
+#: A carried name listed under a file the new span reads or edits again counts this many times
+#: its carried score: the names of the file the agent is back in are the ones it types next.
+TOUCHED = 2.0
 #: Names listed under one file, at most.
 NAMES_PER_PATH = 8
 #: The loose names (not tied to a listed file) are written this many a line.
@@ -51,34 +68,48 @@ class IndexLine:
         return f"{label}: {', '.join(self.names)}" if self.names else label
 
 
+def earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
+    """``(section, heading, line)`` for each line of an earlier summary, in order: the heading
+    it is under (without its reference; "Earlier (X)" read as X), the line with its right spaces
+    off. A heading is a line of its own at the start (``Group:``); an indented line (what an
+    entry continues with), a fence (`````) and the lines inside one never are."""
+    if earlier is None:
+        return
+    for section in SECTIONS:
+        heading, fenced = "", False
+        for raw in earlier.get(section).splitlines():
+            line, bare = raw.rstrip(), raw.strip()
+            if not bare:
+                continue
+            if bare.startswith("```"):
+                fenced = not fenced
+            elif (
+                not fenced
+                and line == bare
+                and line.endswith(":")
+                and not line.startswith("- ")
+                and len(line) < 90
+            ):
+                heading = heading_name(bare[:-1]).strip()
+                if heading.startswith("Earlier (") and heading.endswith(")"):
+                    heading = heading[len("Earlier (") : -1]
+                continue
+            yield section, heading, line
+
+
 def earlier_index(earlier: SummarySections | None) -> list[tuple[str | None, tuple[str, ...]]]:
     """The index lines of an earlier summary, in its order: ``(path, names)`` for a file line,
     ``(None, names)`` for a line of loose names."""
-    if earlier is None:
-        return []
     out: list[tuple[str | None, tuple[str, ...]]] = []
-    inside = False
-    for raw in earlier.current_state.splitlines():
-        line = raw.strip()
-        if not line:
+    for section, heading, line in earlier_lines(earlier):
+        if section != "current_state" or heading != INDEX_GROUP or not line.startswith("- "):
             continue
-        if not line.startswith("- ") and line.endswith(":"):
-            name = heading_name(line[:-1]).strip()
-            if name.startswith("Earlier (") and name.endswith(")"):
-                name = name[len("Earlier (") : -1]
-            inside = name == INDEX_GROUP
-            continue
-        if not inside or not line.startswith("- "):
-            continue
-        body = line[2:]
-        if body.startswith("names: "):
-            out.append((None, _split(body[len("names: ") :])))
-            continue
-        head, _, rest = body.partition(": ")
+        head, _, rest = line[2:].partition(": ")
         m = _NOTE.match(head)
-        if m is None:
-            continue
-        out.append((m.group("path"), _split(rest)))
+        if head == "names":
+            out.append((None, _split(rest)))
+        elif m is not None:
+            out.append((m.group("path"), _split(rest)))
     return out
 
 
@@ -106,7 +137,8 @@ class _Ranked:
             seen.append(f)
 
     def best(self) -> list[str]:
-        return sorted(self.score, key=lambda n: (-self.score[n], n))
+        """Best first; a tie keeps the order names came in (the span's own ranking first)."""
+        return sorted(self.score, key=lambda n: -self.score[n])
 
 
 def names_index(
@@ -127,16 +159,16 @@ def names_index(
         paths.add(m.name, m.score)
     for m in code.names:
         names.add(m.name, m.score, m.files)
+    touched = {m.name for m in code.paths} | set(status)
     lines = earlier_index(earlier)
-    total = sum(1 + len(ns) for _, ns in lines) or 1
-    rank = 0
+    last = max(sum(1 + len(ns) for _, ns in lines) - 1, 1)
+    ramp = iter(CARRY_TOP - (CARRY_TOP - CARRY_LAST) * at / last for at in range(last + 1))
     for path, ns in lines:
         if path is not None:
-            paths.add(path, EARLIER_WEIGHT * (1 - rank / (2 * total)))
-            rank += 1
+            paths.add(path, next(ramp))
+        boost = TOUCHED if path in touched else 1.0
         for n in ns:
-            names.add(n, EARLIER_WEIGHT * (1 - rank / (2 * total)), (path,) if path else ())
-            rank += 1
+            names.add(n, boost * next(ramp), (path,) if path else ())
     return _lines(paths, names, status, held, max_paths, max_names)
 
 

@@ -21,10 +21,10 @@ from ..analysis.sections import (
     SummarySections,
     clip,
     fit,
-    heading_name,
     with_ref,
 )
-from ._index import INDEX_GROUP, names_index
+from ..analysis.working import EditSite
+from ._index import INDEX_GROUP, earlier_lines, names_index
 from .base import SummaryRequest, effective_cap, request_facts
 
 __all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
@@ -38,7 +38,15 @@ TASK_SHARE = 0.1
 #: the shortest quote of the task, and the whole of it when the request holds the task
 TASK_QUOTE_CHARS = 240
 
-_EARLIER_SKIP = {"original task", "files changed", "focus", "working set", INDEX_GROUP.lower()}
+_EARLIER_SKIP = {
+    "original task",
+    "files changed",
+    "focus",
+    "working set",
+    "pinned (verbatim)",
+    "user instructions (verbatim, in order)",
+    INDEX_GROUP.lower(),
+}
 
 
 def _focus_words(focus: str | None) -> frozenset[str]:
@@ -69,31 +77,10 @@ def facts_entries(
     ref: str | None = None,
     held: frozenset[str] = frozenset(),
     task_held: bool = False,
-) -> list[Entry]:
+) -> Iterator[Entry]:
     """The prioritised entries a summary of ``facts`` is made of (see the module docstring for
     the tiers); the groups drawn from the span name ``ref``, its ``cw:`` reference. Shared
     with the LLM summarizer, which adds the must-keep ones to its output."""
-    entries = list(_entries(facts, task, pinned, focus, cap, ref, held, task_held))
-    words = _focus_words(focus)
-    # what the user asked to keep moves up two tiers (never above the must-keep ones)
-    return [
-        replace(e, tier=max(2, e.tier - 2))
-        if words and e.tier > 2 and any(w in e.text.lower() for w in words)
-        else e
-        for e in entries
-    ]
-
-
-def _entries(
-    facts: Facts,
-    task: str | None,
-    pinned: tuple[str, ...],
-    focus: str | None,
-    cap: int,
-    ref: str | None,
-    held: frozenset[str],
-    task_held: bool,
-) -> Iterator[Entry]:
     # remaining: the task, the focus, the open plan --------------------------------------------
     task_text = facts.task or task  # the user's own words (client-injected blocks removed)
     if task_text:
@@ -105,12 +92,7 @@ def _entries(
         yield Entry(
             "remaining", f"Focus requested: {clip(focus.strip(), 300)}", 0, (1,), bullet=False
         )
-    # every later instruction of the user's, verbatim: the agent works to them as to the task
-    # (after the must-keep facts: the changed files, the pins, the last error)
-    for i, said in enumerate(dict.fromkeys(facts.instructions)):
-        yield Entry(
-            "remaining", clip(said, INSTRUCTION_CHARS), 4, (1, i), INSTRUCTIONS, i, True, 120
-        )
+    yield from _instruction_entries(facts, cap)
     open_items = [t for t in facts.plan if t.status != "completed"]
     if facts.plan:
         label = (
@@ -254,6 +236,51 @@ def _entries(
 INSTRUCTIONS = "User instructions (verbatim, in order)"
 #: A later instruction of the user's is quoted up to this many characters.
 INSTRUCTION_CHARS = 1_200
+#: The share of the cap the user's later instructions fill verbatim, newest first, ahead of
+#: the names index and the working set; older ones beyond it rank with the commands run and
+#: are clipped to their opening (:data:`INSTRUCTION_OPENING` characters) where room is short,
+#: and are recallable by the span's reference. Without a share, a session where the user pastes logs fills every summary with
+#: them and the index of the code in play is crowded out.
+INSTRUCTIONS_SHARE = 0.25
+INSTRUCTION_OPENING = 120
+
+
+def _instruction_entries(facts: Facts, cap: int) -> Iterator[Entry]:
+    """Every later instruction of the user's (those an earlier summary carried, then the
+    span's), in order, verbatim within :data:`INSTRUCTIONS_SHARE` of the cap, newest first;
+    a multi-line instruction's lines after the first are indented, so it reads back whole."""
+    said = list(dict.fromkeys((*_earlier_instructions(facts.earlier), *facts.instructions)))
+    used = 0
+    for i in range(len(said) - 1, -1, -1):
+        text = clip(said[i], INSTRUCTION_CHARS).replace("\n", "\n  ")
+        used += len(text) + 3
+        whole = used <= cap * INSTRUCTIONS_SHARE
+        yield Entry(
+            "remaining",
+            text,
+            4 if whole else 6,
+            (1, i),
+            INSTRUCTIONS,
+            i,
+            True,
+            min(len(text), INSTRUCTION_OPENING),
+        )
+
+
+def _earlier_instructions(earlier: SummarySections | None) -> list[str]:
+    """The instructions an earlier summary listed, in order (an indented line continues the
+    one before it)."""
+    out: list[str] = []
+    for _, heading, line in earlier_lines(earlier):
+        if heading != INSTRUCTIONS:
+            continue
+        if line.startswith("  ") and out:
+            out[-1] += "\n" + line[2:]
+        else:
+            out.append(line.removeprefix("- ").strip())
+    return out
+
+
 #: The files a summary names as read (the newest).
 READ_PATHS = 12
 
@@ -265,20 +292,51 @@ WORKING_SITES = 2
 WORKING_SITE_CHARS = 600
 
 
+_SITE_HEAD = re.compile(r"^- (?P<path>\S+), around the edit of (?:message \d+|an earlier span):$")
+#: An earlier summary's site counts as older than every site of the span.
+_EARLIER_SITE = -1
+
+
+def _earlier_sites(earlier: SummarySections | None) -> list[EditSite]:
+    """The working set an earlier summary quoted, in its order: each site's head line and the
+    fenced lines under it."""
+    out: list[EditSite] = []
+    path: str | None = None
+    body: list[str] = []
+    for _, heading, line in earlier_lines(earlier):
+        if heading != "Working set":
+            continue
+        head = _SITE_HEAD.match(line)
+        if head is not None:
+            path, body = head["path"], []
+        elif line.strip() != "```":
+            body.append(line)
+        elif body and path is not None:  # the closing fence
+            out.append(EditSite(path, _EARLIER_SITE, tuple(body)))
+            path = None
+    return out
+
+
 def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
     """The file's lines around the latest edits, verbatim in a fenced block: the text the next
-    edit there must quote. A site whose lines an already listed newer site holds is skipped."""
+    edit there must quote. The span's sites come first, newest first, then those the earlier
+    summary quoted in files the span did not edit (the agent comes back to them after a span
+    of tests or reading); a site whose lines an already listed site holds is skipped."""
     group = with_ref("Working set", ref)
     shown: dict[str, set[str]] = {}
+    edited = {site.path for site in facts.working}
+    # a file the span edited again has fresher lines than what an earlier summary quoted
+    earlier = [s for s in _earlier_sites(facts.earlier) if s.path not in edited]
     n = 0
-    for site in reversed(facts.working):
+    for site in [*reversed(facts.working), *earlier]:
         if n >= WORKING_SITES:
             break
         lines = list(site.lines)
         seen = shown.setdefault(site.path, set())
         if all(ln.strip() in seen for ln in lines if ln.strip()):
             continue
-        head = f"- {site.path}, around the edit of message {site.index}:"
+        at = f"message {site.index}" if site.index >= 0 else "an earlier span"
+        head = f"- {site.path}, around the edit of {at}:"
         kept: list[str] = []
         size = len(head) + 10
         for ln in lines:
@@ -293,7 +351,7 @@ def _working_entries(facts: Facts, ref: str | None) -> Iterator[Entry]:
         yield Entry(
             "current_state",
             f"{head}\n```\n{body}\n```",
-            5,
+            4 if n == 0 else 5,  # the newest site goes with the names index, ahead of it
             (1, 10 + n),
             group,
             recency=site.index,
@@ -348,50 +406,18 @@ def _earlier_refs(facts: Facts) -> list[str]:
     return list(dict.fromkeys(REF_RE.findall(text)))
 
 
-def _earlier_lines(earlier: SummarySections | None) -> Iterator[tuple[str, str, str]]:
-    """(section, heading, line) for each content line of an earlier summary."""
-    if earlier is None:
-        return
-    for name in SECTIONS:
-        heading = ""
-        fenced = False
-        for raw in earlier.get(name).splitlines():
-            line = raw.strip()
-            if line.startswith("```"):
-                fenced = not fenced  # quoted file lines: never headings
-                continue
-            if not line:
-                continue
-            if not fenced and line.endswith(":") and not line.startswith("- ") and len(line) < 90:
-                heading = heading_name(line[:-1]).strip()
-                continue
-            yield name, heading, line
-
-
 def _earlier_pins(facts: Facts) -> list[str]:
-    return [
-        line
-        for _, heading, line in _earlier_lines(facts.earlier)
-        if heading.lower() == "pinned (verbatim)"
-    ]
+    return [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
 
 
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
-    for i, (name, heading, line) in enumerate(_earlier_lines(earlier)):
-        h = heading.lower()
-        if h == INSTRUCTIONS.lower():  # the user's words stay verbatim, summary after summary
-            said = line[2:] if line.startswith("- ") else line
-            yield Entry("remaining", said, 4, (1, i - 10_000), INSTRUCTIONS, min_chars=120)
-            continue
-        if h in _EARLIER_SKIP or h == "pinned (verbatim)":
-            continue  # the task, files and pins are carried by their own entries
-        if h.startswith("earlier"):
-            group = heading
-        else:
-            group = f"Earlier ({heading})" if heading else "Earlier"
-        text = line[2:] if line.startswith("- ") else line
+    for i, (name, heading, line) in enumerate(earlier_lines(earlier)):
+        text = line.strip().removeprefix("- ")
+        if heading.lower() in _EARLIER_SKIP or text.startswith("```"):
+            continue  # the task, files, pins, instructions and edit sites have their own entries
         if text.startswith(("Earlier spans, recallable:", "Older spans, recallable:")):
             continue  # carried by its own entry, with the references this summary adds
+        group = f"Earlier ({heading})" if heading not in ("", "Earlier") else "Earlier"
         yield Entry(name, clip(text, 240), 8, (5, i), group, recency=-1 - i)
 
 
@@ -431,6 +457,7 @@ class ExtractiveSummarizer:
                 f"{request.max_chars}, half of the replaced text), need {MIN_SUMMARY_CHARS}"
             )
         facts = request_facts(request)
+        words = _focus_words(request.focus)
         entries = facts_entries(
             facts,
             task=request.task,
@@ -441,7 +468,16 @@ class ExtractiveSummarizer:
             held=request.held,
             task_held=request.task_held,
         )
-        return fit(entries, cap)
+        # what the user asked to keep moves up two tiers (never above the must-keep ones)
+        return fit(
+            (
+                replace(e, tier=max(2, e.tier - 2))
+                if words and e.tier > 2 and any(w in e.text.lower() for w in words)
+                else e
+                for e in entries
+            ),
+            cap,
+        )
 
     async def asummarize(self, request: SummaryRequest) -> str:
         """Same as :meth:`summarize` (CPU only, fast: no thread hop)."""
