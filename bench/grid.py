@@ -19,7 +19,9 @@ model and window, and through ``raw`` (the whole history). Per cell:
 
 * ``saved``: billed saved against raw, both billed as ``measures.billed`` bills (leading
   messages identical to the previous request's are cache reads, the rest writes; o200k tokens)
-  at the cell's cache ratios; ``dearer``: the cell's bill over raw's by more than 1%;
+  at the cell's cache ratios; ``dearer``: the cell's bill over raw's by more than 1%, where
+  raw could be sent (``raw_peak``, its largest request in the model's own tokens, within the
+  window; the cells where it is not are counted apart: no agent could have sent that);
 * ``compactions``: compactions made; ``summary calls``: the LLM calls they would make with an
   LLM summarizer (one per compaction, by construction: the embedded summarizer makes none) and
   ``summary tokens``: what those calls would read (the tokens each compaction replaced);
@@ -139,6 +141,8 @@ def _warden_sender(
 
     def send(history: list[Msg]) -> list[Msg]:
         request, result = warden.transform_openai(history, model=model, window=window)
+        # the whole history in the model's own tokens (Claude's are about 1.18 o200k's)
+        stats["raw_peak"] = max(stats["raw_peak"], result.tokens_before)
         if result.compaction is not None:
             stats["compactions"] += 1
             stats["summary_tokens"] += result.compaction.original_token_count
@@ -165,7 +169,7 @@ def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
         "price": price,
         "fixed": fixed,
     }
-    stats = {"compactions": 0, "summary_tokens": 0}
+    stats = {"compactions": 0, "summary_tokens": 0, "raw_peak": 0}
     t0 = time.perf_counter()
     try:
         raw = m.requests(msgs, lambda history: list(history))
@@ -201,8 +205,11 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         cells = [r for r in ok if (r["fixed"], r["price"], r["window"]) == (fixed, price, window)]
         raw = sum(c["raw_cost"] for c in cells)
         cost = sum(c["cost"] for c in cells)
-        dearer = [c["recording"] for c in cells if c["cost"] > c["raw_cost"] * (1 + DEARER)]
-        worst = max((c["cost"] / c["raw_cost"] for c in cells if c["raw_cost"]), default=1.0)
+        # raw could not be sent where its largest request, in the model's tokens, is over the
+        # window: the agent could not have sent it, so it is no bill to be dearer than
+        sendable = [c for c in cells if c.get("raw_peak", 0) <= c["window"]]
+        dearer = [c["recording"] for c in sendable if c["cost"] > c["raw_cost"] * (1 + DEARER)]
+        worst = max((c["cost"] / c["raw_cost"] for c in sendable if c["raw_cost"]), default=1.0)
         out.append(
             {
                 "fixed": fixed,
@@ -212,6 +219,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "saved": 1 - cost / raw if raw else 0.0,
                 "dearer": dearer,
                 "worst": worst,
+                "unsendable": len(cells) - len(sendable),
                 "compactions": sum(c["compactions"] for c in cells),
                 "requests": sum(c["requests"] for c in cells),
                 "summary_tokens": sum(c["summary_tokens"] for c in cells),
@@ -228,15 +236,17 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The grid as a markdown table."""
     lines = [
-        "| fixed part | prices | window | recordings | billed saved | dearer > 1% (worst) "
-        "| compactions / requests | summary calls | summary tokens | names | edit lines |",
+        "| fixed part | prices | window | recordings (raw over the window) | billed saved "
+        "| dearer > 1% (worst) | compactions / requests | summary calls | summary tokens | names "
+        "| edit lines |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for a in aggregate(rows):
         # no edit the measure recognises (an agent whose edit tool it does not know)
         edits = f"{a['edits']:.1%}" if a["edits_wanted"] else "none to recall"
+        over = f" ({a['unsendable']})" if a["unsendable"] else ""
         lines.append(
-            f"| {a['fixed']:,} | {a['price']} | {a['window']:,} | {a['recordings']} "
+            f"| {a['fixed']:,} | {a['price']} | {a['window']:,} | {a['recordings']}{over} "
             f"| {a['saved']:.1%} | {len(a['dearer'])} ({a['worst']:.3f}) "
             f"| {a['compactions']} / {a['requests']} | {a['compactions']} "
             f"| {a['summary_tokens']:,} | {a['names']:.1%} | {edits} |"
