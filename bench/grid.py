@@ -313,7 +313,10 @@ def grid_section(data: dict[str, Any]) -> str:
         "way `measures.billed` bills (leading messages identical to the previous request's are "
         "cache reads). Summary calls are those an LLM summarizer would make (one per "
         "compaction; the default embedded summarizer makes none), summary tokens what they "
-        "would read. Names and edit lines: `../shared/measures/measures.py`, as given.",
+        "would read. Names and edit lines: `../shared/measures/measures.py`, as given. In "
+        "brackets after the recordings: those whose whole history grows over the window in the "
+        "model's own tokens (Claude's count about 1.18 o200k's), which no agent could have sent "
+        "whole; they are not counted as dearer, and the worst ratio is over the others.",
         "",
         *table(rows),
     ]
