@@ -402,7 +402,18 @@ class AnthropicWrite:
     same ``messages[:i]`` is written the same up to such an ``i``, and what comes after never
     changes the dicts before it (a merge goes into ``i``'s dict or a later one)."""
 
-    __slots__ = ("begin", "exact", "given", "kept", "messages", "out", "prior", "starts", "system")
+    __slots__ = (
+        "begin",
+        "exact",
+        "given",
+        "kept",
+        "messages",
+        "out",
+        "prior",
+        "starts",
+        "system",
+        "written",
+    )
 
     def __init__(self, messages: Sequence[Message], last: AnthropicWrite | None, same: int):
         self.messages = tuple(messages)
@@ -413,6 +424,8 @@ class AnthropicWrite:
         self.starts: list[tuple[int, int, int]] = []
         self.prior: Any = None
         self.given: Continued | None = None
+        # the JSON of the last request this writer's lists went into (see Continued.written)
+        self.written: dict[int, tuple[Any, bytes]] = last.written if last is not None else {}
         at = bisect_right(last.starts, same, key=lambda s: s[0]) - 1 if last is not None else -1
         if last is not None and at >= 0:
             self.begin, k, self.kept = last.starts[at]
@@ -429,7 +442,7 @@ class AnthropicWrite:
             out = [{"role": "user", "content": LEADING_USER_TEXT}, *out]
         elif continued:
             out = self.given = Continued(out)
-            out.kept, out.prior = self.kept, self.prior
+            out.kept, out.prior, out.written = self.kept, self.prior, self.written
         return _system_out(self.system), out
 
 

@@ -38,11 +38,15 @@ class Continued(list[dict[str, Any]]):
     """Anthropic messages written by going on from an earlier list of the same writer (see
     :class:`~.anthropic.AnthropicWrite`), whose first ``kept`` dicts it shares; dicts of such
     lists are never changed. ``prior``: the breakpoints of the earlier list's messages, when
-    they were looked for (then only the rest of this one is read); ``found``: this one's."""
+    they were looked for (then only the rest of this one is read); ``found``: this one's;
+    ``written``: the JSON the last request of the same writer was sent as, per dict (by
+    identity, the dict kept with its bytes), which the writer's lists share, so that a body
+    writes only the dicts it did not send before (the proxy's ``dump_body``)."""
 
     kept = 0
     prior: list[tuple[_Pos, Any]] | None = None
     found: list[tuple[_Pos, Any]] | None = None
+    written: dict[int, tuple[Any, bytes]] | None = None
 
 
 def count_cache_breakpoints(
@@ -274,6 +278,7 @@ def _apply(
     out_messages = [m if type(m) is dict else dict(m) for m in messages]
     if type(messages) is Continued:  # its dicts, and those made here, are never changed
         out_messages = Continued(out_messages)
+        out_messages.written = messages.written
     for (where, i, j, _), control in added.items():
         if where == _TOOLS:
             assert out_tools is not None

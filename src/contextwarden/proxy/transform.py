@@ -405,26 +405,19 @@ def dump_body(body: Any, fast: bool) -> bytes:
 
 
 def _known_json(messages: Continued) -> Any:
-    """The JSON of ``messages`` (as :func:`orjson.dumps` writes it), each dict's remembered by
-    identity: two generations, the current one of at most ``_JSON_LIMIT`` bytes."""
-    global _json_now, _json_then, _json_bytes  # noqa: PLW0603 - swapped whole, never changed
+    """The JSON of ``messages`` (as :func:`orjson.dumps` writes it), each dict's taken from
+    the writer's last request where the same dict went into it (``messages.written``, which
+    then holds this request's)."""
+    sent = messages.written
+    now: dict[int, tuple[Any, bytes]] = {}
     parts: list[bytes] = []
     for m in messages:
-        hit = _json_now.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = _json_then.get(id(m))
-            if hit is None or hit[0] is not m:
-                hit = (m, _orjson.dumps(m))
-            if _json_bytes + len(hit[1]) > _JSON_LIMIT:
-                _json_now, _json_then, _json_bytes = {}, _json_now, 0
-            _json_now[id(m)] = hit  # the entry holds its dict: the id is not reused meanwhile
-            _json_bytes += len(hit[1])
+        hit = sent.get(id(m)) if sent is not None else None
+        if hit is None or hit[0] is not m:  # the entry holds its dict: the id is not reused
+            hit = (m, _orjson.dumps(m))
+        now[id(m)] = hit
         parts.append(hit[1])
+    if sent is not None:
+        sent.clear()
+        sent.update(now)
     return _orjson.Fragment(b"[" + b",".join(parts) + b"]")
-
-
-#: What the JSON of messages is remembered in (see :func:`_known_json`).
-_JSON_LIMIT = 16 << 20
-_json_now: dict[int, tuple[Any, bytes]] = {}
-_json_then: dict[int, tuple[Any, bytes]] = {}
-_json_bytes = 0
