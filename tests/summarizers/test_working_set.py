@@ -18,14 +18,19 @@ def _call(cid: str, name: str, **args: object) -> Message:
     return assistant(tool_calls=[ToolCallBlock(cid, name, json.dumps(args))])
 
 
-def test_pi_read_then_edit_keeps_context_around_the_new_lines() -> None:
-    span = [
+def _read_then_edit() -> list[Message]:
+    """A pi-like span: the task, a read of src/m.py, an edit of its line 12."""
+    return [
         user("fix compute_12"),
         _call("r", "read", path="src/m.py"),
         tool_result("r", "\n".join(FILE)),
         _call("e", "edit", path="src/m.py", oldText=FILE[12], newText="    value_12 = fixed(x)"),
         tool_result("e", "Successfully replaced text in src/m.py."),
     ]
+
+
+def test_pi_read_then_edit_keeps_context_around_the_new_lines() -> None:
+    span = _read_then_edit()
     (site,) = edit_sites(span)
     assert site.path == "src/m.py" and site.index == 3
     assert site.lines == (*FILE[9:12], "    value_12 = fixed(x)", *FILE[13:16])
@@ -145,13 +150,7 @@ def test_real_pi_recording_edit_sites_hold_each_edits_new_text() -> None:
 
 
 def test_the_working_set_is_carried_through_a_span_without_edits() -> None:
-    first = [
-        user("fix compute_12"),
-        _call("r", "read", path="src/m.py"),
-        tool_result("r", "\n".join(FILE)),
-        _call("e", "edit", path="src/m.py", oldText=FILE[12], newText="    value_12 = fixed(x)"),
-        tool_result("e", "Successfully replaced text in src/m.py."),
-    ]
+    first = _read_then_edit()
     summary = ExtractiveSummarizer().summarize(SummaryRequest(first, task="fix compute_12"))
     assert "    value_12 = fixed(x)" in summary and FILE[13] in summary
     later = [user("fix compute_12")]
