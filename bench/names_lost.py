@@ -1,0 +1,190 @@
+"""Where the names the next action needs were lost: for each name ``measures.name_recall``
+wants and the request does not hold, the fate of the newest history message that showed it.
+
+    python -m bench.names_lost --root /work/extra --windows 16000,32000 --jobs 2
+    python -m bench.names_lost --only codex --windows 32000 --examples 20
+
+Replays each recording as ``bench.grid`` does (``Warden()`` defaults, the price structure's
+model) and keeps the conversation's edit log (every call's ``result.edits``). A wanted name
+missing from the request is put down to the newest message before the last ten that held it:
+
+* ``compacted``: the message is in a compaction's removed span, and the summary in the request
+  does not list the name (``compacted, summary cut``: a window cut later took the summary too);
+* ``cut``: a window cut removed the message with no summary;
+* ``masked``: a tool result shrunk by a mask whose stub does not list the name;
+* ``thinking``: the name was in reasoning that a strip removed;
+* ``truncated``: the message is in the request but shortened as it came in;
+* ``other``: none of those (the name is in the message and the message is sent whole).
+
+Also per cell: names held/wanted and tokens sent/raw (o200k, as the judges count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import multiprocessing
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ._recordings import recordings
+from .grid import PRICES
+from .measures_run import measures
+
+__all__ = ["lost", "main"]
+
+Msg = dict[str, Any]
+_ROOT: list[Path] = []
+
+
+def _recs() -> tuple[Any, ...]:
+    return recordings(_ROOT[0]) if _ROOT else recordings()
+
+
+def _fates(edits: Sequence[Any], n: int) -> dict[int, str]:
+    """History position -> how the edit log took it out or changed it (positions < n)."""
+    from contextwarden._log import Compaction, Mask, StripThinking, WindowCut
+
+    cut_summaries = {d for e in edits if isinstance(e, WindowCut) for d in e.dropped}
+    fate: dict[int, str] = {}
+    mask_upto = strip_upto = -1
+    superseded: set[int] = set()
+    for number, e in enumerate(edits):
+        if isinstance(e, Mask):
+            mask_upto = max(mask_upto, e.upto)
+            superseded.update(p for p, _, _ in e.superseded)
+        elif isinstance(e, StripThinking):
+            strip_upto = max(strip_upto, e.upto)
+        elif isinstance(e, Compaction | WindowCut):
+            if isinstance(e, WindowCut):
+                why = "cut"
+            else:
+                why = "compacted, summary cut" if number in cut_summaries else "compacted"
+            for lo, hi in e.removed:
+                for i in range(max(lo, 0), min(hi, n)):
+                    fate.setdefault(i, why)
+    for i in range(n):
+        if i not in fate and (i <= mask_upto or i in superseded):
+            fate[i] = "masked"
+        elif i not in fate and i <= strip_upto:
+            fate[i] = "thinking?"
+    return fate
+
+
+def _escaped(name: str, text: str) -> bool:
+    """True when ``name`` occurs in ``text`` only right after a backslash: a JSON escape
+    (``\\n\\tFilePath``) the measure reads as part of the name (``tFilePath``)."""
+    return all(text[i - 1 : i] == "\\" for i in (mt.start() for mt in re.finditer(re.escape(name), text)))
+
+
+def lost(job: tuple[int, int, str]) -> dict[str, Any]:
+    """One (recording, window, price) cell: names held/wanted, tokens, and the lost names'
+    causes (with a few examples)."""
+    from contextwarden import Warden
+
+    index, window, price = job
+    rec = _recs()[index]
+    msgs = list(rec.messages)
+    model = PRICES[price][0]
+    m = measures()
+    enc = m._encoder()
+    warden = Warden()
+    edits: list[Any] = []
+    task = m.blob(msgs[:2])
+    causes: Counter[str] = Counter()
+    examples: list[str] = []
+    held = wanted = sent_tok = raw_tok = 0
+    for k in m.calls(msgs):
+        ctx = msgs[:k]
+        req, result = warden.transform_openai(list(ctx), model=model, window=window)
+        edits.extend(result.edits)
+        sent_tok += m.ntok(enc, req)
+        raw_tok += m.ntok(enc, ctx)
+        act = msgs[k].get("content") or ""
+        act = act if isinstance(act, str) else m.blob([msgs[k]])
+        act += "\n".join(c["function"]["arguments"] for c in msgs[k].get("tool_calls") or [])
+        raw, recent = m.blob(ctx), m.blob(ctx[-m.RECENT :])
+        want = {r for r in m.refs(act) if r in raw and r not in task and r not in recent}
+        sent = m.blob(req)
+        miss = sorted(r for r in want if r not in sent)
+        wanted += len(want)
+        held += len(want) - len(miss)
+        if not miss:
+            continue
+        fate = _fates(edits, k)
+        for r in miss:
+            at = next(i for i in range(k - 1, -1, -1) if r in m.blob([ctx[i]]))
+            why = fate.get(at, "other")
+            if _escaped(r, raw):
+                why = "escape artefact"
+            if why == "thinking?":
+                why = "thinking" if r not in m.blob([{**ctx[at], "reasoning_content": None}]) else "other"
+            if why == "other" and ctx[at]["role"] == "tool":
+                why = "truncated"
+            causes[why] += 1
+            if len(examples) < 400:
+                examples.append(f"{rec.source}/{rec.name} call@{k} {why} {r!r} from msg {at} ({ctx[at]['role']})")
+    return {
+        "recording": f"{rec.source}/{rec.name}",
+        "window": window,
+        "price": price,
+        "held": held,
+        "wanted": wanted,
+        "tokens": sent_tok,
+        "raw_tokens": raw_tok,
+        "causes": dict(causes),
+        "examples": examples,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.names_lost", description=__doc__.split("\n")[0])
+    ap.add_argument("--root", type=Path, default=None)
+    ap.add_argument("--windows", default="16000,32000")
+    ap.add_argument("--prices", default="anthropic")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--examples", type=int, default=0, help="print this many lost names per cell")
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args(argv)
+    if a.root is not None:
+        _ROOT.append(a.root)
+    recs = _recs()
+    jobs = [
+        (i, int(w), p)
+        for w in a.windows.split(",")
+        for p in a.prices.split(",")
+        for i, r in enumerate(recs)
+        if a.only in f"{r.source}/{r.name}"
+    ]
+    if a.jobs > 1:
+        with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
+            rows = pool.map(lost, jobs, chunksize=1)
+    else:
+        rows = [lost(j) for j in jobs]
+    for (w, p) in sorted({(r["window"], r["price"]) for r in rows}):
+        cell = [r for r in rows if r["window"] == w and r["price"] == p]
+        for source in sorted({r["recording"].split("/")[0] for r in cell}) + ["all"]:
+            part = [r for r in cell if source == "all" or r["recording"].startswith(source + "/")]
+            h, n = sum(r["held"] for r in part), sum(r["wanted"] for r in part)
+            t, raw = sum(r["tokens"] for r in part), sum(r["raw_tokens"] for r in part)
+            c: Counter[str] = Counter()
+            for r in part:
+                c.update(r["causes"])
+            lost_n = sum(c.values()) or 1
+            shares = ", ".join(f"{k} {v} ({100 * v / lost_n:.0f}%)" for k, v in c.most_common())
+            print(f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}%, "
+                  f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}")
+        for r in cell:
+            for line in r["examples"][: a.examples]:
+                print("   ", line)
+    if a.json is not None:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
