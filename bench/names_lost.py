@@ -99,7 +99,11 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
     held = wanted = sent_tok = raw_tok = 0
     for k in m.calls(msgs):
         ctx = msgs[:k]
-        req, result = warden.transform_openai(list(ctx), model=model, window=window)
+        try:
+            req, result = warden.transform_openai(list(ctx), model=model, window=window)
+        except Exception as exc:  # an overflow at a tiny window: reported, not fatal
+            return {"recording": f"{rec.source}/{rec.name}", "window": window, "price": price,
+                    "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
         edits.extend(result.edits)
         sent_tok += m.ntok(enc, req)
         raw_tok += m.ntok(enc, ctx)
@@ -166,7 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         rows = [lost(j) for j in jobs]
     for (w, p) in sorted({(r["window"], r["price"]) for r in rows}):
-        cell = [r for r in rows if r["window"] == w and r["price"] == p]
+        cell = [r for r in rows if r["window"] == w and r["price"] == p and "error" not in r]
+        for r in rows:
+            if r["window"] == w and r["price"] == p and "error" in r:
+                print(f"{w} {p} {r['recording']}: {r['error']}")
         for source in sorted({r["recording"].split("/")[0] for r in cell}) + ["all"]:
             part = [r for r in cell if source == "all" or r["recording"].startswith(source + "/")]
             h, n = sum(r["held"] for r in part), sum(r["wanted"] for r in part)

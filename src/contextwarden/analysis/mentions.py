@@ -25,6 +25,7 @@ from typing import Any
 from .._markers import NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message, ToolCallBlock
+from .._task import strip_injected
 from .shell import analyze_command, call_effects
 
 __all__ = [
@@ -253,7 +254,10 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        for name in self.memo(names_of, text, _names_size):
+        paths, names = self.words(text)
+        for path in paths:  # a file a listing showed is typed again like a name it showed
+            self.add(path, True, index, WEIGHT_SEEN, agent=False)
+        for name in names:
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
         for line in NAMES_LINE_RE.findall(text):
             # a masked result's line naming what its omitted lines held: its best names
@@ -345,5 +349,12 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
             text = message.text
             if pending_read is not None or "<returncode>" in text[:200]:
                 tally.result(text, index, pending_read)
+            else:
+                # the user's own words name what the agent does next; what a client put beside
+                # them (a reminder showing a file, a sub-agent's report) is shown like a result
+                own = strip_injected(text)
+                tally.text(own, index, WEIGHT_PROSE, agent=False)
+                if len(own) < len(text.strip()):
+                    tally.result(text, index, None)
             pending_read = None
     return tally.finish()
