@@ -58,3 +58,25 @@ def test_folders_the_agent_types_are_paths_in_play() -> None:
     assert "and/or" not in paths  # prose
     assert dir_like("github.com/smacker/go-tree-sitter") and dir_like("./internal/store/")
     assert not any(map(dir_like, ["s/old/new", "https://x.org/a", "2024/01", "a/b", "x.py"]))
+
+
+def test_a_users_later_words_and_what_a_client_showed_are_names_in_play() -> None:
+    b = ConversationBuilder().user("fix the exporter")
+    b.bash("ls src", "src/exporter.py\nsrc/quoting.py\n")
+    b.user("Also rename parse_header in src/reader.py, and keep load_rows working.")
+    b.user(
+        "<system-reminder>src/writer.py was modified by a linter:\n"
+        "def flush_buffer(out):\n    pending_rows.clear()\n</system-reminder>"
+    )
+    found = code_mentions(b.messages)
+    names = {m.name: m for m in found.names}
+    paths = {m.name: m for m in found.paths}
+    # the user's own words weigh as the agent's prose does, above what a result only shows
+    assert {"parse_header", "load_rows"} <= names.keys() and "src/reader.py" in paths
+    assert names["parse_header"].score > names["flush_buffer"].score
+    # an injected block is read like a result: its definitions, tied to no typed file
+    assert "flush_buffer" in names and "pending_rows" in names
+    # a file a listing showed is a candidate, ranked below one the user named
+    assert "src/quoting.py" in paths
+    assert paths["src/quoting.py"].score < paths["src/reader.py"].score
+    assert not paths["src/quoting.py"].by_agent

@@ -169,43 +169,7 @@ def names_index(
         boost = TOUCHED if path in touched else 1.0
         for n in ns:
             names.add(n, boost * next(ramp), (path,) if path else ())
-    alias = _same_files(paths.score)
-    if alias:
-        paths, names, status = _folded(paths, names, status, alias)
     return _lines(paths, names, status, held, max_paths, max_names)
-
-
-def _same_files(paths: Iterable[str]) -> dict[str, str]:
-    """``path -> longer path`` where a path is the tail of longer ones that all name the same
-    file (``internal/x.go`` and ``/home/u/repo/internal/x.go``): the longest form holds the
-    others, so the index lists the file once. A tail of two different files stays apart."""
-    owners: dict[str, list[str]] = {}
-    for q in paths:
-        at = q.find("/", 1)
-        while at != -1:
-            owners.setdefault(q[at + 1 :], []).append(q)
-            at = q.find("/", at + 1)
-    alias: dict[str, str] = {}
-    for p in paths:
-        cands = owners.get(p.removeprefix("./"), ())
-        longest = max(cands, key=len, default=p)
-        if longest != p and all(longest.endswith("/" + c.lstrip("./")) or c == longest for c in cands):
-            alias[p] = longest
-    return alias
-
-
-def _folded(
-    paths: _Ranked, names: _Ranked, status: dict[str, str], alias: dict[str, str]
-) -> tuple[_Ranked, _Ranked, dict[str, str]]:
-    """The rankings with each aliased path merged into the path that holds it."""
-    out_paths, out_names = _Ranked(), _Ranked()
-    for p in paths.best():
-        out_paths.add(alias.get(p, p), paths.score[p])
-    for n in names.best():
-        out_names.add(n, names.score[n], [alias.get(f, f) for f in names.files.get(n, ())])
-    folded = {alias.get(p, p): note for p, note in status.items()}
-    folded.update((q, status[q]) for q in status if q in folded)
-    return out_paths, out_names, folded
 
 
 def _lines(
