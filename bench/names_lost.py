@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import multiprocessing
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,7 +77,9 @@ def _fates(edits: Sequence[Any], n: int) -> dict[int, str]:
 def _escaped(name: str, text: str) -> bool:
     """True when ``name`` occurs in ``text`` only right after a backslash: a JSON escape
     (``\\n\\tFilePath``) the measure reads as part of the name (``tFilePath``)."""
-    return all(text[i - 1 : i] == "\\" for i in (mt.start() for mt in re.finditer(re.escape(name), text)))
+    return all(
+        text[i - 1 : i] == "\\" for i in (mt.start() for mt in re.finditer(re.escape(name), text))
+    )
 
 
 def lost(job: tuple[int, int, str]) -> dict[str, Any]:
@@ -102,8 +104,12 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         try:
             req, result = warden.transform_openai(list(ctx), model=model, window=window)
         except Exception as exc:  # an overflow at a tiny window: reported, not fatal
-            return {"recording": f"{rec.source}/{rec.name}", "window": window, "price": price,
-                    "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+            return {
+                "recording": f"{rec.source}/{rec.name}",
+                "window": window,
+                "price": price,
+                "error": f"{type(exc).__name__}: {str(exc)[:160]}",
+            }
         edits.extend(result.edits)
         sent_tok += m.ntok(enc, req)
         raw_tok += m.ntok(enc, ctx)
@@ -125,12 +131,18 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
             if _escaped(r, raw):
                 why = "escape artefact"
             if why == "thinking?":
-                why = "thinking" if r not in m.blob([{**ctx[at], "reasoning_content": None}]) else "other"
+                why = (
+                    "thinking"
+                    if r not in m.blob([{**ctx[at], "reasoning_content": None}])
+                    else "other"
+                )
             if why == "other" and ctx[at]["role"] == "tool":
                 why = "truncated"
             causes[why] += 1
             if len(examples) < 400:
-                examples.append(f"{rec.source}/{rec.name} call@{k} {why} {r!r} from msg {at} ({ctx[at]['role']})")
+                examples.append(
+                    f"{rec.source}/{rec.name} call@{k} {why} {r!r} from msg {at} ({ctx[at]['role']})"
+                )
     return {
         "recording": f"{rec.source}/{rec.name}",
         "window": window,
@@ -145,7 +157,9 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.names_lost", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.names_lost", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--root", type=Path, default=None)
     ap.add_argument("--windows", default="16000,32000")
     ap.add_argument("--prices", default="anthropic")
@@ -169,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = pool.map(lost, jobs, chunksize=1)
     else:
         rows = [lost(j) for j in jobs]
-    for (w, p) in sorted({(r["window"], r["price"]) for r in rows}):
+    for w, p in sorted({(r["window"], r["price"]) for r in rows}):
         cell = [r for r in rows if r["window"] == w and r["price"] == p and "error" not in r]
         for r in rows:
             if r["window"] == w and r["price"] == p and "error" in r:
@@ -183,8 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 c.update(r["causes"])
             lost_n = sum(c.values()) or 1
             shares = ", ".join(f"{k} {v} ({100 * v / lost_n:.0f}%)" for k, v in c.most_common())
-            print(f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}%, "
-                  f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}")
+            print(
+                f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}%, "
+                f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}"
+            )
         for r in cell:
             for line in r["examples"][: a.examples]:
                 print("   ", line)

@@ -219,3 +219,25 @@ def test_code_mentions_come_from_the_history_and_are_deterministic(
             assert path in texts
     scores = [m.score for m in code.names]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_summary_keeps_the_files_a_later_user_message_lists() -> None:
+    # a real Claude Code session: its stop hook answers in the user's turn with the untracked
+    # files (Cargo.toml, src/validation.rs...); the agent goes on to commit them. A summary of
+    # the span holding that turn lists them among the files in play.
+    from bench._recordings import load_recording
+    from shared_data import SHARED_DATA
+
+    from contextwarden.formats import from_openai
+
+    path = SHARED_DATA / "claude-code" / "python-to-rust-port.jsonl"
+    if not path.exists():
+        pytest.skip(f"no recording at {path}")
+    messages = from_openai(list(load_recording(path).messages))
+    at = next(i for i, m in enumerate(messages) if m.text.startswith("Stop hook feedback"))
+    listed = [ln.strip() for ln in messages[at].text.splitlines() if ln.startswith("  src/")]
+    assert len(listed) >= 5
+    span = messages[at - 4 : at + 2]
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(span, task=messages[1].text))
+    index = summary.split("Files and code in play", 1)[-1]
+    assert [p for p in listed if p not in index] == []
