@@ -8,7 +8,6 @@ they change; the policy (:func:`.decide.lossless_pays`) says whether to make the
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
 from dataclasses import replace
@@ -69,8 +68,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             first = p if first is None else min(first, p)
     mask_edit: Mask | None = None
     if mask_to > s.mask_upto and s.config.mask.enabled:
-        if _most_removed(s, call.ctx, mask_to, reason) + removed <= 0:
-            return  # nothing to remove: not worth planning
         mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
         removed += gain
         first = at if first is None or (at is not None and at < first) else first
@@ -255,25 +252,6 @@ def _mask_edit(
             first = p if first is None else min(first, p)
     s.mask_memo = (key, (edit, removed, first))
     return edit, removed, first
-
-
-def _most_removed(s: State, ctx: LayerContext, upto: int, reason: EditReason) -> float:
-    """The most a mask edit reaching ``upto`` could remove, without planning it: the tokens of
-    the messages holding a result it may change (one no mask edit reached yet, or kept whole
-    and released now) that is long enough to be masked; infinite when superseded results
-    (anywhere) may change too."""
-    cfg, where, results = s.config.mask, s.index.result_at, s.index.results
-    if cfg.plan and cfg.supersede:
-        return math.inf
-    spots = results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
-    # a result kept whole may be released (see _mask_edit)
-    spots = [*spots, *(where[r] for r in s.kept if r in where)]
-    total = 0
-    for i in spots:
-        p = s.position(i)
-        if p is not None and any(len(r.text) > cfg.min_chars for r in s.base[i].tool_results):
-            total += s.tokens[p]
-    return total
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:
