@@ -574,19 +574,17 @@ def validate_responses(items: Sequence[Any]) -> list[str]:
 # -- Gemini --------------------------------------------------------------------------------------
 #: The keys of a Gemini part that carry its data: exactly one per part (camelCase or snake_case).
 _GEMINI_DATA = {
-    "text": "text",
-    "inlineData": "inlineData",
-    "inline_data": "inlineData",
-    "fileData": "fileData",
-    "file_data": "fileData",
-    "functionCall": "functionCall",
-    "function_call": "functionCall",
-    "functionResponse": "functionResponse",
-    "function_response": "functionResponse",
-    "executableCode": "executableCode",
-    "executable_code": "executableCode",
-    "codeExecutionResult": "codeExecutionResult",
-    "code_execution_result": "codeExecutionResult",
+    spelling: key
+    for key in (
+        "text",
+        "inlineData",
+        "fileData",
+        "functionCall",
+        "functionResponse",
+        "executableCode",
+        "codeExecutionResult",
+    )
+    for spelling in (key, re.sub("([A-Z])", lambda m: "_" + m[1].lower(), key))
 }
 
 

@@ -51,8 +51,11 @@ def hook_warden(
 
 
 class WardenHook:
-    """A hook's Warden (:func:`hook_warden`), its ``model`` and ``last_result``, the latest
-    call's :class:`~contextwarden.TransformResult`."""
+    """A hook's Warden (:func:`hook_warden`) and ``last_result``, the latest call's
+    :class:`~contextwarden.TransformResult`. ``model`` names the tokenizer and (without
+    ``window``) the registry's window (default: the framework's model name, else
+    ``config.model``); ``window`` overrides the window; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. One hook keeps one Warden (one log per conversation)."""
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class WardenHook:
         window: int | None = None,
         config: WardenConfig | None = None,
     ) -> None:
+        super().__init__()  # a framework base class after this one (litellm's CustomLogger)
         self.warden: Warden = hook_warden(config, model, window)
         self._model = model
         self.last_result: TransformResult | None = None

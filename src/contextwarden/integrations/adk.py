@@ -41,13 +41,9 @@ _SYSTEM = "adk-system"
 
 
 class WardenCallback(WardenHook):
-    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async).
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    request's ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is the
-    :class:`~contextwarden.WardenConfig`. One callback keeps one Warden (one log per
-    conversation): give it to every agent of an application. ``last_result``: the latest call's
-    :class:`~contextwarden.TransformResult`."""
+    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async;
+    :class:`WardenHook`'s arguments, ``model`` default: the request's): give one callback to
+    every agent of an application."""
 
     async def __call__(self, callback_context: Any, llm_request: Any) -> None:
         config = llm_request.config

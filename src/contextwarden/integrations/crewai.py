@@ -31,13 +31,9 @@ __all__ = ["WardenHooks"]
 
 
 class WardenHooks(WardenHook):
-    """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    agent's LLM ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is
-    the :class:`~contextwarden.WardenConfig`. One object keeps one Warden (one log per agent task).
-    ``last_result``: the latest :class:`~contextwarden.TransformResult`. :meth:`register` adds the
-    hooks to CrewAI's global hooks; pass them to a crew's or an agent's hooks to scope them."""
+    """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks (:class:`WardenHook`'s
+    arguments; ``model`` default: the agent's LLM ``model``). :meth:`register` adds the hooks to
+    CrewAI's global hooks; pass them to a crew's or an agent's hooks to scope them."""
 
     def __init__(
         self,

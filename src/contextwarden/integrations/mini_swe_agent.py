@@ -27,12 +27,8 @@ _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 
 
 class WardenModel(WardenHook):
-    """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    wrapped model's ``config.model_name``); ``window`` overrides it; ``config`` is the
-    :class:`~contextwarden.WardenConfig`. ``last_result``: the latest
-    :class:`~contextwarden.TransformResult`."""
+    """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages
+    (:class:`WardenHook`'s arguments; ``model`` default: the wrapped ``config.model_name``)."""
 
     def __init__(
         self,
