@@ -8,11 +8,8 @@
     agent = LlmAgent(name="coder", model="gemini-2.5-flash", tools=[...],
                      before_model_callback=WardenCallback(window=1_000_000))
 
-The callback replaces ``llm_request.contents`` with the warden's copy (the session's events keep
-everything); the system instruction and function declarations count against the window.
-Unedited parts are the session's own ``Part`` objects; a masked function response is a new
-``Part`` keeping the call's ``id`` and ``name``. How it stacks with ADK's events compaction:
-``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (Google ADK).
+"""
 
 from __future__ import annotations
 

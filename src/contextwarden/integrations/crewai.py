@@ -9,10 +9,8 @@ copy of an agent's messages.
     crew.kickoff()
     hooks.unregister()
 
-CrewAI hands ``before_llm_call`` the executor's own message list, edited in place: the hook puts
-the warden's copy in it and remembers the whole history, which ``after_llm_call`` (or, after a
-turn of tool calls, the next ``before_llm_call``) puts back with what the agent added since.
-Untouched messages are the executor's own dicts. More: ``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (CrewAI).
+"""
 
 from __future__ import annotations
 

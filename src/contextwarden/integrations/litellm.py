@@ -5,9 +5,8 @@ In the litellm proxy's ``config.yaml``::
     litellm_settings:
       callbacks: my_hooks.warden_hook      # my_hooks.py: warden_hook = ContextWardenHook(window=128_000)
 
-The hook replaces a request's ``messages`` (chat) or ``input`` and ``instructions`` (Responses)
-with the warden's copy; requests with ``previous_response_id`` and calls of other kinds pass
-unchanged. No recall tool: the reply goes to the client, which would not know it."""
+How it works, and what the hook cannot see: docs/integrations.md (litellm proxy).
+"""
 
 from __future__ import annotations
 

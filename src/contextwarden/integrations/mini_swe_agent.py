@@ -9,10 +9,8 @@
     model = WardenModel(get_model("openai/gpt-4o"), window=128_000)
     DefaultAgent(model, env, **agent_config).run(task)
 
-The agent keeps its own ``messages``; each ``query(messages)`` hands the wrapped model the
-warden's copy (without the agent's own ``extra`` keys and ``exit`` messages); every other
-attribute is the wrapped model's. A Responses API model's history passes unchanged. No recall
-tool: the agent acts through its one ``bash`` tool (``docs/integrations.md``)."""
+How it works, and what the hook cannot see: docs/integrations.md (mini-swe-agent).
+"""
 
 from __future__ import annotations
 

@@ -9,11 +9,8 @@
     agent = Agent("openai:gpt-4o", capabilities=[warden])       # the run keeps every message
     agent = Agent("openai:gpt-4o", history_processors=[warden])  # the run keeps the warden's copy
 
-As a capability it runs in ``prepare_model_request`` (instructions and function tools count
-against the window) and replaces only the request's ``messages``; as a history processor its
-copy becomes the run's history. Untouched messages are the run's own objects, an edited part a
-copy of the original, a summary a new ``UserPromptPart``; parts the warden cannot read stay
-where they are, uncounted. More: ``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (pydantic-ai).
+"""
 
 from __future__ import annotations
 

@@ -125,11 +125,10 @@ class _Proxy:
 
     def pool(self) -> tuple[httpx.AsyncClient, Finish]:
         """The least busy upstream pool, and the :meth:`finish` of its request, which hands the
-        pool's slot back. httpcore
-        scans every connection of a pool whenever a request starts or ends, in time that grows
-        faster than the pool: several smaller pools hold as many keep-alive connections,
-        scanned a few at a time. Chosen by load, not in turn, so requests hanging in one pool
-        never hold back the next ones while others sit idle."""
+        pool's slot back. httpcore scans every connection of a pool whenever a request starts or
+        ends, in time that grows faster than the pool: several smaller pools hold as many
+        keep-alive connections, scanned a few at a time. Chosen by load, not in turn, so requests
+        hanging in one pool never hold back the next ones while others sit idle."""
         if not self._clients:
             self.open_pools()
         i = min(range(len(self._busy)), key=self._busy.__getitem__)
