@@ -25,7 +25,7 @@ from .. import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import WardenHook, output_limit, require
+from ._common import Regrouped, WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -122,53 +122,29 @@ class _Contents:
         self.read[str(msg.id)] = msg
 
     def back(self, result: Sequence[Message]) -> list[Any]:
-        out: list[Any] = []
-        parts: list[Any] = []
-        sources: set[int] = set()
-
-        def flush() -> None:
-            if not parts:
-                return
-            if len(sources) == 1:
-                base = self.contents[next(iter(sources))]
-                same = list(base.parts or ())
-                if len(same) == len(parts) and all(
-                    a is b for a, b in zip(same, parts, strict=True)
-                ):
-                    out.append(base)
-                    parts.clear()
-                    sources.clear()
-                    return
-            out.append(types.Content(role="user", parts=list(parts)))
-            parts.clear()
-            sources.clear()
-
+        out = Regrouped(self.contents, lambda _, parts: types.Content(role="user", parts=parts))
         for msg in result:
             key = msg.id if isinstance(msg.id, str) else ""
             if key == _SYSTEM:
                 continue  # the system instruction stays in the request's config
             if msg.role == "assistant":
-                flush()
-                out.append(self._model_turn(msg, key))
+                out.turn(self._model_turn(msg, key))
                 continue
             i, j = _position(key)
             if i is not None and j is not None and msg == self.read.get(key):
-                sources.add(i)
-                parts.append(self.contents[i].parts[j])
-                continue
-            sources.add(-1)
-            if i is not None and j is not None and msg.role == "tool":
+                out.part(i, self.contents[i].parts[j])
+            elif i is not None and j is not None and msg.role == "tool":
                 original = self.contents[i].parts[j].function_response
                 text = "\n".join(b.text for b in msg.tool_results)
                 response = types.FunctionResponse(
                     id=original.id, name=original.name, response={"result": text}
                 )
-                parts.append(types.Part(function_response=response))
+                out.part(-1, types.Part(function_response=response))
             else:  # a text the warden cut or wrote (a summary)
                 text = "\n".join([msg.text, *(b.text for b in msg.tool_results)]).strip()
-                parts.append(types.Part(text=text or " "))
-        flush()
-        return out
+                out.part(-1, types.Part(text=text or " "))
+        out.flush()
+        return out.out
 
     def _model_turn(self, msg: Message, key: str) -> Any:
         i, _ = _position(key)
