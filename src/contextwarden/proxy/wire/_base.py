@@ -85,14 +85,10 @@ class Holding:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round, as the client gets them."""
-        return self.release()
+        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
     def _emit(self, event: Event, data: dict[str, Any]) -> bytes:
         raise NotImplementedError
-
-    def release(self) -> list[bytes]:
-        """The held events as the client gets them."""
-        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
 
 class Wire:

@@ -292,7 +292,7 @@ class ResponsesSplice(Holding):
 
     def flush(self) -> list[bytes]:
         """The held events of the last round and its terminal event, as the client gets them."""
-        out = self.release()
+        out = super().flush()
         if self.end is not None and self.closing is not None:
             finished = self._finish(self.end)
             out.append(self._emit(self.closing, finished, rewritten=finished is not self.end))
