@@ -72,7 +72,7 @@ TOOLS = [
 LAYERED = SMALL.model_copy(
     update={
         "compaction": config(compaction={"enabled": False}).compaction,
-        "policy": config(policy={"mode": "immediate", "clear_at_least": 0}).policy,
+        "policy": config(policy={"mode": "immediate"}).policy,
     }
 )
 

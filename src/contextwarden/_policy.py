@@ -17,7 +17,8 @@ it removes are then not read on any later call.
 
 * **must**: the request is over the trigger (they come before any lossy cut);
 * **pays**: ``removed x read x (calls to come + 1) > (suffix rewritten - new tokens) x
-  (write - read)``, the edit removes at least ``clear_at_least`` tokens, and the bet is small:
+  (write - read)``, waiting has cost as much as that rewrite (:func:`batched`: the reads paid
+  since the last edit on tokens it could have removed), and the bet is small:
   what it loses if the session ends right after this call (:func:`bet_ok`) is covered by what
   earlier edits saved plus ``loss_cap`` (1%) of the bill sending everything would have made so
   far;
@@ -81,14 +82,6 @@ class PolicyConfig(BaseModel):
         "cache reads, or when the cache has gone cold; immediate: every call, as soon as an "
         "edit helps. Models without prompt caching always behave as immediate. "
         "Default: cache_aware.",
-    )
-    clear_at_least: int = Field(
-        4_000,
-        ge=0,
-        description="A mask/strip edit that is not required removes at least this many tokens "
-        "at once: larger batches rewrite the cache more rarely, smaller ones send less sooner. "
-        "0 with mode immediate masks as soon as a result leaves the recent ones (seed 000). "
-        "Default: 4000.",
     )
     pricing: Literal["conservative", "model"] = Field(
         "conservative",
@@ -339,6 +332,7 @@ def edit_pays(
     calls_left: int | None = None,
     extra_cost: float = 0.0,
     ledger: Ledger | None = None,
+    idle: float | None = None,
 ) -> bool:
     """Whether an optional edit that removes ``removed`` tokens and rewrites ``rewritten``
     tokens (the suffix after the first message it changes, as it will be sent) pays, given the
@@ -346,13 +340,13 @@ def edit_pays(
     calls it pays over: the calls until the next compaction is expected, which rewrites the
     request anyway (None: no compaction in sight). ``extra_cost``, in input tokens, is what
     else the edit costs (the summarizer calls of a compaction). ``ledger``: the bill so far; when
-    given, the edit must also be a small bet (:func:`bet_ok`)."""
+    given, the edit must also be a small bet (:func:`bet_ok`). ``idle``: what the calls since
+    the last edit paid to read tokens an edit could have removed; when given, the edit waits
+    until that, with this call's reads of ``removed``, reaches its rewrite (:func:`batched`)."""
     if removed <= 0:
         return False
     if not rates.caching:
-        return removed >= config.clear_at_least or config.clear_at_least == 0
-    if removed < config.clear_at_least:
-        return False
+        return True
     horizon = expected_calls(calls_so_far, config)
     if calls_left is not None:
         horizon = min(horizon, calls_left)
@@ -360,9 +354,23 @@ def edit_pays(
     cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
     if gain <= cost:
         return False
+    if idle is not None and not batched(idle, removed, cost, rates):
+        return False
     if ledger is None:
         return True
     return bet_ok(cost - removed * rates.read, ledger, config)
+
+
+def batched(idle: float, removed: int, cost: float, rates: CacheRates) -> bool:
+    """Whether an optional edit is made now rather than batched with later ones: once waiting
+    (``idle``, the reads paid since the last edit on tokens one could have removed, and this
+    call's reads of ``removed``) has cost as much as the edit's rewrite (``cost``). Each edit
+    rewrites the request after its first change, so many small edits cost many rewrites; one
+    late edit reads what it removes on every call it waited. Paying for the rewrite once
+    waiting has cost as much (the rent-or-buy rule) costs at most twice the best choice made
+    knowing the future, and batches edits to how fast the removable tokens grow and how
+    dear a rewrite is at the model's prices, with no size to tune."""
+    return idle + removed * rates.read >= cost
 
 
 def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:

@@ -179,6 +179,7 @@ def test_billed_and_with_contextwarden_compare_the_same_calls() -> None:
                 continue
             assert full.billed is not None
             assert quick[full.path, full.run].billed == pytest.approx(full.billed, rel=1e-9)
-            assert full.contextwarden <= full.billed + 1e-12, full.path
+            # an optional edit is a bet of at most loss_cap (1%) of the bill so far
+            assert full.contextwarden <= full.billed * 1.01 + 1e-12, full.path
             checked += 1
     assert checked >= 5

@@ -176,7 +176,7 @@ def test_the_layer_decides_as_the_warden_does(supersede: bool, window: int | Non
     msgs = _working_session()
     cfg = config(
         mask={"keep_recent": 0, "supersede": supersede, "min_chars": 100},
-        policy={"mode": "immediate", "clear_at_least": 0},
+        policy={"mode": "immediate"},
         thinking={"enabled": False},
     )
     alone = _fates(mask_tool_results(msgs, ctx(cfg=cfg, window=window)).messages)

@@ -104,3 +104,26 @@ def test_a_long_session_saves_with_masks_that_start_near_the_tail() -> None:
     results is a small bet, the masks are made and pay."""
     raw, ours = run([6_000, 400, 9_000, 1_500] * 40, seed=3)
     assert ours[-1] < 0.85 * raw[-1]
+
+
+def test_masks_start_at_the_tail_when_the_whole_backlog_is_too_large_a_bet() -> None:
+    """Small outputs, many calls: masking everything old at once rewrites nearly the whole
+    request, a bet never small next to 1% of the bill; masking the results that just left
+    the recent ones, the older kept whole in the cached prefix, rewrites only the short
+    suffix after them, and pays."""
+    raw, ours = run([6_000, 600, 600] * 50, seed=5)
+    assert ours[-1] < 0.95 * raw[-1]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.integers(300, 4_000), min_size=60, max_size=140),
+    seed=st.integers(0, 1000),
+)
+def test_tail_masks_keep_every_prefix_within_one_percent(sizes: list[int], seed: int) -> None:
+    """Long sessions of small outputs, where the optional masks start near the tail (and
+    are batched until waiting has cost as much as their rewrite): still never more than 1%
+    over sending everything, at any call."""
+    raw, ours = run(sizes, seed)
+    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
+        assert b <= a * 1.01 + 1, f"call {k}: {b:.0f} against {a:.0f} sending everything"

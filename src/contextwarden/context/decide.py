@@ -16,6 +16,7 @@ from .._log import EditReason
 from .._policy import (
     Inputs,
     Plan,
+    bet_ok,
     calls_until_cut,
     decide,
     edit_pays,
@@ -142,26 +143,41 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
     return plan
 
 
-def lossless_pays(s: State, call: Call, reason: EditReason, removed: int, first: int) -> bool:
+def lossless_pays(
+    s: State, call: Call, reason: EditReason, removed: int, first: int, *, bet_only: bool = False
+) -> bool:
     """Whether a mask/strip batch removing ``removed`` tokens from view position ``first`` on
-    is made now (see :mod:`contextwarden._policy`)."""
+    is made now (see :mod:`contextwarden._policy`); ``bet_only``: only whether it is a small
+    enough bet (:func:`~contextwarden._policy.bet_ok`)."""
     policy = s.config.policy
     if reason == "pays":
         rewritten = sum(s.tokens[first:]) - removed
         new_tokens = sum(s.tokens[s.new_start :])
+        raw = s.input_tokens + call.overhead
+        # the bill so far, this call included as it stands (see _policy.Ledger)
+        ledger = s.ledger.settle(raw, s.total, call.rates)
+        if bet_only:
+            rates = call.rates
+            loss = max(rewritten - new_tokens, 0) * rates.rewrite - removed * rates.read
+            return not rates.caching or bet_ok(loss, ledger, policy)
         budget = call.ctx.budget
         left = None
         if budget is not None and s.config.compaction.enabled:
             left = calls_until_cut(inputs(s, call, s.total - removed), policy)
         # an edit pays back while the whole history could still be sent, or not at all
-        raw = s.input_tokens + call.overhead
         payable = payable_calls(raw, budget.window, pace(s, call)) if budget else None
         if payable is not None:
             left = payable if left is None else min(left, payable)
-        # the bill so far, this call included as it stands (see _policy.Ledger)
-        ledger = s.ledger.settle(raw, s.total, call.rates)
         return edit_pays(
-            removed, rewritten, new_tokens, s.calls, call.rates, policy, left, ledger=ledger
+            removed,
+            rewritten,
+            new_tokens,
+            s.calls,
+            call.rates,
+            policy,
+            left,
+            ledger=ledger,
+            idle=s.idle,
         )
     if reason == "immediate":
         return edit_pays(removed, 0, 0, s.calls, call.rates, policy)

@@ -8,7 +8,6 @@ they change; the policy (:func:`.decide.lossless_pays`) says whether to make the
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
 from dataclasses import replace
@@ -69,18 +68,33 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             first = p if first is None else min(first, p)
     mask_edit: Mask | None = None
     if mask_to > s.mask_upto and s.config.mask.enabled:
-        # nothing to remove, or less than an optional edit must: not worth planning
-        least = s.config.policy.clear_at_least if reason in ("pays", "immediate") else 0
-        if _most_removed(s, call.ctx, mask_to, reason) + removed < max(least, 1):
-            return
         mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
         removed += gain
         first = at if first is None or (at is not None and at < first) else first
     if first is None or removed <= 0:
         return
     if not lossless_pays(s, call, reason, removed, first):
-        return
+        # the batch rewrites too long a suffix: mask the newest results only, from the
+        # earliest one where that pays and is a small bet (the older stay whole, cached)
+        start, waiting = None, 0
+        if reason == "pays" and mask_edit is not None:
+            start, waiting = _soon(s, call, reason, mask_to)
+        if start is not None:
+            mask_edit, removed, at = _mask_edit(s, call.ctx, reason, mask_to, start)
+        if start is None or at is None or not lossless_pays(s, call, reason, removed, at):
+            # this call reads what a mask could have removed: the cost of waiting
+            s.idle += waiting * call.rates.read
+            return
+        first, strip_to = at, s.strip_upto
+        results = s.index.results
+        s.held.update(
+            r.tool_call_id
+            for pos in results[: bisect_left(results, start)]
+            for r in s.base[pos].tool_results
+            if r.tool_call_id not in s.fate
+        )
     before = s.total
+    s.idle = 0.0
     new_edits: list[Edit] = []
     if mask_edit is not None:
         new_edits.append(mask_edit)
@@ -128,13 +142,52 @@ def _mask_plan(s: State) -> MaskPlan:
     return planner.plan()
 
 
+def _soon(s: State, call: Call, reason: EditReason, upto: int) -> tuple[int | None, int]:
+    """The earliest history position from which masking the results up to ``upto`` (and
+    keeping the older ones whole) pays and is a small bet (:func:`.decide.lossless_pays`), or
+    None; and the most such a mask could remove while a small bet (what waiting reads). Moving
+    the start earlier adds the tokens in between to the suffix rewritten and only part of
+    them to what is removed, so the loss if the session ends now only grows: the scan stops
+    at the first start that is too large a bet."""
+    ctx, count, fate = call.ctx, call.ctx.counter.count_message, s.fate
+    results = s.index.results
+    removed = waiting = 0
+    best: int | None = None
+    for i in reversed(results[: bisect_right(results, upto)]):
+        p = s.position(i)
+        if p is None:
+            continue
+        open_ = {
+            r.tool_call_id: "mask"
+            for r in s.base[i].tool_results
+            if fate.get(r.tool_call_id) in (None, "keep")
+        }
+        if not open_:
+            continue
+        after = masked(s, ctx, i, s.base[i], ChainMap(open_, fate))
+        if i <= s.strip_upto:
+            after = strip(s, ctx, i, after)
+        gain = s.tokens[p] - count(after)
+        if gain <= 0:
+            continue
+        removed += gain
+        if not lossless_pays(s, call, reason, removed, p, bet_only=True):
+            break
+        waiting = removed
+        if lossless_pays(s, call, reason, removed, p):
+            best = i
+    return best, waiting
+
+
 def _mask_edit(
-    s: State, ctx: LayerContext, reason: EditReason, upto: int
+    s: State, ctx: LayerContext, reason: EditReason, upto: int, start: int = 0
 ) -> tuple[Mask, int, int | None]:
     """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
     agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
     superseded results reduced to a marker wherever they are), the tokens it removes and
-    the first view position it changes. Costs the results it may change, not the history."""
+    the first view position it changes. Results before history position ``start`` keep
+    their fate (whole ones are kept whole). Costs the results it may change, not the
+    history."""
     cfg = s.config.mask
     plan = _mask_plan(s) if cfg.plan else MaskPlan(frozenset(), {})
     where = s.index.result_at
@@ -144,13 +197,14 @@ def _mask_edit(
     # call that appended no result (an assistant message) plans the edit of the call before
     planner = s.planner
     read = (len(s.edits), planner.generation, len(planner.actions), len(planner.log))
-    key = (upto, reason, room, *read)
+    key = (upto, reason, room, start, *read)
     if s.mask_memo is not None and s.mask_memo[0] == key:
         made = s.mask_memo[1]
         return replace(made[0], call=s.calls), made[1], made[2]
     # results kept whole before stay so (releasing one rewrites the request from there),
-    # unless over the trigger, where the request is rewritten anyway: newest first there
-    kept = [] if reason == "must" else list(s.kept)
+    # unless over the trigger, where the request is rewritten anyway: newest first there;
+    # those held whole only while masking them was too large a bet (:func:`_soon`) go
+    kept = [] if reason == "must" else [r for r in s.kept if r not in s.held]
     fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
     order = [
         rid
@@ -163,11 +217,17 @@ def _mask_edit(
         return None if p is None else s.tokens[p]
 
     keep = kept_whole(order, where, upto, size, room)
+    for pos in s.index.results[: bisect_left(s.index.results, start)]:
+        keep.extend(
+            r.tool_call_id
+            for r in s.base[pos].tool_results
+            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in keep
+        )
     superseded = tuple(
         sorted(
             (where[rid], rid, plan.superseded[rid])
             for rid in (s.open_superseded if cfg.plan and cfg.supersede else ())
-            if rid in where and s.position(where[rid]) is not None
+            if rid in where and where[rid] >= start and s.position(where[rid]) is not None
         )
     )
     edit = Mask(
@@ -192,31 +252,6 @@ def _mask_edit(
             first = p if first is None else min(first, p)
     s.mask_memo = (key, (edit, removed, first))
     return edit, removed, first
-
-
-def _most_removed(s: State, ctx: LayerContext, upto: int, reason: EditReason) -> float:
-    """The most a mask edit reaching ``upto`` could remove, without planning it: the tokens of
-    the messages holding a result it may change (one no mask edit reached yet, or kept whole
-    and released now) that is long enough to be masked; infinite when superseded results
-    (anywhere) may change too."""
-    cfg, budget, where, results = s.config.mask, ctx.budget, s.index.result_at, s.index.results
-    if cfg.plan and cfg.supersede:
-        return math.inf
-    spots = results[bisect_right(results, s.mask_upto) : bisect_right(results, upto)]
-    kept = {where[r] for r in s.kept if r in where}
-    room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
-    # the kept results come first again, and stay whole while they all fit (see _mask_edit)
-    if (
-        reason == "must"
-        or sum(s.tokens[p] for i in kept if (p := s.position(i)) is not None) > room
-    ):
-        spots = [*spots, *kept]
-    total = 0
-    for i in spots:
-        p = s.position(i)
-        if p is not None and any(len(r.text) > cfg.min_chars for r in s.base[i].tool_results):
-            total += s.tokens[p]
-    return total
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:

@@ -69,6 +69,9 @@ class State:
         self.planner = MaskPlanner(quoting=True, memo=self.actions)
         #: the results the mask edits kept whole so far (fate ``keep``), in the fate's order
         self.kept: dict[str, None] = {}
+        #: of those, the ones held whole only because masking them was too large a bet then
+        #: (see :func:`.lossless._soon`): a later mask may release them
+        self.held: set[str] = set()
         #: the superseded results no mask edit reached yet (fate none or ``keep``), and how
         #: far the planner's log of superseded entries was read
         self.open_superseded: dict[str, None] = {}
@@ -90,6 +93,9 @@ class State:
         #: what the conversation was billed so far, and sending everything would have been
         self.ledger = Ledger()
         self.ledger_raw = 0  # the previous call's whole history, in tokens
+        #: the reads paid since the last lossless edit on tokens a mask could have removed
+        #: (see :func:`contextwarden._policy.batched`)
+        self.idle = 0.0
         #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
         #: agent's, and the copies edits made), their slots, what it remembers of them
         self.bytes = 0
