@@ -44,13 +44,15 @@ _KEYS = ("role", "content", "tool_calls", "tool_call_id", "reasoning_content")
 
 @dataclass(frozen=True)
 class Recording:
-    """One recording: ``name`` (file stem), ``source`` (the agent's folder), and its
-    ``messages`` as plain OpenAI chat dicts."""
+    """One recording: ``name`` (file stem), ``source`` (the agent's folder), its ``messages``
+    as plain OpenAI chat dicts, and ``times``: each message's time in epoch seconds where the
+    agent wrote one (``None`` where not; empty for formats without timestamps)."""
 
     name: str
     source: str
     messages: tuple[Msg, ...]
     path: Path
+    times: tuple[float | None, ...] = ()
 
 
 def _plain(m: Msg) -> Msg:
@@ -77,18 +79,23 @@ def _mini_swe_agent(path: Path) -> list[Msg]:
     return [_plain(m) for m in doc["messages"] if m.get("role") != "exit"]
 
 
-def _codex(path: Path) -> list[Msg]:
+def _codex(path: Path) -> tuple[list[Msg], list[float | None]]:
+    from contextwarden._replay import epoch_seconds
+
     out: list[Msg] = []
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
         rec = json.loads(line)
         p = rec.get("payload") or {}
+        # each message's time is its line's (a call folded into the message before: the newer),
+        # kept under "_at" until the end
+        at = epoch_seconds(rec.get("timestamp"))
         if rec.get("type") == "session_meta":
             # a resumed session writes its meta again: the instructions are sent once a request
             text = (p.get("base_instructions") or {}).get("text")
             if text and not out:
-                out.append({"role": "system", "content": text})
+                out.append({"role": "system", "content": text, "_at": at})
             continue
         if rec.get("type") != "response_item":
             continue
@@ -98,7 +105,7 @@ def _codex(path: Path) -> list[Msg]:
                 c.get("text") or "" for c in p.get("content") or [] if isinstance(c, dict)
             )
             role = {"developer": "system"}.get(p.get("role"), p.get("role"))
-            out.append({"role": role, "content": text})
+            out.append({"role": role, "content": text, "_at": at})
         elif kind in ("function_call", "custom_tool_call"):
             arguments = p.get("arguments") or ""
             if kind == "custom_tool_call":  # apply_patch and other free-form tools
@@ -111,14 +118,16 @@ def _codex(path: Path) -> list[Msg]:
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
+                last["_at"] = at
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                out.append({"role": "assistant", "content": None, "tool_calls": [call], "_at": at})
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = p.get("output")
             if not isinstance(output, str):
                 output = json.dumps(output, ensure_ascii=False)
-            out.append({"role": "tool", "tool_call_id": p["call_id"], "content": output})
-    return out
+            out.append({"role": "tool", "tool_call_id": p["call_id"], "content": output, "_at": at})
+    times = [m.pop("_at") for m in out]
+    return out, times
 
 
 def _swe_agent(path: Path) -> list[Msg]:
@@ -205,11 +214,19 @@ def _lenient_pi(path: Path) -> list[Msg]:
     return [_plain(m) for m in to_openai(list(tr.messages))]
 
 
-def _transcript(path: Path) -> list[Msg]:
+def _transcript(path: Path) -> tuple[list[Msg], list[float | None]]:
+    from contextwarden._replay import epoch_seconds
     from contextwarden._transcripts import load_transcript
     from contextwarden.formats import to_openai
 
-    return [_plain(m) for m in to_openai(list(load_transcript(path).messages))]
+    out: list[Msg] = []
+    times: list[float | None] = []
+    for message in load_transcript(path).messages:
+        # one message may become several (each tool result its own tool message)
+        written = [_plain(m) for m in to_openai([message])]
+        out += written
+        times += [epoch_seconds(message.timestamp)] * len(written)
+    return out, times
 
 
 def _reader(path: Path) -> Any:
@@ -232,8 +249,11 @@ def _reader(path: Path) -> Any:
 
 def load_recording(path: Path) -> Recording:
     """The recording at ``path`` as plain OpenAI chat dicts (see the module docstring)."""
-    messages = _reader(path)(path)
-    return Recording(path.name.split(".")[0], path.parent.name, tuple(messages), path)
+    read = _reader(path)(path)
+    messages, times = read if isinstance(read, tuple) else (read, [])
+    if not any(t is not None for t in times):
+        times = []
+    return Recording(path.name.split(".")[0], path.parent.name, tuple(messages), path, tuple(times))
 
 
 #: Files beside the recordings that describe them (where they come from, their licences).

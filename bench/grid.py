@@ -111,16 +111,29 @@ def with_fixed(msgs: Sequence[Msg], tokens: int) -> list[Msg]:
     return [{"role": "system", "content": text}, *out]
 
 
-def bill(reqs: Sequence[Sequence[Msg]], read: float, write: float) -> tuple[float, float]:
+def bill(
+    reqs: Sequence[Sequence[Msg]],
+    read: float,
+    write: float,
+    ats: Sequence[float | None] = (),
+    ttl: float | None = None,
+) -> tuple[float, float]:
     """``(tokens, cost in input-token units)`` of a run of requests, billed the way
-    ``measures.billed`` bills them, at ``read`` and ``write`` times the input price."""
+    ``measures.billed`` bills them, at ``read`` and ``write`` times the input price. With the
+    requests' times ``ats`` and the cache's ``ttl`` (seconds), a request sent more than ``ttl``
+    after the previous one finds the cache gone: all of it is written."""
     m = measures()
     enc = _encoder()
     prev: list[str] = []
     sizes: dict[str, int] = {}
     tokens = cost = 0.0
-    for req in reqs:
+    last: float | None = None
+    for i, req in enumerate(reqs):
         keys = [json.dumps(x, sort_keys=True, ensure_ascii=False) for x in req]
+        at = ats[i] if i < len(ats) else None
+        if ttl is not None and at is not None and last is not None and at - last > ttl:
+            prev = []  # a cold cache: nothing is read
+        last = at if at is not None else last
         n = 0
         while n < min(len(keys), len(prev)) and keys[n] == prev[n]:
             n += 1
@@ -132,15 +145,36 @@ def bill(reqs: Sequence[Sequence[Msg]], read: float, write: float) -> tuple[floa
     return tokens, cost
 
 
+def call_times(msgs: Sequence[Msg], times: Sequence[float | None]) -> list[float | None]:
+    """When each call of ``msgs`` was sent, from its messages' ``times`` (aligned with the end
+    of ``msgs``: a fixed part prepended has none): the time of the newest message of its
+    context, else of the reply; empty when the recording has no times."""
+    if not times:
+        return []
+    at = [None] * (len(msgs) - len(times)) + list(times)
+    sent = [at[k - 1] if k and at[k - 1] is not None else at[k] for k in measures().calls(msgs)]
+    # a call with no time of its own goes with the one before (never the clock's, which would
+    # read as a pause of months)
+    known = [t for t in sent if t is not None]
+    out: list[float | None] = []
+    for t in sent:
+        out.append(t if t is not None else (out[-1] if out else known[0] if known else None))
+    return out
+
+
 def _warden_sender(
-    model: str, window: int, stats: dict[str, int]
+    model: str, window: int, stats: dict[str, int], ats: Sequence[float | None] = ()
 ) -> Callable[[list[Msg]], list[Msg]]:
     from contextwarden import Warden, WardenConfig
 
     warden = Warden(WardenConfig.model_validate(_CONFIG)) if _CONFIG else Warden()
+    calls = iter(ats)
 
     def send(history: list[Msg]) -> list[Msg]:
-        request, result = warden.transform_openai(history, model=model, window=window)
+        # the recorded time where there is one (a pause past the cache's TTL makes edits
+        # free), else the clock's: the calls back to back
+        now = next(calls, None)
+        request, result = warden.transform_openai(history, model=model, window=window, now=now)
         # the whole history in the model's own tokens (Claude's are about 1.18 o200k's)
         stats["raw_peak"] = max(stats["raw_peak"], result.tokens_before)
         if result.compaction is not None:
@@ -153,15 +187,17 @@ def _warden_sender(
 
 def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
     """One (recording, window, price, fixed) cell, raw and contextwarden."""
+    from contextwarden._models import find_model
+
     index, window, price, fixed = job
     rec = _recs()[index]
     model, read, write = PRICES[price]
+    info = find_model(model)
     if window == 0:
-        from contextwarden._models import find_model
-
-        info = find_model(model)
         window = info.context_window if info is not None else 128_000
+    ttl = info.cache_ttl_s if info is not None else None
     msgs = with_fixed(rec.messages, fixed)
+    ats = call_times(msgs, rec.times)
     m = measures()
     out: dict[str, Any] = {
         "recording": f"{rec.source}/{rec.name}",
@@ -173,11 +209,11 @@ def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         raw = m.requests(msgs, lambda history: list(history))
-        ours = m.requests(msgs, _warden_sender(model, window, stats))
+        ours = m.requests(msgs, _warden_sender(model, window, stats, ats))
     except Exception as exc:  # an overflow at a tiny window: reported, not fatal
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
-    raw_tokens, raw_cost = bill(raw, read, write)
-    tokens, cost = bill(ours, read, write)
+    raw_tokens, raw_cost = bill(raw, read, write, ats, ttl)
+    tokens, cost = bill(ours, read, write, ats, ttl)
     nh, nn = m.name_recall(msgs, ours)
     eh, en = m.edit_recall(msgs, ours)
     return {
