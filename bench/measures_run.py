@@ -44,7 +44,18 @@ __all__ = ["MEASURES_PATH", "WINDOWS", "measures", "run", "score"]
 #: The judges' measures (read-only, outside the repository): ``../shared/measures/measures.py``
 #: beside the data folder; ``CONTEXTWARDEN_MEASURES`` overrides it.
 MEASURES_PATH = Path(
-    os.environ.get("CONTEXTWARDEN_MEASURES", DATA_DIR.parents[1] / "measures" / "measures.py")
+    os.environ.get("CONTEXTWARDEN_MEASURES")
+    or next(
+        (
+            p
+            for p in (
+                DATA_DIR.parents[1] / "measures" / "measures.py",
+                Path(__file__).resolve().parents[2] / "shared" / "measures" / "measures.py",
+            )
+            if p.exists()
+        ),
+        DATA_DIR.parents[1] / "measures" / "measures.py",
+    )
 )
 MODEL = "gpt-4o"
 #: 16k, 32k and gpt-4o's own window.

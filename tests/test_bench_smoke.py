@@ -326,3 +326,52 @@ def test_measures_run_scores_the_judged_figures(tmp_path: Path, shared_data: Pat
     (agg,) = [a for a in data["judged"] if a["sender"] == "contextwarden"]
     assert agg["billed_saved"] == pytest.approx(1 - cw["cost"] / raw["cost"])
     assert "contextwarden" in proc.stdout
+
+
+def _grid() -> Any:
+    from bench import grid, measures_run
+
+    if not measures_run.MEASURES_PATH.exists():
+        pytest.skip(f"the judges' measures are not at {measures_run.MEASURES_PATH}")
+    pytest.importorskip("bpe_openai")
+    return grid
+
+
+@settings(max_examples=20, deadline=None)
+@given(_outputs, st.data())
+def test_the_grid_bills_a_pause_past_the_ttl_as_a_cold_cache(
+    outputs: list[str], data: st.DataObject
+) -> None:
+    grid = _grid()
+    history = _agent_history(outputs)
+    calls = [k for k, m in enumerate(history) if m["role"] == "assistant"]
+    requests = [history[:k] for k in calls]
+    ats = [float(t) for t in range(0, 100 * len(requests), 100)]  # within a 300 s TTL
+    warm = grid.bill(requests, 0.1, 1.25)
+    assert grid.bill(requests, 0.1, 1.25, ats, 300.0) == pytest.approx(warm)
+    # one pause past the TTL: that request reads nothing and writes the whole of itself
+    cold = data.draw(st.integers(1, len(requests) - 1)) if len(requests) > 1 else None
+    if cold is None:
+        return
+    paused = [t + (1000.0 if i >= cold else 0.0) for i, t in enumerate(ats)]
+    tokens, cost = grid.bill(requests, 0.1, 1.25, paused, 300.0)
+    per_prev = grid.bill(requests[cold - 1 : cold], 0.1, 1.25)[0]  # what the cache held
+    assert tokens == pytest.approx(warm[0])
+    assert cost == pytest.approx(warm[1] + per_prev * (1.25 - 0.1))
+
+
+def test_call_times_go_with_the_context_and_never_fall_back_to_the_clock() -> None:
+    grid = _grid()
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "more"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "c"},
+    ]
+    # a fixed part prepended: the times are aligned with the end of the messages
+    times = [None, 10.0, 11.0, 50.0, 51.0, None, None]
+    assert grid.call_times(msgs, times[1:]) == [10.0, 50.0, 50.0]
+    assert grid.call_times(msgs, []) == []

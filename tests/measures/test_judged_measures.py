@@ -13,8 +13,20 @@ from typing import Any
 import pytest
 from shared_data import SHARED_DATA
 
+#: beside the shared data, else beside the repository (``../shared/measures``)
 MEASURES = Path(
-    os.environ.get("CONTEXTWARDEN_MEASURES", SHARED_DATA.parent.parent / "measures" / "measures.py")
+    os.environ.get("CONTEXTWARDEN_MEASURES")
+    or next(
+        (
+            p
+            for p in (
+                SHARED_DATA.parent.parent / "measures" / "measures.py",
+                Path(__file__).resolve().parents[3] / "shared" / "measures" / "measures.py",
+            )
+            if p.exists()
+        ),
+        SHARED_DATA.parent.parent / "measures" / "measures.py",
+    )
 )
 
 
