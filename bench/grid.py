@@ -15,7 +15,11 @@ as a system message.
 
 Each cell replays the recording's requests (before the k-th assistant message the sender gets
 ``msgs[:k]``, as the judges' ``requests`` does) through ``Warden()`` defaults with the cell's
-model and window, and through ``raw`` (the whole history). Per cell:
+model and window, and through ``raw`` (the whole history). Where the agent wrote timestamps
+(Claude Code, Codex, Gemini CLI, opencode, pi), each call is made at its recorded time (that of
+the newest message before it), so the warden sees pauses, and both bills read nothing from the
+cache after a pause longer than the model's cache TTL; recordings without them are replayed
+back to back. Per cell:
 
 * ``saved``: billed saved against raw, both billed as ``measures.billed`` bills (leading
   messages identical to the previous request's are cache reads, the rest writes; o200k tokens)
@@ -347,7 +351,9 @@ def grid_section(data: dict[str, Any]) -> str:
         "it is, and about 19,000 tokens of system prompt and tools prepended (Claude Code's "
         "size). Billed saved is against sending the whole history on every call, billed the "
         "way `measures.billed` bills (leading messages identical to the previous request's are "
-        "cache reads). Summary calls are those an LLM summarizer would make (one per "
+        "cache reads); where the agent wrote timestamps, each call is made at its recorded "
+        "time and a pause past the model's cache TTL reads nothing, for raw and contextwarden "
+        "alike. Summary calls are those an LLM summarizer would make (one per "
         "compaction; the default embedded summarizer makes none), summary tokens what they "
         "would read. Names and edit lines: `../shared/measures/measures.py`, as given. In "
         "brackets after the recordings: those whose whole history grows over the window in the "
