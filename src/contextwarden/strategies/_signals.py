@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal
+from itertools import combinations
+from typing import Literal, get_args
 
 from .._messages import Message, ToolCallBlock
 from ..analysis.actions import (
@@ -36,6 +37,12 @@ __all__ = [
 ]
 
 CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
+#: Every set of kinds, made once: a history holds one per call, and calls have few distinct ones.
+_KIND_SETS = {
+    kinds: kinds
+    for n in range(len(get_args(CallKind)) + 1)
+    for kinds in map(frozenset, combinations(get_args(CallKind), n))
+}
 
 _TEST_CMD = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
@@ -146,7 +153,7 @@ def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
             kinds.add("exec")
     elif _TEST_CMD.search(command):
         kinds.add("test")
-    return frozenset(kinds)
+    return _KIND_SETS[frozenset(kinds)]
 
 
 def message_call_kinds(message: Message) -> frozenset[CallKind]:
