@@ -83,8 +83,9 @@ class ShellEffects:
     read_only: bool = True
     runs_git_diff: bool = False
     last_program: str = ""
-    #: the command analysed
+    #: the command analysed, and its :func:`command_key`
     command: str = ""
+    key: str = ""
 
     def write(self, path: str, how: str) -> None:
         if _is_real_path(path):
@@ -104,7 +105,11 @@ def command_key(command: str) -> str:
     heredoc bodies, ``|| true`` and trailing ``| head``/``| tail``/``| grep`` filters, and collapses whitespace:
     ``cd /testbed && python t.py 2>&1 | tail -20`` and ``python t.py`` share a key.
     """
-    text = _split_heredocs(command)[0] if "<<" in command else command
+    return _key(_split_heredocs(command)[0] if "<<" in command else command)
+
+
+def _key(text: str) -> str:
+    """:func:`command_key` of a command whose heredoc bodies are taken out."""
     text = " ".join(text.split())
     previous = None
     while previous != text:
@@ -264,11 +269,14 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
     return result
 
 
+_ASSIGNMENT = re.compile(r"\w+=.*")
+
+
 def _strip_prefixes(argv: list[str]) -> list[str]:
     args = list(argv)
     while args:
         head = args[0]
-        if re.fullmatch(r"\w+=.*", head):
+        if _ASSIGNMENT.fullmatch(head):
             args.pop(0)
         elif head in _WRAPPERS:
             args.pop(0)
@@ -317,8 +325,8 @@ def analyze_command(command: str) -> ShellEffects:
     and return its :class:`ShellEffects`. Never raises on odd input: unparsable parts are
     skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
     treat them as read-only."""
-    effects = ShellEffects(command=command)
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
+    effects = ShellEffects(command=command, key=_key(text))
     body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in body_iter]

@@ -71,11 +71,15 @@ _COMPLETION = re.compile(
 )
 
 
+_NAME_SEPARATOR = re.compile(r"[^a-z0-9]+")
+_NAME_WORD = re.compile(r"[A-Z][a-z]+|[a-z]+")
+
+
 def _name_words(name: str) -> set[str]:
     low = name.lower()
-    words = set(re.split(r"[^a-z0-9]+", low)) | {low}
+    words = set(_NAME_SEPARATOR.split(low)) | {low}
     # CamelCase names (Claude Code's "TodoWrite", "NotebookEdit") split too
-    words |= {w.lower() for w in re.findall(r"[A-Z][a-z]+|[a-z]+", name)}
+    words |= {w.lower() for w in _NAME_WORD.findall(name)}
     return {w for w in words if w}
 
 
