@@ -151,11 +151,7 @@ def _seed_table() -> list[str]:
         "|---|---|---|",
     ]
     for block, table in SEED_KEYS.items():
-        where = (
-            "`context_compaction:`"
-            if block == "context_compaction"
-            else ("`contextGuard:` or `agent: contextGuard:`")
-        )
+        where = f"`{block}:`" + ("" if block == "context_compaction" else f" or `agent: {block}:`")
         for key, targets in table.items():
             sets = ", ".join(f"`{'.'.join(t)}`" for t in targets if model_at(t, field=True))
             sets = sets or "not supported yet (reported as an error)"

@@ -663,19 +663,10 @@ def assume_model(
         assumed = "counted with o200k_base" + ("" if window else f", window {size:,} assumed")
         notes.append(what + f": {assumed}" + ("" if server else ", no price: no bill"))
     if server is not None:
-        info = replace(
-            info,
-            provider="other",
-            input_price_per_mtok=0.0,
-            output_price_per_mtok=0.0,
-            cache_read_price_per_mtok=0.0,
-            cache_write_price_per_mtok=0.0,
-            cache_write_1h_price_per_mtok=None,
-            cache_ttl_s=None,
-            min_cacheable_tokens=0,
-            caching="none",
-            source=f"local model ({server}): no per-token price",
-        )
+        free: dict[str, Any] = dict.fromkeys(_PRICE_FIELDS[:4], 0.0)  # every price 0, no cache
+        free |= {"cache_write_1h_price_per_mtok": None, "cache_ttl_s": None, "caching": "none"}
+        source = f"local model ({server}): no per-token price"
+        info = replace(info, **free, provider="other", min_cacheable_tokens=0, source=source)
         who = "it" if notes else f"model {model!r}"
         notes.append(f"{who} runs locally ({server}): billed at $0")
     if window is not None and window != info.context_window:

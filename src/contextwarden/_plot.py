@@ -21,6 +21,14 @@ def _masked(events: Mapping[str, int]) -> bool:
     return bool(events.get("masked") or events.get("thinking_stripped"))
 
 
+def _without_and_with(ax: Any, calls: list[int], without: list[Any], with_: list[Any]) -> None:
+    """The two series every panel compares: without contextwarden (grey), with it (blue)."""
+    ax.fill_between(calls, without, color="#9e9e9e", alpha=0.15, linewidth=0)
+    ax.plot(calls, without, color="#757575", linewidth=1.8, label="without contextwarden")
+    ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
+    ax.plot(calls, with_, color="#1f77b4", linewidth=2.2, label="with contextwarden")
+
+
 def pyplot() -> Any:
     """``matplotlib.pyplot`` drawing to files (the Agg backend: no display needed); a
     :class:`~contextwarden.ContextWardenError` naming the ``plot`` extra without matplotlib.
@@ -70,10 +78,7 @@ def plot_replay(
         )
     else:
         fig, ax = plt.subplots(figsize=(10, 5.2), dpi=120)
-    ax.fill_between(calls, without, color="#9e9e9e", alpha=0.15, linewidth=0)
-    ax.plot(calls, without, color="#757575", linewidth=1.8, label="without contextwarden")
-    ax.fill_between(calls, with_, color="#1f77b4", alpha=0.18, linewidth=0)
-    ax.plot(calls, with_, color="#1f77b4", linewidth=2.2, label="with contextwarden")
+    _without_and_with(ax, calls, without, with_)
     ax.axhline(report.window, color="#d62728", linewidth=1.6, label=f"window ({report.window:,})")
     limits = [c.limit or report.limit for c in report.calls]
     # one line, not two drawn on top of each other
@@ -154,10 +159,7 @@ def _money_panel(ax: Any, report: ReplayReport, calls: list[int]) -> None:
     t = report.totals
     bill_without = list(accumulate(c.billed_cost_without or 0.0 for c in report.calls))
     bill_with = list(accumulate(c.billed_cost_with or 0.0 for c in report.calls))
-    ax.fill_between(calls, bill_without, color="#9e9e9e", alpha=0.15, linewidth=0)
-    ax.plot(calls, bill_without, color="#757575", linewidth=1.8, label="without contextwarden")
-    ax.fill_between(calls, bill_with, color="#1f77b4", alpha=0.18, linewidth=0)
-    ax.plot(calls, bill_with, color="#1f77b4", linewidth=2.2, label="with contextwarden")
+    _without_and_with(ax, calls, bill_without, bill_with)
     p = report.cache_pricing
     # Dollars escaped: a bare "$" starts matplotlib's mathtext. The figures are the report's
     # totals, the same the text and the JSON give.

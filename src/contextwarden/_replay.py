@@ -516,12 +516,21 @@ def _totals(
 ) -> ReplayTotals:
     without = calls[-1].cumulative_without if calls else 0
     with_ = calls[-1].cumulative_with if calls else 0
-    billed_without = billed_with = None
+    sent_without = sum(c.cached_without + c.written_without for c in calls)
+    sent_with = sum(c.cached_with + c.written_with for c in calls)
+    # the baseline (see the module docstring): the payable calls, and the recorded bill
+    payable = [c for c in calls if c.payable]
+    recorded = [c for c in calls if c.recorded_input is not None]
+    every = bool(calls) and len(recorded) == len(calls)
+    billed_without = billed_with = payable_without = payable_with = saved = None
+    dearer = False
     if prices is not None:
         billed_without = sum(c.billed_cost_without or 0.0 for c in calls)
         billed_with = sum(c.billed_cost_with or 0.0 for c in calls)
-    sent_without = sum(c.cached_without + c.written_without for c in calls)
-    sent_with = sum(c.cached_with + c.written_with for c in calls)
+        payable_without = sum(c.billed_cost_without or 0.0 for c in payable)
+        payable_with = sum(c.billed_cost_with or 0.0 for c in payable)
+        saved = (1 - payable_with / payable_without) if payable_without else 0.0
+        dearer = payable_with > payable_without + 1e-12
     return ReplayTotals(
         calls=len(calls),
         input_tokens_without=without,
@@ -541,43 +550,21 @@ def _totals(
         ),
         cache_hit_ratio_with=(sum(c.cached_with for c in calls) / sent_with if sent_with else 0.0),
         input_tokens_full_history=sum(c.tokens_full for c in calls),
-        **_baseline(calls, prices, compactions),
-    )
-
-
-def _baseline(
-    calls: Sequence[ReplayCall], prices: CachePricing | None, compactions: int
-) -> dict[str, Any]:
-    """The baseline fields of :class:`ReplayTotals` (see there)."""
-    payable = [c for c in calls if c.payable]
-    recorded = [c for c in calls if c.recorded_input is not None]
-    every = bool(calls) and len(recorded) == len(calls)
-    kind: Baseline = (
-        "recorded-usage" if every else "agent-compactions" if compactions else "full-history"
-    )
-    out: dict[str, Any] = {
-        "baseline": kind,
-        "agent_compactions": compactions,
-        "not_payable_without": len(calls) - len(payable),
-        "not_payable_with": sum(1 for c in calls if not c.fits_with),
-        "recorded_calls": len(recorded),
-        "recorded_billed_cost": (
+        baseline=(
+            "recorded-usage" if every else "agent-compactions" if compactions else "full-history"
+        ),
+        agent_compactions=compactions,
+        not_payable_without=len(calls) - len(payable),
+        not_payable_with=sum(1 for c in calls if not c.fits_with),
+        recorded_calls=len(recorded),
+        recorded_billed_cost=(
             sum(c.recorded_cost or 0.0 for c in recorded) if recorded and prices else None
         ),
-        "payable_billed_cost_without": None,
-        "billed_cost_with_on_payable": None,
-        "billed_saved_ratio": None,
-        "dearer": False,
-    }
-    if prices is None:
-        return out
-    without = sum(c.billed_cost_without or 0.0 for c in payable)
-    with_ = sum(c.billed_cost_with or 0.0 for c in payable)
-    out["payable_billed_cost_without"] = without
-    out["billed_cost_with_on_payable"] = with_
-    out["billed_saved_ratio"] = (1 - with_ / without) if without else 0.0
-    out["dearer"] = with_ > without + 1e-12
-    return out
+        payable_billed_cost_without=payable_without,
+        billed_cost_with_on_payable=payable_with,
+        billed_saved_ratio=saved,
+        dearer=dearer,
+    )
 
 
 @dataclass(frozen=True)

@@ -317,7 +317,6 @@ def save_transcript(
 
 
 def _render(t: Transcript, fmt: str) -> Any:
-
     messages: Sequence[Message] = t.messages
     if t.format not in WRITABLE:
         messages = [_plain(m) for m in messages]
@@ -329,9 +328,7 @@ def _render(t: Transcript, fmt: str) -> Any:
         fields.setdefault("model", t.model)
     if fmt in ("openai", "openai-jsonl"):
         body = to_openai(messages)
-        if fmt == "openai-jsonl":
-            return body
-        if not (t.tools or fields or t.meta.get("container") == "object"):
+        if fmt == "openai-jsonl" or not (t.tools or fields or t.meta.get("container") == "object"):
             return body
         doc = {**fields, "messages": body}
         if t.tools:
@@ -339,9 +336,7 @@ def _render(t: Transcript, fmt: str) -> Any:
         return doc
     if fmt == "anthropic":
         system, body = to_anthropic(messages)
-        doc = {"system": system} if system is not None else {}
-        doc.update(fields)
-        doc["messages"] = body
+        doc = {**({"system": system} if system is not None else {}), **fields, "messages": body}
         if t.tools:
             doc["tools"] = [_anthropic_tool(x) for x in t.tools]
         return doc

@@ -161,6 +161,11 @@ class FixedCounter:
 
 
 # -- ConversationBuilder -------------------------------------------------------------------------
+def _lead(text: str, thinking: ThinkingBlock | None) -> tuple[Block, ...]:
+    """What an assistant message says before its calls: its thinking, then its text."""
+    return (*(() if thinking is None else (thinking,)), *((TextBlock(text),) if text else ()))
+
+
 class ConversationBuilder:
     """Builds a history fluently; every method returns the builder, :meth:`build` the list.
 
@@ -197,15 +202,12 @@ class ConversationBuilder:
     ) -> ConversationBuilder:
         """An assistant message: optional thinking block (with ``signature``; ``redacted``
         puts the text in ``data`` instead), then the text."""
-        blocks: list[Block] = []
+        thought = None
         if thinking is not None:
+            thought = ThinkingBlock(thinking, signature=signature)
             if redacted:
-                blocks.append(ThinkingBlock("", signature=signature, redacted=True, data=thinking))
-            else:
-                blocks.append(ThinkingBlock(thinking, signature=signature))
-        if text:
-            blocks.append(TextBlock(text))
-        self._messages.append(Message("assistant", tuple(blocks)))
+                thought = ThinkingBlock("", signature=signature, redacted=True, data=thinking)
+        self._messages.append(Message("assistant", _lead(text, thought)))
         return self
 
     def image(
@@ -248,11 +250,7 @@ class ConversationBuilder:
     ) -> ConversationBuilder:
         """One assistant message with several calls ``(name, args, result, is_error)``, then
         one tool message per result, in order (OpenAI's shape)."""
-        blocks: list[Block] = []
-        if thinking is not None:
-            blocks.append(ThinkingBlock(thinking))
-        if text:
-            blocks.append(TextBlock(text))
+        blocks = list(_lead(text, ThinkingBlock(thinking) if thinking is not None else None))
         ids = []
         for name, args, _, _ in calls:
             call_id = self._call_id()

@@ -122,7 +122,7 @@ def _openai_tiles(width: int, height: int) -> int:
 
 
 def openai_image_cost(image_url: Mapping[str, Any]) -> int:
-    """Estimated tokens of an OpenAI ``image_url`` object (see the module notes)."""
+    """Estimated tokens of an OpenAI ``image_url`` object (see docs/formats.md)."""
     if image_url.get("detail") == "low":
         return 85
     url = image_url.get("url")
@@ -137,7 +137,7 @@ def openai_image_cost(image_url: Mapping[str, Any]) -> int:
 
 
 def anthropic_image_cost(source: Mapping[str, Any]) -> int:
-    """Estimated tokens of an Anthropic image ``source`` (see the module notes)."""
+    """Estimated tokens of an Anthropic image ``source`` (see docs/formats.md)."""
     data = source.get("data")
     if source.get("type") != "base64" or not isinstance(data, str):
         return ANTHROPIC_DEFAULT_COST

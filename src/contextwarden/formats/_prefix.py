@@ -41,9 +41,9 @@ def image_digest(value: Any, head: bytes = b"") -> bytes:
 class ImagedList(list[Any]):
     """Provider messages with the digest of the image of each (``images``, as
     :func:`image_digest` makes them), as a reader that knows them gives them
-    (:class:`~._body.BodyReader`, for the proxy): they are not imaged again. Its caller only reads what it is given back (it
-    serialises the request): the warden answers it with written messages shared with other
-    calls (``shared=True``), which nobody may change."""
+    (:class:`~._body.BodyReader`, for the proxy): they are not imaged again. Its caller only
+    reads what it is given back (it serialises the request): the warden answers it with written
+    messages shared with other calls (``shared=True``), which nobody may change."""
 
     images: list[bytes]
     #: ``has(pattern, width)``: whether the request body's bytes hold a match of ``pattern`` (the
@@ -284,8 +284,8 @@ class _Written:
     back into new dicts on every use (in C), and for callers that only read them
     (``shared=True``) the dicts themselves, the same for every such call (only what its caller
     uses is kept: an entry a shared caller made holds no image, and copies its dicts for a
-    caller that takes copies). Each entry holds its message, so an id is not reused while it is remembered. Two
-    generations: when the current one keeps ``limit`` bytes alive (the messages,
+    caller that takes copies). Each entry holds its message, so an id is not reused while it is
+    remembered. Two generations: when the current one keeps ``limit`` bytes alive (the messages,
     :func:`~contextwarden._messages.held_bytes` each, the images and the dicts) it becomes the
     previous one, and what is used from the previous one moves back."""
 

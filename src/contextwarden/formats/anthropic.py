@@ -354,7 +354,7 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[SystemPrompt, list[dict[s
 
     ``system`` is None when there is no system message, else the string or list of blocks
     :func:`from_anthropic` was given. Exact inverse of :func:`from_anthropic`; messages from
-    OpenAI or built in code are converted into a valid request (see the module notes). The
+    OpenAI or built in code are converted into a valid request (see docs/formats.md). The
     output shares no mutable value with the messages. Raises :class:`FormatError` for content
     Anthropic cannot carry (audio, an image in the system prompt, an uploaded OpenAI file).
     """

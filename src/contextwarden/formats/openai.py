@@ -424,7 +424,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """OpenAI Chat Completions messages for canonical ``messages``.
 
     Exact inverse of :func:`from_openai` for messages that came from it; messages from
-    Anthropic are converted (see the module notes: consecutive assistant messages are
+    Anthropic are converted (see docs/formats.md: consecutive assistant messages are
     merged, and one left with neither text nor tool calls is dropped); an assistant message
     right after one with tool calls is merged into it whatever its origin (the calls' results
     follow both, one turn; OpenAI wants them in one message); messages built in code get the usual

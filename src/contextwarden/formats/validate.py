@@ -294,12 +294,12 @@ def validate_anthropic(
 
     Checks the system prompt (a string or a list of text blocks); that messages are user /
     assistant (or system messages of text, the mid-conversation beta, outside the alternation
-    and not between a tool call and its result), start with the user and alternate; that no content is empty (the final
-    assistant message, a prefill, may be); block shapes; that ``tool_result`` blocks sit only
-    in user messages, come first there, and answer a ``tool_use`` of the assistant message
-    right before; that every ``tool_use`` is answered in the next user message; that tool
-    ids are unique and well-formed; that thinking blocks keep their signature (and redacted
-    ones their data) and appear only in assistant messages.
+    and not between a tool call and its result), start with the user and alternate; that no
+    content is empty (the final assistant message, a prefill, may be); block shapes; that
+    ``tool_result`` blocks sit only in user messages, come first there, and answer a
+    ``tool_use`` of the assistant message right before; that every ``tool_use`` is answered in
+    the next user message; that tool ids are unique and well-formed; that thinking blocks keep
+    their signature (and redacted ones their data) and appear only in assistant messages.
 
     ``memo``: a dict kept between the requests of one conversation (the proxy's), in which the
     check of a request is remembered at a few points before its end; the next request is
@@ -574,19 +574,17 @@ def validate_responses(items: Sequence[Any]) -> list[str]:
 # -- Gemini --------------------------------------------------------------------------------------
 #: The keys of a Gemini part that carry its data: exactly one per part (camelCase or snake_case).
 _GEMINI_DATA = {
-    "text": "text",
-    "inlineData": "inlineData",
-    "inline_data": "inlineData",
-    "fileData": "fileData",
-    "file_data": "fileData",
-    "functionCall": "functionCall",
-    "function_call": "functionCall",
-    "functionResponse": "functionResponse",
-    "function_response": "functionResponse",
-    "executableCode": "executableCode",
-    "executable_code": "executableCode",
-    "codeExecutionResult": "codeExecutionResult",
-    "code_execution_result": "codeExecutionResult",
+    spelling: key
+    for key in (
+        "text",
+        "inlineData",
+        "fileData",
+        "functionCall",
+        "functionResponse",
+        "executableCode",
+        "codeExecutionResult",
+    )
+    for spelling in (key, re.sub("([A-Z])", lambda m: "_" + m[1].lower(), key))
 }
 
 

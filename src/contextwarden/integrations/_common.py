@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -12,7 +12,7 @@ from .._warden import TransformResult, Warden
 from ..formats._common import limit_value
 from ..recall import answer_max_chars, recall_answer
 
-__all__ = ["WardenHook", "answer_recall", "hook_warden", "output_limit", "require"]
+__all__ = ["Regrouped", "WardenHook", "answer_recall", "hook_warden", "output_limit", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -51,8 +51,11 @@ def hook_warden(
 
 
 class WardenHook:
-    """A hook's Warden (:func:`hook_warden`), its ``model`` and ``last_result``, the latest
-    call's :class:`~contextwarden.TransformResult`."""
+    """A hook's Warden (:func:`hook_warden`) and ``last_result``, the latest call's
+    :class:`~contextwarden.TransformResult`. ``model`` names the tokenizer and (without
+    ``window``) the registry's window (default: the framework's model name, else
+    ``config.model``); ``window`` overrides the window; ``config`` is the
+    :class:`~contextwarden.WardenConfig`. One hook keeps one Warden (one log per conversation)."""
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class WardenHook:
         window: int | None = None,
         config: WardenConfig | None = None,
     ) -> None:
+        super().__init__()  # a framework base class after this one (litellm's CustomLogger)
         self.warden: Warden = hook_warden(config, model, window)
         self._model = model
         self.last_result: TransformResult | None = None
@@ -95,3 +99,37 @@ def answer_recall(
             found = None
     budget, tokens = (result.budget, result.tokens_after) if result else (None, 0)
     return recall_answer(ref, found, max_chars=answer_max_chars(budget, tokens, spent))
+
+
+class Regrouped:
+    """The framework's messages made again from the warden's output, in ``out``: runs of
+    request parts (:meth:`part`, from original ``source``; -1: a part the warden wrote) and
+    whole model turns (:meth:`turn`). A run that is exactly one original's parts (the same
+    objects, in order) is that original; any other is ``rebuild(base, parts)``, ``base`` the
+    original of a run from one source (-1: the last original), None for a run from several."""
+
+    def __init__(self, originals: Sequence[Any], rebuild: Callable[[Any, list[Any]], Any]):
+        self.originals, self.rebuild = originals, rebuild
+        self.out: list[Any] = []
+        self._parts: list[Any] = []
+        self._sources: set[int] = set()
+
+    def part(self, source: int, part: Any) -> None:
+        self._sources.add(source)
+        self._parts.append(part)
+
+    def turn(self, message: Any) -> None:
+        self.flush()
+        self.out.append(message)
+
+    def flush(self) -> None:
+        parts, sources = self._parts, self._sources
+        if not parts:
+            return
+        base = self.originals[next(iter(sources))] if len(sources) == 1 else None
+        same = list(base.parts or ()) if base is not None else []
+        if len(same) == len(parts) and all(a is b for a, b in zip(same, parts, strict=True)):
+            self.out.append(base)
+        else:
+            self.out.append(self.rebuild(base, list(parts)))
+        self._parts, self._sources = [], set()

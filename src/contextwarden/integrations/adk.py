@@ -8,11 +8,8 @@
     agent = LlmAgent(name="coder", model="gemini-2.5-flash", tools=[...],
                      before_model_callback=WardenCallback(window=1_000_000))
 
-The callback replaces ``llm_request.contents`` with the warden's copy (the session's events keep
-everything); the system instruction and function declarations count against the window.
-Unedited parts are the session's own ``Part`` objects; a masked function response is a new
-``Part`` keeping the call's ``id`` and ``name``. How it stacks with ADK's events compaction:
-``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (Google ADK).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +25,7 @@ from .. import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import WardenHook, output_limit, require
+from ._common import Regrouped, WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -41,13 +38,9 @@ _SYSTEM = "adk-system"
 
 
 class WardenCallback(WardenHook):
-    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async).
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    request's ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is the
-    :class:`~contextwarden.WardenConfig`. One callback keeps one Warden (one log per
-    conversation): give it to every agent of an application. ``last_result``: the latest call's
-    :class:`~contextwarden.TransformResult`."""
+    """An ADK ``before_model_callback`` running a :class:`~contextwarden.Warden` (async;
+    :class:`WardenHook`'s arguments, ``model`` default: the request's): give one callback to
+    every agent of an application."""
 
     async def __call__(self, callback_context: Any, llm_request: Any) -> None:
         config = llm_request.config
@@ -129,53 +122,29 @@ class _Contents:
         self.read[str(msg.id)] = msg
 
     def back(self, result: Sequence[Message]) -> list[Any]:
-        out: list[Any] = []
-        parts: list[Any] = []
-        sources: set[int] = set()
-
-        def flush() -> None:
-            if not parts:
-                return
-            if len(sources) == 1:
-                base = self.contents[next(iter(sources))]
-                same = list(base.parts or ())
-                if len(same) == len(parts) and all(
-                    a is b for a, b in zip(same, parts, strict=True)
-                ):
-                    out.append(base)
-                    parts.clear()
-                    sources.clear()
-                    return
-            out.append(types.Content(role="user", parts=list(parts)))
-            parts.clear()
-            sources.clear()
-
+        out = Regrouped(self.contents, lambda _, parts: types.Content(role="user", parts=parts))
         for msg in result:
             key = msg.id if isinstance(msg.id, str) else ""
             if key == _SYSTEM:
                 continue  # the system instruction stays in the request's config
             if msg.role == "assistant":
-                flush()
-                out.append(self._model_turn(msg, key))
+                out.turn(self._model_turn(msg, key))
                 continue
             i, j = _position(key)
             if i is not None and j is not None and msg == self.read.get(key):
-                sources.add(i)
-                parts.append(self.contents[i].parts[j])
-                continue
-            sources.add(-1)
-            if i is not None and j is not None and msg.role == "tool":
+                out.part(i, self.contents[i].parts[j])
+            elif i is not None and j is not None and msg.role == "tool":
                 original = self.contents[i].parts[j].function_response
                 text = "\n".join(b.text for b in msg.tool_results)
                 response = types.FunctionResponse(
                     id=original.id, name=original.name, response={"result": text}
                 )
-                parts.append(types.Part(function_response=response))
+                out.part(-1, types.Part(function_response=response))
             else:  # a text the warden cut or wrote (a summary)
                 text = "\n".join([msg.text, *(b.text for b in msg.tool_results)]).strip()
-                parts.append(types.Part(text=text or " "))
-        flush()
-        return out
+                out.part(-1, types.Part(text=text or " "))
+        out.flush()
+        return out.out
 
     def _model_turn(self, msg: Message, key: str) -> Any:
         i, _ = _position(key)

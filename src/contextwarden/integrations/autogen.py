@@ -8,10 +8,8 @@
     agent = AssistantAgent("coder", model_client, model_context=WardenChatCompletionContext(
         model="gpt-4o", window=128_000))
 
-The context stores every message whole (``save_state`` saves them all); ``get_messages()``
-returns the warden's copy: stored objects where untouched, copies where edited, a summary as a
-``UserMessage`` from ``"contextwarden"``. :meth:`WardenChatCompletionContext.recall_tool` is a
-``FunctionTool`` answering ``cw:`` references from the warden's originals."""
+How it works, and what the hook cannot see: docs/integrations.md (AutoGen).
+"""
 
 from __future__ import annotations
 

@@ -9,10 +9,8 @@ copy of an agent's messages.
     crew.kickoff()
     hooks.unregister()
 
-CrewAI hands ``before_llm_call`` the executor's own message list, edited in place: the hook puts
-the warden's copy in it and remembers the whole history, which ``after_llm_call`` (or, after a
-turn of tool calls, the next ``before_llm_call``) puts back with what the agent added since.
-Untouched messages are the executor's own dicts. More: ``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (CrewAI).
+"""
 
 from __future__ import annotations
 
@@ -31,13 +29,9 @@ __all__ = ["WardenHooks"]
 
 
 class WardenHooks(WardenHook):
-    """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    agent's LLM ``model``, else ``config.model``); ``window`` overrides the window; ``config`` is
-    the :class:`~contextwarden.WardenConfig`. One object keeps one Warden (one log per agent task).
-    ``last_result``: the latest :class:`~contextwarden.TransformResult`. :meth:`register` adds the
-    hooks to CrewAI's global hooks; pass them to a crew's or an agent's hooks to scope them."""
+    """A :class:`~contextwarden.Warden` behind CrewAI's model-call hooks (:class:`WardenHook`'s
+    arguments; ``model`` default: the agent's LLM ``model``). :meth:`register` adds the hooks to
+    CrewAI's global hooks; pass them to a crew's or an agent's hooks to scope them."""
 
     def __init__(
         self,

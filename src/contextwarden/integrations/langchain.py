@@ -7,14 +7,8 @@
 
     agent = create_agent(model, tools, middleware=[ContextWardenMiddleware(window=128_000)])
 
-On every model call (``wrap_model_call`` / ``awrap_model_call``) the warden's copy goes to the
-model through ``request.override(...)``; the agent's state keeps every message. Untouched
-messages are the agent's own objects, an edited one a copy with new content, a summary a new
-``HumanMessage``. A chat model as ``model`` writes the summaries, with ``trigger`` / ``keep`` in
-``SummarizationMiddleware``'s units, read on the copy after the lossless edits. The recall tool
-(``recall=True``) is offered and answered here, at most :data:`RECALL_ROUNDS` model calls a
-step, the last without it; the agent's state never holds a recall. More:
-``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (LangChain v1).
+"""
 
 from __future__ import annotations
 

@@ -5,21 +5,19 @@ In the litellm proxy's ``config.yaml``::
     litellm_settings:
       callbacks: my_hooks.warden_hook      # my_hooks.py: warden_hook = ContextWardenHook(window=128_000)
 
-The hook replaces a request's ``messages`` (chat) or ``input`` and ``instructions`` (Responses)
-with the warden's copy; requests with ``previous_response_id`` and calls of other kinds pass
-unchanged. No recall tool: the reply goes to the client, which would not know it."""
+How it works, and what the hook cannot see: docs/integrations.md (litellm proxy).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._config import WardenConfig
 from .._exceptions import UnknownModelError
 from .._warden import TransformResult
 from ..formats._common import reply_limit
 from ..formats.openai import from_openai, to_openai
 from ..formats.responses import from_responses, to_responses
-from ._common import hook_warden, require
+from ._common import WardenHook, require
 
 # litellm is not in the dev environment (its versions on some indexes pin openai<3): typed as Any.
 CustomLogger: Any = require("litellm.integrations.custom_logger", "litellm").CustomLogger
@@ -30,25 +28,10 @@ _CHAT_CALLS = frozenset({"completion", "acompletion"})
 _RESPONSES_CALLS = frozenset({"responses", "aresponses"})
 
 
-class ContextWardenHook(CustomLogger):  # type: ignore[misc]
-    """A litellm ``CustomLogger`` for the proxy's pre-call hook.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    request's ``model``; a model the registry does not know, such as a proxy alias, gets the
-    lossless layers only unless ``window`` is given); ``config`` is the
-    :class:`~contextwarden.WardenConfig`. ``last_result``: the latest
-    :class:`~contextwarden.TransformResult`."""
-
-    def __init__(
-        self,
-        model: str | None = None,
-        window: int | None = None,
-        config: WardenConfig | None = None,
-    ) -> None:
-        super().__init__()
-        self.warden = hook_warden(config, model, window)
-        self._model = model
-        self.last_result: TransformResult | None = None
+class ContextWardenHook(WardenHook, CustomLogger):  # type: ignore[misc]
+    """A litellm ``CustomLogger`` for the proxy's pre-call hook (:class:`WardenHook`'s
+    arguments; ``model`` default: the request's; a model the registry does not know, such as a
+    proxy alias, gets the lossless layers only unless ``window`` is given)."""
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any

@@ -9,10 +9,8 @@
     model = WardenModel(get_model("openai/gpt-4o"), window=128_000)
     DefaultAgent(model, env, **agent_config).run(task)
 
-The agent keeps its own ``messages``; each ``query(messages)`` hands the wrapped model the
-warden's copy (without the agent's own ``extra`` keys and ``exit`` messages); every other
-attribute is the wrapped model's. A Responses API model's history passes unchanged. No recall
-tool: the agent acts through its one ``bash`` tool (``docs/integrations.md``)."""
+How it works, and what the hook cannot see: docs/integrations.md (mini-swe-agent).
+"""
 
 from __future__ import annotations
 
@@ -27,12 +25,8 @@ _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 
 
 class WardenModel(WardenHook):
-    """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    wrapped model's ``config.model_name``); ``window`` overrides it; ``config`` is the
-    :class:`~contextwarden.WardenConfig`. ``last_result``: the latest
-    :class:`~contextwarden.TransformResult`."""
+    """Wraps a mini-swe-agent model: ``query`` sends the warden's copy of the messages
+    (:class:`WardenHook`'s arguments; ``model`` default: the wrapped ``config.model_name``)."""
 
     def __init__(
         self,

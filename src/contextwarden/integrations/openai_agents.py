@@ -8,10 +8,8 @@
     config = RunConfig(call_model_input_filter=input_filter(model="gpt-4o", window=128_000))
     await Runner.run(agent, "Fix the failing test", run_config=config)
 
-The filter returns the warden's copy of the run's Responses API input items (the run keeps every
-item). :meth:`WardenInputFilter.recall_tool` is a ``FunctionTool`` named
-``contextwarden_recall`` for the agent's tools: it answers from the warden's originals by the
-``cw:`` reference the model's copy shows (``docs/integrations.md``)."""
+How it works, and what the hook cannot see: docs/integrations.md (OpenAI Agents SDK).
+"""
 
 from __future__ import annotations
 

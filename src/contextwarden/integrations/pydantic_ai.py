@@ -9,11 +9,8 @@
     agent = Agent("openai:gpt-4o", capabilities=[warden])       # the run keeps every message
     agent = Agent("openai:gpt-4o", history_processors=[warden])  # the run keeps the warden's copy
 
-As a capability it runs in ``prepare_model_request`` (instructions and function tools count
-against the window) and replaces only the request's ``messages``; as a history processor its
-copy becomes the run's history. Untouched messages are the run's own objects, an edited part a
-copy of the original, a summary a new ``UserPromptPart``; parts the warden cannot read stay
-where they are, uncounted. More: ``docs/integrations.md``."""
+How it works, and what the hook cannot see: docs/integrations.md (pydantic-ai).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ from .. import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import WardenHook, output_limit, require
+from ._common import Regrouped, WardenHook, output_limit, require
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -49,13 +46,9 @@ _INSTRUCTIONS = "pai-instructions"
 
 class ContextWarden(WardenHook, AbstractCapability[Any]):
     """A pydantic-ai capability (``Agent(capabilities=[...])``) and history processor
-    (``Agent(history_processors=[...])``) running a :class:`~contextwarden.Warden`.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the
-    serving model's ``model_name``, else ``config.model``); ``window`` overrides the window;
-    ``config`` is the :class:`~contextwarden.WardenConfig`. One object keeps one Warden (one log per
-    conversation): reuse it across runs. ``last_result``: the latest
-    :class:`~contextwarden.TransformResult`."""
+    (``Agent(history_processors=[...])``) running a :class:`~contextwarden.Warden`
+    (:class:`WardenHook`'s arguments; ``model`` default: the serving model's ``model_name``):
+    reuse it across runs."""
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -152,43 +145,20 @@ class _History:
         self.origin[key] = origin
 
     def back(self, result: Sequence[Message]) -> list[Any]:
-        out: list[Any] = []
-        parts: list[Any] = []
-        sources: set[int] = set()
-
-        def flush() -> None:
-            if not parts:
-                return
-            if len(sources) == 1:
-                base = self.messages[next(iter(sources))]
-                if len(parts) == len(base.parts) and all(
-                    a is b for a, b in zip(parts, base.parts, strict=True)
-                ):
-                    out.append(base)
-                else:
-                    out.append(dataclasses.replace(base, parts=list(parts)))
-            else:
-                out.append(pai.ModelRequest(parts=list(parts)))
-            parts.clear()
-            sources.clear()
-
+        out = Regrouped(self.messages, _request)
         for msg in result:
             key = msg.id if isinstance(msg.id, str) else ""
             if key == _INSTRUCTIONS:
                 continue  # the instructions go to the model from the request's parameters
             origin = self.origin.get(key)
             if msg.role == "assistant":
-                flush()
-                out.append(self._response(msg, origin))
-                continue
-            if origin is not None:
-                sources.add(origin[0])
-                parts.append(self._part(msg, key, origin))
+                out.turn(self._response(msg, origin))
+            elif origin is not None:
+                out.part(origin[0], self._part(msg, key, origin))
             else:  # a message the warden wrote (a summary)
-                sources.add(-1)
-                parts.append(_new_part(msg))
-        flush()
-        return out
+                out.part(-1, _new_part(msg))
+        out.flush()
+        return out.out
 
     def _part(self, msg: Message, key: str, origin: tuple[int, int]) -> Any:
         original = self.messages[origin[0]].parts[origin[1]]
@@ -230,6 +200,10 @@ class _History:
             for c in calls.values()
         )
         return dataclasses.replace(original, parts=kept)
+
+
+def _request(base: Any, parts: list[Any]) -> Any:
+    return pai.ModelRequest(parts=parts) if base is None else dataclasses.replace(base, parts=parts)
 
 
 def _texts(msg: Message) -> list[str]:

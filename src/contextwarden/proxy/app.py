@@ -29,8 +29,8 @@ from .._model_overrides import registry_for
 from .._warden import takes_keyword
 from .clients import ClientState, ClientTable
 from .config import ProxyConfig
-from .errors import ErrorKind, Provider, context_length_message, provider_for_path, status_for
-from .forward import client_left, error_response, finished, forward, request_headers
+from .errors import ErrorKind, context_length_message, provider_for_path, status_for
+from .forward import Exchange, Finish, error_response, forward, request_headers
 from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
 from .metrics import observing, publishing, shared_stats
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
@@ -123,25 +123,26 @@ class _Proxy:
         assert self.factory is not None
         return _OverflowPassing(self.factory(client))
 
-    def pool(self) -> tuple[httpx.AsyncClient, Callable[[], None]]:
-        """The least busy upstream pool, and what to call when its request is over. httpcore
-        scans every connection of a pool whenever a request starts or ends, in time that grows
-        faster than the pool: several smaller pools hold as many keep-alive connections,
-        scanned a few at a time. Chosen by load, not in turn, so requests hanging in one pool
-        never hold back the next ones while others sit idle."""
+    def pool(self) -> tuple[httpx.AsyncClient, Finish]:
+        """The least busy upstream pool, and the :meth:`finish` of its request, which hands the
+        pool's slot back. httpcore scans every connection of a pool whenever a request starts or
+        ends, in time that grows faster than the pool: several smaller pools hold as many
+        keep-alive connections, scanned a few at a time. Chosen by load, not in turn, so requests
+        hanging in one pool never hold back the next ones while others sit idle."""
         if not self._clients:
             self.open_pools()
         i = min(range(len(self._busy)), key=self._busy.__getitem__)
         self._busy[i] += 1
         released = False
 
-        def release() -> None:
+        async def finish(record: RequestRecord) -> None:
             nonlocal released
             if not released and i < len(self._busy):
                 released = True
                 self._busy[i] -= 1
+            await self.finish(record)
 
-        return self._clients[i], release
+        return self._clients[i], finish
 
     @property
     def pools_busy(self) -> list[int]:
@@ -235,9 +236,7 @@ class _Proxy:
 
     async def answer(
         self,
-        record: RequestRecord,
-        provider: Provider,
-        started: float,
+        exchange: Exchange,
         kind: ErrorKind,
         error: str,
         message: str,
@@ -245,25 +244,21 @@ class _Proxy:
     ) -> Response:
         """The proxy's own answer to a request (the provider's error shape), logged and
         counted: ``error`` in the record, ``message`` to the client."""
-        record.status, record.error = status_for(kind), error
-        await finished(record, started, self.finish)
-        return error_response(provider, kind, message, headers)
+        exchange.record.status, exchange.record.error = status_for(kind), error
+        await exchange.done()
+        return error_response(exchange.provider, kind, message, headers)
 
-    async def checked(
-        self, request: Request, record: RequestRecord, provider: Provider, started: float
-    ) -> Response | None:
+    async def checked(self, request: Request, exchange: Exchange) -> Response | None:
         """The answer to a request without the proxy's token or whose path climbs out of its
         route (see :func:`climbs`), None for one that may go on."""
         if not self.authorized(request):
             message = "contextwarden proxy: missing or wrong X-Contextwarden-Token"
-            return await self.answer(
-                record, provider, started, "unauthorized", "bad_proxy_token", message
-            )
+            return await self.answer(exchange, "unauthorized", "bad_proxy_token", message)
         if climbs(request):
             message = (
                 "contextwarden proxy: the path holds a '.' or '..' segment; send the path itself"
             )
-            return await self.answer(record, provider, started, "bad_path", "bad_path", message)
+            return await self.answer(exchange, "bad_path", "bad_path", message)
         return None
 
     async def read_body(self, request: Request) -> tuple[bytes | None, ErrorKind | None, int]:
@@ -303,9 +298,7 @@ class _Proxy:
             raise
         return b"".join(chunks), None, held
 
-    async def refuse(
-        self, record: RequestRecord, provider: Provider, started: float, why: ErrorKind
-    ) -> Response:
+    async def refuse(self, exchange: Exchange, why: ErrorKind) -> Response:
         """The answer to a body that could not be taken (see :meth:`read_body`)."""
         cfg = self.config
         if why == "too_large":
@@ -313,21 +306,20 @@ class _Proxy:
                 f"contextwarden proxy: the request body is over the limit of "
                 f"{cfg.max_body_bytes:,} bytes (--max-body-bytes)"
             )
-            return await self.answer(record, provider, started, why, "body_too_large", message)
+            return await self.answer(exchange, why, "body_too_large", message)
         if why == "overloaded":
             message = (
                 "contextwarden proxy: too many request bodies in flight "
                 f"(max_buffered_bytes={cfg.max_buffered_bytes:,}); retry shortly"
             )
-            return await self.answer(
-                record, provider, started, why, "proxy_overloaded", message, {"Retry-After": "1"}
-            )
+            retry = {"Retry-After": "1"}
+            return await self.answer(exchange, why, "proxy_overloaded", message, retry)
         message = (
             "contextwarden proxy: the request body did not arrive within "
             f"{cfg.body_timeout:g} s (body_timeout)"
         )
         headers = {"Connection": "close"}
-        return await self.answer(record, provider, started, why, "body_timeout", message, headers)
+        return await self.answer(exchange, why, "body_timeout", message, headers)
 
     def summarizer_for(
         self, request: Request, wire: Wire, state: ClientState, budgets: list[SummaryBudget]
@@ -382,11 +374,9 @@ class _Proxy:
         """The one handler of every wire format: read the body, run the warden on it in a
         worker thread, then forward it (with the recall tool offered and answered when it
         shows a reference) and relay the reply."""
-        started = time.perf_counter()
-        path = request.url.path
-        provider = wire.provider
-        record = RequestRecord(request.method, path, wire.name)
-        refused = await self.checked(request, record, provider, started)
+        record = RequestRecord(request.method, request.url.path, wire.name)
+        exchange = Exchange(record, wire.provider, time.perf_counter(), self.finish)
+        refused = await self.checked(request, exchange)
         if refused is not None:
             return refused
         held = 0
@@ -394,39 +384,29 @@ class _Proxy:
             try:
                 raw, why, held = await self.read_body(request)
             except ClientDisconnect:
-                return await client_left(record, started, self.finish)
+                return await exchange.client_left()
             if raw is None:
-                return await self.refuse(record, provider, started, why or "too_large")
+                return await self.refuse(exchange, why or "too_large")
             state = self.client_for(request)
-            outcome = await self.transform(request, wire, state, raw, record, started)
+            outcome = await self.transform(request, wire, state, raw, exchange)
             if isinstance(outcome, Response):
                 return outcome
-            extra = outcome_headers(outcome, record)
+            exchange.extra_headers = outcome_headers(outcome, record)
             offered = await self.recall_offer(wire, state, outcome)
-            client, done = self.pool()
+            client, exchange.finish = self.pool()
             url = self.config.upstream_url(raw_path(request), request.url.query)
             headers = request_headers(request.headers.raw)
             if offered is not None:
                 body, answer = offered
                 rounds = Rounds(client, url, headers, wire, body, outcome.fast_json, answer, record)
-                return await forward_recall(
-                    rounds,
-                    provider=provider,
-                    started=started,
-                    extra_headers=extra,
-                    finish=self.finish_with(done),
-                )
+                return await forward_recall(rounds, exchange)
             return await forward(
                 client,
+                exchange,
                 method=request.method,
                 url=url,
                 headers=headers,
                 content=outcome.body,
-                provider=provider,
-                record=record,
-                started=started,
-                extra_headers=extra,
-                finish=self.finish_with(done),
             )
         finally:
             self.release(held)
@@ -437,11 +417,11 @@ class _Proxy:
         wire: Wire,
         state: ClientState,
         raw: bytes,
-        record: RequestRecord,
-        started: float,
+        exchange: Exchange,
     ) -> BodyOutcome | Response:
         """The body to forward (see :func:`transform_body`), or the proxy's own answer when
         the request cannot be brought within the window or would go out invalid."""
+        record, started = exchange.record, exchange.started
         if request.headers.get("content-encoding", "identity").lower() != "identity":
             outcome = BodyOutcome(raw, False, skipped="encoded_body")
         elif not callable(getattr(state.warden, wire.method, None)):
@@ -469,23 +449,15 @@ class _Proxy:
                 record.transform_ms = (time.perf_counter() - started) * 1000
                 error = overflow.error
                 message = context_length_message(wire.provider, error.tokens, error.limit)
-                return await self.answer(
-                    record, wire.provider, started, "context_length", CONTEXT_OVERFLOW, message
-                )
+                return await self.answer(exchange, "context_length", CONTEXT_OVERFLOW, message)
             except Exception as exc:
                 outcome = unread(raw, request.url.path, exc)
             self.clients.account(state, outcome.conversation, len(raw))
             fill_record(record, outcome, budgets, started)
             if outcome.refused is not None:
                 logger.warning("%s", outcome.refused)
-                return await self.answer(
-                    record,
-                    wire.provider,
-                    started,
-                    "invalid_request",
-                    "invalid_output",
-                    outcome.refused,
-                )
+                refused = outcome.refused
+                return await self.answer(exchange, "invalid_request", "invalid_output", refused)
             return outcome
         fill_record(record, outcome, [], started)
         return outcome
@@ -518,21 +490,11 @@ class _Proxy:
             clip(path),
         )
 
-    def finish_with(self, done: Callable[[], None]) -> Callable[[RequestRecord], Awaitable[None]]:
-        """:meth:`finish`, also handing the upstream pool's slot back."""
-
-        async def finish(record: RequestRecord) -> None:
-            done()
-            await self.finish(record)
-
-        return finish
-
     async def passthrough(self, request: Request) -> Response:
-        started = time.perf_counter()
         path = request.url.path
-        provider = provider_for_path(path)
         record = RequestRecord(request.method, path, "passthrough")
-        refused = await self.checked(request, record, provider, started)
+        exchange = Exchange(record, provider_for_path(path), time.perf_counter(), self.finish)
+        refused = await self.checked(request, exchange)
         if refused is not None:
             return refused
         if request.method == "POST" and _MODEL_CALL.search(path):
@@ -541,18 +503,14 @@ class _Proxy:
             self.warn_unsupported(path)
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
         content: AsyncIterator[bytes] | None = request.stream() if has_body else None
-        client, done = self.pool()
+        client, exchange.finish = self.pool()
         return await forward(
             client,
+            exchange,
             method=request.method,
             url=self.config.upstream_url(raw_path(request), request.url.query),
             headers=request_headers(request.headers.raw, keep_length=True),
             content=content,
-            provider=provider,
-            record=record,
-            started=started,
-            extra_headers={},
-            finish=self.finish_with(done),
         )
 
 

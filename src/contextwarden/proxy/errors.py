@@ -95,29 +95,30 @@ def error_body(provider: Provider, kind: ErrorKind, message: str) -> dict[str, A
     return {"error": {"message": message, "type": etype, "param": param, "code": code}}
 
 
+#: Each provider's own wording for a request over the window, with the counts and without.
+_OVER_WINDOW: dict[Provider, tuple[str, str]] = {
+    "gemini": (
+        "The input token count ({tokens}) exceeds the maximum number of tokens allowed ({limit}).",
+        "The input token count exceeds the maximum number of tokens allowed.",
+    ),
+    "anthropic": ("prompt is too long: {tokens} tokens > {limit} maximum", "prompt is too long"),
+    "openai": (
+        "This model's maximum context length is {limit} tokens. However, your messages "
+        "resulted in {tokens} tokens. Please reduce the length of the messages.",
+        "This model's maximum context length was exceeded.",
+    ),
+}
+
+
 def context_length_message(provider: Provider, tokens: int | None, limit: int | None) -> str:
     """The provider's own wording for a request over the window (agents and SDK wrappers match
     on it: "maximum context length" for OpenAI, "prompt is too long" for Anthropic)."""
-    tail = (
-        "contextwarden proxy: the system prompt, tools and newest message alone are over the limit"
+    counted, bare = _OVER_WINDOW[provider]
+    text = bare if tokens is None or limit is None else counted.format(tokens=tokens, limit=limit)
+    return (
+        f"{text} (contextwarden proxy: the system prompt, tools and newest message alone are "
+        "over the limit)"
     )
-    if provider == "gemini":
-        if tokens is not None and limit is not None:
-            return (
-                f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
-                f"({limit}). ({tail})"
-            )
-        return f"The input token count exceeds the maximum number of tokens allowed. ({tail})"
-    if provider == "anthropic":
-        if tokens is not None and limit is not None:
-            return f"prompt is too long: {tokens} tokens > {limit} maximum ({tail})"
-        return f"prompt is too long ({tail})"
-    if tokens is not None and limit is not None:
-        return (
-            f"This model's maximum context length is {limit} tokens. However, your messages "
-            f"resulted in {tokens} tokens. Please reduce the length of the messages. ({tail})"
-        )
-    return f"This model's maximum context length was exceeded. ({tail})"
 
 
 def error_sse(provider: Provider, kind: ErrorKind, message: str) -> bytes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
-from functools import partial
+from dataclasses import dataclass, field
 
 import httpx
 from starlette.requests import ClientDisconnect
@@ -19,13 +19,12 @@ from .stats import CLIENT_LEFT, CLIENT_LEFT_STATUS, RequestRecord
 
 __all__ = [
     "HOP_BY_HOP",
+    "Exchange",
     "UpstreamResponse",
     "broke",
-    "client_left",
     "encoded",
     "error_response",
     "failed",
-    "finished",
     "forward",
     "relay",
     "request_headers",
@@ -52,6 +51,35 @@ HOP_BY_HOP = frozenset(
 _DROP_REQUEST = HOP_BY_HOP | {"host", "content-length", "x-contextwarden-token"}
 
 Finish = Callable[[RequestRecord], Awaitable[None]]
+
+
+@dataclass
+class Exchange:
+    """One request as the proxy answers it: its ``record``, whose error shape the proxy's own
+    answers take (``provider``), when it started, the headers added to its reply, and
+    ``finish``, handed the record exactly once, when the answer is over."""
+
+    record: RequestRecord
+    provider: Provider
+    started: float
+    finish: Finish
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    def answered(self, status: int) -> None:
+        """The status line is known: its status and how long it took."""
+        self.record.status = status
+        self.record.headers_ms = (time.perf_counter() - self.started) * 1000
+
+    async def done(self) -> None:
+        """The record given its latency and handed to ``finish``."""
+        self.record.latency_ms = (time.perf_counter() - self.started) * 1000
+        await self.finish(self.record)
+
+    async def client_left(self) -> Response:
+        """The client went away before its answer: one log line, nothing more."""
+        self.record.status, self.record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
+        await self.done()
+        return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
 
 
 def _hop_names(raw: list[tuple[bytes, bytes]]) -> frozenset[str]:
@@ -154,61 +182,33 @@ class UpstreamResponse(StreamingResponse):
             await self._complete()
 
 
-async def finished(record: RequestRecord, started: float, finish: Finish) -> None:
-    """``record`` given its latency and handed to ``finish``."""
-    record.latency_ms = (time.perf_counter() - started) * 1000
-    await finish(record)
-
-
-async def client_left(record: RequestRecord, started: float, finish: Finish) -> Response:
-    """The client went away before its answer: one log line, nothing more."""
-    record.status, record.error = CLIENT_LEFT_STATUS, CLIENT_LEFT
-    await finished(record, started, finish)
-    return Response(status_code=CLIENT_LEFT_STATUS)  # nobody is left to read it
-
-
 async def forward(
     client: httpx.AsyncClient,
+    exchange: Exchange,
     *,
     method: str,
     url: str,
     headers: list[tuple[bytes, bytes]],
     content: bytes | AsyncIterator[bytes] | None,
-    provider: Provider,
-    record: RequestRecord,
-    started: float,
-    extra_headers: dict[str, str],
-    finish: Finish,
 ) -> Response:
-    """Send the request upstream and return a response that streams the answer back.
-
-    ``record`` is filled in (status, timings, error) and handed to ``finish`` exactly once, when
-    the response is over (or failed before it began).
-    """
+    """Send the request upstream and return a response that streams the answer back (the
+    exchange done when it is over, or failed before it began)."""
     request = client.build_request(method, url, headers=headers, content=content)
     try:
         upstream = await client.send(request, stream=True)
     except ClientDisconnect:  # an upload streamed through, and its client went away mid-way
-        return await client_left(record, started, finish)
+        return await exchange.client_left()
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, exc, extra_headers)
-    return relay(upstream, provider, record, started, extra_headers, finish)
+        return await failed(exchange, exc)
+    return relay(upstream, exchange)
 
 
-def relay(
-    upstream: httpx.Response,
-    provider: Provider,
-    record: RequestRecord,
-    started: float,
-    extra_headers: dict[str, str],
-    finish: Finish,
-) -> Response:
-    """The response relaying the open ``upstream`` answer to the client, raw, with
-    ``extra_headers``; ``record`` completed and handed to ``finish`` when it is over."""
-    record.status = upstream.status_code
-    record.headers_ms = (time.perf_counter() - started) * 1000
-
-    out_headers = response_headers(upstream.headers.raw) + encoded(extra_headers)
+def relay(upstream: httpx.Response, exchange: Exchange) -> Response:
+    """The response relaying the open ``upstream`` answer to the client, raw, with the
+    exchange's headers; the exchange done when it is over."""
+    exchange.answered(upstream.status_code)
+    record = exchange.record
+    out_headers = response_headers(upstream.headers.raw) + encoded(exchange.extra_headers)
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
 
     async def body() -> AsyncGenerator[bytes, None]:
@@ -218,11 +218,9 @@ def relay(
         except httpx.TransportError as exc:
             record.error, kind, message = broke(exc)
             if is_sse:
-                yield error_sse(provider, kind, message)
+                yield error_sse(exchange.provider, kind, message)
 
-    return UpstreamResponse(
-        upstream, body(), out_headers, partial(finished, record, started, finish)
-    )
+    return UpstreamResponse(upstream, body(), out_headers, exchange.done)
 
 
 def broke(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
@@ -242,20 +240,11 @@ def unreached(exc: httpx.TransportError) -> tuple[str, ErrorKind, str]:
     return "upstream_unreachable", "unreachable", f"could not be reached ({type(exc).__name__})"
 
 
-async def failed(
-    record: RequestRecord,
-    started: float,
-    finish: Finish,
-    provider: Provider,
-    exc: httpx.TransportError,
-    extra_headers: dict[str, str],
-) -> Response:
-    """The proxy's own error for an upstream that timed out or could not be reached,
-    ``record`` completed and handed to ``finish``."""
-    record.error, kind, what = unreached(exc)
-    record.status = status_for(kind)
-    record.headers_ms = (time.perf_counter() - started) * 1000
-    await finished(record, started, finish)
-    return error_response(
-        provider, kind, f"contextwarden proxy: the upstream {what}", extra_headers
-    )
+async def failed(exchange: Exchange, exc: httpx.TransportError) -> Response:
+    """The proxy's own error for an upstream that timed out or could not be reached (the
+    exchange done)."""
+    exchange.record.error, kind, what = unreached(exc)
+    exchange.answered(status_for(kind))
+    await exchange.done()
+    message = f"contextwarden proxy: the upstream {what}"
+    return error_response(exchange.provider, kind, message, exchange.extra_headers)

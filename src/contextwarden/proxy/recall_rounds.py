@@ -7,10 +7,8 @@ and ``response.failed``). Every wire format alike: what differs is its :class:`~
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -18,14 +16,12 @@ import httpx
 from starlette.responses import Response
 
 from ..recall import recall_answer
-from .errors import Provider
 from .forward import (
-    Finish,
+    Exchange,
     UpstreamResponse,
     broke,
     encoded,
     failed,
-    finished,
     relay,
     response_headers,
     unreached,
@@ -106,14 +102,7 @@ class Rounds:
         return self.wire.answers(turn, found)
 
 
-async def forward_recall(
-    rounds: Rounds,
-    *,
-    provider: Provider,
-    started: float,
-    extra_headers: dict[str, str],
-    finish: Finish,
-) -> Response:
+async def forward_recall(rounds: Rounds, exchange: Exchange) -> Response:
     """Send the request with the recall tool offered and answer its calls (see the module
     docstring); a first reply that is not a 200 JSON or event stream is relayed as it is."""
     record = rounds.record
@@ -121,13 +110,13 @@ async def forward_recall(
     try:
         first = await rounds.send(0, [])
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, exc, extra_headers)
+        return await failed(exchange, exc)
     kind = first.headers.get("content-type", "")
     if first.status_code == 200 and kind.startswith("text/event-stream"):
-        return _stream(rounds, first, provider, started, extra_headers, finish)
+        return _stream(rounds, first, exchange)
     if first.status_code == 200 and "json" in kind:
-        return await _whole(rounds, first, provider, started, extra_headers, finish)
-    return relay(first, provider, record, started, extra_headers, finish)
+        return await _whole(rounds, first, exchange)
+    return relay(first, exchange)
 
 
 def _headers(upstream: httpx.Response, extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -137,18 +126,10 @@ def _headers(upstream: httpx.Response, extra: dict[str, str]) -> list[tuple[byte
     return out + encoded(extra)
 
 
-async def _whole(
-    rounds: Rounds,
-    upstream: httpx.Response,
-    provider: Provider,
-    started: float,
-    extra_headers: dict[str, str],
-    finish: Finish,
-) -> Response:
+async def _whole(rounds: Rounds, upstream: httpx.Response, exchange: Exchange) -> Response:
     """The rounds of a request answered in one JSON body each; the last one's goes back with
     its usage the sum over rounds."""
-    record = rounds.record
-    record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
+    exchange.answered(200)
     extra: list[dict[str, Any]] = []
     usage: Any = None
     try:
@@ -156,7 +137,7 @@ async def _whole(
             if index:
                 upstream = await rounds.send(index, extra)
                 if upstream.status_code != 200:
-                    return relay(upstream, provider, record, started, extra_headers, finish)
+                    return relay(upstream, exchange)
             try:
                 raw = await upstream.aread()
             finally:
@@ -170,27 +151,20 @@ async def _whole(
                 break
             extra += await rounds.answers(turn)
     except httpx.TransportError as exc:
-        return await failed(record, started, finish, provider, exc, extra_headers)
+        return await failed(exchange, exc)
     if reply is not None and (index or turn.calls or rounds.wire.always_rewrite()):
         raw = dump_body(rounds.wire.client_reply(reply, usage if index else None), False)
     response = Response(raw, status_code=upstream.status_code)
-    response.raw_headers = _headers(upstream, extra_headers)
+    response.raw_headers = _headers(upstream, exchange.extra_headers)
     response.raw_headers.append((b"content-length", str(len(raw)).encode()))
-    await finished(record, started, finish)
+    await exchange.done()
     return response
 
 
-def _stream(
-    rounds: Rounds,
-    first: httpx.Response,
-    provider: Provider,
-    started: float,
-    extra_headers: dict[str, str],
-    finish: Finish,
-) -> Response:
+def _stream(rounds: Rounds, first: httpx.Response, exchange: Exchange) -> Response:
     """The rounds of a streamed request, spliced into one client stream."""
     record = rounds.record
-    record.status, record.headers_ms = 200, (time.perf_counter() - started) * 1000
+    exchange.answered(200)
 
     async def body() -> AsyncGenerator[bytes, None]:
         splice = rounds.wire.splice()
@@ -199,7 +173,7 @@ def _stream(
         for index in range(MAX_ROUNDS):
             if index:
                 splice.next_round()
-                upstream, refused = await _next(rounds, index, extra, provider, splice)
+                upstream, refused = await _next(rounds, index, extra, splice)
                 if upstream is None:
                     yield refused
                     return
@@ -219,8 +193,8 @@ def _stream(
                 return
             extra += await rounds.answers(turn)
 
-    done = partial(finished, record, started, finish)
-    return UpstreamResponse(first, body(), _headers(first, extra_headers), done, sized=False)
+    headers = _headers(first, exchange.extra_headers)
+    return UpstreamResponse(first, body(), headers, exchange.done, sized=False)
 
 
 async def _round(upstream: httpx.Response, splice: Splice) -> AsyncIterator[bytes]:
@@ -238,7 +212,7 @@ async def _round(upstream: httpx.Response, splice: Splice) -> AsyncIterator[byte
 
 
 async def _next(
-    rounds: Rounds, index: int, extra: list[dict[str, Any]], provider: Provider, splice: Splice
+    rounds: Rounds, index: int, extra: list[dict[str, Any]], splice: Splice
 ) -> tuple[httpx.Response | None, bytes]:
     """Round ``index``'s open stream, or None and the error event the client gets instead."""
     record = rounds.record

@@ -49,7 +49,7 @@ Api = Literal["openai", "anthropic", "count_tokens", "responses", "gemini"]
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def lone_surrogate(has: Has, body: Any) -> bool:
+def _lone_surrogate(has: Has, body: Any) -> bool:
     """Whether the parsed ``body`` holds a lone surrogate (only looked for when its bytes escape
     a surrogate: paired escapes, an emoji, are one character once parsed)."""
     if not has(_SURROGATE_ESCAPE, 6):
@@ -59,11 +59,6 @@ def lone_surrogate(has: Has, body: Any) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def surrogate_outcome(raw: bytes, model: str | None, stream: bool) -> BodyOutcome:
-    detail = "a string holds a lone surrogate (half a character); forwarded unchanged"
-    return BodyOutcome(raw, False, model, stream, skipped="lone_surrogate", detail=detail)
 
 
 class TransformResultLike(Protocol):
@@ -114,20 +109,14 @@ class BodyWarden(Protocol):
 class BodyOutcome:
     """The body to forward and what happened to it.
 
-    ``body`` is the original bytes when nothing changed (so the upstream sees exactly what the
-    client sent), else the re-serialized JSON. Token counts are ``None`` when the warden did not run
-    (``skipped`` says why, ``detail`` in words); ``warning`` is set when it ran unbounded.
-    ``compacted`` counts the messages a compaction made on this call replaced; ``strategy`` names
-    it (``sliding_window``, ``full_summary``...). ``cache_breakpoints`` is the
-    number of Anthropic cache breakpoints the proxy added (0 when the client set its own).
-    ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL`` for the
-    upstream, ``extractive`` for the embedded one, the fallback included). ``conversation`` is
-    the id of the warden's log for it (empty when the warden did not say). ``refused`` says
-    why the reduced request cannot be sent (the proxy answers 400 with it, never an empty or
-    invalid request). ``sent`` is the body as parsed (and rebuilt) when the warden ran: the
-    recall rounds add to it without parsing again what the proxy wrote. ``restored`` counts
-    the oldest messages the client dropped from the history that were put back
-    (:meth:`~contextwarden.formats._body.BodyReader.restore`): the conversation goes on.
+    ``body`` is the client's own bytes when nothing changed, else the re-serialized JSON. Token
+    counts are ``None`` when the warden did not run (``skipped`` says why, ``detail`` in words).
+    ``summarizer`` names who wrote the new compaction's summary (``llm:openai:MODEL``,
+    ``extractive``); ``refused`` why the reduced request cannot be sent (the proxy answers 400
+    with it, never an empty or invalid request); ``sent`` the body as parsed (and rebuilt), which
+    the recall rounds add to without parsing what the proxy wrote; ``restored`` the oldest
+    messages the client dropped that were put back
+    (:meth:`~contextwarden.formats._body.BodyReader.restore`).
     """
 
     body: bytes
@@ -236,20 +225,18 @@ def transform_body(
         )
     model = wire.model(body, path)
     stream = wire.stream(body, path)
+
+    def skipped(why: str, detail: str) -> BodyOutcome:
+        return BodyOutcome(raw, False, model, stream, skipped=why, detail=detail)
+
     if not isinstance(body.get(wire.items), list):
-        return BodyOutcome(
-            raw,
-            False,
-            model,
-            stream,
-            skipped="no_messages",
-            detail=f"no '{wire.items}' list in the body",
-        )
+        return skipped("no_messages", f"no '{wire.items}' list in the body")
     skip = wire.skip(body)
     if skip is not None:
-        return BodyOutcome(raw, False, model, stream, skipped=skip[0], detail=skip[1])
-    if lone_surrogate(has, body):
-        return surrogate_outcome(raw, model, stream)
+        return skipped(*skip)
+    if _lone_surrogate(has, body):
+        detail = "a string holds a lone surrogate (half a character); forwarded unchanged"
+        return skipped("lone_surrogate", detail)
     # a history whose oldest messages the client dropped goes on as the history it trims
     restored = bodies.restore(read, wire.items) if bodies is not None and read is not None else 0
     warning: str | None = None
@@ -275,9 +262,9 @@ def transform_body(
             warning = f"unknown_model: {exc}; lossless layers only, pass --window to bound it"
             ran_ = run(None, None)
     except FormatError as exc:
-        return BodyOutcome(raw, False, model, stream, skipped="invalid_request", detail=str(exc))
+        return skipped("invalid_request", str(exc))
     except ContextWardenError as exc:
-        return BodyOutcome(raw, False, model, stream, skipped=type(exc).__name__, detail=str(exc))
+        return skipped(type(exc).__name__, str(exc))
 
     rebuilt: dict[str, Any] | None = None
     fields = ran_.fields

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from .._exceptions import ContextWardenError, StoreError
@@ -180,6 +180,14 @@ class Database:
                 return fn(self._db)
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.what} {str(self.path)!r}: {exc}") from exc
+
+    def _all(self, sql: str, *args: object) -> list[Any]:
+        """The rows of one query, under the lock (errors as in :meth:`_run`)."""
+        return self._run(lambda c: c.execute(sql, args).fetchall())
+
+    def _one(self, sql: str, *args: object) -> Any:
+        """The first row of one query, or None."""
+        return self._run(lambda c: c.execute(sql, args).fetchone())
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -154,13 +154,11 @@ class SQLiteStore(Database):
     @property
     def journal_mode(self) -> str:
         """The file's journal mode as SQLite reports it (``"wal"``)."""
-        return str(self._run(lambda c: c.execute("PRAGMA journal_mode").fetchone())[0])
+        return str(self._one("PRAGMA journal_mode")[0])
 
     def get(self, namespace: str, key: str) -> bytes | None:
-        row = self._run(
-            lambda c: c.execute(
-                "SELECT value FROM contextwarden_kv WHERE ns = ? AND key = ?", (namespace, key)
-            ).fetchone()
+        row = self._one(
+            "SELECT value FROM contextwarden_kv WHERE ns = ? AND key = ?", namespace, key
         )
         return bytes(row[0]) if row is not None else None
 
@@ -184,21 +182,12 @@ class SQLiteStore(Database):
         return self._run(run)
 
     def keys(self, namespace: str) -> list[str]:
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT key FROM contextwarden_kv WHERE ns = ? ORDER BY key", (namespace,)
-            ).fetchall()
-        )
+        rows = self._all("SELECT key FROM contextwarden_kv WHERE ns = ? ORDER BY key", namespace)
         return [str(r[0]) for r in rows]
 
     def items(self, namespace: str, key: str) -> list[bytes]:
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT value FROM contextwarden_kv_items WHERE ns = ? AND key = ? ORDER BY seq",
-                (namespace, key),
-            ).fetchall()
-        )
-        return [bytes(r[0]) for r in rows]
+        query = "SELECT value FROM contextwarden_kv_items WHERE ns = ? AND key = ? ORDER BY seq"
+        return [bytes(r[0]) for r in self._all(query, namespace, key)]
 
     def append(self, namespace: str, key: str, items: Sequence[bytes], at: int) -> None:
         with self._transaction():

@@ -117,10 +117,7 @@ class SessionStore(Database):
 
     def migrations(self) -> list[str]:
         """Names of the applied migrations, in order."""
-        rows = self._run(
-            lambda db: db.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()
-        )
-        return [r[0] for r in rows]
+        return [r[0] for r in self._all("SELECT name FROM _migrations ORDER BY rowid")]
 
     # -- sessions ----------------------------------------------------------------------------
     def create_session(
@@ -137,19 +134,13 @@ class SessionStore(Database):
 
     def sessions(self) -> list[str]:
         """The session ids, oldest first."""
-        rows = self._run(
-            lambda db: db.execute("SELECT id FROM sessions ORDER BY created").fetchall()
-        )
-        return [r[0] for r in rows]
+        return [r[0] for r in self._all("SELECT id FROM sessions ORDER BY created")]
 
     # -- messages ----------------------------------------------------------------------------
     def append(self, session_id: str, messages: Sequence[Message]) -> list[int]:
         """Append ``messages`` in order; returns their sequence numbers."""
         with self._transaction():
-            row = self._db.execute(
-                "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            start = int(row[0]) + 1
+            start = self._next_seq("messages", session_id)
             now = time.time()
             self._db.executemany(
                 "INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
@@ -162,28 +153,19 @@ class SessionStore(Database):
 
     def messages(self, session_id: str) -> list[Message]:
         """The whole original history of a session, in order."""
-        rows = self._run(
-            lambda db: db.execute(
-                "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        )
+        query = "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq"
         return [
             self._decode(
                 f"message {seq} of session {session_id!r}",
                 body,
                 functools.partial(message_from_dict, index=int(seq)),
             )
-            for seq, body in rows
+            for seq, body in self._all(query, session_id)
         ]
 
     def count(self, session_id: str) -> int:
         """How many messages the session holds."""
-        row = self._run(
-            lambda db: db.execute(
-                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        )
-        return int(row[0])
+        return int(self._one("SELECT COUNT(*) FROM messages WHERE session_id = ?", session_id)[0])
 
     # -- elided spans ------------------------------------------------------------------------
     def put_elided(self, session_id: str, ref: str, messages: Sequence[Message]) -> None:
@@ -227,28 +209,25 @@ class SessionStore(Database):
     # -- events ------------------------------------------------------------------------------
     def add_event(self, session_id: str, kind: str, body: dict[str, Any]) -> None:
         with self._transaction():
-            row = self._db.execute(
-                "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()
             self._db.execute(
                 "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
-                (session_id, int(row[0]) + 1, kind, _dumps(body), time.time()),
+                (session_id, self._next_seq("events", session_id), kind, _dumps(body), time.time()),
             )
 
     def events(self, session_id: str) -> list[tuple[str, dict[str, Any]]]:
         """The session's events (kind, body), in order."""
-        rows = self._run(
-            lambda db: db.execute(
-                "SELECT seq, kind, body FROM events WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        )
+        query = "SELECT seq, kind, body FROM events WHERE session_id = ? ORDER BY seq"
         return [
             (kind, self._decode(f"event {seq} of session {session_id!r}", body, _event_body))
-            for seq, kind, body in rows
+            for seq, kind, body in self._all(query, session_id)
         ]
 
     # -- plumbing ----------------------------------------------------------------------------
+    def _next_seq(self, table: str, session_id: str) -> int:
+        """The next sequence number of ``table`` in ``session_id`` (inside a transaction)."""
+        query = f"SELECT COALESCE(MAX(seq), -1) FROM {table} WHERE session_id = ?"
+        return int(self._db.execute(query, (session_id,)).fetchone()[0]) + 1
+
     def __enter__(self) -> SessionStore:
         return self
 

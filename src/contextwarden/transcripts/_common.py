@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
@@ -155,6 +155,22 @@ class Loc:
         raise TranscriptError(
             self.path, exc.reason, line=self.line, index=index, field=fld or None
         ) from exc
+
+    def convert(
+        self,
+        read: Callable[[list[Any]], Iterable[Message]],
+        items: list[Any],
+        lines: Sequence[int] | None = None,
+        prefix: str = "",
+    ) -> tuple[Message, ...]:
+        """``read(items)`` (a :mod:`contextwarden.formats` reader), its error located here: with
+        ``lines`` (each item's line), at the line of the item it names."""
+        try:
+            return tuple(read(items))
+        except FormatError as exc:
+            if lines is not None and exc.index is not None and 0 <= exc.index < len(lines):
+                self.at(line=lines[exc.index]).reraise(exc, prefix, by_line=True)
+            self.reraise(exc, prefix, by_line=lines is not None)
 
     # -- typed access ------------------------------------------------------------------------
     def get(self, obj: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:

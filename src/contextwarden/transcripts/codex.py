@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import FormatError
 from .._messages import Message, TextBlock, ThinkingBlock, freeze
 from ..formats import from_responses
 from ._common import (
@@ -50,12 +49,9 @@ def is_codex(value: Any) -> bool:
     )
 
 
-def _convert(items: list[tuple[int, dict[str, Any]]], loc: Loc) -> list[Message]:
-    try:
-        return list(from_responses([item for _, item in items]))
-    except FormatError as exc:
-        line = items[exc.index][0] if exc.index is not None and exc.index < len(items) else None
-        Loc(loc.path, line=line).reraise(exc, "payload", by_line=True)
+def _convert(items: list[tuple[int, dict[str, Any]]], loc: Loc) -> tuple[Message, ...]:
+    lines = [line for line, _ in items]
+    return Loc(loc.path).convert(from_responses, [item for _, item in items], lines, "payload")
 
 
 def _empty_reasoning(item: dict[str, Any]) -> bool:
@@ -137,7 +133,7 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
                 items = [
                     (rec.line, loc.check(x, dict, "payload.replacement_history")) for x in history
                 ]
-                marks.append((len(messages), tuple(_convert(items, loc)), rec.line))
+                marks.append((len(messages), _convert(items, loc), rec.line))
             else:
                 summary = payload.get("message")
                 marks.append((len(messages), summary if isinstance(summary, str) else "", rec.line))

@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import FormatError
-from .._messages import Message, freeze
+from .._messages import freeze
 from ..formats import from_anthropic, from_openai
 from ._common import Loc, Record, Transcript, as_str
 
@@ -74,7 +73,7 @@ def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
         meta["fields"] = {k: v for k, v in doc.items() if k not in ("messages", "tools")}
     else:
         raw = loc.check(doc, list, "document")
-    messages = _convert(from_openai, raw, loc)
+    messages = loc.convert(from_openai, raw)
     model = meta.get("fields", {}).get("model")
     return Transcript(messages, "openai", str(path), as_str(model), tools, freeze(meta))
 
@@ -82,13 +81,8 @@ def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
 def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """One OpenAI chat message per line."""
 
-    loc = Loc(shown)
-    try:
-        messages = tuple(from_openai([r.value for r in records]))
-    except FormatError as exc:
-        if exc.index is not None and 0 <= exc.index < len(records):
-            Loc(shown, line=records[exc.index].line).reraise(exc, by_line=True)
-        loc.reraise(exc)
+    lines = [r.line for r in records]
+    messages = Loc(shown).convert(from_openai, [r.value for r in records], lines)
     return Transcript(messages, "openai-jsonl", str(path))
 
 
@@ -99,7 +93,7 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")
     system = doc.get("system")
-    messages = _convert(lambda m: from_anthropic(m, system), raw, loc)
+    messages = loc.convert(lambda m: from_anthropic(m, system), raw)
     fields = {k: v for k, v in doc.items() if k not in ("system", "messages", "tools")}
     model, meta = as_str(fields.get("model")), {"fields": fields}
     return Transcript(messages, "anthropic", str(path), model, _tools(doc, loc), freeze(meta))
@@ -124,15 +118,8 @@ def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
     config = info.get("config")
     model_cfg = config.get("model") if isinstance(config, dict) else None
     model = as_str(model_cfg.get("model_name")) if isinstance(model_cfg, dict) else None
-    messages = _convert(from_openai, raw, loc)
+    messages = loc.convert(from_openai, raw)
     return Transcript(messages, "mini-swe-agent", str(path), model, (), freeze(meta))
-
-
-def _convert(convert: Any, raw: list[Any], loc: Loc) -> tuple[Message, ...]:
-    try:
-        return tuple(convert(raw))
-    except FormatError as exc:
-        loc.reraise(exc)
 
 
 def _tools(doc: Mapping[str, Any], loc: Loc) -> tuple[Mapping[str, Any], ...]:

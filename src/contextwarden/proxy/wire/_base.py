@@ -6,10 +6,10 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ...formats._common import reply_limit
-from ...recall import RECALL_TOOL_NAME
+from ...recall import RECALL_TOOL_NAME, recall_tool
 from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
@@ -85,14 +85,10 @@ class Holding:
 
     def flush(self) -> list[bytes]:
         """The held events of the last round, as the client gets them."""
-        return self.release()
+        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
     def _emit(self, event: Event, data: dict[str, Any]) -> bytes:
         raise NotImplementedError
-
-    def release(self) -> list[bytes]:
-        """The held events as the client gets them."""
-        return [self._emit(e, d) if isinstance(d := e.json(), dict) else e.raw for e in self.held]
 
 
 class Wire:
@@ -108,8 +104,11 @@ class Wire:
     items: str = "messages"
     #: the paths served
     paths: tuple[str, ...] = ()
-    #: which API's keys hold the reply's output limit (:data:`~contextwarden.formats._common.REPLY_LIMIT_KEYS`)
-    limit_api: str = "openai"
+    #: the API whose keys hold the reply's output limit
+    #: (:data:`~contextwarden.formats._common.REPLY_LIMIT_KEYS`) and whose recall tool it offers
+    api: Literal["openai", "anthropic", "responses"] = "openai"
+    #: the check of the history list the proxy wrote (:meth:`problems`)
+    check: Callable[[Any], list[str]] | None = None
     #: whether the recall tool is offered on this route
     recall: bool = True
     #: the warden's method :meth:`run` calls (a warden of the caller's own may lack it)
@@ -131,7 +130,7 @@ class Wire:
 
     def limit(self, body: Mapping[str, Any]) -> int | None:
         """The output limit the request gives the provider, if it gives a usable one."""
-        return reply_limit(body, self.limit_api)
+        return reply_limit(body, self.api)
 
     def count_tools(self, body: Mapping[str, Any]) -> list[Any] | None:
         """The tool definitions that count against the window, as the warden counts them."""
@@ -150,14 +149,14 @@ class Wire:
     def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         """What makes the body the proxy wrote invalid by the provider's rules (none: valid);
         ``memo``: what the check remembers between the bodies of one conversation."""
-        return []
+        return [] if self.check is None else self.check(body[self.items])
 
     # -- the recall tool -------------------------------------------------------------------------
     def tool_name(self, tool: Any) -> Any:
         return tool.get("name") if isinstance(tool, dict) else None
 
     def recall_tool(self) -> dict[str, Any]:
-        raise NotImplementedError
+        return recall_tool(self.api)
 
     def choice_allows(self, choice: Any) -> bool:
         """Whether the client's ``tool_choice`` leaves the model free to call another tool."""

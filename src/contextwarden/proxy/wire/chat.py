@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...formats.validate import validate_openai
-from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
+from ...recall import RECALL_TOOL_NAME, recall_ref
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 from ._base import Has, Holding, Ran, Turn, Wire
@@ -22,7 +22,8 @@ class ChatWire(Wire):
     items = "messages"
     paths = ("/v1/chat/completions", "/chat/completions")
     method = "transform_openai"
-    limit_api = "openai"
+    api = "openai"
+    check = staticmethod(validate_openai)
 
     def run(
         self, warden: Any, body: dict[str, Any], has: Has, options: dict[str, Any], marks: bool
@@ -31,15 +32,9 @@ class ChatWire(Wire):
         out, result = warden.transform_openai(messages, **options)
         return Ran({"messages": out} if out != messages else {}, result)
 
-    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
-        return validate_openai(body["messages"])
-
     def tool_name(self, tool: Any) -> Any:
         fn = tool.get("function") if isinstance(tool, dict) else None
         return fn.get("name") if isinstance(fn, dict) else None
-
-    def recall_tool(self) -> dict[str, Any]:
-        return recall_tool("openai")
 
     def may_offer(self, body: Mapping[str, Any]) -> bool:
         # one choice asked, and no legacy ``functions``, which the API refuses beside ``tools``
@@ -169,7 +164,7 @@ class OpenAISplice(Holding):
 
     def flush(self) -> list[bytes]:
         """The held chunks of the last round, as the client gets them."""
-        return [b for b in self.release() if b]
+        return [b for b in super().flush() if b]
 
 
 def _without_role(choice: Any) -> Any:

@@ -36,6 +36,7 @@ class GeminiWire(Wire):
     provider = "gemini"
     items = "contents"
     method = "transform"
+    check = staticmethod(validate_gemini)
 
     def serves(self, path: str) -> bool:
         return _PATH.match(path) is not None
@@ -78,9 +79,6 @@ class GeminiWire(Wire):
         if new_contents == contents and new_system == system:
             return Ran({}, result)
         return Ran({"contents": new_contents, key: new_system}, result)
-
-    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
-        return validate_gemini(body["contents"])
 
     # -- the recall tool -------------------------------------------------------------------------
     def recall_tool(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from ..._exceptions import FormatError
 from ...formats.anthropic import provider_compaction
 from ...formats.cache_control import add_counting, count_cache_breakpoints
 from ...formats.validate import validate_anthropic
-from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
+from ...recall import RECALL_TOOL_NAME, recall_ref
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 from ._base import PROVIDER_COMPACTION, Has, Holding, Ran, Turn, Wire, json_object
@@ -31,7 +31,7 @@ class MessagesWire(Wire):
     items = "messages"
     paths = ("/v1/messages",)
     method = "transform_anthropic"
-    limit_api = "anthropic"
+    api = "anthropic"
     #: whether the proxy's prompt-cache breakpoints are added (see docs/proxy.md)
     breakpoints = True
 
@@ -68,9 +68,6 @@ class MessagesWire(Wire):
 
     def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
         return validate_anthropic(body.get("system"), body["messages"], memo)
-
-    def recall_tool(self) -> dict[str, Any]:
-        return recall_tool("anthropic")
 
     def choice_allows(self, choice: Any) -> bool:
         return isinstance(choice, dict) and choice.get("type") in ("auto", "any")

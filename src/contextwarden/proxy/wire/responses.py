@@ -13,7 +13,7 @@ from typing import Any
 
 from ...formats.responses import provider_compaction
 from ...formats.validate import validate_responses
-from ...recall import RECALL_TOOL_NAME, recall_ref, recall_tool
+from ...recall import RECALL_TOOL_NAME, recall_ref
 from ..errors import ErrorKind, responses_error_code, responses_error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
@@ -41,7 +41,8 @@ class ResponsesWire(Wire):
     items = "input"
     paths = ("/v1/responses", "/responses")
     method = "transform_responses"
-    limit_api = "responses"
+    api = "responses"
+    check = staticmethod(validate_responses)
 
     def skip(self, body: Mapping[str, Any]) -> tuple[str, str] | None:
         for key in _SERVER_STATE:
@@ -75,15 +76,9 @@ class ResponsesWire(Wire):
             return Ran({}, result)
         return Ran({"input": new_items, "instructions": new_instructions}, result)
 
-    def problems(self, body: Mapping[str, Any], memo: dict[str, Any] | None = None) -> list[str]:
-        return validate_responses(body["input"])
-
     def may_offer(self, body: Mapping[str, Any]) -> bool:
         # not run in the background, whose output the client fetches later, past the proxy
         return body.get("background") is not True and super().may_offer(body)
-
-    def recall_tool(self) -> dict[str, Any]:
-        return recall_tool("responses")
 
     def sent_back(self, body: Mapping[str, Any], extra: list[dict[str, Any]]) -> list[Any]:
         return _unstored(extra) if body.get("store") is False else extra
@@ -297,7 +292,7 @@ class ResponsesSplice(Holding):
 
     def flush(self) -> list[bytes]:
         """The held events of the last round and its terminal event, as the client gets them."""
-        out = self.release()
+        out = super().flush()
         if self.end is not None and self.closing is not None:
             finished = self._finish(self.end)
             out.append(self._emit(self.closing, finished, rewritten=finished is not self.end))
