@@ -100,12 +100,11 @@ def test_patch_inputs_and_inline_patches() -> None:
 
 def test_python_writes_resolves_simple_variables() -> None:
     code = "path = 'src/app.py'\nwith open(path, 'w') as f:\n    f.write(data)\n"
-    assert python_writes(code) == (["src/app.py"], False)
+    assert python_writes(code) == ["src/app.py"]
     # an unresolvable target: the files the script reads are assumed written back
     code = "import sys\nsrc = open('lib/x.py').read()\nopen(sys.argv[1], 'w').write(src)\n"
-    written, unresolved = python_writes(code)
-    assert unresolved and written == ["lib/x.py"]
-    assert python_writes("open('a.txt', 'r').read()") == ([], False)
+    assert python_writes(code) == ["lib/x.py"]
+    assert python_writes("open('a.txt', 'r').read()") == []
 
 
 @pytest.mark.parametrize(

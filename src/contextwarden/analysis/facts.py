@@ -365,13 +365,12 @@ class _Walker:
             if targets:
                 self.patches[path] = targets
                 self.patches.setdefault(path.rsplit("/", 1)[-1], targets)
-            written, _ = python_writes(body)
-            for p in written:  # a script that will edit files when it runs
+            for p in python_writes(body):  # a script that will edit files when it runs
                 self.touch(p, "modified", index, f"script {path}")
         for script in effects.scripts:
             script_body = self.scripts.get(script) or self.scripts.get(script.rsplit("/", 1)[-1])
             if script_body:
-                for p in python_writes(script_body)[0]:
+                for p in python_writes(script_body):
                     self.touch(p, "modified", index, f"ran {script}")
         for patch in effects.patch_inputs:
             for p in self.patches.get(patch, self.patches.get(patch.rsplit("/", 1)[-1], [])):

@@ -14,7 +14,7 @@ characters in a summary; missing one loses a must-keep fact.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._messages import EMPTY, ToolCallBlock
@@ -69,8 +69,7 @@ class ShellEffects:
     ``heredocs`` maps a file written from a heredoc to that heredoc's body, and ``scripts``
     lists the scripts the command runs (``python fix.py``), so callers can scan bodies they saw
     earlier. ``patch_inputs`` names patch files applied (``patch -p1 < fix.patch``).
-    Tuples and read-only empty mappings until something is found: a history holds one of these
-    per shell call, and most find nothing (fewer containers for the garbage collector to walk).
+    Tuples and shared empty mappings: a history holds one per shell call, most finding nothing.
     """
 
     reads: tuple[str, ...] = ()
@@ -105,11 +104,7 @@ def command_key(command: str) -> str:
     heredoc bodies, ``|| true`` and trailing ``| head``/``| tail``/``| grep`` filters, and collapses whitespace:
     ``cd /testbed && python t.py 2>&1 | tail -20`` and ``python t.py`` share a key.
     """
-    return _key(_split_heredocs(command)[0] if "<<" in command else command)
-
-
-def _key(text: str) -> str:
-    """:func:`command_key` of a command whose heredoc bodies are taken out."""
+    text = _split_heredocs(command)[0] if "<<" in command else command
     text = " ".join(text.split())
     previous = None
     while previous != text:
@@ -129,13 +124,11 @@ _KEY_NOISE = (
 )
 
 
-def python_writes(code: str) -> tuple[list[str], bool]:
-    """Paths a Python snippet writes (``open(p, "w")``, ``Path(p).write_text``), and whether it
-    also writes to a path it does not spell out (a variable we could not resolve).
-
-    When the target is unresolved, callers treat the files the snippet opens for reading as
-    modified too: the common agent script reads a file, edits the text and writes it back.
-    """
+def python_writes(code: str) -> list[str]:
+    """Paths a Python snippet writes (``open(p, "w")``, ``Path(p).write_text``). When it also
+    writes to a path it does not spell out (a variable we could not resolve), the files it opens
+    for reading count too: the common agent script reads a file, edits the text and writes it
+    back."""
     found: list[str] = []
     unresolved = False
     for m in _OPEN_WRITE_RE.finditer(code):
@@ -154,7 +147,7 @@ def python_writes(code: str) -> tuple[list[str], bool]:
     found.extend(m.group("lit") for m in _WRITE_TEXT_RE.finditer(code))
     if unresolved:
         found.extend(m.group(2) for m in _OPEN_READ_RE.finditer(code))
-    return _dedupe(found), unresolved
+    return list(dict.fromkeys(found))
 
 
 def patch_targets(text: str) -> list[str]:
@@ -162,11 +155,7 @@ def patch_targets(text: str) -> list[str]:
     paths = [m.group("path") for m in _DIFF_TARGET_RE.finditer(text)]
     paths += [m.group("path") for m in _APPLY_PATCH_RE.finditer(text)]
     paths += [m.group("path") for m in _MOVE_TO_RE.finditer(text)]
-    return _dedupe(p for p in paths if p != "/dev/null")
-
-
-def _dedupe(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+    return list(dict.fromkeys(p for p in paths if p != "/dev/null"))
 
 
 def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
@@ -269,14 +258,11 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
     return result
 
 
-_ASSIGNMENT = re.compile(r"\w+=.*")
-
-
 def _strip_prefixes(argv: list[str]) -> list[str]:
     args = list(argv)
     while args:
         head = args[0]
-        if _ASSIGNMENT.fullmatch(head):
+        if re.fullmatch(r"\w+=.*", head):
             args.pop(0)
         elif head in _WRAPPERS:
             args.pop(0)
@@ -326,7 +312,7 @@ def analyze_command(command: str) -> ShellEffects:
     skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
     treat them as read-only."""
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
-    effects = ShellEffects(command=command, key=_key(text))
+    effects = ShellEffects(command=command, key=command_key(command))
     body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in body_iter]
@@ -456,6 +442,5 @@ def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> N
         if scripts:
             effects.scripts += (scripts[0],)
     if code:
-        written, _ = python_writes(code)
-        for p in written:
+        for p in python_writes(code):
             effects.write(p, "python")

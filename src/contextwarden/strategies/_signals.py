@@ -38,11 +38,8 @@ __all__ = [
 
 CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
 #: Every set of kinds, made once: a history holds one per call, and calls have few distinct ones.
-_KIND_SETS = {
-    kinds: kinds
-    for n in range(len(get_args(CallKind)) + 1)
-    for kinds in map(frozenset, combinations(get_args(CallKind), n))
-}
+_KINDS = get_args(CallKind)
+_KIND_SETS = {k: k for n in range(len(_KINDS) + 1) for k in map(frozenset, combinations(_KINDS, n))}
 
 _TEST_CMD = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
@@ -135,17 +132,13 @@ def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     return None
 
 
-def _changes_files(call: ToolCallBlock, command: str) -> bool:
-    effects = call_effects(call, command)
-    return bool(effects.writes or effects.deletes or effects.reverts or effects.patch_inputs)
-
-
 def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     by_name = _kind_by_name(call)
     kinds: set[CallKind] = {by_name} if by_name is not None else set()
     command = call_command(call)
     if not kinds or "exec" in kinds:
-        if _changes_files(call, command):
+        fx = call_effects(call, command)
+        if fx.writes or fx.deletes or fx.reverts or fx.patch_inputs:
             kinds.add("edit")
         if _TEST_CMD.search(command):
             kinds.add("test")
