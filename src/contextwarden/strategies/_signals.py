@@ -73,6 +73,8 @@ _NAME_WORD = re.compile(r"[A-Z][a-z]+|[a-z]+")
 
 
 def _name_words(name: str) -> set[str]:
+    if name.isascii() and name.isalpha() and name.islower():
+        return {name}  # the usual "bash", "read": one word, whichever way it is split
     low = name.lower()
     words = set(_NAME_SEPARATOR.split(low)) | {low}
     # CamelCase names (Claude Code's "TodoWrite", "NotebookEdit") split too
