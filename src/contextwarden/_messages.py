@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 __all__ = [
     "Block",
@@ -49,6 +49,7 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+_B = TypeVar("_B")
 
 if TYPE_CHECKING:  # the checkers know cached_property's semantics
     from functools import cached_property as _memo
@@ -237,15 +238,15 @@ class Message:
 
     @_memo
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
-        return tuple([b for b in self.content if isinstance(b, ToolCallBlock)])
+        return _blocks(self.content, ToolCallBlock)
 
     @_memo
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
-        return tuple([b for b in self.content if isinstance(b, ToolResultBlock)])
+        return _blocks(self.content, ToolResultBlock)
 
     @_memo
     def thinking(self) -> tuple[ThinkingBlock, ...]:
-        return tuple([b for b in self.content if isinstance(b, ThinkingBlock)])
+        return _blocks(self.content, ThinkingBlock)
 
     @_memo
     def is_pinned(self) -> bool:
@@ -285,6 +286,13 @@ class Message:
     def replace(self, **changes: Any) -> Message:
         """A copy with ``changes`` applied (``dataclasses.replace``)."""
         return replace(self, **changes)
+
+
+def _blocks(content: tuple[Block, ...], kind: type[_B]) -> tuple[_B, ...]:
+    """The blocks of ``kind`` in ``content``; ``content`` itself when it holds only those (one
+    tuple fewer per message for the garbage collector to walk through a long history)."""
+    found = tuple([b for b in content if isinstance(b, kind)])
+    return found if len(found) < len(content) else cast("tuple[_B, ...]", content)
 
 
 def _texts(

@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
@@ -233,7 +233,8 @@ PRICES_FILE = "data/prices.json"
 
 
 def _load_prices() -> Mapping[str, Any]:
-    text = resources.files(__package__ or "contextwarden").joinpath(PRICES_FILE).read_text("utf-8")
+    # read beside this module: importlib.resources would cost the import zipfile and tempfile
+    text = (Path(__file__).parent / PRICES_FILE).read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return MappingProxyType(data)
 

@@ -57,4 +57,4 @@ def test_only_unquoted_newlines_end_a_command(text: str) -> None:
 def test_quoted_operators_stay_in_their_word() -> None:
     effects = analyze_command("echo 'a > b' \"x;y\" && sed -i 's/a/b/' src/app.py > out.log")
     assert effects.writes == {"src/app.py": "sed -i", "out.log": "redirect"}
-    assert effects.reads == []
+    assert effects.reads == ()

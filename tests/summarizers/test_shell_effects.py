@@ -63,7 +63,7 @@ def test_read_only_commands(command: str) -> None:
 
 def test_reads_and_redirect_target_are_told_apart() -> None:
     effects = analyze_command("cat a.py b.py > combined.py")
-    assert effects.reads == ["a.py", "b.py"]
+    assert effects.reads == ("a.py", "b.py")
     assert list(effects.writes) == ["combined.py"]
 
 
@@ -76,22 +76,22 @@ def test_heredoc_body_is_kept_and_not_parsed_as_commands() -> None:
     command = "cat > run.sh << 'EOF'\nrm -rf build\nsed -i 's/a/b/' x.py\nEOF\nbash run.sh"
     effects = analyze_command(command)
     assert list(effects.writes) == ["run.sh"]  # the body's commands did not run
-    assert effects.deletes == []
+    assert effects.deletes == ()
     assert "rm -rf build" in effects.heredocs["run.sh"]
-    assert effects.scripts == ["run.sh"]
+    assert effects.scripts == ("run.sh",)
 
 
 def test_deletes_reverts_and_moves() -> None:
-    assert analyze_command("rm -f a.py b.py").deletes == ["a.py", "b.py"]
-    assert analyze_command("git checkout -- src/x.py").reverts == ["src/x.py"]
-    assert analyze_command("git restore src/y.py").reverts == ["src/y.py"]
-    assert analyze_command("git checkout main").reverts == []
+    assert analyze_command("rm -f a.py b.py").deletes == ("a.py", "b.py")
+    assert analyze_command("git checkout -- src/x.py").reverts == ("src/x.py",)
+    assert analyze_command("git restore src/y.py").reverts == ("src/y.py",)
+    assert analyze_command("git checkout main").reverts == ()
     moved = analyze_command("mv old.py new.py")
-    assert list(moved.writes) == ["new.py"] and moved.deletes == ["old.py"]
+    assert list(moved.writes) == ["new.py"] and moved.deletes == ("old.py",)
 
 
 def test_patch_inputs_and_inline_patches() -> None:
-    assert analyze_command("patch -p1 < fix.patch").patch_inputs == ["fix.patch"]
+    assert analyze_command("patch -p1 < fix.patch").patch_inputs == ("fix.patch",)
     inline = "patch -p1 << 'EOF'\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1 +1 @@\n-a\n+b\nEOF"
     assert list(analyze_command(inline).writes) == ["src/m.py"]
     envelope = "*** Begin Patch\n*** Update File: lib/a.py\n@@\n-x\n+y\n*** Add File: lib/b.py\n"
@@ -100,12 +100,11 @@ def test_patch_inputs_and_inline_patches() -> None:
 
 def test_python_writes_resolves_simple_variables() -> None:
     code = "path = 'src/app.py'\nwith open(path, 'w') as f:\n    f.write(data)\n"
-    assert python_writes(code) == (["src/app.py"], False)
+    assert python_writes(code) == ["src/app.py"]
     # an unresolvable target: the files the script reads are assumed written back
     code = "import sys\nsrc = open('lib/x.py').read()\nopen(sys.argv[1], 'w').write(src)\n"
-    written, unresolved = python_writes(code)
-    assert unresolved and written == ["lib/x.py"]
-    assert python_writes("open('a.txt', 'r').read()") == ([], False)
+    assert python_writes(code) == ["lib/x.py"]
+    assert python_writes("open('a.txt', 'r').read()") == []
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._messages import Message, ToolCallBlock
-from .shell import analyze_command, call_effects, command_key, patch_targets
+from .shell import analyze_command, call_effects, patch_targets
 
 __all__ = [
     "COMPLETE_WORDS",
@@ -279,7 +279,7 @@ def _shell_action(
         else:
             span = ""
         return ToolAction(rid, position, "read", (reads[0],), f"read {reads[0]} {span}".rstrip())
-    return ToolAction(rid, position, "run", tuple(reads), f"run {command_key(command)}")
+    return ToolAction(rid, position, "run", tuple(reads), f"run {effects.key}")
 
 
 def prints_file(call: ToolCallBlock) -> bool:

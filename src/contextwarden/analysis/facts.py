@@ -68,7 +68,6 @@ from .shell import (
     ShellEffects,
     analyze_command,
     call_effects,
-    command_key,
     patch_targets,
     python_writes,
 )
@@ -246,9 +245,6 @@ class _Walker:
     def effects(self, command: str) -> ShellEffects:
         return self.memo(analyze_command, command, costly=True)
 
-    def command_key(self, command: str) -> str:
-        return self.memo(command_key, command)
-
     def error_key(self, text: str) -> str | None:
         return self.memo(error_key, text, _short)
 
@@ -369,13 +365,12 @@ class _Walker:
             if targets:
                 self.patches[path] = targets
                 self.patches.setdefault(path.rsplit("/", 1)[-1], targets)
-            written, _ = python_writes(body)
-            for p in written:  # a script that will edit files when it runs
+            for p in python_writes(body):  # a script that will edit files when it runs
                 self.touch(p, "modified", index, f"script {path}")
         for script in effects.scripts:
             script_body = self.scripts.get(script) or self.scripts.get(script.rsplit("/", 1)[-1])
             if script_body:
-                for p in python_writes(script_body)[0]:
+                for p in python_writes(script_body):
                     self.touch(p, "modified", index, f"ran {script}")
         for patch in effects.patch_inputs:
             for p in self.patches.get(patch, self.patches.get(patch.rsplit("/", 1)[-1], [])):
@@ -468,7 +463,7 @@ class _Walker:
         """Record how ``command`` ended (its result ``text``); its exit code."""
         code = exit_code(text)
         body = output_body(text)
-        key = self.command_key(command) if command else ""
+        key = effects.key if command and effects is not None else ""
         prog = effects.last_program if command and effects is not None else ""
         search_miss = code == 1 and prog in SEARCH_PROGRAMS
         failed = bool((code not in (None, 0) and not search_miss) or (is_error and code is None))
@@ -573,7 +568,7 @@ class _Walker:
             else:
                 self.record_run(
                     pending.command,
-                    self.command_key(pending.command),
+                    pending.effects.key if pending.effects is not None else "",
                     pending.call.name,
                     pending.index,
                     None,

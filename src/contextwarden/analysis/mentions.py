@@ -217,19 +217,20 @@ class _Tally:
         if agent:
             self.agent.add(key)
 
-    def words(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return self.memo(words_of, text, _words_size)
-
     def text(
         self, text: str, index: int, weight: float, *, agent: bool, dirs: bool = False
-    ) -> None:
-        paths, names = self.words(text)
+    ) -> tuple[str, ...]:
+        """Count what ``text`` names; the paths it names."""
+        if not text:
+            return ()
+        paths, names = self.memo(words_of, text, _words_size)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
             self.add(d, True, index, WEIGHT_FOLDER, agent=agent)
         for n in names:
             self.add(n, False, index, weight, agent=agent)
+        return paths
 
     def seen_in(self, name: str, path: str) -> None:
         if name not in _NOISE and len(name) >= 3:
@@ -268,7 +269,8 @@ class _Tally:
                 self.add(name, False, index, WEIGHT_OUTPUT - WEIGHT_SEEN, agent=False)
                 if read:
                     self.seen_in(name, read)
-        for path, test in _TEST_ID.findall(text):
+        # the regex tries every word start; the literal it needs is found at C speed
+        for path, test in _TEST_ID.findall(text) if ".py::" in text else ():
             self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
             name = test.split("::")[-1].split("[")[0]
             self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
@@ -333,11 +335,11 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
             pending_read = _read_target(blocks[-1], memo) if len(blocks) == 1 else None
             for call in message.tool_calls:
                 strings = list(_strings(call.input))
-                for s in strings:
-                    tally.text(s, index, WEIGHT_ACTION, agent=True, dirs=True)
+                named = [
+                    tally.text(s, index, WEIGHT_ACTION, agent=True, dirs=True) for s in strings
+                ]
                 target = None
-                for s in strings:
-                    paths, _ = tally.words(s)
+                for s, paths in zip(strings, named, strict=True):
                     target = _read_target(s, memo, call) or (paths[0] if paths else None)
                     if target:
                         break

@@ -14,10 +14,10 @@ characters in a summary; missing one loses a must-keep fact.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .._messages import ToolCallBlock
+from .._messages import EMPTY, ToolCallBlock
 
 __all__ = ["ShellEffects", "analyze_command", "call_effects", "command_key", "python_writes"]
 
@@ -60,7 +60,7 @@ _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<<", "<>", ">&", "<&"})
 
 
-@dataclass
+@dataclass(slots=True)
 class ShellEffects:
     """What one command does, as far as its text tells.
 
@@ -69,22 +69,27 @@ class ShellEffects:
     ``heredocs`` maps a file written from a heredoc to that heredoc's body, and ``scripts``
     lists the scripts the command runs (``python fix.py``), so callers can scan bodies they saw
     earlier. ``patch_inputs`` names patch files applied (``patch -p1 < fix.patch``).
+    Tuples and shared empty mappings: a history holds one per shell call, most finding nothing.
     """
 
-    reads: list[str] = field(default_factory=list)
-    writes: dict[str, str] = field(default_factory=dict)
-    deletes: list[str] = field(default_factory=list)
-    reverts: list[str] = field(default_factory=list)
-    heredocs: dict[str, str] = field(default_factory=dict)
-    scripts: list[str] = field(default_factory=list)
-    patch_inputs: list[str] = field(default_factory=list)
+    reads: tuple[str, ...] = ()
+    writes: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    deletes: tuple[str, ...] = ()
+    reverts: tuple[str, ...] = ()
+    heredocs: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    scripts: tuple[str, ...] = ()
+    patch_inputs: tuple[str, ...] = ()
     read_only: bool = True
     runs_git_diff: bool = False
     last_program: str = ""
+    #: the command analysed, and its :func:`command_key`
+    command: str = ""
+    key: str = ""
 
     def write(self, path: str, how: str) -> None:
         if _is_real_path(path):
-            self.writes.setdefault(path, how)
+            if path not in self.writes:
+                self.writes = {**self.writes, path: how}
             self.read_only = False
 
 
@@ -119,13 +124,11 @@ _KEY_NOISE = (
 )
 
 
-def python_writes(code: str) -> tuple[list[str], bool]:
-    """Paths a Python snippet writes (``open(p, "w")``, ``Path(p).write_text``), and whether it
-    also writes to a path it does not spell out (a variable we could not resolve).
-
-    When the target is unresolved, callers treat the files the snippet opens for reading as
-    modified too: the common agent script reads a file, edits the text and writes it back.
-    """
+def python_writes(code: str) -> list[str]:
+    """Paths a Python snippet writes (``open(p, "w")``, ``Path(p).write_text``). When it also
+    writes to a path it does not spell out (a variable we could not resolve), the files it opens
+    for reading count too: the common agent script reads a file, edits the text and writes it
+    back."""
     found: list[str] = []
     unresolved = False
     for m in _OPEN_WRITE_RE.finditer(code):
@@ -144,7 +147,7 @@ def python_writes(code: str) -> tuple[list[str], bool]:
     found.extend(m.group("lit") for m in _WRITE_TEXT_RE.finditer(code))
     if unresolved:
         found.extend(m.group(2) for m in _OPEN_READ_RE.finditer(code))
-    return _dedupe(found), unresolved
+    return list(dict.fromkeys(found))
 
 
 def patch_targets(text: str) -> list[str]:
@@ -152,11 +155,7 @@ def patch_targets(text: str) -> list[str]:
     paths = [m.group("path") for m in _DIFF_TARGET_RE.finditer(text)]
     paths += [m.group("path") for m in _APPLY_PATCH_RE.finditer(text)]
     paths += [m.group("path") for m in _MOVE_TO_RE.finditer(text)]
-    return _dedupe(p for p in paths if p != "/dev/null")
-
-
-def _dedupe(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+    return list(dict.fromkeys(p for p in paths if p != "/dev/null"))
 
 
 def _split_heredocs(command: str) -> tuple[str, list[tuple[int, str]]]:
@@ -312,8 +311,8 @@ def analyze_command(command: str) -> ShellEffects:
     and return its :class:`ShellEffects`. Never raises on odd input: unparsable parts are
     skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
     treat them as read-only."""
-    effects = ShellEffects()
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
+    effects = ShellEffects(command=command, key=command_key(command))
     body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in body_iter]
@@ -326,9 +325,9 @@ def analyze_command(command: str) -> ShellEffects:
             if op in (">", ">>", ">|", "&>", "&>>") and _is_real_path(target):
                 effects.write(target, "redirect" if op != ">>" else "append")
                 if body is not None:
-                    effects.heredocs[target] = body
+                    effects.heredocs = {**effects.heredocs, target: body}
             elif op == "<" and target and argv and argv[0] in ("patch", "git"):
-                effects.patch_inputs.append(target)
+                effects.patch_inputs += (target,)
         if not argv:
             continue
         prog = argv[0].rsplit("/", 1)[-1]
@@ -347,24 +346,24 @@ _EFFECTS_SLOT = "_cw_effects"
 def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
     """:func:`analyze_command` of ``command``, the shell command ``call`` runs, made once per
     call value (shared: treat it as read-only)."""
-    known: tuple[str, ShellEffects] | None = call.__dict__.get(_EFFECTS_SLOT)
-    if known is None or known[0] != command:
-        known = call.__dict__[_EFFECTS_SLOT] = (command, analyze_command(command))
-    return known[1]
+    known: ShellEffects | None = call.__dict__.get(_EFFECTS_SLOT)
+    if known is None or known.command != command:
+        known = call.__dict__[_EFFECTS_SLOT] = analyze_command(command)
+    return known
 
 
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:
     if prog not in READ_ONLY_PROGRAMS:
         effects.read_only = False
     if prog in _READERS:
-        effects.reads.extend(p for p in _non_options(args) if _is_real_path(p))
+        effects.reads += tuple(p for p in _non_options(args) if _is_real_path(p))
     elif prog == "sed":
         files, in_place = _sed_files(args)
         if in_place:
             for f in files:
                 effects.write(f, "sed -i")
         else:
-            effects.reads.extend(files)
+            effects.reads += tuple(files)
     elif prog == "perl" and any(a.startswith("-") and "i" in a for a in args):
         non_opts = _non_options(args)
         for f in non_opts[1:]:
@@ -377,10 +376,10 @@ def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str 
     elif prog == "mv" and len(_non_options(args)) >= 2:
         paths = _non_options(args)
         effects.write(paths[-1], "mv")
-        effects.deletes.extend(paths[:-1])
+        effects.deletes += tuple(paths[:-1])
     elif prog in ("rm", "unlink"):
         effects.read_only = False
-        effects.deletes.extend(p for p in _non_options(args) if _is_real_path(p))
+        effects.deletes += tuple(p for p in _non_options(args) if _is_real_path(p))
     elif prog == "touch":
         for f in _non_options(args):
             effects.write(f, "touch")
@@ -394,14 +393,14 @@ def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str 
             effects.write(non_opts[0], "patch")
         for i, a in enumerate(args):
             if a in ("-i", "--input") and i + 1 < len(args):
-                effects.patch_inputs.append(args[i + 1])
+                effects.patch_inputs += (args[i + 1],)
     elif prog == "git":
         _apply_git(effects, args, body)
     elif prog.startswith("python"):
         _apply_python(effects, args, body)
     elif prog in ("bash", "sh", "zsh", "source", "."):
         scripts = [a for a in _non_options(args) if not a.startswith("-")]
-        effects.scripts.extend(scripts[:1])
+        effects.scripts += tuple(scripts[:1])
 
 
 def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None:
@@ -418,17 +417,17 @@ def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None
         # "git checkout -- f" / "git restore f" put files back; "git checkout branch" does not
         # name files, so only arguments that look like paths count.
         after_dashes = args[args.index("--") + 1 :] if "--" in args else rest
-        effects.reverts.extend(p for p in after_dashes if "/" in p or "." in p)
+        effects.reverts += tuple(p for p in after_dashes if "/" in p or "." in p)
     elif sub == "apply" or sub == "am":
         if body is not None:
             for p in patch_targets(body):
                 effects.write(p, "git apply")
-        effects.patch_inputs.extend(rest)
+        effects.patch_inputs += tuple(rest)
     elif sub == "mv" and len(rest) >= 2:
         effects.write(rest[-1], "git mv")
-        effects.deletes.extend(rest[:-1])
+        effects.deletes += tuple(rest[:-1])
     elif sub == "rm":
-        effects.deletes.extend(rest)
+        effects.deletes += tuple(rest)
 
 
 def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> None:
@@ -441,8 +440,7 @@ def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> N
     elif "-m" not in args:
         scripts = _non_options(args)
         if scripts:
-            effects.scripts.append(scripts[0])
+            effects.scripts += (scripts[0],)
     if code:
-        written, _ = python_writes(code)
-        for p in written:
+        for p in python_writes(code):
             effects.write(p, "python")

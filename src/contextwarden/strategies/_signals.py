@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal
+from itertools import combinations
+from typing import Literal, get_args
 
 from .._messages import Message, ToolCallBlock
 from ..analysis.actions import (
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 CallKind = Literal["edit", "exec", "inspect", "research", "test", "complete", "memory", "todo"]
+#: Every set of kinds, made once: a history holds one per call, and calls have few distinct ones.
+_KINDS = get_args(CallKind)
+_KIND_SETS = {k: k for n in range(len(_KINDS) + 1) for k in map(frozenset, combinations(_KINDS, n))}
 
 _TEST_CMD = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|runtests\.py|manage\.py\s+test|npm\s+(?:run\s+)?test"
@@ -64,11 +68,17 @@ _COMPLETION = re.compile(
 )
 
 
+_NAME_SEPARATOR = re.compile(r"[^a-z0-9]+")
+_NAME_WORD = re.compile(r"[A-Z][a-z]+|[a-z]+")
+
+
 def _name_words(name: str) -> set[str]:
+    if name.isascii() and name.isalpha() and name.islower():
+        return {name}  # the usual "bash", "read": one word, whichever way it is split
     low = name.lower()
-    words = set(re.split(r"[^a-z0-9]+", low)) | {low}
+    words = set(_NAME_SEPARATOR.split(low)) | {low}
     # CamelCase names (Claude Code's "TodoWrite", "NotebookEdit") split too
-    words |= {w.lower() for w in re.findall(r"[A-Z][a-z]+|[a-z]+", name)}
+    words |= {w.lower() for w in _NAME_WORD.findall(name)}
     return {w for w in words if w}
 
 
@@ -124,17 +134,13 @@ def _kind_by_name(call: ToolCallBlock) -> CallKind | None:
     return None
 
 
-def _changes_files(call: ToolCallBlock, command: str) -> bool:
-    effects = call_effects(call, command)
-    return bool(effects.writes or effects.deletes or effects.reverts or effects.patch_inputs)
-
-
 def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     by_name = _kind_by_name(call)
     kinds: set[CallKind] = {by_name} if by_name is not None else set()
     command = call_command(call)
     if not kinds or "exec" in kinds:
-        if _changes_files(call, command):
+        fx = call_effects(call, command)
+        if fx.writes or fx.deletes or fx.reverts or fx.patch_inputs:
             kinds.add("edit")
         if _TEST_CMD.search(command):
             kinds.add("test")
@@ -146,7 +152,7 @@ def _call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
             kinds.add("exec")
     elif _TEST_CMD.search(command):
         kinds.add("test")
-    return frozenset(kinds)
+    return _KIND_SETS[frozenset(kinds)]
 
 
 def message_call_kinds(message: Message) -> frozenset[CallKind]:
