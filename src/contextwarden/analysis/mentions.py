@@ -255,7 +255,7 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        paths, names = self.words(text)
+        paths, names = self.memo(words_of, text, _words_size)
         for path in paths:  # a file a listing showed is typed again like a name it showed
             self.add(path, True, index, WEIGHT_SEEN, agent=False)
         for name in names:
