@@ -444,12 +444,18 @@ def calls_until_cut(inputs: Inputs, config: PolicyConfig) -> int | None:
     """About how many calls, at ``inputs.growth`` a call, until a request of
     ``inputs.request`` tokens is cut: when it reaches the trigger, or the hard limit when a cut
     before it would not pay (:func:`defers`). None when the history does not grow."""
-    budget = inputs.budget
     if inputs.growth <= 0:
         return None
+    return max(int((cut_at(inputs, config) - inputs.request) / inputs.growth), 0)
+
+
+def cut_at(inputs: Inputs, config: PolicyConfig) -> int:
+    """The request's size at which a request growing from ``inputs.request`` is cut: the
+    trigger, or the hard limit when a cut at the trigger would not pay (:func:`defers`). It
+    reads ``inputs.request`` only as ``max(request, trigger)``."""
+    budget = inputs.budget
     at_trigger = replace(inputs, request=max(inputs.request, budget.trigger))
-    at = budget.limit if defers(at_trigger, config, True) else budget.trigger
-    return max(int((at - inputs.request) / inputs.growth), 0)
+    return budget.limit if defers(at_trigger, config, True) else budget.trigger
 
 
 def payable_calls(raw: int, window: int, growth: float) -> int | None:

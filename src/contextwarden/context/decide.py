@@ -1,6 +1,6 @@
 """The decisions a call asks of the cost model (:mod:`contextwarden._policy`), each one function:
 what this call's edits are made for and whether a lossy cut is due (:func:`edit_reason`), and
-whether the lossless batch planned pays (:func:`lossless_pays`). The inputs they hand the model
+whether the lossless batch planned pays (:class:`Wager`). The inputs they hand the model
 are gathered here (:func:`inputs`): the fixed part, the growth per call, the calls so far, the
 ledger of what was billed; nothing here changes the conversation but the ledger and the
 one-time warning.
@@ -9,7 +9,7 @@ one-time warning.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._events import Event, emit
 from .._log import EditReason
@@ -17,7 +17,7 @@ from .._policy import (
     Inputs,
     Plan,
     bet_ok,
-    calls_until_cut,
+    cut_at,
     decide,
     edit_pays,
     payable_calls,
@@ -27,7 +27,7 @@ from .._task import fixed_part
 from .call import Call
 from .state import State
 
-__all__ = ["Due", "edit_reason", "fixed_tokens", "lossless_pays"]
+__all__ = ["Due", "Wager", "edit_reason", "fixed_tokens"]
 
 #: Calls after which the growth per call is measured well enough to warn that the room is tight.
 MEASURED_CALLS = 3
@@ -143,42 +143,71 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
     return plan
 
 
-def lossless_pays(
-    s: State, call: Call, reason: EditReason, removed: int, first: int, *, bet_only: bool = False
-) -> bool:
-    """Whether a mask/strip batch removing ``removed`` tokens from view position ``first`` on
-    is made now (see :mod:`contextwarden._policy`); ``bet_only``: only whether it is a small
-    enough bet (:func:`~contextwarden._policy.bet_ok`)."""
-    policy = s.config.policy
-    if reason == "pays":
-        rewritten = sum(s.tokens[first:]) - removed
-        new_tokens = sum(s.tokens[s.new_start :])
-        raw = s.input_tokens + call.overhead
+class Wager:
+    """Whether a mask/strip batch is made now (see :mod:`contextwarden._policy`), asked of
+    one call's state as it stands: what the answers read of it (the suffix sums of the view's
+    tokens, the bill so far, where the next cut comes) is gathered once, so a search over
+    where a mask starts asks it many times for the price of one."""
+
+    def __init__(self, s: State, call: Call, reason: EditReason) -> None:
+        self.s, self.call, self.reason = s, call, reason
+        self.policy = s.config.policy
+        tokens = s.tokens
+        suffix = [0] * (len(tokens) + 1)
+        for p in range(len(tokens) - 1, -1, -1):
+            suffix[p] = suffix[p + 1] + tokens[p]
+        self.suffix = suffix
+        self.new_tokens = suffix[min(s.new_start, len(tokens))]
+        self.raw = s.input_tokens + call.overhead
         # the bill so far, this call included as it stands (see _policy.Ledger)
-        ledger = s.ledger.settle(raw, s.total, call.rates)
-        if bet_only:
-            rates = call.rates
-            loss = max(rewritten - new_tokens, 0) * rates.rewrite - removed * rates.read
-            return not rates.caching or bet_ok(loss, ledger, policy)
+        self.ledger = s.ledger.settle(self.raw, s.total, call.rates)
         budget = call.ctx.budget
-        left = None
-        if budget is not None and s.config.compaction.enabled:
-            left = calls_until_cut(inputs(s, call, s.total - removed), policy)
         # an edit pays back while the whole history could still be sent, or not at all
-        payable = payable_calls(raw, budget.window, pace(s, call)) if budget else None
-        if payable is not None:
-            left = payable if left is None else min(left, payable)
-        return edit_pays(
-            removed,
-            rewritten,
-            new_tokens,
-            s.calls,
-            call.rates,
-            policy,
-            left,
-            ledger=ledger,
-            idle=s.idle,
-        )
-    if reason == "immediate":
-        return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
-    return True
+        self.payable = payable_calls(self.raw, budget.window, pace(s, call)) if budget else None
+        self.cuts = budget is not None and s.config.compaction.enabled
+        self.base: Inputs | None = None
+        self.cut: dict[int, int] = {}
+
+    def small(self, removed: int, first: int) -> bool:
+        """Whether removing ``removed`` tokens from view position ``first`` on is a small
+        enough bet (:func:`~contextwarden._policy.bet_ok`)."""
+        rates = self.call.rates
+        rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
+        loss = max(rewritten - self.new_tokens, 0) * rates.rewrite - removed * rates.read
+        return not rates.caching or bet_ok(loss, self.ledger, self.policy)
+
+    def pays(self, removed: int, first: int) -> bool:
+        """Whether the batch removing ``removed`` tokens from view position ``first`` on is
+        made now."""
+        s, call, policy = self.s, self.call, self.policy
+        if self.reason == "pays":
+            rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
+            new, rates = self.new_tokens, call.rates
+            # paying back over the longest horizon comes first: it does not need to know
+            # where the next cut comes, and most batches fail it
+            if not edit_pays(removed, rewritten, new, s.calls, rates, policy):
+                return False
+            left = self._until(s.total - removed) if self.cuts else None
+            if self.payable is not None:
+                left = self.payable if left is None else min(left, self.payable)
+            bill, idle = self.ledger, s.idle
+            return edit_pays(
+                removed, rewritten, new, s.calls, rates, policy, left, ledger=bill, idle=idle
+            )
+        if self.reason == "immediate":
+            return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
+        return True
+
+    def _until(self, request: int) -> int | None:
+        """:func:`~contextwarden._policy.calls_until_cut` for a request of ``request``
+        tokens; where it is cut depends on the request only up to the trigger."""
+        if self.base is None:
+            self.base = inputs(self.s, self.call, self.s.total)
+        base = self.base
+        if base.growth <= 0:
+            return None
+        key = max(request, base.budget.trigger)
+        at = self.cut.get(key)
+        if at is None:
+            at = self.cut[key] = cut_at(replace(base, request=key), self.policy)
+        return max(int((at - request) / base.growth), 0)

@@ -2,7 +2,7 @@
 
 :func:`plan_lossless` plans one mask edit and/or one strip edit reaching as far as the recent
 ones allow (:func:`frontiers`), with the tokens they would remove and the first view message
-they change; the policy (:func:`.decide.lossless_pays`) says whether to make them now, and
+they change; the policy (:class:`.decide.Wager`) says whether to make them now, and
 :func:`lossless_edit` commits them to the log.
 """
 
@@ -18,7 +18,7 @@ from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
-from .decide import lossless_pays
+from .decide import Wager
 from .render import mask, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State
 
@@ -73,15 +73,16 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         first = at if first is None or (at is not None and at < first) else first
     if first is None or removed <= 0:
         return
-    if not lossless_pays(s, call, reason, removed, first):
+    wager = Wager(s, call, reason)
+    if not wager.pays(removed, first):
         # the batch rewrites too long a suffix: mask the newest results only, from the
         # earliest one where that pays and is a small bet (the older stay whole, cached)
         start, waiting = None, 0
         if reason == "pays" and mask_edit is not None:
-            start, waiting = _soon(s, call, reason, mask_to)
+            start, waiting = _soon(s, call, wager, mask_to)
         if start is not None:
             mask_edit, removed, at = _mask_edit(s, call.ctx, reason, mask_to, start)
-        if start is None or at is None or not lossless_pays(s, call, reason, removed, at):
+        if start is None or at is None or not wager.pays(removed, at):
             # this call reads what a mask could have removed: the cost of waiting
             s.idle += waiting * call.rates.read
             return
@@ -142,41 +143,56 @@ def _mask_plan(s: State) -> MaskPlan:
     return planner.plan()
 
 
-def _soon(s: State, call: Call, reason: EditReason, upto: int) -> tuple[int | None, int]:
+def _soon(s: State, call: Call, wager: Wager, upto: int) -> tuple[int | None, int]:
     """The earliest history position from which masking the results up to ``upto`` (and
-    keeping the older ones whole) pays and is a small bet (:func:`.decide.lossless_pays`), or
-    None; and the most such a mask could remove while a small bet (what waiting reads). Moving
-    the start earlier adds the tokens in between to the suffix rewritten and only part of
-    them to what is removed, so the loss if the session ends now only grows: the scan stops
-    at the first start that is too large a bet."""
-    ctx, count, fate = call.ctx, call.ctx.counter.count_message, s.fate
-    results = s.index.results
+    keeping the older ones whole) pays and is a small bet (``wager``), or None; and the most
+    such a mask could remove while a small bet (what waiting reads). Moving the start
+    earlier adds the tokens in between to the suffix rewritten and only part of them to what
+    is removed, so the loss if the session ends now only grows: the scan stops at the first
+    start that is too large a bet."""
     removed = waiting = 0
     best: int | None = None
-    for i in reversed(results[: bisect_right(results, upto)]):
-        p = s.position(i)
-        if p is None:
-            continue
-        open_ = {
-            r.tool_call_id: "mask"
-            for r in s.base[i].tool_results
-            if fate.get(r.tool_call_id) in (None, "keep")
-        }
-        if not open_:
-            continue
-        after = masked(s, ctx, i, s.base[i], ChainMap(open_, fate))
-        if i <= s.strip_upto:
-            after = strip(s, ctx, i, after)
-        gain = s.tokens[p] - count(after)
-        if gain <= 0:
-            continue
+    for p, i, gain in reversed(_candidates(s, call.ctx, upto)):
         removed += gain
-        if not lossless_pays(s, call, reason, removed, p, bet_only=True):
+        if not wager.small(removed, p):
             break
         waiting = removed
-        if lossless_pays(s, call, reason, removed, p):
+        if wager.pays(removed, p):
             best = i
     return best, waiting
+
+
+def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, int]]:
+    """``(view position, history position, tokens removed)`` of each history message up to
+    ``upto`` the view holds with a result no mask edit reached yet (or kept whole), that
+    masking those results shrinks, in view order. They change only with the log: a call
+    that made no edit reads the view from where the previous one stopped (:attr:`State.soon`)."""
+    made, done, p, out = s.soon
+    if made != len(s.edits) or upto < done:
+        p, out = 0, []
+    fate, names, sources = s.fate, s.index.names, s.sources
+    count = ctx.counter.count_message
+    while p < len(sources):
+        i = sources[p]
+        if isinstance(i, int):
+            if i > upto:  # the view is in history order
+                break
+            if names[i]:
+                m = s.base[i]
+                fates = {r.tool_call_id: fate.get(r.tool_call_id, "keep") for r in m.tool_results}
+                if any(f == "keep" for f in fates.values()):
+                    for rid, f in fates.items():
+                        if f == "keep":
+                            fates[rid] = "mask"
+                    after = masked(s, ctx, i, m, fates)
+                    if i <= s.strip_upto:
+                        after = strip(s, ctx, i, after)
+                    gain = s.tokens[p] - count(after)
+                    if gain > 0:
+                        out.append((p, i, gain))
+        p += 1
+    s.soon = (len(s.edits), upto, p, out)
+    return out
 
 
 def _mask_edit(

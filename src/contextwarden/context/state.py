@@ -78,6 +78,10 @@ class State:
         self.superseded_read = (0, 0)
         #: the last mask edit planned, under what it read (see :func:`.lossless._mask_edit`)
         self.mask_memo: tuple[tuple[object, ...], tuple[Mask, int, int | None]] | None = None
+        #: the view read so far for where an optional mask may start (see
+        #: :func:`.lossless._candidates`): the log's length then, how far the results were
+        #: read, the next view position, and what masking each removes
+        self.soon: tuple[int, int, int, list[tuple[int, int, int]]] = (-1, -1, 0, [])
         self.stripped: dict[int, Message] = {}
         self.gains: dict[tuple[str, int], int] = {}
         self.positions: dict[int, int] | None = None  # history position -> view position
