@@ -440,15 +440,6 @@ def decide(inputs: Inputs, config: PolicyConfig, *, summarises: bool) -> Plan:
     return Plan("wait", aim, "a summary is recent; within the limit", bill, narrow)
 
 
-def calls_until_cut(inputs: Inputs, config: PolicyConfig) -> int | None:
-    """About how many calls, at ``inputs.growth`` a call, until a request of
-    ``inputs.request`` tokens is cut: when it reaches the trigger, or the hard limit when a cut
-    before it would not pay (:func:`defers`). None when the history does not grow."""
-    if inputs.growth <= 0:
-        return None
-    return max(int((cut_at(inputs, config) - inputs.request) / inputs.growth), 0)
-
-
 def cut_at(inputs: Inputs, config: PolicyConfig) -> int:
     """The request's size at which a request growing from ``inputs.request`` is cut: the
     trigger, or the hard limit when a cut at the trigger would not pay (:func:`defers`). It

@@ -199,8 +199,9 @@ class Wager:
         return True
 
     def _until(self, request: int) -> int | None:
-        """:func:`~contextwarden._policy.calls_until_cut` for a request of ``request``
-        tokens; where it is cut depends on the request only up to the trigger."""
+        """About how many calls, at the growth per call, until a request of ``request``
+        tokens is cut (:func:`~contextwarden._policy.cut_at`, which reads the request only up
+        to the trigger); None when the history does not grow."""
         if self.base is None:
             self.base = inputs(self.s, self.call, self.s.total)
         base = self.base
