@@ -13,6 +13,7 @@ missing from the request is put down to the newest message before the last ten t
 * ``cut``: a window cut removed the message with no summary;
 * ``masked``: a tool result shrunk by a mask whose stub does not list the name;
 * ``thinking``: the name was in reasoning that a strip removed;
+* ``repaired``: a repair took the message out (a tool result without its call);
 * ``truncated``: the message is in the request but shortened as it came in;
 * ``other``: none of those (the name is in the message and the message is sent whole).
 
@@ -44,33 +45,25 @@ def _recs() -> tuple[Any, ...]:
     return recordings(_ROOT[0]) if _ROOT else recordings()
 
 
+#: What each kind of edit does to a message, as this diagnostic names it.
+_KIND = {"window_cut": "cut", "mask": "masked", "strip_thinking": "thinking?", "repair": "repaired"}
+
+
 def _fates(edits: Sequence[Any], n: int) -> dict[int, str]:
-    """History position -> how the edit log took it out or changed it (positions < n)."""
-    from contextwarden._log import Compaction, Mask, StripThinking, WindowCut
+    """History position -> how the edit log took it out or changed it (positions < n), from
+    :func:`contextwarden._log.taken_by` (the fold the request is made by)."""
+    from contextwarden._log import WindowCut, taken_by
 
     cut_summaries = {d for e in edits if isinstance(e, WindowCut) for d in e.dropped}
     fate: dict[int, str] = {}
-    mask_upto = strip_upto = -1
-    superseded: set[int] = set()
-    for number, e in enumerate(edits):
-        if isinstance(e, Mask):
-            mask_upto = max(mask_upto, e.upto)
-            superseded.update(p for p, _, _ in e.superseded)
-        elif isinstance(e, StripThinking):
-            strip_upto = max(strip_upto, e.upto)
-        elif isinstance(e, Compaction | WindowCut):
-            if isinstance(e, WindowCut):
-                why = "cut"
-            else:
-                why = "compacted, summary cut" if number in cut_summaries else "compacted"
-            for lo, hi in e.removed:
-                for i in range(max(lo, 0), min(hi, n)):
-                    fate.setdefault(i, why)
-    for i in range(n):
-        if i not in fate and (i <= mask_upto or i in superseded):
-            fate[i] = "masked"
-        elif i not in fate and i <= strip_upto:
-            fate[i] = "thinking?"
+    for i, number in enumerate(taken_by(edits, n)):
+        if number is None:
+            continue
+        kind = edits[number].kind
+        if kind == "compaction":
+            fate[i] = "compacted, summary cut" if number in cut_summaries else "compacted"
+        else:
+            fate[i] = _KIND[kind]
     return fate
 
 
