@@ -1,15 +1,4 @@
-"""Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``); how it is
-read is told in docs/sessions.md.
-
-``user`` / ``assistant`` lines hold an Anthropic ``message``; lines sharing one
-``message.id`` are the parts of one streamed reply, merged in order. The conversation is the
-``parentUuid`` chain walked back from the last reply (:func:`_conversations`), not the file
-order; ``attachment`` lines become user messages of their own, written into the turn they
-follow (:func:`_attachment_blocks`); a ``compact_boundary`` line and the summary after it
-become an :class:`~contextwarden.transcripts._common.AgentCompaction`. Lines that carry
-nothing for the model, side branches, sub-agent (``isSidechain``) lines and the ``<synthetic>``
-replies Claude Code never sent are counted in ``meta["skipped"]``.
-"""
+"""Claude Code session JSONL (``~/.claude/projects/<project>/<id>.jsonl``; docs/sessions.md)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line; how it is read is
-told in docs/sessions.md.
-
-Entries with ``id``/``parentId`` form a tree: the active branch is the path from the last entry
-to the root. ``message`` entries (roles ``user``, ``assistant``, ``toolResult``,
-``bashExecution``, ``custom``), ``custom_message`` and ``branch_summary`` entries become
-messages as pi sends them; the tool-call arguments object becomes compact JSON text, the
-provider ``usage`` :attr:`Message.usage`. Like pi, assistant turns that ended in ``error`` or
-``aborted`` are left out with the results of their calls. A ``compaction`` entry becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`.
-"""
+"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line (docs/sessions.md)."""
 
 from __future__ import annotations
 
