@@ -111,7 +111,7 @@ class _Chain:
 
 def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Chain]:
     """The file's conversations, each its lines (user, assistant, attachment lines and compact
-    boundaries) in chain order; see the module docstring. Every line with a ``uuid`` is a link
+    boundaries) in chain order; see docs/sessions.md. Every line with a ``uuid`` is a link
     of a chain (``system`` and ``progress`` lines too), so a walk passes through lines that
     carry nothing for the model. A line with no parent starts a conversation (``/clear``
     starts a new one in the same file); each conversation is the chain from its last line."""
