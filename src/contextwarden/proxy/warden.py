@@ -11,7 +11,7 @@ from .._exceptions import ContextWardenError
 from .._warden import Warden
 from ..formats._prefix import PrefixCodec
 from ..store.cache import LruCache, RedisCache, SqliteCache, default_cache_path
-from ..store.logs import LogStore, RedisLogStore, ScopedLogStore, SQLiteLogStore
+from ..store.logs import LogStore, RedisLogStore, SQLiteLogStore
 from ..summarizers.base import Summarizer
 from ..summarizers.build import build_summarizer
 from ..summarizers.config import SummarizerConfig, parse_summarizer_spec
@@ -68,7 +68,7 @@ class WardenFactory:
             own = LruCache(self.MEMORY_SUMMARIES)
         else:
             own = ScopedCache(self.cache, client)
-        logs = ScopedLogStore(self.log_store, client) if self.log_store is not None else None
+        logs = self.log_store.scoped(client) if self.log_store is not None else None
         # the warden counts with counters of its own (counts cached by content stay within the
         # client: a request counted faster because another client sent the same messages would
         # tell that they did), and its codec, which keeps each conversation's messages as read
