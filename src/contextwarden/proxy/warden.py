@@ -119,14 +119,9 @@ def build_log_store(config: ProxyConfig) -> LogStore | None:
     return SQLiteLogStore(config.cache_path or default_cache_path())
 
 
-#: The wire format a route's summaries are asked in: the API the client itself speaks.
-SUMMARY_API: dict[str, str] = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "count_tokens": "anthropic",
-    "responses": "responses",
-    "gemini": "gemini",
-}
+#: The wire format a route's summaries are asked in, when not the route's own: the API the client
+#: itself speaks.
+SUMMARY_API: dict[str, str] = {"count_tokens": "anthropic"}
 
 
 def request_summarizer(
@@ -141,7 +136,7 @@ def request_summarizer(
         return None
 
     settings = config.warden
-    api = SUMMARY_API.get(route, "openai")
+    api = SUMMARY_API.get(route, route)
     passed = dict(headers)
     key = parse_qs(query).get("key") if query else None
     if key and "x-goog-api-key" not in {k.lower() for k in passed}:
