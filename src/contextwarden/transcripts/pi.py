@@ -65,7 +65,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     failed_calls: set[str] = set()
     entry_at: dict[Any, int] = {}  # entry id -> index in ``messages`` of its message
     marks: list[tuple[int, int, str, int, Any]] = []  # (at, first kept, summary, line, time)
-    for rec in _active_branch(records, base, meta):
+    for rec in _active_branch(records, meta):
         loc = base.at(line=rec.line)
         entry = loc.check(rec.value, dict, "")
         kind = loc.get(entry, "type", str, "")
@@ -141,7 +141,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     return Transcript(kept, "pi", str(path), model, (), freeze(meta), compactions=compactions)
 
 
-def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) -> Sequence[Record]:
+def _active_branch(records: Sequence[Record], meta: dict[str, Any]) -> Sequence[Record]:
     """The records on the path from the last entry to the root, when entries form a tree
     (``id``/``parentId``); all records in order otherwise. Entries outside the tree (the
     session header) stay in front. A parent missing from the file (an excerpt) ends the path
