@@ -1,23 +1,9 @@
 """The canonical message model: immutable values, tagged by role and by block type.
 
-Every provider format (OpenAI Chat Completions, Anthropic Messages) converts to and from these
-values without loss (see :mod:`contextwarden.formats`). Layers and strategies only ever see these
-values and return new ones; nothing here is mutated after construction.
-
-Roles:
-    ``system``     instructions (OpenAI ``system``/``developer`` messages, Anthropic ``system``).
-    ``user``       the human's turns (text, images).
-    ``assistant``  the model's turns: text, thinking, tool calls.
-    ``tool``       tool results. An OpenAI ``role: tool`` message holds one
-                   :class:`ToolResultBlock`; an Anthropic ``user`` message that carries
-                   ``tool_result`` blocks becomes one ``tool`` message holding all of them
-                   (and any text that rides along), so a unit "assistant call(s) -> result(s)"
-                   looks the same whatever the provider.
-
-Provider-specific fields that the model does not name (``cache_control``, ``refusal``,
-recorder extras...) are kept in ``extra`` mappings so that ``to_x(from_x(d)) == d``.
-``hints`` records how the provider spelled a message (string or list content, ...); it is
-adapter bookkeeping, not content, and takes no part in fingerprints.
+Every provider format converts to and from these values without loss (how each maps, and the
+``extra`` and ``hints`` that keep what the model does not name: docs/formats.md). Roles:
+``system``, ``user``, ``assistant`` and ``tool``; a ``tool`` message holds the results of one
+assistant turn's calls, whatever the provider, with any text that rides along.
 """
 
 from __future__ import annotations

@@ -11,11 +11,7 @@ is not ``gpt-4``). Names are lower-cased and stripped of provider routing (``ope
 fails: an unknown model is taken to be like its family, else an unpriced model, and it says
 what it assumed.
 
-Prices come from a dated snapshot of ``genai-prices`` (``data/prices.json``, written by
-``scripts/refresh_prices.py``), cache behaviour from the providers' prompt-caching pages
-(:data:`_CACHE_RULES`), windows from the providers' defaults; ``docs/prices.md`` tells the
-whole story. OpenAI's 400k GPT-5 models refuse more than 272k of input: their window here is
-:data:`GPT5_INPUT_WINDOW`. Open-weight models have no single list price (``None``).
+Prices, cache rules and windows, and where each comes from: docs/prices.md.
 """
 
 from __future__ import annotations
@@ -188,10 +184,7 @@ def _ratio(price: float | None, base: float | None) -> float | None:
     return round(price / base, 9)
 
 
-# Cache behaviour per provider, from the providers' prompt-caching pages (the ``url`` of each
-# rule; checked 2026-11-24, tabled in docs/prices.md). Where a lifetime is a range or is not
-# published, the short end is taken: it errs towards a cold cache (a bill estimate too high,
-# never too low); DeepSeek clears "within a few hours to a few days": 1 hour. A model whose
+# Cache behaviour per provider (sources and the lifetimes taken: docs/prices.md). A model whose
 # snapshot entry has no cache-read price has no caching: reads and writes at the input price.
 
 

@@ -1,18 +1,9 @@
 """Replay a recorded session call by call, with and without the warden: what it would have sent
 and what the provider would have billed, prompt caching counted (:mod:`contextwarden._billing`).
 
-The context of call *k* is everything before the *k*-th assistant message; one
-:class:`~contextwarden._warden.Warden` serves the whole replay, as in a live agent, and is
-told each call's time when the transcript has timestamps (else the calls are back to back).
-Each request is checked with the provider's validator and against the window.
-
-**The baseline** ("without contextwarden") is what the agent really sent: its own
-``compactions`` applied, and its recorded provider usage as the bill when every call has one
-(contextwarden's bill is then that bill plus the difference it makes to the estimate). A
-baseline call that does not leave its reply the room the warden leaves its own
-(:meth:`~contextwarden.Budget.for_reply`) could not have been sent: it is *not payable*, and
-the saving is stated on the payable calls. docs/sessions.md tells the same for users. Pure
-computation: no network, no file I/O.
+The context of call *k* is everything before the *k*-th assistant message; one warden serves
+the whole replay, as in a live agent. The baseline and what is *not payable*: docs/sessions.md.
+Pure computation: no network, no file I/O.
 """
 
 from __future__ import annotations
@@ -69,7 +60,7 @@ class ReplayCall:
     ``cached_*`` / ``written_*``: tokens read from / written to the provider's cache;
     ``estimated_cost_*``: USD at the replay's cache prices, ``billed_cost_*``: on the report's
     baseline (``None`` without a price). ``payable`` / ``fits_with``: the request leaves its
-    reply room (see the module docstring); ``limit``: the hard limit on this call; ``at``: epoch
+    reply room (docs/sessions.md); ``limit``: the hard limit on this call; ``at``: epoch
     seconds, when known; ``recorded_*``: the usage the recording states (prompt tokens in all,
     read, written) and its cost.
     """

@@ -64,13 +64,9 @@ class WardenContextConfig(BaseModel):
 
 
 class WardenChatCompletionContext(ChatCompletionContext, Component[WardenContextConfig]):
-    """A chat completion context that keeps every message and serves the warden's view.
-
-    ``model`` names the tokenizer and (without ``window``) the registry's window; ``window``
-    overrides it; ``config`` is the :class:`~contextwarden.WardenConfig` (default: the
-    defaults). ``last_result`` is the latest :class:`~contextwarden.TransformResult`;
-    ``recalls`` how many calls of :meth:`recall_tool` were answered.
-    """
+    """A chat completion context that keeps every message and serves the warden's view
+    (:class:`~._common.WardenHook`'s arguments); ``recalls`` how many calls of
+    :meth:`recall_tool` were answered."""
 
     component_config_schema = WardenContextConfig
     component_provider_override = "contextwarden.integrations.autogen.WardenChatCompletionContext"

@@ -66,20 +66,12 @@ _CALL_BLOCKS = frozenset({"tool_use", "tool_call", "function_call"})
 
 class ContextWardenMiddleware(AgentMiddleware):
     """A LangChain v1 ``AgentMiddleware`` running a :class:`~contextwarden.Warden` before each
-    model call.
+    model call; reuse it across an agent's threads.
 
-    ``model`` names the tokenizer and (without ``window``) the registry's window (default: the chat
-    model's ``model_name`` / ``model``, else ``config.model``), or is a LangChain chat model that
-    writes the summaries (:class:`ChatModelSummarizer`). ``window`` overrides the window;
-    ``config`` is the :class:`~contextwarden.WardenConfig`. One middleware keeps one Warden (one
-    log per conversation): reuse it across an agent's threads. ``trigger`` (default: the config's
-    ``trigger_ratio``) compacts the model's copy when it reaches a :data:`ContextSize`, a
-    ``{"tokens": N, "messages": M, "fraction": f}`` clause (all of them) or any item of a list of
-    those, read after the lossless edits and needing the window; ``keep`` is what a compaction
-    keeps at the end: ``("messages", N)``, or ``("tokens", N)`` / ``("fraction", f)`` of request.
-    ``recall`` offers the recall tool (from the first call when the agent has tools, else once the
-    copy shows a ``cw:`` reference); ``recalls`` counts the calls answered. ``last_result``: the
-    latest call's :class:`~contextwarden.TransformResult`."""
+    :class:`~._common.WardenHook`'s arguments, except that ``model`` may be a LangChain chat model
+    that writes the summaries (:class:`ChatModelSummarizer`). ``trigger`` and ``keep``, in
+    LangChain's units (default: the config's ``trigger_ratio``): docs/integrations.md.
+    ``recall`` offers the recall tool; ``recalls`` counts the calls answered."""
 
     def __init__(
         self,

@@ -37,21 +37,14 @@ def input_filter(
     window: int | None = None,
     config: WardenConfig | None = None,
 ) -> WardenInputFilter:
-    """A filter for ``RunConfig(call_model_input_filter=...)``. ``model`` names the tokenizer and
-    (without ``window``) the registry's window (default: the agent's model name when it is a
-    string, else ``config.model``); ``window`` overrides the window; ``config`` is the
-    :class:`~contextwarden.WardenConfig`. The filter keeps one Warden (one log per conversation):
-    reuse it for all the runs of an application."""
+    """A filter for ``RunConfig(call_model_input_filter=...)`` (:class:`~._common.WardenHook`'s
+    arguments); reuse it for all the runs of an application."""
     return WardenInputFilter(hook_warden(config, model, window), model)
 
 
 class WardenInputFilter:
-    """The callable :func:`input_filter` returns (async: the SDK awaits it).
-
-    ``warden`` is the :class:`~contextwarden.Warden` it runs; ``last_result`` the
-    :class:`~contextwarden.TransformResult` of the latest call (token counts, events), for
-    logging and tests; ``recalls`` how many calls of :meth:`recall_tool` were answered.
-    """
+    """The callable :func:`input_filter` returns (async: the SDK awaits it): ``warden`` and
+    ``last_result`` as a :class:`~._common.WardenHook`'s; ``recalls`` the recall calls answered."""
 
     def __init__(self, warden: Warden, model: str | None) -> None:
         self.warden = warden

@@ -11,7 +11,7 @@ from .._exceptions import ContextWardenError
 from .._warden import Warden
 from ..formats._prefix import PrefixCodec
 from ..store.cache import LruCache, RedisCache, SqliteCache, default_cache_path
-from ..store.logs import LogStore, RedisLogStore, ScopedLogStore, SQLiteLogStore
+from ..store.logs import LogStore, RedisLogStore, SQLiteLogStore
 from ..summarizers.base import Summarizer
 from ..summarizers.build import build_summarizer
 from ..summarizers.config import SummarizerConfig, parse_summarizer_spec
@@ -68,7 +68,7 @@ class WardenFactory:
             own = LruCache(self.MEMORY_SUMMARIES)
         else:
             own = ScopedCache(self.cache, client)
-        logs = ScopedLogStore(self.log_store, client) if self.log_store is not None else None
+        logs = self.log_store.scoped(client) if self.log_store is not None else None
         # the warden counts with counters of its own (counts cached by content stay within the
         # client: a request counted faster because another client sent the same messages would
         # tell that they did), and its codec, which keeps each conversation's messages as read
@@ -119,14 +119,9 @@ def build_log_store(config: ProxyConfig) -> LogStore | None:
     return SQLiteLogStore(config.cache_path or default_cache_path())
 
 
-#: The wire format a route's summaries are asked in: the API the client itself speaks.
-SUMMARY_API: dict[str, str] = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "count_tokens": "anthropic",
-    "responses": "responses",
-    "gemini": "gemini",
-}
+#: The wire format a route's summaries are asked in, when not the route's own: the API the client
+#: itself speaks.
+SUMMARY_API: dict[str, str] = {"count_tokens": "anthropic"}
 
 
 def request_summarizer(
@@ -141,7 +136,7 @@ def request_summarizer(
         return None
 
     settings = config.warden
-    api = SUMMARY_API.get(route, "openai")
+    api = SUMMARY_API.get(route, route)
     passed = dict(headers)
     key = parse_qs(query).get("key") if query else None
     if key and "x-goog-api-key" not in {k.lower() for k in passed}:

@@ -47,17 +47,15 @@ def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
     deadline = time.monotonic() + timeout
     try:
         conn = _open(path, timeout)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            _retrying(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(), deadline)
+            # WAL + NORMAL: a commit survives the process being killed (not a power cut).
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error:
+            conn.close()
+            raise
     except (OSError, sqlite3.Error) as exc:
-        if path.is_file() and _cannot_write(exc):
-            return _open_read_only(path, what, timeout)
-        raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
-    try:
-        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-        _retrying(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(), deadline)
-        # WAL + NORMAL: a commit survives the process being killed (not a power cut).
-        conn.execute("PRAGMA synchronous=NORMAL")
-    except sqlite3.Error as exc:
-        conn.close()
         if path.is_file() and _cannot_write(exc):
             return _open_read_only(path, what, timeout)
         raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc

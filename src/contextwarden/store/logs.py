@@ -23,7 +23,6 @@ __all__ = [
     "MemoryLogStore",
     "RedisLogStore",
     "SQLiteLogStore",
-    "ScopedLogStore",
     "Written",
     "dumps",
     "loads",
@@ -116,11 +115,6 @@ class LogStore:
         header.update(history=[], generation=generation, lengths=list(lengths))
         self.store.put("log", key, dumps(header))
         return Written(generation, lengths)
-
-
-def ScopedLogStore(store: LogStore, scope: str) -> LogStore:  # noqa: N802 (a former class)
-    """``store.scoped(scope)``."""
-    return store.scoped(scope)
 
 
 class MemoryLogStore(LogStore):

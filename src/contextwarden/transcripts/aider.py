@@ -1,9 +1,4 @@
-"""aider's Markdown chat log, ``.aider.chat.history.md``: each ``# aider chat started at``
-starts a run; ``#### `` lines are what the user typed (``/commands`` other than ``/ask``,
-``/code``, ``/architect`` and answers to aider's questions were not sent), ``> `` lines aider's
-own output (``> Model:`` names the model), the rest the model's replies. The log lacks the
-system prompt, repository map and files aider sends.
-"""
+"""aider's Markdown chat log, ``.aider.chat.history.md`` (docs/sessions.md)."""
 
 from __future__ import annotations
 

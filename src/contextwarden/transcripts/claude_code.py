@@ -1,15 +1,4 @@
-"""Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``); how it is
-read is told in docs/sessions.md.
-
-``user`` / ``assistant`` lines hold an Anthropic ``message``; lines sharing one
-``message.id`` are the parts of one streamed reply, merged in order. The conversation is the
-``parentUuid`` chain walked back from the last reply (:func:`_conversations`), not the file
-order; ``attachment`` lines become user messages of their own, written into the turn they
-follow (:func:`_attachment_blocks`); a ``compact_boundary`` line and the summary after it
-become an :class:`~contextwarden.transcripts._common.AgentCompaction`. Lines that carry
-nothing for the model, side branches, sub-agent (``isSidechain``) lines and the ``<synthetic>``
-replies Claude Code never sent are counted in ``meta["skipped"]``.
-"""
+"""Claude Code session JSONL (``~/.claude/projects/<project>/<id>.jsonl``; docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -122,7 +111,7 @@ class _Chain:
 
 def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Chain]:
     """The file's conversations, each its lines (user, assistant, attachment lines and compact
-    boundaries) in chain order; see the module docstring. Every line with a ``uuid`` is a link
+    boundaries) in chain order; see docs/sessions.md. Every line with a ``uuid`` is a link
     of a chain (``system`` and ``progress`` lines too), so a walk passes through lines that
     carry nothing for the model. A line with no parent starts a conversation (``/clear``
     starts a new one in the same file); each conversation is the chain from its last line."""

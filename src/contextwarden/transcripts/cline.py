@@ -1,11 +1,4 @@
-"""Cline and Roo Code tasks (``api_conversation_history.json``: the Anthropic messages the
-extension sends) and Cline SDK sessions (``<id>.messages.json``); how they are read is told
-in docs/sessions.md.
-
-Results given back as text (``[<tool> for '<arg>'] Result:`` blocks) become the results of the
-matching calls (by name in order, else by position). The model and each call's usage come
-from ``task_metadata.json`` and ``ui_messages.json`` beside the file when present.
-"""
+"""Cline and Roo Code tasks and Cline SDK sessions (docs/sessions.md)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): each line is
-``{"timestamp", "type", "payload"}``.
-
-``response_item`` payloads are Responses API items, read with
-:func:`contextwarden.formats.from_responses`; ``session_meta`` gives the system prompt
-(``base_instructions``), ``turn_context`` the model, ``event_msg`` ``token_count`` the last
-call's usage and the window (``model_context_window``); a ``compacted`` record becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`. Other records only repeat the
-items and are skipped.
-"""
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``; docs/sessions.md)."""
 
 from __future__ import annotations
 

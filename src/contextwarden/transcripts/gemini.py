@@ -1,13 +1,4 @@
-"""Gemini CLI chat recordings (``~/.gemini/tmp/<project hash>/chats/session-*.json[l]``), as
-``chatRecordingService.ts`` in google-gemini/gemini-cli writes them: one JSON document
-(older versions), or JSONL: the metadata, then one message record a line (a record with an
-``id`` already seen replaces it), ``{"$set": {...}}`` updates (a ``messages`` list there is a
-checkpoint) and ``{"$rewindTo": id}``.
-
-``user`` records become user messages; ``gemini`` records an assistant message (its text and
-``toolCalls``, ``tokens`` as :attr:`Message.usage`) followed by a ``tool`` message per call
-with a result. ``info`` / ``error`` / ``warning`` records were only shown: skipped.
-"""
+"""Gemini CLI chat recordings (``~/.gemini/tmp/<hash>/chats/session-*``; docs/sessions.md)."""
 
 from __future__ import annotations
 

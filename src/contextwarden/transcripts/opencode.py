@@ -1,15 +1,4 @@
-"""opencode sessions as ``opencode export <session id>`` writes them: one JSON document,
-``{"info": {session}, "messages": [{"info": {role, modelID, ...}, "parts": [...]}]}``.
-
-An assistant message can hold several model calls: each ``step-start`` part begins one. A
-step's ``text``, ``reasoning`` and ``tool`` parts become one assistant message (a completed or
-failed tool part also its ``tool`` result). User ``text`` parts are sent, the ``synthetic``
-ones too (opencode writes a file the user mentioned as such text, so its ``file`` part is not
-sent again). A user message with a ``compaction`` part and the summary reply after it
-(``info.summary``) are opencode's own compaction: later calls sent the summary in place of
-what came before (:class:`~contextwarden.transcripts._common.AgentCompaction`). Parts that only
-record the session (``step-finish``, ``patch``, ``snapshot``, ``agent``...) are skipped.
-"""
+"""opencode sessions as ``opencode export <session id>`` writes them (docs/sessions.md)."""
 
 from __future__ import annotations
 

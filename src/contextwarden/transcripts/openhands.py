@@ -1,17 +1,4 @@
-"""OpenHands runs: an evaluation's ``output.jsonl`` (one run per line, its events in
-``history``), a trajectory the web UI exports (a JSON list of events), and the SDK's (V1)
-events, tagged by ``kind`` (a file of them, a list, or a conversation folder:
-``events/event-<index>-<id>.json`` and ``base_state.json``). How they are read is told in
-docs/sessions.md.
-
-Events become the messages OpenHands sends: actions with ``tool_call_metadata`` become the
-recorded response's text, reasoning and calls (the actions of one response in one assistant
-message); other actions a call with a synthesised id (``oh-<event id>``); observations the
-results, cut as OpenHands cuts one over ``max_message_chars`` (counted in
-``meta["truncated"]``); a ``Condensation`` an
-:class:`~contextwarden.transcripts._common.AgentCompaction`. Observations answering nothing
-(state changes, recalls) are skipped and counted in ``meta["skipped"]``.
-"""
+"""OpenHands runs: evaluation output.jsonl, web UI exports and V1 SDK events (docs/sessions.md)."""
 
 from __future__ import annotations
 

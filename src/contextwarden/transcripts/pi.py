@@ -1,14 +1,4 @@
-"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line; how it is read is
-told in docs/sessions.md.
-
-Entries with ``id``/``parentId`` form a tree: the active branch is the path from the last entry
-to the root. ``message`` entries (roles ``user``, ``assistant``, ``toolResult``,
-``bashExecution``, ``custom``), ``custom_message`` and ``branch_summary`` entries become
-messages as pi sends them; the tool-call arguments object becomes compact JSON text, the
-provider ``usage`` :attr:`Message.usage`. Like pi, assistant turns that ended in ``error`` or
-``aborted`` are left out with the results of their calls. A ``compaction`` entry becomes an
-:class:`~contextwarden.transcripts._common.AgentCompaction`.
-"""
+"""pi session JSONL (badlogic/pi-mono ``coding-agent``), one entry a line (docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -75,7 +65,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     failed_calls: set[str] = set()
     entry_at: dict[Any, int] = {}  # entry id -> index in ``messages`` of its message
     marks: list[tuple[int, int, str, int, Any]] = []  # (at, first kept, summary, line, time)
-    for rec in _active_branch(records, base, meta):
+    for rec in _active_branch(records, meta):
         loc = base.at(line=rec.line)
         entry = loc.check(rec.value, dict, "")
         kind = loc.get(entry, "type", str, "")
@@ -151,7 +141,7 @@ def parse_pi(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     return Transcript(kept, "pi", str(path), model, (), freeze(meta), compactions=compactions)
 
 
-def _active_branch(records: Sequence[Record], loc: Loc, meta: dict[str, Any]) -> Sequence[Record]:
+def _active_branch(records: Sequence[Record], meta: dict[str, Any]) -> Sequence[Record]:
     """The records on the path from the last entry to the root, when entries form a tree
     (``id``/``parentId``); all records in order otherwise. Entries outside the tree (the
     session header) stay in front. A parent missing from the file (an excerpt) ends the path
