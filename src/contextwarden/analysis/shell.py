@@ -106,6 +106,8 @@ def command_key(command: str) -> str:
     """
     text = _split_heredocs(command)[0] if "<<" in command else command
     text = " ".join(text.split())
+    if not _KEY_NOISE_HINT.search(text):
+        return text  # none of the noise below can match: most commands
     previous = None
     while previous != text:
         previous = text
@@ -122,6 +124,8 @@ _KEY_NOISE = (
     re.compile(r"\s*\|\|\s*true$"),
     re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$"),
 )
+#: What a text holds when a pattern of :data:`_KEY_NOISE` may match.
+_KEY_NOISE_HINT = re.compile(r"^(?:cd|timeout)|[>|=]")
 
 
 def python_writes(code: str) -> list[str]:
@@ -258,13 +262,14 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
     return result
 
 
+_ASSIGNMENT = re.compile(r"\w+=.*")
+
+
 def _strip_prefixes(argv: list[str]) -> list[str]:
     args = list(argv)
     while args:
         head = args[0]
-        if re.fullmatch(r"\w+=.*", head):
-            args.pop(0)
-        elif head in _WRAPPERS:
+        if head in _WRAPPERS or _ASSIGNMENT.fullmatch(head):
             args.pop(0)
         elif head == "timeout" and len(args) > 1:
             args = args[2:]
