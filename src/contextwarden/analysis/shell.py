@@ -40,7 +40,8 @@ _GIT_READ_ONLY = frozenset(
 #: Programs that print a file's content when given it as an argument.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "view"})
 #: Wrappers that run the next word as the program.
-_WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdbuf"})
+_WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdbuf", "env"})
+_ASSIGNMENT = re.compile(r"\w+=.*")
 
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _OPEN_WRITE_RE = re.compile(
@@ -262,9 +263,6 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
     return result
 
 
-_ASSIGNMENT = re.compile(r"\w+=.*")
-
-
 def _strip_prefixes(argv: list[str]) -> list[str]:
     args = list(argv)
     while args:
@@ -273,8 +271,6 @@ def _strip_prefixes(argv: list[str]) -> list[str]:
             args.pop(0)
         elif head == "timeout" and len(args) > 1:
             args = args[2:]
-        elif head == "env":
-            args.pop(0)
         else:
             break
     return args
@@ -318,9 +314,8 @@ def analyze_command(command: str) -> ShellEffects:
     treat them as read-only."""
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
     effects = ShellEffects(command=command, key=command_key(command))
-    body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
-    pending_bodies = [body for _, body in body_iter]
+    pending_bodies = [body for _, body in bodies]
     for argv_raw, redirects in _segments(tokens):
         body: str | None = None
         if any(op == "<<" for op, _ in redirects) and pending_bodies:
