@@ -13,10 +13,18 @@ missing from the request is put down to the newest message before the last ten t
 * ``cut``: a window cut removed the message with no summary;
 * ``masked``: a tool result shrunk by a mask whose stub does not list the name;
 * ``thinking``: the name was in reasoning that a strip removed;
+* ``repaired``: a repair took the message out (a tool result without its call);
 * ``truncated``: the message is in the request but shortened as it came in;
 * ``other``: none of those (the name is in the message and the message is sent whole).
 
-Also per cell: names held/wanted and tokens sent/raw (o200k, as the judges count).
+Two causes no edit can mend are counted apart, whatever the message's fate: ``escape artefact``
+(the measure reads tool-call arguments as JSON text, so ``\\tEvidence`` in a Go patch is read
+as the name ``tEvidence``, which only the escaped text holds) and ``argument key`` (the name
+occurs only as a JSON key of tool-call arguments, ``"file_path":``: a parameter of the agent's
+tool, which a real request holds in its tool definitions).
+
+Also per cell: names held/wanted (and without the two artefacts) and tokens sent/raw (o200k,
+as the judges count).
 """
 
 from __future__ import annotations
@@ -44,33 +52,25 @@ def _recs() -> tuple[Any, ...]:
     return recordings(_ROOT[0]) if _ROOT else recordings()
 
 
+#: What each kind of edit does to a message, as this diagnostic names it.
+_KIND = {"window_cut": "cut", "mask": "masked", "strip_thinking": "thinking?", "repair": "repaired"}
+
+
 def _fates(edits: Sequence[Any], n: int) -> dict[int, str]:
-    """History position -> how the edit log took it out or changed it (positions < n)."""
-    from contextwarden._log import Compaction, Mask, StripThinking, WindowCut
+    """History position -> how the edit log took it out or changed it (positions < n), from
+    :func:`contextwarden._log.taken_by` (the fold the request is made by)."""
+    from contextwarden._log import WindowCut, taken_by
 
     cut_summaries = {d for e in edits if isinstance(e, WindowCut) for d in e.dropped}
     fate: dict[int, str] = {}
-    mask_upto = strip_upto = -1
-    superseded: set[int] = set()
-    for number, e in enumerate(edits):
-        if isinstance(e, Mask):
-            mask_upto = max(mask_upto, e.upto)
-            superseded.update(p for p, _, _ in e.superseded)
-        elif isinstance(e, StripThinking):
-            strip_upto = max(strip_upto, e.upto)
-        elif isinstance(e, Compaction | WindowCut):
-            if isinstance(e, WindowCut):
-                why = "cut"
-            else:
-                why = "compacted, summary cut" if number in cut_summaries else "compacted"
-            for lo, hi in e.removed:
-                for i in range(max(lo, 0), min(hi, n)):
-                    fate.setdefault(i, why)
-    for i in range(n):
-        if i not in fate and (i <= mask_upto or i in superseded):
-            fate[i] = "masked"
-        elif i not in fate and i <= strip_upto:
-            fate[i] = "thinking?"
+    for i, number in enumerate(taken_by(edits, n)):
+        if number is None:
+            continue
+        kind = edits[number].kind
+        if kind == "compaction":
+            fate[i] = "compacted, summary cut" if number in cut_summaries else "compacted"
+        else:
+            fate[i] = _KIND[kind]
     return fate
 
 
@@ -80,6 +80,15 @@ def _escaped(name: str, text: str) -> bool:
     return all(
         text[i - 1 : i] == "\\" for i in (mt.start() for mt in re.finditer(re.escape(name), text))
     )
+
+
+def _argument_key(name: str, text: str) -> bool:
+    """True when ``name`` occurs in ``text`` only as a JSON key (``"file_path":``): the name of
+    a tool's parameter, which every real request holds in its tool definitions (the measure
+    replays messages only, without the tools)."""
+    at = [mt.start() for mt in re.finditer(re.escape(name), text)]
+    keys = {mt.start() + 1 for mt in re.finditer(rf'"{re.escape(name)}"\s*:', text)}
+    return bool(at) and all(i in keys for i in at)
 
 
 def lost(job: tuple[int, int, str]) -> dict[str, Any]:
@@ -98,7 +107,7 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
     task = m.blob(msgs[:2])
     causes: Counter[str] = Counter()
     examples: list[str] = []
-    held = wanted = sent_tok = raw_tok = 0
+    held = wanted = sent_tok = raw_tok = odd_held = odd_wanted = 0
     for k in m.calls(msgs):
         ctx = msgs[:k]
         try:
@@ -122,6 +131,9 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         miss = sorted(r for r in want if r not in sent)
         wanted += len(want)
         held += len(want) - len(miss)
+        odd = {r for r in want if _escaped(r, raw) or _argument_key(r, raw)}
+        odd_wanted += len(odd)
+        odd_held += sum(1 for r in odd if r in sent)
         if not miss:
             continue
         fate = _fates(edits, k)
@@ -130,6 +142,8 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
             why = fate.get(at, "other")
             if _escaped(r, raw):
                 why = "escape artefact"
+            elif _argument_key(r, raw):
+                why = "argument key"
             if why == "thinking?":
                 why = (
                     "thinking"
@@ -149,6 +163,8 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         "price": price,
         "held": held,
         "wanted": wanted,
+        "artefacts_held": odd_held,
+        "artefacts_wanted": odd_wanted,
         "tokens": sent_tok,
         "raw_tokens": raw_tok,
         "causes": dict(causes),
@@ -191,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for source in sorted({r["recording"].split("/")[0] for r in cell}) + ["all"]:
             part = [r for r in cell if source == "all" or r["recording"].startswith(source + "/")]
             h, n = sum(r["held"] for r in part), sum(r["wanted"] for r in part)
+            oh = h - sum(r["artefacts_held"] for r in part)
+            on = n - sum(r["artefacts_wanted"] for r in part)
             t, raw = sum(r["tokens"] for r in part), sum(r["raw_tokens"] for r in part)
             c: Counter[str] = Counter()
             for r in part:
@@ -198,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             lost_n = sum(c.values()) or 1
             shares = ", ".join(f"{k} {v} ({100 * v / lost_n:.0f}%)" for k, v in c.most_common())
             print(
-                f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}%, "
+                f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}% "
+                f"({100 * oh / max(on, 1):.1f}% without the two artefacts), "
                 f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}"
             )
         for r in cell:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from ._codec import message_from_dict, message_to_dict
@@ -27,6 +27,7 @@ __all__ = [
     "WindowCut",
     "edit_from_dict",
     "make_ref",
+    "taken_by",
 ]
 
 EditKind = Literal["mask", "strip_thinking", "compaction", "window_cut", "repair"]
@@ -176,6 +177,42 @@ def edit_from_dict(data: Mapping[str, Any]) -> Edit:
 MessageEdit = Callable[[int, Message], Message]
 
 
+@dataclass
+class _Fold:
+    """The edit log folded over ``n`` history positions: ``by[i]`` is the number of the first
+    edit that took position ``i`` out (-1: none did); masks and strips reach every position up
+    to their ``upto`` and the ``also`` superseded ones."""
+
+    by: list[int]
+    mask_upto: int = -1
+    strip_upto: int = -1
+    also: set[int] = field(default_factory=set)
+    inserted: dict[int, list[tuple[Source, Message]]] = field(default_factory=dict)
+    replaced: dict[int, Message] = field(default_factory=dict)
+
+
+def _fold(edits: Sequence[Edit], n: int) -> _Fold:
+    out = _Fold([-1] * n)
+    gone: set[int] = {k for e in edits if isinstance(e, Compaction | WindowCut) for k in e.dropped}
+    for number, e in enumerate(edits):
+        if isinstance(e, Mask):
+            out.mask_upto = max(out.mask_upto, e.upto)
+            out.also.update(p for p, _, _ in e.superseded)
+        elif isinstance(e, StripThinking):
+            out.strip_upto = max(out.strip_upto, e.upto)
+        else:
+            for lo, hi in e.removed:
+                for i in range(max(lo, 0), min(hi, n)):
+                    if out.by[i] < 0:
+                        out.by[i] = number
+            if number not in gone and not isinstance(e, WindowCut):
+                for k, (anchor, m) in enumerate(e.inserted):
+                    out.inserted.setdefault(anchor, []).append(((number, k), m))
+            if isinstance(e, Compaction):
+                out.replaced.update(e.replaced)
+    return out
+
+
 def apply(
     history: Sequence[Message],
     edits: Sequence[Edit],
@@ -189,51 +226,55 @@ def apply(
     ``mask(i, m)`` and ``strip(i, m)`` apply one mask / strip to history message ``i`` (they
     must be pure: same input, same output). ``start`` > 0: only the view from history message
     ``start`` on, without the messages inserted before it (the caller holds the view before
-    it). Deterministic; never mutates its inputs.
+    it). Deterministic; never mutates its inputs. :func:`taken_by` tells which edit took each
+    message out or changed it.
     """
-    mask_upto = strip_upto = -1
-    also: set[int] = set()  # positions after mask_upto holding superseded results
-    removed: list[bool] = [False] * len(history)
-    inserted: dict[int, list[tuple[Source, Message]]] = {}
-    replaced: dict[int, Message] = {}
-    gone: set[int] = {n for e in edits if isinstance(e, Compaction | WindowCut) for n in e.dropped}
-    for number, e in enumerate(edits):
-        if isinstance(e, Mask):
-            mask_upto = max(mask_upto, e.upto)
-            also.update(p for p, _, _ in e.superseded)
-        elif isinstance(e, StripThinking):
-            strip_upto = max(strip_upto, e.upto)
-        else:
-            for lo, hi in e.removed:
-                for i in range(max(lo, 0), min(hi, len(history))):
-                    removed[i] = True
-            if number not in gone and not isinstance(e, WindowCut):
-                for k, (anchor, m) in enumerate(e.inserted):
-                    inserted.setdefault(anchor, []).append(((number, k), m))
-            if isinstance(e, Compaction):
-                replaced.update(e.replaced)
+    f = _fold(edits, len(history))
     out: list[Message] = []
     sources: list[Source] = []
     for i in range(start, len(history)):
         m = history[i]
-        for source, note in inserted.get(i, ()) if i > start or not start else ():
+        for source, note in f.inserted.get(i, ()) if i > start or not start else ():
             out.append(note)
             sources.append(source)
-        if removed[i]:
+        if f.by[i] >= 0:
             continue
-        if i in replaced:
-            m = replaced[i]
+        if i in f.replaced:
+            m = f.replaced[i]
         else:
-            if i <= mask_upto or i in also:
+            if i <= f.mask_upto or i in f.also:
                 m = mask(i, m)
-            if i <= strip_upto:
+            if i <= f.strip_upto:
                 m = strip(i, m)
         out.append(m)
         sources.append(i)
-    for source, note in inserted.get(len(history), ()):
+    for source, note in f.inserted.get(len(history), ()):
         out.append(note)
         sources.append(source)
     return out, sources
+
+
+def taken_by(edits: Sequence[Edit], n: int) -> list[int | None]:
+    """For each of the first ``n`` history positions, the number (in ``edits``) of the edit
+    that took it out of the view (the first :class:`Compaction`, :class:`WindowCut` or
+    :class:`Repair` that removed it) or else changed it (the first :class:`Mask` that reached
+    it, else the first :class:`StripThinking`); None where :func:`apply` sends it as it is
+    (or as a compaction's ``replaced`` message). The same fold as :func:`apply`."""
+    f = _fold(edits, n)
+    out: list[int | None] = [b if b >= 0 else None for b in f.by]
+    reach = {Mask: -1, StripThinking: -1}
+    for number, e in enumerate(edits):
+        if not isinstance(e, Mask | StripThinking):
+            continue
+        lo, reach[type(e)] = reach[type(e)] + 1, max(reach[type(e)], e.upto)
+        hits = [*range(lo, min(e.upto + 1, n))]
+        if isinstance(e, Mask):
+            hits += [p for p, _, _ in e.superseded if 0 <= p < n]
+        for i in hits:
+            strip_only = out[i] is not None and isinstance(edits[out[i]], StripThinking)
+            if i not in f.replaced and (out[i] is None or (isinstance(e, Mask) and strip_only)):
+                out[i] = number
+    return out
 
 
 def conversation_key(

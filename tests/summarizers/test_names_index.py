@@ -4,16 +4,27 @@ a mask hid."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwarden import Warden
+from contextwarden._log import Compaction
 from contextwarden._messages import Message
 from contextwarden.analysis.mentions import code_mentions, names_of
 from contextwarden.analysis.sections import SummarySections, parse_summary
 from contextwarden.layers.mask import UNMASKED
 from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
-from contextwarden.summarizers._index import earlier_index, names_index
+from contextwarden.summarizers._index import earlier_index, names_index, tails
 from contextwarden.testing import ConversationBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from bench._recordings import load_recording  # noqa: E402
 
 TASK = "Make the CSV exporter quote fields that contain commas"
 SOURCE = (
@@ -231,3 +242,65 @@ def test_the_index_lists_each_name_once_and_never_what_the_request_holds(
     carried = {n for _, ns in earlier_index(earlier) for n in ns}
     assert carried - held <= set(listed)
     assert [ln.rank for ln in lines] == list(range(len(lines)))
+
+
+@given(st.lists(st.from_regex(r"/?([a-z]{1,4}/){0,3}[a-z]{1,4}(\.py)?", fullmatch=True)))
+def test_a_tail_is_held_by_the_path_it_ends(paths: list[str]) -> None:
+    for tail in tails(paths):
+        assert any(p.endswith("/" + tail) for p in paths)
+    for p in paths:  # every shorter path a path ends with is among its tails
+        parts = p.split("/")
+        assert {"/".join(parts[i:]) for i in range(1, len(parts)) if parts[i]} <= tails(paths)
+
+
+def test_a_file_listed_by_its_absolute_path_is_not_listed_again_by_its_tail() -> None:
+    b = ConversationBuilder().user(TASK)
+    b.write("/work/repo/src/exporter.py", SOURCE)
+    b.bash("python -m pytest tests/test_exporter.py", "1 passed")
+    b.edit("src/exporter.py", "','.join(row)", "csv_join(row)")
+    b.bash("cat src/util/text.py", "def quote_field(value):\n    return value\n")
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(b.messages, task=TASK))
+    assert "/work/repo/src/exporter.py" in summary
+    lines = [ln.removeprefix("- ").split(" ")[0].rstrip(":") for ln in summary.splitlines()]
+    assert "src/exporter.py" not in lines  # the absolute path holds it
+    assert "src/util/text.py" in summary
+
+
+def test_the_paths_a_real_session_edits_survive_its_compactions() -> None:
+    """A real Claude Code session compacted at 16k: every file its removed turns wrote is in
+    the summary that replaced them, and no line of the summary's file list is the tail of
+    another's."""
+    recording = ROOT / "tests" / "data" / "recordings" / "claude-code" / "python-to-rust-port.jsonl"
+    if not recording.is_file():
+        pytest.skip("the Claude Code recording is not in this checkout")
+    msgs = list(load_recording(recording).messages)
+    warden = Warden()
+    checked = 0
+    for k, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        _, result = warden.transform_openai(msgs[:k], model="claude-sonnet-4-5", window=16_000)
+        for edit in result.edits:
+            if not isinstance(edit, Compaction) or not edit.summary:
+                continue
+            for lo, hi in edit.removed:
+                for call in (c for x in msgs[lo:hi] for c in x.get("tool_calls") or []):
+                    if call["function"]["name"] in ("Write", "Edit"):
+                        path = json.loads(call["function"]["arguments"])["file_path"]
+                        assert path in edit.summary
+                        checked += 1
+            listed = _listed(edit.summary, "Files changed")
+            assert not set(listed) & tails(listed)
+    assert checked > 0
+
+
+def _listed(summary: str, heading: str) -> list[str]:
+    """The one-path lines under ``heading`` in ``summary``."""
+    out: list[str] = []
+    under = False
+    for line in summary.splitlines():
+        if not line.startswith(("-", " ")):
+            under = line.startswith(heading)
+        elif under and line.startswith("- ") and " " not in line[2:]:
+            out.append(line[2:])
+    return out

@@ -13,8 +13,9 @@ gone until the agent searches again). Pure and deterministic.
   carried name listed under a file the new span works in again counts :data:`TOUCHED` times
   (the agent is back in that file).
 
-Names the request holds beside the summary (``held``) are left out. Each file comes with the
-names seen in it.
+Names the request holds beside the summary (``held``) are left out, and so is a file whose
+path is the tail of one the summary or the request already writes (:func:`tails`). Each file
+comes with the names seen in it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from ..analysis.mentions import WEIGHT_ACTION, WEIGHT_OUTPUT, CodeMentions
 from ..analysis.sections import SECTIONS, SummarySections, heading_name
 
-__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "earlier_lines", "names_index"]
+__all__ = ["INDEX_GROUP", "IndexLine", "earlier_index", "earlier_lines", "names_index", "tails"]
 
 #: The heading of the index in a summary (with ``(recall cw:...)`` when the span has a reference).
 INDEX_GROUP = "Files and code in play"
@@ -117,6 +118,17 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(n for n in (x.strip() for x in text.split(",")) if n and " " not in n)
 
 
+def tails(paths: Iterable[str]) -> set[str]:
+    """Every shorter path that ends each of ``paths`` (``sem/a.go`` and ``a.go`` for
+    ``/repo/sem/a.go``): a text that writes the long path holds each of them, and names the
+    same file (an agent mixes a file's absolute and relative paths)."""
+    out: set[str] = set()
+    for p in paths:
+        parts = p.split("/")
+        out.update("/".join(parts[i:]) for i in range(1, len(parts)) if parts[i])
+    return out
+
+
 def _wordy(name: str) -> bool:
     """A name with at least three letters: ``w3_14_2`` or ``x_1`` is a generated label, not a
     name the agent will type again from memory."""
@@ -189,6 +201,8 @@ def _lines(
         if seen:
             by_file.setdefault(seen[-1], []).append(n)
     shown: set[str] = set()
+    # paths the summary's file list or the request writes whole: their tails need no line
+    written = held | tails([*held, *(p for p, how in status.items() if how != "read")])
     scored: list[tuple[float, int, str | None, tuple[str, ...], str | None]] = []
     for path in paths.best():
         if len(scored) >= max_paths:
@@ -196,8 +210,9 @@ def _lines(
         ns = [n for n in by_file.get(path, ()) if n not in shown][:NAMES_PER_PATH]
         note = status.get(path)
         note = note if note not in (None, "read") else None
-        if path in held and not ns:
-            continue  # the request holds it already, and there is nothing to add to it
+        if path in written and not ns:
+            continue  # written already, and there is nothing to add to it
+        written |= tails([path])
         shown.update(ns)
         score = max([paths.score[path], *(names.score[n] for n in ns)])
         scored.append((score, len(scored), path, tuple(ns), note))

@@ -24,7 +24,7 @@ from ..analysis.sections import (
     with_ref,
 )
 from ..analysis.working import EditSite
-from ._index import INDEX_GROUP, earlier_lines, names_index
+from ._index import INDEX_GROUP, earlier_lines, names_index, tails
 from .base import SummaryRequest, effective_cap, request_facts
 
 __all__ = ["MIN_SUMMARY_CHARS", "ExtractiveSummarizer", "facts_entries"]
@@ -152,7 +152,10 @@ def facts_entries(
     status = facts.file_status()
     files_group = with_ref("Files changed", ref)
     by_action: dict[str, list[str]] = {}
+    within = tails(facts.changed_files)  # ``sem/a.go`` beside ``/repo/sem/a.go``: written once
     for i, path in enumerate(facts.changed_files):
+        if path in within:
+            continue
         if status[path] == "modified":  # one a line: the files the task is about
             yield Entry("current_state", path, 2, (0, i), files_group)
         else:  # scratch scripts and patches pile up: one line per action
