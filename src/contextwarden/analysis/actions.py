@@ -224,7 +224,7 @@ _SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
 _SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolAction:
     """What one tool call (or one command written in text) did, as far as its name, arguments
     and command line tell.

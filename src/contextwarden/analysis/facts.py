@@ -91,7 +91,7 @@ COMMAND_CHARS = 300
 MAX_MEMORIES = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileTouch:
     """One thing done to one file: ``path`` as the agent wrote it, ``action``, the index of the
     message that did it and ``via`` (the tool or shell idiom: ``sed -i``, ``edit``...)."""
@@ -102,7 +102,7 @@ class FileTouch:
     via: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommandRun:
     """A command (or tool call) and how it ended. ``ok`` is ``None`` when no result was seen;
     ``exit_code`` is ``None`` when the result does not state one."""
@@ -116,7 +116,7 @@ class CommandRun:
     read_only: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ErrorSeen:
     """An error in a tool result. ``key`` is its signature line (``ValueError: bad x``,
     ``error TS2739: ...``), the string a summary must quote; ``fixed_at`` is the index of the
@@ -205,7 +205,7 @@ class Facts:
 
 
 # -- the walk ----------------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     call: ToolCallBlock
     index: int

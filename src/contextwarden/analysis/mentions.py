@@ -145,6 +145,8 @@ def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats; an escape written in
     the text (``\\n``, ``\\t``) separates words."""
     text = _unescaped(text)
+    if "." not in text and "/" not in text:  # what every path run holds
+        return (), names_of(text)
     found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
     paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
     clean = tuple(p for p in paths if path_like(p))
@@ -159,6 +161,8 @@ def defined_names(text: str) -> tuple[str, ...]:
 
 def _dirs_of(text: str) -> tuple[str, ...]:
     """The folder paths (:func:`dir_like`) written in ``text``, without repeats."""
+    if "/" not in text:  # what every folder path holds
+        return ()
     text = _unescaped(text)
     found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
     return tuple(dict.fromkeys(d for p in found if dir_like(d := p.rstrip(".,:;/"))))

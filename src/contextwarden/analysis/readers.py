@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._markers import without_mask_lines
-from .._messages import ToolResultBlock
 from .sections import clip
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "last_lines",
     "output_body",
     "plan_from_text",
-    "result_text",
     "todo_items",
     "todo_status",
 ]
@@ -138,10 +136,6 @@ DIFF_SUMMARY = re.compile(r"^\s*\d+ files? changed\b.*$")
 DIFF_HEADER = re.compile(r"(?m)^diff --git a/(\S+) b/(\S+)")
 GIT_STATUS_LONG = re.compile(r"(?m)^\s*(modified|new file|deleted|renamed):\s+(\S.*?)\s*$")
 GIT_STATUS_SHORT = re.compile(r"(?m)^(?=.?[MADRCU?])([ MADRCU?]{2}) (\S.*?)\s*$")
-
-
-def result_text(block: ToolResultBlock) -> str:
-    return block.text
 
 
 def exit_code(text: str) -> int | None:

@@ -40,7 +40,8 @@ _GIT_READ_ONLY = frozenset(
 #: Programs that print a file's content when given it as an argument.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "view"})
 #: Wrappers that run the next word as the program.
-_WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdbuf"})
+_WRAPPERS = frozenset({"sudo", "nohup", "time", "command", "exec", "nice", "stdbuf", "env"})
+_ASSIGNMENT = re.compile(r"\w+=.*")
 
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _OPEN_WRITE_RE = re.compile(
@@ -106,6 +107,8 @@ def command_key(command: str) -> str:
     """
     text = _split_heredocs(command)[0] if "<<" in command else command
     text = " ".join(text.split())
+    if not _KEY_NOISE_HINT.search(text):
+        return text  # none of the noise below can match: most commands
     previous = None
     while previous != text:
         previous = text
@@ -122,6 +125,8 @@ _KEY_NOISE = (
     re.compile(r"\s*\|\|\s*true$"),
     re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$"),
 )
+#: What a text holds when a pattern of :data:`_KEY_NOISE` may match.
+_KEY_NOISE_HINT = re.compile(r"^(?:cd|timeout)|[>|=]")
 
 
 def python_writes(code: str) -> list[str]:
@@ -262,14 +267,10 @@ def _strip_prefixes(argv: list[str]) -> list[str]:
     args = list(argv)
     while args:
         head = args[0]
-        if re.fullmatch(r"\w+=.*", head):
-            args.pop(0)
-        elif head in _WRAPPERS:
+        if head in _WRAPPERS or _ASSIGNMENT.fullmatch(head):
             args.pop(0)
         elif head == "timeout" and len(args) > 1:
             args = args[2:]
-        elif head == "env":
-            args.pop(0)
         else:
             break
     return args
@@ -313,9 +314,8 @@ def analyze_command(command: str) -> ShellEffects:
     treat them as read-only."""
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
     effects = ShellEffects(command=command, key=command_key(command))
-    body_iter = iter(bodies)
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
-    pending_bodies = [body for _, body in body_iter]
+    pending_bodies = [body for _, body in bodies]
     for argv_raw, redirects in _segments(tokens):
         body: str | None = None
         if any(op == "<<" for op, _ in redirects) and pending_bodies:

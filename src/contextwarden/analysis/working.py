@@ -20,7 +20,6 @@ from typing import Any
 
 from .._messages import Message, ToolCallBlock
 from .actions import file_action, first_path, norm_name, norm_path, shell_command
-from .readers import result_text
 from .shell import call_effects
 
 __all__ = ["EditSite", "edit_sites"]
@@ -144,7 +143,7 @@ def edit_sites(
         for r in m.tool_results:
             target = pending.pop(r.tool_call_id, None)
             if target is not None:
-                files[target[0]] = _file_lines(result_text(r))
+                files[target[0]] = _file_lines(r.text)
         for call in m.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {}
             read = _read_target(call, args)

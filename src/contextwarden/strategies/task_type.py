@@ -62,7 +62,8 @@ def detect_task_type(messages: Sequence[Message]) -> TaskType:
                 text_turns += 1 if message.text.strip() else 0
             seen_task = True
         elif message.role == "assistant":
-            tally.update(_call_bucket(call) for call in message.tool_calls)
+            for call in message.tool_calls:
+                tally[_call_bucket(call)] += 1
             text_turns += 1 if message.text.strip() else 0
     edit, research = tally["edit"], tally["research"]
     code = edit + tally["execute"]
