@@ -170,15 +170,15 @@ def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, 
     made, done, p, out = s.soon
     if made != len(s.edits) or upto < done:
         p, out = 0, []
-    fate, names, sources = s.fate, s.index.names, s.sources
+    fate, sources = s.fate, s.sources
     count = ctx.counter.count_message
     while p < len(sources):
         i = sources[p]
         if isinstance(i, int):
             if i > upto:  # the view is in history order
                 break
-            if names[i]:
-                m = s.base[i]
+            m = s.base[i]
+            if m.tool_results:
                 fates = {r.tool_call_id: fate.get(r.tool_call_id, "keep") for r in m.tool_results}
                 if any(f == "keep" for f in fates.values()):
                     for rid, f in fates.items():
