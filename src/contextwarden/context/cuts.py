@@ -19,6 +19,7 @@ from ..layers.units import index_of
 from ..layers.window import compaction_target
 from .call import Call
 from .commit import commit
+from .lossless import settle
 from .state import State
 
 __all__ = ["record_compaction", "window_cut"]
@@ -44,6 +45,7 @@ def record_compaction(s: State, call: Call, result: CompactResult | None, forced
                 summarizer=result.summarizer,
                 call=s.calls,
             )
+            settle(s, call.ctx)  # the view changes: what the waits read is counted first
             commit(s, call, [edit])
             s.compacted_at = s.total
             call.out.compaction = result
@@ -116,6 +118,7 @@ def window_cut(s: State, call: Call) -> None:
         call=s.calls,
     )
     hidden = s.hidden(edit)
+    settle(s, call.ctx)  # the view changes: what the waits read is counted first
     commit(s, call, [edit])
     call.out.elided[ref] = hidden
     emit(

@@ -12,10 +12,13 @@ import time
 from dataclasses import dataclass, replace
 
 from .._events import Event, emit
-from .._log import EditReason
+from .._log import EditReason, Mask
 from .._policy import (
+    CacheRates,
     Inputs,
+    Ledger,
     Plan,
+    PolicyConfig,
     bet_ok,
     cut_at,
     decide,
@@ -27,7 +30,7 @@ from .._task import fixed_part
 from .call import Call
 from .state import State
 
-__all__ = ["Due", "Wager", "edit_reason", "fixed_tokens"]
+__all__ = ["Bet", "Due", "Wager", "Wait", "edit_reason", "fixed_tokens"]
 
 #: Calls after which the growth per call is measured well enough to warn that the room is tight.
 MEASURED_CALLS = 3
@@ -143,6 +146,39 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
     return plan
 
 
+@dataclass(frozen=True)
+class Bet:
+    """What tells whether an optional edit is a small enough bet
+    (:func:`~contextwarden._policy.bet_ok`), as one call stood: the tokens it writes anyway,
+    its bill so far, its prices."""
+
+    new_tokens: int
+    ledger: Ledger
+    rates: CacheRates
+    policy: PolicyConfig
+
+    def small(self, removed: int, suffix: int) -> bool:
+        """Whether removing ``removed`` tokens from a view position with ``suffix`` tokens
+        from there on is a small enough bet."""
+        rates = self.rates
+        loss = max(suffix - removed - self.new_tokens, 0) * rates.rewrite - removed * rates.read
+        return not rates.caching or bet_ok(loss, self.ledger, self.policy)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A call whose lossless batch could not pay, whatever its gains (see
+    :func:`.lossless.lossless_edit`), kept to add what it read while waiting to
+    :attr:`State.idle` when that is first needed: the mask edit it planned, the thinking its
+    strip removed (tokens, first view position), how far a mask reached, the view's suffix
+    sums at the positions a mask from there could start, and its bet."""
+
+    edit: Mask
+    strip: tuple[int, int | None]
+    suffix: dict[int, int]
+    bet: Bet
+
+
 class Wager:
     """Whether a mask/strip batch is made now (see :mod:`contextwarden._policy`), asked of
     one call's state as it stands: what the answers read of it (the suffix sums of the view's
@@ -161,6 +197,7 @@ class Wager:
         self.raw = s.input_tokens + call.overhead
         # the bill so far, this call included as it stands (see _policy.Ledger)
         self.ledger = s.ledger.settle(self.raw, s.total, call.rates)
+        self.bet = Bet(self.new_tokens, self.ledger, call.rates, self.policy)
         budget = call.ctx.budget
         # an edit pays back while the whole history could still be sent, or not at all
         self.payable = payable_calls(self.raw, budget.window, pace(s, call)) if budget else None
@@ -171,22 +208,27 @@ class Wager:
     def small(self, removed: int, first: int) -> bool:
         """Whether removing ``removed`` tokens from view position ``first`` on is a small
         enough bet (:func:`~contextwarden._policy.bet_ok`)."""
-        rates = self.call.rates
+        return self.bet.small(removed, self.suffix[min(first, len(self.suffix) - 1)])
+
+    def may_pay(self, removed: int, first: int) -> bool:
+        """Whether a batch removing ``removed`` tokens from view position ``first`` on pays
+        back over the longest horizon, the first test of :meth:`pays` (for ``pays``): it
+        does not need to know where the next cut comes, and most batches fail it. It only
+        gets easier as ``removed`` grows (more saved, less rewritten), so a batch that fails
+        it with the most it could remove fails it with what it removes."""
         rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
-        loss = max(rewritten - self.new_tokens, 0) * rates.rewrite - removed * rates.read
-        return not rates.caching or bet_ok(loss, self.ledger, self.policy)
+        rates = self.call.rates
+        return edit_pays(removed, rewritten, self.new_tokens, self.s.calls, rates, self.policy)
 
     def pays(self, removed: int, first: int) -> bool:
         """Whether the batch removing ``removed`` tokens from view position ``first`` on is
         made now."""
         s, call, policy = self.s, self.call, self.policy
         if self.reason == "pays":
+            if not self.may_pay(removed, first):
+                return False
             rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
             new, rates = self.new_tokens, call.rates
-            # paying back over the longest horizon comes first: it does not need to know
-            # where the next cut comes, and most batches fail it
-            if not edit_pays(removed, rewritten, new, s.calls, rates, policy):
-                return False
             left = self._until(s.total - removed) if self.cuts else None
             if self.payable is not None:
                 left = self.payable if left is None else min(left, self.payable)

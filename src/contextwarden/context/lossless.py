@@ -18,11 +18,15 @@ from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
-from .decide import Wager
+from .decide import Wager, Wait
 from .render import mask, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State
 
-__all__ = ["frontiers", "lossless_edit"]
+__all__ = ["frontiers", "lossless_edit", "settle"]
+
+#: Calls that may wait without rendering their masks before what they read is counted
+#: (:func:`settle`): bounds what is kept for them.
+MAX_WAITS = 32
 
 
 def frontiers(s: State) -> tuple[int, int]:
@@ -54,6 +58,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         return
     removed = 0
     first: int | None = None
+    strips: dict[int, int] = {}
     for i in reversed(s.index.thinking):
         if i <= s.strip_upto:
             break
@@ -65,15 +70,31 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         gain = _gain(s, call.ctx, i, p, "strip")
         if gain > 0:
             removed += gain
+            strips[p] = gain
             first = p if first is None else min(first, p)
     mask_edit: Mask | None = None
+    wager: Wager | None = None
     if mask_to > s.mask_upto and s.config.mask.enabled:
-        mask_edit, gain, at = _mask_edit(s, call.ctx, reason, mask_to)
+        mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
+        if reason == "pays":
+            wager = Wager(s, call, reason)
+            most = _reachable(s, mask_edit)
+            if not _may_pay(wager, most, strips):
+                # what it removes is needed only for what waiting reads: counted when the
+                # policy first asks (rendering the masks costs more than all the rest)
+                end = len(wager.suffix) - 1
+                suffix = {p: wager.suffix[min(p, end)] for p in most}
+                s.waits.append(Wait(mask_edit, (removed, first), suffix, wager.bet))
+                if len(s.waits) >= MAX_WAITS:
+                    settle(s, call.ctx)
+                return
+        gain, at = _removes(s, call.ctx, mask_edit, memo=True)
         removed += gain
         first = at if first is None or (at is not None and at < first) else first
+    settle(s, call.ctx)
     if first is None or removed <= 0:
         return
-    wager = Wager(s, call, reason)
+    wager = wager or Wager(s, call, reason)
     if not wager.pays(removed, first):
         # the batch rewrites too long a suffix: mask the newest results only, from the
         # earliest one where that pays and is a small bet (the older stay whole, cached)
@@ -81,7 +102,8 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         if reason == "pays" and mask_edit is not None:
             start, waiting = _soon(s, call, wager, mask_to)
         if start is not None:
-            mask_edit, removed, at = _mask_edit(s, call.ctx, reason, mask_to, start)
+            mask_edit = _mask_draft(s, call.ctx, reason, mask_to, start)
+            removed, at = _removes(s, call.ctx, mask_edit, memo=True)
         if start is None or at is None or not wager.pays(removed, at):
             # this call reads what a mask could have removed: the cost of waiting
             s.idle += waiting * call.rates.read
@@ -195,15 +217,14 @@ def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, 
     return out
 
 
-def _mask_edit(
+def _mask_draft(
     s: State, ctx: LayerContext, reason: EditReason, upto: int, start: int = 0
-) -> tuple[Mask, int, int | None]:
-    """The mask edit reaching ``upto`` (with its plan: the latest reads of the files the
-    agent works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
-    superseded results reduced to a marker wherever they are), the tokens it removes and
-    the first view position it changes. Results before history position ``start`` keep
-    their fate (whole ones are kept whole). Costs the results it may change, not the
-    history."""
+) -> Mask:
+    """The mask edit reaching ``upto``, with its plan: the latest reads of the files the agent
+    works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
+    superseded results reduced to a marker wherever they are. Results before history
+    position ``start`` keep their fate (whole ones are kept whole). Costs the results it may
+    change, not the history; what it removes is :func:`_removes`'s."""
     cfg = s.config.mask
     plan = _mask_plan(s) if cfg.plan else MaskPlan(frozenset(), {})
     where = s.index.result_at
@@ -215,8 +236,7 @@ def _mask_edit(
     read = (len(s.edits), planner.generation, len(planner.actions), len(planner.log))
     key = (upto, reason, room, start, *read)
     if s.mask_memo is not None and s.mask_memo[0] == key:
-        made = s.mask_memo[1]
-        return replace(made[0], call=s.calls), made[1], made[2]
+        return replace(s.mask_memo[1], call=s.calls)
     # results kept whole before stay so (releasing one rewrites the request from there),
     # unless over the trigger, where the request is rewritten anyway: newest first there;
     # those held whole only while masking them was too large a bet (:func:`_soon`) go
@@ -249,12 +269,24 @@ def _mask_edit(
     edit = Mask(
         reason=reason, upto=upto, call=s.calls, keep=tuple(sorted(keep)), superseded=superseded
     )
+    s.mask_memo = (key, edit, None)
+    return edit
+
+
+def _removes(
+    s: State, ctx: LayerContext, edit: Mask, *, memo: bool = False
+) -> tuple[int, int | None]:
+    """The tokens mask edit ``edit`` removes and the first view position it changes;
+    ``memo``: ``edit`` is the last :func:`_mask_draft` made, and the answer is kept with it."""
+    made = s.mask_memo
+    if memo and made is not None and made[2] is not None:
+        return made[2]
+    where = s.index.result_at
     fate = ChainMap(_fates(s, edit), s.fate)
-    changed = sorted({where[rid] for rid in fate.maps[0] if rid in where})
     removed = 0
     first: int | None = None
     count = ctx.counter.count_message
-    for pos in changed:
+    for pos in sorted({where[rid] for rid in fate.maps[0] if rid in where}):
         p = s.position(pos)
         if p is None:
             continue
@@ -266,8 +298,73 @@ def _mask_edit(
         if gain != 0:
             removed += gain
             first = p if first is None else min(first, p)
-    s.mask_memo = (key, (edit, removed, first))
-    return edit, removed, first
+    if memo and made is not None:
+        s.mask_memo = (made[0], made[1], (removed, first))
+    return removed, first
+
+
+def _reachable(s: State, edit: Mask) -> dict[int, int]:
+    """The view positions whose results a mask reaching as far as ``edit`` may change (by
+    ``edit`` or from a later start, :func:`_soon`), each with its tokens: the results up to
+    ``edit.upto`` no mask edit reached yet or kept whole, and ``edit``'s superseded ones."""
+    out: dict[int, int] = {}
+    fate, results = s.fate, s.index.results
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    at = [
+        pos
+        for pos in results[bisect_left(results, min(reach)) : bisect_right(results, edit.upto)]
+        if any(fate.get(r.tool_call_id) in (None, "keep") for r in s.base[pos].tool_results)
+    ]
+    for pos in (*at, *(pos for pos, _, _ in edit.superseded)):
+        p = s.position(pos)
+        if p is not None:
+            out[p] = s.tokens[p]
+    return out
+
+
+def _may_pay(wager: Wager, reachable: dict[int, int], strips: dict[int, int]) -> bool:
+    """Whether a batch of this call may pay (:meth:`.decide.Wager.may_pay`): the full one (a
+    mask and the thinking ``strips`` removes, by view position) or a mask from a later start
+    (:func:`_soon`), each changing only ``reachable`` messages (:func:`_reachable`). A mask
+    removes at most a message's tokens, so a batch whose first change is at position ``p``
+    removes at most what the messages from ``p`` on hold: when that fails the test from
+    every position, every batch does, and no mask needs rendering."""
+    most = dict(reachable)
+    for p, gain in strips.items():
+        most[p] = most.get(p, 0) + gain
+    removed = 0
+    for p in sorted(most, reverse=True):
+        removed += most[p]
+        if wager.may_pay(removed, p):
+            return True
+    return False
+
+
+def settle(s: State, ctx: LayerContext) -> None:
+    """Add to :attr:`State.idle` what the calls that waited without rendering their masks
+    (:class:`.decide.Wait`) read on tokens a mask could have removed, as :func:`_soon` counts
+    it; the view has not changed since (no edit was made), so their masks render now as they
+    would have then."""
+    waits, s.waits = s.waits, []
+    if not waits:
+        return
+    candidates = _candidates(s, ctx, waits[-1].edit.upto)
+    for w in waits:
+        removed, first = w.strip
+        gain, at = _removes(s, ctx, w.edit)
+        removed += gain
+        first = at if first is None or (at is not None and at < first) else first
+        if first is None or removed <= 0:
+            continue  # nothing to wait for
+        waiting = taken = 0
+        for p, i, gain in reversed(candidates):
+            if i > w.edit.upto:
+                continue
+            taken += gain
+            if not w.bet.small(taken, w.suffix[p]):
+                break
+            waiting = taken
+        s.idle += waiting * w.bet.rates.read
 
 
 def _fates(s: State, edit: Mask) -> dict[str, str]:

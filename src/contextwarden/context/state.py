@@ -21,6 +21,7 @@ from ..layers.units import index_of
 
 if TYPE_CHECKING:
     from .._config import WardenConfig
+    from .decide import Wait
 
 __all__ = ["State"]
 
@@ -76,8 +77,11 @@ class State:
         #: far the planner's log of superseded entries was read
         self.open_superseded: dict[str, None] = {}
         self.superseded_read = (0, 0)
-        #: the last mask edit planned, under what it read (see :func:`.lossless._mask_edit`)
-        self.mask_memo: tuple[tuple[object, ...], tuple[Mask, int, int | None]] | None = None
+        #: the last mask edit planned, under what it read, and once counted what it removes
+        #: and the first view position it changes (see :func:`.lossless._mask_draft`)
+        self.mask_memo: (
+            tuple[tuple[object, ...], Mask, tuple[int, int | None] | None] | None
+        ) = None
         #: the view read so far for where an optional mask may start (see
         #: :func:`.lossless._candidates`): the log's length then, how far the results were
         #: read, the next view position, and what masking each removes
@@ -100,6 +104,9 @@ class State:
         #: the reads paid since the last lossless edit on tokens a mask could have removed
         #: (see :func:`contextwarden._policy.batched`)
         self.idle = 0.0
+        #: the calls that waited since, what they read not counted yet (see
+        #: :func:`.lossless.settle`): :attr:`idle` is exact once they are
+        self.waits: list[Wait] = []
         #: about how many bytes it keeps alive: its messages (:func:`held_bytes` each: the
         #: agent's, and the copies edits made), their slots, what it remembers of them
         self.bytes = 0
