@@ -217,9 +217,7 @@ def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, 
     return out
 
 
-def _mask_draft(
-    s: State, ctx: LayerContext, reason: EditReason, upto: int, start: int = 0
-) -> Mask:
+def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, start: int = 0) -> Mask:
     """The mask edit reaching ``upto``, with its plan: the latest reads of the files the agent
     works on kept whole, newest first, within ``mask.protect_ratio`` of the window;
     superseded results reduced to a marker wherever they are. Results before history

@@ -79,9 +79,7 @@ class State:
         self.superseded_read = (0, 0)
         #: the last mask edit planned, under what it read, and once counted what it removes
         #: and the first view position it changes (see :func:`.lossless._mask_draft`)
-        self.mask_memo: (
-            tuple[tuple[object, ...], Mask, tuple[int, int | None] | None] | None
-        ) = None
+        self.mask_memo: tuple[tuple[object, ...], Mask, tuple[int, int | None] | None] | None = None
         #: the view read so far for where an optional mask may start (see
         #: :func:`.lossless._candidates`): the log's length then, how far the results were
         #: read, the next view position, and what masking each removes
