@@ -303,17 +303,25 @@ def _removes(
 
 def _reachable(s: State, edit: Mask) -> dict[int, int]:
     """The view positions whose results a mask reaching as far as ``edit`` may change (by
-    ``edit`` or from a later start, :func:`_soon`), each with its tokens: the results up to
-    ``edit.upto`` no mask edit reached yet or kept whole, and ``edit``'s superseded ones."""
+    ``edit`` or from a later start, :func:`_soon`), each with the most a mask of it can
+    remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole, and
+    ``edit``'s superseded ones. A message's tokens, or for a message of one result whose mask
+    :func:`_candidates` counted already, what that removes (it is masked or kept whole)."""
     out: dict[int, int] = {}
     fate, results = s.fate, s.index.results
     reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
-    at = [
-        pos
-        for pos in results[bisect_left(results, min(reach)) : bisect_right(results, edit.upto)]
-        if any(fate.get(r.tool_call_id) in (None, "keep") for r in s.base[pos].tool_results)
-    ]
-    for pos in (*at, *(pos for pos, _, _ in edit.superseded)):
+    made, _, scanned, found = s.soon
+    known = {p: gain for p, _, gain in found}
+    if made != len(s.edits):  # counted under another log
+        scanned = 0
+    for pos in results[bisect_left(results, min(reach)) : bisect_right(results, edit.upto)]:
+        m = s.base[pos]
+        p = s.position(pos)
+        if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in m.tool_results):
+            continue
+        counted = p < scanned and len(m.tool_results) == 1
+        out[p] = max(known.get(p, 0), 0) if counted else s.tokens[p]
+    for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
         p = s.position(pos)
         if p is not None:
             out[p] = s.tokens[p]
