@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from .._events import Event, emit
 from .._log import EditReason, Mask
@@ -189,9 +190,8 @@ class Wager:
         self.s, self.call, self.reason = s, call, reason
         self.policy = s.config.policy
         tokens = s.tokens
-        suffix = [0] * (len(tokens) + 1)
-        for p in range(len(tokens) - 1, -1, -1):
-            suffix[p] = suffix[p + 1] + tokens[p]
+        suffix = [*accumulate(reversed(tokens))][::-1]
+        suffix.append(0)
         self.suffix = suffix
         self.new_tokens = suffix[min(s.new_start, len(tokens))]
         self.raw = s.input_tokens + call.overhead

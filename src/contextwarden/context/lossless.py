@@ -83,7 +83,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
                 end = len(wager.suffix) - 1
-                suffix = {p: wager.suffix[min(p, end)] for p in most}
+                suffix = {p: wager.suffix[min(p, end)] for p, _ in most}
                 s.waits.append(Wait(mask_edit, (removed, first), suffix, wager.bet))
                 if len(s.waits) >= MAX_WAITS:
                     settle(s, call.ctx)
@@ -120,7 +120,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     s.idle = 0.0
     new_edits: list[Edit] = []
     if mask_edit is not None:
-        new_edits.append(mask_edit)
+        new_edits.append(replace(mask_edit, call=s.calls))
     if strip_to > s.strip_upto:
         new_edits.append(StripThinking(reason=reason, upto=strip_to, call=s.calls))
     commit(s, call, new_edits, first)
@@ -234,7 +234,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     read = (len(s.edits), planner.generation, len(planner.actions), len(planner.log))
     key = (upto, reason, room, start, *read)
     if s.mask_memo is not None and s.mask_memo[0] == key:
-        return replace(s.mask_memo[1], call=s.calls)
+        return s.mask_memo[1]  # stamped with its call when made (lossless_edit)
     # results kept whole before stay so (releasing one rewrites the request from there),
     # unless over the trigger, where the request is rewritten anyway: newest first there;
     # those held whole only while masking them was too large a bet (:func:`_soon`) go
@@ -301,16 +301,21 @@ def _removes(
     return removed, first
 
 
-def _reachable(s: State, edit: Mask) -> dict[int, int]:
+def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     """The view positions whose results a mask reaching as far as ``edit`` may change (by
-    ``edit`` or from a later start, :func:`_soon`), each with the most a mask of it can
-    remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole, and
-    ``edit``'s superseded ones. A message's tokens, or for a message of one result whose mask
-    :func:`_candidates` counted already, what that removes (it is masked or kept whole)."""
+    ``edit`` or from a later start, :func:`_soon`), newest first, each with the most a mask of
+    it can remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole,
+    and ``edit``'s superseded ones. A message's tokens, or for a message of one result whose
+    mask :func:`_candidates` counted already, what that removes (it is masked or kept whole).
+    They change only with the log, the reach and what was counted: a call that appended no
+    result reads them again."""
+    made, _, scanned, found = s.soon
+    key = (len(s.edits), edit.upto, edit.superseded, made, scanned, len(found))
+    if s.reach_memo is not None and s.reach_memo[0] == key:
+        return s.reach_memo[1]
     out: dict[int, int] = {}
     fate, results = s.fate, s.index.results
     reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
-    made, _, scanned, found = s.soon
     known = {p: gain for p, _, gain in found}
     if made != len(s.edits):  # counted under another log
         scanned = 0
@@ -325,22 +330,27 @@ def _reachable(s: State, edit: Mask) -> dict[int, int]:
         p = s.position(pos)
         if p is not None:
             out[p] = s.tokens[p]
-    return out
+    most = sorted(out.items(), reverse=True)
+    s.reach_memo = (key, most)
+    return most
 
 
-def _may_pay(wager: Wager, reachable: dict[int, int], strips: dict[int, int]) -> bool:
+def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, int]) -> bool:
     """Whether a batch of this call may pay (:meth:`.decide.Wager.may_pay`): the full one (a
     mask and the thinking ``strips`` removes, by view position) or a mask from a later start
     (:func:`_soon`), each changing only ``reachable`` messages (:func:`_reachable`). A mask
     removes at most a message's tokens, so a batch whose first change is at position ``p``
     removes at most what the messages from ``p`` on hold: when that fails the test from
     every position, every batch does, and no mask needs rendering."""
-    most = dict(reachable)
-    for p, gain in strips.items():
-        most[p] = most.get(p, 0) + gain
+    most = reachable
+    if strips:
+        merged = dict(reachable)
+        for p, gain in strips.items():
+            merged[p] = merged.get(p, 0) + gain
+        most = sorted(merged.items(), reverse=True)
     removed = 0
-    for p in sorted(most, reverse=True):
-        removed += most[p]
+    for p, bound in most:
+        removed += bound
         if wager.may_pay(removed, p):
             return True
     return False

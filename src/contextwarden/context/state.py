@@ -80,6 +80,9 @@ class State:
         #: the last mask edit planned, under what it read, and once counted what it removes
         #: and the first view position it changes (see :func:`.lossless._mask_draft`)
         self.mask_memo: tuple[tuple[object, ...], Mask, tuple[int, int | None] | None] | None = None
+        #: what a mask may remove, message by message, as last read (see
+        #: :func:`.lossless._reachable`): under what it read, and by view position
+        self.reach_memo: tuple[tuple[object, ...], list[tuple[int, int]]] | None = None
         #: the view read so far for where an optional mask may start (see
         #: :func:`.lossless._candidates`): the log's length then, how far the results were
         #: read, the next view position, and what masking each removes
