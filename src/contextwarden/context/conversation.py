@@ -173,7 +173,13 @@ class Conversation(State):
         budget = call.ctx.budget
         if budget is not None:  # the reserve the next reply needs, and the fixed part's room
             fixed = fixed_tokens(self, call)
-            budget = budget.for_reply(self.longest_reply, call.max_tokens, fixed=fixed)
+            fit = (self.longest_reply, call.max_tokens, fixed)
+            if self.fitted is not None and self.fitted[0] is budget and self.fitted[1] == fit:
+                budget = self.fitted[2]  # the warden's budget and the replies as last call
+            else:
+                given = budget
+                budget = budget.for_reply(self.longest_reply, call.max_tokens, fixed=fixed)
+                self.fitted = (given, fit, budget)
             if budget is not call.ctx.budget:
                 call = replace(call, ctx=replace(call.ctx, budget=budget))
         due = edit_reason(self, call, now)

@@ -20,6 +20,7 @@ from ..layers.repair import RepairState
 from ..layers.units import index_of
 
 if TYPE_CHECKING:
+    from .._budget import Budget
     from .._config import WardenConfig
     from .decide import Wait
 
@@ -99,6 +100,9 @@ class State:
         #: :func:`.decide.fixed_tokens` counted so far
         self.fixed_seen: tuple[int, int, int] = (0, 0, -1)
         self.warned_tight = False
+        #: the warden's budget, the longest reply, the output limit and the fixed part the
+        #: last call fitted its budget to, and that budget (:meth:`.Budget.for_reply`)
+        self.fitted: tuple[Budget, tuple[int, int | None, int], Budget] | None = None
         #: what the conversation was billed so far, and sending everything would have been
         self.ledger = Ledger()
         self.ledger_raw = 0  # the previous call's whole history, in tokens
