@@ -154,4 +154,25 @@ class Event:
 def emit(events: list[Event], event: Event) -> None:
     """Record ``event`` and log it at warning level."""
     events.append(event)
-    logger.warning(event.describe())
+    if _heard():
+        logger.warning(event.describe())
+
+
+def _heard() -> bool:
+    """Whether a warning of the ``contextwarden`` logger reaches a handler that is not a
+    :class:`logging.NullHandler` (or a filter): making a record nobody reads (the caller's
+    frame looked up, the process and thread named) costs more than the rest of a warm call's
+    event. Read on every event, so handlers added later are heard."""
+    if not logger.isEnabledFor(logging.WARNING):
+        return False
+    if logger.filters:
+        return True
+    found = False
+    node: logging.Logger | None = logger
+    while node is not None:
+        for h in node.handlers:
+            if not isinstance(h, logging.NullHandler):
+                return True
+            found = True
+        node = node.parent if node.propagate else None
+    return not found and logging.lastResort is not None  # no handler: the last resort
