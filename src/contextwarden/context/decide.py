@@ -9,6 +9,7 @@ one-time warning.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
@@ -24,6 +25,7 @@ from .._policy import (
     cut_at,
     decide,
     edit_pays,
+    expected_calls,
     payable_calls,
     tight_warning,
 )
@@ -220,6 +222,25 @@ class Wager:
         rates = self.call.rates
         return edit_pays(removed, rewritten, self.new_tokens, self.s.calls, rates, self.policy)
 
+    def may_pay_any(self, most: Iterable[tuple[int, int]]) -> bool:
+        """Whether any batch whose first change is at one of ``most``'s view positions
+        (newest first, each with the most a mask of it removes) may pay: :meth:`may_pay` of
+        the bounds summed from there, its sums worked out once for all of them."""
+        rates = self.call.rates
+        if not rates.caching:
+            return any(self.may_pay(r, p) for p, r in _summed(most))
+        read = rates.read
+        rewrite = rates.rewrite
+        horizon = expected_calls(self.s.calls, self.policy) + 1
+        suffix, end, new = self.suffix, len(self.suffix) - 1, self.new_tokens
+        # edit_pays's figures, in its order (the same floats)
+        return any(
+            removed > 0
+            and removed * read * horizon
+            > max(suffix[min(p, end)] - removed - new, 0) * rewrite + 0.0
+            for p, removed in _summed(most)
+        )
+
     def pays(self, removed: int, first: int) -> bool:
         """Whether the batch removing ``removed`` tokens from view position ``first`` on is
         made now."""
@@ -254,3 +275,11 @@ class Wager:
         if at is None:
             at = self.cut[key] = cut_at(replace(base, request=key), self.policy)
         return max(int((at - request) / base.growth), 0)
+
+
+def _summed(most: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """``(position, sum of the values up to it)`` of ``(position, value)`` pairs."""
+    total = 0
+    for p, value in most:
+        total += value
+        yield p, total

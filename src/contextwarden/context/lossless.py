@@ -348,12 +348,7 @@ def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, i
         for p, gain in strips.items():
             merged[p] = merged.get(p, 0) + gain
         most = sorted(merged.items(), reverse=True)
-    removed = 0
-    for p, bound in most:
-        removed += bound
-        if wager.may_pay(removed, p):
-            return True
-    return False
+    return wager.may_pay_any(most)
 
 
 def settle(s: State, ctx: LayerContext) -> None:
