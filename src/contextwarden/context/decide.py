@@ -9,7 +9,7 @@ one-time warning.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
@@ -151,9 +151,8 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
 
 @dataclass(frozen=True)
 class Bet:
-    """What tells whether an optional edit is a small enough bet
-    (:func:`~contextwarden._policy.bet_ok`), as one call stood: the tokens it writes anyway,
-    its bill so far, its prices."""
+    """Whether an optional edit is a small enough bet (:func:`~contextwarden._policy.bet_ok`)
+    as one call stood: the tokens it writes anyway, its bill so far, its prices."""
 
     new_tokens: int
     ledger: Ledger
@@ -170,11 +169,9 @@ class Bet:
 
 @dataclass(frozen=True)
 class Wait:
-    """A call whose lossless batch could not pay, whatever its gains (see
-    :func:`.lossless.lossless_edit`), kept to add what it read while waiting to
-    :attr:`State.idle` when that is first needed: the mask edit it planned, the thinking its
-    strip removed (tokens, first view position), how far a mask reached, the view's suffix
-    sums at the positions a mask from there could start, and its bet."""
+    """A call whose batch could not pay whatever its masks remove, kept until what it read
+    while waiting is first needed (:func:`.lossless.settle`): its mask edit, what its strip
+    removed (tokens, first view position), its suffix sums where a mask may start, its bet."""
 
     edit: Mask
     strip: tuple[int, int | None]
@@ -212,33 +209,24 @@ class Wager:
         enough bet (:func:`~contextwarden._policy.bet_ok`)."""
         return self.bet.small(removed, self.suffix[min(first, len(self.suffix) - 1)])
 
-    def may_pay(self, removed: int, first: int) -> bool:
-        """Whether a batch removing ``removed`` tokens from view position ``first`` on pays
-        back over the longest horizon, the first test of :meth:`pays` (for ``pays``): it
-        does not need to know where the next cut comes, and most batches fail it. It only
-        gets easier as ``removed`` grows (more saved, less rewritten), so a batch that fails
-        it with the most it could remove fails it with what it removes."""
-        rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
-        rates = self.call.rates
-        return edit_pays(removed, rewritten, self.new_tokens, self.s.calls, rates, self.policy)
-
-    def may_pay_any(self, most: Iterable[tuple[int, int]]) -> bool:
-        """Whether any batch whose first change is at one of ``most``'s view positions
-        (newest first, each with the most a mask of it removes) may pay: :meth:`may_pay` of
-        the bounds summed from there, its sums worked out once for all of them."""
+    def may_pay(self, most: Sequence[tuple[int, int]]) -> bool:
+        """Whether a batch whose first change is at one of ``most``'s view positions (newest
+        first, each with the most a mask of it removes) may pass the first test of
+        :meth:`pays` (edit_pays's figures, in its order): it only gets easier as a batch
+        removes more (more saved, less rewritten), so a batch that fails it with the bounds
+        summed from its first change fails it with what it removes."""
         rates = self.call.rates
         if not rates.caching:
-            return any(self.may_pay(r, p) for p, r in _summed(most))
-        read = rates.read
-        rewrite = rates.rewrite
+            return True
+        read, rewrite = rates.read, rates.rewrite
         horizon = expected_calls(self.s.calls, self.policy) + 1
         suffix, end, new = self.suffix, len(self.suffix) - 1, self.new_tokens
-        # edit_pays's figures, in its order (the same floats)
+        sums = accumulate(bound for _, bound in most)
         return any(
             removed > 0
             and removed * read * horizon
             > max(suffix[min(p, end)] - removed - new, 0) * rewrite + 0.0
-            for p, removed in _summed(most)
+            for (p, _), removed in zip(most, sums, strict=True)
         )
 
     def pays(self, removed: int, first: int) -> bool:
@@ -246,10 +234,12 @@ class Wager:
         made now."""
         s, call, policy = self.s, self.call, self.policy
         if self.reason == "pays":
-            if not self.may_pay(removed, first):
-                return False
             rewritten = self.suffix[min(first, len(self.suffix) - 1)] - removed
             new, rates = self.new_tokens, call.rates
+            # paying back over the longest horizon comes first: it does not need to know
+            # where the next cut comes, and most batches fail it
+            if not edit_pays(removed, rewritten, new, s.calls, rates, policy):
+                return False
             left = self._until(s.total - removed) if self.cuts else None
             if self.payable is not None:
                 left = self.payable if left is None else min(left, self.payable)
@@ -275,11 +265,3 @@ class Wager:
         if at is None:
             at = self.cut[key] = cut_at(replace(base, request=key), self.policy)
         return max(int((at - request) / base.growth), 0)
-
-
-def _summed(most: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """``(position, sum of the values up to it)`` of ``(position, value)`` pairs."""
-    total = 0
-    for p, value in most:
-        total += value
-        yield p, total

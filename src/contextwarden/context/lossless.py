@@ -348,7 +348,7 @@ def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, i
         for p, gain in strips.items():
             merged[p] = merged.get(p, 0) + gain
         most = sorted(merged.items(), reverse=True)
-    return wager.may_pay_any(most)
+    return wager.may_pay(most)
 
 
 def settle(s: State, ctx: LayerContext) -> None:
