@@ -683,11 +683,6 @@ def _in_index(entry: Entry) -> bool:
     return heading_name(entry.group or "") == INDEX_GROUP
 
 
-def _is_code_file(entry: Entry) -> bool:
-    """A "Files and code in play" line naming a file (not a line of loose names)."""
-    return _in_index(entry) and not entry.text.startswith("names: ")
-
-
 def _missing_names(entry: Entry, flat: str) -> Entry | None:
     """The index line ``entry`` with only what the reply ``flat`` does not hold (None when it
     holds all of it): a file line keeps its file, as the anchor of its names."""
@@ -721,9 +716,8 @@ def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...
 
 
 def _present(entry: Entry, flat: str, facts: Facts) -> bool:
-    """Whether the must-keep fact ``entry`` carries is already in the reply."""
-    if _is_code_file(entry):
-        return entry.text.split(": ", 1)[0].split(" (", 1)[0] in flat
+    """Whether the must-keep fact ``entry`` (not a line of the names index) carries is already
+    in the reply."""
     if heading_name(entry.group or "") == "Last unresolved error":
         error = facts.last_unresolved_error
         return error is not None and " ".join(error.key.split()) in flat
