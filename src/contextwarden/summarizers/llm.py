@@ -14,6 +14,7 @@ added from the history's own facts, and the whole is fitted under the length cap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import hashlib
@@ -741,21 +742,11 @@ async def _all(calls: Iterable[Coroutine[Any, Any, str]]) -> list[str]:
 def _retry_after(response: httpx.Response) -> float:
     """Seconds the server asks us to wait (``retry-after-ms``, ``Retry-After`` as seconds or an
     HTTP date), or -1 when it does not say."""
-    ms = response.headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = response.headers.get("retry-after")
-    if not value:
-        return -1.0
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        with contextlib.suppress(ValueError):  # absent or not a number
+            return max(float(response.headers.get(name, "-")) / scale, 0.0)
     try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(response.headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return -1.0
     return max(float(when.timestamp()) - time.time(), 0.0)
