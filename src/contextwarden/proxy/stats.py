@@ -327,12 +327,10 @@ class ProxyStats:
         kept = last is not None and not rec.edited and after >= last[2]
         tokens, usd = _bill((last[0], last[1]) if last and grew else None, before, now, prices)
         self.billed_before += tokens
-        if own:
-            self.cost_usd_before += usd
+        self.cost_usd_before += usd if own else 0.0
         tokens, usd = _bill((last[0], last[2]) if last and kept else None, after, now, prices)
         self.billed_after += tokens
-        if own:
-            self.cost_usd_after += usd
+        self.cost_usd_after += usd if own else 0.0
         if rec.conversation:
             self._ledger[rec.conversation] = (now, before, after)
             while len(self._ledger) > LEDGER_SIZE:
