@@ -14,14 +14,10 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from .._events import Event, emit
-from .._log import EditReason, Mask
+from .._log import EditReason
 from .._policy import (
-    CacheRates,
     Inputs,
-    Ledger,
     Plan,
-    PolicyConfig,
-    bet_ok,
     cut_at,
     decide,
     edit_pays,
@@ -31,9 +27,9 @@ from .._policy import (
 )
 from .._task import fixed_part
 from .call import Call
-from .state import State
+from .state import Bet, State
 
-__all__ = ["Bet", "Due", "Wager", "Wait", "edit_reason", "fixed_tokens"]
+__all__ = ["Due", "Wager", "edit_reason", "fixed_tokens"]
 
 #: Calls after which the growth per call is measured well enough to warn that the room is tight.
 MEASURED_CALLS = 3
@@ -147,36 +143,6 @@ def plan_now(s: State, call: Call, cold: bool) -> Plan:
             ),
         )
     return plan
-
-
-@dataclass(frozen=True)
-class Bet:
-    """Whether an optional edit is a small enough bet (:func:`~contextwarden._policy.bet_ok`)
-    as one call stood: the tokens it writes anyway, its bill so far, its prices."""
-
-    new_tokens: int
-    ledger: Ledger
-    rates: CacheRates
-    policy: PolicyConfig
-
-    def small(self, removed: int, suffix: int) -> bool:
-        """Whether removing ``removed`` tokens from a view position with ``suffix`` tokens
-        from there on is a small enough bet."""
-        rates = self.rates
-        loss = max(suffix - removed - self.new_tokens, 0) * rates.rewrite - removed * rates.read
-        return not rates.caching or bet_ok(loss, self.ledger, self.policy)
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A call whose batch could not pay whatever its masks remove, kept until what it read
-    while waiting is first needed (:func:`.lossless.settle`): its mask edit, what its strip
-    removed (tokens, first view position), its suffix sums where a mask may start, its bet."""
-
-    edit: Mask
-    strip: tuple[int, int | None]
-    suffix: dict[int, int]
-    bet: Bet
 
 
 class Wager:

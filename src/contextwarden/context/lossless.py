@@ -18,9 +18,9 @@ from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
-from .decide import Wager, Wait
+from .decide import Wager
 from .render import mask, masked, strip
-from .state import ACTION_BYTES, GAIN_BYTES, State
+from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
 

@@ -9,11 +9,12 @@ and what is remembered of them); the modules beside this one are the steps that 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._log import Compaction, Edit, Mask, Repair, Source, WindowCut
 from .._messages import Message
-from .._policy import Ledger
+from .._policy import CacheRates, Ledger, PolicyConfig, bet_ok
 from ..analysis.actions import ActionMemo
 from ..layers.mask_plan import MaskPlanner
 from ..layers.repair import RepairState
@@ -22,9 +23,8 @@ from ..layers.units import index_of
 if TYPE_CHECKING:
     from .._budget import Budget
     from .._config import WardenConfig
-    from .decide import Wait
 
-__all__ = ["State"]
+__all__ = ["Bet", "State", "Wait"]
 
 #: What a conversation keeps per history message besides the message: its slots in the lists
 #: and maps of :class:`State` (inputs, base, view, sources, tokens, names, positions...).
@@ -33,6 +33,36 @@ SLOT_BYTES = 240
 GAIN_BYTES = 120
 #: What one remembered tool action (of a mask plan) costs.
 ACTION_BYTES = 200
+
+
+@dataclass(frozen=True)
+class Bet:
+    """Whether an optional edit is a small enough bet (:func:`~contextwarden._policy.bet_ok`)
+    as one call stood: the tokens it writes anyway, its bill so far, its prices."""
+
+    new_tokens: int
+    ledger: Ledger
+    rates: CacheRates
+    policy: PolicyConfig
+
+    def small(self, removed: int, suffix: int) -> bool:
+        """Whether removing ``removed`` tokens from a view position with ``suffix`` tokens
+        from there on is a small enough bet."""
+        rates = self.rates
+        loss = max(suffix - removed - self.new_tokens, 0) * rates.rewrite - removed * rates.read
+        return not rates.caching or bet_ok(loss, self.ledger, self.policy)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A call whose batch could not pay whatever its masks remove, kept until what it read
+    while waiting is first needed (:func:`.lossless.settle`): its mask edit, what its strip
+    removed (tokens, first view position), its suffix sums where a mask may start, its bet."""
+
+    edit: Mask
+    strip: tuple[int, int | None]
+    suffix: dict[int, int]
+    bet: Bet
 
 
 class State:
