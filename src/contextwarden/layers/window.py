@@ -508,7 +508,7 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     units = index.droppable()
     cum = cumulative(index, units, prefix)
     k = drops_needed(cum, total, trigger)
-    result, _ = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx, log=True)
+    result = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx)
     if repaired:
         return LayerResult(result.messages, repaired + result.events, result.newest_truncated)
     return result
@@ -521,30 +521,15 @@ def finish_window(
     prefix: Sequence[int],
     total: int,
     ctx: LayerContext,
-    *,
-    log: bool,
-    drop_events: Sequence[Event] | None = None,
-    log_warning: bool | None = None,
-    newest_start: int | None = None,
-) -> tuple[LayerResult, int]:
+) -> LayerResult:
     """Assemble the output once the units to drop are chosen (``dropped`` must be the first
     ``k`` of :meth:`HistoryIndex.droppable`): everything but them, then :func:`cut_newest` when still
-    over. ``total`` is the request's tokens after the drops. ``drop_events`` may carry ready-made
-    events for the dropped units (the warden caches them); otherwise they are made, and logged if
-    ``log``. ``newest_start`` overrides where the newest unit starts (when ``messages`` is the
-    indexed history less its last unit). Returns the result and the request's final tokens."""
+    over. ``total`` is the request's tokens after the drops; each drop is logged."""
     assert ctx.budget is not None
     events: list[Event] = []
-    if drop_events is not None:
-        events.extend(drop_events)
-    else:
-        for u in dropped:
-            start, end = index.unit_span(u)
-            e = drop_event(messages, start, end, prefix[end] - prefix[start])
-            if log:
-                emit(events, e)
-            else:
-                events.append(e)
+    for u in dropped:
+        start, end = index.unit_span(u)
+        emit(events, drop_event(messages, start, end, prefix[end] - prefix[start]))
     if dropped:
         # the first k droppable units are gone, so before the last of them only kept units remain
         last = dropped[-1]
@@ -556,27 +541,20 @@ def finish_window(
         out.extend(messages[cut_at:])
         recent = ctx.config.window.keep_recent_messages
         if cut_at > len(messages) - recent:
-            warning = Event(
-                "warning",
-                LAYER,
-                cut_at,
-                detail=f"dropped into the {recent} most recent messages the window prefers to "
-                "keep; consider compaction or a larger window",
+            detail = (
+                f"dropped into the {recent} most recent messages the window prefers to keep; "
+                "consider compaction or a larger window"
             )
-            if log if log_warning is None else log_warning:
-                emit(events, warning)
-            else:
-                events.append(warning)
+            emit(events, Event("warning", LAYER, cut_at, detail=detail))
     else:
         out = list(messages)
     newest_truncated = False
     trigger = ctx.budget.trigger
     if total > trigger:
         # everything droppable is gone: cut the newest unit (it is never dropped)
-        if newest_start is None:
-            newest_start = index.unit_starts[-1] if index.unit_starts else 0
+        newest_start = index.unit_starts[-1] if index.unit_starts else 0
         newest_at = len(out) - (len(messages) - newest_start)
-        total, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
+        _, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
         newest_truncated = bool(cut_events)
-    return LayerResult(tuple(out), tuple(events), newest_truncated), total
+    return LayerResult(tuple(out), tuple(events), newest_truncated)

@@ -391,7 +391,7 @@ def _code_entries(
             "current_state",
             text,
             4 if used <= cap * INDEX_SHARE else 7,
-            (4, line.rank),
+            (4, line.place),
             group,
             recency=-line.rank,
             min_chars=40 if line.path is None else len(line.path) + 8,
