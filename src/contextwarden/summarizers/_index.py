@@ -14,8 +14,10 @@ gone until the agent searches again). Pure and deterministic.
   (the agent is back in that file).
 
 Names the request holds beside the summary (``held``) are left out, and so is a file whose
-path is the tail of one the summary or the request already writes (:func:`tails`). Each file
-comes with the names seen in it.
+path is the tail of one the summary or the request already writes (:func:`tails`); a path that
+ends a longer candidate is folded into it. Each file comes with the names seen in it. Lines are
+admitted by worth per character (:func:`density`: the summary's budget is in characters) and
+written by worth, the order a later summary reads back.
 """
 
 from __future__ import annotations
