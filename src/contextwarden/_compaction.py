@@ -79,11 +79,6 @@ MEMO_ENTRIES = 1 << 16
 MEMO_BYTES = 64 << 20
 
 
-def _default_config() -> CompactionConfig:
-    # model_validate rather than CompactionConfig(): mypy sees pydantic's required fields
-    return CompactionConfig.model_validate({})
-
-
 # -- the engine --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CompactionReport:
@@ -200,7 +195,7 @@ class Compactor:
     ) -> None:
         self._explicit_config = config is not None
         self.hint_system = hint_system
-        self.config = config or _default_config()
+        self.config = config or CompactionConfig.model_validate({})
         self.fallback: Summarizer = ExtractiveSummarizer()
         self.summarizer: Summarizer = summarizer if summarizer is not None else self.fallback
         self.cache: MutableMapping[str, str] = cache if cache is not None else {}

@@ -205,7 +205,10 @@ def to_gemini(messages: Sequence[Message]) -> tuple[Any, list[dict[str, Any]]]:
             and (
                 (turn is not None and turn == last_turn)
                 or role == "model"
-                or (msg.role == "tool" and _only_responses(contents[-1]))
+                or (
+                    msg.role == "tool"
+                    and all(_get(p, _RESPONSE) is not None for p in contents[-1]["parts"])
+                )
             )
         )
         if joins:
@@ -216,10 +219,6 @@ def to_gemini(messages: Sequence[Message]) -> tuple[Any, list[dict[str, Any]]]:
             contents.append({**head, "parts": parts})
         last_turn, last_role = turn, role
     return system, contents
-
-
-def _only_responses(content: Mapping[str, Any]) -> bool:
-    return all(_get(p, _RESPONSE) is not None for p in content["parts"])
 
 
 def _system_out(messages: Sequence[Message]) -> Any:

@@ -83,7 +83,11 @@ def from_responses(
     def close_run() -> None:
         nonlocal reasoning
         if run:
-            hints = _ASSISTANT_HINTS if not reasoning else _run_hints(reasoning)
+            hints = (
+                _ASSISTANT_HINTS
+                if not reasoning
+                else MappingProxyType({"format": _FMT, "reasoning": reasoning})
+            )
             out.append(Message("assistant", tuple(run), hints=hints))
             run.clear()
             reasoning = 0
@@ -178,10 +182,6 @@ def compaction_trigger(items: Any) -> bool:
         and isinstance(items[-1], dict)
         and items[-1].get("type") == "compaction_trigger"
     )
-
-
-def _run_hints(reasoning: int) -> Mapping[str, Any]:
-    return MappingProxyType({"format": _FMT, "reasoning": reasoning})
 
 
 def _render(item: Mapping[str, Any]) -> str:

@@ -457,6 +457,8 @@ def _check_blocks(
             problems.append(f"{where} must be an object with a string 'type'")
             continue
         t = b["type"]
+        if t in ("tool_use", "thinking", "redacted_thinking") and role != "assistant":
+            problems.append(f"{where}: {t} outside an assistant message")
         if t == "text":
             if not isinstance(b.get("text"), str):
                 problems.append(f"{where}.text must be a string")
@@ -464,8 +466,6 @@ def _check_blocks(
                 problems.append(f"{where}: empty text block")
         elif t == "tool_use":
             cid = b.get("id")
-            if role != "assistant":
-                problems.append(f"{where}: tool_use outside an assistant message")
             if not isinstance(cid, str) or not _ANTHROPIC_ID.fullmatch(cid):
                 problems.append(f"{where}.id must match [a-zA-Z0-9_-]+, got {cid!r}")
             elif cid in seen:
@@ -498,15 +498,11 @@ def _check_blocks(
             if "is_error" in b and not isinstance(b["is_error"], bool):
                 problems.append(f"{where}.is_error must be a bool")
         elif t == "thinking":
-            if role != "assistant":
-                problems.append(f"{where}: thinking outside an assistant message")
             if not isinstance(b.get("signature"), str) or not b.get("signature"):
                 problems.append(f"{where}: thinking block without its signature")
             if not isinstance(b.get("thinking"), str):
                 problems.append(f"{where}.thinking must be a string")
         elif t == "redacted_thinking":
-            if role != "assistant":
-                problems.append(f"{where}: redacted_thinking outside an assistant message")
             if not isinstance(b.get("data"), str) or not b.get("data"):
                 problems.append(f"{where}: redacted_thinking without its data")
         elif t == "image":

@@ -12,7 +12,15 @@ from .._warden import TransformResult, Warden
 from ..formats._common import limit_value
 from ..recall import answer_max_chars, recall_answer
 
-__all__ = ["Regrouped", "WardenHook", "answer_recall", "hook_warden", "output_limit", "require"]
+__all__ = [
+    "Regrouped",
+    "WardenHook",
+    "answer_recall",
+    "hook_warden",
+    "model_name",
+    "output_limit",
+    "require",
+]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -67,6 +75,21 @@ class WardenHook:
         self.warden: Warden = hook_warden(config, model, window)
         self._model = model
         self.last_result: TransformResult | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self._model!r})"
+
+
+def model_name(
+    model: Any, attrs: tuple[str, ...] = ("model_name", "model", "model_id")
+) -> str | None:
+    """The model name a framework's model object carries (the first of ``attrs`` that is a
+    non-empty string), if any."""
+    for attr in attrs:
+        name = getattr(model, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
 
 
 def output_limit(*sources: Any) -> int | None:

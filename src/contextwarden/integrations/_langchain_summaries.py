@@ -10,7 +10,7 @@ from .. import SummarizerError, WardenConfig
 from ..analysis.sections import parse_summary
 from ..summarizers import LLMSummarizer
 from ..summarizers._prompt import SYSTEM_PROMPT
-from ._common import require
+from ._common import model_name, require
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -122,12 +122,3 @@ def keeping(config: WardenConfig | None, keep: Any) -> WardenConfig | None:
             "compaction would end above the point that starts it"
         )
     return base.model_copy(update={"target_ratio": value, "min_target_tokens": 0})
-
-
-def model_name(model: Any) -> str | None:
-    """The model name a LangChain chat model carries, if any."""
-    for attr in ("model_name", "model", "model_id"):
-        name = getattr(model, attr, None)
-        if isinstance(name, str) and name:
-            return name
-    return None

@@ -56,9 +56,6 @@ class WardenCallback(WardenHook):
         llm_request.contents = history.back(result.messages)
         return None
 
-    def __repr__(self) -> str:
-        return f"WardenCallback(model={self._model!r})"
-
 
 def _system_text(config: Any) -> str:
     system = getattr(config, "system_instruction", None)

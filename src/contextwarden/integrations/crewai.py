@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import Message, WardenConfig, from_openai, to_openai
-from ._common import WardenHook, output_limit, require
+from ._common import WardenHook, model_name, output_limit, require
 
 if TYPE_CHECKING:
     from crewai import hooks as crew_hooks
@@ -57,7 +57,7 @@ class WardenHooks(WardenHook):
     def before_llm_call(self, context: Any) -> None:
         messages = context.messages
         history = self._whole(context)
-        model = self._model or _llm_model(context.llm)
+        model = self._model or model_name(context.llm, ("model",))
         canonical = [_read(i, m) for i, m in enumerate(history)]
         result = self.warden.transform(
             [m for group in canonical for m in group],
@@ -86,9 +86,6 @@ class WardenHooks(WardenHook):
                 return [*whole, *messages[n:]]
         return list(messages)
 
-    def __repr__(self) -> str:
-        return f"WardenHooks(model={self._model!r})"
-
 
 def _read(i: int, message: Any) -> list[Message]:
     """One executor message as canonical values keyed by its position (``crew-I``, and
@@ -113,11 +110,6 @@ def _back(msg: Message, history: Sequence[Any], canonical: Sequence[Sequence[Mes
         if len(group) == 1 and msg == group[0]:
             return history[i]
     return to_openai([msg])[0]
-
-
-def _llm_model(llm: Any) -> str | None:
-    name = getattr(llm, "model", None)
-    return name if isinstance(name, str) and name else None
 
 
 def _tools(executor: Any) -> list[Mapping[str, Any]] | None:

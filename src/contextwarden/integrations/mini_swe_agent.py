@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._config import WardenConfig
-from ._common import WardenHook
+from ._common import WardenHook, model_name
 
 __all__ = ["WardenModel"]
 
@@ -49,7 +49,7 @@ class WardenModel(WardenHook):
             for m in messages
             if m.get("role") in _CHAT_ROLES
         ]
-        model = self._model or _model_name(self.inner)
+        model = self._model or model_name(getattr(self.inner, "config", None), ("model_name",))
         out, result = self.warden.transform_openai(chat, model=model)
         self.last_result = result
         return self.inner.query(out, **kwargs)
@@ -62,8 +62,3 @@ class WardenModel(WardenHook):
 
     def __repr__(self) -> str:
         return f"WardenModel({self.inner!r})"
-
-
-def _model_name(inner: Any) -> str | None:
-    name = getattr(getattr(inner, "config", None), "model_name", None)
-    return name if isinstance(name, str) and name else None

@@ -20,7 +20,7 @@ from .._config import WardenConfig
 from .._warden import TransformResult, Warden
 from ..formats.responses import from_responses, to_responses
 from ..recall import RECALL_TOOL_NAME, recall_ref, recall_tool
-from ._common import answer_recall, hook_warden, output_limit, require
+from ._common import answer_recall, hook_warden, model_name, output_limit, require
 
 if TYPE_CHECKING:
     from agents import FunctionTool
@@ -81,7 +81,7 @@ class WardenInputFilter:
             i.model_dump(exclude_unset=True) if hasattr(i, "model_dump") else i
             for i in model_data.input
         ]
-        model = self._model or _agent_model(data.agent)
+        model = self._model or model_name(data.agent, ("model",))
         messages = from_responses(items, instructions=model_data.instructions)
         limit = output_limit(getattr(data.agent, "model_settings", None))
         result = await self.warden.atransform(
@@ -93,11 +93,6 @@ class WardenInputFilter:
 
     def __repr__(self) -> str:
         return f"WardenInputFilter(model={self._model!r})"
-
-
-def _agent_model(agent: Any) -> str | None:
-    model = getattr(agent, "model", None)
-    return model if isinstance(model, str) else None
 
 
 def _tool_definitions(agent: Any) -> list[Mapping[str, Any]] | None:

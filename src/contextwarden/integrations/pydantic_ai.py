@@ -97,9 +97,6 @@ class ContextWarden(WardenHook, AbstractCapability[Any]):
         self.last_result = result
         return history.back(result.messages)
 
-    def __repr__(self) -> str:
-        return f"ContextWarden(model={self._model!r})"
-
 
 def _latest_instructions(messages: Sequence[Any]) -> str:
     for m in reversed(messages):

@@ -272,47 +272,37 @@ class ProxyStats:
                 self.tokens_before += rec.tokens_before
                 self.tokens_after += rec.tokens_after
                 self._bill(rec, rec.tokens_before, rec.tokens_after)
-            if rec.skipped:
-                self.skipped += 1
-                if rec.skipped == WARDEN_ERROR:
-                    self.warden_errors += 1
-            if rec.warning == "unknown_model":
-                self.unbounded += 1
-            elif rec.warning and rec.warning.startswith("tight_room"):
-                self.tight_room_warnings += 1  # a conversation whose fixed part leaves little room
-            if rec.compacted:
-                self.compactions += 1
+            self.skipped += bool(rec.skipped)
+            self.warden_errors += rec.skipped == WARDEN_ERROR
+            self.unbounded += rec.warning == "unknown_model"
+            # a conversation whose fixed part leaves little room
+            self.tight_room_warnings += (rec.warning or "").startswith("tight_room")
+            self.compactions += bool(rec.compacted)
             if rec.summarizer:  # who wrote a new compaction's summary
                 if rec.summarizer.startswith("llm:"):
                     self.llm_summaries += 1
                 else:
                     self.extractive_summaries += 1
-            if rec.summary_failure:
-                self.summary_failures += 1
-            if rec.summary_calls:
-                self.summary_calls += rec.summary_calls
-                self.summary_input_tokens += rec.summary_input_tokens
-                self.summary_output_tokens += rec.summary_output_tokens
-                self.summary_failed_calls += rec.summary_failed_calls
-                for model, (calls, tokens_in, tokens_out) in rec.summary_models.items():
-                    entry = self.summaries_by_model.pop(clip(model), None) or {
-                        "calls": 0,
-                        "input_tokens": 0,
-                        "output_tokens": 0,
-                    }
-                    entry["calls"] += calls
-                    entry["input_tokens"] += tokens_in
-                    entry["output_tokens"] += tokens_out
-                    self.summaries_by_model[clip(model)] = entry
-                    prices, own = self.pricing(model, rec.route)
-                    if own:
-                        self.cost_usd_after += prices.cost(0, 0, tokens_in)
-                while len(self.summaries_by_model) > MODEL_TABLE:
-                    self.summaries_by_model.popitem(last=False)
-            if rec.breaker_open:
-                self.summary_breaker_open += 1
-            if rec.summary_pool_full:
-                self.summary_pool_full += 1
+            self.summary_failures += bool(rec.summary_failure)
+            self.summary_calls += rec.summary_calls
+            self.summary_input_tokens += rec.summary_input_tokens
+            self.summary_output_tokens += rec.summary_output_tokens
+            self.summary_failed_calls += rec.summary_failed_calls
+            for model, (calls, tokens_in, tokens_out) in rec.summary_models.items():
+                entry = self.summaries_by_model.pop(clip(model), None) or dict.fromkeys(
+                    ("calls", "input_tokens", "output_tokens"), 0
+                )
+                entry["calls"] += calls
+                entry["input_tokens"] += tokens_in
+                entry["output_tokens"] += tokens_out
+                self.summaries_by_model[clip(model)] = entry
+                prices, own = self.pricing(model, rec.route)
+                if own:
+                    self.cost_usd_after += prices.cost(0, 0, tokens_in)
+            while len(self.summaries_by_model) > MODEL_TABLE:
+                self.summaries_by_model.popitem(last=False)
+            self.summary_breaker_open += rec.breaker_open
+            self.summary_pool_full += rec.summary_pool_full
             self.recall_offered += rec.recall_offered
             self.recall_calls += rec.recall_calls
             self.recall_unknown_refs += rec.recall_unknown
@@ -323,12 +313,9 @@ class ProxyStats:
                 self.errors += 1
             elif rec.error in STREAM_FAILED:  # the status line said 200; the body did not finish
                 self.stream_failures += 1
-            if rec.error == CONTEXT_OVERFLOW:
-                self.context_overflows += 1
-            if rec.error == "upstream_timeout":
-                self.upstream_timeouts += 1
-            elif rec.error == "upstream_unreachable":
-                self.upstream_unreachable += 1
+            self.context_overflows += rec.error == CONTEXT_OVERFLOW
+            self.upstream_timeouts += rec.error == "upstream_timeout"
+            self.upstream_unreachable += rec.error == "upstream_unreachable"
 
     def _bill(self, rec: RequestRecord, before: int, after: int) -> None:
         """The request's input at cache prices, as the client sent it and as forwarded (see
@@ -340,12 +327,10 @@ class ProxyStats:
         kept = last is not None and not rec.edited and after >= last[2]
         tokens, usd = _bill((last[0], last[1]) if last and grew else None, before, now, prices)
         self.billed_before += tokens
-        if own:
-            self.cost_usd_before += usd
+        self.cost_usd_before += usd if own else 0.0
         tokens, usd = _bill((last[0], last[2]) if last and kept else None, after, now, prices)
         self.billed_after += tokens
-        if own:
-            self.cost_usd_after += usd
+        self.cost_usd_after += usd if own else 0.0
         if rec.conversation:
             self._ledger[rec.conversation] = (now, before, after)
             while len(self._ledger) > LEDGER_SIZE:

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from .._exceptions import ContextWardenError, FormatError, UnknownModelError
 from .._models import ModelInfo, context_window
@@ -20,7 +20,6 @@ from .wire import WIRES, Ran, Wire
 from .wire._base import Has
 
 __all__ = [
-    "Api",
     "BodyOutcome",
     "BodyWarden",
     "dump_body",
@@ -41,9 +40,6 @@ except ImportError:  # pragma: no cover - installed with the proxy extra
 #: zeros. A scan in C (about 0.7 ms per MB, where a regular expression takes 20).
 _DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E if c == 0x2E else 0x20 for c in range(256))
 _LONG_INTEGER = b" " + b"0" * 19
-
-#: A wire format's name (see :data:`~.wire.WIRES`).
-Api = Literal["openai", "anthropic", "count_tokens", "responses", "gemini"]
 
 #: A ``\\uD800``-``\\uDFFF`` escape: a body holding one may hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")

@@ -14,6 +14,7 @@ added from the history's own facts, and the whole is fitted under the length cap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import hashlib
@@ -683,11 +684,6 @@ def _in_index(entry: Entry) -> bool:
     return heading_name(entry.group or "") == INDEX_GROUP
 
 
-def _is_code_file(entry: Entry) -> bool:
-    """A "Files and code in play" line naming a file (not a line of loose names)."""
-    return _in_index(entry) and not entry.text.startswith("names: ")
-
-
 def _missing_names(entry: Entry, flat: str) -> Entry | None:
     """The index line ``entry`` with only what the reply ``flat`` does not hold (None when it
     holds all of it): a file line keeps its file, as the anchor of its names."""
@@ -721,9 +717,8 @@ def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...
 
 
 def _present(entry: Entry, flat: str, facts: Facts) -> bool:
-    """Whether the must-keep fact ``entry`` carries is already in the reply."""
-    if _is_code_file(entry):
-        return entry.text.split(": ", 1)[0].split(" (", 1)[0] in flat
+    """Whether the must-keep fact ``entry`` (not a line of the names index) carries is already
+    in the reply."""
     if heading_name(entry.group or "") == "Last unresolved error":
         error = facts.last_unresolved_error
         return error is not None and " ".join(error.key.split()) in flat
@@ -747,21 +742,11 @@ async def _all(calls: Iterable[Coroutine[Any, Any, str]]) -> list[str]:
 def _retry_after(response: httpx.Response) -> float:
     """Seconds the server asks us to wait (``retry-after-ms``, ``Retry-After`` as seconds or an
     HTTP date), or -1 when it does not say."""
-    ms = response.headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = response.headers.get("retry-after")
-    if not value:
-        return -1.0
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        with contextlib.suppress(ValueError):  # absent or not a number
+            return max(float(response.headers.get(name, "-")) / scale, 0.0)
     try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(response.headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return -1.0
     return max(float(when.timestamp()) - time.time(), 0.0)
