@@ -222,13 +222,10 @@ def _fold_tails(paths: _Ranked, names: _Ranked) -> None:
         q = max(longer[p], key=lambda x: paths.score[x])  # first of the best on a tie
         paths.score[q] += paths.score.pop(p)
         into[p] = q
-    if not into:
-        return
-    for seen in names.files.values():
+    for seen in names.files.values() if into else ():
         for i, f in enumerate(seen):
             while f in into:
-                f = into[f]
-            seen[i] = f
+                seen[i] = f = into[f]
 
 
 def _lines(
@@ -250,9 +247,9 @@ def _lines(
     shown: set[str] = set()
     # paths the summary's file list or the request writes whole: their tails need no line
     written = held | tails([*held, *(p for p, how in status.items() if how != "read")])
-    scored: list[tuple[float, int, str | None, tuple[str, ...], str | None, float]] = []
+    found: list[tuple[float, float, str | None, tuple[str, ...], str | None]] = []
     for path in paths.best():
-        if len(scored) >= max_paths:
+        if len(found) >= max_paths:
             break
         ns = [n for n in by_file.get(path, ()) if n not in shown][:NAMES_PER_PATH]
         note = status.get(path)
@@ -262,17 +259,11 @@ def _lines(
         shown.update(ns)
         value = max([paths.value(path), *(names.value(n) for n in ns)])
         score = max([paths.score[path], *(names.score[n] for n in ns)])
-        scored.append((value, len(scored), path, tuple(ns), note, score))
+        found.append((value, score, path, tuple(ns), note))
     loose = [n for n in wanted if n not in shown]
     for start in range(0, len(loose), NAMES_PER_LINE):
         chunk = tuple(loose[start : start + NAMES_PER_LINE])
-        scored.append(
-            (names.value(chunk[0]), len(scored), None, chunk, None, names.score[chunk[0]])
-        )
-    by_worth = sorted(range(len(scored)), key=lambda i: (-scored[i][5], i))
-    place = {i: at for at, i in enumerate(by_worth)}
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i][0], i))
-    return [
-        IndexLine(scored[i][2], scored[i][3], rank, scored[i][4], place[i])
-        for rank, i in enumerate(order)
-    ]
+        found.append((names.value(chunk[0]), names.score[chunk[0]], None, chunk, None))
+    place = {i: at for at, i in enumerate(sorted(range(len(found)), key=lambda i: -found[i][1]))}
+    ranked = sorted(range(len(found)), key=lambda i: -found[i][0])  # stable: ties keep order
+    return [IndexLine(*found[i][2:4], rank, found[i][4], place[i]) for rank, i in enumerate(ranked)]
