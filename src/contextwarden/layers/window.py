@@ -508,53 +508,33 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     units = index.droppable()
     cum = cumulative(index, units, prefix)
     k = drops_needed(cum, total, trigger)
-    result = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx)
-    if repaired:
-        return LayerResult(result.messages, repaired + result.events, result.newest_truncated)
-    return result
-
-
-def finish_window(
-    messages: Sequence[Message],
-    index: HistoryIndex,
-    dropped: Sequence[int],
-    prefix: Sequence[int],
-    total: int,
-    ctx: LayerContext,
-) -> LayerResult:
-    """Assemble the output once the units to drop are chosen (``dropped`` must be the first
-    ``k`` of :meth:`HistoryIndex.droppable`): everything but them, then :func:`cut_newest` when still
-    over. ``total`` is the request's tokens after the drops; each drop is logged."""
-    assert ctx.budget is not None
-    events: list[Event] = []
-    for u in dropped:
+    total -= cum[k]
+    events = list(repaired)
+    for u in units[:k]:
         start, end = index.unit_span(u)
         emit(events, drop_event(messages, start, end, prefix[end] - prefix[start]))
-    if dropped:
+    out = list(messages)
+    if k:
         # the first k droppable units are gone, so before the last of them only kept units remain
-        last = dropped[-1]
+        last = units[k - 1]
         cut_at = index.unit_span(last)[1]
-        out: list[Message] = []
+        out = []
         for u in compress(range(last), index.unit_keep):  # the kept units before the cut
             start, end = index.unit_span(u)
             out.extend(messages[start:end])
         out.extend(messages[cut_at:])
-        recent = ctx.config.window.keep_recent_messages
+        recent = cfg.keep_recent_messages
         if cut_at > len(messages) - recent:
             detail = (
                 f"dropped into the {recent} most recent messages the window prefers to keep; "
                 "consider compaction or a larger window"
             )
             emit(events, Event("warning", LAYER, cut_at, detail=detail))
-    else:
-        out = list(messages)
-    newest_truncated = False
-    trigger = ctx.budget.trigger
+    cut_events: list[Event] = []
     if total > trigger:
         # everything droppable is gone: cut the newest unit (it is never dropped)
         newest_start = index.unit_starts[-1] if index.unit_starts else 0
         newest_at = len(out) - (len(messages) - newest_start)
         _, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
-        newest_truncated = bool(cut_events)
-    return LayerResult(tuple(out), tuple(events), newest_truncated)
+    return LayerResult(tuple(out), tuple(events), bool(cut_events))
