@@ -196,7 +196,8 @@ def facts_entries(
         )
     yield from _code_entries(facts, ref, cap, held)
     # notes: pins, other errors, findings, what an earlier summary said -----------------------
-    pins = list(dict.fromkeys((*pinned, *facts.pins, *_earlier_pins(facts))))
+    carried = [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
+    pins = list(dict.fromkeys((*pinned, *facts.pins, *carried)))
     for i, pin in enumerate(pins):
         yield Entry("notes", pin, 1, (0, i), "Pinned (verbatim)", bullet=False, min_chars=80)
     others = [e for e in facts.unresolved_errors if e is not last][-4:]
@@ -407,10 +408,6 @@ def _earlier_refs(facts: Facts) -> list[str]:
         return []
     text = "\n".join(facts.earlier.get(n) for n in SECTIONS)
     return list(dict.fromkeys(REF_RE.findall(text)))
-
-
-def _earlier_pins(facts: Facts) -> list[str]:
-    return [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
 
 
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
