@@ -76,15 +76,6 @@ def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int])
     return cum
 
 
-def drops_needed(cum: Sequence[int], total: int, trigger: int) -> int:
-    """The fewest leading units to drop so that ``total - cum[k] <= trigger`` (all of them when
-    even that is not enough)."""
-    excess = total - trigger
-    if excess <= 0:
-        return 0
-    return min(bisect_left(cum, excess), len(cum) - 1)
-
-
 def drop_event(messages: Sequence[Message], start: int, end: int, tokens: int) -> Event:
     """The ``dropped`` event of the unit ``messages[start:end]``."""
     names = dict.fromkeys(
@@ -507,7 +498,8 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     index = index_of(messages, keep_results=0, keep_thinking=0)
     units = index.droppable()
     cum = cumulative(index, units, prefix)
-    k = drops_needed(cum, total, trigger)
+    # the fewest leading units whose drop brings the request to the trigger (all: not enough)
+    k = min(bisect_left(cum, total - trigger), len(cum) - 1)
     total -= cum[k]
     events = list(repaired)
     for u in units[:k]:
