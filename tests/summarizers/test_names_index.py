@@ -384,14 +384,22 @@ def test_a_file_the_index_lists_is_written_once_by_its_longest_path(
         assert any(q == p or q.endswith("/" + p) for q in listed), p
 
 
-def test_a_real_sessions_indexes_write_each_file_once() -> None:
-    """A real Claude Code session (absolute and relative paths mixed) compacted at 16k: no
-    path of a summary's names index ends another of its paths, and the index is written in
-    the order a later summary reads back as its ranking."""
-    recording = ROOT / "tests" / "data" / "recordings" / "claude-code" / "python-to-rust-port.jsonl"
-    if not recording.is_file():
-        pytest.skip("the Claude Code recording is not in this checkout")
-    msgs = list(load_recording(recording).messages)
+@pytest.mark.parametrize(
+    "recording",
+    [
+        "claude-code/python-to-rust-port.jsonl",
+        "mini-swe-agent/deepseek_chat_dev_rerun__marshmallow-code__marshmallow-1343.traj.json",
+        "mini-swe-agent/deepseek_chat_test_1-100__django__django-12470.traj.json",
+    ],
+)
+def test_a_real_sessions_indexes_write_each_file_once(recording: str) -> None:
+    """Real sessions that name a file both as ``/testbed/src/x.py`` or ``./src/x.py`` and as
+    ``src/x.py``, compacted at 16k: no path of a summary's names index ends another of its
+    paths (the index writes the file once, by its longest path)."""
+    path = ROOT / "tests" / "data" / "recordings" / recording
+    if not path.is_file():
+        pytest.skip(f"{recording} is not in this checkout")
+    msgs = list(load_recording(path).messages)
     warden = Warden()
     seen = 0
     for k, m in enumerate(msgs):
@@ -404,6 +412,6 @@ def test_a_real_sessions_indexes_write_each_file_once() -> None:
             index = earlier_index(parse_summary(edit.summary, strict=False))
             listed = [p for p, _ in index if p is not None]
             assert listed, "a compaction of a coding session lists the files in play"
-            assert not set(listed) & tails(listed)
+            assert not set(listed) & tails(listed), (k, set(listed) & tails(listed))
             seen += 1
     assert seen > 0

@@ -397,7 +397,8 @@ def _code_entries(
             recency=-line.rank,
             min_chars=40 if line.path is None else len(line.path) + 8,
         )
-    rest = [p for p in facts.read_files if p not in listed and p not in held]
+    within = listed | held | tails(listed)  # a file the index writes by a longer path
+    rest = [p for p in facts.read_files if p not in within]
     for i, path in enumerate(rest):
         yield Entry("current_state", path, 8, (5, i), group, recency=-len(lines) - i)
 
