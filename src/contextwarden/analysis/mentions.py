@@ -180,6 +180,8 @@ def names_of(text: str) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
     structures that name files: ``grep`` hits, frames, test ids)."""
+    if "_" not in text and text == text.lower():  # no underscore and no hump: no name
+        return ()
     return tuple(w for w in dict.fromkeys(_WORD.findall(_unescaped(text))) if is_code_name(w))
 
 
