@@ -40,10 +40,6 @@ from .context.cuts import window_cut
 from .context.guard import final_guard, run_layers
 from .context.hook import HookCaller
 from .context.result import CompactionHook, TransformResult
-from .formats._prefix import ImagedList, PrefixCodec
-from .formats.anthropic import compaction_block_at
-from .formats.cache_control import add_cache_breakpoints
-from .formats.responses import compaction_item_at, compaction_trigger, from_responses, to_responses
 from .layers.base import LayerContext, require_messages
 from .layers.window import ensure_within
 
@@ -55,6 +51,7 @@ if TYPE_CHECKING:
     from ._models import ModelRegistry
     from ._policy import CacheRates
     from ._tokens import TokenCounter
+    from .formats._prefix import PrefixCodec
     from .layers.base import Layer
     from .store.logs import LogStore
 
@@ -115,7 +112,16 @@ class Warden:
                 max_state_bytes,
             )
         )
-        self._codec = codec if codec is not None else PrefixCodec()
+        self._given_codec = codec
+
+    @property
+    def _codec(self) -> PrefixCodec:
+        # made on first use: a warden that only takes Message objects never imports the formats
+        if self._given_codec is None:
+            from .formats._prefix import PrefixCodec
+
+            self._given_codec = PrefixCodec()
+        return self._given_codec
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
     def counter_for(self, model: str | None = None) -> TokenCounter:
@@ -154,7 +160,7 @@ class Warden:
         summaries = getattr(getattr(self.compactor, "cache", None), "kept_bytes", 0)
         return (
             self._table.kept_bytes()
-            + self._codec.kept_bytes
+            + (self._given_codec.kept_bytes if self._given_codec is not None else 0)
             + self._resolve.cache_bytes()
             + (summaries if isinstance(summaries, int) else 0)
         )
@@ -163,7 +169,8 @@ class Warden:
         """Drop ``conversation``'s state from memory (its stored log, if any, stays), and the
         messages the codec keeps of the requests read (read again when needed)."""
         self._table.forget(conversation)
-        self._codec.clear()
+        if self._given_codec is not None:
+            self._given_codec.clear()
 
     # -- the call ----------------------------------------------------------------------------
     def transform(
@@ -385,6 +392,8 @@ class Warden:
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result);
         ``options`` as :meth:`transform` takes them."""
+        from .formats._prefix import ImagedList
+
         result = self.transform(self._codec.from_openai(messages), **options)
         shared = type(messages) is ImagedList  # the proxy's reader only serialises: no copies
         return self._codec.to_openai(result.messages, shared=shared), result
@@ -402,6 +411,10 @@ class Warden:
         stable prefix and on the newest message (at most 4 in all, the client's own kept). The
         messages before the last server ``compaction`` block go back as they came, neither
         counted nor reduced: the provider reads the history from that block on."""
+        from .formats._prefix import ImagedList
+        from .formats.anthropic import compaction_block_at
+        from .formats.cache_control import add_cache_breakpoints
+
         shared = type(messages) is ImagedList  # see transform_openai
         at = compaction_block_at(messages) or 0
         read = self._codec.from_anthropic(messages[at:] if at else messages, system=system)
@@ -428,6 +441,13 @@ class Warden:
         The items before the last ``compaction`` item go back as they came, neither counted nor
         reduced (the item carries them); a trailing ``compaction_trigger`` stays last, and the
         call makes no compaction of its own (the provider is asked to make one)."""
+        from .formats.responses import (
+            compaction_item_at,
+            compaction_trigger,
+            from_responses,
+            to_responses,
+        )
+
         at = compaction_item_at(items) or 0
         trigger = items[-1:] if compaction_trigger(items) else []
         read = from_responses(items[at : len(items) - len(trigger)], instructions=instructions)

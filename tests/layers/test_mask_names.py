@@ -3,8 +3,11 @@ and code names the agent may need again, ranked and bounded, without what the re
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from contextwarden._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, NAMES_LINE_RE
-from contextwarden.analysis.mentions import code_mentions
+from contextwarden.analysis.mentions import code_mentions, defined_names, words_of
 from contextwarden.layers.config import MaskConfig
 from contextwarden.layers.mask import NAMES_PER_CHARS, mask_text, omitted_names
 from contextwarden.testing import ConversationBuilder
@@ -87,3 +90,42 @@ def test_a_summary_reads_the_names_line_as_the_results_best_names() -> None:
     # a name the line carries counts like a definition the result showed
     assert by_name["load_config"].score >= by_name["ConfigLoader"].score
     assert "src/config.py" in by_name["resolve_path"].files
+
+
+_LINE = st.lists(
+    st.sampled_from(
+        [
+            "def load_config(path):",
+            "class ConfigLoader:",
+            "src/app/models.py:12: raw_text = 1",
+            "see docs/guide.md and load_config",
+            "parsed_value parsed_value",
+            "parseArgs(raw_text)",
+            "load_config_file",
+            "\\tFilePath",
+            "plain words only",
+        ]
+    ),
+    max_size=8,
+).map("\n".join)
+
+
+@given(
+    _LINE,
+    _LINE,
+    st.sets(st.sampled_from(["load_config", "parseArgs", "ConfigLoader"])),
+    st.integers(0, 8),
+)
+def test_the_names_are_the_best_ranked_not_kept_nor_held(
+    omitted: str, kept: str, held: set[str], limit: int
+) -> None:
+    # the documented ranking, read eagerly: definitions, paths, then names most frequent first
+    paths, names = words_of(omitted)
+    ranked = [
+        *defined_names(omitted),
+        *paths,
+        *sorted(names, key=lambda n: -omitted.count(n)),
+    ]
+    kept_words = set().union(*words_of(kept))
+    want = [n for n in dict.fromkeys(ranked) if n not in kept_words and n not in held]
+    assert omitted_names(omitted, kept, held, limit) == tuple(want[:limit])

@@ -18,7 +18,7 @@ Pure and deterministic: the same messages give the same value; nothing is modifi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "is_code_name",
     "names_of",
     "path_like",
+    "paths_of",
     "words_of",
 ]
 
@@ -145,12 +146,16 @@ def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats; an escape written in
     the text (``\\n``, ``\\t``) separates words."""
     text = _unescaped(text)
+    return paths_of(text), names_of(text)
+
+
+def paths_of(text: str) -> tuple[str, ...]:
+    """The file paths (:func:`path_like`) written in ``text``, in order, without repeats (the
+    path half of :func:`words_of`)."""
     if "." not in text and "/" not in text:  # what every path run holds
-        return (), names_of(text)
-    found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
-    paths = dict.fromkeys(p.rstrip(".,:;") for p in found)
-    clean = tuple(p for p in paths if path_like(p))
-    return clean, names_of(text)
+        return ()
+    found = dict.fromkeys(p.rstrip(".,:;") for p in _path_runs(text))
+    return tuple(p for p in found if path_like(p))
 
 
 def defined_names(text: str) -> tuple[str, ...]:
@@ -163,16 +168,21 @@ def _dirs_of(text: str) -> tuple[str, ...]:
     """The folder paths (:func:`dir_like`) written in ``text``, without repeats."""
     if "/" not in text:  # what every folder path holds
         return ()
-    text = _unescaped(text)
-    found = (p for run in _PATH_RUN.findall(text) for p in _PATH.findall(run))
-    return tuple(dict.fromkeys(d for p in found if dir_like(d := p.rstrip(".,:;/"))))
+    return tuple(dict.fromkeys(d for p in _path_runs(text) if dir_like(d := p.rstrip(".,:;/"))))
+
+
+def _path_runs(text: str) -> Iterator[str]:
+    """Every path-shaped string in ``text`` (unescaped), in order, repeats included."""
+    return (p for run in _PATH_RUN.findall(_unescaped(text)) for p in _PATH.findall(run))
 
 
 def names_of(text: str) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
     structures that name files: ``grep`` hits, frames, test ids)."""
-    return tuple(dict.fromkeys(w for w in _WORD.findall(_unescaped(text)) if is_code_name(w)))
+    if "_" not in text and text == text.lower():  # no underscore and no hump: no name
+        return ()
+    return tuple(w for w in dict.fromkeys(_WORD.findall(_unescaped(text))) if is_code_name(w))
 
 
 @dataclass(frozen=True)

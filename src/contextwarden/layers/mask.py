@@ -20,7 +20,7 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
@@ -34,7 +34,7 @@ from ..analysis.actions import (
     superseded_results,
     tool_actions,
 )
-from ..analysis.mentions import defined_names, words_of
+from ..analysis.mentions import defined_names, names_of, paths_of, words_of
 from .base import (
     Applied,
     LayerContext,
@@ -90,28 +90,31 @@ def omitted_names(
     (what the request holds anyway, such as the call's own arguments) are left out."""
     if limit <= 0 or not omitted:
         return ()
-
-    paths, names = words_of(omitted)
-    skip: set[str] = set()
-    if kept:
-        kept_paths, kept_names = words_of(kept)
-        skip.update(kept_paths, kept_names)
-    counts: dict[str, int] = {}
-    for n in names:
-        counts[n] = omitted.count(n)
-    ranked = [
-        *defined_names(omitted),
-        *paths,
-        *sorted(names, key=lambda n: -counts[n]),  # stable: first seen first among equals
-    ]
     out: list[str] = []
-    for n in ranked:
-        if n in skip or n in held or n in out:
+    kept_words: set[str] | None = None
+    for n in _ranked(omitted):
+        if n in out or n in held:
             continue
+        if kept and n in kept:  # a word of ``kept`` is written in it
+            if kept_words is None:
+                kept_paths, kept_names = words_of(kept)
+                kept_words = {*kept_paths, *kept_names}
+            if n in kept_words:
+                continue
         out.append(n)
         if len(out) >= limit:
             break
     return tuple(out)
+
+
+def _ranked(omitted: str) -> Iterator[str]:
+    """:func:`omitted_names`' candidates, best first, each kind read only when the ones before
+    it did not fill the line: definitions, paths, then code names, most frequent first."""
+    yield from defined_names(omitted)
+    yield from paths_of(omitted)
+    names = names_of(omitted)
+    counts = {n: omitted.count(n) for n in names}
+    yield from sorted(names, key=lambda n: -counts[n])  # stable: first seen first among equals
 
 
 def mask_text(
