@@ -9,7 +9,9 @@ model) and keeps the conversation's edit log (every call's ``result.edits``). A 
 missing from the request is put down to the newest message before the last ten that held it:
 
 * ``compacted``: the message is in a compaction's removed span, and the summary in the request
-  does not list the name (``compacted, summary cut``: a window cut later took the summary too);
+  does not list the name (``compacted, summary cut``: a window cut later took the summary too;
+  ``compacted, dropped later``: an earlier summary of the run listed it, and a later one, which
+  absorbed that summary, let it go);
 * ``cut``: a window cut removed the message with no summary;
 * ``masked``: a tool result shrunk by a mask whose stub does not list the name;
 * ``thinking``: the name was in reasoning that a strip removed;
@@ -137,6 +139,7 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         if not miss:
             continue
         fate = _fates(edits, k)
+        summaries = [e.summary for e in edits if e.kind == "compaction" and e.summary]
         for r in miss:
             at = next(i for i in range(k - 1, -1, -1) if r in m.blob([ctx[i]]))
             why = fate.get(at, "other")
@@ -152,6 +155,8 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
                 )
             if why == "other" and ctx[at]["role"] == "tool":
                 why = "truncated"
+            if why == "compacted" and any(r in text for text in summaries):
+                why = "compacted, dropped later"
             causes[why] += 1
             if len(examples) < 400:
                 examples.append(

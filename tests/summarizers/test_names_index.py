@@ -19,7 +19,7 @@ from contextwarden.analysis.mentions import code_mentions, names_of
 from contextwarden.analysis.sections import SummarySections, parse_summary
 from contextwarden.layers.mask import UNMASKED
 from contextwarden.summarizers import ExtractiveSummarizer, SummaryRequest, check_summary
-from contextwarden.summarizers._index import earlier_index, names_index, tails
+from contextwarden.summarizers._index import IndexLine, density, earlier_index, names_index, tails
 from contextwarden.testing import ConversationBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -304,3 +304,114 @@ def _listed(summary: str, heading: str) -> list[str]:
         elif under and line.startswith("- ") and " " not in line[2:]:
             out.append(line[2:])
     return out
+
+
+_IDENT = st.from_regex(r"[a-z]{2,9}_[a-z]{2,12}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_IDENT, min_size=2, max_size=40, unique=True))
+def test_of_names_worth_the_same_the_shorter_are_admitted_first(names: list[str]) -> None:
+    # one result shows every name once, at the same place: each is worth the same to the
+    # agent, so the index, whose budget is in characters, admits the shorter ones first
+    b = ConversationBuilder().user(TASK)
+    b.bash("env | sort", "\n".join(f"{n}=on" for n in names))
+    lines = sorted(names_index(code_mentions(b.messages)), key=lambda ln: ln.rank)
+    listed = [n for line in lines for n in line.names]
+    assert sorted(listed) == sorted(names)
+    lengths = [len(n) for n in listed]
+    assert lengths == sorted(lengths)
+    assert sorted(ln.place for ln in lines) == list(range(len(lines)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=12),
+    st.lists(_IDENT, min_size=12, max_size=12, unique=True),
+)
+def test_the_index_is_written_by_worth_and_admitted_by_worth_per_character(
+    runs: list[int], names: list[str]
+) -> None:
+    # the agent typed each name a different number of times: the written order (what a later
+    # summary reads back as the ranking) follows what the name is worth, whatever its length;
+    # the admission order follows its worth per character
+    b = ConversationBuilder().user(TASK)
+    for name, count in zip(names, runs, strict=False):
+        for _ in range(count):
+            b.bash(f"python -c 'import tool; tool.{name}()'", "ok")
+    code = code_mentions(b.messages)
+    score = {m.name: m.score for m in code.names}
+    lines = names_index(code)
+    # loose names only (no file was read): one line per run of names
+    assert all(line.path is None for line in lines)
+
+    def first(line: IndexLine) -> str:
+        return line.names[0]
+
+    written = [first(ln) for ln in sorted(lines, key=lambda ln: ln.place)]
+    assert [score[n] for n in written] == sorted((score[n] for n in written), reverse=True)
+    admitted = [n for ln in sorted(lines, key=lambda ln: ln.rank) for n in ln.names]
+    worth = [density(score[n], n) for n in admitted]
+    assert worth == sorted(worth, reverse=True)
+
+
+_SEGMENT = st.sampled_from(["src", "pkg", "app", "core", "util", "repo", "work"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.lists(_SEGMENT, min_size=0, max_size=3), _SEGMENT),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_file_the_index_lists_is_written_once_by_its_longest_path(
+    spec: list[tuple[bool, list[str], str]],
+) -> None:
+    # an agent mixes a file's absolute and relative paths: the index writes the longest path,
+    # which holds every shorter one, once
+    paths = [
+        "/".join([*(["", "repo"] if absolute else []), *dirs, f"{stem}.py"])
+        for absolute, dirs, stem in spec
+    ]
+    b = ConversationBuilder().user(TASK)
+    for p in paths:
+        b.bash(f"cat {p}", "x = 1\n")
+    listed = [ln.path for ln in names_index(code_mentions(b.messages)) if ln.path is not None]
+    assert not set(listed) & tails(listed)
+    for p in paths:
+        assert any(q == p or q.endswith("/" + p) for q in listed), p
+
+
+@pytest.mark.parametrize(
+    "recording",
+    [
+        "claude-code/python-to-rust-port.jsonl",
+        "mini-swe-agent/deepseek_chat_dev_rerun__marshmallow-code__marshmallow-1343.traj.json",
+        "mini-swe-agent/deepseek_chat_test_1-100__django__django-12470.traj.json",
+    ],
+)
+def test_a_real_sessions_indexes_write_each_file_once(recording: str) -> None:
+    """Real sessions that name a file both as ``/testbed/src/x.py`` or ``./src/x.py`` and as
+    ``src/x.py``, compacted at 16k: no path of a summary's names index ends another of its
+    paths (the index writes the file once, by its longest path)."""
+    path = ROOT / "tests" / "data" / "recordings" / recording
+    if not path.is_file():
+        pytest.skip(f"{recording} is not in this checkout")
+    msgs = list(load_recording(path).messages)
+    warden = Warden()
+    seen = 0
+    for k, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        _, result = warden.transform_openai(msgs[:k], model="claude-sonnet-4-5", window=16_000)
+        for edit in result.edits:
+            if not isinstance(edit, Compaction) or not edit.summary:
+                continue
+            index = earlier_index(parse_summary(edit.summary, strict=False))
+            listed = [p for p, _ in index if p is not None]
+            assert listed, "a compaction of a coding session lists the files in play"
+            assert not set(listed) & tails(listed), (k, set(listed) & tails(listed))
+            seen += 1
+    assert seen > 0

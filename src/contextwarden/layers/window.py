@@ -76,15 +76,6 @@ def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int])
     return cum
 
 
-def drops_needed(cum: Sequence[int], total: int, trigger: int) -> int:
-    """The fewest leading units to drop so that ``total - cum[k] <= trigger`` (all of them when
-    even that is not enough)."""
-    excess = total - trigger
-    if excess <= 0:
-        return 0
-    return min(bisect_left(cum, excess), len(cum) - 1)
-
-
 def drop_event(messages: Sequence[Message], start: int, end: int, tokens: int) -> Event:
     """The ``dropped`` event of the unit ``messages[start:end]``."""
     names = dict.fromkeys(
@@ -507,76 +498,35 @@ def sliding_window(messages: Sequence[Message], ctx: LayerContext) -> LayerResul
     index = index_of(messages, keep_results=0, keep_thinking=0)
     units = index.droppable()
     cum = cumulative(index, units, prefix)
-    k = drops_needed(cum, total, trigger)
-    result, _ = finish_window(messages, index, units[:k], prefix, total - cum[k], ctx, log=True)
-    if repaired:
-        return LayerResult(result.messages, repaired + result.events, result.newest_truncated)
-    return result
-
-
-def finish_window(
-    messages: Sequence[Message],
-    index: HistoryIndex,
-    dropped: Sequence[int],
-    prefix: Sequence[int],
-    total: int,
-    ctx: LayerContext,
-    *,
-    log: bool,
-    drop_events: Sequence[Event] | None = None,
-    log_warning: bool | None = None,
-    newest_start: int | None = None,
-) -> tuple[LayerResult, int]:
-    """Assemble the output once the units to drop are chosen (``dropped`` must be the first
-    ``k`` of :meth:`HistoryIndex.droppable`): everything but them, then :func:`cut_newest` when still
-    over. ``total`` is the request's tokens after the drops. ``drop_events`` may carry ready-made
-    events for the dropped units (the warden caches them); otherwise they are made, and logged if
-    ``log``. ``newest_start`` overrides where the newest unit starts (when ``messages`` is the
-    indexed history less its last unit). Returns the result and the request's final tokens."""
-    assert ctx.budget is not None
-    events: list[Event] = []
-    if drop_events is not None:
-        events.extend(drop_events)
-    else:
-        for u in dropped:
-            start, end = index.unit_span(u)
-            e = drop_event(messages, start, end, prefix[end] - prefix[start])
-            if log:
-                emit(events, e)
-            else:
-                events.append(e)
-    if dropped:
+    # the fewest leading units whose drop brings the request to the trigger (all: not enough)
+    k = min(bisect_left(cum, total - trigger), len(cum) - 1)
+    total -= cum[k]
+    events = list(repaired)
+    for u in units[:k]:
+        start, end = index.unit_span(u)
+        emit(events, drop_event(messages, start, end, prefix[end] - prefix[start]))
+    out = list(messages)
+    if k:
         # the first k droppable units are gone, so before the last of them only kept units remain
-        last = dropped[-1]
+        last = units[k - 1]
         cut_at = index.unit_span(last)[1]
-        out: list[Message] = []
+        out = []
         for u in compress(range(last), index.unit_keep):  # the kept units before the cut
             start, end = index.unit_span(u)
             out.extend(messages[start:end])
         out.extend(messages[cut_at:])
-        recent = ctx.config.window.keep_recent_messages
+        recent = cfg.keep_recent_messages
         if cut_at > len(messages) - recent:
-            warning = Event(
-                "warning",
-                LAYER,
-                cut_at,
-                detail=f"dropped into the {recent} most recent messages the window prefers to "
-                "keep; consider compaction or a larger window",
+            detail = (
+                f"dropped into the {recent} most recent messages the window prefers to keep; "
+                "consider compaction or a larger window"
             )
-            if log if log_warning is None else log_warning:
-                emit(events, warning)
-            else:
-                events.append(warning)
-    else:
-        out = list(messages)
-    newest_truncated = False
-    trigger = ctx.budget.trigger
+            emit(events, Event("warning", LAYER, cut_at, detail=detail))
+    cut_events: list[Event] = []
     if total > trigger:
         # everything droppable is gone: cut the newest unit (it is never dropped)
-        if newest_start is None:
-            newest_start = index.unit_starts[-1] if index.unit_starts else 0
+        newest_start = index.unit_starts[-1] if index.unit_starts else 0
         newest_at = len(out) - (len(messages) - newest_start)
-        total, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
+        _, cut_events = cut_newest(out, newest_at, ctx, total, trigger)
         events.extend(cut_events)
-        newest_truncated = bool(cut_events)
-    return LayerResult(tuple(out), tuple(events), newest_truncated), total
+    return LayerResult(tuple(out), tuple(events), bool(cut_events))

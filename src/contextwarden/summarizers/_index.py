@@ -14,8 +14,10 @@ gone until the agent searches again). Pure and deterministic.
   (the agent is back in that file).
 
 Names the request holds beside the summary (``held``) are left out, and so is a file whose
-path is the tail of one the summary or the request already writes (:func:`tails`). Each file
-comes with the names seen in it.
+path is the tail of one the summary or the request already writes (:func:`tails`); a path that
+ends a longer candidate is folded into it. Each file comes with the names seen in it. Lines are
+admitted by worth per character (:func:`density`: the summary's budget is in characters) and
+written by worth, the order a later summary reads back.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ TOUCHED = 2.0
 NAMES_PER_PATH = 8
 #: The loose names (not tied to a listed file) are written this many a line.
 NAMES_PER_LINE = 12
+#: What the index spends on a name beside its own characters: the ", " that separates it.
+SEPARATOR = 2
 
 _NOTE = re.compile(r"^(?P<path>\S+?)(?: \((?P<note>[a-z]+)\))?$")
 
@@ -54,12 +58,16 @@ _NOTE = re.compile(r"^(?P<path>\S+?)(?: \((?P<note>[a-z]+)\))?$")
 class IndexLine:
     """One line of the index: a file (``path``, with ``note``, its change, when it was
     written) and the names seen in it, or (``path`` None) a run of other names. ``rank`` is
-    the line's place in the ranking (0 first): the summary admits lines best first."""
+    the line's place in the ranking by worth per character (0 first): the summary admits
+    lines in that order. ``place`` is where the line is written (0 first): by worth alone, so
+    that the order a later summary reads back (:data:`CARRY_TOP`) is the ranking of what the
+    agent relied on, whatever the lengths of the names."""
 
     path: str | None
     names: tuple[str, ...]
     rank: int
     note: str | None = None
+    place: int = 0
 
     @property
     def text(self) -> str:
@@ -148,9 +156,22 @@ class _Ranked:
                 seen.remove(f)
             seen.append(f)
 
+    def value(self, name: str) -> float:
+        """What writing ``name`` is worth per character it costs (:func:`density`)."""
+        return density(self.score[name], name)
+
     def best(self) -> list[str]:
-        """Best first; a tie keeps the order names came in (the span's own ranking first)."""
-        return sorted(self.score, key=lambda n: -self.score[n])
+        """Best value per character first; a tie keeps the order names came in (the span's
+        own ranking first)."""
+        return sorted(self.score, key=lambda n: -self.value(n))
+
+
+def density(score: float, name: str) -> float:
+    """``score`` per character the index spends on ``name`` (its text and the ", " after it).
+    The index has a budget in characters, so it holds the most expected uses when it admits
+    names by their worth per character: one long path costs as much room as five short names,
+    and the agent is about as likely to type again each of the five."""
+    return score / (len(name) + SEPARATOR)
 
 
 def names_index(
@@ -181,7 +202,30 @@ def names_index(
         boost = TOUCHED if path in touched else 1.0
         for n in ns:
             names.add(n, boost * next(ramp), (path,) if path else ())
+    _fold_tails(paths, names)
     return _lines(paths, names, status, held, max_paths, max_names)
+
+
+def _fold_tails(paths: _Ranked, names: _Ranked) -> None:
+    """Each path that ends a longer candidate (``src/app.py`` beside ``/repo/src/app.py``)
+    folded into it: one file, written once by its longest path, which holds the shorter one;
+    its score and the names seen in it go to that path (the best scored, when several end
+    with it). Shortest first, so a chain of tails ends in the longest path."""
+    longer: dict[str, list[str]] = {}
+    for q in paths.score:
+        for t in tails([q]):
+            longer.setdefault(t, []).append(q)
+    into: dict[str, str] = {}
+    for p in sorted(paths.score, key=len):
+        if p not in longer:
+            continue
+        q = max(longer[p], key=lambda x: paths.score[x])  # first of the best on a tie
+        paths.score[q] += paths.score.pop(p)
+        into[p] = q
+    for seen in names.files.values() if into else ():
+        for i, f in enumerate(seen):
+            while f in into:
+                seen[i] = f = into[f]
 
 
 def _lines(
@@ -203,22 +247,23 @@ def _lines(
     shown: set[str] = set()
     # paths the summary's file list or the request writes whole: their tails need no line
     written = held | tails([*held, *(p for p, how in status.items() if how != "read")])
-    scored: list[tuple[float, int, str | None, tuple[str, ...], str | None]] = []
+    found: list[tuple[float, float, str | None, tuple[str, ...], str | None]] = []
     for path in paths.best():
-        if len(scored) >= max_paths:
+        if len(found) >= max_paths:
             break
         ns = [n for n in by_file.get(path, ()) if n not in shown][:NAMES_PER_PATH]
         note = status.get(path)
         note = note if note not in (None, "read") else None
         if path in written and not ns:
             continue  # written already, and there is nothing to add to it
-        written |= tails([path])
         shown.update(ns)
+        value = max([paths.value(path), *(names.value(n) for n in ns)])
         score = max([paths.score[path], *(names.score[n] for n in ns)])
-        scored.append((score, len(scored), path, tuple(ns), note))
+        found.append((value, score, path, tuple(ns), note))
     loose = [n for n in wanted if n not in shown]
     for start in range(0, len(loose), NAMES_PER_LINE):
         chunk = tuple(loose[start : start + NAMES_PER_LINE])
-        scored.append((names.score[chunk[0]], len(scored), None, chunk, None))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [IndexLine(path, ns, rank, note) for rank, (_, _, path, ns, note) in enumerate(scored)]
+        found.append((names.value(chunk[0]), names.score[chunk[0]], None, chunk, None))
+    place = {i: at for at, i in enumerate(sorted(range(len(found)), key=lambda i: -found[i][1]))}
+    ranked = sorted(range(len(found)), key=lambda i: -found[i][0])  # stable: ties keep order
+    return [IndexLine(*found[i][2:4], rank, found[i][4], place[i]) for rank, i in enumerate(ranked)]

@@ -196,7 +196,8 @@ def facts_entries(
         )
     yield from _code_entries(facts, ref, cap, held)
     # notes: pins, other errors, findings, what an earlier summary said -----------------------
-    pins = list(dict.fromkeys((*pinned, *facts.pins, *_earlier_pins(facts))))
+    carried = [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
+    pins = list(dict.fromkeys((*pinned, *facts.pins, *carried)))
     for i, pin in enumerate(pins):
         yield Entry("notes", pin, 1, (0, i), "Pinned (verbatim)", bullet=False, min_chars=80)
     others = [e for e in facts.unresolved_errors if e is not last][-4:]
@@ -391,12 +392,13 @@ def _code_entries(
             "current_state",
             text,
             4 if used <= cap * INDEX_SHARE else 7,
-            (4, line.rank),
+            (4, line.place),
             group,
             recency=-line.rank,
             min_chars=40 if line.path is None else len(line.path) + 8,
         )
-    rest = [p for p in facts.read_files if p not in listed and p not in held]
+    within = listed | held | tails(listed)  # a file the index writes by a longer path
+    rest = [p for p in facts.read_files if p not in within]
     for i, path in enumerate(rest):
         yield Entry("current_state", path, 8, (5, i), group, recency=-len(lines) - i)
 
@@ -407,10 +409,6 @@ def _earlier_refs(facts: Facts) -> list[str]:
         return []
     text = "\n".join(facts.earlier.get(n) for n in SECTIONS)
     return list(dict.fromkeys(REF_RE.findall(text)))
-
-
-def _earlier_pins(facts: Facts) -> list[str]:
-    return [ln.strip() for _, h, ln in earlier_lines(facts.earlier) if h == "Pinned (verbatim)"]
 
 
 def _earlier_entries(earlier: SummarySections | None) -> Iterator[Entry]:
