@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from summarizer_loaders import final_diff_files, load_messages
 
 from contextwarden import Message, SummarizerError
+from contextwarden.analysis.facts import walk_facts
 from contextwarden.summarizers import (
     ExtractiveSummarizer,
     Summarizer,
@@ -214,6 +215,19 @@ def test_passes_its_own_checks_when_room_allows(steps: list[tuple[object, ...]])
         return
     summary = ExtractiveSummarizer().summarize(request)
     assert check_summary(summary, request, facts) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_steps)
+def test_a_walk_without_command_records_finds_the_same_files_and_errors(
+    steps: list[tuple[object, ...]],
+) -> None:
+    msgs = _build(steps)
+    full, lean = walk_facts(msgs), walk_facts(msgs, commands=False)
+    assert lean.commands == ()
+    assert lean.files == full.files and lean.errors == full.errors
+    assert lean.changed_files == full.changed_files
+    assert (len(full.commands) > 0) == any(s[0] in ("bash", "edit") for s in steps)
 
 
 # -- real trajectories --------------------------------------------------------------------------

@@ -219,9 +219,10 @@ _TEXT_COMMAND = re.compile(r"```(?:bash|sh|shell)\s*\n(.*?)```", re.DOTALL)
 
 
 class _Walker:
-    def __init__(self, task: str | None, memo: Memo) -> None:
+    def __init__(self, task: str | None, memo: Memo, commands: bool = True) -> None:
         self.task = task
         self.memo = memo
+        self.keep_commands = commands
         self.commands: list[CommandRun] = []
         self.files: list[FileTouch] = []
         self.errors: list[ErrorSeen] = []
@@ -516,6 +517,8 @@ class _Walker:
         ok: bool | None,
         read_only: bool,
     ) -> None:
+        if not self.keep_commands:
+            return
         text = clip(" ".join(command.split()), COMMAND_CHARS)
         self.commands.append(CommandRun(text, key, tool, index, code, ok, read_only))
 
@@ -632,13 +635,16 @@ def walk_facts(
     task: str | None = None,
     previous_summary: str | None = None,
     memo: Memo | None = None,
+    commands: bool = True,
 ) -> Facts:
     """:func:`extract_facts` without :attr:`Facts.code` and :attr:`Facts.working` (left
-    empty): the commands, files, errors, plan, pins and memories, in one walk."""
+    empty): the commands, files, errors, plan, pins and memories, in one walk. Without
+    ``commands``, :attr:`Facts.commands` is left empty too (a caller reading only files and
+    errors spares a record per command)."""
     # the user's own words: a task given as the first user message's text may still carry the
     # client's injected blocks (environment context, system reminders)
     own = strip_injected(task) if task else ""
-    walker = _Walker(own or None, memo if memo is not None else Memo())
+    walker = _Walker(own or None, memo if memo is not None else Memo(), commands)
     if previous_summary:
         walker.merge_earlier(previous_summary, -1)
     for i, msg in enumerate(messages):

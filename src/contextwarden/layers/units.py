@@ -87,6 +87,12 @@ class HistoryIndex:
         stop = len(messages) if stop is None else stop
         call_names, call_at, result_at = self.call_names, self.call_at, self.result_at
         starts, keep, fixed, thinking = self.unit_starts, self.unit_keep, self._fixed, self.thinking
+        # bound once: the loop runs over every message of a history (100,000 in one request)
+        add_name, add_result, add_block = (
+            self.names.append,
+            self.results.append,
+            self.result_blocks.append,
+        )
         for i in range(start, stop):
             m = messages[i]
             role = m.role
@@ -94,9 +100,9 @@ class HistoryIndex:
             names: tuple[str, ...] = ()
             if results:
                 names = tuple([call_names.get(b.tool_call_id, "") for b in results])
-                self.results.append(i)
+                add_result(i)
                 for k, r in enumerate(results):
-                    self.result_blocks.append((i, k))
+                    add_block((i, k))
                     result_at[r.tool_call_id] = i
             if role == "tool" and starts:
                 owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
@@ -123,7 +129,7 @@ class HistoryIndex:
                         self.last_user = i
             if role == "system" or m.is_pinned:
                 keep[-1] = fixed[-1] = True
-            self.names.append(names)
+            add_name(names)
         self.n = stop
         if self.task is None or self.n <= self.task + LOOKAHEAD + 1:
             # the task is settled once a few messages follow it (a client's example run ends)

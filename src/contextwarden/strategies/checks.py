@@ -34,7 +34,7 @@ def must_keep(messages: Sequence[Message], *, memo: Memo | None = None) -> tuple
     spelled out in ``messages`` themselves (whitespace collapsed). The facts are read from what
     the agent saw (a masked result's original, which summaries are written from too), so the
     lines a mask kept or wrote are not taken for an error. ``memo``: the compactor's."""
-    facts = walk_facts([m.hints.get(UNMASKED, m) for m in messages], memo=memo)
+    facts = walk_facts([m.hints.get(UNMASKED, m) for m in messages], memo=memo, commands=False)
     wanted = list(facts.changed_files)
     error = facts.last_unresolved_error
     if error is not None:
