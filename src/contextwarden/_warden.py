@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import contextwarden.context as context
+import contextwarden.formats as formats
 
 from ._events import logger
 from ._hooks import takes_keyword
@@ -112,15 +113,13 @@ class Warden:
                 max_state_bytes,
             )
         )
+        # made at the first provider-dict call: the formats cost a fifth of the import
         self._given_codec = codec
 
     @property
     def _codec(self) -> PrefixCodec:
-        # made on first use: a warden that only takes Message objects never imports the formats
         if self._given_codec is None:
-            from .formats._prefix import PrefixCodec
-
-            self._given_codec = PrefixCodec()
+            self._given_codec = formats.PrefixCodec()
         return self._given_codec
 
     # -- resolution (see contextwarden._resolve) ---------------------------------------------
@@ -392,10 +391,10 @@ class Warden:
     ) -> tuple[list[dict[str, Any]], TransformResult]:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result);
         ``options`` as :meth:`transform` takes them."""
-        from .formats._prefix import ImagedList
-
         result = self.transform(self._codec.from_openai(messages), **options)
-        shared = type(messages) is ImagedList  # the proxy's reader only serialises: no copies
+        shared = (
+            type(messages) is formats.ImagedList
+        )  # the proxy's reader only serialises: no copies
         return self._codec.to_openai(result.messages, shared=shared), result
 
     def transform_anthropic(
@@ -411,18 +410,14 @@ class Warden:
         stable prefix and on the newest message (at most 4 in all, the client's own kept). The
         messages before the last server ``compaction`` block go back as they came, neither
         counted nor reduced: the provider reads the history from that block on."""
-        from .formats._prefix import ImagedList
-        from .formats.anthropic import compaction_block_at
-        from .formats.cache_control import add_cache_breakpoints
-
-        shared = type(messages) is ImagedList  # see transform_openai
-        at = compaction_block_at(messages) or 0
+        shared = type(messages) is formats.ImagedList  # see transform_openai
+        at = formats.compaction_block_at(messages) or 0
         read = self._codec.from_anthropic(messages[at:] if at else messages, system=system)
         result = self.transform(read, **options)
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
             tools = options.get("tools")
-            system_out, out, _ = add_cache_breakpoints(
+            system_out, out, _ = formats.add_cache_breakpoints(
                 system_out,
                 out,
                 tools=list(tools) if tools else None,
@@ -441,18 +436,13 @@ class Warden:
         The items before the last ``compaction`` item go back as they came, neither counted nor
         reduced (the item carries them); a trailing ``compaction_trigger`` stays last, and the
         call makes no compaction of its own (the provider is asked to make one)."""
-        from .formats.responses import (
-            compaction_item_at,
-            compaction_trigger,
-            from_responses,
-            to_responses,
+        at = formats.compaction_item_at(items) or 0
+        trigger = items[-1:] if formats.compaction_trigger(items) else []
+        read = formats.from_responses(
+            items[at : len(items) - len(trigger)], instructions=instructions
         )
-
-        at = compaction_item_at(items) or 0
-        trigger = items[-1:] if compaction_trigger(items) else []
-        read = from_responses(items[at : len(items) - len(trigger)], instructions=instructions)
         result = self.transform(read, allow_compaction=not trigger, **options)
-        instructions_out, out = to_responses(list(result.messages))
+        instructions_out, out = formats.to_responses(list(result.messages))
         return instructions_out, [*items[:at], *out, *trigger], result
 
 

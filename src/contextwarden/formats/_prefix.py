@@ -15,9 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from .._messages import Message, held_bytes
-from . import anthropic, openai
-from .anthropic import SystemPrompt, from_anthropic, read_anthropic, read_system
-from .openai import from_openai, read_openai
+from .anthropic import (
+    AnthropicWrite,
+    SystemPrompt,
+    from_anthropic,
+    read_anthropic,
+    read_system,
+    write_anthropic,
+)
+from .anthropic import message_out as anthropic_message_out
+from .openai import from_openai, read_openai, write_openai
+from .openai import message_out as openai_message_out
 
 __all__ = ["ImagedList", "PrefixCodec", "image_digest"]
 
@@ -134,7 +142,7 @@ class PrefixCodec:
         self._openai_out = _Written(max_written_bytes // 2)
         self._anthropic_out = _Written(max_written_bytes // 2)
         #: the last Anthropic writes for callers that only read them, the newest first
-        self._writes: list[anthropic.AnthropicWrite] = []
+        self._writes: list[AnthropicWrite] = []
         #: messages reused and read since construction (for tests and benchmarks)
         self.reused = 0
         self.read = 0
@@ -189,17 +197,17 @@ class PrefixCodec:
         """:func:`~contextwarden.formats.to_openai`, each message written once: new dicts on
         every call (the caller may change them), or with ``shared=True`` the same dicts each
         time (a caller that only reads them: serialises, compares)."""
-        produce = self._openai_out.producer(openai.message_out, shared)
-        return openai.write_openai(messages, [produce(i, m) for i, m in enumerate(messages)])
+        produce = self._openai_out.producer(openai_message_out, shared)
+        return write_openai(messages, [produce(i, m) for i, m in enumerate(messages)])
 
     def to_anthropic(
         self, messages: Sequence[Message], *, shared: bool = False
     ) -> tuple[SystemPrompt, list[dict[str, Any]]]:
         """:func:`~contextwarden.formats.to_anthropic`, each message written once (see
         :meth:`to_openai` for ``shared``)."""
-        produce = self._anthropic_out.producer(anthropic.message_out, shared)
+        produce = self._anthropic_out.producer(anthropic_message_out, shared)
         if not shared:  # the caller may change what it gets: nothing of it is kept
-            return anthropic.write_anthropic(messages, produce).result()
+            return write_anthropic(messages, produce).result()
         with self._lock:
             writes = tuple(self._writes)
         last, same = None, 0
@@ -207,7 +215,7 @@ class PrefixCodec:
             k = _same(w.messages, messages)
             if k > same:
                 last, same = w, k
-        new = anthropic.write_anthropic(messages, produce, last, same)
+        new = write_anthropic(messages, produce, last, same)
         with self._lock:
             self._writes = [new, *(w for w in self._writes if w is not last)][:_BRANCHES]
         return new.result(continued=True)
