@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -270,28 +272,41 @@ def test_the_paths_a_real_session_edits_survive_its_compactions() -> None:
     """A real Claude Code session compacted at 16k: every file its removed turns wrote is in
     the summary that replaced them, and no line of the summary's file list is the tail of
     another's."""
-    recording = ROOT / "tests" / "data" / "recordings" / "claude-code" / "python-to-rust-port.jsonl"
-    if not recording.is_file():
-        pytest.skip("the Claude Code recording is not in this checkout")
-    msgs = list(load_recording(recording).messages)
-    warden = Warden()
+    msgs, compactions = _compactions_at_16k("claude-code/python-to-rust-port.jsonl")
     checked = 0
-    for k, m in enumerate(msgs):
-        if m["role"] != "assistant":
-            continue
-        _, result = warden.transform_openai(msgs[:k], model="claude-sonnet-4-5", window=16_000)
-        for edit in result.edits:
-            if not isinstance(edit, Compaction) or not edit.summary:
-                continue
-            for lo, hi in edit.removed:
-                for call in (c for x in msgs[lo:hi] for c in x.get("tool_calls") or []):
-                    if call["function"]["name"] in ("Write", "Edit"):
-                        path = json.loads(call["function"]["arguments"])["file_path"]
-                        assert path in edit.summary
-                        checked += 1
-            listed = _listed(edit.summary, "Files changed")
-            assert not set(listed) & tails(listed)
+    for _, edit in compactions:
+        for lo, hi in edit.removed:
+            for call in (c for x in msgs[lo:hi] for c in x.get("tool_calls") or []):
+                if call["function"]["name"] in ("Write", "Edit"):
+                    path = json.loads(call["function"]["arguments"])["file_path"]
+                    assert path in edit.summary
+                    checked += 1
+        listed = _listed(edit.summary, "Files changed")
+        assert not set(listed) & tails(listed)
     assert checked > 0
+
+
+def _compactions_at_16k(
+    recording: str,
+) -> tuple[list[dict[str, Any]], Iterator[tuple[int, Compaction]]]:
+    """A recording's messages, and each compaction with a summary that replaying it as an agent
+    loop at 16k makes, with the call it was made at (skips when the recording is absent)."""
+    path = ROOT / "tests" / "data" / "recordings" / recording
+    if not path.is_file():
+        pytest.skip(f"{recording} is not in this checkout")
+    msgs = list(load_recording(path).messages)
+
+    def replay() -> Iterator[tuple[int, Compaction]]:
+        warden = Warden()
+        for k, m in enumerate(msgs):
+            if m["role"] != "assistant":
+                continue
+            _, result = warden.transform_openai(msgs[:k], model="claude-sonnet-4-5", window=16_000)
+            for edit in result.edits:
+                if isinstance(edit, Compaction) and edit.summary:
+                    yield k, edit
+
+    return msgs, replay()
 
 
 def _listed(summary: str, heading: str) -> list[str]:
@@ -396,22 +411,12 @@ def test_a_real_sessions_indexes_write_each_file_once(recording: str) -> None:
     """Real sessions that name a file both as ``/testbed/src/x.py`` or ``./src/x.py`` and as
     ``src/x.py``, compacted at 16k: no path of a summary's names index ends another of its
     paths (the index writes the file once, by its longest path)."""
-    path = ROOT / "tests" / "data" / "recordings" / recording
-    if not path.is_file():
-        pytest.skip(f"{recording} is not in this checkout")
-    msgs = list(load_recording(path).messages)
-    warden = Warden()
+    _, compactions = _compactions_at_16k(recording)
     seen = 0
-    for k, m in enumerate(msgs):
-        if m["role"] != "assistant":
-            continue
-        _, result = warden.transform_openai(msgs[:k], model="claude-sonnet-4-5", window=16_000)
-        for edit in result.edits:
-            if not isinstance(edit, Compaction) or not edit.summary:
-                continue
-            index = earlier_index(parse_summary(edit.summary, strict=False))
-            listed = [p for p, _ in index if p is not None]
-            assert listed, "a compaction of a coding session lists the files in play"
-            assert not set(listed) & tails(listed), (k, set(listed) & tails(listed))
-            seen += 1
+    for k, edit in compactions:
+        index = earlier_index(parse_summary(edit.summary, strict=False))
+        listed = [p for p, _ in index if p is not None]
+        assert listed, "a compaction of a coding session lists the files in play"
+        assert not set(listed) & tails(listed), (k, set(listed) & tails(listed))
+        seen += 1
     assert seen > 0
