@@ -144,8 +144,7 @@ def _unescaped(text: str) -> str:
 
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths, code names) written in ``text``, in order, without repeats; an escape written in
-    the text (``\\n``, ``\\t``) separates words."""
-    text = _unescaped(text)
+    the text (``\\n``, ``\\t``) separates words (each half unescapes it once)."""
     return paths_of(text), names_of(text)
 
 
