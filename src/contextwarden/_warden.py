@@ -1,26 +1,17 @@
 """The Warden: a table of conversations and the calls that run them (DESIGN.md).
 
 A conversation's working context is the agent's history (never mutated) plus the log of
-:class:`~contextwarden._log.Edit` records the warden made for it; the request is a pure function
-of the two. One call of :meth:`Warden.transform`:
-
-1. splits off the request's trailing system messages (a reminder a client appends to each
-   request and takes back on the next: sent this call, not kept in the history);
-2. finds the conversation (an explicit ``conversation=`` id, else its system prompt, tool
-   definitions and the user's task) whose history the request continues, by content: where the
-   client put its ``cache_control`` breakpoints and message metadata do not count (see
-   :mod:`contextwarden.context.conversation`); a history that rewrote what an edit stands on
-   gets a log of its own, never another conversation's. With a log store the log another
-   process wrote for it is read first;
-3. appends the new messages (:mod:`.context.append`: a huge tool output cut once, when it
-   enters), and the policy (:mod:`.context.decide`) may add edits: over the trigger it must
-   (mask and strip old content, then compaction or a window cut down to the target), else a
-   mask/strip batch is made when it pays for itself or the cache has gone cold;
-4. the final guard (:mod:`.context.guard`), then the request's per-call tail goes back at the
-   end.
-
-Between edits the request for call k+1 begins with the request for call k, so a provider's
-prompt cache reads it. A warm call (no new edit) costs about the new messages.
+:class:`~contextwarden._log.Edit` records made for it; the request is a pure function of the two.
+One call of :meth:`Warden.transform`: (1) splits off the request's trailing system messages (a
+per-call reminder: sent, not kept); (2) finds the conversation whose history the request
+continues, by content (an explicit ``conversation=`` id, else system prompt, tools and task; see
+:mod:`contextwarden.context.conversation`; a history that rewrote what an edit stands on gets a log
+of its own), reading a log store's log first; (3) appends the new messages (:mod:`.context.append`)
+and lets the policy (:mod:`.context.decide`) add edits: over the trigger it must (mask and strip,
+then compaction or a window cut down to the target), else a mask/strip batch when it pays for
+itself or the cache has gone cold; (4) runs the final guard (:mod:`.context.guard`) and puts the
+per-call tail back. Between edits the request for call k+1 begins with the request for call k, so
+a provider's prompt cache reads it, and a warm call costs about the new messages.
 """
 
 from __future__ import annotations
@@ -392,9 +383,8 @@ class Warden:
         """OpenAI Chat Completions messages in, OpenAI messages out (plus the result);
         ``options`` as :meth:`transform` takes them."""
         result = self.transform(self._codec.from_openai(messages), **options)
-        shared = (
-            type(messages) is formats.ImagedList
-        )  # the proxy's reader only serialises: no copies
+        # the proxy's reader only serialises: no copies
+        shared = type(messages) is formats.ImagedList
         return self._codec.to_openai(result.messages, shared=shared), result
 
     def transform_anthropic(
