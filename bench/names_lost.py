@@ -25,6 +25,9 @@ as the name ``tEvidence``, which only the escaped text holds) and ``argument key
 occurs only as a JSON key of tool-call arguments, ``"file_path":``: a parameter of the agent's
 tool, which a real request holds in its tool definitions).
 
+``--measure edits`` does the same for the lines an edit call must reproduce
+(``measures.edit_recall``: seen more than ten messages before the call, not in the task).
+
 Also per cell: names held/wanted (and without the two artefacts) and tokens sent/raw (o200k,
 as the judges count).
 """
@@ -93,12 +96,27 @@ def _argument_key(name: str, text: str) -> bool:
     return bool(at) and all(i in keys for i in at)
 
 
-def lost(job: tuple[int, int, str]) -> dict[str, Any]:
+def _wanted(m: Any, msgs: Sequence[Msg], k: int, task: str, measure: str) -> set[str]:
+    """What call ``k`` needs from more than ten messages back: the names its action refers to,
+    or the lines its edits must reproduce."""
+    ctx = msgs[:k]
+    raw, recent = m.blob(ctx), m.blob(ctx[-m.RECENT :])
+    if measure == "edits":
+        lines = {ln for tc in msgs[k].get("tool_calls") or [] for ln in m.edit_lines(tc)}
+        early = m.blob(ctx[: max(0, k - m.RECENT)])
+        return {ln for ln in lines if ln in early and ln not in recent and ln not in task}
+    act = msgs[k].get("content") or ""
+    act = act if isinstance(act, str) else m.blob([msgs[k]])
+    act += "\n".join(c["function"]["arguments"] for c in msgs[k].get("tool_calls") or [])
+    return {r for r in m.refs(act) if r in raw and r not in task and r not in recent}
+
+
+def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
     """One (recording, window, price) cell: names held/wanted, tokens, and the lost names'
     causes (with a few examples)."""
     from contextwarden import Warden
 
-    index, window, price = job
+    index, window, price, measure = job
     rec = _recs()[index]
     msgs = list(rec.messages)
     model = PRICES[price][0]
@@ -124,16 +142,15 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         edits.extend(result.edits)
         sent_tok += m.ntok(enc, req)
         raw_tok += m.ntok(enc, ctx)
-        act = msgs[k].get("content") or ""
-        act = act if isinstance(act, str) else m.blob([msgs[k]])
-        act += "\n".join(c["function"]["arguments"] for c in msgs[k].get("tool_calls") or [])
-        raw, recent = m.blob(ctx), m.blob(ctx[-m.RECENT :])
-        want = {r for r in m.refs(act) if r in raw and r not in task and r not in recent}
+        raw = m.blob(ctx)
+        want = _wanted(m, msgs, k, task, measure)
         sent = m.blob(req)
         miss = sorted(r for r in want if r not in sent)
         wanted += len(want)
         held += len(want) - len(miss)
-        odd = {r for r in want if _escaped(r, raw) or _argument_key(r, raw)}
+        odd = {
+            r for r in want if measure == "names" and (_escaped(r, raw) or _argument_key(r, raw))
+        }
         odd_wanted += len(odd)
         odd_held += sum(1 for r in odd if r in sent)
         if not miss:
@@ -143,9 +160,9 @@ def lost(job: tuple[int, int, str]) -> dict[str, Any]:
         for r in miss:
             at = next(i for i in range(k - 1, -1, -1) if r in m.blob([ctx[i]]))
             why = fate.get(at, "other")
-            if _escaped(r, raw):
+            if r in odd and _escaped(r, raw):
                 why = "escape artefact"
-            elif _argument_key(r, raw):
+            elif r in odd:
                 why = "argument key"
             if why == "thinking?":
                 why = (
@@ -188,12 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--examples", type=int, default=0, help="print this many lost names per cell")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--measure", choices=("names", "edits"), default="names")
     a = ap.parse_args(argv)
     if a.root is not None:
         _ROOT.append(a.root)
     recs = _recs()
     jobs = [
-        (i, int(w), p)
+        (i, int(w), p, a.measure)
         for w in a.windows.split(",")
         for p in a.prices.split(",")
         for i, r in enumerate(recs)
@@ -221,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lost_n = sum(c.values()) or 1
             shares = ", ".join(f"{k} {v} ({100 * v / lost_n:.0f}%)" for k, v in c.most_common())
             print(
-                f"{w} {p} {source}: names {h}/{n} = {100 * h / max(n, 1):.1f}% "
+                f"{w} {p} {source}: {a.measure} {h}/{n} = {100 * h / max(n, 1):.1f}% "
                 f"({100 * oh / max(on, 1):.1f}% without the two artefacts), "
                 f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}"
             )
