@@ -11,6 +11,7 @@ from contextwarden.analysis.mentions import (
     dir_like,
     names_of,
     path_like,
+    urls_of,
     words_of,
 )
 from contextwarden.testing import ConversationBuilder
@@ -80,3 +81,47 @@ def test_a_users_later_words_and_what_a_client_showed_are_names_in_play() -> Non
     assert "src/quoting.py" in paths
     assert paths["src/quoting.py"].score < paths["src/reader.py"].score
     assert not paths["src/quoting.py"].by_agent
+
+
+_HOST = st.from_regex(r"[a-z]{2,10}(?:\.[a-z]{2,6}){1,2}", fullmatch=True)
+_URL_PATH = st.from_regex(
+    r"(?:/[A-Za-z0-9_.~-]{1,12}){0,4}(?:\?[a-z]{1,5}=[a-z0-9]{1,5})?", fullmatch=True
+)
+
+
+@given(
+    st.sampled_from(["http", "https"]),
+    _HOST,
+    _URL_PATH,
+    st.sampled_from(["", ".", ",", ";", ":"]),
+    st.sampled_from(["see ", "(", '"', "<", "fetch ", "`", "\n"]),
+    st.sampled_from(["", " next", ")", '"', ">", "`", "\n"]),
+)
+def test_an_address_is_found_whole_whatever_writes_it(
+    scheme: str, host: str, tail: str, stop: str, before: str, after: str
+) -> None:
+    # an address the agent or the user writes is typed again whole: the punctuation that ends
+    # the sentence or the bracket, quote or markup around it is not part of it
+    url = f"{scheme}://{host}{tail}".rstrip(".")
+    assert urls_of(before + url + stop + after) == (url,)
+    assert urls_of(url + " and " + url) == (url,)
+
+
+def test_the_folders_and_addresses_the_user_names_are_paths_in_play() -> None:
+    b = ConversationBuilder().user("fix the parser")
+    b.bash("go build ./...", "ok")
+    b.user(
+        "Use github.com/smacker/go-tree-sitter for it, keep internal/sem as is, and follow "
+        "https://tree-sitter.github.io/tree-sitter/using-parsers."
+    )
+    b.tool_loop("WebFetch", {"url": "https://pkg.go.dev/github.com/smacker/go-tree-sitter"}, "docs")
+    b.bash("curl -s https://x.org/a.json | head", '{"see": "https://y.org/b"}')
+    paths = {m.name: m for m in code_mentions(b.messages).paths}
+    assert {"github.com/smacker/go-tree-sitter", "internal/sem"} <= paths.keys()
+    assert "https://tree-sitter.github.io/tree-sitter/using-parsers" in paths
+    # what the agent fetched it typed: it counts above what the user only wrote
+    fetched = paths["https://pkg.go.dev/github.com/smacker/go-tree-sitter"]
+    assert fetched.by_agent
+    assert fetched.score > paths["https://tree-sitter.github.io/tree-sitter/using-parsers"].score
+    assert "https://x.org/a.json" in paths
+    assert "https://y.org/b" not in paths  # a result only showed it

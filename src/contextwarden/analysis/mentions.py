@@ -7,6 +7,7 @@ commands loses them, and the agent searches again. :func:`code_mentions` scores 
 code name in a span by who wrote it and when:
 
 - names the agent itself wrote in a command or tool call count most (it will type them again),
+  folder paths and web addresses among them,
 - names in its own prose count less (it may only have been thinking aloud),
 - names a tool result showed count least: definitions (``def``/``class``), traceback frames,
   ``grep`` hits and test ids, each attributed to the file the result came from,
@@ -38,6 +39,7 @@ __all__ = [
     "names_of",
     "path_like",
     "paths_of",
+    "urls_of",
     "words_of",
 ]
 
@@ -66,6 +68,8 @@ _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
+#: A web address, up to the first character no URL holds unescaped (quotes, brackets, space).
+_URL = re.compile(r"https?://[\w.-]+(?:[/?#][^\s\"'`<>()\[\]{}|\\]*)?")
 #: A JSON or C string escape in front of a word (``\tFilePath`` in a tool's JSON output): a
 #: separator, not the name's first letter.
 _ESCAPE = re.compile(r"\\[nrt](?=\w)")
@@ -128,7 +132,8 @@ def path_like(text: str) -> bool:
 def dir_like(text: str) -> bool:
     """Whether ``text`` (one token) is a folder or package path the agent typed
     (``internal/store``, ``github.com/x/y``): two parts at least, the last with a letter and no
-    extension; prose writes "this/that" too, so only the agent's own calls are read for them."""
+    extension; prose writes "this/that" too, so only the agent's own calls and the user's own
+    words (which name where the work is) are read for them."""
     text = text.rstrip("/")
     if text.startswith(_NOT_PATHS) or text.startswith("-") or len(text) < 5:
         return False
@@ -168,6 +173,14 @@ def _dirs_of(text: str) -> tuple[str, ...]:
     if "/" not in text:  # what every folder path holds
         return ()
     return tuple(dict.fromkeys(d for p in _path_runs(text) if dir_like(d := p.rstrip(".,:;/"))))
+
+
+def urls_of(text: str) -> tuple[str, ...]:
+    """The web addresses (``https://github.com/x/y``) written in ``text``, in order, without
+    repeats, without the punctuation that ends a sentence after one."""
+    if "://" not in text:  # what every address holds
+        return ()
+    return tuple(dict.fromkeys(u.rstrip(".,:;") for u in _URL.findall(text)))
 
 
 def _path_runs(text: str) -> Iterator[str]:
@@ -241,6 +254,8 @@ class _Tally:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
             self.add(d, True, index, WEIGHT_FOLDER, agent=agent)
+        for u in urls_of(text) if dirs else ():  # an address is typed again whole, like a path
+            self.add(u, True, index, weight, agent=agent)
         for n in names:
             self.add(n, False, index, weight, agent=agent)
         return paths
@@ -368,7 +383,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 # the user's own words name what the agent does next; what a client put beside
                 # them (a reminder showing a file, a sub-agent's report) is shown like a result
                 own = strip_injected(text)
-                tally.text(own, index, WEIGHT_PROSE, agent=False)
+                tally.text(own, index, WEIGHT_PROSE, agent=False, dirs=True)
                 if len(own) < len(text.strip()):
                     tally.result(text, index, None)
             pending_read = None
