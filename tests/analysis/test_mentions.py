@@ -85,7 +85,7 @@ def test_a_users_later_words_and_what_a_client_showed_are_names_in_play() -> Non
 
 _HOST = st.from_regex(r"[a-z]{2,10}(?:\.[a-z]{2,6}){1,2}", fullmatch=True)
 _URL_PATH = st.from_regex(
-    r"(?:/[A-Za-z0-9_.~-]{1,12}){0,4}(?:\?[a-z]{1,5}=[a-z0-9]{1,5})?", fullmatch=True
+    r"(?:/[A-Za-z0-9_.~-]{1,12}){0,4}(?:\?[a-z]{1,5}=[a-zA-Z0-9_-]{1,11})?", fullmatch=True
 )
 
 
@@ -100,11 +100,12 @@ _URL_PATH = st.from_regex(
 def test_an_address_is_found_whole_whatever_writes_it(
     scheme: str, host: str, tail: str, stop: str, before: str, after: str
 ) -> None:
-    # an address the agent or the user writes is typed again whole: the punctuation that ends
-    # the sentence or the bracket, quote or markup around it is not part of it
-    url = f"{scheme}://{host}{tail}".rstrip(".")
-    assert urls_of(before + url + stop + after) == (url,)
-    assert urls_of(url + " and " + url) == (url,)
+    # an address is found as its resource: the punctuation that ends the sentence, the bracket,
+    # quote or markup around it and the query of one request are not part of it
+    url = f"{scheme}://{host}{tail}"
+    resource = url.split("?")[0].rstrip(".")
+    assert urls_of(before + url + stop + after) == (resource,)
+    assert urls_of(url + " and " + resource + "#top") == (resource,)
 
 
 def test_the_folders_and_addresses_the_user_names_are_paths_in_play() -> None:

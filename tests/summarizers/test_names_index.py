@@ -420,3 +420,35 @@ def test_a_real_sessions_indexes_write_each_file_once(recording: str) -> None:
         assert not set(listed) & tails(listed), (k, set(listed) & tails(listed))
         seen += 1
     assert seen > 0
+
+
+def test_an_address_the_agent_typed_survives_the_compaction_of_its_call() -> None:
+    """A real pi-based session at 16k: the agent fetches a video's transcript by its address,
+    tries other ways, and types the same address again 34 messages later. By then the call
+    that typed it is compacted: the summary still writes the address, as its resource and the
+    video id its query held."""
+    path = ROOT / "tests" / "data" / "recordings" / "pi-based" / "gjc-youtube-transcript.jsonl"
+    if not path.is_file():
+        pytest.skip("the gjc-youtube-transcript recording is not in this checkout")
+    msgs = list(load_recording(path).messages)
+    url = "https://www.youtube.com/watch?v=Pxt1xpiyabU"
+
+    def holds(ms: list[dict[str, Any]]) -> list[int]:
+        return [i for i, m in enumerate(ms) if url in json.dumps(m, ensure_ascii=False)]
+
+    typed = [i for i in holds(msgs) if msgs[i]["role"] == "assistant"]
+    first, again = typed[0], typed[1]
+    assert again - max(i for i in holds(msgs) if i < again) > 10  # the measure's long range
+    warden = Warden()
+    removed: list[range] = []
+    for k in (i for i, m in enumerate(msgs[: again + 1]) if m["role"] == "assistant"):
+        request, result = warden.transform_openai(
+            msgs[:k], model="claude-sonnet-4-5", window=16_000
+        )
+        removed += [
+            range(lo, hi) for e in result.edits if isinstance(e, Compaction) for lo, hi in e.removed
+        ]
+    assert any(first in r for r in removed)  # the call that typed it is gone from the request
+    summaries = [m for m in request if m["role"] != "assistant" and "<current_state>" in str(m)]
+    written = json.dumps(summaries, ensure_ascii=False)
+    assert "https://www.youtube.com/watch" in written and "Pxt1xpiyabU" in written

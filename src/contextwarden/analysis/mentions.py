@@ -68,8 +68,9 @@ _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
 _GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
-#: A web address, up to the first character no URL holds unescaped (quotes, brackets, space).
-_URL = re.compile(r"https?://[\w.-]+(?:[/?#][^\s\"'`<>()\[\]{}|\\]*)?")
+#: A web address without its query or fragment (the resource; the names its parameters hold are
+#: code names like any other), up to the first character no URL holds unescaped.
+_URL = re.compile(r"https?://[\w.-]+(?:/[^\s\"'`<>()\[\]{}|\\?#]*)?")
 #: A JSON or C string escape in front of a word (``\tFilePath`` in a tool's JSON output): a
 #: separator, not the name's first letter.
 _ESCAPE = re.compile(r"\\[nrt](?=\w)")
@@ -177,7 +178,8 @@ def _dirs_of(text: str) -> tuple[str, ...]:
 
 def urls_of(text: str) -> tuple[str, ...]:
     """The web addresses (``https://github.com/x/y``) written in ``text``, in order, without
-    repeats, without the punctuation that ends a sentence after one."""
+    repeats: each without its query and fragment (``?v=...``: the parameters of one request,
+    whose names :func:`names_of` finds) and without the punctuation that ends a sentence."""
     if "://" not in text:  # what every address holds
         return ()
     return tuple(dict.fromkeys(u.rstrip(".,:;") for u in _URL.findall(text)))
