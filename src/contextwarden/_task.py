@@ -2,7 +2,8 @@
 
 Coding agents send blocks of their own as user messages or around the user's words: Codex its
 ``<environment_context>``, ``<user_instructions>`` and ``# AGENTS.md instructions`` blocks,
-Claude Code ``<system-reminder>`` blocks (CLAUDE.md contents, todo reminders) and the
+Claude Code ``<system-reminder>`` blocks (CLAUDE.md contents, todo reminders), the
+``<task-notification>`` of a background task or sub-agent that finished, and the
 ``<command-name>`` records of slash commands, Gemini CLI a "This is the Gemini CLI. We are
 setting up the context for our chat." message, aider its repository map and the "I have
 *added these files to the chat*" preamble (after worked examples, which end with "I switched to
@@ -50,6 +51,7 @@ _TAGS = (
     "session_context",
     # Claude Code
     "system-reminder",
+    "task-notification",
     "command-name",
     "command-message",
     "command-args",

@@ -330,3 +330,25 @@ def test_a_multi_line_instruction_is_carried_whole_by_the_next_summary() -> None
     assert "at line_0_11 (src/view.ts:11)" in remaining
     assert "at line_1_11 (src/view.ts:11)" in remaining
     assert "- at line_" not in remaining
+
+
+def test_a_finished_background_task_is_not_a_user_instruction() -> None:
+    # Claude Code sends a sub-agent's report as a user turn in a <task-notification> block:
+    # the client's words, not the user's; the names it reports are still names in play
+    report = (
+        "<task-notification>\n<task-id>a92e91fc</task-id>\n<status>completed</status>\n"
+        "<result>The pager is built in render_pages (src/pager.py); "
+        + "the page size is read from PAGE_LIMIT. " * 40
+        + "</result>\n</task-notification>"
+    )
+    b = ConversationBuilder().user(TASK)
+    b.bash("grep -n last_page src/pager.py", "src/pager.py:12:def last_page(n):")
+    b.user(report)
+    b.user("Also keep the footer")
+    for i in range(6):
+        b.bash(f"sed -n {i}0,{i}9p src/pager.py", f"line {i}\n" * 30)
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(b.messages, task=TASK))
+    sections = parse_summary(summary)
+    assert "Also keep the footer" in sections.remaining
+    assert "task-notification" not in summary and "PAGE_LIMIT. the page" not in summary
+    assert "render_pages" in sections.current_state
