@@ -39,6 +39,7 @@ __all__ = [
     "path_like",
     "paths_of",
     "words_of",
+    "words_size",
 ]
 
 _EXTENSIONS = (
@@ -209,7 +210,8 @@ def _names_size(value: tuple[str, ...]) -> int:
     return sum(len(n) for n in value)
 
 
-def _words_size(value: tuple[tuple[str, ...], tuple[str, ...]]) -> int:
+def words_size(value: tuple[tuple[str, ...], tuple[str, ...]]) -> int:
+    """The characters of a :func:`words_of` value (a :class:`~contextwarden._memo.Memo` size)."""
     return _names_size(value[0]) + _names_size(value[1])
 
 
@@ -236,7 +238,7 @@ class _Tally:
         """Count what ``text`` names; the paths it names."""
         if not text:
             return ()
-        paths, names = self.memo(words_of, text, _words_size)
+        paths, names = self.memo(words_of, text, words_size)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
@@ -268,7 +270,7 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        paths, names = self.memo(words_of, text, _words_size)
+        paths, names = self.memo(words_of, text, words_size)
         for path in paths:  # a file a listing showed is typed again like a name it showed
             self.add(path, True, index, WEIGHT_SEEN, agent=False)
         for name in names:

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._log import Mask, make_ref
+from .._memo import Memo
 from .._messages import Message, held_bytes
 from ..analysis.actions import prints_file
-from ..analysis.mentions import words_of
+from ..analysis.mentions import words_of, words_size
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
 from ..layers.mask_plan import MaskPlan
@@ -53,7 +54,7 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
             if f.startswith("by:")
         }
         plan = MaskPlan(whole, by)
-        held, reads = _Held(_typed(s, i), i), _reads(s, i, m)
+        held, reads = _Held(_typed(s, i, ctx.memo), i), _reads(s, i, m)
         done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
         if done is not m:
             s.bytes += held_bytes(done)
@@ -93,13 +94,16 @@ def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
     return done
 
 
-def _typed(s: State, i: int) -> dict[str, int]:
+def _typed(s: State, i: int, memo: Memo | None) -> dict[str, int]:
     """:attr:`State.typed` with history messages up to ``i`` read (when a mask first needs
-    them): the paths and code names each wrote outside tool results, at its first position."""
+    them): the paths and code names each wrote outside tool results, at its first position.
+    ``memo``: the call's (a compaction in the same call reads the agent's prose again)."""
     for j in range(s.typed_upto, i):
         m = s.base[j]
         for text in (m.text, *(c.arguments for c in m.tool_calls)) if m.role != "tool" else ():
-            paths, names = words_of(text) if text else ((), ())
+            if not text:
+                continue
+            paths, names = memo(words_of, text, words_size) if memo is not None else words_of(text)
             for w in (*paths, *names):
                 s.typed.setdefault(w, j)
     s.typed_upto = max(s.typed_upto, i)
