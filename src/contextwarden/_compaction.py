@@ -42,7 +42,7 @@ from .strategies.base import (
     make_ref,
     summary_request,
 )
-from .strategies.checks import flatten, must_keep
+from .strategies.checks import held_facts, must_keep
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
@@ -469,9 +469,8 @@ class Compactor:
             problems.append(
                 f"not clearly smaller than what it replaces ({cost} tokens for {replaced})"
             )
-        if keep:
-            flat = flatten(new)
-            problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in flat)
+        held = held_facts(new, keep) if keep else ()
+        problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in held)
         new_tokens = ctx.counter.count_messages(new, tools=ctx.tools)
         if new_tokens >= tokens:
             problems.append(f"the history does not shrink ({tokens} -> {new_tokens} tokens)")
