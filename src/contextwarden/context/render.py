@@ -8,6 +8,7 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 
-__all__ = ["marked", "mask", "masked", "strip"]
+__all__ = ["fates", "marked", "mask", "masked", "strip"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
@@ -62,22 +63,31 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     return done
 
 
-def marked(s: State, fate: Mapping[str, str], edit: Mask) -> dict[str, str]:
-    """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
-    other results at or before its ``upto`` are masked unless it keeps them (a result masked
-    or superseded before stays so)."""
-    out = dict(fate)
+def marked(s: State, edit: Mask) -> dict[str, str]:
+    """:attr:`State.fate` once mask edit ``edit`` is made: its superseded results get the
+    marker; the other results at or before its ``upto`` are masked unless it keeps them (a
+    result masked or superseded before stays so)."""
+    return {**s.fate, **fates(s, edit)}
+
+
+def fates(s: State, edit: Mask) -> dict[str, str]:
+    """The results whose fate mask edit ``edit`` changes, with their new fate: its superseded
+    results, and the results at or before its ``upto`` no mask edit reached yet or kept
+    whole (every older one was decided by an earlier edit)."""
+    out: dict[str, str] = {}
+    fate = s.fate
     for _, rid, by in edit.superseded:
-        if out.get(rid) in (None, "keep"):
+        if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    for pos in s.index.results:
-        if pos > edit.upto:
-            break
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    start = bisect_left(s.index.results, min(reach))
+    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
         for r in s.base[pos].tool_results:
-            if out.get(r.tool_call_id) in (None, "keep"):
-                out[r.tool_call_id] = "keep" if r.tool_call_id in keep else "mask"
-    return out
+            rid = r.tool_call_id
+            if out.get(rid, fate.get(rid)) in (None, "keep"):
+                out[rid] = "keep" if rid in keep else "mask"
+    return {rid: f for rid, f in out.items() if f != fate.get(rid)}
 
 
 def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
