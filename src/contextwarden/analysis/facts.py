@@ -362,17 +362,17 @@ class _Walker:
             )
         for path, body in effects.heredocs.items():
             self.scripts[path] = body
-            targets = self.memo(patch_targets, body, _paths_size)
+            targets = self.memo(patch_targets, body)
             if targets:
                 self.patches[path] = targets
                 self.patches.setdefault(path.rsplit("/", 1)[-1], targets)
             # a script that will edit files when it runs (read again by the next walk)
-            for p in self.memo(python_writes, body, _paths_size):
+            for p in self.memo(python_writes, body):
                 self.touch(p, "modified", index, f"script {path}")
         for script in effects.scripts:
             script_body = self.scripts.get(script) or self.scripts.get(script.rsplit("/", 1)[-1])
             if script_body:
-                for p in self.memo(python_writes, script_body, _paths_size):
+                for p in self.memo(python_writes, script_body):
                     self.touch(p, "modified", index, f"ran {script}")
         for patch in effects.patch_inputs:
             for p in self.patches.get(patch, self.patches.get(patch.rsplit("/", 1)[-1], [])):
@@ -624,10 +624,6 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             # one file a line: "path" when modified, "path (note)" otherwise
             out.append((m.group(1), cast(FileAction, m.group(2) or "modified")))
     return out
-
-
-def _paths_size(value: list[str]) -> int:
-    return sum(len(p) for p in value)
 
 
 def _short(value: str | None) -> int:
