@@ -324,6 +324,23 @@ def _hash_block(h: Any, b: Block) -> None:
         h.update(json.dumps(dict(b.source), sort_keys=True, default=str).encode())
 
 
+def reserve_attribute(name: str) -> None:
+    """Make room for a value cached under ``name`` on messages and text blocks, before many of
+    them exist. CPython keeps an instance's attributes in the instance itself, with no dict
+    object of its own, while its class's shared table of attribute names holds them; that table
+    stops taking new names once many instances exist, and a value cached later under a new name
+    gives every instance it is set on a dict (one more object for the garbage collector to
+    walk, per message). Harmless on interpreters that do not do this."""
+    _set(Message("user"), name, None)
+    _set(TextBlock(""), name, None)
+
+
+# the values Message caches on itself, entered while the table has room (see reserve_attribute)
+for _name, _value in vars(Message).items():
+    if isinstance(_value, _memo):
+        reserve_attribute(_name)
+del _name, _value
+
 #: What a message costs in memory beyond its characters: the object, its blocks, the mappings
 #: and tuples they hold, and the values cached on it (fingerprint, text, counts), as measured on
 #: agent histories (about 300 bytes of objects and 700 of cached values).

@@ -58,7 +58,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from ._exceptions import ConfigError, TokenizerError
-from ._messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    reserve_attribute,
+)
 from ._models import ModelInfo, find_model, normalise_model_name
 
 __all__ = [
@@ -358,6 +366,7 @@ class ExactCounter:
         self.count_ids = bool(count_ids)
         self.name = encoding if self.scale == 1.0 else f"{encoding}*{self.scale:g}"
         self._slot = f"_cw_ntok:{encoding}:{self.scale!r}:{int(self.count_ids)}"
+        reserve_attribute(self._slot)
         self._maxsize = cache_size
         self._by_fingerprint: OrderedDict[str, int] = OrderedDict()
         self._tool_lists: dict[str, int] = {}
@@ -545,6 +554,7 @@ class HeuristicCounter:
         self.chars_per_token = float(chars_per_token)
         self.name = f"heuristic:chars/{self.chars_per_token:g}"
         self._slot = f"_cw_ntok:heuristic:{self.chars_per_token!r}"
+        reserve_attribute(self._slot)
 
     def __repr__(self) -> str:
         return f"HeuristicCounter({self.chars_per_token!r})"
