@@ -194,10 +194,9 @@ class Message:
         hints: Mapping[str, Any] = EMPTY,
     ) -> None:
         # what dataclass's __init__ and __post_init__ do, without a frozen __setattr__ call per
-        # field (the hottest constructor of a long history). Never through self.__dict__: reading
-        # it gives the instance a dict object of its own, one more object per message for the
-        # garbage collector to walk (the attributes otherwise live in the instance itself); so
-        # do the values cached on a message (_memo, the token counters)
+        # field (the hottest constructor of a long history). Not through self.__dict__, nor the
+        # values cached on it: reading __dict__ gives a message a dict object of its own (two
+        # objects per message for the garbage collector to walk instead of one)
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         _set(self, "role", role)
@@ -325,12 +324,10 @@ def _hash_block(h: Any, b: Block) -> None:
 
 
 def reserve_attribute(name: str) -> None:
-    """Make room for a value cached under ``name`` on messages and text blocks, before many of
-    them exist. CPython keeps an instance's attributes in the instance itself, with no dict
-    object of its own, while its class's shared table of attribute names holds them; that table
-    stops taking new names once many instances exist, and a value cached later under a new name
-    gives every instance it is set on a dict (one more object for the garbage collector to
-    walk, per message). Harmless on interpreters that do not do this."""
+    """Make room for values cached under ``name`` on messages and text blocks. CPython keeps an
+    instance's attributes in the instance, with no dict of its own, for the names its class's
+    shared table holds; the table stops taking names once many instances exist, so a name first
+    cached later gives every message a dict (one more object for the collector to walk)."""
     _set(Message("user"), name, None)
     _set(TextBlock(""), name, None)
 

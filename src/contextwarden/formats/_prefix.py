@@ -288,9 +288,9 @@ _T = TypeVar("_T")
 
 
 class _Generation:
-    """One generation of :class:`_Written`, in flat tables keyed by message id (no object per
-    message for the garbage collector to walk): the message itself (so its id is not reused
-    while it is remembered), its image and the shared dicts, and the bytes they keep alive."""
+    """One generation of :class:`_Written` in flat tables by message id (no object per message
+    for the collector to walk): the message (its id is not reused while it is kept), its image,
+    the shared dicts, and the bytes all that keeps alive."""
 
     __slots__ = ("bytes", "images", "messages", "shared")
 
