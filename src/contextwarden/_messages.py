@@ -324,16 +324,18 @@ def _hash_block(h: Any, b: Block) -> None:
 
 
 def reserve_attribute(name: str) -> None:
-    """Make room for values cached under ``name`` on messages and text blocks. CPython keeps an
+    """Make room for values cached under ``name`` on messages, text blocks and tool calls. CPython keeps an
     instance's attributes in the instance, with no dict of its own, for the names its class's
     shared table holds; the table stops taking names once many instances exist, so a name first
     cached later gives every message a dict (one more object for the collector to walk)."""
     _set(Message("user"), name, None)
     _set(TextBlock(""), name, None)
+    _set(ToolCallBlock("", ""), name, None)
 
 
-# the values Message caches on itself, entered while the table has room (see reserve_attribute)
-for _name, _value in vars(Message).items():
+# the values messages and calls cache on themselves, entered while the tables have room (see
+# reserve_attribute)
+for _name, _value in [*vars(Message).items(), *vars(ToolCallBlock).items()]:
     if isinstance(_value, _memo):
         reserve_attribute(_name)
 del _name, _value
