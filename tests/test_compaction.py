@@ -18,12 +18,13 @@ from contextwarden._compaction import (
     CompactionReport,
     Compactor,
     compaction_target,
-    flatten,
+    held_facts,
     must_keep,
     should_compact,
 )
 from contextwarden._config import CompactionConfig
 from contextwarden._events import Event
+from contextwarden._messages import tool_result, user
 from contextwarden.analysis.facts import extract_facts
 from contextwarden.formats import to_anthropic, to_openai, validate_anthropic, validate_openai
 from contextwarden.strategies import (
@@ -35,6 +36,32 @@ from contextwarden.testing import ConversationBuilder, FakeSummarizer, FixedCoun
 
 COUNTER = FixedCounter(per_message=4)
 REF = re.compile(r"ref (cw:[0-9a-f]+)\]")
+
+
+def flatten(messages: Sequence[Message]) -> str:
+    """The words of ``messages`` (text, tool results, call arguments), whitespace collapsed:
+    the plain reading of "the history holds a fact"."""
+    parts: list[str] = []
+    for m in messages:
+        parts.append(m.text)
+        parts.extend(r.text for r in m.tool_results)
+        parts.extend(c.arguments for c in m.tool_calls)
+    return " ".join(" ".join(parts).split())
+
+
+_FACT_TEXT = st.text(alphabet=st.sampled_from("ab:._/ \t\n\u00a0\x1c"), max_size=24)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(_FACT_TEXT, max_size=5), facts=st.lists(_FACT_TEXT, max_size=6))
+def test_held_facts_are_the_facts_in_the_words_collapsed(
+    texts: list[str], facts: list[str]
+) -> None:
+    messages = [user(t) if i % 2 else tool_result(f"c{i}", t) for i, t in enumerate(texts)]
+    flat = flatten(messages)
+    wanted = [" ".join(f.split()) for f in facts]
+    expected = tuple(dict.fromkeys(w for w in wanted if w and w in flat))
+    assert held_facts(messages, facts) == expected
 
 
 def coding(loops: int = 30, output: int = 400) -> list[Message]:
@@ -265,8 +292,11 @@ def test_a_summary_missing_a_fact_is_rejected_and_the_next_strategy_runs() -> No
     assert rejected and all("src/parse.py" in e.detail for e in rejected)
     # the next strategy (key events) keeps the edit itself, so its summary need not name it
     assert report.result is not None and report.applied == ("key_events",)
-    flat = flatten(report.result.new_messages)
-    assert "src/parse.py" in flat and "ValueError: bad input" in flat
+    facts = ("src/parse.py", "ValueError:  bad\n input")
+    assert held_facts(report.result.new_messages, facts) == (
+        "src/parse.py",
+        "ValueError: bad input",
+    )
 
 
 def test_the_last_resort_falls_back_to_the_extractive_summary() -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 from ._config import CompactionConfig, TaskType
 from ._events import CompactionPlan, CompactResult, Event, emit
 from ._exceptions import ConfigError
-from ._memo import Memo
+from ._memo import CALL_BYTES, CALL_ENTRIES, Memo
 from ._messages import Message
 from .strategies import BUILTIN_STRATEGIES
 from .strategies.base import (
@@ -42,7 +42,7 @@ from .strategies.base import (
     make_ref,
     summary_request,
 )
-from .strategies.checks import flatten, must_keep
+from .strategies.checks import held_facts, must_keep
 from .strategies.task_type import detect_task_type
 from .strategies.triggers import Trigger, TriggerReason, should_compact
 from .summarizers.base import (
@@ -74,9 +74,6 @@ SHRINK_RATIO = 0.8
 #: A summary longer than this many times its request's ``max_chars`` is garbage, not a summary.
 GARBAGE_LENGTH_FACTOR = 2.0
 LAST_RESORT = "full_summary"
-#: Bounds of what one compaction keeps of what it read (see :class:`Compactor`).
-MEMO_ENTRIES = 1 << 16
-MEMO_BYTES = 64 << 20
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -98,7 +95,8 @@ class CompactionReport:
 class CompactOptions(TypedDict, total=False):
     """The keywords of :meth:`Compactor.compact` and its siblings: the ``budget`` and
     ``counter`` (required), the ``tools`` sent, the ``focus`` to keep, ``force`` (compact even
-    at or under the trigger), and a ``summarizer`` for this call only."""
+    at or under the trigger), a ``summarizer`` for this call only, and the caller's ``memo``
+    of what it read from the texts already (a warden's call passes its own)."""
 
     budget: Required[Budget]
     counter: Required[TokenCounter]
@@ -106,6 +104,7 @@ class CompactOptions(TypedDict, total=False):
     focus: str | None
     force: bool
     summarizer: Summarizer | None
+    memo: Memo | None
 
 
 @dataclass(frozen=True)
@@ -181,7 +180,7 @@ class Compactor:
     folds the rebuild hint into the system prompt (the overflow recovery does; an ordinary
     compaction leaves the cached system prompt as it is). What one compaction reads from the
     messages is kept for that compaction only, in a :class:`~contextwarden._memo.Memo` of its
-    own (:data:`MEMO_ENTRIES`, :data:`MEMO_BYTES`).
+    own, or in the caller's (``memo=``: a warden's call, whose masks read the same texts).
     """
 
     def __init__(
@@ -291,6 +290,7 @@ class Compactor:
         focus: str | None = None,
         force: bool = False,
         summarizer: Summarizer | None = None,
+        memo: Memo | None = None,
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
         original = tuple(messages)
@@ -299,7 +299,8 @@ class Compactor:
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
         aim = compaction_target(budget)
-        memo = Memo(MEMO_ENTRIES, MEMO_BYTES)  # this compaction's (see the class docstring)
+        if memo is None:  # this compaction's (see the class docstring)
+            memo = Memo(CALL_ENTRIES, CALL_BYTES)
         keep = must_keep(original, memo=memo)
         ctx = StrategyContext(
             budget=budget,
@@ -468,9 +469,8 @@ class Compactor:
             problems.append(
                 f"not clearly smaller than what it replaces ({cost} tokens for {replaced})"
             )
-        if keep:
-            flat = flatten(new)
-            problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in flat)
+        held = held_facts(new, keep) if keep else ()
+        problems.extend(f"loses {fact!r} from the history" for fact in keep if fact not in held)
         new_tokens = ctx.counter.count_messages(new, tools=ctx.tools)
         if new_tokens >= tokens:
             problems.append(f"the history does not shrink ({tokens} -> {new_tokens} tokens)")

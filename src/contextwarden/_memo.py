@@ -1,12 +1,14 @@
 """A memo of pure functions' results, owned by the object that uses it (never module state).
 
-The compaction engine reads the same messages many times per compaction, and again at the next
-compaction: the facts of the whole history and of the span replaced, the code in play, the
-edits, the task type. What it derives from one text (a shell command's effects, the findings of
-an assistant's prose, the code names of a tool output) is a pure function of that text, so a
-:class:`Memo` keeps it: a :class:`~contextwarden._compaction.Compactor` holds one (a warden has
-one compactor, and the proxy gives each client a warden of its own, so what one client sent never
-answers another client's lookup faster), and a call given none makes one for itself.
+A warden call reads the same texts several times: the masks it renders name what the agent
+typed before each result, and a compaction reads the facts of the whole history and of the
+span replaced, the code in play, the edits, the task type. What it derives from one text (a
+shell command's effects, the findings of an assistant's prose, the code names of a tool output)
+is a pure function of that text, so a :class:`Memo` keeps it: each call of a
+:class:`~contextwarden.Warden` holds one (:attr:`~contextwarden.layers.base.LayerContext.memo`,
+passed to the compaction it runs; it ends with the call, so what one client sent never answers
+another client's lookup faster), and a compaction or an analysis given none makes one for
+itself.
 
 Bounded in entries and in bytes: the size of an entry is estimated as the characters of its key
 plus those of its value (``size(value)`` when given, else the key's length again) plus a fixed
@@ -24,12 +26,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["ENTRY_OVERHEAD", "Memo"]
+__all__ = ["CALL_BYTES", "CALL_ENTRIES", "ENTRY_OVERHEAD", "Memo"]
 
 _T = TypeVar("_T")
 
 #: Bytes an entry costs beyond its texts (the key tuple, the dict slot, the value's objects).
 ENTRY_OVERHEAD = 200
+#: Bounds of what one warden call (and the compaction it runs) keeps of what it read.
+CALL_ENTRIES = 1 << 16
+CALL_BYTES = 64 << 20
 
 
 def _chars(key: Any) -> int:

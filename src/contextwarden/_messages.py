@@ -35,6 +35,7 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+_set = object.__setattr__
 _B = TypeVar("_B")
 
 if TYPE_CHECKING:  # the checkers know cached_property's semantics
@@ -44,7 +45,8 @@ else:
     class _memo:
         """``functools.cached_property`` without its lock (Python 3.11 takes one on every
         first read, which costs more than the values computed here): the value is computed on
-        first read and stored in the instance's ``__dict__``, which later reads find first. Two
+        first read and stored as an instance attribute, which later reads find first (set with
+        ``object.__setattr__``, not through ``__dict__``: see :class:`Message`). Two
         threads reading it at once may both compute it: the values are pure functions of an
         immutable value, equal."""
 
@@ -60,7 +62,7 @@ else:
             if obj is None:
                 return self
             value = self.fn(obj)
-            obj.__dict__[self.name] = value
+            _set(obj, self.name, value)
             return value
 
 
@@ -89,11 +91,10 @@ class TextBlock:
 
     def __init__(self, text: str, extra: Mapping[str, Any] = EMPTY) -> None:
         # what dataclass's __init__ does, without a frozen __setattr__ call per field (the
-        # hottest constructor of a long history)
-        d = self.__dict__
-        d["text"] = text
-        d["extra"] = extra
-        d["type"] = "text"
+        # hottest constructor of a long history); see Message for why not through __dict__
+        _set(self, "text", text)
+        _set(self, "extra", extra)
+        _set(self, "type", "text")
 
 
 @dataclass(frozen=True)
@@ -193,19 +194,20 @@ class Message:
         hints: Mapping[str, Any] = EMPTY,
     ) -> None:
         # what dataclass's __init__ and __post_init__ do, without a frozen __setattr__ call per
-        # field (the hottest constructor of a long history)
+        # field (the hottest constructor of a long history). Not through self.__dict__, nor the
+        # values cached on it: reading __dict__ gives a message a dict object of its own (two
+        # objects per message for the garbage collector to walk instead of one)
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
-        d = self.__dict__
-        d["role"] = role
-        d["content"] = content if isinstance(content, tuple) else tuple(content)
-        d["name"] = name
-        d["pinned"] = pinned
-        d["id"] = id
-        d["timestamp"] = timestamp
-        d["usage"] = usage
-        d["extra"] = extra
-        d["hints"] = hints
+        _set(self, "role", role)
+        _set(self, "content", content if isinstance(content, tuple) else tuple(content))
+        _set(self, "name", name)
+        _set(self, "pinned", pinned)
+        _set(self, "id", id)
+        _set(self, "timestamp", timestamp)
+        _set(self, "usage", usage)
+        _set(self, "extra", extra)
+        _set(self, "hints", hints)
 
     def __post_init__(self) -> None:  # a subclass's generated __init__ still checks the same
         if self.role not in ROLES:
@@ -320,6 +322,23 @@ def _hash_block(h: Any, b: Block) -> None:
         h.update(f"I\x00{b.token_cost}\x00".encode())
         h.update(json.dumps(dict(b.source), sort_keys=True, default=str).encode())
 
+
+def reserve_attribute(name: str) -> None:
+    """Make room for values cached under ``name`` on messages, text blocks and tool calls. CPython keeps an
+    instance's attributes in the instance, with no dict of its own, for the names its class's
+    shared table holds; the table stops taking names once many instances exist, so a name first
+    cached later gives every message a dict (one more object for the collector to walk)."""
+    _set(Message("user"), name, None)
+    _set(TextBlock(""), name, None)
+    _set(ToolCallBlock("", ""), name, None)
+
+
+# the values messages and calls cache on themselves, entered while the tables have room (see
+# reserve_attribute)
+for _name, _value in [*vars(Message).items(), *vars(ToolCallBlock).items()]:
+    if isinstance(_value, _memo):
+        reserve_attribute(_name)
+del _name, _value
 
 #: What a message costs in memory beyond its characters: the object, its blocks, the mappings
 #: and tuples they hold, and the values cached on it (fingerprint, text, counts), as measured on

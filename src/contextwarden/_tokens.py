@@ -28,8 +28,8 @@ Request framing (OpenAI's published chat-format accounting)
     text (:func:`render_tools`).
 
 Caching
-    A message's count is stored on the message value itself (in its ``__dict__``, under a
-    private key per counter configuration, like ``functools.cached_property``; it is not a
+    A message's count is stored on the message value itself (an instance attribute with a
+    private name per counter configuration, like ``functools.cached_property``; it is not a
     field, takes no part in equality, and the value stays immutable) and in a bounded LRU
     keyed by :attr:`Message.fingerprint`, so an equal message rebuilt from provider dicts
     is not re-tokenized either. Recounting an unchanged history is a dictionary lookup per
@@ -58,7 +58,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from ._exceptions import ConfigError, TokenizerError
-from ._messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
+from ._messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    reserve_attribute,
+)
 from ._models import ModelInfo, find_model, normalise_model_name
 
 __all__ = [
@@ -314,12 +322,7 @@ def _not_a_message(messages: Sequence[Any], item: Any) -> TypeError:
 def _stored_count(message: Message, slot: str) -> int | None:
     """The count a counter stored on ``message`` under ``slot``, or None when there is none yet.
     Raises TypeError when ``message`` is not a Message (``count_message()`` names the type)."""
-    try:
-        stored = message.__dict__.get(slot)
-    except AttributeError:
-        raise TypeError(
-            f"count_message() expects a Message, got {type(message).__name__}"
-        ) from None
+    stored = getattr(message, slot, None)
     if stored is not None:
         return stored  # type: ignore[no-any-return]
     if not isinstance(message, Message):
@@ -363,6 +366,7 @@ class ExactCounter:
         self.count_ids = bool(count_ids)
         self.name = encoding if self.scale == 1.0 else f"{encoding}*{self.scale:g}"
         self._slot = f"_cw_ntok:{encoding}:{self.scale!r}:{int(self.count_ids)}"
+        reserve_attribute(self._slot)
         self._maxsize = cache_size
         self._by_fingerprint: OrderedDict[str, int] = OrderedDict()
         self._tool_lists: dict[str, int] = {}
@@ -419,9 +423,10 @@ class ExactCounter:
             if isinstance(block, TextBlock):
                 # kept on the block: a copy of the message (its calls or thinking taken out)
                 # shares it, and is counted without reading the text again
-                n = block.__dict__.get(self._slot)
+                n = getattr(block, self._slot, None)
                 if n is None:
-                    n = block.__dict__[self._slot] = bpe(block.text)
+                    n = bpe(block.text)
+                    object.__setattr__(block, self._slot, n)
                 tokens += n
             elif isinstance(block, ToolResultBlock):
                 if results:
@@ -473,7 +478,7 @@ class ExactCounter:
         if cached is not None:
             return cached
         tokens = self._count_uncached(message)
-        message.__dict__[self._slot] = tokens
+        object.__setattr__(message, self._slot, tokens)
         return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
@@ -496,12 +501,12 @@ class ExactCounter:
         slot = self._slot
         total = 0
         for message in messages:
-            try:
-                total += message.__dict__[slot]
-            except KeyError:
-                total += self.count_message(message)
-            except AttributeError:
-                raise _not_a_message(messages, message) from None
+            n = getattr(message, slot, None)
+            if n is None:
+                if not isinstance(message, Message):
+                    raise _not_a_message(messages, message)
+                n = self.count_message(message)
+            total += n
         return (
             total + self._scaled(REPLY_PRIMING_TOKENS) + (self.count_tools(tools) if tools else 0)
         )
@@ -549,6 +554,7 @@ class HeuristicCounter:
         self.chars_per_token = float(chars_per_token)
         self.name = f"heuristic:chars/{self.chars_per_token:g}"
         self._slot = f"_cw_ntok:heuristic:{self.chars_per_token!r}"
+        reserve_attribute(self._slot)
 
     def __repr__(self) -> str:
         return f"HeuristicCounter({self.chars_per_token!r})"
@@ -576,7 +582,7 @@ class HeuristicCounter:
                 tokens += block.token_cost
             elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
                 tokens += sum(p.token_cost for p in block.content if isinstance(p, ImageBlock))
-        message.__dict__[self._slot] = tokens
+        object.__setattr__(message, self._slot, tokens)
         return tokens
 
     def count_messages(

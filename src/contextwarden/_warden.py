@@ -26,6 +26,7 @@ import contextwarden.formats as formats
 from ._events import logger
 from ._hooks import takes_keyword
 from ._log import conversation_key
+from ._memo import CALL_BYTES, CALL_ENTRIES, Memo
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
 from .context.cuts import window_cut
@@ -294,7 +295,7 @@ class Warden:
         conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
         return conv, Call(
             history,
-            LayerContext(counter, self.config, budget, tools_list),
+            LayerContext(counter, self.config, budget, tools_list, Memo(CALL_ENTRIES, CALL_BYTES)),
             overhead,
             rates,
             tail=tail,

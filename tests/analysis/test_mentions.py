@@ -9,6 +9,7 @@ from contextwarden.analysis.mentions import (
     _PATH,
     code_mentions,
     dir_like,
+    joined_words,
     names_of,
     path_like,
     urls_of,
@@ -25,6 +26,20 @@ _PIECES = st.sampled_from(
 def test_paths_are_the_whole_texts(text: str) -> None:
     whole = dict.fromkeys(p.rstrip(".,:;") for p in _PATH.findall(text))
     assert words_of(text)[0] == tuple(p for p in whole if path_like(p))
+
+
+_LINE_PIECES = st.sampled_from(
+    ["src/a.py", "mod_x", "getValue", "/", ".", ".py", "_x", "Ab", "\\", "n", "t", "-", " "]
+    + ["\n", "ok:", "$"]
+)
+
+
+@given(st.lists(st.lists(_LINE_PIECES, max_size=10).map("".join), max_size=5))
+def test_the_words_of_texts_joined_by_line_breaks_are_their_words_joined(
+    parts: list[str],
+) -> None:
+    # a mask reads the omitted lines; the summary reads the whole result: one read does both
+    assert joined_words([words_of(p) for p in parts]) == words_of("\n".join(parts))
 
 
 def test_paths_in_prose() -> None:

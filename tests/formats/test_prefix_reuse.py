@@ -435,8 +435,8 @@ def test_written_images_are_bounded_and_the_used_ones_stay() -> None:
     hits = written.hits
     produce(0, hot)
     assert written.hits == hits + 1
-    assert written._bytes <= 2000
-    assert len(written._current) + len(written._previous) < 200
+    assert written._current.bytes <= 2000
+    assert len(written._current.messages) + len(written._previous.messages) < 200
 
 
 # -- the warden, on real recordings ----------------------------------------------------------------

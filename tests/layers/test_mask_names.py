@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, NAMES_LINE_RE
-from contextwarden.analysis.mentions import code_mentions, defined_names, words_of
+from contextwarden._memo import Memo
+from contextwarden.analysis.mentions import (
+    Words,
+    code_mentions,
+    defined_names,
+    words_of,
+    words_size,
+)
 from contextwarden.layers.config import MaskConfig
 from contextwarden.layers.mask import NAMES_PER_CHARS, mask_text, omitted_names
 from contextwarden.testing import ConversationBuilder
@@ -129,3 +136,15 @@ def test_the_names_are_the_best_ranked_not_kept_nor_held(
     kept_words = set().union(*words_of(kept))
     want = [n for n in dict.fromkeys(ranked) if n not in kept_words and n not in held]
     assert omitted_names(omitted, kept, held, limit) == tuple(want[:limit])
+
+
+def test_a_mask_given_a_memo_masks_alike_and_leaves_the_whole_texts_words_in_it() -> None:
+    lines = [f"def handler_{i}(request): return parseConfig(src/app/mod_{i}.py)" for i in range(40)]
+    text = "\n".join(["head line", *lines, "tail line"])
+    memo = Memo()
+    assert mask_text(text, MaskConfig(), memo=memo) == mask_text(text, MaskConfig())
+
+    def read_again() -> Words:
+        raise AssertionError("the whole text's words are not in the memo")
+
+    assert memo.keep((words_of, text), read_again, words_size) == words_of(text)

@@ -362,16 +362,17 @@ class _Walker:
             )
         for path, body in effects.heredocs.items():
             self.scripts[path] = body
-            targets = patch_targets(body)
+            targets = self.memo(patch_targets, body)
             if targets:
                 self.patches[path] = targets
                 self.patches.setdefault(path.rsplit("/", 1)[-1], targets)
-            for p in python_writes(body):  # a script that will edit files when it runs
+            # a script that will edit files when it runs (read again by the next walk)
+            for p in self.memo(python_writes, body):
                 self.touch(p, "modified", index, f"script {path}")
         for script in effects.scripts:
             script_body = self.scripts.get(script) or self.scripts.get(script.rsplit("/", 1)[-1])
             if script_body:
-                for p in python_writes(script_body):
+                for p in self.memo(python_writes, script_body):
                     self.touch(p, "modified", index, f"ran {script}")
         for patch in effects.patch_inputs:
             for p in self.patches.get(patch, self.patches.get(patch.rsplit("/", 1)[-1], [])):

@@ -32,15 +32,18 @@ from .shell import analyze_command, call_effects
 __all__ = [
     "CodeMentions",
     "Mention",
+    "Words",
     "code_mentions",
     "defined_names",
     "dir_like",
     "is_code_name",
+    "joined_words",
     "names_of",
     "path_like",
     "paths_of",
     "urls_of",
     "words_of",
+    "words_size",
 ]
 
 _EXTENSIONS = (
@@ -148,10 +151,22 @@ def _unescaped(text: str) -> str:
     return _ESCAPE.sub(" ", text) if "\\" in text else text
 
 
-def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+#: What :func:`words_of` returns: the paths and the code names of a text.
+Words = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def words_of(text: str) -> Words:
     """(paths, code names) written in ``text``, in order, without repeats; an escape written in
     the text (``\\n``, ``\\t``) separates words (each half unescapes it once)."""
     return paths_of(text), names_of(text)
+
+
+def joined_words(parts: Sequence[Words]) -> Words:
+    """:func:`words_of` of texts joined by line breaks, from the words of each: no path or name
+    spans a line break, and a break ends a word as a text's end does."""
+    paths = dict.fromkeys(p for words in parts for p in words[0])
+    names = dict.fromkeys(n for words in parts for n in words[1])
+    return tuple(paths), tuple(names)
 
 
 def paths_of(text: str) -> tuple[str, ...]:
@@ -224,7 +239,8 @@ def _names_size(value: tuple[str, ...]) -> int:
     return sum(len(n) for n in value)
 
 
-def _words_size(value: tuple[tuple[str, ...], tuple[str, ...]]) -> int:
+def words_size(value: Words) -> int:
+    """The characters of a :func:`words_of` value (a :class:`~contextwarden._memo.Memo` size)."""
     return _names_size(value[0]) + _names_size(value[1])
 
 
@@ -251,7 +267,7 @@ class _Tally:
         """Count what ``text`` names; the paths it names."""
         if not text:
             return ()
-        paths, names = self.memo(words_of, text, _words_size)
+        paths, names = self.memo(words_of, text, words_size)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
@@ -285,7 +301,7 @@ class _Tally:
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
                 self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
                 self.seen_in(func, path)
-        paths, names = self.memo(words_of, text, _words_size)
+        paths, names = self.memo(words_of, text, words_size)
         for path in paths:  # a file a listing showed is typed again like a name it showed
             self.add(path, True, index, WEIGHT_SEEN, agent=False)
         for name in names:

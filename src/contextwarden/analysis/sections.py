@@ -194,12 +194,16 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
             open_groups.add((e.section, e.group))
 
     def flush(up_to_tier: int | None) -> None:
-        for i in [
+        nonlocal deferred
+        due = [
             d
             for d in deferred
             if up_to_tier is None or max(items[d].tier, MUST_KEEP_TIER) < up_to_tier
-        ]:
-            deferred.remove(i)
+        ]
+        if due:
+            taken = set(due)
+            deferred = [d for d in deferred if d not in taken]
+        for i in due:
             e = items[i]
             room = cap - used - overhead(e) - len(_line(e, ""))
             if room >= e.min_chars:
@@ -208,9 +212,14 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
     ranked = sorted(
         range(len(items)), key=lambda i: (items[i].tier, -items[i].recency, items[i].order, i)
     )
+    tier: int | None = None
     for i in ranked:
         e = items[i]
-        flush(e.tier)
+        # entries come in tier order, and a flush at a tier leaves only those it cannot take
+        # yet: a second flush at the same tier would find nothing to place
+        if e.tier != tier:
+            tier = e.tier
+            flush(tier)
         if used + overhead(e) + len(_line(e, e.text)) <= cap:
             admit(i, e.text)
         elif e.min_chars:

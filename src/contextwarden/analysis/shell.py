@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .._messages import EMPTY, ToolCallBlock
+from .._messages import EMPTY, ToolCallBlock, reserve_attribute
 
 __all__ = ["ShellEffects", "analyze_command", "call_effects", "command_key", "python_writes"]
 
@@ -341,14 +341,16 @@ def analyze_command(command: str) -> ShellEffects:
 #: like its kinds and a message's token count, so the mask plan, the facts and the task type read
 #: one analysis of it.
 _EFFECTS_SLOT = "_cw_effects"
+reserve_attribute(_EFFECTS_SLOT)
 
 
 def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
     """:func:`analyze_command` of ``command``, the shell command ``call`` runs, made once per
     call value (shared: treat it as read-only)."""
-    known: ShellEffects | None = call.__dict__.get(_EFFECTS_SLOT)
+    known: ShellEffects | None = getattr(call, _EFFECTS_SLOT, None)
     if known is None or known.command != command:
-        known = call.__dict__[_EFFECTS_SLOT] = analyze_command(command)
+        known = analyze_command(command)
+        object.__setattr__(call, _EFFECTS_SLOT, known)  # not through __dict__: see Message
     return known
 
 

@@ -65,7 +65,7 @@ def commit(
     if any(isinstance(e, Mask) for e in edits):
         for e in edits:
             if isinstance(e, Mask):
-                s.fate = marked(s, s.fate, e)
+                s.fate = marked(s, e)
         s.kept = {r: None for r, f in s.fate.items() if f == "keep"}
         s.open_superseded = {r: None for r in s.open_superseded if s.fate.get(r) in (None, "keep")}
     # masks and strips change nothing before ``first``: the view up to it stays as it is and

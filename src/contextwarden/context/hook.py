@@ -22,7 +22,9 @@ class HookCaller:
     def __init__(self, hook: Any) -> None:
         self.hook = hook
         compact = getattr(hook, "compact", None)
-        self.takes = {k: takes_keyword(compact, k) for k in ("force", "events", "summarizer")}
+        self.takes = {
+            k: takes_keyword(compact, k) for k in ("force", "events", "summarizer", "memo")
+        }
 
     def options(self, call: Call) -> dict[str, Any]:
         """The keyword arguments of this call's ``compact``."""
@@ -36,6 +38,8 @@ class HookCaller:
             options["events"] = call.out.compactor_events
         if call.summarizer is not None and self.takes["summarizer"]:
             options["summarizer"] = call.summarizer
+        if ctx.memo is not None and self.takes["memo"]:
+            options["memo"] = ctx.memo  # what this call's masks read, read once
         return options
 
     def run(self, conv: Conversation, call: Call, forced: bool) -> None:

@@ -19,7 +19,7 @@ from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import mask, masked, strip
+from .render import fates, mask, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
@@ -280,7 +280,7 @@ def _removes(
     if memo and made is not None and made[2] is not None:
         return made[2]
     where = s.index.result_at
-    fate = ChainMap(_fates(s, edit), s.fate)
+    fate = ChainMap(fates(s, edit), s.fate)
     removed = 0
     first: int | None = None
     count = ctx.counter.count_message
@@ -376,26 +376,6 @@ def settle(s: State, ctx: LayerContext) -> None:
                 break
             waiting = taken
         s.idle += waiting * w.bet.rates.read
-
-
-def _fates(s: State, edit: Mask) -> dict[str, str]:
-    """The results whose fate mask edit ``edit`` changes, with their new fate (what
-    :func:`.render.marked` would change): its superseded results, and the results at or
-    before its ``upto`` no mask edit reached yet or kept whole."""
-    out: dict[str, str] = {}
-    fate = s.fate
-    for _, rid, by in edit.superseded:
-        if fate.get(rid) in (None, "keep"):
-            out[rid] = "by:" + by
-    keep = set(edit.keep)
-    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
-    start = bisect_left(s.index.results, min(reach))
-    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
-        for r in s.base[pos].tool_results:
-            rid = r.tool_call_id
-            if out.get(rid, fate.get(rid)) in (None, "keep"):
-                out[rid] = "keep" if rid in keep else "mask"
-    return {rid: f for rid, f in out.items() if f != fate.get(rid)}
 
 
 def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:

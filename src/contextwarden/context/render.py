@@ -8,20 +8,22 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._log import Mask, make_ref
+from .._memo import Memo
 from .._messages import Message, held_bytes
 from ..analysis.actions import prints_file
-from ..analysis.mentions import words_of
+from ..analysis.mentions import words_of, words_size
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
 from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 
-__all__ = ["marked", "mask", "masked", "strip"]
+__all__ = ["fates", "marked", "mask", "masked", "strip"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
@@ -53,7 +55,7 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
             if f.startswith("by:")
         }
         plan = MaskPlan(whole, by)
-        held, reads = _Held(_typed(s, i), i), _reads(s, i, m)
+        held, reads = _Held(_typed(s, i, ctx.memo), i), _reads(s, i, m)
         done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
         if done is not m:
             s.bytes += held_bytes(done)
@@ -61,22 +63,31 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     return done
 
 
-def marked(s: State, fate: Mapping[str, str], edit: Mask) -> dict[str, str]:
-    """``fate`` once mask edit ``edit`` is made: its superseded results get the marker; the
-    other results at or before its ``upto`` are masked unless it keeps them (a result masked
-    or superseded before stays so)."""
-    out = dict(fate)
+def marked(s: State, edit: Mask) -> dict[str, str]:
+    """:attr:`State.fate` once mask edit ``edit`` is made: its superseded results get the
+    marker; the other results at or before its ``upto`` are masked unless it keeps them (a
+    result masked or superseded before stays so)."""
+    return {**s.fate, **fates(s, edit)}
+
+
+def fates(s: State, edit: Mask) -> dict[str, str]:
+    """The results whose fate mask edit ``edit`` changes, with their new fate: its superseded
+    results, and the results at or before its ``upto`` no mask edit reached yet or kept
+    whole (every older one was decided by an earlier edit)."""
+    out: dict[str, str] = {}
+    fate = s.fate
     for _, rid, by in edit.superseded:
-        if out.get(rid) in (None, "keep"):
+        if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    for pos in s.index.results:
-        if pos > edit.upto:
-            break
+    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    start = bisect_left(s.index.results, min(reach))
+    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
         for r in s.base[pos].tool_results:
-            if out.get(r.tool_call_id) in (None, "keep"):
-                out[r.tool_call_id] = "keep" if r.tool_call_id in keep else "mask"
-    return out
+            rid = r.tool_call_id
+            if out.get(rid, fate.get(rid)) in (None, "keep"):
+                out[rid] = "keep" if rid in keep else "mask"
+    return {rid: f for rid, f in out.items() if f != fate.get(rid)}
 
 
 def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
@@ -93,13 +104,16 @@ def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
     return done
 
 
-def _typed(s: State, i: int) -> dict[str, int]:
+def _typed(s: State, i: int, memo: Memo | None) -> dict[str, int]:
     """:attr:`State.typed` with history messages up to ``i`` read (when a mask first needs
-    them): the paths and code names each wrote outside tool results, at its first position."""
+    them): the paths and code names each wrote outside tool results, at its first position.
+    ``memo``: the call's (a compaction in the same call reads the agent's prose again)."""
     for j in range(s.typed_upto, i):
         m = s.base[j]
         for text in (m.text, *(c.arguments for c in m.tool_calls)) if m.role != "tool" else ():
-            paths, names = words_of(text) if text else ((), ())
+            if not text:
+                continue
+            paths, names = memo(words_of, text, words_size) if memo is not None else words_of(text)
             for w in (*paths, *names):
                 s.typed.setdefault(w, j)
     s.typed_upto = max(s.typed_upto, i)

@@ -287,84 +287,100 @@ class PrefixCodec:
 _T = TypeVar("_T")
 
 
+class _Generation:
+    """One generation of :class:`_Written` in flat tables by message id (no object per message
+    for the collector to walk): the message (its id is not reused while it is kept), its image,
+    the shared dicts, and the bytes all that keeps alive."""
+
+    __slots__ = ("bytes", "images", "messages", "shared")
+
+    def __init__(self) -> None:
+        self.messages: dict[int, Message] = {}
+        self.images: dict[int, bytes] = {}
+        self.shared: dict[int, Any] = {}
+        self.bytes = 0
+
+
 class _Written:
     """What Message objects were written as, by identity: the marshal image of the dicts, read
     back into new dicts on every use (in C), and for callers that only read them
     (``shared=True``) the dicts themselves, the same for every such call (only what its caller
     uses is kept: an entry a shared caller made holds no image, and copies its dicts for a
-    caller that takes copies). Each entry holds its message, so an id is not reused while it is
-    remembered. Two generations: when the current one keeps ``limit`` bytes alive (the messages,
-    :func:`~contextwarden._messages.held_bytes` each, the images and the dicts) it becomes the
-    previous one, and what is used from the previous one moves back."""
+    caller that takes copies). Two generations: when the current one keeps ``limit`` bytes alive
+    (the messages, :func:`~contextwarden._messages.held_bytes` each, the images and the dicts)
+    it becomes the previous one, and what is used from the previous one moves back."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        # id -> [message, image or None, the shared dicts or None, size]
-        self._current: dict[int, list[Any]] = {}
-        self._previous: dict[int, list[Any]] = {}
-        self._bytes = 0
-        self._previous_bytes = 0
+        self._current = _Generation()
+        self._previous = _Generation()
         self._lock = threading.Lock()
         self.hits = 0
 
     @property
     def kept_bytes(self) -> int:
         """About how many bytes both generations keep alive."""
-        return self._bytes + self._previous_bytes
+        return self._current.bytes + self._previous.bytes
 
     def producer(
         self, produce: Callable[[int, Message], _T], shared: bool = False
     ) -> Callable[[int, Message], _T]:
         def remembered(i: int, msg: Message) -> _T:
             key = id(msg)
-            hit = self._current.get(key)
-            if hit is None:
-                hit = self._previous.get(key)
-                if hit is not None and hit[0] is msg:
-                    self._put(key, hit)
-            if hit is not None and hit[0] is msg:
-                self.hits += 1
-                if not shared:
-                    # an entry a shared caller made keeps no image: a copy of its dicts then
-                    image = hit[1] if hit[1] is not None else marshal.dumps(hit[2], _VERSION)
-                    written: _T = marshal.loads(image)
+            gen = self._current
+            if gen.messages.get(key) is not msg:
+                gen = self._previous
+                if gen.messages.get(key) is not msg:
+                    written = produce(i, msg)  # raises FormatError as the plain writer does
+                    try:
+                        image = marshal.dumps(cast(Any, written), _VERSION)
+                    except (ValueError, TypeError):  # an object marshal cannot image
+                        return written
+                    if shared:
+                        self._put(key, msg, None, written)
+                    else:
+                        self._put(key, msg, image, None)
                     return written
-                if hit[2] is None:
-                    hit[2] = marshal.loads(hit[1])
-                return cast(_T, hit[2])
-            written = produce(i, msg)  # raises FormatError as the plain writer does
-            try:
-                image = marshal.dumps(cast(Any, written), _VERSION)
-            except (ValueError, TypeError):  # an object marshal cannot image: not remembered
-                return written
-            if shared:
-                self._put(key, [msg, None, written, 0])
-            else:
-                self._put(key, [msg, image, None, 0])
-            return written
+                self._put(key, msg, gen.images.get(key), gen.shared.get(key))
+                if self._current.messages.get(key) is msg:
+                    gen = self._current
+            self.hits += 1
+            dicts = gen.shared.get(key)
+            if not shared:
+                # an entry a shared caller made keeps no image: a copy of its dicts then
+                kept = gen.images.get(key)
+                written = marshal.loads(
+                    kept if kept is not None else marshal.dumps(dicts, _VERSION)
+                )
+                return cast(_T, written)
+            if dicts is None:
+                dicts = gen.shared[key] = marshal.loads(gen.images[key])
+            return cast(_T, dicts)
 
         return remembered
 
-    def _put(self, key: int, entry: list[Any]) -> None:
-        image, dicts = entry[1], entry[2]
+    def _put(self, key: int, msg: Message, image: bytes | None, dicts: Any) -> None:
         size = (
-            held_bytes(entry[0])
+            held_bytes(msg)
             + (len(image) if image is not None else 0)
             + (_WRITTEN_DICT_BYTES if dicts is not None else 0)
         )
         if size > self.limit:
             return
-        entry[3] = size
         with self._lock:
-            if self._bytes + size > self.limit:
-                self._previous, self._current = self._current, {}
-                self._previous_bytes, self._bytes = self._bytes, 0
-            self._current[key] = entry
-            self._bytes += size
+            if self._current.bytes + size > self.limit:
+                self._previous, self._current = self._current, _Generation()
+            gen = self._current
+            if image is not None:
+                gen.images[key] = image
+            if dicts is not None:
+                gen.shared[key] = dicts
+            gen.messages[key] = msg  # last: a reader that finds it finds the rest
+            gen.bytes += size
 
     def clear(self) -> None:
         with self._lock:
-            self._current, self._previous, self._bytes, self._previous_bytes = {}, {}, 0, 0
+            self._current, self._previous = _Generation(), _Generation()
 
 
 #: What the dicts written for a message cost beyond the strings they share with it.

@@ -10,7 +10,7 @@ objects*, so token counts cached on them stay valid.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +21,7 @@ from .config import LayerSettings
 
 if TYPE_CHECKING:
     from .._budget import Budget
+    from .._memo import Memo
     from .._tokens import TokenCounter
 
 __all__ = [
@@ -42,13 +43,15 @@ class LayerContext:
     ``counter`` counts tokens (cached per message); ``budget`` is ``None`` when no window is
     known, in which case budget-driven layers (the sliding window) leave the messages alone;
     ``config`` holds every layer's settings; ``tools`` are the request's tool definitions, which
-    count against the budget.
+    count against the budget; ``memo`` keeps what the call read from texts (the warden's call
+    shares it with the compaction it runs; None: nothing is kept).
     """
 
     counter: TokenCounter
     config: LayerSettings
     budget: Budget | None = None
     tools: Sequence[Mapping[str, Any]] | None = None
+    memo: Memo | None = field(default=None, compare=False, repr=False)
 
     def overhead_tokens(self) -> int:
         """Tokens a request costs besides its messages: tool definitions and reply priming."""

@@ -21,6 +21,7 @@ masking twice changes nothing. Tool call arguments are never touched; results of
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
@@ -34,7 +35,14 @@ from ..analysis.actions import (
     superseded_results,
     tool_actions,
 )
-from ..analysis.mentions import defined_names, names_of, paths_of, words_of
+from ..analysis.mentions import (
+    defined_names,
+    joined_words,
+    names_of,
+    paths_of,
+    words_of,
+    words_size,
+)
 from .base import (
     Applied,
     LayerContext,
@@ -47,6 +55,10 @@ from .base import (
 from .config import MaskConfig
 from .mask_plan import MaskPlan, MaskPlanner, kept_whole, mask_plan
 from .units import index_of
+
+if TYPE_CHECKING:
+    from .._memo import Memo
+    from ..analysis.mentions import Words
 
 __all__ = [
     "ActionMemo",
@@ -81,18 +93,23 @@ NAMES_PER_CHARS_READ = 120
 
 
 def omitted_names(
-    omitted: str, kept: str = "", held: Container[str] = frozenset(), limit: int = 12
+    omitted: str,
+    kept: str = "",
+    held: Container[str] = frozenset(),
+    limit: int = 12,
+    words: Words | None = None,
 ) -> tuple[str, ...]:
     """The files and code names of ``omitted`` (the lines a mask drops) that the agent is most
     likely to need again, best first, at most ``limit``: what it defines (``def``/``class``),
     the files it names (``grep`` hits, traceback frames, test ids, paths), then the other code
     names, most frequent first. Names in ``kept`` (the lines the mask keeps) or in ``held``
-    (what the request holds anyway, such as the call's own arguments) are left out."""
+    (what the request holds anyway, such as the call's own arguments) are left out.
+    ``words``: :func:`words_of` of ``omitted``, when it was read already."""
     if limit <= 0 or not omitted:
         return ()
     out: list[str] = []
     kept_words: set[str] | None = None
-    for n in _ranked(omitted):
+    for n in _ranked(omitted, words):
         if n in out or n in held:
             continue
         if kept and n in kept:  # a word of ``kept`` is written in it
@@ -107,12 +124,12 @@ def omitted_names(
     return tuple(out)
 
 
-def _ranked(omitted: str) -> Iterator[str]:
+def _ranked(omitted: str, words: Words | None) -> Iterator[str]:
     """:func:`omitted_names`' candidates, best first, each kind read only when the ones before
     it did not fill the line: definitions, paths, then code names, most frequent first."""
     yield from defined_names(omitted)
-    yield from paths_of(omitted)
-    names = names_of(omitted)
+    yield from paths_of(omitted) if words is None else words[0]
+    names = names_of(omitted) if words is None else words[1]
     counts = {n: omitted.count(n) for n in names}
     yield from sorted(names, key=lambda n: -counts[n])  # stable: first seen first among equals
 
@@ -124,13 +141,15 @@ def mask_text(
     held: Container[str] = frozenset(),
     *,
     read: bool = False,
+    memo: Memo | None = None,
 ) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
     reference the original is kept under, is named in the marker; the line after it names the
     files and code names of the omitted lines (:func:`omitted_names`, at most
     ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
-    holds anyway)."""
+    holds anyway). ``memo``: the call's, which gets the words of the omitted lines and of the
+    whole ``text`` (a summary of the same call reads the original's)."""
     cfg = config or MaskConfig()
     if (
         len(text) <= cfg.min_chars
@@ -160,7 +179,15 @@ def mask_text(
         middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
         per = NAMES_PER_CHARS_READ if read else NAMES_PER_CHARS
         limit = min(cfg.names, 1 + len(middle) // per)
-        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit)
+        words = None
+        if memo is not None:
+            words = memo(words_of, middle, words_size)
+            ends = (lines[: cfg.head_lines], lines[n - cfg.tail_lines :] if cfg.tail_lines else [])
+            whole = joined_words(
+                [words_of("\n".join(ends[0])), words, words_of("\n".join(ends[1]))]
+            )
+            memo.keep((words_of, text), lambda: whole, words_size)
+        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit, words)
     index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
     masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
@@ -198,7 +225,7 @@ def mask_message(
             if old and name not in cfg.exclude_tools:
                 by = plan.superseded.get(b.tool_call_id, "") if plan is not None else ""
                 nb, b_before, b_after = edit_result_text(
-                    b, _masker(cfg, ref, by, held, b.tool_call_id in reads)
+                    b, _masker(cfg, ref, by, held, b.tool_call_id in reads, ctx.memo)
                 )
                 if nb is not b:
                     before += b_before
@@ -222,12 +249,13 @@ def _masker(
     by: str,
     held: Container[str] = frozenset(),
     read: bool = False,
+    memo: Memo | None = None,
 ) -> Callable[[str], str]:
     """The text edit for one old result: the one-line superseded marker when a later result
     (``by``) superseded it, else the head-and-tail mask."""
     if by:
         return lambda text: superseded_text(text, ref, by)
-    return lambda text: mask_text(text, cfg, ref, held, read=read)
+    return lambda text: mask_text(text, cfg, ref, held, read=read, memo=memo)
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:

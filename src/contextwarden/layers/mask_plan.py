@@ -56,7 +56,9 @@ class MaskPlanner:
         self.n = 0
         #: a history out of the usual order: planned again from the start on every extend
         self.irregular = False
-        self._calls: dict[str, tuple[int, int, ToolCallBlock]] = {}
+        # flat tables keyed by call id (no tuple per call for the garbage collector to walk)
+        self._calls: dict[str, ToolCallBlock] = {}
+        self._call_at: dict[str, tuple[int, int]] = {}
         self._results: dict[str, int] = {}
         self._texts: dict[str, str] = {}
         self._plan: MaskPlan | None = None
@@ -70,7 +72,8 @@ class MaskPlanner:
         self.actions: list[ToolAction] = []
         self.superseded: dict[str, str] = {}
         self._by_key: dict[str, str] = {}
-        self._groups: dict[str, list[str]] = {}
+        # the ids of the actions with one key, oldest first: a lone id is kept as itself
+        self._groups: dict[str, str | list[str]] = {}
         self._fallback: dict[str, dict[str, None]] = {}
         self._by_text: dict[str, list[str]] = {}
         self._edits: list[ToolAction] = []
@@ -101,21 +104,22 @@ class MaskPlanner:
             for k, c in enumerate(m.tool_calls):
                 if c.id in self._calls or c.id in self._results:
                     self.irregular = True
-                self._calls[c.id] = (j, k, c)
+                self._calls[c.id] = c
+                self._call_at[c.id] = (j, k)
             for r in m.tool_results:
                 rid = r.tool_call_id
                 if rid in self._results:
                     self.irregular = True
                 self._results[rid] = j
                 self._texts[rid] = r.text
-                owner = self._calls.get(rid)
-                if owner is None:
+                call = self._calls.get(rid)
+                if call is None:
                     continue
                 acts = self.memo.get((rid, j))
                 if acts is None:
-                    acts = (call_action(owner[2], j),)
+                    acts = (call_action(call, j),)
                     self.memo[rid, j] = acts
-                found.append((owner[0], owner[1], acts[0]))
+                found.append((*self._call_at[rid], acts[0]))
             if not self.irregular:
                 found.sort(key=lambda f: (f[0], f[1]))
                 for _, _, a in found:
@@ -132,13 +136,19 @@ class MaskPlanner:
         """The newest action: what it supersedes and whether its result is protected."""
         self.actions.append(a)
         if a.key is not None and a.kind != "edit":
-            group = self._groups.setdefault(a.key, [])
-            for x in group:
-                self._supersede(x, a.id)
-            group.append(a.id)
+            group = self._groups.get(a.key)
+            if group is None:
+                self._groups[a.key] = a.id
+            else:
+                if isinstance(group, str):
+                    group = self._groups[a.key] = [group]
+                for x in group:
+                    self._supersede(x, a.id)
+                group.append(a.id)
             # ranged reads of a file whose whole text this action printed
             for ranged in self._fallback.get(a.key, ()):
-                for x in self._groups[ranged]:
+                members = self._groups[ranged]
+                for x in (members,) if isinstance(members, str) else members:
                     self._supersede(x, a.id)
             if a.kind == "read" and a.paths:
                 whole = f"read {a.paths[0]}"

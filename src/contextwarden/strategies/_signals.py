@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from itertools import combinations
 from typing import Literal, get_args
 
-from .._messages import Message, ToolCallBlock
+from .._messages import Message, ToolCallBlock, reserve_attribute
 from ..analysis.actions import (
     COMPLETE_WORDS,
     EXEC_WORDS,
@@ -98,18 +98,17 @@ def call_command(call: ToolCallBlock) -> str:
 #: Where :func:`call_kinds` keeps a call's kinds: on the (immutable) call itself, like a
 #: message's token count, so they live and go with it.
 _KINDS_SLOT = "_cw_call_kinds"
+reserve_attribute(_KINDS_SLOT)
 
 
 def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
     """The kinds of one tool call: by its name first, then, for shells and generic runners, by
     the command it carries (``sed -i`` is an edit, ``pytest`` a test run, ``curl`` research).
     Computed once per call value (a history is classified again on every compaction)."""
-    try:
-        return call.__dict__[_KINDS_SLOT]  # type: ignore[no-any-return]
-    except KeyError:
-        pass
-    kinds = _call_kinds(call)
-    call.__dict__[_KINDS_SLOT] = kinds
+    kinds: frozenset[CallKind] | None = getattr(call, _KINDS_SLOT, None)
+    if kinds is None:
+        kinds = _call_kinds(call)
+        object.__setattr__(call, _KINDS_SLOT, kinds)  # not through __dict__: see Message
     return kinds
 
 

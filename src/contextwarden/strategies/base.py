@@ -22,7 +22,7 @@ from .._log import make_ref
 from .._memo import Memo
 from .._messages import Message, TextBlock
 from .._task import task_index, task_text
-from ..analysis.mentions import words_of
+from ..analysis.mentions import words_of, words_size
 from ..layers.mask import UNMASKED
 from ..layers.units import index_of
 from ..layers.window import compaction_target
@@ -206,15 +206,16 @@ def summary_request(
         focus=ctx.focus,
         max_chars=cap,
         memo=ctx.memo,
-        held=held_names(messages, elided),
+        held=held_names(messages, elided, ctx.memo),
         task_held=at is not None and at not in set(elided),
     )
 
 
-def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[str]:
+def held_names(messages: Sequence[Message], elided: Sequence[int], memo: Memo) -> frozenset[str]:
     """The paths and code names the messages kept beside a summary of ``messages[elided]``
     hold (the system prompt, the task, the kept tail; not earlier summaries, which the new one
-    replaces): what the summary's names index need not repeat."""
+    replaces): what the summary's names index need not repeat. ``memo``: the compaction's (the
+    masks of the same call read the agent's prose already)."""
 
     gone = set(elided)
     out: set[str] = set()
@@ -224,7 +225,7 @@ def held_names(messages: Sequence[Message], elided: Sequence[int]) -> frozenset[
         texts = [m.text, *(c.arguments for c in m.tool_calls), *(r.text for r in m.tool_results)]
         for text in texts:
             if text:
-                paths, names = words_of(text)
+                paths, names = memo(words_of, text, words_size)
                 out.update(paths)
                 out.update(names)
     return frozenset(out)
