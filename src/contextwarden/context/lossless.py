@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import ChainMap
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from .._events import Event, emit
@@ -168,20 +169,30 @@ def _mask_plan(s: State) -> MaskPlan:
 def _soon(s: State, call: Call, wager: Wager, upto: int) -> tuple[int | None, int]:
     """The earliest history position from which masking the results up to ``upto`` (and
     keeping the older ones whole) pays and is a small bet (``wager``), or None; and the most
-    such a mask could remove while a small bet (what waiting reads). Moving the start
-    earlier adds the tokens in between to the suffix rewritten and only part of them to what
-    is removed, so the loss if the session ends now only grows: the scan stops at the first
-    start that is too large a bet."""
-    removed = waiting = 0
-    best: int | None = None
-    for p, i, gain in reversed(_candidates(s, call.ctx, upto)):
-        removed += gain
-        if not wager.small(removed, p):
-            break
-        waiting = removed
+    such a mask could remove while a small bet (what waiting reads)."""
+    removed, best = 0, None
+    for p, i, removed in _small_starts(_candidates(s, call.ctx, upto), upto, wager.small):
         if wager.pays(removed, p):
             best = i
-    return best, waiting
+    return best, removed
+
+
+def _small_starts(
+    candidates: list[tuple[int, int, int]], upto: int, small: Callable[[int, int], bool]
+) -> Iterator[tuple[int, int, int]]:
+    """Each start of a mask of the ``candidates`` up to history position ``upto``, newest first,
+    while its bet is ``small``: (view position, history position, tokens removed from there
+    on). Moving the start earlier adds the tokens in between to the suffix rewritten and only
+    part of them to what is removed, so the loss if the session ends now only grows: the walk
+    stops at the first start that is too large a bet."""
+    removed = 0
+    for p, i, gain in reversed(candidates):
+        if i > upto:
+            continue
+        removed += gain
+        if not small(removed, p):
+            return
+        yield p, i, removed
 
 
 def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, int]]:
@@ -367,15 +378,8 @@ def settle(s: State, ctx: LayerContext) -> None:
         first = at if first is None or (at is not None and at < first) else first
         if first is None or removed <= 0:
             continue  # nothing to wait for
-        waiting = taken = 0
-        for p, i, gain in reversed(candidates):
-            if i > w.edit.upto:
-                continue
-            taken += gain
-            if not w.bet.small(taken, w.suffix[p]):
-                break
-            waiting = taken
-        s.idle += waiting * w.bet.rates.read
+        small = _small_starts(candidates, w.edit.upto, w.small)
+        s.idle += max((removed for *_, removed in small), default=0) * w.bet.rates.read
 
 
 def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:

@@ -64,6 +64,11 @@ class Wait:
     suffix: dict[int, int]
     bet: Bet
 
+    def small(self, removed: int, first: int) -> bool:
+        """Whether removing ``removed`` tokens from view position ``first`` on was a small
+        enough bet then."""
+        return self.bet.small(removed, self.suffix[first])
+
 
 class State:
     """The data of one conversation (see the module docstring). ``key`` names it in its
