@@ -323,22 +323,23 @@ def _hash_block(h: Any, b: Block) -> None:
         h.update(json.dumps(dict(b.source), sort_keys=True, default=str).encode())
 
 
-def reserve_attribute(name: str) -> None:
-    """Make room for values cached under ``name`` on messages, text blocks and tool calls. CPython keeps an
-    instance's attributes in the instance, with no dict of its own, for the names its class's
-    shared table holds; the table stops taking names once many instances exist, so a name first
-    cached later gives every message a dict (one more object for the collector to walk)."""
-    _set(Message("user"), name, None)
-    _set(TextBlock(""), name, None)
-    _set(ToolCallBlock("", ""), name, None)
+def reserve_attribute(name: str, on: tuple[type, ...] | None = None) -> None:
+    """Make room for values cached under ``name`` on instances of ``on`` (default: messages
+    and text blocks). CPython keeps an instance's attributes in the instance, with no dict of
+    its own, for the names its class's shared table holds; the table stops taking names once
+    many instances exist, or once it holds about thirty, so a name first cached later gives
+    every instance a dict (one more object for the collector to walk), and a name reserved on
+    a class that never caches it takes a place another name needs."""
+    for kind in on or (Message, TextBlock):
+        _set(object.__new__(kind), name, None)
 
 
-# the values messages and calls cache on themselves, entered while the tables have room (see
-# reserve_attribute)
-for _name, _value in [*vars(Message).items(), *vars(ToolCallBlock).items()]:
-    if isinstance(_value, _memo):
-        reserve_attribute(_name)
-del _name, _value
+# the values messages and calls cache on themselves, entered while the tables have room
+for _kind in (Message, ToolCallBlock):
+    for _name, _value in vars(_kind).items():
+        if isinstance(_value, _memo):
+            reserve_attribute(_name, (_kind,) if _kind is ToolCallBlock else None)
+del _kind, _name, _value
 
 #: What a message costs in memory beyond its characters: the object, its blocks, the mappings
 #: and tuples they hold, and the values cached on it (fingerprint, text, counts), as measured on

@@ -341,7 +341,7 @@ def analyze_command(command: str) -> ShellEffects:
 #: like its kinds and a message's token count, so the mask plan, the facts and the task type read
 #: one analysis of it.
 _EFFECTS_SLOT = "_cw_effects"
-reserve_attribute(_EFFECTS_SLOT)
+reserve_attribute(_EFFECTS_SLOT, (ToolCallBlock,))
 
 
 def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:

@@ -98,7 +98,7 @@ def call_command(call: ToolCallBlock) -> str:
 #: Where :func:`call_kinds` keeps a call's kinds: on the (immutable) call itself, like a
 #: message's token count, so they live and go with it.
 _KINDS_SLOT = "_cw_call_kinds"
-reserve_attribute(_KINDS_SLOT)
+reserve_attribute(_KINDS_SLOT, (ToolCallBlock,))
 
 
 def call_kinds(call: ToolCallBlock) -> frozenset[CallKind]:
