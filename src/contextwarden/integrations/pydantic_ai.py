@@ -42,6 +42,9 @@ else:  # the framework, imported with a message naming the extra when it is miss
 __all__ = ["ContextWarden"]
 
 _INSTRUCTIONS = "pai-instructions"
+#: pydantic-ai 2.64 added the per-attempt hook the capability uses; before it, the warden runs
+#: in ``before_model_request``
+_PREPARE_HOOK = hasattr(AbstractCapability, "prepare_model_request")
 
 
 class ContextWarden(WardenHook, AbstractCapability[Any]):
@@ -55,6 +58,14 @@ class ContextWarden(WardenHook, AbstractCapability[Any]):
         return None  # built from Python objects, not from an agent spec
 
     async def prepare_model_request(self, ctx: Any, request_context: Any) -> Any:
+        """Each attempt's request, once its serving model is known (pydantic-ai 2.64 on)."""
+        return await self._prepare(request_context)
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        """Before pydantic-ai 2.64 this is the request's only hook, and the model is known."""
+        return request_context if _PREPARE_HOOK else await self._prepare(request_context)
+
+    async def _prepare(self, request_context: Any) -> Any:
         params = request_context.model_request_parameters
         instructions = "\n\n".join(p.content for p in params.instruction_parts or ())
         tools = [_tool_definition(t) for t in (*params.function_tools, *params.output_tools)]
