@@ -164,6 +164,10 @@ def test_async_entry_points() -> None:
 
     # pi's contract: transform_context never raises; aborted or failing, the history comes back
     assert asyncio.run(w.transform_context(msgs, Aborted())) == msgs
+    stop, go = asyncio.Event(), asyncio.Event()  # an event as the signal: set means aborted
+    stop.set()
+    assert asyncio.run(w.transform_context(msgs, stop)) == msgs
+    assert tuple(asyncio.run(w.transform_context(msgs, go))) == r.messages
     assert asyncio.run(w.transform_context([user("a"), {"role": "user"}])) == [  # type: ignore[list-item]
         user("a"),
         {"role": "user"},

@@ -367,10 +367,8 @@ class Warden:
         """A pi-agent-core style ``transformContext(messages, signal) -> messages`` hook for
         the configured model/window. Never raises (pi's contract): on an abort signal or any
         failure the messages come back as they were given."""
-        if signal is not None and (
-            getattr(signal, "aborted", False) or (hasattr(signal, "is_set") and signal.is_set())
-        ):
-            return list(messages)
+        if getattr(signal, "aborted", False) or getattr(signal, "is_set", bool)():
+            return list(messages)  # an AbortSignal, or an Event, that is set
         try:
             result = await self.atransform(messages)
         except Exception:  # the hook must never break the agent's loop
