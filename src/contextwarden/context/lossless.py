@@ -8,7 +8,7 @@ they change; the policy (:class:`.decide.Wager`) says whether to make them now, 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -20,7 +20,7 @@ from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import fates, mask, masked, strip
+from .render import fates, mask, masked, open_results, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
@@ -325,12 +325,11 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     if s.reach_memo is not None and s.reach_memo[0] == key:
         return s.reach_memo[1]
     out: dict[int, int] = {}
-    fate, results = s.fate, s.index.results
-    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
+    fate = s.fate
     known = {p: gain for p, _, gain in found}
     if made != len(s.edits):  # counted under another log
         scanned = 0
-    for pos in results[bisect_left(results, min(reach)) : bisect_right(results, edit.upto)]:
+    for pos in open_results(s, edit.upto):
         m = s.base[pos]
         p = s.position(pos)
         if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in m.tool_results):
@@ -379,7 +378,7 @@ def settle(s: State, ctx: LayerContext) -> None:
         if first is None or removed <= 0:
             continue  # nothing to wait for
         small = _small_starts(candidates, w.edit.upto, w.small)
-        s.idle += max((removed for *_, removed in small), default=0) * w.bet.rates.read
+        s.idle += max((taken for *_, taken in small), default=0) * w.bet.rates.read
 
 
 def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:

@@ -23,7 +23,7 @@ from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 
-__all__ = ["fates", "marked", "mask", "masked", "strip"]
+__all__ = ["fates", "marked", "mask", "masked", "open_results", "strip"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
@@ -80,14 +80,21 @@ def fates(s: State, edit: Mask) -> dict[str, str]:
         if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    reach = [*(s.index.result_at[r] for r in s.kept if r in s.index.result_at), s.mask_upto + 1]
-    start = bisect_left(s.index.results, min(reach))
-    for pos in s.index.results[start : bisect_right(s.index.results, edit.upto)]:
+    for pos in open_results(s, edit.upto):
         for r in s.base[pos].tool_results:
             rid = r.tool_call_id
             if out.get(rid, fate.get(rid)) in (None, "keep"):
                 out[rid] = "keep" if rid in keep else "mask"
     return {rid: f for rid, f in out.items() if f != fate.get(rid)}
+
+
+def open_results(s: State, upto: int) -> list[int]:
+    """The history positions of the results up to ``upto`` a mask edit may still change: from
+    the oldest result kept whole, or the first no mask edit reached, on (every older one was
+    decided by an earlier edit)."""
+    results, at = s.index.results, s.index.result_at
+    reach = [*(at[r] for r in s.kept if r in at), s.mask_upto + 1]
+    return results[bisect_left(results, min(reach)) : bisect_right(results, upto)]
 
 
 def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
