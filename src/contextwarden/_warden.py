@@ -343,7 +343,7 @@ class Warden:
             total += call.tail_tokens
         conv.calls += 1
         conv.last_time = time.time() if now is None else now
-        self._table.close(conv)
+        self._table.close(conv, ctx)
         if budget is not None and self.config.window.enabled:
             ensure_within(view, ctx, total)  # ContextOverflowError: nothing left to cut
         return TransformResult(

@@ -15,7 +15,7 @@ from redis_server import redis_server
 sys.path.insert(0, str(Path(__file__).parent))
 from test_continuity import openai_steps, starts_with  # noqa: E402
 
-from contextwarden import Warden  # noqa: E402
+from contextwarden import Warden, WardenConfig  # noqa: E402
 from contextwarden.store.logs import MemoryLogStore, RedisLogStore, SQLiteLogStore  # noqa: E402
 
 
@@ -27,13 +27,15 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def alternate(stores: list[Any]) -> tuple[list[list[dict[str, Any]]], list[Any]]:
+def alternate(
+    stores: list[Any], config: WardenConfig | None = None, steps: int = 40, window: int = 32_000
+) -> tuple[list[list[dict[str, Any]]], list[Any]]:
     """A conversation's calls served in turn by one warden per store (as workers would)."""
-    wardens = [Warden(log_store=s) for s in stores]
+    wardens = [Warden(config, log_store=s) for s in stores]
     requests, results = [], []
-    for k, history in enumerate(openai_steps("Fix the failing test", 40)):
+    for k, history in enumerate(openai_steps("Fix the failing test", steps)):
         request, result = wardens[k % len(wardens)].transform_openai(
-            history, model="gpt-4o", window=32_000
+            history, model="gpt-4o", window=window
         )
         requests.append(request)
         results.append(result)
@@ -54,6 +56,19 @@ def test_two_workers_on_one_sqlite_file(tmp_path: Path) -> None:
     requests, results = alternate([SQLiteLogStore(path), SQLiteLogStore(path)])
     assert sum(r.compaction is not None for r in results) >= 2
     check_continues(requests, results)
+
+
+def test_two_workers_size_their_bets_on_the_same_bill_as_one_process(tmp_path: Path) -> None:
+    """The masks made because they pay are bets sized on the bill so far (and the reads
+    waited since the last): a worker that continues the conversation continues its bill too,
+    so two workers send byte for byte what one process sends."""
+    config = WardenConfig.model_validate({"policy": {"pricing": "model"}})
+    path = tmp_path / "logs.db"
+    stores = [SQLiteLogStore(path), SQLiteLogStore(path)]
+    requests, results = alternate(stores, config, 60, 128_000)
+    alone_requests, _ = alternate([MemoryLogStore()], config, 60, 128_000)
+    assert sum(e.reason == "pays" for r in results for e in r.edits) >= 2
+    assert requests == alone_requests
 
 
 def test_two_workers_on_one_redis(redis_url: str) -> None:

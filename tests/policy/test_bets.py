@@ -3,7 +3,8 @@
 bills them (the leading messages identical to the previous request's at the cached-read
 price, the rest at the write price), cost at no point more than 1% over sending everything,
 at Anthropic's cache prices (the dearest writes, the cheapest reads: the hardest case for a
-bet); and on a session long enough for masks to pay, they save."""
+bet) and at each of the four price structures' own; and on a session long enough for masks
+to pay, they save."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ from contextwarden import Warden, WardenConfig, from_openai, get_counter
 
 READ, WRITE = 0.1, 1.25
 MODEL = "claude-sonnet-4-5"
+#: The four price structures, each as its model: (cache read, cache write) x the input price.
+PRICES = {
+    "claude-sonnet-4-5": (0.1, 1.25),
+    "gpt-4o": (0.5, 1.0),
+    "deepseek-chat": (0.1, 1.0),
+    "gemini-2.5-pro": (0.1, 1.0),
+}
 
 
 def history(sizes: list[int], seed: int) -> list[dict[str, Any]]:
@@ -54,8 +62,15 @@ def history(sizes: list[int], seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def bills(requests: list[list[dict[str, Any]]]) -> list[float]:
-    """The running bill of ``requests`` sent one after another, in tokens at the input price."""
+#: the requests the last :func:`run` sent
+SENT: list[list[dict[str, Any]]] = []
+
+
+def bills(
+    requests: list[list[dict[str, Any]]], read: float = READ, write: float = WRITE
+) -> list[float]:
+    """The running bill of ``requests`` sent one after another, in tokens at the input price,
+    cache reads at ``read`` and writes at ``write`` times it."""
     counter = get_counter(kind="heuristic")
     prev: list[str] = []
     total = 0.0
@@ -66,24 +81,33 @@ def bills(requests: list[list[dict[str, Any]]]) -> list[float]:
         while same < min(len(keys), len(prev)) and keys[same] == prev[same]:
             same += 1
         sizes = [counter.count_message(m) for m in from_openai(req)]
-        read = sum(sizes[:same])
-        total += read * READ + (sum(sizes) - read) * WRITE
+        hit = sum(sizes[:same])
+        total += hit * read + (sum(sizes) - hit) * write
         out.append(total)
         prev = keys
     return out
 
 
-def run(sizes: list[int], seed: int) -> tuple[list[float], list[float]]:
-    """The running bills of sending everything and of the warden, call by call."""
-    msgs = history(sizes, seed)
-    warden = Warden(WardenConfig.model_validate({"counter": "heuristic"}))
+def run(
+    sizes: list[int],
+    seed: int,
+    model: str = MODEL,
+    msgs: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+) -> tuple[list[float], list[float]]:
+    """The running bills of sending everything and of the warden (told ``model``), call by
+    call, at ``model``'s own cache prices; ``msgs``: the history (else :func:`history`'s),
+    ``config``: the warden's beside the heuristic counter. The requests sent go to ``SENT``."""
+    msgs = history(sizes, seed) if msgs is None else msgs
+    warden = Warden(WardenConfig.model_validate({"counter": "heuristic", **(config or {})}))
     raw, ours = [], []
     for k, m in enumerate(msgs):
         if m["role"] != "assistant":
             continue
         raw.append(list(msgs[:k]))
-        ours.append(warden.transform_openai(msgs[:k], model=MODEL, window=1_000_000)[0])
-    return bills(raw), bills(ours)
+        ours.append(warden.transform_openai(msgs[:k], model=model, window=1_000_000)[0])
+    SENT[:] = ours
+    return bills(raw, *PRICES[model]), bills(ours, *PRICES[model])
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -127,3 +151,85 @@ def test_tail_masks_keep_every_prefix_within_one_percent(sizes: list[int], seed:
     raw, ours = run(sizes, seed)
     for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
         assert b <= a * 1.01 + 1, f"call {k}: {b:.0f} against {a:.0f} sending everything"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.integers(200, 12_000), min_size=5, max_size=90),
+    seed=st.integers(0, 1000),
+    model=st.sampled_from(sorted(PRICES)),
+)
+def test_at_each_models_own_prices_no_prefix_costs_more_than_one_percent_over(
+    sizes: list[int], seed: int, model: str
+) -> None:
+    """The bill so far is kept at the prices the edits are weighed at, the model's own: the
+    bound holds at each price structure, billed as that provider bills."""
+    raw, ours = run(sizes, seed, model)
+    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
+        assert b <= a * 1.01 + 1, f"{model}, call {k}: {b:.0f} against {a:.0f}"
+
+
+def test_at_gpt_4o_prices_masks_pay_from_early_in_a_session() -> None:
+    """At gpt-4o's own prices (reads 0.5x, writes 1x) a rewrite costs as much as two calls'
+    reads of what it removes, so masking pays within a few calls and is a small bet early;
+    weighed at Anthropic's prices (as if any request could be billed that way) it is neither
+    until far later, and a 60-call session of mid-sized outputs saved nothing."""
+    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o")
+    assert ours[-1] < 0.8 * raw[-1]
+    assert ours[29] < 0.95 * raw[29]  # already by call 30
+
+
+def test_a_mask_made_because_it_pays_keeps_the_working_files_whole() -> None:
+    """The latest read of a file the agent edits by quoting it stays whole through the masks
+    made only because they pay, however large: ``mask.protect_ratio`` bounds the working set
+    only where a mask must make room. (Here the ratio leaves room for none of it.)"""
+    text = "".join(f"    setting_{i} = load_setting({i}, cache=True)\n" for i in range(300))
+    head = history([], seed=0)
+    read = [
+        *head,
+        {
+            "role": "assistant",
+            "content": "Reading the module.",
+            "tool_calls": [
+                {
+                    "id": "r0",
+                    "type": "function",
+                    "function": {
+                        "name": "Read",
+                        "arguments": json.dumps({"file_path": "src/app.py"}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "r0", "content": text},
+        {
+            "role": "assistant",
+            "content": "Fixing it.",
+            "tool_calls": [
+                {
+                    "id": "e0",
+                    "type": "function",
+                    "function": {
+                        "name": "Edit",
+                        "arguments": json.dumps(
+                            {
+                                "file_path": "src/app.py",
+                                "old_string": "setting_3 = load_setting(3",
+                                "new_string": "setting_3 = load_setting(4",
+                            }
+                        ),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "e0", "content": "The file src/app.py has been updated."},
+    ]
+    steps = history([6_000, 400, 9_000, 1_500] * 40, seed=3)[len(head) :]
+    msgs = [*read, *steps, {"role": "assistant", "content": "Done."}]
+    config = {"mask": {"protect_ratio": 0.0001}, "policy": {"pricing": "model"}}
+    raw, ours = run([], 0, "gpt-4o", msgs=msgs, config=config)
+    assert ours[-1] < 0.95 * raw[-1]  # the masks were made
+    last = {m.get("tool_call_id"): m["content"] for m in SENT[-1] if m["role"] == "tool"}
+    assert last["r0"] == text
+    given = {m.get("tool_call_id"): m["content"] for m in msgs if m["role"] == "tool"}
+    assert any(last[c] != given[c] for c in last)  # old outputs were masked

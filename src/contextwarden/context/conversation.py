@@ -32,12 +32,13 @@ from typing import Any
 
 from .._log import Compaction, Edit, Repair, WindowCut, edit_from_dict, make_ref
 from .._messages import Message
+from .._policy import Ledger
 from .append import append
 from .call import Call, Outcome
 from .commit import commit
 from .cuts import window_cut
 from .decide import Due, edit_reason, fixed_tokens
-from .lossless import lossless_edit
+from .lossless import lossless_edit, settle
 from .state import State
 
 __all__ = ["Call", "Conversation", "Diverged", "split_tail"]
@@ -90,7 +91,9 @@ class Conversation(State):
     def rebuilt(self, call: Call, upto: int) -> Conversation:
         """This conversation made again from ``call.messages[:upto]`` (equal by content to its
         history there) and the same log; the call's state is left untouched."""
-        return self._replay(call, upto, self.edits, self.calls, self.last_time, self.compacted_at)
+        settle(self, call.ctx)  # what the calls that waited read, counted while it holds
+        again = self._replay(call, upto, self.edits, self.calls, self.last_time, self.compacted_at)
+        return again._bill(self.bill())
 
     def _replay(
         self,
@@ -130,7 +133,33 @@ class Conversation(State):
             "calls": self.calls,
             "last_time": self.last_time,
             "compacted_at": self.compacted_at,
+            **self.bill(),
         }
+
+    def bill(self) -> dict[str, Any]:
+        """What the policy's bets read besides the log (JSON-ready): the bill so far (the
+        ledger and the previous call's whole history), the reads waited since the last
+        lossless edit, whether the last call found the cache cold, and the results held whole
+        only while masking them was too large a bet. Without them a conversation continued
+        elsewhere would size its bets as if it had just begun."""
+        ledger = self.ledger
+        return {
+            "ledger": [ledger.raw, ledger.ours, ledger.raw_cached, ledger.cached, self.ledger_raw],
+            "idle": self.idle,
+            "cold": self.cold,
+            "held": sorted(self.held),
+        }
+
+    def _bill(self, bill: Mapping[str, Any]) -> Conversation:
+        """This conversation with the bill of :meth:`bill` (a record's; an older record
+        without one: an empty bill, whose bets wait until it has grown again)."""
+        raw, ours, raw_cached, cached, last = bill.get("ledger") or (0.0, 0.0, 0, 0, 0)
+        self.ledger = Ledger(float(raw), float(ours), int(raw_cached), int(cached))
+        self.ledger_raw = int(last)
+        self.idle = float(bill.get("idle", 0.0))
+        self.cold = bool(bill.get("cold", False))
+        self.held = set(bill.get("held", ()))
+        return self
 
     @staticmethod
     def record_continues(record: Mapping[str, Any], messages: Sequence[Message]) -> int | None:
@@ -157,7 +186,7 @@ class Conversation(State):
             int(record["calls"]),
             record.get("last_time"),
             int(compacted) if compacted is not None else None,
-        )
+        )._bill(record)
 
     # -- the call's steps ----------------------------------------------------------------------
     def prepare(self, call: Call, now: float | None) -> tuple[Call, Due]:
@@ -167,7 +196,7 @@ class Conversation(State):
         self.new_start = len(self.view)
         if self.calls:  # bill the previous call, as it was sent
             raw, sent = self.ledger_raw, sum(self.tokens) + call.overhead
-            self.ledger = self.ledger.settle(raw, sent, call.rates)
+            self.ledger = self.ledger.settle(raw, sent, call.rates, self.cold)
         append(self, call, len(self.inputs), len(call.messages))
         self.ledger_raw = self.input_tokens + call.overhead
         budget = call.ctx.budget

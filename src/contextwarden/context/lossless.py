@@ -8,6 +8,7 @@ they change; the policy (:class:`.decide.Wager`) says whether to make them now, 
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections import ChainMap
 from collections.abc import Callable, Iterator
@@ -239,6 +240,10 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     where = s.index.result_at
     budget = ctx.budget
     room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
+    if reason == "pays":
+        # a mask made only because it pays is optional: it shrinks nothing the agent works
+        # from, which is bounded only where the request must shrink (or is written anew)
+        room = sys.maxsize
     # what it reads changes only with the log, the plan's actions and how far it reaches: a
     # call that appended no result (an assistant message) plans the edit of the call before
     planner = s.planner

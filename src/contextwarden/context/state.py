@@ -141,6 +141,9 @@ class State:
         #: what the conversation was billed so far, and sending everything would have been
         self.ledger = Ledger()
         self.ledger_raw = 0  # the previous call's whole history, in tokens
+        #: the call in progress found the provider's cache cold: it is billed (and so is
+        #: sending everything) without a cached read, when it is settled at the next call
+        self.cold = False
         #: the reads paid since the last lossless edit on tokens a mask could have removed
         #: (see :func:`contextwarden._policy.batched`)
         self.idle = 0.0

@@ -21,9 +21,11 @@ from .._messages import Message
 from ..store.logs import LogStore, Written
 from .call import Call
 from .conversation import RECORD_VERSION, Conversation, Diverged
+from .lossless import settle
 
 if TYPE_CHECKING:
     from .._config import WardenConfig
+    from ..layers.base import LayerContext
 
 __all__ = ["ConversationTable"]
 
@@ -158,8 +160,11 @@ class ConversationTable:
             conversations = list(self._conversations.values())
         return sum(c.bytes for c in conversations)
 
-    def close(self, conv: Conversation) -> None:
-        """After a call: store ``conv``'s log and keep the table within its bytes."""
+    def close(self, conv: Conversation, ctx: LayerContext) -> None:
+        """After a call (made with ``ctx``): store ``conv``'s log and keep the table within
+        its bytes."""
+        if self.log_store is not None:
+            settle(conv, ctx)  # the record holds the reads waited, counted
         self.record(conv)
         self.trim(conv.key)
 
