@@ -28,12 +28,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def alternate(
-    stores: list[Any], config: WardenConfig | None = None, steps: int = 40, window: int = 32_000
+    stores: list[Any],
+    config: WardenConfig | None = None,
+    steps: int = 40,
+    window: int = 32_000,
+    command: str = "cat",
 ) -> tuple[list[list[dict[str, Any]]], list[Any]]:
-    """A conversation's calls served in turn by one warden per store (as workers would)."""
+    """A conversation's calls served in turn by one warden per store (as workers would); each
+    step runs ``command`` on a file."""
     wardens = [Warden(config, log_store=s) for s in stores]
     requests, results = [], []
-    for k, history in enumerate(openai_steps("Fix the failing test", steps)):
+    histories = [
+        json.loads(json.dumps(h).replace("cat f", f"{command} f"))
+        for h in openai_steps("Fix the failing test", steps)
+    ]
+    for k, history in enumerate(histories):
         request, result = wardens[k % len(wardens)].transform_openai(
             history, model="gpt-4o", window=window
         )
@@ -65,8 +74,9 @@ def test_two_workers_size_their_bets_on_the_same_bill_as_one_process(tmp_path: P
     config = WardenConfig.model_validate({"policy": {"pricing": "model"}})
     path = tmp_path / "logs.db"
     stores = [SQLiteLogStore(path), SQLiteLogStore(path)]
-    requests, results = alternate(stores, config, 60, 128_000)
-    alone_requests, _ = alternate([MemoryLogStore()], config, 60, 128_000)
+    # outputs of a linter, not reads of files (which masks that pay keep whole)
+    requests, results = alternate(stores, config, 60, 128_000, "ruff check")
+    alone_requests, _ = alternate([MemoryLogStore()], config, 60, 128_000, "ruff check")
     assert sum(e.reason == "pays" for r in results for e in r.edits) >= 2
     assert requests == alone_requests
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -179,57 +180,57 @@ def test_at_gpt_4o_prices_masks_pay_from_early_in_a_session() -> None:
     assert ours[29] < 0.95 * raw[29]  # already by call 30
 
 
-def test_a_mask_made_because_it_pays_keeps_the_working_files_whole() -> None:
-    """The latest read of a file the agent edits by quoting it stays whole through the masks
-    made only because they pay, however large: ``mask.protect_ratio`` bounds the working set
-    only where a mask must make room. (Here the ratio leaves room for none of it.)"""
-    text = "".join(f"    setting_{i} = load_setting({i}, cache=True)\n" for i in range(300))
+def _tool_call(cid: str, name: str, **args: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": f"Calling {name}.",
+        "tool_calls": [
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
+
+
+QUOTES = {"name": "Edit", "args": {"old_string": "setting_3 = load(3", "new_string": "x"}}
+REWRITES = {"name": "bash", "args": {"command": "sed -i 's/load(3/load(4/' src/app.py"}}
+
+
+@pytest.mark.parametrize(
+    ("edit", "kept"),
+    [(QUOTES, True), (None, True), (REWRITES, False)],
+    ids=["quotes", "none", "sed"],
+)
+def test_a_mask_made_because_it_pays_keeps_what_the_agent_may_quote(
+    edit: dict[str, Any] | None, kept: bool
+) -> None:
+    """A read stays whole through the masks made only because they pay, however large, while
+    the agent may have to quote it: it edits by quoting what it replaces, or has not edited
+    yet (``mask.protect_ratio``, here room for none of it, bounds that only where a mask must
+    make room). An agent whose edits rewrite without quoting (``sed -i``) needs no read
+    verbatim: it is masked like any old output."""
+    text = "".join(f"    setting_{i} = load({i}, cache=True)\n" for i in range(300))
     head = history([], seed=0)
-    read = [
+    msgs = [
         *head,
-        {
-            "role": "assistant",
-            "content": "Reading the module.",
-            "tool_calls": [
-                {
-                    "id": "r0",
-                    "type": "function",
-                    "function": {
-                        "name": "Read",
-                        "arguments": json.dumps({"file_path": "src/app.py"}),
-                    },
-                }
-            ],
-        },
+        _tool_call("r0", "Read", file_path="src/app.py"),
         {"role": "tool", "tool_call_id": "r0", "content": text},
-        {
-            "role": "assistant",
-            "content": "Fixing it.",
-            "tool_calls": [
-                {
-                    "id": "e0",
-                    "type": "function",
-                    "function": {
-                        "name": "Edit",
-                        "arguments": json.dumps(
-                            {
-                                "file_path": "src/app.py",
-                                "old_string": "setting_3 = load_setting(3",
-                                "new_string": "setting_3 = load_setting(4",
-                            }
-                        ),
-                    },
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "e0", "content": "The file src/app.py has been updated."},
     ]
-    steps = history([6_000, 400, 9_000, 1_500] * 40, seed=3)[len(head) :]
-    msgs = [*read, *steps, {"role": "assistant", "content": "Done."}]
+    if edit is not None:
+        args = {"file_path": "src/app.py", **edit["args"]}
+        msgs += [
+            _tool_call("e0", edit["name"], **args),
+            {"role": "tool", "tool_call_id": "e0", "content": "Done."},
+        ]
+    first = len(msgs)
+    msgs += history([6_000, 400, 9_000, 1_500] * 40, seed=3)[len(head) :]
+    msgs.append({"role": "assistant", "content": "Done."})
     config = {"mask": {"protect_ratio": 0.0001}, "policy": {"pricing": "model"}}
     raw, ours = run([], 0, "gpt-4o", msgs=msgs, config=config)
     assert ours[-1] < 0.95 * raw[-1]  # the masks were made
     last = {m.get("tool_call_id"): m["content"] for m in SENT[-1] if m["role"] == "tool"}
-    assert last["r0"] == text
-    given = {m.get("tool_call_id"): m["content"] for m in msgs if m["role"] == "tool"}
-    assert any(last[c] != given[c] for c in last)  # old outputs were masked
+    given = {m.get("tool_call_id"): m["content"] for m in msgs[first:] if m["role"] == "tool"}
+    assert any(last[c] != given[c] for c in given)  # old outputs were masked
+    assert (last["r0"] == text) is kept
