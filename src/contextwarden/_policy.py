@@ -84,12 +84,12 @@ class PolicyConfig(BaseModel):
         "Default: cache_aware.",
     )
     pricing: Literal["conservative", "model"] = Field(
-        "model",
+        "conservative",
         description="The cache prices an edit is weighed at, and the bill so far is kept at "
-        "(so loss_cap bounds the bill at those prices). model: the model's own (the least "
-        "favourable major provider's, read 0.1x and write 1.25x, for a model the registry "
-        "has no cache prices for); conservative: the model's own bounded by those, for "
-        "requests that may be routed to another provider. Default: model.",
+        "(so loss_cap bounds the bill at those prices). conservative: the model's own, bounded "
+        "by the least favourable major provider's (read 0.1x, write 1.25x), so a decision pays "
+        "wherever the request is routed; model: the model's own (those for a model the "
+        "registry has no cache prices for). Default: conservative.",
     )
     horizon: int | None = Field(
         None,

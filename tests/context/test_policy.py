@@ -52,16 +52,15 @@ def test_what_else_an_edit_costs_counts() -> None:
 
 WINDOW = 128_000
 #: trigger 38.4k, target 25.6k, hard limit 127k: room for many calls (3.5k each) between them;
-#: and a long session to come (horizon); cache prices bounded by Anthropic's (reads 0.1x,
-#: writes 1.25x) whatever the model's own
+#: and a long session to come (horizon)
 SPREAD: dict[str, Any] = {
     "trigger_ratio": 0.3,
     "target_ratio": 0.2,
     "reserve_tokens": 1_000,
-    "policy": {"horizon": 20, "loss_cap": 1.0, "pricing": "conservative"},
+    "policy": {"horizon": 20, "loss_cap": 1.0},
 }
 #: the same with the default loss cap: a cut before the hard limit is a bet it rarely covers
-CAREFUL: dict[str, Any] = {**SPREAD, "policy": {"horizon": 20, "pricing": "conservative"}}
+CAREFUL: dict[str, Any] = {**SPREAD, "policy": {"horizon": 20}}
 
 
 def run(model: str, config: dict[str, Any]) -> list[tuple[int, int, bool, int]]:
@@ -110,10 +109,7 @@ def test_with_cheap_cache_reads_a_cut_waits_while_the_session_may_end_first() ->
     whole, each the previous one and the new messages, until the hard limit is near enough
     to be reached before the session is expected to end; then the cut is made."""
     limits = budget("deepseek-v4-flash")
-    short = {
-        **SPREAD,
-        "policy": {"loss_cap": 1.0, "pricing": "conservative"},
-    }  # as many calls again as made so far
+    short = {**SPREAD, "policy": {"loss_cap": 1.0}}  # as many calls again as made so far
     calls = run("deepseek-v4-flash", short)
     first = first_cut(calls)
     waited = [i for i, c in enumerate(calls[:first]) if c[0] > limits.trigger]
@@ -162,10 +158,7 @@ def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
     LLM one waits (meanwhile masking pays), in a session that may end before the hard limit."""
     from contextwarden.testing import FakeSummarizer
 
-    short = {
-        **SPREAD,
-        "policy": {"loss_cap": 1.0, "pricing": "conservative"},
-    }  # counted on for as many calls again as made
+    short = {**SPREAD, "policy": {"loss_cap": 1.0}}  # counted on for as many calls again as made
     limits = budget("gpt-4o")
 
     def first_compaction(summarizer: Any) -> int:

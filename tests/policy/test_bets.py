@@ -159,25 +159,29 @@ def test_tail_masks_keep_every_prefix_within_one_percent(sizes: list[int], seed:
     sizes=st.lists(st.integers(200, 12_000), min_size=5, max_size=90),
     seed=st.integers(0, 1000),
     model=st.sampled_from(sorted(PRICES)),
+    pricing=st.sampled_from(["conservative", "model"]),
 )
 def test_at_each_models_own_prices_no_prefix_costs_more_than_one_percent_over(
-    sizes: list[int], seed: int, model: str
+    sizes: list[int], seed: int, model: str, pricing: str
 ) -> None:
-    """The bill so far is kept at the prices the edits are weighed at, the model's own: the
-    bound holds at each price structure, billed as that provider bills."""
-    raw, ours = run(sizes, seed, model)
+    """Weighed at the least favourable provider's prices (the default) or at the model's
+    own, the bound holds at each price structure, billed as that provider bills."""
+    raw, ours = run(sizes, seed, model, config={"policy": {"pricing": pricing}})
     for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
         assert b <= a * 1.01 + 1, f"{model}, call {k}: {b:.0f} against {a:.0f}"
 
 
-def test_at_gpt_4o_prices_masks_pay_from_early_in_a_session() -> None:
-    """At gpt-4o's own prices (reads 0.5x, writes 1x) a rewrite costs as much as two calls'
-    reads of what it removes, so masking pays within a few calls and is a small bet early;
-    weighed at Anthropic's prices (as if any request could be billed that way) it is neither
-    until far later, and a 60-call session of mid-sized outputs saved nothing."""
-    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o")
+def test_weighed_at_gpt_4o_own_prices_masks_pay_from_early_in_a_session() -> None:
+    """At gpt-4o's own prices (``pricing: model``; reads 0.5x, writes 1x) a rewrite costs as
+    much as two calls' reads of what it removes, so masking pays within a few calls and is a
+    small bet early; weighed at Anthropic's prices (the default, as if any request could be
+    billed that way) it is neither until far later, and the session saves nothing."""
+    model = {"policy": {"pricing": "model"}}
+    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o", config=model)
     assert ours[-1] < 0.8 * raw[-1]
     assert ours[29] < 0.95 * raw[29]  # already by call 30
+    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o")
+    assert ours[-1] > 0.99 * raw[-1]
 
 
 def _tool_call(cid: str, name: str, **args: Any) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class Conversation(State):
         """This conversation made again from ``call.messages[:upto]`` (equal by content to its
         history there) and the same log; the call's state is left untouched."""
         settle(self, call.ctx)  # what the calls that waited read, counted while it holds
-        again = self._replay(call, upto, self.edits, self.calls, self.last_time, self.compacted_at)
+        again = self._replay(call, upto, self.edits, self.calls, self.last_time)
         return again._bill(self.bill())
 
     def _replay(
@@ -102,7 +102,6 @@ class Conversation(State):
         edits: Sequence[Edit],
         calls: int,
         last_time: float | None,
-        compacted_at: int | None,
     ) -> Conversation:
         fresh = Conversation(self.key, self.counter_name, self.config)
         fresh.lock = self.lock
@@ -115,7 +114,7 @@ class Conversation(State):
         fresh.edits, fresh.mask_upto, fresh.strip_upto = [], -1, -1
         fresh.touched = fresh.anchored = -1
         commit(fresh, scratch, list(edits), replay=True)
-        fresh.calls, fresh.last_time, fresh.compacted_at = calls, last_time, compacted_at
+        fresh.calls, fresh.last_time = calls, last_time
         return fresh
 
     # -- persistence ---------------------------------------------------------------------------
@@ -132,21 +131,19 @@ class Conversation(State):
             "edits": [e.as_dict() for e in self.edits],
             "calls": self.calls,
             "last_time": self.last_time,
-            "compacted_at": self.compacted_at,
             **self.bill(),
         }
 
     def bill(self) -> dict[str, Any]:
         """What the policy's bets read besides the log (JSON-ready): the bill so far (the
         ledger and the previous call's whole history), the reads waited since the last
-        lossless edit, whether the last call found the cache cold, and the results held whole
-        only while masking them was too large a bet. Without them a conversation continued
-        elsewhere would size its bets as if it had just begun."""
+        lossless edit and the results held whole only while masking them was too large a
+        bet. Without them a conversation continued elsewhere would size its bets as if it
+        had just begun."""
         ledger = self.ledger
         return {
             "ledger": [ledger.raw, ledger.ours, ledger.raw_cached, ledger.cached, self.ledger_raw],
             "idle": self.idle,
-            "cold": self.cold,
             "held": sorted(self.held),
         }
 
@@ -157,7 +154,6 @@ class Conversation(State):
         self.ledger = Ledger(float(raw), float(ours), int(raw_cached), int(cached))
         self.ledger_raw = int(last)
         self.idle = float(bill.get("idle", 0.0))
-        self.cold = bool(bill.get("cold", False))
         self.held = set(bill.get("held", ()))
         return self
 
@@ -178,15 +174,8 @@ class Conversation(State):
     def restore(self, call: Call, record: Mapping[str, Any], upto: int) -> Conversation:
         """The conversation ``record`` describes, made from ``call.messages[:upto]``."""
         edits = [edit_from_dict(raw) for raw in record["edits"]]
-        compacted = record.get("compacted_at")
-        return self._replay(
-            call,
-            upto,
-            edits,
-            int(record["calls"]),
-            record.get("last_time"),
-            int(compacted) if compacted is not None else None,
-        )._bill(record)
+        again = self._replay(call, upto, edits, int(record["calls"]), record.get("last_time"))
+        return again._bill(record)
 
     # -- the call's steps ----------------------------------------------------------------------
     def prepare(self, call: Call, now: float | None) -> tuple[Call, Due]:
@@ -196,7 +185,7 @@ class Conversation(State):
         self.new_start = len(self.view)
         if self.calls:  # bill the previous call, as it was sent
             raw, sent = self.ledger_raw, sum(self.tokens) + call.overhead
-            self.ledger = self.ledger.settle(raw, sent, call.rates, self.cold)
+            self.ledger = self.ledger.settle(raw, sent, call.rates)
         append(self, call, len(self.inputs), len(call.messages))
         self.ledger_raw = self.input_tokens + call.overhead
         budget = call.ctx.budget

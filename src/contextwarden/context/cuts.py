@@ -47,7 +47,6 @@ def record_compaction(s: State, call: Call, result: CompactResult | None, forced
             )
             settle(s, call.ctx)  # the view changes: what the waits read is counted first
             commit(s, call, [edit])
-            s.compacted_at = s.total
             call.out.compaction = result
             if edit.ref is not None:
                 call.out.elided[edit.ref] = hidden

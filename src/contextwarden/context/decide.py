@@ -61,7 +61,6 @@ def edit_reason(s: State, call: Call, now: float | None) -> Due:
         and s.last_time is not None
         and (time.time() if now is None else now) - s.last_time > call.rates.ttl_s
     )
-    s.cold = bool(cold)
     plan = plan_now(s, call, cold) if budget is not None else None
     must = plan is not None and plan.action in ("compact", "window_cut")
     deferred = plan is not None and plan.action == "wait"
@@ -113,7 +112,7 @@ def inputs(s: State, call: Call, total: int, cold: bool = False, *, bet: bool = 
         since_summary=None if last is None else s.calls - last,
         cold=cold,
         lead=lead,
-        ledger=s.ledger.settle(raw, total, call.rates, s.cold) if bet else None,
+        ledger=s.ledger.settle(raw, total, call.rates) if bet else None,
     )
 
 
@@ -162,7 +161,7 @@ class Wager:
         self.new_tokens = suffix[min(s.new_start, len(tokens))]
         self.raw = s.input_tokens + call.overhead
         # the bill so far, this call included as it stands (see _policy.Ledger)
-        self.ledger = s.ledger.settle(self.raw, s.total, call.rates, s.cold)
+        self.ledger = s.ledger.settle(self.raw, s.total, call.rates)
         self.bet = Bet(self.new_tokens, self.ledger, call.rates, self.policy)
         budget = call.ctx.budget
         # an edit pays back while the whole history could still be sent, or not at all

@@ -129,8 +129,6 @@ class State:
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
         self.last_time: float | None = None
-        #: the request's tokens right after the last compaction (the cool-down starts there)
-        self.compacted_at: int | None = None
         #: (history messages read, their fixed tokens, the task's position or -1): what
         #: :func:`.decide.fixed_tokens` counted so far
         self.fixed_seen: tuple[int, int, int] = (0, 0, -1)
@@ -141,9 +139,6 @@ class State:
         #: what the conversation was billed so far, and sending everything would have been
         self.ledger = Ledger()
         self.ledger_raw = 0  # the previous call's whole history, in tokens
-        #: the call in progress found the provider's cache cold: it is billed (and so is
-        #: sending everything) without a cached read, when it is settled at the next call
-        self.cold = False
         #: the reads paid since the last lossless edit on tokens a mask could have removed
         #: (see :func:`contextwarden._policy.batched`)
         self.idle = 0.0
