@@ -689,9 +689,8 @@ def count_tokens(
     """
     counter = get_counter(model, models=models)
     if isinstance(text_or_messages, str):
-        if tools:
-            return counter.count_text(text_or_messages) + _tools_cost(counter, tools)
-        return counter.count_text(text_or_messages)
+        tools_cost = counter.count_text(render_tools(tools)) if tools else 0
+        return counter.count_text(text_or_messages) + tools_cost
     if isinstance(text_or_messages, Message):
         raise TypeError("count_tokens() expects a str or a list of Message, got one Message")
     if not isinstance(text_or_messages, Sequence):
@@ -700,9 +699,3 @@ def count_tokens(
             f"got {type(text_or_messages).__name__}"
         )
     return counter.count_messages(cast(Sequence[Message], text_or_messages), tools=tools)
-
-
-def _tools_cost(counter: TokenCounter, tools: Sequence[Mapping[str, Any]]) -> int:
-    if isinstance(counter, ExactCounter):
-        return counter.count_tools(tools)
-    return counter.count_text(render_tools(tools))
