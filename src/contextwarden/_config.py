@@ -439,8 +439,7 @@ def _merge(layers: Iterable[list[_Leaf]]) -> tuple[dict[str, Any], dict[Path_, s
 def _describe(error: Mapping[str, Any], origins: Mapping[Path_, str]) -> str:
     """``<source path>: <problem>`` for one pydantic error."""
     loc: tuple[str | int, ...] = tuple(error.get("loc", ()))
-    label = "config"
-    rest: tuple[str | int, ...] = loc
+    rest: tuple[str | int, ...]
     for n in range(len(loc), 0, -1):
         key = tuple(str(p) for p in loc[:n])
         if key in origins:

@@ -67,7 +67,7 @@ from ._messages import (
     ToolResultBlock,
     reserve_attribute,
 )
-from ._models import ModelInfo, find_model, normalise_model_name
+from ._models import ModelInfo, find_model, is_amount, normalise_model_name
 
 __all__ = [
     "ExactCounter",
@@ -545,11 +545,7 @@ class HeuristicCounter:
     """
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
-        if (
-            isinstance(chars_per_token, bool)
-            or not isinstance(chars_per_token, int | float)
-            or not chars_per_token > 0
-        ):
+        if chars_per_token is None or not is_amount(chars_per_token, above=0):
             raise ConfigError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
         self.chars_per_token = float(chars_per_token)
         self.name = f"heuristic:chars/{self.chars_per_token:g}"
