@@ -11,6 +11,9 @@ tool message answering its calls (parallel calls stay together), or a lone user 
 message never starts a unit unless it is the very first message, so a cut never lands on a tool
 result. When a tool message answers a call made in an earlier unit (out-of-order results), the
 units in between are merged, so a call and its result are always kept or dropped together.
+A command's output that an agent sends as a user message (mini-swe-agent's text protocol,
+:func:`~contextwarden.analysis.actions.text_output`) counts as that command's tool result,
+``"msg:<i>"``, wherever results are counted and masked; it is never the user's turn.
 A unit is **kept** (never dropped) when it holds a system message, pinned content or the task
 (the user's first message of their own, :mod:`contextwarden._task`), or comes no later than the
 first user message (a client's opening: Codex's environment, aider's examples).
@@ -21,8 +24,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from .._messages import Message
+from .._messages import Message, ToolResultBlock
 from .._task import LOOKAHEAD, task_index
+from ..analysis.actions import output_block, text_output
 
 __all__ = ["CutRule", "HistoryIndex", "index_of"]
 
@@ -60,7 +64,8 @@ class HistoryIndex:
         self.first_user: int | None = None
         #: index of the last user message, or -1
         self.last_user = -1
-        #: per message: the tool name of each of its tool results ("" when the call is unknown)
+        #: per message: the tool name of each of its tool results ("" when the call is unknown
+        #: or the result is a command's output sent as a user message)
         self.names: list[tuple[str, ...]] = []
         self.call_names: dict[str, str] = {}
         #: a tool call's id -> the index of the message making it
@@ -71,6 +76,8 @@ class HistoryIndex:
         self.results: list[int] = []
         #: (message index, ordinal among that message's results) of every result, in order
         self.result_blocks: list[tuple[int, int]] = []
+        #: indices of the user messages that are a command's output (:meth:`results_in`)
+        self.outputs: set[int] = set()
         #: indices of the assistant messages that carry thinking, in order
         self.thinking: list[int] = []
         self.unit_starts: list[int] = []
@@ -97,6 +104,9 @@ class HistoryIndex:
             m = messages[i]
             role = m.role
             results = m.tool_results
+            if role == "user" and not results and i and text_output(messages[i - 1], m, i):
+                self.outputs.add(i)
+                results = self.results_in(i, m)
             names: tuple[str, ...] = ()
             if results:
                 names = tuple([call_names.get(b.tool_call_id, "") for b in results])
@@ -190,6 +200,16 @@ class HistoryIndex:
         if i == b_msg:
             return b_ord
         return 0
+
+    def results_in(self, i: int, m: Message) -> tuple[ToolResultBlock, ...]:
+        """The results of history message ``i`` (``m``, as the view holds it): its tool
+        results, or its text as one result when it is a command's output sent as a user
+        message."""
+        if i in self.outputs and m.role == "user":
+            found = output_block(m, i)
+            if found is not None:
+                return (found,)
+        return m.tool_results
 
     def thinking_is_old(self, i: int, *, keep_current_turn: bool) -> bool:
         """True when assistant message ``i``'s thinking may go: it is not among the
