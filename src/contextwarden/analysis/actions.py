@@ -223,6 +223,11 @@ _FENCED = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL
 #: How a command's output sent as a user message starts: mini-swe-agent's
 #: ``<returncode>N</returncode>`` and ``<output>`` tags, SWE-agent's ``OBSERVATION:`` label.
 OUTPUT_MARKERS = ("<returncode>", "<output>", "Observation:", "OBSERVATION:")
+_SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
+_HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
+#: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
+_SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
+_SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 
 
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
@@ -248,11 +253,6 @@ def output_block(message: Message, position: int) -> ToolResultBlock | None:
         return None
     texts = tuple(b for b in content if isinstance(b, TextBlock))
     return ToolResultBlock(f"{TEXT_RESULT_PREFIX}{position}", texts)
-_SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
-_HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
-#: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
-_SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
-_SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,16 @@ usually one user message followed by hundreds of tool calls. :class:`HistoryInde
 those decisions need and is extended when messages are appended (a conversation keeps one and
 pays only for its new messages), equal to one made at once.
 
+A command's output that an agent sends as a user message (mini-swe-agent's text protocol,
+:func:`~contextwarden.analysis.actions.text_output`) counts as that command's tool result,
+``"msg:<i>"``, wherever results are counted, kept together with their call and masked; it is
+never the user's turn.
+
 A **unit** is what the sliding window drops as a whole: an assistant message together with every
 tool message answering its calls (parallel calls stay together), or a lone user message. A tool
 message never starts a unit unless it is the very first message, so a cut never lands on a tool
 result. When a tool message answers a call made in an earlier unit (out-of-order results), the
 units in between are merged, so a call and its result are always kept or dropped together.
-A command's output that an agent sends as a user message (mini-swe-agent's text protocol,
-:func:`~contextwarden.analysis.actions.text_output`) counts as that command's tool result,
-``"msg:<i>"``, wherever results are counted and masked; it is never the user's turn.
 A unit is **kept** (never dropped) when it holds a system message, pinned content or the task
 (the user's first message of their own, :mod:`contextwarden._task`), or comes no later than the
 first user message (a client's opening: Codex's environment, aider's examples).
@@ -104,7 +106,13 @@ class HistoryIndex:
             m = messages[i]
             role = m.role
             results = m.tool_results
-            if role == "user" and not results and i and text_output(messages[i - 1], m, i):
+            output = (
+                role == "user"
+                and not results
+                and i > 0
+                and text_output(messages[i - 1], m, i) is not None
+            )
+            if output:
                 self.outputs.add(i)
                 results = self.results_in(i, m)
             names: tuple[str, ...] = ()
@@ -114,7 +122,7 @@ class HistoryIndex:
                 for k, r in enumerate(results):
                     add_block((i, k))
                     result_at[r.tool_call_id] = i
-            if role == "tool" and starts:
+            if (role == "tool" or output) and starts:
                 owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
                 if owners and min(owners) < starts[-1]:  # answers an earlier unit's call: merge
                     u = self.unit_of(min(owners))
