@@ -146,10 +146,8 @@ def _reads(s: State, i: int, m: Message) -> frozenset[str]:
     a read): as the mask plan found them when it made the call's action, else read now; a
     command's output sent as a user message, when the command it answers is a read."""
     if i in s.index.outputs:
-        known = s.actions.get(("", i - 1))
-        if known is None:
-            known = tuple(text_actions(s.base[i - 1], i - 1, s.base))
-        return frozenset(a.id for a in known if a.kind == "read")
+        acts = s.actions.get(("", i - 1)) or text_actions(s.base[i - 1], i - 1, s.base)
+        return frozenset(a.id for a in acts if a.kind == "read")
     out: set[str] = set()
     for r in m.tool_results:  # the calls they answer, as the history holds them
         at = s.index.call_at.get(r.tool_call_id)

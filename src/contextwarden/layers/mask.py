@@ -26,15 +26,6 @@ from typing import TYPE_CHECKING
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Block, Message, ToolResultBlock
-from ..analysis.actions import (
-    ActionMemo,
-    ToolAction,
-    prints_file,
-    protected_results,
-    same_file,
-    superseded_results,
-    tool_actions,
-)
 from ..analysis.mentions import (
     defined_names,
     joined_words,
@@ -61,19 +52,12 @@ if TYPE_CHECKING:
     from ..analysis.mentions import Words
 
 __all__ = [
-    "ActionMemo",
     "MaskConfig",
     "MaskPlan",
-    "ToolAction",
     "mask_plan",
     "mask_text",
     "mask_tool_results",
-    "prints_file",
-    "protected_results",
-    "same_file",
-    "superseded_results",
     "superseded_text",
-    "tool_actions",
 ]
 
 LAYER = "mask"
@@ -211,7 +195,7 @@ def mask_message(
     (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
     whole and a superseded one becomes :func:`superseded_text`'s one-line marker. ``held``:
     names the request holds anyway (the calls' arguments), left out of the names line;
-    ``reads``: the ids of the results that print a file's lines (:func:`prints_file`)."""
+    ``reads``: the ids of the results that print a file's lines (:func:`~contextwarden.analysis.actions.prints_file`)."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
@@ -242,9 +226,9 @@ def mask_message(
     # holding it is written from what the agent saw, not from the marker
     original = message.hints.get(UNMASKED, message)
     content: tuple[Block, ...] = tuple(blocks)
-    first = blocks[0]
-    if output is not None and isinstance(first, ToolResultBlock) and first.content != "":
-        content = () if isinstance(first.content, str) else first.content  # the text, masked
+    text = blocks[0]  # with ``output``: the user message's text, masked
+    if output is not None and isinstance(text, ToolResultBlock) and isinstance(text.content, tuple):
+        content = text.content
     out = message.replace(content=content, hints={**message.hints, UNMASKED: original})
     event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)

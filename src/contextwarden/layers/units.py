@@ -106,15 +106,10 @@ class HistoryIndex:
             m = messages[i]
             role = m.role
             results = m.tool_results
-            output = (
-                role == "user"
-                and not results
-                and i > 0
-                and text_output(messages[i - 1], m, i) is not None
-            )
-            if output:
+            output = text_output(messages[i - 1], m, i) if i and role == "user" else None
+            if output is not None and not results:
                 self.outputs.add(i)
-                results = self.results_in(i, m)
+                results = (output,)
             names: tuple[str, ...] = ()
             if results:
                 names = tuple([call_names.get(b.tool_call_id, "") for b in results])
@@ -122,7 +117,7 @@ class HistoryIndex:
                 for k, r in enumerate(results):
                     add_block((i, k))
                     result_at[r.tool_call_id] = i
-            if (role == "tool" or output) and starts:
+            if (role == "tool" or i in self.outputs) and starts:
                 owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
                 if owners and min(owners) < starts[-1]:  # answers an earlier unit's call: merge
                     u = self.unit_of(min(owners))
@@ -210,14 +205,10 @@ class HistoryIndex:
         return 0
 
     def results_in(self, i: int, m: Message) -> tuple[ToolResultBlock, ...]:
-        """The results of history message ``i`` (``m``, as the view holds it): its tool
-        results, or its text as one result when it is a command's output sent as a user
-        message."""
-        if i in self.outputs and m.role == "user":
-            found = output_block(m, i)
-            if found is not None:
-                return (found,)
-        return m.tool_results
+        """History message ``i``'s results (``m``: the message as the view holds it): its tool
+        results, or its text when it is a command's output sent as a user message."""
+        found = output_block(m, i) if i in self.outputs else None
+        return m.tool_results if found is None else (found,)
 
     def thinking_is_old(self, i: int, *, keep_current_turn: bool) -> bool:
         """True when assistant message ``i``'s thinking may go: it is not among the
