@@ -34,7 +34,9 @@ def _output(k: int, lines: int) -> str:
     return f"<returncode>0</returncode>\n<output>\n{body}\n</output>"
 
 
-def text_run(steps: int, lines: int = 80, instruction_at: int | None = None) -> list[Msg]:
+def text_run(
+    steps: int, lines: int = 80, instruction_at: int | None = None, fence: str = "bash"
+) -> list[Msg]:
     """A text-protocol session: each step an assistant message with one bash block, answered
     by its output as a user message; ``instruction_at``: a long instruction of the user's own
     after that step (it answers a bash block too, but is no output)."""
@@ -45,7 +47,7 @@ def text_run(steps: int, lines: int = 80, instruction_at: int | None = None) -> 
     for k in range(steps):
         command = f"cat -n src/module_{k}.py"
         out.append(
-            {"role": "assistant", "content": f"THOUGHT: read {k}.\n\n```bash\n{command}\n```"}
+            {"role": "assistant", "content": f"THOUGHT: read {k}.\n\n```{fence}\n{command}\n```"}
         )
         out.append({"role": "user", "content": _output(k, lines)})
         if k == instruction_at:
@@ -84,8 +86,11 @@ def as_tool_calls(messages: list[Msg]) -> list[Msg]:
     return out
 
 
-def test_old_outputs_are_masked_the_users_words_never_and_the_request_stays_valid() -> None:
-    history = text_run(12, instruction_at=3)
+@pytest.mark.parametrize("fence", ["bash", "mswea_bash_command"])  # mini-swe-agent 1 and 2
+def test_old_outputs_are_masked_the_users_words_never_and_the_request_stays_valid(
+    fence: str,
+) -> None:
+    history = text_run(12, instruction_at=3, fence=fence)
     snapshot = copy.deepcopy(history)
     warden = Warden()
     sent, result = warden.transform_openai(history, model="gpt-4o")

@@ -218,11 +218,13 @@ def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
 #: commands in text: SWE-agent, mini-swe-agent without function calling) rather than as a tool
 #: result: ``"msg:<index of that user message>"``.
 TEXT_RESULT_PREFIX = "msg:"
-#: A fenced command in an assistant message's text (the agents that write commands in text).
-_FENCED = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL)
+#: A fenced command in an assistant message's text (the agents that write commands in text;
+#: mini-swe-agent 2's text-based config labels its block ``mswea_bash_command``).
+_FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)```", re.DOTALL)
 #: How a command's output sent as a user message starts: mini-swe-agent's
-#: ``<returncode>N</returncode>`` and ``<output>`` tags, SWE-agent's ``OBSERVATION:`` label.
-OUTPUT_MARKERS = ("<returncode>", "<output>", "Observation:", "OBSERVATION:")
+#: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
+#: failed to run), SWE-agent's ``OBSERVATION:`` label.
+OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
