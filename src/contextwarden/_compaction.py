@@ -95,8 +95,10 @@ class CompactionReport:
 class CompactOptions(TypedDict, total=False):
     """The keywords of :meth:`Compactor.compact` and its siblings: the ``budget`` and
     ``counter`` (required), the ``tools`` sent, the ``focus`` to keep, ``force`` (compact even
-    at or under the trigger), a ``summarizer`` for this call only, and the caller's ``memo``
-    of what it read from the texts already (a warden's call passes its own)."""
+    at or under the trigger), a ``summarizer`` for this call only, the caller's ``memo``
+    of what it read from the texts already (a warden's call passes its own), and
+    ``unsummarized``: what window cuts took out of ``messages`` since its last summary (in
+    order), which the next summary covers with its span."""
 
     budget: Required[Budget]
     counter: Required[TokenCounter]
@@ -105,6 +107,7 @@ class CompactOptions(TypedDict, total=False):
     force: bool
     summarizer: Summarizer | None
     memo: Memo | None
+    unsummarized: Sequence[Message]
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,7 @@ class Compactor:
         force: bool = False,
         summarizer: Summarizer | None = None,
         memo: Memo | None = None,
+        unsummarized: Sequence[Message] = (),
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
         original = tuple(messages)
@@ -312,6 +316,7 @@ class Compactor:
             cache=self.cache,
             task_type=task_type,
             memo=memo,
+            unsummarized=tuple(unsummarized),
         )
         first = [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
         order = [*(n for n in dict.fromkeys(first) if n != LAST_RESORT), LAST_RESORT]
