@@ -25,7 +25,6 @@ from .._task import task_index, task_text
 from ..analysis.mentions import words_of, words_size
 from ..layers.mask import UNMASKED
 from ..layers.units import index_of
-from ..layers.window import compaction_target
 from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ __all__ = [
     "StrategyOutcome",
     "assemble",
     "check_outcome",
-    "compaction_target",
     "elide_except_recent",
     "is_summary_message",
     "make_ref",
