@@ -56,7 +56,10 @@ class Ran:
 
 
 class Splice(Protocol):
-    """What makes a client's one stream of the recall rounds' streams."""
+    """What makes a client's one stream of the recall rounds' streams: ``feed`` gives what to
+    send the client now for an event, ``end_round`` the round's :class:`Turn` once its stream
+    ended, ``next_round`` begins the next (the held events dropped), ``flush`` gives the last
+    round's held events as the client gets them."""
 
     failed: bool
 
