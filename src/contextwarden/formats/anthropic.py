@@ -64,7 +64,6 @@ SystemPrompt = str | list[dict[str, Any]] | None
 _MEDIA_BLOCKS = frozenset({"document"})
 _ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
 _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
-_PORTABLE_KEYS = ("cache_control",)  # part keys from OpenAI-style requests Anthropic accepts
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -136,8 +135,14 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
     canon: Role = role
     if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
         canon = "tool"
-    elif role == "system":
-        _check_inline_system(i, blocks)
+    elif role == "system":  # a system message inside ``messages`` holds text only
+        for j, b in enumerate(blocks):
+            if type(b) is not TextBlock:
+                raise FormatError(
+                    f"a system message holds text only, not a {b.type} block",
+                    index=i,
+                    field=f"content[{j}]",
+                )
     extra = {
         clean_key(k): deep_copy(v)
         for k, v in m.items()
@@ -152,17 +157,6 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
         # a system message inside ``messages`` is written back there (see write_anthropic)
         hints=hints_for("anthropic", kind, "system" if role == "system" else None),
     )
-
-
-def _check_inline_system(i: int, blocks: tuple[Block, ...]) -> None:
-    """A system message inside ``messages`` holds text, like the system prompt."""
-    for j, b in enumerate(blocks):
-        if type(b) is not TextBlock:
-            raise FormatError(
-                f"a system message holds text only, not a {b.type} block",
-                index=i,
-                field=f"content[{j}]",
-            )
 
 
 def _system(system: Any) -> Message:
@@ -237,13 +231,10 @@ def _block(i: int | None, path: str, b: Any) -> Block:
     if t in _MEDIA_BLOCKS:
         return opaque_media(block, "anthropic", media_cost(block))
     if t == "compaction":  # no layer may touch it: a media block's bytes go back as they came
-        return opaque_media(block, "anthropic", _summary_cost(block.get("content")))
+        summary = block.get("content")  # its tokens by characters/4 (overestimates English)
+        cost = len(summary) // 4 + 1 if isinstance(summary, str) else 1
+        return opaque_media(block, "anthropic", cost)
     return opaque_text(block, "anthropic")
-
-
-def _summary_cost(summary: Any) -> int:
-    """Tokens of a compaction block's summary, by characters/4 (which overestimates English)."""
-    return len(summary) // 4 + 1 if isinstance(summary, str) else 1
 
 
 #: The ``context_management`` edit that makes the server compact the history itself.
@@ -586,10 +577,8 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
         if b.extra and payload is None:
             if origin is None or exact:
                 fill(d, b.extra)
-            else:
-                for k in _PORTABLE_KEYS:
-                    if k in b.extra:
-                        d[k] = deep_copy(b.extra[k])
+            elif "cache_control" in b.extra:  # the one OpenAI-style part key Anthropic takes
+                d["cache_control"] = deep_copy(b.extra["cache_control"])
         return d
     if t is ToolCallBlock:
         assert isinstance(b, ToolCallBlock)
@@ -670,9 +659,8 @@ def _image_out(i: int, j: int, b: ImageBlock) -> dict[str, Any]:
     if source is None:
         raise FormatError("an image without a url", index=i, field=f"content[{j}]")
     d: dict[str, Any] = {"type": "image", "source": source}
-    for k in _PORTABLE_KEYS:
-        if k in b.extra:
-            d[k] = deep_copy(b.extra[k])
+    if "cache_control" in b.extra:
+        d["cache_control"] = deep_copy(b.extra["cache_control"])
     return d
 
 

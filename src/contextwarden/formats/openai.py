@@ -130,7 +130,8 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
         if "function_call" in m and isinstance(m["function_call"], Mapping):
             legacy_call = f"function_call_{i}"
     else:
-        consumed, content, kind = _content(i, m)
+        consumed = "content" in m
+        content, kind = _content_value(i, m["content"]) if consumed else ((), "absent")
         name = _name(i, m.get("name"))
         extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
         msg = Message(
@@ -142,13 +143,6 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
             hints=hints_for("openai", kind, role if role == "developer" else None),
         )
     return msg, legacy_call
-
-
-def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str]:
-    """(consumed?, blocks, spelling) of a message's ``content``."""
-    if "content" not in m:
-        return False, (), "absent"
-    return (True, *_content_value(i, m["content"]))
 
 
 def _content_value(i: int, c: Any) -> tuple[tuple[TextBlock | ImageBlock, ...], str]:
