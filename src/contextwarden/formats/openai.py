@@ -175,9 +175,7 @@ def _extra(m: Mapping[str, Any], known: tuple[str, ...], content_consumed: bool)
 
 
 def _usage(extra: dict[str, Any]) -> Mapping[str, Any] | None:
-    if not extra or "usage" not in extra:
-        return None
-    usage = extra["usage"]
+    usage = extra.get("usage")
     return MappingProxyType(usage) if type(usage) is dict else None
 
 

@@ -275,7 +275,6 @@ class ProxyStats:
             self.skipped += bool(rec.skipped)
             self.warden_errors += rec.skipped == WARDEN_ERROR
             self.unbounded += rec.warning == "unknown_model"
-            # a conversation whose fixed part leaves little room
             self.tight_room_warnings += (rec.warning or "").startswith("tight_room")
             self.compactions += bool(rec.compacted)
             if rec.summarizer:  # who wrote a new compaction's summary
