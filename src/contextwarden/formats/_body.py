@@ -249,13 +249,6 @@ def _byte_ends(text: str, ends: list[int], base: int) -> list[int]:
     return out
 
 
-def _images(values: list[Any]) -> list[bytes] | None:
-    try:
-        return [image_digest(v) for v in values]
-    except ValueError:  # pragma: no cover - what json parses, marshal images
-        return None
-
-
 class BodyReader:
     """Reads chat request bodies, parsing only what a conversation's previous body did not have
     (see docs/formats.md)."""
@@ -439,8 +432,9 @@ class BodyReader:
         keys = [name for name, _ in head] + [key] + [name for name, _ in tail]
         if len(set(keys)) != len(keys):
             return None  # json.loads keeps a repeated key's last value: the caller reads it
-        images = _images(values)
-        if images is None:  # pragma: no cover
+        try:
+            images = [image_digest(v) for v in values]
+        except ValueError:  # pragma: no cover - what json parses, marshal images
             return None
         kept = old.messages[:k] if old is not None else []
         prior = old.finite[k - 1] if old is not None else head_finite

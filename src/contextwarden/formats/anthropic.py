@@ -359,17 +359,21 @@ def message_out(i: int, msg: Message) -> dict[str, Any] | None:
     only names it in errors)."""
     origin = msg.hints.get("format")
     exact = origin == "anthropic"
-    if msg.role == "system":  # only an inline one is written as a message (write_anthropic)
-        role = "system"
-    else:
-        role = "assistant" if msg.role == "assistant" else "user"
+    # a system message here is an inline one, written as a message (write_anthropic)
+    role = msg.role if msg.role == "system" or msg.role == "assistant" else "user"
     blocks = [b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b]
     if not exact and msg.role != "assistant":
         # Anthropic wants tool results first in a user message
         blocks.sort(key=lambda b: b.get("type") != "tool_result")
     if exact:
         d: dict[str, Any] = {"role": role}
-        _content_exact(d, msg, blocks)
+        kind = msg.hints.get("content")  # the spelling the message was read with
+        if kind == "str" and _all_plain_text(blocks):
+            d["content"] = "\n".join(b["text"] for b in blocks)
+        elif kind == "null" and not blocks:
+            d["content"] = None
+        elif kind != "absent" or blocks:
+            d["content"] = blocks
         if msg.extra:
             fill(d, msg.extra)
         return d
@@ -491,17 +495,6 @@ def is_inline_system(msg: Message) -> bool:
 
 def _all_plain_text(blocks: list[dict[str, Any]]) -> bool:
     return all(len(b) == 2 and b.get("type") == "text" for b in blocks)
-
-
-def _content_exact(d: dict[str, Any], msg: Message, blocks: list[dict[str, Any]]) -> None:
-    """``content`` in the spelling the message was read with."""
-    kind = msg.hints.get("content")
-    if kind == "str" and _all_plain_text(blocks):
-        d["content"] = "\n".join(b["text"] for b in blocks)
-    elif kind == "null" and not blocks:
-        d["content"] = None
-    elif kind != "absent" or blocks:
-        d["content"] = blocks
 
 
 def _merge(prev: dict[str, Any], new: dict[str, Any]) -> None:

@@ -510,8 +510,7 @@ def _check_blocks(
                 problems.append(f"{where}.source must be an object")
         if t != "tool_result":
             after_other = True
-    for cid, a in answering.items():
-        problems.append(f"message {a}: tool_use {cid!r} is not answered in message {i}")
+    _anthropic_unanswered(problems, answering, i)
 
 
 # -- OpenAI Responses ----------------------------------------------------------------------------
