@@ -458,7 +458,6 @@ def write_openai(
     (a writer that remembers them passes its own). Their dicts are never changed here (a merge
     writes a new dict), so they may be shared with other calls."""
     out: list[dict[str, Any]] = []
-    merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
     converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
     for i, msg in enumerate(messages):
         written = produced[i]
@@ -466,8 +465,9 @@ def write_openai(
             origin = msg.hints.get("format")
             d = written[0]
             prev = out[-1] if out else None
+            after_converted = bool(converted) and converted[-1] is prev
             if prev is not None and (
-                (origin == "anthropic" and merge_into is prev)
+                (origin == "anthropic" and after_converted)
                 # an assistant message right after one with tool calls continues its turn (the
                 # results come after both): OpenAI wants the calls in one message
                 or (prev["role"] == "assistant" and prev.get("tool_calls"))
@@ -477,20 +477,16 @@ def write_openai(
                 merged = dict(prev)
                 _merge_assistant(merged, d)
                 out[-1] = merged
-                if merge_into is prev:
-                    merge_into = merged
-                if converted and converted[-1] is prev:
+                if after_converted:
                     converted[-1] = merged
                 continue
             out.append(d)
-            merge_into = d if origin == "anthropic" else None
-            if merge_into is not None:
+            if origin == "anthropic":
                 converted.append(d)
         else:
             out.extend(written)
-    empty = [id(d) for d in converted if not d.get("content") and not d.get("tool_calls")]
-    if empty:  # a converted turn of only (redacted) thinking, or an empty prefill
-        drop = set(empty)
+    drop = {id(d) for d in converted if not d.get("content") and not d.get("tool_calls")}
+    if drop:  # a converted turn of only (redacted) thinking, or an empty prefill
         out = [d for d in out if id(d) not in drop]
     return out
 
