@@ -558,9 +558,7 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
     (the API refuses one: ``text content blocks must be non-empty``), or a converted block
     Anthropic cannot take (unsigned thinking)."""
     exact = origin == "anthropic"
-    t = type(b)
-    if t is TextBlock:
-        assert isinstance(b, TextBlock)
+    if type(b) is TextBlock:
         payload = opaque_payload(b)
         if payload is not None and payload[0] == "anthropic":
             return dict(deep_copy(payload[1]))
@@ -573,16 +571,13 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
             elif "cache_control" in b.extra:  # the one OpenAI-style part key Anthropic takes
                 d["cache_control"] = deep_copy(b.extra["cache_control"])
         return d
-    if t is ToolCallBlock:
-        assert isinstance(b, ToolCallBlock)
+    if type(b) is ToolCallBlock:
         d = {"type": "tool_use", "id": b.id if exact else _safe_id(b.id), "name": b.name}
         d["input"] = _input(b.arguments)
         return fill(d, b.extra) if b.extra and origin != "openai" else d
-    if t is ToolResultBlock:
-        assert isinstance(b, ToolResultBlock)
+    if type(b) is ToolResultBlock:
         return _result_out(i, j, b, origin)
-    if t is ThinkingBlock:
-        assert isinstance(b, ThinkingBlock)
+    if type(b) is ThinkingBlock:
         if not exact and (b.data is None if b.redacted else not b.signature):
             return None  # the API refuses unsigned thinking
         return thinking_out(b, EMPTY if origin == "openai" else b.extra)

@@ -661,12 +661,9 @@ def _thinking_out(d: dict[str, Any], blocks: list[ThinkingBlock], origin: Any) -
 def _call_out(c: ToolCallBlock, origin: Any) -> dict[str, Any]:
     fn: dict[str, Any] = {"name": c.name, "arguments": c.arguments}
     if origin == "openai":
-        if c.extra:
-            extra_fn = c.extra.get(FUNCTION_EXTRA)
-            if extra_fn:
-                fill(fn, extra_fn)
-            return fill({"id": c.id, "function": fn}, c.extra)
-        return {"id": c.id, "function": fn}
+        if c.extra.get(FUNCTION_EXTRA):
+            fill(fn, c.extra[FUNCTION_EXTRA])
+        return fill({"id": c.id, "function": fn}, c.extra)
     d = {"id": c.id, "type": "function", "function": fn}
     if origin is None and c.extra:
         fill(d, c.extra)

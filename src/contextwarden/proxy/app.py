@@ -312,7 +312,7 @@ class _Proxy:
                 "contextwarden proxy: too many request bodies in flight "
                 f"(max_buffered_bytes={cfg.max_buffered_bytes:,}); retry shortly"
             )
-            retry = {"Retry-After": "1"}
+            retry = {"Retry-After": "1"}  # the SDKs retry a 503
             return await self.answer(exchange, why, "proxy_overloaded", message, retry)
         message = (
             "contextwarden proxy: the request body did not arrive within "
