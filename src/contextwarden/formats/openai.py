@@ -117,9 +117,7 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
         if "role" not in m:
             raise FormatError("missing", index=i, field="role")
         raise FormatError(
-            f"unknown role {role!r} (expected one of {', '.join(_ROLES)})",
-            index=i,
-            field="role",
+            f"unknown role {role!r} (expected one of {', '.join(_ROLES)})", index=i, field="role"
         )
     if canon == "tool":
         msg = _tool(i, m, str(role), legacy_call)
@@ -519,13 +517,7 @@ def _finish(d: dict[str, Any], msg: Message, origin: Any) -> None:
 
 
 def _set_content(
-    d: dict[str, Any],
-    i: int,
-    blocks: Sequence[Block],
-    *,
-    kind: Any,
-    role: str,
-    origin: Any,
+    d: dict[str, Any], i: int, blocks: Sequence[Block], *, kind: Any, role: str, origin: Any
 ) -> None:
     """Write ``content`` for ``blocks``: the recorded spelling ``kind`` when there is one, else
     a string when every block is text (text only from a converted message), else parts."""

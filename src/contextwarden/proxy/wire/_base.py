@@ -14,16 +14,7 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 
-__all__ = [
-    "PROVIDER_COMPACTION",
-    "Has",
-    "Holding",
-    "Ran",
-    "Splice",
-    "Turn",
-    "Wire",
-    "json_object",
-]
+__all__ = ["PROVIDER_COMPACTION", "Has", "Holding", "Ran", "Splice", "Turn", "Wire", "json_object"]
 
 #: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
 #: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
