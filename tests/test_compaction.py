@@ -17,7 +17,6 @@ from contextwarden._budget import Budget
 from contextwarden._compaction import (
     CompactionReport,
     Compactor,
-    compaction_target,
     held_facts,
     must_keep,
     should_compact,
@@ -135,7 +134,7 @@ def test_compacts_under_the_target_with_the_first_strategy() -> None:
     assert result.strategy == "sliding_window"
     assert result.original_token_count == COUNTER.count_messages(msgs)
     assert result.new_token_count == COUNTER.count_messages(result.new_messages)
-    assert result.new_token_count <= compaction_target(budget) < budget.trigger
+    assert result.new_token_count <= budget.target < budget.trigger
     assert 0 < result.saved_ratio < 1
     # one summary, the system prompt and the task untouched, the tail verbatim
     assert result.new_messages[0] is msgs[0] and result.new_messages[1] is msgs[1]
@@ -582,7 +581,7 @@ def test_real_trajectories_compact_into_16k(shared_data: Path) -> None:
             where = f"{path.name}@{cut} ({result.strategy})"
             assert validate_openai(to_openai(new)) == [], where
             assert counter.count_messages(new) == result.new_token_count <= budget.limit, where
-            assert result.new_token_count <= compaction_target(budget), where
+            assert result.new_token_count <= budget.target, where
             assert result.new_token_count < result.original_token_count, where
             assert new[1] is msgs[1], where
             assert any(m is msgs[k] for m in new), where

@@ -4,7 +4,7 @@ references to what was elided.
 :meth:`Compactor.compact` is what the :class:`~contextwarden._warden.Warden` calls when the
 cost model plans a compaction. It detects the task type, tries the strategies of
 ``config.strategy_order[task_type]``, then those of ``fallback_order``, then ``full_summary``,
-until one lands (one summary per compaction, aiming at :func:`compaction_target`; what is
+until one lands (one summary per compaction, aiming at the budget's target; what is
 still over is the window's to cut). A later compaction updates the earlier summary. Every
 summary is checked before use (clearly smaller than what it replaces, :data:`SHRINK_RATIO`;
 the must-keep facts of :func:`~contextwarden.summarizers.base.check_summary`) and a rejected
@@ -38,7 +38,6 @@ from .strategies.base import (
     StrategyOutcome,
     assemble,
     check_outcome,
-    compaction_target,
     make_ref,
     summary_request,
 )
@@ -95,8 +94,10 @@ class CompactionReport:
 class CompactOptions(TypedDict, total=False):
     """The keywords of :meth:`Compactor.compact` and its siblings: the ``budget`` and
     ``counter`` (required), the ``tools`` sent, the ``focus`` to keep, ``force`` (compact even
-    at or under the trigger), a ``summarizer`` for this call only, and the caller's ``memo``
-    of what it read from the texts already (a warden's call passes its own)."""
+    at or under the trigger), a ``summarizer`` for this call only, the caller's ``memo``
+    of what it read from the texts already (a warden's call passes its own), and
+    ``unsummarized``: what window cuts took out of ``messages`` since its last summary (in
+    order), which the next summary covers with its span."""
 
     budget: Required[Budget]
     counter: Required[TokenCounter]
@@ -105,6 +106,7 @@ class CompactOptions(TypedDict, total=False):
     force: bool
     summarizer: Summarizer | None
     memo: Memo | None
+    unsummarized: Sequence[Message]
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ class Compactor:
         events: list[Event] | None = None,
         **options: Unpack[CompactOptions],
     ) -> CompactResult | None:
-        """Compact ``messages`` under :func:`compaction_target`; None when nothing was needed (at
+        """Compact ``messages`` under the budget's target; None when nothing was needed (at
         or under ``budget.trigger`` and not ``force``) or nothing could be done. Events are
         appended to ``events`` when given; ``summarizer`` replaces the configured one for this
         call (a proxy's, with the calling client's credentials). Never mutates ``messages``;
@@ -291,6 +293,7 @@ class Compactor:
         force: bool = False,
         summarizer: Summarizer | None = None,
         memo: Memo | None = None,
+        unsummarized: Sequence[Message] = (),
     ) -> Generator[_Ask, _Summary, CompactionReport]:
         events: list[Event] = []
         original = tuple(messages)
@@ -298,7 +301,7 @@ class Compactor:
         before = counter.count_messages(original, tools=tools)
         if not force and before <= budget.trigger:
             return CompactionReport(None, (), task_type)
-        aim = compaction_target(budget)
+        aim = budget.target
         if memo is None:  # this compaction's (see the class docstring)
             memo = Memo(CALL_ENTRIES, CALL_BYTES)
         keep = must_keep(original, memo=memo)
@@ -312,6 +315,7 @@ class Compactor:
             cache=self.cache,
             task_type=task_type,
             memo=memo,
+            unsummarized=tuple(unsummarized),
         )
         first = [*self.config.strategy_order.get(task_type, []), *self.config.fallback_order]
         order = [*(n for n in dict.fromkeys(first) if n != LAST_RESORT), LAST_RESORT]

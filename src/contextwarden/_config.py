@@ -49,11 +49,6 @@ def _default_strategy_order() -> dict[TaskType, list[StrategyName]]:
     }
 
 
-def _default_fallback_order() -> list[StrategyName]:
-    """The fixed fallback order."""
-    return ["sliding_window", "importance", "key_events", "incremental"]
-
-
 class CompactionConfig(BaseModel):
     """Lossy compaction when the lossless layers are not enough."""
 
@@ -105,7 +100,7 @@ class CompactionConfig(BaseModel):
         description="Strategy order per detected task type.",
     )
     fallback_order: list[StrategyName] = Field(
-        default_factory=_default_fallback_order,
+        default_factory=lambda: ["sliding_window", "importance", "key_events", "incremental"],
         description="Fixed order tried when the adaptive order fails.",
     )
 
@@ -444,8 +439,7 @@ def _merge(layers: Iterable[list[_Leaf]]) -> tuple[dict[str, Any], dict[Path_, s
 def _describe(error: Mapping[str, Any], origins: Mapping[Path_, str]) -> str:
     """``<source path>: <problem>`` for one pydantic error."""
     loc: tuple[str | int, ...] = tuple(error.get("loc", ()))
-    label = "config"
-    rest: tuple[str | int, ...] = loc
+    rest: tuple[str | int, ...]
     for n in range(len(loc), 0, -1):
         key = tuple(str(p) for p in loc[:n])
         if key in origins:
@@ -491,13 +485,6 @@ def _read_yaml(path: Path) -> Mapping[str, Any]:
     return data
 
 
-def _default_path(env: Mapping[str, str]) -> Path | None:
-    if env.get(ENV_CONFIG_PATH):
-        return Path(env[ENV_CONFIG_PATH])
-    here = Path(CONFIG_FILENAME)
-    return here if here.is_file() else None
-
-
 def load_config(
     path: str | os.PathLike[str] | None = None,
     *,
@@ -521,8 +508,12 @@ def load_config(
     env = env or {}
     problems: list[str] = []
     layers: list[list[_Leaf]] = []
-    file = Path(path) if path is not None else _default_path(env)
-    if file is not None:
+    if path is None and env.get(ENV_CONFIG_PATH):
+        path = env[ENV_CONFIG_PATH]
+    elif path is None and Path(CONFIG_FILENAME).is_file():
+        path = CONFIG_FILENAME
+    if path is not None:
+        file = Path(path)
         leaves, found = _file_leaves(_read_yaml(file), str(file))
         layers.append(leaves)
         problems.extend(found)

@@ -161,16 +161,12 @@ def _seed_table() -> list[str]:
     return rows
 
 
-def _yaml_example() -> str:
-    data = WardenConfig.model_validate({}).model_dump(mode="json")
-    text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=88)
-    return text
-
-
 def config_reference() -> str:
     """The Markdown reference of every setting: key, type, bounds, default, environment
     variable and description, section by section, then the seed aliases."""
-    lines = [_INTRO + _yaml_example().rstrip("\n"), "```", "", "## Top level", ""]
+    data = WardenConfig.model_validate({}).model_dump(mode="json")
+    example: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=88)
+    lines = [_INTRO + example.rstrip("\n"), "```", "", "## Top level", ""]
     lines += _section(WardenConfig, ())
     lines += [""] + _seed_table()
     return "\n".join(lines).rstrip("\n") + "\n"

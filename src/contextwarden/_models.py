@@ -225,15 +225,11 @@ _NO_IMPLICIT_CACHE = frozenset(
 PRICES_FILE = "data/prices.json"
 
 
-def _load_prices() -> Mapping[str, Any]:
-    # read beside this module: importlib.resources would cost the import zipfile and tempfile
-    text = (Path(__file__).parent / PRICES_FILE).read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return MappingProxyType(data)
-
-
-#: The snapshot, read once as this module is imported; never changed.
-_PRICES: Mapping[str, Any] = _load_prices()
+#: The snapshot, read once as this module is imported; never changed. Read beside this module:
+#: importlib.resources would cost the import zipfile and tempfile.
+_PRICES: Mapping[str, Any] = MappingProxyType(
+    json.loads((Path(__file__).parent / PRICES_FILE).read_text("utf-8"))
+)
 #: The snapshot's date (ISO).
 PRICES_AS_OF: str = _PRICES["as_of"]
 

@@ -67,7 +67,7 @@ from ._messages import (
     ToolResultBlock,
     reserve_attribute,
 )
-from ._models import ModelInfo, find_model, normalise_model_name
+from ._models import ModelInfo, find_model, is_amount, normalise_model_name
 
 __all__ = [
     "ExactCounter",
@@ -545,11 +545,7 @@ class HeuristicCounter:
     """
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
-        if (
-            isinstance(chars_per_token, bool)
-            or not isinstance(chars_per_token, int | float)
-            or not chars_per_token > 0
-        ):
+        if chars_per_token is None or not is_amount(chars_per_token, above=0):
             raise ConfigError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
         self.chars_per_token = float(chars_per_token)
         self.name = f"heuristic:chars/{self.chars_per_token:g}"
@@ -689,9 +685,8 @@ def count_tokens(
     """
     counter = get_counter(model, models=models)
     if isinstance(text_or_messages, str):
-        if tools:
-            return counter.count_text(text_or_messages) + _tools_cost(counter, tools)
-        return counter.count_text(text_or_messages)
+        tools_cost = counter.count_text(render_tools(tools)) if tools else 0
+        return counter.count_text(text_or_messages) + tools_cost
     if isinstance(text_or_messages, Message):
         raise TypeError("count_tokens() expects a str or a list of Message, got one Message")
     if not isinstance(text_or_messages, Sequence):
@@ -700,9 +695,3 @@ def count_tokens(
             f"got {type(text_or_messages).__name__}"
         )
     return counter.count_messages(cast(Sequence[Message], text_or_messages), tools=tools)
-
-
-def _tools_cost(counter: TokenCounter, tools: Sequence[Mapping[str, Any]]) -> int:
-    if isinstance(counter, ExactCounter):
-        return counter.count_tools(tools)
-    return counter.count_text(render_tools(tools))

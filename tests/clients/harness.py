@@ -561,10 +561,13 @@ from minisweagent import package_dir
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.environments.local import LocalEnvironment
 from minisweagent.models.litellm_model import LitellmModel
+from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
-base, task, cwd = sys.argv[1], sys.argv[2], sys.argv[3]
-config = yaml.safe_load(Path(package_dir / "config" / "mini.yaml").read_text())
-model = LitellmModel(
+base, task, cwd, text = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "text"
+# text: the text-based config (a fenced command, its output back as a user message)
+name = "mini_textbased.yaml" if text else "mini.yaml"
+config = yaml.safe_load(Path(package_dir / "config" / name).read_text())
+model = (LitellmTextbasedModel if text else LitellmModel)(
     model_name="openai/gpt-5-mini",
     model_kwargs={"api_base": base + "/v1", "api_key": "sk-cw-fake", "drop_params": True},
     cost_tracking="ignore_errors",
@@ -572,13 +575,15 @@ model = LitellmModel(
 agent_cfg = dict(config["agent"])
 agent_cfg["step_limit"] = 0
 agent_cfg["cost_limit"] = 0
+agent_cfg.pop("mode", None)  # the interactive agent's
 agent = DefaultAgent(model, LocalEnvironment(cwd=cwd), **agent_cfg)
 result = agent.run(task)
 print("MINI-RESULT", result)
 """
 
 
-def mini_swe_agent(steps: int, window: int | None) -> Run:
+def mini_swe_agent(steps: int, window: int | None, *, text: bool = False) -> Run:
+    """mini-swe-agent's tool-calling config, or (``text``) its text-based one."""
     work = make_workdir()
     home = Path(tempfile.mkdtemp(prefix="cw-mini-home-"))
     script = home / "drive_mini.py"
@@ -594,9 +599,11 @@ def mini_swe_agent(steps: int, window: int | None) -> Run:
                 LITELLM_LOCAL_MODEL_COST_MAP="True",
             )
             py = str(VENVS / "mini" / "bin" / "python")
-            return _run([py, str(script), base_url, TASK, str(work)], work, env)
+            protocol = "text" if text else "tools"
+            return _run([py, str(script), base_url, TASK, str(work), protocol], work, env)
 
-        run = _collect("mini-swe-agent", "openai", up, window, launch)
+        name = "mini-swe-agent text" if text else "mini-swe-agent"
+        run = _collect(name, "openai", up, window, launch)
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     return run

@@ -135,6 +135,17 @@ def mini(mode: str) -> Run:
     )
 
 
+def mini_text(mode: str) -> Run:
+    """mini-swe-agent's text-based config: each command's output comes back as a user message."""
+    _need_pip("mini", "mini-swe-agent", "MINI_SWE_AGENT_VERSION")
+    return _run(
+        "mini-swe-agent text",
+        mode,
+        lambda w: harness.mini_swe_agent(MINI_STEPS, w, text=True),
+        MINI_WINDOW,
+    )
+
+
 def openai_sdk(mode: str) -> Run:
     return _run("openai-sdk", mode, lambda w: harness.openai_sdk(SDK_STEPS, w), SDK_WINDOW)
 
@@ -165,6 +176,7 @@ CLIENTS: dict[str, Callable[[str], Run]] = {
     "gemini-cli-128k": lambda mode: gemini(mode, 128_000),
     "aider": aider,
     "mini-swe-agent": mini,
+    "mini-swe-agent-text": mini_text,
     "openai-sdk": openai_sdk,
     "anthropic-sdk": anthropic_sdk,
     "anthropic-sdk-fixed-breakpoint": anthropic_sdk_fixed,
@@ -319,7 +331,15 @@ def test_mini_swe_agent_saves_tokens() -> None:
     assert run.tokens(run.chat) <= 0.15 * direct.tokens(direct.chat), _explain(run)
 
 
-@pytest.mark.parametrize("client", ["qwen-code", "opencode", "gemini-cli-32k", "mini-swe-agent"])
+def test_mini_swe_agent_text_saves_tokens() -> None:
+    """The text protocol (outputs as user messages) saves as the tool-calling one does."""
+    direct, run = mini_text("direct"), mini_text("proxy")
+    assert run.tokens(run.chat) <= 0.15 * direct.tokens(direct.chat), _explain(run)
+
+
+@pytest.mark.parametrize(
+    "client", ["qwen-code", "opencode", "gemini-cli-32k", "mini-swe-agent", "mini-swe-agent-text"]
+)
 def test_clients_at_32k_compactions_bounded(client: str) -> None:
     """40 steps at 32k: at most 8 compactions and 8 summary calls."""
     run = CLIENTS[client]("proxy")

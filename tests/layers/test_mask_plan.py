@@ -13,14 +13,8 @@ from shared_data import SHARED_DATA, trajectory_files
 
 from contextwarden._markers import SUPERSEDED_MARKER_RE
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result, user
-from contextwarden.layers.mask import (
-    mask_plan,
-    mask_text,
-    protected_results,
-    superseded_results,
-    superseded_text,
-    tool_actions,
-)
+from contextwarden.analysis.actions import protected_results, superseded_results, tool_actions
+from contextwarden.layers.mask import mask_plan, mask_text, superseded_text
 from contextwarden.layers.mask_plan import MaskPlanner
 
 BODY = "\n".join(f"line {i} of the file" for i in range(40))

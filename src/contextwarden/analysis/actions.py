@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._messages import Message, ToolCallBlock
+from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .shell import analyze_command, call_effects, patch_targets
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
     "SHELL_TOOLS",
+    "OUTPUT_MARKERS",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
@@ -50,6 +51,8 @@ __all__ = [
     "shell_command",
     "superseded_results",
     "text_actions",
+    "output_block",
+    "text_output",
     "tool_actions",
 ]
 
@@ -215,13 +218,43 @@ def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
 #: commands in text: SWE-agent, mini-swe-agent without function calling) rather than as a tool
 #: result: ``"msg:<index of that user message>"``.
 TEXT_RESULT_PREFIX = "msg:"
-#: A fenced command in an assistant message's text (the agents that write commands in text).
-_FENCED = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL)
+#: A fenced command in an assistant message's text (the agents that write commands in text;
+#: mini-swe-agent 2's text-based config labels its block ``mswea_bash_command``).
+_FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)```", re.DOTALL)
+#: How a command's output sent as a user message starts: mini-swe-agent's
+#: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
+#: failed to run), SWE-agent's ``OBSERVATION:`` label.
+OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
 _SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
 _SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
+
+
+def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
+    """User ``message`` (at ``position``) as the tool result it stands for
+    (:func:`output_block`) when it answers the one fenced command the assistant message
+    ``before`` it wrote in its text (no tool calls); None for anything else, the user's own
+    words above all."""
+    if message.role != "user" or before.role != "assistant" or before.tool_calls:
+        return None
+    block = output_block(message, position)
+    if block is None or len(_FENCED.findall(before.text)) != 1:
+        return None
+    return block
+
+
+def output_block(message: Message, position: int) -> ToolResultBlock | None:
+    """``message``'s text as the result ``"msg:<position>"`` when it reads as a command's
+    output: only text, starting with one of :data:`OUTPUT_MARKERS`; else None."""
+    content = message.content
+    if not content or any(type(b) is not TextBlock for b in content):
+        return None
+    if not message.text[:400].lstrip().startswith(OUTPUT_MARKERS):
+        return None
+    texts = tuple(b for b in content if isinstance(b, TextBlock))
+    return ToolResultBlock(f"{TEXT_RESULT_PREFIX}{position}", texts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,14 +47,9 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
-def _k(tokens: int) -> str:
-    """Tokens in thousands, briefly (``12.3k``)."""
-    return f"{tokens / 1000:,.1f}k"
-
-
 def _cache(cached: int, written: int) -> str:
-    """Tokens read from the cache / written to it."""
-    return f"{_k(cached)}/{_k(written)}"
+    """Tokens read from the cache / written to it, in thousands (``12.3k/0.4k``)."""
+    return f"{cached / 1000:,.1f}k/{written / 1000:,.1f}k"
 
 
 def _prices(report: ReplayReport) -> str:

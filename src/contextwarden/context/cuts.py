@@ -16,7 +16,6 @@ from .._log import Compaction, Source, WindowCut, make_ref
 from .._messages import Message
 from .._task import strip_injected
 from ..layers.units import index_of
-from ..layers.window import compaction_target
 from .call import Call
 from .commit import commit
 from .lossless import settle
@@ -77,7 +76,7 @@ def window_cut(s: State, call: Call) -> None:
     budget = call.ctx.budget
     if budget is None or not s.config.window.enabled:
         return
-    aim = compaction_target(budget)
+    aim = budget.target
     index = index_of(s.view, keep_results=0, keep_thinking=0)
 
     def no_summary(view: Sequence[Message], start: int, end: int) -> bool:

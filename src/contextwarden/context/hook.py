@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._hooks import takes_keyword
+from .._log import Compaction, WindowCut
+from .._messages import Message
 from .call import Call
 from .conversation import Conversation
 from .cuts import record_compaction
@@ -23,10 +25,11 @@ class HookCaller:
         self.hook = hook
         compact = getattr(hook, "compact", None)
         self.takes = {
-            k: takes_keyword(compact, k) for k in ("force", "events", "summarizer", "memo")
+            k: takes_keyword(compact, k)
+            for k in ("force", "events", "summarizer", "memo", "unsummarized")
         }
 
-    def options(self, call: Call) -> dict[str, Any]:
+    def options(self, conv: Conversation, call: Call) -> dict[str, Any]:
         """The keyword arguments of this call's ``compact``."""
         ctx = call.ctx
         options: dict[str, Any] = dict(
@@ -40,21 +43,38 @@ class HookCaller:
             options["summarizer"] = call.summarizer
         if ctx.memo is not None and self.takes["memo"]:
             options["memo"] = ctx.memo  # what this call's masks read, read once
+        if self.takes["unsummarized"]:
+            options["unsummarized"] = unsummarized(conv)
         return options
 
     def run(self, conv: Conversation, call: Call, forced: bool) -> None:
         """Compact the view now and record the result."""
-        record_compaction(conv, call, self.hook.compact(conv.view, **self.options(call)), forced)
+        record_compaction(
+            conv, call, self.hook.compact(conv.view, **self.options(conv, call)), forced
+        )
 
     async def arun(self, conv: Conversation, call: Call, forced: bool) -> None:
         """:meth:`run` awaiting the hook's ``acompact`` when it has one (else ``compact`` in a
         worker thread)."""
         import asyncio  # loaded already: the caller's event loop runs (importing it costs 20 ms)
 
-        options = self.options(call)
+        options = self.options(conv, call)
         acompact = getattr(self.hook, "acompact", None)
         if acompact is not None and asyncio.iscoroutinefunction(acompact):
             result = await acompact(conv.view, **options)
         else:
             result = await asyncio.to_thread(self.hook.compact, conv.view, **options)
         record_compaction(conv, call, result, forced)
+
+
+def unsummarized(conv: Conversation) -> tuple[Message, ...]:
+    """What window cuts took out of the conversation since its last compaction with a summary
+    (as it entered: a huge output cut, never masked), in history order: no summary stands for
+    it yet."""
+    cut: list[int] = []
+    for e in conv.edits:
+        if isinstance(e, Compaction):
+            cut = []
+        elif isinstance(e, WindowCut):
+            cut.extend(i for lo, hi in e.removed for i in range(lo, hi))
+    return tuple(conv.base[i] for i in sorted(cut))

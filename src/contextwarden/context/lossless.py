@@ -115,7 +115,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         s.held.update(
             r.tool_call_id
             for pos in results[: bisect_left(results, start)]
-            for r in s.base[pos].tool_results
+            for r in s.index.results_in(pos, s.base[pos])
             if r.tool_call_id not in s.fate
         )
     before = s.total
@@ -212,8 +212,9 @@ def _candidates(s: State, ctx: LayerContext, upto: int) -> list[tuple[int, int, 
             if i > upto:  # the view is in history order
                 break
             m = s.base[i]
-            if m.tool_results:
-                fates = {r.tool_call_id: fate.get(r.tool_call_id, "keep") for r in m.tool_results}
+            results = s.index.results_in(i, m)
+            if results:
+                fates = {r.tool_call_id: fate.get(r.tool_call_id, "keep") for r in results}
                 if any(f == "keep" for f in fates.values()):
                     for rid, f in fates.items():
                         if f == "keep":
@@ -275,7 +276,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     for pos in s.index.results[: bisect_left(s.index.results, start)]:
         keep.extend(
             r.tool_call_id
-            for r in s.base[pos].tool_results
+            for r in s.index.results_in(pos, s.base[pos])
             if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in keep
         )
     superseded = tuple(
@@ -340,11 +341,11 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     if made != len(s.edits):  # counted under another log
         scanned = 0
     for pos in open_results(s, edit.upto):
-        m = s.base[pos]
+        results = s.index.results_in(pos, s.base[pos])
         p = s.position(pos)
-        if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in m.tool_results):
+        if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in results):
             continue
-        counted = p < scanned and len(m.tool_results) == 1
+        counted = p < scanned and len(results) == 1
         out[p] = max(known.get(p, 0), 0) if counted else s.tokens[p]
     for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
         p = s.position(pos)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .._log import Mask, make_ref
 from .._memo import Memo
 from .._messages import Message, held_bytes
-from ..analysis.actions import prints_file
+from ..analysis.actions import prints_file, text_actions
 from ..analysis.mentions import words_of, words_size
 from ..layers.base import LayerContext
 from ..layers.mask import mask_message
@@ -41,22 +41,20 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     names = s.index.names[i]
     if not names or m.is_pinned or not s.config.mask.enabled:
         return m
-    key = tuple(fate.get(r.tool_call_id, "whole") for r in m.tool_results)
+    results = s.index.results_in(i, m)
+    key = tuple(fate.get(r.tool_call_id, "whole") for r in results)
     done = s.masked.get((i, key))
     if done is None:
         # the marker names the reference the original is kept under (elided)
         ref = make_ref((s.inputs[i],))
-        whole = frozenset(
-            r.tool_call_id for r, f in zip(m.tool_results, key, strict=True) if f in _WHOLE
-        )
-        by = {
-            r.tool_call_id: f[3:]
-            for r, f in zip(m.tool_results, key, strict=True)
-            if f.startswith("by:")
-        }
+        whole = frozenset(r.tool_call_id for r, f in zip(results, key, strict=True) if f in _WHOLE)
+        by = {r.tool_call_id: f[3:] for r, f in zip(results, key, strict=True) if f[:3] == "by:"}
         plan = MaskPlan(whole, by)
         held, reads = _Held(_typed(s, i, ctx.memo), i), _reads(s, i, m)
-        done = mask_message(m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads)[0]
+        output = None if m.tool_results else results[0]
+        done = mask_message(
+            m, (len(names), names), ctx, ref, plan=plan, held=held, reads=reads, output=output
+        )[0]
         if done is not m:
             s.bytes += held_bytes(done)
         s.masked[(i, key)] = done
@@ -81,7 +79,7 @@ def fates(s: State, edit: Mask) -> dict[str, str]:
             out[rid] = "by:" + by
     keep = set(edit.keep)
     for pos in open_results(s, edit.upto):
-        for r in s.base[pos].tool_results:
+        for r in s.index.results_in(pos, s.base[pos]):
             rid = r.tool_call_id
             if out.get(rid, fate.get(rid)) in (None, "keep"):
                 out[rid] = "keep" if rid in keep else "mask"
@@ -115,9 +113,11 @@ def _typed(s: State, i: int, memo: Memo | None) -> dict[str, int]:
     """:attr:`State.typed` with history messages up to ``i`` read (when a mask first needs
     them): the paths and code names each wrote outside tool results, at its first position.
     ``memo``: the call's (a compaction in the same call reads the agent's prose again)."""
+    outputs = s.index.outputs
     for j in range(s.typed_upto, i):
         m = s.base[j]
-        for text in (m.text, *(c.arguments for c in m.tool_calls)) if m.role != "tool" else ():
+        words = m.role != "tool" and j not in outputs
+        for text in (m.text, *(c.arguments for c in m.tool_calls)) if words else ():
             if not text:
                 continue
             paths, names = memo(words_of, text, words_size) if memo is not None else words_of(text)
@@ -143,7 +143,11 @@ class _Held:
 
 def _reads(s: State, i: int, m: Message) -> frozenset[str]:
     """The ids of history message ``i``'s results that print a file's lines (their call is
-    a read): as the mask plan found them when it made the call's action, else read now."""
+    a read): as the mask plan found them when it made the call's action, else read now; a
+    command's output sent as a user message, when the command it answers is a read."""
+    if i in s.index.outputs:
+        acts = s.actions.get(("", i - 1)) or text_actions(s.base[i - 1], i - 1, s.base)
+        return frozenset(a.id for a in acts if a.kind == "read")
     out: set[str] = set()
     for r in m.tool_results:  # the calls they answer, as the history holds them
         at = s.index.call_at.get(r.tool_call_id)

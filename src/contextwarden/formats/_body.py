@@ -237,6 +237,15 @@ class _Walk:
             raise ValueError("extra data")
 
 
+#: Messages read: their values, where each ends (a character offset) and whether the walk met
+#: no NaN or infinity up to its end.
+_Got = tuple[list[Any], list[int], list[bool]]
+
+
+def _none() -> _Got:
+    return [], [], []
+
+
 def _byte_ends(text: str, ends: list[int], base: int) -> list[int]:
     """Character offsets in ``text`` as byte offsets in the body (``text`` starts at ``base``)."""
     if text.isascii():
@@ -247,13 +256,6 @@ def _byte_ends(text: str, ends: list[int], base: int) -> list[int]:
         done = e
         out.append(at)
     return out
-
-
-def _images(values: list[Any]) -> list[bytes] | None:
-    try:
-        return [image_digest(v) for v in values]
-    except ValueError:  # pragma: no cover - what json parses, marshal images
-        return None
 
 
 class BodyReader:
@@ -349,16 +351,11 @@ class BodyReader:
         i = walk.ws(i + 1)
         head_end = len(text[:i].encode("utf-8", "surrogatepass")) if not text.isascii() else i
         head_finite = walk.finite
-        values: list[Any] = []
-        ends: list[int] = []
-        finite: list[bool] = []
         if text[i : i + 1] == "]":
-            i += 1
+            i, got = i + 1, _none()
         else:
-            i = self._messages(walk, i, values, ends, finite)
-        return self._finish(
-            raw, walk, i, head, head_finite, head_end, None, 0, values, ends, finite, 0, key
-        )
+            i, got = self._messages(walk, i)
+        return self._finish(raw, walk, i, head, head_finite, head_end, None, 0, got, 0, key)
 
     def _resume(
         self, raw: bytes, entry: _Entry, k: int, key: str
@@ -366,36 +363,21 @@ class BodyReader:
         start = entry.ends[k - 1]
         walk = _Walk(raw[start:].decode("utf-8", "surrogatepass"))
         i = walk.ws(0)
-        values: list[Any] = []
-        ends: list[int] = []
-        finite: list[bool] = []
         if walk.text[i : i + 1] == ",":
-            i = self._messages(walk, walk.ws(i + 1), values, ends, finite)
+            i, got = self._messages(walk, walk.ws(i + 1))
         else:
-            i = walk.expect(i, "]")
+            i, got = walk.expect(i, "]"), _none()
         head_finite, head = marshal.loads(entry.head)
         return self._finish(
-            raw,
-            walk,
-            i,
-            head,
-            head_finite,
-            entry.head_end,
-            entry,
-            k,
-            values,
-            ends,
-            finite,
-            start,
-            key,
+            raw, walk, i, head, head_finite, entry.head_end, entry, k, got, start, key
         )
 
     @staticmethod
-    def _messages(
-        walk: _Walk, i: int, values: list[Any], ends: list[int], finite: list[bool]
-    ) -> int:
+    def _messages(walk: _Walk, i: int) -> tuple[int, _Got]:
         """The messages from ``i`` (at one) to the ``]``: each with where it ends and whether
-        the walk met no NaN or infinity up to its end; returns the position after the ``]``."""
+        the walk met no NaN or infinity up to its end; and the position after the ``]``."""
+        got = _none()
+        values, ends, finite = got
         while True:
             value, i = walk.value(i)
             values.append(value)
@@ -405,7 +387,7 @@ class BodyReader:
             if walk.text[i : i + 1] == ",":
                 i = walk.ws(i + 1)
                 continue
-            return walk.expect(i, "]")
+            return walk.expect(i, "]"), got
 
     def _finish(
         self,
@@ -417,15 +399,14 @@ class BodyReader:
         head_end: int,
         old: _Entry | None,
         k: int,
-        values: list[Any],
-        ends: list[int],
-        finite: list[bool],
+        got: _Got,
         base: int,
         key: str,
     ) -> tuple[BodyRead, _Entry] | None:
         """The members after the list, then the body read and the entry that remembers it
-        (``old``'s first ``k`` messages kept; ``values`` read from ``walk``, whose text starts
-        at byte ``base`` of ``raw``)."""
+        (``old``'s first ``k`` messages kept; ``got`` read from ``walk``, whose text starts at
+        byte ``base`` of ``raw``)."""
+        values, ends, finite = got
         i = walk.ws(i)
         tail: list[tuple[str, Any]] = []
         if walk.text[i : i + 1] == ",":
@@ -439,8 +420,9 @@ class BodyReader:
         keys = [name for name, _ in head] + [key] + [name for name, _ in tail]
         if len(set(keys)) != len(keys):
             return None  # json.loads keeps a repeated key's last value: the caller reads it
-        images = _images(values)
-        if images is None:  # pragma: no cover
+        try:
+            images = [image_digest(v) for v in values]
+        except ValueError:  # pragma: no cover - what json parses, marshal images
             return None
         kept = old.messages[:k] if old is not None else []
         prior = old.finite[k - 1] if old is not None else head_finite

@@ -153,14 +153,12 @@ def media_cost(block: Mapping[str, Any]) -> int:
                 str(audio.get("format")), _COMPRESSED_AUDIO_BYTES_PER_SECOND
             )
             return max(1, math.ceil(size / rate * _AUDIO_TOKENS_PER_SECOND))
-        return _UNKNOWN_MEDIA_COST
-    if kind == "file":
+    elif kind == "file":
         file = block.get("file")
         if isinstance(file, Mapping) and isinstance(file.get("file_data"), str):
             parsed = parse_data_url(file["file_data"])
             if parsed is not None:
                 return document_cost({"type": "base64", "media_type": parsed[0], "data": parsed[1]})
-        return _UNKNOWN_MEDIA_COST
     return _UNKNOWN_MEDIA_COST
 
 

@@ -12,6 +12,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar, cast
 
 from .._messages import Message, held_bytes
@@ -159,11 +160,7 @@ class PrefixCodec:
             return from_openai(messages)  # raises the usual error
         images = _images_of(messages)
         anchor = ("openai", *images[: _anchor(messages, 0)])
-
-        def rest(start: int, state: Any, out: list[Message], states: list[Any]) -> None:
-            read_openai(messages, start, state, out, states)
-
-        return self._read(anchor, images, rest)
+        return self._read(anchor, images, partial(read_openai, messages))
 
     def from_anthropic(
         self, messages: Sequence[Mapping[str, Any]], system: Any = None

@@ -64,7 +64,6 @@ SystemPrompt = str | list[dict[str, Any]] | None
 _MEDIA_BLOCKS = frozenset({"document"})
 _ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
 _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
-_PORTABLE_KEYS = ("cache_control",)  # part keys from OpenAI-style requests Anthropic accepts
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -136,8 +135,14 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
     canon: Role = role
     if role == "user" and any(type(b) is ToolResultBlock for b in blocks):
         canon = "tool"
-    elif role == "system":
-        _check_inline_system(i, blocks)
+    elif role == "system":  # a system message inside ``messages`` holds text only
+        for j, b in enumerate(blocks):
+            if type(b) is not TextBlock:
+                raise FormatError(
+                    f"a system message holds text only, not a {b.type} block",
+                    index=i,
+                    field=f"content[{j}]",
+                )
     extra = {
         clean_key(k): deep_copy(v)
         for k, v in m.items()
@@ -152,17 +157,6 @@ def _message(i: int, m: Mapping[str, Any]) -> Message:
         # a system message inside ``messages`` is written back there (see write_anthropic)
         hints=hints_for("anthropic", kind, "system" if role == "system" else None),
     )
-
-
-def _check_inline_system(i: int, blocks: tuple[Block, ...]) -> None:
-    """A system message inside ``messages`` holds text, like the system prompt."""
-    for j, b in enumerate(blocks):
-        if type(b) is not TextBlock:
-            raise FormatError(
-                f"a system message holds text only, not a {b.type} block",
-                index=i,
-                field=f"content[{j}]",
-            )
 
 
 def _system(system: Any) -> Message:
@@ -237,13 +231,10 @@ def _block(i: int | None, path: str, b: Any) -> Block:
     if t in _MEDIA_BLOCKS:
         return opaque_media(block, "anthropic", media_cost(block))
     if t == "compaction":  # no layer may touch it: a media block's bytes go back as they came
-        return opaque_media(block, "anthropic", _summary_cost(block.get("content")))
+        summary = block.get("content")  # its tokens by characters/4 (overestimates English)
+        cost = len(summary) // 4 + 1 if isinstance(summary, str) else 1
+        return opaque_media(block, "anthropic", cost)
     return opaque_text(block, "anthropic")
-
-
-def _summary_cost(summary: Any) -> int:
-    """Tokens of a compaction block's summary, by characters/4 (which overestimates English)."""
-    return len(summary) // 4 + 1 if isinstance(summary, str) else 1
 
 
 #: The ``context_management`` edit that makes the server compact the history itself.
@@ -368,17 +359,21 @@ def message_out(i: int, msg: Message) -> dict[str, Any] | None:
     only names it in errors)."""
     origin = msg.hints.get("format")
     exact = origin == "anthropic"
-    if msg.role == "system":  # only an inline one is written as a message (write_anthropic)
-        role = "system"
-    else:
-        role = "assistant" if msg.role == "assistant" else "user"
+    # a system message here is an inline one, written as a message (write_anthropic)
+    role = msg.role if msg.role == "system" or msg.role == "assistant" else "user"
     blocks = [b for b in (_block_out(i, j, blk, origin) for j, blk in enumerate(msg.content)) if b]
     if not exact and msg.role != "assistant":
         # Anthropic wants tool results first in a user message
         blocks.sort(key=lambda b: b.get("type") != "tool_result")
     if exact:
         d: dict[str, Any] = {"role": role}
-        _content_exact(d, msg, blocks)
+        kind = msg.hints.get("content")  # the spelling the message was read with
+        if kind == "str" and _all_plain_text(blocks):
+            d["content"] = "\n".join(b["text"] for b in blocks)
+        elif kind == "null" and not blocks:
+            d["content"] = None
+        elif kind != "absent" or blocks:
+            d["content"] = blocks
         if msg.extra:
             fill(d, msg.extra)
         return d
@@ -502,17 +497,6 @@ def _all_plain_text(blocks: list[dict[str, Any]]) -> bool:
     return all(len(b) == 2 and b.get("type") == "text" for b in blocks)
 
 
-def _content_exact(d: dict[str, Any], msg: Message, blocks: list[dict[str, Any]]) -> None:
-    """``content`` in the spelling the message was read with."""
-    kind = msg.hints.get("content")
-    if kind == "str" and _all_plain_text(blocks):
-        d["content"] = "\n".join(b["text"] for b in blocks)
-    elif kind == "null" and not blocks:
-        d["content"] = None
-    elif kind != "absent" or blocks:
-        d["content"] = blocks
-
-
 def _merge(prev: dict[str, Any], new: dict[str, Any]) -> None:
     """Append ``new``'s content to ``prev`` (same role), tool results first."""
     b = _as_list(new.get("content"))
@@ -574,9 +558,7 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
     (the API refuses one: ``text content blocks must be non-empty``), or a converted block
     Anthropic cannot take (unsigned thinking)."""
     exact = origin == "anthropic"
-    t = type(b)
-    if t is TextBlock:
-        assert isinstance(b, TextBlock)
+    if type(b) is TextBlock:
         payload = opaque_payload(b)
         if payload is not None and payload[0] == "anthropic":
             return dict(deep_copy(payload[1]))
@@ -586,21 +568,16 @@ def _block_out(i: int, j: int, b: Block, origin: Any) -> dict[str, Any] | None:
         if b.extra and payload is None:
             if origin is None or exact:
                 fill(d, b.extra)
-            else:
-                for k in _PORTABLE_KEYS:
-                    if k in b.extra:
-                        d[k] = deep_copy(b.extra[k])
+            elif "cache_control" in b.extra:  # the one OpenAI-style part key Anthropic takes
+                d["cache_control"] = deep_copy(b.extra["cache_control"])
         return d
-    if t is ToolCallBlock:
-        assert isinstance(b, ToolCallBlock)
+    if type(b) is ToolCallBlock:
         d = {"type": "tool_use", "id": b.id if exact else _safe_id(b.id), "name": b.name}
         d["input"] = _input(b.arguments)
         return fill(d, b.extra) if b.extra and origin != "openai" else d
-    if t is ToolResultBlock:
-        assert isinstance(b, ToolResultBlock)
+    if type(b) is ToolResultBlock:
         return _result_out(i, j, b, origin)
-    if t is ThinkingBlock:
-        assert isinstance(b, ThinkingBlock)
+    if type(b) is ThinkingBlock:
         if not exact and (b.data is None if b.redacted else not b.signature):
             return None  # the API refuses unsigned thinking
         return thinking_out(b, EMPTY if origin == "openai" else b.extra)
@@ -670,9 +647,8 @@ def _image_out(i: int, j: int, b: ImageBlock) -> dict[str, Any]:
     if source is None:
         raise FormatError("an image without a url", index=i, field=f"content[{j}]")
     d: dict[str, Any] = {"type": "image", "source": source}
-    for k in _PORTABLE_KEYS:
-        if k in b.extra:
-            d[k] = deep_copy(b.extra[k])
+    if "cache_control" in b.extra:
+        d["cache_control"] = deep_copy(b.extra["cache_control"])
     return d
 
 

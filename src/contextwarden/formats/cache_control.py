@@ -220,21 +220,13 @@ def _content(message: Any, i: int) -> str | list[Any]:
     if type(message) is not dict and not isinstance(message, Mapping):
         raise FormatError(f"expected an object, got {tname(message)}", index=i)
     content = message.get("content")
-    if type(content) is str or type(content) is list:
-        return content
-    if isinstance(content, str | list):
+    if type(content) is str or type(content) is list or isinstance(content, str | list):
         return content
     raise FormatError(
         f"content must be a string or a list of blocks, got {tname(content)}",
         index=i,
         field="content",
     )
-
-
-def _blocks(message: Mapping[str, Any], i: int) -> list[Mapping[str, Any]]:
-    """The content blocks of message ``i`` (a string content is one text block)."""
-    content = _content(message, i)
-    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def _cacheable(block: Mapping[str, Any]) -> bool:
@@ -249,7 +241,8 @@ def _last_cacheable_message(messages: Sequence[Mapping[str, Any]], start: int) -
     """The last cacheable block of message ``start``, or of the nearest earlier message that
     has one."""
     for i in range(start, -1, -1):
-        blocks = _blocks(messages[i], i)
+        content = _content(messages[i], i)  # a string is one text block
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for j in range(len(blocks) - 1, -1, -1):
             if _cacheable(blocks[j]):
                 return (_MESSAGES, i, j, _WHOLE)

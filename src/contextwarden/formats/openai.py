@@ -117,9 +117,7 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
         if "role" not in m:
             raise FormatError("missing", index=i, field="role")
         raise FormatError(
-            f"unknown role {role!r} (expected one of {', '.join(_ROLES)})",
-            index=i,
-            field="role",
+            f"unknown role {role!r} (expected one of {', '.join(_ROLES)})", index=i, field="role"
         )
     if canon == "tool":
         msg = _tool(i, m, str(role), legacy_call)
@@ -130,7 +128,8 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
         if "function_call" in m and isinstance(m["function_call"], Mapping):
             legacy_call = f"function_call_{i}"
     else:
-        consumed, content, kind = _content(i, m)
+        consumed = "content" in m
+        content, kind = _content_value(i, m["content"]) if consumed else ((), "absent")
         name = _name(i, m.get("name"))
         extra = _extra(m, ("role", "name") if name is not None else ("role",), consumed)
         msg = Message(
@@ -142,13 +141,6 @@ def _message(i: int, m: Mapping[str, Any], legacy_call: str | None) -> tuple[Mes
             hints=hints_for("openai", kind, role if role == "developer" else None),
         )
     return msg, legacy_call
-
-
-def _content(i: int, m: Mapping[str, Any]) -> tuple[bool, tuple[Block, ...], str]:
-    """(consumed?, blocks, spelling) of a message's ``content``."""
-    if "content" not in m:
-        return False, (), "absent"
-    return (True, *_content_value(i, m["content"]))
 
 
 def _content_value(i: int, c: Any) -> tuple[tuple[TextBlock | ImageBlock, ...], str]:
@@ -181,9 +173,7 @@ def _extra(m: Mapping[str, Any], known: tuple[str, ...], content_consumed: bool)
 
 
 def _usage(extra: dict[str, Any]) -> Mapping[str, Any] | None:
-    if not extra or "usage" not in extra:
-        return None
-    usage = extra["usage"]
+    usage = extra.get("usage")
     return MappingProxyType(usage) if type(usage) is dict else None
 
 
@@ -466,7 +456,6 @@ def write_openai(
     (a writer that remembers them passes its own). Their dicts are never changed here (a merge
     writes a new dict), so they may be shared with other calls."""
     out: list[dict[str, Any]] = []
-    merge_into: dict[str, Any] | None = None  # the last assistant converted from Anthropic
     converted: list[dict[str, Any]] = []  # every assistant converted from Anthropic
     for i, msg in enumerate(messages):
         written = produced[i]
@@ -474,8 +463,9 @@ def write_openai(
             origin = msg.hints.get("format")
             d = written[0]
             prev = out[-1] if out else None
+            after_converted = bool(converted) and converted[-1] is prev
             if prev is not None and (
-                (origin == "anthropic" and merge_into is prev)
+                (origin == "anthropic" and after_converted)
                 # an assistant message right after one with tool calls continues its turn (the
                 # results come after both): OpenAI wants the calls in one message
                 or (prev["role"] == "assistant" and prev.get("tool_calls"))
@@ -485,20 +475,16 @@ def write_openai(
                 merged = dict(prev)
                 _merge_assistant(merged, d)
                 out[-1] = merged
-                if merge_into is prev:
-                    merge_into = merged
-                if converted and converted[-1] is prev:
+                if after_converted:
                     converted[-1] = merged
                 continue
             out.append(d)
-            merge_into = d if origin == "anthropic" else None
-            if merge_into is not None:
+            if origin == "anthropic":
                 converted.append(d)
         else:
             out.extend(written)
-    empty = [id(d) for d in converted if not d.get("content") and not d.get("tool_calls")]
-    if empty:  # a converted turn of only (redacted) thinking, or an empty prefill
-        drop = set(empty)
+    drop = {id(d) for d in converted if not d.get("content") and not d.get("tool_calls")}
+    if drop:  # a converted turn of only (redacted) thinking, or an empty prefill
         out = [d for d in out if id(d) not in drop]
     return out
 
@@ -531,13 +517,7 @@ def _finish(d: dict[str, Any], msg: Message, origin: Any) -> None:
 
 
 def _set_content(
-    d: dict[str, Any],
-    i: int,
-    blocks: Sequence[Block],
-    *,
-    kind: Any,
-    role: str,
-    origin: Any,
+    d: dict[str, Any], i: int, blocks: Sequence[Block], *, kind: Any, role: str, origin: Any
 ) -> None:
     """Write ``content`` for ``blocks``: the recorded spelling ``kind`` when there is one, else
     a string when every block is text (text only from a converted message), else parts."""
@@ -673,12 +653,9 @@ def _thinking_out(d: dict[str, Any], blocks: list[ThinkingBlock], origin: Any) -
 def _call_out(c: ToolCallBlock, origin: Any) -> dict[str, Any]:
     fn: dict[str, Any] = {"name": c.name, "arguments": c.arguments}
     if origin == "openai":
-        if c.extra:
-            extra_fn = c.extra.get(FUNCTION_EXTRA)
-            if extra_fn:
-                fill(fn, extra_fn)
-            return fill({"id": c.id, "function": fn}, c.extra)
-        return {"id": c.id, "function": fn}
+        if c.extra.get(FUNCTION_EXTRA):
+            fill(fn, c.extra[FUNCTION_EXTRA])
+        return fill({"id": c.id, "function": fn}, c.extra)
     d = {"id": c.id, "type": "function", "function": fn}
     if origin is None and c.extra:
         fill(d, c.extra)

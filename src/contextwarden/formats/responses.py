@@ -255,8 +255,7 @@ def _assistant_message(i: int, item: Mapping[str, Any]) -> tuple[Block, ...]:
 
 def _message(i: int, item: Mapping[str, Any], canon: Role, role: str) -> Message:
     kind = _content_kind(i, item)
-    tag = None
-    content = _content(i, item, tag) if kind != "absent" else ()
+    content = _content(i, item, None) if kind != "absent" else ()
     if kind == "str" and not item["content"]:
         content = ()
     extra = {k: deep_copy(v) for k, v in item.items() if k not in ("role", "content")}

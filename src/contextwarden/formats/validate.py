@@ -375,8 +375,26 @@ def _anthropic_message(
         problems.append(f"message {i}: expected an object, got {tname(m)}")
         return prev_role
     role = m.get("role")
+    content = m.get("content")
     if role == "system":
-        _check_inline_system(problems, i, m.get("content"), pending, prev_role)
+        # a system message inside ``messages`` (the mid-conversation system beta): text only, not
+        # empty, not between a tool_use and its tool_result, outside the user/assistant alternation
+        if isinstance(content, str | list) and not content:
+            problems.append(f"message {i} (system): empty content")
+        elif not isinstance(content, str | list):
+            problems.append(
+                f"message {i} (system): content must be a string or a list, got {tname(content)}"
+            )
+        for j, b in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(b, Mapping) or b.get("type") != "text":
+                problems.append(f"message {i}: content[{j}] of a system message must be text")
+            elif not isinstance(b.get("text"), str) or not b["text"]:
+                problems.append(f"message {i}: content[{j}]: empty text block")
+        if pending and prev_role == "assistant":
+            for cid, a in pending.items():
+                problems.append(
+                    f"message {a}: tool_use {cid!r} is followed by a system message, not its result"
+                )
         return prev_role
     if role not in ("user", "assistant"):
         problems.append(f"message {i}: role must be 'user', 'assistant' or 'system', got {role!r}")
@@ -387,7 +405,6 @@ def _anthropic_message(
         problems.append(f"message {i}: two {role} messages in a row (roles must alternate)")
     if role == "assistant" and pending and prev_role != "assistant":
         _anthropic_unanswered(problems, pending, i)
-    content = m.get("content")
     prefill = role == "assistant" and is_last
     if isinstance(content, str):
         if not content and not prefill:
@@ -403,34 +420,6 @@ def _anthropic_message(
             f"message {i} ({role}): content must be a string or a list, got {tname(content)}"
         )
     return role
-
-
-def _check_inline_system(
-    problems: list[str], i: int, content: Any, pending: dict[str, int], prev_role: Any
-) -> None:
-    """A system message inside ``messages`` (the mid-conversation system beta): text only, not
-    empty, and not between a ``tool_use`` and its ``tool_result``. It takes no part in the
-    alternation of user and assistant turns."""
-    if isinstance(content, str):
-        if not content:
-            problems.append(f"message {i} (system): empty content")
-    elif isinstance(content, list):
-        if not content:
-            problems.append(f"message {i} (system): empty content")
-        for j, b in enumerate(content):
-            if not isinstance(b, Mapping) or b.get("type") != "text":
-                problems.append(f"message {i}: content[{j}] of a system message must be text")
-            elif not isinstance(b.get("text"), str) or not b["text"]:
-                problems.append(f"message {i}: content[{j}]: empty text block")
-    else:
-        problems.append(
-            f"message {i} (system): content must be a string or a list, got {tname(content)}"
-        )
-    if pending and prev_role == "assistant":
-        for cid, a in pending.items():
-            problems.append(
-                f"message {a}: tool_use {cid!r} is followed by a system message, not its result"
-            )
 
 
 def _anthropic_unanswered(problems: list[str], pending: dict[str, int], at: int) -> None:
@@ -510,8 +499,7 @@ def _check_blocks(
                 problems.append(f"{where}.source must be an object")
         if t != "tool_result":
             after_other = True
-    for cid, a in answering.items():
-        problems.append(f"message {a}: tool_use {cid!r} is not answered in message {i}")
+    _anthropic_unanswered(problems, answering, i)
 
 
 # -- OpenAI Responses ----------------------------------------------------------------------------

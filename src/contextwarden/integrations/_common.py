@@ -48,11 +48,8 @@ def hook_warden(
     if window is not None and (type(window) is not int or window <= 0):
         raise ValueError(f"window must be a positive int, got {window!r}")
     base = config if config is not None else WardenConfig.model_validate({})
-    changes: dict[str, object] = {}
-    if model is not None:
-        changes["model"] = model
-    if window is not None:
-        changes["context_window"] = window
+    given = {"model": model, "context_window": window}
+    changes = {k: v for k, v in given.items() if v is not None}
     if changes:
         base = base.model_copy(update=changes)
     return Warden(base, summarizer=summarizer)

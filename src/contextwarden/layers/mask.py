@@ -25,16 +25,7 @@ from typing import TYPE_CHECKING
 
 from .._events import Event
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
-from .._messages import Message, ToolResultBlock
-from ..analysis.actions import (
-    ActionMemo,
-    ToolAction,
-    prints_file,
-    protected_results,
-    same_file,
-    superseded_results,
-    tool_actions,
-)
+from .._messages import Block, Message, ToolResultBlock
 from ..analysis.mentions import (
     defined_names,
     joined_words,
@@ -61,19 +52,12 @@ if TYPE_CHECKING:
     from ..analysis.mentions import Words
 
 __all__ = [
-    "ActionMemo",
     "MaskConfig",
     "MaskPlan",
-    "ToolAction",
     "mask_plan",
     "mask_text",
     "mask_tool_results",
-    "prints_file",
-    "protected_results",
-    "same_file",
-    "superseded_results",
     "superseded_text",
-    "tool_actions",
 ]
 
 LAYER = "mask"
@@ -202,20 +186,23 @@ def mask_message(
     plan: MaskPlan | None = None,
     held: Container[str] = frozenset(),
     reads: frozenset[str] = frozenset(),
+    output: ToolResultBlock | None = None,
 ) -> Applied:
-    """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]);
+    """Mask the first ``decision[0]`` tool results of one tool message (names in decision[1]),
+    or ``output``, the user message's text as the command output it is
+    (:meth:`~.units.HistoryIndex.results_in`);
     ``ref``, the reference its original is kept under, is named in each marker. With ``plan``
     (:func:`mask_plan` of the history when the mask edit is made), a protected result stays
     whole and a superseded one becomes :func:`superseded_text`'s one-line marker. ``held``:
     names the request holds anyway (the calls' arguments), left out of the names line;
-    ``reads``: the ids of the results that print a file's lines (:func:`prints_file`)."""
+    ``reads``: the ids of the results that print a file's lines (:func:`~contextwarden.analysis.actions.prints_file`)."""
     cfg = ctx.config.mask
     n_old, names = decision
     blocks = []
     masked_names: list[str] = []
     before = after = 0
     k = 0
-    for b in message.content:
+    for b in message.content if output is None else (output,):
         if isinstance(b, ToolResultBlock):
             name = names[k] if k < len(names) else ""
             old = k < n_old
@@ -238,7 +225,11 @@ def mask_message(
     # the message as it was before the mask rides along (not sent): a summary of a span
     # holding it is written from what the agent saw, not from the marker
     original = message.hints.get(UNMASKED, message)
-    out = message.replace(content=tuple(blocks), hints={**message.hints, UNMASKED: original})
+    content: tuple[Block, ...] = tuple(blocks)
+    text = blocks[0]  # with ``output``: the user message's text, masked
+    if output is not None and isinstance(text, ToolResultBlock) and isinstance(text.content, tuple):
+        content = text.content
+    out = message.replace(content=content, hints={**message.hints, UNMASKED: original})
     event = shrink_event("masked", LAYER, message, out, masked_names, (before, after), ctx)
     return out, (event,)
 
@@ -317,27 +308,33 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
             out.append(m)
             continue
         old = index.old_results(i, len(names))
+        results = index.results_in(i, m)
         fates = tuple(
             "by:" + superseded[r.tool_call_id]
             if r.tool_call_id in superseded
             else ("mask" if k < old and r.tool_call_id not in keep else "whole")
-            for k, r in enumerate(m.tool_results)
+            for k, r in enumerate(results)
         )
         if all(f == "whole" for f in fates):
             out.append(m)
             continue
-        new, templates = _masked(m, (names, fates), ctx)
+        new, templates = _masked(m, results, (names, fates), ctx)
         out.append(new)
         place_events(templates, i, events)
     return LayerResult(tuple(out), tuple(events))
 
 
 def _masked(
-    message: Message, decision: tuple[tuple[str, ...], tuple[str, ...]], ctx: LayerContext
+    message: Message,
+    results: tuple[ToolResultBlock, ...],
+    decision: tuple[tuple[str, ...], tuple[str, ...]],
+    ctx: LayerContext,
 ) -> Applied:
-    """``message`` with each result as its fate says (``mask``, ``whole``, ``by:<id>``)."""
+    """``message`` with each of its ``results`` as its fate says (``mask``, ``whole``,
+    ``by:<id>``)."""
     names, fates = decision
-    results = message.tool_results
     whole = frozenset(r.tool_call_id for r, f in zip(results, fates, strict=True) if f == "whole")
     by = {r.tool_call_id: f[3:] for r, f in zip(results, fates, strict=True) if f[:3] == "by:"}
-    return mask_message(message, (len(names), names), ctx, plan=MaskPlan(whole, by))
+    output = None if message.tool_results else results[0]
+    plan = MaskPlan(whole, by)
+    return mask_message(message, (len(names), names), ctx, plan=plan, output=output)

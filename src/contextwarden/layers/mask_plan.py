@@ -41,7 +41,7 @@ class MaskPlan:
 class MaskPlanner:
     """The tool actions, superseded and protected results of one growing history.
 
-    ``recent_edits`` and ``quoting`` are :func:`~.mask.protected_results`'s; ``memo`` keeps
+    ``recent_edits`` and ``quoting`` are :func:`~contextwarden.analysis.actions.protected_results`'s; ``memo`` keeps
     what each call does (shared with the caller, who reads it back). Call :meth:`extend` with
     the history each time it grew (the messages before are those already seen), then read
     :meth:`plan`.

@@ -6,6 +6,11 @@ usually one user message followed by hundreds of tool calls. :class:`HistoryInde
 those decisions need and is extended when messages are appended (a conversation keeps one and
 pays only for its new messages), equal to one made at once.
 
+A command's output that an agent sends as a user message (mini-swe-agent's text protocol,
+:func:`~contextwarden.analysis.actions.text_output`) counts as that command's tool result,
+``"msg:<i>"``, wherever results are counted, kept together with their call and masked; it is
+never the user's turn.
+
 A **unit** is what the sliding window drops as a whole: an assistant message together with every
 tool message answering its calls (parallel calls stay together), or a lone user message. A tool
 message never starts a unit unless it is the very first message, so a cut never lands on a tool
@@ -21,8 +26,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from .._messages import Message
+from .._messages import Message, ToolResultBlock
 from .._task import LOOKAHEAD, task_index
+from ..analysis.actions import output_block, text_output
 
 __all__ = ["CutRule", "HistoryIndex", "index_of"]
 
@@ -60,7 +66,8 @@ class HistoryIndex:
         self.first_user: int | None = None
         #: index of the last user message, or -1
         self.last_user = -1
-        #: per message: the tool name of each of its tool results ("" when the call is unknown)
+        #: per message: the tool name of each of its tool results ("" when the call is unknown
+        #: or the result is a command's output sent as a user message)
         self.names: list[tuple[str, ...]] = []
         self.call_names: dict[str, str] = {}
         #: a tool call's id -> the index of the message making it
@@ -71,6 +78,8 @@ class HistoryIndex:
         self.results: list[int] = []
         #: (message index, ordinal among that message's results) of every result, in order
         self.result_blocks: list[tuple[int, int]] = []
+        #: indices of the user messages that are a command's output (:meth:`results_in`)
+        self.outputs: set[int] = set()
         #: indices of the assistant messages that carry thinking, in order
         self.thinking: list[int] = []
         self.unit_starts: list[int] = []
@@ -97,6 +106,10 @@ class HistoryIndex:
             m = messages[i]
             role = m.role
             results = m.tool_results
+            output = text_output(messages[i - 1], m, i) if i and role == "user" else None
+            if output is not None and not results:
+                self.outputs.add(i)
+                results = (output,)
             names: tuple[str, ...] = ()
             if results:
                 names = tuple([call_names.get(b.tool_call_id, "") for b in results])
@@ -104,7 +117,7 @@ class HistoryIndex:
                 for k, r in enumerate(results):
                     add_block((i, k))
                     result_at[r.tool_call_id] = i
-            if role == "tool" and starts:
+            if (role == "tool" or i in self.outputs) and starts:
                 owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
                 if owners and min(owners) < starts[-1]:  # answers an earlier unit's call: merge
                     u = self.unit_of(min(owners))
@@ -190,6 +203,12 @@ class HistoryIndex:
         if i == b_msg:
             return b_ord
         return 0
+
+    def results_in(self, i: int, m: Message) -> tuple[ToolResultBlock, ...]:
+        """History message ``i``'s results (``m``: the message as the view holds it): its tool
+        results, or its text when it is a command's output sent as a user message."""
+        found = output_block(m, i) if i in self.outputs else None
+        return m.tool_results if found is None else (found,)
 
     def thinking_is_old(self, i: int, *, keep_current_turn: bool) -> bool:
         """True when assistant message ``i``'s thinking may go: it is not among the

@@ -27,7 +27,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import compress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
@@ -39,12 +39,8 @@ from .pending import repair_tail
 from .pins import is_protected
 from .units import HistoryIndex, index_of
 
-if TYPE_CHECKING:
-    from .._budget import Budget
-
 __all__ = [
     "WindowConfig",
-    "compaction_target",
     "ensure_within",
     "sliding_window",
 ]
@@ -58,12 +54,6 @@ _MARKER_ROOM = 64
 
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------
-def compaction_target(budget: Budget) -> int:
-    """Where a compaction stops: ``budget.target``, which leaves room between the end of one
-    compaction and the start of the next (see :mod:`contextwarden._budget`)."""
-    return budget.target
-
-
 def cumulative(index: HistoryIndex, units: Sequence[int], prefix: Sequence[int]) -> list[int]:
     """``cum[k]`` = tokens of the first ``k`` of ``units``; ``prefix[i]`` = tokens of
     messages ``[:i]``."""

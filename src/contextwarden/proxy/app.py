@@ -35,13 +35,7 @@ from .logs import LOG_FORMAT_ENV, configure_logging, log_request, logger
 from .metrics import observing, publishing, shared_stats
 from .outcome import climbs, fill_record, outcome_headers, raw_path, unread
 from .recall_rounds import Answer, Rounds, answerer, forward_recall, recall_body
-from .stats import (
-    CONTEXT_OVERFLOW,
-    ProxyStats,
-    RequestRecord,
-    clip,
-    registry_pricing,
-)
+from .stats import CONTEXT_OVERFLOW, ProxyStats, RequestRecord, clip, registry_pricing
 from .summaries import Breaker, SummaryBudget
 from .transform import BodyOutcome, BodyWarden, transform_body
 from .warden import WardenFactory, build_cache, build_log_store, request_summarizer
@@ -49,13 +43,7 @@ from .wire import Wire, wire_for
 
 _T = TypeVar("_T")
 
-__all__ = [
-    "CONFIG_ENV",
-    "GC_THRESHOLDS",
-    "app_from_env",
-    "create_app",
-    "tune_gc",
-]
+__all__ = ["CONFIG_ENV", "GC_THRESHOLDS", "app_from_env", "create_app", "tune_gc"]
 
 #: Upstream connection pools (see :meth:`_Proxy.pool`); ``max_connections`` is shared out.
 POOLS = 8
@@ -76,10 +64,7 @@ class _Proxy:
     """The app's state: config, the per-client table, counters and the upstream pools."""
 
     def __init__(
-        self,
-        config: ProxyConfig,
-        warden: BodyWarden | None,
-        cache: MutableMapping[str, str] | None,
+        self, config: ProxyConfig, warden: BodyWarden | None, cache: MutableMapping[str, str] | None
     ) -> None:
         self.config = config
         self.cache = cache
@@ -197,10 +182,7 @@ class _Proxy:
         client = httpx.AsyncClient(
             verify=tls,
             timeout=httpx.Timeout(cfg.timeout, connect=cfg.connect_timeout),
-            limits=httpx.Limits(
-                max_connections=per_pool,
-                max_keepalive_connections=per_pool,
-            ),
+            limits=httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool),
             follow_redirects=False,  # a redirect is the client's to follow, as without us
             # One client serves every caller: a cookie one upstream reply sets (Cloudflare's
             # __cf_bm...) must reach that caller only, never ride along on another's request.
@@ -312,7 +294,7 @@ class _Proxy:
                 "contextwarden proxy: too many request bodies in flight "
                 f"(max_buffered_bytes={cfg.max_buffered_bytes:,}); retry shortly"
             )
-            retry = {"Retry-After": "1"}
+            retry = {"Retry-After": "1"}  # the SDKs retry a 503
             return await self.answer(exchange, why, "proxy_overloaded", message, retry)
         message = (
             "contextwarden proxy: the request body did not arrive within "
@@ -412,12 +394,7 @@ class _Proxy:
             self.release(held)
 
     async def transform(
-        self,
-        request: Request,
-        wire: Wire,
-        state: ClientState,
-        raw: bytes,
-        exchange: Exchange,
+        self, request: Request, wire: Wire, state: ClientState, raw: bytes, exchange: Exchange
     ) -> BodyOutcome | Response:
         """The body to forward (see :func:`transform_body`), or the proxy's own answer when
         the request cannot be brought within the window or would go out invalid."""

@@ -29,8 +29,7 @@ LogFormat = Literal["json", "text"]
 
 def proxy(
     upstream: Annotated[
-        str,
-        typer.Option(help="Base URL of the real API, e.g. https://api.openai.com (required)."),
+        str, typer.Option(help="Base URL of the real API, e.g. https://api.openai.com (required).")
     ],
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8787,
     host: Annotated[
@@ -143,8 +142,7 @@ def proxy(
         ),
     ] = 512 << 20,
     log_format: Annotated[
-        LogFormat,
-        typer.Option(help="Log lines on stderr: json (one object a line) or text."),
+        LogFormat, typer.Option(help="Log lines on stderr: json (one object a line) or text.")
     ] = "json",
 ) -> None:
     """Run an OpenAI/Anthropic-compatible proxy that keeps every request inside the window.

@@ -161,12 +161,7 @@ class ClientTable:
         warden = self._make_warden(cid)
         reader = max(1 << 20, self.client_state_bytes // 4)
         fresh = ClientState(
-            cid,
-            warden,
-            self._breaker(),
-            self.client_concurrency,
-            reader,
-            self.summary_concurrency,
+            cid, warden, self._breaker(), self.client_concurrency, reader, self.summary_concurrency
         )
         with self._lock:
             state = self._clients.get(cid)

@@ -52,8 +52,7 @@ class ProxyConfig(BaseModel):
         "redis (shared by every process), memory (this process only). Default: sqlite.",
     )
     cache_path: Path | None = Field(
-        None,
-        description="SQLite summary cache file. Default: <data dir>/summary-cache.sqlite3.",
+        None, description="SQLite summary cache file. Default: <data dir>/summary-cache.sqlite3."
     )
     redis_url: str | None = Field(
         None, description="Redis URL, required when cache is redis. Default: none."

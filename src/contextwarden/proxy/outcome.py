@@ -15,14 +15,7 @@ from .transform import BodyOutcome
 
 logger = logging.getLogger("contextwarden.proxy")
 
-__all__ = [
-    "climbs",
-    "fill_record",
-    "header_text",
-    "outcome_headers",
-    "raw_path",
-    "unread",
-]
+__all__ = ["climbs", "fill_record", "header_text", "outcome_headers", "raw_path", "unread"]
 
 
 def unread(raw: bytes, path: str, exc: Exception) -> BodyOutcome:

@@ -265,8 +265,11 @@ class ProxyStats:
             self.by_route[rec.route] = self.by_route.get(rec.route, 0) + 1
             key = str(rec.status)
             self.by_status[key] = self.by_status.get(key, 0) + 1
-            if rec.model is not None:
-                self._count_model(clip(rec.model))
+            if rec.model is not None:  # re-inserted: most recent last
+                model = clip(rec.model)
+                self.by_model[model] = self.by_model.pop(model, 0) + 1
+                while len(self.by_model) > MODEL_TABLE:
+                    self.by_model.popitem(last=False)
             if rec.tokens_before is not None and rec.tokens_after is not None:
                 self.transformed += 1
                 self.tokens_before += rec.tokens_before
@@ -275,7 +278,6 @@ class ProxyStats:
             self.skipped += bool(rec.skipped)
             self.warden_errors += rec.skipped == WARDEN_ERROR
             self.unbounded += rec.warning == "unknown_model"
-            # a conversation whose fixed part leaves little room
             self.tight_room_warnings += (rec.warning or "").startswith("tight_room")
             self.compactions += bool(rec.compacted)
             if rec.summarizer:  # who wrote a new compaction's summary
@@ -335,11 +337,6 @@ class ProxyStats:
             self._ledger[rec.conversation] = (now, before, after)
             while len(self._ledger) > LEDGER_SIZE:
                 self._ledger.popitem(last=False)
-
-    def _count_model(self, model: str) -> None:
-        self.by_model[model] = self.by_model.pop(model, 0) + 1  # re-inserted: most recent last
-        while len(self.by_model) > MODEL_TABLE:
-            self.by_model.popitem(last=False)
 
     def snapshot(self) -> dict[str, Any]:
         """The ``/stats`` JSON of this process: every counter, the tables sorted, and the

@@ -333,7 +333,7 @@ def ran(
     ):
         # a header value: short and ASCII (the event's own detail is logged with it)
         warning = f"{TIGHT_ROOM}: summaries spaced apart, oldest turns cut between them"
-    compaction = result.compaction
+    compaction = result.compaction  # None (no compaction) has none of the attributes read
     return BodyOutcome(
         raw,
         rebuilt is not None,
@@ -342,10 +342,8 @@ def ran(
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
         compacted=int(getattr(compaction, "compacted_count", 1)) if compaction is not None else 0,
-        strategy=(
-            (str(getattr(compaction, "strategy", "")) or None) if compaction is not None else None
-        ),
-        summarizer=getattr(compaction, "summarizer", None) if compaction is not None else None,
+        strategy=str(getattr(compaction, "strategy", "")) or None,
+        summarizer=getattr(compaction, "summarizer", None),
         warning=warning,
         conversation=str(getattr(result, "conversation", "") or ""),
         edited=bool(getattr(result, "edits", ())),

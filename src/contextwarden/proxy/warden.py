@@ -29,7 +29,6 @@ def build_cache(config: ProxyConfig) -> MutableMapping[str, str]:
     """The summary cache ``config`` asks for: a :class:`~contextwarden.store.cache.SqliteCache`
     at ``config.cache_path`` (default under the data dir), a
     :class:`~contextwarden.store.cache.RedisCache` at ``config.redis_url``, or a plain dict."""
-
     if config.cache == "redis":
         assert config.redis_url is not None  # ProxyConfig checks this
         return RedisCache(config.redis_url)
@@ -97,14 +96,12 @@ def _configured_summarizer(config: ProxyConfig) -> Summarizer | None:
     source = config.summary_source
     if source in ("upstream", "extractive") or not config.warden.compaction.enabled:
         return None
-
     settings = config.warden
     section = settings.summarizer
     if source != "config":
         fields = section.model_dump(exclude_unset=True) | parse_summarizer_spec(source)
         section = SummarizerConfig.model_validate(fields)
-    built: Summarizer = build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
-    return built
+    return build_summarizer(section, max_chars=settings.compaction.summary_max_chars)
 
 
 def build_log_store(config: ProxyConfig) -> LogStore | None:
@@ -134,7 +131,6 @@ def request_summarizer(
     writes)."""
     if config.summary_source != "upstream":
         return None
-
     settings = config.warden
     api = SUMMARY_API.get(route, route)
     passed = dict(headers)

@@ -46,7 +46,10 @@ def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
     cannot be opened."""
     deadline = time.monotonic() + timeout
     try:
-        conn = _open(path, timeout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(path), timeout=timeout, check_same_thread=False, isolation_level=None
+        )
         try:
             conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             _retrying(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone(), deadline)
@@ -60,13 +63,6 @@ def connect(path: Path, *, what: str, timeout: float) -> sqlite3.Connection:
             return _open_read_only(path, what, timeout)
         raise StoreError(f"cannot open {what} {str(path)!r}: {exc}") from exc
     return conn
-
-
-def _open(path: Path, timeout: float) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return sqlite3.connect(
-        str(path), timeout=timeout, check_same_thread=False, isolation_level=None
-    )
 
 
 def _cannot_write(exc: BaseException) -> bool:

@@ -15,6 +15,7 @@ from ..analysis.actions import (
     COMPLETE_WORDS,
     EXEC_WORDS,
     MEMORY_WORDS,
+    OUTPUT_MARKERS,
     RESEARCH_WORDS,
     SEARCH_TOOLS,
     SHELL_TOOLS,
@@ -167,8 +168,7 @@ def is_observation(message: Message) -> bool:
     (mini-swe-agent's text protocol: ``<returncode>N</returncode>`` then ``<output>``)."""
     if message.role != "user":
         return False
-    head = message.text.lstrip()[:200]
-    return head.startswith(("<returncode>", "<output>", "Observation:", "OBSERVATION:"))
+    return message.text[:400].lstrip().startswith(OUTPUT_MARKERS)
 
 
 def is_readonly_listing(calls: Iterable[ToolCallBlock]) -> bool:

@@ -25,7 +25,6 @@ from .._task import task_index, task_text
 from ..analysis.mentions import words_of, words_size
 from ..layers.mask import UNMASKED
 from ..layers.units import index_of
-from ..layers.window import compaction_target
 from ..summarizers.base import TARGET_SUMMARY_RATIO, Summarizer, SummaryRequest
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ __all__ = [
     "StrategyOutcome",
     "assemble",
     "check_outcome",
-    "compaction_target",
     "elide_except_recent",
     "is_summary_message",
     "make_ref",
@@ -65,7 +63,8 @@ class StrategyContext:
     """What a strategy may read. ``cache`` maps :func:`summary_cache_key` to summaries (shared
     with the compactor); ``task_type`` is the detected type of the history being compacted;
     ``memo`` keeps what is read from the messages (facts, command effects) for the strategies,
-    the summarizer and the checks (the compactor's own)."""
+    the summarizer and the checks (the compactor's own); ``unsummarized``: what window cuts took
+    out since the last summary, which no summary stands for (:func:`summary_request`)."""
 
     budget: Budget
     counter: TokenCounter
@@ -76,6 +75,7 @@ class StrategyContext:
     cache: MutableMapping[str, str] = field(default_factory=dict)
     task_type: TaskType = "unknown"
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
+    unsummarized: tuple[Message, ...] = ()
 
 
 #: A titled list of lines the summary message carries verbatim (see ``StrategyOutcome.appendix``).
@@ -179,7 +179,10 @@ def summary_request(
 ) -> SummaryRequest:
     """The request summarizing ``messages[elided]``: earlier summary messages among them become
     ``previous_summary`` (incremental update) and the task rides along. ``pinned`` stays empty:
-    pinned units are never elided, so their text is in the history verbatim already."""
+    pinned units are never elided, so their text is in the history verbatim already. What window
+    cuts took out after the earlier summary (``ctx.unsummarized``) came between it and the
+    span: a request that updates that summary, or starts at the first message after the task,
+    summarises it too, so each message the agent saw is summarised once before it is gone."""
     at = task_index(messages)
     span: list[Message] = []
     previous: list[str] = []
@@ -196,6 +199,9 @@ def summary_request(
             original = m.hints.get(UNMASKED, m)
             unmasked = unmasked or original is not m
             span.append(original)
+    first = next((i for i, m in enumerate(messages) if _body(m) and (at is None or i > at)), None)
+    if ctx.unsummarized and (previous or first in elided):
+        span[:0] = ctx.unsummarized
     if unmasked:
         # the summary stays clearly smaller than what it replaces in the request, masked
         cap = min(cap, max(int(sent * TARGET_SUMMARY_RATIO), 1))
@@ -209,6 +215,10 @@ def summary_request(
         held=held_names(messages, elided, ctx.memo),
         task_held=at is not None and at not in set(elided),
     )
+
+
+def _body(m: Message) -> bool:
+    return m.role != "system" and not is_summary_message(m)
 
 
 def held_names(messages: Sequence[Message], elided: Sequence[int], memo: Memo) -> frozenset[str]:

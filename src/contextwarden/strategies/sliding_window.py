@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._messages import Message
-from .base import Layout, StrategyContext, StrategyOutcome, compaction_target, summarize_units
+from .base import Layout, StrategyContext, StrategyOutcome, summarize_units
 
 __all__ = ["recent_tail", "sliding_window"]
 
@@ -24,7 +24,7 @@ def recent_tail(messages: Sequence[Message], layout: Layout, ctx: StrategyContex
     unit lets it (and a cut never goes further below the target than the next unit's size)."""
     newest = layout.units[-1][0] if layout.units else len(messages)
     count = ctx.counter.count_message
-    room = compaction_target(ctx.budget) - ctx.counter.count_messages([], tools=ctx.tools)
+    room = ctx.budget.target - ctx.counter.count_messages([], tools=ctx.tools)
     room -= ctx.config.summary_max_chars // SUMMARY_CHARS_PER_TOKEN
     room -= sum(
         count(m)

@@ -207,14 +207,10 @@ _KIND_NAMES: dict[type, str] = {
 def _kind(value: Any) -> str:
     """The JSON type of ``value`` (as the provider adapters name it), with short scalars shown."""
     if isinstance(value, str):
-        return f"string {_short(value)}"
+        return "string " + repr(value if len(value) <= 40 else value[:40] + "...")
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"{tname(value)} {value!r}"
     return tname(value)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 @dataclass(frozen=True)

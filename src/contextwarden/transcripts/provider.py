@@ -62,7 +62,6 @@ def looks_anthropic(doc: Mapping[str, Any]) -> bool:
 
 def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
     """A JSON list of OpenAI chat messages, or ``{"messages": [...], "tools"?: [...], ...}``."""
-
     loc = Loc(shown)
     meta: dict[str, Any] = {}
     tools: tuple[Mapping[str, Any], ...] = ()
@@ -80,7 +79,6 @@ def parse_openai(doc: Any, path: Path, shown: str) -> Transcript:
 
 def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Transcript:
     """One OpenAI chat message per line."""
-
     lines = [r.line for r in records]
     messages = Loc(shown).convert(from_openai, [r.value for r in records], lines)
     return Transcript(messages, "openai-jsonl", str(path))
@@ -88,7 +86,6 @@ def parse_openai_jsonl(records: Sequence[Record], path: Path, shown: str) -> Tra
 
 def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
     """``{"system"?: str | blocks, "messages": [...], "tools"?: [...], ...}``."""
-
     loc = Loc(shown)
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")
@@ -101,7 +98,6 @@ def parse_anthropic(doc: Any, path: Path, shown: str) -> Transcript:
 
 def parse_mini_swe_agent(doc: Any, path: Path, shown: str) -> Transcript:
     """A mini-swe-agent trajectory: ``info`` + OpenAI messages ending in an ``exit`` record."""
-
     loc = Loc(shown)
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")

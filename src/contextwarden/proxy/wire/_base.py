@@ -14,16 +14,7 @@ from ..errors import ErrorKind, Provider, error_sse
 from ..recall import Event, add_usage, encode_event
 from ..stats import Route
 
-__all__ = [
-    "PROVIDER_COMPACTION",
-    "Has",
-    "Holding",
-    "Ran",
-    "Splice",
-    "Turn",
-    "Wire",
-    "json_object",
-]
+__all__ = ["PROVIDER_COMPACTION", "Has", "Holding", "Ran", "Splice", "Turn", "Wire", "json_object"]
 
 #: ``has(pattern, width)``: whether a request body's bytes match ``pattern`` (whose matches are
 #: at most ``width`` bytes long); see :meth:`~contextwarden.formats._body.BodyRead.has`.
@@ -56,7 +47,10 @@ class Ran:
 
 
 class Splice(Protocol):
-    """What makes a client's one stream of the recall rounds' streams."""
+    """What makes a client's one stream of the recall rounds' streams: ``feed`` gives what to
+    send the client now for an event, ``end_round`` the round's :class:`Turn` once its stream
+    ended, ``next_round`` begins the next (the held events dropped), ``flush`` gives the last
+    round's held events as the client gets them."""
 
     failed: bool
 

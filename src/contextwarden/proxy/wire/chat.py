@@ -10,19 +10,14 @@ from typing import Any
 from ...formats.validate import validate_openai
 from ...recall import RECALL_TOOL_NAME, recall_ref
 from ..recall import Event, add_usage, encode_event
-from ..stats import Route
 from ._base import Has, Holding, Ran, Turn, Wire
 
 __all__ = ["CHAT", "ChatWire", "OpenAISplice"]
 
 
 class ChatWire(Wire):
-    name: Route = "openai"
-    provider = "openai"
-    items = "messages"
     paths = ("/v1/chat/completions", "/chat/completions")
     method = "transform_openai"
-    api = "openai"
     check = staticmethod(validate_openai)
 
     def run(
@@ -88,7 +83,6 @@ class OpenAISplice(Holding):
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def feed(self, event: Event) -> list[bytes]:
-        """What to send the client now for ``event``."""
         if event.data.strip() == "[DONE]":
             self.held.append(event)
             return []
@@ -139,7 +133,6 @@ class OpenAISplice(Holding):
         return encode_event("", {**data, "id": self.first_id, "choices": choices})
 
     def end_round(self) -> Turn:
-        """The round's :class:`Turn`, once its stream ended."""
         calls = [
             {
                 "id": c["id"],
@@ -151,7 +144,6 @@ class OpenAISplice(Holding):
         return _turn({"content": "".join(self.content), "tool_calls": calls})
 
     def next_round(self) -> None:
-        """Begin the next round (the previous one's held chunks dropped)."""
         self.advance(self._round_usage())
         self.content, self.calls = [], {}
 
@@ -163,7 +155,6 @@ class OpenAISplice(Holding):
         return None
 
     def flush(self) -> list[bytes]:
-        """The held chunks of the last round, as the client gets them."""
         return [b for b in super().flush() if b]
 
 

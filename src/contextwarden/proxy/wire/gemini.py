@@ -35,7 +35,6 @@ class GeminiWire(Wire):
     name: Route = "gemini"
     provider = "gemini"
     items = "contents"
-    method = "transform"
     check = staticmethod(validate_gemini)
 
     def serves(self, path: str) -> bool:

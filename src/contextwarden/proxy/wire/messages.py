@@ -28,7 +28,6 @@ __all__ = ["COUNT_TOKENS", "MESSAGES", "AnthropicSplice", "MessagesWire"]
 class MessagesWire(Wire):
     name: Route = "anthropic"
     provider = "anthropic"
-    items = "messages"
     paths = ("/v1/messages",)
     method = "transform_anthropic"
     api = "anthropic"
@@ -182,7 +181,6 @@ class AnthropicSplice(Holding):
     round_usage: dict[str, Any] = field(default_factory=dict)
 
     def feed(self, event: Event) -> list[bytes]:
-        """What to send the client now for ``event``."""
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if not isinstance(data, dict) or kind in (None, "ping", "error"):
@@ -222,7 +220,6 @@ class AnthropicSplice(Holding):
         return encode_event(event.name or str(data.get("type")), data)
 
     def end_round(self) -> Turn:
-        """The round's :class:`Turn`, once its stream ended."""
         blocks = []
         for index in sorted(self.blocks):
             block = dict(self.blocks[index])
@@ -232,7 +229,6 @@ class AnthropicSplice(Holding):
         return _turn(blocks)
 
     def next_round(self) -> None:
-        """Begin the next round (the previous one's held events dropped)."""
         self.advance(self.round_usage)
         self.offset += self.passed
         self.passed, self.blocks, self.inputs, self.round_usage = 0, {}, {}, {}

@@ -37,7 +37,6 @@ _SERVER_STATE = ("previous_response_id", "conversation")
 
 class ResponsesWire(Wire):
     name: Route = "responses"
-    provider = "openai"
     items = "input"
     paths = ("/v1/responses", "/responses")
     method = "transform_responses"
@@ -210,7 +209,6 @@ class ResponsesSplice(Holding):
     closing: Event | None = None  # and as it came
 
     def feed(self, event: Event) -> list[bytes]:
-        """What to send the client now for ``event``."""
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if not isinstance(data, dict) or not isinstance(kind, str):
@@ -285,7 +283,6 @@ class ResponsesSplice(Holding):
         return responses_turn(output)
 
     def next_round(self) -> None:
-        """Begin the next round (the previous one's held events dropped)."""
         response = self.end.get("response") if self.end is not None else None
         self.advance(response.get("usage") if isinstance(response, dict) else None)
         self.end, self.closing, self.index, self.hidden, self.items = None, None, {}, set(), {}
