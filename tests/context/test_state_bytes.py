@@ -48,7 +48,7 @@ def test_state_bytes_count_the_conversations_and_fall_when_one_is_forgotten() ->
 
 def test_max_state_bytes_forgets_the_least_recent_conversations() -> None:
     one = history("task one", 30)
-    budget = 2 * chars(one)  # one conversation fits (with any copies its masks made), not two
+    budget = 3 * chars(one)  # the conversation and the codec's copy of it fit, not two of them
     warden = Warden(max_state_bytes=budget)
     first = warden.transform_openai(one, model="gpt-4o")[1].conversation
     assert first in warden._table._conversations

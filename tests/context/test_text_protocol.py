@@ -45,7 +45,7 @@ def text_run(
         {"role": "user", "content": TASK},
     ]
     for k in range(steps):
-        command = f"grep -n step_ src/module_{k}.py"
+        command = f"cat -n src/module_{k}.py"
         out.append(
             {"role": "assistant", "content": f"THOUGHT: read {k}.\n\n```{fence}\n{command}\n```"}
         )
@@ -139,7 +139,7 @@ def test_only_an_answer_to_one_fenced_command_that_reads_as_output_is_masked() -
         {"role": "user", "content": "Do not run that. " + long},
     ]
     for k in range(10):  # enough newer outputs that the ones above are old
-        history.append({"role": "assistant", "content": f"```bash\ngrep -n step_ f{k}.py\n```"})
+        history.append({"role": "assistant", "content": f"```bash\ncat f{k}.py\n```"})
         history.append({"role": "user", "content": _output(k + 1, 60)})
     sent, _ = Warden().transform_openai(history, model="gpt-4o")
     assert sent[:7] == history[:7]
@@ -167,7 +167,7 @@ def test_user_words_are_never_changed_and_every_request_is_valid(
         if kind == "marked_words":  # reads like an output but answers no command
             history.append({"role": "assistant", "content": "Shall I go on?"})
         else:
-            history.append({"role": "assistant", "content": f"```bash\ngrep -n step_ f{k}.py\n```"})
+            history.append({"role": "assistant", "content": f"```bash\ncat f{k}.py\n```"})
         body = _output(k, lines)
         if kind == "words":
             body = f"Please look at this. {body}"

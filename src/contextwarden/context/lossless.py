@@ -242,8 +242,8 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     budget = ctx.budget
     room = int(cfg.protect_ratio * budget.window) if budget is not None else 0
     if reason == "pays":
-        # a mask made only because it pays is optional: it shrinks nothing the agent may
-        # quote, which is bounded only where the request must shrink (or is written anew)
+        # a mask made only because it pays is optional: it shrinks nothing the agent works
+        # from, which is bounded only where the request must shrink (or is written anew)
         room = sys.maxsize
     # what it reads changes only with the log, the plan's actions and how far it reaches: a
     # call that appended no result (an assistant message) plans the edit of the call before
@@ -256,12 +256,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     # unless over the trigger, where the request is rewritten anyway: newest first there;
     # those held whole only while masking them was too large a bet (:func:`_soon`) go
     kept = [] if reason == "must" else [r for r in s.kept if r not in s.held]
-    protected = plan.protected
-    if reason == "pays" and cfg.plan:
-        # a mask made because it pays is optional: it keeps whole what the agent may quote
-        # next (a read made before it edits the file is as likely to be quoted)
-        protected = protected | s.planner.reads()
-    fresh = sorted(protected - set(kept), key=lambda r: -where.get(r, -1))
+    fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
     order = [
         rid
         for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]

@@ -62,9 +62,9 @@ class MaskConfig(BaseModel):
         ge=0,
         le=1,
         description="With plan: the latest reads of the files the agent is editing stay whole, "
-        "newest first, up to this share of the window in tokens. A mask made only because "
-        "it pays keeps every read whole while the agent may quote it (it edits by quoting, "
-        "or has not edited yet). Default: 0.1.",
+        "newest first, up to this share of the window in tokens, where a mask must make room "
+        "(over the trigger, or the cache gone cold); a mask made only because it pays keeps "
+        "them all whole. Default: 0.1.",
     )
     names: int = Field(
         default=32,

@@ -78,7 +78,6 @@ class MaskPlanner:
         self._by_text: dict[str, list[str]] = {}
         self._edits: list[ToolAction] = []
         self._reads: list[ToolAction] = []
-        self._rewrites = False  # an edit that does not quote what it replaces was made
         self._candidates: dict[str, None] = {}
         self._matches: dict[tuple[str, str], bool] = {}
         self._plan = None
@@ -166,8 +165,6 @@ class MaskPlanner:
         if a.kind == "edit" and a.paths and (a.quotes or not self.quoting):
             self._edits.append(a)
             self._protect()
-        elif a.kind == "edit":
-            self._rewrites = True
         elif a.kind == "read":
             self._reads.append(a)
             if self._edits:  # read after the first recent edit
@@ -197,15 +194,6 @@ class MaskPlanner:
         return known
 
     # -- questions ---------------------------------------------------------------------------
-    def reads(self) -> frozenset[str]:
-        """Every read no later action superseded, while the agent may have to quote what it
-        read: it made an edit that quotes the text it replaces, or no edit yet. Empty for an
-        agent whose edits so far all rewrite without quoting (``sed -i``, a script, a whole
-        file), or without ``quoting``."""
-        if not self.quoting or (self._rewrites and not self._edits):
-            return frozenset()
-        return frozenset(a.id for a in self._reads if a.id not in self.superseded)
-
     def plan(self) -> MaskPlan:
         """The plan of the history taken in so far."""
         if self._plan is None:
