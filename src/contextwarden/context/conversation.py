@@ -92,8 +92,9 @@ class Conversation(State):
         """This conversation made again from ``call.messages[:upto]`` (equal by content to its
         history there) and the same log; the call's state is left untouched."""
         settle(self, call.ctx)  # what the calls that waited read, counted while it holds
-        again = self._replay(call, upto, self.edits, self.calls, self.last_time)
-        return again._bill(self.bill())
+        again = self._replay(call, upto, self.edits, self.calls, self.last_time)._bill(self.bill())
+        again.held = set(self.held)
+        return again
 
     def _replay(
         self,
@@ -136,15 +137,16 @@ class Conversation(State):
 
     def bill(self) -> dict[str, Any]:
         """What the policy's bets read besides the log (JSON-ready): the bill so far (the
-        ledger and the previous call's whole history), the reads waited since the last
-        lossless edit and the results held whole only while masking them was too large a
-        bet. Without them a conversation continued elsewhere would size its bets as if it
-        had just begun."""
+        ledger and the previous call's whole history) and the reads waited since the last
+        lossless edit, a few numbers whatever the conversation's length (the record's
+        header is written on every call). Without them a conversation continued elsewhere
+        would size its bets as if it had just begun. The results held whole only while
+        masking them was too large a bet are not stored: a restored conversation keeps them
+        whole until a mask must make room."""
         ledger = self.ledger
         return {
             "ledger": [ledger.raw, ledger.ours, ledger.raw_cached, ledger.cached, self.ledger_raw],
             "idle": self.idle,
-            "held": sorted(self.held),
         }
 
     def _bill(self, bill: Mapping[str, Any]) -> Conversation:
@@ -154,7 +156,6 @@ class Conversation(State):
         self.ledger = Ledger(float(raw), float(ours), int(raw_cached), int(cached))
         self.ledger_raw = int(last)
         self.idle = float(bill.get("idle", 0.0))
-        self.held = set(bill.get("held", ()))
         return self
 
     @staticmethod
