@@ -72,3 +72,28 @@ def test_real_mini_swe_agent_runs_are_code(shared_data: object) -> None:
             if m["role"] != "exit"
         ]
         assert detect_task_type(from_openai(msgs)) == "code", path.name
+
+
+def _text_session(commands: list[str]) -> list[Message]:
+    """mini-swe-agent's text protocol: each command in a fenced block, its output sent back as
+    a user message."""
+    b = ConversationBuilder().system("s").user("Fix the parser bug in src/parse.py.")
+    for command in commands:
+        b.assistant(f"THOUGHT: next.\n\n```bash\n{command}\n```")
+        b.user(f"<returncode>0</returncode>\n<output>\nran {command}\n</output>")
+    return b.build()
+
+
+def test_commands_written_in_text_count_as_calls() -> None:
+    # the outputs are not the user's turns: a coding session, not a conversation
+    commands = ["cat -n src/parse.py", "sed -i 's/a/b/' src/parse.py", "python -m pytest -q"]
+    assert detect_task_type(_text_session(commands * 3)) == "code"
+    twin = calls("bash", "bash", "bash", args={"command": "python -m pytest -q"})
+    assert detect_task_type(_text_session(["python -m pytest -q"] * 3)) == detect_task_type(twin)
+
+
+def test_a_user_reply_after_a_command_is_still_the_users_turn() -> None:
+    b = ConversationBuilder().system("s").user("task")
+    for i in range(8):
+        b.assistant(f"Shall I run this?\n\n```bash\nls dir_{i}\n```").user(f"no, question {i}")
+    assert detect_task_type(b.build()) == "conversation"

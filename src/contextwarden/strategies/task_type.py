@@ -1,7 +1,8 @@
 """Task-type detection: code, analysis, conversation, mixed or unknown, read from the
 history itself, which picks the order the compaction strategies run in.
 
-Rules, in order (counts are over the assistant's tool calls, see :mod:`._signals`):
+Rules, in order (counts are over the assistant's tool calls, see :mod:`._signals`, and the
+commands it writes in text whose output comes back as a user message):
 
 * no tool calls: ``conversation`` when there are at least two user/assistant text turns after
   the task, else ``unknown`` (a bare task tells us nothing);
@@ -23,6 +24,7 @@ from typing import get_args
 
 from .._config import TaskType
 from .._messages import Message, ToolCallBlock
+from ..analysis.actions import text_actions, text_output
 from ._signals import call_kinds
 
 __all__ = ["TASK_TYPES", "TaskType", "detect_task_type"]
@@ -42,6 +44,10 @@ def _call_bucket(call: ToolCallBlock) -> str | None:
     return "inspect" if "inspect" in kinds else None
 
 
+#: The tally a command written in text counts in, by what it did (an output sent back as a
+#: user message, mini-swe-agent's text protocol).
+_TEXT_BUCKETS = {"edit": "edit", "run": "execute", "read": "inspect"}
+
 # Thresholds of the rules above; round numbers, chosen on the shared trajectories (mini-swe-agent
 # runs are all ``code``; the Claude Code port is ``code``: Read/Grep around Edit/Bash).
 CODE_SHARE = 0.6
@@ -55,8 +61,13 @@ def detect_task_type(messages: Sequence[Message]) -> TaskType:
     tally: Counter[str | None] = Counter()
     text_turns = user_turns = 0
     seen_task = False
-    for message in messages:
+    for i, message in enumerate(messages):
         if message.role == "user":
+            if i and text_output(messages[i - 1], message, i) is not None:
+                # a command's output: the command it answers counts as a call, no user turn
+                for action in text_actions(messages[i - 1], i - 1, messages):
+                    tally[_TEXT_BUCKETS.get(action.kind)] += 1
+                continue
             if seen_task:
                 user_turns += 1
                 text_turns += 1 if message.text.strip() else 0
