@@ -52,6 +52,7 @@ __all__ = [
     "superseded_results",
     "text_actions",
     "output_block",
+    "reads_as_output",
     "text_output",
     "tool_actions",
 ]
@@ -245,13 +246,19 @@ def text_output(before: Message, message: Message, position: int) -> ToolResultB
     return block
 
 
+def reads_as_output(text: str) -> bool:
+    """Whether ``text`` starts the way a command's output sent as a user message does (one of
+    :data:`OUTPUT_MARKERS`, after blank space, within its first 400 characters)."""
+    return text[:400].lstrip().startswith(OUTPUT_MARKERS)
+
+
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
     """``message``'s text as the result ``"msg:<position>"`` when it reads as a command's
     output: only text, starting with one of :data:`OUTPUT_MARKERS`; else None."""
     content = message.content
     if not content or any(type(b) is not TextBlock for b in content):
         return None
-    if not message.text[:400].lstrip().startswith(OUTPUT_MARKERS):
+    if not reads_as_output(message.text):
         return None
     texts = tuple(b for b in content if isinstance(b, TextBlock))
     return ToolResultBlock(f"{TEXT_RESULT_PREFIX}{position}", texts)

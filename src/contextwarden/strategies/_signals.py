@@ -15,7 +15,6 @@ from ..analysis.actions import (
     COMPLETE_WORDS,
     EXEC_WORDS,
     MEMORY_WORDS,
-    OUTPUT_MARKERS,
     RESEARCH_WORDS,
     SEARCH_TOOLS,
     SHELL_TOOLS,
@@ -23,6 +22,7 @@ from ..analysis.actions import (
     TODO_WORDS,
     file_action,
     norm_name,
+    reads_as_output,
 )
 from ..analysis.shell import call_effects
 
@@ -168,7 +168,7 @@ def is_observation(message: Message) -> bool:
     (mini-swe-agent's text protocol: ``<returncode>N</returncode>`` then ``<output>``)."""
     if message.role != "user":
         return False
-    return message.text[:400].lstrip().startswith(OUTPUT_MARKERS)
+    return reads_as_output(message.text)
 
 
 def is_readonly_listing(calls: Iterable[ToolCallBlock]) -> bool:
