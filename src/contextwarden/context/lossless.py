@@ -31,18 +31,23 @@ __all__ = ["frontiers", "lossless_edit", "settle"]
 MAX_WAITS = 32
 
 
-def frontiers(s: State) -> tuple[int, int]:
-    """How far a mask and a strip may reach now: all but the ``keep_recent`` newest tool
-    results; all but the ``keep_recent`` newest assistant messages with thinking (and, with
-    ``keep_current_turn``, nothing after the last user message)."""
+def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
+    """How far a mask and a strip may reach now. A mask made only because it pays
+    (``reason`` ``pays``) may reach every result the agent has acted on (an assistant message
+    came after it): where it starts is the cost model's (:func:`_soon`); any other reaches
+    all but the ``keep_recent`` newest tool results. A strip reaches all but the
+    ``keep_recent`` newest assistant messages with thinking (and, with ``keep_current_turn``,
+    nothing after the last user message)."""
     cfg = s.config
-    keep = cfg.mask.keep_recent
     mask_to = -1
-    if cfg.mask.enabled:
+    if cfg.mask.enabled and reason == "pays":
+        results = s.index.results
+        mask_to = results[bisect_left(results, _last_assistant(s)) - 1] if results else -1
+    elif cfg.mask.enabled:
         kept = 0
         for pos in reversed(s.index.results):
             kept += len(s.index.names[pos])
-            if kept > keep:
+            if kept > cfg.mask.keep_recent:
                 mask_to = pos
                 break
     strip_to = -1
@@ -53,10 +58,21 @@ def frontiers(s: State) -> tuple[int, int]:
     return mask_to, strip_to
 
 
+def _last_assistant(s: State) -> int:
+    """The history position of the newest assistant message (-1: none)."""
+    base = s.base
+    i = len(base) - 1
+    while i >= 0 and base[i].role != "assistant":
+        i -= 1
+    return i
+
+
 def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
-    mask_to, strip_to = frontiers(s)
-    if mask_to <= s.mask_upto and strip_to <= s.strip_upto:
+    mask_to, strip_to = frontiers(s, reason)
+    # a mask that must make room releases the results earlier ones kept whole
+    reopen = reason == "must" and _kept_before(s, mask_to)
+    if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not reopen:
         return
     removed = 0
     first: int | None = None
@@ -76,7 +92,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             first = p if first is None else min(first, p)
     mask_edit: Mask | None = None
     wager: Wager | None = None
-    if mask_to > s.mask_upto and s.config.mask.enabled:
+    if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
             wager = Wager(s, call, reason)
@@ -147,6 +163,13 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             data={"reason": reason, "refs": tuple(originals)},
         ),
     )
+
+
+def _kept_before(s: State, upto: int) -> bool:
+    """Whether a result at or before ``upto`` was kept whole by a mask edit (a mask that
+    reaches ``upto`` may still change it)."""
+    at = s.index.result_at
+    return any(at.get(r, upto + 1) <= upto for r in s.kept)
 
 
 def _mask_plan(s: State) -> MaskPlan:
