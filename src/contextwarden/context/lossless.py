@@ -42,7 +42,8 @@ def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
     mask_to = -1
     if cfg.mask.enabled and reason == "pays":
         results = s.index.results
-        mask_to = results[bisect_left(results, _last_assistant(s)) - 1] if results else -1
+        acted = bisect_left(results, _last_assistant(s))
+        mask_to = results[acted - 1] if acted else -1
     elif cfg.mask.enabled:
         kept = 0
         for pos in reversed(s.index.results):
