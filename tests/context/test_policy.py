@@ -52,8 +52,10 @@ def test_what_else_an_edit_costs_counts() -> None:
 
 WINDOW = 128_000
 #: trigger 38.4k, target 25.6k, hard limit 127k: room for many calls (3.5k each) between them;
-#: and a long session to come (horizon)
+#: and a long session to come (horizon); no masks, so that what is weighed is the cut alone
+#: (optional masks of the outputs the agent has acted on would keep the request far below)
 SPREAD: dict[str, Any] = {
+    "mask": {"enabled": False},
     "trigger_ratio": 0.3,
     "target_ratio": 0.2,
     "reserve_tokens": 1_000,
@@ -176,8 +178,8 @@ def test_the_summarizer_calls_a_compaction_would_pay_for_make_it_wait() -> None:
 
 def steps(window: int, model: str, **options: Any) -> list[tuple[int, int, bool, Any]]:
     """``(tokens before, tokens sent, compacted, budget)`` per call of a growing history run
-    with the default config at ``window``."""
-    warden = Warden()
+    with the default config at ``window``, masks aside (what is weighed is the cut)."""
+    warden = Warden(WardenConfig.model_validate({"mask": {"enabled": False}}))
     out = []
     for history in openai_steps("Fix the failing test in tests/test_io.py", 40):
         _, result = warden.transform_openai(history, model=model, window=window, **options)

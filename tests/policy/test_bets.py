@@ -171,17 +171,22 @@ def test_at_each_models_own_prices_no_prefix_costs_more_than_one_percent_over(
         assert b <= a * 1.01 + 1, f"{model}, call {k}: {b:.0f} against {a:.0f}"
 
 
-def test_weighed_at_gpt_4o_own_prices_masks_pay_from_early_in_a_session() -> None:
-    """At gpt-4o's own prices (``pricing: model``; reads 0.5x, writes 1x) a rewrite costs as
-    much as two calls' reads of what it removes, so masking pays within a few calls and is a
-    small bet early; weighed at Anthropic's prices (the default, as if any request could be
-    billed that way) it is neither until far later, and the session saves nothing."""
-    model = {"policy": {"pricing": "model"}}
-    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o", config=model)
-    assert ours[-1] < 0.8 * raw[-1]
-    assert ours[29] < 0.95 * raw[29]  # already by call 30
-    raw, ours = run([3_000, 800, 5_000] * 20, seed=11, model="gpt-4o")
-    assert ours[-1] > 0.99 * raw[-1]
+def test_masks_of_outputs_the_agent_has_acted_on_pay_early_at_any_cache_prices() -> None:
+    """A mask of the output the agent has just acted on rewrites little more than its stub
+    (the newer messages are written anyway), so it pays from early in a session even weighed
+    at Anthropic's prices (reads 0.1x, writes 1.25x: the default) and billed at them; at
+    gpt-4o's own (``pricing: model``; reads 0.5x, writes 1x) a saved read is worth five times
+    more, and the session saves more, sooner."""
+    sizes = [3_000, 800, 5_000] * 20
+    raw, own = run(sizes, seed=11, model="gpt-4o", config={"policy": {"pricing": "model"}})
+    assert own[-1] < 0.8 * raw[-1]
+    assert own[29] < 0.95 * raw[29]  # already by call 30
+    _, bounded = run(sizes, seed=11, model="gpt-4o")
+    assert bounded[-1] < 0.5 * raw[-1]
+    assert own[-1] <= bounded[-1]
+    raw, ours = run(sizes, seed=11)
+    assert ours[-1] < 0.6 * raw[-1]
+    assert all(b <= a * 1.01 + 1 for a, b in zip(raw, ours, strict=True))
 
 
 def _tool_call(cid: str, name: str, **args: Any) -> dict[str, Any]:

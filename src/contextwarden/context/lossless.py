@@ -280,7 +280,8 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     # unless over the trigger, where the request is rewritten anyway: newest first there;
     # those held whole only while masking them was too large a bet (:func:`_soon`) go
     kept = [] if reason == "must" else [r for r in s.kept if r not in s.held]
-    fresh = sorted(plan.protected - set(kept), key=lambda r: -where.get(r, -1))
+    whole = plan.protected | plan.current if reason == "pays" else plan.protected
+    fresh = sorted(whole - set(kept), key=lambda r: -where.get(r, -1))
     order = [
         rid
         for rid in [*sorted(kept, key=lambda r: -where.get(r, -1)), *fresh]

@@ -31,11 +31,15 @@ __all__ = ["MaskPlan", "MaskPlanner", "kept_whole", "mask_plan"]
 @dataclass(frozen=True)
 class MaskPlan:
     """What a mask edit should know about the results it may mask: ``protected`` (keep whole
-    while the budget allows; mask last) and ``superseded`` (mask first, to a one-line marker;
-    each mapped to the id of the result that superseded it)."""
+    while the budget allows; mask last), ``superseded`` (mask first, to a one-line marker;
+    each mapped to the id of the result that superseded it) and ``current``: the latest read
+    of every file (and line range) the agent printed, none superseded, while it may still edit
+    any of them by quoting (it edits by quoting, or has not edited yet): what a mask made
+    only because it pays keeps whole."""
 
     protected: frozenset[str]
     superseded: Mapping[str, str]
+    current: frozenset[str] = frozenset()
 
 
 class MaskPlanner:
@@ -77,6 +81,8 @@ class MaskPlanner:
         self._fallback: dict[str, dict[str, None]] = {}
         self._by_text: dict[str, list[str]] = {}
         self._edits: list[ToolAction] = []
+        #: whether the agent edited files only without quoting them (``sed -i``, a write)
+        self._plain = False
         self._reads: list[ToolAction] = []
         self._candidates: dict[str, None] = {}
         self._matches: dict[tuple[str, str], bool] = {}
@@ -162,7 +168,10 @@ class MaskPlanner:
                     self.superseded[x] = a.id
                     self.log.append(x)
             same.append(a.id)
+        if a.kind == "edit" and a.paths and not a.quotes and not self._edits:
+            self._plain = True
         if a.kind == "edit" and a.paths and (a.quotes or not self.quoting):
+            self._plain = False
             self._edits.append(a)
             self._protect()
         elif a.kind == "read":
@@ -197,8 +206,12 @@ class MaskPlanner:
     def plan(self) -> MaskPlan:
         """The plan of the history taken in so far."""
         if self._plan is None:
-            protected = frozenset(x for x in self._candidates if x not in self.superseded)
-            self._plan = MaskPlan(protected, self.superseded)
+            superseded = self.superseded
+            protected = frozenset(x for x in self._candidates if x not in superseded)
+            current = frozenset(
+                () if self._plain else (r.id for r in self._reads if r.id not in superseded)
+            )
+            self._plan = MaskPlan(protected, superseded, current)
         return self._plan
 
 
