@@ -25,7 +25,12 @@ class MaskConfig(BaseModel):
 
     enabled: bool = Field(default=True, description="Mask old tool results. Default: true.")
     keep_recent: int = Field(
-        default=6, ge=0, description="The most recent tool results kept whole. Default: 6."
+        default=6,
+        ge=0,
+        description="The most recent tool results kept whole by a mask that must make room "
+        "(over the trigger), is free (the cache gone cold) or has no cache to weigh; a mask "
+        "made only because it pays may reach any output the agent has acted on, as far as "
+        "the cost model finds it pays. Default: 6.",
     )
     min_chars: int = Field(
         default=500,
@@ -64,7 +69,8 @@ class MaskConfig(BaseModel):
         description="With plan: the latest reads of the files the agent is editing stay whole, "
         "newest first, up to this share of the window in tokens, where a mask must make room "
         "(over the trigger, or the cache gone cold); a mask made only because it pays keeps "
-        "them all whole. Default: 0.1.",
+        "them all whole, and the latest read of every other file too while the agent edits "
+        "by quoting or has not edited yet. Default: 0.1.",
     )
     names: int = Field(
         default=32,
