@@ -25,6 +25,15 @@ it removes are then not read on any later call.
 * **free**: the provider's cache has gone cold (longer than its TTL since the previous call);
 * **immediate**: the model has no prompt caching (or ``mode: immediate``).
 
+**How far an optional mask reaches.** The messages after the newest result a mask changes
+are new on this call (written anyway), so a mask of the outputs the agent has just acted on
+rewrites little more than their stubs, and pays early even at Anthropic's prices; one kept off
+the ``mask.keep_recent`` newest results would rewrite all of them each time. So a mask made
+because it pays may reach every output the agent has acted on (an assistant message came after
+it), and starts at the earliest result from which it pays and is a small bet; it keeps whole
+what the agent may quote next (the latest read of each file, while its edits quote or it has
+not edited). ``keep_recent`` bounds the masks that must make room, are free or have no cache.
+
 How long a session goes on is unknown; an agent that has made ``n`` calls is counted on for
 ``n`` more (as likely as not, with no other knowledge, to go on as long as it has), never more
 than the calls until the next compaction (which rewrites the request anyway). The loss cap is
