@@ -42,7 +42,8 @@ def test_every_reference_a_request_shows_is_recalled_verbatim(pattern: str) -> N
     for k in range(2, len(messages)):
         if messages[k]["role"] != "assistant":  # the model is called before each answer
             continue
-        sent, result = warden.transform_openai(messages[:k], model="gpt-4o", window=16_000)
+        # a window small enough that both sessions are masked and cut: references to read
+        sent, result = warden.transform_openai(messages[:k], model="gpt-4o", window=12_000)
         shown = set(REF.findall(json.dumps(sent)))
         for ref in sorted(shown - seen):
             found = warden.recall(result.conversation, ref)

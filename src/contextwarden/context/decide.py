@@ -52,7 +52,7 @@ class Due:
 def edit_reason(s: State, call: Call, now: float | None) -> Due:
     """What this call's edits are made for, once its new messages are in: ``must`` when the
     model plans a cut (a compaction, a window cut), else ``free`` when the provider's cache
-    has gone cold, ``immediate`` without caching, ``pays`` otherwise (an edit then must pay
+    has gone cold or holds nothing yet (the first call), ``immediate`` without caching, ``pays`` otherwise (an edit then must pay
     for itself and be a small bet)."""
     budget = call.ctx.budget
     cold = (
@@ -64,7 +64,8 @@ def edit_reason(s: State, call: Call, now: float | None) -> Due:
     plan = plan_now(s, call, cold) if budget is not None else None
     must = plan is not None and plan.action in ("compact", "window_cut")
     deferred = plan is not None and plan.action == "wait"
-    reason: EditReason = "must" if must else ("free" if cold else "pays")
+    # nothing is cached on a conversation's first call: it is written whole anyway
+    reason: EditReason = "must" if must else ("free" if cold or not s.calls else "pays")
     if not call.rates.caching and not must:
         reason = "immediate"
     return Due(reason, must, deferred, plan=plan)
