@@ -22,7 +22,8 @@ it removes are then not read on any later call.
   what it loses if the session ends right after this call (:func:`bet_ok`) is covered by what
   earlier edits saved plus ``loss_cap`` (1%) of the bill sending everything would have made so
   far;
-* **free**: the provider's cache has gone cold (longer than its TTL since the previous call);
+* **free**: the provider's cache has gone cold (longer than its TTL since the previous call)
+  or holds nothing yet (the conversation's first call);
 * **immediate**: the model has no prompt caching (or ``mode: immediate``).
 
 **How far an optional mask reaches.** The messages after the newest result a mask changes

@@ -227,16 +227,18 @@ REWRITES = {"name": "bash", "args": {"command": "sed -i 's/load(3/load(4/' src/a
 
 @pytest.mark.parametrize(
     ("edit", "kept"),
-    [(QUOTES, True), (REWRITES, False)],
-    ids=["quotes", "sed"],
+    [(QUOTES, True), (None, True), (REWRITES, False)],
+    ids=["quotes", "no-edit-yet", "sed"],
 )
 def test_a_mask_made_because_it_pays_keeps_what_the_agent_may_quote(
-    edit: dict[str, Any], kept: bool
+    edit: dict[str, Any] | None, kept: bool
 ) -> None:
     """The latest read of a file the agent edits by quoting it stays whole through the masks
     made only because they pay, however large (``mask.protect_ratio``, here room for none of
-    it, bounds that only where a mask must make room). An agent whose edits rewrite without
-    quoting (``sed -i``) needs no read verbatim: it is masked like any old output."""
+    it, bounds that only where a mask must make room); so does the latest read of every file
+    before the agent's first edit (it may edit any of them by quoting). An agent whose edits
+    rewrite without quoting (``sed -i``) needs no read verbatim: it is masked like any old
+    output."""
     text = "".join(f"    setting_{i} = load({i}, cache=True)\n" for i in range(300))
     head = history([], seed=0)
     msgs = [
@@ -244,11 +246,12 @@ def test_a_mask_made_because_it_pays_keeps_what_the_agent_may_quote(
         _tool_call("r0", "Read", file_path="src/app.py"),
         {"role": "tool", "tool_call_id": "r0", "content": text},
     ]
-    args = {"file_path": "src/app.py", **edit["args"]}
-    msgs += [
-        _tool_call("e0", edit["name"], **args),
-        {"role": "tool", "tool_call_id": "e0", "content": "Done."},
-    ]
+    if edit is not None:
+        args = {"file_path": "src/app.py", **edit["args"]}
+        msgs += [
+            _tool_call("e0", edit["name"], **args),
+            {"role": "tool", "tool_call_id": "e0", "content": "Done."},
+        ]
     first = len(msgs)
     msgs += history([6_000, 400, 9_000, 1_500] * 40, seed=3)[len(head) :]
     msgs.append({"role": "assistant", "content": "Done."})
