@@ -52,8 +52,8 @@ class Due:
 def edit_reason(s: State, call: Call, now: float | None) -> Due:
     """What this call's edits are made for, once its new messages are in: ``must`` when the
     model plans a cut (a compaction, a window cut), else ``free`` when the provider's cache
-    has gone cold or holds nothing yet (the first call), ``immediate`` without caching, ``pays`` otherwise (an edit then must pay
-    for itself and be a small bet)."""
+    has gone cold or holds nothing yet (the first call), ``immediate`` without caching,
+    ``pays`` otherwise (an edit then must pay for itself and be a small bet)."""
     budget = call.ctx.budget
     cold = (
         call.rates.caching
