@@ -9,7 +9,7 @@ they change; the policy (:class:`.decide.Wager`) says whether to make them now, 
 from __future__ import annotations
 
 import sys
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -128,10 +128,9 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             s.idle += waiting * call.rates.read
             return
         first, strip_to = at, s.strip_upto
-        results = s.index.results
         s.held.update(
             r.tool_call_id
-            for pos in results[: bisect_left(results, start)]
+            for pos in _undecided(s, start)
             for r in s.index.results_in(pos, s.base[pos])
             if r.tool_call_id not in s.fate
         )
@@ -163,6 +162,17 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             f"{before - s.total} tokens removed",
             data={"reason": reason, "refs": tuple(originals)},
         ),
+    )
+
+
+def _undecided(s: State, start: int) -> list[int]:
+    """The history positions before ``start`` of the results a mask edit may not have decided
+    (kept whole, or after every mask's reach), in order: a mask reaches every result up to
+    its ``upto``, so the others before ``start`` are masked or superseded."""
+    results, at = s.index.results, s.index.result_at
+    kept = {at[r] for r in s.kept if r in at and at[r] < start}
+    return sorted(
+        kept.union(results[bisect_right(results, s.mask_upto) : bisect_left(results, start)])
     )
 
 
@@ -293,11 +303,12 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
         return None if p is None else s.tokens[p]
 
     keep = kept_whole(order, where, upto, size, room)
-    for pos in s.index.results[: bisect_left(s.index.results, start)]:
+    whole = set(keep)
+    for pos in _undecided(s, start):
         keep.extend(
             r.tool_call_id
             for r in s.index.results_in(pos, s.base[pos])
-            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in keep
+            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in whole
         )
     superseded = tuple(
         sorted(
