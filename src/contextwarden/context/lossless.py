@@ -303,12 +303,12 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
         return None if p is None else s.tokens[p]
 
     keep = kept_whole(order, where, upto, size, room)
-    whole = set(keep)
+    chosen = set(keep)
     for pos in _undecided(s, start):
         keep.extend(
             r.tool_call_id
             for r in s.index.results_in(pos, s.base[pos])
-            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in whole
+            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in chosen
         )
     superseded = tuple(
         sorted(
