@@ -71,12 +71,15 @@ class _Record:
 class Mask(_Record):
     """Tool results of messages ``<= upto`` shrink to head and tail lines, except those in
     ``keep`` (ids left whole); the ``superseded`` results, ``(position, result id, id of the
-    result that superseded it)`` wherever they are, become a one-line marker."""
+    result that superseded it)`` wherever they are, become a one-line marker. ``start``: the
+    results before this history position no earlier mask reached were kept whole only because
+    masking them was too large a bet then (a later mask made because it pays may take them)."""
 
     kind: ClassVar[EditKind] = "mask"
     upto: int = -1
     keep: tuple[str, ...] = ()
     superseded: tuple[tuple[int, str, str], ...] = ()
+    start: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from redis_server import redis_server
+from shared_data import SHARED_DATA
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_continuity import openai_steps, starts_with  # noqa: E402
 
-from contextwarden import Warden, WardenConfig  # noqa: E402
+from contextwarden import Warden, WardenConfig, load_transcript, to_openai  # noqa: E402
 from contextwarden.store.logs import MemoryLogStore, RedisLogStore, SQLiteLogStore  # noqa: E402
 
 
@@ -79,6 +80,36 @@ def test_two_workers_size_their_bets_on_the_same_bill_as_one_process(tmp_path: P
     alone_requests, _ = alternate([MemoryLogStore()], config, 60, 128_000, "ruff check")
     assert sum(e.reason == "pays" for r in results for e in r.edits) >= 2
     assert requests == alone_requests
+
+
+def test_two_workers_continue_a_real_session_whose_masks_pay_as_one_process(
+    tmp_path: Path,
+) -> None:
+    """A real mini-swe-agent session at its model's window, where masks are made because they
+    pay, some starting past older results they hold whole: the worker that continues it reads
+    from the record where the last call's edits made the request stop being cached (its bill)
+    and which results were held whole, and sends byte for byte what one process sends."""
+    files = sorted((SHARED_DATA / "mini-swe-agent").glob("*.traj.json"))
+    if not files:
+        pytest.skip(f"no mini-swe-agent recordings under {SHARED_DATA}")
+    msgs = to_openai(list(load_transcript(files[0]).messages))
+    calls = [msgs[:k] for k, m in enumerate(msgs) if m["role"] == "assistant" and k > 1]
+
+    def run(stores: list[Any]) -> tuple[list[Any], int]:
+        wardens = [Warden(log_store=s) for s in stores]
+        sent, masks = [], 0
+        for n, history in enumerate(calls):
+            request, result = wardens[n % len(wardens)].transform_openai(
+                history, model="claude-sonnet-4-5"
+            )
+            sent.append(request)
+            masks += sum(e.reason == "pays" for e in result.edits)
+        return sent, masks
+
+    path = tmp_path / "logs.db"
+    alone, masks = run([MemoryLogStore()])
+    assert masks >= 2
+    assert run([SQLiteLogStore(path), SQLiteLogStore(path)])[0] == alone
 
 
 def test_two_workers_on_one_redis(redis_url: str) -> None:

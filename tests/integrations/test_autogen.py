@@ -27,7 +27,7 @@ from contextwarden.recall import RECALL_TOOL_NAME
 
 TASK = "TASK: find why tests/test_io.py fails and fix src/io.py without editing the test."
 WINDOW = 16_000
-CALLS = 60
+CALLS = 120  # long enough to be compacted once masks keep each old output to a few lines
 REF = re.compile(r"cw:[0-9a-f]{16}")
 
 

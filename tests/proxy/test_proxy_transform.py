@@ -568,9 +568,12 @@ def test_the_proxy_marks_what_the_warden_marks(
 def _agent_loop(steps: int, cap: int | None = None, **extra: Any) -> Any:
     """An agent's calls through transform_body, one per tool result, on a model whose own
     window is 32k (the proxy's ``context_window``), or capped at ``cap`` (``--window``); the
-    last outcome. DeepSeek's prices: a cut waits for the hard limit."""
+    last outcome. DeepSeek's prices: a cut waits for the hard limit. No masks: what is weighed
+    is the cut alone (optional masks of the outputs acted on would shrink the request first)."""
     own = None if cap else 32_000
-    warden = Warden(WardenConfig(context_window=own) if own else None)
+    warden = Warden(
+        WardenConfig.model_validate({"context_window": own, "mask": {"enabled": False}})
+    )
     history = agent_history("Fix the failing test in tests/test_io.py", steps)
     out = None
     for k in range(3, len(history) + 1):

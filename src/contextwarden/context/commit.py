@@ -13,7 +13,7 @@ from dataclasses import replace
 from .._log import Compaction, Edit, Mask, Repair, StripThinking, WindowCut, apply
 from .._messages import held_bytes
 from .call import Call
-from .render import marked, mask, strip
+from .render import marked, mask, strip, undecided
 from .state import State
 
 __all__ = ["commit", "note", "reach"]
@@ -65,6 +65,12 @@ def commit(
     if any(isinstance(e, Mask) for e in edits):
         for e in edits:
             if isinstance(e, Mask):
+                s.held.update(
+                    r.tool_call_id
+                    for pos in (undecided(s, e.start) if e.start else ())
+                    for r in s.index.results_in(pos, s.base[pos])
+                    if r.tool_call_id not in s.fate
+                )
                 s.fate = marked(s, e)
         s.kept = {r: None for r, f in s.fate.items() if f == "keep"}
         s.open_superseded = {r: None for r in s.open_superseded if s.fate.get(r) in (None, "keep")}

@@ -92,9 +92,7 @@ class Conversation(State):
         """This conversation made again from ``call.messages[:upto]`` (equal by content to its
         history there) and the same log; the call's state is left untouched."""
         settle(self, call.ctx)  # what the calls that waited read, counted while it holds
-        again = self._replay(call, upto, self.edits, self.calls, self.last_time)._bill(self.bill())
-        again.held = set(self.held)
-        return again
+        return self._replay(call, upto, self.edits, self.calls, self.last_time)._bill(self.bill())
 
     def _replay(
         self,
@@ -141,11 +139,13 @@ class Conversation(State):
         lossless edit, a few numbers whatever the conversation's length (the record's
         header is written on every call). Without them a conversation continued elsewhere
         would size its bets as if it had just begun. The results held whole only while
-        masking them was too large a bet are not stored: a restored conversation keeps them
-        whole until a mask must make room."""
+        masking them was too large a bet are read from the log (each mask's ``start``)."""
         ledger = self.ledger
         return {
             "ledger": [ledger.raw, ledger.ours, ledger.raw_cached, ledger.cached, self.ledger_raw],
+            # where the last call's edits made its request stop being the cached one: the
+            # next call bills it from there
+            "cut_from": ledger.cut_from,
             "idle": self.idle,
         }
 
@@ -153,7 +153,10 @@ class Conversation(State):
         """This conversation with the bill of :meth:`bill` (a record's; an older record
         without one: an empty bill, whose bets wait until it has grown again)."""
         raw, ours, raw_cached, cached, last = bill.get("ledger") or (0.0, 0.0, 0, 0, 0)
-        self.ledger = Ledger(float(raw), float(ours), int(raw_cached), int(cached))
+        cut = bill.get("cut_from")
+        self.ledger = Ledger(
+            float(raw), float(ours), int(raw_cached), int(cached), None if cut is None else int(cut)
+        )
         self.ledger_raw = int(last)
         self.idle = float(bill.get("idle", 0.0))
         return self

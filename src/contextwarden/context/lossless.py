@@ -9,7 +9,7 @@ they change; the policy (:class:`.decide.Wager`) says whether to make them now, 
 from __future__ import annotations
 
 import sys
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import ChainMap
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -21,7 +21,7 @@ from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import fates, mask, masked, open_results, strip
+from .render import fates, mask, masked, open_results, strip, undecided
 from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
@@ -128,12 +128,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             s.idle += waiting * call.rates.read
             return
         first, strip_to = at, s.strip_upto
-        s.held.update(
-            r.tool_call_id
-            for pos in _undecided(s, start)
-            for r in s.index.results_in(pos, s.base[pos])
-            if r.tool_call_id not in s.fate
-        )
     before = s.total
     s.idle = 0.0
     new_edits: list[Edit] = []
@@ -162,17 +156,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             f"{before - s.total} tokens removed",
             data={"reason": reason, "refs": tuple(originals)},
         ),
-    )
-
-
-def _undecided(s: State, start: int) -> list[int]:
-    """The history positions before ``start`` of the results a mask edit may not have decided
-    (kept whole, or after every mask's reach), in order: a mask reaches every result up to
-    its ``upto``, so the others before ``start`` are masked or superseded."""
-    results, at = s.index.results, s.index.result_at
-    kept = {at[r] for r in s.kept if r in at and at[r] < start}
-    return sorted(
-        kept.union(results[bisect_right(results, s.mask_upto) : bisect_left(results, start)])
     )
 
 
@@ -304,7 +287,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
 
     keep = kept_whole(order, where, upto, size, room)
     chosen = set(keep)
-    for pos in _undecided(s, start):
+    for pos in undecided(s, start):
         keep.extend(
             r.tool_call_id
             for r in s.index.results_in(pos, s.base[pos])
@@ -318,7 +301,12 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
         )
     )
     edit = Mask(
-        reason=reason, upto=upto, call=s.calls, keep=tuple(sorted(keep)), superseded=superseded
+        reason=reason,
+        upto=upto,
+        call=s.calls,
+        keep=tuple(sorted(keep)),
+        superseded=superseded,
+        start=start,
     )
     s.mask_memo = (key, edit, None)
     return edit

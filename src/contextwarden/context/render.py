@@ -23,7 +23,7 @@ from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 
-__all__ = ["fates", "marked", "mask", "masked", "open_results", "strip"]
+__all__ = ["fates", "marked", "mask", "masked", "open_results", "strip", "undecided"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
@@ -93,6 +93,17 @@ def open_results(s: State, upto: int) -> list[int]:
     results, at = s.index.results, s.index.result_at
     reach = [*(at[r] for r in s.kept if r in at), s.mask_upto + 1]
     return results[bisect_left(results, min(reach)) : bisect_right(results, upto)]
+
+
+def undecided(s: State, start: int) -> list[int]:
+    """The history positions before ``start`` of the results a mask edit may not have decided
+    (kept whole, or after every mask's reach), in order: a mask reaches every result up to
+    its ``upto``, so the others before ``start`` are masked or superseded."""
+    results, at = s.index.results, s.index.result_at
+    kept = {at[r] for r in s.kept if r in at and at[r] < start}
+    return sorted(
+        kept.union(results[bisect_right(results, s.mask_upto) : bisect_left(results, start)])
+    )
 
 
 def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
