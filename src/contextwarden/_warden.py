@@ -289,10 +289,16 @@ class Warden:
         msgs, tools_list, counter, budget, overhead, rates = self._resolve.call(
             messages, model, window, system, tools
         )
-        require_messages(msgs)
-        history, tail = split_tail(msgs)
-        key = conversation if conversation is not None else conversation_key(history, tools_list)
-        conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
+        try:  # checked after: only what the conversation does not hold yet needs it
+            history, tail = split_tail(msgs)
+            key = (
+                conversation if conversation is not None else conversation_key(history, tools_list)
+            )
+            conv, known = self._table.find(key, history, counter.name, conversation is not None)
+        except AttributeError:  # an item that is not a Message: named by the check
+            require_messages(msgs)
+            raise
+        require_messages(msgs, known)
         return conv, Call(
             history,
             LayerContext(counter, self.config, budget, tools_list, Memo(CALL_ENTRIES, CALL_BYTES)),

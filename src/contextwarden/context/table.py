@@ -56,11 +56,12 @@ class ConversationTable:
 
     def find(
         self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
-    ) -> Conversation:
-        """The conversation ``messages`` continue, or a new one. Agents that
-        share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
-        ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
-        explicit ``conversation=`` id has one log."""
+    ) -> tuple[Conversation, int]:
+        """The conversation ``messages`` continue, or a new one, and how many of their leading
+        messages it holds (equal to its own, so Messages). Agents that share a system prompt,
+        tools and task share a key: each gets a log of its own, ``key``, ``key#2``... (at most
+        :data:`MAX_BRANCHES`); the one continued furthest is used. An explicit
+        ``conversation=`` id has one log."""
         ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
@@ -93,13 +94,13 @@ class ConversationTable:
                     break
         if best is None:
             assert free is not None
-            best = Conversation(free, counter_name, self.config)
+            best, best_at = Conversation(free, counter_name, self.config), 0
         with self._lock:
             self._conversations.setdefault(best.key, best)
             self._conversations.move_to_end(best.key)
             while len(self._conversations) > MAX_CONVERSATIONS:
                 self._conversations.popitem(last=False)
-        return best
+        return best, max(best_at, 0)
 
     def enter(self, conv: Conversation, call: Call) -> Conversation:
         """Under the conversation's lock: the conversation ``call`` continues, ``conv`` or
