@@ -105,25 +105,30 @@ def command_key(command: str) -> str:
     heredoc bodies, ``|| true`` and trailing ``| head``/``| tail``/``| grep`` filters, and collapses whitespace:
     ``cd /testbed && python t.py 2>&1 | tail -20`` and ``python t.py`` share a key.
     """
-    text = _split_heredocs(command)[0] if "<<" in command else command
+    return _key(_split_heredocs(command)[0] if "<<" in command else command)
+
+
+def _key(text: str) -> str:
+    """:func:`command_key` of a command whose heredoc bodies are taken out."""
     text = " ".join(text.split())
     if not _KEY_NOISE_HINT.search(text):
         return text  # none of the noise below can match: most commands
     previous = None
     while previous != text:
         previous = text
-        for pattern in _KEY_NOISE:
-            text = pattern.sub("", text)
+        for needs, pattern in _KEY_NOISE:
+            if needs in text:  # a pass of a pattern over a long script costs microseconds
+                text = pattern.sub("", text)
     return text.strip()
 
 
-#: What :func:`command_key` drops, in order, until nothing changes.
+#: What :func:`command_key` drops, in order, until nothing changes, each with a text it needs.
 _KEY_NOISE = (
-    re.compile(r"^cd\s+\S+\s*(&&|;)\s*"),
-    re.compile(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+"),
-    re.compile(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null"),
-    re.compile(r"\s*\|\|\s*true$"),
-    re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$"),
+    ("", re.compile(r"^cd\s+\S+\s*(&&|;)\s*")),
+    ("", re.compile(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+")),
+    (">", re.compile(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null")),
+    ("||", re.compile(r"\s*\|\|\s*true$")),
+    ("|", re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$")),
 )
 #: What a text holds when a pattern of :data:`_KEY_NOISE` may match.
 _KEY_NOISE_HINT = re.compile(r"^(?:cd|timeout)|[>|=]")
@@ -313,7 +318,7 @@ def analyze_command(command: str) -> ShellEffects:
     skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
     treat them as read-only."""
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
-    effects = ShellEffects(command=command, key=command_key(command))
+    effects = ShellEffects(command=command, key=_key(text))
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in bodies]
     for argv_raw, redirects in _segments(tokens):
