@@ -254,7 +254,7 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
             if argv or redirects:
                 result.append((argv, redirects))
             argv, redirects = [], []
-        elif tok in _REDIRECTS or (set(tok) <= set("<>&|") and tok):
+        elif tok in _REDIRECTS or (tok and not tok.strip("<>&|")):  # only redirect marks
             target = tokens[i + 1] if i + 1 < len(tokens) else ""
             if argv and argv[-1].isdigit() and tok.startswith(">"):
                 argv.pop()  # the fd number of "2>" belongs to the operator
