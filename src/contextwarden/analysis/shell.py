@@ -359,42 +359,38 @@ def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:
     if prog not in READ_ONLY_PROGRAMS:
         effects.read_only = False
+    files = _non_options(args)
     if prog in _READERS:
-        effects.reads += tuple(p for p in _non_options(args) if _is_real_path(p))
+        effects.reads += tuple(p for p in files if _is_real_path(p))
     elif prog == "sed":
-        files, in_place = _sed_files(args)
+        edited, in_place = _sed_files(args)
         if in_place:
-            for f in files:
+            for f in edited:
                 effects.write(f, "sed -i")
         else:
-            effects.reads += tuple(files)
+            effects.reads += tuple(edited)
     elif prog == "perl" and any(a.startswith("-") and "i" in a for a in args):
-        non_opts = _non_options(args)
-        for f in non_opts[1:]:
+        for f in files[1:]:
             effects.write(f, "perl -i")
-    elif prog == "tee":
-        for f in _non_options(args):
-            effects.write(f, "tee")
-    elif prog in ("cp", "install", "ln") and len(_non_options(args)) >= 2:
-        effects.write(_non_options(args)[-1], prog)
-    elif prog == "mv" and len(_non_options(args)) >= 2:
-        paths = _non_options(args)
-        effects.write(paths[-1], "mv")
-        effects.deletes += tuple(paths[:-1])
+    elif prog in ("tee", "touch"):
+        for f in files:
+            effects.write(f, prog)
+    elif prog in ("cp", "install", "ln") and len(files) >= 2:
+        effects.write(files[-1], prog)
+    elif prog == "mv" and len(files) >= 2:
+        effects.write(files[-1], "mv")
+        effects.deletes += tuple(files[:-1])
     elif prog in ("rm", "unlink"):
         effects.read_only = False
-        effects.deletes += tuple(p for p in _non_options(args) if _is_real_path(p))
-    elif prog == "touch":
-        for f in _non_options(args):
-            effects.write(f, "touch")
+        effects.deletes += tuple(p for p in files if _is_real_path(p))
     elif prog == "patch":
         effects.read_only = False
         if body is not None:
             for p in patch_targets(body):
                 effects.write(p, "patch")
-        non_opts = [a for a in _non_options(args) if not a.startswith("<")]
-        if non_opts:
-            effects.write(non_opts[0], "patch")
+        targets = [a for a in files if not a.startswith("<")]
+        if targets:
+            effects.write(targets[0], "patch")
         for i, a in enumerate(args):
             if a in ("-i", "--input") and i + 1 < len(args):
                 effects.patch_inputs += (args[i + 1],)
@@ -403,8 +399,7 @@ def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str 
     elif prog.startswith("python"):
         _apply_python(effects, args, body)
     elif prog in ("bash", "sh", "zsh", "source", "."):
-        scripts = [a for a in _non_options(args) if not a.startswith("-")]
-        effects.scripts += tuple(scripts[:1])
+        effects.scripts += tuple(files[:1])
 
 
 def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None:
