@@ -24,8 +24,9 @@ back to back. Per cell:
 * ``saved``: billed saved against raw, both billed as ``measures.billed`` bills (leading
   messages identical to the previous request's are cache reads, the rest writes; o200k tokens)
   at the cell's cache ratios; ``dearer``: the cell's bill over raw's by more than 1%, where
-  raw could be sent (``raw_peak``, its largest request in the model's own tokens, within the
-  window; the cells where it is not are counted apart: no agent could have sent that);
+  raw could be sent (``raw_peak``, its largest request plus the reply the model gave to it,
+  in the model's own tokens, within the window: a provider refuses a prompt that leaves the
+  reply no room; the cells where it is not are counted apart: no agent could have sent that);
 * ``compactions``: compactions made; ``summary calls``: the LLM calls they would make with an
   LLM summarizer (one per compaction, by construction: the embedded summarizer makes none) and
   ``summary tokens``: what those calls would read (the tokens each compaction replaced);
@@ -167,20 +168,33 @@ def call_times(msgs: Sequence[Msg], times: Sequence[float | None]) -> list[float
 
 
 def _warden_sender(
-    model: str, window: int, stats: dict[str, int], ats: Sequence[float | None] = ()
+    model: str,
+    window: int,
+    stats: dict[str, int],
+    ats: Sequence[float | None] = (),
+    msgs: Sequence[Msg] = (),
 ) -> Callable[[list[Msg]], list[Msg]]:
-    from contextwarden import Warden, WardenConfig
+    from contextwarden import Warden, WardenConfig, count_tokens
+    from contextwarden.formats import from_openai
 
     warden = Warden(WardenConfig.model_validate(_CONFIG)) if _CONFIG else Warden()
     calls = iter(ats)
+
+    def reply(k: int) -> int:
+        # the reply the model gave to call k, in its own tokens: a prompt that leaves less
+        # room than that is refused, so raw could not have been sent
+        if k >= len(msgs):
+            return 0
+        return count_tokens(from_openai([msgs[k]]), model)
 
     def send(history: list[Msg]) -> list[Msg]:
         # the recorded time where there is one (a pause past the cache's TTL makes edits
         # free), else the clock's: the calls back to back
         now = next(calls, None)
         request, result = warden.transform_openai(history, model=model, window=window, now=now)
-        # the whole history in the model's own tokens (Claude's are about 1.18 o200k's)
-        stats["raw_peak"] = max(stats["raw_peak"], result.tokens_before)
+        # the whole history and its reply in the model's own tokens (Claude's are about
+        # 1.18 o200k's)
+        stats["raw_peak"] = max(stats["raw_peak"], result.tokens_before + reply(len(history)))
         if result.compaction is not None:
             stats["compactions"] += 1
             stats["summary_tokens"] += result.compaction.original_token_count
@@ -213,7 +227,7 @@ def cell(job: tuple[int, int, str, int]) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         raw = m.requests(msgs, lambda history: list(history))
-        ours = m.requests(msgs, _warden_sender(model, window, stats, ats))
+        ours = m.requests(msgs, _warden_sender(model, window, stats, ats, msgs))
     except Exception as exc:  # an overflow at a tiny window: reported, not fatal
         return {**out, "error": f"{type(exc).__name__}: {str(exc)[:160]}"}
     raw_tokens, raw_cost = bill(raw, read, write, ats, ttl)
@@ -245,8 +259,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         cells = [r for r in ok if (r["fixed"], r["price"], r["window"]) == (fixed, price, window)]
         raw = sum(c["raw_cost"] for c in cells)
         cost = sum(c["cost"] for c in cells)
-        # raw could not be sent where its largest request, in the model's tokens, is over the
-        # window: the agent could not have sent it, so it is no bill to be dearer than
+        # raw could not be sent where its largest request and the reply to it, in the model's
+        # tokens, are over the window: no bill to be dearer than
         sendable = [c for c in cells if c.get("raw_peak", 0) <= c["window"]]
         dearer = [c["recording"] for c in sendable if c["cost"] > c["raw_cost"] * (1 + DEARER)]
         worst = max((c["cost"] / c["raw_cost"] for c in sendable if c["raw_cost"]), default=1.0)
@@ -356,9 +370,9 @@ def grid_section(data: dict[str, Any]) -> str:
         "alike. Summary calls are those an LLM summarizer would make (one per "
         "compaction; the default embedded summarizer makes none), summary tokens what they "
         "would read. Names and edit lines: `../shared/measures/measures.py`, as given. In "
-        "brackets after the recordings: those whose whole history grows over the window in the "
-        "model's own tokens (Claude's count about 1.18 o200k's), which no agent could have sent "
-        "whole; they are not counted as dearer, and the worst ratio is over the others.",
+        "brackets after the recordings: those whose whole history, with the reply the model gave "
+        "to it, grows over the window in the model's own tokens (Claude's count about 1.18 "
+        "o200k's), which no agent could have sent whole; they are not counted as dearer, and the worst ratio is over the others.",
         "",
         *table(rows),
     ]

@@ -259,6 +259,23 @@ def test_tool_outputs_are_clipped_in_the_input(fake: FakeProvider) -> None:
     assert "case 1" in user  # the tail of each output survives
 
 
+def test_text_protocol_outputs_are_clipped_the_users_words_are_not(fake: FakeProvider) -> None:
+    """mini-swe-agent's text protocol: a command's output comes back as a user message; it is
+    clipped as a tool result is, while a long instruction the user wrote stays whole."""
+    fake.queue(Reply(summary=GOOD))
+    huge = "line of noisy log output\n" * 4000
+    said = "Also keep the header row." + " It matters because downstream tools read it." * 60
+    b = ConversationBuilder().user(TASK).assistant("THOUGHT: look\n```bash\ncat big.log\n```")
+    b.user(f"<returncode>0</returncode>\n<output>\n{huge}END-OF-LOG</output>")
+    b.assistant("THOUGHT: again\n```bash\npython check.py\n```").user(said)
+    request = SummaryRequest(b.messages, task=TASK)
+    _summarizer(fake, tool_output_chars=1000).summarize(request)
+    user = fake.requests[0].user_text
+    assert len(user) < 10_000
+    assert "characters omitted" in user and "END-OF-LOG" in user  # clipped, its tail kept
+    assert said in user
+
+
 def test_long_reply_is_fitted_under_the_cap(fake: FakeProvider) -> None:
     lines = "\n".join(f"- did step {i} with a fairly long description" for i in range(300))
     fake.queue(Reply(summary=GOOD.replace("- read exporter.py", lines)))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from .._messages import ImageBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .._task import strip_injected
+from ..analysis.actions import text_output
 
 __all__ = [
     "PROMPT_VERSION",
@@ -115,9 +116,18 @@ def render_message(message: Message, call_names: dict[str, str], clip_chars: int
 
 
 def render_transcript(messages: Sequence[Message], clip_chars: int) -> list[str]:
-    """Each message rendered by :func:`render_message`, in order."""
+    """Each message rendered by :func:`render_message`, in order; a user message that is the
+    output of a command the assistant wrote in its text (mini-swe-agent's text protocol,
+    :func:`~contextwarden.analysis.actions.text_output`) is clipped as a tool result is, not
+    quoted whole as the user's own words."""
     names: dict[str, str] = {}
-    return [render_message(m, names, clip_chars) for m in messages]
+    out = []
+    for i, m in enumerate(messages):
+        if i and text_output(messages[i - 1], m, i) is not None:
+            out.append(f"[output]\n{clip_middle(m.text, clip_chars)}")
+        else:
+            out.append(render_message(m, names, clip_chars))
+    return out
 
 
 def _tagged(tag: str, body: str | None) -> str:
