@@ -395,23 +395,22 @@ def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str 
             if a in ("-i", "--input") and i + 1 < len(args):
                 effects.patch_inputs += (args[i + 1],)
     elif prog == "git":
-        _apply_git(effects, args, body)
+        _apply_git(effects, args, files, body)
     elif prog.startswith("python"):
-        _apply_python(effects, args, body)
+        _apply_python(effects, args, files, body)
     elif prog in ("bash", "sh", "zsh", "source", "."):
         effects.scripts += tuple(files[:1])
 
 
-def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None:
-    sub_args = [a for a in args if not a.startswith("-")]
-    if not sub_args:
+def _apply_git(effects: ShellEffects, args: list[str], words: list[str], body: str | None) -> None:
+    if not words:  # the arguments without options: the subcommand first
         return
-    sub = sub_args[0]
+    sub = words[0]
     if sub not in _GIT_READ_ONLY:
         effects.read_only = False
     if sub == "diff":
         effects.runs_git_diff = True
-    rest = sub_args[1:]
+    rest = words[1:]
     if sub in ("checkout", "restore"):
         # "git checkout -- f" / "git restore f" put files back; "git checkout branch" does not
         # name files, so only arguments that look like paths count.
@@ -429,17 +428,17 @@ def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None
         effects.deletes += tuple(rest)
 
 
-def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> None:
+def _apply_python(
+    effects: ShellEffects, args: list[str], words: list[str], body: str | None
+) -> None:
     code: str | None = None
     if "-c" in args:
         i = args.index("-c")
         code = args[i + 1] if i + 1 < len(args) else None
-    elif body is not None and not _non_options(args):
+    elif body is not None and not words:
         code = body  # python3 << 'EOF' ... EOF
     elif "-m" not in args:
-        scripts = _non_options(args)
-        if scripts:
-            effects.scripts += (scripts[0],)
+        effects.scripts += tuple(words[:1])
     if code:
         for p in python_writes(code):
             effects.write(p, "python")
