@@ -278,10 +278,6 @@ def _strip_prefixes(argv: list[str]) -> list[str]:
     return args
 
 
-def _non_options(args: list[str]) -> list[str]:
-    return [a for a in args if not a.startswith("-")]
-
-
 def _sed_files(args: list[str]) -> tuple[list[str], bool]:
     """The files ``sed`` is given and whether it edits them in place (``-i``, ``-i.bak``,
     ``-ni``, ``--in-place``)."""
@@ -359,7 +355,7 @@ def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:
     if prog not in READ_ONLY_PROGRAMS:
         effects.read_only = False
-    files = _non_options(args)
+    files = [a for a in args if not a.startswith("-")]  # the arguments that are not options
     if prog in _READERS:
         effects.reads += tuple(p for p in files if _is_real_path(p))
     elif prog == "sed":

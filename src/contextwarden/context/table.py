@@ -57,11 +57,10 @@ class ConversationTable:
     def find(
         self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
     ) -> tuple[Conversation, int]:
-        """The conversation ``messages`` continue, or a new one, and how many of their leading
-        messages it holds (equal to its own, so Messages). Agents that share a system prompt,
-        tools and task share a key: each gets a log of its own, ``key``, ``key#2``... (at most
-        :data:`MAX_BRANCHES`); the one continued furthest is used. An explicit
-        ``conversation=`` id has one log."""
+        """The conversation ``messages`` continue (or a new one) and how many leading messages
+        it holds (equal to its own: Messages). Agents that share a system prompt, tools and task
+        share a key: each gets a log of its own, ``key``, ``key#2``... (at most
+        :data:`MAX_BRANCHES`); the one continued furthest is used. An explicit id has one log."""
         ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
@@ -94,7 +93,7 @@ class ConversationTable:
                     break
         if best is None:
             assert free is not None
-            best, best_at = Conversation(free, counter_name, self.config), 0
+            best = Conversation(free, counter_name, self.config)
         with self._lock:
             self._conversations.setdefault(best.key, best)
             self._conversations.move_to_end(best.key)
