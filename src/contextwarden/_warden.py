@@ -295,7 +295,7 @@ class Warden:
                 conversation if conversation is not None else conversation_key(history, tools_list)
             )
             conv, known = self._table.find(key, history, counter.name, conversation is not None)
-        except AttributeError:  # an item that is not a Message: named by the check
+        except Exception:  # an item that is not a Message fails here: the check names it
             require_messages(msgs)
             raise
         require_messages(msgs, known)
