@@ -28,6 +28,15 @@ tool, which a real request holds in its tool definitions).
 ``--measure edits`` does the same for the lines an edit call must reproduce
 (``measures.edit_recall``: seen more than ten messages before the call, not in the task).
 
+``--parts`` also tells where the budget went and what it bought: the tokens of every request
+by part (system, the client's opening up to the agent's first reply, summaries, the agent's
+messages, tool results whole or masked, the user's own words, user messages of nothing but
+what a client injects: reminders, sub-agent reports) and, of the names held, the part that
+alone held each (``several`` when more than one did). It also says, of each name a summary let
+go (``compacted``), whether the embedded summarizer's names index had it (``ranked``: the cap
+cut it; ``filtered``: found in the span, left out of the index by its rules) or never found it
+in the span (``not extracted``).
+
 Also per cell: names held/wanted (and without the two artefacts) and tokens sent/raw (o200k,
 as the judges count).
 """
@@ -111,12 +120,64 @@ def _wanted(m: Any, msgs: Sequence[Msg], k: int, task: str, measure: str) -> set
     return {r for r in m.refs(act) if r in raw and r not in task and r not in recent}
 
 
-def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
+def _part(m: Msg, opening: bool) -> str:
+    """Which part of a request message ``m`` is (see ``--parts``)."""
+    from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
+    from contextwarden._task import strip_injected
+    from contextwarden.analysis.sections import looks_like_summary
+
+    content = m.get("content")
+    text = content if isinstance(content, str) else json.dumps(content or "")
+    role = str(m["role"])
+    if role == "tool":
+        masked = MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text)
+        return "tool masked" if masked else "tool whole"
+    if role != "user":
+        return role
+    if looks_like_summary(text):
+        return "summary"
+    if opening:
+        return "opening"
+    return "user words" if strip_injected(text) else "client notices"
+
+
+class _Candidates:
+    """What the embedded summarizer's names index had, compaction by compaction: every name
+    it ranked (the lines it returned, before the summary's cap) and every name the span's
+    mentions held."""
+
+    def __init__(self) -> None:
+        import contextwarden.summarizers.extractive as extractive
+
+        self.ranked: set[str] = set()
+        self.found: set[str] = set()
+        original = getattr(extractive, "names_index")  # noqa: B009 (imported there, not its own)
+
+        def names_index(code: Any, earlier: Any = None, **kw: Any) -> Any:
+            lines = original(code, earlier, **kw)
+            self.ranked.update(n for ln in lines for n in (*ln.names, ln.path) if n)
+            self.found.update(x.name for x in (*code.paths, *code.names))
+            return lines
+
+        setattr(extractive, "names_index", names_index)  # noqa: B010 (this worker's replay only)
+
+    def fate(self, name: str) -> str:
+        if any(name in r for r in self.ranked):
+            return "ranked"
+        return "filtered" if name in self.found else "not extracted"
+
+
+def lost(job: tuple[int, int, str, str, bool]) -> dict[str, Any]:
     """One (recording, window, price) cell: names held/wanted, tokens, and the lost names'
-    causes (with a few examples)."""
+    causes (with a few examples); with ``parts``, the tokens by part and what each held."""
     from contextwarden import Warden
 
-    index, window, price, measure = job
+    index, window, price, measure, with_parts = job
+    candidates = _Candidates() if with_parts else None
+    parts: Counter[str] = Counter()
+    holders: Counter[str] = Counter()
+    summarised: Counter[str] = Counter()
+    sizes: dict[str, int] = {}
     rec = _recs()[index]
     msgs = list(rec.messages)
     model = PRICES[price][0]
@@ -140,7 +201,18 @@ def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
                 "error": f"{type(exc).__name__}: {str(exc)[:160]}",
             }
         edits.extend(result.edits)
-        sent_tok += m.ntok(enc, req)
+        if with_parts:
+            first = next((i for i, x in enumerate(req) if x["role"] == "assistant"), len(req))
+            labels = [_part(x, i < first) for i, x in enumerate(req)]
+            for x, label in zip(req, labels, strict=True):
+                key = json.dumps(x, sort_keys=True)
+                if key not in sizes:
+                    sizes[key] = m.ntok(enc, [x])
+                parts[label] += sizes[key]
+                sent_tok += sizes[key]
+            texts = [(label, m.blob([x])) for x, label in zip(req, labels, strict=True)]
+        else:
+            sent_tok += m.ntok(enc, req)
         raw_tok += m.ntok(enc, ctx)
         raw = m.blob(ctx)
         want = _wanted(m, msgs, k, task, measure)
@@ -148,6 +220,11 @@ def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
         miss = sorted(r for r in want if r not in sent)
         wanted += len(want)
         held += len(want) - len(miss)
+        if with_parts:
+            for r in want:
+                where = {label for label, text in texts if r in text}
+                if where:
+                    holders[where.pop() if len(where) == 1 else "several"] += 1
         odd = {
             r for r in want if measure == "names" and (_escaped(r, raw) or _argument_key(r, raw))
         }
@@ -175,6 +252,8 @@ def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
             if why == "compacted" and any(r in text for text in summaries):
                 why = "compacted, dropped later"
             causes[why] += 1
+            if candidates is not None and why.startswith("compacted"):
+                summarised[candidates.fate(r)] += 1
             if len(examples) < 400:
                 examples.append(
                     f"{rec.source}/{rec.name} call@{k} {why} {r!r} from msg {at} ({ctx[at]['role']})"
@@ -191,6 +270,9 @@ def lost(job: tuple[int, int, str, str]) -> dict[str, Any]:
         "raw_tokens": raw_tok,
         "causes": dict(causes),
         "examples": examples,
+        "parts": dict(parts),
+        "holders": dict(holders),
+        "summarised": dict(summarised),
     }
 
 
@@ -206,12 +288,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--examples", type=int, default=0, help="print this many lost names per cell")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--measure", choices=("names", "edits"), default="names")
+    ap.add_argument(
+        "--parts",
+        action="store_true",
+        help="also the tokens by request part, the part holding each name held, and whether "
+        "the summarizer's index had the names summaries let go",
+    )
     a = ap.parse_args(argv)
     if a.root is not None:
         _ROOT.append(a.root)
     recs = _recs()
     jobs = [
-        (i, int(w), p, a.measure)
+        (i, int(w), p, a.measure, a.parts)
         for w in a.windows.split(",")
         for p in a.prices.split(",")
         for i, r in enumerate(recs)
@@ -243,6 +331,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"({100 * oh / max(on, 1):.1f}% without the two artefacts), "
                 f"tokens {100 * t / max(raw, 1):.1f}% of raw; lost: {shares}"
             )
+            if a.parts:
+                tok: Counter[str] = Counter()
+                held_by: Counter[str] = Counter()
+                fates: Counter[str] = Counter()
+                for r in part:
+                    tok.update(r["parts"])
+                    held_by.update(r["holders"])
+                    fates.update(r["summarised"])
+                share = ", ".join(f"{k} {100 * v / max(t, 1):.1f}%" for k, v in tok.most_common())
+                print(f"    tokens by part: {share}")
+                print(
+                    f"    held only by: {', '.join(f'{k} {v}' for k, v in held_by.most_common())}"
+                )
+                print(
+                    f"    let go by a summary: {', '.join(f'{k} {v}' for k, v in fates.most_common())}"
+                )
         for r in cell:
             for line in r["examples"][: a.examples]:
                 print("   ", line)
