@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -206,21 +206,6 @@ _CACHE_RULES: dict[str, _CacheRules] = {
 }
 # fmt: on
 
-# Models whose minimum cacheable prefix differs from their provider's (pages above).
-_MIN_CACHEABLE: dict[str, int] = {
-    "claude-opus-4-6": 4096,
-    "claude-opus-4-5": 4096,
-    "claude-haiku-4-5": 4096,
-    "claude-3-5-haiku": 2048,
-    "claude-3-haiku": 2048,
-    "gemini-3-pro-preview": 4096,
-}
-
-# Gemini models older than 2.5 have no implicit caching (see above).
-_NO_IMPLICIT_CACHE = frozenset(
-    {"gemini-2.0-flash", "gemini-2.0-flash-lite", "gemini-1.5-pro", "gemini-1.5-flash"}
-)
-
 #: The price snapshot shipped in the package (see ``scripts/refresh_prices.py``).
 PRICES_FILE = "data/prices.json"
 MODELS_FILE = "data/models.json"
@@ -245,6 +230,9 @@ class _Spec:
     max_out: int
     encoding: Encoding = "o200k_base"
     ref: str | None = None  # the model's id in the price source, when it is not ``name``
+    min_cacheable: int | None = None  # when it differs from the provider's (pages above)
+    implicit_cache: bool = True  # Gemini models older than 2.5 have none
+    aliases: Sequence[str] = ()  # other spellings (Ollama tags, family names, shorthands)
 
 
 def _build(spec: _Spec) -> ModelInfo:
@@ -264,12 +252,12 @@ def _build(spec: _Spec) -> ModelInfo:
             as_of=_PRICES["as_of"],
         )
     caching: Caching = rules.caching
-    if entry["cache_read"] is None or spec.name in _NO_IMPLICIT_CACHE:
+    if entry["cache_read"] is None or not spec.implicit_cache:
         caching = "none"
         cache_note = "no prompt caching for this model: reads and writes at the input price"
     else:
         cache_note = f"cache rules: {rules.url}"
-    min_tokens = _MIN_CACHEABLE.get(spec.name, rules.min_tokens)
+    min_tokens = spec.min_cacheable or rules.min_tokens
     return _priced(
         spec, entry, rules, caching, min_tokens, f"prices: {entry['source']}; {cache_note}"
     )
@@ -316,12 +304,13 @@ def _priced(
 GPT5_INPUT_WINDOW = 272_000
 _GPT5_ADVERTISED = 400_000
 
-#: The built-in models' windows and output limits, by provider, written by hand beside the price
-#: snapshot (``encoding`` defaults to o200k_base; ``ref``: the model's id in the price source).
-#: Anthropic models are counted as o200k x a measured factor (see _tokens.py); Qwen and Llama are
-#: open weights, priced by their hosts; gpt-5-pro gives 272k of its 400k to the output;
-#: deepseek-chat / -reasoner (DeepSeek-V3.2 from 2025-09-29) were retired on 2026-07-24 and
-#: recordings still carry them; Google's and OpenAI's "1M" windows are 2**20 tokens.
+#: The built-in models' windows, output limits and cache exceptions, by provider, written by
+#: hand beside the price snapshot (``encoding`` defaults to o200k_base; ``ref``: the model's id
+#: in the price source). Anthropic models are counted as o200k x a measured factor (see
+#: _tokens.py); Qwen and Llama are open weights, priced by their hosts; gpt-5-pro gives 272k of
+#: its 400k to the output; deepseek-chat / -reasoner (DeepSeek-V3.2 from 2025-09-29) were
+#: retired on 2026-07-24 and recordings still carry them; Google's and OpenAI's "1M" windows
+#: are 2**20 tokens.
 _SPECS: tuple[_Spec, ...] = tuple(
     _Spec(name, provider, **fields)
     for provider, models in json.loads(
@@ -363,26 +352,10 @@ _DEFAULT_WINDOW = 128_000
 #: read price, no write fee, 5 minutes (the common case among them).
 _OTHER_CACHE = _CacheRules("automatic", 300.0, 1024, "assumed: automatic prefix caching")
 
-# Other spellings of built-in models (Ollama tags, family names).
-_ALIASES: dict[str, str] = {
-    "llama3.1": "llama-3.1-8b",
-    "llama3.3": "llama-3.3-70b",
-    "llama-3.1": "llama-3.1-8b",
-    "llama-3.3": "llama-3.3-70b",
-    "qwen2.5": "qwen2.5-7b-instruct",
-    "qwen3": "qwen3-32b",
-    "deepseek-v3": "deepseek-chat",
-    "deepseek-r1": "deepseek-reasoner",
-    # GPT-4 Turbo's previews (128k, not gpt-4's 8k), and SWE-agent's shorthands for them
-    # (its OpenAIModel.SHORTCUTS: gpt4 is gpt-4-1106-preview, gpt3 gpt-3.5-turbo-1106).
-    "gpt-4-1106-preview": "gpt-4-turbo",
-    "gpt-4-0125-preview": "gpt-4-turbo",
-    "gpt-4-turbo-preview": "gpt-4-turbo",
-    "gpt4": "gpt-4-turbo",
-    "gpt4-0125": "gpt-4-turbo",
-    "gpt4-legacy": "gpt-4",
-    "gpt3": "gpt-3.5-turbo",
-}
+#: Other spellings of built-in models: Ollama tags, family names, GPT-4 Turbo's previews (128k,
+#: not gpt-4's 8k) and SWE-agent's shorthands for them (its OpenAIModel.SHORTCUTS: gpt4 is
+#: gpt-4-1106-preview, gpt3 gpt-3.5-turbo-1106).
+_ALIASES: dict[str, str] = {alias: spec.name for spec in _SPECS for alias in spec.aliases}
 
 _SEPARATORS = ("-", ":", "@", "_")
 _BEDROCK_PREFIX = re.compile(r"^(?:[a-z]{2}\.)?(?:anthropic|meta|mistral|deepseek|qwen)\.")
