@@ -693,7 +693,7 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     grid = _load(results, "grid")
     if grid and grid.get("rows"):
         parts += ["", grid_section(grid)]
-    for name in ("grid_unseen", "grid_unseen2", "grid_unseen3"):
+    for name in ("grid_unseen", "grid_unseen2", "grid_unseen3", "grid_unseen4"):
         unseen = _load(results, name)
         if unseen and unseen.get("rows"):
             parts += ["", unseen_section(unseen)]

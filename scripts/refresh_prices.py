@@ -13,7 +13,7 @@ there, with the same prices and the context window when the source gives one: th
 finds a model released after our hand-written table in it. Where
 ``genai-prices`` lags the provider's own page, :data:`CORRECTIONS` replaces its figures and says
 why; each correction names its page and date. Cache behaviour (TTL, minimum prefix, caching
-mode) is not in the source: it lives beside the table in ``_models.py``.
+mode) is not in the source: it lives in ``_models.py`` (windows in ``data/models.json``).
 
 How a price is chosen when the source has several:
 

@@ -139,6 +139,20 @@ def test_window_from_model_registry_and_small_windows() -> None:
         explicit.transform(agent_run(1), window=8_000)
 
 
+def test_bad_input_in_a_warm_conversation_is_named() -> None:
+    # a call checks only what its conversation does not hold yet: an item appended, or one put
+    # in place of a message the conversation holds, is still named
+    w = warden()
+    msgs = agent_run(6)
+    w.transform(msgs, window=9_000)
+    bad: Any = {"role": "user", "content": "hi"}
+    with pytest.raises(FormatError, match=f"message {len(msgs)}"):
+        w.transform([*msgs, bad], window=9_000)
+    with pytest.raises(FormatError, match="message 3"):
+        w.transform([*msgs[:3], bad, *msgs[4:], user("next")], window=9_000)
+    assert len(w.transform([*msgs, user("next")], window=9_000).messages) > len(msgs)
+
+
 def test_bad_input_is_named() -> None:
     w = warden()
     with pytest.raises(FormatError, match="message 2"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -206,23 +206,9 @@ _CACHE_RULES: dict[str, _CacheRules] = {
 }
 # fmt: on
 
-# Models whose minimum cacheable prefix differs from their provider's (pages above).
-_MIN_CACHEABLE: dict[str, int] = {
-    "claude-opus-4-6": 4096,
-    "claude-opus-4-5": 4096,
-    "claude-haiku-4-5": 4096,
-    "claude-3-5-haiku": 2048,
-    "claude-3-haiku": 2048,
-    "gemini-3-pro-preview": 4096,
-}
-
-# Gemini models older than 2.5 have no implicit caching (see above).
-_NO_IMPLICIT_CACHE = frozenset(
-    {"gemini-2.0-flash", "gemini-2.0-flash-lite", "gemini-1.5-pro", "gemini-1.5-flash"}
-)
-
 #: The price snapshot shipped in the package (see ``scripts/refresh_prices.py``).
 PRICES_FILE = "data/prices.json"
+MODELS_FILE = "data/models.json"
 
 
 #: The snapshot, read once as this module is imported; never changed. Read beside this module:
@@ -244,6 +230,9 @@ class _Spec:
     max_out: int
     encoding: Encoding = "o200k_base"
     ref: str | None = None  # the model's id in the price source, when it is not ``name``
+    min_cacheable: int | None = None  # when it differs from the provider's (pages above)
+    implicit_cache: bool = True  # Gemini models older than 2.5 have none
+    aliases: Sequence[str] = ()  # other spellings (Ollama tags, family names, shorthands)
 
 
 def _build(spec: _Spec) -> ModelInfo:
@@ -263,12 +252,12 @@ def _build(spec: _Spec) -> ModelInfo:
             as_of=_PRICES["as_of"],
         )
     caching: Caching = rules.caching
-    if entry["cache_read"] is None or spec.name in _NO_IMPLICIT_CACHE:
+    if entry["cache_read"] is None or not spec.implicit_cache:
         caching = "none"
         cache_note = "no prompt caching for this model: reads and writes at the input price"
     else:
         cache_note = f"cache rules: {rules.url}"
-    min_tokens = _MIN_CACHEABLE.get(spec.name, rules.min_tokens)
+    min_tokens = spec.min_cacheable or rules.min_tokens
     return _priced(
         spec, entry, rules, caching, min_tokens, f"prices: {entry['source']}; {cache_note}"
     )
@@ -310,104 +299,25 @@ def _priced(
     )
 
 
-_K = 1_000
-_M = 1_048_576  # Google's and OpenAI's "1M" windows are 2**20 tokens
 #: What OpenAI's 400k-token GPT-5 models take as input: 400k less the 128k kept for the output
 #: (the GPT-5 launch post; the API refuses more, whatever the request's output limit).
 GPT5_INPUT_WINDOW = 272_000
 _GPT5_ADVERTISED = 400_000
 
-# fmt: off
-_SPECS: tuple[_Spec, ...] = (
-    # -- OpenAI -------------------------------------------------------------------------------
-    _Spec("gpt-5", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5-mini", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5-nano", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5-pro", "openai", 400_000 - 272_000, 272_000),  # 272k of its 400k: output
-    _Spec("gpt-5-codex", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5-chat-latest", "openai", 128_000, 16_384),
-    _Spec("gpt-5.1", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5.1-codex", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5.1-codex-mini", "openai", GPT5_INPUT_WINDOW, 128_000),
-    _Spec("gpt-5.1-chat-latest", "openai", 128_000, 16_384),
-    _Spec("gpt-4.1", "openai", 1_047_576, 32_768),
-    _Spec("gpt-4.1-mini", "openai", 1_047_576, 32_768),
-    _Spec("gpt-4.1-nano", "openai", 1_047_576, 32_768),
-    _Spec("gpt-4o", "openai", 128_000, 16_384),
-    _Spec("gpt-4o-2024-05-13", "openai", 128_000, 4_096),
-    _Spec("gpt-4o-mini", "openai", 128_000, 16_384),
-    _Spec("chatgpt-4o-latest", "openai", 128_000, 16_384),
-    _Spec("o1", "openai", 200_000, 100_000),
-    _Spec("o1-mini", "openai", 128_000, 65_536),
-    _Spec("o1-pro", "openai", 200_000, 100_000),
-    _Spec("o3", "openai", 200_000, 100_000),
-    _Spec("o3-mini", "openai", 200_000, 100_000),
-    _Spec("o3-pro", "openai", 200_000, 100_000),
-    _Spec("o4-mini", "openai", 200_000, 100_000),
-    _Spec("gpt-4-turbo", "openai", 128_000, 4_096, "cl100k_base"),
-    _Spec("gpt-4", "openai", 8_192, 8_192, "cl100k_base"),
-    _Spec("gpt-4-32k", "openai", 32_768, 8_192, "cl100k_base"),
-    _Spec("gpt-3.5-turbo", "openai", 16_385, 4_096, "cl100k_base"),
-    _Spec("text-embedding-3-small", "openai", 8_191, 0, "cl100k_base"),
-    _Spec("text-embedding-3-large", "openai", 8_191, 0, "cl100k_base"),
-    _Spec("text-embedding-ada-002", "openai", 8_191, 0, "cl100k_base"),
-    # -- Anthropic (counted as o200k x a measured factor: see _tokens.py) -----------------------
-    _Spec("claude-opus-4-6", "anthropic", 1_000_000, 128_000),
-    _Spec("claude-sonnet-4-6", "anthropic", 1_000_000, 64_000),
-    _Spec("claude-opus-4-5", "anthropic", 200_000, 64_000),
-    _Spec("claude-opus-4-1", "anthropic", 200_000, 32_000),
-    _Spec("claude-opus-4", "anthropic", 200_000, 32_000, ref="claude-opus-4-0"),
-    _Spec("claude-sonnet-4-5", "anthropic", 200_000, 64_000),
-    _Spec("claude-sonnet-4", "anthropic", 200_000, 64_000, ref="claude-sonnet-4-0"),
-    _Spec("claude-haiku-4-5", "anthropic", 200_000, 64_000),
-    _Spec("claude-3-7-sonnet", "anthropic", 200_000, 64_000, ref="claude-3-7-sonnet-latest"),
-    _Spec("claude-3-5-sonnet", "anthropic", 200_000, 8_192),
-    _Spec("claude-3-5-haiku", "anthropic", 200_000, 8_192, ref="claude-3-5-haiku-latest"),
-    _Spec("claude-3-opus", "anthropic", 200_000, 4_096, ref="claude-3-opus-latest"),
-    _Spec("claude-3-haiku", "anthropic", 200_000, 4_096),
-    # -- Google ---------------------------------------------------------------------------------
-    _Spec("gemini-3-pro-preview", "google", _M, 65_536),
-    _Spec("gemini-2.5-pro", "google", _M, 65_536),
-    _Spec("gemini-2.5-flash", "google", _M, 65_536),
-    _Spec("gemini-2.5-flash-lite", "google", _M, 65_536),
-    _Spec("gemini-2.0-flash", "google", _M, 8_192),
-    _Spec("gemini-2.0-flash-lite", "google", _M, 8_192),
-    _Spec("gemini-1.5-pro", "google", 2 * _M, 8_192),
-    _Spec("gemini-1.5-flash", "google", _M, 8_192),
-    # -- DeepSeek -------------------------------------------------------------------------------
-    # deepseek-chat / deepseek-reasoner: DeepSeek-V3.2 behind both names from 2025-09-29; the
-    # names were retired on 2026-07-24 (recordings still carry them). V4 is the current line.
-    _Spec("deepseek-chat", "deepseek", 128 * _K, 8 * _K),
-    _Spec("deepseek-reasoner", "deepseek", 128 * _K, 64 * _K),
-    _Spec("deepseek-v4-flash", "deepseek", 1_000_000, 384 * _K),
-    _Spec("deepseek-v4-pro", "deepseek", 1_000_000, 384 * _K),
-    # -- Qwen (open weights: prices depend on the host) -----------------------------------------
-    _Spec("qwen2.5-72b-instruct", "qwen", 131_072, 8_192),
-    _Spec("qwen2.5-32b-instruct", "qwen", 131_072, 8_192),
-    _Spec("qwen2.5-7b-instruct", "qwen", 131_072, 8_192),
-    _Spec("qwen2.5-coder-32b-instruct", "qwen", 131_072, 8_192),
-    _Spec("qwen3-235b-a22b", "qwen", 131_072, 32_768),
-    _Spec("qwen3-235b-a22b-instruct-2507", "qwen", 262_144, 32_768),
-    _Spec("qwen3-235b-a22b-thinking-2507", "qwen", 262_144, 32_768),
-    _Spec("qwen3-32b", "qwen", 131_072, 32_768),
-    _Spec("qwen3-30b-a3b", "qwen", 131_072, 32_768),
-    _Spec("qwen3-coder-480b-a35b-instruct", "qwen", 262_144, 65_536),
-    _Spec("qwen3-coder-30b-a3b-instruct", "qwen", 262_144, 65_536),
-    _Spec("qwen3-max", "qwen", 262_144, 65_536),
-    # -- Meta Llama (open weights: prices depend on the host) -----------------------------------
-    _Spec("llama-3.1-8b", "meta", 131_072, 8_192),
-    _Spec("llama-3.1-70b", "meta", 131_072, 8_192),
-    _Spec("llama-3.1-405b", "meta", 131_072, 8_192),
-    _Spec("llama-3.3-70b", "meta", 131_072, 8_192),
-    _Spec("llama-4-scout", "meta", 10 * _M, 8_192),
-    _Spec("llama-4-maverick", "meta", _M, 8_192),
-    # -- Mistral --------------------------------------------------------------------------------
-    _Spec("mistral-large", "mistral", 131_072, 8_192),
-    _Spec("mistral-medium", "mistral", 131_072, 8_192),
-    _Spec("mistral-small", "mistral", 131_072, 8_192, ref="mistral-small-latest"),
-    _Spec("codestral", "mistral", 262_144, 8_192, ref="codestral-latest"),
+#: The built-in models' windows, output limits and cache exceptions, by provider, written by
+#: hand beside the price snapshot (``encoding`` defaults to o200k_base; ``ref``: the model's id
+#: in the price source). Anthropic models are counted as o200k x a measured factor (see
+#: _tokens.py); Qwen and Llama are open weights, priced by their hosts; gpt-5-pro gives 272k of
+#: its 400k to the output; deepseek-chat / -reasoner (DeepSeek-V3.2 from 2025-09-29) were
+#: retired on 2026-07-24 and recordings still carry them; Google's and OpenAI's "1M" windows
+#: are 2**20 tokens.
+_SPECS: tuple[_Spec, ...] = tuple(
+    _Spec(name, provider, **fields)
+    for provider, models in json.loads(
+        (Path(__file__).parent / MODELS_FILE).read_text("utf-8")
+    ).items()
+    for name, fields in models.items()
 )
-# fmt: on
 
 
 #: The built-in table, by name (built as this module is imported; never changed).
@@ -442,26 +352,10 @@ _DEFAULT_WINDOW = 128_000
 #: read price, no write fee, 5 minutes (the common case among them).
 _OTHER_CACHE = _CacheRules("automatic", 300.0, 1024, "assumed: automatic prefix caching")
 
-# Other spellings of built-in models (Ollama tags, family names).
-_ALIASES: dict[str, str] = {
-    "llama3.1": "llama-3.1-8b",
-    "llama3.3": "llama-3.3-70b",
-    "llama-3.1": "llama-3.1-8b",
-    "llama-3.3": "llama-3.3-70b",
-    "qwen2.5": "qwen2.5-7b-instruct",
-    "qwen3": "qwen3-32b",
-    "deepseek-v3": "deepseek-chat",
-    "deepseek-r1": "deepseek-reasoner",
-    # GPT-4 Turbo's previews (128k, not gpt-4's 8k), and SWE-agent's shorthands for them
-    # (its OpenAIModel.SHORTCUTS: gpt4 is gpt-4-1106-preview, gpt3 gpt-3.5-turbo-1106).
-    "gpt-4-1106-preview": "gpt-4-turbo",
-    "gpt-4-0125-preview": "gpt-4-turbo",
-    "gpt-4-turbo-preview": "gpt-4-turbo",
-    "gpt4": "gpt-4-turbo",
-    "gpt4-0125": "gpt-4-turbo",
-    "gpt4-legacy": "gpt-4",
-    "gpt3": "gpt-3.5-turbo",
-}
+#: Other spellings of built-in models: Ollama tags, family names, GPT-4 Turbo's previews (128k,
+#: not gpt-4's 8k) and SWE-agent's shorthands for them (its OpenAIModel.SHORTCUTS: gpt4 is
+#: gpt-4-1106-preview, gpt3 gpt-3.5-turbo-1106).
+_ALIASES: dict[str, str] = {alias: spec.name for spec in _SPECS for alias in spec.aliases}
 
 _SEPARATORS = ("-", ":", "@", "_")
 _BEDROCK_PREFIX = re.compile(r"^(?:[a-z]{2}\.)?(?:anthropic|meta|mistral|deepseek|qwen)\.")

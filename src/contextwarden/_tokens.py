@@ -405,15 +405,11 @@ class ExactCounter:
         return self._scaled(self._bpe(text))
 
     # -- messages -----------------------------------------------------------------------------
-    def _role(self, role: str) -> int:
-        n = self._roles.get(role)
-        if n is None:
-            n = self._roles[role] = self._bpe(role)
-        return n
-
     def _compute(self, message: Message) -> int:
         bpe = self._bpe
-        role = self._role(message.role)
+        role = self._roles.get(message.role)
+        if role is None:
+            role = self._roles[message.role] = bpe(message.role)
         tokens = MESSAGE_TOKENS + role
         if message.name:
             tokens += NAME_TOKENS + bpe(message.name)

@@ -33,7 +33,7 @@ from .transcripts.aider import is_aider, parse_aider
 from .transcripts.claude_code import is_claude_code, parse_claude_code
 from .transcripts.cline import is_cline, parse_cline
 from .transcripts.codex import is_codex, parse_codex
-from .transcripts.gemini import is_gemini, parse_gemini, parse_gemini_json
+from .transcripts.gemini import is_gemini, is_gemini_checkpoint, parse_gemini, parse_gemini_json
 from .transcripts.opencode import is_opencode, parse_opencode
 from .transcripts.openhands import (
     is_conversation_folder,
@@ -240,7 +240,7 @@ def _messages(doc: Any) -> bool:
 
 #: How a JSON document shows its format, tried in order.
 _JSON_SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("gemini-cli", is_gemini),
+    ("gemini-cli", lambda d: is_gemini(d) or is_gemini_checkpoint(d)),
     ("opencode", is_opencode),
     ("swe-agent", is_swe_agent),
     ("openhands", lambda d: is_openhands_events(d) if isinstance(d, list) else is_openhands(d)),

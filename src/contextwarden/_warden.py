@@ -289,10 +289,14 @@ class Warden:
         msgs, tools_list, counter, budget, overhead, rates = self._resolve.call(
             messages, model, window, system, tools
         )
-        require_messages(msgs)
-        history, tail = split_tail(msgs)
-        key = conversation if conversation is not None else conversation_key(history, tools_list)
-        conv = self._table.find(key, history, counter.name, explicit=conversation is not None)
+        try:  # checked after: only what the conversation does not hold yet needs it
+            history, tail = split_tail(msgs)
+            key = conversation_key(history, tools_list) if conversation is None else conversation
+            conv, known = self._table.find(key, history, counter.name, conversation is not None)
+        except Exception:  # an item that is not a Message fails here: the check names it
+            require_messages(msgs)
+            raise
+        require_messages(msgs, known)
         return conv, Call(
             history,
             LayerContext(counter, self.config, budget, tools_list, Memo(CALL_ENTRIES, CALL_BYTES)),
@@ -406,11 +410,9 @@ class Warden:
         system_out, out = self._codec.to_anthropic(result.messages, shared=shared)
         if cache_breakpoints:
             tools = options.get("tools")
+            end = result.stable_end(len(out))
             system_out, out, _ = formats.add_cache_breakpoints(
-                system_out,
-                out,
-                tools=list(tools) if tools else None,
-                stable_end=result.stable_end(len(out)),
+                system_out, out, tools=list(tools) if tools else None, stable_end=end
             )
         return system_out, [*messages[:at], *out] if at else out, result
 
@@ -427,9 +429,8 @@ class Warden:
         call makes no compaction of its own (the provider is asked to make one)."""
         at = formats.compaction_item_at(items) or 0
         trigger = items[-1:] if formats.compaction_trigger(items) else []
-        read = formats.from_responses(
-            items[at : len(items) - len(trigger)], instructions=instructions
-        )
+        stop = len(items) - len(trigger)
+        read = formats.from_responses(items[at:stop], instructions=instructions)
         result = self.transform(read, allow_compaction=not trigger, **options)
         instructions_out, out = formats.to_responses(list(result.messages))
         return instructions_out, [*items[:at], *out, *trigger], result

@@ -223,10 +223,6 @@ class ConversationBuilder:
         return self
 
     # tool loops ---------------------------------------------------------------------------
-    def _call_id(self) -> str:
-        self._calls += 1
-        return f"call_{self._calls}"
-
     def tool_loop(
         self,
         name: str,
@@ -253,7 +249,8 @@ class ConversationBuilder:
         blocks = list(_lead(text, ThinkingBlock(thinking) if thinking is not None else None))
         ids = []
         for name, args, _, _ in calls:
-            call_id = self._call_id()
+            self._calls += 1
+            call_id = f"call_{self._calls}"
             ids.append(call_id)
             arguments = args if isinstance(args, str) else json.dumps(dict(args))
             blocks.append(ToolCallBlock(call_id, name, arguments))

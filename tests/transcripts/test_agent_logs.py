@@ -902,3 +902,46 @@ def test_claude_code_attachments_are_sent_as_claude_code_sends_them(tmp_path: Pa
     system, body = to_anthropic(t.messages)
     assert [m["role"] for m in body] == ["user", "assistant"]
     assert_valid(t)
+
+
+def gemini_checkpoint_history() -> list[dict[str, Any]]:
+    call = {"name": "run_shell_command", "args": {"command": "pytest -q"}, "id": "c1"}
+    output = {"output": "2 failed, 9 passed"}
+    return [
+        {"role": "user", "parts": [{"text": "Make the tests pass."}]},
+        {"role": "model", "parts": [{"text": "Reading the failures.", "thought": True}]},
+        {"role": "model", "parts": [{"functionCall": call}]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"id": "c1", "name": "run_shell_command", "response": output}}
+            ],
+        },
+        {"role": "model", "parts": [{"text": "Two fail; fixing parse_date."}]},
+    ]
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["history", "bare-list"])
+def test_gemini_cli_checkpoint_is_the_history_as_sent(tmp_path: Path, wrapped: bool) -> None:
+    history = gemini_checkpoint_history()
+    doc: Any = {"history": history, "authType": "oauth-personal"} if wrapped else history
+    # where Gemini CLI saves it, so the sessions command finds it
+    path = tmp_path / ".gemini" / "tmp" / "0f3a9c" / "checkpoint-fix-tests.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    assert find_session_files(home=tmp_path) == [path]
+    t = load_transcript(path)
+    assert t.format == "gemini-cli" and t.meta["container"] == "checkpoint"
+    roles = [m.role for m in t.messages]
+    assert roles == ["user", "assistant", "assistant", "tool", "assistant"]
+    result = t.messages[3].tool_results[0]
+    assert result.tool_call_id == t.messages[2].tool_calls[0].id
+    assert "2 failed, 9 passed" in result.text
+    assert t.messages[-1].text == "Two fail; fixing parse_date."
+    assert_valid(t)
+
+
+def test_an_openai_message_list_is_not_taken_for_a_gemini_checkpoint(tmp_path: Path) -> None:
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = write_lines(tmp_path / "chat.json", [chat])
+    assert load_transcript(path).format == "openai"

@@ -152,10 +152,6 @@ def _line(entry: Entry, text: str) -> str:
     return f"- {text}\n" if entry.bullet else f"{text}\n"
 
 
-def _group_cost(group: str | None) -> int:
-    return len(group) + 2 if group else 0  # "group:\n"
-
-
 #: Entries of tiers up to this one are the must-keep facts: a clippable one among them is
 #: clipped only after every whole must-keep entry has had its chance to fit.
 MUST_KEEP_TIER = 3
@@ -182,8 +178,8 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
     deferred: list[int] = []
 
     def overhead(e: Entry) -> int:
-        key = (e.section, e.group) if e.group else None
-        return _group_cost(e.group) if key and key not in open_groups else 0
+        # "group:\n" when the entry opens its group
+        return len(e.group) + 2 if e.group and (e.section, e.group) not in open_groups else 0
 
     def admit(i: int, text: str) -> None:
         nonlocal used

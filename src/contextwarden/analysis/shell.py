@@ -105,28 +105,30 @@ def command_key(command: str) -> str:
     heredoc bodies, ``|| true`` and trailing ``| head``/``| tail``/``| grep`` filters, and collapses whitespace:
     ``cd /testbed && python t.py 2>&1 | tail -20`` and ``python t.py`` share a key.
     """
-    text = _split_heredocs(command)[0] if "<<" in command else command
+    return _key(_split_heredocs(command)[0] if "<<" in command else command)
+
+
+def _key(text: str) -> str:
+    """:func:`command_key` of a command whose heredoc bodies are taken out."""
     text = " ".join(text.split())
-    if not _KEY_NOISE_HINT.search(text):
-        return text  # none of the noise below can match: most commands
     previous = None
     while previous != text:
         previous = text
-        for pattern in _KEY_NOISE:
-            text = pattern.sub("", text)
+        for needs, pattern in _KEY_NOISE:
+            if needs in text:  # a pattern run over a long script costs microseconds
+                text = pattern.sub("", text)
     return text.strip()
 
 
-#: What :func:`command_key` drops, in order, until nothing changes.
+#: What :func:`command_key` drops, in order, until nothing changes, each with a text it needs
+#: (the anchored ones fail at once).
 _KEY_NOISE = (
-    re.compile(r"^cd\s+\S+\s*(&&|;)\s*"),
-    re.compile(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+"),
-    re.compile(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null"),
-    re.compile(r"\s*\|\|\s*true$"),
-    re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$"),
+    ("cd", re.compile(r"^cd\s+\S+\s*(&&|;)\s*")),
+    ("", re.compile(r"^(timeout\s+\S+|env(\s+\w+=\S+)+|\w+=\S+)\s+")),
+    (">", re.compile(r"\s*\d?>\s*&\s*\d|\s*\d?>\s*/dev/null")),
+    ("||", re.compile(r"\s*\|\|\s*true$")),
+    ("|", re.compile(r"\s*\|\s*(head|tail|grep|less|more|sed -n|cat)\b[^|]*$")),
 )
-#: What a text holds when a pattern of :data:`_KEY_NOISE` may match.
-_KEY_NOISE_HINT = re.compile(r"^(?:cd|timeout)|[>|=]")
 
 
 def python_writes(code: str) -> list[str]:
@@ -249,7 +251,7 @@ def _segments(tokens: list[str]) -> list[tuple[list[str], list[tuple[str, str]]]
             if argv or redirects:
                 result.append((argv, redirects))
             argv, redirects = [], []
-        elif tok in _REDIRECTS or (set(tok) <= set("<>&|") and tok):
+        elif tok in _REDIRECTS or (tok and not tok.strip("<>&|")):  # only redirect marks
             target = tokens[i + 1] if i + 1 < len(tokens) else ""
             if argv and argv[-1].isdigit() and tok.startswith(">"):
                 argv.pop()  # the fd number of "2>" belongs to the operator
@@ -274,10 +276,6 @@ def _strip_prefixes(argv: list[str]) -> list[str]:
         else:
             break
     return args
-
-
-def _non_options(args: list[str]) -> list[str]:
-    return [a for a in args if not a.startswith("-")]
 
 
 def _sed_files(args: list[str]) -> tuple[list[str], bool]:
@@ -313,7 +311,7 @@ def analyze_command(command: str) -> ShellEffects:
     skipped. Callers that keep results (a :class:`~contextwarden._memo.Memo`) share them:
     treat them as read-only."""
     text, bodies = _split_heredocs(command) if "<<" in command else (command, [])
-    effects = ShellEffects(command=command, key=command_key(command))
+    effects = ShellEffects(command=command, key=_key(text))
     tokens = _tokens(_unquoted_newlines_to_semicolons(text))
     pending_bodies = [body for _, body in bodies]
     for argv_raw, redirects in _segments(tokens):
@@ -357,64 +355,58 @@ def call_effects(call: ToolCallBlock, command: str) -> ShellEffects:
 def _apply_program(effects: ShellEffects, prog: str, args: list[str], body: str | None) -> None:
     if prog not in READ_ONLY_PROGRAMS:
         effects.read_only = False
+    files = [a for a in args if not a.startswith("-")]  # the arguments that are not options
     if prog in _READERS:
-        effects.reads += tuple(p for p in _non_options(args) if _is_real_path(p))
+        effects.reads += tuple(p for p in files if _is_real_path(p))
     elif prog == "sed":
-        files, in_place = _sed_files(args)
+        edited, in_place = _sed_files(args)
         if in_place:
-            for f in files:
+            for f in edited:
                 effects.write(f, "sed -i")
         else:
-            effects.reads += tuple(files)
+            effects.reads += tuple(edited)
     elif prog == "perl" and any(a.startswith("-") and "i" in a for a in args):
-        non_opts = _non_options(args)
-        for f in non_opts[1:]:
+        for f in files[1:]:
             effects.write(f, "perl -i")
-    elif prog == "tee":
-        for f in _non_options(args):
-            effects.write(f, "tee")
-    elif prog in ("cp", "install", "ln") and len(_non_options(args)) >= 2:
-        effects.write(_non_options(args)[-1], prog)
-    elif prog == "mv" and len(_non_options(args)) >= 2:
-        paths = _non_options(args)
-        effects.write(paths[-1], "mv")
-        effects.deletes += tuple(paths[:-1])
+    elif prog in ("tee", "touch"):
+        for f in files:
+            effects.write(f, prog)
+    elif prog in ("cp", "install", "ln") and len(files) >= 2:
+        effects.write(files[-1], prog)
+    elif prog == "mv" and len(files) >= 2:
+        effects.write(files[-1], "mv")
+        effects.deletes += tuple(files[:-1])
     elif prog in ("rm", "unlink"):
         effects.read_only = False
-        effects.deletes += tuple(p for p in _non_options(args) if _is_real_path(p))
-    elif prog == "touch":
-        for f in _non_options(args):
-            effects.write(f, "touch")
+        effects.deletes += tuple(p for p in files if _is_real_path(p))
     elif prog == "patch":
         effects.read_only = False
         if body is not None:
             for p in patch_targets(body):
                 effects.write(p, "patch")
-        non_opts = [a for a in _non_options(args) if not a.startswith("<")]
-        if non_opts:
-            effects.write(non_opts[0], "patch")
+        targets = [a for a in files if not a.startswith("<")]
+        if targets:
+            effects.write(targets[0], "patch")
         for i, a in enumerate(args):
             if a in ("-i", "--input") and i + 1 < len(args):
                 effects.patch_inputs += (args[i + 1],)
     elif prog == "git":
-        _apply_git(effects, args, body)
+        _apply_git(effects, args, files, body)
     elif prog.startswith("python"):
-        _apply_python(effects, args, body)
+        _apply_python(effects, args, files, body)
     elif prog in ("bash", "sh", "zsh", "source", "."):
-        scripts = [a for a in _non_options(args) if not a.startswith("-")]
-        effects.scripts += tuple(scripts[:1])
+        effects.scripts += tuple(files[:1])
 
 
-def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None:
-    sub_args = [a for a in args if not a.startswith("-")]
-    if not sub_args:
+def _apply_git(effects: ShellEffects, args: list[str], words: list[str], body: str | None) -> None:
+    if not words:  # the arguments without options: the subcommand first
         return
-    sub = sub_args[0]
+    sub = words[0]
     if sub not in _GIT_READ_ONLY:
         effects.read_only = False
     if sub == "diff":
         effects.runs_git_diff = True
-    rest = sub_args[1:]
+    rest = words[1:]
     if sub in ("checkout", "restore"):
         # "git checkout -- f" / "git restore f" put files back; "git checkout branch" does not
         # name files, so only arguments that look like paths count.
@@ -432,17 +424,17 @@ def _apply_git(effects: ShellEffects, args: list[str], body: str | None) -> None
         effects.deletes += tuple(rest)
 
 
-def _apply_python(effects: ShellEffects, args: list[str], body: str | None) -> None:
+def _apply_python(
+    effects: ShellEffects, args: list[str], words: list[str], body: str | None
+) -> None:
     code: str | None = None
     if "-c" in args:
         i = args.index("-c")
         code = args[i + 1] if i + 1 < len(args) else None
-    elif body is not None and not _non_options(args):
+    elif body is not None and not words:
         code = body  # python3 << 'EOF' ... EOF
     elif "-m" not in args:
-        scripts = _non_options(args)
-        if scripts:
-            effects.scripts += (scripts[0],)
+        effects.scripts += tuple(words[:1])
     if code:
         for p in python_writes(code):
             effects.write(p, "python")

@@ -28,6 +28,7 @@ __all__ = ["EditSite", "edit_sites"]
 #: arrow or a colon-space.
 _NUMBERED = re.compile(r"^\s*\d+(?:\t|→|: | {2})")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
+_PATCH_FILE = re.compile(r"(?m)^\*\*\* (?:Update|Add) File: (.+?)\s*$")
 _SEARCH_REPLACE = re.compile(r"-{3,} SEARCH\n(.*?)\n={3,}\n(.*?)\n\+{3,} REPLACE", re.DOTALL)
 #: Claude Code appends a reminder to what Read returns; it is not the file's text.
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
@@ -95,11 +96,6 @@ def _hunks(patch: str) -> Iterator[tuple[str, str]]:
             new.append(line[1:])
 
 
-def _patch_path(patch: str) -> str | None:
-    m = re.search(r"(?m)^\*\*\* (?:Update|Add) File: (.+?)\s*$", patch)
-    return m.group(1) if m else None
-
-
 def _find(lines: Sequence[str], block: Sequence[str]) -> int | None:
     """Where ``block`` starts in ``lines`` (compared without surrounding spaces)."""
     want = [ln.strip() for ln in block]
@@ -156,7 +152,8 @@ def edit_sites(
             path = first_path(args)
             if path is None:
                 patch = args.get("input") or args.get("patch")
-                path = _patch_path(patch) if isinstance(patch, str) else None
+                found = _PATCH_FILE.search(patch) if isinstance(patch, str) else None
+                path = found.group(1) if found else None
             if path is None:
                 continue
             key = norm_path(path)

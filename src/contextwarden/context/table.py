@@ -56,11 +56,11 @@ class ConversationTable:
 
     def find(
         self, key: str, messages: Sequence[Message], counter_name: str, explicit: bool
-    ) -> Conversation:
-        """The conversation ``messages`` continue, or a new one. Agents that
-        share a system prompt, tools and task share a key: each gets a log of its own, ``key``,
-        ``key#2``... (at most :data:`MAX_BRANCHES`); the one continued furthest is used. An
-        explicit ``conversation=`` id has one log."""
+    ) -> tuple[Conversation, int]:
+        """The conversation ``messages`` continue (or a new one) and how many leading messages
+        it holds (equal to its own: Messages). Agents that share a system prompt, tools and task
+        share a key: each gets a log of its own, ``key``, ``key#2``... (at most
+        :data:`MAX_BRANCHES`); the one continued furthest is used. An explicit id has one log."""
         ids = _branches(key, 1 if explicit else MAX_BRANCHES)
         best: Conversation | None = None
         best_at = -1
@@ -99,7 +99,7 @@ class ConversationTable:
             self._conversations.move_to_end(best.key)
             while len(self._conversations) > MAX_CONVERSATIONS:
                 self._conversations.popitem(last=False)
-        return best
+        return best, max(best_at, 0)
 
     def enter(self, conv: Conversation, call: Call) -> Conversation:
         """Under the conversation's lock: the conversation ``call`` continues, ``conv`` or

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._events import Event
+from .._events import Event, emit
 from .._messages import Message, ThinkingBlock, ToolCallBlock
-from .base import Applied, LayerContext, LayerResult, place_events, require_messages
+from .base import LayerContext, LayerResult, require_messages
 
 __all__ = [
     "drop_open_calls",
@@ -42,9 +42,11 @@ def pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
     return j, frozenset(c for c in calls if c not in answered)
 
 
-def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext) -> Applied:
-    """``message`` without the ``pending`` calls, or with empty content when nothing but
-    thinking would remain (the caller then removes it)."""
+def _without_calls(
+    message: Message, index: int, pending: frozenset[str], ctx: LayerContext, events: list[Event]
+) -> Message:
+    """``message`` (at ``index``) without the ``pending`` calls, or with empty content when
+    nothing but thinking would remain (the caller then removes it); its event put in ``events``."""
     kept = tuple(
         b for b in message.content if not (isinstance(b, ToolCallBlock) and b.id in pending)
     )
@@ -60,14 +62,15 @@ def _without_calls(message: Message, pending: frozenset[str], ctx: LayerContext)
     event = Event(
         "dropped",
         LAYER,
-        None,
+        index,
         ", ".join(names) or None,
         ctx.counter.count_message(message),
         after,
         detail=f"{len(pending)} unanswered tool call(s) at the end of the history: a request "
         "ending with them is invalid",
     )
-    return out, (event,)
+    emit(events, event)
+    return out
 
 
 def repair_tail(
@@ -82,9 +85,8 @@ def repair_tail(
         return messages, ()
     if not pending:
         return messages, ()
-    new, made = _without_calls(messages[j], pending, ctx)
     events: list[Event] = []
-    place_events(made, j, events)
+    new = _without_calls(messages[j], j, pending, ctx, events)
     out = list(messages)
     if new.content:
         out[j] = new
@@ -108,8 +110,7 @@ def drop_open_calls(
         if m.role == "assistant" and any(
             isinstance(b, ToolCallBlock) and b.id in ids for b in m.content
         ):
-            new, made = _without_calls(m, ids, ctx)
-            place_events(made, j, events)
+            new = _without_calls(m, j, ids, ctx, events)
             if new.content:
                 out[j] = new
             else:

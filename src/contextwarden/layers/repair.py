@@ -207,10 +207,6 @@ def unchanged_next(state: RepairState, m: Message) -> bool:
     return True
 
 
-def _in_call_order(state: RepairState) -> list[_Open]:
-    return sorted((o for v in state.open.values() for o in v), key=lambda o: (o.index, o.seq))
-
-
 class _Problem(Protocol):
     def __call__(self, index: int, detail: str, tool: str | None = None) -> None: ...
 
@@ -218,7 +214,9 @@ class _Problem(Protocol):
 def _close_turn(state: RepairState, i: int, out: list[Message], problem: _Problem) -> None:
     """End the current turn before message ``i``: a synthetic result for every open call."""
     if state.open:
-        for o in _in_call_order(state):
+        for o in sorted(
+            (o for v in state.open.values() for o in v), key=lambda o: (o.index, o.seq)
+        ):
             problem(
                 o.index,
                 f"tool call {o.out_id!r} was not answered before message {i}: closed with a "
@@ -242,13 +240,6 @@ def _has_content(blocks: Sequence[Block]) -> bool:
     return False
 
 
-def _unique(state: RepairState, cid: str) -> str:
-    k = 2
-    while f"{cid}-{k}" in state.used:
-        k += 1
-    return f"{cid}-{k}"
-
-
 def _assistant(
     state: RepairState, i: int, m: Message, problem: _Problem, added: list[str] | None
 ) -> Message | None:
@@ -258,7 +249,10 @@ def _assistant(
         if type(b) is ToolCallBlock:
             out_id = b.id
             if out_id in state.used:
-                out_id = _unique(state, b.id)
+                k = 2
+                while f"{b.id}-{k}" in state.used:
+                    k += 1
+                out_id = f"{b.id}-{k}"
                 problem(
                     i,
                     f"tool call id {b.id!r} was already used: renamed {out_id!r} (its results "

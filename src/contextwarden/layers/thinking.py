@@ -29,10 +29,6 @@ __all__ = ["ThinkingConfig", "strip_thinking"]
 LAYER = "thinking"
 
 
-def _thinking_chars(b: ThinkingBlock) -> int:
-    return len(b.data or "") if b.redacted else len(b.thinking)
-
-
 def strip_message(message: Message, ctx: LayerContext) -> Applied:
     """Remove every thinking block of one assistant message (unless nothing else would remain)."""
     kept = tuple(b for b in message.content if not isinstance(b, ThinkingBlock))
@@ -47,7 +43,7 @@ def strip_message(message: Message, ctx: LayerContext) -> Applied:
         None,
         ctx.counter.count_message(message),
         ctx.counter.count_message(out),
-        sum(_thinking_chars(b) for b in removed),
+        sum(len(b.data or "") if b.redacted else len(b.thinking) for b in removed),
         0,
         f"{len(removed)} blocks" if len(removed) > 1 else "",
     )

@@ -137,12 +137,6 @@ def tails(paths: Iterable[str]) -> set[str]:
     return out
 
 
-def _wordy(name: str) -> bool:
-    """A name with at least three letters: ``w3_14_2`` or ``x_1`` is a generated label, not a
-    name the agent will type again from memory."""
-    return sum(c.isalpha() for c in name) >= 3
-
-
 class _Ranked:
     def __init__(self) -> None:
         self.score: dict[str, float] = {}
@@ -238,7 +232,13 @@ def _lines(
 ) -> list[IndexLine]:
     # a scratch script's name is its file's: listed with the file already
     stems = {p.rsplit("/", 1)[-1].split(".", 1)[0] for p in (*status, *paths.score)}
-    wanted = [n for n in names.best() if n not in held and n not in stems and _wordy(n)][:max_names]
+    # a name of fewer than three letters (``w3_14_2``, ``x_1``) is a generated label, not a name
+    # the agent will type again from memory
+    wanted = [
+        n
+        for n in names.best()
+        if n not in held and n not in stems and sum(c.isalpha() for c in n) >= 3
+    ][:max_names]
     by_file: dict[str, list[str]] = {}
     for n in wanted:
         seen = names.files.get(n)

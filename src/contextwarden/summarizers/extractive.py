@@ -49,12 +49,6 @@ _EARLIER_SKIP = {
 }
 
 
-def _focus_words(focus: str | None) -> frozenset[str]:
-    if not focus:
-        return frozenset()
-    return frozenset(w for w in re.findall(r"[\w./-]+", focus.lower()) if len(w) >= 4)
-
-
 def _command_line(run: CommandRun, count: int) -> str:
     cmd = clip(run.key or run.command, 120)
     if run.ok is None:
@@ -458,7 +452,8 @@ class ExtractiveSummarizer:
                 f"{request.max_chars}, half of the replaced text), need {MIN_SUMMARY_CHARS}"
             )
         facts = request_facts(request)
-        words = _focus_words(request.focus)
+        focus = (request.focus or "").lower()
+        words = frozenset(w for w in re.findall(r"[\w./-]+", focus) if len(w) >= 4)
         entries = facts_entries(
             facts,
             task=request.task,

@@ -447,7 +447,7 @@ class LLMSummarizer:
             ):
                 # the must-keep facts, and the names index: what the reply left out of it
                 e: Entry | None = fact
-                if _in_index(fact):
+                if heading_name(fact.group or "") == INDEX_GROUP:  # a line of the names index
                     e = _missing_names(fact, flat)
                 elif fact.tier > 3 or _present(fact, flat, facts):
                     e = None
@@ -677,11 +677,6 @@ class LLMSummarizer:
 
 
 _KEEP_RANK: Mapping[str, int] = {"remaining": 0, "current_state": 1, "notes": 2, "completed": 3}
-
-
-def _in_index(entry: Entry) -> bool:
-    """A line of the names index ("Files and code in play")."""
-    return heading_name(entry.group or "") == INDEX_GROUP
 
 
 def _missing_names(entry: Entry, flat: str) -> Entry | None:

@@ -64,7 +64,8 @@ FORMATS: Mapping[TranscriptFormat, str] = {
     "(a JSON list of action/observation events)",
     "codex": "Codex CLI rollout JSONL (session_meta/turn_context/response_item records)",
     "gemini-cli": "Gemini CLI chat recording (session-*.json or .jsonl: sessionId, projectHash, "
-    "messages of type user/gemini)",
+    'messages of type user/gemini) or checkpoint ({"history": [Gemini contents]} or the bare '
+    "list)",
     "cline": "Cline / Roo api_conversation_history.json (a JSON list of Anthropic messages) or "
     "a Cline SDK session (<id>.messages.json: version, sessionId, messages)",
     "aider": "aider .aider.chat.history.md (Markdown: '# aider chat started at', '#### ' turns)",

@@ -70,11 +70,14 @@ def parse_aider(text: str, path: Path, shown: str) -> list[Transcript]:
         Loc(shown).fail(None, "no '# aider chat started at' line: not an aider chat history")
     out: list[Transcript] = []
     for number, (stamp, items, run_model) in enumerate(runs, 1):
+        # aider's local time (``2026-04-22 22:40:12``) as ISO 8601 without a zone: no TTL is
+        # applied between its calls (the zone is unknown)
+        iso = stamp.replace(" ", "T") if stamp else None
         messages = [
             Message(
                 "user" if role == "user" else "assistant",
                 (TextBlock("\n".join(lines).strip()),),
-                timestamp=_iso(stamp),
+                timestamp=iso,
             )
             for role, lines in items
             if "\n".join(lines).strip()
@@ -85,9 +88,3 @@ def parse_aider(text: str, path: Path, shown: str) -> list[Transcript]:
             Transcript(merged, "aider", str(path), run_model, meta=meta, run=number, runs=len(runs))
         )
     return out
-
-
-def _iso(stamp: str | None) -> str | None:
-    """aider's local time (``2026-04-22 22:40:12``) as ISO 8601 without a zone: no TTL is
-    applied between its calls (the zone is unknown)."""
-    return stamp.replace(" ", "T") if stamp else None

@@ -1,4 +1,5 @@
-"""Gemini CLI chat recordings (``~/.gemini/tmp/<hash>/chats/session-*``; docs/sessions.md)."""
+"""Gemini CLI chat recordings (``~/.gemini/tmp/<hash>/chats/session-*``) and ``/chat save``
+checkpoints (``~/.gemini/tmp/<hash>/checkpoint-<tag>.json``; docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, freeze
+from ..formats.gemini import from_gemini
 from ._common import Loc, Record, Transcript, dumps_arguments, pair_calls, skipped
 
-__all__ = ["is_gemini", "parse_gemini", "parse_gemini_json"]
+__all__ = ["is_gemini", "is_gemini_checkpoint", "parse_gemini", "parse_gemini_json"]
 
 
 def is_gemini(value: Any) -> bool:
@@ -18,9 +20,25 @@ def is_gemini(value: Any) -> bool:
     return isinstance(value, dict) and "sessionId" in value and "projectHash" in value
 
 
+def is_gemini_checkpoint(value: Any) -> bool:
+    """Whether a JSON document is a ``/chat save`` checkpoint: ``{"history": [...]}`` or, from
+    older versions, the bare list, of Gemini API contents (``parts`` lists; ``model`` replies)."""
+    history = value.get("history") if isinstance(value, dict) else value
+    return (
+        isinstance(history, list)
+        and all(isinstance(c, dict) and isinstance(c.get("parts"), list) for c in history)
+        and any(c.get("role") == "model" for c in history)
+    )
+
+
 def parse_gemini_json(doc: Any, path: Path, shown: str) -> Transcript:
-    """An older, single-document recording."""
+    """An older, single-document recording, or a checkpoint: the history Gemini CLI sends."""
     loc = Loc(shown)
+    if is_gemini_checkpoint(doc):
+        history = doc["history"] if isinstance(doc, dict) else doc
+        meta: dict[str, Any] = {"container": "checkpoint"}
+        kept = pair_calls(loc.convert(from_gemini, history), meta)
+        return Transcript(kept, "gemini-cli", str(path), None, (), freeze(meta))
     doc = loc.check(doc, dict, "document")
     raw = loc.get(doc, "messages", list, "")
     records: list[tuple[int | None, int | None, dict[str, Any]]] = [

@@ -57,7 +57,10 @@ AGENT_FOLDERS: Mapping[str, tuple[tuple[str, str], ...]] = {
         (".claude/projects", "*/*/subagents/*.jsonl"),
     ),
     "codex": ((".codex/sessions", "**/rollout-*.jsonl"),),
-    "gemini-cli": ((".gemini/tmp", "*/chats/session-*.json*"),),
+    "gemini-cli": (
+        (".gemini/tmp", "*/chats/session-*.json*"),
+        (".gemini/tmp", "*/checkpoint-*.json"),
+    ),
     "pi": ((".pi/agent/sessions", "**/*.jsonl"),),
     "openhands": ((".openhands/conversations", "*"),),  # a folder per conversation
     "cline": ((".cline/data/sessions", "*/*.messages.json"),)
