@@ -72,7 +72,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
     mask_to, strip_to = frontiers(s, reason)
     # a mask that must make room releases the results earlier ones kept whole
-    reopen = reason == "must" and _kept_before(s, mask_to)
+    reopen = reason == "must" and bool(undecided(s, mask_to + 1))
     if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not reopen:
         return
     removed = 0
@@ -157,13 +157,6 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             data={"reason": reason, "refs": tuple(originals)},
         ),
     )
-
-
-def _kept_before(s: State, upto: int) -> bool:
-    """Whether a result at or before ``upto`` was kept whole by a mask edit (a mask that
-    reaches ``upto`` may still change it)."""
-    at = s.index.result_at
-    return any(at.get(r, upto + 1) <= upto for r in s.kept)
 
 
 def _mask_plan(s: State) -> MaskPlan:
