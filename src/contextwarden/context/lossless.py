@@ -71,8 +71,8 @@ def _last_assistant(s: State) -> int:
 def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
     mask_to, strip_to = frontiers(s, reason)
-    # a mask that must make room releases the results earlier ones kept whole
-    reopen = reason == "must" and bool(undecided(s, mask_to + 1))
+    # a mask that must make room, or is free, releases the results earlier ones kept whole
+    reopen = reason in ("must", "free") and bool(undecided(s, mask_to + 1))
     if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not reopen:
         return
     removed = 0
@@ -263,9 +263,10 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
     if s.mask_memo is not None and s.mask_memo[0] == key:
         return s.mask_memo[1]  # stamped with its call when made (lossless_edit)
     # results kept whole before stay so (releasing one rewrites the request from there),
-    # unless over the trigger, where the request is rewritten anyway: newest first there;
-    # those held whole only while masking them was too large a bet (:func:`_soon`) go
-    kept = [] if reason == "must" else [r for r in s.kept if r not in s.held]
+    # unless over the trigger or with the cache cold, where the request is rewritten anyway:
+    # newest first there; those held whole only while masking them was too large a bet
+    # (:func:`_soon`) go
+    kept = [] if reason in ("must", "free") else [r for r in s.kept if r not in s.held]
     whole = plan.protected | plan.current if reason == "pays" else plan.protected
     fresh = sorted(whole - set(kept), key=lambda r: -where.get(r, -1))
     order = [
