@@ -30,6 +30,7 @@ __all__ = [
     "PATCH_TOOLS",
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
+    "SHELL_FENCES",
     "SHELL_TOOLS",
     "OUTPUT_MARKERS",
     "TEXT_RESULT_PREFIX",
@@ -49,8 +50,10 @@ __all__ = [
     "protected_results",
     "same_file",
     "shell_command",
+    "split_commands",
     "superseded_results",
     "text_actions",
+    "text_command",
     "output_block",
     "reads_as_output",
     "text_output",
@@ -219,9 +222,12 @@ def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
 #: commands in text: SWE-agent, mini-swe-agent without function calling) rather than as a tool
 #: result: ``"msg:<index of that user message>"``.
 TEXT_RESULT_PREFIX = "msg:"
-#: A fenced command in an assistant message's text (the agents that write commands in text;
-#: mini-swe-agent 2's text-based config labels its block ``mswea_bash_command``).
-_FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)```", re.DOTALL)
+#: A fenced block in a message's text: its label and body. Blocks pair left to right, so a
+#: ```python snippet's closing fence never opens a block of its own.
+_FENCE = re.compile(r"```([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+#: Labels of a block that is a command to run (mini-swe-agent 1.x writes ``bash``, its 2.x
+#: text-based config ``mswea_bash_command``); SWE-agent's blocks carry no label.
+SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "mswea_bash_command"})
 #: How a command's output sent as a user message starts: mini-swe-agent's
 #: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
 #: failed to run), SWE-agent's ``OBSERVATION:`` label.
@@ -233,17 +239,37 @@ _SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
 _SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 
 
+def split_commands(text: str) -> tuple[list[str], str]:
+    """The command blocks of an assistant's ``text`` (those labelled as shell, else the
+    unlabelled ones) and the text around them."""
+    if "```" not in text:
+        return [], text
+    blocks = list(_FENCE.finditer(text))
+    shell = [b for b in blocks if b.group(1).lower() in SHELL_FENCES]
+    shell = shell or [b for b in blocks if not b.group(1)]
+    prose = text
+    for b in reversed(shell):
+        prose = prose[: b.start()] + " " + prose[b.end() :]
+    return [b.group(2) for b in shell], prose
+
+
+def text_command(message: Message) -> str | None:
+    """The command an assistant ``message`` writes in its text: its one command block (see
+    :func:`split_commands`) when it makes no tool calls; None with none or several (an agent
+    of the text protocol runs nothing then, it asks for exactly one)."""
+    if message.role != "assistant" or message.tool_calls:
+        return None
+    commands, _ = split_commands(message.text)
+    return commands[0].strip() if len(commands) == 1 else None
+
+
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
     """User ``message`` (at ``position``) as the tool result it stands for
-    (:func:`output_block`) when it answers the one fenced command the assistant message
-    ``before`` it wrote in its text (no tool calls); None for anything else, the user's own
-    words above all."""
-    if message.role != "user" or before.role != "assistant" or before.tool_calls:
+    (:func:`output_block`) when it answers the :func:`text_command` of the message ``before``
+    it; None for anything else, the user's own words above all."""
+    if message.role != "user" or text_command(before) is None:
         return None
-    block = output_block(message, position)
-    if block is None or len(_FENCED.findall(before.text)) != 1:
-        return None
-    return block
+    return output_block(message, position)
 
 
 def reads_as_output(text: str) -> bool:
@@ -381,11 +407,9 @@ def text_actions(message: Message, position: int, history: Sequence[Message]) ->
     """The command an assistant message writes in its text, answered by the next user message."""
     if position + 1 >= len(history) or history[position + 1].role != "user":
         return []
-    text = message.text
-    blocks = _FENCED.findall(text)
-    if not blocks:
+    command = text_command(message)
+    if command is None:
         return []
-    command = blocks[-1].strip()
     rid = f"{TEXT_RESULT_PREFIX}{position + 1}"
     opened = _SWE_OPEN.match(command)
     if opened:
