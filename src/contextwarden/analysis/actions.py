@@ -242,15 +242,12 @@ _SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 def split_commands(text: str) -> tuple[list[str], str]:
     """The command blocks of an assistant's ``text`` (those labelled as shell, else the
     unlabelled ones) and the text around them."""
-    if "```" not in text:
-        return [], text
-    blocks = list(_FENCE.finditer(text))
+    blocks = list(_FENCE.finditer(text)) if "```" in text else []
     shell = [b for b in blocks if b.group(1).lower() in SHELL_FENCES]
     shell = shell or [b for b in blocks if not b.group(1)]
-    prose = text
     for b in reversed(shell):
-        prose = prose[: b.start()] + " " + prose[b.end() :]
-    return [b.group(2) for b in shell], prose
+        text = text[: b.start()] + " " + text[b.end() :]
+    return [b.group(2) for b in shell], text
 
 
 def text_command(message: Message) -> str | None:
@@ -259,7 +256,7 @@ def text_command(message: Message) -> str | None:
     of the text protocol runs nothing then, it asks for exactly one)."""
     if message.role != "assistant" or message.tool_calls:
         return None
-    commands, _ = split_commands(message.text)
+    commands = split_commands(message.text)[0]
     return commands[0].strip() if len(commands) == 1 else None
 
 
@@ -267,9 +264,8 @@ def text_output(before: Message, message: Message, position: int) -> ToolResultB
     """User ``message`` (at ``position``) as the tool result it stands for
     (:func:`output_block`) when it answers the :func:`text_command` of the message ``before``
     it; None for anything else, the user's own words above all."""
-    if message.role != "user" or text_command(before) is None:
-        return None
-    return output_block(message, position)
+    block = output_block(message, position) if message.role == "user" else None
+    return None if block is None or text_command(before) is None else block
 
 
 def reads_as_output(text: str) -> bool:
