@@ -30,9 +30,7 @@ __all__ = [
     "PATCH_TOOLS",
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
-    "SHELL_FENCES",
     "SHELL_TOOLS",
-    "OUTPUT_MARKERS",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
@@ -227,11 +225,11 @@ TEXT_RESULT_PREFIX = "msg:"
 _FENCE = re.compile(r"```([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 #: Labels of a block that is a command to run (mini-swe-agent 1.x writes ``bash``, its 2.x
 #: text-based config ``mswea_bash_command``); SWE-agent's blocks carry no label.
-SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "mswea_bash_command"})
+_SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "mswea_bash_command"})
 #: How a command's output sent as a user message starts: mini-swe-agent's
 #: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
 #: failed to run), SWE-agent's ``OBSERVATION:`` label.
-OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
+_OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
@@ -243,7 +241,7 @@ def split_commands(text: str) -> tuple[list[str], str]:
     """The command blocks of an assistant's ``text`` (those labelled as shell, else the
     unlabelled ones) and the text around them."""
     blocks = list(_FENCE.finditer(text)) if "```" in text else []
-    shell = [b for b in blocks if b.group(1).lower() in SHELL_FENCES]
+    shell = [b for b in blocks if b.group(1).lower() in _SHELL_FENCES]
     shell = shell or [b for b in blocks if not b.group(1)]
     for b in reversed(shell):
         text = text[: b.start()] + " " + text[b.end() :]
@@ -270,13 +268,13 @@ def text_output(before: Message, message: Message, position: int) -> ToolResultB
 
 def reads_as_output(text: str) -> bool:
     """Whether ``text`` starts the way a command's output sent as a user message does (one of
-    :data:`OUTPUT_MARKERS`, after blank space, within its first 400 characters)."""
-    return text[:400].lstrip().startswith(OUTPUT_MARKERS)
+    the output markers, after blank space, within its first 400 characters)."""
+    return text[:400].lstrip().startswith(_OUTPUT_MARKERS)
 
 
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
     """``message``'s text as the result ``"msg:<position>"`` when it reads as a command's
-    output: only text, starting with one of :data:`OUTPUT_MARKERS`; else None."""
+    output: only text, starting with one of the output markers; else None."""
     content = message.content
     if not content or any(type(b) is not TextBlock for b in content):
         return None
