@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from contextwarden._messages import Message, ToolCallBlock, assistant, tool_result, user
@@ -19,9 +19,11 @@ from contextwarden.analysis.actions import (
     SHELL_TOOLS,
     TODO_TOOLS,
     file_action,
+    text_output,
     tool_actions,
 )
 from contextwarden.analysis.facts import extract_facts
+from contextwarden.analysis.mentions import code_mentions
 from contextwarden.analysis.working import edit_sites
 from contextwarden.strategies._signals import call_kinds
 
@@ -118,3 +120,44 @@ def test_the_working_set_follows_a_read_then_an_edit_of_any_vocabulary_pair() ->
         (site,) = edit_sites(history)
         assert site.path == "geo.py"
         assert "import math" in site.lines and "print(area(2))" in site.lines, read
+
+
+#: What an assistant of the text protocol writes around its command: a snippet of code, an
+#: unlabelled block (SWE-agent labels none), the command in mini-swe-agent 1.x's ``bash`` block
+#: or 2.x's ``mswea_bash_command`` block.
+_SEGMENTS = {
+    "prose": "The helper `scale_area` is wrong.",
+    "python": "```python\nresult = scale_area(2)\n```",
+    "bare": "```\ncat src/geo.py\n```",
+    "bash": "```bash\ncat src/geo.py\n```",
+    "mswea": "```mswea_bash_command\ncat src/geo.py\n```",
+}
+_OUTPUT = "<returncode>0</returncode>\n<output>\ndef scale_area(r):\n    return r\n</output>"
+
+
+@given(st.lists(st.sampled_from(sorted(_SEGMENTS)), max_size=5), st.booleans())
+@example(["prose", "python", "bash"], True)  # 102 of 815 steps of the held-out gemini runs
+def test_a_command_written_in_text_is_one_answer_to_every_reader(
+    parts: list[str], output: bool
+) -> None:
+    reply = _OUTPUT if output else "Please always provide EXACTLY ONE action in triple backticks."
+    history = [
+        user("Fix area() in src/geo.py"),
+        assistant("\n\n".join(_SEGMENTS[p] for p in parts)),
+        user(reply),
+    ]
+    shell = [p for p in parts if p in ("bash", "mswea")]
+    # one block labelled as a command runs; unlabelled blocks are commands only without one
+    ran = len(shell) == 1 or not shell and parts.count("bare") == 1
+    answered = ran and output
+    read = [("msg:2", "read", ("src/geo.py",))] if ran else []
+    assert [(a.id, a.kind, a.paths) for a in tool_actions(history)] == read
+    assert (text_output(history[1], history[2], 2) is not None) == answered
+    facts = extract_facts(history)
+    assert [c.command for c in facts.commands] == (["cat src/geo.py"] if answered else [])
+    assert facts.task == "Fix area() in src/geo.py" and facts.instructions == (
+        (reply,) if not output else ()
+    )
+    shown = {m.name: m.files for m in code_mentions(history).names}
+    if output:  # the output's definition is attributed to the file the command printed
+        assert shown["scale_area"] == (("src/geo.py",) if answered else ())

@@ -31,7 +31,6 @@ __all__ = [
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
     "SHELL_TOOLS",
-    "OUTPUT_MARKERS",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
@@ -49,8 +48,10 @@ __all__ = [
     "protected_results",
     "same_file",
     "shell_command",
+    "split_commands",
     "superseded_results",
     "text_actions",
+    "text_command",
     "output_block",
     "reads_as_output",
     "text_output",
@@ -219,13 +220,16 @@ def shell_command(name: str, args: Mapping[str, Any]) -> str | None:
 #: commands in text: SWE-agent, mini-swe-agent without function calling) rather than as a tool
 #: result: ``"msg:<index of that user message>"``.
 TEXT_RESULT_PREFIX = "msg:"
-#: A fenced command in an assistant message's text (the agents that write commands in text;
-#: mini-swe-agent 2's text-based config labels its block ``mswea_bash_command``).
-_FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)```", re.DOTALL)
+#: A fenced block in a message's text: its label and body. Blocks pair left to right, so a
+#: ```python snippet's closing fence never opens a block of its own.
+_FENCE = re.compile(r"```([\w-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+#: Labels of a block that is a command to run (mini-swe-agent 1.x writes ``bash``, its 2.x
+#: text-based config ``mswea_bash_command``); SWE-agent's blocks carry no label.
+_SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "mswea_bash_command"})
 #: How a command's output sent as a user message starts: mini-swe-agent's
 #: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
 #: failed to run), SWE-agent's ``OBSERVATION:`` label.
-OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
+_OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
@@ -233,28 +237,44 @@ _SWE_OPEN = re.compile(r"^\s*open\s+\"?([^\s\"]+)\"?(?:\s+(\d+))?\s*$")
 _SWE_EDIT = re.compile(r"^\s*edit\s+\d+:\d+\b")
 
 
+def split_commands(text: str) -> tuple[list[str], str]:
+    """The command blocks of an assistant's ``text`` (those labelled as shell, else the
+    unlabelled ones) and the text around them."""
+    blocks = list(_FENCE.finditer(text)) if "```" in text else []
+    shell = [b for b in blocks if b.group(1).lower() in _SHELL_FENCES]
+    shell = shell or [b for b in blocks if not b.group(1)]
+    for b in reversed(shell):
+        text = text[: b.start()] + " " + text[b.end() :]
+    return [b.group(2) for b in shell], text
+
+
+def text_command(message: Message) -> str | None:
+    """The command an assistant ``message`` writes in its text: its one command block (see
+    :func:`split_commands`) when it makes no tool calls; None with none or several (an agent
+    of the text protocol runs nothing then, it asks for exactly one)."""
+    if message.role != "assistant" or message.tool_calls:
+        return None
+    commands = split_commands(message.text)[0]
+    return commands[0].strip() if len(commands) == 1 else None
+
+
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
     """User ``message`` (at ``position``) as the tool result it stands for
-    (:func:`output_block`) when it answers the one fenced command the assistant message
-    ``before`` it wrote in its text (no tool calls); None for anything else, the user's own
-    words above all."""
-    if message.role != "user" or before.role != "assistant" or before.tool_calls:
-        return None
-    block = output_block(message, position)
-    if block is None or len(_FENCED.findall(before.text)) != 1:
-        return None
-    return block
+    (:func:`output_block`) when it answers the :func:`text_command` of the message ``before``
+    it; None for anything else, the user's own words above all."""
+    block = output_block(message, position) if message.role == "user" else None
+    return None if block is None or text_command(before) is None else block
 
 
 def reads_as_output(text: str) -> bool:
     """Whether ``text`` starts the way a command's output sent as a user message does (one of
-    :data:`OUTPUT_MARKERS`, after blank space, within its first 400 characters)."""
-    return text[:400].lstrip().startswith(OUTPUT_MARKERS)
+    the output markers, after blank space, within its first 400 characters)."""
+    return text[:400].lstrip().startswith(_OUTPUT_MARKERS)
 
 
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
     """``message``'s text as the result ``"msg:<position>"`` when it reads as a command's
-    output: only text, starting with one of :data:`OUTPUT_MARKERS`; else None."""
+    output: only text, starting with one of the output markers; else None."""
     content = message.content
     if not content or any(type(b) is not TextBlock for b in content):
         return None
@@ -381,11 +401,9 @@ def text_actions(message: Message, position: int, history: Sequence[Message]) ->
     """The command an assistant message writes in its text, answered by the next user message."""
     if position + 1 >= len(history) or history[position + 1].role != "user":
         return []
-    text = message.text
-    blocks = _FENCED.findall(text)
-    if not blocks:
+    command = text_command(message)
+    if command is None:
         return []
-    command = blocks[-1].strip()
     rid = f"{TEXT_RESULT_PREFIX}{position + 1}"
     opened = _SWE_OPEN.match(command)
     if opened:

@@ -31,7 +31,9 @@ from .actions import (
     file_action,
     first_path,
     norm_name,
+    reads_as_output,
     shell_command,
+    text_command,
 )
 from .mentions import CodeMentions, code_mentions
 from .readers import (
@@ -214,10 +216,6 @@ class _Pending:
     effects: ShellEffects | None  # the command's, read when the call was
 
 
-#: An assistant message's text with exactly one of these is a command (mini-swe-agent).
-_TEXT_COMMAND = re.compile(r"```(?:bash|sh|shell)\s*\n(.*?)```", re.DOTALL)
-
-
 class _Walker:
     def __init__(self, task: str | None, memo: Memo, commands: bool = True) -> None:
         self.task = task
@@ -265,9 +263,10 @@ class _Walker:
         self.collect_pins(msg)
         if msg.role == "user":
             text = msg.text
+            output = reads_as_output(text)
             if looks_like_summary(text):
                 self.merge_earlier(text, index)
-            elif not text.lstrip().startswith("<returncode>"):
+            elif not output:
                 # the user's own words: not the blocks a client injects (environment context,
                 # system reminders, repository maps); a message of those alone is not the task
                 own = strip_injected(text).strip()
@@ -275,9 +274,9 @@ class _Walker:
                     self.task = own or None
                 elif own and own != self.task.strip():
                     self.instructions.append(own)
-            if self.last_text_command and "<returncode>" in text[:200]:
-                # mini-swe-agent's text protocol: the command was in a ```bash block, and the
-                # reply with its return code shows it really ran
+            if self.last_text_command and output:
+                # the text protocol (mini-swe-agent): the command was written in a fenced
+                # block, and the reply that reads as its output shows it really ran
                 command, at = self.last_text_command
                 effects = self.shell_effects(command, at)
                 self.finish_command(
@@ -329,10 +328,9 @@ class _Walker:
             if plan:
                 self.plan, self.plan_index, self.plan_source = plan, index, "text"
             self.memories.extend(self.memo(findings, text))
-            if not msg.tool_calls and "```" in text:
-                blocks = _TEXT_COMMAND.findall(text)
-                if len(blocks) == 1:
-                    self.last_text_command = (blocks[0].strip(), index)
+            command = text_command(msg)
+            if command is not None:
+                self.last_text_command = (command, index)
         for call in msg.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {"_raw": call.arguments}
             self.call(index, call, args)

@@ -27,6 +27,7 @@ from .._markers import NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message, ToolCallBlock
 from .._task import strip_injected
+from .actions import reads_as_output, split_commands, text_command
 from .shell import analyze_command, call_effects
 
 __all__ = [
@@ -348,9 +349,6 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
-_BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
-
-
 def _read_target(command: str, memo: Memo, call: ToolCallBlock | None = None) -> str | None:
     if call is not None:  # analysed once per call (see call_effects)
         reads = call_effects(call, command).reads
@@ -368,17 +366,15 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
     pending_read: str | None = None
     for index, message in enumerate(messages):
         if message.role == "assistant":
-            text = message.text
-            fenced = "```" in text
-            blocks = _BASH_BLOCK.findall(text) if fenced and not message.tool_calls else []
-            prose = _BASH_BLOCK.sub(" ", text) if fenced else text
+            blocks, prose = split_commands(message.text)
+            command = text_command(message)
             for span in _CODE_SPAN.findall(prose) if "`" in prose else ():
                 # `name` in prose is deliberate
                 tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
             tally.text(prose, index, WEIGHT_PROSE, agent=True)
-            for block in blocks:
+            for block in blocks if not message.tool_calls else ():
                 tally.text(block, index, WEIGHT_ACTION, agent=True, dirs=True)
-            pending_read = _read_target(blocks[-1], memo) if len(blocks) == 1 else None
+            pending_read = _read_target(command, memo) if command is not None else None
             for call in message.tool_calls:
                 strings = list(_strings(call.input))
                 named = [
@@ -395,7 +391,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 tally.result(result.text, index, read_by_call.get(result.tool_call_id))
         elif message.role == "user" and index > 0:
             text = message.text
-            if pending_read is not None or "<returncode>" in text[:200]:
+            if reads_as_output(text):  # a command's output sent back as a user message
                 tally.result(text, index, pending_read)
             else:
                 # the user's own words name what the agent does next; what a client put beside

@@ -18,9 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._messages import Message, ToolCallBlock
-from .actions import file_action, first_path, norm_name, norm_path, shell_command
-from .shell import call_effects
+from .._messages import Message
+from .actions import call_action, first_path, norm_name, norm_path
 
 __all__ = ["EditSite", "edit_sites"]
 
@@ -109,20 +108,6 @@ def _find(lines: Sequence[str], block: Sequence[str]) -> int | None:
     return None
 
 
-def _read_target(call: ToolCallBlock, args: Mapping[str, Any]) -> str | None:
-    name = call.name
-    if file_action(name, args) == "read" and first_path(args):
-        return first_path(args)
-    command = shell_command(name, args)
-    if command is None:
-        return None
-    effects = call_effects(call, command)
-    reads = [p for p in effects.reads if not p.lstrip("+-").isdigit()]
-    if effects.read_only and len(reads) == 1 and effects.last_program not in ("grep", "rg"):
-        return reads[0]
-    return None
-
-
 def edit_sites(
     messages: Sequence[Message],
     *,
@@ -142,9 +127,9 @@ def edit_sites(
                 files[target[0]] = _file_lines(r.text)
         for call in m.tool_calls:
             args = call.input if isinstance(call.input, Mapping) else {}
-            read = _read_target(call, args)
-            if read:
-                pending[call.id] = (norm_path(read), i)
+            read = call_action(call, i)
+            if read.kind == "read" and read.paths:  # it printed a file's lines
+                pending[call.id] = (read.paths[0], i)
                 continue
             pairs = list(_pairs(call.name, args))
             if not pairs:

@@ -22,7 +22,6 @@ from ..analysis.actions import (
     TODO_WORDS,
     file_action,
     norm_name,
-    reads_as_output,
 )
 from ..analysis.shell import call_effects
 
@@ -32,7 +31,6 @@ __all__ = [
     "call_kinds",
     "is_completion",
     "is_decision",
-    "is_observation",
     "is_readonly_listing",
     "message_call_kinds",
 ]
@@ -161,14 +159,6 @@ def message_call_kinds(message: Message) -> frozenset[CallKind]:
     for call in message.tool_calls:
         out |= call_kinds(call)
     return frozenset(out)
-
-
-def is_observation(message: Message) -> bool:
-    """A user message that carries a tool's output rather than a human's words
-    (mini-swe-agent's text protocol: ``<returncode>N</returncode>`` then ``<output>``)."""
-    if message.role != "user":
-        return False
-    return reads_as_output(message.text)
 
 
 def is_readonly_listing(calls: Iterable[ToolCallBlock]) -> bool:

@@ -37,14 +37,9 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
+from ..analysis.actions import reads_as_output
 from ..analysis.facts import walk_facts
-from ._signals import (
-    is_completion,
-    is_decision,
-    is_observation,
-    is_readonly_listing,
-    message_call_kinds,
-)
+from ._signals import is_completion, is_decision, is_readonly_listing, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 
 __all__ = ["BASE_SCORES", "importance", "score_message", "score_messages", "score_unit"]
@@ -69,7 +64,7 @@ def score_message(message: Message, *, error: bool = False, edit: bool = False) 
     history's facts found an error in it or a file written by it."""
     if is_summary_message(message):
         return 0.0
-    role = "tool" if is_observation(message) else message.role
+    role = "tool" if message.role == "user" and reads_as_output(message.text) else message.role
     score = BASE_SCORES[role]
     if error:
         score += ERROR_BONUS

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 
 from .._memo import Memo
 from .._messages import Message
+from ..analysis.actions import reads_as_output
 from ..analysis.facts import walk_facts
-from ._signals import is_completion, is_observation, message_call_kinds
+from ._signals import is_completion, message_call_kinds
 from .base import Layout, StrategyContext, StrategyOutcome, elide_except_recent, is_summary_message
 
 __all__ = ["key_events", "key_indices"]
@@ -42,7 +43,7 @@ def key_indices(messages: Sequence[Message], *, memo: Memo | None = None) -> set
     for i, m in enumerate(messages):
         if is_summary_message(m):
             continue
-        if m.role == "user" and not is_observation(m):
+        if m.role == "user" and not reads_as_output(m.text):
             key.add(i)
         elif m.role == "assistant" and ("test" in message_call_kinds(m) or is_completion(m)):
             key.add(i)
