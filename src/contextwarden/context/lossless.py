@@ -21,7 +21,7 @@ from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import fates, mask, masked, open_results, strip, undecided
+from .render import fates, mask, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
@@ -72,7 +72,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
     mask_to, strip_to = frontiers(s, reason)
     # a mask that must make room, or is free, releases the results earlier ones kept whole
-    reopen = reason in ("must", "free") and bool(undecided(s, mask_to + 1))
+    reopen = reason in ("must", "free") and bool(s.undecided(mask_to + 1))
     if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not reopen:
         return
     removed = 0
@@ -281,11 +281,11 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
 
     keep = kept_whole(order, where, upto, size, room)
     chosen = set(keep)
-    for pos in undecided(s, start):
+    for pos in s.undecided(start):
         keep.extend(
-            r.tool_call_id
-            for r in s.index.results_in(pos, s.base[pos])
-            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in chosen
+            rid
+            for rid in s.index.ids[pos]
+            if s.fate.get(rid) in (None, "keep") and rid not in chosen
         )
     superseded = tuple(
         sorted(
@@ -348,18 +348,14 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     key = (len(s.edits), edit.upto, edit.superseded, made, scanned, len(found))
     if s.reach_memo is not None and s.reach_memo[0] == key:
         return s.reach_memo[1]
-    out: dict[int, int] = {}
-    fate = s.fate
     known = {p: gain for p, _, gain in found}
     if made != len(s.edits):  # counted under another log
         scanned = 0
-    for pos in open_results(s, edit.upto):
-        results = s.index.results_in(pos, s.base[pos])
-        p = s.position(pos)
-        if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in results):
-            continue
-        counted = p < scanned and len(results) == 1
-        out[p] = max(known.get(p, 0), 0) if counted else s.tokens[p]
+    ids = s.index.ids
+    out = {
+        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else s.tokens[p]
+        for pos, p in s.reachable(edit.upto)
+    }
     for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
         p = s.position(pos)
         if p is not None:

@@ -9,6 +9,7 @@ and what is remembered of them); the modules beside this one are the steps that 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -159,6 +160,35 @@ class State:
         if self.positions is None:
             self.positions = {s: p for p, s in enumerate(self.sources) if isinstance(s, int)}
         return self.positions.get(i)
+
+    def open_results(self, upto: int) -> list[int]:
+        """The history positions of the results up to ``upto`` a mask edit may still change:
+        from the oldest result kept whole, or the first no mask edit reached, on (every older
+        one was decided by an earlier edit)."""
+        results, at = self.index.results, self.index.result_at
+        reach = [*(at[r] for r in self.kept if r in at), self.mask_upto + 1]
+        return results[bisect_left(results, min(reach)) : bisect_right(results, upto)]
+
+    def undecided(self, start: int) -> list[int]:
+        """The history positions before ``start`` of the results a mask edit may not have
+        decided (kept whole, or after every mask's reach), in order: a mask reaches every
+        result up to its ``upto``, so the others before ``start`` are masked or superseded."""
+        results, at = self.index.results, self.index.result_at
+        kept = {at[r] for r in self.kept if r in at and at[r] < start}
+        return sorted(
+            kept.union(results[bisect_right(results, self.mask_upto) : bisect_left(results, start)])
+        )
+
+    def reachable(self, upto: int) -> list[tuple[int, int]]:
+        """``(history position, view position)`` of each message of :meth:`open_results` the
+        view holds with a result no mask edit reached yet or kept whole."""
+        fate, ids = self.fate, self.index.ids
+        out = []
+        for pos in self.open_results(upto):
+            p = self.position(pos)
+            if p is not None and any(fate.get(r) in (None, "keep") for r in ids[pos]):
+                out.append((pos, p))
+        return out
 
     def hidden(self, edit: Edit) -> tuple[Message, ...]:
         """The agent's original messages an edit takes out of the view."""
