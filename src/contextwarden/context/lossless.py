@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
+from .._policy import may_pay
 from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
@@ -165,7 +166,7 @@ def _mask_plan(s: State) -> MaskPlan:
     reached yet brought up to date (:attr:`State.open_superseded`)."""
     planner = s.planner
     known = len(s.actions)
-    planner.extend(s.base)
+    plan = planner.plan(s.base)
     s.bytes += ACTION_BYTES * (len(s.actions) - known)
     generation, read = s.superseded_read
     if generation != planner.generation:
@@ -174,7 +175,7 @@ def _mask_plan(s: State) -> MaskPlan:
         if s.fate.get(rid) in (None, "keep"):
             s.open_superseded[rid] = None
     s.superseded_read = (planner.generation, len(planner.log))
-    return planner.plan()
+    return plan
 
 
 def _soon(s: State, call: Call, wager: Wager, upto: int) -> tuple[int | None, int]:
@@ -281,7 +282,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
 
     keep = kept_whole(order, where, upto, size, room)
     chosen = set(keep)
-    for pos in s.undecided(start):
+    for pos in s.undecided(start) if start else ():
         keep.extend(
             rid
             for rid in s.index.ids[pos]
@@ -366,7 +367,7 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
 
 
 def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, int]) -> bool:
-    """Whether a batch of this call may pay (:meth:`.decide.Wager.may_pay`): the full one (a
+    """Whether a batch of this call may pay (:func:`~.._policy.may_pay`): the full one (a
     mask and the thinking ``strips`` removes, by view position) or a mask from a later start
     (:func:`_soon`), each changing only ``reachable`` messages (:func:`_reachable`). A mask
     removes at most a message's tokens, so a batch whose first change is at position ``p``
@@ -378,7 +379,9 @@ def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, i
         for p, gain in strips.items():
             merged[p] = merged.get(p, 0) + gain
         most = sorted(merged.items(), reverse=True)
-    return wager.may_pay(most)
+    return may_pay(
+        most, wager.suffix, wager.new_tokens, wager.s.calls, wager.call.rates, wager.policy
+    )
 
 
 def settle(s: State, ctx: LayerContext) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .._log import Compaction, Edit, Mask, Repair, Source, WindowCut
@@ -39,12 +40,21 @@ ACTION_BYTES = 200
 @dataclass(frozen=True)
 class Bet:
     """Whether an optional edit is a small enough bet (:func:`~contextwarden._policy.bet_ok`)
-    as one call stood: the tokens it writes anyway, its bill so far, its prices."""
+    as one call stood: the tokens it writes anyway, the bill before it, its whole history and
+    its request (``raw``, ``total`` tokens), its prices."""
 
     new_tokens: int
-    ledger: Ledger
+    before: Ledger
+    raw: int
+    total: int
     rates: CacheRates
     policy: PolicyConfig
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        """The bill so far, this call included as it stands: settled when first asked (a
+        call whose batch cannot pay never asks)."""
+        return self.before.settle(self.raw, self.total, self.rates)
 
     def small(self, removed: int, suffix: int) -> bool:
         """Whether removing ``removed`` tokens from a view position with ``suffix`` tokens
