@@ -22,7 +22,7 @@ from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import fates, mask, masked, strip
+from .render import fates, masked, strip
 from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
@@ -87,7 +87,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         p = s.position(i)
         if p is None:
             continue
-        gain = _gain(s, call.ctx, i, p, "strip")
+        gain = _gain(s, call.ctx, i, p)
         if gain > 0:
             removed += gain
             strips[p] = gain
@@ -280,7 +280,7 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
         p = s.position(pos)
         return None if p is None else s.tokens[p]
 
-    keep = kept_whole(order, where, upto, size, room)
+    keep = kept_whole(order, where, upto, size, room) if order else []
     chosen = set(keep)
     for pos in s.undecided(start) if start else ():
         keep.extend(
@@ -404,14 +404,13 @@ def settle(s: State, ctx: LayerContext) -> None:
         s.idle += max((taken for *_, taken in small), default=0) * w.bet.rates.read
 
 
-def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:
-    """Tokens a mask (or strip) of history message ``i``, at view position ``p``, removes."""
-    key = (kind, i)
-    gain = s.gains.get(key)
+def _gain(s: State, ctx: LayerContext, i: int, p: int) -> int:
+    """Tokens a strip of history message ``i``, at view position ``p``, removes."""
+    gain = s.gains.get(i)
     if gain is None:
         m = s.view[p]
-        after = mask(s, ctx, i, m) if kind == "mask" else strip(s, ctx, i, m)
+        after = strip(s, ctx, i, m)
         gain = s.tokens[p] - ctx.counter.count_message(after) if after is not m else 0
-        s.gains[key] = gain
+        s.gains[i] = gain
         s.bytes += GAIN_BYTES
     return gain

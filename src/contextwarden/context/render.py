@@ -40,10 +40,13 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     names = s.index.names[i]
     if not names or m.is_pinned or not s.config.mask.enabled:
         return m
-    results = s.index.results_in(i, m)
-    key = tuple(fate.get(r.tool_call_id, "whole") for r in results)
+    index = s.index
+    # the history's own message: its result ids are the index's (no output block read again)
+    ids = index.ids[i] if m is s.base[i] else [r.tool_call_id for r in index.results_in(i, m)]
+    key = tuple([fate.get(r, "whole") for r in ids])
     done = s.masked.get((i, key))
     if done is None:
+        results = index.results_in(i, m)
         # the marker names the reference the original is kept under (elided)
         ref = make_ref((s.inputs[i],))
         whole = frozenset(r.tool_call_id for r, f in zip(results, key, strict=True) if f in _WHOLE)

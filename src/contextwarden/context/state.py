@@ -135,7 +135,7 @@ class State:
         #: read, the next view position, and what masking each removes
         self.soon: tuple[int, int, int, list[tuple[int, int, int]]] = (-1, -1, 0, [])
         self.stripped: dict[int, Message] = {}
-        self.gains: dict[tuple[str, int], int] = {}
+        self.gains: dict[int, int] = {}  # what stripping each message removes
         self.positions: dict[int, int] | None = None  # history position -> view position
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
@@ -199,6 +199,21 @@ class State:
             if p is not None and any(fate.get(r) in (None, "keep") for r in ids[pos]):
                 out.append((pos, p))
         return out
+
+    def stable_prefix(self) -> int:
+        """View messages before the first one a pending mask or strip would change."""
+        frontier = max(self.mask_upto, self.strip_upto)
+        results, thinking = self.index.results, self.index.thinking
+        r, k = bisect_right(results, frontier), bisect_right(thinking, frontier)
+        while r < len(results) or k < len(thinking):  # in history order: the first in the view
+            if k == len(thinking) or (r < len(results) and results[r] < thinking[k]):
+                i, r = results[r], r + 1
+            else:
+                i, k = thinking[k], k + 1
+            p = self.position(i)
+            if p is not None:
+                return p
+        return len(self.sources)
 
     def hidden(self, edit: Edit) -> tuple[Message, ...]:
         """The agent's original messages an edit takes out of the view."""
