@@ -59,7 +59,7 @@ than cutting at the trigger (:func:`cheaper_at_limit`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Literal
@@ -375,7 +375,7 @@ def edit_pays(
 
 def may_pay(
     most: Iterable[tuple[int, int]],
-    suffix: Sequence[int],
+    suffix: Mapping[int, int],
     new_tokens: int,
     calls_so_far: int,
     rates: CacheRates,
@@ -383,20 +383,17 @@ def may_pay(
 ) -> bool:
     """Whether a batch of optional edits whose first change is at one of ``most``'s view
     positions (newest first, each with the most the batch removes there) may pass
-    :func:`edit_pays`'s first test, its rewrite the tokens from there on (``suffix``: per
-    view position, the last one for any later) less those removed: the test only gets easier
-    as a batch removes more (more saved, less rewritten), so a batch that fails it with the
-    bounds summed from its first change fails it with what it removes."""
+    :func:`edit_pays`'s first test, rewriting the tokens from there on (``suffix``, by view
+    position) less those removed. The test only gets easier as a batch removes more (more
+    saved, less rewritten): one that fails it with the bounds fails it with what it removes."""
     if not rates.caching:
         return True
     read, rewrite = rates.read, rates.rewrite
     horizon = expected_calls(calls_so_far, config) + 1
-    end = len(suffix) - 1
     sums = accumulate(bound for _, bound in most)
     return any(
         removed > 0
-        and removed * read * horizon
-        > max(suffix[min(p, end)] - removed - new_tokens, 0) * rewrite + 0.0
+        and removed * read * horizon > max(suffix[p] - removed - new_tokens, 0) * rewrite + 0.0
         for (p, _), removed in zip(most, sums, strict=True)
     )
 

@@ -23,7 +23,7 @@ from .call import Call
 from .commit import commit
 from .decide import Wager
 from .render import fates, masked, strip
-from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
+from .state import ACTION_BYTES, GAIN_BYTES, Bet, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
 
@@ -97,14 +97,13 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
-            wager = Wager(s, call, reason)
-            most = _reachable(s, mask_edit)
-            if not _may_pay(wager, most, strips):
+            most, suffix, new = _bounds(s, _reachable(s, mask_edit), strips)
+            if not may_pay(most, suffix, new, s.calls, call.rates, s.config.policy):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
-                end = len(wager.suffix) - 1
-                suffix = {p: wager.suffix[min(p, end)] for p, _ in most}
-                s.waits.append(Wait(mask_edit, (removed, first), suffix, wager.bet))
+                raw = s.input_tokens + call.overhead
+                bet = Bet(new, s.ledger, raw, s.total, call.rates, s.config.policy)
+                s.waits.append(Wait(mask_edit, (removed, first), suffix, bet))
                 if len(s.waits) >= MAX_WAITS:
                     settle(s, call.ctx)
                 return
@@ -366,22 +365,26 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     return most
 
 
-def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, int]) -> bool:
-    """Whether a batch of this call may pay (:func:`~.._policy.may_pay`): the full one (a
-    mask and the thinking ``strips`` removes, by view position) or a mask from a later start
-    (:func:`_soon`), each changing only ``reachable`` messages (:func:`_reachable`). A mask
-    removes at most a message's tokens, so a batch whose first change is at position ``p``
-    removes at most what the messages from ``p`` on hold: when that fails the test from
-    every position, every batch does, and no mask needs rendering."""
+def _bounds(
+    s: State, reachable: list[tuple[int, int]], strips: dict[int, int]
+) -> tuple[list[tuple[int, int]], dict[int, int], int]:
+    """What :func:`~.._policy.may_pay` asks of this call's batches (the full one, a mask and
+    the thinking ``strips`` removes, or a mask from a later start, :func:`_soon`), each
+    changing only ``reachable`` messages: the most they remove by view position, newest
+    first; the view's tokens from each on (summed from the end, only as far back as the
+    oldest); the call's new tokens. When every bound fails, no mask needs rendering."""
     most = reachable
     if strips:
         merged = dict(reachable)
         for p, gain in strips.items():
             merged[p] = merged.get(p, 0) + gain
         most = sorted(merged.items(), reverse=True)
-    return may_pay(
-        most, wager.suffix, wager.new_tokens, wager.s.calls, wager.call.rates, wager.policy
-    )
+    tokens, suffix, total, at = s.tokens, {}, 0, len(s.tokens)
+    new = min(s.new_start, at)
+    for p in sorted({new, *(p for p, _ in most)}, reverse=True):
+        total += sum(tokens[p:at])
+        suffix[p], at = total, p
+    return most, suffix, suffix[new]
 
 
 def settle(s: State, ctx: LayerContext) -> None:

@@ -193,12 +193,12 @@ class State:
         """``(history position, view position)`` of each message of :meth:`open_results` the
         view holds with a result no mask edit reached yet or kept whole."""
         fate, ids = self.fate, self.index.ids
-        out = []
-        for pos in self.open_results(upto):
-            p = self.position(pos)
-            if p is not None and any(fate.get(r) in (None, "keep") for r in ids[pos]):
-                out.append((pos, p))
-        return out
+        return [
+            (pos, p)
+            for pos in self.open_results(upto)
+            if (p := self.position(pos)) is not None
+            and any(fate.get(r) in (None, "keep") for r in ids[pos])
+        ]
 
     def stable_prefix(self) -> int:
         """View messages before the first one a pending mask or strip would change."""
