@@ -59,8 +59,9 @@ than cutting at the trigger (:func:`cheaper_at_limit`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -370,6 +371,31 @@ def edit_pays(
     if ledger is None:
         return True
     return bet_ok(cost - removed * rates.read, ledger, config)
+
+
+def may_pay(
+    most: Iterable[tuple[int, int]],
+    suffix: Mapping[int, int],
+    new_tokens: int,
+    calls_so_far: int,
+    rates: CacheRates,
+    config: PolicyConfig,
+) -> bool:
+    """Whether a batch of optional edits whose first change is at one of ``most``'s view
+    positions (newest first, each with the most the batch removes there) may pass
+    :func:`edit_pays`'s first test, rewriting the tokens from there on (``suffix``, by view
+    position) less those removed. The test only gets easier as a batch removes more (more
+    saved, less rewritten): one that fails it with the bounds fails it with what it removes."""
+    if not rates.caching:
+        return True
+    read, rewrite = rates.read, rates.rewrite
+    horizon = expected_calls(calls_so_far, config) + 1
+    sums = accumulate(bound for _, bound in most)
+    return any(
+        removed > 0
+        and removed * read * horizon > max(suffix[p] - removed - new_tokens, 0) * rewrite + 0.0
+        for (p, _), removed in zip(most, sums, strict=True)
+    )
 
 
 def batched(idle: float, removed: int, cost: float, rates: CacheRates) -> bool:

@@ -54,7 +54,7 @@ def _both(
     with monkeypatch.context() as m:
         m.setattr(lossless, "MAX_WAITS", 1)
         lazy = _loop(histories, model, window)
-        m.setattr(lossless, "_may_pay", lambda *_: True)
+        m.setattr(lossless, "may_pay", lambda *_: True)
         eager = _loop(histories, model, window)
     return lazy, eager
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from .._log import Compaction, Edit, Mask, Repair, StripThinking, WindowCut, apply
 from .._messages import held_bytes
 from .call import Call
-from .render import marked, mask, strip, undecided
+from .render import marked, mask, strip
 from .state import State
 
 __all__ = ["commit", "note", "reach"]
@@ -66,10 +66,10 @@ def commit(
         for e in edits:
             if isinstance(e, Mask):
                 s.held.update(
-                    r.tool_call_id
-                    for pos in (undecided(s, e.start) if e.start else ())
-                    for r in s.index.results_in(pos, s.base[pos])
-                    if r.tool_call_id not in s.fate
+                    rid
+                    for pos in (s.undecided(e.start) if e.start else ())
+                    for rid in s.index.ids[pos]
+                    if rid not in s.fate
                 )
                 s.fate = marked(s, e)
         s.kept = {r: None for r, f in s.fate.items() if f == "keep"}

@@ -25,7 +25,6 @@ it runs under the conversation's lock, one call at a time.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -233,21 +232,6 @@ class Conversation(State):
             if isinstance(edit, Compaction) and edit.summary and ref in edit.summary:
                 return self.hidden(edit)
         return None
-
-    def stable_prefix(self) -> int:
-        """View messages before the first one a pending mask or strip would change."""
-        frontier = max(self.mask_upto, self.strip_upto)
-        results, thinking = self.index.results, self.index.thinking
-        r, k = bisect_right(results, frontier), bisect_right(thinking, frontier)
-        while r < len(results) or k < len(thinking):  # in history order: the first in the view
-            if k == len(thinking) or (r < len(results) and results[r] < thinking[k]):
-                i, r = results[r], r + 1
-            else:
-                i, k = thinking[k], k + 1
-            p = self.position(i)
-            if p is not None:
-                return p
-        return len(self.sources)
 
 
 def split_tail(messages: Sequence[Message]) -> tuple[Sequence[Message], tuple[Message, ...]]:

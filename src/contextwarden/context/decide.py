@@ -9,8 +9,8 @@ one-time warning.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import accumulate
 
 from .._events import Event, emit
@@ -21,7 +21,6 @@ from .._policy import (
     cut_at,
     decide,
     edit_pays,
-    expected_calls,
     payable_calls,
     tight_warning,
 )
@@ -161,13 +160,8 @@ class Wager:
         self.suffix = suffix
         self.new_tokens = suffix[min(s.new_start, len(tokens))]
         self.raw = s.input_tokens + call.overhead
-        # the bill so far, this call included as it stands (see _policy.Ledger)
-        self.ledger = s.ledger.settle(self.raw, s.total, call.rates)
-        self.bet = Bet(self.new_tokens, self.ledger, call.rates, self.policy)
-        budget = call.ctx.budget
-        # an edit pays back while the whole history could still be sent, or not at all
-        self.payable = payable_calls(self.raw, budget.window, pace(s, call)) if budget else None
-        self.cuts = budget is not None and s.config.compaction.enabled
+        self.bet = Bet(self.new_tokens, s.ledger, self.raw, s.total, call.rates, self.policy)
+        self.cuts = call.ctx.budget is not None and s.config.compaction.enabled
         self.base: Inputs | None = None
         self.cut: dict[int, int] = {}
 
@@ -176,25 +170,12 @@ class Wager:
         enough bet (:func:`~contextwarden._policy.bet_ok`)."""
         return self.bet.small(removed, self.suffix[min(first, len(self.suffix) - 1)])
 
-    def may_pay(self, most: Sequence[tuple[int, int]]) -> bool:
-        """Whether a batch whose first change is at one of ``most``'s view positions (newest
-        first, each with the most a mask of it removes) may pass the first test of
-        :meth:`pays` (edit_pays's figures, in its order): it only gets easier as a batch
-        removes more (more saved, less rewritten), so a batch that fails it with the bounds
-        summed from its first change fails it with what it removes."""
-        rates = self.call.rates
-        if not rates.caching:
-            return True
-        read, rewrite = rates.read, rates.rewrite
-        horizon = expected_calls(self.s.calls, self.policy) + 1
-        suffix, end, new = self.suffix, len(self.suffix) - 1, self.new_tokens
-        sums = accumulate(bound for _, bound in most)
-        return any(
-            removed > 0
-            and removed * read * horizon
-            > max(suffix[min(p, end)] - removed - new, 0) * rewrite + 0.0
-            for (p, _), removed in zip(most, sums, strict=True)
-        )
+    @cached_property
+    def payable(self) -> int | None:
+        """The calls an edit may pay back over: while the whole history could still be sent
+        (:func:`~contextwarden._policy.payable_calls`)."""
+        budget = self.call.ctx.budget
+        return payable_calls(self.raw, budget.window, pace(self.s, self.call)) if budget else None
 
     def pays(self, removed: int, first: int) -> bool:
         """Whether the batch removing ``removed`` tokens from view position ``first`` on is
@@ -210,7 +191,7 @@ class Wager:
             left = self._until(s.total - removed) if self.cuts else None
             if self.payable is not None:
                 left = self.payable if left is None else min(left, self.payable)
-            bill, idle = self.ledger, s.idle
+            bill, idle = self.bet.ledger, s.idle
             return edit_pays(
                 removed, rewritten, new, s.calls, rates, policy, left, ledger=bill, idle=idle
             )

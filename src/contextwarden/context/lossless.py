@@ -16,13 +16,14 @@ from dataclasses import replace
 
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
+from .._policy import may_pay
 from ..layers.base import LayerContext
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
 from .decide import Wager
-from .render import fates, mask, masked, open_results, strip, undecided
-from .state import ACTION_BYTES, GAIN_BYTES, State, Wait
+from .render import fates, masked, strip
+from .state import ACTION_BYTES, GAIN_BYTES, Bet, State, Wait
 
 __all__ = ["frontiers", "lossless_edit", "settle"]
 
@@ -72,7 +73,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     """Add one mask and/or strip edit when the policy says so (see :mod:`.._policy`)."""
     mask_to, strip_to = frontiers(s, reason)
     # a mask that must make room, or is free, releases the results earlier ones kept whole
-    reopen = reason in ("must", "free") and bool(undecided(s, mask_to + 1))
+    reopen = reason in ("must", "free") and bool(s.undecided(mask_to + 1))
     if mask_to <= s.mask_upto and strip_to <= s.strip_upto and not reopen:
         return
     removed = 0
@@ -86,7 +87,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
         p = s.position(i)
         if p is None:
             continue
-        gain = _gain(s, call.ctx, i, p, "strip")
+        gain = _gain(s, call.ctx, i, p)
         if gain > 0:
             removed += gain
             strips[p] = gain
@@ -96,14 +97,13 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
-            wager = Wager(s, call, reason)
-            most = _reachable(s, mask_edit)
-            if not _may_pay(wager, most, strips):
+            most, suffix, new = _bounds(s, _reachable(s, mask_edit), strips)
+            if not may_pay(most, suffix, new, s.calls, call.rates, s.config.policy):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
-                end = len(wager.suffix) - 1
-                suffix = {p: wager.suffix[min(p, end)] for p, _ in most}
-                s.waits.append(Wait(mask_edit, (removed, first), suffix, wager.bet))
+                raw = s.input_tokens + call.overhead
+                bet = Bet(new, s.ledger, raw, s.total, call.rates, s.config.policy)
+                s.waits.append(Wait(mask_edit, (removed, first), suffix, bet))
                 if len(s.waits) >= MAX_WAITS:
                     settle(s, call.ctx)
                 return
@@ -165,7 +165,7 @@ def _mask_plan(s: State) -> MaskPlan:
     reached yet brought up to date (:attr:`State.open_superseded`)."""
     planner = s.planner
     known = len(s.actions)
-    planner.extend(s.base)
+    plan = planner.plan(s.base)
     s.bytes += ACTION_BYTES * (len(s.actions) - known)
     generation, read = s.superseded_read
     if generation != planner.generation:
@@ -174,7 +174,7 @@ def _mask_plan(s: State) -> MaskPlan:
         if s.fate.get(rid) in (None, "keep"):
             s.open_superseded[rid] = None
     s.superseded_read = (planner.generation, len(planner.log))
-    return planner.plan()
+    return plan
 
 
 def _soon(s: State, call: Call, wager: Wager, upto: int) -> tuple[int | None, int]:
@@ -279,13 +279,13 @@ def _mask_draft(s: State, ctx: LayerContext, reason: EditReason, upto: int, star
         p = s.position(pos)
         return None if p is None else s.tokens[p]
 
-    keep = kept_whole(order, where, upto, size, room)
+    keep = kept_whole(order, where, upto, size, room) if order else []
     chosen = set(keep)
-    for pos in undecided(s, start):
+    for pos in s.undecided(start) if start else ():
         keep.extend(
-            r.tool_call_id
-            for r in s.index.results_in(pos, s.base[pos])
-            if s.fate.get(r.tool_call_id) in (None, "keep") and r.tool_call_id not in chosen
+            rid
+            for rid in s.index.ids[pos]
+            if s.fate.get(rid) in (None, "keep") and rid not in chosen
         )
     superseded = tuple(
         sorted(
@@ -348,18 +348,14 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     key = (len(s.edits), edit.upto, edit.superseded, made, scanned, len(found))
     if s.reach_memo is not None and s.reach_memo[0] == key:
         return s.reach_memo[1]
-    out: dict[int, int] = {}
-    fate = s.fate
     known = {p: gain for p, _, gain in found}
     if made != len(s.edits):  # counted under another log
         scanned = 0
-    for pos in open_results(s, edit.upto):
-        results = s.index.results_in(pos, s.base[pos])
-        p = s.position(pos)
-        if p is None or all(fate.get(r.tool_call_id) not in (None, "keep") for r in results):
-            continue
-        counted = p < scanned and len(results) == 1
-        out[p] = max(known.get(p, 0), 0) if counted else s.tokens[p]
+    ids = s.index.ids
+    out = {
+        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else s.tokens[p]
+        for pos, p in s.reachable(edit.upto)
+    }
     for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
         p = s.position(pos)
         if p is not None:
@@ -369,20 +365,26 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     return most
 
 
-def _may_pay(wager: Wager, reachable: list[tuple[int, int]], strips: dict[int, int]) -> bool:
-    """Whether a batch of this call may pay (:meth:`.decide.Wager.may_pay`): the full one (a
-    mask and the thinking ``strips`` removes, by view position) or a mask from a later start
-    (:func:`_soon`), each changing only ``reachable`` messages (:func:`_reachable`). A mask
-    removes at most a message's tokens, so a batch whose first change is at position ``p``
-    removes at most what the messages from ``p`` on hold: when that fails the test from
-    every position, every batch does, and no mask needs rendering."""
+def _bounds(
+    s: State, reachable: list[tuple[int, int]], strips: dict[int, int]
+) -> tuple[list[tuple[int, int]], dict[int, int], int]:
+    """What :func:`~.._policy.may_pay` asks of this call's batches (the full one, a mask and
+    the thinking ``strips`` removes, or a mask from a later start, :func:`_soon`), each
+    changing only ``reachable`` messages: the most they remove by view position, newest
+    first; the view's tokens from each on (summed from the end, only as far back as the
+    oldest); the call's new tokens. When every bound fails, no mask needs rendering."""
     most = reachable
     if strips:
         merged = dict(reachable)
         for p, gain in strips.items():
             merged[p] = merged.get(p, 0) + gain
         most = sorted(merged.items(), reverse=True)
-    return wager.may_pay(most)
+    tokens, suffix, total, at = s.tokens, {}, 0, len(s.tokens)
+    new = min(s.new_start, at)
+    for p in sorted({new, *(p for p, _ in most)}, reverse=True):
+        total += sum(tokens[p:at])
+        suffix[p], at = total, p
+    return most, suffix, suffix[new]
 
 
 def settle(s: State, ctx: LayerContext) -> None:
@@ -405,14 +407,13 @@ def settle(s: State, ctx: LayerContext) -> None:
         s.idle += max((taken for *_, taken in small), default=0) * w.bet.rates.read
 
 
-def _gain(s: State, ctx: LayerContext, i: int, p: int, kind: str) -> int:
-    """Tokens a mask (or strip) of history message ``i``, at view position ``p``, removes."""
-    key = (kind, i)
-    gain = s.gains.get(key)
+def _gain(s: State, ctx: LayerContext, i: int, p: int) -> int:
+    """Tokens a strip of history message ``i``, at view position ``p``, removes."""
+    gain = s.gains.get(i)
     if gain is None:
         m = s.view[p]
-        after = mask(s, ctx, i, m) if kind == "mask" else strip(s, ctx, i, m)
+        after = strip(s, ctx, i, m)
         gain = s.tokens[p] - ctx.counter.count_message(after) if after is not m else 0
-        s.gains[key] = gain
+        s.gains[i] = gain
         s.bytes += GAIN_BYTES
     return gain

@@ -8,7 +8,6 @@ message, so rebuilding the view reuses what an earlier call made.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
 
-__all__ = ["fates", "marked", "mask", "masked", "open_results", "strip", "undecided"]
+__all__ = ["fates", "marked", "mask", "masked", "strip"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
@@ -41,10 +40,13 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     names = s.index.names[i]
     if not names or m.is_pinned or not s.config.mask.enabled:
         return m
-    results = s.index.results_in(i, m)
-    key = tuple(fate.get(r.tool_call_id, "whole") for r in results)
+    index = s.index
+    # the history's own message: its result ids are the index's (no output block read again)
+    ids = index.ids[i] if m is s.base[i] else [r.tool_call_id for r in index.results_in(i, m)]
+    key = tuple([fate.get(r, "whole") for r in ids])
     done = s.masked.get((i, key))
     if done is None:
+        results = index.results_in(i, m)
         # the marker names the reference the original is kept under (elided)
         ref = make_ref((s.inputs[i],))
         whole = frozenset(r.tool_call_id for r, f in zip(results, key, strict=True) if f in _WHOLE)
@@ -78,32 +80,11 @@ def fates(s: State, edit: Mask) -> dict[str, str]:
         if fate.get(rid) in (None, "keep"):
             out[rid] = "by:" + by
     keep = set(edit.keep)
-    for pos in open_results(s, edit.upto):
-        for r in s.index.results_in(pos, s.base[pos]):
-            rid = r.tool_call_id
+    for pos in s.open_results(edit.upto):
+        for rid in s.index.ids[pos]:
             if out.get(rid, fate.get(rid)) in (None, "keep"):
                 out[rid] = "keep" if rid in keep else "mask"
     return {rid: f for rid, f in out.items() if f != fate.get(rid)}
-
-
-def open_results(s: State, upto: int) -> list[int]:
-    """The history positions of the results up to ``upto`` a mask edit may still change: from
-    the oldest result kept whole, or the first no mask edit reached, on (every older one was
-    decided by an earlier edit)."""
-    results, at = s.index.results, s.index.result_at
-    reach = [*(at[r] for r in s.kept if r in at), s.mask_upto + 1]
-    return results[bisect_left(results, min(reach)) : bisect_right(results, upto)]
-
-
-def undecided(s: State, start: int) -> list[int]:
-    """The history positions before ``start`` of the results a mask edit may not have decided
-    (kept whole, or after every mask's reach), in order: a mask reaches every result up to
-    its ``upto``, so the others before ``start`` are masked or superseded."""
-    results, at = s.index.results, s.index.result_at
-    kept = {at[r] for r in s.kept if r in at and at[r] < start}
-    return sorted(
-        kept.union(results[bisect_right(results, s.mask_upto) : bisect_left(results, start)])
-    )
 
 
 def strip(s: State, ctx: LayerContext, i: int, m: Message) -> Message:

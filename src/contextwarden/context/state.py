@@ -9,7 +9,9 @@ and what is remembered of them); the modules beside this one are the steps that 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .._log import Compaction, Edit, Mask, Repair, Source, WindowCut
@@ -38,12 +40,21 @@ ACTION_BYTES = 200
 @dataclass(frozen=True)
 class Bet:
     """Whether an optional edit is a small enough bet (:func:`~contextwarden._policy.bet_ok`)
-    as one call stood: the tokens it writes anyway, its bill so far, its prices."""
+    as one call stood: the tokens it writes anyway, the bill before it, its whole history and
+    its request (``raw``, ``total`` tokens), its prices."""
 
     new_tokens: int
-    ledger: Ledger
+    before: Ledger
+    raw: int
+    total: int
     rates: CacheRates
     policy: PolicyConfig
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        """The bill so far, this call included as it stands: settled when first asked (a
+        call whose batch cannot pay never asks)."""
+        return self.before.settle(self.raw, self.total, self.rates)
 
     def small(self, removed: int, suffix: int) -> bool:
         """Whether removing ``removed`` tokens from a view position with ``suffix`` tokens
@@ -124,7 +135,7 @@ class State:
         #: read, the next view position, and what masking each removes
         self.soon: tuple[int, int, int, list[tuple[int, int, int]]] = (-1, -1, 0, [])
         self.stripped: dict[int, Message] = {}
-        self.gains: dict[tuple[str, int], int] = {}
+        self.gains: dict[int, int] = {}  # what stripping each message removes
         self.positions: dict[int, int] | None = None  # history position -> view position
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0
@@ -159,6 +170,50 @@ class State:
         if self.positions is None:
             self.positions = {s: p for p, s in enumerate(self.sources) if isinstance(s, int)}
         return self.positions.get(i)
+
+    def open_results(self, upto: int) -> list[int]:
+        """The history positions of the results up to ``upto`` a mask edit may still change:
+        from the oldest result kept whole, or the first no mask edit reached, on (every older
+        one was decided by an earlier edit)."""
+        results, at = self.index.results, self.index.result_at
+        reach = [*(at[r] for r in self.kept if r in at), self.mask_upto + 1]
+        return results[bisect_left(results, min(reach)) : bisect_right(results, upto)]
+
+    def undecided(self, start: int) -> list[int]:
+        """The history positions before ``start`` of the results a mask edit may not have
+        decided (kept whole, or after every mask's reach), in order: a mask reaches every
+        result up to its ``upto``, so the others before ``start`` are masked or superseded."""
+        results, at = self.index.results, self.index.result_at
+        kept = {at[r] for r in self.kept if r in at and at[r] < start}
+        return sorted(
+            kept.union(results[bisect_right(results, self.mask_upto) : bisect_left(results, start)])
+        )
+
+    def reachable(self, upto: int) -> list[tuple[int, int]]:
+        """``(history position, view position)`` of each message of :meth:`open_results` the
+        view holds with a result no mask edit reached yet or kept whole."""
+        fate, ids = self.fate, self.index.ids
+        return [
+            (pos, p)
+            for pos in self.open_results(upto)
+            if (p := self.position(pos)) is not None
+            and any(fate.get(r) in (None, "keep") for r in ids[pos])
+        ]
+
+    def stable_prefix(self) -> int:
+        """View messages before the first one a pending mask or strip would change."""
+        frontier = max(self.mask_upto, self.strip_upto)
+        results, thinking = self.index.results, self.index.thinking
+        r, k = bisect_right(results, frontier), bisect_right(thinking, frontier)
+        while r < len(results) or k < len(thinking):  # in history order: the first in the view
+            if k == len(thinking) or (r < len(results) and results[r] < thinking[k]):
+                i, r = results[r], r + 1
+            else:
+                i, k = thinking[k], k + 1
+            p = self.position(i)
+            if p is not None:
+                return p
+        return len(self.sources)
 
     def hidden(self, edit: Edit) -> tuple[Message, ...]:
         """The agent's original messages an edit takes out of the view."""

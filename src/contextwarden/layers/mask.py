@@ -276,11 +276,7 @@ def mask_tool_results(messages: Sequence[Message], ctx: LayerContext) -> LayerRe
     if not cfg.enabled:
         return LayerResult(tuple(messages))
     index = index_of(messages, keep_results=cfg.keep_recent, keep_thinking=0)
-    plan = MaskPlan(frozenset(), {})
-    if cfg.plan:
-        planner = MaskPlanner(quoting=True)
-        planner.extend(messages)
-        plan = planner.plan()
+    plan = MaskPlanner(quoting=True).plan(messages) if cfg.plan else MaskPlan(frozenset(), {})
     blocks, keep_recent = index.result_blocks, cfg.keep_recent
     upto = len(messages) - 1  # the last message holding an old result
     if keep_recent:

@@ -203,8 +203,10 @@ class MaskPlanner:
         return known
 
     # -- questions ---------------------------------------------------------------------------
-    def plan(self) -> MaskPlan:
-        """The plan of the history taken in so far."""
+    def plan(self, history: Sequence[Message] = ()) -> MaskPlan:
+        """The plan of the history taken in so far, ``history`` (when given) taken in first."""
+        if history:
+            self.extend(history)
         if self._plan is None:
             superseded = self.superseded
             protected = frozenset(x for x in self._candidates if x not in superseded)
@@ -248,6 +250,4 @@ def mask_plan(
 ) -> MaskPlan:
     """The plan of ``history`` read at once (:class:`MaskPlanner`; ``memo``: see
     :func:`~contextwarden.analysis.actions.tool_actions`)."""
-    planner = MaskPlanner(recent_edits, quoting=quoting, memo=memo)
-    planner.extend(history)
-    return planner.plan()
+    return MaskPlanner(recent_edits, quoting=quoting, memo=memo).plan(history)

@@ -76,6 +76,8 @@ class HistoryIndex:
         self.result_at: dict[str, int] = {}
         #: indices of the messages holding tool results, in order
         self.results: list[int] = []
+        #: per message holding results: their ids (:meth:`results_in`'s), in order
+        self.ids: dict[int, tuple[str, ...]] = {}
         #: (message index, ordinal among that message's results) of every result, in order
         self.result_blocks: list[tuple[int, int]] = []
         #: indices of the user messages that are a command's output (:meth:`results_in`)
@@ -117,6 +119,7 @@ class HistoryIndex:
                 for k, r in enumerate(results):
                     add_block((i, k))
                     result_at[r.tool_call_id] = i
+                self.ids[i] = tuple([r.tool_call_id for r in results])
             if (role == "tool" or i in self.outputs) and starts:
                 owners = [call_at[b.tool_call_id] for b in results if b.tool_call_id in call_at]
                 if owners and min(owners) < starts[-1]:  # answers an earlier unit's call: merge
