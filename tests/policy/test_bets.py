@@ -111,6 +111,12 @@ def run(
     return bills(raw, *PRICES[model]), bills(ours, *PRICES[model])
 
 
+def within_the_cap(raw: list[float], ours: list[float], label: str = "") -> None:
+    """At every call, the bill so far is at most the loss cap (1%) over sending everything."""
+    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
+        assert b <= a * 1.01 + 1, f"{label}call {k}: {b:.0f} against {a:.0f} sending everything"
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sizes=st.lists(st.integers(200, 30_000), min_size=5, max_size=60),
@@ -120,8 +126,7 @@ def test_no_prefix_of_a_session_costs_more_than_one_percent_over_sending_everyth
     sizes: list[int], seed: int
 ) -> None:
     raw, ours = run(sizes, seed)
-    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
-        assert b <= a * 1.01 + 1, f"call {k}: {b:.0f} against {a:.0f} sending everything"
+    within_the_cap(raw, ours)
 
 
 def test_a_long_session_saves_with_masks_that_start_near_the_tail() -> None:
@@ -150,8 +155,7 @@ def test_tail_masks_keep_every_prefix_within_one_percent(sizes: list[int], seed:
     are batched until waiting has cost as much as their rewrite): still never more than 1%
     over sending everything, at any call."""
     raw, ours = run(sizes, seed)
-    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
-        assert b <= a * 1.01 + 1, f"call {k}: {b:.0f} against {a:.0f} sending everything"
+    within_the_cap(raw, ours)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -167,8 +171,7 @@ def test_at_each_models_own_prices_no_prefix_costs_more_than_one_percent_over(
     """Weighed at the least favourable provider's prices (the default) or at the model's
     own, the bound holds at each price structure, billed as that provider bills."""
     raw, ours = run(sizes, seed, model, config={"policy": {"pricing": pricing}})
-    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
-        assert b <= a * 1.01 + 1, f"{model}, call {k}: {b:.0f} against {a:.0f}"
+    within_the_cap(raw, ours, f"{model}, ")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -184,8 +187,7 @@ def test_optional_masks_close_to_the_newest_output_pay_and_stay_small_bets(
     first, each rewriting little more than its stub, so the session saves a fifth or more of
     its bill; and at no call is it more than the loss cap (1%) over sending everything."""
     raw, ours = run(sizes, seed)
-    for k, (a, b) in enumerate(zip(raw, ours, strict=True)):
-        assert b <= a * 1.01 + 1, f"call {k}: {b:.0f} against {a:.0f} sending everything"
+    within_the_cap(raw, ours)
     assert ours[-1] < 0.8 * raw[-1]
 
 
