@@ -182,8 +182,8 @@ def test_at_each_models_own_prices_no_prefix_costs_more_than_one_percent_over(
 def test_optional_masks_close_to_the_newest_output_pay_and_stay_small_bets(
     sizes: list[int], seed: int
 ) -> None:
-    """Sessions of 20 to 90 calls with outputs of 1k to 3k tokens, at a window nothing must be cut in and
-    Anthropic's prices: the optional masks reach the outputs the agent has acted on, newest
+    """Sessions of 20 to 90 calls with outputs of 1k to 3k tokens, at a window nothing must
+    be cut in and Anthropic's prices: the optional masks reach the outputs the agent has acted on, newest
     first, each rewriting little more than its stub, so the session saves a fifth or more of
     its bill; and at no call is it more than the loss cap (1%) over sending everything."""
     raw, ours = run(sizes, seed)
