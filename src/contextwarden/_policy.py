@@ -393,7 +393,7 @@ def may_pay(
     sums = accumulate(bound for _, bound in most)
     return any(
         removed > 0
-        and removed * read * horizon > max(suffix[p] - removed - new_tokens, 0) * rewrite + 0.0
+        and removed * read * horizon > max(suffix[p] - removed - new_tokens, 0) * rewrite
         for (p, _), removed in zip(most, sums, strict=True)
     )
 

@@ -248,13 +248,15 @@ def split_commands(text: str) -> tuple[list[str], str]:
     return [b.group(2) for b in shell], text
 
 
-def text_command(message: Message) -> str | None:
+def text_command(message: Message, commands: Sequence[str] | None = None) -> str | None:
     """The command an assistant ``message`` writes in its text: its one command block (see
-    :func:`split_commands`) when it makes no tool calls; None with none or several (an agent
-    of the text protocol runs nothing then, it asks for exactly one)."""
+    :func:`split_commands`; ``commands``: its blocks when already split) when it makes no
+    tool calls; None with none or several (an agent of the text protocol runs nothing then,
+    it asks for exactly one)."""
     if message.role != "assistant" or message.tool_calls:
         return None
-    commands = split_commands(message.text)[0]
+    if commands is None:
+        commands = split_commands(message.text)[0]
     return commands[0].strip() if len(commands) == 1 else None
 
 

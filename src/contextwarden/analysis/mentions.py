@@ -367,7 +367,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
     for index, message in enumerate(messages):
         if message.role == "assistant":
             blocks, prose = split_commands(message.text)
-            command = text_command(message)
+            command = text_command(message, blocks)
             for span in _CODE_SPAN.findall(prose) if "`" in prose else ():
                 # `name` in prose is deliberate
                 tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
