@@ -202,8 +202,11 @@ def urls_of(text: str) -> tuple[str, ...]:
 
 
 def _path_runs(text: str) -> Iterator[str]:
-    """Every path-shaped string in ``text`` (unescaped), in order, repeats included."""
-    return (p for run in _PATH_RUN.findall(_unescaped(text)) for p in _PATH.findall(run))
+    """Every path-shaped string in ``text`` (unescaped), in order, repeats included. Each run
+    lies in one whitespace-separated word holding its ``.`` or ``/``, and a space borders a
+    run as whitespace does: the regex reads those words only."""
+    words = " ".join([w for w in _unescaped(text).split() if "." in w or "/" in w])
+    return (p for run in _PATH_RUN.findall(words) for p in _PATH.findall(run))
 
 
 def names_of(text: str) -> tuple[str, ...]:
@@ -212,7 +215,9 @@ def names_of(text: str) -> tuple[str, ...]:
     structures that name files: ``grep`` hits, frames, test ids)."""
     if "_" not in text and text == text.lower():  # no underscore and no hump: no name
         return ()
-    return tuple(w for w in dict.fromkeys(_WORD.findall(_unescaped(text))) if is_code_name(w))
+    # a name lies in one whitespace-separated word holding its underscore or its capital
+    words = " ".join([w for w in _unescaped(text).split() if "_" in w or not w.islower()])
+    return tuple(w for w in dict.fromkeys(_WORD.findall(words)) if is_code_name(w))
 
 
 @dataclass(frozen=True)
@@ -268,7 +273,8 @@ class _Tally:
         """Count what ``text`` names; the paths it names."""
         if not text:
             return ()
-        paths, names = self.memo(words_of, text, words_size)
+        # kept however short: a span or a name the agent wrote is written again and again
+        paths, names = self.memo(words_of, text, words_size, costly=True)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():

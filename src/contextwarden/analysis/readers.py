@@ -218,6 +218,8 @@ INTENT = re.compile(
     r"first,? let me|i'm going to)\b"
 )
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+#: :data:`FINDING_WORDS` for an ASCII text lowered (twice as fast as ignoring case).
+_FINDING_LOWER = re.compile(FINDING_WORDS.pattern.removeprefix("(?i)"))
 
 
 #: A numbered list is a plan only when the text leading into it says so (an analysis written
@@ -259,7 +261,7 @@ def findings(text: str) -> tuple[str, ...]:
         s = " ".join(sentence.split()).strip("#*- ")
         if not 20 <= len(s) <= 300 or INTENT.match(s) or s.startswith(("```", "|")):
             continue
-        if FINDING_WORDS.search(s):
+        if _FINDING_LOWER.search(s.lower()) if s.isascii() else FINDING_WORDS.search(s):
             out.append(s)
     return tuple(out)
 
