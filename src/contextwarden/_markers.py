@@ -52,4 +52,4 @@ _MASK_LINES = re.compile(
 def without_mask_lines(text: str) -> str:
     """``text`` without the lines a mask wrote into it: not the tool's output, so never, for
     instance, the line that names its error."""
-    return _MASK_LINES.sub("", text) if "[" in text else text
+    return _MASK_LINES.sub("", text) if "[... " in text or NAMES_LINE_PREFIX in text else text

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._markers import NAMES_LINE_RE
+from .._markers import NAMES_LINE_PREFIX, NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message, ToolCallBlock
 from .._task import strip_injected
@@ -313,7 +313,7 @@ class _Tally:
             self.add(path, True, index, WEIGHT_SEEN, agent=False)
         for name in names:
             self.add(name, False, index, WEIGHT_SEEN, agent=False)
-        for line in NAMES_LINE_RE.findall(text):
+        for line in NAMES_LINE_RE.findall(text) if NAMES_LINE_PREFIX in text else ():
             # a masked result's line naming what its omitted lines held: its best names
             paths, names = words_of(line)
             for path in paths:

@@ -135,10 +135,8 @@ def mask_text(
     holds anyway). ``memo``: the call's, which gets the words of the omitted lines and of the
     whole ``text`` (a summary of the same call reads the original's)."""
     cfg = config or MaskConfig()
-    if (
-        len(text) <= cfg.min_chars
-        or MASK_MARKER_RE.search(text)
-        or SUPERSEDED_MARKER_RE.search(text)
+    if len(text) <= cfg.min_chars or (
+        "[... " in text and (MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text))
     ):
         return text
     lines = text.split("\n")
