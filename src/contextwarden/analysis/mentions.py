@@ -56,6 +56,8 @@ _PATH = re.compile(
     rf"(?<![\w/.:-])(?:\.{{1,2}}/|/)?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*"
     rf"\.{_EXTENSIONS}\b"
 )
+#: What every :data:`_PATH` match holds: a ``/`` or a known extension (most runs hold neither).
+_PATH_HINT = re.compile(rf"/|\.{_EXTENSIONS}\b")
 #: The runs of path characters holding a ``.`` or a ``/``: every path lies in one (its
 #: lookbehinds and its ``\b`` see the same neighbours there), and most words are not one.
 _PATH_RUN = re.compile(r"(?<![\w./@:+-])[\w@:+-]*+[./][\w./@:+-]*+")
@@ -206,7 +208,8 @@ def _path_runs(text: str) -> Iterator[str]:
     lies in one whitespace-separated word holding its ``.`` or ``/``, and a space borders a
     run as whitespace does: the regex reads those words only."""
     words = " ".join([w for w in _unescaped(text).split() if "." in w or "/" in w])
-    return (p for run in _PATH_RUN.findall(words) for p in _PATH.findall(run))
+    runs = _PATH_RUN.findall(words)
+    return (p for run in runs if _PATH_HINT.search(run) for p in _PATH.findall(run))
 
 
 def names_of(text: str) -> tuple[str, ...]:
