@@ -64,14 +64,15 @@ _PATH_RUN = re.compile(r"(?<![\w./@:+-])[\w@:+-]*+[./][\w./@:+-]*+")
 #: Candidate code names: words with an underscore or a lower-upper hump inside
 #: (:func:`is_code_name` has the last word); plain words are skipped by the regex itself.
 _WORD = re.compile(r"(?<![\w$-])_*[A-Za-z][A-Za-z0-9]*(?:_|[a-z][A-Z])\w*(?![\w-])")
-#: A definition line, possibly behind a ``grep -n`` prefix naming its file.
+#: A definition line, possibly behind a ``grep -n`` prefix naming its file. This and
+#: :data:`_GREP_HIT` read ``"\n" + text``: a line starts after a line break, and the regex
+#: looks for the break at C speed (``^`` is tried at every character).
 _DEF = re.compile(
-    r"^(?:([\w./@+-]+\.[A-Za-z]\w*)[:-]\d+[:-])?\s*(?:async\s+)?"
-    r"(?:def|class|fn|func|function|struct|enum|trait|interface)\s+([A-Za-z_]\w*)",
-    re.M,
+    r"\n(?:([\w./@+-]+\.[A-Za-z]\w*)[:-]\d+[:-])?\s*(?:async\s+)?"
+    r"(?:def|class|fn|func|function|struct|enum|trait|interface)\s+([A-Za-z_]\w*)"
 )
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_]\w*)')
-_GREP_HIT = re.compile(r"^([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]", re.M)
+_GREP_HIT = re.compile(r"\n([\w./@+-]+\.[A-Za-z]\w*)[:-](\d+)[:-]")
 _TEST_ID = re.compile(r"([\w./-]+\.py)::([\w:\[\]-]+)")
 _CODE_SPAN = re.compile(r"`([^`\n]{2,80})`")
 #: A web address without its query or fragment (the resource; the names its parameters hold are
@@ -184,7 +185,7 @@ def paths_of(text: str) -> tuple[str, ...]:
 def defined_names(text: str) -> tuple[str, ...]:
     """The names ``text`` defines (``def``/``class``/``function``... lines), in order, without
     repeats."""
-    return tuple(dict.fromkeys(name for _, name in _DEF.findall(text) if name not in _NOISE))
+    return tuple(dict.fromkeys(name for _, name in _DEF.findall("\n" + text) if name not in _NOISE))
 
 
 def _dirs_of(text: str) -> tuple[str, ...]:
@@ -297,11 +298,11 @@ class _Tally:
     def result(self, text: str, index: int, read: str | None) -> None:
         """What a tool result shows: definitions (in the file it read), frames, grep hits and
         test ids (in the file they name)."""
-        for path, line_no in _GREP_HIT.findall(text):
+        for path, line_no in _GREP_HIT.findall("\n" + text):
             del line_no
             if path_like(path):
                 self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
-        for in_file, name in _DEF.findall(text):
+        for in_file, name in _DEF.findall("\n" + text):
             self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
             where = in_file or read
             if where:
