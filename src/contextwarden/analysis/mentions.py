@@ -277,8 +277,7 @@ class _Tally:
         """Count what ``text`` names; the paths it names."""
         if not text:
             return ()
-        # kept however short: a span or a name the agent wrote is written again and again
-        paths, names = self.memo(words_of, text, words_size, costly=True)
+        paths, names = self.memo(words_of, text, words_size)
         for p in paths:
             self.add(p, True, index, weight, agent=agent)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
