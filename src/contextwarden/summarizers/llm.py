@@ -702,7 +702,7 @@ def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...
     ``<names>``, best first, within half the summary's cap."""
     lines: list[str] = []
     used = 0
-    for line in names_index(facts.code, facts.earlier, status=dict(facts.file_status()), held=held):
+    for line in names_index(facts.code, facts.earlier, status=facts.file_status(), held=held):
         text = line.text
         if used + len(text) > cap // 2:
             break
