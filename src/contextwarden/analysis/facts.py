@@ -245,7 +245,7 @@ class _Walker:
         return self.memo(analyze_command, command, costly=True)
 
     def error_key(self, text: str) -> str | None:
-        return self.memo(error_key, text, _short)
+        return self.memo(error_key, text, lambda key: len(key) if key else 0)
 
     # files ---------------------------------------------------------------------------------
     def touch(self, path: str, action: FileAction, index: int, via: str) -> None:
@@ -622,10 +622,6 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             # one file a line: "path" when modified, "path (note)" otherwise
             out.append((m.group(1), cast(FileAction, m.group(2) or "modified")))
     return out
-
-
-def _short(value: str | None) -> int:
-    return len(value) if value else 0
 
 
 def walk_facts(
