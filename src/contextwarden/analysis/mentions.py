@@ -211,7 +211,6 @@ class Mention:
     files a result showed it in (most recent last)."""
 
     name: str
-    is_path: bool
     score: float
     files: tuple[str, ...] = ()
 
@@ -308,7 +307,7 @@ class _Tally:
     def finish(self) -> CodeMentions:
         def mention(key: tuple[str, bool]) -> Mention:
             files = tuple(self.files.get(key[0], {})) if not key[1] else ()
-            return Mention(key[0], key[1], round(self.score[key], 6), files)
+            return Mention(key[0], round(self.score[key], 6), files)
 
         ranked = sorted(self.score, key=lambda k: (-self.score[k], -self.last[k], k[0]))
         return CodeMentions(
