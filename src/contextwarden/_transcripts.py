@@ -129,10 +129,7 @@ def load_transcripts(
 
 
 def load_transcript(
-    path: str | os.PathLike[str],
-    *,
-    format: TranscriptFormat | None = None,
-    run: int | None = None,
+    path: str | os.PathLike[str], *, format: TranscriptFormat | None = None, run: int | None = None
 ) -> Transcript:
     """Read a recorded session into a :class:`Transcript`, detecting its format: as
     :func:`load_transcripts` does, then run ``run`` (1-based; default the first, with

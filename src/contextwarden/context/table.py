@@ -40,10 +40,7 @@ class ConversationTable:
     conversation's record is read before a call and written after it."""
 
     def __init__(
-        self,
-        config: WardenConfig,
-        log_store: LogStore | None = None,
-        max_bytes: int | None = None,
+        self, config: WardenConfig, log_store: LogStore | None = None, max_bytes: int | None = None
     ) -> None:
         self.config = config
         self.log_store = log_store
