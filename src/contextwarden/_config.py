@@ -25,12 +25,7 @@ from ._task import TaskConfig
 from .layers.config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
 from .summarizers.config import SummarizerConfig
 
-__all__ = [
-    "CompactionConfig",
-    "WardenConfig",
-    "config_problems",
-    "load_config",
-]
+__all__ = ["CompactionConfig", "WardenConfig", "config_problems", "load_config"]
 
 TaskType = Literal["code", "analysis", "conversation", "mixed", "unknown"]
 #: A strategy name: a built-in (sliding_window, importance, key_events, incremental,
@@ -133,10 +128,7 @@ class WardenConfig(BaseModel):
         "request's own max_tokens replaces it (raises a value you set). Default: 8192.",
     )
     trigger_ratio: float = Field(
-        0.75,
-        gt=0,
-        le=1,
-        description="Lossy steps start above window*ratio. Default: 0.75.",
+        0.75, gt=0, le=1, description="Lossy steps start above window*ratio. Default: 0.75."
     )
     target_ratio: float = Field(
         0.3,
@@ -223,17 +215,15 @@ def _rounds_to_messages(value: Any) -> Any:
     """Seed 001 keeps the last N *rounds*; our sliding window counts messages. A round of an
     agent is an assistant turn and its tool results: two messages. A value that is not an
     integer passes through unchanged, for validation to report."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return 2 * value
-    return value
+    return 2 * value if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-#: Seed keys whose value is converted on the way in: (block, key) -> (converter, how, said).
+#: Seed keys whose value is converted on the way in: (block, key) -> (converter, how).
 SEED_CONVERSIONS: dict[tuple[str, str], tuple[Callable[[Any], Any], str]] = {
     ("context_compaction", "keep_recent_rounds"): (
         _rounds_to_messages,
         "N rounds keep 2N messages: each an assistant turn and its tool results",
-    ),
+    )
 }
 
 

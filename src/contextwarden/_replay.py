@@ -271,11 +271,7 @@ def make_warden(config: WardenConfig) -> Warden:
 
 
 def _setup(
-    config: WardenConfig | None,
-    warden: Warden | None,
-    model: str,
-    window: int | None,
-    purpose: str,
+    config: WardenConfig | None, warden: Warden | None, model: str, window: int | None, purpose: str
 ) -> tuple[WardenConfig, Warden, Budget]:
     """The config (default: the seeds' defaults), the warden (default: :func:`make_warden`) and
     the budget for ``model``/``window``; ConfigError naming ``purpose`` when no window is known
@@ -301,11 +297,7 @@ def sent_context(
     lead = 0
     while lead < len(messages) and messages[lead].role == "system":
         lead += 1
-    return [
-        *messages[: min(lead, end)],
-        *last.replacement,
-        *messages[max(last.at, lead) : end],
-    ]
+    return [*messages[: min(lead, end)], *last.replacement, *messages[max(last.at, lead) : end]]
 
 
 def recorded_usage(usage: Mapping[str, Any] | None) -> tuple[int, int, int] | None:
@@ -352,9 +344,7 @@ def _recorded(reply: Message, prices: CachePricing | None) -> dict[str, Any]:
     if found is None:
         return {}
     total, read, written = found
-    cost = None
-    if prices is not None:
-        cost = prices.cost(read, written, max(0, total - read - written))
+    cost = None if prices is None else prices.cost(read, written, max(0, total - read - written))
     return {
         "recorded_input": total,
         "recorded_cached": read,

@@ -129,10 +129,7 @@ def load_transcripts(
 
 
 def load_transcript(
-    path: str | os.PathLike[str],
-    *,
-    format: TranscriptFormat | None = None,
-    run: int | None = None,
+    path: str | os.PathLike[str], *, format: TranscriptFormat | None = None, run: int | None = None
 ) -> Transcript:
     """Read a recorded session into a :class:`Transcript`, detecting its format: as
     :func:`load_transcripts` does, then run ``run`` (1-based; default the first, with
@@ -156,7 +153,9 @@ def _read(text: str, p: Path, shown: str, format: str | None) -> Runs:
     kind, value, bad = _sniff(text, shown)
     if format is None:
         if kind == "json":
-            return _JSON_READERS[_json_format(value, shown)](value, p, shown)
+            found = next((fmt for fmt, shape in _JSON_SHAPES if shape(value)), None)
+            fmt = found or _unrecognised(shown, "a JSON document", value)
+            return _JSON_READERS[fmt](value, p, shown)
         return _read_jsonl(_jsonl_format(value, shown), value, bad, p, shown)
     if kind == "json" and format in _JSON_READERS:
         return _JSON_READERS[format](value, p, shown)
@@ -258,11 +257,6 @@ _RECORD_SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("openhands", is_openhands),
     ("openai-jsonl", lambda v: isinstance(v, dict) and "role" in v),
 )
-
-
-def _json_format(doc: Any, shown: str) -> str:
-    found = next((fmt for fmt, shape in _JSON_SHAPES if shape(doc)), None)
-    return found or _unrecognised(shown, "a JSON document", doc)
 
 
 def _jsonl_format(records: list[Record], shown: str) -> str:

@@ -69,7 +69,7 @@ def test_folders_the_agent_types_are_paths_in_play() -> None:
     b.bash("ls", "internal/store/cache")
     b.assistant("Either the cache and/or the index is stale.")
     paths = {m.name: m for m in code_mentions(b.messages).paths}
-    assert "internal/store" in paths and paths["internal/store"].by_agent
+    assert "internal/store" in paths
     assert "internal/store/cache" not in paths  # a listing shows it, the agent never typed it
     assert "and/or" not in paths  # prose
     assert dir_like("github.com/smacker/go-tree-sitter") and dir_like("./internal/store/")
@@ -95,7 +95,6 @@ def test_a_users_later_words_and_what_a_client_showed_are_names_in_play() -> Non
     # a file a listing showed is a candidate, ranked below one the user named
     assert "src/quoting.py" in paths
     assert paths["src/quoting.py"].score < paths["src/reader.py"].score
-    assert not paths["src/quoting.py"].by_agent
 
 
 _HOST = st.from_regex(r"[a-z]{2,10}(?:\.[a-z]{2,6}){1,2}", fullmatch=True)
@@ -137,7 +136,6 @@ def test_the_folders_and_addresses_the_user_names_are_paths_in_play() -> None:
     assert "https://tree-sitter.github.io/tree-sitter/using-parsers" in paths
     # what the agent fetched it typed: it counts above what the user only wrote
     fetched = paths["https://pkg.go.dev/github.com/smacker/go-tree-sitter"]
-    assert fetched.by_agent
     assert fetched.score > paths["https://tree-sitter.github.io/tree-sitter/using-parsers"].score
     assert "https://x.org/a.json" in paths
     assert "https://y.org/b" not in paths  # a result only showed it

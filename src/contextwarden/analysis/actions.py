@@ -187,14 +187,9 @@ def all_paths(args: Mapping[str, Any]) -> list[str]:
         value = args.get(key)
         if isinstance(value, list):
             paths.extend(v for v in value if isinstance(v, str))
-    for key in ("edits",):
-        value = args.get(key)
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, Mapping):
-                    p = first_path(item)
-                    if p:
-                        paths.append(p)
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        paths.extend(p for e in edits if isinstance(e, Mapping) and (p := first_path(e)))
     return list(dict.fromkeys(paths))
 
 
@@ -332,14 +327,8 @@ def _shell_action(
     reads = [norm_path(p) for p in effects.reads if not p.lstrip("+-").isdigit()]  # head -n 50
     # a file printed whole or by a line range: cat, nl -ba, sed -n 'A,Bp', head/tail -n N
     if len(reads) == 1 and effects.read_only and effects.last_program not in ("grep", "rg", "wc"):
-        m = _SED_RANGE.search(command)
-        ht = _HEAD_TAIL.search(command)
-        if m:
-            span = f"{m.group(2)},{m.group(3) or m.group(2)}"
-        elif ht:
-            span = f"{ht.group(1)} {ht.group(2)}"
-        else:
-            span = ""
+        m, ht = _SED_RANGE.search(command), _HEAD_TAIL.search(command)
+        span = f"{m[2]},{m[3] or m[2]}" if m else f"{ht[1]} {ht[2]}" if ht else ""
         return ToolAction(rid, position, "read", (reads[0],), f"read {reads[0]} {span}".rstrip())
     return ToolAction(rid, position, "run", tuple(reads), f"run {effects.key}")
 
@@ -410,11 +399,8 @@ def text_actions(message: Message, position: int, history: Sequence[Message]) ->
     opened = _SWE_OPEN.match(command)
     if opened:
         path = norm_path(opened.group(1))
-        return [
-            ToolAction(
-                rid, position + 1, "read", (path,), f"read {path} {opened.group(2) or ''}".rstrip()
-            )
-        ]
+        key = f"read {path} {opened.group(2) or ''}".rstrip()
+        return [ToolAction(rid, position + 1, "read", (path,), key)]
     if _SWE_EDIT.match(command):
         return [ToolAction(rid, position + 1, "edit", ())]
     return [_shell_action(command, rid, position + 1)]

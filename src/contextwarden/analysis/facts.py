@@ -66,13 +66,7 @@ from .sections import (
     looks_like_summary,
     parse_summary,
 )
-from .shell import (
-    ShellEffects,
-    analyze_command,
-    call_effects,
-    patch_targets,
-    python_writes,
-)
+from .shell import ShellEffects, analyze_command, call_effects, patch_targets, python_writes
 from .working import EditSite, edit_sites
 
 __all__ = [
@@ -95,13 +89,12 @@ MAX_MEMORIES = 10
 
 @dataclass(frozen=True, slots=True)
 class FileTouch:
-    """One thing done to one file: ``path`` as the agent wrote it, ``action``, the index of the
-    message that did it and ``via`` (the tool or shell idiom: ``sed -i``, ``edit``...)."""
+    """One thing done to one file: ``path`` as the agent wrote it, ``action`` and the index of
+    the message that did it."""
 
     path: str
     action: FileAction
     index: int
-    via: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +123,6 @@ class ErrorSeen:
     key: str
     excerpt: str
     fixed_at: int | None = None
-    #: what a later success must match to fix it: the command's key, ``file:PATH`` for an edit,
-    #: ``read:PROGRAM`` for a failed read (any later successful read by the same program fixes
-    #: an exploratory miss such as a wrong path)
-    match_keys: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def fixed(self) -> bool:
@@ -245,10 +234,10 @@ class _Walker:
         return self.memo(analyze_command, command, costly=True)
 
     def error_key(self, text: str) -> str | None:
-        return self.memo(error_key, text, _short)
+        return self.memo(error_key, text, lambda key: len(key) if key else 0)
 
     # files ---------------------------------------------------------------------------------
-    def touch(self, path: str, action: FileAction, index: int, via: str) -> None:
+    def touch(self, path: str, action: FileAction, index: int) -> None:
         """Record ``action`` on ``path``; writing a file already seen is a modification."""
         path = path.strip()
         if not path:
@@ -256,7 +245,7 @@ class _Walker:
         if action == "created" and path in self.seen_paths:
             action = "modified"
         self.seen_paths.add(path)
-        self.files.append(FileTouch(path, action, index, via))
+        self.files.append(FileTouch(path, action, index))
 
     # messages ------------------------------------------------------------------------------
     def message(self, index: int, msg: Message) -> None:
@@ -318,7 +307,7 @@ class _Walker:
                 *(f"{self.earlier.get(n)}\n{sections.get(n)}".strip() for n in SECTIONS)
             )
         for path, action in _files_from_summary(sections.current_state):
-            self.earlier_files.append(FileTouch(path, action, index, "earlier summary"))
+            self.earlier_files.append(FileTouch(path, action, index))
             self.seen_paths.add(path)
 
     def assistant(self, index: int, msg: Message) -> None:
@@ -350,13 +339,10 @@ class _Walker:
     ) -> ShellEffects:
         effects = self.effects(command) if call is None else call_effects(call, command)
         for path in effects.reads:
-            self.touch(path, "read", index, "shell")
+            self.touch(path, "read", index)
         for path, how in effects.writes.items():
             self.touch(
-                path,
-                "created" if how in ("redirect", "touch", "cp", "mv") else "modified",
-                index,
-                how,
+                path, "created" if how in ("redirect", "touch", "cp", "mv") else "modified", index
             )
         for path, body in effects.heredocs.items():
             self.scripts[path] = body
@@ -366,19 +352,19 @@ class _Walker:
                 self.patches.setdefault(path.rsplit("/", 1)[-1], targets)
             # a script that will edit files when it runs (read again by the next walk)
             for p in self.memo(python_writes, body):
-                self.touch(p, "modified", index, f"script {path}")
+                self.touch(p, "modified", index)
         for script in effects.scripts:
             script_body = self.scripts.get(script) or self.scripts.get(script.rsplit("/", 1)[-1])
             if script_body:
                 for p in self.memo(python_writes, script_body):
-                    self.touch(p, "modified", index, f"ran {script}")
+                    self.touch(p, "modified", index)
         for patch in effects.patch_inputs:
             for p in self.patches.get(patch, self.patches.get(patch.rsplit("/", 1)[-1], [])):
-                self.touch(p, "modified", index, f"patch {patch}")
+                self.touch(p, "modified", index)
         for path in effects.deletes:
-            self.touch(path, "deleted", index, "rm")
+            self.touch(path, "deleted", index)
         for path in effects.reverts:
-            self.touch(path, "reverted", index, "git checkout")
+            self.touch(path, "reverted", index)
         return effects
 
     def result(self, index: int, block: ToolResultBlock) -> None:
@@ -442,12 +428,12 @@ class _Walker:
                 "",
             )
             for p in patch_targets(raw):
-                self.touch(p, "modified", pending.index, name)
+                self.touch(p, "modified", pending.index)
             if raw:
                 return
         if action is not None:
             for p in all_paths(args):
-                self.touch(p, action, pending.index, name)
+                self.touch(p, action, pending.index)
 
     def finish_command(
         self,
@@ -528,7 +514,7 @@ class _Walker:
         excerpt = error_excerpt(text, key)
         for match_key in dict.fromkeys(match_keys):
             self.open_errors.setdefault(match_key, []).append(len(self.errors))
-        self.errors.append(ErrorSeen(index, source, key, excerpt, None, match_keys))
+        self.errors.append(ErrorSeen(index, source, key, excerpt))
 
     def resolve(self, match_key: str, index: int) -> None:
         """A success of ``match_key`` (the same command, or a write of the same file) fixes the
@@ -540,7 +526,7 @@ class _Walker:
 
     def git_output(self, text: str, index: int) -> None:
         for m in DIFF_HEADER.finditer(text):
-            self.touch(m.group(2), "modified", index, "git diff")
+            self.touch(m.group(2), "modified", index)
         stat = [
             ln.rstrip()
             for ln in text.splitlines()
@@ -552,12 +538,10 @@ class _Walker:
     def git_status(self, text: str, index: int) -> None:
         for m in GIT_STATUS_LONG.finditer(text):
             action: FileAction = "created" if m.group(1) == "new file" else "modified"
-            self.touch(m.group(2).split(" -> ")[-1], action, index, "git status")
+            self.touch(m.group(2).split(" -> ")[-1], action, index)
         for m in GIT_STATUS_SHORT.finditer(text):
             flag, path = m.group(1), m.group(2).split(" -> ")[-1]
-            self.touch(
-                path, "created" if "?" in flag or "A" in flag else "modified", index, "git status"
-            )
+            self.touch(path, "created" if "?" in flag or "A" in flag else "modified", index)
 
     def finish(self) -> Facts:
         # calls whose results are beyond the span: their file effects still happened
@@ -566,7 +550,7 @@ class _Walker:
                 action = file_action(pending.call.name, pending.args)
                 if action is not None and action != "read":
                     for p in all_paths(pending.args):
-                        self.touch(p, action, pending.index, pending.call.name)
+                        self.touch(p, action, pending.index)
             else:
                 self.record_run(
                     pending.command,
@@ -622,10 +606,6 @@ def _files_from_summary(current_state: str) -> list[tuple[str, FileAction]]:
             # one file a line: "path" when modified, "path (note)" otherwise
             out.append((m.group(1), cast(FileAction, m.group(2) or "modified")))
     return out
-
-
-def _short(value: str | None) -> int:
-    return len(value) if value else 0
 
 
 def walk_facts(

@@ -91,17 +91,7 @@ _NOISE = frozenset(
     ).split()
 )
 #: Path-like strings that are not files the agent works on.
-_NOT_PATHS = (
-    "<",
-    "/dev/",
-    "/proc/",
-    "http://",
-    "https://",
-    "a/",
-    "b/",
-    "/usr/",
-    "/bin/",
-)
+_NOT_PATHS = ("<", "/dev/", "/proc/", "http://", "https://", "a/", "b/", "/usr/", "/bin/")
 
 #: How much one mention counts, by who wrote it.
 WEIGHT_ACTION = 3.0
@@ -226,14 +216,11 @@ def names_of(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Mention:
-    """A path or a code name: its ``score`` (weighted, recency included), the index of the last
-    message naming it, and ``files``: the files a result showed it in (most recent last)."""
+    """A path or a code name: its ``score`` (weighted, recency included) and ``files``: the
+    files a result showed it in (most recent last)."""
 
     name: str
-    is_path: bool
     score: float
-    last_index: int
-    by_agent: bool
     files: tuple[str, ...] = ()
 
 
@@ -260,32 +247,27 @@ class _Tally:
         self.memo = memo
         self.score: dict[tuple[str, bool], float] = {}
         self.last: dict[tuple[str, bool], int] = {}
-        self.agent: set[tuple[str, bool]] = set()
         self.files: dict[str, dict[str, None]] = {}
 
-    def add(self, name: str, is_path: bool, index: int, weight: float, *, agent: bool) -> None:
+    def add(self, name: str, is_path: bool, index: int, weight: float) -> None:
         key = (name, is_path)
         # a mention at the end of the span counts twice one at its start
         self.score[key] = self.score.get(key, 0.0) + weight * (1.0 + index / self.size)
         self.last[key] = index
-        if agent:
-            self.agent.add(key)
 
-    def text(
-        self, text: str, index: int, weight: float, *, agent: bool, dirs: bool = False
-    ) -> tuple[str, ...]:
+    def text(self, text: str, index: int, weight: float, *, dirs: bool = False) -> tuple[str, ...]:
         """Count what ``text`` names; the paths it names."""
         if not text:
             return ()
         paths, names = self.memo(words_of, text, words_size)
         for p in paths:
-            self.add(p, True, index, weight, agent=agent)
+            self.add(p, True, index, weight)
         for d in self.memo(_dirs_of, text, _names_size) if dirs else ():
-            self.add(d, True, index, WEIGHT_FOLDER, agent=agent)
+            self.add(d, True, index, WEIGHT_FOLDER)
         for u in urls_of(text) if dirs else ():  # an address is typed again whole, like a path
-            self.add(u, True, index, weight, agent=agent)
+            self.add(u, True, index, weight)
         for n in names:
-            self.add(n, False, index, weight, agent=agent)
+            self.add(n, False, index, weight)
         return paths
 
     def seen_in(self, name: str, path: str) -> None:
@@ -297,47 +279,44 @@ class _Tally:
     def result(self, text: str, index: int, read: str | None) -> None:
         """What a tool result shows: definitions (in the file it read), frames, grep hits and
         test ids (in the file they name)."""
-        for path, line_no in _GREP_HIT.findall("\n" + text):
-            del line_no
+        for path, _ in _GREP_HIT.findall("\n" + text):
             if path_like(path):
-                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+                self.add(path, True, index, WEIGHT_OUTPUT)
         for in_file, name in _DEF.findall("\n" + text):
-            self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
+            self.add(name, False, index, WEIGHT_OUTPUT)
             where = in_file or read
             if where:
                 self.seen_in(name, where)
         for path, func in _FRAME.findall(text):
             if path_like(path) and "site-packages" not in path and "/lib/python" not in path:
-                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
-                self.add(func, False, index, WEIGHT_OUTPUT, agent=False)
+                self.add(path, True, index, WEIGHT_OUTPUT)
+                self.add(func, False, index, WEIGHT_OUTPUT)
                 self.seen_in(func, path)
         paths, names = self.memo(words_of, text, words_size)
         for path in paths:  # a file a listing showed is typed again like a name it showed
-            self.add(path, True, index, WEIGHT_SEEN, agent=False)
+            self.add(path, True, index, WEIGHT_SEEN)
         for name in names:
-            self.add(name, False, index, WEIGHT_SEEN, agent=False)
+            self.add(name, False, index, WEIGHT_SEEN)
         for line in NAMES_LINE_RE.findall(text) if NAMES_LINE_PREFIX in text else ():
             # a masked result's line naming what its omitted lines held: its best names
             paths, names = words_of(line)
             for path in paths:
-                self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+                self.add(path, True, index, WEIGHT_OUTPUT)
             for name in names:
-                self.add(name, False, index, WEIGHT_OUTPUT - WEIGHT_SEEN, agent=False)
+                self.add(name, False, index, WEIGHT_OUTPUT - WEIGHT_SEEN)
                 if read:
                     self.seen_in(name, read)
         # the regex tries every word start; the literal it needs is found at C speed
         for path, test in _TEST_ID.findall(text) if ".py::" in text else ():
-            self.add(path, True, index, WEIGHT_OUTPUT, agent=False)
+            self.add(path, True, index, WEIGHT_OUTPUT)
             name = test.split("::")[-1].split("[")[0]
-            self.add(name, False, index, WEIGHT_OUTPUT, agent=False)
+            self.add(name, False, index, WEIGHT_OUTPUT)
             self.seen_in(name, path)
 
     def finish(self) -> CodeMentions:
         def mention(key: tuple[str, bool]) -> Mention:
             files = tuple(self.files.get(key[0], {})) if not key[1] else ()
-            return Mention(
-                key[0], key[1], round(self.score[key], 6), self.last[key], key in self.agent, files
-            )
+            return Mention(key[0], round(self.score[key], 6), files)
 
         ranked = sorted(self.score, key=lambda k: (-self.score[k], -self.last[k], k[0]))
         return CodeMentions(
@@ -379,16 +358,14 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
             command = text_command(message, blocks)
             for span in _CODE_SPAN.findall(prose) if "`" in prose else ():
                 # `name` in prose is deliberate
-                tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE, agent=True)
-            tally.text(prose, index, WEIGHT_PROSE, agent=True)
+                tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE)
+            tally.text(prose, index, WEIGHT_PROSE)
             for block in blocks if not message.tool_calls else ():
-                tally.text(block, index, WEIGHT_ACTION, agent=True, dirs=True)
+                tally.text(block, index, WEIGHT_ACTION, dirs=True)
             pending_read = _read_target(command, memo) if command is not None else None
             for call in message.tool_calls:
                 strings = list(_strings(call.input))
-                named = [
-                    tally.text(s, index, WEIGHT_ACTION, agent=True, dirs=True) for s in strings
-                ]
+                named = [tally.text(s, index, WEIGHT_ACTION, dirs=True) for s in strings]
                 target = None
                 for s, paths in zip(strings, named, strict=True):
                     target = _read_target(s, memo, call) or (paths[0] if paths else None)
@@ -406,7 +383,7 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
                 # the user's own words name what the agent does next; what a client put beside
                 # them (a reminder showing a file, a sub-agent's report) is shown like a result
                 own = strip_injected(text)
-                tally.text(own, index, WEIGHT_PROSE, agent=False, dirs=True)
+                tally.text(own, index, WEIGHT_PROSE, dirs=True)
                 if len(own) < len(text.strip()):
                     tally.result(text, index, None)
             pending_read = None

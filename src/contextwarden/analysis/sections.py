@@ -59,11 +59,8 @@ class SummarySections:
 
     def render(self) -> str:
         """The sections as tagged text, each body on its own lines."""
-        parts = []
-        for name in SECTIONS:
-            body = self.get(name).strip("\n")
-            parts.append(f"<{name}>\n{body}\n</{name}>" if body else f"<{name}>\n</{name}>")
-        return "\n".join(parts)
+        bodies = ((name, self.get(name).strip("\n")) for name in SECTIONS)
+        return "\n".join(f"<{n}>\n{b}\n</{n}>" if b else f"<{n}>\n</{n}>" for n, b in bodies)
 
 
 _REF_SUFFIX = re.compile(r"\s*\(recall cw:[0-9a-f]+\)\s*$")
@@ -94,16 +91,9 @@ def parse_summary(text: str, *, strict: bool = True) -> SummarySections:
     any of the four is absent, or when all four are empty. Without it, missing sections are
     empty and nothing is raised.
     """
-    bodies: dict[str, str] = {}
-    missing: list[str] = []
-    for name in SECTIONS:
-        m = _SECTION_RE[name].search(text)
-        if m is None:
-            missing.append(f"<{name}>")
-            bodies[name] = ""
-        else:
-            bodies[name] = m.group(1).strip()
-    sections = SummarySections(**bodies)
+    found = {name: _SECTION_RE[name].search(text) for name in SECTIONS}
+    missing = [f"<{name}>" for name, m in found.items() if m is None]
+    sections = SummarySections(**{n: m.group(1).strip() if m else "" for n, m in found.items()})
     if strict:
         if missing:
             excerpt = " ".join(text.split())[:120]
@@ -196,9 +186,8 @@ def fit(entries: Iterable[Entry], cap: int) -> str:
             for d in deferred
             if up_to_tier is None or max(items[d].tier, MUST_KEEP_TIER) < up_to_tier
         ]
-        if due:
-            taken = set(due)
-            deferred = [d for d in deferred if d not in taken]
+        taken = set(due)
+        deferred = [d for d in deferred if d not in taken]
         for i in due:
             e = items[i]
             room = cap - used - overhead(e) - len(_line(e, ""))
@@ -252,7 +241,4 @@ def _render(items: Sequence[Entry], admitted: dict[int, str]) -> str:
                 if e.group:
                     bodies[name].append(f"{e.group}:\n")
             bodies[name].append(_line(e, admitted[i]))
-    out = []
-    for name in SECTIONS:
-        out.append(f"<{name}>\n{''.join(bodies[name])}</{name}>")
-    return "\n".join(out)
+    return "\n".join(f"<{name}>\n{''.join(bodies[name])}</{name}>" for name in SECTIONS)

@@ -40,10 +40,7 @@ class ConversationTable:
     conversation's record is read before a call and written after it."""
 
     def __init__(
-        self,
-        config: WardenConfig,
-        log_store: LogStore | None = None,
-        max_bytes: int | None = None,
+        self, config: WardenConfig, log_store: LogStore | None = None, max_bytes: int | None = None
     ) -> None:
         self.config = config
         self.log_store = log_store
@@ -131,7 +128,9 @@ class ConversationTable:
                 self._conversations[conv.key] = made
                 if record is not None and made.calls == record.get("calls"):
                     # restored whole from the stored record: its next save appends to it
-                    self._written[conv.key] = (weakref.ref(made), _stored(record))
+                    stored = (len(record["history"]), len(record["edits"]))
+                    written = Written(str(record.get("generation")), stored)
+                    self._written[conv.key] = (weakref.ref(made), written)
             return made
         return conv
 
@@ -215,8 +214,3 @@ def _branches(key: str, count: int) -> Iterator[str]:
     yield key
     for n in range(2, count + 1):
         yield f"{key}#{n}"
-
-
-def _stored(record: Mapping[str, Any]) -> Written:
-    """What the log store holds of the conversation ``record`` was read from."""
-    return Written(str(record.get("generation")), (len(record["history"]), len(record["edits"])))

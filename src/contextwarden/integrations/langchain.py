@@ -17,12 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import Message, TransformResult, Warden, WardenConfig
 from ..formats.openai import from_openai, to_openai
-from ..recall import (
-    RECALL_TOOL_NAME,
-    recall_ref,
-    recall_tool,
-    shown_refs,
-)
+from ..recall import RECALL_TOOL_NAME, recall_ref, recall_tool, shown_refs
 from ._common import answer_recall, hook_warden, output_limit, require
 from ._langchain_summaries import (
     ChatModelSummarizer,
@@ -221,9 +216,7 @@ def _ai_message(response: Any) -> Any:
 
 
 def _recall_calls(ai: Any) -> list[Mapping[str, Any]]:
-    if ai is None:
-        return []
-    return [c for c in ai.tool_calls if c.get("name") == RECALL_TOOL_NAME]
+    return [] if ai is None else [c for c in ai.tool_calls if c.get("name") == RECALL_TOOL_NAME]
 
 
 def _with_calls(ai: Any, calls: Sequence[Mapping[str, Any]]) -> Any:
@@ -254,15 +247,13 @@ class _Plan:
         # tools every call keep the conversation's key
         recall = [recall_tool("openai")] if owner.recall else []
         self.counted = [*(self.tools or ()), *recall] or None
-        originals: list[Any] = []
-        if request.system_message is not None:
-            originals.append(request.system_message)
-        originals.extend(request.messages)
+        system = request.system_message
+        originals = [system, *request.messages] if system is not None else list(request.messages)
         self.originals: dict[str, Any] = {}  # canonical id -> the agent's message
         self.canonical: dict[str, Message] = {}  # canonical id -> its canonical value
         self.messages: list[Message] = []
         for i, lc in enumerate(originals):
-            if i == 0 and request.system_message is not None:
+            if i == 0 and system is not None:
                 key = _SYSTEM_ID
             else:
                 key = lc.id if isinstance(lc.id, str) and lc.id else f"lc-{i}"

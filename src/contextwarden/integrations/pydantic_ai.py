@@ -18,14 +18,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import (
-    ImageBlock,
-    Message,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from .. import ImageBlock, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from ._common import Regrouped, WardenHook, output_limit, require
 
 if TYPE_CHECKING:
@@ -100,10 +93,7 @@ class ContextWarden(WardenHook, AbstractCapability[Any]):
     ) -> list[Any]:
         history = _History(messages, instructions)
         result = await self.warden.atransform(
-            history.canonical,
-            model=self._model or model,
-            tools=tools or None,
-            max_tokens=limit,
+            history.canonical, model=self._model or model, tools=tools or None, max_tokens=limit
         )
         self.last_result = result
         return history.back(result.messages)
@@ -172,8 +162,7 @@ class _History:
         original = self.messages[origin[0]].parts[origin[1]]
         if msg == self.read[key]:
             return original
-        text = "\n".join(_texts(msg))
-        return dataclasses.replace(original, content=text)
+        return dataclasses.replace(original, content="\n".join(_texts(msg)))
 
     def _response(self, msg: Message, origin: tuple[int, int] | None) -> Any:
         if origin is None:
@@ -219,10 +208,8 @@ def _texts(msg: Message) -> list[str]:
 
 
 def _new_part(msg: Message) -> Any:
-    text = "\n".join(_texts(msg))
-    if msg.role == "system":
-        return pai.SystemPromptPart(content=text)
-    return pai.UserPromptPart(content=text)
+    make = pai.SystemPromptPart if msg.role == "system" else pai.UserPromptPart
+    return make(content="\n".join(_texts(msg)))
 
 
 def _response_message(response: Any, key: str) -> Message:
@@ -234,9 +221,8 @@ def _response_message(response: Any, key: str) -> Message:
             blocks.append(TextBlock(part.content))
         elif isinstance(part, pai.ToolCallPart):
             blocks.append(ToolCallBlock(part.tool_call_id, part.tool_name, part.args_as_json_str()))
-    if not blocks:  # only parts the provider ran itself (native tools, files)
-        blocks.append(TextBlock(" "))
-    return Message("assistant", tuple(blocks), id=key)
+    # without blocks: only parts the provider ran itself (native tools, files)
+    return Message("assistant", tuple(blocks or [TextBlock(" ")]), id=key)
 
 
 def _part_message(part: Any, key: str) -> Message | None:

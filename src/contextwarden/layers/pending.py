@@ -18,12 +18,7 @@ from .._events import Event, emit
 from .._messages import Message, ThinkingBlock, ToolCallBlock
 from .base import LayerContext, LayerResult, require_messages
 
-__all__ = [
-    "drop_open_calls",
-    "drop_pending_calls",
-    "pending_calls",
-    "repair_tail",
-]
+__all__ = ["drop_open_calls", "drop_pending_calls", "pending_calls", "repair_tail"]
 
 LAYER = "pending"
 
@@ -36,8 +31,6 @@ def pending_calls(messages: Sequence[Message]) -> tuple[int, frozenset[str]]:
     if j < 0 or messages[j].role != "assistant":
         return j, frozenset()
     calls = [b.id for b in messages[j].content if isinstance(b, ToolCallBlock)]
-    if not calls:
-        return j, frozenset()
     answered = {r.tool_call_id for t in messages[j + 1 :] for r in t.tool_results}
     return j, frozenset(c for c in calls if c not in answered)
 
@@ -59,17 +52,15 @@ def _without_calls(
     else:
         out = message.replace(content=())
         after = 0
-    event = Event(
-        "dropped",
-        LAYER,
-        index,
-        ", ".join(names) or None,
-        ctx.counter.count_message(message),
-        after,
-        detail=f"{len(pending)} unanswered tool call(s) at the end of the history: a request "
-        "ending with them is invalid",
+    detail = (
+        f"{len(pending)} unanswered tool call(s) at the end of the history: a request ending "
+        "with them is invalid"
     )
-    emit(events, event)
+    before = ctx.counter.count_message(message)
+    emit(
+        events,
+        Event("dropped", LAYER, index, ", ".join(names) or None, before, after, detail=detail),
+    )
     return out
 
 

@@ -23,15 +23,10 @@ def is_protected(message: Message) -> bool:
 def pinned_spans(messages: Sequence[Message]) -> list[tuple[int, str]]:
     """Every ``<Pin>...</Pin>`` body as ``(message index, text)``, in order (for summaries that
     must carry pinned content forward)."""
-    spans: list[tuple[int, str]] = []
-    for i, m in enumerate(messages):
-        for block in m.content:
-            if isinstance(block, TextBlock):
-                texts = [block.text]
-            elif isinstance(block, ToolResultBlock):
-                texts = [block.text]
-            else:
-                continue
-            for t in texts:
-                spans.extend((i, match.group(1)) for match in PIN_RE.finditer(t))
-    return spans
+    return [
+        (i, match.group(1))
+        for i, m in enumerate(messages)
+        for block in m.content
+        if isinstance(block, TextBlock | ToolResultBlock)
+        for match in PIN_RE.finditer(block.text)
+    ]

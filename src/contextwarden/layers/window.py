@@ -26,6 +26,7 @@ import json
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from itertools import compress
 from typing import Any
 
@@ -39,11 +40,7 @@ from .pending import repair_tail
 from .pins import is_protected
 from .units import HistoryIndex, index_of
 
-__all__ = [
-    "WindowConfig",
-    "ensure_within",
-    "sliding_window",
-]
+__all__ = ["WindowConfig", "ensure_within", "sliding_window"]
 
 LAYER = "window"
 
@@ -307,15 +304,9 @@ def cut_newest(
     return total, events
 
 
-def _fit(
-    ctx: LayerContext,
-    original: Message,
-    length: int,
-    target: int,
-    cut: Callable[[int], Message],
-) -> Message:
-    """The cut of ``original`` keeping the most characters (at least :data:`NEWEST_MIN_CHARS`)
-    whose count is at most ``target`` (the shortest cut when none is)."""
+def _fit(ctx: LayerContext, length: int, target: int, cut: Callable[[int], Message]) -> Message:
+    """``cut(keep)`` keeping the most characters (at least :data:`NEWEST_MIN_CHARS`, fewer than
+    ``length``) whose count is at most ``target`` (the shortest cut when none is)."""
     counter = ctx.counter
     lo, hi = NEWEST_MIN_CHARS, length - _MARKER_ROOM
     best = cut(lo)
@@ -369,28 +360,28 @@ def _cut_texts(
         original = messages[pos]
         text = next(t for b, p, t in _texts_of(original) if b == bi and p == pi)
         before = counter.count_message(original)
-        masked = (pos, bi) in old_blocks
-
-        def cut(
-            keep: int,
-            _o: Message = original,
-            _t: str = text,
-            _b: int = bi,
-            _p: int | None = pi,
-            _m: bool = masked,
-        ) -> Message:
-            new = cut_middle(_t, keep // 2, keep - keep // 2)
-            if _m:
-                new = mask_text(new, ctx.config.mask)
-            return _with_text(_o, _b, _p, new)
-
-        best = _fit(ctx, original, length, before - excess, cut)
+        cut = partial(_text_cut, ctx, original, text, bi, pi, (pos, bi) in old_blocks)
+        best = _fit(ctx, length, before - excess, cut)
         after = counter.count_message(best)
         messages[pos] = best
         total += after - before
         kept = len(next(t for b, p, t in _texts_of(best) if b == bi and p == pi))
         emit(events, _cut_event(pos, before, after, (length, kept), ""))
     return total
+
+
+def _text_cut(
+    ctx: LayerContext, message: Message, text: str, bi: int, pi: int | None, masked: bool, keep: int
+) -> Message:
+    """``message`` with its text at ``(bi, pi)`` cut to ``keep`` characters (and masked)."""
+    new = cut_middle(text, keep // 2, keep - keep // 2)
+    return _with_text(message, bi, pi, mask_text(new, ctx.config.mask) if masked else new)
+
+
+def _argument_cut(
+    message: Message, text: str, bi: int, path: _Path | None, parsed: Any, keep: int
+) -> Message:
+    return _with_argument(message, bi, path, cut_middle(text, keep // 2, keep - keep // 2), parsed)
 
 
 def _cut_arguments(
@@ -422,18 +413,8 @@ def _cut_arguments(
         parsed = None if path is None else _parsed_arguments(block.arguments)
         text = _argument_text(original, bi, path, parsed)
         before = counter.count_message(original)
-
-        def cut(
-            keep: int,
-            _o: Message = original,
-            _t: str = text,
-            _b: int = bi,
-            _p: Any = path,
-            _v: Any = parsed,
-        ) -> Message:
-            return _with_argument(_o, _b, _p, cut_middle(_t, keep // 2, keep - keep // 2), _v)
-
-        best = _fit(ctx, original, length, before - excess, cut)
+        cut = partial(_argument_cut, original, text, bi, path, parsed)
+        best = _fit(ctx, length, before - excess, cut)
         after = counter.count_message(best)
         messages[pos] = best
         total += after - before

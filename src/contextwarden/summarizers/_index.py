@@ -23,7 +23,7 @@ written by worth, the order a later summary reads back.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..analysis.mentions import WEIGHT_ACTION, WEIGHT_OUTPUT, CodeMentions
@@ -172,7 +172,7 @@ def names_index(
     code: CodeMentions,
     earlier: SummarySections | None = None,
     *,
-    status: dict[str, str] | None = None,
+    status: Mapping[str, str] | None = None,
     held: frozenset[str] = frozenset(),
     max_paths: int = 40,
     max_names: int = 240,
@@ -225,7 +225,7 @@ def _fold_tails(paths: _Ranked, names: _Ranked) -> None:
 def _lines(
     paths: _Ranked,
     names: _Ranked,
-    status: dict[str, str],
+    status: Mapping[str, str],
     held: frozenset[str],
     max_paths: int,
     max_names: int,

@@ -14,15 +14,7 @@ from dataclasses import replace
 
 from .._exceptions import SummarizerError
 from ..analysis.facts import CommandRun, Facts
-from ..analysis.sections import (
-    REF_RE,
-    SECTIONS,
-    Entry,
-    SummarySections,
-    clip,
-    fit,
-    with_ref,
-)
+from ..analysis.sections import REF_RE, SECTIONS, Entry, SummarySections, clip, fit, with_ref
 from ..analysis.working import EditSite
 from ._index import INDEX_GROUP, earlier_lines, names_index, tails
 from .base import SummaryRequest, effective_cap, request_facts
@@ -125,10 +117,11 @@ def facts_entries(
             bullet=False,
         )
     # what was done, in the files: each path written, with what happened to it
-    for i, (touched, how) in enumerate(facts.file_status().items()):
+    status = facts.file_status()
+    for i, (touched, how) in enumerate(status.items()):
         if how != "read":
             yield Entry("completed", f"{how} {touched}", 6, (4, i), "Done to files", recency=i)
-    viewed = [p for p, a in facts.file_status().items() if a == "read"]
+    viewed = [p for p, a in status.items() if a == "read"]
     if viewed:
         yield Entry("completed", "Read: " + ", ".join(viewed[-READ_PATHS:]), 7, (5,), bullet=False)
     for err in facts.errors:
@@ -143,7 +136,6 @@ def facts_entries(
                 recency=err.index,
             )
     # current state: files, last error, diff stat -------------------------------------------
-    status = facts.file_status()
     files_group = with_ref("Files changed", ref)
     by_action: dict[str, list[str]] = {}
     within = tails(facts.changed_files)  # ``sem/a.go`` beside ``/repo/sem/a.go``: written once
@@ -171,15 +163,7 @@ def facts_entries(
         )
         excerpt = "\n".join("  > " + ln for ln in last.excerpt.splitlines() if ln.strip())
         if excerpt and excerpt.strip("> ") != last.key:
-            yield Entry(
-                "current_state",
-                excerpt,
-                6,
-                (1, 2),
-                last_group,
-                bullet=False,
-                min_chars=80,
-            )
+            yield Entry("current_state", excerpt, 6, (1, 2), last_group, bullet=False, min_chars=80)
     yield from _working_entries(facts, ref)
     for i, line in enumerate(facts.diff_stat):
         yield Entry("current_state", line, 5, (2, i), "Latest git diff --stat", recency=-i)
@@ -212,11 +196,7 @@ def facts_entries(
         # needs next (a long session piles up one reference per compaction)
         older, newer = earlier_refs[:-EARLIER_REFS], earlier_refs[-EARLIER_REFS:]
         yield Entry(
-            "notes",
-            "Earlier spans, recallable: " + ", ".join(newer),
-            1,
-            (3,),
-            bullet=False,
+            "notes", "Earlier spans, recallable: " + ", ".join(newer), 1, (3,), bullet=False
         )
         if older:
             yield Entry(
@@ -372,7 +352,7 @@ def _code_entries(
     classes and tests seen in it, then the other names the agent used, best first, carried over
     from the earlier summary, without what the request holds beside the summary."""
     group = with_ref(INDEX_GROUP, ref)
-    lines = names_index(facts.code, facts.earlier, status=dict(facts.file_status()), held=held)
+    lines = names_index(facts.code, facts.earlier, status=facts.file_status(), held=held)
     listed: set[str] = set()
     used = 0
     for line in lines:

@@ -583,13 +583,9 @@ class LLMSummarizer:
         last: list[_Retry] = []
 
         def wait(state: tenacity.RetryCallState) -> float:
-            asked = last[-1].asked if last else None
-            if asked is not None and asked >= 0:
-                delay = min(asked, self.max_backoff)
-            else:
-                delay = float(
-                    min(self.backoff * 2.0 ** (state.attempt_number - 1), self.max_backoff)
-                )
+            asked = last[-1].asked if last else None  # never negative (see _attempt)
+            backoff = self.backoff * 2.0 ** (state.attempt_number - 1)
+            delay = float(min(backoff if asked is None else asked, self.max_backoff))
             if time.monotonic() + delay >= deadline:
                 failed = last[-1] if last else _Retry("no attempt made")
                 raise self._late(
@@ -702,7 +698,7 @@ def _names_lines(facts: Facts, held: frozenset[str], cap: int) -> tuple[str, ...
     ``<names>``, best first, within half the summary's cap."""
     lines: list[str] = []
     used = 0
-    for line in names_index(facts.code, facts.earlier, status=dict(facts.file_status()), held=held):
+    for line in names_index(facts.code, facts.earlier, status=facts.file_status(), held=held):
         text = line.text
         if used + len(text) > cap // 2:
             break

@@ -124,10 +124,7 @@ def _conversations(records: Sequence[Record], meta: dict[str, Any]) -> list[_Cha
     if not any("parentUuid" in r.value for r in wanted):
         return [_Chain(wanted)]
     links = [r for r in dicts if (r.value.get("isSidechain") is True) == side]
-    by_uuid: dict[Any, int] = {}
-    for i, r in enumerate(links):
-        if r.value.get("uuid") is not None:
-            by_uuid[r.value["uuid"]] = i
+    by_uuid = {r.value["uuid"]: i for i, r in enumerate(links) if r.value.get("uuid") is not None}
     bridges: dict[int, str] = {}
 
     def up(i: int) -> int | None:
@@ -251,9 +248,7 @@ def _chain(
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
 def parse_claude_code(

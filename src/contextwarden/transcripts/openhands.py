@@ -445,11 +445,9 @@ def _str_id(value: Any) -> str | None:
 def _response_message(response: dict[str, Any]) -> dict[str, Any] | None:
     """The assistant message of a recorded chat-completion response, if it has one."""
     choices = response.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        message = choices[0].get("message")
-        if isinstance(message, dict):
-            return message
-    return None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    return message if isinstance(message, dict) else None
 
 
 def _recorded_arguments(message: dict[str, Any] | None, call_id: str) -> str | None:

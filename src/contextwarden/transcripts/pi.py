@@ -248,14 +248,11 @@ def _assistant_block(block: Any, where: str, loc: Loc) -> Block:
         )
     if kind == "toolCall":
         args = block.get("arguments")
-        if args is None:
-            args = {}
         return ToolCallBlock(
             loc.get(block, "id", str, where),
             loc.get(block, "name", str, where),
-            dumps_arguments(loc.check(args, dict, f"{where}.arguments")),
+            dumps_arguments(loc.check({} if args is None else args, dict, f"{where}.arguments")),
         )
     loc.fail(
-        f"{where}.type",
-        f"unknown block type {kind!r} (expected 'text', 'thinking' or 'toolCall')",
+        f"{where}.type", f"unknown block type {kind!r} (expected 'text', 'thinking' or 'toolCall')"
     )
