@@ -17,7 +17,8 @@ from dataclasses import replace
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
 from .._policy import may_pay
-from ..layers.base import LayerContext
+from ..layers.base import LayerContext, edit_result_text
+from ..layers.mask import mask_text
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
@@ -97,8 +98,10 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
-            most, suffix, new = _bounds(s, _reachable(s, mask_edit), strips)
-            if not may_pay(most, suffix, new, s.calls, call.rates, s.config.policy):
+            most, suffix, new = _bounds(s, _reachable(s, call.ctx, mask_edit), strips)
+            ask = (most, suffix, new, s.calls, call.rates, s.config.policy)
+            wager = Wager(s, call, reason) if may_pay(*ask) else None
+            if wager is None or not may_pay(*ask, wager.most_left(sum(b for _, b in most))):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
                 raw = s.input_tokens + call.overhead
@@ -336,12 +339,13 @@ def _removes(
     return removed, first
 
 
-def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
+def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]:
     """The view positions whose results a mask reaching as far as ``edit`` may change (by
     ``edit`` or from a later start, :func:`_soon`), newest first, each with the most a mask of
     it can remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole,
-    and ``edit``'s superseded ones. A message's tokens, or for a message of one result whose
-    mask :func:`_candidates` counted already, what that removes (it is masked or kept whole).
+    and ``edit``'s superseded ones. For a message of one result whose mask
+    :func:`_candidates` counted already, what that removes (it is masked or kept whole), else
+    :func:`_most`.
     They change only with the log, the reach and what was counted: a call that appended no
     result reads them again."""
     made, _, scanned, found = s.soon
@@ -353,7 +357,7 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
         scanned = 0
     ids = s.index.ids
     out = {
-        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else s.tokens[p]
+        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else _most(s, ctx, pos, p)
         for pos, p in s.reachable(edit.upto)
     }
     for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
@@ -362,6 +366,25 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
             out[p] = s.tokens[p]
     most = sorted(out.items(), reverse=True)
     s.reach_memo = (key, most)
+    return most
+
+
+def _most(s: State, ctx: LayerContext, pos: int, p: int) -> int:
+    """The most a mask of history message ``pos`` (at view position ``p``) removes, without
+    rendering it: for a message of one result, its tokens less those of the result masked
+    without the names line (which only adds to a masked result's tokens; a result too short
+    to mask, none); else its tokens. Kept by position (the message stays as it is in the
+    view while a mask may still change it)."""
+    most = s.most.get(pos)
+    if most is None:
+        m, most = s.base[pos], s.tokens[p]
+        if len(m.tool_results) == 1 and m is s.view[p]:
+            r, cfg = m.tool_results[0], s.config.mask.model_copy(update={"names": 0})
+            nb = edit_result_text(r, lambda t: mask_text(t, cfg, make_ref((s.inputs[pos],))))[0]
+            after = m.replace(content=tuple(nb if b is r else b for b in m.content))
+            most = max(most - ctx.counter.count_message(after), 0) if nb is not r else 0
+        s.most[pos] = most
+        s.bytes += GAIN_BYTES
     return most
 
 
