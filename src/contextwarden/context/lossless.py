@@ -17,7 +17,7 @@ from dataclasses import replace
 from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
 from .._policy import may_pay
-from ..layers.base import LayerContext, edit_result_text
+from ..layers.base import LayerContext
 from ..layers.mask import mask_text
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
@@ -371,18 +371,17 @@ def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]
 
 def _most(s: State, ctx: LayerContext, pos: int, p: int) -> int:
     """The most a mask of history message ``pos`` (at view position ``p``) removes, without
-    rendering it: for a message of one result, its tokens less those of the result masked
-    without the names line (which only adds to a masked result's tokens; a result too short
-    to mask, none); else its tokens. Kept by position (the message stays as it is in the
-    view while a mask may still change it)."""
+    rendering it: for a message of one text result, its tokens less those of the result's text
+    masked without the names line (which only adds to them; a result too short to mask, none);
+    else its tokens. Kept by position (the message stays as it is in the view while a mask may
+    still change it)."""
     most = s.most.get(pos)
     if most is None:
         m, most = s.base[pos], s.tokens[p]
-        if len(m.tool_results) == 1 and m is s.view[p]:
-            r, cfg = m.tool_results[0], s.config.mask.model_copy(update={"names": 0})
-            nb = edit_result_text(r, lambda t: mask_text(t, cfg, make_ref((s.inputs[pos],))))[0]
-            after = m.replace(content=tuple(nb if b is r else b for b in m.content))
-            most = max(most - ctx.counter.count_message(after), 0) if nb is not r else 0
+        text = m.tool_results[0].content if len(m.tool_results) == 1 else None
+        if isinstance(text, str) and m is s.view[p]:
+            stub = mask_text(text, s.config.mask, make_ref((s.inputs[pos],)), names=False)
+            most = max(most - ctx.counter.count_text(stub), 0) if stub is not text else 0
         s.most[pos] = most
         s.bytes += GAIN_BYTES
     return most

@@ -126,20 +126,18 @@ def mask_text(
     *,
     read: bool = False,
     memo: Memo | None = None,
+    names: bool = True,
 ) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
     reference the original is kept under, is named in the marker; the line after it names the
     files and code names of the omitted lines (:func:`omitted_names`, at most
     ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
-    holds anyway). ``memo``: the call's, which gets the words of the omitted lines and of the
-    whole ``text`` (a summary of the same call reads the original's)."""
+    holds anyway; ``names`` False: no such line). ``memo``: the call's, which gets the words
+    of the omitted lines and of the whole ``text`` (a summary of the same call reads the
+    original's)."""
     cfg = config or MaskConfig()
-    if (
-        len(text) <= cfg.min_chars
-        or MASK_MARKER_RE.search(text)
-        or SUPERSEDED_MARKER_RE.search(text)
-    ):
+    if len(text) <= cfg.min_chars or _marked(text):
         return text
     lines = text.split("\n")
     n = len(lines)
@@ -158,8 +156,8 @@ def mask_text(
     tail = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in tail]
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted{recall} ...]"
-    names: tuple[str, ...] = ()
-    if cfg.names and omitted_lines:
+    found: tuple[str, ...] = ()
+    if names and cfg.names and omitted_lines:
         middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
         per = NAMES_PER_CHARS_READ if read else NAMES_PER_CHARS
         limit = min(cfg.names, 1 + len(middle) // per)
@@ -171,10 +169,17 @@ def mask_text(
                 [words_of("\n".join(ends[0])), words, words_of("\n".join(ends[1]))]
             )
             memo.keep((words_of, text), lambda: whole, words_size)
-        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit, words)
-    index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
+        found = omitted_names(middle, "\n".join([*head, *tail]), held, limit, words)
+    index = [f"{NAMES_LINE_PREFIX}{', '.join(found)}]"] if found else []
     masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
+
+
+def _marked(text: str) -> bool:
+    """Whether ``text`` holds a mask's marker line or a superseded one (both count the characters they omit)."""
+    return " characters omitted" in text and bool(
+        MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text)
+    )
 
 
 def mask_message(
@@ -253,7 +258,7 @@ def superseded_text(text: str, ref: str | None = None, by: str | None = None) ->
     """The one-line marker that replaces a superseded result: its size, the result that
     superseded it (``by``, a tool call id) and the ``cw:`` reference the original is kept
     under. ``text`` itself when it is already a marker or not longer than the marker."""
-    if SUPERSEDED_MARKER_RE.search(text) or MASK_MARKER_RE.search(text):
+    if _marked(text):
         return text
     lines = text.count("\n") + 1
     later = f" by {by}" if by else ""
