@@ -384,10 +384,9 @@ def may_pay(
 ) -> bool:
     """Whether a batch of optional edits whose first change is at one of ``most``'s view
     positions (newest first, each with the most the batch removes there) may pass
-    :func:`edit_pays`'s test, rewriting the tokens from there on (``suffix``, by view
-    position) less those removed, paid back over at most ``calls_left`` calls (the most any
-    of them may: :func:`edit_pays`'s). The test only gets easier as a batch removes more (more
-    saved, less rewritten): one that fails it with the bounds fails it with what it removes."""
+    :func:`edit_pays`'s test over at most ``calls_left`` calls, rewriting the tokens from there
+    on (``suffix``, by view position) less those removed. The test only gets easier as a batch
+    removes more (more saved, less rewritten): one failing it with the bounds fails it as made."""
     if not rates.caching:
         return True
     read, rewrite = rates.read, rates.rewrite

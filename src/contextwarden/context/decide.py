@@ -197,24 +197,18 @@ class Wager:
             return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
         return True
 
-    def left(self, removed: int) -> int | None:
-        """The most calls a batch removing ``removed`` tokens may pay back over: until the
-        next cut (when cuts come), while the whole history could still be sent."""
-        left = self._until(self.s.total - removed) if self.cuts else None
+    def left(self, removed: int, *, bound: bool = False) -> int | None:
+        """The calls a batch removing ``removed`` tokens may pay back over: until the next cut
+        (when cuts come), while the whole history could still be sent. ``bound``: the most for
+        any batch removing up to that many (the more removed the later the cut; over the
+        trigger, up to the hard limit: :func:`~contextwarden._policy.cut_at`)."""
+        budget, total = self.call.ctx.budget, self.s.total
+        left = self._until(total - removed) if self.cuts else None
+        if bound and left is not None and budget is not None and total > budget.trigger:
+            left = max(int((budget.limit - total + removed) / pace(self.s, self.call)), 0)
         if self.payable is not None:
             left = self.payable if left is None else min(left, self.payable)
         return left
-
-    def most_left(self, removed: int) -> int | None:
-        """The most calls a batch removing up to ``removed`` tokens may pay back over: under
-        the trigger :meth:`left` grows with what it removes; over it, a request may also wait
-        for its cut up to the hard limit (:func:`~contextwarden._policy.cut_at`)."""
-        left, budget, total = self.left(removed), self.call.ctx.budget, self.s.total
-        if left is None or not self.cuts or budget is None or total <= budget.trigger:
-            return left
-        assert self.base is not None  # read by left, the history growing
-        most = max(int((max(budget.limit, budget.trigger) - total + removed) / self.base.growth), 0)
-        return most if self.payable is None else min(most, self.payable)
 
     def _until(self, request: int) -> int | None:
         """About how many calls, at the growth per call, until a request of ``request``

@@ -43,8 +43,9 @@ def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
     cfg = s.config
     mask_to = -1
     if cfg.mask.enabled and reason == "pays":
-        results = s.index.results
-        acted = bisect_left(results, _last_assistant(s))
+        results, base = s.index.results, s.base
+        last = next((i for i in range(len(base) - 1, -1, -1) if base[i].role == "assistant"), -1)
+        acted = bisect_left(results, last)  # the results before the newest assistant message
         mask_to = results[acted - 1] if acted else -1
     elif cfg.mask.enabled:
         kept = 0
@@ -59,15 +60,6 @@ def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
         if cfg.thinking.keep_current_turn:
             strip_to = min(strip_to, s.index.last_user - 1)
     return mask_to, strip_to
-
-
-def _last_assistant(s: State) -> int:
-    """The history position of the newest assistant message (-1: none)."""
-    base = s.base
-    i = len(base) - 1
-    while i >= 0 and base[i].role != "assistant":
-        i -= 1
-    return i
 
 
 def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
@@ -101,7 +93,7 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
             most, suffix, new = _bounds(s, _reachable(s, call.ctx, mask_edit), strips)
             ask = (most, suffix, new, s.calls, call.rates, s.config.policy)
             wager = Wager(s, call, reason) if may_pay(*ask) else None
-            if wager is None or not may_pay(*ask, wager.most_left(sum(b for _, b in most))):
+            if wager is None or not may_pay(*ask, wager.left(sum(b for _, b in most), bound=True)):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
                 raw = s.input_tokens + call.overhead
@@ -343,9 +335,8 @@ def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]
     """The view positions whose results a mask reaching as far as ``edit`` may change (by
     ``edit`` or from a later start, :func:`_soon`), newest first, each with the most a mask of
     it can remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole,
-    and ``edit``'s superseded ones. For a message of one result whose mask
-    :func:`_candidates` counted already, what that removes (it is masked or kept whole), else
-    :func:`_most`.
+    and ``edit``'s superseded ones. :func:`_most`, or for a message of one result whose mask
+    :func:`_candidates` counted already, what that removes (it is masked or kept whole).
     They change only with the log, the reach and what was counted: a call that appended no
     result reads them again."""
     made, _, scanned, found = s.soon
@@ -370,11 +361,9 @@ def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]
 
 
 def _most(s: State, ctx: LayerContext, pos: int, p: int) -> int:
-    """The most a mask of history message ``pos`` (at view position ``p``) removes, without
-    rendering it: for a message of one text result, its tokens less those of the result's text
-    masked without the names line (which only adds to them; a result too short to mask, none);
-    else its tokens. Kept by position (the message stays as it is in the view while a mask may
-    still change it)."""
+    """The most a mask of history message ``pos`` (view position ``p``) removes, unrendered:
+    its tokens, less for one text result those of its text masked without the names line
+    (which only adds to them); kept by position (the view holds it as it is till masked)."""
     most = s.most.get(pos)
     if most is None:
         m, most = s.base[pos], s.tokens[p]

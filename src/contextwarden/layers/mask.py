@@ -133,11 +133,13 @@ def mask_text(
     reference the original is kept under, is named in the marker; the line after it names the
     files and code names of the omitted lines (:func:`omitted_names`, at most
     ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
-    holds anyway; ``names`` False: no such line). ``memo``: the call's, which gets the words
-    of the omitted lines and of the whole ``text`` (a summary of the same call reads the
-    original's)."""
+    holds anyway; no line with ``names`` False). ``memo``: the call's, which gets the words
+    of the omitted lines and of the whole text (a summary of the same call reads the original's)."""
     cfg = config or MaskConfig()
-    if len(text) <= cfg.min_chars or _marked(text):
+    if len(text) <= cfg.min_chars or (
+        " characters omitted" in text  # what either marker says: no regex over every text
+        and (MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text))
+    ):
         return text
     lines = text.split("\n")
     n = len(lines)
@@ -173,13 +175,6 @@ def mask_text(
     index = [f"{NAMES_LINE_PREFIX}{', '.join(found)}]"] if found else []
     masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
-
-
-def _marked(text: str) -> bool:
-    """Whether ``text`` holds a mask's marker line or a superseded one (both count the characters they omit)."""
-    return " characters omitted" in text and bool(
-        MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text)
-    )
 
 
 def mask_message(
@@ -258,7 +253,7 @@ def superseded_text(text: str, ref: str | None = None, by: str | None = None) ->
     """The one-line marker that replaces a superseded result: its size, the result that
     superseded it (``by``, a tool call id) and the ``cw:`` reference the original is kept
     under. ``text`` itself when it is already a marker or not longer than the marker."""
-    if _marked(text):
+    if SUPERSEDED_MARKER_RE.search(text) or MASK_MARKER_RE.search(text):
         return text
     lines = text.count("\n") + 1
     later = f" by {by}" if by else ""
