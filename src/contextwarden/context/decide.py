@@ -188,8 +188,7 @@ class Wager:
             # where the next cut comes, and most batches fail it
             if not edit_pays(removed, rewritten, new, s.calls, rates, policy):
                 return False
-            bill, idle = self.bet.ledger, s.idle
-            left = self.left(removed)
+            bill, idle, left = self.bet.ledger, s.idle, self.left(removed)
             return edit_pays(
                 removed, rewritten, new, s.calls, rates, policy, left, ledger=bill, idle=idle
             )
@@ -197,11 +196,10 @@ class Wager:
             return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
         return True
 
-    def left(self, removed: int, *, bound: bool = False) -> int | None:
-        """The calls a batch removing ``removed`` tokens may pay back over: until the next cut
-        (when cuts come), while the whole history could still be sent. ``bound``: the most for
-        any batch removing up to that many (the more removed the later the cut; over the
-        trigger, up to the hard limit: :func:`~contextwarden._policy.cut_at`)."""
+    def left(self, removed: int, bound: bool = False) -> int | None:
+        """The calls a batch removing ``removed`` tokens pays back over: to the next cut, while
+        the whole history could be sent; ``bound``: the most for one removing up to that many
+        (more removed, a later cut; over the trigger, up to the hard limit: ``cut_at``)."""
         budget, total = self.call.ctx.budget, self.s.total
         left = self._until(total - removed) if self.cuts else None
         if bound and left is not None and budget is not None and total > budget.trigger:

@@ -90,10 +90,13 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
-            most, suffix, new = _bounds(s, _reachable(s, call.ctx, mask_edit), strips)
-            ask = (most, suffix, new, s.calls, call.rates, s.config.policy)
-            wager = Wager(s, call, reason) if may_pay(*ask) else None
-            if wager is None or not may_pay(*ask, wager.left(sum(b for _, b in most), bound=True)):
+            reach = _reachable(s, mask_edit)
+            most, suffix, new = _bounds(s, reach, strips)
+            ask = (suffix, new, s.calls, call.rates, s.config.policy)
+            wager = Wager(s, call, reason) if may_pay(most, *ask) else None
+            if wager is not None:  # the bounds again, tighter (rendering none)
+                most = _bounds(s, [_most(s, call.ctx, mask_edit, *r) for r in reach], strips)[0]
+            if wager is None or not may_pay(most, *ask, wager.left(sum(b for _, b in most), True)):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
                 raw = s.input_tokens + call.overhead
@@ -331,12 +334,12 @@ def _removes(
     return removed, first
 
 
-def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]:
+def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     """The view positions whose results a mask reaching as far as ``edit`` may change (by
     ``edit`` or from a later start, :func:`_soon`), newest first, each with the most a mask of
     it can remove: the results up to ``edit.upto`` no mask edit reached yet or kept whole,
-    and ``edit``'s superseded ones. :func:`_most`, or for a message of one result whose mask
-    :func:`_candidates` counted already, what that removes (it is masked or kept whole).
+    and ``edit``'s superseded ones. A message's tokens, or for a message of one result whose
+    mask :func:`_candidates` counted already, what that removes (it is masked or kept whole).
     They change only with the log, the reach and what was counted: a call that appended no
     result reads them again."""
     made, _, scanned, found = s.soon
@@ -348,7 +351,7 @@ def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]
         scanned = 0
     ids = s.index.ids
     out = {
-        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else _most(s, ctx, pos, p)
+        p: max(known.get(p, 0), 0) if p < scanned and len(ids[pos]) == 1 else s.tokens[p]
         for pos, p in s.reachable(edit.upto)
     }
     for pos, _, _ in edit.superseded:  # a marker in place of a result: anything
@@ -360,20 +363,23 @@ def _reachable(s: State, ctx: LayerContext, edit: Mask) -> list[tuple[int, int]]
     return most
 
 
-def _most(s: State, ctx: LayerContext, pos: int, p: int) -> int:
-    """The most a mask of history message ``pos`` (view position ``p``) removes, unrendered:
-    its tokens, less for one text result those of its text masked without the names line
-    (which only adds to them); kept by position (the view holds it as it is till masked)."""
-    most = s.most.get(pos)
+def _most(s: State, ctx: LayerContext, edit: Mask, p: int, bound: int) -> tuple[int, int]:
+    """View position ``p`` with ``bound`` (:func:`_reachable`'s), tighter where that is its
+    tokens and ``edit`` does not supersede it: for one text result, less those of its text
+    masked without the names line (which only adds to them); kept by history position."""
+    i = s.sources[p]
+    if bound < s.tokens[p] or not isinstance(i, int) or any(i == x for x, *_ in edit.superseded):
+        return p, bound
+    most = s.most.get(i)
     if most is None:
-        m, most = s.base[pos], s.tokens[p]
+        m, most = s.base[i], bound
         text = m.tool_results[0].content if len(m.tool_results) == 1 else None
         if isinstance(text, str) and m is s.view[p]:
-            stub = mask_text(text, s.config.mask, make_ref((s.inputs[pos],)), names=False)
+            stub = mask_text(text, s.config.mask, make_ref((s.inputs[i],)), names=False)
             most = max(most - ctx.counter.count_text(stub), 0) if stub is not text else 0
-        s.most[pos] = most
+        s.most[i] = most
         s.bytes += GAIN_BYTES
-    return most
+    return p, most
 
 
 def _bounds(
