@@ -380,16 +380,19 @@ def may_pay(
     calls_so_far: int,
     rates: CacheRates,
     config: PolicyConfig,
+    calls_left: int | None = None,
 ) -> bool:
     """Whether a batch of optional edits whose first change is at one of ``most``'s view
     positions (newest first, each with the most the batch removes there) may pass
-    :func:`edit_pays`'s first test, rewriting the tokens from there on (``suffix``, by view
-    position) less those removed. The test only gets easier as a batch removes more (more
-    saved, less rewritten): one that fails it with the bounds fails it with what it removes."""
+    :func:`edit_pays`'s test over at most ``calls_left`` calls, rewriting the tokens from there
+    on (``suffix``, by view position) less those removed. The test only gets easier as a batch
+    removes more (more saved, less rewritten): one failing it with the bounds fails it as made."""
     if not rates.caching:
         return True
     read, rewrite = rates.read, rates.rewrite
     horizon = expected_calls(calls_so_far, config) + 1
+    if calls_left is not None:
+        horizon = min(horizon, calls_left + 1)
     sums = accumulate(bound for _, bound in most)
     return any(
         removed > 0

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from contextwarden._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, NAMES_LINE_RE
 from contextwarden._memo import Memo
+from contextwarden._tokens import get_counter
 from contextwarden.analysis.mentions import (
     Words,
     code_mentions,
@@ -148,3 +149,17 @@ def test_a_mask_given_a_memo_masks_alike_and_leaves_the_whole_texts_words_in_it(
         raise AssertionError("the whole text's words are not in the memo")
 
     assert memo.keep((words_of, text), read_again, words_size) == words_of(text)
+
+
+@given(st.lists(_LINE, min_size=1, max_size=12).map("\n\n".join), st.booleans())
+def test_without_the_names_line_a_mask_is_the_same_less_that_line(text: str, read: bool) -> None:
+    # what a warm call bounds a mask by before rendering it (the names line only adds tokens)
+    cfg, ref = MaskConfig(min_chars=40), "cw:0123456789abcdef"
+    named = mask_text(text, cfg, ref, read=read)
+    bare = mask_text(text, cfg, ref, read=read, names=False)
+    assert NAMES_LINE_RE.search(bare) is None
+    if named is not text:
+        lines = named.split("\n")
+        assert bare == "\n".join(ln for ln in lines if not ln.startswith(NAMES_LINE_PREFIX))
+        counter = get_counter("gpt-4o")
+        assert counter.count_text(bare) <= counter.count_text(named)

@@ -188,16 +188,25 @@ class Wager:
             # where the next cut comes, and most batches fail it
             if not edit_pays(removed, rewritten, new, s.calls, rates, policy):
                 return False
-            left = self._until(s.total - removed) if self.cuts else None
-            if self.payable is not None:
-                left = self.payable if left is None else min(left, self.payable)
-            bill, idle = self.bet.ledger, s.idle
+            bill, idle, left = self.bet.ledger, s.idle, self.left(removed)
             return edit_pays(
                 removed, rewritten, new, s.calls, rates, policy, left, ledger=bill, idle=idle
             )
         if self.reason == "immediate":
             return edit_pays(removed, 0, 0, s.calls, call.rates, policy)
         return True
+
+    def left(self, removed: int, bound: bool = False) -> int | None:
+        """The calls a batch removing ``removed`` tokens pays back over: to the next cut, while
+        the whole history could be sent; ``bound``: the most for one removing up to that many
+        (more removed, a later cut; over the trigger, up to the hard limit: ``cut_at``)."""
+        budget, total = self.call.ctx.budget, self.s.total
+        left = self._until(total - removed) if self.cuts else None
+        if bound and left is not None and budget is not None and total > budget.trigger:
+            left = max(int((budget.limit - total + removed) / pace(self.s, self.call)), 0)
+        if self.payable is not None:
+            left = self.payable if left is None else min(left, self.payable)
+        return left
 
     def _until(self, request: int) -> int | None:
         """About how many calls, at the growth per call, until a request of ``request``

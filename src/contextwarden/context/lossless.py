@@ -18,6 +18,7 @@ from .._events import Event, emit
 from .._log import Edit, EditReason, Mask, StripThinking, make_ref
 from .._policy import may_pay
 from ..layers.base import LayerContext
+from ..layers.mask import mask_text
 from ..layers.mask_plan import MaskPlan, kept_whole
 from .call import Call
 from .commit import commit
@@ -42,8 +43,9 @@ def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
     cfg = s.config
     mask_to = -1
     if cfg.mask.enabled and reason == "pays":
-        results = s.index.results
-        acted = bisect_left(results, _last_assistant(s))
+        results, base = s.index.results, s.base
+        last = next((i for i in range(len(base) - 1, -1, -1) if base[i].role == "assistant"), -1)
+        acted = bisect_left(results, last)  # the results before the newest assistant message
         mask_to = results[acted - 1] if acted else -1
     elif cfg.mask.enabled:
         kept = 0
@@ -58,15 +60,6 @@ def frontiers(s: State, reason: EditReason = "must") -> tuple[int, int]:
         if cfg.thinking.keep_current_turn:
             strip_to = min(strip_to, s.index.last_user - 1)
     return mask_to, strip_to
-
-
-def _last_assistant(s: State) -> int:
-    """The history position of the newest assistant message (-1: none)."""
-    base = s.base
-    i = len(base) - 1
-    while i >= 0 and base[i].role != "assistant":
-        i -= 1
-    return i
 
 
 def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
@@ -97,8 +90,13 @@ def lossless_edit(s: State, call: Call, reason: EditReason) -> None:
     if (mask_to > s.mask_upto or reopen) and s.config.mask.enabled:
         mask_edit = _mask_draft(s, call.ctx, reason, mask_to)
         if reason == "pays":
-            most, suffix, new = _bounds(s, _reachable(s, mask_edit), strips)
-            if not may_pay(most, suffix, new, s.calls, call.rates, s.config.policy):
+            reach = _reachable(s, mask_edit)
+            most, suffix, new = _bounds(s, reach, strips)
+            ask = (suffix, new, s.calls, call.rates, s.config.policy)
+            wager = Wager(s, call, reason) if may_pay(most, *ask) else None
+            if wager is not None:  # the bounds again, tighter (rendering none)
+                most = _bounds(s, [_most(s, call.ctx, mask_edit, *r) for r in reach], strips)[0]
+            if wager is None or not may_pay(most, *ask, wager.left(sum(b for _, b in most), True)):
                 # what it removes is needed only for what waiting reads: counted when the
                 # policy first asks (rendering the masks costs more than all the rest)
                 raw = s.input_tokens + call.overhead
@@ -363,6 +361,25 @@ def _reachable(s: State, edit: Mask) -> list[tuple[int, int]]:
     most = sorted(out.items(), reverse=True)
     s.reach_memo = (key, most)
     return most
+
+
+def _most(s: State, ctx: LayerContext, edit: Mask, p: int, bound: int) -> tuple[int, int]:
+    """View position ``p`` with ``bound`` (:func:`_reachable`'s), tighter where that is its
+    tokens and ``edit`` does not supersede it: for one text result, less those of its text
+    masked without the names line (which only adds to them); kept by history position."""
+    i = s.sources[p]
+    if bound < s.tokens[p] or not isinstance(i, int) or any(i == x for x, *_ in edit.superseded):
+        return p, bound
+    most = s.most.get(i)
+    if most is None:
+        m, most = s.base[i], bound
+        text = m.tool_results[0].content if len(m.tool_results) == 1 else None
+        if isinstance(text, str) and m is s.view[p]:
+            stub = mask_text(text, s.config.mask, make_ref((s.inputs[i],)), names=False)
+            most = max(most - ctx.counter.count_text(stub), 0) if stub is not text else 0
+        s.most[i] = most
+        s.bytes += GAIN_BYTES
+    return p, most
 
 
 def _bounds(

@@ -136,6 +136,7 @@ class State:
         self.soon: tuple[int, int, int, list[tuple[int, int, int]]] = (-1, -1, 0, [])
         self.stripped: dict[int, Message] = {}
         self.gains: dict[int, int] = {}  # what stripping each message removes
+        self.most: dict[int, int] = {}  # the most masking each message removes (a bound)
         self.positions: dict[int, int] | None = None  # history position -> view position
         self.repair = RepairState()  # what the history so far leaves open (ids, calls)
         self.calls = 0

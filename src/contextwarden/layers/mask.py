@@ -126,17 +126,19 @@ def mask_text(
     *,
     read: bool = False,
     memo: Memo | None = None,
+    names: bool = True,
 ) -> str:
     """``text`` reduced to head lines + marker + tail lines, or ``text`` itself when it is short
     (``<= min_chars``), already masked, or would not get shorter. ``ref``, the ``cw:``
     reference the original is kept under, is named in the marker; the line after it names the
     files and code names of the omitted lines (:func:`omitted_names`, at most
     ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
-    holds anyway). ``memo``: the call's, which gets the words of the omitted lines and of the
-    whole ``text`` (a summary of the same call reads the original's)."""
+    holds anyway; no line with ``names`` False). ``memo``: the call's, which gets the words
+    of the omitted lines and of the whole text (a summary of the same call reads the original's)."""
     cfg = config or MaskConfig()
     if len(text) <= cfg.min_chars or (
-        "[... " in text and (MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text))
+        " characters omitted" in text  # what either marker says: no regex over every text
+        and (MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text))
     ):
         return text
     lines = text.split("\n")
@@ -156,8 +158,8 @@ def mask_text(
     tail = [ln if len(ln) <= cap else ln[:cap] + LINE_CUT for ln in tail]
     recall = f"; recall {ref}" if ref else ""
     marker = f"[... {omitted_lines} lines, {max(omitted_chars, 0)} characters omitted{recall} ...]"
-    names: tuple[str, ...] = ()
-    if cfg.names and omitted_lines:
+    found: tuple[str, ...] = ()
+    if names and cfg.names and omitted_lines:
         middle = "\n".join(lines[cfg.head_lines : n - cfg.tail_lines])
         per = NAMES_PER_CHARS_READ if read else NAMES_PER_CHARS
         limit = min(cfg.names, 1 + len(middle) // per)
@@ -169,8 +171,8 @@ def mask_text(
                 [words_of("\n".join(ends[0])), words, words_of("\n".join(ends[1]))]
             )
             memo.keep((words_of, text), lambda: whole, words_size)
-        names = omitted_names(middle, "\n".join([*head, *tail]), held, limit, words)
-    index = [f"{NAMES_LINE_PREFIX}{', '.join(names)}]"] if names else []
+        found = omitted_names(middle, "\n".join([*head, *tail]), held, limit, words)
+    index = [f"{NAMES_LINE_PREFIX}{', '.join(found)}]"] if found else []
     masked = "\n".join([*head, marker, *index, *tail])
     return masked if len(masked) < len(text) else text
 
