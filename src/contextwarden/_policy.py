@@ -366,7 +366,7 @@ def edit_pays(
     cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
     if gain <= cost:
         return False
-    if idle is not None and not batched(idle, removed, cost, rates):
+    if idle is not None and not batched(idle + new_tokens * rates.rewrite, removed, cost, rates):
         return False
     if ledger is None:
         return True
