@@ -354,7 +354,7 @@ def edit_pays(
     else the edit costs (the summarizer calls of a compaction). ``ledger``: the bill so far; when
     given, the edit must also be a small bet (:func:`bet_ok`). ``idle``: what the calls since
     the last edit paid to read tokens an edit could have removed; when given, the edit waits
-    until that, with this call's reads of ``removed``, reaches its rewrite (:func:`batched`)."""
+    until that, with what waiting costs this call, reaches its rewrite (:func:`batched`)."""
     if removed <= 0:
         return False
     if not rates.caching:
@@ -366,7 +366,7 @@ def edit_pays(
     cost = max(rewritten - new_tokens, 0) * rates.rewrite + extra_cost
     if gain <= cost:
         return False
-    if idle is not None and not batched(idle, removed, cost, rates):
+    if idle is not None and not batched(idle, removed, cost, rates, new_tokens):
         return False
     if ledger is None:
         return True
@@ -401,16 +401,18 @@ def may_pay(
     )
 
 
-def batched(idle: float, removed: int, cost: float, rates: CacheRates) -> bool:
+def batched(idle: float, removed: int, cost: float, rates: CacheRates, new_tokens: int = 0) -> bool:
     """Whether an optional edit is made now rather than batched with later ones: once waiting
-    (``idle``, the reads paid since the last edit on tokens one could have removed, and this
-    call's reads of ``removed``) has cost as much as the edit's rewrite (``cost``). Each edit
-    rewrites the request after its first change, so many small edits cost many rewrites; one
-    late edit reads what it removes on every call it waited. Paying for the rewrite once
-    waiting has cost as much (the rent-or-buy rule) costs at most twice the best choice made
-    knowing the future, and batches edits to how fast the removable tokens grow and how
-    dear a rewrite is at the model's prices, with no size to tune."""
-    return idle + removed * rates.read >= cost
+    has cost as much as the edit's rewrite (``cost``). Waiting costs ``idle`` (the reads paid
+    since the last edit on tokens one could have removed), this call's reads of ``removed``,
+    and a dearer rewrite: the ``new_tokens`` this call writes anyway, which an edit made later
+    writes again. Each edit rewrites the request after its first change, so many edits that
+    start far back cost many long rewrites; an edit of what the agent has just read rewrites
+    little more than its stubs, and waiting would only add this call's tokens to it. This is
+    the rent-or-buy rule with a price that rises while one waits: it batches edits to how fast
+    the removable tokens grow and how dear a rewrite is at the model's prices, with no size to
+    tune."""
+    return idle + removed * rates.read + new_tokens * rates.rewrite >= cost
 
 
 def defers(inputs: Inputs, config: PolicyConfig, summarises: bool) -> bool:

@@ -34,7 +34,7 @@ def steps(n: int = 36) -> list[list[dict[str, Any]]]:
         history.append(
             {
                 "role": "assistant",
-                "content": f"Working on src/mod{k}.py: " + "reasoning about the parser " * 40,
+                "content": f"Working on src/mod{k}.py: " + "reasoning about the parser " * 100,
                 "tool_calls": [
                     {
                         "id": f"c{k}",
