@@ -252,9 +252,10 @@ def test_recall_returns_the_originals_byte_for_byte_even_when_only_reasoning_dif
     session.append(user("Fix the parser"))
     for i in range(40):
         call = ToolCallBlock(f"c{i}", "bash", '{"cmd": "cat parser.py"}')
-        # the same visible turn every time; only the reasoning differs
+        # the same visible turn every time; only the reasoning differs (outputs too short to
+        # mask: what hides them is stripping the thinking and compacting)
         session.append(assistant("Reading it again.", tool_calls=[call], thinking=f"reason {i}"))
-        session.append(tool_result(f"c{i}", "\n".join(f"row {j}" for j in range(120))))
+        session.append(tool_result(f"c{i}", "\n".join(f"row {j}" for j in range(60))))
         session.context()
     refs = [ref for e in session.events for ref in (e.data or {}).get("refs", ())]
     refs += [ref for c in session.compactions for ref in c.refs]
