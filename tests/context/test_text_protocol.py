@@ -146,6 +146,23 @@ def test_only_an_answer_to_one_fenced_command_that_reads_as_output_is_masked() -
     assert MARKER.search(sent[8]["content"])
 
 
+def test_the_output_of_a_command_that_timed_out_is_masked_too() -> None:
+    # mini-swe-agent's note on a command it killed names it before the output
+    history = text_run(12)
+    body = history[5]["content"].split("<output>\n", 1)[1]
+    history[5] = {
+        "role": "user",
+        "content": "The last command <command>cat -n src/module_1.py</command> timed out and "
+        f"has been killed.\nThe output of the command was:\n <output>\n{body}\n"
+        "Please try another command and make sure to avoid those requiring interactive input.",
+    }
+    warden = Warden()
+    sent, result = warden.transform_openai(history, model="gpt-4o")
+    ref = MARKER.search(sent[5]["content"])
+    assert ref is not None and sent[5]["content"].startswith("The last command <command>cat")
+    assert to_openai(warden.recall(result.conversation, ref.group(1))) == [history[5]]
+
+
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -264,9 +264,12 @@ def text_output(before: Message, message: Message, position: int) -> ToolResultB
 
 
 def reads_as_output(text: str) -> bool:
-    """Whether ``text`` starts the way a command's output sent as a user message does (one of
-    the output markers, after blank space, within its first 400 characters)."""
-    return text[:400].lstrip().startswith(_OUTPUT_MARKERS)
+    """Whether ``text`` reads as a command's output sent as a user message: within its first
+    400 characters, it starts with one of the output markers (after blank space), or names the
+    command in ``<command>`` tags before its ``<output>`` (mini-swe-agent's note on a command
+    that timed out)."""
+    head = text[:400].lstrip()
+    return head.startswith(_OUTPUT_MARKERS) or -1 < head.find("<command>") < head.find("<output>")
 
 
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
