@@ -311,7 +311,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
 def unseen_section(data: dict[str, Any]) -> str:
     """The section of ``docs/benchmarks.md`` for a grid over sessions the policy was not made
     on (``--root``; ``bench/results/grid_unseen*.json``): its ``title`` and ``about`` say which
-    sessions, and a set of several agents gets a line per agent too."""
+    sessions (``seen``: how they were used, when they were), and a set of several agents gets a line per agent too."""
     rows = data.get("rows") or []
     ok = [r for r in rows if "error" not in r]
     about = data.get("about") or (
@@ -319,11 +319,12 @@ def unseen_section(data: dict[str, Any]) -> str:
         "entireio/entire-graph repository (MIT; branch `entire/checkpoints/v1`, each "
         "`full.jsonl` of 30 or more replies, duplicates left out)"
     )
+    seen = data.get("seen") or "were not looked at while the policy was made"
     lines = [
         f"### {data.get('title') or 'Sessions the policy was not made on'}",
         "",
         f"The same grid over {len({r['recording'] for r in rows})} real sessions that are not "
-        f"in the repository and were not looked at while the policy was made: {about}, read "
+        f"in the repository and {seen}: {about}, read "
         "with contextwarden's own readers and replayed as above (`python -m bench.grid --root "
         "DIR --windows 32000,model --prices anthropic,openai --fixed 0`).",
         "",
