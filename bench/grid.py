@@ -326,7 +326,7 @@ def unseen_section(data: dict[str, Any]) -> str:
         f"The same grid over {len({r['recording'] for r in rows})} real sessions that are not "
         f"in the repository and {seen}: {about}, read "
         "with contextwarden's own readers and replayed as above (`python -m bench.grid --root "
-        "DIR --windows 32000,model --prices anthropic,openai --fixed 0`).",
+        "DIR --windows 32000,model --fixed 0`, the four price structures).",
         "",
         *table(ok),
     ]
