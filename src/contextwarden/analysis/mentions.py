@@ -152,7 +152,8 @@ Words = tuple[tuple[str, ...], tuple[str, ...]]
 def words_of(text: str) -> Words:
     """(paths, code names) written in ``text``, in order, without repeats; an escape written in
     the text (``\\n``, ``\\t``) separates words (each half unescapes it once)."""
-    return paths_of(text), names_of(text)
+    words = _unescaped(text).split()  # split once for both halves
+    return paths_of(text, words), names_of(text, words)
 
 
 def joined_words(parts: Sequence[Words]) -> Words:
@@ -163,12 +164,12 @@ def joined_words(parts: Sequence[Words]) -> Words:
     return tuple(paths), tuple(names)
 
 
-def paths_of(text: str) -> tuple[str, ...]:
+def paths_of(text: str, words: list[str] | None = None) -> tuple[str, ...]:
     """The file paths (:func:`path_like`) written in ``text``, in order, without repeats (the
-    path half of :func:`words_of`)."""
+    path half of :func:`words_of`; ``words``: its whitespace-separated words, unescaped)."""
     if "." not in text and "/" not in text:  # what every path run holds
         return ()
-    found = dict.fromkeys(p.rstrip(".,:;") for p in _path_runs(text))
+    found = dict.fromkeys(p.rstrip(".,:;") for p in _path_runs(text, words))
     return tuple(p for p in found if path_like(p))
 
 
@@ -194,24 +195,26 @@ def urls_of(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(u.rstrip(".,:;") for u in _URL.findall(text)))
 
 
-def _path_runs(text: str) -> Iterator[str]:
+def _path_runs(text: str, words: list[str] | None = None) -> Iterator[str]:
     """Every path-shaped string in ``text`` (unescaped), in order, repeats included. Each run
     lies in one whitespace-separated word holding its ``.`` or ``/``, and a space borders a
     run as whitespace does: the regex reads those words only."""
-    words = " ".join([w for w in _unescaped(text).split() if "." in w or "/" in w])
-    runs = _PATH_RUN.findall(words)
+    words = _unescaped(text).split() if words is None else words
+    runs = _PATH_RUN.findall(" ".join([w for w in words if "." in w or "/" in w]))
     return (p for run in runs if _PATH_HINT.search(run) for p in _PATH.findall(run))
 
 
-def names_of(text: str) -> tuple[str, ...]:
+def names_of(text: str, words: list[str] | None = None) -> tuple[str, ...]:
     """The code names written in ``text``, in order, without repeats (the cheap half of
     :func:`words_of`: tool results are scanned for names only, their paths come from the
-    structures that name files: ``grep`` hits, frames, test ids)."""
+    structures that name files: ``grep`` hits, frames, test ids; ``words``: as for
+    :func:`paths_of`)."""
     if "_" not in text and text == text.lower():  # no underscore and no hump: no name
         return ()
     # a name lies in one whitespace-separated word holding its underscore or its capital
-    words = " ".join([w for w in _unescaped(text).split() if "_" in w or not w.islower()])
-    return tuple(w for w in dict.fromkeys(_WORD.findall(words)) if is_code_name(w))
+    words = _unescaped(text).split() if words is None else words
+    held = " ".join([w for w in words if "_" in w or not w.islower()])
+    return tuple(w for w in dict.fromkeys(_WORD.findall(held)) if is_code_name(w))
 
 
 @dataclass(frozen=True)
