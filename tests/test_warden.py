@@ -51,8 +51,8 @@ from contextwarden._warden import CompactionHook, TransformResult, Warden  # noq
 from contextwarden.layers import (  # noqa: E402
     LayerContext,
     LayerResult,
+    is_protected,
 )
-from contextwarden.layers.pins import is_protected  # noqa: E402
 from contextwarden.layers.units import HistoryIndex  # noqa: E402
 from contextwarden.layers.window import NEWEST_MIN_CHARS  # noqa: E402
 

@@ -363,9 +363,8 @@ def _env_value(path: Path_, raw: str) -> Any:
         origin = get_origin(info.annotation)
         if origin in (list, tuple):
             return [item.strip() for item in text.split(",") if item.strip()]
-        if text == "" or text.lower() in ("null", "none"):
-            if info.default is None:
-                return None
+        if (text == "" or text.lower() in ("null", "none")) and info.default is None:
+            return None
     return raw
 
 

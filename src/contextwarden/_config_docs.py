@@ -88,11 +88,6 @@ def _type_name(annotation: Any) -> str:
     return str(annotation)
 
 
-def _default(info: FieldInfo) -> Any:
-    value = info.get_default(call_default_factory=True, validated_data={})
-    return list(value) if isinstance(value, tuple) else value
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -127,7 +122,8 @@ def _section(model: type[BaseModel], prefix: tuple[str, ...]) -> list[str]:
         bounds = _constraints(info)
         if bounds:
             kind += f" ({bounds})"
-        default = json.dumps(_default(info))
+        default = info.get_default(call_default_factory=True, validated_data={})
+        default = json.dumps(list(default) if isinstance(default, tuple) else default)
         rows.append(
             f"| `{name}` | {_cell(kind)} | `{_cell(default)}` | `{env}` | "
             f"{_cell(info.description or '')} |"

@@ -239,12 +239,7 @@ class Message:
     @_memo
     def is_pinned(self) -> bool:
         """Pinned by flag or by a ``<Pin>`` tag anywhere in its text or tool results."""
-        if self.pinned:
-            return True
-        for t in _texts(self.content):
-            if "<" in t and PIN_RE.search(t):
-                return True
-        return False
+        return self.pinned or any("<" in t and PIN_RE.search(t) for t in _texts(self.content))
 
     @_memo
     def fingerprint(self) -> str:

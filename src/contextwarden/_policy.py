@@ -213,10 +213,6 @@ class Ledger:
             total,
         )
 
-    def bank(self) -> float:
-        """What the edits so far have saved against sending everything (negative: cost)."""
-        return self.raw - self.ours
-
 
 def _cost(read: int, total: int, rates: CacheRates) -> float:
     if not rates.caching:
@@ -229,7 +225,8 @@ def bet_ok(loss: float, ledger: Ledger, config: PolicyConfig) -> bool:
     ends right after this call (the suffix it made a write again, less the reads it saved), is
     covered by what earlier edits saved plus ``loss_cap`` of the bill sending everything would
     have made so far: the session then ends at most ``loss_cap`` dearer than that."""
-    return loss <= ledger.bank() + config.loss_cap * ledger.raw
+    # what the edits so far saved against sending everything (negative: cost), plus the cap
+    return loss <= ledger.raw - ledger.ours + config.loss_cap * ledger.raw
 
 
 @dataclass(frozen=True)
@@ -287,17 +284,12 @@ def expected_calls(calls_so_far: int, config: PolicyConfig) -> int:
     return max(calls_so_far, 1)
 
 
-def calls_bought(budget: Budget, growth: float) -> int:
-    """Calls a cut to the target buys before the request is over the trigger again."""
-    if growth <= 0:
-        return 1 << 30
-    return int((budget.trigger - budget.target) / growth)
-
-
 def tight(budget: Budget, growth: float, config: PolicyConfig) -> bool:
     """Whether the fixed part leaves too little room for a summary to buy
     ``summary_spacing`` calls at ``growth`` tokens a call."""
-    return calls_bought(budget, growth) < config.summary_spacing
+    # the calls a cut to the target buys before the request is over the trigger again
+    bought = int((budget.trigger - budget.target) / growth) if growth > 0 else 1 << 30
+    return bought < config.summary_spacing
 
 
 def tight_warning(budget: Budget, growth: float, config: PolicyConfig) -> str:

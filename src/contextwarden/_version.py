@@ -11,13 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["__version__"]
 
-
-def _installed() -> str:
-    """The installed distribution's version; ``0+unknown`` when run from a bare source tree."""
-    try:
-        return version("contextwarden")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-__version__: str = _installed()
+try:
+    __version__: str = version("contextwarden")
+except PackageNotFoundError:  # run from a bare source tree
+    __version__ = "0+unknown"

@@ -24,14 +24,13 @@ import contextwarden.context as context
 import contextwarden.formats as formats
 
 from ._events import logger
-from ._hooks import takes_keyword
 from ._log import conversation_key
 from ._memo import CALL_BYTES, CALL_ENTRIES, Memo
 from .context.call import Call, check_arguments
 from .context.conversation import Conversation, split_tail
 from .context.cuts import window_cut
 from .context.guard import final_guard, run_layers
-from .context.hook import HookCaller
+from .context.hook import HookCaller, takes_keyword
 from .context.result import CompactionHook, TransformResult
 from .layers.base import LayerContext, require_messages
 from .layers.window import ensure_within

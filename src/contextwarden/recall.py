@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ._budget import Budget
@@ -110,7 +110,10 @@ def recall_answer(
 def shown_refs(messages: Sequence[Message]) -> list[str]:
     """The ``cw:`` references ``messages`` show (in their text and tool outputs), each once, in
     order: what a call of the tool can ask for. Empty when nothing was shortened."""
-    return list(dict.fromkeys(ref for text in _texts(messages) for ref in _REF.findall(text)))
+    texts = (
+        b.text for m in messages for b in m.content if isinstance(b, TextBlock | ToolResultBlock)
+    )
+    return list(dict.fromkeys(ref for text in texts for ref in _REF.findall(text)))
 
 
 def answer_max_chars(budget: Budget | None, tokens: int, spent: int = 0) -> int:
@@ -122,12 +125,3 @@ def answer_max_chars(budget: Budget | None, tokens: int, spent: int = 0) -> int:
         return ANSWER_MAX_CHARS
     room = budget.remaining(max(tokens, 0)) * _CHARS_PER_TOKEN - spent
     return max(ANSWER_MIN_CHARS, min(ANSWER_MAX_CHARS, room))
-
-
-def _texts(messages: Sequence[Message]) -> Iterator[str]:
-    for m in messages:
-        for b in m.content:
-            if isinstance(b, TextBlock):
-                yield b.text
-            elif isinstance(b, ToolResultBlock):
-                yield b.text

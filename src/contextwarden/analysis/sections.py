@@ -54,9 +54,6 @@ class SummarySections:
     def get(self, name: str) -> str:
         return str(getattr(self, name))
 
-    def is_empty(self) -> bool:
-        return not any(self.get(n).strip() for n in SECTIONS)
-
     def render(self) -> str:
         """The sections as tagged text, each body on its own lines."""
         bodies = ((name, self.get(name).strip("\n")) for name in SECTIONS)
@@ -101,7 +98,7 @@ def parse_summary(text: str, *, strict: bool = True) -> SummarySections:
                 f"summary is missing {', '.join(missing)} (expected the four tagged sections "
                 f"completed/remaining/current_state/notes); got {excerpt!r}"
             )
-        if sections.is_empty():
+        if not any(sections.get(n).strip() for n in SECTIONS):
             raise SummarizerError("summary has the four tags but every section is empty")
     return sections
 

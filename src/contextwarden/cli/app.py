@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import Annotated, Any
 
 import typer
 
 from .._version import __version__
-from ._common import HELP_LAYOUT
+from ._common import HELP_LAYOUT, fail
 from .compact import compact
 from .config_cmd import config_app
 from .count import count
 from .inspect import inspect
-from .proxy_cmd import proxy
 from .replay import replay_command
 from .sessions import sessions_command
 
@@ -61,6 +61,22 @@ app.command("sessions", short_help="Your agents' sessions: what each cost and wo
     sessions_command
 )
 app.add_typer(config_app, name="config", short_help="Check or print a configuration.")
+
+
+def proxy(ctx: typer.Context) -> None:
+    """Run the OpenAI/Anthropic-compatible proxy (see `contextwarden proxy --help`): forwards
+    to :mod:`contextwarden.proxy.cli`, imported only when the command runs, so the CLI starts
+    without the proxy's server dependencies."""
+    try:
+        module: Any = importlib.import_module("contextwarden.proxy.cli")
+    except ImportError as exc:
+        raise fail(
+            f"the proxy is not available ({exc}); install it with: "
+            "pip install 'contextwarden[proxy]'"
+        ) from None
+    module.main(list(ctx.args))
+
+
 app.command(
     "proxy",
     short_help="Run the OpenAI/Anthropic-compatible proxy.",

@@ -6,16 +6,27 @@ the conversation records what it returns (:func:`.cuts.record_compaction`).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from .._hooks import takes_keyword
 from .._log import Compaction, WindowCut
 from .._messages import Message
 from .call import Call
 from .conversation import Conversation
 from .cuts import record_compaction
 
-__all__ = ["HookCaller"]
+__all__ = ["HookCaller", "takes_keyword"]
+
+
+def takes_keyword(fn: object, name: str) -> bool:
+    """Whether ``fn`` can be called with the keyword ``name`` (it names it or takes
+    ``**kwargs``): a hook or a summarizer written before an option existed is called without
+    it."""
+    try:
+        params = inspect.signature(fn).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class HookCaller:

@@ -286,10 +286,7 @@ class BodyReader:
                 if n == len(entry.ends):
                     break
         try:
-            if best is not None:
-                read = self._resume(raw, best[1], k, key)
-            else:
-                read = self._whole(raw, key)
+            read = self._resume(raw, best[1], k, key) if best is not None else self._whole(raw, key)
         except (ValueError, RecursionError):
             return None  # json.loads judges it (and says why)
         if read is None:

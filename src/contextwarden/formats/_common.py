@@ -43,6 +43,7 @@ __all__ = [
     "render_opaque",
     "reply_limit",
     "reserved_check",
+    "string_at",
     "thinking_out",
     "tname",
     "too_deep",
@@ -229,6 +230,14 @@ def tname(value: Any) -> str:
 def fail(index: int | None, field: str, expected: str, got: Any) -> FormatError:
     """The error for a field of the wrong type: ``expected a string, got int``."""
     return FormatError(f"expected {expected}, got {tname(got)}", index=index, field=field)
+
+
+def string_at(obj: Mapping[str, Any], key: str, index: int | None, path: str = "") -> str:
+    """``obj[key]`` when it is a string, else the :func:`fail` error naming ``path.key``."""
+    value = obj.get(key)
+    if type(value) is not str:
+        raise fail(index, f"{path}.{key}" if path else key, "a string", value)
+    return value
 
 
 def reserved_check(rest: Mapping[str, Any], index: int | None, path: str) -> None:

@@ -41,6 +41,7 @@ from ._common import (
     opaque_payload,
     opaque_text,
     reserved_check,
+    string_at,
     thinking_out,
     tname,
     too_deep,
@@ -185,9 +186,7 @@ def _block(i: int | None, path: str, b: Any) -> Block:
         raise fail(i, path, "a content block object", b)
     t = b.get("type")
     if t == "text":
-        text = b.get("text")
-        if type(text) is not str:
-            raise fail(i, f"{path}.text", "a string", text)
+        text = string_at(b, "text", i, path)
         if len(b) == 2:
             return TextBlock(clean_text(text))
         return TextBlock(clean_text(text), extra=frozen(_rest(b, ("type", "text"), i, path)))
@@ -196,9 +195,7 @@ def _block(i: int | None, path: str, b: Any) -> Block:
     if t == "tool_result":
         return _tool_result(i, path, b)
     if t == "thinking":
-        text = b.get("thinking")
-        if type(text) is not str:
-            raise fail(i, f"{path}.thinking", "a string", text)
+        text = string_at(b, "thinking", i, path)
         sig = b.get("signature")
         if sig is not None and type(sig) is not str:
             raise fail(i, f"{path}.signature", "a string", sig)
@@ -209,9 +206,7 @@ def _block(i: int | None, path: str, b: Any) -> Block:
             extra=frozen(_rest(b, known, i, path)),
         )
     if t == "redacted_thinking":
-        data = b.get("data")
-        if type(data) is not str:
-            raise fail(i, f"{path}.data", "a string", data)
+        data = string_at(b, "data", i, path)
         rest = _rest(b, ("type", "data"), i, path)
         return ThinkingBlock("", redacted=True, data=clean_text(data), extra=frozen(rest))
     if t == "image":
@@ -283,12 +278,8 @@ def provider_compaction(body: Mapping[str, Any]) -> str | None:
 
 
 def _tool_use(i: int | None, path: str, b: Mapping[str, Any]) -> ToolCallBlock:
-    cid = b.get("id")
-    if type(cid) is not str:
-        raise fail(i, f"{path}.id", "a string", cid)
-    name = b.get("name")
-    if type(name) is not str:
-        raise fail(i, f"{path}.name", "a string", name)
+    cid = string_at(b, "id", i, path)
+    name = string_at(b, "name", i, path)
     data = b.get("input")
     if type(data) is not dict and not isinstance(data, Mapping):
         raise fail(i, f"{path}.input", "an object", data)
@@ -307,9 +298,7 @@ def _tool_use(i: int | None, path: str, b: Mapping[str, Any]) -> ToolCallBlock:
 
 
 def _tool_result(i: int | None, path: str, b: Mapping[str, Any]) -> ToolResultBlock:
-    cid = b.get("tool_use_id")
-    if type(cid) is not str:
-        raise fail(i, f"{path}.tool_use_id", "a string", cid)
+    cid = string_at(b, "tool_use_id", i, path)
     known = ["type", "tool_use_id"]
     content: str | tuple[TextBlock | ImageBlock, ...] = ""
     c = b.get("content", "")

@@ -39,6 +39,7 @@ from ._common import (
     opaque_payload,
     opaque_text,
     reserved_check,
+    string_at,
     thinking_out,
     tname,
 )
@@ -183,9 +184,7 @@ def _part(i: int, path: str, p: Any) -> TextBlock | ImageBlock:
         raise fail(i, path, "a content part object", p)
     t = p.get("type")
     if t == "text":
-        text = p.get("text")
-        if type(text) is not str:
-            raise fail(i, f"{path}.text", "a string", text)
+        text = string_at(p, "text", i, path)
         if len(p) == 2:
             return TextBlock(clean_text(text))
         rest = {clean_key(k): deep_copy(v) for k, v in p.items() if k != "type" and k != "text"}
@@ -195,8 +194,7 @@ def _part(i: int, path: str, p: Any) -> TextBlock | ImageBlock:
         url = p.get("image_url")
         if not isinstance(url, Mapping):
             raise fail(i, f"{path}.image_url", "an object", url)
-        if type(url.get("url")) is not str:
-            raise fail(i, f"{path}.image_url.url", "a string", url.get("url"))
+        string_at(url, "url", i, f"{path}.image_url")
         rest = {
             clean_key(k): deep_copy(v) for k, v in p.items() if k != "type" and k != "image_url"
         }
@@ -326,10 +324,7 @@ def _tool_call(i: int, j: int, c: Any) -> ToolCallBlock:
     path = f"tool_calls[{j}]"
     if type(c) is not dict and not isinstance(c, Mapping):
         raise fail(i, path, "an object", c)
-    cid = c.get("id")
-    if type(cid) is not str:
-        raise fail(i, f"{path}.id", "a string", cid)
-    cid = clean_text(cid)
+    cid = clean_text(string_at(c, "id", i, path))
     fn = c.get("function")
     if type(fn) is not dict and not isinstance(fn, Mapping):
         raise fail(i, f"{path}.function", "an object", fn)
@@ -347,12 +342,7 @@ _TYPE_FUNCTION: Mapping[str, Any] = MappingProxyType({"type": "function"})
 
 
 def _function(i: int, path: str, fn: Mapping[str, Any]) -> tuple[str, str]:
-    name = fn.get("name")
-    if type(name) is not str:
-        raise fail(i, f"{path}.name", "a string", name)
-    arguments = fn.get("arguments")
-    if type(arguments) is not str:
-        raise fail(i, f"{path}.arguments", "a string", arguments)
+    name, arguments = string_at(fn, "name", i, path), string_at(fn, "arguments", i, path)
     return clean_text(name), clean_text(arguments)
 
 

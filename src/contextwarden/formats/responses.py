@@ -22,7 +22,18 @@ from .._messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ._common import FORMAT, ITEM, OPAQUE, deep_copy, fail, fill, frozen, reserved_check, tname
+from ._common import (
+    FORMAT,
+    ITEM,
+    OPAQUE,
+    deep_copy,
+    fail,
+    fill,
+    frozen,
+    reserved_check,
+    string_at,
+    tname,
+)
 from ._media import openai_image_cost
 
 __all__ = [
@@ -221,14 +232,10 @@ def _part(i: int, path: str, p: Any, tag: Any) -> TextBlock | ImageBlock:
     """One content part: ``input_text`` / ``output_text``, ``input_image``, or opaque."""
     if type(p) is not dict and not isinstance(p, Mapping):
         raise fail(i, path, "a content part object", p)
-    t = p.get("type")
-    if type(t) is not str:
-        raise fail(i, f"{path}.type", "a string", t)
+    t = string_at(p, "type", i, path)
     extra: dict[str, Any]
     if t in _TEXT_PARTS:
-        text = p.get("text")
-        if type(text) is not str:
-            raise fail(i, f"{path}.text", "a string", text)
+        text = string_at(p, "text", i, path)
         extra = {k: deep_copy(v) for k, v in p.items() if k != "text"}
         reserved_check(extra, i, path)
         if tag is not None:
@@ -268,13 +275,8 @@ def _message(i: int, item: Mapping[str, Any], canon: Role, role: str) -> Message
 
 def _call(i: int, item: Mapping[str, Any], kind: str) -> ToolCallBlock:
     key = _CALLS[kind]
-    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get(key)
-    if type(call_id) is not str:
-        raise fail(i, "call_id", "a string", call_id)
-    if type(name) is not str:
-        raise fail(i, "name", "a string", name)
-    if type(arguments) is not str:
-        raise fail(i, key, "a string", arguments)
+    call_id, name = string_at(item, "call_id", i), string_at(item, "name", i)
+    arguments = string_at(item, key, i)
     tag = _tag(i, item, ("call_id", "name", key), kind=kind)
     return ToolCallBlock(call_id, name, arguments, extra=MappingProxyType({ITEM: tag}))
 
@@ -303,9 +305,7 @@ def _reasoning(i: int, item: Mapping[str, Any]) -> ThinkingBlock:
 def _output(
     i: int, item: Mapping[str, Any], shared: dict[tuple[str, tuple[str, ...]], Mapping[str, Any]]
 ) -> Message:
-    call_id = item.get("call_id")
-    if type(call_id) is not str:
-        raise fail(i, "call_id", "a string", call_id)
+    call_id = string_at(item, "call_id", i)
     if "output" not in item:
         raise FormatError("missing", index=i, field="output")
     output = item["output"]

@@ -491,12 +491,10 @@ def _check_blocks(
                 problems.append(f"{where}: thinking block without its signature")
             if not isinstance(b.get("thinking"), str):
                 problems.append(f"{where}.thinking must be a string")
-        elif t == "redacted_thinking":
-            if not isinstance(b.get("data"), str) or not b.get("data"):
-                problems.append(f"{where}: redacted_thinking without its data")
-        elif t == "image":
-            if not isinstance(b.get("source"), Mapping):
-                problems.append(f"{where}.source must be an object")
+        elif t == "redacted_thinking" and (not isinstance(b.get("data"), str) or not b["data"]):
+            problems.append(f"{where}: redacted_thinking without its data")
+        elif t == "image" and not isinstance(b.get("source"), Mapping):
+            problems.append(f"{where}.source must be an object")
         if t != "tool_result":
             after_other = True
     _anthropic_unanswered(problems, answering, i)

@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .base import Layer, LayerContext, LayerResult
+    from .base import Layer, LayerContext, LayerResult, is_protected, pinned_spans
     from .config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
     from .mask import mask_text, mask_tool_results
     from .pending import drop_pending_calls
-    from .pins import is_protected, pinned_spans
     from .thinking import strip_thinking
     from .truncate import truncate_text, truncate_tool_output
     from .units import HistoryIndex
@@ -47,10 +46,10 @@ _HOMES: Mapping[str, str] = {
     "TruncateConfig": ".config",
     "WindowConfig": ".config",
     "drop_pending_calls": ".pending",
-    "is_protected": ".pins",
+    "is_protected": ".base",
     "mask_text": ".mask",
     "mask_tool_results": ".mask",
-    "pinned_spans": ".pins",
+    "pinned_spans": ".base",
     "sliding_window": ".window",
     "strip_thinking": ".thinking",
     "truncate_text": ".truncate",

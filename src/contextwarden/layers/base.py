@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._events import Event, EventKind, emit
 from .._exceptions import FormatError
-from .._messages import Message, TextBlock, ToolResultBlock
+from .._messages import PIN_RE, Message, TextBlock, ToolResultBlock
 from .config import LayerSettings
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ __all__ = [
     "truncation_marker",
     "require_messages",
     "edit_result_text",
+    "is_protected",
+    "pinned_spans",
     "shrink_event",
 ]
 
@@ -171,6 +173,26 @@ def shrink_event(
         chars[1],
         f"{len(names)} results" if len(names) > 1 else "",
     )
+
+
+def is_protected(message: Message) -> bool:
+    """True for system messages and pinned messages: by the ``pinned`` flag or by
+    ``<Pin>...</Pin>`` anywhere in the text or tool results (:attr:`Message.is_pinned`). Layers
+    leave protected messages exactly as they are; the sliding window keeps the whole unit around
+    a pinned message (a pinned tool result cannot stay without the call that produced it)."""
+    return message.role == "system" or message.is_pinned
+
+
+def pinned_spans(messages: Sequence[Message]) -> list[tuple[int, str]]:
+    """Every ``<Pin>...</Pin>`` body as ``(message index, text)``, in order (for summaries that
+    must carry pinned content forward: no lossy step may drop, mask or cut it)."""
+    return [
+        (i, match.group(1))
+        for i, m in enumerate(messages)
+        for block in m.content
+        if isinstance(block, TextBlock | ToolResultBlock)
+        for match in PIN_RE.finditer(block.text)
+    ]
 
 
 def require_messages(messages: Sequence[object], start: int = 0) -> None:

@@ -33,11 +33,10 @@ from typing import Any
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
-from .base import LayerContext, LayerResult, cut_middle, require_messages
+from .base import LayerContext, LayerResult, cut_middle, is_protected, require_messages
 from .config import WindowConfig
 from .mask import mask_text
 from .pending import repair_tail
-from .pins import is_protected
 from .units import HistoryIndex, index_of
 
 __all__ = ["WindowConfig", "ensure_within", "sliding_window"]

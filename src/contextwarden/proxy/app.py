@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 from .._exceptions import ContextOverflowError
 from .._model_overrides import registry_for
 from .._warden import takes_keyword
-from .clients import ClientState, ClientTable
+from .clients import ClientState, ClientTable, client_id
 from .config import ProxyConfig
 from .errors import ErrorKind, context_length_message, provider_for_path, status_for
 from .forward import Exchange, Finish, error_response, forward, request_headers
@@ -342,7 +342,7 @@ class _Proxy:
         key = request.query_params.get("key")
         if key and "x-goog-api-key" not in request.headers:
             headers = [*headers, (b"x-goog-api-key", key.encode("utf-8", "surrogateescape"))]
-        return self.clients.get(self.clients.id_for(headers))
+        return self.clients.get(client_id(headers, self.clients.key))
 
     async def route(self, request: Request) -> Response:
         """Every request but ``/stats``: a POST to a path a wire format serves goes through

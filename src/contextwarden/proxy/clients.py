@@ -145,9 +145,6 @@ class ClientTable:
     def __len__(self) -> int:
         return len(self._clients)
 
-    def id_for(self, headers: Iterable[tuple[bytes, bytes]]) -> str:
-        return client_id(headers, self.key)
-
     def get(self, cid: str) -> ClientState:
         """The client's state, made on its first request; the least recently used client goes
         when the table is full."""

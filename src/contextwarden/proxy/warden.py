@@ -13,8 +13,8 @@ from ..formats._prefix import PrefixCodec
 from ..store.cache import LruCache, RedisCache, SqliteCache, default_cache_path
 from ..store.logs import LogStore, RedisLogStore, SQLiteLogStore
 from ..summarizers.base import Summarizer
-from ..summarizers.build import build_summarizer
 from ..summarizers.config import SummarizerConfig, parse_summarizer_spec
+from ..summarizers.llm import build_summarizer
 from ..summarizers.upstream import summarizer_for_request
 from .clients import ScopedCache
 from .config import ProxyConfig

@@ -169,11 +169,6 @@ def summary_header(count: int, ref: str) -> str:
     return f"{SUMMARY_PREFIX}{count} earlier {noun} compacted; ref {ref}]"
 
 
-def summary_body(message: Message) -> str:
-    """The text of an earlier summary message without its header."""
-    return _SUMMARY_RE.sub("", message.text, count=1)
-
-
 def summary_request(
     messages: Sequence[Message], elided: Sequence[int], ctx: StrategyContext
 ) -> SummaryRequest:
@@ -193,7 +188,7 @@ def summary_request(
         m = messages[i]
         sent += m.char_count  # a summary of earlier ones replaces them too
         if is_summary_message(m):
-            previous.append(summary_body(m))
+            previous.append(_SUMMARY_RE.sub("", m.text, count=1))  # without its header
         else:
             # a masked tool result is summarised from what it masks (what the agent saw)
             original = m.hints.get(UNMASKED, m)

@@ -43,9 +43,9 @@ def key_indices(messages: Sequence[Message], *, memo: Memo | None = None) -> set
     for i, m in enumerate(messages):
         if is_summary_message(m):
             continue
-        if m.role == "user" and not reads_as_output(m.text):
-            key.add(i)
-        elif m.role == "assistant" and ("test" in message_call_kinds(m) or is_completion(m)):
+        if (m.role == "user" and not reads_as_output(m.text)) or (
+            m.role == "assistant" and ("test" in message_call_kinds(m) or is_completion(m))
+        ):
             key.add(i)
     return key
 

@@ -27,8 +27,7 @@ from .config import SummarizerConfig, parse_summarizer_spec
 from .extractive import ExtractiveSummarizer
 
 if TYPE_CHECKING:
-    from .build import build_summarizer
-    from .llm import LLMSummarizer
+    from .llm import LLMSummarizer, build_summarizer
     from .upstream import summarizer_for_request
 
 __all__ = [
@@ -59,7 +58,7 @@ __all__ = [
 #: does not pay for it.
 _HOMES: Mapping[str, str] = {
     "LLMSummarizer": ".llm",
-    "build_summarizer": ".build",
+    "build_summarizer": ".llm",
     "summarizer_for_request": ".upstream",
 }
 

@@ -182,12 +182,11 @@ def check_summary(
     task = facts.task or request.task  # the user's words, without the client's blocks
     if task and task_key(task) not in flat:
         problems.append(f"missing the original task (its opening {task_key(task)[:60]!r}...)")
-    for pin in dict.fromkeys((*request.pinned, *facts.pins)):
-        if _norm(pin) and _norm(pin) not in flat:
-            problems.append(f"missing pinned text {_norm(pin)[:60]!r}")
-    for path in facts.changed_files:
-        if path not in summary:
-            problems.append(f"missing modified file path {path!r}")
+    pins = dict.fromkeys((*request.pinned, *facts.pins))
+    problems += [f"missing pinned text {_norm(p)[:60]!r}" for p in pins if _norm(p) not in flat]
+    problems += [
+        f"missing modified file path {p!r}" for p in facts.changed_files if p not in summary
+    ]
     error = facts.last_unresolved_error
     if error is not None and _norm(error.key) not in flat:
         problems.append(f"missing the last unresolved error {error.key[:80]!r}")

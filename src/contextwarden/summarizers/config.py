@@ -1,5 +1,5 @@
 """The ``summarizer:`` config section (:class:`SummarizerConfig`), built by
-:func:`~contextwarden.summarizers.build.build_summarizer`: ``extractive`` (the default, offline)
+:func:`~contextwarden.summarizers.llm.build_summarizer`: ``extractive`` (the default, offline)
 or an LLM through ``openai`` (any Chat Completions server), ``anthropic``, ``responses`` or
 ``gemini``, its key read from the environment variable the config names."""
 

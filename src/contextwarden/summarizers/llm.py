@@ -9,6 +9,7 @@ the HTTP ``status`` and the upstream's own error text as ``reason``: HTTP errors
 ``Retry-After``), replies that are not the provider's JSON or lack a section, and no answer
 within ``timeout``, one deadline for the whole summary. A must-keep fact the reply left out is
 added from the history's own facts, and the whole is fitted under the length cap.
+:func:`build_summarizer` makes the summarizer (this one or the extractive) of a config section.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ from ._prompt import (
     summary_prompt,
 )
 from ._wire import ANTHROPIC_VERSION, CREDENTIAL_HEADERS, WIRES, Provider, error_text
-from .base import SummaryRequest, effective_cap, request_facts, task_key
-from .extractive import MIN_SUMMARY_CHARS, facts_entries
+from .base import Summarizer, SummaryRequest, effective_cap, request_facts, task_key
+from .config import DEFAULT_MAX_CHARS, SummarizerConfig
+from .extractive import MIN_SUMMARY_CHARS, ExtractiveSummarizer, facts_entries
 
-__all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter"]
+__all__ = ["ANTHROPIC_VERSION", "LLMSummarizer", "Provider", "SummaryMeter", "build_summarizer"]
 
 #: Statuses worth retrying: rate limits, timeouts, conflicts, server errors, Anthropic overload.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -757,3 +759,32 @@ def _packed(
         groups[-1].append(text)
         used += cost
     return groups
+
+
+def build_summarizer(
+    config: SummarizerConfig, *, env: Mapping[str, str] | None = None, max_chars: int | None = None
+) -> Summarizer:
+    """The summarizer ``config`` describes. An LLM provider's key variable must be set in ``env``
+    (default ``os.environ``), else :class:`ConfigError` names it now rather than at the first
+    compaction (a local server that needs no key: set it to anything); the key is read again at
+    each call. ``max_chars`` caps every summary (the compaction's ``summary_max_chars``)."""
+    if config.provider == "extractive":
+        return ExtractiveSummarizer(max_chars=max_chars)
+    environ = os.environ if env is None else env
+    key_env = config.key_env
+    assert key_env is not None and config.model is not None  # the validator saw to both
+    if not environ.get(key_env):
+        raise ConfigError(
+            f"summarizer.api_key_env: the {config.provider} summarizer reads its key from "
+            f"${key_env}, which is not set (set it, or name another variable in "
+            f"summarizer.api_key_env)"
+        )
+    return LLMSummarizer(
+        config.base_url,
+        config.model,
+        provider=config.provider,
+        api_key_env=key_env,
+        timeout=config.timeout_s,
+        max_retries=config.max_retries,
+        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars,
+    )

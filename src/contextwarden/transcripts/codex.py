@@ -68,9 +68,10 @@ def parse_codex(records: Sequence[Record], path: Path, shown: str) -> Transcript
     marks: list[tuple[int, tuple[Message, ...] | str, int]] = []
 
     def flush() -> None:
-        converted = _convert(segment, base)
-        for m in converted:
-            messages.append(m.replace(timestamp=stamps[0]) if stamps and m.timestamp is None else m)
+        messages.extend(
+            m.replace(timestamp=stamps[0]) if stamps and m.timestamp is None else m
+            for m in _convert(segment, base)
+        )
         segment.clear()
         stamps.clear()
 

@@ -105,10 +105,9 @@ class GeminiWire(Wire):
             return False
         config = body.get("toolConfig")
         calling = config.get("functionCallingConfig") if isinstance(config, Mapping) else None
-        if isinstance(calling, Mapping):
-            if calling.get("allowedFunctionNames") or calling.get("mode") == "NONE":
-                return False
-        return True
+        return not isinstance(calling, Mapping) or not (
+            calling.get("allowedFunctionNames") or calling.get("mode") == "NONE"
+        )
 
     def no_choice(self) -> dict[str, Any]:
         return {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}
