@@ -693,7 +693,8 @@ def render(results: Path = RESULTS_DIR, docs: Path = DOCS) -> str:
     grid = _load(results, "grid")
     if grid and grid.get("rows"):
         parts += ["", grid_section(grid)]
-    for name in ("grid_unseen", "grid_unseen2", "grid_unseen3", "grid_unseen4"):
+    held_out = sorted(results.glob("grid_unseen*.json"), key=lambda p: (len(p.stem), p.stem))
+    for name in (p.stem for p in held_out):
         unseen = _load(results, name)
         if unseen and unseen.get("rows"):
             parts += ["", unseen_section(unseen)]
