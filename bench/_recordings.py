@@ -249,7 +249,10 @@ def _reader(path: Path) -> Any:
 
 def load_recording(path: Path) -> Recording:
     """The recording at ``path`` as plain OpenAI chat dicts (see the module docstring)."""
-    read = _reader(path)(path)
+    reader = _reader(path)
+    read = reader(path)
+    if reader is _openhands_ui and not read:  # an OpenHands V1 event list, not a UI export
+        read = _transcript(path)
     messages, times = read if isinstance(read, tuple) else (read, [])
     if not any(t is not None for t in times):
         times = []
