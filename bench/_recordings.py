@@ -240,7 +240,8 @@ def _reader(path: Path) -> Any:
     head = path.read_text()[:4000]
     if head.startswith('{"timestamp"') and '"session_meta"' in head:
         return _codex
-    if head.lstrip().startswith("[") and '"observation"' in head:
+    # the UI export's events carry no "kind" (OpenHands V1 events do: load_transcript's)
+    if head.lstrip().startswith("[") and '"observation"' in head and '"kind"' not in head:
         return _openhands_ui
     if path.parent.name == "pi-based":
         return _lenient_pi
@@ -249,10 +250,7 @@ def _reader(path: Path) -> Any:
 
 def load_recording(path: Path) -> Recording:
     """The recording at ``path`` as plain OpenAI chat dicts (see the module docstring)."""
-    reader = _reader(path)
-    read = reader(path)
-    if reader is _openhands_ui and not read:  # an OpenHands V1 event list, not a UI export
-        read = _transcript(path)
+    read = _reader(path)(path)
     messages, times = read if isinstance(read, tuple) else (read, [])
     if not any(t is not None for t in times):
         times = []

@@ -311,7 +311,8 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
 def unseen_section(data: dict[str, Any]) -> str:
     """The section of ``docs/benchmarks.md`` for a grid over sessions the policy was not made
     on (``--root``; ``bench/results/grid_unseen*.json``): its ``title`` and ``about`` say which
-    sessions (``seen``: how they were used, when they were), and a set of several agents gets a line per agent too."""
+    sessions (``seen``: how they were used, when they were), and a set of several agents gets a
+    line per agent too."""
     rows = data.get("rows") or []
     ok = [r for r in rows if "error" not in r]
     about = data.get("about") or (

@@ -393,7 +393,7 @@ def may_pay(
     )
 
 
-def batched(idle: float, removed: int, cost: float, rates: CacheRates, new_tokens: int = 0) -> bool:
+def batched(idle: float, removed: int, cost: float, rates: CacheRates, new_tokens: int) -> bool:
     """Whether an optional edit is made now rather than batched with later ones: once waiting
     has cost as much as the edit's rewrite (``cost``). Waiting costs ``idle`` (the reads paid
     since the last edit on tokens one could have removed), this call's reads of ``removed``,
