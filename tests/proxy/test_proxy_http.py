@@ -8,6 +8,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -469,3 +470,43 @@ def test_compressed_replies_are_relayed_as_sent(
     )
     fake.then(Behaviour(body=packed, headers={"content-encoding": "gzip"}))
     assert httpx.post(f"{proxy}/v1/chat/completions", json=_chat(1)).json() == reply  # decodes fine
+
+
+async def test_connections_are_served_with_nagle_off_on_a_socket_bound_as_uvicorn_binds() -> None:
+    """uvicorn binds its worker processes' socket with proto 0, on which asyncio leaves Nagle on:
+    the proxy's protocol turns it off itself (else a response written in two parts waits for
+    the client's delayed ACK)."""
+    import asyncio
+    import socket
+
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from contextwarden.proxy.server import protocol
+
+    config = uvicorn.Config(lambda *_: None, log_level="critical")
+    config.load()
+    state = ServerState()
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # proto 0, as uvicorn's
+    listener.bind(("127.0.0.1", 0))
+    made: list[Any] = []
+
+    def factory() -> Any:
+        proto = protocol(5.0)(config=config, server_state=state, app_state={})
+        made.append(proto)
+        return proto
+
+    server = await asyncio.get_running_loop().create_server(factory, sock=listener)
+    try:
+        _, writer = await asyncio.open_connection(*listener.getsockname())
+        for _ in range(100):
+            if made and made[0].transport is not None:
+                break
+            await asyncio.sleep(0.01)
+        sock = made[0].transport.get_extra_info("socket")
+        assert sock.proto == 0  # asyncio did not turn Nagle off on it
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        writer.close()
+    finally:
+        server.close()

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import os
 import secrets
+import socket
 import uuid
 from collections.abc import Callable
 from typing import Any, cast
@@ -50,6 +51,12 @@ class DeadlineH11Protocol(H11Protocol):
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # Nagle off: asyncio turns it off only for sockets made with proto IPPROTO_TCP, and the
+        # socket uvicorn binds for its worker processes has proto 0; a response written in two
+        # parts would then wait for the client's delayed ACK (about 40 ms a request)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
         self._arm()
 
