@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,19 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 settings.register_profile("steady", deadline=None, derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "steady"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_tls_context_per_setting() -> Iterator[None]:
+    """httpx builds a TLS context from certifi's bundle for every client it makes (50 ms; the
+    module-level ``httpx.get``/``post`` and each SDK client make one). The tests make hundreds,
+    all plain HTTP on loopback: each kind of context is built once and shared, as one
+    long-lived client would share it."""
+    import functools
+
+    from httpx._transports import default
+
+    made = default.create_ssl_context
+    default.create_ssl_context = functools.cache(made)  # type: ignore[assignment]
+    yield
+    default.create_ssl_context = made

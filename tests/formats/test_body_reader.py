@@ -112,7 +112,7 @@ def _bodies(draw: Any) -> list[bytes]:
     return out
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_bodies())
 def test_bodies_are_read_exactly_as_json_loads_reads_them(bodies: list[bytes]) -> None:
     reader = BodyReader()

@@ -184,7 +184,7 @@ def client_requests(draw: Any) -> tuple[Any, list[dict[str, Any]], list[dict[str
     return system, messages, tools
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(request=client_requests(), data=st.data())
 def test_breakpoint_invariants(
     request: tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None], data: Any

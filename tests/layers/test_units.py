@@ -80,7 +80,7 @@ def test_old_results_counts_blocks_from_the_end() -> None:
     assert HistoryIndex(keep_results=0).old_results(2, 4) == 4
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(histories(), st.data())
 def test_extending_equals_building_fresh(msgs: list[Message], data: st.DataObject) -> None:
     keep_results = data.draw(st.integers(0, 8))

@@ -84,13 +84,15 @@ def test_mini_swe_agent_recording(measures: ModuleType, window: int) -> None:
 
 
 def test_pi_recording_edit_recall(measures: ModuleType) -> None:
-    msgs = _recording("pi/large-session")
+    # its first 300 messages (of 892): 123 edits to recall at 32k, and the raw bill, which the
+    # measures compute by dumping every message of every request, takes 6 s instead of 30 s
+    msgs = _recording("pi/large-session")[:300]
     got = _run(measures, msgs, 32_000)
     assert all(measures.orphans(r) == 0 for r in got["reqs"])
     held, wanted = got["edits"]
     assert wanted > 50 and 0 <= held <= wanted
-    assert held / wanted >= 0.5  # 69% today
+    assert held / wanted >= 0.5  # 58% today
     names_held, names_wanted = got["names"]
-    assert names_held / names_wanted >= 0.8  # 91% today
+    assert names_held / names_wanted >= 0.8  # 96% today
     (raw_tok, raw_cost), (tok, cost) = got["raw"], got["sent"]
     assert tok < raw_tok and cost < raw_cost

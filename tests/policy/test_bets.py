@@ -76,12 +76,16 @@ def bills(
     prev: list[str] = []
     total = 0.0
     out = []
+    size_of: dict[str, int] = {}  # each message converted and counted once
     for req in requests:
         keys = [json.dumps(m, sort_keys=True) for m in req]
         same = 0
         while same < min(len(keys), len(prev)) and keys[same] == prev[same]:
             same += 1
-        sizes = [counter.count_message(m) for m in from_openai(req)]
+        sizes = [
+            size_of.get(k) or size_of.setdefault(k, counter.count_message(from_openai([m])[0]))
+            for k, m in zip(keys, req, strict=True)
+        ]
         hit = sum(sizes[:same])
         total += hit * read + (sum(sizes) - hit) * write
         out.append(total)

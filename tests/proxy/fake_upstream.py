@@ -285,7 +285,7 @@ def serve(app: Any, *, log_level: str = "warning", http: Any = "auto") -> Iterat
     """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
     stops the server (lifespan shutdown included) on exit. ``http``: uvicorn's protocol (the
     proxy's own, with its header deadline, for the proxy)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
