@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from histories import agent_run, call, ctx, lines, validity_problems
@@ -221,3 +222,45 @@ def test_huge_arguments_are_parsed_once_per_cut_not_per_search_step(
     # the candidates' listing, the cut's own parse, the result's length: not one per step of
     # the binary search for the longest cut that fits (about 17 for 500k characters)
     assert len([n for n in parsed if n >= len(args)]) <= 2
+
+
+@pytest.mark.parametrize("kind", ["arguments", "parts"])
+def test_a_newest_message_of_thousands_of_strings_is_counted_a_few_times(kind: str) -> None:
+    """A newest message of 1,000 strings of 1,600 characters, over twice the window, with the
+    exact o200k counter: a string whose bytes are fewer than what the request is still over by
+    cannot bring it under, so it is cut to its shortest without counting the message again.
+    The message is counted a few dozen times, not once per string (each count reads all of
+    it), and the cut still lands within the trigger with every string kept in part."""
+    from contextwarden import get_counter
+
+    exact = get_counter("gpt-4o")
+    counted: list[int] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(exact, name)
+
+        def count_message(self, message: Message) -> int:
+            counted.append(message.char_count)
+            return exact.count_message(message)
+
+    values = [f"{i:04d} " + "value text " * 145 for i in range(1_000)]
+    if kind == "arguments":
+        args = json.dumps({"path": "big.json", "items": values})
+        newest = [assistant("", tool_calls=[call("w", "write", args)]), tool_result("w", "ok")]
+    else:
+        newest = [Message("user", tuple(TextBlock(v) for v in values))]
+    msgs = [*agent_run(2), *newest]
+    base = ctx(window=100_000)
+    c = LayerContext(Counting(), base.config, base.budget, None)  # type: ignore[arg-type]
+    assert c.budget is not None and tokens(c, msgs) > 2 * c.budget.window
+    counted.clear()
+    result = sliding_window(msgs, c)
+    assert result.newest_truncated and tokens(c, result.messages) <= c.budget.trigger
+    assert len([n for n in counted if n > 100_000]) < 100  # 1,000 strings
+    cut = result.messages[-2] if kind == "arguments" else result.messages[-1]
+    if kind == "arguments":
+        kept = json.loads(cut.tool_calls[0].arguments)["items"]
+    else:
+        kept = [b.text for b in cut.content if isinstance(b, TextBlock)]
+    assert [k[:4] for k in kept] == [f"{i:04d}" for i in range(1_000)]

@@ -47,6 +47,9 @@ LAYER = "window"
 NEWEST_MIN_CHARS = 200
 #: Room for the truncation marker (framing plus digits).
 _MARKER_ROOM = 64
+#: The most tokens cutting a string may save beyond the string's own count (merges where it
+#: meets its neighbours).
+_CUT_SLACK = 16
 
 
 # -- planning (shared by the pure layer and the warden's incremental engine) --------------------
@@ -94,6 +97,20 @@ def _texts_of(message: Message) -> list[tuple[int, int | None, str]]:
                     (bi, pi, x.text) for pi, x in enumerate(b.content) if isinstance(x, TextBlock)
                 )
     return found
+
+
+def _text_at(message: Message, bi: int, pi: int | None) -> str:
+    """The text at ``(bi, pi)`` of :func:`_texts_of`."""
+    b = message.content[bi]
+    if isinstance(b, TextBlock):
+        return b.text
+    assert isinstance(b, ToolResultBlock)
+    if pi is None:
+        assert isinstance(b.content, str)
+        return b.content
+    part = b.content[pi]
+    assert isinstance(part, TextBlock)
+    return part.text
 
 
 def _with_text(message: Message, bi: int, pi: int | None, text: str) -> Message:
@@ -352,21 +369,29 @@ def _cut_texts(
     ]
     # largest first; ties broken by position so the choice is deterministic
     candidates.sort(key=lambda c: (-c[0], c[1], c[2], -1 if c[3] is None else c[3]))
+    held = _Held(total)
     for length, pos, bi, pi in candidates:
-        excess = total - trigger
-        if excess <= 0 or length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
+        if length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
             break
         original = messages[pos]
-        text = next(t for b, p, t in _texts_of(original) if b == bi and p == pi)
-        before = counter.count_message(original)
+        text = _text_at(original, bi, pi)
         cut = partial(_text_cut, ctx, original, text, bi, pi, (pos, bi) in old_blocks)
+        if held.beyond(counter.count_text(text), trigger):
+            shortest = cut(NEWEST_MIN_CHARS)
+            held.hold(ctx, pos, original, length, len(_text_at(shortest, bi, pi)))
+            messages[pos] = shortest
+            continue
+        total = held.settle(messages, ctx, events, "")
+        excess = total - trigger
+        if excess <= 0:
+            break
+        before = counter.count_message(original)
         best = _fit(ctx, length, before - excess, cut)
         after = counter.count_message(best)
         messages[pos] = best
-        total += after - before
-        kept = len(next(t for b, p, t in _texts_of(best) if b == bi and p == pi))
-        emit(events, _cut_event(pos, before, after, (length, kept), ""))
-    return total
+        total = held.total = total + after - before
+        emit(events, _cut_event(pos, before, after, (length, len(_text_at(best, bi, pi))), ""))
+    return held.settle(messages, ctx, events, "")
 
 
 def _text_cut(
@@ -395,31 +420,102 @@ def _cut_arguments(
 ) -> int:
     counter = ctx.counter
     candidates = [
-        (len(text), pos, bi, path)
+        (len(text), pos, bi, path, text)
         for pos in range(start, len(messages))
         if messages[pos].role == "assistant" and not is_protected(messages[pos])
         for bi, path, text in _arguments_of(messages[pos], raw=raw)
     ]
     candidates.sort(key=lambda c: (-c[0], c[1], c[2], repr(c[3])))
-    for length, pos, bi, path in candidates:
+    held = _Held(total)
+    trees: dict[tuple[int, int], Any] = {}  # arguments cut while held, serialised when counted
+    what = " (tool-call arguments)"
+    for length, pos, bi, path, text in candidates:
+        if length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
+            break
+        original = messages[pos]
+        quoted = text if path is None else json.dumps(text, ensure_ascii=False)
+        if held.beyond(counter.count_text(quoted), trigger):
+            shortest = cut_middle(text, NEWEST_MIN_CHARS // 2, NEWEST_MIN_CHARS // 2)
+            held.hold(ctx, pos, original, length, len(shortest))
+            if path is None:
+                messages[pos] = _with_argument(original, bi, None, shortest)
+            else:
+                tree = trees.get((pos, bi))
+                if tree is None:
+                    block = original.content[bi]
+                    assert isinstance(block, ToolCallBlock)
+                    tree = _parsed_arguments(block.arguments)
+                trees[(pos, bi)] = _set_leaf(tree, path, shortest)
+            continue
+        _serialise(messages, trees)
+        total = held.settle(messages, ctx, events, what)
         excess = total - trigger
-        if excess <= 0 or length <= NEWEST_MIN_CHARS + _MARKER_ROOM:
+        if excess <= 0:
             break
         original = messages[pos]
         block = original.content[bi]
         assert isinstance(block, ToolCallBlock)
         # parsed once per candidate, not on every step of the search for the longest cut
         parsed = None if path is None else _parsed_arguments(block.arguments)
-        text = _argument_text(original, bi, path, parsed)
         before = counter.count_message(original)
         cut = partial(_argument_cut, original, text, bi, path, parsed)
         best = _fit(ctx, length, before - excess, cut)
         after = counter.count_message(best)
         messages[pos] = best
-        total += after - before
+        total = held.total = total + after - before
         kept = len(_argument_text(best, bi, path))
-        emit(events, _cut_event(pos, before, after, (length, kept), " (tool-call arguments)"))
-    return total
+        emit(events, _cut_event(pos, before, after, (length, kept), what))
+    _serialise(messages, trees)
+    return held.settle(messages, ctx, events, what)
+
+
+def _serialise(messages: list[Message], trees: dict[tuple[int, int], Any]) -> None:
+    """Write the held cuts' argument trees back into their messages."""
+    for (pos, bi), tree in trees.items():
+        messages[pos] = _with_argument(
+            messages[pos], bi, None, json.dumps(tree, ensure_ascii=False)
+        )
+    trees.clear()
+
+
+class _Held:
+    """Cuts made without counting the message after each: a string whose own tokens (plus
+    :data:`_CUT_SLACK`) are fewer than what the request is still over by cannot bring it under,
+    so its shortest cut is what the search would choose, and the count waits. Against a
+    message of thousands of strings this counts it a few times instead of once per string."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total  #: exact, as of the last count
+        self.unsure = 0  #: the most the held cuts may have saved
+        self.held: dict[int, list[int]] = {}  # position: tokens before, chars before and kept
+
+    def beyond(self, tokens: int, trigger: int) -> bool:
+        """Whether cutting a string of ``tokens`` cannot bring the request under ``trigger``
+        (then it is held: what it may save counts from now)."""
+        most = tokens + _CUT_SLACK
+        if self.total - self.unsure - trigger <= most:
+            return False
+        self.unsure += most
+        return True
+
+    def hold(self, ctx: LayerContext, pos: int, message: Message, chars: int, kept: int) -> None:
+        entry = self.held.get(pos)
+        if entry is None:
+            entry = self.held[pos] = [ctx.counter.count_message(message), 0, 0]
+        entry[1] += chars
+        entry[2] += kept
+
+    def settle(
+        self, messages: Sequence[Message], ctx: LayerContext, events: list[Event], what: str
+    ) -> int:
+        """Count the messages cut while held: the exact total, one event per message."""
+        for pos, (before, chars, kept) in self.held.items():
+            after = ctx.counter.count_message(messages[pos])
+            self.total += after - before
+            emit(events, _cut_event(pos, before, after, (chars, kept), what))
+        self.held.clear()
+        self.unsure = 0
+        return self.total
 
 
 def ensure_within(messages: Sequence[Message], ctx: LayerContext, tokens: int | None = None) -> int:
