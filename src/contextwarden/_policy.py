@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PolicyConfig"]
 
-#: the settings, defined apart (pydantic) so that the warden's import does not load pydantic
+#: the settings, given on first use: importing the warden does not load pydantic
 _HOMES = {"PolicyConfig": "._sections"}
 __getattr__ = lazy_names(__name__, _HOMES, globals())
 

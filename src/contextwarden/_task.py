@@ -39,7 +39,7 @@ __all__ = [
     "task_text",
 ]
 
-#: the settings, defined apart (pydantic) so that the warden's import does not load pydantic
+#: the settings, given on first use: importing the warden does not load pydantic
 _HOMES = {"TaskConfig": "._sections"}
 __getattr__ = lazy_names(__name__, _HOMES, globals())
 

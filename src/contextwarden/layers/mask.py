@@ -61,8 +61,7 @@ __all__ = [
     "superseded_text",
 ]
 
-#: the settings, defined apart (pydantic): given on first use, the warden's import does not
-#: load pydantic
+#: the settings, given on first use: importing the warden does not load pydantic
 _HOMES = {"MaskConfig": ".config"}
 __getattr__ = lazy_names(__name__, _HOMES, globals())
 

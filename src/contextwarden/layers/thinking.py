@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ThinkingConfig", "strip_thinking"]
 
-#: the settings, defined apart (pydantic): given on first use, the warden's import does not
-#: load pydantic
+#: the settings, given on first use: importing the warden does not load pydantic
 _HOMES = {"ThinkingConfig": ".config"}
 __getattr__ = lazy_names(__name__, _HOMES, globals())
 

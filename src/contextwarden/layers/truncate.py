@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
 
-#: the settings, defined apart (pydantic): given on first use, the warden's import does not
-#: load pydantic
+#: the settings, given on first use: importing the warden does not load pydantic
 _HOMES = {"TruncateConfig": ".config"}
 __getattr__ = lazy_names(__name__, _HOMES, globals())
 
