@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
 from ._model_overrides import ModelOverride
-from ._policy import PolicyConfig
-from ._task import TaskConfig
+from ._sections import PolicyConfig, TaskConfig
 from .layers.config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
 from .summarizers.config import SummarizerConfig
 

@@ -17,10 +17,10 @@ Prices, cache rules and windows, and where each comes from: docs/prices.md.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
@@ -211,11 +211,15 @@ PRICES_FILE = "data/prices.json"
 MODELS_FILE = "data/models.json"
 
 
-#: The snapshot, read once as this module is imported; never changed. Read beside this module:
-#: importlib.resources would cost the import zipfile and tempfile.
-_PRICES: Mapping[str, Any] = MappingProxyType(
-    json.loads((Path(__file__).parent / PRICES_FILE).read_text("utf-8"))
-)
+def _shipped(name: str) -> Any:
+    """A data file shipped beside this module, read as JSON (importlib.resources would cost the
+    import zipfile and tempfile, pathlib urllib)."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+#: The snapshot, read once as this module is imported; never changed.
+_PRICES: Mapping[str, Any] = MappingProxyType(_shipped(PRICES_FILE))
 #: The snapshot's date (ISO).
 PRICES_AS_OF: str = _PRICES["as_of"]
 
@@ -313,9 +317,7 @@ _GPT5_ADVERTISED = 400_000
 #: are 2**20 tokens.
 _SPECS: tuple[_Spec, ...] = tuple(
     _Spec(name, provider, **fields)
-    for provider, models in json.loads(
-        (Path(__file__).parent / MODELS_FILE).read_text("utf-8")
-    ).items()
+    for provider, models in _shipped(MODELS_FILE).items()
     for name, fields in models.items()
 )
 

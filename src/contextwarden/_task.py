@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
+from ._lazy import lazy_names
 from ._messages import Message
+
+if TYPE_CHECKING:
+    from ._sections import TaskConfig
 
 __all__ = [
     "INJECTED",
@@ -35,6 +38,10 @@ __all__ = [
     "task_index",
     "task_text",
 ]
+
+#: the settings, given on first use: importing the warden does not load pydantic
+_HOMES = {"TaskConfig": "._sections"}
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 _TAGS = (
     # Codex
@@ -124,25 +131,6 @@ def _compile(extra: Sequence[str | re.Pattern[str]]) -> tuple[re.Pattern[str], .
                 f"task pattern {i} ({p!r}) is not a valid regular expression: {exc}"
             ) from None
     return tuple(out)
-
-
-class TaskConfig(BaseModel):
-    """How the user's task is told from what a client injects into user messages."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    injected_patterns: tuple[str, ...] = Field(
-        (),
-        description="Extra regular expressions for blocks a client injects into user messages "
-        "(removed before a message is judged to be the task). The defaults cover Claude Code, "
-        "Codex CLI, Gemini CLI, aider, Cline and SWE-agent. Default: none.",
-    )
-
-    @field_validator("injected_patterns")
-    @classmethod
-    def _compiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        _compile(value)  # a ValueError naming the pattern that does not compile
-        return value
 
 
 def strip_injected(text: str, extra: Sequence[str | re.Pattern[str]] = ()) -> str:

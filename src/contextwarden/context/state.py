@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._log import Compaction, Edit, Mask, Repair, Source, WindowCut
 from .._messages import Message
-from .._policy import CacheRates, Ledger, PolicyConfig, bet_ok
+from .._policy import CacheRates, Ledger, bet_ok
 from ..analysis.actions import ActionMemo
 from ..layers.mask_plan import MaskPlanner
 from ..layers.repair import RepairState
@@ -25,6 +25,7 @@ from ..layers.units import index_of
 if TYPE_CHECKING:
     from .._budget import Budget
     from .._config import WardenConfig
+    from .._sections import PolicyConfig
 
 __all__ = ["Bet", "State", "Wait"]
 

@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._events import Event, EventKind, emit
 from .._exceptions import FormatError
 from .._messages import PIN_RE, Message, TextBlock, ToolResultBlock
-from .config import LayerSettings
 
 if TYPE_CHECKING:
     from .._budget import Budget
     from .._memo import Memo
     from .._tokens import TokenCounter
+    from .config import MaskConfig, ThinkingConfig, TruncateConfig, WindowConfig
 
 __all__ = [
     "Layer",
     "LayerContext",
     "LayerResult",
+    "LayerSettings",
     "cut_middle",
     "truncation_marker",
     "require_messages",
@@ -36,6 +37,22 @@ __all__ = [
     "pinned_spans",
     "shrink_event",
 ]
+
+
+class LayerSettings(Protocol):
+    """The sections a layer reads (a :class:`~contextwarden.WardenConfig` is one)."""
+
+    @property
+    def mask(self) -> MaskConfig: ...
+
+    @property
+    def thinking(self) -> ThinkingConfig: ...
+
+    @property
+    def truncate(self) -> TruncateConfig: ...
+
+    @property
+    def window(self) -> WindowConfig: ...
 
 
 @dataclass(frozen=True)

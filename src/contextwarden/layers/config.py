@@ -1,17 +1,17 @@
 """The layers' own settings, one section each (the configuration's ``mask:``, ``thinking:``,
-``truncate:`` and ``window:``), and :class:`LayerSettings`, what a layer reads them from.
+``truncate:`` and ``window:``); a layer reads them from a
+:class:`~contextwarden.layers.base.LayerSettings`.
 
 A leaf module: the configuration aggregates these sections and the layers read them, without
-either importing the other.
+either importing the other; the layers name them for their types only (and give them on first
+use), so that importing the warden does not load pydantic.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LayerSettings", "MaskConfig", "ThinkingConfig", "TruncateConfig", "WindowConfig"]
+__all__ = ["MaskConfig", "ThinkingConfig", "TruncateConfig", "WindowConfig"]
 
 #: Room the truncation marker takes (framing plus up to 20 digits); a config must leave room for
 #: it so that a truncated text is never truncated again (idempotence).
@@ -146,19 +146,3 @@ class WindowConfig(BaseModel):
         description="Messages at the end the window prefers to keep; it still drops "
         "into them, oldest first, when the budget demands it. Default: 20.",
     )
-
-
-class LayerSettings(Protocol):
-    """The sections a layer reads (a :class:`~contextwarden.WardenConfig` is one)."""
-
-    @property
-    def mask(self) -> MaskConfig: ...
-
-    @property
-    def thinking(self) -> ThinkingConfig: ...
-
-    @property
-    def truncate(self) -> TruncateConfig: ...
-
-    @property
-    def window(self) -> WindowConfig: ...

@@ -24,6 +24,7 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .._events import Event
+from .._lazy import lazy_names
 from .._markers import MASK_MARKER_RE, NAMES_LINE_PREFIX, SUPERSEDED_MARKER_RE
 from .._messages import Block, Message, ToolResultBlock
 from ..analysis.mentions import (
@@ -43,13 +44,13 @@ from .base import (
     require_messages,
     shrink_event,
 )
-from .config import MaskConfig
 from .mask_plan import MaskPlan, MaskPlanner, kept_whole, mask_plan
 from .units import index_of
 
 if TYPE_CHECKING:
     from .._memo import Memo
     from ..analysis.mentions import Words
+    from .config import MaskConfig
 
 __all__ = [
     "MaskConfig",
@@ -59,6 +60,10 @@ __all__ = [
     "mask_tool_results",
     "superseded_text",
 ]
+
+#: the settings, given on first use: importing the warden does not load pydantic
+_HOMES = {"MaskConfig": ".config"}
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 LAYER = "mask"
 
@@ -135,7 +140,7 @@ def mask_text(
     ``config.names``, more of them for ``read``, a file's lines; ``held``: names the request
     holds anyway; no line with ``names`` False). ``memo``: the call's, which gets the words
     of the omitted lines and of the whole text (a summary of the same call reads the original's)."""
-    cfg = config or MaskConfig()
+    cfg = config or __getattr__("MaskConfig")()
     if len(text) <= cfg.min_chars or (
         " characters omitted" in text  # what either marker says: no regex over every text
         and (MASK_MARKER_RE.search(text) or SUPERSEDED_MARKER_RE.search(text))

@@ -17,14 +17,22 @@ older ones. Provider rules come first:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._events import Event
+from .._lazy import lazy_names
 from .._messages import Message, ThinkingBlock
 from .base import Applied, LayerContext, LayerResult, place_events, require_messages
-from .config import ThinkingConfig
 from .units import HistoryIndex, index_of
 
+if TYPE_CHECKING:
+    from .config import ThinkingConfig
+
 __all__ = ["ThinkingConfig", "strip_thinking"]
+
+#: the settings, given on first use: importing the warden does not load pydantic
+_HOMES = {"ThinkingConfig": ".config"}
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 LAYER = "thinking"
 

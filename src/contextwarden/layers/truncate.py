@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .._events import Event
+from .._lazy import lazy_names
 from .._messages import Message, TextBlock, ToolResultBlock
 from .base import (
     Applied,
@@ -24,17 +26,23 @@ from .base import (
     require_messages,
     shrink_event,
 )
-from .config import TruncateConfig
 from .units import index_of
 
+if TYPE_CHECKING:
+    from .config import TruncateConfig
+
 __all__ = ["TruncateConfig", "truncate_text", "truncate_tool_output"]
+
+#: the settings, given on first use: importing the warden does not load pydantic
+_HOMES = {"TruncateConfig": ".config"}
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 LAYER = "truncate"
 
 
 def truncate_text(text: str, config: TruncateConfig | None = None) -> str:
     """``text`` cut to head + marker + tail when longer than ``config.max_chars``, else itself."""
-    cfg = config or TruncateConfig()
+    cfg = config or __getattr__("TruncateConfig")()
     if len(text) <= cfg.max_chars:
         return text
     return cut_middle(text, cfg.head_chars, cfg.tail_chars)

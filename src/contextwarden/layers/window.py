@@ -28,18 +28,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._events import Event, emit
 from .._exceptions import ContextOverflowError
+from .._lazy import lazy_names
 from .._messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from .base import LayerContext, LayerResult, cut_middle, is_protected, require_messages
-from .config import WindowConfig
 from .mask import mask_text
 from .pending import repair_tail
 from .units import HistoryIndex, index_of
 
+if TYPE_CHECKING:
+    from .config import WindowConfig
+
 __all__ = ["WindowConfig", "ensure_within", "sliding_window"]
+
+#: the settings, given on first use: importing the warden does not load pydantic
+_HOMES = {"WindowConfig": ".config"}
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 LAYER = "window"
 
