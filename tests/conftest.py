@@ -34,7 +34,9 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 # Hypothesis: no per-example deadline (a shared core can stall any example), and by default the
 # examples are derived from each test's name, so the suite takes the same time on every run.
 # HYPOTHESIS_PROFILE=explore draws new examples each run (and keeps failures in .hypothesis/).
-settings.register_profile("steady", deadline=None, derandomize=True, database=None, print_blob=True)
+settings.register_profile(
+    "steady", max_examples=50, deadline=None, derandomize=True, database=None, print_blob=True
+)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "steady"))
 

@@ -12,6 +12,7 @@ mid-stream. A subclass scripts other answers by overriding ``_reply`` (see ``rec
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import socket
 import threading
@@ -280,11 +281,40 @@ async def _client_left(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, told to stop by :meth:`stop` at once (its own main loop looks for
+    ``should_exit`` every 0.1 s)."""
+
+    async def main_loop(self) -> None:
+        self.stopping = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        if not self.should_exit:  # told before its loop ran
+            await self.stopping.wait()
+
+    def stop(self) -> None:
+        self.should_exit = True
+        loop = getattr(self, "loop", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self.stopping.set)
+
+
+#: servers told to stop whose threads still wind down (joined when the process ends)
+_STOPPING: list[threading.Thread] = []
+
+
+@atexit.register
+def _join_stopping() -> None:
+    for thread in _STOPPING:
+        thread.join(timeout=10)
+
+
 @contextmanager
 def serve(app: Any, *, log_level: str = "warning", http: Any = "auto") -> Iterator[str]:
     """Run ``app`` on uvicorn in a daemon thread on a free 127.0.0.1 port; yields its base URL and
-    stops the server (lifespan shutdown included) on exit. ``http``: uvicorn's protocol (the
-    proxy's own, with its header deadline, for the proxy)."""
+    on exit tells the server to stop, without waiting for it: it stops taking connections at
+    once and winds down (lifespan shutdown included) in its thread while the next test runs
+    (each test serves on ports of its own). ``http``: uvicorn's protocol (the proxy's own, with
+    its header deadline, for the proxy)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -299,7 +329,7 @@ def serve(app: Any, *, log_level: str = "warning", http: Any = "auto") -> Iterat
         timeout_graceful_shutdown=2,
         http=http,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -310,6 +340,6 @@ def serve(app: Any, *, log_level: str = "warning", http: Any = "auto") -> Iterat
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+        server.stop()  # uvicorn closes the socket as it shuts down
+        _STOPPING[:] = [t for t in _STOPPING if t.is_alive()]
+        _STOPPING.append(thread)
