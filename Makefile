@@ -20,8 +20,9 @@ install: $(BIN)/.installed
 demo: install
 	$(BIN)/contextwarden replay examples/data/demo-session.traj.json --model deepseek-v4-flash --window 32000 --plot out/demo.png
 
+# bytecode written even where the environment says not to: the processes the tests start reuse it
 test: install
-	$(BIN)/python -m pytest -n 2
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2
 
 # crewai 1.x pins openai<3 and the dev set's Agents SDK needs openai>=3: its own venv, its tests only
 CREWAI_VENV ?= .venv-crewai

@@ -149,7 +149,7 @@ def test_masks_start_at_the_tail_when_the_whole_backlog_is_too_large_a_bet() -> 
     assert ours[-1] < 0.95 * raw[-1]
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sizes=st.lists(st.integers(300, 4_000), min_size=60, max_size=140),
     seed=st.integers(0, 1000),
