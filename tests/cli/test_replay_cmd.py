@@ -239,7 +239,7 @@ def test_every_run_of_a_file_is_replayed_or_the_one_asked_for(
 
 
 def test_the_report_names_its_baseline(shared_data: Path) -> None:
-    path = shared_data / "pi/large-session.jsonl"
+    path = shared_data / "pi-based/gjc-youtube-transcript.jsonl"  # its 155 replies carry usage
     data = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
     totals = data["totals"]
     assert totals["baseline"] == "recorded-usage" and totals["recorded_calls"] == totals["calls"]
