@@ -405,14 +405,19 @@ def _text_cut(
     ctx: LayerContext, message: Message, text: str, bi: int, pi: int | None, masked: bool, keep: int
 ) -> Message:
     """``message`` with its text at ``(bi, pi)`` cut to ``keep`` characters (and masked)."""
-    new = cut_middle(text, keep // 2, keep - keep // 2)
+    new = _kept(text, keep)
     return _with_text(message, bi, pi, mask_text(new, ctx.config.mask) if masked else new)
 
 
 def _argument_cut(
     message: Message, text: str, bi: int, path: _Path | None, parsed: Any, keep: int
 ) -> Message:
-    return _with_argument(message, bi, path, cut_middle(text, keep // 2, keep - keep // 2), parsed)
+    return _with_argument(message, bi, path, _kept(text, keep), parsed)
+
+
+def _kept(text: str, keep: int) -> str:
+    """``text`` cut to ``keep`` characters, half from each end, and the marker."""
+    return cut_middle(text, keep // 2, keep - keep // 2)
 
 
 def _cut_arguments(
@@ -442,7 +447,7 @@ def _cut_arguments(
         original = messages[pos]
         quoted = text if path is None else json.dumps(text, ensure_ascii=False)
         if held.beyond(counter.count_text(quoted), trigger):
-            shortest = cut_middle(text, NEWEST_MIN_CHARS // 2, NEWEST_MIN_CHARS // 2)
+            shortest = _kept(text, NEWEST_MIN_CHARS)  # what _argument_cut keeps at the least
             held.hold(ctx, pos, original, length, len(shortest))
             if path is None:
                 messages[pos] = _with_argument(original, bi, None, shortest)
