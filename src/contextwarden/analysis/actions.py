@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, reserve_attribute
 from .shell import analyze_command, call_effects, patch_targets
 
 __all__ = [
@@ -342,9 +342,25 @@ def prints_file(call: ToolCallBlock) -> bool:
     return call_action(call, 0).kind == "read"
 
 
+#: Where :func:`call_action` keeps what a call did (at position 0), on the call itself as
+#: :func:`~.shell.call_effects` does: the mask plan, the facts and the edit sites read it.
+_ACTION_SLOT = "_cw_action"
+reserve_attribute(_ACTION_SLOT, (ToolCallBlock,))
+
+
 def call_action(call: ToolCallBlock, position: int) -> ToolAction:
-    """What ``call``, answered at ``position``, did."""
-    name, call_id = call.name, call.id
+    """What ``call``, answered at ``position``, did (made once per call value)."""
+    known: ToolAction | None = getattr(call, _ACTION_SLOT, None)
+    if known is None:
+        known = _call_action(call)
+        object.__setattr__(call, _ACTION_SLOT, known)  # not through __dict__: see Message
+    if position == 0:
+        return known
+    return ToolAction(known.id, position, known.kind, known.paths, known.key, known.quotes)
+
+
+def _call_action(call: ToolCallBlock) -> ToolAction:
+    name, call_id, position = call.name, call.id, 0
     a = call.input if isinstance(call.input, dict) else {}
     paths = tuple(norm_path(p) for p in all_paths(a))
     action = file_action(name, a)
