@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_origin
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
@@ -104,7 +103,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def _defaults(cls: type[M]) -> Callable[[], M]:
     """A default factory for a sub-config that mypy can type without the pydantic plugin."""
-    return lambda: cls.model_validate({})
+    return lambda: cls.model_construct()
 
 
 class WardenConfig(BaseModel):
@@ -452,6 +451,8 @@ def _describe(error: Mapping[str, Any], origins: Mapping[Path_, str]) -> str:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
+    import yaml  # here: a warden built without a file does not pay for it
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
