@@ -7,7 +7,6 @@ The reference in ``docs/configuration.md`` is generated from these classes
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -341,6 +340,8 @@ def _file_leaves(data: Mapping[str, Any], source: str) -> tuple[list[_Leaf], lis
 
 
 def _suggest(key: str, choices: Iterable[str]) -> str:
+    import difflib  # only to name a misspelt key
+
     close = difflib.get_close_matches(key, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
