@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_origin
+from typing import Any, Literal, NamedTuple, TypeVar, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -224,8 +223,7 @@ SEED_CONVERSIONS: dict[tuple[str, str], tuple[Callable[[Any], Any], str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Leaf:
+class _Leaf(NamedTuple):
     """One value set by one source: where it goes, and how the source spelled it."""
 
     target: Path_

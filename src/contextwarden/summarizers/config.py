@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from .._exceptions import ConfigError
-from ._wire import WIRES
 
 __all__ = [
     "SummarizerConfig",
@@ -93,6 +92,8 @@ class SummarizerConfig(BaseModel):
         """The environment variable the key is read from (None for extractive)."""
         if self.provider == "extractive":
             return None
+        from ._wire import WIRES  # an LLM's: the extractive default does not load the wires
+
         return self.api_key_env or WIRES[self.provider].key_env
 
 
@@ -100,6 +101,8 @@ def parse_summarizer_spec(spec: str) -> dict[str, str]:
     """The ``summarizer`` settings a command-line ``PROVIDER:MODEL`` names: ``extractive``,
     ``openai:gpt-4o-mini``, ``anthropic:claude-haiku-4-5``. Raises :class:`ConfigError`
     naming what is wrong."""
+    from ._wire import WIRES
+
     provider, _, model = spec.strip().partition(":")
     provider = provider.strip().lower()
     allowed = ("extractive", *WIRES)
