@@ -128,11 +128,8 @@ class ConversationTable:
                 self._conversations[conv.key] = made
                 if record is not None and made.calls == record.get("calls"):
                     # restored whole from the stored record: its next save appends to it
-                    from ..store.logs import Written  # a record: the store module is loaded
-
-                    stored = (len(record["history"]), len(record["edits"]))
-                    written = Written(str(record.get("generation")), stored)
-                    self._written[conv.key] = (weakref.ref(made), written)
+                    assert self.log_store is not None  # the record was read from it
+                    self._written[conv.key] = (weakref.ref(made), self.log_store.restored(record))
             return made
         return conv
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from .._exceptions import ConfigError
+from ._wire import WIRES
 
 __all__ = [
     "SummarizerConfig",
@@ -92,8 +93,6 @@ class SummarizerConfig(BaseModel):
         """The environment variable the key is read from (None for extractive)."""
         if self.provider == "extractive":
             return None
-        from ._wire import WIRES  # an LLM's: the extractive default does not load the wires
-
         return self.api_key_env or WIRES[self.provider].key_env
 
 
@@ -101,8 +100,6 @@ def parse_summarizer_spec(spec: str) -> dict[str, str]:
     """The ``summarizer`` settings a command-line ``PROVIDER:MODEL`` names: ``extractive``,
     ``openai:gpt-4o-mini``, ``anthropic:claude-haiku-4-5``. Raises :class:`ConfigError`
     naming what is wrong."""
-    from ._wire import WIRES
-
     provider, _, model = spec.strip().partition(":")
     provider = provider.strip().lower()
     allowed = ("extractive", *WIRES)
