@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwarden import Warden
 from contextwarden._config import WardenConfig, config_problems, load_config
 from contextwarden._config_docs import config_reference
 from contextwarden._exceptions import ConfigError
@@ -35,6 +36,11 @@ def problems_of(exc: pytest.ExceptionInfo[ConfigError]) -> list[str]:
 
 def test_no_file_no_env_gives_the_defaults() -> None:
     assert load_config(env={}) == WardenConfig()
+
+
+def test_the_defaults_a_warden_takes_unvalidated_pass_validation_unchanged() -> None:
+    defaults = Warden().config
+    assert WardenConfig.model_validate(defaults.model_dump()) == defaults == load_config(env={})
 
 
 def test_own_keys_load(tmp_path: Path) -> None:

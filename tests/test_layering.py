@@ -25,7 +25,7 @@ PACKAGE = "contextwarden"
 #: ``__init__`` (``contextwarden._tokens._load_bindings``), asyncio in the async paths only
 #: (the caller's event loop has loaded it there; importing the package for it costs 20 ms), and
 #: imagesize at the first inline WebP or JPEG image (its import, xml.etree included, costs 20 ms).
-LAZY_PACKAGES = frozenset({"matplotlib", "redis", "bpe_openai", "asyncio", "imagesize"})
+LAZY_PACKAGES = frozenset({"matplotlib", "redis", "bpe_openai", "asyncio", "imagesize", "yaml"})
 
 #: Module-level state that changes, kept on purpose: the tokenizers, loaded once per process and
 #: read-only after.

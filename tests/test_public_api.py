@@ -172,6 +172,19 @@ def test_a_name_loads_only_what_it_needs() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_a_default_warden_loads_no_file_reader_store_or_plugin_scan() -> None:
+    """``Warden()`` and its first call read no YAML file, open no store and build no pydantic
+    validator (whose first build scans every installed distribution for plugins)."""
+    code = (
+        "import sys; from contextwarden import Warden; "
+        "Warden().transform_openai([{'role': 'user', 'content': 'hi'}], model='gpt-4o'); "
+        "print([m for m in ('yaml', 'sqlite3', 'httpx', 'importlib.metadata') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_version_is_the_installed_distributions() -> None:
     try:
         expected = version("contextwarden")

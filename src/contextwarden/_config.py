@@ -11,11 +11,9 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_origin
+from typing import Any, Literal, NamedTuple, TypeVar, get_origin
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._exceptions import ConfigError
@@ -104,7 +102,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def _defaults(cls: type[M]) -> Callable[[], M]:
     """A default factory for a sub-config that mypy can type without the pydantic plugin."""
-    return lambda: cls.model_validate({})
+    return lambda: cls.model_construct()
 
 
 class WardenConfig(BaseModel):
@@ -226,8 +224,7 @@ SEED_CONVERSIONS: dict[tuple[str, str], tuple[Callable[[Any], Any], str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Leaf:
+class _Leaf(NamedTuple):
     """One value set by one source: where it goes, and how the source spelled it."""
 
     target: Path_
@@ -452,6 +449,8 @@ def _describe(error: Mapping[str, Any], origins: Mapping[Path_, str]) -> str:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
+    import yaml  # here: a warden built without a file does not pay for it (22 ms)
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

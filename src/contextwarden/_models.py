@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from ._exceptions import ConfigError, UnknownModelError
 
@@ -188,8 +188,7 @@ def _ratio(price: float | None, base: float | None) -> float | None:
 # snapshot entry has no cache-read price has no caching: reads and writes at the input price.
 
 
-@dataclass(frozen=True)
-class _CacheRules:
+class _CacheRules(NamedTuple):
     caching: Caching
     ttl_s: float
     min_tokens: int
@@ -224,8 +223,7 @@ _PRICES: Mapping[str, Any] = MappingProxyType(_shipped(PRICES_FILE))
 PRICES_AS_OF: str = _PRICES["as_of"]
 
 
-@dataclass(frozen=True)
-class _Spec:
+class _Spec(NamedTuple):
     """One built-in model as written by hand: what the price source does not carry."""
 
     name: str
@@ -407,18 +405,20 @@ def find_model(model: str, overrides: Mapping[str, ModelInfo] | None = None) -> 
     return best
 
 
-_CLAUDE_STEM = re.compile(r"^claude-(?:opus|sonnet|haiku)-\d+$")
-_MINOR = re.compile(r"^-[1-9]\d?(?:-\d{8})?$")  # "-0" is the family itself
+# The patterns of the look-ups past the tables, compiled (and kept by ``re``) on first use: a
+# known model's lookup needs none of them.
+_CLAUDE_STEM = r"^claude-(?:opus|sonnet|haiku)-\d+$"
+_MINOR = r"^-[1-9]\d?(?:-\d{8})?$"  # "-0" is the family itself
 
 
 def _is_minor_version(key: str, rest: str) -> bool:
     """Whether ``rest`` makes ``key`` (a Claude family, ``claude-opus-4``) a newer minor
     version (``-9``) rather than a dated snapshot of it: a different model, left to
     :func:`assume_model`'s family rule."""
-    return _CLAUDE_STEM.match(key) is not None and _MINOR.match(rest) is not None
+    return re.match(_CLAUDE_STEM, key) is not None and re.match(_MINOR, rest) is not None
 
 
-_DATED = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-v\d+(?::\d+)?|-latest|-preview)$")
+_DATED = r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-v\d+(?::\d+)?|-latest|-preview)$"
 
 
 def _catalog(name: str) -> ModelInfo | None:
@@ -427,15 +427,15 @@ def _catalog(name: str) -> ModelInfo | None:
         info = _catalog_entry(name)
         if info is not None:
             return info
-        shorter = _DATED.sub("", name)
+        shorter = re.sub(_DATED, "", name)
         if shorter == name:
             return None
         name = shorter
 
 
-_GPT_MINOR = re.compile(r"^(gpt-\d+)\.\d+(.*)$")
-_CLAUDE_FAMILY = re.compile(r"^(claude-(?:opus|sonnet|haiku)-\d+)(?:-\d+)?(?:-\d{8})?$")
-_TRAILING_VERSION = re.compile(r"^(.*?)[.-]\d+$")
+_GPT_MINOR = r"^(gpt-\d+)\.\d+(.*)$"
+_CLAUDE_FAMILY = r"^(claude-(?:opus|sonnet|haiku)-\d+)(?:-\d+)?(?:-\d{8})?$"
+_TRAILING_VERSION = r"^(.*?)[.-]\d+$"
 
 
 def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo | None:
@@ -443,21 +443,21 @@ def _family(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelInfo 
     ``gpt-5.x`` is a ``gpt-5``; a ``claude-opus-4-8`` is the newest ``claude-opus-4`` known),
     else the name without its last version number (``glm-5.9`` -> ``glm-5``)."""
     name = normalise_model_name(model)
-    gpt = _GPT_MINOR.match(name)
+    gpt = re.match(_GPT_MINOR, name)
     if gpt is not None:
         for candidate in (gpt.group(1) + gpt.group(2), gpt.group(1)):
             found = find_model(candidate, overrides)
             if found is not None:
                 return found
-    claude = _CLAUDE_FAMILY.match(name)
+    claude = re.match(_CLAUDE_FAMILY, name)
     if claude is not None:
         stem = claude.group(1)
         members = [k for k in (*_BUILTIN, *_PRICES.get("catalog", {})) if k.startswith(stem)]
-        members = [k for k in members if _CLAUDE_FAMILY.match(k)]
+        members = [k for k in members if re.match(_CLAUDE_FAMILY, k)]
         if members:
             newest = max(members, key=lambda k: [int(x) for x in re.findall(r"\d+", k)])
             return find_model(newest, overrides)
-    while (match := _TRAILING_VERSION.match(name)) is not None:
+    while (match := re.match(_TRAILING_VERSION, name)) is not None:
         name = match.group(1)
         found = find_model(name, overrides)
         if found is not None:
@@ -473,8 +473,8 @@ _LOCAL_SERVERS = frozenset({
     "llamafile", "vllm", "hosted_vllm", "local",
 })
 # fmt: on
-_CLAUDE_VERSION_FIRST = re.compile(r"^claude-(\d+(?:-\d+)?)-(opus|sonnet|haiku)(-\d{8})?$")
-_LETTER_DIGIT = re.compile(r"(?<=[a-z])(?=\d)")
+_CLAUDE_VERSION_FIRST = r"^claude-(\d+(?:-\d+)?)-(opus|sonnet|haiku)(-\d{8})?$"
+_LETTER_DIGIT = r"(?<=[a-z])(?=\d)"
 
 
 def local_server(model: str | None) -> str | None:
@@ -492,9 +492,9 @@ def _respelled(model: str, overrides: Mapping[str, ModelInfo] | None) -> ModelIn
     (``claude_4_5_opus`` -> ``claude-opus-4-5``)."""
     original = normalise_model_name(model)
     name = original.replace("_", "-")
-    candidates = [name, _LETTER_DIGIT.sub("-", name, count=1)]
+    candidates = [name, re.sub(_LETTER_DIGIT, "-", name, count=1)]
     for candidate in list(candidates):
-        claude = _CLAUDE_VERSION_FIRST.match(candidate)
+        claude = re.match(_CLAUDE_VERSION_FIRST, candidate)
         if claude is not None:
             version, family, date = claude.groups()
             candidates.append(f"claude-{family}-{version}{date or ''}")

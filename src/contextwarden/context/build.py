@@ -10,7 +10,7 @@ or the summarizers: the first ``Warden()`` does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import contextwarden.summarizers as summarizers
 
@@ -21,10 +21,12 @@ from .._model_overrides import registry_for
 from .._models import ModelRegistry
 from .._resolve import Resolver
 from .._tokens import TokenCounter
-from ..store.logs import LogStore
 from .hook import HookCaller
 from .result import CompactionHook
 from .table import ConversationTable
+
+if TYPE_CHECKING:
+    from ..store.logs import LogStore
 
 __all__ = ["Parts", "build_parts", "rebuilder", "summary_calls"]
 
@@ -53,8 +55,8 @@ def build_parts(
 ) -> Parts:
     """The parts :class:`~contextwarden.Warden` documents for these arguments;
     :class:`ConfigError` when ``config`` is not a :class:`WardenConfig`."""
-    # model_validate: mypy does not see pydantic's positional Field defaults
-    cfg = config if config is not None else WardenConfig.model_validate({})
+    # the defaults pass validation (tests check): constructing them skips pydantic's schema builds
+    cfg = config if config is not None else WardenConfig.model_construct()
     if not isinstance(cfg, WardenConfig):
         raise ConfigError(f"config must be a WardenConfig, got {type(cfg).__name__}")
     hook = _hook(cfg, compactor, summarizer, strategies)

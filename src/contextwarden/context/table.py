@@ -18,7 +18,6 @@ from .._events import logger
 from .._exceptions import StoreError
 from .._log import Edit
 from .._messages import Message
-from ..store.logs import LogStore, Written
 from .call import Call
 from .conversation import RECORD_VERSION, Conversation, Diverged
 from .lossless import settle
@@ -26,6 +25,7 @@ from .lossless import settle
 if TYPE_CHECKING:
     from .._config import WardenConfig
     from ..layers.base import LayerContext
+    from ..store.logs import LogStore, Written
 
 __all__ = ["ConversationTable"]
 
@@ -128,9 +128,8 @@ class ConversationTable:
                 self._conversations[conv.key] = made
                 if record is not None and made.calls == record.get("calls"):
                     # restored whole from the stored record: its next save appends to it
-                    stored = (len(record["history"]), len(record["edits"]))
-                    written = Written(str(record.get("generation")), stored)
-                    self._written[conv.key] = (weakref.ref(made), written)
+                    assert self.log_store is not None  # the record was read from it
+                    self._written[conv.key] = (weakref.ref(made), self.log_store.restored(record))
             return made
         return conv
 

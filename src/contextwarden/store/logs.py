@@ -90,6 +90,12 @@ class LogStore:
                 return None
         return record
 
+    @staticmethod
+    def restored(record: Mapping[str, Any]) -> Written:
+        """What a writer that restored ``record`` (read whole) has written of it."""
+        lengths = (len(record["history"]), len(record["edits"]))
+        return Written(str(record.get("generation")), lengths)
+
     def save(self, key: str, record: Mapping[str, Any], written: Written | None = None) -> Written:
         """Store ``record``: only what its lists gained since ``written`` (this writer's last
         save of ``key``) when the stored header is still that save's; else the lists whole.
