@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
 from fake_upstream import FakeUpstream, serve  # noqa: E402
 
 
