@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,14 +158,27 @@ class ProxyProcess:
 
     base: str
     stderr: str = ""
+    proc: subprocess.Popen[Any] | None = field(default=None, repr=False)
+
+    def ready(self) -> str:
+        """Its URL, once it answers (bounded wait)."""
+        assert self.proc is not None
+        wait_listening(self.proc, self.base)
+        return self.base
 
 
 @contextmanager
 def proxy_process(
-    upstream_url: str, *args: str, data_dir: Path, env: dict[str, str] | None = None
+    upstream_url: str,
+    *args: str,
+    data_dir: Path,
+    env: dict[str, str] | None = None,
+    wait: bool = True,
 ) -> Iterator[ProxyProcess]:
     """The real ``contextwarden proxy --upstream URL ARGS...`` in a process of its own, on a free
-    loopback port, its data (and its stderr, read back when it stops) in ``data_dir``."""
+    loopback port, its data (and its stderr, read back when it stops) in ``data_dir``; given
+    once it answers, or at once without ``wait`` (:meth:`ProxyProcess.ready` waits: several
+    processes start side by side)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = data_dir / "stderr.log"
@@ -177,9 +190,10 @@ def proxy_process(
             text=True,
             env={**os.environ, "CONTEXTWARDEN_DATA_DIR": str(data_dir), **(env or {})},
         )
-    running = ProxyProcess(f"http://127.0.0.1:{port}")
+    running = ProxyProcess(f"http://127.0.0.1:{port}", proc=proc)
     try:
-        wait_listening(proc, running.base)
+        if wait:
+            running.ready()
         yield running
     finally:
         proc.terminate()

@@ -5,13 +5,13 @@ with no compaction made twice."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 from fake_upstream import FakeUpstream
-from proxy_doubles import proxy_process
+from proxy_doubles import ProxyProcess, proxy_process
 
 from contextwarden.store.cache import RedisCache
 
@@ -21,12 +21,13 @@ WINDOW = 16_000
 
 
 @contextmanager
-def team_proxy(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator[str]:
-    """A proxy process of the team's: one redis store, one client key, the embedded summary."""
+def team_proxy(upstream_url: str, redis_url: str, data_dir: Path) -> Iterator[ProxyProcess]:
+    """A proxy process of the team's: one redis store, one client key, the embedded summary
+    (started; :meth:`~proxy_doubles.ProxyProcess.ready` waits until it answers)."""
     args = ["--window", str(WINDOW), "--cache", "redis", "--redis-url", redis_url]
     args += ["--client-key", KEY, "--summarizer", "extractive"]
-    with proxy_process(upstream_url, *args, data_dir=data_dir) as running:
-        yield running.base
+    with proxy_process(upstream_url, *args, data_dir=data_dir, wait=False) as running:
+        yield running
 
 
 def agent_calls(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -73,14 +74,16 @@ def test_requests_alternating_between_two_processes_on_one_redis(
         for key in list(cache):
             del cache[key]
         cache.close()
-    with team_proxy(url, base + "/6", tmp_path / "one") as alone:
+    # three processes start side by side: one alone on its own db, a team of two on another
+    with ExitStack() as stack:
+        started = [
+            stack.enter_context(team_proxy(url, base + db, tmp_path / name))
+            for db, name in (("/6", "one"), ("/7", "a"), ("/7", "b"))
+        ]
+        alone, a, b = [p.ready() for p in started]
         expected = run([alone], model, calls, fake)
         once = compactions([alone])
-    assert once >= 1, "the recording does not need a compaction at this window"
-    with (
-        team_proxy(url, base + "/7", tmp_path / "a") as a,
-        team_proxy(url, base + "/7", tmp_path / "b") as b,
-    ):
+        assert once >= 1, "the recording does not need a compaction at this window"
         sent = run([a, b], model, calls, fake)
         assert compactions([a, b]) == once
     assert sent == expected
