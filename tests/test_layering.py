@@ -11,6 +11,7 @@ a package's façade imports on first use (its ``_HOMES`` table) and a literal
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,9 @@ class Module:
     top: set[int] = field(default_factory=set)
 
 
+@functools.cache
 def _modules() -> dict[str, Module]:
+    """Every module of the package, parsed (on first use, not at collection)."""
     out: dict[str, Module] = {}
     for path in sorted((SRC / PACKAGE).rglob("*.py")):
         parts = list(path.relative_to(SRC).with_suffix("").parts)
@@ -84,9 +87,6 @@ def _modules() -> dict[str, Module]:
                 module.top.update(id(n) for n in ast.walk(node))
         out[module.name] = module
     return out
-
-
-MODULES = _modules()
 
 
 def _resolve(module: Module, level: int, name: str | None) -> str:
@@ -110,7 +110,7 @@ def _targets(module: Module, node: ast.Import | ast.ImportFrom) -> list[str]:
     else:
         base = _resolve(module, node.level, node.module)
         names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-    return [n for n in names if n in MODULES]
+    return [n for n in names if n in _modules()]
 
 
 def _imports(module: Module) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -151,14 +151,14 @@ def _by_name(module: Module) -> Iterator[str]:
 
 
 def _graph() -> dict[str, set[str]]:
-    edges: dict[str, set[str]] = {name: set() for name in MODULES}
-    for name, module in MODULES.items():
+    edges: dict[str, set[str]] = {name: set() for name in _modules()}
+    for name, module in _modules().items():
         own = set(_ancestors(name))
         named = [t for node in _imports(module) for t in _targets(module, node)]
-        named += [t for t in _by_name(module) if t in MODULES]
+        named += [t for t in _by_name(module) if t in _modules()]
         for target in named:
             edges[name].add(target)
-            edges[name].update(a for a in _ancestors(target) if a not in own and a in MODULES)
+            edges[name].update(a for a in _ancestors(target) if a not in own and a in _modules())
         edges[name].discard(name)
     return edges
 
@@ -210,7 +210,7 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     edges = _graph()
-    assert len(MODULES) > 100
+    assert len(_modules()) > 100
     assert "contextwarden._models" in edges["contextwarden._warden"] | {
         t for s in edges["contextwarden._warden"] for t in edges[s]
     }
@@ -244,7 +244,7 @@ def test_no_import_circle() -> None:
 def test_no_import_of_the_package_inside_a_function() -> None:
     found = [
         f"{module.path.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}"
-        for module in MODULES.values()
+        for module in _modules().values()
         for node in _imports(module)
         if id(node) not in module.top
         and (_targets(module, node) or (isinstance(node, ast.ImportFrom) and node.level))
@@ -256,7 +256,7 @@ def test_no_import_of_the_package_inside_a_function() -> None:
 
 def test_every_other_import_is_at_the_top_or_of_an_optional_package_behind_one_helper() -> None:
     found: list[str] = []
-    for module in MODULES.values():
+    for module in _modules().values():
         helpers: set[str] = set()
         for scope in ast.walk(module.tree):
             if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -282,7 +282,7 @@ def test_every_other_import_is_at_the_top_or_of_an_optional_package_behind_one_h
 def test_no_private_name_is_imported_from_another_module() -> None:
     found = [
         f"{module.path.relative_to(SRC)}:{node.lineno}: {ast.unparse(node)}"
-        for module in MODULES.values()
+        for module in _modules().values()
         for node in _imports(module)
         if isinstance(node, ast.ImportFrom)
         and (node.level or (node.module or "").split(".")[0] == PACKAGE)
@@ -354,7 +354,7 @@ def _module_state(module: Module) -> Iterator[tuple[str, str]]:
 def test_no_module_level_state_changes_after_import() -> None:
     found = sorted(
         f"{module.name}.{name}: {why}"
-        for module in MODULES.values()
+        for module in _modules().values()
         for name, why in _module_state(module)
         if (module.name, name) not in KEPT_STATE | CACHES_MOVING
     )
