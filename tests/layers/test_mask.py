@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 from histories import CharCounter, agent_run, call, config, ctx, lines
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextwarden import Warden
 from contextwarden._markers import MASK_MARKER_RE, SUPERSEDED_MARKER_RE
@@ -20,6 +22,7 @@ from contextwarden._messages import (
     user,
 )
 from contextwarden.layers import MaskConfig, mask_text, mask_tool_results
+from contextwarden.layers.mask import never_masked, superseded_text
 
 MARKER = re.compile(r"^\[\.\.\. (\d+) lines, (\d+) characters omitted \.\.\.\]$")
 
@@ -187,3 +190,20 @@ def test_the_layer_decides_as_the_warden_does(supersede: bool, window: int | Non
     assert alone[0] == ("whole" if window else "masked")
     assert alone[1] == ("superseded" if supersede else "masked")  # the listing run again
     assert alone[2] == "masked" and alone[3] == "whole"  # "ok" is too short to mask
+
+
+@given(
+    text=st.text(st.sampled_from("ab \n.[]x0"), max_size=120),
+    min_chars=st.integers(0, 600),
+    ref=st.sampled_from([None, "cw:0123456789abcdef"]),
+    by=st.sampled_from([None, "call_1"]),
+)
+def test_a_text_never_masked_is_left_by_every_mask(
+    text: str, min_chars: int, ref: str | None, by: str | None
+) -> None:
+    cfg = MaskConfig(min_chars=min_chars, line_chars=20, head_lines=0, tail_lines=0)
+    if never_masked(text, cfg):
+        assert mask_text(text, cfg, ref) is text
+        assert superseded_text(text, ref, by) is text
+    elif len(text) <= min_chars:
+        assert superseded_text(text) != text

@@ -17,7 +17,7 @@ from .._messages import Message, held_bytes
 from ..analysis.actions import prints_file, text_actions
 from ..analysis.mentions import words_of, words_size
 from ..layers.base import LayerContext
-from ..layers.mask import mask_message, superseded_text
+from ..layers.mask import mask_message, never_masked
 from ..layers.mask_plan import MaskPlan
 from ..layers.thinking import strip_message
 from .state import State
@@ -26,9 +26,6 @@ __all__ = ["fates", "marked", "mask", "masked", "strip"]
 
 #: The fates that leave a result whole.
 _WHOLE = frozenset({"keep", "whole"})
-#: A text shorter than this and not over ``mask.min_chars`` is never changed: the superseded
-#: marker alone is longer.
-_SHORT = len(superseded_text("x" * 99, by=None)) - 1
 
 
 def mask(s: State, ctx: LayerContext, i: int, m: Message) -> Message:
@@ -50,9 +47,9 @@ def masked(s: State, ctx: LayerContext, i: int, m: Message, fate: Mapping[str, s
     done = s.masked.get((i, key))
     if done is None:
         results = index.results_in(i, m)
-        short = min(_SHORT, s.config.mask.min_chars + 1)
-        if all(isinstance(r.content, str) and len(r.content) < short for r in results):
-            s.masked[(i, key)] = m  # shorter than either marker: nothing to render
+        cfg = s.config.mask
+        if all(isinstance(r.content, str) and never_masked(r.content, cfg) for r in results):
+            s.masked[(i, key)] = m  # nothing to render
             return m
         # the marker names the reference the original is kept under (elided)
         ref = make_ref((s.inputs[i],))

@@ -58,6 +58,7 @@ __all__ = [
     "mask_plan",
     "mask_text",
     "mask_tool_results",
+    "never_masked",
     "superseded_text",
 ]
 
@@ -252,6 +253,13 @@ def _masker(
     if by:
         return lambda text: superseded_text(text, ref, by)
     return lambda text: mask_text(text, cfg, ref, held, read=read, memo=memo)
+
+
+def never_masked(text: str, config: MaskConfig) -> bool:
+    """Whether no mask edit can change ``text``: it is not over ``min_chars`` (:func:`mask_text`
+    leaves it) and not longer than the shortest superseded marker (one naming no reference
+    and no later result)."""
+    return len(text) <= config.min_chars and superseded_text(text) is text
 
 
 def superseded_text(text: str, ref: str | None = None, by: str | None = None) -> str:
