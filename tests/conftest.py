@@ -31,13 +31,15 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("CONTEXTWARDEN_DATA_DIR", str(tmp_path_factory.mktemp("cwdata")))
 
 
-# Hypothesis: no per-example deadline (a shared core can stall any example), and by default the
-# examples are derived from each test's name, so the suite takes the same time on every run.
-# HYPOTHESIS_PROFILE=explore draws new examples each run (and keeps failures in .hypothesis/).
+# Hypothesis: one profile sets how many examples every property test draws (a test asks for
+# fewer only where one example is a whole session). No per-example deadline (a shared core can
+# stall any example). By default the examples are derived from each test's name, so the suite
+# takes the same time on every run; HYPOTHESIS_PROFILE=explore draws ten times as many, new ones
+# each run (and keeps failures in .hypothesis/).
 settings.register_profile(
     "steady", max_examples=50, deadline=None, derandomize=True, database=None, print_blob=True
 )
-settings.register_profile("explore", deadline=None)
+settings.register_profile("explore", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "steady"))
 
 

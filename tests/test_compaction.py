@@ -51,7 +51,6 @@ def flatten(messages: Sequence[Message]) -> str:
 _FACT_TEXT = st.text(alphabet=st.sampled_from("ab:._/ \t\n\u00a0\x1c"), max_size=24)
 
 
-@settings(max_examples=200, deadline=None)
 @given(texts=st.lists(_FACT_TEXT, max_size=5), facts=st.lists(_FACT_TEXT, max_size=6))
 def test_held_facts_are_the_facts_in_the_words_collapsed(
     texts: list[str], facts: list[str]
@@ -501,7 +500,7 @@ def generated(ops: list[tuple[str, int, bool]]) -> list[Message]:
     return b.build()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS, window=st.integers(800, 20_000))
 def test_invariants_on_generated_histories(ops: list[tuple[str, int, bool]], window: int) -> None:
     msgs = generated(ops)

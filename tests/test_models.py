@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden._config import WardenConfig, load_config
@@ -199,7 +199,6 @@ def test_registry_is_consistent() -> None:
         assert model_info(name) is info
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     name=st.sampled_from(sorted(_BUILTIN)),
     sep=st.sampled_from(["-", ":", "@", "_"]),
@@ -469,7 +468,6 @@ def test_cached_cost_arithmetic() -> None:
         sonnet.cached_cost(1.5, 0)  # type: ignore[arg-type]
 
 
-@settings(max_examples=200, deadline=None)
 @given(
     name=st.sampled_from(PRICED),
     cached=st.integers(0, 2_000_000),
@@ -611,7 +609,6 @@ _OVERRIDABLE = {
 }
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     name=st.sampled_from(sorted(_BUILTIN)),
     changes=st.fixed_dictionaries({}, optional=_OVERRIDABLE),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from shared_data import CHINESE_TEXTS, trajectory_files
 from tiktoken_offline import offline_encoding
@@ -132,7 +132,6 @@ special_text = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(SPECIALS
 )
 
 
-@settings(max_examples=150, deadline=None)
 @given(text=st.one_of(st.text(max_size=300), special_text))
 def test_any_unicode_text_counts_like_tiktoken_encode_ordinary(text: str) -> None:
     for encoding in ENCODINGS:
@@ -161,7 +160,6 @@ chunky_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
 @given(text=chunky_text, chunk=st.integers(min_value=2, max_value=64))
 def test_chunked_counting_is_exact_at_any_chunk_size(text: str, chunk: int) -> None:
     for encoding in ENCODINGS:
@@ -505,7 +503,6 @@ def test_claude_counts_are_scaled_o200k_with_ids() -> None:
 
 
 # -- heuristic ---------------------------------------------------------------------------------------
-@settings(max_examples=100, deadline=None)
 @given(text=st.text(max_size=200))
 def test_heuristic_is_characters_over_four(text: str) -> None:
     assert get_counter(kind="heuristic").count_text(text) == math.ceil(len(text) / 4)

@@ -792,7 +792,6 @@ def broken_logs(draw: st.DrawFn) -> tuple[Message, ...]:
     return tuple(out)
 
 
-@settings(max_examples=300, deadline=None)
 @given(broken_logs())
 def test_pair_calls_always_yields_a_valid_request(messages: tuple[Message, ...]) -> None:
     meta: dict[str, Any] = {}

@@ -395,7 +395,7 @@ def _check_invariants(
 
 
 @settings(
-    max_examples=80,
+    
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -31,7 +31,7 @@ from contextwarden.context.conversation import split_tail  # noqa: E402
 from contextwarden.formats import from_openai, to_openai, validate_openai  # noqa: E402
 from contextwarden.layers.repair import NO_RESULT_TEXT, repair_history  # noqa: E402
 
-_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _repairs(events: object) -> list[object]:

@@ -49,7 +49,7 @@ def with_huge_parts(draw: st.DrawFn) -> list[Message]:
     return msgs
 
 
-_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS

@@ -30,7 +30,6 @@ from .providers import anthropic_requests, mutate_everything, png_data
 Request = tuple[Any, list[dict[str, Any]]]
 
 
-@settings(max_examples=150, deadline=None)
 @given(anthropic_requests(exotic=True))
 def test_round_trip_is_exact(req: Request) -> None:
     sys_, d = req
@@ -238,7 +237,6 @@ def _blocks(d: list[dict[str, Any]]) -> list[str]:
     return sorted(out)
 
 
-@settings(max_examples=150, deadline=None)
 @given(anthropic_requests(exotic=True))
 def test_removing_replies_keeps_the_request_valid_and_loses_nothing(req: Request) -> None:
     sys_, d = req

@@ -256,7 +256,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.dictionaries(_KEYS, _JSON, max_size=6), max_size=5), _JSON)
 def test_reading_anything_raises_format_error_or_gives_sendable_output(
     messages: list[Any], system: Any

@@ -11,7 +11,7 @@ import marshal
 import math
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden.formats._body import BodyReader
@@ -112,7 +112,6 @@ def _bodies(draw: Any) -> list[bytes]:
     return out
 
 
-@settings(max_examples=100, deadline=None)
 @given(_bodies())
 def test_bodies_are_read_exactly_as_json_loads_reads_them(bodies: list[bytes]) -> None:
     reader = BodyReader()
@@ -219,7 +218,6 @@ def _restored(reader: BodyReader, messages: list[dict[str, Any]]) -> tuple[list[
     return list(got), put_back
 
 
-@settings(max_examples=80, deadline=None)
 @given(
     st.integers(3, 12),
     st.integers(0, 2),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden import FormatError
@@ -184,7 +184,6 @@ def client_requests(draw: Any) -> tuple[Any, list[dict[str, Any]], list[dict[str
     return system, messages, tools
 
 
-@settings(max_examples=150, deadline=None)
 @given(request=client_requests(), data=st.data())
 def test_breakpoint_invariants(
     request: tuple[Any, list[dict[str, Any]], list[dict[str, Any]] | None], data: Any

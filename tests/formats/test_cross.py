@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 
 from contextwarden import FormatError, Message
 from contextwarden.formats import (
@@ -36,7 +36,6 @@ def _calls(messages: list[Message]) -> list[tuple[str, Any]]:
     return [(c.name, c.input) for m in messages for c in m.tool_calls]
 
 
-@settings(max_examples=60, deadline=None)
 @given(openai_conversations(exotic=True))
 def test_openai_to_anthropic_is_valid(d: list[dict[str, Any]]) -> None:
     assume(not validate_openai(d))
@@ -56,7 +55,6 @@ def test_openai_to_anthropic_is_valid(d: list[dict[str, Any]]) -> None:
     assert validate_openai(to_openai(back)) == []
 
 
-@settings(max_examples=100, deadline=None)
 @given(anthropic_requests(exotic=True))
 def test_anthropic_to_openai_is_valid(req: tuple[Any, list[dict[str, Any]]]) -> None:
     sys_, d = req

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden import TextBlock, Warden, WardenConfig, user
@@ -125,7 +125,6 @@ def _with_inline_system(draw: Any) -> tuple[Any, list[dict[str, Any]]]:
     return system, out
 
 
-@settings(max_examples=100, deadline=None)
 @given(_with_inline_system())
 def test_inline_system_round_trip_is_exact(req: tuple[Any, list[dict[str, Any]]]) -> None:
     system, d = req

@@ -29,7 +29,6 @@ from .providers import mutate_everything, openai_conversations, png_data
 
 
 # -- round trip ------------------------------------------------------------------------------------
-@settings(max_examples=80, deadline=None)
 @given(openai_conversations(exotic=True, lenient=True))
 def test_round_trip_is_exact(d: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(d)

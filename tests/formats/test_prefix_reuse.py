@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden import FormatError, Message, ToolCallBlock, assistant, tool_result, user
@@ -95,7 +95,6 @@ def _requests(draw: Any, base: list[dict[str, Any]]) -> list[list[dict[str, Any]
 
 
 # -- reading: OpenAI -------------------------------------------------------------------------------
-@settings(max_examples=80, deadline=None)
 @given(st.data(), openai_conversations(exotic=True, lenient=True))
 def test_openai_reads_exactly_what_from_openai_reads(
     data: st.DataObject, base: list[dict[str, Any]]
@@ -236,7 +235,6 @@ def test_images_are_bounded_in_bytes() -> None:
 
 
 # -- reading: Anthropic ----------------------------------------------------------------------------
-@settings(max_examples=80, deadline=None)
 @given(st.data(), anthropic_requests(exotic=True))
 def test_anthropic_reads_exactly_what_from_anthropic_reads(
     data: st.DataObject, request: tuple[Any, list[dict[str, Any]]]
@@ -265,7 +263,6 @@ def test_anthropic_system_prompt_is_reused_and_a_new_one_is_read() -> None:
 
 
 # -- writing ---------------------------------------------------------------------------------------
-@settings(max_examples=100, deadline=None)
 @given(openai_conversations(exotic=True, lenient=True))
 def test_openai_writes_exactly_what_to_openai_writes(d: list[dict[str, Any]]) -> None:
     codec = PrefixCodec()
@@ -278,7 +275,6 @@ def test_openai_writes_exactly_what_to_openai_writes(d: list[dict[str, Any]]) ->
     assert codec.rewritten >= 2 * len(messages)
 
 
-@settings(max_examples=100, deadline=None)
 @given(anthropic_requests(exotic=True))
 def test_anthropic_writes_exactly_what_to_anthropic_writes(
     request: tuple[Any, list[dict[str, Any]]],
@@ -292,7 +288,6 @@ def test_anthropic_writes_exactly_what_to_anthropic_writes(
         mutate_everything(out[1])
 
 
-@settings(max_examples=60, deadline=None)
 @given(anthropic_requests(exotic=True), openai_conversations(exotic=True))
 def test_converted_and_built_messages_merge_as_the_plain_writers_merge(
     a: tuple[Any, list[dict[str, Any]]], o: list[dict[str, Any]]
@@ -321,7 +316,6 @@ def test_converted_and_built_messages_merge_as_the_plain_writers_merge(
             assert shared_anthropic == _written(to_anthropic, mixed)
 
 
-@settings(max_examples=80, deadline=None)
 @given(st.data(), anthropic_requests(exotic=True), openai_conversations(exotic=True))
 def test_shared_writes_of_successive_views_go_on_from_the_last_and_write_the_same(
     data: st.DataObject, a: tuple[Any, list[dict[str, Any]]], o: list[dict[str, Any]]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden import FormatError, Warden, WardenConfig
@@ -131,7 +131,6 @@ def turn(draw: Any) -> list[dict[str, Any]]:
 items_lists = st.lists(turn(), max_size=8).map(lambda turns: [i for t in turns for i in t])
 
 
-@settings(max_examples=150, deadline=None)
 @given(items_lists, st.one_of(st.none(), text))
 def test_round_trip_is_exact(items: list[dict[str, Any]], instructions: str | None) -> None:
     before = copy.deepcopy(items)

@@ -266,7 +266,6 @@ def test_validate_anthropic_allows_an_empty_final_prefill() -> None:
     assert validate_anthropic("s", d) == []
 
 
-@settings(max_examples=80, deadline=None)
 @given(anthropic_requests(exotic=True), anthropic_requests(), st.data())
 def test_the_anthropic_check_resumed_from_its_memo_finds_what_a_whole_check_finds(
     request: tuple[Any, list[dict[str, Any]]], other: tuple[Any, list[dict[str, Any]]], data: Any

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from shared_data import SHARED_DATA, trajectory_files
 
@@ -215,7 +215,6 @@ def _build(steps: list[tuple[str, str]], outputs: list[int]) -> list[Message]:
     return _history(*pairs)
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.lists(_step, max_size=25), st.lists(st.integers(0, 4), min_size=25, max_size=25))
 def test_plan_invariants(steps: list[tuple[str, str]], outputs: list[int]) -> None:
     history = _build(steps, outputs)
@@ -365,7 +364,6 @@ def test_a_plan_made_with_a_memo_as_the_history_grows_is_the_plan_made_afresh(
     assert memo == known and len(known) >= len(tool_actions(history[: ends[-1]])) > 0
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(_step, max_size=25),
     st.lists(st.integers(0, 4), min_size=25, max_size=25),

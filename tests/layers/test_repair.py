@@ -334,7 +334,7 @@ def _sendable(out: tuple[Message, ...]) -> tuple[Message, ...]:
     return drop_pending_calls(sent, ctx()).messages
 
 
-_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from histories import call, histories
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden._messages import (
@@ -80,7 +80,6 @@ def test_old_results_counts_blocks_from_the_end() -> None:
     assert HistoryIndex(keep_results=0).old_results(2, 4) == 4
 
 
-@settings(max_examples=80, deadline=None)
 @given(histories(), st.data())
 def test_extending_equals_building_fresh(msgs: list[Message], data: st.DataObject) -> None:
     keep_results = data.draw(st.integers(0, 8))

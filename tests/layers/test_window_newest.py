@@ -171,7 +171,7 @@ def newest_shapes(draw: st.DrawFn) -> list[Message]:
     return [Message("assistant", (*text[:50], ToolCallBlock("n", "write", args))), done]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(newest_shapes(), st.integers(0, 30_000), st.sampled_from([4_000, 8_000, 32_000]))
 def test_within_the_limit_or_overflow(
     newest: list[Message], system_chars: int, window: int

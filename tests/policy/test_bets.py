@@ -77,8 +77,16 @@ def bills(
     total = 0.0
     out = []
     size_of: dict[str, int] = {}  # each message converted and counted once
+    key_of: dict[int, tuple[dict[str, Any], str]] = {}  # each message object serialised once
+
+    def key(m: dict[str, Any]) -> str:
+        seen = key_of.get(id(m))
+        if seen is None or seen[0] is not m:
+            seen = key_of[id(m)] = (m, json.dumps(m, sort_keys=True))
+        return seen[1]
+
     for req in requests:
-        keys = [json.dumps(m, sort_keys=True) for m in req]
+        keys = [key(m) for m in req]
         same = 0
         while same < min(len(keys), len(prev)) and keys[same] == prev[same]:
             same += 1

@@ -162,7 +162,7 @@ BODY = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=60,
+    
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

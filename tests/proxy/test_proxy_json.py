@@ -10,7 +10,7 @@ import marshal
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from proxy_doubles import StubWarden
 
@@ -38,7 +38,6 @@ def _image(value: Any) -> bytes:
     return marshal.dumps(value, 2)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.dictionaries(_KEYS, _VALUES, max_size=5), st.booleans())
 def test_bodies_are_read_and_written_as_the_standard_library_reads_them(
     body: dict[str, Any], ascii_only: bool

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_upstream import Behaviour, FakeUpstream, serve
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from proxy_doubles import StartProxy, proxy_process
@@ -269,7 +269,6 @@ _records = st.builds(
 
 
 @given(st.lists(st.tuples(_records, st.booleans()), max_size=40))
-@settings(max_examples=60, deadline=None)
 def test_workers_summed_equal_one_process(requests: list[tuple[RequestRecord, bool]]) -> None:
     """Requests spread over two workers add up to what one process seeing them all counts
     (no conversation: the bill of each request stands alone)."""

@@ -66,7 +66,6 @@ extras = st.dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     msgs=messages,
     extra=extras,

@@ -193,7 +193,7 @@ _SNIPPETS = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_SNIPPETS, _SNIPPETS), min_size=1, max_size=8))
 def test_code_mentions_come_from_the_history_and_are_deterministic(
     steps: list[tuple[str, str]],

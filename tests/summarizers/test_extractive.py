@@ -185,7 +185,7 @@ def _build(steps: list[tuple[object, ...]]) -> list[Message]:
     return b.build()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_steps, st.integers(200, 3000))
 def test_deterministic_bounded_and_smaller(steps: list[tuple[object, ...]], cap: int) -> None:
     msgs = _build(steps)

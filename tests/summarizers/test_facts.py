@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from summarizer_loaders import final_diff_files, load_messages
 
@@ -381,7 +381,6 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.tuples(

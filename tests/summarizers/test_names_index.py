@@ -324,7 +324,6 @@ def _listed(summary: str, heading: str) -> list[str]:
 _IDENT = st.from_regex(r"[a-z]{2,9}_[a-z]{2,12}", fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None)
 @given(st.lists(_IDENT, min_size=2, max_size=40, unique=True))
 def test_of_names_worth_the_same_the_shorter_are_admitted_first(names: list[str]) -> None:
     # one result shows every name once, at the same place: each is worth the same to the
@@ -339,7 +338,6 @@ def test_of_names_worth_the_same_the_shorter_are_admitted_first(names: list[str]
     assert sorted(ln.place for ln in lines) == list(range(len(lines)))
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=12),
     st.lists(_IDENT, min_size=12, max_size=12, unique=True),
@@ -373,7 +371,6 @@ def test_the_index_is_written_by_worth_and_admitted_by_worth_per_character(
 _SEGMENT = st.sampled_from(["src", "pkg", "app", "core", "util", "repo", "work"])
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.lists(_SEGMENT, min_size=0, max_size=3), _SEGMENT),

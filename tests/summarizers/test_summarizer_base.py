@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwarden import SummarizerError
@@ -150,7 +150,6 @@ def test_fit_admits_by_tier_and_renders_in_order() -> None:
     assert "Done:\n- low priority line\n" in big
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.tuples(
