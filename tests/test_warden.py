@@ -395,7 +395,6 @@ def _check_invariants(
 
 
 @settings(
-    
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

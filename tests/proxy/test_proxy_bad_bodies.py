@@ -162,7 +162,6 @@ BODY = st.fixed_dictionaries(
 
 
 @settings(
-    
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
