@@ -1,7 +1,8 @@
 """Agents that write their command in a fenced block and get its output back as a user message
 (mini-swe-agent's default text protocol: ``<returncode>N</returncode>`` then ``<output>``) have
 their old outputs masked like tool results, by the same mask edits and decisions; the user's
-own words never are, and the masked request stays valid."""
+own words never are, and the masked request stays valid. So do Cline's and Roo Code's results
+given back as text when the model writes its tool uses as XML."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from shared_data import SHARED_DATA, trajectory_files
 
 from contextwarden import Warden, load_transcript, to_openai
+from contextwarden.analysis.actions import xml_command
 from contextwarden.formats import validate_openai
 
 Msg = dict[str, Any]
@@ -242,3 +244,89 @@ def test_a_real_session_in_the_text_protocol_has_its_outputs_masked_and_recalled
                 (original,) = to_openai(warden.recall(result.conversation, found.group(1)))
                 assert original["content"].startswith("<returncode>")
     assert masked_seen > 0
+
+
+# Cline and Roo Code, when the model writes its tool uses as XML in its reply, give each result
+# back as a user message headed ``[tool for 'arg'] Result:``, with ``<environment_details>``.
+def _cline_result(tool: str, arg: str, body: str, k: int) -> str:
+    details = f"<environment_details>\n# Current Time\n{k}\n</environment_details>"
+    return f"[{tool} for '{arg}'] Result:\n{body}\n\n{details}"
+
+
+def as_cline(messages: list[Msg]) -> list[Msg]:
+    """:func:`text_run`'s session as Cline's XML protocol writes it: each ``cat -n PATH`` a
+    ``read_file`` use, each output the result Cline gives back."""
+    out: list[Msg] = []
+    for m in messages:
+        text = m["content"]
+        read = re.search(r"```\w*\ncat -n (\S+)\n```", text) if m["role"] == "assistant" else None
+        if read:
+            use = f"<read_file>\n<path>{read.group(1)}</path>\n</read_file>"
+            out.append({"role": "assistant", "content": f"I'll read it.\n\n{use}"})
+        elif m["role"] == "user" and text.startswith("<returncode>"):
+            path = re.search(r"<path>(\S+)</path>", out[-1]["content"]).group(1)  # type: ignore[union-attr]
+            body = text.split("<output>\n", 1)[1].rsplit("\n</output>", 1)[0]
+            out.append(
+                {"role": "user", "content": _cline_result("read_file", path, body, len(out))}
+            )
+        else:
+            out.append(m)
+    return out
+
+
+def test_clines_xml_results_are_masked_as_the_text_protocols_outputs_are() -> None:
+    history = text_run(12)
+    text, _ = Warden().transform_openai(history, model="gpt-4o")
+    cline = as_cline(history)
+    snapshot = copy.deepcopy(cline)
+    warden = Warden()
+    sent, result = warden.transform_openai(cline, model="gpt-4o")
+    assert cline == snapshot and validate_openai(sent) == []
+    masked = [i for i, m in enumerate(sent) if MARKER.search(m["content"] or "")]
+    assert masked and masked == [i for i, m in enumerate(text) if MARKER.search(m["content"])]
+    for i in masked:
+        assert sent[i]["content"].startswith("[read_file for 'src/module_")
+        ref = MARKER.search(sent[i]["content"]).group(1)  # type: ignore[union-attr]
+        assert to_openai(warden.recall(result.conversation, ref)) == [cline[i]]
+
+
+def test_a_cline_result_with_the_users_feedback_is_the_users_words() -> None:
+    history = as_cline(text_run(12))
+    feedback = "The user denied this operation and provided the following feedback:"
+    note = f"{feedback}\n<feedback>\nDo not read module 2, read src/parse.py instead.\n</feedback>"
+    history[7] = {"role": "user", "content": _cline_result("read_file", "src/module_2.py", note, 7)}
+    sent, _ = Warden().transform_openai(history, model="gpt-4o")
+    assert sent[7] == history[7]  # never masked, though older results around it are
+    assert MARKER.search(sent[5]["content"]) and MARKER.search(sent[9]["content"])
+
+
+def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instructions() -> None:
+    history = as_cline(text_run(60, lines=120))
+    feedback = "<feedback>\nKeep the public names of src/parse.py as they are.\n</feedback>"
+    history[21] = {"role": "user", "content": _cline_result("read_file", "x", feedback, 21)}
+    sent, result = Warden().transform_openai(history, model="gpt-4o", window=16_000)
+    assert validate_openai(sent) == [] and result.tokens_after <= 16_000
+    summary = next(m["content"] for m in sent if "<completed>" in (m["content"] or ""))
+    instructions = summary.split("User instructions", 1)[1].split("</remaining>", 1)[0]
+    assert "Keep the public names of src/parse.py" in instructions
+    assert "Result:" in instructions and instructions.count("Result:") == 1  # the feedback's
+    assert "src/module_57.py" in summary.split("</completed>", 1)[0]  # read, in what was done
+
+
+@pytest.mark.parametrize(
+    ("reply", "command"),
+    [
+        ("<execute_command>\n<command>pytest -x</command>\n</execute_command>", "pytest -x"),
+        ("<list_files>\n<path>src</path>\n<recursive>true</recursive>\n</list_files>", "ls -R src"),
+        (
+            "<search_files>\n<path>src</path>\n<regex>def parse\\(</regex>\n"
+            "<file_pattern>*.py</file_pattern>\n</search_files>",
+            "grep -rn --include='*.py' -e 'def parse\\(' src",
+        ),
+        ("<read_file>\n<path>my file.py</path>\n</read_file>", "cat 'my file.py'"),
+        ("<write_to_file>\n<path>a.py</path>\n<content>x</content>\n</write_to_file>", None),
+        ("<read_file><path>a.py</path></read_file><read_file><path>b</path></read_file>", None),
+    ],
+)
+def test_a_cline_tool_use_reads_as_the_command_it_amounts_to(reply: str, command: str) -> None:
+    assert xml_command(f"Next step.\n\n{reply}") == command

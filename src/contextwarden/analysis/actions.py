@@ -13,6 +13,7 @@ must-keep fact). Shell commands are read by :mod:`.shell`. Pure functions of val
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,6 +35,7 @@ __all__ = [
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
+    "CLINE_RESULT",
     "ActionKind",
     "ActionMemo",
     "FileAction",
@@ -52,6 +54,7 @@ __all__ = [
     "superseded_results",
     "text_actions",
     "text_command",
+    "xml_command",
     "output_block",
     "reads_as_output",
     "text_output",
@@ -225,6 +228,15 @@ _SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "mswea_bash_command
 #: ``<returncode>N</returncode>`` and ``<output>`` tags (``<exception>`` first when the command
 #: failed to run), SWE-agent's ``OBSERVATION:`` label.
 _OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "OBSERVATION:")
+#: The header of a tool's result that Cline and Roo Code give back as text when the model
+#: writes its tool uses as XML in its reply: ``[read_file for 'src/app.py'] Result:``.
+CLINE_RESULT = re.compile(r"\[(?P<name>[\w:.-]+)(?: for [^\n]*?)?\] Result:")
+#: Cline's XML tool uses that amount to a shell command (their parameters as child tags):
+#: each is read as that command, so what it read or ran is known as for a command in a fence.
+_XML_TOOL = re.compile(
+    r"<(execute_command|read_file|list_files|search_files)>(.*?)</\1>", re.DOTALL
+)
+_XML_PARAM = re.compile(r"<(\w+)>\n?(.*?)\n?</\1>", re.DOTALL)
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
@@ -252,7 +264,31 @@ def text_command(message: Message, commands: Sequence[str] | None = None) -> str
         return None
     if commands is None:
         commands = split_commands(message.text)[0]
+    if not commands and "</" in message.text:
+        return xml_command(message.text)
     return commands[0].strip() if len(commands) == 1 else None
+
+
+def xml_command(text: str) -> str | None:
+    """The shell command that the one Cline XML tool use in ``text`` amounts to:
+    ``execute_command`` its command, ``read_file`` ``cat`` of its path, ``list_files`` ``ls``
+    (``-R`` when recursive), ``search_files`` ``grep -rn`` of its regex; None for no such use,
+    several, or another tool (an edit written as XML is not read as a command)."""
+    uses = _XML_TOOL.findall(text)
+    if len(uses) != 1:
+        return None
+    tool, body = uses[0]
+    params = {k: v.strip() for k, v in _XML_PARAM.findall(body)}
+    path = shlex.quote(params.get("path") or ".")
+    if tool == "execute_command":
+        return params.get("command") or None
+    if tool == "read_file":
+        return f"cat {path}"
+    if tool == "list_files":
+        return f"ls -R {path}" if params.get("recursive") == "true" else f"ls {path}"
+    pattern = params.get("file_pattern")
+    include = f" --include={shlex.quote(pattern)}" if pattern else ""
+    return f"grep -rn{include} -e {shlex.quote(params.get('regex', ''))} {path}"
 
 
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
@@ -267,8 +303,12 @@ def reads_as_output(text: str) -> bool:
     """Whether ``text`` reads as a command's output sent as a user message: within its first
     400 characters, it starts with one of the output markers (after blank space), or names the
     command in ``<command>`` tags before its ``<output>`` (mini-swe-agent's note on a command
-    that timed out)."""
+    that timed out), or it starts with Cline's result header and holds no ``<feedback>`` of
+    the user's."""
     head = text[:400].lstrip()
+    if CLINE_RESULT.match(head):
+        # the user's words given with a result (a denied or commented tool use) stay words
+        return "<feedback>" not in text
     return head.startswith(_OUTPUT_MARKERS) or -1 < head.find("<command>") < head.find("<output>")
 
 
