@@ -304,13 +304,22 @@ def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instruct
     history = as_cline(text_run(60, lines=120))
     feedback = "<feedback>\nKeep the public names of src/parse.py as they are.\n</feedback>"
     history[21] = {"role": "user", "content": _cline_result("read_file", "x", feedback, 21)}
+    write = "<write_to_file>\n<path>src/parse.py</path>\n<content>\nx = 1\n</content>\n"
+    history[30] = {"role": "assistant", "content": f"Writing it.\n\n{write}</write_to_file>"}
+    saved = "The content was successfully saved to src/parse.py."
+    history[31] = {
+        "role": "user",
+        "content": _cline_result("write_to_file", "src/parse.py", saved, 31),
+    }
     sent, result = Warden().transform_openai(history, model="gpt-4o", window=16_000)
     assert validate_openai(sent) == [] and result.tokens_after <= 16_000
     summary = next(m["content"] for m in sent if "<completed>" in (m["content"] or ""))
     instructions = summary.split("User instructions", 1)[1].split("</remaining>", 1)[0]
     assert "Keep the public names of src/parse.py" in instructions
     assert "Result:" in instructions and instructions.count("Result:") == 1  # the feedback's
-    assert "src/module_57.py" in summary.split("</completed>", 1)[0]  # read, in what was done
+    done = summary.split("</completed>", 1)[0]
+    assert "src/module_57.py" in done  # read, in what was done
+    assert re.search(r"(?i)(created|modified|edited)[^\n]*src/parse\.py", done)  # written
 
 
 @pytest.mark.parametrize(
@@ -324,7 +333,12 @@ def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instruct
             "grep -rn --include='*.py' -e 'def parse\\(' src",
         ),
         ("<read_file>\n<path>my file.py</path>\n</read_file>", "cat 'my file.py'"),
-        ("<write_to_file>\n<path>a.py</path>\n<content>x</content>\n</write_to_file>", None),
+        (
+            "<write_to_file>\n<path>a.py</path>\n<content>x</content>\n</write_to_file>",
+            "cat > a.py",
+        ),
+        ("<replace_in_file>\n<path>a.py</path>\n<diff>\n</diff>\n</replace_in_file>", "patch a.py"),
+        ("<ask_followup_question>\n<question>Which?</question>\n</ask_followup_question>", None),
         ("<read_file><path>a.py</path></read_file><read_file><path>b</path></read_file>", None),
     ],
 )

@@ -234,7 +234,9 @@ CLINE_RESULT = re.compile(r"\[(?P<name>[\w:.-]+)(?: for [^\n]*?)?\] Result:")
 #: Cline's XML tool uses that amount to a shell command (their parameters as child tags):
 #: each is read as that command, so what it read or ran is known as for a command in a fence.
 _XML_TOOL = re.compile(
-    r"<(execute_command|read_file|list_files|search_files)>(.*?)</\1>", re.DOTALL
+    r"<(execute_command|read_file|list_files|search_files|write_to_file|replace_in_file)>"
+    r"(.*?)</\1>",
+    re.DOTALL,
 )
 _XML_PARAM = re.compile(r"<(\w+)>\n?(.*?)\n?</\1>", re.DOTALL)
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
@@ -272,8 +274,9 @@ def text_command(message: Message, commands: Sequence[str] | None = None) -> str
 def xml_command(text: str) -> str | None:
     """The shell command that the one Cline XML tool use in ``text`` amounts to:
     ``execute_command`` its command, ``read_file`` ``cat`` of its path, ``list_files`` ``ls``
-    (``-R`` when recursive), ``search_files`` ``grep -rn`` of its regex; None for no such use,
-    several, or another tool (an edit written as XML is not read as a command)."""
+    (``-R`` when recursive), ``search_files`` ``grep -rn`` of its regex, ``write_to_file`` a
+    redirect into its path (``cat > path``), ``replace_in_file`` ``patch`` of its path; None
+    for no such use, several, or another tool."""
     uses = _XML_TOOL.findall(text)
     if len(uses) != 1:
         return None
@@ -284,6 +287,10 @@ def xml_command(text: str) -> str | None:
         return params.get("command") or None
     if tool == "read_file":
         return f"cat {path}"
+    if tool == "write_to_file":
+        return f"cat > {path}"
+    if tool == "replace_in_file":
+        return f"patch {path}"
     if tool == "list_files":
         return f"ls -R {path}" if params.get("recursive") == "true" else f"ls {path}"
     pattern = params.get("file_pattern")
