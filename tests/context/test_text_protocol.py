@@ -338,6 +338,12 @@ def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instruct
             "cat > a.py",
         ),
         ("<replace_in_file>\n<path>a.py</path>\n<diff>\n</diff>\n</replace_in_file>", "patch a.py"),
+        (  # Roo Code: several files in one read
+            "<read_file>\n<args>\n<file>\n<path>a.py</path>\n</file>\n<file>\n<path>b.py</path>\n"
+            "</file>\n</args>\n</read_file>",
+            "cat a.py b.py",
+        ),
+        ("<apply_diff>\n<path>a.py</path>\n<diff>\n</diff>\n</apply_diff>", "patch a.py"),
         ("<ask_followup_question>\n<question>Which?</question>\n</ask_followup_question>", None),
         ("<read_file><path>a.py</path></read_file><read_file><path>b</path></read_file>", None),
     ],

@@ -231,14 +231,16 @@ _OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "O
 #: The header of a tool's result that Cline and Roo Code give back as text when the model
 #: writes its tool uses as XML in its reply: ``[read_file for 'src/app.py'] Result:``.
 CLINE_RESULT = re.compile(r"\[(?P<name>[\w:.-]+)(?: for [^\n]*?)?\] Result:")
-#: Cline's XML tool uses that amount to a shell command (their parameters as child tags):
-#: each is read as that command, so what it read or ran is known as for a command in a fence.
+#: Cline's XML tool uses that amount to a shell command (their parameters as child tags; Roo
+#: Code's ``apply_diff`` is Cline's ``replace_in_file``, its ``read_file`` may nest several
+#: ``<file><path>``): each is read as that command, so what it read, ran or wrote is known as
+#: for a command in a fence.
 _XML_TOOL = re.compile(
-    r"<(execute_command|read_file|list_files|search_files|write_to_file|replace_in_file)>"
-    r"(.*?)</\1>",
+    r"<(execute_command|read_file|list_files|search_files|write_to_file|replace_in_file"
+    r"|apply_diff)>(.*?)</\1>",
     re.DOTALL,
 )
-_XML_PARAM = re.compile(r"<(\w+)>\n?(.*?)\n?</\1>", re.DOTALL)
+_XML_PARAM = re.compile(r"<(path|command|regex|file_pattern|recursive)>\s*(.*?)\s*</\1>", re.DOTALL)
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")
 #: SWE-agent's file viewer commands (``open path [line]``, ``goto N``, ``edit A:B``).
@@ -275,27 +277,31 @@ def xml_command(text: str) -> str | None:
     """The shell command that the one Cline XML tool use in ``text`` amounts to:
     ``execute_command`` its command, ``read_file`` ``cat`` of its path, ``list_files`` ``ls``
     (``-R`` when recursive), ``search_files`` ``grep -rn`` of its regex, ``write_to_file`` a
-    redirect into its path (``cat > path``), ``replace_in_file`` ``patch`` of its path; None
-    for no such use, several, or another tool."""
+    redirect into its path (``cat > path``), ``replace_in_file`` (Roo Code's ``apply_diff``)
+    ``patch`` of its path; None for no such use, several, or another tool."""
     uses = _XML_TOOL.findall(text)
     if len(uses) != 1:
         return None
     tool, body = uses[0]
-    params = {k: v.strip() for k, v in _XML_PARAM.findall(body)}
-    path = shlex.quote(params.get("path") or ".")
+    params: dict[str, list[str]] = {}
+    for key, value in _XML_PARAM.findall(body):
+        params.setdefault(key, []).append(value)
+    paths = [shlex.quote(p) for p in params.get("path", ())] or ["."]
+    path = paths[0]  # an edit's content comes after its path and may hold anything
     if tool == "execute_command":
-        return params.get("command") or None
+        return params.get("command", [""])[0] or None
     if tool == "read_file":
-        return f"cat {path}"
+        return f"cat {' '.join(paths)}"
     if tool == "write_to_file":
         return f"cat > {path}"
-    if tool == "replace_in_file":
+    if tool in ("replace_in_file", "apply_diff"):
         return f"patch {path}"
     if tool == "list_files":
-        return f"ls -R {path}" if params.get("recursive") == "true" else f"ls {path}"
-    pattern = params.get("file_pattern")
-    include = f" --include={shlex.quote(pattern)}" if pattern else ""
-    return f"grep -rn{include} -e {shlex.quote(params.get('regex', ''))} {path}"
+        return f"ls -R {path}" if params.get("recursive") == ["true"] else f"ls {path}"
+    include = (
+        f" --include={shlex.quote(params['file_pattern'][0])}" if "file_pattern" in params else ""
+    )
+    return f"grep -rn{include} -e {shlex.quote(params.get('regex', [''])[0])} {path}"
 
 
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
