@@ -320,6 +320,8 @@ def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instruct
     done = summary.split("</completed>", 1)[0]
     assert "src/module_57.py" in done  # read, in what was done
     assert re.search(r"(?i)(created|modified|edited)[^\n]*src/parse\.py", done)  # written
+    names = " ".join(re.findall(r"^- names: (.*)$", summary, re.MULTILINE))
+    assert "step_" in names and not re.search(r"read_file|write_to_file", names)  # no tag
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ __all__ = [
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
+    "XML_TAG",
     "CLINE_RESULT",
     "ActionKind",
     "ActionMemo",
@@ -240,6 +241,8 @@ _XML_TOOL = re.compile(
     r"|apply_diff)>(.*?)</\1>",
     re.DOTALL,
 )
+#: An XML tag's opening or closing, as Cline's tool uses write them.
+XML_TAG = re.compile(r"</?[a-z_]+>")
 _XML_PARAM = re.compile(r"<(path|command|regex|file_pattern|recursive)>\s*(.*?)\s*</\1>", re.DOTALL)
 _SED_RANGE = re.compile(r"""\bsed\s+-n\s+(['"]?)(\d+)\s*(?:,\s*(\d+|\$))?\s*p\1""")
 _HEAD_TAIL = re.compile(r"\b(head|tail)\s+(?:-n\s*)?-?(\d+)\b")

@@ -27,7 +27,7 @@ from .._markers import NAMES_LINE_PREFIX, NAMES_LINE_RE
 from .._memo import Memo
 from .._messages import Message, ToolCallBlock
 from .._task import strip_injected
-from .actions import reads_as_output, split_commands, text_command
+from .actions import CLINE_RESULT, XML_TAG, reads_as_output, split_commands, text_command
 from .shell import analyze_command, call_effects
 
 __all__ = [
@@ -359,6 +359,8 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
         if message.role == "assistant":
             blocks, prose = split_commands(message.text)
             command = text_command(message, blocks)
+            if command is not None and not blocks:  # a tool use in XML: its tags name nothing
+                prose = XML_TAG.sub(" ", prose)
             for span in _CODE_SPAN.findall(prose) if "`" in prose else ():
                 # `name` in prose is deliberate
                 tally.text(span, index, WEIGHT_ACTION - WEIGHT_PROSE)
@@ -381,6 +383,8 @@ def code_mentions(messages: Sequence[Message], *, memo: Memo | None = None) -> C
         elif message.role == "user" and index > 0:
             text = message.text
             if reads_as_output(text):  # a command's output sent back as a user message
+                if CLINE_RESULT.match(text.lstrip()):  # not the tool's name, nor the client's
+                    text = strip_injected(CLINE_RESULT.sub("", text, count=1))
                 tally.result(text, index, pending_read)
             else:
                 # the user's own words name what the agent does next; what a client put beside
