@@ -25,8 +25,11 @@ PACKAGE = "contextwarden"
 #: why): optional extras, and bpe-openai's extension module reached without its package's
 #: ``__init__`` (``contextwarden._tokens._load_bindings``), asyncio in the async paths only
 #: (the caller's event loop has loaded it there; importing the package for it costs 20 ms), and
-#: imagesize at the first inline WebP or JPEG image (its import, xml.etree included, costs 20 ms).
-LAZY_PACKAGES = frozenset({"matplotlib", "redis", "bpe_openai", "asyncio", "imagesize", "yaml"})
+#: imagesize at the first inline WebP or JPEG image (its import, xml.etree included, costs 20 ms),
+#: and hashlib at the first fingerprint (OpenSSL's bindings, 6 ms, are not loaded with the warden).
+LAZY_PACKAGES = frozenset(
+    {"matplotlib", "redis", "bpe_openai", "asyncio", "imagesize", "yaml", "hashlib"}
+)
 
 #: Module-level state that changes, kept on purpose: the tokenizers, loaded once per process and
 #: read-only after.

@@ -172,6 +172,17 @@ def test_a_name_loads_only_what_it_needs() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_importing_the_warden_loads_no_hashing() -> None:
+    """``from contextwarden import Warden`` leaves :mod:`hashlib` and OpenSSL's bindings to the
+    first fingerprint."""
+    code = (
+        "import sys; from contextwarden import Warden; "
+        "print([m for m in ('hashlib', '_hashlib') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_a_default_warden_loads_no_file_reader_store_or_plugin_scan() -> None:
     """``Warden()`` and its first call read no YAML file, open no store and build no pydantic
     validator (whose first build scans every installed distribution for plugins)."""

@@ -8,7 +8,6 @@ assistant turn's calls, whatever the provider, with any text that rides along.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -248,6 +247,8 @@ class Message:
         Two messages with the same fingerprint count the same tokens and transform the same
         way, so caches key on it. Computed once per value.
         """
+        import hashlib  # loaded on first use (OpenSSL's: 5 ms), not with the warden
+
         head = f"{self.role}\x00{self.name}\x00{self.pinned}\x00".encode()
         content = self.content
         if len(content) == 1 and type(content[0]) is TextBlock:  # the usual message, at once
