@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from shared_data import SHARED_DATA, trajectory_files
 
 from contextwarden import Warden, load_transcript, to_openai
-from contextwarden.analysis.actions import xml_command
+from contextwarden.analysis.actions import reads_as_output, xml_command
 from contextwarden.formats import validate_openai
 
 Msg = dict[str, Any]
@@ -352,3 +352,28 @@ def test_a_compacted_cline_session_lists_the_reads_not_their_results_as_instruct
 )
 def test_a_cline_tool_use_reads_as_the_command_it_amounts_to(reply: str, command: str) -> None:
     assert xml_command(f"Next step.\n\n{reply}") == command
+
+
+@pytest.mark.parametrize(
+    ("text", "output"),
+    [
+        ("[read_file for 'src/app.py'] Result:\n1 | import os", True),
+        ("[execute_command for 'ls [a-z]*'] Result:\nCommand executed.", True),
+        ("[read_file for 'a.md', 'b.md'] Result:\n<files>\n<file><path>a.md</path>", True),  # Roo
+        (  # the user's answer to a finished task
+            "[attempt_completion] Result:\nThe user has provided feedback on the results.\n"
+            "<feedback>\nAlso update the README.\n</feedback>",
+            False,
+        ),
+        (
+            "[write_to_file for 'a.py'] Result:\nThe user denied this operation and provided "
+            "the following feedback:\n<feedback>\nUse tabs.\n</feedback>",
+            False,
+        ),
+        ("[urgent] Please stop and explain the Result: first.", False),
+    ],
+)
+def test_clines_result_header_reads_as_output_and_feedback_as_words(
+    text: str, output: bool
+) -> None:
+    assert reads_as_output(text) is output
