@@ -7,10 +7,11 @@ Claude Code ``<system-reminder>`` blocks (CLAUDE.md contents, todo reminders), t
 ``<command-name>`` records of slash commands, Gemini CLI a "This is the Gemini CLI. We are
 setting up the context for our chat." message, aider its repository map and the "I have
 *added these files to the chat*" preamble (after worked examples, which end with "I switched to
-a new code base"), Cline its ``<environment_details>``, SWE-agent a demonstration. The *task*
-is the first user message with words of the user's own once those blocks are taken out
-(:func:`task_index`), and its *text* is those words (:func:`task_text`). Every part that keeps
-or quotes the task (the window, compaction, summaries, the conversation's identity) asks them.
+a new code base"), Cline its ``<environment_details>`` and its note on a resumed task,
+SWE-agent a demonstration. The *task* is the first user message with words of the user's own
+once those blocks are taken out (:func:`task_index`), and its *text* is those words
+(:func:`task_text`). Every part that keeps or quotes the task (the window, compaction,
+summaries, the conversation's identity) asks them.
 
 Both are pure. More patterns come from :class:`TaskConfig` (``task:`` in the configuration):
 regular expressions for a client's own injected blocks, applied after :data:`INJECTED` (a
@@ -101,6 +102,11 @@ INJECTED: tuple[re.Pattern[str], ...] = (
         r"|I spoke to you previously about a number of things"
         r"|I switched to a new code base).*\Z",
         re.DOTALL,
+    ),
+    # Cline / Roo: the note on a resumed task (before the user's new words, if any)
+    re.compile(
+        r"\A\s*\[TASK RESUMPTION\].*?(?:^New instructions for task continuation:$|\Z)",
+        re.DOTALL | re.MULTILINE,
     ),
     # SWE-agent: a demonstration of the interface included before the task
     re.compile(

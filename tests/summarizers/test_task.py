@@ -71,6 +71,22 @@ def test_gemini_cli_aider_swe_agent_and_slash_commands() -> None:
     assert user_task(msgs) == 7
 
 
+def test_clines_note_on_a_resumed_task_is_not_the_users_words() -> None:
+    note = (
+        "[TASK RESUMPTION] This task was interrupted 14 hours ago. It may or may not be "
+        "complete, so please reassess the task context. The current working directory is now "
+        "'/home/dev/report'."
+    )
+    details = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"
+    new = "New instructions for task continuation:\n<user_message>\ncheck test_render\n</user_message>"
+    assert strip_injected(f"{note}\n\n{new}\n\n{details}") == (
+        "<user_message>\ncheck test_render\n</user_message>"
+    )
+    assert strip_injected(f"{note}\n\nNote: If you previously attempted a tool use...") == ""
+    task = user("<task>\nFix the report\n</task>")
+    assert user_task([user(f"{note}\n\n{details}"), task]) == 1
+
+
 def test_extra_patterns_and_their_errors() -> None:
     msgs = [user("[[ide: open a.py]]"), user("do it")]
     assert user_task(msgs) == 0
