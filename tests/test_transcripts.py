@@ -546,6 +546,16 @@ def test_invalid_json_line_of_a_provider_file_names_line_and_column(tmp_path: Pa
     assert info.value.line == 2 and "Expecting ',' delimiter" in str(info.value)
 
 
+def test_a_cline_markdown_export_is_named_and_the_file_to_read_given(tmp_path: Path) -> None:
+    path = tmp_path / "cline_task_nov-8-2025.md"
+    path.write_text("**User:**\n\n<task>\nFix it\n</task>\n\n---\n\n**Assistant:**\n\nOk.\n")
+    with pytest.raises(
+        TranscriptError, match="Cline or Roo Code task exported as Markdown"
+    ) as info:
+        load_transcript(path)
+    assert "api_conversation_history.json" in str(info.value)
+
+
 def test_invalid_json_document_names_line_and_column() -> None:
     err = load_error("bad-json.json")
     assert err.line == 4 and "invalid JSON at column 3" in str(err)

@@ -150,6 +150,13 @@ def _read(text: str, p: Path, shown: str, format: str | None) -> Runs:
         raise TranscriptError(shown, f"unknown format {format!r}; known: {', '.join(FORMATS)}")
     if format in _TEXT_READERS or (format is None and is_aider(text)):
         return _TEXT_READERS[format or "aider"](text, p, shown)
+    if format is None and text.lstrip().startswith("**User:**"):
+        raise TranscriptError(
+            shown,
+            "a Cline or Roo Code task exported as Markdown, which does not keep the messages as "
+            "they were sent: read the task folder's api_conversation_history.json instead "
+            "(docs/sessions.md says where it is)",
+        )
     kind, value, bad = _sniff(text, shown)
     if format is None:
         if kind == "json":
