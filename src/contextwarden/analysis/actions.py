@@ -22,6 +22,7 @@ from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, rese
 from .shell import analyze_command, call_effects, patch_targets
 
 __all__ = [
+    "CLINE_RESULT",
     "COMPLETE_WORDS",
     "EDITOR_COMMANDS",
     "EDITOR_TOOLS",
@@ -36,7 +37,6 @@ __all__ = [
     "TODO_TOOLS",
     "TODO_WORDS",
     "XML_TAG",
-    "CLINE_RESULT",
     "ActionKind",
     "ActionMemo",
     "FileAction",
@@ -265,8 +265,9 @@ def split_commands(text: str) -> tuple[list[str], str]:
 def text_command(message: Message, commands: Sequence[str] | None = None) -> str | None:
     """The command an assistant ``message`` writes in its text: its one command block (see
     :func:`split_commands`; ``commands``: its blocks when already split) when it makes no
-    tool calls; None with none or several (an agent of the text protocol runs nothing then,
-    it asks for exactly one)."""
+    tool calls, or with no block its one Cline XML tool use (:func:`xml_command`); None with
+    none or several (an agent of the text protocol runs nothing then, it asks for exactly
+    one)."""
     if message.role != "assistant" or message.tool_calls:
         return None
     if commands is None:
