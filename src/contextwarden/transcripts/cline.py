@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from .._exceptions import FormatError
 from .._messages import Block, Message, TextBlock, ToolResultBlock, freeze
+from ..analysis.actions import CLINE_RESULT
 from ..formats import from_anthropic
 from ._common import Loc, Transcript, as_str, combine_turns, merge_user_runs, pair_calls
 from .provider import anthropic_block
 
 __all__ = ["is_cline", "parse_cline"]
 
-_HEADER = re.compile(r"^\[(?P<name>[\w:.-]+)(?: for [^\]]*)?\] Result:", re.DOTALL)
 
 
 def is_cline(doc: Any) -> bool:
@@ -43,7 +42,7 @@ def is_cline(doc: Any) -> bool:
                 if not isinstance(b, dict):
                     return False
                 if anthropic_block(b) or (
-                    b.get("type") == "text" and _HEADER.match(str(b.get("text", "")))
+                    b.get("type") == "text" and CLINE_RESULT.match(str(b.get("text", "")))
                 ):
                     anthropic = True
     return anthropic
@@ -182,7 +181,7 @@ def _text_results(call: Message, user: Message) -> Message:
             pending[:] = [c for c in pending if c.id != block.tool_call_id]
             continue
         text = block.text if isinstance(block, TextBlock) else None
-        match = _HEADER.match(text) if text is not None else None
+        match = CLINE_RESULT.match(text) if text is not None else None
         if match is not None and text is not None:
             close()
             current = (match.group("name"), [text])
