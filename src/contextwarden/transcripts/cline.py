@@ -16,7 +16,6 @@ from .provider import anthropic_block
 __all__ = ["is_cline", "parse_cline"]
 
 
-
 def is_cline(doc: Any) -> bool:
     """Whether a JSON document is a Cline session: the SDK's ``<id>.messages.json``, or a JSON
     list of Anthropic messages (only user/assistant roles, content blocks in Anthropic's form,
