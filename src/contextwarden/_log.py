@@ -11,14 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from ._codec import message_from_dict, message_to_dict
 from ._exceptions import FormatError
-from ._messages import Message
-
-if TYPE_CHECKING:
-    from hashlib import blake2b
+from ._messages import Message, blake2b
 
 __all__ = [
     "Compaction",
@@ -282,21 +279,13 @@ def taken_by(edits: Sequence[Edit], n: int) -> list[int | None]:
     return out
 
 
-def _blake2b(digest_size: int) -> blake2b:
-    """A BLAKE2b hash of ``digest_size`` bytes (hashlib loads on first use, not with the
-    warden: its OpenSSL bindings cost 6 ms)."""
-    import hashlib
-
-    return hashlib.blake2b(digest_size=digest_size)
-
-
 def conversation_key(
     messages: Sequence[Message], tools: Iterable[Mapping[str, Any]] | None = None
 ) -> str:
     """Who a history belongs to: a hash of its leading system messages, its tool definitions
     and its first user message. Two agents with the same system prompt, tools and task share a
     key; the warden then tells them apart by whether one history extends the other."""
-    h = _blake2b(12)
+    h = blake2b(12)
     for m in messages:
         if m.role == "system":
             h.update(b"s" + m.fingerprint.encode())
@@ -312,7 +301,7 @@ def conversation_key(
 def make_ref(messages: Sequence[Message]) -> str:
     """The stable reference of an elided span: ``cw:`` + a hash of its messages' fingerprints.
     The same span always gets the same reference, on any machine."""
-    h = _blake2b(8)
+    h = blake2b(8)
     if messages:  # each fingerprint (hex digits) and a NUL, hashed at once
         h.update(("\x00".join([m.fingerprint for m in messages]) + "\x00").encode())
     return "cw:" + h.hexdigest()

@@ -25,6 +25,7 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "assistant",
+    "blake2b",
     "system",
     "tool_result",
     "user",
@@ -38,6 +39,7 @@ _set = object.__setattr__
 _B = TypeVar("_B")
 
 if TYPE_CHECKING:  # the checkers know cached_property's semantics
+    import hashlib
     from functools import cached_property as _memo
 else:
 
@@ -247,14 +249,12 @@ class Message:
         Two messages with the same fingerprint count the same tokens and transform the same
         way, so caches key on it. Computed once per value.
         """
-        import hashlib  # loaded on first use (OpenSSL's: 5 ms), not with the warden
-
         head = f"{self.role}\x00{self.name}\x00{self.pinned}\x00".encode()
         content = self.content
         if len(content) == 1 and type(content[0]) is TextBlock:  # the usual message, at once
             text = content[0].text.encode("utf-8", "surrogatepass")
-            return hashlib.blake2b(head + b"T\x00" + text + b"\x00", digest_size=16).hexdigest()
-        h = hashlib.blake2b(head, digest_size=16)
+            return blake2b(16, head + b"T\x00" + text + b"\x00").hexdigest()
+        h = blake2b(16, head)
         for block in content:
             _hash_block(h, block)
         return h.hexdigest()
@@ -295,6 +295,15 @@ def _texts(
         elif with_calls and isinstance(b, ToolCallBlock):
             yield b.name
             yield b.arguments
+
+
+def blake2b(digest_size: int, data: bytes = b"") -> hashlib.blake2b:
+    """A BLAKE2b hash of ``digest_size`` bytes, started on ``data``: the one hash of message
+    fingerprints, conversation keys and recall references. hashlib loads on first use, not
+    with the warden (its OpenSSL bindings cost 5 ms)."""
+    import hashlib
+
+    return hashlib.blake2b(data, digest_size=digest_size)
 
 
 def _hash_block(h: Any, b: Block) -> None:
