@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, reserve_attribute
+from .._task import strip_injected
 from .shell import analyze_command, call_effects, patch_targets
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
     "SHELL_TOOLS",
+    "TASK_NOTIFICATION",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
@@ -45,6 +47,7 @@ __all__ = [
     "call_action",
     "file_action",
     "first_path",
+    "is_notification",
     "norm_name",
     "norm_path",
     "prints_file",
@@ -232,6 +235,10 @@ _OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "O
 #: The header of a tool's result that Cline and Roo Code give back as text when the model
 #: writes its tool uses as XML in its reply: ``[read_file for 'src/app.py'] Result:``.
 CLINE_RESULT = re.compile(r"\[(?P<name>[\w:.-]+)(?: for [^\n]*?)?\] Result:")
+#: How Claude Code reports a background task that stopped (a sub-agent's final report in its
+#: ``<result>``, a background command's exit, a monitor's event): a user message the client
+#: sends on its own, answering no command of the reply before it.
+TASK_NOTIFICATION = "<task-notification>"
 #: Cline's XML tool uses that amount to a shell command (their parameters as child tags; Roo
 #: Code's ``apply_diff`` is Cline's ``replace_in_file``, its ``read_file`` may nest several
 #: ``<file><path>``): each is read as that command, so what it read, ran or wrote is known as
@@ -311,9 +318,18 @@ def xml_command(text: str) -> str | None:
 def text_output(before: Message, message: Message, position: int) -> ToolResultBlock | None:
     """User ``message`` (at ``position``) as the tool result it stands for
     (:func:`output_block`) when it answers the :func:`text_command` of the message ``before``
-    it; None for anything else, the user's own words above all."""
+    it, or when it is a background task's report (:func:`is_notification`, which answers no
+    command); None for anything else, the user's own words above all."""
     block = output_block(message, position) if message.role == "user" else None
-    return None if block is None or text_command(before) is None else block
+    if block is None or is_notification(message.text):
+        return block
+    return None if text_command(before) is None else block
+
+
+def is_notification(text: str) -> bool:
+    """Whether ``text`` is nothing but a client's report of a background task (Claude Code's
+    :data:`TASK_NOTIFICATION`), with other injected blocks at most: no words of the user's."""
+    return TASK_NOTIFICATION in text and not strip_injected(text).strip()
 
 
 def reads_as_output(text: str) -> bool:
@@ -321,8 +337,10 @@ def reads_as_output(text: str) -> bool:
     400 characters, it starts with one of the output markers (after blank space), or names the
     command in ``<command>`` tags before its ``<output>`` (mini-swe-agent's note on a command
     that timed out), or it starts with Cline's result header and holds no ``<feedback>`` of
-    the user's."""
+    the user's; or it is a background task's report (:func:`is_notification`)."""
     head = text[:400].lstrip()
+    if TASK_NOTIFICATION in text:
+        return is_notification(text)
     if CLINE_RESULT.match(head):
         # the user's words given with a result (a denied or commented tool use) stay words
         return "<feedback>" not in text
@@ -331,7 +349,7 @@ def reads_as_output(text: str) -> bool:
 
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
     """``message``'s text as the result ``"msg:<position>"`` when it reads as a command's
-    output: only text, starting with one of the output markers; else None."""
+    output (:func:`reads_as_output`) and holds only text; else None."""
     content = message.content
     if not content or any(type(b) is not TextBlock for b in content):
         return None
