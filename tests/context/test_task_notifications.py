@@ -140,6 +140,13 @@ def test_a_report_beside_the_users_own_words_is_the_users_and_never_changes() ->
         ),
         (f"{notification('a1', 'done')}\nNow fix it.", False),
         ("Please explain <task-notification> to me.", False),
+        # the lines Claude Code writes around a report it sends as a user message
+        (f"A background agent completed a task:\n{notification('a1', 'done')}", True),
+        (
+            f"{notification('b2', '')}\nRead the output file to retrieve the result: "
+            "/tmp/claude/tasks/b2.output",
+            True,
+        ),
     ],
 )
 def test_a_notification_of_nothing_but_client_blocks_reads_as_output(
