@@ -61,6 +61,7 @@ _TAGS = (
     # Claude Code
     "system-reminder",
     "task-notification",
+    "agent-notification",  # its 2.0 releases' report of a background sub-agent
     "command-name",
     "command-message",
     "command-args",

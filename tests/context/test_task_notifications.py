@@ -140,6 +140,13 @@ def test_a_report_beside_the_users_own_words_is_the_users_and_never_changes() ->
         ),
         (f"{notification('a1', 'done')}\nNow fix it.", False),
         ("Please explain <task-notification> to me.", False),
+        # Claude Code 2.0's form of a sub-agent's report
+        (
+            "<agent-notification>\n<agent-id>ad9c6de</agent-id>\n<status>completed</status>\n"
+            '<summary>Agent "Research the parser" completed.</summary>\n'
+            "Read the output file to retrieve the full result.\n</agent-notification>",
+            True,
+        ),
         # the lines Claude Code writes around a report it sends as a user message
         (f"A background agent completed a task:\n{notification('a1', 'done')}", True),
         (

@@ -179,3 +179,16 @@ def test_real_recordings_task(pattern: str, opening: str) -> None:
 
         msgs = list(load_transcript(path).messages)
     assert (words(msgs) or "").startswith(opening)
+
+
+def test_a_background_agents_report_is_not_the_task_nor_the_users_words() -> None:
+    report = (
+        "<agent-notification>\n<agent-id>ad9c6de</agent-id>\n<status>completed</status>\n"
+        '<summary>Agent "Research the parser" completed.</summary>\n</agent-notification>'
+    )
+    later = "<task-notification>\n<task-id>b2</task-id>\n</task-notification>\n" + (
+        "Read the output file to retrieve the result: /tmp/claude/tasks/b2.output"
+    )
+    assert strip_injected(report) == "" and strip_injected(later) == ""
+    msgs = [user(report), user(later), user("Make the parser accept tabs")]
+    assert user_task(msgs) == 2

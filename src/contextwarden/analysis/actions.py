@@ -30,11 +30,11 @@ __all__ = [
     "EXEC_WORDS",
     "FILE_TOOLS",
     "MEMORY_WORDS",
+    "NOTIFICATION_TAGS",
     "PATCH_TOOLS",
     "RESEARCH_WORDS",
     "SEARCH_TOOLS",
     "SHELL_TOOLS",
-    "TASK_NOTIFICATION",
     "TEXT_RESULT_PREFIX",
     "TODO_TOOLS",
     "TODO_WORDS",
@@ -237,8 +237,9 @@ _OUTPUT_MARKERS = ("<returncode>", "<output>", "<exception>", "Observation:", "O
 CLINE_RESULT = re.compile(r"\[(?P<name>[\w:.-]+)(?: for [^\n]*?)?\] Result:")
 #: How Claude Code reports a background task that stopped (a sub-agent's final report in its
 #: ``<result>``, a background command's exit, a monitor's event): a user message the client
-#: sends on its own, answering no command of the reply before it.
-TASK_NOTIFICATION = "<task-notification>"
+#: sends on its own, answering no command of the reply before it. Its 2.0 releases wrote a
+#: sub-agent's as ``<agent-notification>``.
+NOTIFICATION_TAGS = ("<task-notification>", "<agent-notification>")
 #: Cline's XML tool uses that amount to a shell command (their parameters as child tags; Roo
 #: Code's ``apply_diff`` is Cline's ``replace_in_file``, its ``read_file`` may nest several
 #: ``<file><path>``): each is read as that command, so what it read, ran or wrote is known as
@@ -328,8 +329,8 @@ def text_output(before: Message, message: Message, position: int) -> ToolResultB
 
 def is_notification(text: str) -> bool:
     """Whether ``text`` is nothing but a client's report of a background task (Claude Code's
-    :data:`TASK_NOTIFICATION`), with other injected blocks at most: no words of the user's."""
-    return TASK_NOTIFICATION in text and not strip_injected(text).strip()
+    :data:`NOTIFICATION_TAGS`), with other injected blocks at most: no words of the user's."""
+    return any(tag in text for tag in NOTIFICATION_TAGS) and not strip_injected(text).strip()
 
 
 def reads_as_output(text: str) -> bool:
@@ -339,7 +340,7 @@ def reads_as_output(text: str) -> bool:
     that timed out), or it starts with Cline's result header and holds no ``<feedback>`` of
     the user's; or it is a background task's report (:func:`is_notification`)."""
     head = text[:400].lstrip()
-    if TASK_NOTIFICATION in text:
+    if any(tag in text for tag in NOTIFICATION_TAGS):
         return is_notification(text)
     if CLINE_RESULT.match(head):
         # the user's words given with a result (a denied or commented tool use) stay words
