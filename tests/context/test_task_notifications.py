@@ -198,3 +198,8 @@ def test_a_report_in_anthropics_content_blocks_is_masked_too() -> None:
     assert messages == snapshot and validate_anthropic(system, sent) == []
     text = sent[i - 1]["content"][0]["text"]
     assert text.startswith("<task-notification>") and MARKER.search(text)
+
+
+def test_a_commands_output_that_prints_a_notification_is_still_that_output() -> None:
+    printed = f"<returncode>0</returncode>\n<output>\n{notification('a1', 'done')}\n</output>"
+    assert reads_as_output(printed) and not is_notification(printed)

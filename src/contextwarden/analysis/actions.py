@@ -340,12 +340,12 @@ def reads_as_output(text: str) -> bool:
     that timed out), or it starts with Cline's result header and holds no ``<feedback>`` of
     the user's; or it is a background task's report (:func:`is_notification`)."""
     head = text[:400].lstrip()
-    if any(tag in text for tag in NOTIFICATION_TAGS):
-        return is_notification(text)
     if CLINE_RESULT.match(head):
         # the user's words given with a result (a denied or commented tool use) stay words
         return "<feedback>" not in text
-    return head.startswith(_OUTPUT_MARKERS) or -1 < head.find("<command>") < head.find("<output>")
+    if head.startswith(_OUTPUT_MARKERS) or -1 < head.find("<command>") < head.find("<output>"):
+        return True
+    return is_notification(text)
 
 
 def output_block(message: Message, position: int) -> ToolResultBlock | None:
