@@ -25,8 +25,10 @@ __all__ = [
     "StubWarden",
     "GEMINI_CLI_CONTEXT",
     "agent_history",
+    "anthropic_text",
     "gemini_history",
     "proxy_process",
+    "send_anthropic",
     "wait_listening",
 ]
 
@@ -138,6 +140,27 @@ def agent_history(task: str, steps: int) -> list[dict[str, Any]]:
         )
         out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
     return out
+
+
+def send_anthropic(proxy: str, system: Any, messages: list[dict[str, Any]]) -> httpx.Response:
+    """POST one Anthropic Messages request (claude-sonnet-4-5) through ``proxy``; it must be
+    answered 200."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": system}
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+    r = httpx.post(
+        f"{proxy}/v1/messages", json={**body, "messages": messages}, headers=headers, timeout=60
+    )
+    assert r.status_code == 200, r.text
+    return r
+
+
+def anthropic_text(message: dict[str, Any]) -> str:
+    """The text of an Anthropic message: its string content, or its blocks' text (a tool
+    result's content where it is a string), one block a line."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(b.get("text") or b.get("content") or "") for b in content)
 
 
 def wait_listening(proc: subprocess.Popen[Any], base: str, seconds: float = 30) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 from fake_upstream import FakeUpstream
+from proxy_doubles import anthropic_text, send_anthropic
 
 from contextwarden.formats import validate_anthropic
 
@@ -47,37 +47,26 @@ def cline_history(steps: int) -> list[dict[str, Any]]:
     return out
 
 
-def _text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    return content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
-
-
-def _send(proxy: str, messages: list[dict[str, Any]]) -> None:
-    body = {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 1024,
-        "system": SYSTEM,
-        "messages": messages,
-    }
-    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
-    r = httpx.post(f"{proxy}/v1/messages", json=body, headers=headers, timeout=60)
-    assert r.status_code == 200, r.text
-
-
 def test_a_resumed_cline_session_reaches_the_upstream_with_its_old_results_masked(
     upstream: tuple[FakeUpstream, str], start_proxy: Any
 ) -> None:
     fake, url = upstream
     history = cline_history(14)
-    _send(start_proxy(url), history)  # a first call: nothing is cached, masks are free
+    send_anthropic(
+        start_proxy(url), SYSTEM, history
+    )  # a first call: nothing is cached, masks are free
     sent = fake.requests[-1].json["messages"]
     assert validate_anthropic(SYSTEM, sent) == [] and len(sent) == len(history)
     assert sent[0] == history[0]  # the task
-    assert FEEDBACK in _text(sent[8])  # the feedback on a tool use: the user's words, whole
-    masked = [i for i, m in enumerate(sent) if MASKED.search(_text(m))]
+    assert FEEDBACK in anthropic_text(
+        sent[8]
+    )  # the feedback on a tool use: the user's words, whole
+    masked = [i for i, m in enumerate(sent) if MASKED.search(anthropic_text(m))]
     assert len(masked) >= 5 and 8 not in masked and len(history) - 1 not in masked
     for i in masked:  # each a result, its header kept
-        assert history[i]["role"] == "user" and _text(sent[i]).startswith("[read_file for '")
+        assert history[i]["role"] == "user" and anthropic_text(sent[i]).startswith(
+            "[read_file for '"
+        )
 
 
 def test_a_cline_session_compacted_through_the_proxy_keeps_the_users_words_only(
@@ -87,12 +76,12 @@ def test_a_cline_session_compacted_through_the_proxy_keeps_the_users_words_only(
     proxy = start_proxy(url, window=36_000)
     history = cline_history(14)
     for end in range(1, len(history) + 1, 2):  # the model is called after each user turn
-        _send(proxy, history[:end])
+        send_anthropic(proxy, SYSTEM, history[:end])
     sent = [r.json for r in fake.requests if r.json.get("messages")]
     assert all(validate_anthropic(r["system"], r["messages"]) == [] for r in sent)
     last = sent[-1]["messages"]
     assert len(last) < len(history)  # compacted at the window
-    summary = next(_text(m) for m in last if "<completed>" in _text(m))
+    summary = next(anthropic_text(m) for m in last if "<completed>" in anthropic_text(m))
     instructions = summary.split("</remaining>", 1)[0].split("<remaining>", 1)[1]
     assert "Read src/fields.py before you edit anything." in instructions
     assert instructions.count("Result:") == 1  # the feedback's; no result is an instruction

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 from fake_upstream import FakeUpstream
+from proxy_doubles import anthropic_text, send_anthropic
 
 from contextwarden.formats import validate_anthropic
 
@@ -70,27 +70,8 @@ def claude_code_history(steps: int, report_at: int) -> list[dict[str, Any]]:
     return out
 
 
-def _text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(b.get("text") or b.get("content") or "") for b in content)
-
-
-def _send(proxy: str, messages: list[dict[str, Any]]) -> None:
-    body = {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 1024,
-        "system": SYSTEM,
-        "messages": messages,
-    }
-    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
-    r = httpx.post(f"{proxy}/v1/messages", json=body, headers=headers, timeout=60)
-    assert r.status_code == 200, r.text
-
-
 def _report_index(history: list[dict[str, Any]]) -> int:
-    return next(i for i, m in enumerate(history) if "<task-notification>" in _text(m))
+    return next(i for i, m in enumerate(history) if "<task-notification>" in anthropic_text(m))
 
 
 def test_an_answered_background_report_reaches_the_upstream_masked(
@@ -98,15 +79,17 @@ def test_an_answered_background_report_reaches_the_upstream_masked(
 ) -> None:
     fake, url = upstream
     history = claude_code_history(12, report_at=3)
-    _send(start_proxy(url), history)  # a resumed session's first call: masks are free
+    send_anthropic(
+        start_proxy(url), SYSTEM, history
+    )  # a resumed session's first call: masks are free
     sent = fake.requests[-1].json["messages"]
     assert validate_anthropic(SYSTEM, sent) == [] and len(sent) == len(history)
     assert sent[0] == history[0]  # the task
     i = _report_index(history)
-    report = _text(sent[i])
+    report = anthropic_text(sent[i])
     assert MASKED.search(report) and "<task-id>a7</task-id>" in report
     assert report.rstrip().endswith("</task-notification>")
-    assert len(report) < len(_text(history[i])) / 4
+    assert len(report) < len(anthropic_text(history[i])) / 4
 
 
 def test_a_report_the_model_has_not_answered_reaches_the_upstream_whole(
@@ -114,8 +97,10 @@ def test_a_report_the_model_has_not_answered_reaches_the_upstream_whole(
 ) -> None:
     fake, url = upstream
     history = claude_code_history(12, report_at=11)  # the newest turn: the model answers it now
-    _send(start_proxy(url), history)
+    send_anthropic(start_proxy(url), SYSTEM, history)
     sent = fake.requests[-1].json["messages"]
     assert validate_anthropic(SYSTEM, sent) == []
-    assert _text(sent[-1]) == _text(history[-1])  # (the proxy may add a cache breakpoint)
-    assert any(MASKED.search(_text(m)) for m in sent)  # older results were masked
+    assert anthropic_text(sent[-1]) == anthropic_text(
+        history[-1]
+    )  # (the proxy may add a cache breakpoint)
+    assert any(MASKED.search(anthropic_text(m)) for m in sent)  # older results were masked
